@@ -1,0 +1,103 @@
+"""Kernel generation: frozen spec -> Mako template -> OpenCL source -> program.
+
+A spec is the only route from a device profile and a problem shape to template
+parameters.  Programs are memoised per (context, source, options) in this
+process and cached on disk by pyopencl across processes.
+"""
+import dataclasses
+import hashlib
+import os
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+from mako.lookup import TemplateLookup
+
+from .resources import template_dirs
+
+_LOOKUP = None
+_PROGRAMS = {}
+BUILD_OPTIONS = ("-cl-mad-enable", "-cl-no-signed-zeros")
+
+
+class KernelBuildError(RuntimeError):
+    """An OpenCL program failed to build; carries the log and the source file."""
+
+
+def lookup():
+    global _LOOKUP
+    if _LOOKUP is None:
+        _LOOKUP = TemplateLookup(directories=template_dirs(), strict_undefined=True,
+                                 input_encoding="utf-8")
+    return _LOOKUP
+
+
+def c_type(dtype):
+    return {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}[np.dtype(dtype)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """Base of every kernel spec: the template it renders and the value types.
+
+    ``dtype`` is the data type, ``acc_double`` whether sums are accumulated in
+    double (else in Kahan-compensated float, for devices without fp64).
+    """
+    template = None
+    dtype: str = "float32"
+    acc_double: bool = True
+
+    def template_args(self):
+        args = dataclasses.asdict(self)
+        args["real_t"] = c_type(self.dtype)
+        args["fp64"] = self.dtype == "float64" or self.acc_double
+        return args
+
+    def render(self):
+        return lookup().get_template(self.template).render(**self.template_args())
+
+
+def _rendered_file(source):
+    cache = Path(os.environ.get("OCLCLUST_CACHE_DIR") or
+                 Path(tempfile.gettempdir()) / "oclclust-sources")
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"{hashlib.sha1(source.encode()).hexdigest()[:16]}.cl"
+    path.write_text(source)
+    return path
+
+
+def build(context, spec, options=BUILD_OPTIONS):
+    """The built program of *spec* in *context* (memoised)."""
+    source = spec.render()
+    key = (context.int_ptr, source, tuple(options))
+    program = _PROGRAMS.get(key)
+    if program is None:
+        try:
+            with warnings.catch_warnings():
+                # a successful build's log is noise; a failed one is raised below
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                program = cl.Program(context, source).build(options=list(options))
+        except cl.RuntimeError as exc:
+            path = _rendered_file(source)
+            raise KernelBuildError(f"building {spec.template} for "
+                                   f"{context.devices[0].name.strip()} failed; rendered "
+                                   f"source: {path}\n{exc}") from exc
+        _PROGRAMS[key] = program
+    return program
+
+
+_KERNELS = {}
+
+
+def kernel(context, spec, name):
+    """The memoised kernel *name* of *spec*'s program (one retrieval each)."""
+    key = (context.int_ptr, spec, name)
+    if key not in _KERNELS:
+        _KERNELS[key] = getattr(build(context, spec), name)
+    return _KERNELS[key]
+
+
+def kernel_work_group_limit(kernel, device):
+    return kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)

@@ -1,0 +1,266 @@
+"""OpenCL devices: discovery, tuning profiles (devices.yaml) and selection.
+
+A DeviceProfile is what the device reports merged with the matching entries of
+devices.yaml.  Profiles are plain, picklable data; the pyopencl objects behind
+them (context, queue) are looked up on demand and memoised per process.
+"""
+import dataclasses
+import os
+import warnings
+from pathlib import Path
+
+import pyopencl as cl
+import yaml
+
+from .resources import shipped_profiles_path
+
+# Profile terms: name -> (type, minimum, maximum).  Nothing from a YAML file
+# reaches a kernel without passing this table.
+PROFILE_TERMS = {
+    "work_group_size": (int, 1, 4096),
+    "points_per_item": (int, 1, 16),
+    "centroid_tile": (int, 1, 64),
+    "groups_per_compute_unit": (int, 1, 256),
+    "local_memory_fraction": (float, 0.0, 1.0),
+    "private_floats": (int, 16, 65536),
+    "memory_fraction": (float, 0.001, 1.0),
+}
+MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
+DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
+
+
+class ProfileError(ValueError):
+    """A devices.yaml file is malformed or holds an out-of-range value."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceProfile:
+    platform: str
+    name: str
+    vendor: str
+    type: str
+    driver_version: str
+    compute_units: int
+    local_mem_size: int
+    max_work_group_size: int
+    global_mem_size: int
+    max_alloc_size: int
+    fp64: bool
+    platform_index: int
+    device_index: int
+    work_group_size: int
+    points_per_item: int
+    centroid_tile: int
+    groups_per_compute_unit: int
+    local_memory_fraction: float
+    private_floats: int
+    memory_fraction: float
+    profile_entries: tuple = ()
+
+    @property
+    def key(self):
+        return (self.platform_index, self.device_index, self.platform, self.name)
+
+    @property
+    def local_memory_budget(self):
+        return int(self.local_mem_size * self.local_memory_fraction)
+
+    @property
+    def memory_budget(self):
+        return int(self.global_mem_size * self.memory_fraction)
+
+    def cl_device(self):
+        return _cl_device(self.key)
+
+    def queue(self):
+        """The memoised (context, queue) pair of this device."""
+        return _queue(self.key)
+
+    def __str__(self):
+        return f"{self.name} [{self.platform}]"
+
+
+# --------------------------------------------------------------- YAML profiles
+def _check_entry(entry, where):
+    if not isinstance(entry, dict):
+        raise ProfileError(f"{where}: an entry must be a mapping, got {type(entry).__name__}")
+    match = entry.get("match", {}) or {}
+    if not isinstance(match, dict) or set(match) - MATCH_KEYS:
+        raise ProfileError(f"{where}: 'match' takes only {sorted(MATCH_KEYS)}")
+    if "type" in match and str(match["type"]).lower() not in DEVICE_TYPES:
+        raise ProfileError(f"{where}: match type must be one of {sorted(DEVICE_TYPES)}")
+    terms = {}
+    for key, value in entry.items():
+        if key == "match":
+            continue
+        if key not in PROFILE_TERMS:
+            raise ProfileError(f"{where}: unknown profile term {key!r}")
+        kind, lo, hi = PROFILE_TERMS[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+            raise ProfileError(f"{where}: {key} must be {kind.__name__}, got {value!r}")
+        if not lo <= value <= hi:
+            raise ProfileError(f"{where}: {key}={value!r} is outside [{lo}, {hi}]")
+        terms[key] = kind(value)
+    return {k: str(v).lower() for k, v in match.items()}, terms
+
+
+def load_profile_file(path):
+    """Validated (match, terms) entries of one devices.yaml file."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or []
+    except (OSError, yaml.YAMLError) as exc:
+        raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
+    if not isinstance(data, list):
+        raise ProfileError(f"{path}: expected a list of entries")
+    return [_check_entry(e, f"{path} entry {i}") + (f"{path.name}#{i}",)
+            for i, e in enumerate(data)]
+
+
+def profile_entries():
+    entries = load_profile_file(shipped_profiles_path())
+    user = os.environ.get("OCLCLUST_DEVICES_YAML")
+    if user:
+        entries += load_profile_file(user)
+    return entries
+
+
+def _matches(match, reported):
+    for key, want in match.items():
+        have = reported[key].lower()
+        if (want != have) if key == "type" else (want not in have):
+            return False
+    return True
+
+
+def resolve_terms(reported, entries):
+    terms, used = {}, []
+    for match, entry_terms, label in entries:
+        if _matches(match, reported):
+            terms.update(entry_terms)
+            used.append(label)
+    missing = set(PROFILE_TERMS) - set(terms)
+    if missing:
+        raise ProfileError(f"no profile entry sets {sorted(missing)} for {reported['name']}")
+    return terms, tuple(used)
+
+
+# ------------------------------------------------------------------ discovery
+def _device_type(dev):
+    if dev.type & cl.device_type.GPU:
+        return "gpu"
+    if dev.type & cl.device_type.CPU:
+        return "cpu"
+    return "accelerator"
+
+
+def _reported(dev, platform, pi, di):
+    return dict(
+        platform=platform.name.strip(), name=dev.name.strip(), vendor=dev.vendor.strip(),
+        type=_device_type(dev), driver=dev.driver_version.strip(),
+        compute_units=dev.max_compute_units, local_mem_size=dev.local_mem_size,
+        max_work_group_size=dev.max_work_group_size, global_mem_size=dev.global_mem_size,
+        max_alloc_size=dev.max_mem_alloc_size,
+        fp64="cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0,
+        platform_index=pi, device_index=di)
+
+
+DISCOVERY_ERRORS = []
+
+
+def list_devices():
+    """Every OpenCL device of every platform that loads, with its resolved profile."""
+    entries = profile_entries()
+    profiles = []
+    DISCOVERY_ERRORS.clear()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:
+        DISCOVERY_ERRORS.append(f"no OpenCL platform could be loaded: {exc}")
+        return []
+    for pi, platform in enumerate(platforms):
+        try:
+            devs = platform.get_devices()
+        except cl.Error as exc:
+            msg = f"OpenCL platform {platform.name!r} skipped: {exc}"
+            DISCOVERY_ERRORS.append(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            continue
+        for di, dev in enumerate(devs):
+            rep = _reported(dev, platform, pi, di)
+            terms, used = resolve_terms(rep, entries)
+            driver = rep.pop("driver")
+            profiles.append(DeviceProfile(driver_version=driver, profile_entries=used,
+                                          **rep, **terms))
+    return profiles
+
+
+def select_devices(devices=None):
+    """Profiles picked by *devices*: "all", "gpu", "cpu", "accelerator", a
+    comma-separated list of platform/device name substrings, or a list of
+    DeviceProfile.  None means $OCLCLUST_DEVICES, else "all"."""
+    if devices is None:
+        devices = os.environ.get("OCLCLUST_DEVICES", "all")
+    if isinstance(devices, DeviceProfile):
+        return [devices]
+    if not isinstance(devices, str):
+        chosen = list(devices)
+        if not chosen or not all(isinstance(d, DeviceProfile) for d in chosen):
+            raise ValueError("devices must be a string or a non-empty list of DeviceProfile")
+        return chosen
+    available = list_devices()
+    want = devices.strip().lower()
+    if want == "all":
+        chosen = available
+    elif want in DEVICE_TYPES:
+        chosen = [p for p in available if p.type == want]
+    else:
+        parts = [s.strip() for s in want.split(",") if s.strip()]
+        chosen = [p for p in available
+                  if any(s in p.platform.lower() or s in p.name.lower() or s in p.vendor.lower()
+                         for s in parts)]
+    if not chosen:
+        names = ", ".join(str(p) for p in available) or "none"
+        raise ValueError(f"no OpenCL device matches devices={devices!r}; available: {names}")
+    return chosen
+
+
+# ------------------------------------------------------- pyopencl objects
+_DEVICES = {}
+_QUEUES = {}
+
+
+def _cl_device(key):
+    if key not in _DEVICES:
+        pi, di, platform, name = key
+        dev = cl.get_platforms()[pi].get_devices()[di]
+        if dev.name.strip() != name:
+            raise RuntimeError(f"OpenCL device {name!r} of {platform!r} is no longer present")
+        _DEVICES[key] = dev
+    return _DEVICES[key]
+
+
+def _queue(key):
+    if key not in _QUEUES:
+        # the context is kept beside its queue: Intel's runtime invalidates a
+        # queue's context once the last Python reference to it goes
+        ctx = cl.Context([_cl_device(key)])
+        _QUEUES[key] = (ctx, cl.CommandQueue(ctx))
+    return _QUEUES[key][1]
+
+
+def profile_of_queue(queue):
+    """The profile of the device a (user's) pyopencl queue runs on."""
+    dev = queue.device
+    for p in list_devices():
+        d = p.cl_device()
+        if d.int_ptr == dev.int_ptr or (d.name == dev.name and
+                                        d.platform.name == dev.platform.name):
+            return p
+    raise ValueError(f"the queue's device {dev.name!r} is not among oclclust's devices")
+
+
+def preferred(profiles):
+    """Order in which a single-device fit picks devices: GPUs first, then size."""
+    rank = {"gpu": 0, "accelerator": 1, "cpu": 2}
+    return sorted(profiles, key=lambda p: (rank[p.type], -p.compute_units))

@@ -1,0 +1,143 @@
+"""The fused Lloyd pass on one device partition: labels, partial sums, inertia.
+
+Pairs with templates/lloyd_assign_accumulate.cl.mako.  The pass is the
+*local statistics* step of k-means; the k-means loop (kmeans.py) only sees the
+reduced statistics, never where or how distances are computed.
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl.array as cla
+
+from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
+from .reduce import partial_buffer, reduce_partials
+
+
+@dataclasses.dataclass(frozen=True)
+class LloydSpec(Spec):
+    template = "lloyd_assign_accumulate.cl.mako"
+    d: int = 1
+    k: int = 1
+    kp: int = 1
+    wg: int = 1
+    ppi: int = 1
+    ctile: int = 1
+    stage_centers: bool = False
+    stage_point: bool = False
+    update: bool = True
+    weighted: bool = False
+
+    def local_bytes(self):
+        item = np.dtype(self.dtype).itemsize
+        acc = 8 if self.acc_double else 4
+        staged = (self.kp * self.d + self.kp) * item if self.stage_centers else 0
+        return self.wg * acc + staged + (self.wg * self.ppi * 4 if self.update else 0)
+
+    def private_floats(self):
+        return self.ppi * (self.ctile + (self.d if self.stage_point else 0))
+
+
+def _power_of_two_at_most(v):
+    return 1 << (max(1, int(v)).bit_length() - 1)
+
+
+def candidate_specs(profile, dtype, d, k, update, weighted):
+    """Specs from the profile's choice down to the smallest; the first that
+    fits the device is used (smaller work-groups, tiles, global centroids)."""
+    ctile = max(1, min(profile.centroid_tile, k))
+    kp = -(-k // ctile) * ctile
+    wg = _power_of_two_at_most(min(profile.work_group_size, profile.max_work_group_size))
+    while True:
+        for stage_centers in (True, False):
+            for ppi in sorted({profile.points_per_item, 1}, reverse=True):
+                stage_point = ppi * (ctile + d) <= profile.private_floats
+                yield LloydSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, k=k,
+                                kp=kp, wg=wg, ppi=ppi, ctile=ctile,
+                                stage_centers=stage_centers, stage_point=stage_point,
+                                update=update, weighted=weighted)
+        if wg == 1:
+            return
+        wg //= 2
+
+
+_PLANS = {}
+
+
+def plan(profile, dtype, d, k, update, weighted):
+    """The built kernel and spec of the first candidate that fits the device."""
+    key = (profile.key, np.dtype(dtype).name, d, k, update, weighted)
+    if key not in _PLANS:
+        ctx = profile.queue().context
+        errors = []
+        for spec in candidate_specs(profile, dtype, d, k, update, weighted):
+            if spec.local_bytes() > profile.local_memory_budget:
+                continue
+            try:
+                assign = kernel(ctx, spec, "assign_and_accumulate")
+            except KernelBuildError as exc:
+                errors.append(exc)
+                continue
+            if kernel_work_group_limit(assign, profile.cl_device()) >= spec.wg:
+                _PLANS[key] = (spec, assign)
+                break
+        else:
+            raise KernelBuildError(f"no Lloyd kernel variant fits {profile}"
+                                   + (f"; last error: {errors[-1]}" if errors else ""))
+    return _PLANS[key]
+
+
+@dataclasses.dataclass
+class LloydStats:
+    sums: np.ndarray        # k x d weighted sums (float64); None without update
+    weights: np.ndarray     # k cluster weights (float64); None without update
+    inertia: float
+    n_changed: int
+    n_nonfinite: int
+
+
+class LloydPass:
+    """Runs the fused pass over a DevicePartition into caller-owned labels."""
+
+    def __init__(self, part, k, update=True):
+        self.part, self.k, self.update = part, k, update
+        self.spec, self.kernel = plan(part.profile, part.dtype, part.d, k, update, part.weighted)
+        self.groups, self.tiles = part.groups(self.spec.wg, self.spec.wg * self.spec.ppi)
+        q, acc = part.queue, part.acc_double
+        size = k * part.d if update else 1
+        self.part_sums = partial_buffer(q, self.groups, size, acc)
+        self.part_weights = partial_buffer(q, self.groups, k if update else 1, acc)
+        self.part_inertia = partial_buffer(q, self.groups, 1, acc)
+        self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
+        self.min_dist = cla.empty(q, part.n, part.dtype)
+        self.centers = cla.empty(q, self.spec.kp * part.d, part.dtype)
+        self.norms = cla.empty(q, self.spec.kp, part.dtype)
+
+    def _upload(self, centers):
+        kp, d = self.spec.kp, self.part.d
+        padded = np.zeros((kp, d), self.part.dtype)
+        padded[:self.k] = centers
+        norms = np.full(kp, np.inf, self.part.dtype)
+        norms[:self.k] = np.einsum("ij,ij->i", padded[:self.k].astype(np.float64),
+                                   padded[:self.k].astype(np.float64))
+        self.centers.set(padded.ravel(), self.part.queue)
+        self.norms.set(norms, self.part.queue)
+
+    def run(self, centers, labels):
+        """Assign every row to its nearest centre of *centers* (k x d), writing
+        *labels* (a device int32 array holding the previous labels)."""
+        part, q = self.part, self.part.queue
+        self._upload(centers)
+        self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),
+                    part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg(),
+                    self.centers.data, self.norms.data, labels.data, self.min_dist.data,
+                    self.part_sums.data, self.part_weights.data, self.part_inertia.data,
+                    self.part_flags.data, np.int64(self.tiles))
+        sums = weights = None
+        if self.update:
+            acc = part.acc_double
+            sums = reduce_partials(q, self.part_sums, self.groups, self.k * part.d,
+                                   part.dtype, acc).reshape(self.k, part.d)
+            weights = reduce_partials(q, self.part_weights, self.groups, self.k, part.dtype, acc)
+        flags = self.part_flags.get(q).reshape(-1, 2)
+        inertia = float(np.sum(self.part_inertia.get(q)[:self.groups], dtype=np.float64))
+        return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()), int(flags[:, 1].sum()))

@@ -1,0 +1,76 @@
+"""A data partition resident on one device: rows, weights and their moments.
+
+The rows are copied to the device once (or used in place when they already
+are a pyopencl array there) and every kernel pass reads them from there.
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl.array as cla
+
+from .codegen import Spec, kernel
+from .reduce import partial_buffer, reduce_partials
+
+
+@dataclasses.dataclass(frozen=True)
+class MomentsSpec(Spec):
+    template = "partition_moments.cl.mako"
+    d: int = 1
+    wg: int = 1
+
+
+class DevicePartition:
+    """Rows ``x`` (n x d, C order, on *profile*'s device) and optional weights."""
+
+    def __init__(self, profile, X, sample_weight=None):
+        self.profile = profile
+        self.queue = profile.queue()
+        if isinstance(X, cla.Array):
+            if X.context != self.queue.context:
+                raise ValueError("the pyopencl array lives in another context than the "
+                                 f"selected device {profile}")
+            self.x = X
+        else:
+            self.x = cla.to_device(self.queue, X)
+        self.n, self.d = self.x.shape
+        self.dtype = self.x.dtype
+        self.stride = self.x.strides[0] // self.x.dtype.itemsize
+        self.acc_double = profile.fp64
+        self.weights = (None if sample_weight is None
+                        else cla.to_device(self.queue, sample_weight.astype(self.dtype)))
+
+    @property
+    def weighted(self):
+        return self.weights is not None
+
+    def weights_arg(self):
+        return (self.weights if self.weighted else self.x).data
+
+    def groups(self, work_group_size, rows_per_step):
+        """Persistent work-groups for this device and the steps each takes."""
+        steps = -(-self.n // rows_per_step)
+        groups = max(1, min(steps, self.profile.compute_units *
+                            self.profile.groups_per_compute_unit))
+        return groups, -(-steps // groups)
+
+    def row(self, i):
+        return self.x[int(i)].get(self.queue)
+
+    def moments(self):
+        """(column means, column variances, all finite) in float64, one data pass."""
+        wg = 1 << min(6, max(self.d - 1, 0).bit_length())
+        spec = MomentsSpec(dtype=self.dtype.name, acc_double=self.acc_double, d=self.d, wg=wg)
+        moments = kernel(self.queue.context, spec, "partition_moments")
+        groups, steps = self.groups(1, 4096)
+        part = partial_buffer(self.queue, groups, 2 * self.d, self.acc_double)
+        shift_host = self.row(0).astype(np.float64)
+        shift = cla.to_device(self.queue, shift_host.astype(self.dtype))
+        moments(self.queue, (groups * wg,), (wg,), self.x.data,
+                              np.int64(self.n), np.int64(self.stride), shift.data, part.data,
+                              np.int64(steps * 4096))
+        total = reduce_partials(self.queue, part, groups, 2 * self.d, self.dtype,
+                                self.acc_double)
+        s1, s2 = total[:self.d] / self.n, total[self.d:] / self.n
+        finite = bool(np.all(np.isfinite(total)))
+        finite = finite and bool(np.all(np.isfinite(shift_host)))
+        return s1 + shift_host, np.maximum(s2 - s1 * s1, 0.0), finite

@@ -1,0 +1,120 @@
+"""Input and parameter validation with scikit-learn's rules and messages."""
+import numbers
+
+import numpy as np
+import pyopencl.array as cla
+
+
+class NotFittedError(ValueError, AttributeError):
+    """Raised when a method needs a fitted estimator (as scikit-learn's)."""
+
+
+try:  # one exception type with scikit-learn's, so its callers catch ours
+    from sklearn.exceptions import NotFittedError  # noqa: F811
+except ImportError:
+    pass
+
+
+def check_params(estimator, rules):
+    """Check estimator parameters against *rules*: name -> list of allowed
+    values, types, or (type, low, high) closed intervals."""
+    for name, allowed in rules.items():
+        value = getattr(estimator, name)
+        for rule in allowed:
+            if isinstance(rule, tuple):
+                kind, lo, hi = rule
+                if (isinstance(value, kind) and not isinstance(value, bool)
+                        and (lo is None or value >= lo) and (hi is None or value <= hi)):
+                    break
+            elif isinstance(rule, type):
+                if isinstance(value, rule):
+                    break
+            elif isinstance(value, str) and value == rule:
+                break
+            elif rule is None and value is None:
+                break
+        else:
+            raise ValueError(f"The {name!r} parameter of {type(estimator).__name__} must be "
+                             f"one of {_describe(allowed)}. Got {value!r} instead.")
+
+
+def _describe(allowed):
+    parts = []
+    for rule in allowed:
+        if isinstance(rule, tuple):
+            kind, lo, hi = rule
+            parts.append(f"{kind.__name__} in [{lo}, {hi}]")
+        elif isinstance(rule, type):
+            parts.append(f"an instance of {rule.__name__}")
+        else:
+            parts.append(repr(rule))
+    return ", ".join(parts)
+
+
+def check_data(X, estimator="estimator", min_samples=1):
+    """X as a numeric 2-D host array (any float/int dtype) or a device array."""
+    if isinstance(X, cla.Array):
+        if X.ndim != 2:
+            raise ValueError(f"Expected 2D array, got {X.ndim}D pyopencl array instead.")
+        if not X.flags.c_contiguous:
+            raise ValueError("a pyopencl array input must be C-contiguous")
+    else:
+        if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+            raise TypeError(f"{estimator} does not accept sparse data: pass a dense array "
+                            "(X.toarray()).")
+        X = np.asarray(X)
+        if np.iscomplexobj(X):
+            raise ValueError("Complex data not supported")
+        if X.dtype.kind not in "fiub":
+            try:
+                X = X.astype(np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"could not convert input to numbers: {exc}") from exc
+        if X.ndim != 2:
+            raise ValueError(f"Expected 2D array, got {X.ndim}D array instead. Reshape your "
+                             "data either using array.reshape(-1, 1) if your data has a single "
+                             "feature or array.reshape(1, -1) if it contains a single sample.")
+    n, d = X.shape
+    if n < min_samples:
+        raise ValueError(f"Found array with {n} sample(s) (shape={tuple(X.shape)}) while a "
+                         f"minimum of {min_samples} is required by {estimator}.")
+    if d < 1:
+        raise ValueError(f"Found array with 0 feature(s) (shape={tuple(X.shape)}) while a "
+                         f"minimum of 1 is required by {estimator}.")
+    return X
+
+
+def as_dtype(X, dtype):
+    """C-ordered *dtype* data; a device array is converted on its device."""
+    if isinstance(X, cla.Array):
+        return X if X.dtype == dtype else X.astype(dtype)
+    return np.ascontiguousarray(X, dtype=dtype)
+
+
+def check_sample_weight(sample_weight, n, dtype):
+    """Host weights of length n (None stays None: unit weights)."""
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, numbers.Number):
+        return np.full(n, sample_weight, dtype=dtype)
+    w = np.asarray(sample_weight)
+    if w.ndim != 1 or w.shape[0] != n:
+        raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n},)!")
+    w = w.astype(dtype)
+    if not np.isfinite(w).all():
+        raise ValueError("Input sample_weight contains NaN or infinity.")
+    if (w < 0).any():
+        raise ValueError("Negative values in data passed to `sample_weight`")
+    if w.sum() <= 0:
+        raise ValueError("Sample weights must have a positive sum.")
+    return w
+
+
+def check_random_state(seed):
+    if seed is None or seed is np.random:
+        return np.random.mtrand._rand
+    if isinstance(seed, numbers.Integral):
+        return np.random.RandomState(seed)
+    if isinstance(seed, np.random.RandomState):
+        return seed
+    raise ValueError(f"{seed!r} cannot be used to seed a numpy.random.RandomState instance")

@@ -1,0 +1,52 @@
+<%doc>
+Greedy k-means++ step: the squared distance of every point to each candidate
+centre, clipped by its distance to the centres chosen so far, and each
+candidate's potential (weighted sum of those distances) per work-group.
+Reads spec: d, trials, wg, weighted.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#define D ${d}
+#define T ${trials}
+#define WG ${wg}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void candidate_potentials(
+    __global const real_t *restrict x, const long n, const long stride,
+    __global const real_t *restrict w,
+    __global const int *restrict candidates,   /* T row indices */
+    __global const acc_t *restrict closest,    /* n: distance to chosen centres */
+    __global acc_t *restrict cand_dist,        /* T x n */
+    __global acc_t *restrict part_pot,         /* groups x T */
+    const long rows_per_group)
+{
+    const int lid = get_local_id(0);
+    const long g = get_group_id(0);
+    const long lo = g * rows_per_group, hi = min(n, lo + rows_per_group);
+    __local acc_t scratch[WG];
+    acc_t pot[T];
+    for (int t = 0; t < T; ++t)
+        pot[t] = 0;
+    for (long i = lo + lid; i < hi; i += WG) {
+% if weighted:
+        const acc_t wi = w[i];
+% else:
+        const acc_t wi = 1;
+% endif
+        for (int t = 0; t < T; ++t) {
+            __global const real_t *c = x + (long)candidates[t] * stride;
+            acc_t s = 0;
+            for (int k = 0; k < D; ++k) {
+                const acc_t diff = (acc_t)x[i * stride + k] - (acc_t)c[k];
+                s += diff * diff;
+            }
+            const acc_t dist = fmin(s, closest[i]);
+            cand_dist[t * n + i] = dist;
+            pot[t] += wi * dist;
+        }
+    }
+    for (int t = 0; t < T; ++t) {
+        const acc_t total = group_sum(pot[t], scratch);
+        if (lid == 0)
+            part_pot[g * T + t] = total;
+    }
+}

@@ -1,0 +1,170 @@
+<%doc>
+The fused Lloyd pass: distance + argmin + partial sums in one read of the data.
+Reads spec: d, kp (centroids padded to a multiple of ctile), k, wg, ppi
+(points per work-item), ctile (centroids scored per pass over a point),
+stage_centers (centroids in local memory), stage_point (point copied to
+private memory), update (accumulate partial sums), weighted.
+
+Each work-group owns a contiguous range of tiles and a slab of partial sums in
+global memory; a slab is written in point order by one work-item per
+dimension, so the sums do not depend on scheduling (no atomics).
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#define D ${d}
+#define K ${k}
+#define KP ${kp}
+#define WG ${wg}
+#define PPI ${ppi}
+#define CT ${ctile}
+#define TILE (WG * PPI)
+% if stage_centers:
+#define CENTER(j, c) lc[(j) * D + (c)]
+% else:
+#define CENTER(j, c) centers[(j) * D + (c)]
+% endif
+% if stage_point:
+#define POINT(p, c) xp[p][c]
+% else:
+#define POINT(p, c) x[pt[p] * stride + (c)]
+% endif
+% if weighted:
+#define WEIGHT(i) w[i]
+% else:
+#define WEIGHT(i) ((real_t)1)
+% endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void assign_and_accumulate(
+    __global const real_t *restrict x, const long n, const long stride,
+    __global const real_t *restrict w,
+    __global const real_t *restrict centers,      /* KP x D, padded rows */
+    __global const real_t *restrict center_norms, /* KP, +inf on padding */
+    __global int *restrict labels,                /* in: previous, out: new */
+    __global real_t *restrict min_dist,           /* exact distance to own centre */
+    __global acc_t *restrict part_sums,           /* groups x K x D (x2 if Kahan) */
+    __global acc_t *restrict part_weights,        /* groups x K (x2 if Kahan) */
+    __global acc_t *restrict part_inertia,        /* groups */
+    __global int *restrict part_flags,            /* groups x 2: changed, non-finite */
+    const long tiles_per_group)
+{
+    const int lid = get_local_id(0);
+    const long g = get_group_id(0), groups = get_num_groups(0);
+    __local acc_t scratch[WG];
+% if stage_centers:
+    __local real_t lc[KP * D];
+    __local real_t lcn[KP];
+    for (int e = lid; e < KP * D; e += WG)
+        lc[e] = centers[e];
+    for (int e = lid; e < KP; e += WG)
+        lcn[e] = center_norms[e];
+    #define NORM(j) lcn[j]
+% else:
+    #define NORM(j) center_norms[j]
+% endif
+% if update:
+    __local int tile_label[TILE];
+    __global acc_t *sums = part_sums + g * K * D;
+    __global acc_t *wsum = part_weights + g * K;
+    for (long e = lid; e < K * D; e += WG)
+        sums[e] = 0;
+    for (long e = lid; e < K; e += WG)
+        wsum[e] = 0;
+  % if not acc_double:
+    for (long e = lid; e < K * D; e += WG)
+        sums[groups * K * D + e] = 0;
+    for (long e = lid; e < K; e += WG)
+        wsum[groups * K + e] = 0;
+  % endif
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+
+    acc_t inertia = 0;
+    int changed = 0, nonfinite = 0;
+    const long first = g * tiles_per_group * TILE;
+    for (long t = 0; t < tiles_per_group; ++t) {
+        const long base = first + t * TILE;
+        if (base >= n)
+            break;                      /* uniform over the group */
+        long pt[PPI];
+        real_t best[PPI];
+        int best_j[PPI];
+% if stage_point:
+        real_t xp[PPI][D];
+% endif
+        for (int p = 0; p < PPI; ++p) {
+            const long i = base + p * WG + lid;
+            pt[p] = i < n ? i : n - 1;  /* edge: score a valid point, drop it below */
+            best[p] = INFINITY;
+            best_j[p] = 0;
+% if stage_point:
+            for (int c = 0; c < D; ++c)
+                xp[p][c] = x[pt[p] * stride + c];
+% endif
+        }
+        for (int j0 = 0; j0 < KP; j0 += CT) {
+            real_t dot[PPI][CT];
+            for (int p = 0; p < PPI; ++p)
+                for (int q = 0; q < CT; ++q)
+                    dot[p][q] = 0;
+            for (int c = 0; c < D; ++c)
+                for (int p = 0; p < PPI; ++p) {
+                    const real_t xv = POINT(p, c);
+                    for (int q = 0; q < CT; ++q)
+                        dot[p][q] = fma(xv, CENTER(j0 + q, c), dot[p][q]);
+                }
+            for (int p = 0; p < PPI; ++p)
+                for (int q = 0; q < CT; ++q) {
+                    /* ||c||^2 - 2 x.c ranks centroids like ||x - c||^2 */
+                    const real_t score = fma((real_t)-2, dot[p][q], NORM(j0 + q));
+                    if (score < best[p]) {
+                        best[p] = score;
+                        best_j[p] = j0 + q;
+                    }
+                }
+        }
+        for (int p = 0; p < PPI; ++p) {
+            const long i = base + p * WG + lid;
+            /* the exact distance of the winner: no cancellation in the inertia */
+            real_t exact = 0;
+            for (int c = 0; c < D; ++c) {
+                const real_t diff = POINT(p, c) - CENTER(best_j[p], c);
+                exact = fma(diff, diff, exact);
+            }
+            if (i < n) {
+                nonfinite += !isfinite(exact);
+                inertia += (acc_t)WEIGHT(i) * exact;
+                changed += labels[i] != best_j[p];
+                labels[i] = best_j[p];
+                min_dist[i] = exact;
+            }
+% if update:
+            tile_label[p * WG + lid] = i < n ? best_j[p] : -1;
+% endif
+        }
+% if update:
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* one work-item per dimension (and one for the weights), points in order */
+        for (int c = lid; c <= D; c += WG)
+            for (int r = 0; r < TILE; ++r) {
+                const int j = tile_label[r];
+                if (j < 0)
+                    continue;
+                const long i = base + r;
+                if (c < D)
+                    acc_add_global(sums, (long)j * D + c, groups * K * D,
+                                   (acc_t)WEIGHT(i) * x[i * stride + c]);
+                else
+                    acc_add_global(wsum, j, groups * K, (acc_t)WEIGHT(i));
+            }
+        barrier(CLK_LOCAL_MEM_FENCE);
+% endif
+    }
+    inertia = group_sum(inertia, scratch);
+    const int total_changed = (int)group_sum((acc_t)changed, scratch);
+    const int total_nonfinite = (int)group_sum((acc_t)nonfinite, scratch);
+    if (lid == 0) {
+        part_inertia[g] = inertia;
+        part_flags[2 * g] = total_changed;
+        part_flags[2 * g + 1] = total_nonfinite;
+    }
+}

@@ -1,0 +1,34 @@
+<%doc>
+Column sums and sums of squares of a data partition, about a shift row (the
+first point) so the variance keeps its digits; also tells non-finite data.
+Reads spec: d, wg.
+Output per work-group: d sums, d sums of squares (acc_t; Kahan pairs without fp64).
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#define D ${d}
+#define WG ${wg}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void partition_moments(__global const real_t *restrict x, const long n, const long stride,
+                       __global const real_t *restrict shift,
+                       __global acc_t *restrict part, const long rows_per_group)
+{
+    const int lid = get_local_id(0);
+    const long g = get_group_id(0), groups = get_num_groups(0);
+    const long lo = g * rows_per_group, hi = min(n, lo + rows_per_group);
+    /* one work-item per column: each partial is summed in row order */
+    for (int c = lid; c < D; c += WG) {
+        __global acc_t *s1 = part + g * 2 * D;
+        s1[c] = 0;
+        s1[D + c] = 0;
+% if not acc_double:
+        s1[groups * 2 * D + c] = 0;
+        s1[groups * 2 * D + D + c] = 0;
+% endif
+        for (long i = lo; i < hi; ++i) {
+            const acc_t v = (acc_t)x[i * stride + c] - (acc_t)shift[c];
+            acc_add_global(s1, c, groups * 2 * D, v);
+            acc_add_global(s1, D + c, groups * 2 * D, v * v);
+        }
+    }
+}

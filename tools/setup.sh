@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Prepare this machine for oclclust: OpenCL CPU runtimes (PoCL from apt, Intel's from PyPI),
+# oclgrind, and a .venv at the repo root with oclclust installed (non-editable, as users get it).
+# Idempotent: a second run skips what is present and only reinstalls the project itself.
+# Usage: bash tools/setup.sh [--test]     (--test: also install the test extra)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+test_extra=
+case "${1:-}" in
+  --test) test_extra="test" ;;
+  "") ;;
+  *) echo "usage: bash tools/setup.sh [--test]" >&2; exit 2 ;;
+esac
+
+extras=${test_extra:+$test_extra,}mpi
+
+say()  { echo "setup: $*"; }
+warn() { echo "setup: WARNING: $*" >&2; }
+sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_WARN_SCRIPT_LOCATION=1
+
+# 1. System packages. apt is slow and needs the network, so touch it only when something is missing.
+pkgs=(pocl-opencl-icd ocl-icd-libopencl1 clinfo oclgrind)
+python3 -c 'import ensurepip' 2>/dev/null || pkgs+=(python3-venv)   # Debian's python3 ships venv without pip
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt-get install ${missing[*]}"
+  { $sudo apt-get update -qq &&
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  } || warn "apt-get failed for: ${missing[*]} (PoCL and/or oclgrind may be missing)"
+fi
+
+# 2. The virtual environment.
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv"
+  python3 -m venv .venv
+fi
+py=.venv/bin/python
+
+# 3. Intel's CPU runtime: a 225 MB wheel, so only when its library is not in the venv yet.
+intel_lib=$PWD/.venv/lib/libintelocl.so
+if [ ! -f "$intel_lib" ]; then
+  say "pip install intel-opencl-rt intel-cmplr-lib-rt (large download)"
+  $py -m pip install -q intel-opencl-rt intel-cmplr-lib-rt || warn "Intel OpenCL CPU runtime could not be installed"
+fi
+# Register it with the ICD loader. The wheel's own .icd names a bogus /opt/anaconda path, so write
+# our own with the absolute path; the library's RUNPATH ($ORIGIN) finds its companion libraries.
+icd=/etc/OpenCL/vendors/intel-cpu.icd
+if [ -f "$intel_lib" ] && [ "$(cat "$icd" 2>/dev/null)" != "$intel_lib" ]; then
+  say "registering $intel_lib in $icd"
+  $sudo mkdir -p /etc/OpenCL/vendors
+  echo "$intel_lib" | $sudo tee "$icd" >/dev/null || warn "could not write $icd"
+fi
+
+# 4. The project, every run: pip always rebuilds a local directory, so code changes are picked
+# up, while dependencies already satisfied are left alone (no download). mpi is optional for the
+# library, so if that extra cannot be installed we warn and go on without it.
+[ -f pyproject.toml ] || { echo "setup: ERROR: no pyproject.toml in $PWD: nothing to install" >&2; exit 1; }
+say "pip install .[$extras]"
+if ! $py -m pip install -q ".[$extras]"; then
+  warn "pip install .[$extras] failed; retrying without the mpi extra"
+  $py -m pip install -q ".${test_extra:+[$test_extra]}" \
+    || { echo "setup: ERROR: pip install of the project failed (see pip's message above)" >&2; exit 1; }
+fi
+
+# 5. At least one OpenCL platform must be usable from the venv.
+$py - <<'PY' || { echo "setup: ERROR: no OpenCL platform is usable from .venv" >&2; exit 1; }
+import sys, pyopencl as cl
+try:
+    plats = cl.get_platforms()
+except cl.Error as e:
+    sys.exit(f"setup: {e}")
+ok = 0
+for p in plats:
+    try:
+        print(f"setup: platform {p.name!r}: {', '.join(d.name for d in p.get_devices())}")
+        ok += 1
+    except cl.Error as e:   # one broken runtime must not hide the others
+        print(f"setup: WARNING: platform {p.name!r} has no usable device: {e}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+command -v oclgrind >/dev/null || warn "oclgrind is not on PATH (the kernel-check tests need it)"
+say "done"
