@@ -4,6 +4,7 @@ A spec is the only route from a device profile and a problem shape to template
 parameters.  Programs are memoised per (context, source, options) in this
 process and cached on disk by pyopencl across processes.
 """
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -68,6 +69,14 @@ def _rendered_file(source):
     return path
 
 
+@contextlib.contextmanager
+def quiet_build():
+    """Silence a successful build's log (noise); a failed build still raises."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        yield
+
+
 def build(context, spec, options=BUILD_OPTIONS):
     """The built program of *spec* in *context* (memoised)."""
     source = spec.render()
@@ -75,9 +84,7 @@ def build(context, spec, options=BUILD_OPTIONS):
     program = _PROGRAMS.get(key)
     if program is None:
         try:
-            with warnings.catch_warnings():
-                # a successful build's log is noise; a failed one is raised below
-                warnings.simplefilter("ignore", cl.CompilerWarning)
+            with quiet_build():
                 program = cl.Program(context, source).build(options=list(options))
         except cl.RuntimeError as exc:
             path = _rendered_file(source)

@@ -12,7 +12,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.scan import GenericScanKernel
 
-from .codegen import Spec, c_type, kernel
+from .codegen import Spec, c_type, kernel, quiet_build
 from .reduce import acc_dtype
 
 
@@ -83,17 +83,18 @@ def kmeans_plusplus(part, n_clusters, random_state, host_weights, n_local_trials
     indices = [int(first)]
     cand[:1].set(np.array([first], np.int32), q)
     current_pot = potentials(1, cand)[0]
-    cl.enqueue_copy(q, closest.data, cand_dist.data, byte_count=n * closest.itemsize)
+    cl.enqueue_copy(q, closest.data, cand_dist.data, byte_count=n * closest.dtype.itemsize)
     for _ in range(1, n_clusters):
         rand_vals = random_state.uniform(size=trials) * current_pot
-        scan(closest, cumsum, *([part.weights] if part.weighted else []), queue=q)
+        with quiet_build():  # the scan builds on its first call
+            scan(closest, cumsum, *([part.weights] if part.weighted else []), queue=q)
         targets.set(rand_vals.astype(acc), q)
         search(q, (trials,), None, cumsum.data, np.int64(n), targets.data, np.int32(trials),
                cand.data)
         pots = potentials(trials, cand)
         best = int(np.argmin(pots))
         current_pot = pots[best]
-        cl.enqueue_copy(q, closest.data, cand_dist.data, byte_count=n * closest.itemsize,
-                        src_offset=best * n * closest.itemsize)
+        cl.enqueue_copy(q, closest.data, cand_dist.data, byte_count=n * closest.dtype.itemsize,
+                        src_offset=best * n * closest.dtype.itemsize)
         indices.append(int(cand.get(q)[best]))
     return np.array(indices)
