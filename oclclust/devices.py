@@ -24,6 +24,7 @@ PROFILE_TERMS = {
     "local_memory_fraction": (float, 0.0, 1.0),
     "private_floats": (int, 16, 65536),
     "memory_fraction": (float, 0.001, 1.0),
+    "lloyd_variant": (str, ("tiled", "rowwise"), None),
 }
 MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
 DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
@@ -55,6 +56,8 @@ class DeviceProfile:
     local_memory_fraction: float
     private_floats: int
     memory_fraction: float
+    lloyd_variant: str
+    native_vector_bytes: int
     profile_entries: tuple = ()
 
     @property
@@ -96,6 +99,11 @@ def _check_entry(entry, where):
         if key not in PROFILE_TERMS:
             raise ProfileError(f"{where}: unknown profile term {key!r}")
         kind, lo, hi = PROFILE_TERMS[key]
+        if kind is str:  # an enumeration: lo holds the choices
+            if value not in lo:
+                raise ProfileError(f"{where}: {key} must be one of {lo}, got {value!r}")
+            terms[key] = value
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
             raise ProfileError(f"{where}: {key} must be {kind.__name__}, got {value!r}")
         if not lo <= value <= hi:
@@ -161,6 +169,7 @@ def _reported(dev, platform, pi, di):
         compute_units=dev.max_compute_units, local_mem_size=dev.local_mem_size,
         max_work_group_size=dev.max_work_group_size, global_mem_size=dev.global_mem_size,
         max_alloc_size=dev.max_mem_alloc_size,
+        native_vector_bytes=4 * max(1, dev.native_vector_width_float),
         fp64="cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0,
         platform_index=pi, device_index=di)
 

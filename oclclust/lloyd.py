@@ -15,7 +15,11 @@ from .reduce import partial_buffer, reduce_partials
 
 @dataclasses.dataclass(frozen=True)
 class LloydSpec(Spec):
-    template = "lloyd_assign_accumulate.cl.mako"
+    """``variant`` "tiled": a point per work-item, a slab per work-group
+    (GPUs); "rowwise": a work-item walks its rows with vw-wide vectors over
+    the centroids (CPUs).  The two give bitwise-equal sums and labels."""
+    variant: str = "tiled"
+    vw: int = 1
     d: int = 1
     k: int = 1
     kp: int = 1
@@ -27,9 +31,16 @@ class LloydSpec(Spec):
     update: bool = True
     weighted: bool = False
 
+    @property
+    def template(self):
+        return {"tiled": "lloyd_assign_accumulate.cl.mako",
+                "rowwise": "lloyd_assign_accumulate_rowwise.cl.mako"}[self.variant]
+
     def local_bytes(self):
         item = np.dtype(self.dtype).itemsize
         acc = 8 if self.acc_double else 4
+        if self.variant == "rowwise":
+            return 0
         staged = (self.kp * self.d + self.kp) * item if self.stage_centers else 0
         return self.wg * acc + staged + (self.wg * self.ppi * 4 if self.update else 0)
 
@@ -44,6 +55,14 @@ def _power_of_two_at_most(v):
 def candidate_specs(profile, dtype, d, k, update, weighted):
     """Specs from the profile's choice down to the smallest; the first that
     fits the device is used (smaller work-groups, tiles, global centroids)."""
+    base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, k=k,
+                update=update, weighted=weighted)
+    if profile.lloyd_variant == "rowwise":
+        vw = min(16, max(2, profile.native_vector_bytes // np.dtype(dtype).itemsize))
+        for ppi, ctile in ((profile.points_per_item, profile.centroid_tile), (1, 1)):
+            ctile = max(1, min(ctile, -(-k // vw)))
+            kp = -(-k // (vw * ctile)) * vw * ctile
+            yield LloydSpec(variant="rowwise", vw=vw, kp=kp, wg=1, ppi=ppi, ctile=ctile, **base)
     ctile = max(1, min(profile.centroid_tile, k))
     kp = -(-k // ctile) * ctile
     wg = _power_of_two_at_most(min(profile.work_group_size, profile.max_work_group_size))
@@ -51,10 +70,8 @@ def candidate_specs(profile, dtype, d, k, update, weighted):
         for stage_centers in (True, False):
             for ppi in sorted({profile.points_per_item, 1}, reverse=True):
                 stage_point = ppi * (ctile + d) <= profile.private_floats
-                yield LloydSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, k=k,
-                                kp=kp, wg=wg, ppi=ppi, ctile=ctile,
-                                stage_centers=stage_centers, stage_point=stage_point,
-                                update=update, weighted=weighted)
+                yield LloydSpec(kp=kp, wg=wg, ppi=ppi, ctile=ctile, stage_centers=stage_centers,
+                                stage_point=stage_point, **base)
         if wg == 1:
             return
         wg //= 2
@@ -116,9 +133,11 @@ class LloydPass:
         kp, d = self.spec.kp, self.part.d
         padded = np.zeros((kp, d), self.part.dtype)
         padded[:self.k] = centers
+        if self.spec.variant == "rowwise":
+            padded = np.ascontiguousarray(padded.T)
         norms = np.full(kp, np.inf, self.part.dtype)
-        norms[:self.k] = np.einsum("ij,ij->i", padded[:self.k].astype(np.float64),
-                                   padded[:self.k].astype(np.float64))
+        rounded = centers.astype(self.part.dtype).astype(np.float64)
+        norms[:self.k] = np.einsum("ij,ij->i", rounded, rounded)
         self.centers.set(padded.ravel(), self.part.queue)
         self.norms.set(norms, self.part.queue)
 
