@@ -198,4 +198,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self._check_fitted()
         part = new_partition(self, X, None, self.cluster_centers_.dtype)
         from .distances import pairwise_euclidean
-        return pairwise_euclidean(part, self.cluster_centers_)
+        distances = pairwise_euclidean(part, self.cluster_centers_)
+        if not np.isfinite(distances).all():
+            raise ValueError("Input X contains NaN or infinity (or values whose squares "
+                             f"overflow {part.dtype.name}).")
+        return distances

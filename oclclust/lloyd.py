@@ -27,6 +27,7 @@ class LloydSpec(Spec):
     ppi: int = 1
     ctile: int = 1
     stage_centers: bool = False
+    cchunk: int = 1
     stage_point: bool = False
     update: bool = True
     weighted: bool = False
@@ -41,7 +42,7 @@ class LloydSpec(Spec):
         acc = 8 if self.acc_double else 4
         if self.variant == "rowwise":
             return 0
-        staged = (self.kp * self.d + self.kp) * item if self.stage_centers else 0
+        staged = (self.cchunk * self.d + self.cchunk) * item if self.stage_centers else 0
         return self.wg * acc + staged + (self.wg * self.ppi * 4 if self.update else 0)
 
     def private_floats(self):
@@ -54,27 +55,56 @@ def _power_of_two_at_most(v):
 
 def candidate_specs(profile, dtype, d, k, update, weighted):
     """Specs from the profile's choice down to the smallest; the first that
-    fits the device is used (smaller work-groups, tiles, global centroids)."""
+    fits the device is used.  The profile's variant comes first, the other
+    after it: the row-wise one needs no local memory, so one always fits."""
     base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, k=k,
                 update=update, weighted=weighted)
-    if profile.lloyd_variant == "rowwise":
-        vw = min(16, max(2, profile.native_vector_bytes // np.dtype(dtype).itemsize))
-        for ppi, ctile in ((profile.points_per_item, profile.centroid_tile), (1, 1)):
-            ctile = max(1, min(ctile, -(-k // vw)))
-            kp = -(-k // (vw * ctile)) * vw * ctile
-            yield LloydSpec(variant="rowwise", vw=vw, kp=kp, wg=1, ppi=ppi, ctile=ctile, **base)
+    variants = (_rowwise_specs, _tiled_specs)
+    if profile.lloyd_variant == "tiled":
+        variants = variants[::-1]
+    for specs in variants:
+        yield from specs(profile, base)
+
+
+def _rowwise_specs(profile, base):
+    vw = min(16, max(2, profile.native_vector_bytes // np.dtype(base["dtype"]).itemsize))
+    for ppi, ctile in ((profile.points_per_item, profile.centroid_tile), (1, 1)):
+        ctile = max(1, min(ctile, -(-base["k"] // vw)))
+        kp = -(-base["k"] // (vw * ctile)) * vw * ctile
+        yield LloydSpec(variant="rowwise", vw=vw, kp=kp, wg=1, ppi=ppi, ctile=ctile, **base)
+
+
+def _tiled_specs(profile, base):
+    """Smaller work-groups and tiles, then centroids read from global memory."""
+    d, k = base["d"], base["k"]
     ctile = max(1, min(profile.centroid_tile, k))
-    kp = -(-k // ctile) * ctile
     wg = _power_of_two_at_most(min(profile.work_group_size, profile.max_work_group_size))
     while True:
         for stage_centers in (True, False):
             for ppi in sorted({profile.points_per_item, 1}, reverse=True):
-                stage_point = ppi * (ctile + d) <= profile.private_floats
-                yield LloydSpec(kp=kp, wg=wg, ppi=ppi, ctile=ctile, stage_centers=stage_centers,
-                                stage_point=stage_point, **base)
+                cchunk, kp = _centroid_chunks(profile, base["dtype"], d, k, ctile, wg, ppi,
+                                              base["update"])
+                yield LloydSpec(kp=kp, wg=wg, ppi=ppi, ctile=ctile,
+                                stage_centers=stage_centers and cchunk > 0,
+                                cchunk=max(cchunk, ctile),
+                                stage_point=ppi * (ctile + d) <= profile.private_floats, **base)
         if wg == 1:
             return
         wg //= 2
+
+
+def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
+    """(centroids staged in local memory at a time, padded k): equal chunks,
+    multiples of ctile, as large as the local-memory budget allows (0: none fit)."""
+    item = np.dtype(dtype).itemsize
+    spare = profile.local_memory_budget - wg * 8 - (wg * ppi * 4 if update else 0)
+    most = spare // ((d + 1) * item) // ctile * ctile
+    k_tiles = -(-k // ctile) * ctile
+    if most < ctile:
+        return 0, k_tiles
+    chunks = -(-k_tiles // most)
+    cchunk = -(-(-(-k_tiles // chunks)) // ctile) * ctile
+    return cchunk, chunks * cchunk
 
 
 _PLANS = {}
@@ -82,7 +112,7 @@ _PLANS = {}
 
 def plan(profile, dtype, d, k, update, weighted):
     """The built kernel and spec of the first candidate that fits the device."""
-    key = (profile.key, np.dtype(dtype).name, d, k, update, weighted)
+    key = (profile, np.dtype(dtype).name, d, k, update, weighted)
     if key not in _PLANS:
         ctx = profile.queue().context
         errors = []

@@ -66,9 +66,9 @@ def check_data(X, estimator="estimator", min_samples=1):
         if np.iscomplexobj(X):
             raise ValueError("Complex data not supported")
         if X.dtype.kind not in "fiub":
-            try:
+            try:   # a TypeError (a dict among the numbers, say) stays one, as in sklearn
                 X = X.astype(np.float64)
-            except (TypeError, ValueError) as exc:
+            except ValueError as exc:
                 raise ValueError(f"could not convert input to numbers: {exc}") from exc
         if X.ndim != 2:
             raise ValueError(f"Expected 2D array, got {X.ndim}D array instead. Reshape your "
@@ -106,7 +106,7 @@ def check_sample_weight(sample_weight, n, dtype):
     if (w < 0).any():
         raise ValueError("Negative values in data passed to `sample_weight`")
     if w.sum() <= 0:
-        raise ValueError("Sample weights must have a positive sum.")
+        raise ValueError("Sample weights must contain at least one non-zero number.")
     return w
 
 

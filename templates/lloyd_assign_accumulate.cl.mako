@@ -1,9 +1,10 @@
 <%doc>
 The fused Lloyd pass: distance + argmin + partial sums in one read of the data.
-Reads spec: d, kp (centroids padded to a multiple of ctile), k, wg, ppi
+Reads spec: d, k, kp (centroids padded to a multiple of cchunk), wg, ppi
 (points per work-item), ctile (centroids scored per pass over a point),
-stage_centers (centroids in local memory), stage_point (point copied to
-private memory), update (accumulate partial sums), weighted.
+stage_centers (centroids staged in local memory, cchunk at a time), cchunk,
+stage_point (point copied to private memory), update (accumulate partial
+sums), weighted.
 
 Each work-group owns a contiguous range of tiles and a slab of partial sums in
 global memory; a slab is written in point order by one work-item per
@@ -16,11 +17,14 @@ dimension, so the sums do not depend on scheduling (no atomics).
 #define WG ${wg}
 #define PPI ${ppi}
 #define CT ${ctile}
+#define CCH ${cchunk}
 #define TILE (WG * PPI)
 % if stage_centers:
-#define CENTER(j, c) lc[(j) * D + (c)]
+#define CENTER(j, c) lc[((j) - jc) * D + (c)]
+#define NORM(j) lcn[(j) - jc]
 % else:
 #define CENTER(j, c) centers[(j) * D + (c)]
+#define NORM(j) center_norms[j]
 % endif
 % if stage_point:
 #define POINT(p, c) xp[p][c]
@@ -51,15 +55,8 @@ void assign_and_accumulate(
     const long g = get_group_id(0), groups = get_num_groups(0);
     __local acc_t scratch[WG];
 % if stage_centers:
-    __local real_t lc[KP * D];
-    __local real_t lcn[KP];
-    for (int e = lid; e < KP * D; e += WG)
-        lc[e] = centers[e];
-    for (int e = lid; e < KP; e += WG)
-        lcn[e] = center_norms[e];
-    #define NORM(j) lcn[j]
-% else:
-    #define NORM(j) center_norms[j]
+    __local real_t lc[CCH * D];
+    __local real_t lcn[CCH];
 % endif
 % if update:
     __local int tile_label[TILE];
@@ -101,7 +98,19 @@ void assign_and_accumulate(
                 xp[p][c] = x[pt[p] * stride + c];
 % endif
         }
-        for (int j0 = 0; j0 < KP; j0 += CT) {
+        for (int jc = 0; jc < KP; jc += CCH) {
+% if stage_centers:
+          /* the next chunk of centroids into local memory (once if all fit) */
+          if (KP > CCH || t == 0) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int e = lid; e < CCH * D; e += WG)
+                lc[e] = centers[jc * D + e];
+            for (int e = lid; e < CCH; e += WG)
+                lcn[e] = center_norms[jc + e];
+            barrier(CLK_LOCAL_MEM_FENCE);
+          }
+% endif
+          for (int j0 = jc; j0 < jc + CCH; j0 += CT) {
             real_t dot[PPI][CT];
             for (int p = 0; p < PPI; ++p)
                 for (int q = 0; q < CT; ++q)
@@ -121,13 +130,14 @@ void assign_and_accumulate(
                         best_j[p] = j0 + q;
                     }
                 }
+          }
         }
         for (int p = 0; p < PPI; ++p) {
             const long i = base + p * WG + lid;
             /* the exact distance of the winner: no cancellation in the inertia */
             real_t exact = 0;
             for (int c = 0; c < D; ++c) {
-                const real_t diff = POINT(p, c) - CENTER(best_j[p], c);
+                const real_t diff = POINT(p, c) - centers[best_j[p] * D + c];
                 exact = fma(diff, diff, exact);
             }
             if (i < n) {
