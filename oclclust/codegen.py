@@ -102,7 +102,9 @@ def kernel(context, spec, name):
     """The memoised kernel *name* of *spec*'s program (one retrieval each)."""
     key = (context.int_ptr, spec, name)
     if key not in _KERNELS:
-        _KERNELS[key] = getattr(build(context, spec), name)
+        # cl.Kernel, not getattr: specs that render the same source share a
+        # program, and pyopencl warns when getattr retrieves a kernel twice
+        _KERNELS[key] = cl.Kernel(build(context, spec), name)
     return _KERNELS[key]
 
 

@@ -8,6 +8,7 @@ import time
 import warnings
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from .base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -129,7 +130,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _lloyd(self, lloyd, part, labels, centers, tol, host_w):
         """One Lloyd run: (centres, inertia, iterations); *labels* left final."""
-        labels.fill(-1)
+        cl.enqueue_fill_buffer(part.queue, labels.data, np.int32(-1), 0, labels.nbytes)
         strict = False
         for it in range(self.max_iter):
             stats = lloyd.run(centers, labels)

@@ -64,7 +64,7 @@ def kmeans_plusplus(part, n_clusters, random_state, host_weights, n_local_trials
                     "search_sorted")
     scan = _weighted_prefix_sum(q, acc, part.weighted, part.dtype)
     closest = cla.empty(q, n, acc)
-    closest.fill(np.inf)
+    cl.enqueue_fill_buffer(q, closest.data, acc(np.inf), 0, closest.nbytes)
     cand_dist = cla.empty(q, trials * n, acc)
     cumsum = cla.empty(q, n, acc)
     part_pot = cla.empty(q, groups * trials, acc)
