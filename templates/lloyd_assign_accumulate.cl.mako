@@ -116,8 +116,10 @@ void assign_and_accumulate(
                 for (int q = 0; q < CT; ++q)
                     dot[p][q] = 0;
             for (int c = 0; c < D; ++c)
+                #pragma unroll
                 for (int p = 0; p < PPI; ++p) {
                     const real_t xv = POINT(p, c);
+                    #pragma unroll
                     for (int q = 0; q < CT; ++q)
                         dot[p][q] = fma(xv, CENTER(j0 + q, c), dot[p][q]);
                 }

@@ -65,15 +65,20 @@ __kernel void assign_and_accumulate(
         }
         for (int j0 = 0; j0 < KP; j0 += VW * CT) {
             realv dot[PPI][CT];
+            #pragma unroll
             for (int p = 0; p < PPI; ++p)
+                #pragma unroll
                 for (int q = 0; q < CT; ++q)
                     dot[p][q] = (realv)(0);
             for (int c = 0; c < D; ++c) {
                 realv cv[CT];
+                #pragma unroll
                 for (int q = 0; q < CT; ++q)
                     cv[q] = vload${vw}(0, centers + c * KP + j0 + q * VW);
+                #pragma unroll
                 for (int p = 0; p < PPI; ++p) {
                     const realv xv = (realv)(row[p][c]);
+                    #pragma unroll
                     for (int q = 0; q < CT; ++q)
                         dot[p][q] = fma(xv, cv[q], dot[p][q]);
                 }
