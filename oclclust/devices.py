@@ -204,6 +204,20 @@ def list_devices():
     return profiles
 
 
+def match_names(parts, available):
+    """Profiles named by the lower-case strings *parts*.  A part that is a
+    platform's or device's full name picks only that one: "Intel(R) OpenCL"
+    must not also pick "Intel(R) OpenCL Graphics"; any other part is a
+    substring of the platform, device or vendor name."""
+    chosen = []
+    for part in parts:
+        exact = [p for p in available if part in (p.platform.lower(), p.name.lower())]
+        chosen += exact or [p for p in available
+                            if part in p.platform.lower() or part in p.name.lower()
+                            or part in p.vendor.lower()]
+    return [p for p in available if p in chosen]   # each once, in discovery order
+
+
 def select_devices(devices=None):
     """Profiles picked by *devices*: "all", "gpu", "cpu", "accelerator", a
     comma-separated list of platform/device name substrings, or a list of
@@ -224,10 +238,7 @@ def select_devices(devices=None):
     elif want in DEVICE_TYPES:
         chosen = [p for p in available if p.type == want]
     else:
-        parts = [s.strip() for s in want.split(",") if s.strip()]
-        chosen = [p for p in available
-                  if any(s in p.platform.lower() or s in p.name.lower() or s in p.vendor.lower()
-                         for s in parts)]
+        chosen = match_names([s.strip() for s in want.split(",") if s.strip()], available)
     if not chosen:
         names = ", ".join(str(p) for p in available) or "none"
         raise ValueError(f"no OpenCL device matches devices={devices!r}; available: {names}")

@@ -1,0 +1,83 @@
+"""Shared fixtures: the OpenCL platform under test and small, well-separated data.
+
+tools/test.sh runs the suite once per platform with OCLCLUST_TEST_PLATFORM set
+to the platform's full name; without it every platform is tested (its first
+device).  Tests pass ``devices=devices`` to estimators rather than relying on
+OCLCLUST_DEVICES, so the platform under test is never in doubt.
+"""
+import os
+
+import numpy as np
+import pytest
+
+import oclclust as oc
+
+
+def platforms_under_test():
+    """{platform name: [DeviceProfile, ...]} of the platforms under test."""
+    by_platform = {}
+    for profile in oc.list_devices():
+        by_platform.setdefault(profile.platform, []).append(profile)
+    want = os.environ.get("OCLCLUST_TEST_PLATFORM")
+    if want:
+        if want not in by_platform:
+            raise pytest.UsageError(f"OCLCLUST_TEST_PLATFORM={want!r} names no OpenCL platform; "
+                                    f"present: {sorted(by_platform)}")
+        return {want: by_platform[want]}
+    if not by_platform:
+        raise pytest.UsageError("no OpenCL platform found: run tools/setup.sh --test")
+    return {name: profiles[:1] for name, profiles in by_platform.items()}
+
+
+PLATFORMS = platforms_under_test()
+
+
+def _short(name):
+    return "".join(c for c in name.split()[0].lower() if c.isalnum())
+
+
+@pytest.fixture(scope="session")
+def platform_devices():
+    """Every DeviceProfile under test (all platforms' when none is named)."""
+    return [p for profiles in PLATFORMS.values() for p in profiles]
+
+
+@pytest.fixture(scope="session", params=sorted(PLATFORMS), ids=_short)
+def devices(request):
+    """The DeviceProfiles of one platform under test: pass as ``devices=devices``."""
+    return PLATFORMS[request.param]
+
+
+@pytest.fixture(scope="session")
+def profile(devices):
+    """The device a single-device fit on ``devices`` runs on."""
+    return oc.devices.preferred(devices)[0]
+
+
+@pytest.fixture(scope="session")
+def queue(profile):
+    return profile.queue()
+
+
+def make_blobs(n=600, d=3, k=4, seed=0, dtype=np.float64):
+    """Well-separated Gaussian blobs: no near-ties between centres, so labels
+    are stable under float32 rounding and equal scikit-learn's exactly."""
+    rng = np.random.RandomState(seed)
+    while True:   # centres at least 20 standard deviations apart
+        centres = rng.uniform(-5, 5, size=(k, d)) * k
+        gaps = np.linalg.norm(centres[:, None] - centres[None], axis=-1)
+        if k == 1 or gaps[np.triu_indices(k, 1)].min() > 10:
+            break
+    y = np.arange(n) % k
+    X = centres[y] + rng.normal(scale=0.5, size=(n, d))
+    return X.astype(dtype), y
+
+
+@pytest.fixture(scope="session")
+def blobs():
+    return make_blobs()
+
+
+@pytest.fixture(scope="session", name="make_blobs")
+def make_blobs_fixture():
+    return make_blobs

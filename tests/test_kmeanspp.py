@@ -1,0 +1,76 @@
+"""Greedy k-means++ on the device picks the rows scikit-learn's picks.
+
+The random draws are made on the host with scikit-learn's calls, so from the
+same RandomState both choose the same indices (and leave the stream in the
+same state, so n_init restarts see the same seeds).
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
+
+import oclclust as oc
+from oclclust.partition import DevicePartition
+
+FLOATS = [np.float32, np.float64]
+
+
+def weights_for(X, kind):
+    if kind == "unweighted":
+        return None
+    w = np.random.RandomState(1).rand(len(X))
+    w[::7] = 0   # a zero weight is never picked
+    return w.astype(X.dtype)
+
+
+def ours(profile, X, k, seed, w=None, n_local_trials=None):
+    rs = np.random.RandomState(seed)
+    host_w = np.ones(len(X), X.dtype) if w is None else w
+    idx = oc.kmeans_plusplus(DevicePartition(profile, X, w), k, rs, host_w, n_local_trials)
+    return idx, rs
+
+
+def theirs(X, k, seed, w=None, n_local_trials=None):
+    rs = np.random.RandomState(seed)
+    centres, idx = sk_kmeans_plusplus(X, k, sample_weight=w, random_state=rs,
+                                      n_local_trials=n_local_trials)
+    np.testing.assert_array_equal(centres, X[idx])
+    return idx, rs
+
+
+@pytest.mark.parametrize("weighting", ["unweighted", "weighted"])
+@pytest.mark.parametrize("k", [1, 4, 25])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_same_indices_as_sklearn(profile, make_blobs, dtype, k, weighting):
+    X, _ = make_blobs(n=2000, d=5, k=4, seed=3, dtype=dtype)
+    w = weights_for(X, weighting)
+    mine, my_rs = ours(profile, X, k, 7, w)
+    ref, ref_rs = theirs(X, k, 7, w)
+    np.testing.assert_array_equal(mine, ref)
+    assert my_rs.randint(1 << 30) == ref_rs.randint(1 << 30)   # stream left alike
+    if w is not None:
+        assert (w[mine] > 0).all()
+
+
+@pytest.mark.parametrize("n_local_trials", [1, 7])
+def test_local_trials(profile, blobs, n_local_trials):
+    X = blobs[0]
+    mine, _ = ours(profile, X, 8, 0, n_local_trials=n_local_trials)
+    np.testing.assert_array_equal(mine, theirs(X, 8, 0, n_local_trials=n_local_trials)[0])
+
+
+def test_one_centre_per_blob(profile, make_blobs):
+    X, y = make_blobs(n=900, d=2, k=6, seed=5)
+    mine, _ = ours(profile, X, 6, 1)
+    assert sorted(y[mine]) == list(range(6))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kahan_sums_without_fp64(profile, make_blobs, seed):
+    """On a device without fp64 the distances and prefix sums are float; the
+    picks on small, well-spread data still equal scikit-learn's."""
+    X, _ = make_blobs(n=500, d=3, k=4, seed=seed, dtype=np.float32)
+    no_fp64 = dataclasses.replace(profile, fp64=False)
+    mine, _ = ours(no_fp64, X, 10, seed)
+    np.testing.assert_array_equal(mine, theirs(X, 10, seed)[0])

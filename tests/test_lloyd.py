@@ -1,0 +1,166 @@
+"""The fused Lloyd pass (labels, partial sums, inertia) against numpy in float64.
+
+Every kernel variant a profile can lead to is run: the profile's own, the
+tiled one with centroids in local or in global memory, the row-wise one, and
+Kahan-compensated float sums for devices without fp64.
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pytest
+
+from oclclust.lloyd import LloydPass
+from oclclust.partition import DevicePartition
+
+FLOATS = [np.float32, np.float64]
+
+VARIANTS = {   # profile tweaks: name -> replace(profile, **tweak)
+    "shipped": {},
+    "tiled": dict(lloyd_variant="tiled"),
+    "tiled-global": dict(lloyd_variant="tiled", local_memory_fraction=0.0001),
+    "rowwise": dict(lloyd_variant="rowwise"),
+    "kahan": dict(fp64=False),
+    "tiled-kahan": dict(fp64=False, lloyd_variant="tiled"),
+}
+
+
+def variant(profile, name):
+    return dataclasses.replace(profile, **VARIANTS[name])
+
+
+def reference(X, centres, w):
+    """Labels, k x d sums, k weights, inertia and distances in float64."""
+    X64, C64 = X.astype(np.float64), centres.astype(np.float64)
+    w = np.ones(len(X)) if w is None else w.astype(np.float64)
+    d2 = ((X64[:, None, :] - C64[None]) ** 2).sum(-1)
+    labels = d2.argmin(1)
+    k = len(centres)
+    sums = np.stack([np.bincount(labels, w * X64[:, c], minlength=k)
+                     for c in range(X.shape[1])], axis=1)
+    own = d2[np.arange(len(X)), labels]
+    return labels, sums, np.bincount(labels, w, minlength=k), float((w * own).sum()), own
+
+
+def run_pass(profile, X, centres, w=None, update=True, labels=None):
+    part = DevicePartition(profile, X, w)
+    if labels is None:
+        labels = cla.empty(part.queue, part.n, np.int32)
+        cl.enqueue_fill_buffer(part.queue, labels.data, np.int32(-1), 0, labels.nbytes)
+    lloyd = LloydPass(part, len(centres), update=update)
+    stats = lloyd.run(centres.astype(np.float64), labels)
+    return stats, labels, lloyd
+
+
+def check_against_reference(profile, X, centres, w, sum_rtol, predict=True):
+    ref_labels, ref_sums, ref_w, ref_inertia, ref_dist = reference(X, centres, w)
+    stats, labels, lloyd = run_pass(profile, X, centres, w)
+    np.testing.assert_array_equal(labels.get(), ref_labels)
+    scale = np.abs(ref_sums).max()
+    np.testing.assert_allclose(stats.sums, ref_sums, rtol=sum_rtol, atol=sum_rtol * scale)
+    np.testing.assert_allclose(stats.weights, ref_w, rtol=sum_rtol)
+    assert stats.inertia == pytest.approx(ref_inertia, rel=1e-5)
+    np.testing.assert_allclose(lloyd.min_dist.get(), ref_dist, rtol=1e-5,
+                               atol=1e-6 * ref_dist.max())
+    assert stats.n_changed == len(X) and stats.n_nonfinite == 0
+    again = lloyd.run(centres.astype(np.float64), labels)   # the labels it left: no change
+    assert again.n_changed == 0
+    np.testing.assert_array_equal(again.sums, stats.sums)   # deterministic
+    if predict:   # the assignment-only kernel of predict/score
+        predicted, plabels, _ = run_pass(profile, X, centres, w, update=False)
+        np.testing.assert_array_equal(plabels.get(), ref_labels)
+        assert predicted.sums is None
+        assert predicted.inertia == pytest.approx(ref_inertia, rel=1e-5)
+    return lloyd.spec
+
+
+# Not the full grid: each case is a kernel build, and cold builds are slow on PoCL.
+PASS_CASES = [("shipped", np.float32, False), ("shipped", np.float64, False),
+              ("shipped", np.float32, True), ("shipped", np.float64, True),
+              ("tiled", np.float32, False), ("tiled", np.float64, True),
+              ("tiled-global", np.float32, True),
+              ("rowwise", np.float32, False), ("rowwise", np.float64, True),
+              ("kahan", np.float32, False), ("kahan", np.float32, True),
+              ("tiled-kahan", np.float32, True)]
+
+
+@pytest.mark.parametrize("name, dtype, weighted", [
+    pytest.param(*case, id=f"{case[0]}-{case[1].__name__}{'-weighted' * case[2]}")
+    for case in PASS_CASES])
+def test_pass_matches_numpy(profile, make_blobs, name, dtype, weighted):
+    prof = variant(profile, name)
+    X, _ = make_blobs(n=1001, d=5, k=13, seed=1, dtype=dtype)   # k=13: ragged tiles
+    centres = X[:13] + dtype(0.25)   # a point of each blob: no near-ties
+    w = np.random.RandomState(0).uniform(0, 3, len(X)).astype(dtype) if weighted else None
+    spec = check_against_reference(prof, X, centres, w, 1e-12 if prof.fp64 else 1e-6)
+    assert spec.acc_double == prof.fp64
+    if name.startswith(("tiled", "rowwise")):
+        assert spec.variant == prof.lloyd_variant
+    if name == "tiled-global":
+        assert not spec.stage_centers
+
+
+SHAPES = {   # n, d, k
+    "one-point": (1, 3, 1),
+    "fewer-points-than-work-items": (3, 1, 2),
+    "wide": (300, 67, 5),
+    "many-clusters": (700, 2, 130),
+}
+
+
+@pytest.mark.parametrize("name", ["shipped", "tiled"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_edge_shapes(profile, make_blobs, shape, name):
+    n, d, k = SHAPES[shape]
+    X, _ = make_blobs(n=n, d=d, k=k, seed=n, dtype=np.float32)
+    centres = X[:k] + np.float32(0.01)   # a point of each blob: no near-ties
+    check_against_reference(variant(profile, name), X, centres, None, 1e-12, predict=False)
+
+
+def test_nonfinite_rows_are_counted(profile):
+    X = np.random.RandomState(0).normal(size=(200, 3)).astype(np.float32)
+    X[7, 2], X[150, 0] = np.nan, np.inf
+    stats, _, _ = run_pass(profile, X, X[[0, 1]])
+    assert stats.n_nonfinite == 2
+
+
+def shifted_blobs(n, seed, offset=1000.0):
+    """float32 points far from the origin: plain float sums of them lose digits."""
+    rng = np.random.RandomState(seed)
+    centres = offset + np.array([[0, 0], [20, 0], [0, 20], [20, 20]], np.float64)
+    X = np.empty((n, 2), np.float32)
+    y = np.arange(n) % 4
+    for c in range(2):   # in place, column by column: 10 million rows stay cheap
+        X[:, c] = centres[y, c] + rng.standard_normal(n).astype(np.float32)
+    return X, centres
+
+
+@pytest.mark.parametrize("name", ["kahan", "tiled-kahan"])
+def test_kahan_sums_keep_float64_accuracy(profile, name):
+    """Without fp64, the sum of 2 million float32 values ~1000 stays within
+    1e-5 relative of float64; a plain float sum of a quarter of them (one
+    work-item's share on a 2-core CPU) is off by ~1e-3."""
+    X, centres = shifted_blobs(2_000_000, seed=1)
+    centre = X.astype(np.float64).mean(axis=0, keepdims=True)   # k=1: every row sums into it
+    stats, labels, _ = run_pass(variant(profile, name), X, centre)
+    ref = X.astype(np.float64).sum(axis=0)
+    np.testing.assert_allclose(stats.sums[0], ref, rtol=1e-5)
+    assert stats.weights[0] == len(X)
+    quarter = X[:len(X) // 4, 0]
+    plain = np.cumsum(quarter, dtype=np.float32)[-1]   # sequential float additions
+    assert abs(plain / quarter.astype(np.float64).sum() - 1) > 1e-4
+
+
+@pytest.mark.parametrize("name", ["shipped", "kahan"])
+def test_centres_on_ten_million_points(profile, name):
+    """The precision requirement: centres within 1e-5 relative of a float64
+    reference on 10 million float32 points (one Lloyd update)."""
+    X, centres = shifted_blobs(10_000_000, seed=2)
+    stats, labels, _ = run_pass(variant(profile, name), X, centres)
+    labels = labels.get()
+    counts = np.bincount(labels, minlength=4)
+    ref = np.stack([np.bincount(labels, X[:, c], minlength=4) for c in range(2)], axis=1)
+    ref /= counts[:, None]
+    np.testing.assert_array_equal(stats.weights, counts)
+    np.testing.assert_allclose(stats.sums / stats.weights[:, None], ref, rtol=1e-5)
