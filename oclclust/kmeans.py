@@ -183,6 +183,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self._check_fitted()
         part = new_partition(self, X, sample_weight, self.cluster_centers_.dtype)
         labels = cla.empty(part.queue, part.n, np.int32)
+        # the pass compares with the previous labels: give it defined ones
+        cl.enqueue_fill_buffer(part.queue, labels.data, np.int32(-1), 0, labels.nbytes)
         stats = LloydPass(part, self.n_clusters, update=False).run(
             self.cluster_centers_.astype(np.float64), labels)
         if stats.n_nonfinite:

@@ -1,0 +1,436 @@
+"""Run every kernel variant of oclclust on tiny inputs -- meant to run under oclgrind.
+
+    PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized --check-api \
+        --build-options -cl-opt-disable python tests/oclgrind_driver.py --report out.json
+
+tests/test_oclgrind.py runs it so and fails on any report oclgrind makes.  The
+driver checks every result against numpy (exit status 1 on a mismatch), marks
+on stderr which variant runs ("@@ ..." lines, so a report can be traced to its
+variant) and writes a JSON report of every spec it rendered, by template, so
+the test can tell that no template was left out.
+
+Adding a template: write an exerciser below (or extend one) and list it in
+EXERCISERS.  The Lloyd variants are every spec lloyd.candidate_specs offers
+plus, on the first candidate of each template, the product of LLOYD_AXES
+(dataclasses.replace), for each precision mode of PRECISIONS.
+
+``--canary`` runs a kernel with a known out-of-bounds read, data race and
+uninitialised read instead: the test checks oclgrind reports all three, so the
+check cannot go blind unnoticed.
+
+Why -cl-opt-disable and PYOPENCL_NO_CACHE: oclgrind 21.10's uninitialised-value
+tracking does not know LLVM's `freeze` instruction that optimised builds emit
+(it aborts tracking and even computes wrong results), and pyopencl's binary
+cache would hand back a program built without the option.
+"""
+import argparse
+import contextlib
+import dataclasses
+import itertools
+import json
+import sys
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+import oclclust as oc
+from oclclust import codegen, kmeanspp, lloyd
+from oclclust.distances import pairwise_euclidean
+from oclclust.partition import DevicePartition
+
+N, D, K = 37, 3, 5              # tiny, and none of them a multiple of a tile
+
+# (data dtype, device has fp64): float64 sums / float64 data / Kahan-compensated float sums
+PRECISIONS = [("float32", True), ("float64", True), ("float32", False)]
+
+# Lloyd kernel axes (besides update and weighted, always both); every combination
+# is rendered and run for every precision
+LLOYD_AXES = {
+    "stage_centers": (True, False),
+    "stage_point": (True, False),
+    "ppi": (1, 3),
+}
+# work-group and tile sizes small enough that n=37 spans several groups,
+# several tiles per group, a ragged last tile and padded centroids (k=5, tile 4)
+LLOYD_PROFILE = dict(work_group_size=4, centroid_tile=4, points_per_item=1,
+                     groups_per_compute_unit=2, native_vector_bytes=16)
+
+RENDERED = {}                   # template -> {repr(spec): spec fields}
+
+
+@contextlib.contextmanager
+def recording_renders():
+    original = codegen.Spec.render
+
+    def render(spec):
+        fields = {k: v for k, v in dataclasses.asdict(spec).items()
+                  if isinstance(v, (bool, int, float, str))}
+        RENDERED.setdefault(spec.template, {})[repr(spec)] = dict(fields, kind=type(spec).__name__)
+        return original(spec)
+    codegen.Spec.render = render
+    try:
+        yield
+    finally:
+        codegen.Spec.render = original
+
+
+@contextlib.contextmanager
+def host_prefix_sum():
+    """Swap pyopencl's scan (used by k-means++) for a host prefix sum.
+
+    The scan is pyopencl's kernel, not ours, and oclgrind reports it (its
+    padding is read uninitialised and it reads global memory behind a
+    local-only barrier); its reports would also taint every kernel that reads
+    its output.  The k-means++ kernels are still run exactly as in a fit.
+    """
+    original = kmeanspp._weighted_prefix_sum
+
+    def stand_in(queue, acc, weighted, real_t):
+        def scan(dist, out, *weights, queue=None):
+            v = dist.get(queue).astype(np.float64)
+            if weights:
+                v = v * weights[0].get(queue)
+            out.set(np.cumsum(v).astype(out.dtype), queue)
+        return scan
+    kmeanspp._weighted_prefix_sum = stand_in
+    try:
+        yield
+    finally:
+        kmeanspp._weighted_prefix_sum = original
+
+
+@contextlib.contextmanager
+def fill_by_host_writes():
+    """Run clEnqueueFillBuffer as a host write of the same bytes.
+
+    oclgrind 21.10 does not mark memory written by clEnqueueFillBuffer as
+    initialised (a kernel reading a filled buffer is reported), so fills are
+    made as the equivalent clEnqueueWriteBuffer while the driver runs.
+    """
+    original = cl.enqueue_fill_buffer
+
+    def fill(queue, mem, pattern, offset, size, wait_for=None):
+        pattern = np.frombuffer(memoryview(np.ascontiguousarray(pattern)).tobytes(), np.uint8)
+        host = np.tile(pattern, size // pattern.size)
+        return cl.enqueue_copy(queue, mem, host, dst_offset=offset, wait_for=wait_for)
+    cl.enqueue_fill_buffer = fill
+    try:
+        yield
+    finally:
+        cl.enqueue_fill_buffer = original
+
+
+_PUT_SOURCE = """
+__kernel void put_bytes(__global const uchar *src, __global uchar *dst, const ulong offset)
+{
+    dst[offset + get_global_id(0)] = src[get_global_id(0)];
+}"""
+
+
+@contextlib.contextmanager
+def partial_writes_by_kernel():
+    """Make a host write into part of a buffer through a staging buffer and a kernel.
+
+    oclgrind 21.10 keeps reporting the bytes that such a write left out as
+    uninitialised even after a kernel has written them (host-write 4 of a
+    buffer's 12 bytes, a kernel writes all 12, a kernel reading bytes 4..11 is
+    reported); a whole-buffer write to a staging buffer and a byte-copy kernel
+    write the same bytes in the same order, and leave the rest of the buffer as
+    it was, so a read of bytes nobody wrote is still reported.
+    """
+    original = cl.enqueue_copy
+    kernels = {}
+
+    def copy(queue, dest, src, **kwargs):
+        if not (isinstance(dest, cl.Buffer) and isinstance(src, np.ndarray)):
+            return original(queue, dest, src, **kwargs)
+        offset = kwargs.pop("dst_offset", 0)
+        if offset == 0 and src.nbytes == dest.size:
+            return original(queue, dest, src, dst_offset=offset, **kwargs)
+        ctx = queue.context
+        if ctx.int_ptr not in kernels:
+            kernels[ctx.int_ptr] = cl.Kernel(cl.Program(ctx, _PUT_SOURCE).build(), "put_bytes")
+        staging = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, src.nbytes)
+        original(queue, staging, src, wait_for=kwargs.get("wait_for"))
+        event = kernels[ctx.int_ptr](queue, (src.nbytes,), None, staging, dest,
+                                     np.uint64(offset))
+        event.wait()
+        return event
+    cl.enqueue_copy = copy
+    try:
+        yield
+    finally:
+        cl.enqueue_copy = original
+
+
+@contextlib.contextmanager
+def buffers_kept_alive():
+    """Never release a device buffer while the driver runs.
+
+    oclgrind 21.10's uninitialised-value tracking reports correct kernels once
+    a released buffer's address is handed out again (a kernel that zeroes a
+    slab, passes a barrier and then accumulates into it is reported only when
+    buffers were released before it); keeping every buffer avoids that false
+    alarm, while a fresh buffer still starts uninitialised, so real reads of
+    unwritten memory are still caught.
+    """
+    kept = []
+    original = cla.Array.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        kept.append(self.base_data)
+    cla.Array.__init__ = init
+    try:
+        yield kept
+    finally:
+        cla.Array.__init__ = original
+
+
+@contextlib.contextmanager
+def forced_lloyd_spec(spec):
+    """Make LloydPass use *spec* instead of the one plan() would pick."""
+    original = lloyd.plan
+
+    def plan(profile, dtype, d, k, update, weighted):
+        want = (np.dtype(dtype).name, d, k, update, weighted)
+        have = (spec.dtype, spec.d, spec.k, spec.update, spec.weighted)
+        assert want == have, f"forced spec {spec} used for {want}"
+        ctx = profile.queue().context
+        return spec, codegen.kernel(ctx, spec, "assign_and_accumulate")
+    lloyd.plan = plan
+    try:
+        yield
+    finally:
+        lloyd.plan = original
+
+
+def data(dtype, seed=0):
+    rng = np.random.RandomState(seed)
+    X = (rng.randn(N, D) + rng.randint(0, 3, (N, 1)) * 4).astype(dtype)
+    w = rng.uniform(0.5, 2.0, N).astype(dtype)
+    return X, w
+
+
+def mark(label):
+    """Tell the test which variant the oclgrind reports that follow belong to."""
+    print(f"@@ {label}", file=sys.stderr, flush=True)
+
+
+def close(a, b, what, rtol):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if not np.allclose(a, b, rtol=rtol, atol=rtol):
+        raise AssertionError(f"{what}: got {a}, expected {b}")
+
+
+def profile_for(base, fp64, **terms):
+    fields = {f.name for f in dataclasses.fields(base)}
+    return dataclasses.replace(base, fp64=fp64,
+                               **{k: v for k, v in terms.items() if k in fields})
+
+
+def lloyd_specs(profile, dtype):
+    """Every variant the planner can pick (all of lloyd.candidate_specs) and,
+    on the first candidate of each template, every combination of LLOYD_AXES;
+    specs that render the same source are run once."""
+    seen = set()
+    for update, weighted in itertools.product((True, False), (False, True)):
+        candidates = list(lloyd.candidate_specs(profile, dtype, D, K, update, weighted))
+        firsts = {}
+        for spec in candidates:
+            firsts.setdefault(spec.template, spec)
+        specs = list(candidates)
+        for base in firsts.values():
+            for values in itertools.product(*LLOYD_AXES.values()):
+                specs.append(dataclasses.replace(base, **dict(zip(LLOYD_AXES, values))))
+        for spec in specs:
+            if spec.update != update or spec.weighted != weighted:
+                continue
+            source = spec.render()
+            if source not in seen:
+                seen.add(source)
+                yield spec
+
+
+# ----------------------------------------------------------------- exercisers
+def exercise_lloyd(device, log):
+    """Every Lloyd variant: labels, inertia and sums against numpy."""
+    count = 0
+    for dtype, fp64 in PRECISIONS:
+        profile = profile_for(device, fp64, **LLOYD_PROFILE)
+        X, w = data(dtype)
+        rtol = 1e-4 if dtype == "float32" else 1e-10
+        centers = X[[0, 9, 18, 27, 36]].astype(np.float64)
+        d2 = ((X[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
+        want_labels = d2.argmin(1)
+        for spec in lloyd_specs(profile, dtype):
+            mark(f"lloyd fp64={fp64} {spec}")
+            part = DevicePartition(profile, X, w if spec.weighted else None)
+            with forced_lloyd_spec(spec):
+                lp = lloyd.LloydPass(part, K, update=spec.update)
+            assert lp.spec == spec
+            labels = oc_labels(part)
+            stats = lp.run(centers, labels)
+            got = labels.get(part.queue)
+            ww = w.astype(np.float64) if spec.weighted else np.ones(N)
+            if not np.array_equal(got, want_labels):
+                raise AssertionError(f"{spec}: labels {got} != {want_labels}")
+            close(stats.inertia, (ww * d2[np.arange(N), got]).sum(), f"{spec}: inertia", rtol)
+            close(lp.min_dist.get(part.queue), d2[np.arange(N), got], f"{spec}: min_dist", rtol)
+            if stats.n_changed != N or stats.n_nonfinite != 0:
+                raise AssertionError(f"{spec}: flags {stats.n_changed}, {stats.n_nonfinite}")
+            if spec.update:
+                sums = np.zeros((K, D))
+                np.add.at(sums, got, X.astype(np.float64) * ww[:, None])
+                close(stats.sums, sums, f"{spec}: sums", rtol)
+                close(stats.weights, np.bincount(got, ww, K), f"{spec}: weights", rtol)
+            again = lp.run(centers, labels)          # same centres: nothing changes
+            if again.n_changed != 0:
+                raise AssertionError(f"{spec}: {again.n_changed} labels changed on a rerun")
+            count += 1
+    log(f"lloyd: {count} variants")
+
+
+def oc_labels(part):
+    labels = cla.empty(part.queue, part.n, np.int32)
+    labels.fill(-1)
+    return labels
+
+
+def exercise_estimator(device, log):
+    """Whole fits (moments, k-means++, the planned Lloyd kernel, reductions),
+    predict, score and transform, in every precision, with and without weights."""
+    for dtype, fp64 in PRECISIONS:
+        profile = profile_for(device, fp64)
+        X, w = data(dtype, seed=1)
+        for weights in (None, w):
+            mark(f"KMeans {dtype} fp64={fp64} weighted={weights is not None}")
+            getattr(lloyd, "_PLANS", {}).clear()    # plans are memoised per device key
+            km = oc.KMeans(K, random_state=0, devices=[profile], max_iter=4)
+            km.fit(X, sample_weight=weights)
+            mark(f"KMeans.predict {dtype} fp64={fp64}")
+            labels = km.predict(X)
+            if not np.array_equal(labels, km.labels_):
+                raise AssertionError(f"{dtype}/fp64={fp64}: predict != labels_")
+            mark(f"KMeans.transform {dtype} fp64={fp64}")
+            dist = km.transform(X)
+            ref = np.sqrt(((X[:, None, :].astype(np.float64) -
+                            km.cluster_centers_[None].astype(np.float64)) ** 2).sum(-1))
+            close(dist, ref, f"{dtype}/fp64={fp64}: transform", 1e-4)
+            ww = np.ones(N) if weights is None else w.astype(np.float64)
+            mark(f"KMeans.score {dtype} fp64={fp64}")
+            close(-km.score(X, sample_weight=weights),
+                  (ww * (ref.min(1) ** 2)).sum(), f"{dtype}/fp64={fp64}: score", 1e-4)
+    log(f"estimator: {len(PRECISIONS) * 2} fits")
+
+
+def exercise_moments(device, log):
+    for dtype, fp64 in PRECISIONS:
+        X, _ = data(dtype, seed=2)
+        mark(f"moments {dtype} fp64={fp64}")
+        part = DevicePartition(profile_for(device, fp64), X)
+        mean, var, finite = part.moments()
+        x64 = X.astype(np.float64)
+        close(mean, x64.mean(0), f"{dtype}/fp64={fp64}: mean", 1e-5)
+        close(var, x64.var(0), f"{dtype}/fp64={fp64}: var", 1e-4)
+        assert finite
+    log("moments: ok")
+
+
+def exercise_kmeanspp(device, log):
+    """k-means++ (candidate potentials, search_sorted) in every precision,
+    weighted and not, against the same chosen rows on the host."""
+    for dtype, fp64 in PRECISIONS:
+        X, w = data(dtype, seed=3)
+        for weights in (None, w):
+            mark(f"kmeans++ {dtype} fp64={fp64} weighted={weights is not None}")
+            part = DevicePartition(profile_for(device, fp64), X, weights)
+            host_w = np.ones(N, dtype) if weights is None else weights
+            idx = kmeanspp.kmeans_plusplus(part, K, np.random.RandomState(0), host_w)
+            if len(set(idx.tolist())) != K or not all(0 <= i < N for i in idx):
+                raise AssertionError(f"k-means++ picked {idx}")
+    log("kmeans++: ok")
+
+
+def exercise_pairwise(device, log):
+    for dtype, fp64 in PRECISIONS:
+        X, _ = data(dtype, seed=4)
+        mark(f"pairwise {dtype} fp64={fp64}")
+        part = DevicePartition(profile_for(device, fp64), X)
+        c = X[:K].astype(np.float64)
+        got = pairwise_euclidean(part, c)
+        close(got, np.sqrt(((X[:, None].astype(np.float64) - c[None]) ** 2).sum(-1)),
+              "pairwise", 1e-4)
+    log("pairwise: ok")
+
+
+# template -> the exercisers that render it (every non-prelude template must appear)
+EXERCISERS = {
+    "lloyd_assign_accumulate.cl.mako": [exercise_lloyd, exercise_estimator],
+    "reduce_partials.cl.mako": [exercise_lloyd, exercise_moments],
+    "partition_moments.cl.mako": [exercise_moments],
+    "kmeanspp_candidates.cl.mako": [exercise_kmeanspp],
+    "search_sorted.cl.mako": [exercise_kmeanspp],
+    "pairwise_distances.cl.mako": [exercise_pairwise],
+}
+
+
+CANARY_SOURCE = """
+__kernel void canary(__global const float *a, __global const float *never_written,
+                     __global float *out)
+{
+    const int i = get_global_id(0);
+    out[i] = a[i + 1];              /* the last work-item reads past the end of a */
+    out[i] += never_written[i];     /* uninitialised */
+    out[0] = i;                     /* every work-item writes out[0]: a data race */
+}"""
+
+
+def canary(device):
+    """A kernel with one out-of-bounds read, one uninitialised read and one race."""
+    q = device.queue()
+    prg = cl.Program(q.context, CANARY_SOURCE).build()
+    a = cla.to_device(q, np.arange(8, dtype=np.float32))
+    never_written = cla.empty(q, 8, np.float32)
+    out = cla.empty(q, 8, np.float32)
+    cl.Kernel(prg, "canary")(q, (8,), (8,), a.data, never_written.data, out.data)
+    q.finish()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--platform", default="Oclgrind",
+                    help="platform or device name substring (default: Oclgrind)")
+    ap.add_argument("--report", help="write the rendered templates and specs here (JSON)")
+    ap.add_argument("--canary", action="store_true",
+                    help="run only a kernel with known faults (checks that oclgrind sees them)")
+    args = ap.parse_args(argv)
+    device = oc.select_devices(args.platform)[0]
+    print(f"driver: {device}", flush=True)
+    if args.canary:
+        canary(device)
+        return 0
+
+    def log(msg):
+        print(f"driver: {msg}", flush=True)
+
+    done = []
+    with contextlib.ExitStack() as stack:
+        for workaround in (recording_renders, host_prefix_sum, buffers_kept_alive,
+                           fill_by_host_writes, partial_writes_by_kernel):
+            stack.enter_context(workaround())
+        for fn in dict.fromkeys(f for fns in EXERCISERS.values() for f in fns):
+            fn(device, log)
+            done.append(fn.__name__)
+    report = {"device": str(device), "exercisers": done,
+              "rendered": {t: list(specs.values()) for t, specs in RENDERED.items()}}
+    if args.report:
+        with open(args.report, "w") as fh:
+            json.dump(report, fh, indent=1)
+    log("templates: " + ", ".join(f"{t} ({len(s)})" for t, s in sorted(RENDERED.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
