@@ -12,8 +12,13 @@ FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def choose_device(estimator, X):
+    """The fit's device: a device array's own (its profile among the selected
+    ones, so a user's tuned profile applies), else the preferred selected one."""
     if isinstance(X, cla.Array):
-        return profile_of_queue(X.queue)
+        own = profile_of_queue(X.queue)
+        if estimator.devices is None or isinstance(estimator.devices, str):
+            return own   # a name picks among discovered profiles: own is one
+        return next((p for p in select_devices(estimator.devices) if p.key == own.key), own)
     return preferred(select_devices(estimator.devices))[0]
 
 

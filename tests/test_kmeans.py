@@ -95,18 +95,34 @@ def test_same_seed_same_result(devices, make_blobs):
     assert not np.array_equal(other.cluster_centers_, fits[0].cluster_centers_)
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("n_far", [1, 2])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
-def test_empty_cluster_relocation(devices, blobs, dtype, n_far):
+def test_empty_cluster_relocation(devices, blobs, dtype, n_far, weighted):
     """Centres far from every point get no points; both relocate them to the
     points farthest from their centres."""
     X = blobs[0].astype(dtype)
+    sw = np.random.RandomState(1).randint(1, 4, len(X)).astype(dtype) if weighted else None
     init = bad_init(X)
     init[-n_far:] = 1e4 + np.arange(n_far)[:, None]
     params = dict(n_clusters=K, init=init, n_init=1)
-    ours = oc.KMeans(devices=devices, **params).fit(X)
-    assert_same_fit(ours, SKMeans(**params).fit(X))
+    ours = oc.KMeans(devices=devices, **params).fit(X, sample_weight=sw)
+    assert_same_fit(ours, SKMeans(**params).fit(X, sample_weight=sw))
     assert len(np.unique(ours.labels_)) == K
+
+
+@pytest.mark.parametrize("variant", ["rowwise", "tiled"])
+@pytest.mark.parametrize("rows", [[0, 0, 1, 2], [1, 2, 0, 0], [0, 1, 2, 3] + [0] * 16],
+                         ids=["first", "last", "sixteen"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_exact_ties_go_to_the_lowest_index(profile, blobs, dtype, rows, variant):
+    """Duplicate initial centres tie exactly: as in scikit-learn the lower index
+    wins, the duplicates stay empty and are relocated."""
+    X = blobs[0].astype(dtype)
+    params = dict(n_clusters=len(rows), init=X[rows], n_init=1, max_iter=1)
+    tuned = dataclasses.replace(profile, lloyd_variant=variant)
+    ours = oc.KMeans(devices=[tuned], **params).fit(X)
+    assert_same_fit(ours, SKMeans(**params).fit(X))
 
 
 def test_duplicate_points_warn_as_sklearn(devices):
@@ -179,9 +195,21 @@ def test_device_array_input(devices, profile, queue, blobs, dtype):
     assert_same_fit(ours, oc.KMeans(devices=devices, **params).fit(X), 1e-12, 1e-12)
     np.testing.assert_array_equal(ours.predict(Xd), ours.labels_)
     np.testing.assert_allclose(ours.transform(Xd), ours.transform(X), rtol=1e-6)
+    sw = np.linspace(0.5, 2, len(X))
+    assert_same_fit(oc.KMeans(devices=devices, **params).fit(Xd, sample_weight=sw),
+                    SKMeans(**params).fit(X, sample_weight=sw))
     other = oc.KMeans(devices=devices, dtype="float32" if dtype == np.float64 else "float64",
                       **params).fit(Xd)   # converted on the device
     np.testing.assert_array_equal(other.labels_, ours.labels_)
+
+
+def test_device_array_uses_the_given_profile(profile, queue, blobs):
+    """A device array stays on its device, tuned by the profile passed for it."""
+    no_fp64 = dataclasses.replace(profile, fp64=False)
+    Xd = cla.to_device(queue, blobs[0])
+    with pytest.warns(RuntimeWarning, match="no fp64: computing in float32"):
+        km = oc.KMeans(K, n_init=1, random_state=0, devices=[no_fp64]).fit(Xd)
+    assert km.cluster_centers_.dtype == np.float32
 
 
 def test_device_array_of_another_context_is_refused(profile, blobs):
