@@ -41,10 +41,11 @@ def _weighted_prefix_sum(queue, acc, weighted, real_t):
         args = f"__global {acc_c} *dist, __global {acc_c} *out"
         if weighted:
             args += f", __global const {c_type(real_t)} *w"
-        _SCANS[key] = GenericScanKernel(
-            queue.context, acc, arguments=args,
-            input_expr="w[i] * dist[i]" if weighted else "dist[i]",
-            scan_expr="a+b", neutral="0", output_statement="out[i] = item;")
+        with quiet_build():   # the scan's kernels are built here (Intel's runtime logs)
+            _SCANS[key] = GenericScanKernel(
+                queue.context, acc, arguments=args,
+                input_expr="w[i] * dist[i]" if weighted else "dist[i]",
+                scan_expr="a+b", neutral="0", output_statement="out[i] = item;")
     return _SCANS[key]
 
 

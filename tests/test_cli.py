@@ -1,0 +1,133 @@
+"""The command line: ``python -m oclclust devices`` and ``example``."""
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import oclclust as oc
+from oclclust import devices as dv
+from oclclust.__main__ import main
+from oclclust.example import adjusted_rand_index, make_blobs
+
+
+def run_cli(*args, timeout=300):
+    env = dict(os.environ)
+    env.pop("OCLCLUST_DEVICES", None)
+    return subprocess.run([sys.executable, "-m", "oclclust", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def test_devices_lists_every_device_with_its_profile():
+    proc = run_cli("devices")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    profiles = oc.list_devices()
+    assert f"OpenCL devices: {len(profiles)}" in proc.stdout
+    for p in profiles:
+        assert p.name in proc.stdout and p.platform in proc.stdout
+        for entry in p.profile_entries:
+            assert entry in proc.stdout
+    for term in dv.PROFILE_TERMS:
+        assert f"{term}=" in proc.stdout
+    for field in ("compute_units", "local_mem_size", "max_work_group_size", "fp64",
+                  "global_mem_size", "max_alloc_size"):
+        assert f"{field}=" in proc.stdout
+
+
+def test_devices_json_has_every_profile_field():
+    proc = run_cli("devices", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    profiles = oc.list_devices()
+    assert [d["name"] for d in data["devices"]] == [p.name for p in profiles]
+    fields = {f.name for f in dataclasses.fields(dv.DeviceProfile)}
+    for d in data["devices"]:
+        assert set(d) == fields
+    assert isinstance(data["discovery_errors"], list)
+
+
+def test_devices_reports_platforms_that_failed(monkeypatch, capsys):
+    real = dv.list_devices
+
+    def with_a_broken_platform():
+        profiles = real()
+        dv.DISCOVERY_ERRORS.append("OpenCL platform 'Broken' skipped: clGetDeviceIDs failed")
+        return profiles
+    monkeypatch.setattr(dv, "list_devices", with_a_broken_platform)
+    assert main(["devices"]) == 0
+    assert "skipped: OpenCL platform 'Broken'" in capsys.readouterr().out
+
+
+def test_example_on_the_platform_under_test(devices, tmp_path):
+    platform = devices[0].platform
+    out = tmp_path / "example.json"
+    proc = run_cli("example", "--n", "2000", "--k", "4", "--devices", platform,
+                   "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr
+    for p in devices:
+        assert p.name in proc.stdout
+    assert "adjusted Rand index" in proc.stdout
+    results = json.loads(out.read_text())["results"]
+    assert [r["platform"] for r in results] == [platform] * len(devices)
+    for r in results:
+        assert "error" not in r
+        assert r["ari"] > 0.99 and r["n_iter"] >= 1 and r["inertia"] > 0 and r["fit_s"] > 0
+
+
+@pytest.mark.parametrize("argv", [
+    [],
+    ["bogus"],
+    ["example", "--n", "-3"],
+    ["example", "--k", "0"],
+    ["example", "--k", "many"],
+    ["example", "--n", "10", "--k", "40"],
+    ["example", "--std", "nan"],
+    ["example", "--frob"],
+    ["example", "--devices", "no-such-device-anywhere"],
+    ["devices", "extra"],
+], ids=lambda a: " ".join(a) or "no-command")
+def test_mistakes_give_one_line_and_status_2(argv, capsys):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = [l for l in captured.err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("oclclust: error: "), captured.err
+    assert captured.out == ""
+
+
+def test_a_mistake_has_no_traceback_from_the_shell():
+    proc = run_cli("example", "--devices", "no-such-device-anywhere")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "no OpenCL device matches" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["devices", "--help"], ["example", "--help"]])
+def test_help(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
+    assert "usage: oclclust" in capsys.readouterr().out
+
+
+def test_adjusted_rand_index_matches_scikit_learn():
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.RandomState(0)
+    for n, a, b in [(1, 1, 1), (2, 2, 1), (50, 3, 5), (1000, 10, 7), (300, 1, 4)]:
+        x, y = rng.randint(0, a, n), rng.randint(0, b, n)
+        assert adjusted_rand_index(x, y) == pytest.approx(metrics.adjusted_rand_score(x, y),
+                                                          abs=1e-12)
+    y = rng.randint(0, 6, 500)
+    assert adjusted_rand_index(y, (y + 1) % 6) == pytest.approx(1.0)
+
+
+def test_make_blobs_shape_and_seed():
+    X, y, c = make_blobs(100, 3, 4, seed=1)
+    assert X.shape == (100, 3) and X.dtype == np.float32 and y.shape == (100,)
+    assert c.shape == (4, 3) and set(np.unique(y)) <= set(range(4))
+    X2, y2, _ = make_blobs(100, 3, 4, seed=1)
+    assert np.array_equal(X, X2) and np.array_equal(y, y2)
