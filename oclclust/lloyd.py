@@ -110,11 +110,12 @@ def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
 _PLANS = {}
 
 
-def plan(profile, dtype, d, k, update, weighted):
-    """The built kernel and spec of the first candidate that fits the device."""
-    key = (profile, np.dtype(dtype).name, d, k, update, weighted)
+def plan(profile, queue, dtype, d, k, update, weighted):
+    """The built kernel and spec of the first candidate that fits the device
+    (built in *queue*'s context)."""
+    ctx = queue.context
+    key = (profile, ctx.int_ptr, np.dtype(dtype).name, d, k, update, weighted)
     if key not in _PLANS:
-        ctx = profile.queue().context
         errors = []
         for spec in candidate_specs(profile, dtype, d, k, update, weighted):
             if spec.local_bytes() > profile.local_memory_budget:
@@ -124,7 +125,7 @@ def plan(profile, dtype, d, k, update, weighted):
             except KernelBuildError as exc:
                 errors.append(exc)
                 continue
-            if kernel_work_group_limit(assign, profile.cl_device()) >= spec.wg:
+            if kernel_work_group_limit(assign, queue.device) >= spec.wg:
                 _PLANS[key] = (spec, assign)
                 break
         else:
@@ -147,7 +148,8 @@ class LloydPass:
 
     def __init__(self, part, k, update=True):
         self.part, self.k, self.update = part, k, update
-        self.spec, self.kernel = plan(part.profile, part.dtype, part.d, k, update, part.weighted)
+        self.spec, self.kernel = plan(part.profile, part.queue, part.dtype, part.d, k, update,
+                                       part.weighted)
         self.groups, self.tiles = part.groups(self.spec.wg, self.spec.wg * self.spec.ppi)
         q, acc = part.queue, part.acc_double
         size = k * part.d if update else 1

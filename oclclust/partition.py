@@ -24,13 +24,13 @@ class DevicePartition:
 
     def __init__(self, profile, X, sample_weight=None):
         self.profile = profile
-        self.queue = profile.queue()
         if isinstance(X, cla.Array):
-            if X.context != self.queue.context:
-                raise ValueError("the pyopencl array lives in another context than the "
-                                 f"selected device {profile}")
+            # the caller's own queue and context: kernels are built there, so
+            # a program that keeps its data on the device can embed oclclust
+            self.queue = X.queue
             self.x = X
         else:
+            self.queue = profile.queue()
             self.x = cla.to_device(self.queue, X)
         self.n, self.d = self.x.shape
         self.dtype = self.x.dtype

@@ -54,6 +54,8 @@ def _describe(allowed):
 def check_data(X, estimator="estimator", min_samples=1):
     """X as a numeric 2-D host array (any float/int dtype) or a device array."""
     if isinstance(X, cla.Array):
+        if X.queue is None:
+            raise ValueError("a pyopencl array input needs a queue: pass array.with_queue(q)")
         if X.ndim != 2:
             raise ValueError(f"Expected 2D array, got {X.ndim}D pyopencl array instead.")
         if not X.flags.c_contiguous:

@@ -212,10 +212,22 @@ def test_device_array_uses_the_given_profile(profile, queue, blobs):
     assert km.cluster_centers_.dtype == np.float32
 
 
-def test_device_array_of_another_context_is_refused(profile, blobs):
+def test_device_array_in_the_callers_own_context(profile, blobs):
+    """A program holding its data in its own context embeds oclclust: the
+    fit runs in that context, with no copy through the host."""
     ctx = cl.Context([profile.cl_device()])
-    Xd = cla.to_device(cl.CommandQueue(ctx), blobs[0])
-    with pytest.raises(ValueError, match="another context"):
+    queue = cl.CommandQueue(ctx)
+    X = blobs[0]
+    Xd = cla.to_device(queue, X)
+    params = dict(n_clusters=K, init=bad_init(X), n_init=1)
+    ours = oc.KMeans(devices=[profile], **params).fit(Xd)
+    assert_same_fit(ours, SKMeans(**params).fit(X))
+    np.testing.assert_array_equal(ours.predict(Xd), ours.labels_)
+
+
+def test_device_array_without_a_queue_is_refused(profile, blobs):
+    Xd = cla.to_device(profile.queue(), blobs[0]).with_queue(None)
+    with pytest.raises(ValueError, match="needs a queue"):
         oc.KMeans(K, devices=[profile]).fit(Xd)
 
 
