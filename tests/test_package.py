@@ -1,0 +1,122 @@
+"""A plain (non-editable) ``pip install .`` into a fresh virtual environment works.
+
+The kernel sources (templates/, kernels_cl/) and devices.yaml sit at the top of
+the repository; an installed oclclust must find its own copies inside
+site-packages, not the checkout's.  The repository's packaging files are
+copied to a temporary folder and installed from there into a new venv, whose
+runtime dependencies (numpy, pyopencl, mako, pyyaml) are borrowed from the
+environment running the tests; the installed package is then imported from a
+neutral folder and fits a small KMeans.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = ["setup.cfg", "pyproject.toml", "README.md", "devices.yaml", "LICENSE",
+           "oclclust", "templates", "kernels_cl"]
+
+pytestmark = pytest.mark.skipif(not (REPO / "setup.cfg").is_file(),
+                                reason="not run from a source checkout")
+
+
+def _run(cmd, timeout=300, **kwargs):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_WARN_SCRIPT_LOCATION="1")
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                          timeout=timeout, env=env, **kwargs)
+
+
+def _has(module):
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(venv python, its site-packages) with oclclust installed from a copy of the repo."""
+    tmp = tmp_path_factory.mktemp("package")
+    src = tmp / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
+    for name in SOURCES:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=ignore)
+        elif path.is_file():
+            shutil.copy2(path, src / name)
+
+    venv = tmp / "venv"
+    proc = _run([sys.executable, "-m", "venv", venv])
+    assert proc.returncode == 0, proc.stderr
+    py = venv / "bin" / "python"
+    site = Path(_run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+                .stdout.strip())
+    # runtime dependencies from the test environment, after the venv's own packages
+    outer = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    (site / "_outer_dependencies.pth").write_text("\n".join(outer) + "\n")
+
+    cmd = [py, "-m", "pip", "install", "--no-deps", "-q"]
+    if _has("setuptools") and _has("wheel"):   # build offline with what is here
+        cmd.append("--no-build-isolation")
+    proc = _run(cmd + [src])
+    if proc.returncode and "No matching distribution found" in proc.stderr:
+        pytest.skip(f"the build requirements cannot be fetched here: {proc.stderr[-300:]}")
+    assert proc.returncode == 0, f"pip install . failed:\n{proc.stdout}\n{proc.stderr}"
+    shutil.rmtree(src)          # nothing may be found in the source copy afterwards
+    return py, site, tmp
+
+
+CHECK = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import oclclust, oclclust.resources as r
+    from pathlib import Path
+    X = np.concatenate([np.random.RandomState(0).normal(c, 0.3, (60, 3)) for c in (0, 5, 10)])
+    km = oclclust.KMeans(3, random_state=0, devices=sys.argv[1]).fit(X.astype(np.float32))
+    out = dict(file=oclclust.__file__, templates=r.template_dirs(),
+               profiles=str(r.shipped_profiles_path()), n_iter=int(km.n_iter_),
+               sizes=sorted(np.bincount(km.labels_).tolist()), device=km.device_,
+               n_devices=len(oclclust.list_devices()))
+    print(json.dumps(out))
+""")
+
+
+def test_installed_package_finds_its_kernels_and_profiles(installed, devices):
+    py, site, tmp = installed
+    neutral = tmp / "elsewhere"
+    neutral.mkdir(exist_ok=True)
+    proc = _run([py, "-c", CHECK, devices[0].platform], cwd=neutral)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    site = site.resolve()
+
+    def inside(path):
+        return Path(path).resolve().is_relative_to(site)
+    assert inside(out["file"]), f"imported {out['file']}, not the installed package"
+    templates, kernels = (Path(p) for p in out["templates"])
+    assert inside(templates) and inside(kernels)
+    assert (templates / "lloyd_assign_accumulate.cl.mako").is_file()
+    assert (templates / "prelude.cl.mako").is_file()
+    assert sorted(p.name for p in templates.glob("*.cl.mako")) == \
+        sorted(p.name for p in (REPO / "templates").glob("*.cl.mako"))
+    assert (kernels / "accumulate.cl").is_file()
+    assert inside(out["profiles"]) and Path(out["profiles"]).is_file()
+    assert out["sizes"] == [60, 60, 60] and out["n_iter"] >= 1
+    assert devices[0].platform in out["device"]
+
+
+def test_installed_console_script(installed):
+    py, _, tmp = installed
+    script = py.parent / "oclclust"
+    assert script.is_file()
+    proc = _run([script, "devices"], cwd=tmp)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "OpenCL devices:" in proc.stdout and "devices.yaml#0" in proc.stdout
