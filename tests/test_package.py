@@ -39,7 +39,7 @@ def _has(module):
     return importlib.util.find_spec(module) is not None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")   # once per run, however pytest orders the tests
 def installed(tmp_path_factory):
     """(venv python, its site-packages) with oclclust installed from a copy of the repo."""
     tmp = tmp_path_factory.mktemp("package")
