@@ -278,16 +278,8 @@ def main(argv=None):
               f"{rec['seconds']:.3f} s{extra}), inertia {rec['inertia']:.6g}", flush=True)
         records.append(rec)
 
-    for profile in profiles:
-        print(f"bench: oclclust on {profile.name} [{profile.platform}]", flush=True)
-        for resident in (False,) if args.no_resident else (False, True):
-            try:
-                done(run_oclclust(oc, profile, X, C0, args, resident))
-            except Exception as exc:   # one runtime failing must not hide the others
-                failures += 1
-                msg = str(exc).splitlines()[0] if str(exc) else ""
-                print(f"  oclclust FAILED on {profile}: {type(exc).__name__}: {msg}",
-                      flush=True)
+    # baselines first: an OpenCL CPU runtime's worker threads may linger and
+    # slow whatever runs after it
     for lib, skip, runner in (("sklearn", args.no_sklearn, run_sklearn),
                               ("faiss", args.no_faiss, run_faiss)):
         if skip:
@@ -299,6 +291,16 @@ def main(argv=None):
         print(f"bench: {lib}", flush=True)
         done(runner(X, C0, args))
 
+    for profile in profiles:
+        print(f"bench: oclclust on {profile.name} [{profile.platform}]", flush=True)
+        for resident in (False,) if args.no_resident else (False, True):
+            try:
+                done(run_oclclust(oc, profile, X, C0, args, resident))
+            except Exception as exc:   # one runtime failing must not hide the others
+                failures += 1
+                msg = str(exc).splitlines()[0] if str(exc) else ""
+                print(f"  oclclust FAILED on {profile}: {type(exc).__name__}: {msg}",
+                      flush=True)
     sk = next((r for r in records if r["lib"] == "sklearn"), None)
     if sk is not None:
         for r in records:
