@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 import pytest
 from mako.lookup import TemplateLookup
 from sklearn.cluster import KMeans as SKMeans
@@ -141,7 +142,7 @@ def test_plan_fits_a_small_device(profile, fit_data, tweak):
     row-wise variant), and the clustering does not change."""
     small = dataclasses.replace(profile, **FITS[tweak])
     X, init = fit_data
-    spec, _ = plan(small, np.float32, 3, K_FIT, True, False)
+    spec, _ = plan(small, small.queue(), np.float32, 3, K_FIT, True, False)
     assert spec.local_bytes() <= small.local_memory_budget
     assert spec.wg <= min(small.work_group_size, small.max_work_group_size)
     if tweak == "tiled-no-local":
@@ -162,9 +163,14 @@ def test_plan_fits_a_small_device(profile, fit_data, tweak):
     assert ours.n_iter_ == theirs.n_iter_
 
 
-def test_plan_is_cached_per_profile(profile):
-    first = plan(profile, np.float32, 3, K_FIT, True, False)
-    assert plan(dataclasses.replace(profile), np.float32, 3, K_FIT, True, False) is first
+def test_plan_is_cached_per_profile_and_context(profile):
+    queue = profile.queue()
+    first = plan(profile, queue, np.float32, 3, K_FIT, True, False)
+    assert plan(dataclasses.replace(profile), queue, np.float32, 3, K_FIT, True, False) is first
     other = plan(dataclasses.replace(profile, work_group_size=2, lloyd_variant="tiled"),
-                 np.float32, 3, K_FIT, True, False)
+                 queue, np.float32, 3, K_FIT, True, False)
     assert other[0].wg <= 2
+    ctx = cl.Context([profile.cl_device()])   # kept: Intel's runtime drops a context
+    own = cl.CommandQueue(ctx)                # whose last Python reference goes
+    in_own = plan(profile, own, np.float32, 3, K_FIT, True, False)
+    assert in_own[0] == first[0] and in_own[1].context == own.context
