@@ -120,7 +120,8 @@ FITS = {   # profile tweaks that shrink what a Lloyd kernel may use
     "shipped": {},
     "tiled": dict(lloyd_variant="tiled"),
     "tiled-chunked": dict(lloyd_variant="tiled", local_mem_size=1024, local_memory_fraction=1.0),
-    "tiled-tiny-local": dict(lloyd_variant="tiled", local_memory_fraction=0.0001),
+    # room for the work-group scratch only (64 work-items), on any device
+    "tiled-tiny-local": dict(lloyd_variant="tiled", local_mem_size=800, local_memory_fraction=1.0),
     "tiled-no-local": dict(lloyd_variant="tiled", local_memory_fraction=0.0),
     "tiled-wg1": dict(lloyd_variant="tiled", work_group_size=1),
     "tiled-max-wg1": dict(lloyd_variant="tiled", max_work_group_size=1),

@@ -19,7 +19,7 @@ FLOATS = [np.float32, np.float64]
 VARIANTS = {   # profile tweaks: name -> replace(profile, **tweak)
     "shipped": {},
     "tiled": dict(lloyd_variant="tiled"),
-    "tiled-global": dict(lloyd_variant="tiled", local_memory_fraction=0.0001),
+    "tiled-global": dict(lloyd_variant="tiled", local_mem_size=800, local_memory_fraction=1.0),
     "rowwise": dict(lloyd_variant="rowwise"),
     "kahan": dict(fp64=False),
     "tiled-kahan": dict(fp64=False, lloyd_variant="tiled"),
