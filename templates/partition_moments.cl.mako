@@ -16,19 +16,33 @@ void partition_moments(__global const real_t *restrict x, const long n, const lo
     const int lid = get_local_id(0);
     const long g = get_group_id(0), groups = get_num_groups(0);
     const long lo = g * rows_per_group, hi = min(n, lo + rows_per_group);
-    /* one work-item per column: each partial is summed in row order */
+    /* one work-item per column: each partial is summed in row order, in
+       registers, and written once */
     for (int c = lid; c < D; c += WG) {
-        __global acc_t *s1 = part + g * 2 * D;
-        s1[c] = 0;
-        s1[D + c] = 0;
+        acc_t s1 = 0, s2 = 0;
 % if not acc_double:
-        s1[groups * 2 * D + c] = 0;
-        s1[groups * 2 * D + D + c] = 0;
+        acc_t c1 = 0, c2 = 0;   /* Kahan compensations */
 % endif
         for (long i = lo; i < hi; ++i) {
             const acc_t v = (acc_t)x[i * stride + c] - (acc_t)shift[c];
-            acc_add_global(s1, c, groups * 2 * D, v);
-            acc_add_global(s1, D + c, groups * 2 * D, v * v);
+% if acc_double:
+            s1 += v;
+            s2 += v * v;
+% else:
+            const acc_t y1 = v - c1, t1 = s1 + y1;
+            c1 = (t1 - s1) - y1;
+            s1 = t1;
+            const acc_t y2 = v * v - c2, t2 = s2 + y2;
+            c2 = (t2 - s2) - y2;
+            s2 = t2;
+% endif
         }
+        __global acc_t *out = part + g * 2 * D;
+        out[c] = s1;
+        out[D + c] = s2;
+% if not acc_double:
+        out[groups * 2 * D + c] = c1;
+        out[groups * 2 * D + D + c] = c2;
+% endif
     }
 }
