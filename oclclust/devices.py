@@ -59,10 +59,12 @@ class DeviceProfile:
     lloyd_variant: str
     native_vector_bytes: int
     profile_entries: tuple = ()
+    sub_device: tuple = ()   # (compute-unit counts, index) of a sub-device, else ()
 
     @property
     def key(self):
-        return (self.platform_index, self.device_index, self.platform, self.name)
+        return (self.platform_index, self.device_index, self.platform, self.name,
+                self.sub_device)
 
     @property
     def local_memory_budget(self):
@@ -80,7 +82,19 @@ class DeviceProfile:
         return _queue(self.key)
 
     def __str__(self):
+        if self.sub_device:
+            counts, index = self.sub_device
+            return (f"{self.name} [{self.platform}] sub-device {index} "
+                    f"({self.compute_units} of {'+'.join(map(str, counts))} units)")
         return f"{self.name} [{self.platform}]"
+
+
+def sub_devices(profile, counts):
+    """Profiles of the sub-devices that split *profile*'s device by compute-unit
+    *counts* (clCreateSubDevices BY_COUNTS): several devices of one CPU."""
+    counts = tuple(int(c) for c in counts)
+    return [dataclasses.replace(profile, compute_units=c, sub_device=(counts, i))
+            for i, c in enumerate(counts)]
 
 
 # --------------------------------------------------------------- YAML profiles
@@ -252,7 +266,20 @@ _QUEUES = {}
 
 def _cl_device(key):
     if key not in _DEVICES:
-        pi, di, platform, name = key
+        pi, di, platform, name, sub = key
+        if sub:
+            counts, index = sub
+            parent = _cl_device((pi, di, platform, name, ()))
+            prop = cl.device_partition_property
+            try:
+                subs = parent.create_sub_devices([prop.BY_COUNTS, *counts,
+                                                  prop.BY_COUNTS_LIST_END])
+            except cl.Error as exc:
+                raise ValueError(f"{name} [{platform}] cannot be split by counts {counts}: "
+                                 f"{exc}") from exc
+            for i, dev in enumerate(subs):
+                _DEVICES[(pi, di, platform, name, (counts, i))] = dev
+            return _DEVICES[key]
         dev = cl.get_platforms()[pi].get_devices()[di]
         if dev.name.strip() != name:
             raise RuntimeError(f"OpenCL device {name!r} of {platform!r} is no longer present")

@@ -12,6 +12,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from .base import BaseEstimator, ClusterMixin, TransformerMixin
+from .distances import pairwise_euclidean
 from .placement import fit_partition, new_partition
 from .kmeanspp import kmeans_plusplus
 from .lloyd import LloydPass
@@ -65,7 +66,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         n = part.n
         if n < self.n_clusters:
             raise ValueError(f"n_samples={n} should be >= n_clusters={self.n_clusters}.")
-        mean, var, finite = part.moments()
+        _, var, finite = part.moments()
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
         tol = float(np.mean(var) * self.tol)
@@ -200,7 +201,6 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         self._check_fitted()
         part = new_partition(self, X, None, self.cluster_centers_.dtype)
-        from .distances import pairwise_euclidean
         distances = pairwise_euclidean(part, self.cluster_centers_)
         if not np.isfinite(distances).all():
             raise ValueError("Input X contains NaN or infinity (or values whose squares "
