@@ -8,14 +8,14 @@ import time
 import warnings
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 
 from .base import BaseEstimator, ClusterMixin, TransformerMixin
 from .distances import pairwise_euclidean
-from .placement import fit_partition, new_partition
+from .manager import DeviceFailure, DeviceManager
+from .placement import fit_data, new_data
 from .kmeanspp import kmeans_plusplus
-from .lloyd import LloydPass
+from .lloyd import LloydPass, ShardedLloyd
 from .validation import NotFittedError, check_params, check_random_state
 
 try:
@@ -28,9 +28,9 @@ except ImportError:
 class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     """k-means clustering on OpenCL devices (scikit-learn's KMeans API).
 
-    ``devices``: "all", "gpu", "cpu", platform/device name substrings, or a
-    list of DeviceProfile (None: $OCLCLUST_DEVICES, else all); the fit runs on
-    the first of them in preferred order (GPUs first).  ``dtype``: float32 or
+    ``devices``: "all", "gpu", "cpu", platform/device name substrings, a
+    list of DeviceProfile, or a DeviceManager (None: $OCLCLUST_DEVICES, else
+    all); the rows are split over all of them.  ``dtype``: float32 or
     float64 (None: float32 input stays float32, anything else float64 where
     the device has fp64).
     """
@@ -43,7 +43,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         "tol": [(numbers.Real, 0, None)],
         "verbose": [(numbers.Integral, 0, None), bool],
         "random_state": [None, numbers.Integral, np.random.RandomState],
-        "devices": [None, str, list, tuple],
+        "devices": [None, str, list, tuple, DeviceManager],
         "dtype": [None, "float32", "float64", type, np.dtype],
     }
 
@@ -62,42 +62,66 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
-        part, host_w = fit_partition(self, X, sample_weight)
-        n = part.n
-        if n < self.n_clusters:
-            raise ValueError(f"n_samples={n} should be >= n_clusters={self.n_clusters}.")
-        _, var, finite = part.moments()
+        data, host_w = fit_data(self, X, sample_weight)
+        if data.n < self.n_clusters:
+            raise ValueError(f"n_samples={data.n} should be >= n_clusters={self.n_clusters}.")
+        rng = check_random_state(self.random_state)
+        seed_state = rng.get_state()
+        try:
+            while True:
+                try:
+                    return self._fit(data, host_w, rng)
+                except DeviceFailure as failure:
+                    # the failed device's rows move to the others; the fit
+                    # starts over from the same random state
+                    data.manager.drop(failure)
+                    data.reshard()
+                    rng.set_state(seed_state)
+        finally:
+            data.close()
+
+    def _fit(self, data, host_w, rng):
+        _, var, finite = data.moments()
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
         tol = float(np.mean(var) * self.tol)
-        init = self._checked_init(part.d)
-        n_init = self._n_init(init)
-        rng = check_random_state(self.random_state)
-        lloyd = LloydPass(part, self.n_clusters)
-        labels = cla.empty(part.queue, n, np.int32)
+        init = self._checked_init(data.d)
+        lloyd = ShardedLloyd(data, self.n_clusters)
         best = None
-        for run in range(n_init):
+        for run in range(self._n_init(init)):
             start = time.perf_counter()
-            centers = self._init_centers(part, init, rng, host_w)
-            result = self._lloyd(lloyd, part, labels, centers, tol, host_w)
+            centers = self._init_centers(data, init, rng, host_w)
+            if run == 0:
+                self._calibrate(data, centers)
+            result = self._lloyd(lloyd, data, centers, tol, host_w)
             if self.verbose:
                 print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations, "
-                      f"{time.perf_counter() - start:.3f} s on {part.profile}")
+                      f"{time.perf_counter() - start:.3f} s on {data.rows_per_device}")
             if best is None or result[1] < best[1]:
-                best = result + (labels.get(part.queue),)
+                best = result + (lloyd.labels(),)
         centers, inertia, n_iter, labels_host = best
         distinct = len(np.unique(labels_host))
         if distinct < self.n_clusters:
             warnings.warn(f"Number of distinct clusters ({distinct}) found smaller than "
                           f"n_clusters ({self.n_clusters}). Possibly due to duplicate points "
-                          "in X.", ConvergenceWarning, stacklevel=2)
-        self.cluster_centers_ = centers.astype(part.dtype)
+                          "in X.", ConvergenceWarning, stacklevel=3)
+        self.cluster_centers_ = centers.astype(data.dtype)
         self.labels_ = labels_host
         self.inertia_ = inertia
         self.n_iter_ = n_iter
-        self.n_features_in_ = part.d
-        self.device_ = str(part.profile)
+        self.n_features_in_ = data.d
+        self.devices_ = data.rows_per_device
         return self
+
+    def _calibrate(self, data, centers):
+        """Measured weights: a Lloyd pass on a sample, timed on each device."""
+        def one_pass(part):
+            if "calibration" not in part.state:
+                labels = cla.empty(part.queue, part.n, np.int32)
+                part.state["calibration"] = LloydPass(part, self.n_clusters), labels
+            lloyd, labels = part.state["calibration"]
+            lloyd.run(centers, labels)
+        data.calibrate(one_pass)
 
     def _n_init(self, init):
         if self.n_init != "auto":
@@ -119,28 +143,28 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                           RuntimeWarning, stacklevel=3)
         return init.astype(np.float64)
 
-    def _init_centers(self, part, init, rng, host_w):
+    def _init_centers(self, data, init, rng, host_w):
         if not isinstance(init, str):
             return init
         if init == "k-means++":
-            idx = kmeans_plusplus(part, self.n_clusters, rng, host_w)
+            idx = kmeans_plusplus(data, self.n_clusters, rng, host_w)
         else:
-            idx = rng.choice(part.n, size=self.n_clusters, replace=False,
+            idx = rng.choice(data.n, size=self.n_clusters, replace=False,
                              p=host_w / host_w.sum())
-        return np.stack([part.row(i) for i in idx]).astype(np.float64)
+        return np.stack([data.row(i) for i in idx]).astype(np.float64)
 
-    def _lloyd(self, lloyd, part, labels, centers, tol, host_w):
-        """One Lloyd run: (centres, inertia, iterations); *labels* left final."""
-        cl.enqueue_fill_buffer(part.queue, labels.data, np.int32(-1), 0, labels.nbytes)
+    def _lloyd(self, lloyd, data, centers, tol, host_w):
+        """One Lloyd run: (centres, inertia, iterations); the labels stay on the devices."""
+        lloyd.forget_labels()
         strict = False
         for it in range(self.max_iter):
-            stats = lloyd.run(centers, labels)
+            stats = lloyd.run(centers)
             if stats.n_nonfinite:
                 raise ValueError("Input X contains NaN or infinity (or values whose squares "
-                                 f"overflow {part.dtype.name}).")
+                                 f"overflow {data.dtype.name}).")
             sums, weights = stats.sums, stats.weights
             if (weights == 0).any():
-                self._relocate_empty(lloyd, part, labels, sums, weights, host_w)
+                self._relocate_empty(lloyd, data, sums, weights, host_w)
             new = np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None],
                            centers)
             shift = float(((new - centers) ** 2).sum())
@@ -152,21 +176,21 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 break
             if shift <= tol:
                 break
+            lloyd.rebalance()
         if strict:
             return centers, stats.inertia, it + 1
-        final = LloydPass(part, self.n_clusters, update=False).run(centers, labels)
-        return centers, final.inertia, it + 1
+        return centers, lloyd.run(centers, update=False).inertia, it + 1
 
-    def _relocate_empty(self, lloyd, part, labels, sums, weights, host_w):
+    def _relocate_empty(self, lloyd, data, sums, weights, host_w):
         """scikit-learn's rule: empty clusters take the points farthest from
         their centres (sums and weights are mended in place)."""
         empty = np.flatnonzero(weights == 0)
-        dist = lloyd.min_dist.get(part.queue).astype(np.float64)
+        dist = lloyd.min_dist()
         far = np.argpartition(dist, -len(empty))[:-len(empty) - 1:-1]
-        host_labels = labels.get(part.queue)
+        host_labels = lloyd.labels()
         for new_id, idx in zip(empty, far):
-            w = 1.0 if host_w is None else float(host_w[idx])
-            row = part.row(idx).astype(np.float64)
+            w = float(host_w[idx])
+            row = data.row(idx).astype(np.float64)
             old_id = host_labels[idx]
             sums[old_id] -= row * w
             weights[old_id] -= w
@@ -182,15 +206,15 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def _assign(self, X, sample_weight=None):
         self._check_fitted()
-        part = new_partition(self, X, sample_weight, self.cluster_centers_.dtype)
-        labels = cla.empty(part.queue, part.n, np.int32)
-        # the pass compares with the previous labels: give it defined ones
-        cl.enqueue_fill_buffer(part.queue, labels.data, np.int32(-1), 0, labels.nbytes)
-        stats = LloydPass(part, self.n_clusters, update=False).run(
-            self.cluster_centers_.astype(np.float64), labels)
-        if stats.n_nonfinite:
-            raise ValueError("Input X contains NaN or infinity.")
-        return labels.get(part.queue), stats.inertia
+        data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
+        try:
+            lloyd = ShardedLloyd(data, self.n_clusters)
+            stats = lloyd.run(self.cluster_centers_.astype(np.float64), update=False)
+            if stats.n_nonfinite:
+                raise ValueError("Input X contains NaN or infinity.")
+            return lloyd.labels(), stats.inertia
+        finally:
+            data.close()
 
     def predict(self, X, sample_weight=None):
         return self._assign(X)[0]
@@ -200,9 +224,13 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         self._check_fitted()
-        part = new_partition(self, X, None, self.cluster_centers_.dtype)
-        distances = pairwise_euclidean(part, self.cluster_centers_)
+        data = new_data(self, X, None, self.cluster_centers_.dtype)
+        try:
+            distances = np.concatenate(data.map(
+                lambda c: pairwise_euclidean(c, self.cluster_centers_)))
+        finally:
+            data.close()
         if not np.isfinite(distances).all():
             raise ValueError("Input X contains NaN or infinity (or values whose squares "
-                             f"overflow {part.dtype.name}).")
+                             f"overflow {data.dtype.name}).")
         return distances

@@ -1,9 +1,11 @@
-"""Greedy k-means++ seeding on the device, as scikit-learn's ``kmeans_plusplus``.
+"""Greedy k-means++ seeding on the devices, as scikit-learn's ``kmeans_plusplus``.
 
 Pairs with templates/kmeanspp_candidates.cl.mako and search_sorted.cl.mako.
 The random draws are made on the host with the same RandomState calls as
 scikit-learn, so a seed picks the same centres; the distances, their prefix
-sums (pyopencl's scan) and the candidate search stay on the device.
+sums (pyopencl's scan) and the candidate search stay on the devices.  Over
+several chunks (devices, or streamed pieces) each keeps the distances of its
+rows; a drawn potential is first located in a chunk, then searched there.
 """
 import dataclasses
 
@@ -35,13 +37,13 @@ _SCANS = {}
 
 def _weighted_prefix_sum(queue, acc, weighted, real_t):
     """pyopencl scan of (w *) dist into out, in the accumulation type."""
-    key = (queue.context.int_ptr, np.dtype(acc).name, weighted, real_t)
+    key = (queue.context.int_ptr, np.dtype(acc).name, weighted, np.dtype(real_t).name)
     if key not in _SCANS:
         acc_c = c_type(acc)
         args = f"__global {acc_c} *dist, __global {acc_c} *out"
         if weighted:
             args += f", __global const {c_type(real_t)} *w"
-        with quiet_build():   # the scan's kernels are built here (Intel's runtime logs)
+        with quiet_build():
             _SCANS[key] = GenericScanKernel(
                 queue.context, acc, arguments=args,
                 input_expr="w[i] * dist[i]" if weighted else "dist[i]",
@@ -49,53 +51,99 @@ def _weighted_prefix_sum(queue, acc, weighted, real_t):
     return _SCANS[key]
 
 
-def kmeans_plusplus(part, n_clusters, random_state, host_weights, n_local_trials=None):
-    """Indices of *n_clusters* rows of the partition chosen by greedy k-means++."""
-    q, n = part.queue, part.n
-    trials = n_local_trials or 2 + int(np.log(n_clusters))
-    acc = acc_dtype(part.acc_double)
-    wg = 64
-    groups, steps = part.groups(wg, wg * 16)
-    rows = steps * wg * 16
+class ChunkSeeding:
+    """One chunk's side of the seeding: distances to the chosen centres."""
+    WG = 64
 
-    def spec_for(t):
-        return CandidateSpec(dtype=part.dtype.name, acc_double=part.acc_double, d=part.d,
-                             trials=t, wg=wg, weighted=part.weighted)
-    search = kernel(q.context, SearchSpec(dtype=part.dtype.name, acc_double=part.acc_double),
-                    "search_sorted")
-    scan = _weighted_prefix_sum(q, acc, part.weighted, part.dtype)
-    closest = cla.empty(q, n, acc)
-    cl.enqueue_fill_buffer(q, closest.data, acc(np.inf), 0, closest.nbytes)
-    cand_dist = cla.empty(q, trials * n, acc)
-    cumsum = cla.empty(q, n, acc)
-    part_pot = cla.empty(q, groups * trials, acc)
-    cand = cla.empty(q, trials, np.int32)
-    targets = cla.empty(q, trials, acc)
+    def __init__(self, part, trials):
+        self.part, self.trials = part, trials
+        q, n = part.queue, part.n
+        self.acc = acc_dtype(part.acc_double)
+        self.groups, steps = part.groups(self.WG, self.WG * 16)
+        self.rows_per_group = steps * self.WG * 16
+        self.closest = cla.empty(q, n, self.acc)
+        cl.enqueue_fill_buffer(q, self.closest.data, self.acc(np.inf), 0, self.closest.nbytes)
+        self.cand_dist = cla.empty(q, trials * n, self.acc)
+        self.cumsum = cla.empty(q, n, self.acc)
+        self.part_pot = cla.empty(q, self.groups * trials, self.acc)
+        self.cand_rows = cla.empty(q, trials * part.d, part.dtype)
+        self.targets = cla.empty(q, trials, self.acc)
+        self.found = cla.empty(q, trials, np.int32)
 
-    def potentials(t, candidates):
-        kern = kernel(q.context, spec_for(t), "candidate_potentials")
-        kern(q, (groups * wg,), (wg,), part.x.data, np.int64(n), np.int64(part.stride),
-             part.weights_arg(), candidates.data, closest.data, cand_dist.data,
-             part_pot.data, np.int64(rows))
-        return part_pot.get(q)[:groups * t].reshape(groups, t).sum(axis=0, dtype=np.float64)
+    def potentials(self, rows):
+        """Each candidate's potential over this chunk (clipped by the closest)."""
+        part, q = self.part, self.part.queue
+        t = len(rows)
+        spec = CandidateSpec(dtype=part.dtype.name, acc_double=part.acc_double, d=part.d,
+                             trials=t, wg=self.WG, weighted=part.weighted)
+        self.cand_rows[:t * part.d].set(np.ascontiguousarray(rows, part.dtype).ravel(), q)
+        kernel(q.context, spec, "candidate_potentials")(
+            q, (self.groups * self.WG,), (self.WG,), part.x.data, np.int64(part.n),
+            np.int64(part.stride), part.weights_arg(), self.cand_rows.data, self.closest.data,
+            self.cand_dist.data, self.part_pot.data, np.int64(self.rows_per_group))
+        pot = self.part_pot.get(q)[:self.groups * t].reshape(self.groups, t)
+        return pot.sum(axis=0, dtype=np.float64)
 
-    p = host_weights / host_weights.sum()
-    first = random_state.choice(n, p=p)
-    indices = [int(first)]
-    cand[:1].set(np.array([first], np.int32), q)
-    current_pot = potentials(1, cand)[0]
-    cl.enqueue_copy(q, closest.data, cand_dist.data, byte_count=n * closest.dtype.itemsize)
-    for _ in range(1, n_clusters):
-        rand_vals = random_state.uniform(size=trials) * current_pot
+    def keep(self, best):
+        """Candidate *best* is chosen: its distances become the closest."""
+        nbytes = self.part.n * self.acc().itemsize
+        cl.enqueue_copy(self.part.queue, self.closest.data, self.cand_dist.data,
+                        byte_count=nbytes, src_offset=best * nbytes)
+
+    def search(self, targets):
+        """Local rows where the (w *) closest prefix sums reach *targets*."""
+        part, q = self.part, self.part.queue
+        scan = _weighted_prefix_sum(q, self.acc, part.weighted, part.dtype)
         with quiet_build():  # the scan builds on its first call
-            scan(closest, cumsum, *([part.weights] if part.weighted else []), queue=q)
-        targets.set(rand_vals.astype(acc), q)
-        search(q, (trials,), None, cumsum.data, np.int64(n), targets.data, np.int32(trials),
-               cand.data)
-        pots = potentials(trials, cand)
-        best = int(np.argmin(pots))
-        current_pot = pots[best]
-        cl.enqueue_copy(q, closest.data, cand_dist.data, byte_count=n * closest.dtype.itemsize,
-                        src_offset=best * n * closest.dtype.itemsize)
-        indices.append(int(cand.get(q)[best]))
+            scan(self.closest, self.cumsum, *([part.weights] if part.weighted else []), queue=q)
+        search = kernel(q.context, SearchSpec(dtype=part.dtype.name,
+                                              acc_double=part.acc_double), "search_sorted")
+        self.targets[:len(targets)].set(np.asarray(targets, self.acc), q)
+        search(q, (len(targets),), None, self.cumsum.data, np.int64(part.n), self.targets.data,
+               np.int32(len(targets)), self.found.data)
+        return self.found.get(q)[:len(targets)]
+
+
+def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials=None):
+    """Indices of *n_clusters* rows of *data* (ShardedData) chosen by greedy k-means++."""
+    trials = n_local_trials or 2 + int(np.log(n_clusters))
+    seeds = data.map(lambda c: ChunkSeeding(c, trials))
+    by_chunk = dict(zip(map(id, data.chunks), seeds))
+
+    def on_chunks(method, *args):
+        return data.map(lambda c: getattr(by_chunk[id(c)], method)(*args))
+
+    def choose(rows, best_of):
+        pots = np.array(on_chunks("potentials", rows))   # chunks x candidates
+        best = best_of(pots.sum(axis=0))
+        on_chunks("keep", best)
+        return best, pots[:, best]
+
+    first = int(random_state.choice(data.n, p=host_weights / host_weights.sum()))
+    indices = [first]
+    _, chunk_pot = choose(data.row(first)[None], lambda total: 0)
+    for _ in range(1, n_clusters):
+        rand_vals = random_state.uniform(size=trials) * chunk_pot.sum()
+        candidates = _locate(data, seeds, chunk_pot, rand_vals)
+        rows = np.stack([data.row(i) for i in candidates])
+        best, chunk_pot = choose(rows, np.argmin)
+        indices.append(int(candidates[best]))
     return np.array(indices)
+
+
+def _locate(data, seeds, chunk_pot, targets):
+    """numpy.searchsorted over the global prefix sums, chunk by chunk."""
+    ends = np.cumsum(chunk_pot)
+    owner = np.minimum(np.searchsorted(ends, targets, side="left"), len(seeds) - 1)
+    found = np.empty(len(targets), dtype=np.int64)
+    wanted = {c: np.flatnonzero(owner == c) for c in np.unique(owner)}
+
+    def search(chunk):
+        c = data.chunks.index(chunk)
+        if c not in wanted:
+            return None
+        local = targets[wanted[c]] - (ends[c - 1] if c else 0.0)
+        found[wanted[c]] = chunk.offset + seeds[c].search(local)
+    data.map(search)
+    return found
+

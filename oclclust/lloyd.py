@@ -7,6 +7,7 @@ reduced statistics, never where or how distances are computed.
 import dataclasses
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
@@ -192,3 +193,55 @@ class LloydPass:
         flags = self.part_flags.get(q).reshape(-1, 2)
         inertia = float(np.sum(self.part_inertia.get(q)[:self.groups], dtype=np.float64))
         return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()), int(flags[:, 1].sum()))
+
+
+class ShardedLloyd:
+    """The fused pass over every chunk of a ShardedData (all devices at once),
+    its statistics reduced in float64 in chunk order: the model does not
+    depend on how the rows are split."""
+
+    def __init__(self, data, k):
+        self.data, self.k = data, k
+
+    def _state(self, chunk, update):
+        st = chunk.state
+        if ("lloyd", update) not in st:
+            st[("lloyd", update)] = LloydPass(chunk, self.k, update)
+        if "labels" not in st:
+            st["labels"] = cla.empty(chunk.queue, chunk.n, np.int32)
+            cl.enqueue_fill_buffer(chunk.queue, st["labels"].data, np.int32(-1), 0,
+                                   st["labels"].nbytes)
+        return st[("lloyd", update)], st["labels"]
+
+    def run(self, centers, update=True):
+        def one(chunk):
+            lloyd, labels = self._state(chunk, update)
+            return lloyd.run(centers, labels)
+        stats = self.data.map(one)
+        total = lambda name: sum(getattr(s, name) for s in stats)   # noqa: E731
+        return LloydStats(total("sums") if update else None,
+                          total("weights") if update else None,
+                          float(total("inertia")), total("n_changed"), total("n_nonfinite"))
+
+    def forget_labels(self):
+        self.data.map(lambda c: c.state.pop("labels", None))
+
+    def labels(self):
+        return np.concatenate(self.data.map(lambda c: self._state(c, True)[1].get(c.queue)))
+
+    def set_labels(self, labels):
+        def put(chunk):
+            chunk.state["labels"] = cla.to_device(chunk.queue,
+                                                  labels[chunk.offset:chunk.offset + chunk.n])
+        self.data.map(put)
+
+    def min_dist(self):
+        """Each row's distance to its centre in the last updating pass."""
+        return np.concatenate(self.data.map(
+            lambda c: c.state[("lloyd", True)].min_dist.get(c.queue).astype(np.float64)))
+
+    def rebalance(self):
+        """Measured weights: re-split between iterations, labels kept."""
+        saved = self.data.rebalance(save=self.labels)
+        if saved is not None:
+            self.set_labels(saved)

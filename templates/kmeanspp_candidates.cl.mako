@@ -13,7 +13,7 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void candidate_potentials(
     __global const real_t *restrict x, const long n, const long stride,
     __global const real_t *restrict w,
-    __global const int *restrict candidates,   /* T row indices */
+    __global const real_t *restrict cand_rows,  /* T x D candidate centres */
     __global const acc_t *restrict closest,    /* n: distance to chosen centres */
     __global acc_t *restrict cand_dist,        /* T x n */
     __global acc_t *restrict part_pot,         /* groups x T */
@@ -33,7 +33,7 @@ void candidate_potentials(
         const acc_t wi = 1;
 % endif
         for (int t = 0; t < T; ++t) {
-            __global const real_t *c = x + (long)candidates[t] * stride;
+            __global const real_t *c = cand_rows + t * D;
             acc_t s = 0;
             for (int k = 0; k < D; ++k) {
                 const acc_t diff = (acc_t)x[i * stride + k] - (acc_t)c[k];

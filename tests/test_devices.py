@@ -236,4 +236,5 @@ def test_preferred_order(profile):
 
 def test_estimator_runs_on_the_selected_platform(devices, profile, blobs):
     km = oc.KMeans(3, n_init=1, random_state=0, devices=profile.platform).fit(blobs[0])
-    assert km.device_ == str(dv.preferred(devices)[0])
+    assert list(km.devices_) == [str(p) for p in dv.preferred(devices)]
+    assert sum(km.devices_.values()) == len(blobs[0])

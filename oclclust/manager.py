@@ -1,0 +1,280 @@
+"""The device manager: one fit across all devices of a host.
+
+Rows are split into one contiguous shard per device in proportion to weights
+(compute units, explicit, or measured throughput).  A shard that fits its
+device's memory budget is copied there once and stays resident; a larger one
+is streamed in chunks, the next chunk's upload overlapping the current one's
+kernels.  A pass runs every device's chunks on its own thread (all queues
+busy at once) and returns the per-chunk results in row order, so the caller
+reduces them in a fixed order whatever the split.
+"""
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from .codegen import KernelBuildError
+from .devices import DeviceProfile, preferred, select_devices
+from .partition import DevicePartition
+
+DEVICE_ERRORS = (cl.Error, KernelBuildError)
+
+
+class DeviceFailure(RuntimeError):
+    """A device failed to build or run a kernel during a pass."""
+
+    def __init__(self, profile, cause):
+        super().__init__(f"OpenCL device {profile} failed: {type(cause).__name__}: {cause}")
+        self.profile, self.cause = profile, cause
+
+
+def split_rows(n, weights):
+    """Row counts proportional to *weights* (largest remainder; sum is n)."""
+    w = np.asarray(weights, dtype=np.float64)
+    exact = n * w / w.sum()
+    counts = np.floor(exact).astype(np.int64)
+    counts[np.argsort(-(exact - counts), kind="stable")[:n - counts.sum()]] += 1
+    return counts
+
+
+class DeviceManager:
+    """Devices of one host and how work is split among them.
+
+    ``weights``: "compute_units" (the default), "measured" (a calibration pass,
+    then the previous iterations' timings), or one number per device.
+    ``memory_budget``: bytes of data a device may hold (default: its profile's
+    budget); a larger shard is streamed.
+    """
+
+    def __init__(self, devices=None, weights="compute_units", memory_budget=None):
+        if isinstance(devices, DeviceManager):
+            raise ValueError("devices is already a DeviceManager")
+        self.profiles = (list(devices) if isinstance(devices, (list, tuple)) and devices and
+                         all(isinstance(p, DeviceProfile) for p in devices)
+                         else preferred(select_devices(devices)))
+        if isinstance(weights, str):
+            if weights not in ("compute_units", "measured"):
+                raise ValueError(f"weights must be 'compute_units', 'measured' or numbers, "
+                                 f"got {weights!r}")
+            self.weights = weights
+        else:
+            w = np.asarray(weights, dtype=np.float64)
+            if w.shape != (len(self.profiles),) or not np.all(w >= 0) or w.sum() <= 0:
+                raise ValueError(f"weights must be {len(self.profiles)} non-negative numbers "
+                                 "with a positive sum")
+            self.weights = w
+        self.memory_budget = memory_budget
+        self.measured = None     # rows per second of each device, once known
+
+    def current_weights(self):
+        if isinstance(self.weights, np.ndarray):
+            return self.weights
+        if self.weights == "measured" and self.measured is not None:
+            return self.measured
+        return np.array([p.compute_units for p in self.profiles], dtype=np.float64)
+
+    def budget(self, profile):
+        return self.memory_budget if self.memory_budget is not None else profile.memory_budget
+
+    def drop(self, failure):
+        """Forget a failed device (with a warning); its rows go to the others."""
+        i = self.profiles.index(failure.profile)
+        warnings.warn(f"{failure}; its rows move to the remaining devices", RuntimeWarning,
+                      stacklevel=3)
+        del self.profiles[i]
+        if isinstance(self.weights, np.ndarray):
+            self.weights = np.delete(self.weights, i)
+        if self.measured is not None:
+            self.measured = np.delete(self.measured, i)
+        if not self.profiles:
+            raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
+
+    def scatter(self, X, sample_weight=None):
+        """Spread host rows (or take a device array as it is) over the devices."""
+        return ShardedData(self, X, sample_weight)
+
+
+class Shard:
+    """One device's rows: resident in one chunk, or streamed in several."""
+
+    def __init__(self, profile, X, w, offset, budget):
+        self.profile = profile
+        self.queue = profile.queue()
+        n, d = X.shape
+        item = X.dtype.itemsize
+        row_state = 4 + 3 * item   # labels, distances, weights stay on the device
+        self.streamed = n * (d * item + row_state) > budget
+        if self.streamed:
+            rows = (budget - n * row_state) // (2 * d * item)
+            if rows < 1:
+                raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
+                                  f"{budget} bytes even streamed")
+            self.transfers = cl.CommandQueue(self.queue.context)
+            self.staging = [cla.empty(self.queue, (min(rows, n), d), X.dtype) for _ in (0, 1)]
+        else:
+            rows = max(n, 1)
+        self.host = X
+        self.chunks = []
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            data = (self.staging[len(self.chunks) % 2][:stop - start] if self.streamed
+                    else X[start:stop])
+            part = DevicePartition(profile, data, None if w is None else w[start:stop])
+            part.offset, part.state, part.shard = offset + start, {}, self
+            part.host_rows = (start, stop)
+            self.chunks.append(part)
+
+    def _upload(self, i):
+        part = self.chunks[i]
+        start, stop = part.host_rows
+        rows = np.ascontiguousarray(self.host[start:stop])
+        return cl.enqueue_copy(self.transfers, self.staging[i % 2].data, rows,
+                               is_blocking=False), rows
+
+    def run(self, fn):
+        """fn on each chunk in order; streamed chunks are uploaded one ahead."""
+        start = time.perf_counter()
+        results = []
+        if not self.chunks:
+            return results, 0.0
+        pending = self._upload(0) if self.streamed else None
+        for i, part in enumerate(self.chunks):
+            if self.streamed:
+                event, _rows = pending
+                event.wait()
+                if i + 1 < len(self.chunks):
+                    pending = self._upload(i + 1)   # overlaps this chunk's kernels
+            results.append(fn(part))
+            if self.streamed:
+                self.queue.finish()   # its staging buffer is refilled next
+        return results, time.perf_counter() - start
+
+
+class ShardedData:
+    """A data set spread over a manager's devices."""
+
+    def __init__(self, manager, X, sample_weight):
+        self.manager, self.sample_weight = manager, sample_weight
+        self.n, self.d = X.shape
+        self.dtype = np.dtype(X.dtype)
+        self.source = X
+        self.last_times = None
+        self._layout()
+
+    def _layout(self):
+        X, w, m = self.source, self.sample_weight, self.manager
+        if isinstance(X, cla.Array):   # already on its device: used in place
+            part = DevicePartition(m.profiles[0], X, w)
+            part.offset, part.state, part.shard = 0, {}, None
+            self.shards, self.chunks = [], [part]
+        else:
+            counts = split_rows(self.n, m.current_weights())
+            self.shards, offset = [], 0
+            for profile, rows in zip(m.profiles, counts):
+                self.shards.append(Shard(profile, X[offset:offset + rows],
+                                         None if w is None else w[offset:offset + rows],
+                                         offset, m.budget(profile)))
+                offset += rows
+            self.chunks = [c for s in self.shards for c in s.chunks]
+        self.starts = np.array([c.offset for c in self.chunks])
+        self._pool = ThreadPoolExecutor(max(1, len(self.shards)))
+
+    @property
+    def rows_per_device(self):
+        return {str(s.profile): sum(c.n for c in s.chunks) for s in self.shards}
+
+    def map(self, fn):
+        """[fn(chunk) for every chunk] in row order, all devices at once."""
+        if not self.shards:
+            return [fn(self.chunks[0])]
+        futures = [self._pool.submit(shard.run, fn) for shard in self.shards]
+        results, times, failure = [], [], None
+        for shard, future in zip(self.shards, futures):
+            try:
+                res, seconds = future.result()
+            except DEVICE_ERRORS as exc:
+                failure = failure or DeviceFailure(shard.profile, exc)
+                continue
+            results += res
+            times.append(seconds)
+        if failure:
+            raise failure
+        self.last_times = times
+        return results
+
+    def locate(self, i):
+        c = int(np.searchsorted(self.starts, i, side="right") - 1)
+        return self.chunks[c], int(i - self.starts[c])
+
+    def row(self, i):
+        """Row *i* to the host (from the host copy where there is one)."""
+        if not isinstance(self.source, cla.Array):
+            return np.asarray(self.source[int(i)])
+        chunk, local = self.locate(i)
+        return chunk.row(local)
+
+    def moments(self):
+        """(means, variances, finite) over all rows, combined in float64."""
+        parts = self.map(lambda c: (c.n,) + c.moments())
+        n = np.array([p[0] for p in parts], dtype=np.float64)
+        means = np.array([p[1] for p in parts])
+        mean = (n[:, None] * means).sum(0) / n.sum()
+        m2 = sum(k * (v + (mu - mean) ** 2) for k, mu, v in
+                 zip(n, means, (p[2] for p in parts)))
+        return mean, m2 / n.sum(), all(p[3] for p in parts)
+
+    def reshard(self):
+        """Lay the rows out anew after the device list or weights changed."""
+        if isinstance(self.source, cla.Array):
+            raise RuntimeError("data given as a device array cannot move to other devices")
+        self._pool.shutdown()
+        self._layout()
+
+    def close(self):
+        self._pool.shutdown()
+
+    def calibrate(self, fn, rows=65536):
+        """Measured weights from a short pass: *fn* on the same first *rows*
+        rows on every device (once to build, once timed); then re-split."""
+        m = self.manager
+        if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
+            return
+        rows = min(rows, self.n)
+        sample = np.ascontiguousarray(self.source[:rows])
+        w = None if self.sample_weight is None else self.sample_weight[:rows]
+
+        def timed(profile):
+            part = DevicePartition(profile, sample, w)
+            part.offset, part.state, part.shard = 0, {}, None
+            fn(part)
+            start = time.perf_counter()
+            fn(part)
+            return rows / max(time.perf_counter() - start, 1e-9)
+        # one device at a time: each is timed alone, as it will run its share
+        m.measured = np.array([timed(p) for p in m.profiles])
+        self.reshard()
+
+    def rebalance(self, save=lambda: True, threshold=0.1):
+        """With measured weights: re-split when the last pass's devices
+        finished more than *threshold* apart.  Returns save()'s value, taken
+        before the chunks (and their state) are laid out anew, or None."""
+        m = self.manager
+        if not _measuring(m) or not self.last_times or len(self.shards) < 2:
+            return None
+        times = np.array(self.last_times)
+        rows = np.array([sum(c.n for c in s.chunks) for s in self.shards], dtype=np.float64)
+        busy = rows > 0
+        if not busy.all() or times.max() <= (1 + threshold) * times.min():
+            return None
+        rate = rows / np.maximum(times, 1e-9)
+        m.measured = rate if m.measured is None else 0.5 * m.measured + 0.5 * rate
+        saved = save()
+        self.reshard()
+        return saved
+
+
+def _measuring(manager):
+    return isinstance(manager.weights, str) and manager.weights == "measured"
