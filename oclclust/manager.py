@@ -107,15 +107,17 @@ class Shard:
         item = X.dtype.itemsize
         row_state = 4 + 3 * item   # labels, distances, weights stay on the device
         self.streamed = n * (d * item + row_state) > budget
+        # one buffer may not exceed the device's largest allocation either
+        largest = max(1, profile.max_alloc_size // (d * item))
         if self.streamed:
-            rows = (budget - n * row_state) // (2 * d * item)
+            rows = min(largest, (budget - n * row_state) // (2 * d * item))
             if rows < 1:
                 raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
                                   f"{budget} bytes even streamed")
             self.transfers = cl.CommandQueue(self.queue.context)
             self.staging = [cla.empty(self.queue, (min(rows, n), d), X.dtype) for _ in (0, 1)]
         else:
-            rows = max(n, 1)
+            rows = max(1, min(n, largest))
         self.host = X
         self.chunks = []
         for start in range(0, n, rows):
