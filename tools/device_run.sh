@@ -3,6 +3,7 @@
 # pyopencl carried as wheels in .whl/): run the test suite on the NVIDIA
 # platform, or the k-means benchmark.
 # Usage: bash tools/device_run.sh tests [pytest args] | bench [bench/kmeans.py args]
+#                                 | multi [bench/multidevice.py args]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -24,5 +25,7 @@ print(next(p.name for p in cl.get_platforms() if "NVIDIA" in p.name))')
         --ignore tests/test_oclgrind.py --ignore tests/test_package.py "$@" ;;
   bench)
     python3 bench/kmeans.py --devices NVIDIA "$@" ;;
-  *) echo "usage: $0 tests|bench [args]" >&2; exit 2 ;;
+  multi)
+    python3 bench/multidevice.py "$@" ;;
+  *) echo "usage: $0 tests|bench|multi [args]" >&2; exit 2 ;;
 esac
