@@ -238,13 +238,15 @@ class ShardedData:
     def close(self):
         self._pool.shutdown()
 
-    def calibrate(self, fn, rows=65536):
-        """Measured weights from a short pass: *fn* on the same first *rows*
-        rows on every device (once to build, once timed); then re-split."""
+    def calibrate(self, fn, rows=None):
+        """Measured weights from a short pass: *fn* on the same first rows on
+        every device (once to build, once timed); then re-split.  The sample
+        (default n/16, within 64 Ki and 1 Mi rows) is large enough to keep a
+        big GPU busy, so launch latency does not pass for slowness."""
         m = self.manager
         if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
             return
-        rows = min(rows, self.n)
+        rows = min(self.n, rows or int(np.clip(self.n // 16, 1 << 16, 1 << 20)))
         sample = np.ascontiguousarray(self.source[:rows])
         w = None if self.sample_weight is None else self.sample_weight[:rows]
 
@@ -271,8 +273,7 @@ class ShardedData:
         busy = rows > 0
         if not busy.all() or times.max() <= (1 + threshold) * times.min():
             return None
-        rate = rows / np.maximum(times, 1e-9)
-        m.measured = rate if m.measured is None else 0.5 * m.measured + 0.5 * rate
+        m.measured = rows / np.maximum(times, 1e-9)   # a whole pass: taken as it is
         saved = save()
         self.reshard()
         return saved
