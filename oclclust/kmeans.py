@@ -62,7 +62,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
-        data, host_w = fit_data(self, X, sample_weight)
+        data, host_w = fit_data(self, X, sample_weight, self._calibration_pass)
         if data.n < self.n_clusters:
             raise ValueError(f"n_samples={data.n} should be >= n_clusters={self.n_clusters}.")
         rng = check_random_state(self.random_state)
@@ -91,8 +91,6 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         for run in range(self._n_init(init)):
             start = time.perf_counter()
             centers = self._init_centers(data, init, rng, host_w)
-            if run == 0:
-                self._calibrate(data, centers)
             result = self._lloyd(lloyd, data, centers, tol, host_w)
             if self.verbose:
                 print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations, "
@@ -113,15 +111,16 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.devices_ = data.rows_per_device
         return self
 
-    def _calibrate(self, data, centers):
-        """Measured weights: a Lloyd pass on a sample, timed on each device."""
-        def one_pass(part):
-            if "calibration" not in part.state:
-                labels = cla.empty(part.queue, part.n, np.int32)
-                part.state["calibration"] = LloydPass(part, self.n_clusters), labels
-            lloyd, labels = part.state["calibration"]
-            lloyd.run(centers, labels)
-        data.calibrate(one_pass)
+    def _calibration_pass(self, part):
+        """What measured weights time: a Lloyd pass over a sample partition
+        (any centres cost the same; the sample's first rows serve)."""
+        if "calibration" not in part.state:
+            k = min(self.n_clusters, part.n)
+            centers = part.x[:k].get(part.queue).astype(np.float64)
+            labels = cla.empty(part.queue, part.n, np.int32)
+            part.state["calibration"] = LloydPass(part, k), labels, centers
+        lloyd, labels, centers = part.state["calibration"]
+        lloyd.run(centers, labels)
 
     def _n_init(self, init):
         if self.n_init != "auto":

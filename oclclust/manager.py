@@ -92,9 +92,11 @@ class DeviceManager:
         if not self.profiles:
             raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
 
-    def scatter(self, X, sample_weight=None):
-        """Spread host rows (or take a device array as it is) over the devices."""
-        return ShardedData(self, X, sample_weight)
+    def scatter(self, X, sample_weight=None, calibration=None):
+        """Spread host rows (or take a device array as it is) over the devices.
+        With measured weights not yet measured, *calibration* (a pass of the
+        algorithm, fn(partition)) is first timed on a sample on each device."""
+        return ShardedData(self, X, sample_weight, calibration)
 
 
 class Shard:
@@ -158,12 +160,14 @@ class Shard:
 class ShardedData:
     """A data set spread over a manager's devices."""
 
-    def __init__(self, manager, X, sample_weight):
+    def __init__(self, manager, X, sample_weight, calibration=None):
         self.manager, self.sample_weight = manager, sample_weight
         self.n, self.d = X.shape
         self.dtype = np.dtype(X.dtype)
         self.source = X
         self.last_times = None
+        if calibration is not None and manager.measured is None:
+            self._calibrate(calibration)
         self._layout()
 
     def _layout(self):
@@ -238,15 +242,15 @@ class ShardedData:
     def close(self):
         self._pool.shutdown()
 
-    def calibrate(self, fn, rows=None):
+    def _calibrate(self, fn, rows=None):
         """Measured weights from a short pass: *fn* on the same first rows on
-        every device (once to build, once timed); then re-split.  The sample
-        (default n/16, within 64 Ki and 1 Mi rows) is large enough to keep a
-        big GPU busy, so launch latency does not pass for slowness."""
+        every device (once to build, once timed), before the rows are laid
+        out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
+        busy, so launch latency does not pass for slowness."""
         m = self.manager
         if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
             return
-        rows = min(self.n, rows or int(np.clip(self.n // 16, 1 << 16, 1 << 20)))
+        rows = min(self.n, rows or int(np.clip(self.n // 64, 1 << 16, 1 << 18)))
         sample = np.ascontiguousarray(self.source[:rows])
         w = None if self.sample_weight is None else self.sample_weight[:rows]
 
@@ -259,9 +263,8 @@ class ShardedData:
             return rows / max(time.perf_counter() - start, 1e-9)
         # one device at a time: each is timed alone, as it will run its share
         m.measured = np.array([timed(p) for p in m.profiles])
-        self.reshard()
 
-    def rebalance(self, save=lambda: True, threshold=0.1):
+    def rebalance(self, save=lambda: True, threshold=0.2):
         """With measured weights: re-split when the last pass's devices
         finished more than *threshold* apart.  Returns save()'s value, taken
         before the chunks (and their state) are laid out anew, or None."""

@@ -49,14 +49,14 @@ def compute_dtype(requested, X, profiles):
     return dtype
 
 
-def fit_data(estimator, X, sample_weight):
+def fit_data(estimator, X, sample_weight, calibration=None):
     """Validated data of a fit spread over its devices, with host weights
-    (ones if none)."""
+    (ones if none); *calibration*: see DeviceManager.scatter."""
     X = check_data(X, type(estimator).__name__)
     manager = manager_for(estimator, X)
     dtype = compute_dtype(estimator.dtype, X, manager.profiles)
     w = check_sample_weight(sample_weight, X.shape[0], dtype)
-    data = manager.scatter(as_dtype(X, dtype), w)
+    data = manager.scatter(as_dtype(X, dtype), w, calibration)
     return data, (w if w is not None else np.ones(data.n, dtype))
 
 
