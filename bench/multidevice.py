@@ -59,7 +59,7 @@ def main(argv=None):
     alone = sum(args.n * args.iters / s for _, s in rows)
     together = args.n * args.iters / seconds
     print(f"  together  {len(profiles)} devices ({args.weights} weights): fit {seconds:.3f} s, "
-          f"{together:,.0f} rows/s; rows {km.devices_}")
+          f"{together:,.0f} rows/s; rows {km.devices_}; re-laid out {km.reshards_} times")
     print(f"\nefficiency: together / sum of alone = {together:,.0f} / {alone:,.0f} = "
           f"{together / alone:.3f}")
 

@@ -109,6 +109,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.n_iter_ = n_iter
         self.n_features_in_ = data.d
         self.devices_ = data.rows_per_device
+        self.reshards_ = data.manager.reshards
         return self
 
     def _calibration_pass(self, part):

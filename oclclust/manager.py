@@ -68,6 +68,7 @@ class DeviceManager:
             self.weights = w
         self.memory_budget = memory_budget
         self.measured = None     # rows per second of each device, once known
+        self.reshards = 0        # times rows were laid out anew (rebalancing, faults)
 
     def current_weights(self):
         if isinstance(self.weights, np.ndarray):
@@ -236,6 +237,7 @@ class ShardedData:
         """Lay the rows out anew after the device list or weights changed."""
         if isinstance(self.source, cla.Array):
             raise RuntimeError("data given as a device array cannot move to other devices")
+        self.manager.reshards += 1
         self._pool.shutdown()
         self._layout()
 
