@@ -266,19 +266,23 @@ class ShardedData:
         # one device at a time: each is timed alone, as it will run its share
         m.measured = np.array([timed(p) for p in m.profiles])
 
-    def rebalance(self, save=lambda: True, threshold=0.2):
-        """With measured weights: re-split when the last pass's devices
-        finished more than *threshold* apart.  Returns save()'s value, taken
-        before the chunks (and their state) are laid out anew, or None."""
+    def rebalance(self, save=lambda: True, gain=0.15):
+        """With measured weights: re-split when the last pass's timings say a
+        new split would finish at least *gain* sooner.  Rates are smoothed
+        over passes (one noisy pass must not move gigabytes).  Returns
+        save()'s value, taken before the chunks (and their state) are laid
+        out anew, or None."""
         m = self.manager
         if not _measuring(m) or not self.last_times or len(self.shards) < 2:
             return None
         times = np.array(self.last_times)
         rows = np.array([sum(c.n for c in s.chunks) for s in self.shards], dtype=np.float64)
-        busy = rows > 0
-        if not busy.all() or times.max() <= (1 + threshold) * times.min():
+        if not (rows > 0).all():
             return None
-        m.measured = rows / np.maximum(times, 1e-9)   # a whole pass: taken as it is
+        rate = rows / np.maximum(times, 1e-9)
+        m.measured = rate if m.measured is None else 0.5 * m.measured + 0.5 * rate
+        if self.n / m.measured.sum() > (1 - gain) * times.max():
+            return None
         saved = save()
         self.reshard()
         return saved
