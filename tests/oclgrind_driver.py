@@ -12,7 +12,10 @@ the test can tell that no template was left out.
 Adding a template: write an exerciser below (or extend one) and list it in
 EXERCISERS.  The Lloyd variants are every spec lloyd.candidate_specs offers
 plus, on the first candidate of each template, the product of LLOYD_AXES
-(dataclasses.replace), for each precision mode of PRECISIONS.
+(dataclasses.replace), for each precision mode of PRECISIONS.  Fits,
+moments and k-means++ go through the device manager (oc.DeviceManager) on the
+one Oclgrind device, both resident and with a memory budget that streams the
+rows in several chunks (same results required).
 
 ``--canary`` runs a kernel with a known out-of-bounds read, data race and
 uninitialised read instead: the test checks oclgrind reports all three, so the
@@ -24,6 +27,7 @@ tracking does not know LLVM's `freeze` instruction that optimised builds emit
 cache would hand back a program built without the option.
 """
 import argparse
+import concurrent.futures
 import contextlib
 import dataclasses
 import itertools
@@ -35,7 +39,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 import oclclust as oc
-from oclclust import codegen, kmeanspp, lloyd
+from oclclust import codegen, kmeanspp, lloyd, manager
 from oclclust.distances import pairwise_euclidean
 from oclclust.partition import DevicePartition
 
@@ -137,10 +141,12 @@ def partial_writes_by_kernel():
     buffer's 12 bytes, a kernel writes all 12, a kernel reading bytes 4..11 is
     reported); a whole-buffer write to a staging buffer and a byte-copy kernel
     write the same bytes in the same order, and leave the rest of the buffer as
-    it was, so a read of bytes nobody wrote is still reported.
+    it was, so a read of bytes nobody wrote is still reported.  The staging
+    buffers are kept, as buffers_kept_alive keeps every array's buffer.
     """
     original = cl.enqueue_copy
     kernels = {}
+    staged = []
 
     def copy(queue, dest, src, **kwargs):
         if not (isinstance(dest, cl.Buffer) and isinstance(src, np.ndarray)):
@@ -152,6 +158,7 @@ def partial_writes_by_kernel():
         if ctx.int_ptr not in kernels:
             kernels[ctx.int_ptr] = cl.Kernel(cl.Program(ctx, _PUT_SOURCE).build(), "put_bytes")
         staging = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, src.nbytes)
+        staged.append(staging)
         original(queue, staging, src, wait_for=kwargs.get("wait_for"))
         event = kernels[ctx.int_ptr](queue, (src.nbytes,), None, staging, dest,
                                      np.uint64(offset))
@@ -186,6 +193,39 @@ def buffers_kept_alive():
         yield kept
     finally:
         cla.Array.__init__ = original
+
+
+class CallingThread(concurrent.futures.Executor):
+    """An executor that runs each task at once on the thread that submits it."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def submit(self, fn, *args, **kwargs):
+        future = concurrent.futures.Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:   # handed to the caller, as a pool would
+            future.set_exception(exc)
+        return future
+
+
+@contextlib.contextmanager
+def passes_on_calling_thread():
+    """Run the device manager's per-device passes on the main thread.
+
+    oclgrind 21.10 with --uninitialized crashes (SIGSEGV) on any OpenCL call
+    made from a thread other than the one that created the context; the
+    manager drives each device from a thread of its pool.  The same passes run
+    one after another on the calling thread instead (the kernels, buffers and
+    the streamed chunks' second queue are unchanged).
+    """
+    original = manager.ThreadPoolExecutor
+    manager.ThreadPoolExecutor = CallingThread
+    try:
+        yield
+    finally:
+        manager.ThreadPoolExecutor = original
 
 
 @contextlib.contextmanager
@@ -297,58 +337,114 @@ def oc_labels(part):
     return labels
 
 
+STREAM_ROWS = 10                # rows per streamed chunk: N=37 gives chunks 10+10+10+7
+
+
+def streaming_budget(dtype, rows=STREAM_ROWS):
+    """A memory budget that makes the manager stream the N rows in chunks of
+    *rows* (two staging buffers of *rows* rows beside the per-row state)."""
+    item = np.dtype(dtype).itemsize
+    return N * (4 + 3 * item) + 2 * rows * D * item
+
+
+def managers(profile, dtype):
+    """(label, DeviceManager) for the one device: resident, and streamed in chunks."""
+    yield "resident", oc.DeviceManager([profile])
+    yield "streamed", oc.DeviceManager([profile], memory_budget=streaming_budget(dtype))
+
+
+def check_layout(data, label):
+    """The scattered data is laid out as *label* says."""
+    shard, = data.shards
+    want = (label == "streamed", -(-N // STREAM_ROWS) if label == "streamed" else 1)
+    if (shard.streamed, len(shard.chunks)) != want:
+        raise AssertionError(f"{label}: streamed={shard.streamed}, {len(shard.chunks)} chunks")
+
+
 def exercise_estimator(device, log):
     """Whole fits (moments, k-means++, the planned Lloyd kernel, reductions),
-    predict, score and transform, in every precision, with and without weights."""
+    predict, score and transform, in every precision, with and without weights,
+    on resident data and streamed in chunks (the same result)."""
+    fits = 0
     for dtype, fp64 in PRECISIONS:
         profile = profile_for(device, fp64)
         X, w = data(dtype, seed=1)
         for weights in (None, w):
-            mark(f"KMeans {dtype} fp64={fp64} weighted={weights is not None}")
-            lloyd._PLANS.clear()
-            km = oc.KMeans(K, random_state=0, devices=[profile], max_iter=4)
-            km.fit(X, sample_weight=weights)
-            mark(f"KMeans.predict {dtype} fp64={fp64}")
-            labels = km.predict(X)
-            if not np.array_equal(labels, km.labels_):
-                raise AssertionError(f"{dtype}/fp64={fp64}: predict != labels_")
-            mark(f"KMeans.transform {dtype} fp64={fp64}")
-            dist = km.transform(X)
-            ref = np.sqrt(((X[:, None, :].astype(np.float64) -
-                            km.cluster_centers_[None].astype(np.float64)) ** 2).sum(-1))
-            close(dist, ref, f"{dtype}/fp64={fp64}: transform", 1e-4)
-            ww = np.ones(N) if weights is None else w.astype(np.float64)
-            mark(f"KMeans.score {dtype} fp64={fp64}")
-            close(-km.score(X, sample_weight=weights),
-                  (ww * (ref.min(1) ** 2)).sum(), f"{dtype}/fp64={fp64}: score", 1e-4)
-    log(f"estimator: {len(PRECISIONS) * 2} fits")
+            resident = None
+            for how, mgr in managers(profile, dtype):
+                check_layout(mgr.scatter(X), how)
+                what = f"{dtype} fp64={fp64} weighted={weights is not None} {how}"
+                mark(f"KMeans {what}")
+                lloyd._PLANS.clear()
+                km = oc.KMeans(K, random_state=0, devices=mgr, max_iter=4)
+                km.fit(X, sample_weight=weights)
+                fits += 1
+                if resident is None:
+                    resident = km
+                else:
+                    if not np.array_equal(km.labels_, resident.labels_) or \
+                            km.n_iter_ != resident.n_iter_:
+                        raise AssertionError(f"{what}: labels or n_iter differ from resident")
+                    close(km.cluster_centers_, resident.cluster_centers_, f"{what}: centres",
+                          1e-5)
+                    close(km.inertia_, resident.inertia_, f"{what}: inertia", 1e-5)
+                mark(f"KMeans.predict {what}")
+                labels = km.predict(X)
+                if not np.array_equal(labels, km.labels_):
+                    raise AssertionError(f"{what}: predict != labels_")
+                mark(f"KMeans.transform {what}")
+                dist = km.transform(X)
+                ref = np.sqrt(((X[:, None, :].astype(np.float64) -
+                                km.cluster_centers_[None].astype(np.float64)) ** 2).sum(-1))
+                close(dist, ref, f"{what}: transform", 1e-4)
+                ww = np.ones(N) if weights is None else w.astype(np.float64)
+                mark(f"KMeans.score {what}")
+                close(-km.score(X, sample_weight=weights),
+                      (ww * (ref.min(1) ** 2)).sum(), f"{what}: score", 1e-4)
+    log(f"estimator: {fits} fits")
 
 
 def exercise_moments(device, log):
+    """Moments of one partition, and of streamed chunks combined on the host."""
     for dtype, fp64 in PRECISIONS:
         X, _ = data(dtype, seed=2)
-        mark(f"moments {dtype} fp64={fp64}")
-        part = DevicePartition(profile_for(device, fp64), X)
-        mean, var, finite = part.moments()
         x64 = X.astype(np.float64)
-        close(mean, x64.mean(0), f"{dtype}/fp64={fp64}: mean", 1e-5)
-        close(var, x64.var(0), f"{dtype}/fp64={fp64}: var", 1e-4)
-        assert finite
+        profile = profile_for(device, fp64)
+        mark(f"moments {dtype} fp64={fp64}")
+        part = DevicePartition(profile, X)
+        results = [part.moments()]
+        for how, mgr in managers(profile, dtype):
+            mark(f"moments {dtype} fp64={fp64} {how}")
+            sharded = mgr.scatter(X)
+            check_layout(sharded, how)
+            results.append(sharded.moments())
+        for mean, var, finite in results:
+            close(mean, x64.mean(0), f"{dtype}/fp64={fp64}: mean", 1e-5)
+            close(var, x64.var(0), f"{dtype}/fp64={fp64}: var", 1e-4)
+            assert finite
     log("moments: ok")
 
 
 def exercise_kmeanspp(device, log):
     """k-means++ (candidate potentials, search_sorted) in every precision,
-    weighted and not, against the same chosen rows on the host."""
+    weighted and not, on resident data and streamed in chunks: the same picks."""
     for dtype, fp64 in PRECISIONS:
         X, w = data(dtype, seed=3)
+        profile = profile_for(device, fp64)
         for weights in (None, w):
-            mark(f"kmeans++ {dtype} fp64={fp64} weighted={weights is not None}")
-            part = DevicePartition(profile_for(device, fp64), X, weights)
-            host_w = np.ones(N, dtype) if weights is None else weights
-            idx = kmeanspp.kmeans_plusplus(part, K, np.random.RandomState(0), host_w)
-            if len(set(idx.tolist())) != K or not all(0 <= i < N for i in idx):
-                raise AssertionError(f"k-means++ picked {idx}")
+            picks = {}
+            for how, mgr in managers(profile, dtype):
+                mark(f"kmeans++ {dtype} fp64={fp64} weighted={weights is not None} {how}")
+                sharded = mgr.scatter(X, weights)
+                check_layout(sharded, how)
+                host_w = np.ones(N, dtype) if weights is None else weights
+                idx = kmeanspp.kmeans_plusplus(sharded, K, np.random.RandomState(0), host_w)
+                if len(set(idx.tolist())) != K or not all(0 <= i < N for i in idx):
+                    raise AssertionError(f"k-means++ picked {idx}")
+                picks[how] = idx.tolist()
+            if picks["streamed"] != picks["resident"]:
+                raise AssertionError(f"k-means++ {dtype} fp64={fp64}: streamed picks "
+                                     f"{picks['streamed']} != resident {picks['resident']}")
     log("kmeans++: ok")
 
 
@@ -367,6 +463,7 @@ def exercise_pairwise(device, log):
 # template -> the exercisers that render it (every non-prelude template must appear)
 EXERCISERS = {
     "lloyd_assign_accumulate.cl.mako": [exercise_lloyd, exercise_estimator],
+    "lloyd_assign_accumulate_rowwise.cl.mako": [exercise_lloyd, exercise_estimator],
     "reduce_partials.cl.mako": [exercise_lloyd, exercise_moments],
     "partition_moments.cl.mako": [exercise_moments],
     "kmeanspp_candidates.cl.mako": [exercise_kmeanspp],
@@ -417,7 +514,8 @@ def main(argv=None):
     done = []
     with contextlib.ExitStack() as stack:
         for workaround in (recording_renders, host_prefix_sum, buffers_kept_alive,
-                           fill_by_host_writes, partial_writes_by_kernel):
+                           fill_by_host_writes, partial_writes_by_kernel,
+                           passes_on_calling_thread):
             stack.enter_context(workaround())
         for fn in dict.fromkeys(f for fns in EXERCISERS.values() for f in fns):
             fn(device, log)

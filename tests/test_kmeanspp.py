@@ -11,7 +11,6 @@ import pytest
 from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
 
 import oclclust as oc
-from oclclust.partition import DevicePartition
 
 FLOATS = [np.float32, np.float64]
 
@@ -27,7 +26,11 @@ def weights_for(X, kind):
 def ours(profile, X, k, seed, w=None, n_local_trials=None):
     rs = np.random.RandomState(seed)
     host_w = np.ones(len(X), X.dtype) if w is None else w
-    idx = oc.kmeans_plusplus(DevicePartition(profile, X, w), k, rs, host_w, n_local_trials)
+    data = oc.DeviceManager([profile]).scatter(X, w)
+    try:
+        idx = oc.kmeans_plusplus(data, k, rs, host_w, n_local_trials)
+    finally:
+        data.close()
     return idx, rs
 
 

@@ -2,8 +2,9 @@
 
 tests/oclgrind_driver.py renders and runs each variant (all Lloyd variants,
 reductions in double and Kahan float, k-means++ weighted and not, moments,
-transform) on the Oclgrind simulator, with data-race, uninitialised-value and
-API checking on; any report oclgrind makes fails the test, traced to the
+transform; resident and streamed in chunks by the device manager) on the
+Oclgrind simulator, with data-race, uninitialised-value and API checking
+on; any report oclgrind makes fails the test, traced to the
 variant that caused it.  Independent of OCLCLUST_TEST_PLATFORM: the simulator
 is its own platform.
 """
@@ -165,6 +166,19 @@ def test_lloyd_variants_cover_every_axis(driver_run):
     assert reduce_modes == {True, False}
     candidates = report["rendered"]["kmeanspp_candidates.cl.mako"]
     assert {s["weighted"] for s in candidates} == {True, False}
+
+
+def test_streamed_chunks_run_under_oclgrind(driver_run):
+    """The device manager's streaming path (a shard uploaded chunk by chunk
+    through two staging buffers on a second queue) runs there too: fits,
+    predict/transform/score, moments and k-means++, against resident runs."""
+    proc, _ = driver_run
+    marks = [l[3:] for l in proc.stderr.splitlines() if l.startswith("@@ ")]
+    for what in ("KMeans ", "KMeans.predict ", "KMeans.transform ", "KMeans.score ",
+                 "moments ", "kmeans++ "):
+        runs = [m for m in marks if m.startswith(what)]
+        assert any(m.endswith(" streamed") for m in runs), f"no streamed {what.strip()} run"
+        assert any(m.endswith(" resident") for m in runs), f"no resident {what.strip()} run"
 
 
 def test_oclgrind_catches_known_faults(tmp_path):

@@ -83,7 +83,7 @@ CHECK = textwrap.dedent("""
     km = oclclust.KMeans(3, random_state=0, devices=sys.argv[1]).fit(X.astype(np.float32))
     out = dict(file=oclclust.__file__, templates=r.template_dirs(),
                profiles=str(r.shipped_profiles_path()), n_iter=int(km.n_iter_),
-               sizes=sorted(np.bincount(km.labels_).tolist()), device=km.device_,
+               sizes=sorted(np.bincount(km.labels_).tolist()), devices=km.devices_,
                n_devices=len(oclclust.list_devices()))
     print(json.dumps(out))
 """)
@@ -110,7 +110,8 @@ def test_installed_package_finds_its_kernels_and_profiles(installed, devices):
     assert (kernels / "accumulate.cl").is_file()
     assert inside(out["profiles"]) and Path(out["profiles"]).is_file()
     assert out["sizes"] == [60, 60, 60] and out["n_iter"] >= 1
-    assert devices[0].platform in out["device"]
+    assert out["devices"] and all(devices[0].platform in name for name in out["devices"])
+    assert sum(out["devices"].values()) == 180
 
 
 def test_installed_console_script(installed):

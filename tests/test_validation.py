@@ -89,17 +89,24 @@ def test_check_sample_weight():
     (None, np.float32, False, np.float32), ("float32", np.float64, False, np.float32)])
 def test_compute_dtype(profile, dtype, data, fp64, expected):
     assert compute_dtype(dtype, np.zeros((1, 1), data),
-                         dataclasses.replace(profile, fp64=fp64)) == expected
+                         [dataclasses.replace(profile, fp64=fp64)]) == expected
+    # over several devices the dtype is the one all of them can compute in
+    assert compute_dtype(dtype, np.zeros((1, 1), data),
+                         [dataclasses.replace(profile, fp64=True),
+                          dataclasses.replace(profile, fp64=fp64)]) == expected
 
 
-def test_compute_dtype_without_fp64(profile):
-    no_fp64 = dataclasses.replace(profile, fp64=False)
-    with pytest.warns(RuntimeWarning, match="no fp64: computing in float32"):
-        assert compute_dtype(None, np.zeros((1, 1)), no_fp64) == np.float32
-    with pytest.raises(ValueError, match=r"does not support float64 \(cl_khr_fp64\)"):
-        compute_dtype("float64", np.zeros((1, 1), np.float32), no_fp64)
+@pytest.mark.parametrize("others", [0, 1], ids=["alone", "beside-fp64"])
+def test_compute_dtype_without_fp64(profile, others):
+    no_fp64 = dataclasses.replace(profile, fp64=False, name="No-FP64 device")
+    profiles = [dataclasses.replace(profile, fp64=True)] * others + [no_fp64]
+    with pytest.warns(RuntimeWarning, match=r"No-FP64 device .*no fp64: computing in float32"):
+        assert compute_dtype(None, np.zeros((1, 1)), profiles) == np.float32
+    with pytest.raises(ValueError, match=r"No-FP64 device .*does not support float64 "
+                                         r"\(cl_khr_fp64\)"):
+        compute_dtype("float64", np.zeros((1, 1), np.float32), profiles)
     with pytest.raises(ValueError, match="dtype must be float32 or float64, got float16"):
-        compute_dtype(np.float16, np.zeros((1, 1)), profile)
+        compute_dtype(np.float16, np.zeros((1, 1)), [profile])
 
 
 def test_check_random_state():
