@@ -217,7 +217,7 @@ class ShardedLloyd:
         def one(chunk):
             lloyd, labels = self._state(chunk, update)
             return lloyd.run(centers, labels)
-        stats = self.data.map(one)
+        stats = self.data.map(one, timed=update)
         total = lambda name: sum(getattr(s, name) for s in stats)   # noqa: E731
         return LloydStats(total("sums") if update else None,
                           total("weights") if update else None,

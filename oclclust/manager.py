@@ -194,8 +194,10 @@ class ShardedData:
     def rows_per_device(self):
         return {str(s.profile): sum(c.n for c in s.chunks) for s in self.shards}
 
-    def map(self, fn):
-        """[fn(chunk) for every chunk] in row order, all devices at once."""
+    def map(self, fn, timed=False):
+        """[fn(chunk) for every chunk] in row order, all devices at once.
+        *timed*: the pass is the algorithm's main one, whose per-device
+        times guide rebalancing."""
         if not self.shards:
             return [fn(self.chunks[0])]
         futures = [self._pool.submit(shard.run, fn) for shard in self.shards]
@@ -210,9 +212,9 @@ class ShardedData:
             times.append(seconds)
         if failure:
             raise failure
-        # a layout's first pass also sets its chunks up: not a measure of speed
-        self.last_times = times if self.passes else None
-        self.passes += 1
+        if timed:   # a layout's first pass also sets its chunks up: not speed
+            self.last_times = times if self.passes else None
+            self.passes += 1
         return results
 
     def locate(self, i):
