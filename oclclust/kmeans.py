@@ -204,17 +204,29 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                                  "Call 'fit' with appropriate arguments before using this "
                                  "estimator.")
 
-    def _assign(self, X, sample_weight=None):
+    def _on_devices(self, X, sample_weight, pass_):
+        """pass_(data) over X spread on the devices; a device that fails is
+        dropped and the pass runs again on the others."""
         self._check_fitted()
         data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
         try:
+            while True:
+                try:
+                    return pass_(data)
+                except DeviceFailure as failure:
+                    data.manager.drop(failure)
+                    data.reshard()
+        finally:
+            data.close()
+
+    def _assign(self, X, sample_weight=None):
+        def assign(data):
             lloyd = ShardedLloyd(data, self.n_clusters)
             stats = lloyd.run(self.cluster_centers_.astype(np.float64), update=False)
             if stats.n_nonfinite:
                 raise ValueError("Input X contains NaN or infinity.")
             return lloyd.labels(), stats.inertia
-        finally:
-            data.close()
+        return self._on_devices(X, sample_weight, assign)
 
     def predict(self, X, sample_weight=None):
         return self._assign(X)[0]
@@ -223,14 +235,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return -self._assign(X, sample_weight)[1]
 
     def transform(self, X):
-        self._check_fitted()
-        data = new_data(self, X, None, self.cluster_centers_.dtype)
-        try:
-            distances = np.concatenate(data.map(
-                lambda c: pairwise_euclidean(c, self.cluster_centers_)))
-        finally:
-            data.close()
+        distances = self._on_devices(X, None, lambda data: np.concatenate(data.map(
+            lambda c: pairwise_euclidean(c, self.cluster_centers_))))
         if not np.isfinite(distances).all():
             raise ValueError("Input X contains NaN or infinity (or values whose squares "
-                             f"overflow {data.dtype.name}).")
+                             f"overflow {self.cluster_centers_.dtype.name}).")
         return distances

@@ -432,8 +432,6 @@ def test_failed_device_is_dropped(profile, subs, monkeypatch, failing, where, on
     np.testing.assert_array_equal(km.predict(random_data()), km.labels_)
 
 
-@pytest.mark.xfail(strict=True, raises=oc.DeviceFailure,
-                   reason="predict/transform/score do not drop a failing device (only fit does)")
 def test_predict_survives_a_failed_device(profile, subs, monkeypatch):
     devices = [profile, *subs]
     km = fit(oc.DeviceManager(devices))
