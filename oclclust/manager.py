@@ -172,6 +172,7 @@ class ShardedData:
         self._layout()
 
     def _layout(self):
+        start = time.perf_counter()
         X, w, m = self.source, self.sample_weight, self.manager
         if isinstance(X, cla.Array):   # already on its device: used in place
             part = DevicePartition(m.profiles[0], X, w)
@@ -187,7 +188,10 @@ class ShardedData:
                 offset += rows
             self.chunks = [c for s in self.shards for c in s.chunks]
         self.starts = np.array([c.offset for c in self.chunks])
-        self.passes = 0
+        self.passes, self.lost = 0, 0.0
+        for shard in self.shards:
+            shard.queue.finish()   # the uploads are part of the layout's cost
+        self.layout_seconds = time.perf_counter() - start
         self._pool = ThreadPoolExecutor(max(1, len(self.shards)))
 
     @property
@@ -271,15 +275,13 @@ class ShardedData:
         # one device at a time: each is timed alone, as it will run its share
         m.measured = np.array([timed(p) for p in m.profiles])
 
-    def rebalance(self, save=lambda: True, gain=0.5):
-        """With measured weights: re-split when the last pass's timings say a
-        new split would finish at least *gain* sooner.  Rates are smoothed
-        over passes (one noisy pass must not move gigabytes).  The bar is
-        high: timings taken while the devices share the host's cores (a CPU
-        device beside a GPU's driver thread) understate the busiest device,
-        and the calibration, which times each device alone, is the better
-        guide (H200 + 16-core PoCL: a 15% bar re-laid the rows out 12 times
-        in 20 passes, at 1 s each).  Returns
+    def rebalance(self, save=lambda: True, min_gain=0.05):
+        """With measured weights: re-split between passes when it pays.
+        The rates of the last pass (smoothed with the earlier ones) predict a
+        pass time for an ideal split; the rows move once the time this
+        layout has lost over its passes so far exceeds what laying the rows
+        out took (rent-or-buy: never more than twice the better choice), and
+        the predicted gain is at least *min_gain* of a pass.  Returns
         save()'s value, taken before the chunks (and their state) are laid
         out anew, or None."""
         m = self.manager
@@ -291,7 +293,9 @@ class ShardedData:
             return None
         rate = rows / np.maximum(times, 1e-9)
         m.measured = rate if m.measured is None else 0.5 * m.measured + 0.5 * rate
-        if self.n / m.measured.sum() > (1 - gain) * times.max():
+        lost = times.max() - self.n / m.measured.sum()
+        self.lost += max(lost, 0.0)
+        if lost < min_gain * times.max() or self.lost < self.layout_seconds:
             return None
         saved = save()
         self.reshard()
