@@ -52,9 +52,11 @@ class DeviceManager:
     def __init__(self, devices=None, weights="compute_units", memory_budget=None):
         if isinstance(devices, DeviceManager):
             raise ValueError("devices is already a DeviceManager")
-        self.profiles = (list(devices) if isinstance(devices, (list, tuple)) and devices and
-                         all(isinstance(p, DeviceProfile) for p in devices)
-                         else preferred(select_devices(devices)))
+        if isinstance(devices, (list, tuple)) and devices and \
+                all(isinstance(p, DeviceProfile) for p in devices):
+            self.profiles = list(devices)   # as given: the caller knows best
+        else:
+            self.profiles = _one_per_processor(preferred(select_devices(devices)))
         if isinstance(weights, str):
             if weights not in ("compute_units", "measured"):
                 raise ValueError(f"weights must be 'compute_units', 'measured' or numbers, "
@@ -197,7 +199,11 @@ class ShardedData:
 
     @property
     def rows_per_device(self):
-        return {str(s.profile): sum(c.n for c in s.chunks) for s in self.shards}
+        """{device: rows}; like-named devices (two GPUs of a model) told
+        apart by their index on the platform."""
+        names = [str(s.profile) for s in self.shards]
+        return {(f"{name} #{s.profile.device_index}" if names.count(name) > 1 else name):
+                sum(c.n for c in s.chunks) for name, s in zip(names, self.shards)}
 
     def map(self, fn, timed=False):
         """[fn(chunk) for every chunk] in row order, all devices at once.
@@ -304,6 +310,18 @@ class ShardedData:
         saved = save()
         self.reshard()
         return saved
+
+
+def _one_per_processor(profiles):
+    """A CPU that several platforms expose (PoCL's "pthread-haswell-AMD EPYC"
+    and Intel's "AMD EPYC") is one processor: splitting rows between its two
+    faces would only make them fight for the same cores."""
+    kept = []
+    for p in profiles:
+        if not any(p.type == q.type == "cpu" and p.compute_units == q.compute_units and
+                   (p.name in q.name or q.name in p.name) for q in kept):
+            kept.append(p)
+    return kept
 
 
 def _measuring(manager):
