@@ -261,8 +261,8 @@ class ShardedData:
         self._pool.shutdown()
 
     def _calibrate(self, fn, rows=None):
-        """Measured weights from a short pass: *fn* on the same first rows on
-        every device (once to build, once timed), before the rows are laid
+        """Measured weights from short passes: *fn* on the same first rows on
+        every device (once to build, then timed), before the rows are laid
         out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
         busy, so launch latency does not pass for slowness."""
         m = self.manager
@@ -272,13 +272,17 @@ class ShardedData:
         sample = np.ascontiguousarray(self.source[:rows])
         w = None if self.sample_weight is None else self.sample_weight[:rows]
 
-        def timed(profile):
+        def timed(profile, least=0.25):
+            """Rows per second over passes of at least *least* seconds in all:
+            one short pass is too noisy to split gigabytes by."""
             part = DevicePartition(profile, sample, w)
             part.offset, part.state, part.shard = 0, {}, None
             fn(part)
-            start = time.perf_counter()
-            fn(part)
-            return rows / max(time.perf_counter() - start, 1e-9)
+            passes, start = 0, time.perf_counter()
+            while passes < 1 or time.perf_counter() - start < least:
+                fn(part)
+                passes += 1
+            return passes * rows / max(time.perf_counter() - start, 1e-9)
         # one device at a time: each is timed alone, as it will run its share
         m.measured = np.array([timed(p) for p in m.profiles])
 
