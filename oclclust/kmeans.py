@@ -63,11 +63,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
         data, host_w = fit_data(self, X, sample_weight, self._calibration_pass)
-        if data.n < self.n_clusters:
-            raise ValueError(f"n_samples={data.n} should be >= n_clusters={self.n_clusters}.")
         rng = check_random_state(self.random_state)
         seed_state = rng.get_state()
         try:
+            if data.n < self.n_clusters:
+                raise ValueError(f"n_samples={data.n} should be >= "
+                                 f"n_clusters={self.n_clusters}.")
             while True:
                 try:
                     return self._fit(data, host_w, rng)
@@ -118,7 +119,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         if "calibration" not in part.state:
             k = min(self.n_clusters, part.n)
             centers = part.x[:k].get(part.queue).astype(np.float64)
-            labels = cla.empty(part.queue, part.n, np.int32)
+            labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
             part.state["calibration"] = LloydPass(part, k), labels, centers
         lloyd, labels, centers = part.state["calibration"]
         lloyd.run(centers, labels)
