@@ -129,8 +129,8 @@ class Shard:
             stop = min(n, start + rows)
             data = (self.staging[len(self.chunks) % 2][:stop - start] if self.streamed
                     else X[start:stop])
-            part = DevicePartition(profile, data, None if w is None else w[start:stop])
-            part.offset, part.state, part.shard = offset + start, {}, self
+            part = DevicePartition(profile, data, None if w is None else w[start:stop],
+                                   offset + start)
             part.host_rows = (start, stop)
             self.chunks.append(part)
 
@@ -178,9 +178,7 @@ class ShardedData:
         start = time.perf_counter()
         X, w, m = self.source, self.sample_weight, self.manager
         if isinstance(X, cla.Array):   # already on its device: used in place
-            part = DevicePartition(m.profiles[0], X, w)
-            part.offset, part.state, part.shard = 0, {}, None
-            self.shards, self.chunks = [], [part]
+            self.shards, self.chunks = [], [DevicePartition(m.profiles[0], X, w)]
         else:
             counts = split_rows(self.n, m.current_weights())
             self.shards, offset = [], 0
@@ -276,7 +274,6 @@ class ShardedData:
             """Rows per second over passes of at least *least* seconds in all:
             one short pass is too noisy to split gigabytes by."""
             part = DevicePartition(profile, sample, w)
-            part.offset, part.state, part.shard = 0, {}, None
             fn(part)
             passes, start = 0, time.perf_counter()
             while passes < 1 or time.perf_counter() - start < least:

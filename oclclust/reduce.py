@@ -6,7 +6,6 @@ to the host, where they become float64.
 import dataclasses
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 
 from .codegen import Spec, kernel

@@ -10,7 +10,7 @@ class NotFittedError(ValueError, AttributeError):
 
 
 try:  # one exception type with scikit-learn's, so its callers catch ours
-    from sklearn.exceptions import NotFittedError  # noqa: F811
+    from sklearn.exceptions import NotFittedError  # noqa: F401,F811
 except ImportError:
     pass
 

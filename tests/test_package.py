@@ -67,7 +67,8 @@ def installed(tmp_path_factory):
     if _has("setuptools") and _has("wheel"):   # build offline with what is here
         cmd.append("--no-build-isolation")
     proc = _run(cmd + [src])
-    if proc.returncode and "No matching distribution found" in proc.stderr:
+    if proc.returncode and "No matching distribution found" in proc.stderr \
+            and os.environ.get("CI") != "true":   # CI reaches PyPI: there it must work
         pytest.skip(f"the build requirements cannot be fetched here: {proc.stderr[-300:]}")
     assert proc.returncode == 0, f"pip install . failed:\n{proc.stdout}\n{proc.stderr}"
     shutil.rmtree(src)          # nothing may be found in the source copy afterwards
