@@ -10,7 +10,11 @@ variant) and writes a JSON report of every spec it rendered, by template, so
 the test can tell that no template was left out.
 
 Adding a template: write an exerciser below (or extend one) and list it in
-EXERCISERS.  The Lloyd variants are every spec lloyd.candidate_specs offers
+EXERCISERS -- or, for an algorithm of its own, in a plugin module
+``tests/oclgrind_ex_<name>.py`` with its own ``EXERCISERS`` dict of the same
+form (exercisers take (device, log) and may use this module's mark, close,
+data, profile_for and PRECISIONS).  ``--only NAME`` runs one plugin ("core":
+this module's own); tests/test_oclgrind.py runs each in its own process.  The Lloyd variants are every spec lloyd.candidate_specs offers
 plus, on the first candidate of each template, the product of LLOYD_AXES
 (dataclasses.replace), for each precision mode of PRECISIONS.  Fits,
 moments and k-means++ go through the device manager (oc.DeviceManager) on the
@@ -494,6 +498,20 @@ def canary(device):
     q.finish()
 
 
+def plugins():
+    """{name: EXERCISERS} of this module ("core") and every plugin module."""
+    import importlib
+    from pathlib import Path
+    here = Path(__file__).resolve().parent
+    sys.modules.setdefault("oclgrind_driver", sys.modules[__name__])
+    if str(here) not in sys.path:
+        sys.path.insert(0, str(here))
+    found = {"core": EXERCISERS}
+    for path in sorted(here.glob("oclgrind_ex_*.py")):
+        found[path.stem[len("oclgrind_ex_"):]] = importlib.import_module(path.stem).EXERCISERS
+    return found
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--platform", default="Oclgrind",
@@ -501,7 +519,16 @@ def main(argv=None):
     ap.add_argument("--report", help="write the rendered templates and specs here (JSON)")
     ap.add_argument("--canary", action="store_true",
                     help="run only a kernel with known faults (checks that oclgrind sees them)")
+    ap.add_argument("--only", help="run only this plugin's exercisers (core: the driver's own)")
+    ap.add_argument("--list", action="store_true", help="print the plugin names and exit")
     args = ap.parse_args(argv)
+    found = plugins()
+    if args.list:
+        print("\n".join(found))
+        return 0
+    if args.only is not None and args.only not in found:
+        ap.error(f"--only: no plugin {args.only!r}; have {sorted(found)}")
+    chosen = [found[args.only]] if args.only else list(found.values())
     device = oc.select_devices(args.platform)[0]
     print(f"driver: {device}", flush=True)
     if args.canary:
@@ -517,7 +544,7 @@ def main(argv=None):
                            fill_by_host_writes, partial_writes_by_kernel,
                            passes_on_calling_thread):
             stack.enter_context(workaround())
-        for fn in dict.fromkeys(f for fns in EXERCISERS.values() for f in fns):
+        for fn in dict.fromkeys(f for ex in chosen for fns in ex.values() for f in fns):
             fn(device, log)
             done.append(fn.__name__)
     report = {"device": str(device), "exercisers": done,

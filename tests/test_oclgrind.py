@@ -105,14 +105,41 @@ def run_driver(tmp_path, *args, timeout=600):
                           timeout=timeout)
 
 
+# the driver's own exercisers ("core") and one run per plugin module
+PLUGINS = ["core"] + sorted(p.stem[len("oclgrind_ex_"):]
+                            for p in DRIVER.parent.glob("oclgrind_ex_*.py"))
+_RUNS = {}
+
+
+def plugin_run(name, tmp_path_factory):
+    """(process, report) of the driver run of one plugin (run once)."""
+    if name not in _RUNS:
+        tmp = tmp_path_factory.mktemp(f"oclgrind-{name}")
+        proc = run_driver(tmp, "--only", name, "--report", str(tmp / "report.json"))
+        report = None
+        if (tmp / "report.json").exists():
+            report = json.loads((tmp / "report.json").read_text())
+        _RUNS[name] = proc, report
+    return _RUNS[name]
+
+
 @pytest.fixture(scope="module")
 def driver_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("oclgrind")
-    proc = run_driver(tmp, "--report", str(tmp / "report.json"))
-    report = None
-    if (tmp / "report.json").exists():
-        report = json.loads((tmp / "report.json").read_text())
-    return proc, report
+    return plugin_run("core", tmp_path_factory)
+
+
+@pytest.mark.parametrize("name", PLUGINS[1:])
+def test_plugin_runs_clean(name, tmp_path_factory):
+    """A plugin's exercisers complete (their results checked against numpy)
+    with no oclgrind report."""
+    proc, report = plugin_run(name, tmp_path_factory)
+    assert proc.returncode == 0 and report is not None, (
+        f"the {name} exercisers failed under oclgrind (exit {proc.returncode})\n"
+        f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-6000:]}")
+    groups = problems(proc.stderr)
+    if groups:
+        pytest.fail(f"oclgrind reported problems in the {name} kernels:\n" + describe(groups),
+                    pytrace=False)
 
 
 def test_driver_completes(driver_run):
@@ -131,14 +158,17 @@ def test_no_oclgrind_reports(driver_run):
                     pytrace=False)
 
 
-def test_every_template_is_exercised(driver_run):
-    _, report = driver_run
-    assert report is not None
+def test_every_template_is_exercised(tmp_path_factory):
+    rendered = set()
+    for name in PLUGINS:
+        _, report = plugin_run(name, tmp_path_factory)
+        assert report is not None, f"the {name} exercisers failed under oclgrind"
+        rendered |= set(report["rendered"])
     shipped = {p.name for p in resource_dir("templates").glob("*.cl.mako")}
     assert shipped, "no templates found"
-    missing = shipped - {"prelude.cl.mako"} - set(report["rendered"])
+    missing = shipped - {"prelude.cl.mako"} - rendered
     assert not missing, (f"templates never rendered under oclgrind: {sorted(missing)}; "
-                         "add an exerciser to tests/oclgrind_driver.py")
+                         "add an exerciser to tests/oclgrind_driver.py or a plugin")
 
 
 def test_lloyd_variants_cover_every_axis(driver_run):
