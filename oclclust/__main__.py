@@ -1,7 +1,9 @@
-"""Command line: ``python -m oclclust {devices,example} ...`` (also the ``oclclust`` script).
+"""Command line: ``python -m oclclust COMMAND ...`` (also the ``oclclust`` script).
 
     python -m oclclust devices            every OpenCL device and its resolved profile
     python -m oclclust example            k-means on generated blobs, on every device
+    python -m oclclust fit DATA -k K      fit an algorithm, write the model (and labels)
+    python -m oclclust predict MODEL DATA labels of new data from a saved model
 
 A mistake on the command line (or a device selection that matches nothing)
 ends with one line on stderr and exit status 2.
@@ -153,8 +155,8 @@ def _table(rows):
 
 # ----------------------------------------------------------------- parser
 def build_parser():
-    parser = _Parser(prog=PROG, description="Portable OpenCL clustering: device listing and "
-                     "a k-means example.")
+    parser = _Parser(prog=PROG, description="Portable OpenCL clustering: devices, an "
+                     "example, fitting data files and applying saved models.")
     from . import __version__
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -189,6 +191,19 @@ def build_parser():
                    help="time the first fit, kernel builds included")
     p.add_argument("--json", metavar="FILE", help="also write the results to FILE as JSON")
     p.set_defaults(func=cmd_example)
+
+    from . import commands
+    p = sub.add_parser("fit", help="fit an algorithm to a data file; write the model",
+                       description="Fit one algorithm to the rows of a data file and write "
+                       "the model (.npz with JSON metadata) and the labels.  Under mpiexec "
+                       "the ranks join: each loads its slice of the file, rank 0 writes the "
+                       "model.")
+    commands.add_fit_arguments(p, _int_at_least, _positive_float)
+    p.set_defaults(func=lambda args: commands.cmd_fit(args, UsageError))
+    p = sub.add_parser("predict", help="label new data with a saved model",
+                       description="Apply a model written by 'fit --out' to a data file.")
+    commands.add_predict_arguments(p)
+    p.set_defaults(func=lambda args: commands.cmd_predict(args, UsageError))
     return parser
 
 
@@ -197,11 +212,17 @@ def main(argv=None):
     try:
         args = parser.parse_args(argv)
         if args.command is None:
-            raise UsageError(f"a command is needed: devices or example (see '{PROG} --help')")
+            raise UsageError(f"a command is needed: devices, example, fit or predict "
+                             f"(see '{PROG} --help')")
         return args.func(args)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except (ValueError, MemoryError, RuntimeError) as exc:
+        # bad data, a bad model file, a failed rank: one line, not a traceback
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"{PROG}: error: {first}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

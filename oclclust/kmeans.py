@@ -13,7 +13,8 @@ import pyopencl.array as cla
 from .base import BaseEstimator, ClusterMixin, TransformerMixin
 from .distances import pairwise_euclidean
 from .manager import DeviceFailure, DeviceManager
-from .placement import fit_data, new_data
+from .mpi import joined_fit_data, joined_moments, joined_pass
+from .placement import new_data
 from .kmeanspp import kmeans_plusplus
 from .lloyd import LloydPass, ShardedLloyd
 from .validation import NotFittedError, check_params, check_random_state
@@ -32,7 +33,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     list of DeviceProfile, or a DeviceManager (None: $OCLCLUST_DEVICES, else
     all); the rows are split over all of them.  ``dtype``: float32 or
     float64 (None: float32 input stays float32, anything else float64 where
-    the device has fp64).
+    the device has fp64).  ``comm``: an mpi4py communicator; each rank fits
+    its own rows (X is this rank's shard), every rank ends with the same
+    model, that of one process fitting all ranks' rows; ``labels_`` are
+    this rank's.  predict, score and transform stay local.
     """
 
     _parameter_rules = {
@@ -45,10 +49,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         "random_state": [None, numbers.Integral, np.random.RandomState],
         "devices": [None, str, list, tuple, DeviceManager],
         "dtype": [None, "float32", "float64", type, np.dtype],
+        "comm": [None, object],
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
-                 tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None):
+                 tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None,
+                 comm=None):
         self.n_clusters = n_clusters
         self.init = init
         self.n_init = n_init
@@ -58,20 +64,22 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.devices = devices
         self.dtype = dtype
+        self.comm = comm
 
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
-        data, host_w = fit_data(self, X, sample_weight, self._calibration_pass)
+        data, ranks = joined_fit_data(self, X, sample_weight, self._calibration_pass)
+        data, host_w = data
         rng = check_random_state(self.random_state)
         seed_state = rng.get_state()
         try:
-            if data.n < self.n_clusters:
-                raise ValueError(f"n_samples={data.n} should be >= "
+            if ranks.n < self.n_clusters:
+                raise ValueError(f"n_samples={ranks.n} should be >= "
                                  f"n_clusters={self.n_clusters}.")
             while True:
                 try:
-                    return self._fit(data, host_w, rng)
+                    return self._fit(data, host_w, rng, ranks)
                 except DeviceFailure as failure:
                     # the failed device's rows move to the others; the fit
                     # starts over from the same random state
@@ -81,8 +89,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         finally:
             data.close()
 
-    def _fit(self, data, host_w, rng):
-        _, var, finite = data.moments()
+    def _fit(self, data, host_w, rng, ranks):
+        _, var, finite = ranks.together(lambda: joined_moments(data, ranks))
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
         tol = float(np.mean(var) * self.tol)
@@ -91,15 +99,16 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         best = None
         for run in range(self._n_init(init)):
             start = time.perf_counter()
-            centers = self._init_centers(data, init, rng, host_w)
-            result = self._lloyd(lloyd, data, centers, tol, host_w)
-            if self.verbose:
+            centers = ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
+            result = self._lloyd(lloyd, data, centers, tol, host_w, ranks)
+            if self.verbose and ranks.rank == 0:
                 print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations, "
                       f"{time.perf_counter() - start:.3f} s on {data.rows_per_device}")
             if best is None or result[1] < best[1]:
                 best = result + (lloyd.labels(),)
         centers, inertia, n_iter, labels_host = best
-        distinct = len(np.unique(labels_host))
+        distinct = int((ranks.sum(np.bincount(labels_host, minlength=self.n_clusters)) > 0)
+                       .sum())
         if distinct < self.n_clusters:
             warnings.warn(f"Number of distinct clusters ({distinct}) found smaller than "
                           f"n_clusters ({self.n_clusters}). Possibly due to duplicate points "
@@ -144,33 +153,33 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                           RuntimeWarning, stacklevel=3)
         return init.astype(np.float64)
 
-    def _init_centers(self, data, init, rng, host_w):
+    def _init_centers(self, data, init, rng, host_w, ranks):
         if not isinstance(init, str):
             return init
         if init == "k-means++":
-            idx = kmeans_plusplus(data, self.n_clusters, rng, host_w)
-        else:
-            idx = rng.choice(data.n, size=self.n_clusters, replace=False,
-                             p=host_w / host_w.sum())
-        return np.stack([data.row(i) for i in idx]).astype(np.float64)
+            idx = kmeans_plusplus(data, self.n_clusters, rng, host_w, ranks=ranks)
+        else:   # every rank draws from all weights (1/d of the data)
+            w = np.concatenate(ranks.gather(host_w)) if ranks.comm else host_w
+            idx = rng.choice(ranks.n, size=self.n_clusters, replace=False, p=w / w.sum())
+        return ranks.rows(data, idx)
 
-    def _lloyd(self, lloyd, data, centers, tol, host_w):
+    def _lloyd(self, lloyd, data, centers, tol, host_w, ranks):
         """One Lloyd run: (centres, inertia, iterations); the labels stay on the devices."""
         lloyd.forget_labels()
         strict = False
         for it in range(self.max_iter):
-            stats = lloyd.run(centers)
+            stats = joined_pass(lloyd, centers, ranks)
             if stats.n_nonfinite:
                 raise ValueError("Input X contains NaN or infinity (or values whose squares "
                                  f"overflow {data.dtype.name}).")
             sums, weights = stats.sums, stats.weights
             if (weights == 0).any():
-                self._relocate_empty(lloyd, data, sums, weights, host_w)
+                self._relocate_empty(lloyd, data, sums, weights, host_w, ranks)
             new = np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None],
                            centers)
             shift = float(((new - centers) ** 2).sum())
             centers = new
-            if self.verbose > 1:
+            if self.verbose > 1 and ranks.rank == 0:
                 print(f"  iteration {it}: inertia {stats.inertia:.6g}, shift {shift:.3g}")
             if stats.n_changed == 0:
                 strict = True
@@ -180,19 +189,22 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             lloyd.rebalance()
         if strict:
             return centers, stats.inertia, it + 1
-        return centers, lloyd.run(centers, update=False).inertia, it + 1
+        return centers, joined_pass(lloyd, centers, ranks, update=False).inertia, it + 1
 
-    def _relocate_empty(self, lloyd, data, sums, weights, host_w):
+    def _relocate_empty(self, lloyd, data, sums, weights, host_w, ranks):
         """scikit-learn's rule: empty clusters take the points farthest from
-        their centres (sums and weights are mended in place)."""
+        their centres (sums and weights are mended in place); over ranks,
+        the farthest of all ranks' farthest."""
         empty = np.flatnonzero(weights == 0)
+        take = min(len(empty), data.n)
         dist = lloyd.min_dist()
-        far = np.argpartition(dist, -len(empty))[:-len(empty) - 1:-1]
+        far = np.argpartition(dist, -take)[:-take - 1:-1]
         host_labels = lloyd.labels()
-        for new_id, idx in zip(empty, far):
-            w = float(host_w[idx])
-            row = data.row(idx).astype(np.float64)
-            old_id = host_labels[idx]
+        mine = [(float(dist[i]), ranks.offset + int(i), int(host_labels[i]), float(host_w[i]),
+                 data.row(i).astype(np.float64)) for i in far]
+        farthest = mine if ranks.comm is None else sorted(   # one process: sklearn's order
+            (c for cands in ranks.gather(mine) for c in cands), key=lambda c: (-c[0], c[1]))
+        for new_id, (_, _, old_id, w, row) in zip(empty, farthest):
             sums[old_id] -= row * w
             weights[old_id] -= w
             sums[new_id] = row * w

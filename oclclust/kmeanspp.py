@@ -15,6 +15,7 @@ import pyopencl.array as cla
 from pyopencl.scan import GenericScanKernel
 
 from .codegen import Spec, c_type, kernel, quiet_build
+from .mpi import Ranks
 from .reduce import acc_dtype
 
 
@@ -104,29 +105,51 @@ class ChunkSeeding:
         return self.found.get(q)[:len(targets)]
 
 
-def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials=None):
-    """Indices of *n_clusters* rows of *data* (ShardedData) chosen by greedy k-means++."""
+def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials=None,
+                    ranks=None):
+    """Indices of *n_clusters* rows of *data* (ShardedData) chosen by greedy k-means++.
+
+    With *ranks* (mpi.Ranks of several ranks) the rows are every rank's, the
+    indices global, and every rank draws the same numbers: the choice is that
+    of one process seeding the concatenated data."""
     trials = n_local_trials or 2 + int(np.log(n_clusters))
     seeds = data.map(lambda c: ChunkSeeding(c, trials))
     by_chunk = dict(zip(map(id, data.chunks), seeds))
+    ranks = ranks or Ranks(None, data.n, data.d, data.dtype)
 
     def on_chunks(method, *args):
         return data.map(lambda c: getattr(by_chunk[id(c)], method)(*args))
 
     def choose(rows, best_of):
         pots = np.array(on_chunks("potentials", rows))   # chunks x candidates
-        best = best_of(pots.sum(axis=0))
+        best = best_of(ranks.sum(pots.sum(axis=0)))
         on_chunks("keep", best)
         return best, pots[:, best]
 
-    first = int(random_state.choice(data.n, p=host_weights / host_weights.sum()))
+    def pick(targets, chunk_pot):
+        """Global rows whose prefix sums of potentials reach *targets*."""
+        owner, local = ranks.locate(chunk_pot.sum(), targets)
+        mine = owner == ranks.rank
+        found = np.zeros(len(targets))
+        if mine.any():
+            found[mine] = ranks.offset + _locate(data, seeds, chunk_pot, local[mine])
+        return ranks.sum(found).astype(np.int64)
+
+    if ranks.comm is None:
+        first = int(random_state.choice(data.n, p=host_weights / host_weights.sum()))
+    else:   # numpy's choice(p=...): one uniform draw against the weights' cumsum
+        cdf = np.cumsum(host_weights, dtype=np.float64)
+        target = random_state.random_sample() * float(ranks.sum(cdf[-1]))
+        owner, local = ranks.locate(cdf[-1], np.array([target]))
+        here = (ranks.offset + min(int(np.searchsorted(cdf, local[0], side="right")),
+                                   data.n - 1)) if owner[0] == ranks.rank else 0
+        first = int(ranks.sum(float(here)))
     indices = [first]
-    _, chunk_pot = choose(data.row(first)[None], lambda total: 0)
+    _, chunk_pot = choose(ranks.rows(data, [first]), lambda total: 0)
     for _ in range(1, n_clusters):
-        rand_vals = random_state.uniform(size=trials) * chunk_pot.sum()
-        candidates = _locate(data, seeds, chunk_pot, rand_vals)
-        rows = np.stack([data.row(i) for i in candidates])
-        best, chunk_pot = choose(rows, np.argmin)
+        total = float(ranks.sum(chunk_pot.sum()))
+        candidates = pick(random_state.uniform(size=trials) * total, chunk_pot)
+        best, chunk_pot = choose(ranks.rows(data, candidates), np.argmin)
         indices.append(int(candidates[best]))
     return np.array(indices)
 

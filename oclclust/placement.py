@@ -27,7 +27,13 @@ def manager_for(estimator, X):
         return DeviceManager([own])
     if isinstance(devices, DeviceManager):
         return copy.deepcopy(devices)
-    return DeviceManager(devices)
+    manager = DeviceManager(devices)
+    comm = getattr(estimator, "comm", None)
+    if comm is not None and (devices is None or isinstance(devices, str)):
+        # ranks of one host split its GPUs by local rank (a list is the user's choice)
+        from .mpi import bind_devices
+        manager.profiles = bind_devices(manager.profiles, comm)
+    return manager
 
 
 def compute_dtype(requested, X, profiles):
