@@ -1,0 +1,262 @@
+<%doc>
+The fused fuzzy c-means pass (Bezdek's iteration in the O(N*D*C) form of
+eq. 3): for a tile of P rows, the squared distances of every row to every
+centre, once; s_i once per row; the memberships u_ij once per (row, centre);
+then, with ``update``, the partial numerators sum_i w_i u_ij^m x_i and
+denominators sum_i w_i u_ij^m of eq. 2 (no n x c matrix anywhere), or, with
+``write_u``, the memberships written out as n x C rows.  Every mode returns
+the objective J_m = sum_i w_i sum_j u_ij^m d_ij^2 of the pass's centres.
+
+Reads spec: d, c, wg, p (rows per tile; wg / p work-items share a row, each
+scoring every (wg/p)-th centre), xs, cs (odd row strides of the tile's rows
+and memberships in local memory: no bank conflicts), stage_centers (centres
+in local memory, cchunk at a time; cchunk == c: staged once), cchunk,
+local_u (tile memberships in local memory, else in a per-group global
+scratch slab), stage_point (a row in private memory while it is scored),
+acc_private (each work-item keeps its q statistics in registers across
+tiles, else in the group's global slab), q, update, write_u, weighted, m_two
+(m == 2: no pow).
+
+Numerics.  Distances are sums of squared differences (no ||x||^2 - 2x.c +
+||c||^2 cancellation), so a row that coincides with a centre has distance
+exactly 0.  Memberships are computed from ratios to the row's smallest
+distance dmin: u_ij = (dmin/d_ij)^(1/(m-1)) / s_i with s_i = sum_k
+(dmin/d_ik)^(1/(m-1)), equal to eq. 3 but every term in [0, 1] and s_i in
+[1, C] (no overflow of d^(-2/(m-1)) for m near 1, no division by zero).
+When dmin == 0 the row coincides with one or more centres: those get
+membership 1/(their number), the others 0.  The row's objective term is
+then sum_j u_ij^m d_ij = dmin * s_i^(1-m) (0 when it coincides).
+Statistics: per tile a P-term sum in real_t (fixed order), added to
+acc_t accumulators (double, or Kahan-compensated float without fp64); every
+statistic has one owner work-item, so there are no atomics and the sums do
+not depend on scheduling.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#define D ${d}
+#define C ${c}
+#define DA (D + 1)                  /* a row and a constant 1 (the denominator) */
+#define S (C * DA)                  /* statistics of a group */
+#define WG ${wg}
+#define P ${p}
+#define G (WG / P)                  /* work-items per row */
+#define XS ${xs}
+#define CS ${cs}
+#define CCH ${cchunk}
+#define Q ${q}                      /* statistics per work-item: ceil(S / WG) */
+% if weighted:
+#define WEIGHT(i) w[i]
+% else:
+#define WEIGHT(i) ((real_t)1)
+% endif
+% if stage_centers:
+#define CENTER(jj, k) lc[(jj) * D + (k)]
+% else:
+#define CENTER(jj, k) centers[(jc + (jj)) * D + (k)]
+% endif
+% if stage_point:
+#define POINT(k) xp[k]
+% else:
+#define POINT(k) xt[r * XS + (k)]
+% endif
+% if local_u:
+#define U_FENCE CLK_LOCAL_MEM_FENCE
+% else:
+#define U_FENCE (CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+% endif
+#define DT(row, j) dt[(row) * CS + (j)]
+% if m_two:
+#define RATIO_POW(v) (v)                    /* (dmin/d)^(1/(m-1)), m = 2 */
+#define U_POW(v) ((v) * (v))                /* u^m */
+#define S_POW(v) ((real_t)1 / (v))          /* s^(1-m) */
+% else:
+#define RATIO_POW(v) pow(v, expo)
+#define U_POW(v) pow(v, m)
+#define S_POW(v) pow(v, (real_t)1 - m)
+% endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void cmeans_pass(
+    __global const real_t *restrict x, const long n, const long stride,
+    __global const real_t *restrict w,
+    __global const real_t *restrict centers,    /* C x D */
+    const real_t m, const real_t expo,          /* fuzzifier m > 1, 1 / (m - 1) */
+    __global real_t *restrict u,                /* n x C memberships (write_u) */
+    __global acc_t *restrict part_stats,        /* groups x S (x2 if Kahan) (update) */
+    __global acc_t *restrict part_obj,          /* groups */
+    __global int *restrict part_flags,          /* groups: non-finite distances */
+    __global real_t *restrict scratch,          /* groups x P x CS (not local_u) */
+    const long tiles_per_group)
+{
+    const int lid = get_local_id(0);
+    const int r = lid % P, gi = lid / P;        /* my row in the tile, my share of it */
+    const long g = get_group_id(0), groups = get_num_groups(0);
+    __local real_t xt[P * XS];                  /* the tile's rows, column D = 1 */
+    __local real_t wt[P];                       /* their weights (0 past the end) */
+    __local real_t part_min[WG], part_sum[WG];  /* each work-item's share of a row */
+    __local acc_t scratch_acc[WG];
+% if local_u:
+    __local real_t dt[P * CS];
+% else:
+    __global real_t *dt = scratch + g * (P * CS);
+% endif
+% if stage_centers:
+    __local real_t lc[CCH * D];
+% endif
+% if update:
+  % if acc_private:
+    acc_t acc[Q];
+    #pragma unroll
+    for (int q = 0; q < Q; ++q)
+        acc[q] = 0;
+    % if not acc_double:
+    acc_t comp[Q];
+    #pragma unroll
+    for (int q = 0; q < Q; ++q)
+        comp[q] = 0;
+    % endif
+  % else:
+    /* the group's slab; entry e is owned by work-item e % WG throughout */
+    __global acc_t *slab = part_stats + g * S;
+    for (int e = lid; e < S; e += WG) {
+        slab[e] = 0;
+    % if not acc_double:
+        slab[groups * S + e] = 0;
+    % endif
+    }
+  % endif
+% endif
+% if stage_centers and cchunk >= c:
+    for (int e = lid; e < C * D; e += WG)      /* all centres, once */
+        lc[e] = centers[e];
+% endif
+    acc_t obj = 0;
+    int bad = 0;
+    const long first = g * tiles_per_group * P;
+    for (long t = 0; t < tiles_per_group; ++t) {
+        const long base = first + t * P;
+        if (base >= n)
+            break;                              /* uniform over the group */
+        barrier(U_FENCE);                       /* the last tile's readers are done */
+        /* the tile's rows, coalesced; past the end, the last row again (weight 0) */
+        for (int e = lid; e < P * D; e += WG) {
+            const int rr = e / D, k = e - rr * D;
+            xt[rr * XS + k] = x[min(base + rr, n - 1) * stride + k];
+        }
+        if (lid < P) {
+            xt[lid * XS + D] = 1;
+            wt[lid] = base + lid < n ? WEIGHT(base + lid) : 0;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* 1. squared distances of my row to my centres, and their minimum */
+% if stage_point:
+        real_t xp[D];
+        for (int k = 0; k < D; ++k)
+            xp[k] = xt[r * XS + k];
+% endif
+        real_t dmin = INFINITY;
+        for (int jc = 0; jc < C; jc += CCH) {
+% if stage_centers and cchunk < c:
+            barrier(CLK_LOCAL_MEM_FENCE);
+            for (int e = lid; e < CCH * D && jc * D + e < C * D; e += WG)
+                lc[e] = centers[jc * D + e];
+            barrier(CLK_LOCAL_MEM_FENCE);
+% endif
+            const int jn = min(CCH, C - jc);
+            for (int jj = gi; jj < jn; jj += G) {
+                real_t d2 = 0;
+                for (int k = 0; k < D; ++k) {
+                    const real_t diff = POINT(k) - CENTER(jj, k);
+                    d2 = fma(diff, diff, d2);
+                }
+                DT(r, jc + jj) = d2;
+                bad |= !isfinite(d2);
+                dmin = fmin(dmin, d2);
+            }
+        }
+        part_min[lid] = dmin;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        real_t low = part_min[r];
+        for (int h = 1; h < G; ++h)
+            low = fmin(low, part_min[h * P + r]);
+
+        /* 2. (dmin/d)^(1/(m-1)) of my centres and their sum: s_i, once per row */
+        real_t psum = 0;
+        for (int j = gi; j < C; j += G) {
+            const real_t d2 = DT(r, j);
+            const real_t v = low > 0 ? RATIO_POW(low / d2) : (d2 == 0 ? 1 : 0);
+            DT(r, j) = v;
+            psum += v;
+        }
+        part_sum[lid] = psum;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        real_t s = part_sum[r];
+        for (int h = 1; h < G; ++h)
+            s += part_sum[h * P + r];
+
+        /* 3. memberships u = v / s (u^m, weighted, for the statistics) */
+        const real_t wr = wt[r], rs = 1 / s;
+        for (int j = gi; j < C; j += G) {
+            const real_t uij = DT(r, j) * rs;
+% if update:
+            DT(r, j) = wr * U_POW(uij);
+% elif write_u:
+            DT(r, j) = uij;
+% endif
+        }
+        if (gi == 0 && base + r < n && low > 0)
+            obj += (acc_t)(wr * low * S_POW(s));
+% if write_u:
+        barrier(U_FENCE);
+        /* the tile's memberships to u, coalesced (rows are consecutive) */
+        for (int e = lid; e < P * C; e += WG) {
+            const int rr = e / C, j = e - rr * C;
+            if (base + rr < n)
+                u[(base + rr) * C + j] = DT(rr, j);
+        }
+% endif
+% if update:
+        barrier(U_FENCE);
+        /* 4. statistic e = (centre j, column k): the tile's sum of u^m x_k, in
+         * row order, added to the owner's accumulator */
+        #pragma unroll
+        for (int q = 0; q < Q; ++q) {
+            const int e = lid + q * WG;
+            if (e < S) {
+                const int j = e / DA, k = e - j * DA;
+                real_t sum = 0;
+                for (int rr = 0; rr < P; ++rr)
+                    sum = fma(DT(rr, j), xt[rr * XS + k], sum);
+  % if not acc_private:
+                acc_add_global(slab, e, groups * S, (acc_t)sum);
+  % elif acc_double:
+                acc[q] += (acc_t)sum;
+  % else:
+                const float y = sum - comp[q];
+                const float tot = acc[q] + y;
+                comp[q] = (tot - acc[q]) - y;
+                acc[q] = tot;
+  % endif
+            }
+        }
+% endif
+    }
+% if update and acc_private:
+    #pragma unroll
+    for (int q = 0; q < Q; ++q) {
+        const int e = lid + q * WG;
+        if (e < S) {
+            part_stats[g * S + e] = acc[q];
+  % if not acc_double:
+            part_stats[(groups + g) * S + e] = comp[q];
+  % endif
+        }
+    }
+% endif
+    obj = group_sum(obj, scratch_acc);
+    const int total_bad = (int)group_sum((acc_t)bad, scratch_acc);
+    if (lid == 0) {
+        part_obj[g] = obj;
+        part_flags[g] = total_bad;
+    }
+}
