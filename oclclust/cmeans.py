@@ -16,8 +16,9 @@ Conventions (documented choices where the paper is silent):
   data's mean feature variance (as KMeans), else after ``max_iter``;
   ``n_iter_`` counts centre updates; ``objective_`` is J_m of the final
   centres with their optimal memberships (those of ``u_``);
-- with MPI, rank 0's rows seed the centres ("k-means++"/"random"), which are
-  broadcast; ``u_`` and ``labels_`` are each rank's own rows.
+- with MPI (``comm``), each rank passes its own rows; seeding draws from
+  all ranks' rows as one process would (as KMeans); every rank ends with the
+  same centres; ``u_`` and ``labels_`` are each rank's own rows.
 """
 import dataclasses
 import numbers
@@ -30,7 +31,8 @@ from .base import BaseEstimator, ClusterMixin
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
 from .kmeanspp import kmeans_plusplus
 from .manager import DeviceFailure, DeviceManager
-from .placement import fit_data, new_data
+from .mpi import joined_fit_data, joined_moments
+from .placement import new_data
 from .reduce import acc_dtype, partial_buffer, reduce_partials
 from .validation import NotFittedError, check_params, check_random_state
 
@@ -173,8 +175,9 @@ class ShardedCMeans:
     """The pass over every chunk of a ShardedData (all devices at once), its
     statistics summed in float64 in chunk order, then across MPI ranks."""
 
-    def __init__(self, data, c, m, comm=None):
-        self.data, self.c, self.m, self.comm = data, c, m, comm
+    def __init__(self, data, c, m, ranks=None):
+        self.data, self.c, self.m = data, c, m
+        self.comm = ranks.comm if ranks is not None else None
 
     def _pass(self, chunk, update, write_u):
         key = ("cmeans", self.c, self.m, update, write_u)
@@ -223,6 +226,7 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         "random_state": [None, numbers.Integral, np.random.RandomState],
         "devices": [None, str, list, tuple, DeviceManager],
         "dtype": [None, "float32", "float64", type, np.dtype],
+        "comm": [None, object],
     }
 
     def __init__(self, n_clusters=8, *, m=2.0, tol=1e-4, max_iter=300, init="k-means++",
@@ -247,17 +251,17 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
-        data, host_w = fit_data(self, X, sample_weight, self._calibration_pass)
+        (data, host_w), ranks = joined_fit_data(self, X, sample_weight,
+                                                self._calibration_pass)
         rng = check_random_state(self.random_state)
         seed_state = rng.get_state()
         try:
-            n_total = int(mpi.sum_across(self.comm, np.array([data.n]))[0])
-            if n_total < self.n_clusters:
-                raise ValueError(f"n_samples={n_total} should be >= "
+            if ranks.n < self.n_clusters:
+                raise ValueError(f"n_samples={ranks.n} should be >= "
                                  f"n_clusters={self.n_clusters}.")
             while True:
                 try:
-                    return self._fit(data, host_w, rng)
+                    return self._fit(data, host_w, rng, ranks)
                 except DeviceFailure as failure:
                     data.manager.drop(failure)
                     data.reshard()
@@ -265,31 +269,30 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         finally:
             data.close()
 
-    def _fit(self, data, host_w, rng):
-        mean, var, finite = data.moments()
+    def _fit(self, data, host_w, rng, ranks):
+        _, var, finite = ranks.together(lambda: joined_moments(data, ranks))
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
-        # the variance of all ranks' rows: their sums of x and x^2 joined
-        n, s1, s2 = mpi.sum_across(self.comm, np.array([data.n]), data.n * mean,
-                                   data.n * (var + mean ** 2))
-        tol = float(np.mean(np.maximum(s2 / n - (s1 / n) ** 2, 0)) * self.tol)
-        centers = self._init_centers(data, rng, host_w)
-        passes = ShardedCMeans(data, self.n_clusters, float(self.m), self.comm)
+        tol = float(np.mean(var) * self.tol)
+        init = self._checked_init(data.d)
+        centers = ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
+        passes = ShardedCMeans(data, self.n_clusters, float(self.m), ranks)
         d = data.d
         for it in range(self.max_iter):
-            stats, objective, bad, _ = passes.run(centers)
+            stats, objective, bad, _ = ranks.together(lambda: passes.run(centers))
             if bad:
                 raise _nonfinite_error(data.dtype)
             num, den = stats[:, :d], stats[:, d]
             new = np.where(den[:, None] > 0, num / np.where(den > 0, den, 1)[:, None], centers)
             shift = float(((new - centers) ** 2).sum())
             centers = new
-            if self.verbose:
+            if self.verbose and ranks.rank == 0:
                 print(f"  iteration {it}: objective {objective:.6g}, shift {shift:.3g}")
             if shift <= tol:
                 break
             data.rebalance()
-        _, objective, bad, u = passes.run(centers, update=False, write_u=True)
+        _, objective, bad, u = ranks.together(
+            lambda: passes.run(centers, update=False, write_u=True))
         if bad:
             raise _nonfinite_error(data.dtype)
         self.cluster_centers_ = centers.astype(data.dtype)
@@ -310,26 +313,28 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         cpass, centers = part.state["calibration"]
         cpass.run(centers)
 
-    def _init_centers(self, data, rng, host_w):
-        c, d = self.n_clusters, data.d
-        if not isinstance(self.init, str):
-            init = self.init.get() if isinstance(self.init, cla.Array) else np.asarray(self.init)
-            if init.shape != (c, d):
-                raise ValueError(f"The shape of the initial centers {init.shape} does not "
-                                 f"match the number of clusters {c} and features {d}.")
-            if not np.isfinite(init).all():
-                raise ValueError("The initial centers contain NaN or infinity.")
-            return init.astype(np.float64)
-        centers = None
-        if mpi.rank(self.comm) == 0:
-            if self.init == "k-means++":
-                idx = kmeans_plusplus(data, c, rng, host_w)
-            else:
-                idx = rng.choice(data.n, size=c, replace=False, p=host_w / host_w.sum())
-            centers = np.stack([data.row(i) for i in idx]).astype(np.float64)
-        if mpi.size(self.comm) > 1:
-            centers = self.comm.bcast(centers, root=0)
-        return centers
+    def _checked_init(self, d):
+        if isinstance(self.init, str):
+            return self.init
+        init = self.init.get() if isinstance(self.init, cla.Array) else np.asarray(self.init)
+        if init.shape != (self.n_clusters, d):
+            raise ValueError(f"The shape of the initial centers {init.shape} does not "
+                             f"match the number of clusters {self.n_clusters} and "
+                             f"features {d}.")
+        if not np.isfinite(init).all():
+            raise ValueError("The initial centers contain NaN or infinity.")
+        return init.astype(np.float64)
+
+    def _init_centers(self, data, init, rng, host_w, ranks):
+        """Initial centres (float64), the same on every rank."""
+        if not isinstance(init, str):
+            return init
+        if init == "k-means++":
+            idx = kmeans_plusplus(data, self.n_clusters, rng, host_w, ranks=ranks)
+        else:   # every rank draws from all weights
+            w = np.concatenate(ranks.gather(host_w)) if ranks.comm else host_w
+            idx = rng.choice(ranks.n, size=self.n_clusters, replace=False, p=w / w.sum())
+        return ranks.rows(data, idx)
 
     # ------------------------------------------------------------- inference
     def _on_devices(self, X, sample_weight, write_u):
