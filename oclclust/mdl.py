@@ -1,0 +1,186 @@
+"""Gaussian-mixture model math on the host, and MDL order selection.
+
+The device passes (gmm.py) reduce each component's N, S1 = sum r (x - mu)
+and S2 = sum r (x - mu)(x - mu)^T about the current means mu; here they
+become weights, means and covariances exactly as scikit-learn's M step makes
+them, and Cholesky factors of the precisions.
+
+Order selection (the paper's procedure, Bouman's "cluster"): fit K
+components, record Rissanen's MDL = -log L + 1/2 P log(N D), merge the pair
+(l, m) that minimises N_l/2 log(|R_lm|/|R_l|) + N_m/2 log(|R_lm|/|R_m|)
+(R_lm the moment-matched covariance of the merged pair), fit again from the
+merged model, and so on down to min_components; the model of least MDL wins.
+"""
+import dataclasses
+import math
+
+import numpy as np
+
+PRECISION_ERROR = (
+    "Fitting the mixture model failed because some components have ill-defined empirical "
+    "covariance (for instance caused by singleton or collapsed samples). Try to decrease "
+    "the number of components, increase reg_covar, or scale the input data.")
+
+
+@dataclasses.dataclass
+class Model:
+    """A mixture in float64: weights (k), means (k x d), covariances and the
+    precision Cholesky factors (k x d x d upper-triangular, or k x d)."""
+    weights: np.ndarray
+    means: np.ndarray
+    covariances: np.ndarray
+    prec_chol: np.ndarray
+
+    @property
+    def k(self):
+        return len(self.weights)
+
+
+def precision_cholesky(cov, full, float32=False):
+    """scikit-learn's _compute_precision_cholesky (ValueError if singular)."""
+    msg = PRECISION_ERROR + (" The numerical accuracy can also be improved by passing "
+                             "float64 data instead of float32." if float32 else "")
+    if not np.all(np.isfinite(cov)):
+        raise ValueError(msg)
+    if not full:
+        if np.any(cov <= 0):
+            raise ValueError(msg)
+        return 1.0 / np.sqrt(cov)
+    try:
+        lower = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        raise ValueError(msg) from None
+    eye = np.broadcast_to(np.eye(cov.shape[-1]), cov.shape)
+    prec_chol = np.swapaxes(np.linalg.solve(lower, eye), -1, -2)
+    if not np.all(np.isfinite(prec_chol)):
+        raise ValueError(msg)
+    return prec_chol
+
+
+def cholesky_of_precisions(precisions, full):
+    """Upper U with U U^T = precision (scikit-learn's flip trick)."""
+    if not full:
+        return np.sqrt(precisions)
+    flipped = np.linalg.cholesky(precisions[:, ::-1, ::-1])
+    return np.ascontiguousarray(flipped[:, ::-1, ::-1])
+
+
+def covariances_of(prec_chol, full):
+    if not full:
+        return 1.0 / prec_chol ** 2
+    eye = np.broadcast_to(np.eye(prec_chol.shape[-1]), prec_chol.shape)
+    inv = np.linalg.solve(prec_chol, eye)             # U^-1
+    return np.swapaxes(inv, -1, -2) @ inv             # (U U^T)^-1
+
+
+def precisions_of(prec_chol, full):
+    return prec_chol @ np.swapaxes(prec_chol, -1, -2) if full else prec_chol ** 2
+
+
+def records(model, full):
+    """Component records for the E kernel: c_k, mean, packed factor (k x CP)."""
+    k, d = model.means.shape
+    if full:
+        log_det = np.log(np.diagonal(model.prec_chol, axis1=1, axis2=2)).sum(1)
+        cols = np.concatenate([np.full(c + 1, c) for c in range(d)])
+        rows = np.concatenate([np.arange(c + 1) for c in range(d)])
+        factor = model.prec_chol[:, rows, cols]       # column by column, upper triangle
+    else:
+        log_det = np.log(model.prec_chol).sum(1)
+        factor = model.prec_chol
+    with np.errstate(divide="ignore"):                # weight 0: log 0 = -inf, as sklearn
+        c = np.log(model.weights) - 0.5 * d * math.log(2 * math.pi) + log_det
+    return np.concatenate([c[:, None], model.means, factor], axis=1)
+
+
+def m_step(stats, means_old, reg_covar, full, eps, float32=False):
+    """The model of scikit-learn's M step from statistics about *means_old*."""
+    k, d = means_old.shape
+    n_raw, s1 = stats[:, 0], stats[:, 1:1 + d]
+    nk = n_raw + 10 * eps
+    means = (s1 + n_raw[:, None] * means_old) / nk[:, None]
+    dm = means - means_old                            # scatter about the new means:
+    if full:                                          # S2 - S1 dm' - dm S1' + N dm dm'
+        s2 = stats[:, 1 + d:].reshape(k, d, d)
+        s2 = 0.5 * (s2 + np.swapaxes(s2, 1, 2))
+        outer = s1[:, :, None] * dm[:, None, :]
+        scatter = (s2 - outer - np.swapaxes(outer, 1, 2)
+                   + n_raw[:, None, None] * dm[:, :, None] * dm[:, None, :])
+        cov = scatter / nk[:, None, None] + reg_covar * np.eye(d)
+    else:
+        scatter = stats[:, 1 + d:] - 2 * s1 * dm + n_raw[:, None] * dm ** 2
+        cov = scatter / nk[:, None] + reg_covar
+    return Model(nk / nk.sum(), means, cov, precision_cholesky(cov, full, float32))
+
+
+def n_parameters(k, d, full):
+    """Free parameters: k(1 + d + d(d+1)/2) - 1 (full), k(1 + 2d) - 1 (diag)."""
+    return int(k * (1 + d + (d * (d + 1) // 2 if full else d)) - 1)
+
+
+def mdl_value(loglik, k, n, d, full):
+    """Rissanen's MDL: -log L + 1/2 P log(N D)."""
+    return -loglik + 0.5 * n_parameters(k, d, full) * math.log(n * d)
+
+
+def _log_det(cov, full):
+    if full:
+        return np.linalg.slogdet(cov)[1]
+    return np.log(cov).sum(-1)
+
+
+def merge_cost(model, n, full):
+    """Bouman's distance of every pair (l < m): (ls, ms, costs, merged means, covs)."""
+    ls, ms = np.triu_indices(model.k, 1)
+    cnt = model.weights * n
+    nl, nm = cnt[ls], cnt[ms]
+    tot = np.maximum(nl + nm, np.finfo(float).tiny)
+    mu = (nl[:, None] * model.means[ls] + nm[:, None] * model.means[ms]) / tot[:, None]
+    dl, dmv = model.means[ls] - mu, model.means[ms] - mu
+    cl, cm = model.covariances[ls], model.covariances[ms]
+    if full:
+        cov = (nl[:, None, None] * (cl + dl[:, :, None] * dl[:, None, :]) +
+               nm[:, None, None] * (cm + dmv[:, :, None] * dmv[:, None, :])) / tot[:, None, None]
+    else:
+        cov = (nl[:, None] * (cl + dl ** 2) + nm[:, None] * (cm + dmv ** 2)) / tot[:, None]
+    ld = _log_det(cov, full)
+    own = _log_det(model.covariances, full)
+    cost = 0.5 * nl * (ld - own[ls]) + 0.5 * nm * (ld - own[ms])
+    return ls, ms, cost, mu, cov
+
+
+def merge_closest(model, n, full):
+    """The model with its closest pair merged (k - 1 components)."""
+    ls, ms, cost, mu, cov = merge_cost(model, n, full)
+    best = int(np.argmin(cost))
+    l, m = ls[best], ms[best]
+    keep = [j for j in range(model.k) if j not in (l, m)]
+    weights = np.append(model.weights[keep], model.weights[l] + model.weights[m])
+    means = np.concatenate([model.means[keep], mu[best][None]])
+    covs = np.concatenate([model.covariances[keep], cov[best][None]])
+    return Model(weights, means, covs, precision_cholesky(covs, full))
+
+
+@dataclasses.dataclass
+class Fitted:
+    """An EM result: the model, its EM record and (order selection) its MDL."""
+    model: Model
+    lower_bound: float
+    n_iter: int
+    converged: bool
+    mdl: float = math.nan
+
+
+def select_order(first, refit, loglik, min_components, n, d, full):
+    """MDL order selection.  *first*: the Fitted model at n_components;
+    refit(model) -> Fitted: EM from a merged model; loglik(model) -> total
+    log-likelihood of the data.  Returns (best Fitted, [(K, MDL), ...])."""
+    fitted, path, best = first, [], None
+    while True:
+        fitted.mdl = mdl_value(loglik(fitted.model), fitted.model.k, n, d, full)
+        path.append((fitted.model.k, fitted.mdl))
+        if best is None or fitted.mdl < best.mdl:
+            best = fitted
+        if fitted.model.k <= min_components:
+            return best, path
+        fitted = refit(merge_closest(fitted.model, n, full))

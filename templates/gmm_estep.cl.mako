@@ -1,0 +1,180 @@
+<%doc>
+GMM E-step: per point, the weighted log-density of every component, their
+log-sum-exp, the most likely component and (store_resp) the responsibilities.
+Reads spec: d, wg, ppi (points per work-item), cchunk (components staged
+in local memory at a time), stage_params (stage them; else read from global
+memory), full
+(covariance "full": packed upper-triangular precision Cholesky factors;
+else "diag": their diagonal), store_resp.
+
+The number of components k is a kernel argument, not a spec field: order
+selection (mdl.py) runs k = n_components, n_components - 1, ... with one build.
+Component record (CP reals):
+  c_k = log w_k - D/2 log(2 pi) + log det U_k, then mu_k (D), then U_k: the
+  upper triangle column by column (column j holds U[0..j][j], T = D(D+1)/2
+  reals) or its diagonal (T = D).
+log p_k(x) = c_k - 1/2 |(x - mu_k)^T U_k|^2: the point is centred on mu_k
+first, so float32 keeps its digits far from the origin.
+
+The log-sum-exp is taken online (running maximum and rescaled sum), so no
+component's density underflows whatever d and k are; the per-point log p_k
+are written to resp first and normalised in place once the sum is known.
+Outputs: lse (n), labels (n), resp (k x n, component-major: coalesced),
+per work-group sum of lse (acc_t; Kahan: sums then compensations) and the
+count of points whose log-density is not finite.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#define D ${d}
+#define WG ${wg}
+#define PPI ${ppi}
+#define CCH ${cchunk}
+#define TILE (WG * PPI)
+% if full:
+#define T (D * (D + 1) / 2)
+% else:
+#define T D
+% endif
+#define CP (1 + D + T)
+% if stage_params:
+#define PARAM(j, e) lp[((j) - jc) * CP + (e)]
+% else:
+#define PARAM(j, e) params[(j) * CP + (e)]
+% endif
+<% unroll = "#pragma unroll" if d <= 32 else "" %>
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gmm_estep(__global const real_t *restrict x, const long n, const long stride,
+               __global const real_t *restrict params,   /* k x CP */
+               const int k,
+               __global real_t *restrict lse,            /* n */
+               __global int *restrict labels,            /* n */
+               __global real_t *restrict resp,           /* k x n (store_resp) */
+               __global acc_t *restrict part_ll,         /* groups (x2 if Kahan) */
+               __global int *restrict part_bad,          /* groups */
+               const long tiles_per_group)
+{
+    const int lid = get_local_id(0);
+    const long g = get_group_id(0), groups = get_num_groups(0);
+    __local acc_t scratch[WG];
+% if stage_params:
+    __local real_t lp[CCH * CP];
+% endif
+    acc_t ll = 0;
+% if not acc_double:
+    acc_t ll_comp = 0;
+% endif
+    int bad = 0;
+    const long first = g * tiles_per_group * TILE;
+    for (long t = 0; t < tiles_per_group; ++t) {
+        const long base = first + t * TILE;
+        if (base >= n)
+            break;                      /* uniform over the group */
+        long pt[PPI];
+        real_t xp[PPI][D];
+        real_t run_max[PPI], run_sum[PPI];
+        int best[PPI], saw_nan[PPI];
+        for (int p = 0; p < PPI; ++p) {
+            const long i = base + p * WG + lid;
+            pt[p] = i < n ? i : n - 1;  /* edge: score a valid point, drop it below */
+            ${unroll}
+            for (int c = 0; c < D; ++c)
+                xp[p][c] = x[pt[p] * stride + c];
+            run_max[p] = -INFINITY;
+            run_sum[p] = 0;
+            best[p] = 0;
+            saw_nan[p] = 0;
+        }
+        for (int jc = 0; jc < k; jc += CCH) {
+            const int jend = min(jc + CCH, k);
+% if stage_params:
+            /* the next chunk of component records (once if all fit) */
+            if (k > CCH || t == 0) {
+                barrier(CLK_LOCAL_MEM_FENCE);
+                for (int e = lid; e < (jend - jc) * CP; e += WG)
+                    lp[e] = params[jc * CP + e];
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+% endif
+            for (int j = jc; j < jend; ++j) {
+                const real_t cj = PARAM(j, 0);
+                for (int p = 0; p < PPI; ++p) {
+                    real_t z[D];
+                    ${unroll}
+                    for (int c = 0; c < D; ++c)
+                        z[c] = xp[p][c] - PARAM(j, 1 + c);
+                    real_t maha = 0;
+% if full:
+                    /* y_c = sum_{r <= c} z_r U[r][c]; maha = |y|^2 */
+                    ${unroll}
+                    for (int c = 0; c < D; ++c) {
+                        real_t y = 0;
+                        ${unroll}
+                        for (int r = 0; r <= c; ++r)
+                            y = fma(z[r], PARAM(j, 1 + D + c * (c + 1) / 2 + r), y);
+                        maha = fma(y, y, maha);
+                    }
+% else:
+                    ${unroll}
+                    for (int c = 0; c < D; ++c) {
+                        const real_t y = z[c] * PARAM(j, 1 + D + c);
+                        maha = fma(y, y, maha);
+                    }
+% endif
+                    const real_t logp = fma((real_t)-0.5, maha, cj);
+                    saw_nan[p] |= isnan(logp);
+% if store_resp:
+                    const long i = base + p * WG + lid;
+                    if (i < n)
+                        resp[(long)j * n + i] = logp;
+% endif
+                    if (logp > run_max[p]) {
+                        /* a new maximum: rescale the sum so far */
+                        run_sum[p] = fma(run_sum[p], exp(run_max[p] - logp), (real_t)1);
+                        run_max[p] = logp;
+                        best[p] = j;
+                    } else if (logp > -INFINITY) {
+                        run_sum[p] += exp(logp - run_max[p]);
+                    }
+                }
+            }
+        }
+        for (int p = 0; p < PPI; ++p) {
+            const long i = base + p * WG + lid;
+            if (i >= n)
+                continue;
+            const real_t total = run_max[p] + log(run_sum[p]);
+            lse[i] = total;
+            labels[i] = best[p];
+            if (saw_nan[p] || !isfinite(total)) {
+                ++bad;
+                continue;
+            }
+% if acc_double:
+            ll += (acc_t)total;
+% else:
+            {   /* Kahan: the per-work-item sum keeps ~float64 accuracy */
+                const float y = total - ll_comp;
+                const float s = ll + y;
+                ll_comp = (s - ll) - y;
+                ll = s;
+            }
+% endif
+% if store_resp:
+            for (int j = 0; j < k; ++j)
+                resp[(long)j * n + i] = exp(resp[(long)j * n + i] - total);
+% endif
+        }
+    }
+    ll = group_sum(ll, scratch);
+% if not acc_double:
+    ll_comp = group_sum(ll_comp, scratch);
+% endif
+    const int total_bad = (int)group_sum((acc_t)bad, scratch);
+    if (lid == 0) {
+        part_ll[g] = ll;
+% if not acc_double:
+        part_ll[groups + g] = ll_comp;
+% endif
+        part_bad[g] = total_bad;
+    }
+}
