@@ -1,0 +1,333 @@
+"""Ensemble k-means: M k-means models fit in one data pass per iteration.
+
+The device passes live in ensemble_pass.py (task / data / concatenated
+parallelism) and kdtree.py (KD-tree pruning, three leaf mappings); this module
+holds the model update loop, the "auto" choice and the estimator.  Every
+strategy and mapping gives bit-identical statistics (fixed-point sums), so
+the choice changes the speed only, and each model follows exactly the path
+an independent KMeans fit from its own init follows (its own tol, its own
+iteration count: a converged model leaves the passes, the others go on).
+"""
+import numbers
+
+import numpy as np
+import pyopencl.array as cla
+
+from . import mpi
+from .base import BaseEstimator, ClusterMixin
+from .ensemble_pass import STRATEGIES, EnsemblePass, FixedPoint
+from .kdtree import MAPPINGS, KDTreePass
+from .kmeanspp import kmeans_plusplus
+from .manager import DeviceFailure, DeviceManager
+from .placement import fit_data, new_data
+from .validation import NotFittedError, check_params, check_random_state
+
+# Profile terms of the "auto" choice, until devices.yaml carries them
+# (DeviceProfile attributes of the same names win).  Measured on the CPU
+# runtimes here (python -m oclclust.compare): concatenated beats task and
+# data parallelism at every M; the KD-tree wins at low d.
+AUTO_TERMS = {
+    "cpu": dict(ensemble_strategy="concatenated", kdtree_mapping="direct",
+                kdtree_max_dims=8, kdtree_min_rows=20000, kdtree_leaf_size=1024),
+    "gpu": dict(ensemble_strategy="concatenated", kdtree_mapping="distributed",
+                kdtree_max_dims=4, kdtree_min_rows=200000, kdtree_leaf_size=512),
+}
+
+
+def profile_term(profile, name):
+    value = getattr(profile, name, None)
+    return value if value is not None else AUTO_TERMS.get(profile.type, AUTO_TERMS["gpu"])[name]
+
+
+def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
+    """(strategy, KD-tree mapping or None) for a device and problem shape."""
+    if strategy == "auto":
+        strategy = profile_term(profile, "ensemble_strategy")
+    if kdtree == "auto":
+        prunable = (strategy == "concatenated" and d <= profile_term(profile, "kdtree_max_dims")
+                    and n >= profile_term(profile, "kdtree_min_rows") and max(ks) > 1)
+        kdtree = profile_term(profile, "kdtree_mapping") if prunable else None
+    return strategy, kdtree
+
+
+class ShardedEnsemble:
+    """The ensemble passes over every chunk of a ShardedData; integer
+    statistics summed over chunks, then float64 across ranks."""
+
+    def __init__(self, data, fixed, ks, strategy="auto", kdtree=None, comm=None,
+                 leaf_size=None):
+        self.data, self.fixed, self.comm = data, fixed, comm
+        self.ks, self.strategy, self.kdtree, self.leaf_size = ks, strategy, kdtree, leaf_size
+        self.choices = {}
+
+    def _pass(self, chunk):
+        st = chunk.state
+        if "ensemble" not in st:
+            strategy, mapping = choose(chunk.profile, chunk.d, self.ks, self.data.n,
+                                       self.strategy, self.kdtree)
+            self.choices[str(chunk.profile)] = (strategy, mapping)
+            if mapping is None:
+                st["ensemble"] = EnsemblePass(chunk, strategy, self.fixed)
+            else:
+                leaf = self.leaf_size or profile_term(chunk.profile, "kdtree_leaf_size")
+                st["ensemble"] = KDTreePass(chunk, mapping, self.fixed, leaf)
+        return st["ensemble"]
+
+    def prepare(self):
+        """Set every chunk's pass up (KD-trees built) outside any timing."""
+        self.data.map(self._pass)
+
+    def stats(self, centers_list):
+        """[(sums K x d, weights K) float64] of each model of *centers_list*."""
+        parts = self.data.map(lambda c: self._pass(c).stats(centers_list))
+        sums = np.sum([p[0] for p in parts], axis=0)      # int64: exact in any order
+        counts = np.sum([p[1] for p in parts], axis=0)
+        sums, weights = mpi.sum_across(self.comm, *self.fixed.to_float(sums, counts))
+        off = np.cumsum([0] + [len(c) for c in centers_list])
+        return [(sums[a:b], weights[a:b]) for a, b in zip(off[:-1], off[1:])]
+
+    def assign(self, centers_list, labels=True, min_dist=False):
+        """(inertia per model, labels M x n, distances M x n) of this rank's rows."""
+        parts = self.data.map(lambda c: self._pass(c).assign(centers_list, labels, min_dist))
+        inertia = mpi.sum_across(self.comm, np.sum([p[0] for p in parts], axis=0))
+        lab = np.concatenate([p[1] for p in parts], axis=1) if labels else None
+        dist = np.concatenate([p[2] for p in parts], axis=1) if min_dist else None
+        return inertia, lab, dist
+
+
+def fixed_point(data, host_w, mean, comm=None):
+    """The FixedPoint of a fit: origin at the data mean, scales from bounds
+    (summed over ranks, so every rank has the same ones)."""
+    ext = data.map(lambda c: (float(cla.min(c.x).get()), float(cla.max(c.x).get())))
+    lo, hi = min(e[0] for e in ext), max(e[1] for e in ext)
+    spread = max(hi - float(np.min(mean)), float(np.max(mean)) - lo, 0.0)
+    n, wmax, spread = mpi.sum_across(comm, np.array([data.n, float(np.max(host_w)), spread]))
+    return FixedPoint.for_bounds(mean, n, wmax, spread)
+
+
+def data_moments(data, comm=None):
+    """(mean, variance) per dimension over every rank's rows; ValueError on NaN/inf."""
+    mean, var, finite = data.moments()
+    if not finite:
+        raise ValueError("Input X contains NaN or infinity.")
+    n, s1, s2 = mpi.sum_across(comm, np.float64(data.n), data.n * mean,
+                               data.n * (var + mean * mean))
+    mean = s1 / n
+    return mean, np.maximum(s2 / n - mean * mean, 0.0)
+
+
+def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0):
+    """Lloyd iterations of every model of *inits* at once.
+    Returns (centers list, inertia per model, n_iter per model, labels M x n)."""
+    centers = [np.array(c, np.float64) for c in inits]
+    n_iter = np.zeros(len(centers), np.int64)
+    active = list(range(len(centers)))
+    for it in range(max_iter):
+        if not active:
+            break
+        stats = engine.stats([centers[m] for m in active])
+        still = []
+        for m, (sums, weights) in zip(active, stats):
+            if (weights == 0).any():
+                relocate_empty(engine, centers[m], sums, weights, data, host_w)
+            safe = np.where(weights > 0, weights, 1)[:, None]
+            new = np.where(weights[:, None] > 0, sums / safe, centers[m])
+            shift = float(((new - centers[m]) ** 2).sum())
+            centers[m], n_iter[m] = new, it + 1
+            if shift > tol:
+                still.append(m)
+        if verbose > 1:
+            print(f"  iteration {it}: {len(still)} of {len(centers)} models still moving")
+        active = still
+    inertia, labels, _ = engine.assign(centers, labels=True)
+    return centers, inertia, n_iter, labels
+
+
+def relocate_empty(engine, centers, sums, weights, data, host_w):
+    """scikit-learn's (and KMeans's) rule: empty clusters take the points
+    farthest from their centres; sums and weights are mended in place."""
+    empty = np.flatnonzero(weights == 0)
+    _, labels, dist = engine.assign([centers], labels=True, min_dist=True)
+    dist = dist[0].astype(np.float64)
+    far = np.argpartition(dist, -len(empty))[:-len(empty) - 1:-1]
+    for new_id, idx in zip(empty, far):
+        w = float(host_w[idx])
+        row = data.row(idx).astype(np.float64)
+        old_id = labels[0][idx]
+        sums[old_id] -= row * w
+        weights[old_id] -= w
+        sums[new_id] = row * w
+        weights[new_id] = w
+
+
+def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
+                 comm=None, mean=None):
+    """KMeans(n_init=R) restarts (or a sweep of K values) as one ensemble over
+    an existing ShardedData: *inits* are R initial centre arrays (any K each),
+    *tol* absolute (KMeans's mean(var) * tol).  Returns a list of
+    (centers, inertia, n_iter, labels) per init; labels cover this rank's rows."""
+    if mean is None:
+        mean = data_moments(data, comm)[0]
+    ks = [len(c) for c in inits]
+    engine = ShardedEnsemble(data, fixed_point(data, host_w, mean, comm), ks, strategy,
+                             kdtree, comm)
+    centers, inertia, n_iter, labels = lloyd_ensemble(engine, inits, max_iter, tol, data,
+                                                      host_w)
+    return [(c, float(i), int(t), lab) for c, i, t, lab in zip(centers, inertia, n_iter, labels)]
+
+
+class EnsembleKMeans(ClusterMixin, BaseEstimator):
+    """M k-means models fit at once, one data pass per iteration for all
+    (Ravunnikutty et al., "Ensemble K-means on multi-core architectures").
+
+    ``n_clusters``: K of every model, or a list of M values (models of
+    different K: a sweep of K).  ``strategy``: "task" (a model per
+    work-group), "data" (a model per launch), "concatenated" (all models per
+    data pass) or "auto" (from the device profile).  ``kdtree``: None (brute
+    force), "direct", "distributed", "replicated" (KD-tree pruning with that
+    leaf mapping; concatenated parallelism) or "auto".  ``init``:
+    "k-means++", "random", or an array M x K x d (a list of M arrays for
+    different K).  Each model stops at its own ``tol`` (scikit-learn's: on
+    the centre shift, relative to the data variance).
+
+    Attributes: ``models_`` M x K x d (with different K: a list of M
+    K_m x d arrays), ``inertias_``, ``n_iter_`` (per model), ``best_index_``
+    (least inertia; with different K the largest K usually wins, compare
+    models yourself), ``labels_``, ``cluster_centers_``, ``inertia_`` of the
+    best model, ``strategy_`` {device: (strategy, KD-tree mapping)}.
+    """
+
+    _parameter_rules = {
+        "n_clusters": [(numbers.Integral, 1, None), list, tuple, np.ndarray],
+        "n_models": [(numbers.Integral, 1, None)],
+        "strategy": ["auto", *STRATEGIES],
+        "kdtree": [None, "auto", *MAPPINGS],
+        "init": ["k-means++", "random", np.ndarray, list, tuple],
+        "max_iter": [(numbers.Integral, 1, None)],
+        "tol": [(numbers.Real, 0, None)],
+        "verbose": [(numbers.Integral, 0, None), bool],
+        "random_state": [None, numbers.Integral, np.random.RandomState],
+        "devices": [None, str, list, tuple, DeviceManager],
+        "dtype": [None, "float32", "float64", type, np.dtype],
+    }
+
+    def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
+                 init="k-means++", max_iter=300, tol=1e-4, random_state=None, devices=None,
+                 dtype=None, comm=None, verbose=0):
+        self.n_clusters = n_clusters
+        self.n_models = n_models
+        self.strategy = strategy
+        self.kdtree = kdtree
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.devices = devices
+        self.dtype = dtype
+        self.comm = comm
+        self.verbose = verbose
+
+    def _ks(self):
+        if isinstance(self.n_clusters, numbers.Integral):
+            return [int(self.n_clusters)] * self.n_models
+        ks = [int(k) for k in self.n_clusters]
+        if len(ks) != self.n_models or min(ks) < 1:
+            raise ValueError(f"n_clusters as a list needs n_models={self.n_models} values "
+                             f">= 1, got {list(self.n_clusters)}")
+        return ks
+
+    def fit(self, X, y=None, sample_weight=None):
+        check_params(self, self._parameter_rules)
+        ks = self._ks()
+        if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
+            raise ValueError("the KD-tree mappings are concatenated parallelism: use "
+                             "strategy='concatenated' or 'auto' with kdtree")
+        data, host_w = fit_data(self, X, sample_weight)
+        rng = check_random_state(self.random_state)
+        seed_state = rng.get_state()
+        try:
+            if data.n < max(ks):
+                raise ValueError(f"n_samples={data.n} should be >= n_clusters={max(ks)}.")
+            while True:
+                try:
+                    return self._fit(data, host_w, rng, ks)
+                except DeviceFailure as failure:
+                    data.manager.drop(failure)
+                    data.reshard()
+                    rng.set_state(seed_state)
+        finally:
+            data.close()
+
+    def _fit(self, data, host_w, rng, ks):
+        mean, var = data_moments(data, self.comm)
+        inits = self._inits(data, rng, host_w, ks)
+        engine = ShardedEnsemble(data, fixed_point(data, host_w, mean, self.comm), ks,
+                                 self.strategy, self.kdtree, self.comm)
+        centers, inertia, n_iter, labels = lloyd_ensemble(
+            engine, inits, self.max_iter, float(np.mean(var) * self.tol), data, host_w,
+            self.verbose)
+        centers = [c.astype(data.dtype) for c in centers]
+        self.models_ = np.stack(centers) if len(set(ks)) == 1 else centers
+        self.inertias_ = np.asarray(inertia, np.float64)
+        self.n_iter_ = n_iter
+        self.best_index_ = int(np.argmin(self.inertias_))
+        self.cluster_centers_ = centers[self.best_index_]
+        self.inertia_ = float(self.inertias_[self.best_index_])
+        self.labels_ = labels[self.best_index_]
+        self.n_features_in_ = data.d
+        self.strategy_ = dict(engine.choices)
+        self.devices_ = data.rows_per_device
+        if self.verbose:
+            print(f"ensemble of {len(ks)} models: {self.strategy_}; inertias {self.inertias_}, "
+                  f"iterations {self.n_iter_}")
+        return self
+
+    def _inits(self, data, rng, host_w, ks):
+        if isinstance(self.init, str):
+            out = []
+            for k in ks:
+                if self.init == "k-means++":
+                    idx = kmeans_plusplus(data, k, rng, host_w)
+                else:
+                    idx = rng.choice(data.n, size=k, replace=False, p=host_w / host_w.sum())
+                out.append(np.stack([data.row(i) for i in idx]).astype(np.float64))
+            return out
+        inits = [np.asarray(c, np.float64) for c in self.init]
+        shapes = [c.shape for c in inits]
+        if len(inits) != len(ks) or any(s != (k, data.d) for s, k in zip(shapes, ks)):
+            raise ValueError(f"init must hold n_models={len(ks)} arrays of shape (K, "
+                             f"{data.d}) with K = {ks}; got shapes {shapes}")
+        if not all(np.isfinite(c).all() for c in inits):
+            raise ValueError("The initial centers contain NaN or infinity.")
+        return inits
+
+    def _check_fitted(self):
+        if not hasattr(self, "cluster_centers_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using this "
+                                 "estimator.")
+
+    def _assign(self, X, sample_weight=None):
+        self._check_fitted()
+        data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
+        try:
+            while True:
+                try:
+                    engine = ShardedEnsemble(data, FixedPoint.for_bounds(
+                        np.zeros(data.d), 1, 1, 1), [len(self.cluster_centers_)], "data")
+                    inertia, labels, _ = engine.assign(
+                        [self.cluster_centers_.astype(np.float64)], labels=True)
+                    return labels[0], float(inertia[0])
+                except DeviceFailure as failure:
+                    data.manager.drop(failure)
+                    data.reshard()
+        finally:
+            data.close()
+
+    def predict(self, X, sample_weight=None):
+        """The nearest centre of the best model for each row of X."""
+        return self._assign(X)[0]
+
+    def score(self, X, y=None, sample_weight=None):
+        """Minus the best model's inertia on X."""
+        return -self._assign(X, sample_weight)[1]

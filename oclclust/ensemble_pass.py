@@ -1,0 +1,209 @@
+"""The ensemble statistics pass on one device partition: task, data and
+concatenated parallelism (Ravunnikutty et al., "Ensemble K-means on
+multi-core architectures"), plus the labels / inertia pass.
+
+Pairs with templates/ensemble_stats.cl.mako and ensemble_assign.cl.mako.
+The M models of a pass are packed: centroid rows of all models one after
+another (``model_off`` says where each model starts), so models may have
+different K.  Sums are 64-bit fixed point (FixedPoint): exact, hence the same
+bits whatever the strategy, the order of the atomic updates, the KD-tree
+mapping or the split of the rows over devices.
+"""
+import dataclasses
+import math
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from .codegen import Spec, kernel, kernel_work_group_limit
+from .reduce import partial_buffer, reduce_partials
+
+STRATEGIES = ("task", "data", "concatenated")
+
+
+@dataclasses.dataclass(frozen=True)
+class StatsSpec(Spec):
+    template = "ensemble_stats.cl.mako"
+    strategy: str = "concatenated"
+    d: int = 1
+    wg: int = 1
+    staged: bool = True
+    distributed: bool = True
+    weighted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class AssignSpec(Spec):
+    template = "ensemble_assign.cl.mako"
+    d: int = 1
+    wg: int = 1
+    labels: bool = True
+    min_dist: bool = False
+    weighted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedPoint:
+    """A point adds round(w (x - shift) sx) to its centroid's sums and
+    round(w sw) to its weight; sx, sw are powers of two chosen so that no
+    total can exceed 2**62 (the sum of all |w (x - shift)|)."""
+    shift: np.ndarray
+    sx: float
+    sw: float
+
+    @classmethod
+    def for_bounds(cls, shift, n, wmax, spread):
+        def scale(bound):
+            bound = max(float(bound) * 1.01, 1e-300)
+            return 2.0 ** min(100, max(-100, math.floor(62 - math.log2(bound))))
+        return cls(np.asarray(shift, np.float64), scale(n * wmax * spread), scale(n * wmax))
+
+    def to_float(self, sums, counts):
+        """(sums of w x, sums of w) in float64 from the integer totals."""
+        weights = counts.astype(np.float64) / self.sw
+        return sums.astype(np.float64) / self.sx + weights[:, None] * self.shift, weights
+
+
+def work_group(profile, kern=None):
+    wg = min(profile.work_group_size, profile.max_work_group_size)
+    if kern is not None:
+        wg = min(wg, kernel_work_group_limit(kern, profile.cl_device()))
+    return 1 << (max(1, wg).bit_length() - 1)
+
+
+def staged_bytes(nc, d, itemsize, stats=True):
+    """Local memory for nc centroids (and their statistics, 64-bit)."""
+    return nc * d * itemsize + (nc * (d + 1) * 8 if stats else 0)
+
+
+def model_tiles(model_off, budget, d, itemsize, per_model=False, stats=True):
+    """(first model, count, staged) launches covering the models: consecutive
+    models that fit the local-memory budget together (*per_model*: each model
+    alone must fit); a model too large for local memory gets a launch of its
+    own that reads centroids from and adds statistics to global memory."""
+    sizes = np.diff(model_off)
+    fits = [staged_bytes(int(k), d, itemsize, stats) <= budget for k in sizes]
+    tiles, m, n_models = [], 0, len(sizes)
+    while m < n_models:
+        if not fits[m]:
+            tiles.append((m, 1, False))
+            m += 1
+            continue
+        end = m + 1
+        while end < n_models and fits[end] and (
+                per_model or staged_bytes(int(model_off[end + 1] - model_off[m]), d, itemsize,
+                                          stats) <= budget):
+            end += 1
+        tiles.append((m, end - m, True))
+        m = end
+    return tiles
+
+
+def pack(centers_list, dtype):
+    """(C x d packed centroids in *dtype*, model offsets int32)."""
+    off = np.zeros(len(centers_list) + 1, np.int32)
+    off[1:] = np.cumsum([len(c) for c in centers_list])
+    return np.ascontiguousarray(np.concatenate(centers_list).astype(dtype)), off
+
+
+class EnsemblePass:
+    """The statistics pass of one strategy over a DevicePartition."""
+
+    def __init__(self, part, strategy, fixed):
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
+        self.part, self.strategy, self.fixed = part, strategy, fixed
+        q, acc = part.queue, part.acc_double
+        self.shift = cla.to_device(q, fixed.shift.astype(np.float64 if acc else np.float32))
+        self.scales = (np.float64 if acc else np.float32)(fixed.sx), \
+            (np.float64 if acc else np.float32)(fixed.sw)
+        self.wg = work_group(part.profile)
+        self.groups, self.tiles_per_group = part.groups(self.wg, self.wg)
+        self.capacity = 0
+
+    def spec(self, staged, strategy=None):
+        p = self.part
+        return StatsSpec(dtype=p.dtype.name, acc_double=p.acc_double,
+                         strategy=strategy or self.strategy, d=p.d, wg=self.wg, staged=staged,
+                         distributed=(strategy or self.strategy) == "concatenated",
+                         weighted=p.weighted)
+
+    def upload(self, centers_list):
+        """Pack and copy the models' centroids; (re)allocate the statistics."""
+        q = self.part.queue
+        packed, self.off = pack(centers_list, self.part.dtype)
+        self.packed = packed
+        n_c = len(packed)
+        if n_c > self.capacity:
+            self.capacity = n_c
+            self.sums = cla.empty(q, n_c * self.part.d, np.int64)
+            self.counts = cla.empty(q, n_c, np.int64)
+        self.centers = cla.to_device(q, packed)
+        self.model_off = cla.to_device(q, self.off)
+        return self
+
+    def zero(self):
+        q, n_c = self.part.queue, len(self.packed)
+        cl.enqueue_fill_buffer(q, self.sums.data, np.int64(0), 0, n_c * self.part.d * 8)
+        cl.enqueue_fill_buffer(q, self.counts.data, np.int64(0), 0, n_c * 8)
+
+    def tiles(self, per_model):
+        p = self.part
+        return model_tiles(self.off, p.profile.local_memory_budget, p.d, p.dtype.itemsize,
+                           per_model=per_model)
+
+    def launch(self, strategy, first, count, staged):
+        p, q = self.part, self.part.queue
+        kern = kernel(q.context, self.spec(staged, strategy), "ensemble_stats")
+        local = []
+        if staged:
+            nc = int(self.off[first + count] - self.off[first]) if strategy != "task" else \
+                int(np.diff(self.off)[first:first + count].max())
+            item = p.dtype.itemsize
+            local = [cl.LocalMemory(max(1, nc * p.d * item)), cl.LocalMemory(max(8, nc * p.d * 8)),
+                     cl.LocalMemory(max(8, nc * 8))]
+        groups = count if strategy == "task" else self.groups
+        kern(q, (groups * self.wg,), (self.wg,), p.x.data, np.int64(p.n), np.int64(p.stride),
+             p.weights_arg(), self.centers.data, self.model_off.data, np.int32(first),
+             np.int32(count), self.shift.data, *self.scales, self.sums.data, self.counts.data,
+             np.int64(self.tiles_per_group), *local)
+
+    def stats(self, centers_list):
+        """Integer (sums C x d, weights C) of every model, C = all centroids."""
+        self.upload(centers_list)
+        self.zero()
+        self.run_tiles()
+        return self.stats_result()
+
+    def stats_result(self):
+        q, n_c = self.part.queue, len(self.packed)
+        return (self.sums.get(q)[:n_c * self.part.d].reshape(n_c, self.part.d),
+                self.counts.get(q)[:n_c])
+
+    def run_tiles(self):
+        for first, count, staged in self.tiles(per_model=self.strategy != "concatenated"):
+            if self.strategy == "data":
+                for m in range(first, first + count):
+                    self.launch("data", m, 1, staged)
+            else:
+                self.launch(self.strategy, first, count, staged)
+
+    def assign(self, centers_list, labels=True, min_dist=False):
+        """(inertia per model float64, labels M x n int32 or None, distances M x n or None)."""
+        p, q = self.part, self.part.queue
+        self.upload(centers_list)
+        n_models = len(centers_list)
+        spec = AssignSpec(dtype=p.dtype.name, acc_double=p.acc_double, d=p.d, wg=self.wg,
+                          labels=labels, min_dist=min_dist, weighted=p.weighted)
+        kern = kernel(q.context, spec, "ensemble_assign")
+        items = self.groups * self.wg
+        lab = cla.empty(q, max(1, n_models * p.n if labels else 1), np.int32)
+        dist = cla.empty(q, max(1, n_models * p.n if min_dist else 1), p.dtype)
+        part = partial_buffer(q, items, n_models, p.acc_double)
+        kern(q, (items,), (self.wg,), p.x.data, np.int64(p.n), np.int64(p.stride),
+             p.weights_arg(), self.centers.data, self.model_off.data, np.int32(n_models),
+             lab.data, dist.data, part.data)
+        inertia = reduce_partials(q, part, items, n_models, p.dtype, p.acc_double)
+        return (inertia, lab.get(q).reshape(n_models, p.n) if labels else None,
+                dist.get(q).reshape(n_models, p.n) if min_dist else None)

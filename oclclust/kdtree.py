@@ -1,0 +1,166 @@
+"""KD-tree pruning for ensemble k-means: the tree is built on the host once
+per partition, and every iteration maps each leaf to the centroids of each
+model that can be nearest to some point of the leaf's box; the device pass
+(templates/kdtree_stats.cl.mako, three leaf mappings, and
+kdtree_aggregate.cl.mako for the replicated one) compares a point only with
+its leaf's candidates.
+
+Pruning (the min/max-distance rule): centroid c of model m is dropped for a
+leaf whose bounding box is B when mindist(c, B) > min over c' of m of
+maxdist(c', B): some c' is then nearer than c to every point of B.  The test
+keeps a margin above the rounding error of the device's distance sums, so a
+dropped centroid can never be the (lowest-index) nearest one the brute-force
+pass finds: the statistics equal the brute-force ones bit for bit.
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from .codegen import Spec, kernel
+from .ensemble_pass import EnsemblePass, model_tiles, staged_bytes
+
+MAPPINGS = ("direct", "distributed", "replicated")
+REPLICA_BYTES = 1 << 28      # most global memory the replicated mapping may use
+
+
+@dataclasses.dataclass(frozen=True)
+class KDStatsSpec(Spec):
+    template = "kdtree_stats.cl.mako"
+    mapping: str = "direct"
+    d: int = 1
+    wg: int = 1
+    weighted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class AggregateSpec(Spec):
+    template = "kdtree_aggregate.cl.mako"
+    d: int = 1
+
+
+def build_tree(X, leaf_size):
+    """(permutation putting the rows leaf by leaf, leaf starts L+1, boxes lo,
+    hi L x d): median splits on the widest dimension of each node's points
+    until a node holds at most *leaf_size* rows."""
+    n = len(X)
+    perm = np.arange(n)
+    leaves, stack = [], [(0, n)]
+    while stack:
+        lo, hi = stack.pop()
+        if hi - lo <= leaf_size:
+            leaves.append((lo, hi))
+            continue
+        idx = perm[lo:hi]
+        pts = X[idx]
+        axis = int(np.argmax(pts.max(0) - pts.min(0)))
+        half = (hi - lo) // 2
+        order = np.argpartition(pts[:, axis], half)
+        perm[lo:hi] = idx[order]
+        stack += [(lo + half, hi), (lo, lo + half)]   # left child popped first
+    leaves.sort()
+    starts = np.array([lo for lo, _ in leaves] + [n], np.int64)
+    Xp = X[perm]
+    lo = np.minimum.reduceat(Xp, starts[:-1], axis=0).astype(np.float64)
+    hi = np.maximum.reduceat(Xp, starts[:-1], axis=0).astype(np.float64)
+    return perm, starts, lo, hi
+
+
+def candidates(lo, hi, centers, model_off, eps, tiny=0.0):
+    """(cand L x M x kmax int32, cand_n L x M int32): per leaf and model, the
+    indices (ascending, into the packed *centers*) that survive pruning."""
+    n_leaves, n_models = len(lo), len(model_off) - 1
+    sizes = np.diff(model_off)
+    kmax = int(sizes.max())
+    cand = np.zeros((n_leaves, n_models, kmax), np.int32)
+    count = np.zeros((n_leaves, n_models), np.int32)
+    c = centers.astype(np.float64)
+    block = max(1, (1 << 22) // max(1, c.size))
+    for b in range(0, n_leaves, block):
+        blo, bhi = lo[b:b + block, None, :], hi[b:b + block, None, :]
+        near = np.maximum(np.maximum(blo - c, c - bhi), 0.0)
+        mind = np.einsum("lcd,lcd->lc", near, near)
+        far = np.maximum(np.abs(c - blo), np.abs(c - bhi))
+        maxd = np.einsum("lcd,lcd->lc", far, far)
+        bound = np.minimum.reduceat(maxd, model_off[:-1], axis=1)
+        for m in range(n_models):
+            s, k = int(model_off[m]), int(sizes[m])
+            limit = bound[:, m:m + 1] * (1 + eps) + tiny
+            keep = mind[:, s:s + k] <= limit
+            order = np.argsort(~keep, axis=1, kind="stable")
+            cand[b:b + block, m, :k] = order + s
+            count[b:b + block, m] = keep.sum(1)
+    return cand, count
+
+
+class KDTreePass:
+    """The KD-tree-pruned statistics pass of one leaf mapping over a
+    DevicePartition (a permuted copy of its rows is kept on the device);
+    labels and inertia come from the brute-force pass (rows in their order)."""
+
+    def __init__(self, part, mapping, fixed, leaf_size):
+        if mapping not in MAPPINGS:
+            raise ValueError(f"kdtree must be one of {MAPPINGS}, got {mapping!r}")
+        self.part, self.mapping = part, mapping
+        self.brute = EnsemblePass(part, "concatenated", fixed)
+        q = part.queue
+        X = part.x.get(q)
+        perm, self.starts, self.lo, self.hi = build_tree(X, leaf_size)
+        self.x = cla.to_device(q, np.ascontiguousarray(X[perm]))
+        self.w = (cla.to_device(q, part.weights.get(q)[perm]) if part.weighted else self.x)
+        self.leaf_start = cla.to_device(q, self.starts.astype(np.int32))
+        self.max_leaf = int(np.diff(self.starts).max())
+        # margin over the device's relative rounding of a sum of d squares
+        # (and over underflow in the squares)
+        self.eps = 8 * (part.d + 2) * float(np.finfo(part.dtype).eps)
+        self.tiny = 64 * (part.d + 2) * float(np.finfo(part.dtype).tiny)
+        self.pruned_fraction = 1.0
+
+    def stats(self, centers_list):
+        b, p, q = self.brute, self.part, self.part.queue
+        b.upload(centers_list)
+        b.zero()
+        cand, count = candidates(self.lo, self.hi, b.packed, b.off, self.eps, self.tiny)
+        self.pruned_fraction = float(count.sum()) / (len(self.lo) * len(b.packed))
+        cand_d, count_d = cla.to_device(q, cand), cla.to_device(q, count)
+        stats = self.mapping != "replicated"
+        budget = p.profile.local_memory_budget
+        for first, n, staged in model_tiles(b.off, budget, p.d, p.dtype.itemsize, stats=stats):
+            if staged:
+                self._launch(first, n, cand_d, count_d, cand.shape[2])
+            else:   # too large for local memory: the global-memory brute-force pass
+                b.launch("concatenated", first, n, False)
+        return b.stats_result()
+
+    def _launch(self, first, n, cand_d, count_d, kmax):
+        b, p, q = self.brute, self.part, self.part.queue
+        spec = KDStatsSpec(dtype=p.dtype.name, acc_double=p.acc_double, mapping=self.mapping,
+                           d=p.d, wg=b.wg, weighted=p.weighted)
+        kern = kernel(q.context, spec, "kdtree_stats")
+        c_base = int(b.off[first])
+        nc = int(b.off[first + n]) - c_base
+        groups = b.groups
+        item = p.dtype.itemsize
+        local = [cl.LocalMemory(max(1, staged_bytes(nc, p.d, item, stats=False)))]
+        if self.mapping == "replicated":
+            size = nc * (p.d + 1) * 8
+            groups = max(1, min(groups, REPLICA_BYTES // (size * b.wg)))
+            replicas = cla.empty(q, groups * b.wg * nc * (p.d + 1), np.int64)
+            out = [replicas.data]
+        else:
+            local += [cl.LocalMemory(nc * p.d * 8), cl.LocalMemory(nc * 8)]
+            out = [b.sums.data, b.counts.data]
+        kern(q, (groups * b.wg,), (b.wg,), self.x.data, self.w.data, b.centers.data,
+             b.model_off.data, np.int32(first), np.int32(n), np.int32(len(b.off) - 1),
+             self.leaf_start.data, np.int32(len(self.lo)), np.int32(self.max_leaf),
+             cand_d.data, count_d.data, np.int32(kmax), b.shift.data, *b.scales, *out, *local)
+        if self.mapping == "replicated":
+            agg = kernel(q.context, AggregateSpec(dtype=p.dtype.name, acc_double=p.acc_double,
+                                                  d=p.d), "kdtree_aggregate")
+            size = nc * (p.d + 1)
+            agg(q, (-(-size // 64) * 64,), (64,), replicas.data, np.int64(groups * b.wg),
+                np.int32(c_base), np.int32(nc), b.sums.data, b.counts.data)
+
+    def assign(self, centers_list, labels=True, min_dist=False):
+        return self.brute.assign(centers_list, labels, min_dist)

@@ -1,0 +1,155 @@
+<%doc>
+The KD-tree-pruned statistics pass (concatenated parallelism over the leaves
+of a KD-tree): the rows are stored leaf by leaf, and a point of leaf L is
+compared, for each model m, only with the candidate centroids the host kept
+for (L, m) (kdtree.py: those that can be nearest to some point of L's box).
+Reads spec: mapping, d, wg, weighted.
+  "direct":      a leaf per work-group at a time (persistent groups walk the
+                 leaves g, g + G, ...); statistics in local memory.
+  "distributed": a work-group spans leaves: consecutive work-items take
+                 points of consecutive leaves, so they tend to update
+                 different centroids (less local atomic contention, but
+                 scattered reads of the rows).
+  "replicated":  a leaf per work-group, and every work-item keeps its own
+                 statistics in global memory (no atomics, no conflicts);
+                 kdtree_aggregate.cl.mako sums the replicas.
+Centroids are staged in local memory in every mapping.  Sums are fixed
+point exactly as in ensemble_stats.cl.mako (same rounding, same distance sum,
+ties to the lowest index), so the statistics equal the brute-force pass bit
+for bit.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#define D ${d}
+#define WG ${wg}
+% if weighted:
+#define WEIGHT(i) w[i]
+% else:
+#define WEIGHT(i) ((real_t)1)
+% endif
+
+/* One point against its leaf's candidates of every model of the launch. */
+inline void point_stats(
+    const long i, const int leaf, const int lid,
+    __global const real_t *restrict x, __global const real_t *restrict w,
+    __local const real_t *lc, __global const int *restrict model_off,
+    const int first_model, const int n_models, const int all_models, const int c_base,
+    __global const int *restrict cand, __global const int *restrict cand_n, const int kmax,
+    __global const acc_t *restrict shift, const acc_t sx, const acc_t sw,
+% if mapping == "replicated":
+    __global long *restrict mine, const int nc)
+% else:
+    __local long *ls, __local long *lw)
+% endif
+{
+    real_t xp[D];
+    long fv[D];
+    for (int c = 0; c < D; ++c) {
+        xp[c] = x[i * D + c];
+        fv[c] = convert_long_rte((acc_t)WEIGHT(i) * ((acc_t)xp[c] - shift[c]) * sx);
+    }
+    const long fw = convert_long_rte((acc_t)WEIGHT(i) * sw);
+    for (int t = 0; t < n_models; ++t) {
+        const int m = first_model + (lid + t) % n_models;   /* distributed model order */
+        const long list = (long)leaf * all_models + m;
+        __global const int *js = cand + list * kmax;
+        const int count = cand_n[list];
+        real_t best = INFINITY;
+        int bj = js[0] - c_base;
+        for (int q = 0; q < count; ++q) {                   /* ascending indices */
+            const int j = js[q] - c_base;
+            real_t s = 0;
+            for (int c = 0; c < D; ++c) {
+                const real_t diff = xp[c] - lc[j * D + c];
+                s = fma(diff, diff, s);
+            }
+            if (s < best) {
+                best = s;
+                bj = j;
+            }
+        }
+% if mapping == "replicated":
+        for (int c = 0; c < D; ++c)
+            mine[bj * D + c] += fv[c];
+        mine[nc * D + bj] += fw;
+% else:
+        for (int c = 0; c < D; ++c)
+            atom_add(ls + bj * D + c, fv[c]);
+        atom_add(lw + bj, fw);
+% endif
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void kdtree_stats(
+    __global const real_t *restrict x,          /* n x D, rows in leaf order */
+    __global const real_t *restrict w,          /* n, leaf order (if weighted) */
+    __global const real_t *restrict centers,    /* C x D packed */
+    __global const int *restrict model_off,
+    const int first_model, const int n_models, const int all_models,
+    __global const int *restrict leaf_start,    /* n_leaves + 1 */
+    const int n_leaves, const int max_leaf,
+    __global const int *restrict cand,          /* n_leaves x all_models x kmax */
+    __global const int *restrict cand_n,        /* n_leaves x all_models */
+    const int kmax,
+    __global const acc_t *restrict shift, const acc_t sx, const acc_t sw,
+% if mapping == "replicated":
+    __global long *restrict replicas,           /* work-items x (nc * (D + 1)) */
+% else:
+    __global long *restrict sums, __global long *restrict counts,
+% endif
+    __local real_t *lc
+% if mapping != "replicated":
+    , __local long *ls, __local long *lw
+% endif
+    )
+{
+    const int lid = get_local_id(0);
+    const int g = get_group_id(0), groups = get_num_groups(0);
+    const int c_base = model_off[first_model];
+    const int nc = model_off[first_model + n_models] - c_base;
+    for (int e = lid; e < nc * D; e += WG)
+        lc[e] = centers[c_base * D + e];
+% if mapping == "replicated":
+    __global long *mine = replicas + get_global_id(0) * (long)(nc * (D + 1));
+    for (int e = 0; e < nc * (D + 1); ++e)
+        mine[e] = 0;
+% else:
+    for (int e = lid; e < nc * D; e += WG)
+        ls[e] = 0;
+    for (int e = lid; e < nc; e += WG)
+        lw[e] = 0;
+% endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+% if mapping == "distributed":
+    const long T = (long)groups * WG;
+    for (long s = get_global_id(0); s < (long)n_leaves * max_leaf; s += T) {
+        const int leaf = (int)(s % n_leaves);
+        const long i = leaf_start[leaf] + s / n_leaves;
+        if (i < leaf_start[leaf + 1])
+            point_stats(i, leaf, lid, x, w, lc, model_off, first_model, n_models, all_models,
+                        c_base, cand, cand_n, kmax, shift, sx, sw, ls, lw);
+    }
+% else:
+    for (int leaf = g; leaf < n_leaves; leaf += groups)
+        for (long i = leaf_start[leaf] + lid; i < leaf_start[leaf + 1]; i += WG)
+            point_stats(i, leaf, lid, x, w, lc, model_off, first_model, n_models, all_models,
+                        c_base, cand, cand_n, kmax, shift, sx, sw,
+  % if mapping == "replicated":
+                        mine, nc);
+  % else:
+                        ls, lw);
+  % endif
+% endif
+
+% if mapping != "replicated":
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < nc * D; e += WG)
+        if (ls[e] != 0)
+            atom_add(sums + c_base * D + e, ls[e]);
+    for (int e = lid; e < nc; e += WG)
+        if (lw[e] != 0)
+            atom_add(counts + c_base + e, lw[e]);
+% endif
+}
