@@ -1,0 +1,175 @@
+"""Hierarchical clustering on the device: scipy's three linkage algorithms.
+
+Pairs with templates/hierarchical_distances.cl.mako (the condensed distance
+matrix), hierarchical_prim.cl.mako (single linkage: Prim's MST) and
+hierarchical_linkage.cl.mako (nearest-neighbour chain for complete, average,
+weighted and ward; the generic algorithm for centroid and median).  The
+matrix stays on the device; the host enqueues steps and reads back only the
+merges (and, for the generic algorithm, a few scalars per merge).
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from . import codegen
+from .codegen import Spec
+
+# no -cl-mad-enable: scipy's formulas round after every operation, and a
+# fused multiply-add could split a tie scipy keeps
+EXACT_OPTIONS = ()
+NN_CHAIN = ("complete", "average", "weighted", "ward")
+
+
+@dataclasses.dataclass(frozen=True)
+class DistanceSpec(Spec):
+    template = "hierarchical_distances.cl.mako"
+    d: int = 1
+    metric: str = "euclidean"
+
+
+@dataclasses.dataclass(frozen=True)
+class PrimSpec(Spec):
+    template = "hierarchical_prim.cl.mako"
+    wg: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkageSpec(Spec):
+    template = "hierarchical_linkage.cl.mako"
+    method: str = "ward"
+    wg: int = 64
+
+
+_KERNELS = {}
+
+
+def _kernel(queue, spec, name):
+    key = (queue.context.int_ptr, spec, name)
+    if key not in _KERNELS:
+        _KERNELS[key] = cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)
+    return _KERNELS[key]
+
+
+class Plan:
+    """Where and how a linkage runs: queue, value type, work-group shape."""
+
+    def __init__(self, profile, dtype):
+        self.profile, self.queue, self.dtype = profile, profile.queue(), np.dtype(dtype)
+        wg = min(256, profile.work_group_size, profile.max_work_group_size)
+        self.wg = 1 << (max(1, wg).bit_length() - 1)
+        self.base = dict(dtype=self.dtype.name, acc_double=bool(profile.fp64))
+
+    def groups(self, n):
+        return max(1, min(-(-n // self.wg), 8 * self.profile.compute_units))
+
+    def launch(self, kernel, groups, local=True):
+        cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * self.wg,),
+                                   (self.wg,) if local else None)
+
+    def check_fits(self, n):
+        """MemoryError when the condensed matrix exceeds what the device holds."""
+        need = n * (n - 1) // 2 * self.dtype.itemsize
+        p = self.profile
+        for limit, what in ((p.max_alloc_size, "largest buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"),
+                            (p.memory_budget, "memory budget (global memory x memory_fraction)")):
+            if need > limit:
+                raise MemoryError(
+                    f"the condensed {self.dtype.name} distance matrix of {n} observations "
+                    f"needs {need / 2**30:.2f} GiB, beyond {p}'s {what} of "
+                    f"{limit / 2**30:.2f} GiB: use fewer observations or float32 data")
+
+
+def condensed_distances(plan, X=None, y=None, metric="euclidean"):
+    """The condensed distance matrix on the device, from observations X
+    (built by a kernel) or from a host condensed vector y; and n."""
+    q = plan.queue
+    if y is not None:
+        n = int(round((1 + np.sqrt(1 + 8 * y.shape[0])) / 2))
+        plan.check_fits(n)
+        return cla.to_device(q, np.ascontiguousarray(y, plan.dtype)), n
+    n, d = X.shape
+    plan.check_fits(n)
+    x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
+    out = cla.empty(q, max(1, n * (n - 1) // 2), plan.dtype)
+    flag = cla.zeros(q, 1, np.int32)
+    kern = _kernel(q, DistanceSpec(d=d, metric=metric, **plan.base), "condensed_distances")
+    side = 16 if plan.profile.max_work_group_size >= 256 else 8
+    edge = -(-n // side) * side
+    kern(q, (edge, edge), (side, side), x.data, np.int64(n), out.data, flag.data)
+    if flag.get(q)[0]:
+        raise ValueError("The condensed distance matrix must contain only finite values.")
+    return out, n
+
+
+def _buffers(q, **arrays):
+    return {k: cla.to_device(q, v) for k, v in arrays.items()}
+
+
+def prim_single(plan, dist, n):
+    """scipy's mst_single_linkage: (n-1, 2) point pairs and heights, in merge order."""
+    q, groups = plan.queue, plan.groups(n)
+    merged = np.zeros(n, np.uint8)
+    merged[0] = 1
+    b = _buffers(q, state=np.zeros(2, np.int32), merged=merged,
+                 best=np.full(n, np.inf, plan.dtype))
+    part_v, part_i = cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32)
+    edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
+    spec = PrimSpec(wg=plan.wg, **plan.base)
+    scan, pick = _kernel(q, spec, "prim_scan"), _kernel(q, spec, "prim_pick")
+    scan.set_args(dist.data, np.int32(n), b["state"].data, b["merged"].data, b["best"].data,
+                  part_v.data, part_i.data)
+    pick.set_args(np.int32(groups), part_v.data, part_i.data, b["state"].data,
+                  b["merged"].data, edges.data, heights.data)
+    for k in range(n - 1):
+        plan.launch(scan, groups)
+        plan.launch(pick, 1)
+        if k % 512 == 511:
+            q.flush()      # let the device start while the host enqueues the rest
+    return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
+
+
+# nn_pick's state slots (hierarchical_linkage.cl.mako)
+LEN, MERGES, DONE, STATE_SIZE = 0, 1, 8, 9
+
+
+def nn_chain(plan, dist, n, method):
+    """scipy's nn_chain: (n-1, 2) cluster pairs and heights, in merge order."""
+    q, groups = plan.queue, plan.groups(n)
+    state = np.zeros(STATE_SIZE, np.int32)
+    state[LEN] = 1                                  # the chain starts at cluster 0
+    b = _buffers(q, state=state, chain=np.zeros(n, np.int32), size=np.ones(n, np.int32))
+    part_v, part_i = cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32)
+    merge_dist = cla.zeros(q, 1, plan.dtype)
+    pairs, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
+    spec = LinkageSpec(method=method, wg=plan.wg, **plan.base)
+    scan, pick, update = (_kernel(q, spec, k) for k in ("nn_scan", "nn_pick", "nn_update"))
+    scan.set_args(dist.data, np.int32(n), b["state"].data, b["chain"].data, b["size"].data,
+                  part_v.data, part_i.data)
+    pick.set_args(np.int32(groups), np.int32(n), dist.data, part_v.data, part_i.data,
+                  b["state"].data, b["chain"].data, b["size"].data, merge_dist.data,
+                  pairs.data, heights.data)
+    update.set_args(dist.data, np.int32(n), b["state"].data, b["size"].data, merge_dist.data)
+    # a merge takes one to a few steps; steps past the last merge return at
+    # once, so the host enqueues batches and reads the done flag a batch late
+    batch = int(np.clip(n // 4, 16, 2048))
+    seen = [np.zeros(STATE_SIZE, np.int32) for _ in range(2)]
+    pending, steps = None, 0
+    while True:
+        for _ in range(batch):
+            plan.launch(scan, groups)
+            plan.launch(pick, 1)
+            plan.launch(update, groups)
+        steps += batch
+        event = cl.enqueue_copy(q, seen[steps // batch % 2], b["state"].data, is_blocking=False)
+        q.flush()
+        if pending is not None:
+            pending[0].wait()
+            if pending[1][DONE]:
+                break
+        pending = (event, seen[steps // batch % 2])
+        if steps > 6 * n + 4 * batch:
+            raise RuntimeError("nearest-neighbour chain did not finish: a device fault?")
+    event.wait()
+    return pairs.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)

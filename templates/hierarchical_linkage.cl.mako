@@ -1,0 +1,304 @@
+<%doc>
+Lance-Williams linkages on the condensed distance matrix, as scipy runs them.
+Reads spec: method (complete, average, weighted, ward, centroid, median), wg
+(work-group size, a power of two).
+
+Nearest-neighbour chain (scipy's nn_chain: complete, average, weighted, ward),
+one step = three launches, all control on the device (the host only enqueues
+steps and now and then reads a done flag):
+  nn_scan:    each work-group's (value, index) minimum of row x = chain top
+  nn_pick:    one work-group: the row minimum, scipy's preference for the
+              previous chain element; push y, or merge x and y (record Z row)
+  nn_update:  after a merge, the merged row by the Lance-Williams formula
+Generic algorithm (scipy's fast_linkage: centroid, median; the host keeps
+scipy's heap of lower bounds):
+  row_init:   every row's nearest higher-indexed neighbour (one item a row)
+  row_scan / row_pick: one row's nearest higher-indexed active neighbour
+  merge_update: the merged row, clusters' new sizes, and every lower bound
+              the new distances beat (listed for the host's heap)
+Formulas follow scipy's _hierarchy_distance_update.pxi operation by
+operation; contraction into fma is off so ties in the data stay ties.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#pragma OPENCL FP_CONTRACT OFF
+#define WG ${wg}
+/* nn-chain state slots */
+#define LEN 0
+#define MERGES 1
+#define MA 2
+#define MB 3
+#define NA 4
+#define NB 5
+#define MERGING 6
+#define FIRST 7
+#define DONE 8
+
+inline long condensed_index(const long n, const long i, const long j)
+{
+    const long a = min(i, j), b = max(i, j);
+    return n * a - a * (a + 1) / 2 + (b - a - 1);
+}
+
+inline real_t new_distance(const real_t d_xi, const real_t d_yi, const real_t d_xy,
+                           const int size_x, const int size_y, const int size_i)
+{
+% if method == "single":
+    return d_xi < d_yi ? d_xi : d_yi;
+% elif method == "complete":
+    return d_xi > d_yi ? d_xi : d_yi;
+% elif method == "average":
+    return (size_x * d_xi + size_y * d_yi) / (size_x + size_y);
+% elif method == "weighted":
+    return (real_t)0.5 * (d_xi + d_yi);
+% elif method == "centroid":
+    return sqrt((((size_x * d_xi * d_xi) + (size_y * d_yi * d_yi)) -
+                 ((real_t)((long)size_x * size_y) * d_xy * d_xy) / (size_x + size_y)) /
+                (size_x + size_y));
+% elif method == "median":
+    return sqrt((real_t)0.5 * (d_xi * d_xi + d_yi * d_yi) - (real_t)0.25 * d_xy * d_xy);
+% elif method == "ward":
+    const real_t t = (real_t)1.0 / (size_x + size_y + size_i);
+    return sqrt((size_i + size_x) * t * d_xi * d_xi + (size_i + size_y) * t * d_yi * d_yi -
+                size_i * t * d_xy * d_xy);
+% endif
+}
+
+/* (value, index) minimum of a work-group; ties to the lower index */
+inline void argmin_local(__local real_t *v, __local int *idx, const int lid)
+{
+    for (int s = WG / 2; s > 0; s >>= 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (lid < s) {
+            const real_t a = v[lid], b = v[lid + s];
+            const int ia = idx[lid], ib = idx[lid + s];
+            if (b < a || (b == a && ib < ia)) {
+                v[lid] = b;
+                idx[lid] = ib;
+            }
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* each work-group's minimum of d(x, i) over active i in [lo, n), i != x */
+inline void row_partial(__global const real_t *restrict dist, const int n, const int x,
+                        const int lo, __global const int *restrict size,
+                        __global real_t *restrict part_v, __global int *restrict part_i,
+                        __local real_t *v, __local int *idx)
+{
+    const int lid = get_local_id(0);
+    real_t mv = INFINITY;
+    int mi = 0x7fffffff;
+    for (int i = lo + get_global_id(0); i < n; i += get_global_size(0)) {
+        if (size[i] == 0 || i == x)
+            continue;
+        const real_t d = dist[condensed_index(n, x, i)];
+        if (d < mv) {            /* rows ascend: the first strict minimum */
+            mv = d;
+            mi = i;
+        }
+    }
+    v[lid] = mv;
+    idx[lid] = mi;
+    argmin_local(v, idx, lid);
+    if (lid == 0) {
+        part_v[get_group_id(0)] = v[0];
+        part_i[get_group_id(0)] = idx[0];
+    }
+}
+
+/* one work-group's reduction of the partial minima: leaves them in v[0], idx[0] */
+inline void reduce_partials(const int groups, __global const real_t *restrict part_v,
+                            __global const int *restrict part_i, __local real_t *v,
+                            __local int *idx)
+{
+    const int lid = get_local_id(0);
+    real_t mv = INFINITY;
+    int mi = 0x7fffffff;
+    for (int g = lid; g < groups; g += WG) {
+        const real_t a = part_v[g];
+        const int ia = part_i[g];
+        if (a < mv || (a == mv && ia < mi)) {
+            mv = a;
+            mi = ia;
+        }
+    }
+    v[lid] = mv;
+    idx[lid] = mi;
+    argmin_local(v, idx, lid);
+}
+
+/* ------------------------------------------------ nearest-neighbour chain */
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void nn_scan(__global const real_t *restrict dist, const int n,
+             __global const int *restrict state, __global const int *restrict chain,
+             __global const int *restrict size, __global real_t *restrict part_v,
+             __global int *restrict part_i)
+{
+    __local real_t v[WG];
+    __local int idx[WG];
+    if (state[DONE])
+        return;
+    row_partial(dist, n, chain[state[LEN] - 1], 0, size, part_v, part_i, v, idx);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void nn_pick(const int groups, const int n, __global const real_t *restrict dist,
+             __global const real_t *restrict part_v, __global const int *restrict part_i,
+             __global int *restrict state, __global int *restrict chain,
+             __global int *restrict size, __global real_t *restrict merge_dist,
+             __global int *restrict pairs, __global real_t *restrict heights)
+{
+    __local real_t v[WG];
+    __local int idx[WG];
+    if (state[DONE])
+        return;
+    reduce_partials(groups, part_v, part_i, v, idx);
+    if (get_local_id(0) != 0)
+        return;
+    int len = state[LEN];
+    const int x = chain[len - 1];
+    int y = idx[0];
+    real_t current_min = v[0];
+    if (len > 1) {
+        /* scipy starts from the previous chain element and takes only a
+           strictly smaller distance: no cycles among equal distances */
+        const int prev = chain[len - 2];
+        const real_t d_prev = dist[condensed_index(n, x, prev)];
+        if (!(current_min < d_prev)) {
+            y = prev;
+            current_min = d_prev;
+        }
+        if (y == prev) {
+            const int a = min(x, y), b = max(x, y), k = state[MERGES];
+            const int na = size[a], nb = size[b];
+            pairs[2 * k] = a;
+            pairs[2 * k + 1] = b;
+            heights[k] = current_min;
+            size[a] = 0;
+            size[b] = na + nb;
+            state[MA] = a;
+            state[MB] = b;
+            state[NA] = na;
+            state[NB] = nb;
+            merge_dist[0] = current_min;
+            state[MERGES] = k + 1;
+            len -= 2;
+            if (k + 1 == n - 1) {
+                state[DONE] = 1;
+                state[MERGING] = 0;
+                state[LEN] = len;
+                return;
+            }
+            state[MERGING] = 1;
+            if (len == 0) {     /* a new chain from the lowest active cluster */
+                int p = state[FIRST];
+                while (size[p] == 0)
+                    ++p;
+                state[FIRST] = p;
+                chain[0] = p;
+                len = 1;
+            }
+            state[LEN] = len;
+            return;
+        }
+    }
+    chain[len] = y;
+    state[LEN] = len + 1;
+    state[MERGING] = 0;
+}
+
+__kernel void nn_update(__global real_t *restrict dist, const int n,
+                        __global const int *restrict state, __global const int *restrict size,
+                        __global const real_t *restrict merge_dist)
+{
+    if (!state[MERGING])
+        return;
+    const int a = state[MA], b = state[MB], na = state[NA], nb = state[NB];
+    const real_t d_ab = merge_dist[0];
+    for (int i = get_global_id(0); i < n; i += get_global_size(0)) {
+        const int ni = size[i];
+        if (ni == 0 || i == b)
+            continue;
+        const long ib = condensed_index(n, i, b);
+        dist[ib] = new_distance(dist[condensed_index(n, i, a)], dist[ib], d_ab, na, nb, ni);
+    }
+}
+
+/* ------------------------------------------------------ generic algorithm */
+
+__kernel void row_init(__global const real_t *restrict dist, const int n,
+                       __global int *restrict neighbor, __global real_t *restrict min_dist)
+{
+    const int x = get_global_id(0);
+    if (x >= n - 1)
+        return;
+    real_t mv = INFINITY;
+    int mi = -1;
+    for (int i = x + 1; i < n; ++i) {
+        const real_t d = dist[condensed_index(n, x, i)];
+        if (d < mv) {
+            mv = d;
+            mi = i;
+        }
+    }
+    neighbor[x] = mi;
+    min_dist[x] = mv;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void row_scan(__global const real_t *restrict dist, const int n, const int x,
+              __global const int *restrict size, __global real_t *restrict part_v,
+              __global int *restrict part_i)
+{
+    __local real_t v[WG];
+    __local int idx[WG];
+    row_partial(dist, n, x, x + 1, size, part_v, part_i, v, idx);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void row_pick(const int groups, __global const real_t *restrict part_v,
+              __global const int *restrict part_i, __global real_t *restrict out_v,
+              __global int *restrict out_i)
+{
+    __local real_t v[WG];
+    __local int idx[WG];
+    reduce_partials(groups, part_v, part_i, v, idx);
+    if (get_local_id(0) == 0) {
+        out_v[0] = v[0];
+        out_i[0] = idx[0];
+    }
+}
+
+__kernel void merge_update(__global real_t *restrict dist, const int n, const int a,
+                           const int b, const int na, const int nb, const real_t d_ab,
+                           __global int *restrict size, __global real_t *restrict min_dist,
+                           __global int *restrict changed, __global int *restrict changed_i,
+                           __global real_t *restrict changed_v)
+{
+    for (int z = get_global_id(0); z < n; z += get_global_size(0)) {
+        /* only item z touches size[z]: the merged pair's sizes change here */
+        if (z == a) {
+            size[a] = 0;
+            continue;
+        }
+        if (z == b) {
+            size[b] = na + nb;
+            continue;
+        }
+        const int nz = size[z];
+        if (nz == 0)
+            continue;
+        const long zb = condensed_index(n, z, b);
+        const real_t d = new_distance(dist[condensed_index(n, z, a)], dist[zb], d_ab,
+                                      na, nb, nz);
+        dist[zb] = d;
+        if (z < b && d < min_dist[z]) {
+            min_dist[z] = d;
+            const int slot = atomic_inc(changed);
+            changed_i[slot] = z;
+            changed_v[slot] = d;
+        }
+    }
+}
