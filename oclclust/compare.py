@@ -1,0 +1,345 @@
+"""Strategy benchmark: ``python -m oclclust.compare`` times ensemble k-means
+statistics passes -- task / data / concatenated parallelism and the KD-tree
+leaf mappings (direct / distributed / replicated) -- on every selected device
+for a sweep of models M, dimensions d, sizes N and cluster counts K, as in
+Ravunnikutty et al., "Ensemble K-means on multi-core architectures".
+
+A measurement is the paper's loop: ``iters`` iterations of the statistics
+pass of all M models plus the model update on the host (KD-tree: the leaf ->
+candidate mapping too), after one untimed warm-up iteration; data upload and
+tree build are outside the timing.  Reported per run: seconds per iteration,
+effective GB/s of data read (the rows read by the pass: M times for task and
+data parallelism, once per model tile for concatenated), speedup over task
+parallelism and, for the KD-tree, the fraction of centroid comparisons kept.
+"""
+import argparse
+import csv
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+BRUTE = ("task", "data", "concatenated")
+MAPPINGS = ("direct", "distributed", "replicated")
+
+
+def make_blobs(n, d, k, seed=0):
+    """shared/bench/baselines.py's generator: centres uniform in [-10, 10]^d,
+    N(0, I) noise, shuffled, float32."""
+    rng = np.random.default_rng(seed)
+    centres = rng.uniform(-10, 10, size=(k, d))
+    X = centres[rng.integers(0, k, n)] + rng.standard_normal((n, d))
+    return X[rng.permutation(n)].astype(np.float32)
+
+
+class Progress:
+    """tqdm when installed, else one updating stderr line."""
+
+    def __init__(self, total, quiet=False):
+        self.total, self.done, self.quiet, self.bar = total, 0, quiet, None
+        if not quiet:
+            try:
+                from tqdm import tqdm
+                self.bar = tqdm(total=total, file=sys.stderr, leave=False)
+            except ImportError:
+                pass
+
+    def step(self, label):
+        self.done += 1
+        if self.bar is not None:
+            self.bar.set_description(label[:40])
+            self.bar.update()
+        elif not self.quiet:
+            print(f"\r[{self.done}/{self.total}] {label[:60]:60s}", end="", file=sys.stderr,
+                  flush=True)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+        elif not self.quiet:
+            print(file=sys.stderr)
+
+
+def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0):
+    """(seconds per iteration, data reads per pass, kept fraction) of one setting."""
+    from .ensemble import ShardedEnsemble, data_moments, fixed_point
+    from .ensemble_pass import model_tiles, pack
+    from .manager import DeviceManager
+    data = DeviceManager([profile]).scatter(X, None)
+    try:
+        host_w = np.ones(len(X), X.dtype)
+        mean = data_moments(data)[0]
+        engine = ShardedEnsemble(data, fixed_point(data, host_w, mean), [K] * M, strategy,
+                                 kdtree, leaf_size=leaf_size)
+        engine.prepare()
+        rng = np.random.default_rng(seed)
+        centers = [X[rng.choice(len(X), K, replace=False)].astype(np.float64)
+                   for _ in range(M)]
+
+        def iteration(centers):
+            out = []
+            for c, (sums, weights) in zip(centers, engine.stats(centers)):
+                out.append(np.where(weights[:, None] > 0,
+                                    sums / np.where(weights > 0, weights, 1)[:, None], c))
+            return out
+        centers = iteration(centers)        # warm-up: kernels built, buffers allocated
+        start = time.perf_counter()
+        for _ in range(iters):
+            centers = iteration(centers)
+        seconds = (time.perf_counter() - start) / iters
+        chunk = data.chunks[0]
+        if kdtree:
+            reads, kept = 1, chunk.state["ensemble"].pruned_fraction
+        elif strategy == "concatenated":
+            _, off = pack(centers, X.dtype)
+            reads = len(model_tiles(off, profile.local_memory_budget, X.shape[1],
+                                    X.dtype.itemsize))
+            kept = 1.0
+        else:
+            reads, kept = M, 1.0
+        return seconds, reads, kept
+    finally:
+        data.close()
+
+
+def baseline_runs(X, M, K, iters, seed=0):
+    """scikit-learn (and faiss) fitting the M models one after another."""
+    out = []
+    rng = np.random.default_rng(seed)
+    inits = [X[rng.choice(len(X), K, replace=False)] for _ in range(M)]
+    try:
+        from sklearn.cluster import KMeans
+        start = time.perf_counter()
+        for c in inits:
+            KMeans(K, init=c, n_init=1, max_iter=iters, tol=0, algorithm="lloyd").fit(X)
+        out.append(("sklearn", (time.perf_counter() - start) / iters))
+    except ImportError:
+        pass
+    try:
+        import faiss
+        start = time.perf_counter()
+        for c in inits:
+            km = faiss.Kmeans(X.shape[1], K, niter=iters, max_points_per_centroid=len(X))
+            km.train(X, init_centroids=np.ascontiguousarray(c, np.float32))
+        out.append(("faiss", (time.perf_counter() - start) / iters))
+    except ImportError:
+        pass
+    return out
+
+
+def settings(args):
+    """Every (sweep, n, k, d, M, strategy, kdtree) to run, in order."""
+    runs = []
+    for n in args.n:
+        for k in args.k:
+            for d in args.d:
+                for M in args.models:
+                    runs += [("models", n, k, d, M, s, None) for s in args.strategies]
+                    runs += [("models", n, k, d, M, "concatenated", m) for m in args.kdtree]
+            for d in args.kd_d:
+                for m in [None] + list(args.kdtree):
+                    runs.append(("dims", n, k, d, args.kd_models, "concatenated", m))
+    return runs
+
+
+def run(args):
+    from .devices import select_devices
+    profiles = select_devices(args.devices)
+    runs = settings(args)
+    progress = Progress(len(runs) * len(profiles), args.no_progress)
+    records, cache = [], {}
+    for profile in profiles:
+        for sweep, n, k, d, M, strategy, kdtree in runs:
+            key = (str(profile), n, k, d, M, strategy, kdtree)
+            label = f"{profile.name[:12]} {sweep} N={n} d={d} M={M} {kdtree or strategy}"
+            progress.step(label)
+            if key in cache:
+                rec = dict(cache[key], sweep=sweep)
+            else:
+                X = make_blobs(n, d, k, args.seed)
+                seconds, reads, kept = time_run(profile, X, M, k, strategy, kdtree,
+                                                args.iters, args.leaf_size, args.seed)
+                rec = dict(sweep=sweep, device=str(profile), n=n, k=k, d=d, models=M,
+                           strategy=strategy, kdtree=kdtree or "none", iters=args.iters,
+                           seconds_per_iter=seconds,
+                           gb_per_s=reads * X.nbytes / seconds / 1e9, kept=kept)
+                cache[key] = rec
+            records.append(rec)
+        if args.baselines:
+            for n in args.n:
+                for k in args.k:
+                    for d in args.d:
+                        X = make_blobs(n, d, k, args.seed)
+                        for M in args.models:
+                            for lib, seconds in baseline_runs(X, M, k, args.iters, args.seed):
+                                records.append(dict(
+                                    sweep="baseline", device=f"{lib} (host)", n=n, k=k, d=d,
+                                    models=M, strategy=lib, kdtree="none", iters=args.iters,
+                                    seconds_per_iter=seconds,
+                                    gb_per_s=M * X.nbytes / seconds / 1e9, kept=1.0))
+            args.baselines = False          # host libraries: once, not per device
+    progress.close()
+    add_speedups(records)
+    return records
+
+
+def add_speedups(records):
+    """speedup = task parallelism's time at the same point / this time."""
+    task = {(r["device"], r["n"], r["k"], r["d"], r["models"]): r["seconds_per_iter"]
+            for r in records if r["strategy"] == "task" and r["kdtree"] == "none"}
+    for r in records:
+        t = task.get((r["device"], r["n"], r["k"], r["d"], r["models"]))
+        r["speedup_vs_task"] = None if t is None else t / r["seconds_per_iter"]
+
+
+def table(records):
+    head = (f"{'device':34s} {'sweep':8s} {'N':>8s} {'K':>3s} {'d':>3s} {'M':>3s} "
+            f"{'variant':20s} {'s/iter':>9s} {'GB/s':>7s} {'vs TP':>6s} {'kept':>5s}")
+    lines = [head, "-" * len(head)]
+    for r in records:
+        variant = r["strategy"] if r["kdtree"] == "none" else f"kdtree-{r['kdtree']}"
+        sp = "" if r["speedup_vs_task"] is None else f"{r['speedup_vs_task']:.2f}"
+        lines.append(f"{r['device'][:34]:34s} {r['sweep']:8s} {r['n']:8d} {r['k']:3d} "
+                     f"{r['d']:3d} {r['models']:3d} {variant:20s} {r['seconds_per_iter']:9.5f} "
+                     f"{r['gb_per_s']:7.2f} {sp:>6s} {r['kept']:5.2f}")
+    return "\n".join(lines)
+
+
+def write(records, out, args):
+    os.makedirs(out, exist_ok=True)
+    meta = dict(argv=sys.argv[1:], host=platform.node(), python=platform.python_version(),
+                time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), iters=args.iters)
+    with open(os.path.join(out, "compare.json"), "w") as fh:
+        json.dump({"meta": meta, "records": records}, fh, indent=1)
+    with open(os.path.join(out, "compare.csv"), "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(records[0]))
+        writer.writeheader()
+        writer.writerows(records)
+    return plot(records, out)
+
+
+def plot(records, out):
+    """The paper's figures as PNGs (with matplotlib): time vs models for
+    TP/DP/CP per device, the three KD-tree mappings vs models, KD-tree vs
+    brute force over d.  Returns the files written."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no figures", file=sys.stderr)
+        return []
+    files = []
+
+    def save(fig, ax, name, title, xlabel):
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("seconds per iteration")
+        ax.set_yscale("log")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(out, name)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        files.append(path)
+
+    models = [r for r in records if r["sweep"] == "models"]
+    for i, dev in enumerate(sorted({r["device"] for r in models})):
+        for n, k, d in sorted({(r["n"], r["k"], r["d"]) for r in models if r["device"] == dev}):
+            mine = [r for r in models if (r["device"], r["n"], r["k"], r["d"]) == (dev, n, k, d)]
+            for kind, wanted in (("strategies", lambda r: r["kdtree"] == "none"),
+                                 ("kdtree", lambda r: r["kdtree"] != "none"
+                                  or r["strategy"] == "concatenated")):
+                fig, ax = plt.subplots(figsize=(5, 3.6))
+                lines = {}
+                for r in filter(wanted, mine):
+                    name = r["strategy"] if r["kdtree"] == "none" else f"kdtree {r['kdtree']}"
+                    lines.setdefault(name, []).append((r["models"], r["seconds_per_iter"]))
+                for name, pts in lines.items():
+                    ax.plot(*zip(*sorted(pts)), marker="o", label=name)
+                save(fig, ax, f"{kind}_dev{i}_n{n}_k{k}_d{d}.png",
+                     f"{dev}\nN={n} K={k} d={d}", "models M")
+    dims = [r for r in records if r["sweep"] == "dims"]
+    for i, dev in enumerate(sorted({r["device"] for r in dims})):
+        for n, k, M in sorted({(r["n"], r["k"], r["models"]) for r in dims
+                               if r["device"] == dev}):
+            fig, ax = plt.subplots(figsize=(5, 3.6))
+            lines = {}
+            for r in dims:
+                if (r["device"], r["n"], r["k"], r["models"]) == (dev, n, k, M):
+                    name = "brute force (CP)" if r["kdtree"] == "none" else f"kdtree {r['kdtree']}"
+                    lines.setdefault(name, []).append((r["d"], r["seconds_per_iter"]))
+            for name, pts in lines.items():
+                ax.plot(*zip(*sorted(pts)), marker="o", label=name)
+            save(fig, ax, f"kdtree_vs_brute_dev{i}_n{n}_k{k}_m{M}.png",
+                 f"{dev}\nN={n} K={k} M={M}", "dimensions d")
+    return files
+
+
+QUICK = dict(n=[20000], k=[10], models=[1, 4, 8], d=[2], kd_d=[2, 8], kd_models=4, iters=3)
+FULL = dict(n=[1000000], k=[10], models=[1, 2, 4, 8, 16, 32], d=[2], kd_d=[2, 4, 8, 16, 32],
+            kd_models=10, iters=10)
+
+
+def parser():
+    ap = argparse.ArgumentParser(
+        prog="python -m oclclust.compare", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--devices", default="all",
+                    help="devices to time: 'all', 'cpu', 'gpu', or comma-separated "
+                         "platform/device name substrings (e.g. NVIDIA)")
+    ap.add_argument("--n", type=int, nargs="+", help=f"data sizes N (default {FULL['n']})")
+    ap.add_argument("--k", type=int, nargs="+", help=f"clusters per model K ({FULL['k']})")
+    ap.add_argument("--models", type=int, nargs="+",
+                    help=f"ensemble sizes M of the strategy sweep ({FULL['models']})")
+    ap.add_argument("--d", type=int, nargs="+",
+                    help=f"dimensions of the strategy sweep ({FULL['d']})")
+    ap.add_argument("--kd-d", type=int, nargs="*",
+                    help=f"dimensions of the KD-tree vs brute-force sweep ({FULL['kd_d']}; "
+                         "none: skip it)")
+    ap.add_argument("--kd-models", type=int,
+                    help=f"models M of the KD-tree vs brute-force sweep ({FULL['kd_models']})")
+    ap.add_argument("--iters", type=int, help=f"timed iterations ({FULL['iters']})")
+    ap.add_argument("--strategies", nargs="*", choices=BRUTE, default=list(BRUTE),
+                    help="brute-force strategies to time")
+    ap.add_argument("--kdtree", nargs="*", choices=MAPPINGS, default=list(MAPPINGS),
+                    help="KD-tree leaf mappings to time (none: no KD-tree runs)")
+    ap.add_argument("--leaf-size", type=int, default=None,
+                    help="KD-tree leaf size (default: the device profile's)")
+    ap.add_argument("--seed", type=int, default=0, help="data and init seed")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"small CI sweep, under a minute on 2 CPU cores ({QUICK}); "
+                         "explicit flags still win; devices default to the first CPU")
+    ap.add_argument("--baselines", action="store_true",
+                    help="also time scikit-learn / faiss (where installed) fitting the M "
+                         "models one after another on the host")
+    ap.add_argument("--out", help="directory for compare.json, compare.csv and PNG figures")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return ap
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    defaults = QUICK if args.quick else FULL
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.quick and args.devices == "all":
+        from .devices import select_devices
+        args.devices = [select_devices("cpu")[0]]
+    records = run(args)
+    print(table(records))
+    if args.out:
+        for path in write(records, args.out, args):
+            print(f"figure: {path}")
+        print(f"results: {os.path.join(args.out, 'compare.json')}, "
+              f"{os.path.join(args.out, 'compare.csv')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
