@@ -45,13 +45,15 @@ class CMeansSpec(Spec):
     wg: int = 1
     p: int = 1
     xs: int = 1
-    cs: int = 1
+    ps: int = 1
     stage_centers: bool = True
     cchunk: int = 1
     local_u: bool = True
     stage_point: bool = True
     acc_private: bool = True
-    q: int = 1
+    kb: int = 1
+    kw: int = 1
+    qs: int = 1
     update: bool = True
     write_u: bool = False
     weighted: bool = False
@@ -60,13 +62,27 @@ class CMeansSpec(Spec):
     def local_bytes(self):
         item, acc = np.dtype(self.dtype).itemsize, 8 if self.acc_double else 4
         reals = self.p * self.xs + self.p + 2 * self.wg
-        reals += self.p * self.cs if self.local_u else 0
+        reals += self.c * self.ps if self.local_u else 0
         reals += self.cchunk * self.d if self.stage_centers else 0
         return reals * item + self.wg * acc
 
 
 def _odd(v):
     return v if v % 2 else v + 1
+
+
+def column_blocks(c, d, wg):
+    """(kb, kw, qs): the d + 1 statistics of a centre in kb blocks of kw
+    columns, so that the c * kb (centre, block) slots keep the wg work-items
+    evenly busy with the fewest accumulators each (qs slots, qs * kw sums)."""
+    best = None
+    for kw in range(1, d + 2):
+        kb = -(-(d + 1) // kw)
+        qs = -(-c * kb // wg)
+        cost = (qs * kw, kb)         # work per item, then fewer blocks
+        if best is None or cost < best[0]:
+            best = cost, (kb, kw, qs)
+    return best[1]
 
 
 def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
@@ -77,11 +93,12 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
     item = np.dtype(dtype).itemsize
     wg = 1 << (max(1, min(profile.work_group_size, profile.max_work_group_size)).bit_length() - 1)
     while True:
-        q = -(-c * (d + 1) // wg)
-        acc_words = 2 * q          # a double, or a Kahan pair of floats
+        kb, kw, qs = column_blocks(c, d, wg)
+        acc_words = 2 * qs * kw    # a double, or a Kahan pair of floats
         acc_private = update and acc_words <= profile.private_floats // 2
         base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, c=c, wg=wg,
-                    xs=_odd(d + 1), cs=_odd(c), q=q, update=update, write_u=write_u,
+                    xs=_odd(max(d + 1, kb * kw)), kb=kb, kw=kw, qs=qs,
+                    update=update, write_u=write_u,
                     weighted=weighted, m_two=m_two, acc_private=acc_private,
                     stage_point=d + (acc_words if acc_private else 0) <= profile.private_floats)
         tiles = [p for p in (1 << s for s in range(wg.bit_length() - 1, -1, -1))]
@@ -91,8 +108,8 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
                     for p in tiles:
                         if p < least:
                             continue
-                        spec = CMeansSpec(p=p, local_u=local_u, stage_centers=stage != "none",
-                                          cchunk=c, **base)
+                        spec = CMeansSpec(p=p, ps=_odd(p), local_u=local_u,
+                                          stage_centers=stage != "none", cchunk=c, **base)
                         if stage == "chunk":
                             spare = profile.local_memory_budget - spec.local_bytes() + \
                                 c * d * item
@@ -147,7 +164,7 @@ class CMeansPass:
         self.part_obj = cla.empty(q, self.groups, acc_dtype(part.acc_double))
         self.part_flags = cla.empty(q, self.groups, np.int32)
         self.scratch = (None if self.spec.local_u else
-                        cla.empty(q, self.groups * self.spec.p * self.spec.cs, part.dtype))
+                        cla.empty(q, self.groups * c * self.spec.ps, part.dtype))
         self.centers = cla.empty(q, c * part.d, part.dtype)
         self.u = cla.empty(q, part.n * c, part.dtype) if write_u else None
 

@@ -8,14 +8,17 @@ denominators sum_i w_i u_ij^m of eq. 2 (no n x c matrix anywhere), or, with
 the objective J_m = sum_i w_i sum_j u_ij^m d_ij^2 of the pass's centres.
 
 Reads spec: d, c, wg, p (rows per tile; wg / p work-items share a row, each
-scoring every (wg/p)-th centre), xs, cs (odd row strides of the tile's rows
-and memberships in local memory: no bank conflicts), stage_centers (centres
-in local memory, cchunk at a time; cchunk == c: staged once), cchunk,
-local_u (tile memberships in local memory, else in a per-group global
-scratch slab), stage_point (a row in private memory while it is scored),
-acc_private (each work-item keeps its q statistics in registers across
-tiles, else in the group's global slab), q, update, write_u, weighted, m_two
-(m == 2: no pow).
+scoring every (wg/p)-th centre), xs, ps (odd strides of the tile's rows and
+of its memberships, stored centre-major, in local memory: no bank
+conflicts), stage_centers (centres in local memory, cchunk at a time;
+cchunk == c: staged once), cchunk, local_u (tile memberships in local
+memory, else in a per-group global scratch slab), stage_point (a row in
+private memory while it is scored), kb, kw (the statistics of a centre, d
+sums and the denominator, in kb blocks of kw columns: a work-item owns
+"slots" (centre, block), consecutive work-items consecutive centres), qs
+(slots per work-item), acc_private (each work-item keeps its qs * kw
+statistics in registers across tiles, else in the group's global slab),
+update, write_u, weighted, m_two (m == 2: no pow).
 
 Numerics.  Distances are sums of squared differences (no ||x||^2 - 2x.c +
 ||c||^2 cancellation), so a row that coincides with a centre has distance
@@ -39,10 +42,14 @@ not depend on scheduling.
 #define WG ${wg}
 #define P ${p}
 #define G (WG / P)                  /* work-items per row */
-#define XS ${xs}
-#define CS ${cs}
+#define XS ${xs}                    /* >= KB * KW */
+#define PS ${ps}
 #define CCH ${cchunk}
-#define Q ${q}                      /* statistics per work-item: ceil(S / WG) */
+#define KB ${kb}
+#define KW ${kw}
+#define SLOTS (C * KB)
+#define QS ${qs}                    /* ceil(SLOTS / WG) */
+#define QA (QS * KW)                /* accumulators per work-item */
 % if weighted:
 #define WEIGHT(i) w[i]
 % else:
@@ -63,7 +70,7 @@ not depend on scheduling.
 % else:
 #define U_FENCE (CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 % endif
-#define DT(row, j) dt[(row) * CS + (j)]
+#define DT(row, j) dt[(j) * PS + (row)]
 % if m_two:
 #define RATIO_POW(v) (v)                    /* (dmin/d)^(1/(m-1)), m = 2 */
 #define U_POW(v) ((v) * (v))                /* u^m */
@@ -84,7 +91,7 @@ void cmeans_pass(
     __global acc_t *restrict part_stats,        /* groups x S (x2 if Kahan) (update) */
     __global acc_t *restrict part_obj,          /* groups */
     __global int *restrict part_flags,          /* groups: non-finite distances */
-    __global real_t *restrict scratch,          /* groups x P x CS (not local_u) */
+    __global real_t *restrict scratch,          /* groups x C x PS (not local_u) */
     const long tiles_per_group)
 {
     const int lid = get_local_id(0);
@@ -95,39 +102,47 @@ void cmeans_pass(
     __local real_t part_min[WG], part_sum[WG];  /* each work-item's share of a row */
     __local acc_t scratch_acc[WG];
 % if local_u:
-    __local real_t dt[P * CS];
+    __local real_t dt[C * PS];
 % else:
-    __global real_t *dt = scratch + g * (P * CS);
+    __global real_t *dt = scratch + g * (C * PS);
 % endif
 % if stage_centers:
     __local real_t lc[CCH * D];
 % endif
 % if update:
   % if acc_private:
-    acc_t acc[Q];
+    acc_t acc[QA];
     #pragma unroll
-    for (int q = 0; q < Q; ++q)
-        acc[q] = 0;
+    for (int a = 0; a < QA; ++a)
+        acc[a] = 0;
     % if not acc_double:
-    acc_t comp[Q];
+    acc_t comp[QA];
     #pragma unroll
-    for (int q = 0; q < Q; ++q)
-        comp[q] = 0;
+    for (int a = 0; a < QA; ++a)
+        comp[a] = 0;
     % endif
   % else:
-    /* the group's slab; entry e is owned by work-item e % WG throughout */
+    /* the group's slab; each entry has one owner work-item throughout */
     __global acc_t *slab = part_stats + g * S;
-    for (int e = lid; e < S; e += WG) {
-        slab[e] = 0;
+    for (int slot = lid; slot < SLOTS; slot += WG) {
+        const int j = slot % C, k0 = (slot / C) * KW;
+        for (int kk = 0; kk < KW && k0 + kk < DA; ++kk) {
+            slab[j * DA + k0 + kk] = 0;
     % if not acc_double:
-        slab[groups * S + e] = 0;
+            slab[groups * S + j * DA + k0 + kk] = 0;
     % endif
+        }
     }
   % endif
 % endif
 % if stage_centers and cchunk >= c:
     for (int e = lid; e < C * D; e += WG)      /* all centres, once */
         lc[e] = centers[e];
+% endif
+% if xs > d + 1:
+    /* padding columns of the tile rows (read by the last column block) */
+    for (int e = lid; e < P * (XS - DA); e += WG)
+        xt[(e / (XS - DA)) * XS + DA + e % (XS - DA)] = 0;
 % endif
     acc_t obj = 0;
     int bad = 0;
@@ -217,39 +232,55 @@ void cmeans_pass(
 % endif
 % if update:
         barrier(U_FENCE);
-        /* 4. statistic e = (centre j, column k): the tile's sum of u^m x_k, in
-         * row order, added to the owner's accumulator */
+        /* 4. slot (centre j, columns k0..k0+KW): the tile's sums of u^m x_k,
+         * in row order, added to the owner's accumulators */
         #pragma unroll
-        for (int q = 0; q < Q; ++q) {
-            const int e = lid + q * WG;
-            if (e < S) {
-                const int j = e / DA, k = e - j * DA;
-                real_t sum = 0;
-                for (int rr = 0; rr < P; ++rr)
-                    sum = fma(DT(rr, j), xt[rr * XS + k], sum);
+        for (int q = 0; q < QS; ++q) {
+            const int slot = lid + q * WG;
+            if (slot < SLOTS) {
+                const int j = slot % C, k0 = (slot / C) * KW;
+                real_t sum[KW];
+                #pragma unroll
+                for (int kk = 0; kk < KW; ++kk)
+                    sum[kk] = 0;
+                for (int rr = 0; rr < P; ++rr) {
+                    const real_t um = DT(rr, j);
+                    #pragma unroll
+                    for (int kk = 0; kk < KW; ++kk)
+                        sum[kk] = fma(um, xt[rr * XS + k0 + kk], sum[kk]);
+                }
+                #pragma unroll
+                for (int kk = 0; kk < KW; ++kk) {
+                    if (k0 + kk >= DA)
+                        break;
   % if not acc_private:
-                acc_add_global(slab, e, groups * S, (acc_t)sum);
+                    acc_add_global(slab, (long)j * DA + k0 + kk, groups * S, (acc_t)sum[kk]);
   % elif acc_double:
-                acc[q] += (acc_t)sum;
+                    acc[q * KW + kk] += (acc_t)sum[kk];
   % else:
-                const float y = sum - comp[q];
-                const float tot = acc[q] + y;
-                comp[q] = (tot - acc[q]) - y;
-                acc[q] = tot;
+                    const int a = q * KW + kk;
+                    const float y = sum[kk] - comp[a];
+                    const float tot = acc[a] + y;
+                    comp[a] = (tot - acc[a]) - y;
+                    acc[a] = tot;
   % endif
+                }
             }
         }
 % endif
     }
 % if update and acc_private:
     #pragma unroll
-    for (int q = 0; q < Q; ++q) {
-        const int e = lid + q * WG;
-        if (e < S) {
-            part_stats[g * S + e] = acc[q];
+    for (int q = 0; q < QS; ++q) {
+        const int slot = lid + q * WG;
+        if (slot < SLOTS) {
+            const int j = slot % C, k0 = (slot / C) * KW;
+            for (int kk = 0; kk < KW && k0 + kk < DA; ++kk) {
+                part_stats[g * S + j * DA + k0 + kk] = acc[q * KW + kk];
   % if not acc_double:
-            part_stats[(groups + g) * S + e] = comp[q];
+                part_stats[(groups + g) * S + j * DA + k0 + kk] = comp[q * KW + kk];
   % endif
+            }
         }
     }
 % endif
