@@ -77,7 +77,10 @@ def load_model(path):
     """The estimator saved in *path*, ready to predict."""
     import importlib
     try:
-        with np.load(path, allow_pickle=False) as npz:
+        npz = np.load(path, allow_pickle=False)
+        if not isinstance(npz, np.lib.npyio.NpzFile):
+            raise ValueError("a single array (.npy), not an .npz archive")
+        with npz:
             files = {k: npz[k] for k in npz.files}
     except (OSError, ValueError, EOFError) as exc:
         raise ModelFileError(f"{path}: not a readable .npz model file ({exc})") from exc

@@ -144,6 +144,8 @@ def joined_fit_data(estimator, X, sample_weight, calibration=None):
         data = fit_data(estimator, X, sample_weight, calibration)
         return data, Ranks(None, data[0].n, data[0].d, data[0].dtype)
     data, error, shape = None, None, (0, 0, "float64")
+    if comm.Get_size() > 1:
+        local_rank(comm)   # collective: here, where every rank passes
     try:
         data = fit_data(estimator, X, sample_weight, calibration)
         shape = (data[0].n, data[0].d, data[0].dtype)
@@ -246,14 +248,20 @@ def world():
     return MPI.COMM_WORLD
 
 
+_LOCAL = {}
+
+
 def local_rank(comm):
-    """(this rank's index among the ranks of its host, their number)."""
-    from mpi4py import MPI
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        return node.Get_rank(), node.Get_size()
-    finally:
+    """(this rank's index among the ranks of its host, their number).
+    Collective the first time for a communicator (then remembered): a fit
+    asks before anything can fail on one rank and not on the others."""
+    key = comm.py2f()
+    if key not in _LOCAL:
+        from mpi4py import MPI
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        _LOCAL[key] = node.Get_rank(), node.Get_size()
         node.Free()
+    return _LOCAL[key]
 
 
 def bind_devices(profiles, comm):

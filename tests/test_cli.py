@@ -131,3 +131,38 @@ def test_make_blobs_shape_and_seed():
     assert c.shape == (4, 3) and set(np.unique(y)) <= set(range(4))
     X2, y2, _ = make_blobs(100, 3, 4, seed=1)
     assert np.array_equal(X, X2) and np.array_equal(y, y2)
+
+
+def test_fit_then_predict_round_trip(devices, tmp_path):
+    X = make_blobs(300, 3, 4, seed=1)[0]
+    np.save(tmp_path / "x.npy", X)
+    platform = devices[0].platform
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-k", "4", "--random-state", "0",
+                   "--devices", platform, "--out", str(tmp_path / "m.npz"),
+                   "--labels", str(tmp_path / "fit.csv"))
+    assert proc.returncode == 0, proc.stderr
+    assert "KMeans" in proc.stdout and "model written" in proc.stdout
+    proc = run_cli("predict", str(tmp_path / "m.npz"), str(tmp_path / "x.npy"),
+                   "--devices", platform, "--labels", str(tmp_path / "pred.npy"))
+    assert proc.returncode == 0, proc.stderr
+    fitted = np.loadtxt(tmp_path / "fit.csv", dtype=np.int64)
+    assert (np.load(tmp_path / "pred.npy") == fitted).all()
+    ref = oc.KMeans(n_clusters=4, random_state=0, devices=devices).fit(X)
+    assert (fitted == ref.labels_).all()
+
+
+@pytest.mark.parametrize("args,status,message", [
+    (["fit", "{x}"], 2, "-k is needed"),
+    (["fit", "{x}", "-k", "2", "--linkage", "ward"], 2, "does not apply to --algorithm kmeans"),
+    (["fit", "{bad}", "-k", "2"], 1, "bad.npy: not a valid .npy"),
+    (["fit", "{x}", "-k", "999"], 1, "should be >= n_clusters=999"),
+    (["predict", "{x}", "{x}"], 1, "not a readable .npz model"),
+])
+def test_fit_mistakes_give_one_line(args, status, message, devices, tmp_path):
+    np.save(tmp_path / "x.npy", make_blobs(40, 2, 2)[0])
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY garbage")
+    args = [a.format(x=tmp_path / "x.npy", bad=tmp_path / "bad.npy") for a in args]
+    proc = run_cli(*args, "--devices", devices[0].platform)
+    assert proc.returncode == status, proc.stderr
+    assert "Traceback" not in proc.stderr and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
