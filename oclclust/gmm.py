@@ -90,21 +90,24 @@ def _estep_specs(profile, dtype, d, full, store_resp):
 
 
 def _mstep_specs(profile, dtype, d, full):
-    item = np.dtype(dtype).itemsize
+    """GPUs: ~64 work-items, each a small register block (2 tb local reads
+    feed tb^2 fmas).  CPUs: few work-items with large blocks and long tiles
+    (measured on 2 EPYC cores, d=8..24: 1.5-3x faster than the GPU shape)."""
     limit = min(profile.max_work_group_size, 256)
-    target = 64 if limit >= 64 else limit
+    cpu = profile.type == "cpu"
+    target = 4 if cpu else min(64, limit)
     if full:
-        tb = max(1, -(-d // 8))
+        tb = min(d, 8) if cpu else max(1, -(-d // 8))
         while -(-d // tb) ** 2 > limit:
             tb += 1
         nb = -(-d // tb)
         nblk = nb * nb
     else:
-        tb = max(1, -(-d // target))
+        tb = min(d, 8) if cpu else max(1, -(-d // target))
         nb = -(-d // tb)
         nblk = nb
     reps = max(1, target // nblk)
-    for tile in (64, 16, 4, 1):
+    for tile in ((256, 64, 16, 4, 1) if cpu else (64, 16, 4, 1)):
         spec = MStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
                          wg=reps * nblk, tb=tb, nb=nb, reps=reps, tile=tile, full=full)
         if spec.local_bytes() <= profile.local_memory_budget:

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Time oclclust's GaussianMixture EM against scikit-learn's, per iteration.
+
+Same data, same initial parameters, a fixed number of EM iterations (tol=0)
+for both: the data come from make_blobs of ../shared/bench/baselines.py (an
+identical copy in bench/_data.py where it is absent) and the start is the
+baselines' gmm_init: equal weights, means = the first K points, identity
+precisions.  scikit-learn runs --sk-iters iterations (it is slow: 70 s per
+iteration with full covariance on the GPU host's 16 cores), on a float64
+copy of the data by default (--sk-dtype), as ../shared/bench/gpu_host_anchors.py
+timed it; oclclust runs --iters iterations in --dtype (float32 default).
+
+    s/iter  = wall seconds of one fit / iterations (upload and host M step inside)
+    EM s/it = (fit with --iters - fit with 1 iteration) / (--iters - 1): the
+              steady per-iteration cost without the upload and set-up
+    speedup = scikit-learn s/iter / oclclust's
+
+Every oclclust configuration is fitted once untimed first (kernel builds).
+oclclust is also run for --sk-iters iterations: its lower bound is printed
+beside scikit-learn's (they should agree to ~1e-5 relative).
+
+    python bench/gmm.py                                   # 1M x 24, K=100, full and diag
+    python bench/gmm.py --quick                           # small, for CI
+    python3 bench/gmm.py --devices NVIDIA                 # on the GPU host
+"""
+import argparse
+import importlib.util
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEFAULT_BASELINES = REPO.parent / "shared" / "bench" / "baselines.py"
+# ../shared/bench/gpu_host_anchors.py on the GPU host (16 cores): s/iteration
+ANCHORS = {"full": 70.0, "diag": 11.1}
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_blobs_fn(path):
+    if Path(path).is_file():
+        try:
+            return _load(path, "_gmm_bench_baselines").make_blobs
+        except Exception as exc:   # a broken or foreign file: say so, use the copy
+            print(f"bench: cannot use {path} ({exc}); using bench/_data.py", file=sys.stderr)
+    return _load(HERE / "_data.py", "_gmm_bench_data").make_blobs
+
+
+def gmm_init(X, K, covariance_type):
+    """baselines.py's fixed start: weights 1/K, means = first K points, precision I."""
+    d = X.shape[1]
+    precisions = (np.broadcast_to(np.eye(d), (K, d, d)).copy() if covariance_type == "full"
+                  else np.ones((K, d)))
+    return np.full(K, 1.0 / K), np.array(X[:K], dtype=np.float64), precisions
+
+
+def import_oclclust():
+    try:
+        import oclclust
+    except ImportError:
+        sys.path.insert(0, str(REPO))
+        import oclclust
+    return oclclust
+
+
+def fit(cls, X, iters, cov, init, **kw):
+    w0, m0, p0 = init
+    gm = cls(n_components=len(w0), covariance_type=cov, tol=0.0, max_iter=iters,
+             weights_init=w0, means_init=m0, precisions_init=p0, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # ConvergenceWarning: tol=0 never converges
+        start = time.perf_counter()
+        gm.fit(X)
+        return time.perf_counter() - start, gm
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--devices", default=None, help="oclclust devices (default: all / "
+                    "$OCLCLUST_DEVICES), e.g. NVIDIA, cpu, 'Intel(R) OpenCL'")
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--d", type=int, default=24)
+    ap.add_argument("--k", type=int, default=100)
+    ap.add_argument("--iters", type=int, default=10, help="oclclust EM iterations")
+    ap.add_argument("--sk-iters", type=int, default=3, help="scikit-learn EM iterations")
+    ap.add_argument("--cov", default="full,diag", help="covariance types (full,diag)")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    ap.add_argument("--sk-dtype", default="float64", choices=["float32", "float64"])
+    ap.add_argument("--no-sklearn", action="store_true")
+    ap.add_argument("--baselines", default=str(DEFAULT_BASELINES))
+    ap.add_argument("--quick", action="store_true",
+                    help="n=20000, d=8, K=16, 4 iterations (CI smoke run)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.d, args.k, args.iters, args.sk_iters = 20_000, 8, 16, 4, 2
+    if args.iters < 2:
+        ap.error("--iters must be >= 2")
+    oc = import_oclclust()
+    X, _, _ = make_blobs_fn(args.baselines)(args.n, args.d, args.k)
+    X = X.astype(args.dtype)
+    print(f"GaussianMixture EM: n={args.n} d={args.d} K={args.k}, oclclust {args.dtype} "
+          f"{args.iters} it, scikit-learn {args.sk_dtype} {args.sk_iters} it", flush=True)
+    rows = []
+    for cov in [c.strip() for c in args.cov.split(",") if c.strip()]:
+        init = gmm_init(X, args.k, cov)
+        kw = dict(devices=args.devices)
+        fit(oc.GaussianMixture, X, 1, cov, init, **kw)              # builds
+        t1, _ = fit(oc.GaussianMixture, X, 1, cov, init, **kw)
+        t, gm = fit(oc.GaussianMixture, X, args.iters, cov, init, **kw)
+        em = (t - t1) / (args.iters - 1)
+        device = ", ".join(gm.devices_)
+        row = dict(cov=cov, ocl=t / gm.n_iter_, em=em, device=device, sk=None)
+        if not args.no_sklearn:
+            from sklearn.mixture import GaussianMixture
+            ts, sk = fit(GaussianMixture, X.astype(args.sk_dtype), args.sk_iters, cov, init)
+            _, same = fit(oc.GaussianMixture, X, args.sk_iters, cov, init, **kw)
+            row.update(sk=ts / sk.n_iter_, lb=(same.lower_bound_, sk.lower_bound_))
+        rows.append(row)
+        print(f"  {cov}: done on {device}", flush=True)
+    print()
+    head = f"{'cov':5} {'oclclust s/iter':>16} {'EM s/it':>10} {'sklearn s/iter':>15} " \
+           f"{'speedup':>9} {'(EM)':>9}  lower bounds (oclclust / sklearn, same iters)"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        sk = r["sk"]
+        sp = f"{sk / r['ocl']:9.1f} {sk / r['em']:9.1f}" if sk else f"{'-':>9} {'-':>9}"
+        lb = f"{r['lb'][0]:.8g} / {r['lb'][1]:.8g}" if sk else ""
+        print(f"{r['cov']:5} {r['ocl']:16.5f} {r['em']:10.5f} "
+              f"{(f'{sk:.3f}' if sk else '-'):>15} {sp}  {lb}")
+    if (args.n, args.d, args.k) == (1_000_000, 24, 100):
+        for r in rows:
+            goal = ANCHORS[r["cov"]] / 500
+            print(f"goal {r['cov']}: <= {goal:.3f} s/iter (500x the GPU host's scikit-learn "
+                  f"{ANCHORS[r['cov']]} s/iter): {'met' if r['ocl'] <= goal else 'not met'} "
+                  f"({ANCHORS[r['cov']] / r['ocl']:.0f}x)")
+    print(f"devices: {rows[0]['device'] if rows else '-'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
