@@ -29,6 +29,8 @@ __kernel void condensed_distances(__global const real_t *restrict x, const long 
         vv += v[c] * v[c];
     }
     real_t dist = 1 - uv / (sqrt(uu) * sqrt(vv));
+    /* pdist clips rounding to [0, 2]; a zero vector's NaN stays NaN */
+    dist = dist < 0 ? 0 : (dist > 2 ? 2 : dist);
 % elif metric == "chebyshev":
     real_t dist = 0;
     for (int c = 0; c < D; ++c)

@@ -138,9 +138,11 @@ void nn_scan(__global const real_t *restrict dist, const int n,
 {
     __local real_t v[WG];
     __local int idx[WG];
-    if (state[DONE])
-        return;
-    row_partial(dist, n, chain[state[LEN] - 1], 0, size, part_v, part_i, v, idx);
+    /* no return before the barriers (PoCL miscompiles one); a finished
+       chain scans an empty range */
+    const int done = state[DONE];
+    row_partial(dist, n, done ? 0 : chain[state[LEN] - 1], done ? n : 0, size, part_v,
+                part_i, v, idx);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -152,10 +154,8 @@ void nn_pick(const int groups, const int n, __global const real_t *restrict dist
 {
     __local real_t v[WG];
     __local int idx[WG];
-    if (state[DONE])
-        return;
     reduce_partials(groups, part_v, part_i, v, idx);
-    if (get_local_id(0) != 0)
+    if (get_local_id(0) != 0 || state[DONE])
         return;
     int len = state[LEN];
     const int x = chain[len - 1];
