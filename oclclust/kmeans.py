@@ -106,7 +106,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                       f"{time.perf_counter() - start:.3f} s on {data.rows_per_device}")
             if best is None or result[1] < best[1]:
                 best = result + (lloyd.labels(),)
-        centers, inertia, n_iter, labels_host = best
+        centers, inertia, n_iter, history, labels_host = best
         distinct = int((ranks.sum(np.bincount(labels_host, minlength=self.n_clusters)) > 0)
                        .sum())
         if distinct < self.n_clusters:
@@ -117,6 +117,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.labels_ = labels_host
         self.inertia_ = inertia
         self.n_iter_ = n_iter
+        self.history_ = history
         self.n_features_in_ = data.d
         self.devices_ = data.rows_per_device
         self.reshards_ = data.manager.reshards
@@ -164,10 +165,12 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         return ranks.rows(data, idx)
 
     def _lloyd(self, lloyd, data, centers, tol, host_w, ranks):
-        """One Lloyd run: (centres, inertia, iterations); the labels stay on the devices."""
+        """One Lloyd run: (centres, inertia, iterations, history); the labels
+        stay on the devices."""
         lloyd.forget_labels()
-        strict = False
+        strict, history = False, []
         for it in range(self.max_iter):
+            start = time.perf_counter()
             stats = joined_pass(lloyd, centers, ranks)
             if stats.n_nonfinite:
                 raise ValueError("Input X contains NaN or infinity (or values whose squares "
@@ -179,6 +182,11 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                            centers)
             shift = float(((new - centers) ** 2).sum())
             centers = new
+            # inertia of the centres this pass assigned to (as sklearn's verbose output)
+            history.append({"iteration": it + 1, "inertia": stats.inertia,
+                            "center_shift": shift, "n_changed": stats.n_changed,
+                            "seconds": time.perf_counter() - start,
+                            "rows_per_device": list(data.rows_per_device.values())})
             if self.verbose > 1 and ranks.rank == 0:
                 print(f"  iteration {it}: inertia {stats.inertia:.6g}, shift {shift:.3g}")
             if stats.n_changed == 0:
@@ -188,8 +196,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                 break
             lloyd.rebalance()
         if strict:
-            return centers, stats.inertia, it + 1
-        return centers, joined_pass(lloyd, centers, ranks, update=False).inertia, it + 1
+            return centers, stats.inertia, it + 1, history
+        return (centers, joined_pass(lloyd, centers, ranks, update=False).inertia, it + 1,
+                history)
 
     def _relocate_empty(self, lloyd, data, sums, weights, host_w, ranks):
         """scikit-learn's rule: empty clusters take the points farthest from

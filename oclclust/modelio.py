@@ -5,8 +5,6 @@ metadata is plain JSON naming the estimator class among oclclust's own, its
 parameters and a format version.  Loading never executes code from the file.
 """
 import json
-import numbers
-
 import numpy as np
 
 FORMAT = "oclclust-model"
@@ -29,18 +27,21 @@ class ModelFileError(ValueError):
     """A model file that is not one, is damaged, or is of a newer format."""
 
 
+_SKIP = object()
+
+
+def _numpy_scalar(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(type(value).__name__)
+
+
 def _plain(value):
-    """*value* as JSON, or None when it is no plain JSON value."""
-    if isinstance(value, (bool, str)) or value is None:
-        return value
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, (list, tuple)) and all(_plain(v) is not None or v is None
-                                               for v in value):
-        return [_plain(v) for v in value]
-    return None
+    """*value* as plain JSON data (numpy scalars made Python), or _SKIP."""
+    try:
+        return json.loads(json.dumps(value, default=_numpy_scalar, allow_nan=True))
+    except (TypeError, ValueError):
+        return _SKIP
 
 
 def save_model(estimator, path):
@@ -56,7 +57,7 @@ def save_model(estimator, path):
     for key, value in learned.items():
         if isinstance(value, np.ndarray) and value.dtype != object:
             arrays[key] = value
-        elif _plain(value) is not None or value is None:
+        elif _plain(value) is not _SKIP:
             scalars[key] = _plain(value)
     for key, value in estimator.get_params(deep=False).items():
         if key in RUNTIME_PARAMS:
@@ -64,7 +65,7 @@ def save_model(estimator, path):
         if isinstance(value, np.ndarray):
             arrays[f"param:{key}"] = value
             array_params.append(key)
-        elif _plain(value) is not None or value is None:
+        elif _plain(value) is not _SKIP:
             params[key] = _plain(value)
     meta = {"format": FORMAT, "version": VERSION, "class": name, "params": params,
             "array_params": array_params, "attributes": scalars,

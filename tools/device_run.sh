@@ -4,11 +4,15 @@
 # platform, or the k-means benchmark.
 # Usage: bash tools/device_run.sh tests [pytest args] | bench [bench/kmeans.py args]
 #                                 | multi [bench/multidevice.py args]
+#                                 | mpi [bench/mpi_scaling.py args]
+#                                 | run SCRIPT [args]   (any python script, same set-up)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# the mpich wheel (carried in .whl/) brings mpiexec and the libmpi mpi4py loads
+export PATH=/tmp/site/bin:$PATH LD_LIBRARY_PATH=/tmp/site/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # NVIDIA's OpenCL driver is there but not registered; PoCL's CPU device too if present
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
 [ -f /etc/OpenCL/vendors/pocl.icd ] && cp /etc/OpenCL/vendors/pocl.icd /tmp/icd/
@@ -27,5 +31,9 @@ print(next(p.name for p in cl.get_platforms() if "NVIDIA" in p.name))')
     python3 bench/kmeans.py --devices NVIDIA "$@" ;;
   multi)
     python3 bench/multidevice.py "$@" ;;
-  *) echo "usage: $0 tests|bench|multi [args]" >&2; exit 2 ;;
+  mpi)
+    python3 bench/mpi_scaling.py --mpiexec /tmp/site/bin/mpiexec "$@" ;;
+  run)
+    python3 "$@" ;;
+  *) echo "usage: $0 tests|bench|multi|mpi|run [args]" >&2; exit 2 ;;
 esac
