@@ -317,6 +317,9 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
                         np.zeros(data.d), 1, 1, 1), [len(self.cluster_centers_)], "data")
                     inertia, labels, _ = engine.assign(
                         [self.cluster_centers_.astype(np.float64)], labels=True)
+                    if not np.isfinite(inertia[0]):
+                        raise ValueError("Input X contains NaN or infinity (or values whose "
+                                         "squares overflow).")
                     return labels[0], float(inertia[0])
                 except DeviceFailure as failure:
                     data.manager.drop(failure)
