@@ -15,6 +15,8 @@ that builds the kernels.  Data and initial centres as bench/kmeans.py.
 import argparse
 import time
 
+import numpy as np
+
 from kmeans import data_functions, import_oclclust
 
 
@@ -34,7 +36,11 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=256)
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--weights", default="measured",
-                    help='"measured", "compute_units", or comma-separated numbers')
+                    help='"measured", "compute_units", or comma-separated numbers; several '
+                         'modes separated by ";" run one after another')
+    ap.add_argument("--host-cores", type=int, default=1,
+                    help="CPU cores per GPU left to the host threads in the joint fit "
+                         "(the CPU device becomes a sub-device of the rest; 0: none)")
     ap.add_argument("--baselines", default=None, help="baselines.py for the data (optional)")
     args = ap.parse_args(argv)
     oc = import_oclclust()
@@ -46,23 +52,33 @@ def main(argv=None):
           f"{source}", flush=True)
     for p in profiles:   # build every kernel once
         timed_fit(oc, [p], X[:max(args.k, 20000)], C0, 1)
-    rows = []
+    rows, iter_alone = [], []
     for p in profiles:
-        seconds, _ = timed_fit(oc, [p], X, C0, args.iters)
+        seconds, km = timed_fit(oc, [p], X, C0, args.iters)
         rows.append((str(p), seconds))
+        iter_alone.append(float(np.median([h["seconds"] for h in km.history_[1:]])))
         print(f"  alone     {p}: fit {seconds:.3f} s, {args.n * args.iters / seconds:,.0f} "
               "rows/s", flush=True)
-    weights = (args.weights if args.weights in ("measured", "compute_units")
-               else [float(w) for w in args.weights.split(",")])
-    manager = oc.DeviceManager(profiles, weights=weights)
-    seconds, km = timed_fit(oc, manager, X, C0, args.iters)
     alone = sum(args.n * args.iters / s for _, s in rows)
-    together = args.n * args.iters / seconds
-    print(f"  together  {len(profiles)} devices ({args.weights} weights): fit {seconds:.3f} s, "
-          f"{together:,.0f} rows/s; rows {km.devices_}; re-laid out {km.reshards_} times")
-    print(f"\nefficiency: together / sum of alone = {together:,.0f} / {alone:,.0f} = "
-          f"{together / alone:.3f}")
-
+    alone_iter = sum(args.n / it for it in iter_alone)
+    for mode in args.weights.split(";"):
+        weights = (mode if mode in ("measured", "compute_units")
+                   else [float(w) for w in mode.split(",")])
+        together_profiles = (oc.manager.reserve_host_cores(profiles, args.host_cores)
+                             if args.host_cores else profiles)
+        for p in together_profiles:   # a sub-device builds its kernels anew
+            if p not in profiles:
+                timed_fit(oc, [p], X[:max(args.k, 20000)], C0, 1)
+        manager = oc.DeviceManager(together_profiles, weights=weights)
+        seconds, km = timed_fit(oc, manager, X, C0, args.iters)
+        together = args.n * args.iters / seconds
+        per_iter = float(np.median([h["seconds"] for h in km.history_[1:]]))
+        print(f"  together  {len(profiles)} devices ({mode} weights, {args.host_cores} host "
+              f"core(s) per GPU): fit {seconds:.3f} s, {together:,.0f} rows/s; rows "
+              f"{km.devices_}; re-laid out {km.reshards_} times; median iteration "
+              f"{per_iter:.4f} s")
+        print(f"efficiency ({mode}): whole fit {together / alone:.3f}, "
+              f"steady iterations {args.n / per_iter / alone_iter:.3f}", flush=True)
 
 if __name__ == "__main__":
     main()

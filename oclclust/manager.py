@@ -17,7 +17,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from .codegen import KernelBuildError
-from .devices import DeviceProfile, preferred, select_devices
+from .devices import DeviceProfile, preferred, select_devices, sub_devices
 from .partition import DevicePartition
 
 DEVICE_ERRORS = (cl.Error, KernelBuildError)
@@ -56,7 +56,8 @@ class DeviceManager:
                 all(isinstance(p, DeviceProfile) for p in devices):
             self.profiles = list(devices)   # as given: the caller knows best
         else:
-            self.profiles = _one_per_processor(preferred(select_devices(devices)))
+            self.profiles = reserve_host_cores(
+                _one_per_processor(preferred(select_devices(devices))))
         if isinstance(weights, str):
             if weights not in ("compute_units", "measured"):
                 raise ValueError(f"weights must be 'compute_units', 'measured' or numbers, "
@@ -323,6 +324,18 @@ def _one_per_processor(profiles):
                    (p.name in q.name or q.name in p.name) for q in kept):
             kept.append(p)
     return kept
+
+
+def reserve_host_cores(profiles, per_gpu=1):
+    """A CPU device working beside GPUs leaves *per_gpu* cores per GPU to the
+    host threads that feed them (launches, transfers, reductions): a CPU
+    runtime that takes every core would slow each GPU pass to its own
+    pace.  The CPU becomes a sub-device of the remaining cores."""
+    gpus = sum(p.type == "gpu" for p in profiles)
+    keep = gpus * per_gpu
+    return [sub_devices(p, [p.compute_units - keep])[0]
+            if p.type == "cpu" and not p.sub_device and gpus and p.compute_units > keep + 1
+            else p for p in profiles]
 
 
 def _measuring(manager):
