@@ -9,6 +9,8 @@ same exact distances (ties stay ties).  A non-finite distance (cosine of a
 zero vector) raises a flag: scipy refuses such a matrix.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+/* pdist rounds every product and sum: no fused multiply-adds */
+#pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 
 __kernel void condensed_distances(__global const real_t *restrict x, const long n,
@@ -22,12 +24,23 @@ __kernel void condensed_distances(__global const real_t *restrict x, const long 
     __global const real_t *u = x + i * D;
     __global const real_t *v = x + j * D;
 % if metric == "cosine":
-    real_t uv = 0, uu = 0, vv = 0;
-    for (int c = 0; c < D; ++c) {
-        uv += u[c] * v[c];
-        uu += u[c] * u[c];
-        vv += v[c] * v[c];
+    /* pdist's dot products run two lanes (even, odd features), then the
+       odd feature out: the same order gives the same rounding */
+    real_t uv0 = 0, uv1 = 0, uu0 = 0, uu1 = 0, vv0 = 0, vv1 = 0;
+    for (int c = 0; c + 1 < D; c += 2) {
+        uv0 += u[c] * v[c];
+        uv1 += u[c + 1] * v[c + 1];
+        uu0 += u[c] * u[c];
+        uu1 += u[c + 1] * u[c + 1];
+        vv0 += v[c] * v[c];
+        vv1 += v[c + 1] * v[c + 1];
     }
+    real_t uv = uv0 + uv1, uu = uu0 + uu1, vv = vv0 + vv1;
+%   if d % 2:
+    uv += u[D - 1] * v[D - 1];
+    uu += u[D - 1] * u[D - 1];
+    vv += v[D - 1] * v[D - 1];
+%   endif
     real_t dist = 1 - uv / (sqrt(uu) * sqrt(vv));
     /* pdist clips rounding to [0, 2]; a zero vector's NaN stays NaN */
     dist = dist < 0 ? 0 : (dist > 2 ? 2 : dist);

@@ -1,0 +1,189 @@
+"""oclclust.linkage against scipy and AgglomerativeClustering against scikit-learn.
+
+Random sets of 5..60 points: continuous ones, integer grids (many equal
+distances, so scipy's tie rules are what is tested) and sets with duplicate
+points; every method x metric, float32 and float64 input, observations and
+condensed input.  Merges and sizes must be equal, heights equal to rounding.
+"""
+import os
+import warnings
+
+import numpy as np
+import pytest
+from scipy.cluster import hierarchy
+from scipy.spatial.distance import pdist, squareform
+
+import oclclust as oc
+from oclclust.hierarchical import EUCLIDEAN_METHODS, METHODS, METRICS
+from oclclust.linkage_device import Plan
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.cluster import AgglomerativeClustering as SkAgglomerative  # noqa: E402
+from sklearn.utils.estimator_checks import estimator_checks_generator  # noqa: E402
+
+PAIRS = [(m, d) for m in METHODS for d in METRICS
+         if m not in EUCLIDEAN_METHODS or d == "euclidean"]
+
+
+def point_sets(seed):
+    """(name, X): continuous, an integer grid (ties), duplicates."""
+    rng = np.random.RandomState(seed)
+    n = rng.randint(5, 61)
+    grid = rng.randint(0, 2 + seed % 3, (n, 2 + seed % 2)).astype(np.float64) + 1
+    dup = rng.randn(n // 2 + 2, 3)
+    dup = dup[rng.randint(0, len(dup), n)]
+    return [("random", rng.randn(n, 1 + seed % 4) * 3), ("grid", grid), ("duplicates", dup)]
+
+
+def assert_same_linkage(Z, ref):
+    assert Z.shape == ref.shape and Z.dtype == np.float64
+    np.testing.assert_array_equal(Z[:, [0, 1, 3]], ref[:, [0, 1, 3]])
+    np.testing.assert_allclose(Z[:, 2], ref[:, 2], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method, metric", PAIRS)
+@pytest.mark.parametrize("seed", range(3))
+def test_linkage_equals_scipy(devices, method, metric, seed):
+    for name, X in point_sets(seed):
+        for dtype in (np.float64, np.float32):
+            Xd = X.astype(dtype)
+            try:
+                ref = hierarchy.linkage(Xd, method, metric)
+            except ValueError:           # cosine of a zero vector: scipy refuses
+                with pytest.raises(ValueError, match="finite"):
+                    oc.linkage(Xd, method, metric, devices=devices)
+                continue
+            Z = oc.linkage(Xd, method, metric, devices=devices)
+            assert_same_linkage(Z, ref)
+        if method in ("single", "average", "centroid") or metric == "cityblock":
+            y = pdist(X, metric)
+            if np.isfinite(y).all():     # precomputed: a condensed vector
+                assert_same_linkage(oc.linkage(y, method, devices=devices),
+                                    hierarchy.linkage(y, method))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_scipy_accepts_z(devices, method):
+    X = np.random.RandomState(3).randn(40, 4)
+    Z = oc.linkage(X, method, devices=devices)
+    assert hierarchy.is_valid_linkage(Z)
+    labels = hierarchy.fcluster(Z, 3, criterion="maxclust")
+    np.testing.assert_array_equal(labels, hierarchy.fcluster(hierarchy.linkage(X, method), 3,
+                                                             criterion="maxclust"))
+    leaves = hierarchy.dendrogram(Z, no_plot=True)["leaves"]
+    assert sorted(leaves) == list(range(40))
+
+
+def test_optimal_ordering(devices):
+    X = np.random.RandomState(5).randn(25, 3)
+    assert_same_linkage(oc.linkage(X, "average", optimal_ordering=True, devices=devices),
+                        hierarchy.linkage(X, "average", optimal_ordering=True))
+
+
+@pytest.mark.parametrize("y, method, metric, match", [
+    (np.array([[0.0, 1.0], [np.nan, 2.0], [3.0, 1.0]]), "single", "euclidean", "NaN"),
+    (np.array([[0.0, np.inf], [1.0, 2.0]]), "ward", "euclidean", "NaN"),
+    (np.array([[1.0, 2.0]]), "single", "euclidean", "minimum of 2"),
+    (np.ones((4, 2)), "bogus", "euclidean", "Invalid method"),
+    (np.ones((4, 2)), "single", "minkowskiish", "metric"),
+    (np.ones((4, 2)), "ward", "cityblock", "Euclidean"),
+    (np.ones(4), "single", "euclidean", "binomial"),
+    (np.array([1.0, np.nan, 2.0]), "average", "euclidean", "finite"),
+    (np.array([[[1.0]]]), "single", "euclidean", "1 or 2 dimensional"),
+    (np.array([["a", "b"], ["c", "d"]]), "single", "euclidean", "numeric"),
+    (np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]), "single", "cosine", "finite"),
+])
+def test_bad_input(devices, y, method, metric, match):
+    with pytest.raises(ValueError, match=match):
+        oc.linkage(y, method, metric, devices=devices)
+
+
+def test_square_matrix_warns_like_scipy(devices):
+    D = squareform(pdist(np.random.RandomState(0).randn(6, 2)))
+    with pytest.warns(hierarchy.ClusterWarning):
+        oc.linkage(D, "single", devices=devices)
+
+
+def test_too_large_for_device_names_the_limit(profile):
+    plan = Plan(profile, np.float64)
+    n = int(np.sqrt(2 * profile.max_alloc_size / 8)) + 10
+    with pytest.raises(MemoryError, match="MAX_MEM_ALLOC_SIZE|memory budget"):
+        plan.check_fits(n)
+
+
+# ------------------------------------------------------ AgglomerativeClustering
+SK_CASES = [(link, metric) for link in ("ward", "complete", "average", "single")
+            for metric in (("euclidean",) if link == "ward" else
+                           ("euclidean", "manhattan", "cosine", "chebyshev", "precomputed"))]
+
+
+@pytest.mark.parametrize("link, metric", SK_CASES)
+@pytest.mark.parametrize("seed", range(2))
+def test_agglomerative_equals_sklearn(devices, link, metric, seed):
+    for name, X in point_sets(seed + 10):
+        fit_X = squareform(pdist(X)) if metric == "precomputed" else X
+        for kw in (dict(n_clusters=min(4, len(X))),
+                   dict(n_clusters=None, distance_threshold=2.0)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    ref = SkAgglomerative(linkage=link, metric=metric, compute_distances=True,
+                                          **kw).fit(fit_X)
+                except ValueError:        # cosine of a zero vector
+                    continue
+            got = oc.AgglomerativeClustering(linkage=link, metric=metric, devices=devices,
+                                             compute_distances=True, **kw).fit(fit_X)
+            np.testing.assert_array_equal(got.children_, ref.children_)
+            np.testing.assert_array_equal(got.labels_, ref.labels_)
+            np.testing.assert_allclose(got.distances_, ref.distances_, rtol=1e-10, atol=1e-12)
+            assert (got.n_clusters_, got.n_leaves_, got.n_connected_components_,
+                    got.n_features_in_) == (ref.n_clusters_, ref.n_leaves_,
+                                            ref.n_connected_components_, ref.n_features_in_)
+
+
+def test_agglomerative_rules(devices):
+    X = np.random.RandomState(0).randn(20, 3)
+    model = oc.AgglomerativeClustering(n_clusters=3, devices=devices)
+    assert not hasattr(model.fit(X), "distances_")
+    np.testing.assert_array_equal(model.fit_predict(X), model.labels_)
+    for bad, match in [(dict(n_clusters=None), "Exactly one"),
+                       (dict(linkage="ward", metric="cosine"), "Ward can only"),
+                       (dict(linkage="centroid"), "linkage"),
+                       (dict(metric="mahalanobis", linkage="average"), "metric"),
+                       (dict(n_clusters=0), "n_clusters"),
+                       (dict(n_clusters=None, distance_threshold=1.0,
+                             compute_full_tree=False), "compute_full_tree"),
+                       (dict(n_clusters=30), "more clusters than samples")]:
+        with pytest.raises(ValueError, match=match):
+            oc.AgglomerativeClustering(devices=devices, **bad).fit(X)
+    with pytest.raises(NotImplementedError, match="connectivity"):
+        oc.AgglomerativeClustering(connectivity=np.eye(20), devices=devices).fit(X)
+
+
+def test_agglomerative_memory_caches(devices, tmp_path):
+    X = np.random.RandomState(1).randn(15, 2)
+    a = oc.AgglomerativeClustering(memory=str(tmp_path), devices=devices).fit(X)
+    b = oc.AgglomerativeClustering(memory=str(tmp_path), devices=devices).fit(X)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+
+
+def _platform_names():
+    want = os.environ.get("OCLCLUST_TEST_PLATFORM")
+    return [want] if want else sorted({p.platform for p in oc.list_devices()})
+
+
+def _sklearn_checks():
+    for name in _platform_names():
+        for entry in estimator_checks_generator(oc.AgglomerativeClustering(devices=name),
+                                                mark="xfail"):
+            check = getattr(entry, "values", entry)[1]
+            check_name = getattr(check, "func", check).__name__
+            if check_name not in {"check_array_api_input", "check_sample_weights_pandas_series"}:
+                yield pytest.param(*getattr(entry, "values", entry),
+                                   marks=getattr(entry, "marks", ()),
+                                   id=f"{name.split()[0]}-{check_name}")
+
+
+@pytest.mark.parametrize("estimator, check", list(_sklearn_checks()))
+def test_sklearn_check_estimator(estimator, check):
+    check(estimator)
