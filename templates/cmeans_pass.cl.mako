@@ -177,8 +177,10 @@ void cmeans_pass(
                 lc[e] = centers[jc * D + e];
             barrier(CLK_LOCAL_MEM_FENCE);
 % endif
+            /* my centres j = gi (mod G) of this chunk: the same owner for
+             * every centre in all phases, however the chunks fall */
             const int jn = min(CCH, C - jc);
-            for (int jj = gi; jj < jn; jj += G) {
+            for (int jj = (gi - jc % G + G) % G; jj < jn; jj += G) {
                 real_t d2 = 0;
                 for (int k = 0; k < D; ++k) {
                     const real_t diff = POINT(k) - CENTER(jj, k);
