@@ -31,6 +31,10 @@ def body(args):
     import oclclust as oc
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
+    if comm.Get_size() != args.expect:   # a launcher of another MPI: singletons
+        print(f"error: COMM_WORLD has {comm.Get_size()} rank(s), {args.expect} launched",
+              file=sys.stderr)
+        return 3
     gpu = rank < args.gpu_ranks
     if gpu:
         devices = [oc.select_devices(args.gpu_platform)[0]]
@@ -64,7 +68,29 @@ def body(args):
                           "devices": [i["device"] for i in info]}), flush=True)
 
 
+PROBE = ("from mpi4py import MPI; print(MPI.COMM_WORLD.Get_size(), "
+         "MPI.Get_library_version().splitlines()[0])")
+
+
+def launcher(args):
+    """The mpiexec (with its arguments) whose ranks mpi4py's MPI joins."""
+    if args.mpiexec != "auto":
+        return [args.mpiexec] + args.mpiexec_args.split()
+    for cmd in (["mpiexec"], ["mpirun", "--allow-run-as-root", "--oversubscribe"]):
+        try:
+            out = subprocess.run(cmd + ["-n", "2", sys.executable, "-c", PROBE],
+                                 capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.splitlines() and out.splitlines()[0].startswith("2 "):
+            print(f"launcher: {' '.join(cmd)} ({out.splitlines()[0][2:]})", flush=True)
+            return cmd + args.mpiexec_args.split()
+        print(f"launcher: {' '.join(cmd)} does not join mpi4py's ranks: {out.strip()!r}")
+    raise SystemExit("no mpiexec joins mpi4py's ranks")
+
+
 def driver(args):
+    mpiexec = launcher(args)
     runs = [(r, 0) for r in args.ranks]
     if args.mixed:
         g, c = (int(v) for v in args.mixed.split(":"))
@@ -75,8 +101,9 @@ def driver(args):
               "--gpu-share", str(args.gpu_share)]
     results = []
     for ranks, gpus in runs:
-        cmd = [args.mpiexec, "-n", str(ranks)] + args.mpiexec_args.split() + \
-              [sys.executable, os.path.abspath(__file__), "--body", "--gpu-ranks", str(gpus)] + common
+        cmd = mpiexec[:1] + ["-n", str(ranks)] + mpiexec[1:] + \
+            [sys.executable, os.path.abspath(__file__), "--body", "--gpu-ranks", str(gpus),
+             "--expect", str(ranks)] + common
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
         line = next((l for l in proc.stdout.splitlines() if l.startswith("{")), None)
         if proc.returncode or line is None:
@@ -113,12 +140,15 @@ def main(argv=None):
                     help="a GPU rank's rows as a multiple of --n-per-rank (default 8)")
     ap.add_argument("--cpu-platform", default="Portable Computing Language")
     ap.add_argument("--gpu-platform", default="NVIDIA")
-    ap.add_argument("--mpiexec", default="mpiexec")
+    ap.add_argument("--mpiexec", default="auto",
+                    help="the launcher (default auto: the first of mpiexec, mpirun whose "
+                         "ranks mpi4py joins)")
     ap.add_argument("--mpiexec-args", default="", help="extra mpiexec arguments")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per mpiexec run")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
     ap.add_argument("--body", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--gpu-ranks", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--expect", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.quick:
         args.n_per_rank, args.k, args.iters, args.cores = 20_000, 16, 3, 1

@@ -106,9 +106,10 @@ class DeviceManager:
 class Shard:
     """One device's rows: resident in one chunk, or streamed in several."""
 
-    def __init__(self, profile, X, w, offset, budget):
+    def __init__(self, profile, X, w, offset, budget, previous=None):
         self.profile = profile
         self.queue = profile.queue()
+        self.offset = offset
         n, d = X.shape
         item = X.dtype.itemsize
         row_state = 4 + 3 * item   # labels, distances, weights stay on the device
@@ -130,10 +131,37 @@ class Shard:
             stop = min(n, start + rows)
             data = (self.staging[len(self.chunks) % 2][:stop - start] if self.streamed
                     else X[start:stop])
+            if not self.streamed and rows >= n and previous is not None:
+                data = self._moved(previous, X) if previous.single_resident else data
             part = DevicePartition(profile, data, None if w is None else w[start:stop],
                                    offset + start)
             part.host_rows = (start, stop)
             self.chunks.append(part)
+
+    @property
+    def single_resident(self):
+        return not self.streamed and len(self.chunks) == 1
+
+    def _moved(self, previous, X):
+        """This shard's rows as a device array made from *previous* (the same
+        device's shard of the last layout): the rows both hold are copied on
+        the device, only the others come from the host.  A rebalance that
+        moves the boundary by a few rows costs a few rows' upload."""
+        old = previous.chunks[0]
+        n, d = X.shape
+        row = d * X.dtype.itemsize
+        lo, hi = max(self.offset, old.offset), min(self.offset + n, old.offset + old.n)
+        if hi <= lo or old.queue.context != self.queue.context:
+            return X
+        x = cla.empty(self.queue, (n, d), X.dtype)
+        cl.enqueue_copy(self.queue, x.data, old.x.data, byte_count=(hi - lo) * row,
+                        src_offset=(lo - old.offset) * row, dst_offset=(lo - self.offset) * row)
+        for a, b in ((self.offset, lo), (hi, self.offset + n)):   # the rows new to it
+            if b > a:
+                cl.enqueue_copy(self.queue, x.data,
+                                np.ascontiguousarray(X[a - self.offset:b - self.offset]),
+                                dst_offset=(a - self.offset) * row)
+        return x
 
     def _upload(self, i):
         part = self.chunks[i]
@@ -175,8 +203,9 @@ class ShardedData:
             self._calibrate(calibration)
         self._layout()
 
-    def _layout(self):
+    def _layout(self, previous=()):
         start = time.perf_counter()
+        previous = {id(s.profile): s for s in previous}
         X, w, m = self.source, self.sample_weight, self.manager
         if isinstance(X, cla.Array):   # already on its device: used in place
             self.shards, self.chunks = [], [DevicePartition(m.profiles[0], X, w)]
@@ -186,7 +215,7 @@ class ShardedData:
             for profile, rows in zip(m.profiles, counts):
                 self.shards.append(Shard(profile, X[offset:offset + rows],
                                          None if w is None else w[offset:offset + rows],
-                                         offset, m.budget(profile)))
+                                         offset, m.budget(profile), previous.get(id(profile))))
                 offset += rows
             self.chunks = [c for s in self.shards for c in s.chunks]
         self.starts = np.array([c.offset for c in self.chunks])
@@ -254,15 +283,15 @@ class ShardedData:
             raise RuntimeError("data given as a device array cannot move to other devices")
         self.manager.reshards += 1
         self._pool.shutdown()
-        self._layout()
+        self._layout(previous=self.shards)
 
     def close(self):
         self._pool.shutdown()
 
     def _calibrate(self, fn, rows=None):
         """Measured weights from short passes: *fn* on the same first rows on
-        every device (once to build, then timed), before the rows are laid
-        out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
+        every device at once (once to build, then timed), before the rows are
+        laid out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
         busy, so launch latency does not pass for slowness."""
         m = self.manager
         if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
@@ -281,8 +310,10 @@ class ShardedData:
                 fn(part)
                 passes += 1
             return passes * rows / max(time.perf_counter() - start, 1e-9)
-        # one device at a time: each is timed alone, as it will run its share
-        m.measured = np.array([timed(p) for p in m.profiles])
+        # all devices at once, as they will run their shares: they share the
+        # host's cores and memory, and the time is the slowest one's, not the sum
+        with ThreadPoolExecutor(len(m.profiles)) as pool:
+            m.measured = np.array(list(pool.map(timed, m.profiles)))
 
     def rebalance(self, save=lambda: True, min_gain=0.05):
         """With measured weights: re-split between passes when it pays.

@@ -323,7 +323,8 @@ def test_rebalancing_between_iterations_keeps_the_result(profile, subs, monkeypa
 
 def test_rebalance_keeps_labels(profile, subs):
     mgr = oc.DeviceManager([profile, *subs], weights="measured")
-    data = mgr.scatter(random_data())
+    X = random_data()
+    data = mgr.scatter(X)
     try:
         passes = lloyd.ShardedLloyd(data, K)
         centres = random_data(n=K, seed=5)
@@ -333,6 +334,9 @@ def test_rebalance_keeps_labels(profile, subs):
         passes.rebalance()
         counts = [sum(c.n for c in s.chunks) for s in data.shards]
         assert counts[0] < counts[1] and sum(counts) == N
+        # rows kept by a device were copied on it, the others uploaded: all in place
+        np.testing.assert_array_equal(np.concatenate([c.x.get(c.queue) for c in data.chunks]),
+                                      X)
         np.testing.assert_array_equal(passes.labels(), before)
         assert passes.run(centres).n_changed == 0    # the moved labels are the old ones
         assert mgr.reshards == 1

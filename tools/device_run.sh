@@ -32,7 +32,7 @@ print(next(p.name for p in cl.get_platforms() if "NVIDIA" in p.name))')
   multi)
     python3 bench/multidevice.py "$@" ;;
   mpi)
-    python3 bench/mpi_scaling.py --mpiexec /tmp/site/bin/mpiexec "$@" ;;
+    python3 bench/mpi_scaling.py "$@" ;;
   run)
     python3 "$@" ;;
   *) echo "usage: $0 tests|bench|multi|mpi|run [args]" >&2; exit 2 ;;
