@@ -150,7 +150,7 @@ class GmmPass:
         self.plans = {s: plan(p, q, _estep_specs(p, dt, part.d, full, s), "gmm_estep")
                       for s in (True, False)}
         self.mspec, self.mkernel = plan(p, q, _mstep_specs(p, dt, part.d, full), "gmm_mstep")
-        self.groups = max(part.groups(s.wg, s.wg * s.ppi)[0] for s, _ in self.plans.values())
+        self.groups = max(self._groups(s)[0] for s, _ in self.plans.values())
         self.params = cla.empty(q, k * record_size(part.d, full), dt)
         self.means = cla.empty(q, k * part.d, dt)
         self.lse = cla.empty(q, part.n, dt)
@@ -164,6 +164,16 @@ class GmmPass:
         self.part_stats = partial_buffer(q, slabs, k * stats_size(part.d, full),
                                          part.acc_double)
 
+    def _groups(self, spec):
+        """(persistent work-groups, tiles each): on a GPU four times the
+        profile's groups per compute unit, so the E kernel's long per-point
+        work keeps every multiprocessor busy to the end."""
+        p = self.part.profile
+        tiles = -(-self.part.n // (spec.wg * spec.ppi))
+        groups = max(1, min(tiles, p.compute_units * p.groups_per_compute_unit *
+                            (4 if p.type == "gpu" else 1)))
+        return groups, -(-tiles // groups)
+
     def _resp(self, k):
         if self.resp is None:
             self.resp = cla.empty(self.part.queue, self.k * self.part.n, self.part.dtype)
@@ -175,7 +185,7 @@ class GmmPass:
         k = records.shape[0]
         self.params[:records.size].set(np.ascontiguousarray(records, part.dtype).ravel(), q)
         spec, knl = self.plans[store_resp]
-        groups, tiles = part.groups(spec.wg, spec.wg * spec.ppi)
+        groups, tiles = self._groups(spec)
         resp = self._resp(k) if store_resp else self.lse
         knl(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
             np.int64(part.stride), self.params.data, np.int32(k), self.lse.data,

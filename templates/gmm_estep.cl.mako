@@ -73,6 +73,7 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
         real_t xp[PPI][D];
         real_t run_max[PPI], run_sum[PPI];
         int best[PPI], saw_nan[PPI];
+        #pragma unroll
         for (int p = 0; p < PPI; ++p) {
             const long i = base + p * WG + lid;
             pt[p] = i < n ? i : n - 1;  /* edge: score a valid point, drop it below */
@@ -97,6 +98,7 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
 % endif
             for (int j = jc; j < jend; ++j) {
                 const real_t cj = PARAM(j, 0);
+                #pragma unroll
                 for (int p = 0; p < PPI; ++p) {
                     real_t z[D];
                     ${unroll}
