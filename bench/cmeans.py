@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Time oclclust's FuzzyCMeans against a vectorised numpy c-means (and scikit-fuzzy).
+
+Same data (float32 blobs from make_blobs of ../shared/bench/baselines.py, or
+its copy bench/_data.py), same initial centres (the first c rows), same
+fuzzifier and a fixed number of iterations for every library:
+
+    oclclust  FuzzyCMeans(c, m=m, init=C0, tol=0, max_iter=iters, devices=[device])
+    numpy     the step of ../shared/bench/gpu_host_anchors.py (float32 GEMM distances,
+              memberships, centres), iterated from C0
+    skfuzzy   skfuzzy.cluster.cmeans(X.T, c, m, error=0, maxiter=.., init=U(C0))
+
+oclclust's seconds per iteration are the marginal cost of an iteration: (fit
+with ``iters`` iterations - fit with 1) / (iters - 1), min of --repeats, so
+the fixed costs of a fit (upload, moments, the final pass that writes the
+n x c memberships u_ and copies them to the host) are left out; they are
+shown beside it (the "fit s" column is a whole fit of ``iters`` iterations).
+"resident": the data already on the device as a pyopencl array.  numpy's
+and skfuzzy's figures are wall-clock seconds over their iterations.  The
+centres after ``iters`` iterations are compared with numpy's.
+
+    python bench/cmeans.py                                  # n=1e6, d=24, c=100, 10 iterations
+    python bench/cmeans.py --quick                          # n=1e5, 5 iterations
+    python3 bench/cmeans.py --devices NVIDIA                # the GPU host's measurement
+
+Compare only runs made back to back on a quiet machine.
+"""
+import argparse
+import importlib.util
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import kmeans as kbench   # noqa: E402  (bench/kmeans.py: data, timing helpers)
+
+
+def numpy_step(X, V, m, xx):
+    """One Bezdek iteration as ../shared/bench/gpu_host_anchors.py times it."""
+    vv = (V * V).sum(1)[None]
+    D2 = np.maximum(xx - 2 * X @ V.T + vv, 1e-12)
+    inv = D2 ** (-1.0 / (m - 1)) if m != 2 else 1.0 / D2
+    U = inv / inv.sum(1, keepdims=True)
+    W = U ** m if m != 2 else U * U
+    return (W.T @ X) / W.sum(0)[:, None]
+
+
+def run_numpy(X, C0, args):
+    xx = (X * X).sum(1)[:, None]
+    V = C0.copy()
+    times = []
+    for _ in range(args.iters):
+        start = time.perf_counter()
+        V = numpy_step(X, V, args.m, xx)
+        times.append(time.perf_counter() - start)
+    per_iter = float(np.mean(times[1:] if len(times) > 1 else times))
+    return dict(lib="numpy", variant="float32 GEMM", device="host CPU", n_iter=args.iters,
+                seconds_per_iter=per_iter, seconds=float(np.sum(times)), centers=V)
+
+
+def run_skfuzzy(X, C0, args):
+    import skfuzzy
+    iters = min(args.iters, args.skfuzzy_iters)
+    X64, C64 = X.astype(np.float64), C0.astype(np.float64)   # U(C0): skfuzzy starts from u
+    d2 = np.maximum((X64 * X64).sum(1)[:, None] - 2 * X64 @ C64.T + (C64 * C64).sum(1)[None],
+                    1e-12)
+    inv = d2 ** (-1.0 / (args.m - 1))
+    U0 = (inv / inv.sum(1, keepdims=True)).T
+    del X64, d2, inv
+    start = time.perf_counter()
+    res = skfuzzy.cluster.cmeans(X.T, len(C0), args.m, error=0.0, maxiter=iters, init=U0)
+    seconds = time.perf_counter() - start
+    return dict(lib="skfuzzy", variant="float64", device="host CPU", n_iter=int(res[5]),
+                seconds_per_iter=seconds / int(res[5]), seconds=seconds, centers=None)
+
+
+def run_oclclust(oc, profile, X, C0, args, resident):
+    import pyopencl.array as cla
+    data = X
+    if resident:
+        data = cla.to_device(profile.queue(), X)
+        profile.queue().finish()
+
+    def fit(iters):
+        return oc.FuzzyCMeans(args.c, m=args.m, init=C0, tol=0.0, max_iter=iters,
+                              devices=[profile]).fit(data)
+    start = time.perf_counter()
+    fit(1)                                    # kernel builds, first touches
+    warmup = time.perf_counter() - start
+    one, _, _ = kbench.timed(lambda: fit(1), args.repeats)
+    best, times, fc = kbench.timed(lambda: fit(args.iters), args.repeats)
+    per_iter = (best - one) / max(fc.n_iter_ - 1, 1)
+    return dict(lib="oclclust", variant="resident" if resident else "host-array",
+                device=f"{profile.platform}: {profile.name}", n_iter=int(fc.n_iter_),
+                seconds_per_iter=per_iter, seconds=best, fixed_s=one - per_iter,
+                warmup_s=warmup, objective=fc.objective_, centers=fc.cluster_centers_,
+                foreign_cores=max(kbench.FOREIGN, default=None))
+
+
+def table(records, ref):
+    head = ["library", "device", "variant", "iters", "s/iter", "fit s", "fixed s",
+            "speedup vs numpy", "centres vs numpy"]
+    rows = []
+    for r in records:
+        speed = (f"{ref['seconds_per_iter'] / r['seconds_per_iter']:.1f}x"
+                 if ref and r is not ref and r["seconds_per_iter"] > 0 else "")
+        diff = ""
+        if ref is not None and r is not ref and r.get("centers") is not None:
+            scale = np.abs(ref["centers"]).max()
+            diff = f"{np.abs(r['centers'] - ref['centers']).max() / scale:.1e}"
+        rows.append([r["lib"], r["device"], r["variant"], str(r["n_iter"]),
+                     f"{r['seconds_per_iter']:.4f}", f"{r['seconds']:.3f}",
+                     f"{r['fixed_s']:.3f}" if "fixed_s" in r else "", speed, diff])
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        description="Time oclclust's FuzzyCMeans against numpy and scikit-fuzzy on each "
+                    "OpenCL device (same data, init, m and iterations).",
+        epilog="speedup: numpy's seconds per iteration over the library's.")
+    ap.add_argument("--n", type=int, default=None, help="rows (default 1000000; 100000 "
+                    "with --quick)")
+    ap.add_argument("--d", type=int, default=24, help="features (default 24)")
+    ap.add_argument("--c", type=int, default=100, help="clusters (default 100)")
+    ap.add_argument("--m", type=float, default=2.0, help="fuzzifier (default 2)")
+    ap.add_argument("--iters", type=int, default=None,
+                    help="fixed iterations (default 10; 5 with --quick)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="timed fits per configuration; the minimum is used (default 3)")
+    ap.add_argument("--quick", action="store_true", help="n=100000, 5 iterations")
+    ap.add_argument("--devices", default=None,
+                    help='OpenCL devices: "all" (default), "cpu", "gpu", or comma-separated '
+                         'platform/device name substrings ("NVIDIA", "Intel(R) OpenCL")')
+    ap.add_argument("--no-numpy", action="store_true", help="skip the numpy reference")
+    ap.add_argument("--no-skfuzzy", action="store_true", help="skip scikit-fuzzy")
+    ap.add_argument("--skfuzzy-iters", type=int, default=3,
+                    help="scikit-fuzzy iterations (default 3: it is slow)")
+    ap.add_argument("--no-resident", action="store_true",
+                    help="skip the runs with the data already on the device")
+    ap.add_argument("--baselines", default=str(kbench.DEFAULT_BASELINES),
+                    help="baselines.py to take make_blobs/init_centers from")
+    args = ap.parse_args(argv)
+    args.n = args.n or (100_000 if args.quick else 1_000_000)
+    args.iters = args.iters or (5 if args.quick else 10)
+    if min(args.n, args.d, args.c, args.iters, args.repeats) < 1 or args.c > args.n:
+        ap.error("--n, --d, --c, --iters, --repeats must be >= 1 and --c <= --n")
+    if not args.m > 1:
+        ap.error("--m must be > 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    oc = kbench.import_oclclust()
+    try:
+        profiles = (oc.list_devices() if args.devices in (None, "all")
+                    else oc.select_devices(args.devices))
+    except ValueError as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
+    make_blobs, init_centers, source = kbench.data_functions(args.baselines)
+    print(f"bench: fuzzy c-means n={args.n:,} d={args.d} c={args.c} m={args.m} "
+          f"iters={args.iters} repeats={args.repeats}; {os.cpu_count()} CPU(s)")
+    print(f"bench: data and init from {source}; numpy {np.__version__}, pyopencl "
+          f"{kbench.version('pyopencl')}, skfuzzy {kbench.version('skfuzzy')}", flush=True)
+    X, _, _ = make_blobs(args.n, args.d, args.c)
+    C0 = init_centers(X, args.c)
+    records, ref = [], None
+    if not args.no_numpy:
+        print("bench: numpy", flush=True)
+        ref = run_numpy(X, C0, args)
+        records.append(ref)
+    if not args.no_skfuzzy and importlib.util.find_spec("skfuzzy") is not None:
+        print("bench: skfuzzy", flush=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            records.append(run_skfuzzy(X, C0, args))
+    elif not args.no_skfuzzy:
+        print("bench: skfuzzy not installed: skipped")
+    failures = 0
+    for profile in profiles:
+        for resident in (False,) if args.no_resident else (False, True):
+            print(f"bench: oclclust on {profile} ({'resident' if resident else 'host array'})",
+                  flush=True)
+            try:
+                rec = run_oclclust(oc, profile, X, C0, args, resident)
+            except Exception as exc:   # one runtime failing must not hide the others
+                failures += 1
+                print(f"  FAILED: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+                continue
+            print(f"  {rec['seconds_per_iter']:.4f} s/iter, fit {rec['seconds']:.3f} s "
+                  f"(warm-up {rec['warmup_s']:.2f} s, other load "
+                  f"{rec['foreign_cores'] or 0:.1f} cores)", flush=True)
+            records.append(rec)
+    print(f"\nfuzzy c-means, n={args.n:,} d={args.d} c={args.c} m={args.m}, fixed iterations "
+          "from the same centres; oclclust s/iter = marginal cost of an iteration")
+    print(table(records, ref))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
