@@ -76,7 +76,7 @@ def launcher(args):
     """The mpiexec (with its arguments) whose ranks mpi4py's MPI joins."""
     if args.mpiexec != "auto":
         return [args.mpiexec] + args.mpiexec_args.split()
-    for cmd in (["mpiexec"], ["mpirun", "--allow-run-as-root", "--oversubscribe"]):
+    for cmd in (["mpiexec"], ["mpirun"], ["/usr/bin/mpiexec"]):
         try:
             out = subprocess.run(cmd + ["-n", "2", sys.executable, "-c", PROBE],
                                  capture_output=True, text=True, timeout=60).stdout
@@ -84,6 +84,8 @@ def launcher(args):
             continue
         if out.splitlines() and out.splitlines()[0].startswith("2 "):
             print(f"launcher: {' '.join(cmd)} ({out.splitlines()[0][2:]})", flush=True)
+            if "Open MPI" in out:   # it binds each rank to a core by default
+                cmd = cmd + ["--bind-to", "none", "--oversubscribe"]
             return cmd + args.mpiexec_args.split()
         print(f"launcher: {' '.join(cmd)} does not join mpi4py's ranks: {out.strip()!r}")
     raise SystemExit("no mpiexec joins mpi4py's ranks")

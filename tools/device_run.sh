@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.." || exit 2
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 2
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-# the mpich wheel (carried in .whl/) brings mpiexec and the libmpi mpi4py loads
-export PATH=/tmp/site/bin:$PATH LD_LIBRARY_PATH=/tmp/site/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# mpi4py's wheel loads the host's Open MPI there; its mpiexec refuses root unless told
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # NVIDIA's OpenCL driver is there but not registered; PoCL's CPU device too if present
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
 [ -f /etc/OpenCL/vendors/pocl.icd ] && cp /etc/OpenCL/vendors/pocl.icd /tmp/icd/
