@@ -68,8 +68,8 @@ def body(args):
                           "devices": [i["device"] for i in info]}), flush=True)
 
 
-PROBE = ("from mpi4py import MPI; print(MPI.COMM_WORLD.Get_size(), "
-         "MPI.Get_library_version().splitlines()[0])")
+PROBE = ("from mpi4py import MPI; MPI.COMM_WORLD.Get_rank() or print("
+         "MPI.COMM_WORLD.Get_size(), MPI.Get_library_version().splitlines()[0])")
 
 
 def launcher(args):
