@@ -201,6 +201,9 @@ def test_sub_devices_and_streaming_equal_one_device(profile):
         item = X.itemsize
         streamed = oc.DeviceManager([profile], memory_budget=500 * (4 + 3 * item)
                                     + 2 * 60 * 3 * item)
+        layout = streamed.scatter(X)
+        assert layout.shards[0].streamed and len(layout.shards[0].chunks) > 2
+        layout.close()
         for devices in (oc.sub_devices(profile, [1, 1]), streamed):
             many = oc.GaussianMixture(K, devices=devices, **params).fit(X)
             np.testing.assert_allclose(many.means_, one.means_, rtol=1e-10, atol=1e-12)
