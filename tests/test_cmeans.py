@@ -8,6 +8,10 @@ or 1e-3 (float32), memberships and the objective likewise.
 """
 import dataclasses
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyopencl.array as cla
@@ -262,6 +266,52 @@ def test_multi_device_equals_single(profile, make_blobs, dtype, weighted):
                                    atol=rtol, err_msg=name)
         np.testing.assert_allclose(many.u_, one.u_, rtol=rtol, atol=rtol, err_msg=name)
         assert many.objective_ == pytest.approx(one.objective_, rel=rtol), name
+
+
+MPI_SCRIPT = """
+import json, sys
+import numpy as np
+from mpi4py import MPI
+import oclclust as oc
+from oclclust.mpi import shard_range
+platform, init, out = sys.argv[1:4]
+comm = MPI.COMM_WORLD
+X, w = np.load("X.npy"), np.load("w.npy")
+start, stop = shard_range(len(X), comm)
+fc = oc.FuzzyCMeans(4, m=1.7, init=init, random_state=0, tol=0, max_iter=6, devices=platform,
+                    comm=comm).fit(X[start:stop], sample_weight=w[start:stop])
+np.savez(f"{out}{comm.Get_rank()}.npz", centers=fc.cluster_centers_, u=fc.u_,
+         objective=fc.objective_, n_iter=fc.n_iter_)
+"""
+
+
+@pytest.mark.parametrize("init", ["k-means++", "random"])
+def test_mpi_ranks_equal_one_process(devices, make_blobs, tmp_path, init):
+    """2 ranks, each with its rows (mpiexec, real processes): every rank has
+    the model of one process fitting all rows; u_ is each rank's own rows."""
+    pytest.importorskip("mpi4py")
+    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent))
+    if mpiexec is None:
+        pytest.skip("no mpiexec")
+    X = data(np.float64, make_blobs, n=301)
+    w = weights(len(X), np.float64)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "w.npy", w)
+    (tmp_path / "fit.py").write_text(MPI_SCRIPT)
+    env = {k: v for k, v in os.environ.items() if k != "OCLCLUST_DEVICES"}
+    proc = subprocess.run([mpiexec, "-n", "2", sys.executable, "fit.py", devices[0].platform,
+                           init, "rank"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    one = oc.FuzzyCMeans(4, m=1.7, init=init, random_state=0, tol=0, max_iter=6,
+                         devices=devices).fit(X, sample_weight=w)
+    ranks = [np.load(tmp_path / f"rank{r}.npz") for r in range(2)]
+    for r in ranks:
+        np.testing.assert_allclose(r["centers"], one.cluster_centers_, rtol=1e-10, atol=1e-10)
+        assert float(r["objective"]) == pytest.approx(one.objective_, rel=1e-10)
+        assert int(r["n_iter"]) == one.n_iter_
+    np.testing.assert_allclose(np.vstack([r["u"] for r in ranks]), one.u_, rtol=1e-10,
+                               atol=1e-10)
 
 
 # ---------------------------------------------------------------- bad inputs
