@@ -3,7 +3,10 @@
 ``.npy`` (memory-mapped) and ``.npz``; ``.csv`` / ``.tsv`` (a header line is
 detected: a first line that does not parse as numbers); ``.fvecs`` /
 ``.bvecs`` / ``.ivecs`` (the SIFT/GIST descriptor formats: each vector is an
-int32 dimension followed by its values).  Under MPI (``comm``) each rank
+int32 dimension followed by its values); ``.fcs`` flow-cytometry files
+through ``flowio`` (columns are channel names, PnN or PnS) and ``.h5`` /
+``.hdf5`` through ``h5py`` (the dataset path as *key*) -- both optional
+extras (``pip install 'oclclust[formats]'``).  Under MPI (``comm``) each rank
 gets its contiguous slice of the rows; for ``.npy`` and the vecs formats
 only that slice is read.  A bad or truncated file raises DataFileError
 naming the file and the problem.
@@ -39,9 +42,13 @@ def load_data(path, columns=None, key=None, comm=None):
         X, header = _text(path, "\t" if ext == ".tsv" else ",")
     elif ext in VECS:
         X = _vecs(path, VECS[ext])
+    elif ext == ".fcs":
+        X, header = _fcs(path)
+    elif ext in (".h5", ".hdf5"):
+        X = _hdf5(path, key)
     else:
         raise DataFileError(f"{path}: unknown data format {ext!r} (known: .npy, .npz, "
-                            ".csv, .tsv, .fvecs, .bvecs, .ivecs)")
+                            ".csv, .tsv, .fvecs, .bvecs, .ivecs, .fcs, .h5, .hdf5)")
     if X.ndim != 2:
         raise DataFileError(f"{path}: expected samples x features (2-D), got shape {X.shape}")
     if columns is not None:
@@ -116,6 +123,42 @@ def _vecs(path, dtype):
         raise DataFileError(f"{path}: record {int(np.flatnonzero(dims != d)[0])} has "
                             f"dimension {int(dims[dims != d][0])}, the first has {d}")
     return raw[:, 4:].view(np.dtype(dtype).newbyteorder("<"))
+
+
+def _optional(module, path):
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise DataFileError(f"{path}: reading it needs the {module} package: "
+                            f"pip install 'oclclust[formats]'") from None
+
+
+def _fcs(path):
+    """Events x channels; channel names (PnN, or PnS where given) as header."""
+    flowio = _optional("flowio", path)
+    try:
+        fcs = flowio.FlowData(path)
+        X = fcs.as_array()
+    except Exception as exc:   # noqa: BLE001 -- flowio raises many kinds
+        raise DataFileError(f"{path}: not a readable FCS file ({exc})") from exc
+    return X, list(fcs.pnn_labels)
+
+
+def _hdf5(path, key):
+    h5py = _optional("h5py", path)
+    try:
+        with h5py.File(path, "r") as fh:
+            if key is None:
+                names = [n for n in fh if isinstance(fh[n], h5py.Dataset)]
+                if len(names) != 1:
+                    raise DataFileError(f"{path}: holds datasets {names}: name one (--key)")
+                key = names[0]
+            if key not in fh or not isinstance(fh[key], h5py.Dataset):
+                raise DataFileError(f"{path}: no dataset {key!r}")
+            return fh[key][()]
+    except OSError as exc:
+        raise DataFileError(f"{path}: not a readable HDF5 file ({exc})") from exc
 
 
 def _column_indices(path, columns, header, width):

@@ -71,3 +71,28 @@ def test_unknown_and_missing(tmp_path):
     (tmp_path / "x.parquet").write_bytes(b"PAR1")
     with pytest.raises(DataFileError, match="unknown data format"):
         load_data(tmp_path / "x.parquet")
+
+
+def test_fcs_channels(tmp_path):
+    flowio = pytest.importorskip("flowio")
+    with open(tmp_path / "a.fcs", "wb") as fh:
+        flowio.create_fcs(fh, X.ravel(), ["FSC-A", "SSC-A", "CD3", "CD4"])
+    np.testing.assert_allclose(load_data(tmp_path / "a.fcs"), X)
+    np.testing.assert_allclose(load_data(tmp_path / "a.fcs", columns=["CD4", "FSC-A"]),
+                               X[:, [3, 0]])
+    (tmp_path / "t.fcs").write_bytes((tmp_path / "a.fcs").read_bytes()[:-10])
+    with pytest.raises(DataFileError, match="t.fcs: not a readable FCS"):
+        load_data(tmp_path / "t.fcs")
+
+
+def test_hdf5_dataset_path(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(tmp_path / "a.h5", "w") as fh:
+        fh["group/x"] = X
+        fh["y"] = X[:2]
+    np.testing.assert_array_equal(load_data(tmp_path / "a.h5", key="group/x"), X)
+    with pytest.raises(DataFileError, match="no dataset 'nope'"):
+        load_data(tmp_path / "a.h5", key="nope")
+    (tmp_path / "bad.h5").write_bytes(b"not hdf5")
+    with pytest.raises(DataFileError, match="bad.h5: not a readable HDF5"):
+        load_data(tmp_path / "bad.h5", key="x")
