@@ -15,6 +15,7 @@ from .distances import pairwise_euclidean
 from .manager import DeviceFailure, DeviceManager
 from .mpi import joined_fit_data, joined_moments, joined_pass
 from .placement import new_data
+from .progress import Progress
 from .kmeanspp import kmeans_plusplus
 from .lloyd import LloydPass, ShardedLloyd
 from .validation import NotFittedError, check_params, check_random_state
@@ -168,6 +169,10 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         """One Lloyd run: (centres, inertia, iterations, history); the labels
         stay on the devices."""
         lloyd.forget_labels()
+        with Progress(self.max_iter, "k-means", bool(self.verbose) and ranks.rank == 0) as bar:
+            return self._iterate(lloyd, data, centers, tol, host_w, ranks, bar)
+
+    def _iterate(self, lloyd, data, centers, tol, host_w, ranks, bar):
         strict, history = False, []
         for it in range(self.max_iter):
             start = time.perf_counter()
@@ -187,6 +192,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                             "center_shift": shift, "n_changed": stats.n_changed,
                             "seconds": time.perf_counter() - start,
                             "rows_per_device": list(data.rows_per_device.values())})
+            bar.step(inertia=stats.inertia, shift=shift)
             if self.verbose > 1 and ranks.rank == 0:
                 print(f"  iteration {it}: inertia {stats.inertia:.6g}, shift {shift:.3g}")
             if stats.n_changed == 0:
