@@ -42,9 +42,7 @@ inline long condensed_index(const long n, const long i, const long j)
 inline real_t new_distance(const real_t d_xi, const real_t d_yi, const real_t d_xy,
                            const int size_x, const int size_y, const int size_i)
 {
-% if method == "single":
-    return d_xi < d_yi ? d_xi : d_yi;
-% elif method == "complete":
+% if method == "complete":
     return d_xi > d_yi ? d_xi : d_yi;
 % elif method == "average":
     return (size_x * d_xi + size_y * d_yi) / (size_x + size_y);

@@ -1,0 +1,76 @@
+"""oclgrind plugin: every hierarchical template variant on 7..9 points.
+
+Distances for every metric (odd and even d: cosine's two-lane dot products
+have a tail only for odd d), Prim's single linkage, the nearest-neighbour
+chain for complete/average/weighted/ward and the generic algorithm for
+centroid/median, in each precision of PRECISIONS, with a work-group of 4 so
+the row searches span several work-groups.  Results are checked against
+scipy (merges equal, heights to rounding).
+"""
+import numpy as np
+from scipy.cluster import hierarchy
+from scipy.spatial.distance import pdist
+
+from oclgrind_driver import PRECISIONS, close, mark, profile_for
+
+from oclclust.hierarchical import METRICS, _sorted_linkage
+from oclclust.linkage_device import Plan, condensed_distances, nn_chain, prim_single
+from oclclust.linkage_generic import generic_linkage
+
+
+def _points(n, d, seed):
+    return np.random.RandomState(seed).randn(n, d) * 2 + 1
+
+
+def _plans(device):
+    for dtype, fp64 in PRECISIONS:
+        yield dtype, Plan(profile_for(device, fp64, work_group_size=4), dtype)
+
+
+def _check_z(Z, X, method, rtol, what):
+    ref = hierarchy.linkage(X, method)
+    if not np.array_equal(Z[:, [0, 1, 3]], ref[:, [0, 1, 3]]):
+        raise AssertionError(f"{what}: merges {Z[:, [0, 1, 3]]}, expected {ref[:, [0, 1, 3]]}")
+    close(Z[:, 2], ref[:, 2], what, rtol)
+
+
+def exercise_distances(device, log):
+    for dtype, plan in _plans(device):
+        rtol = 1e-4 if dtype == "float32" else 1e-12
+        for metric in METRICS:
+            for d in (3, 4):
+                X = _points(8, d, seed=d)
+                mark(f"hierarchical distances {metric} d={d} {dtype} fp64={plan.profile.fp64}")
+                dist, n = condensed_distances(plan, X=X.astype(dtype), metric=metric)
+                close(dist.get(plan.queue), pdist(X.astype(dtype).astype(np.float64), metric),
+                      f"distances {metric}", rtol)
+    log("hierarchical distances: ok")
+
+
+def exercise_linkages(device, log):
+    for dtype, plan in _plans(device):
+        rtol = 1e-4 if dtype == "float32" else 1e-12
+        X = _points(9, 2, seed=7).astype(dtype).astype(np.float64)
+        y = pdist(X)
+        tag = f"{dtype} fp64={plan.profile.fp64}"
+        mark(f"hierarchical prim {tag}")
+        dist, n = condensed_distances(plan, y=y)
+        _check_z(_sorted_linkage(*prim_single(plan, dist, n), n), X, "single", rtol, "prim")
+        for method in ("complete", "average", "weighted", "ward"):
+            mark(f"hierarchical nn_chain {method} {tag}")
+            dist, n = condensed_distances(plan, y=y)
+            Z = _sorted_linkage(*nn_chain(plan, dist, n, method), n)
+            _check_z(Z, X, method, rtol, f"nn_chain {method}")
+        for method in ("centroid", "median"):
+            mark(f"hierarchical generic {method} {tag}")
+            dist, n = condensed_distances(plan, y=y)
+            _check_z(generic_linkage(plan, dist, n, method), X, method, rtol,
+                     f"generic {method}")
+    log("hierarchical linkages: ok")
+
+
+EXERCISERS = {
+    "hierarchical_distances.cl.mako": [exercise_distances],
+    "hierarchical_prim.cl.mako": [exercise_linkages],
+    "hierarchical_linkage.cl.mako": [exercise_linkages],
+}
