@@ -4,6 +4,8 @@
     python -m oclclust example            k-means on generated blobs, on every device
     python -m oclclust fit DATA -k K      fit an algorithm, write the model (and labels)
     python -m oclclust predict MODEL DATA labels of new data from a saved model
+    python -m oclclust compare ...        the strategy benchmark (oclclust.compare)
+    python -m oclclust tune ...           the kernel auto-tuner (oclclust.tune)
 
 A mistake on the command line (or a device selection that matches nothing)
 ends with one line on stderr and exit status 2.
@@ -204,16 +206,41 @@ def build_parser():
                        description="Apply a model written by 'fit --out' to a data file.")
     commands.add_predict_arguments(p)
     p.set_defaults(func=lambda args: commands.cmd_predict(args, UsageError))
+    for name, module, text in (
+            ("compare", "compare", "time the ensemble strategies and KD-tree mappings "
+             "on the devices (python -m oclclust.compare)"),
+            ("tune", "tune", "time kernel variants on each device and write the best as a "
+             "devices.yaml profile (python -m oclclust.tune)")):
+        # listed for --help; main() hands their arguments over before parsing
+        sub.add_parser(name, help=text, description=f"{text}; see its own --help.")
     return parser
+
+
+DELEGATED = ("compare", "tune")
+
+
+def _delegate(module, argv):
+    """Run another module's own command line (its parser, its --help)."""
+    import importlib
+    try:
+        target = importlib.import_module(f"oclclust.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"oclclust.{module}":
+            raise
+        raise UsageError(f"'{module}' is not available in this oclclust") from None
+    return target.main(argv)
 
 
 def main(argv=None):
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        if argv and argv[0] in DELEGATED:
+            return _delegate(argv[0], argv[1:])
         args = parser.parse_args(argv)
         if args.command is None:
-            raise UsageError(f"a command is needed: devices, example, fit or predict "
-                             f"(see '{PROG} --help')")
+            raise UsageError(f"a command is needed: devices, example, fit, predict, compare "
+                             f"or tune (see '{PROG} --help')")
         return args.func(args)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
