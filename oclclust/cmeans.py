@@ -101,12 +101,13 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
                     update=update, write_u=write_u,
                     weighted=weighted, m_two=m_two, acc_private=acc_private,
                     stage_point=d + (acc_words if acc_private else 0) <= profile.private_floats)
-        tiles = [p for p in (1 << s for s in range(wg.bit_length() - 1, -1, -1))]
+        tiles = [1 << s for s in range(wg.bit_length() - 1, -1, -1)]
+        big = min(8, wg)           # rows per tile that amortise a statistics update
         for local_u in (True, False):
-            for least in (min(8, wg), 1):
+            for lo, hi in ((big, wg), (1, big - 1)):
                 for stage in ("all", "chunk", "none"):
                     for p in tiles:
-                        if p < least:
+                        if not lo <= p <= hi:
                             continue
                         spec = CMeansSpec(p=p, ps=_odd(p), local_u=local_u,
                                           stage_centers=stage != "none", cchunk=c, **base)

@@ -95,7 +95,12 @@ void cmeans_pass(
     const long tiles_per_group)
 {
     const int lid = get_local_id(0);
+% if p == wg:
+    const int r = lid, gi = 0;                  /* a row per work-item (a constant share:
+                                                   CPU compilers vectorise across rows) */
+% else:
     const int r = lid % P, gi = lid / P;        /* my row in the tile, my share of it */
+% endif
     const long g = get_group_id(0), groups = get_num_groups(0);
     __local real_t xt[P * XS];                  /* the tile's rows, column D = 1 */
     __local real_t wt[P];                       /* their weights (0 past the end) */
