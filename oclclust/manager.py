@@ -223,6 +223,8 @@ class ShardedData:
         for shard in self.shards:
             shard.queue.finish()   # the uploads are part of the layout's cost
         self.layout_seconds = time.perf_counter() - start
+        if not previous:   # a full layout: what moving a row costs
+            self.row_seconds = self.layout_seconds / max(self.n, 1)
         self._pool = ThreadPoolExecutor(max(1, len(self.shards)))
 
     @property
@@ -315,12 +317,22 @@ class ShardedData:
         with ThreadPoolExecutor(len(m.profiles)) as pool:
             m.measured = np.array(list(pool.map(timed, m.profiles)))
 
+    def _move_seconds(self):
+        """What laying the rows out by the measured rates would cost: only
+        the rows that change device, when every shard is one resident chunk
+        (the rest are copied on the device); else every row again."""
+        old = np.cumsum([sum(c.n for c in s.chunks) for s in self.shards])[:-1]
+        new = np.cumsum(split_rows(self.n, self.manager.measured))[:-1]
+        moved = np.abs(new - old).sum() if all(s.single_resident for s in self.shards) \
+            else self.n
+        return self.row_seconds * moved
+
     def rebalance(self, save=lambda: True, min_gain=0.05):
         """With measured weights: re-split between passes when it pays.
         The rates of the last pass (smoothed with the earlier ones) predict a
         pass time for an ideal split; the rows move once the time this
-        layout has lost over its passes so far exceeds what laying the rows
-        out took (rent-or-buy: never more than twice the better choice), and
+        layout has lost over its passes so far exceeds what moving them
+        costs (rent-or-buy: never more than twice the better choice), and
         the predicted gain is at least *min_gain* of a pass.  Returns
         save()'s value, taken before the chunks (and their state) are laid
         out anew, or None."""
@@ -338,7 +350,7 @@ class ShardedData:
         self.pass_rates = True
         lost = times.max() - self.n / m.measured.sum()
         self.lost += max(lost, 0.0)
-        if lost < min_gain * times.max() or self.lost < self.layout_seconds:
+        if lost < min_gain * times.max() or self.lost < self._move_seconds():
             return None
         saved = save()
         self.reshard()

@@ -566,3 +566,18 @@ def test_kmeanspp_over_devices_and_chunks(profile, subs, how, weighted):
     rs = np.random.RandomState(11)
     _, theirs = sk_kmeans_plusplus(X, 16, sample_weight=w, random_state=rs)
     assert mine == (theirs.tolist(), rs.randint(1 << 30))
+
+
+def test_a_rebalance_costs_only_the_rows_that_move(profile, subs):
+    """Rent-or-buy prices a re-split by the rows that change device (the
+    others are copied on the device), not by a whole new layout."""
+    mgr = oc.DeviceManager([profile, *subs], weights=[1, 1, 1])
+    data = mgr.scatter(random_data())
+    try:
+        counts = [sum(c.n for c in s.chunks) for s in data.shards]
+        mgr.measured = np.array(counts, dtype=np.float64)
+        assert data._move_seconds() == 0
+        mgr.measured = np.array([counts[0] + 10, counts[1] - 10, counts[2]], np.float64)
+        assert data._move_seconds() == pytest.approx(10 * data.row_seconds)
+    finally:
+        data.close()
