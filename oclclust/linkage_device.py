@@ -144,15 +144,15 @@ def nn_chain(plan, dist, n, method):
     merge_dist = cla.zeros(q, 1, plan.dtype)
     pairs, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
     spec = LinkageSpec(method=method, wg=plan.wg, **plan.base)
-    scan, pick, update = (_kernel(q, spec, k) for k in ("nn_scan", "nn_pick", "nn_update"))
+    scan, pick = _kernel(q, spec, "nn_scan"), _kernel(q, spec, "nn_pick")
     scan.set_args(dist.data, np.int32(n), b["state"].data, b["chain"].data, b["size"].data,
-                  part_v.data, part_i.data)
+                  merge_dist.data, part_v.data, part_i.data)
     pick.set_args(np.int32(groups), np.int32(n), dist.data, part_v.data, part_i.data,
                   b["state"].data, b["chain"].data, b["size"].data, merge_dist.data,
                   pairs.data, heights.data)
-    update.set_args(dist.data, np.int32(n), b["state"].data, b["size"].data, merge_dist.data)
-    # a merge takes one to a few steps; steps past the last merge return at
-    # once, so the host enqueues batches and reads the done flag a batch late
+    # a merge takes one to a few steps (about 2.7 on blobs); steps past the
+    # last merge return at once, so the host enqueues batches and reads the
+    # done flag a batch late
     batch = int(np.clip(n // 4, 16, 2048))
     seen = [np.zeros(STATE_SIZE, np.int32) for _ in range(2)]
     pending, steps = None, 0
@@ -160,7 +160,6 @@ def nn_chain(plan, dist, n, method):
         for _ in range(batch):
             plan.launch(scan, groups)
             plan.launch(pick, 1)
-            plan.launch(update, groups)
         steps += batch
         event = cl.enqueue_copy(q, seen[steps // batch % 2], b["state"].data, is_blocking=False)
         q.flush()

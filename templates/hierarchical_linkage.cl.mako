@@ -4,12 +4,13 @@ Reads spec: method (complete, average, weighted, ward, centroid, median), wg
 (work-group size, a power of two).
 
 Nearest-neighbour chain (scipy's nn_chain: complete, average, weighted, ward),
-one step = three launches, all control on the device (the host only enqueues
+one step = two launches, all control on the device (the host only enqueues
 steps and now and then reads a done flag):
-  nn_scan:    each work-group's (value, index) minimum of row x = chain top
+  nn_scan:    the Lance-Williams update of the merged row if the last step
+              merged, and each work-group's (value, index) minimum of row
+              x = chain top (the update's new d(x, b) taken as it is made)
   nn_pick:    one work-group: the row minimum, scipy's preference for the
               previous chain element; push y, or merge x and y (record Z row)
-  nn_update:  after a merge, the merged row by the Lance-Williams formula
 Generic algorithm (scipy's fast_linkage: centroid, median; the host keeps
 scipy's heap of lower bounds):
   row_init:   every row's nearest higher-indexed neighbour (one item a row)
@@ -128,19 +129,54 @@ inline void reduce_partials(const int groups, __global const real_t *restrict pa
 
 /* ------------------------------------------------ nearest-neighbour chain */
 
+/* (value, index) candidate into a running minimum; ties to the lower index */
+#define OFFER(d, i) do { const real_t d_ = (d); const int i_ = (i); \
+        if (d_ < mv || (d_ == mv && i_ < mi)) { mv = d_; mi = i_; } } while (0)
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nn_scan(__global const real_t *restrict dist, const int n,
-             __global const int *restrict state, __global const int *restrict chain,
-             __global const int *restrict size, __global real_t *restrict part_v,
+void nn_scan(__global real_t *restrict dist, const int n, __global const int *restrict state,
+             __global const int *restrict chain, __global const int *restrict size,
+             __global const real_t *restrict merge_dist, __global real_t *restrict part_v,
              __global int *restrict part_i)
 {
     __local real_t v[WG];
     __local int idx[WG];
-    /* no return before the barriers (PoCL miscompiles one); a finished
-       chain scans an empty range */
-    const int done = state[DONE];
-    row_partial(dist, n, done ? 0 : chain[state[LEN] - 1], done ? n : 0, size, part_v,
-                part_i, v, idx);
+    /* no return before the barriers (PoCL miscompiles one) */
+    const int done = state[DONE], merging = state[MERGING];
+    const int x = done ? 0 : chain[state[LEN] - 1];
+    const int a = state[MA], b = state[MB], na = state[NA], nb = state[NB];
+    const real_t d_ab = merging ? merge_dist[0] : 0;
+    const int lid = get_local_id(0);
+    real_t mv = INFINITY;
+    int mi = 0x7fffffff;
+    for (int i = done ? n : get_global_id(0); i < n; i += get_global_size(0)) {
+        const int ni = size[i];
+        if (ni == 0)
+            continue;
+        if (merging && i != b) {
+            /* item i alone writes d(i, b); d(x, i) for i != b is not written
+               here, and d(x, b) is offered by item x, which makes it */
+            const long ib = condensed_index(n, i, b);
+            const real_t d = new_distance(dist[condensed_index(n, i, a)], dist[ib], d_ab,
+                                          na, nb, ni);
+            dist[ib] = d;
+            if (x == b)
+                OFFER(d, i);
+            else if (i == x)
+                OFFER(d, b);
+            else
+                OFFER(dist[condensed_index(n, x, i)], i);
+        } else if (i != x && !merging) {
+            OFFER(dist[condensed_index(n, x, i)], i);
+        }
+    }
+    v[lid] = mv;
+    idx[lid] = mi;
+    argmin_local(v, idx, lid);
+    if (lid == 0) {
+        part_v[get_group_id(0)] = v[0];
+        part_i[get_group_id(0)] = idx[0];
+    }
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -205,23 +241,6 @@ void nn_pick(const int groups, const int n, __global const real_t *restrict dist
     chain[len] = y;
     state[LEN] = len + 1;
     state[MERGING] = 0;
-}
-
-__kernel void nn_update(__global real_t *restrict dist, const int n,
-                        __global const int *restrict state, __global const int *restrict size,
-                        __global const real_t *restrict merge_dist)
-{
-    if (!state[MERGING])
-        return;
-    const int a = state[MA], b = state[MB], na = state[NA], nb = state[NB];
-    const real_t d_ab = merge_dist[0];
-    for (int i = get_global_id(0); i < n; i += get_global_size(0)) {
-        const int ni = size[i];
-        if (ni == 0 || i == b)
-            continue;
-        const long ib = condensed_index(n, i, b);
-        dist[ib] = new_distance(dist[condensed_index(n, i, a)], dist[ib], d_ab, na, nb, ni);
-    }
 }
 
 /* ------------------------------------------------------ generic algorithm */

@@ -1,0 +1,124 @@
+"""Hierarchical clustering: oclclust.linkage against scipy and fastcluster.
+
+    python3 bench/hierarchical.py --n 20000 50000 --d 32 \
+        --methods ward average single --devices NVIDIA
+    python3 bench/hierarchical.py --quick --devices Intel
+
+The data are ../shared/bench/gpu_host_anchors.py's (blobs(n, d, 50), seed 0,
+float32 made float64), fastcluster is called as there (linkage_vector for
+ward, single, centroid, median; linkage for the rest) and scipy's linkage
+runs only up to --scipy-max-n (it is O(N^2) memory and slow).  Each
+oclclust run is checked against the reference (scipy where it ran, else
+fastcluster): same merges, heights within --rtol.  Kernels are built on a
+small warm-up set first, so compile time is not counted.
+"""
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def blobs(n, d, k, seed=0):
+    """gpu_host_anchors.py's data: the same points on every host."""
+    rng = np.random.default_rng(seed)
+    c = rng.uniform(-10, 10, (k, d)).astype(np.float32)
+    return c[rng.integers(0, k, n)] + rng.standard_normal((n, d), dtype=np.float32)
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def fastcluster_fn(method):
+    try:
+        import fastcluster
+    except ImportError:
+        return None
+    if method in ("single", "centroid", "median", "ward"):
+        return fastcluster.linkage_vector
+    return fastcluster.linkage
+
+
+def compare(Z, ref, rtol):
+    """(same merges, largest relative height difference) of Z against ref."""
+    same = bool(np.array_equal(Z[:, [0, 1, 3]], ref[:, [0, 1, 3]]))
+    scale = np.maximum(np.abs(ref[:, 2]), 1e-300)
+    return same, float(np.max(np.abs(Z[:, 2] - ref[:, 2]) / scale))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[20000, 50000])
+    ap.add_argument("--d", type=int, default=32)
+    ap.add_argument("--methods", nargs="+", default=["ward", "average", "single"],
+                    choices=["single", "complete", "average", "weighted", "centroid",
+                             "median", "ward"])
+    ap.add_argument("--devices", default=None, help="oclclust devices (e.g. NVIDIA, Intel)")
+    ap.add_argument("--scipy-max-n", type=int, default=20000,
+                    help="run scipy only up to this n (default 20000)")
+    ap.add_argument("--no-scipy", action="store_true", help="skip scipy")
+    ap.add_argument("--no-fastcluster", action="store_true", help="skip fastcluster")
+    ap.add_argument("--rtol", type=float, default=1e-9, help="height tolerance (relative)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (n=1000, 2000; d=8)")
+    ap.add_argument("--json", help="also write the rows here (JSON lines)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.n, args.d = [1000, 2000], 8
+
+    import oclclust as oc
+    from oclclust.devices import preferred, select_devices
+    device = preferred(select_devices(args.devices))[0]
+    print(f"oclclust on {device}; d={args.d}; methods {', '.join(args.methods)}", flush=True)
+    warm = blobs(300, args.d, 5).astype(np.float64)
+    for method in args.methods:                 # build the kernels outside the timings
+        oc.linkage(warm, method, devices=args.devices)
+
+    rows = []
+    header = (f"{'n':>7} {'method':>9} {'oclclust s':>11} {'scipy s':>9} {'fastcl. s':>10} "
+              f"{'x scipy':>8} {'x fastcl.':>9} {'vs':>11} {'merges':>7} {'max rel dh':>10}")
+    print(header)
+    print("-" * len(header), flush=True)
+    for n in args.n:
+        X = blobs(n, args.d, 50).astype(np.float64)
+        for method in args.methods:
+            t_oc, Z = timed(lambda: oc.linkage(X, method, devices=args.devices))
+            t_sp = t_fc = None
+            ref, ref_name = None, "-"
+            if not args.no_scipy and n <= args.scipy_max_n:
+                from scipy.cluster.hierarchy import linkage
+                t_sp, ref = timed(lambda: linkage(X, method))
+                ref_name = "scipy"
+            fn = None if args.no_fastcluster else fastcluster_fn(method)
+            if fn is not None:
+                t_fc, Zf = timed(lambda: fn(X, method=method, metric="euclidean"))
+                if ref is None:
+                    ref, ref_name = Zf, "fastcluster"
+                del Zf
+            same, dh = compare(Z, ref, args.rtol) if ref is not None else (None, None)
+            row = dict(n=n, d=args.d, method=method, device=str(device), oclclust_s=t_oc,
+                       scipy_s=t_sp, fastcluster_s=t_fc, reference=ref_name,
+                       same_merges=same, max_rel_height_diff=dh,
+                       heights_ok=None if dh is None else dh <= args.rtol)
+            rows.append(row)
+
+            def fmt(v, spec):
+                return format(v, spec) if v is not None else "-"
+            print(f"{n:>7} {method:>9} {t_oc:>11.3f} {fmt(t_sp, '9.3f'):>9} "
+                  f"{fmt(t_fc, '10.3f'):>10} {fmt(t_sp and t_sp / t_oc, '8.1f'):>8} "
+                  f"{fmt(t_fc and t_fc / t_oc, '9.1f'):>9} {ref_name:>11} "
+                  f"{fmt(same, ''):>7} {fmt(dh, '10.1e'):>10}", flush=True)
+            if dh is not None and (not same or dh > args.rtol):
+                print(f"  !! {method} n={n}: oclclust differs from {ref_name}", flush=True)
+    if args.json:
+        with open(args.json, "w") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+    return 0 if all(r["same_merges"] in (None, True) and r["heights_ok"] in (None, True)
+                    for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
