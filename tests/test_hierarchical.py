@@ -187,3 +187,24 @@ def _sklearn_checks():
 @pytest.mark.parametrize("estimator, check", list(_sklearn_checks()))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
+
+
+# ------------------------------------------------------------------ plots
+def test_plot_dendrogram(devices, monkeypatch):
+    from oclclust.plots import linkage_matrix, plot_dendrogram
+    X = np.random.RandomState(2).randn(12, 2)
+    model = oc.AgglomerativeClustering(compute_distances=True, devices=devices).fit(X)
+    Z = oc.linkage(X, "ward", devices=devices)
+    np.testing.assert_array_equal(linkage_matrix(model), Z)
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    assert plot_dendrogram(model, ax=ax)["ivl"] == plot_dendrogram(Z, ax=ax)["ivl"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="compute_distances"):
+        plot_dendrogram(oc.AgglomerativeClustering(devices=devices).fit(X))
+    monkeypatch.setitem(__import__("sys").modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match="pip install matplotlib"):
+        plot_dendrogram(Z)
