@@ -24,7 +24,15 @@ PROFILE_TERMS = {
     "local_memory_fraction": (float, 0.0, 1.0),
     "private_floats": (int, 16, 65536),
     "memory_fraction": (float, 0.001, 1.0),
-    "lloyd_variant": (str, ("tiled", "rowwise"), None),
+    "lloyd_variant": (str, ("tiled", "rowwise", "gemm"), None),
+    # the "gemm" Lloyd variant: points x centroids per work-group tile, per
+    # work-item register tile, dimensions per local-memory chunk, vector width
+    "lloyd_tile_rows": (int, 1, 1024),
+    "lloyd_tile_centroids": (int, 1, 1024),
+    "lloyd_reg_rows": (int, 1, 16),
+    "lloyd_reg_centroids": (int, 1, 16),
+    "lloyd_depth": (int, 1, 256),
+    "lloyd_vector_width": (int, 1, 16),
 }
 MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
 DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
@@ -60,6 +68,12 @@ class DeviceProfile:
     native_vector_bytes: int
     profile_entries: tuple = ()
     sub_device: tuple = ()   # (compute-unit counts, index) of a sub-device, else ()
+    lloyd_tile_rows: int = 64
+    lloyd_tile_centroids: int = 64
+    lloyd_reg_rows: int = 4
+    lloyd_reg_centroids: int = 4
+    lloyd_depth: int = 16
+    lloyd_vector_width: int = 4
 
     @property
     def key(self):

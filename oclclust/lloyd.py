@@ -1,6 +1,8 @@
-"""The fused Lloyd pass on one device partition: labels, partial sums, inertia.
+"""The Lloyd pass on one device partition: labels, partial sums, inertia.
 
-Pairs with templates/lloyd_assign_accumulate.cl.mako.  The pass is the
+Pairs with templates/lloyd_*.cl.mako: the fused tiled and row-wise kernels,
+and the register-tiled GEMM-style assignment followed by the label-driven
+accumulation of sums ("gemm").  The pass is the
 *local statistics* step of k-means; the k-means loop (kmeans.py) only sees the
 reduced statistics, never where or how distances are computed.
 """
@@ -18,7 +20,11 @@ from .reduce import partial_buffer, reduce_partials
 class LloydSpec(Spec):
     """``variant`` "tiled": a point per work-item, a slab per work-group
     (GPUs); "rowwise": a work-item walks its rows with vw-wide vectors over
-    the centroids (CPUs).  The two give bitwise-equal sums and labels."""
+    the centroids (CPUs).  The two give bitwise-equal sums and labels.
+    "gemm": tm x tn tiles of points x centroids per work-group, rm x rn per
+    work-item, kc dimensions (of dp) per local-memory chunk, vw-wide local
+    reads; the sums follow from the labels, ``slice`` clusters per work-group
+    of ``acc_wg`` work-items (AccumulateSpec)."""
     variant: str = "tiled"
     vw: int = 1
     d: int = 1
@@ -32,22 +38,59 @@ class LloydSpec(Spec):
     stage_point: bool = False
     update: bool = True
     weighted: bool = False
+    tm: int = 1
+    tn: int = 1
+    rm: int = 1
+    rn: int = 1
+    kc: int = 1
+    dp: int = 1
+    slice: int = 1
+    acc_wg: int = 1
 
     @property
     def template(self):
         return {"tiled": "lloyd_assign_accumulate.cl.mako",
-                "rowwise": "lloyd_assign_accumulate_rowwise.cl.mako"}[self.variant]
+                "rowwise": "lloyd_assign_accumulate_rowwise.cl.mako",
+                "gemm": "lloyd_gemm_assign.cl.mako"}[self.variant]
+
+    @property
+    def kernel_name(self):
+        return "assign_gemm" if self.variant == "gemm" else "assign_and_accumulate"
+
+    def accumulate_spec(self):
+        return AccumulateSpec(dtype=self.dtype, acc_double=self.acc_double, d=self.d, k=self.k,
+                              slice=self.slice, acc_wg=self.acc_wg, weighted=self.weighted)
 
     def local_bytes(self):
         item = np.dtype(self.dtype).itemsize
         acc = 8 if self.acc_double else 4
         if self.variant == "rowwise":
             return 0
+        if self.variant == "gemm":
+            nx = self.tn // self.rn
+            assign = (self.kc * (self.tm + self.vw + self.tn) + self.tm * nx) * item \
+                + self.tm * nx * 4 + self.wg * acc
+            return max(assign, self.accumulate_spec().local_bytes() if self.update else 0)
         staged = (self.cchunk * self.d + self.cchunk) * item if self.stage_centers else 0
         return self.wg * acc + staged + (self.wg * self.ppi * 4 if self.update else 0)
 
     def private_floats(self):
         return self.ppi * (self.ctile + (self.d if self.stage_point else 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class AccumulateSpec(Spec):
+    """Per-cluster sums from the labels: ``slice`` clusters' sums in local
+    memory per work-group of ``acc_wg`` work-items."""
+    template = "lloyd_accumulate_sums.cl.mako"
+    d: int = 1
+    k: int = 1
+    slice: int = 1
+    acc_wg: int = 1
+    weighted: bool = False
+
+    def local_bytes(self):
+        return self.slice * (self.d + 1) * 8 + 3 * self.acc_wg * 4   # Kahan: 2 floats
 
 
 def _power_of_two_at_most(v):
@@ -63,6 +106,8 @@ def candidate_specs(profile, dtype, d, k, update, weighted):
     variants = (_rowwise_specs, _tiled_specs)
     if profile.lloyd_variant == "tiled":
         variants = variants[::-1]
+    elif profile.lloyd_variant == "gemm":   # then the fused ones
+        variants = (_gemm_specs, _tiled_specs, _rowwise_specs)
     for specs in variants:
         yield from specs(profile, base)
 
@@ -94,6 +139,41 @@ def _tiled_specs(profile, base):
         wg //= 2
 
 
+def _power_of_two_at_least(v):
+    return 1 << max(0, int(v) - 1).bit_length()
+
+
+def _gemm_specs(profile, base):
+    """The profile's tiles, then halved centroid and point tiles (register
+    tiles kept), each with the profile's vector width and then scalar reads."""
+    d, k = base["d"], base["k"]
+    rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
+    tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
+    while tn // 2 >= max(rn, _power_of_two_at_least(k)):   # small k: no idle tiles
+        tn //= 2
+    kc = min(profile.lloyd_depth, _power_of_two_at_least(d))
+    acc_wg = min(256, profile.max_work_group_size, max(8, _power_of_two_at_least(d + 1)))
+    acc_wg = _power_of_two_at_most(acc_wg)
+    per_cluster = (d + 1) * 8
+    slice_ = min(k, (profile.local_memory_budget - 3 * acc_wg * 4) // per_cluster)
+    if slice_ < 1 or rm * rn + rm + rn > profile.private_floats:
+        return
+    while tm >= rm and tn >= rn:
+        nx, ny = tn // rn, tm // rm
+        pow2 = nx * rn == tn and ny * rm == tm and nx & (nx - 1) == 0 and ny & (ny - 1) == 0
+        if pow2 and nx * ny <= profile.max_work_group_size:
+            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
+                if rm % vw or rn % vw or tm % vw:
+                    continue
+                yield LloydSpec(variant="gemm", vw=vw, kp=-(-k // tn) * tn, wg=nx * ny,
+                                tm=tm, tn=tn, rm=rm, rn=rn, kc=kc, dp=-(-d // kc) * kc,
+                                slice=slice_, acc_wg=acc_wg, **base)
+        if tn > rn and tn >= tm:
+            tn //= 2
+        else:
+            tm //= 2
+
+
 def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
     """(centroids staged in local memory at a time, padded k): equal chunks,
     multiples of ctile, as large as the local-memory budget allows (0: none fit)."""
@@ -122,11 +202,15 @@ def plan(profile, queue, dtype, d, k, update, weighted):
             if spec.local_bytes() > profile.local_memory_budget:
                 continue
             try:
-                assign = kernel(ctx, spec, "assign_and_accumulate")
+                assign = kernel(ctx, spec, spec.kernel_name)
+                fits = kernel_work_group_limit(assign, queue.device) >= spec.wg
+                if spec.variant == "gemm" and update:
+                    sums = kernel(ctx, spec.accumulate_spec(), "accumulate_sums")
+                    fits = fits and kernel_work_group_limit(sums, queue.device) >= spec.acc_wg
             except KernelBuildError as exc:
                 errors.append(exc)
                 continue
-            if kernel_work_group_limit(assign, queue.device) >= spec.wg:
+            if fits:
                 _PLANS[key] = (spec, assign)
                 break
         else:
@@ -145,51 +229,92 @@ class LloydStats:
 
 
 class LloydPass:
-    """Runs the fused pass over a DevicePartition into caller-owned labels."""
+    """Runs the Lloyd pass over a DevicePartition into caller-owned labels."""
 
     def __init__(self, part, k, update=True):
         self.part, self.k, self.update = part, k, update
         self.spec, self.kernel = plan(part.profile, part.queue, part.dtype, part.d, k, update,
                                        part.weighted)
-        self.groups, self.tiles = part.groups(self.spec.wg, self.spec.wg * self.spec.ppi)
+        gemm = self.spec.variant == "gemm"
+        rows = self.spec.tm if gemm else self.spec.wg * self.spec.ppi
+        self.groups, self.tiles = part.groups(self.spec.wg, rows)
         q, acc = part.queue, part.acc_double
-        size = k * part.d if update else 1
-        self.part_sums = partial_buffer(q, self.groups, size, acc)
-        self.part_weights = partial_buffer(q, self.groups, k if update else 1, acc)
         self.part_inertia = partial_buffer(q, self.groups, 1, acc)
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
         self.min_dist = cla.empty(q, part.n, part.dtype)
-        self.centers = cla.empty(q, self.spec.kp * part.d, part.dtype)
         self.norms = cla.empty(q, self.spec.kp, part.dtype)
+        if gemm:
+            self.centers = cla.empty(q, self.spec.dp * self.spec.kp, part.dtype)
+            self.center_rows = cla.empty(q, k * part.d, part.dtype)
+            self.slices = -(-k // self.spec.slice)
+            self.segments = self._segments() if update else 1
+            self.rows_per_segment = -(-part.n // self.segments)
+            partials = self.segments
+        else:
+            self.centers = cla.empty(q, self.spec.kp * part.d, part.dtype)
+            partials = self.groups
+        self.partials = partials
+        self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
+        self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
+
+    def _segments(self):
+        """Row segments of the accumulation: enough work-groups to fill the
+        device, partial sums within a quarter of the memory budget."""
+        prof, part = self.part.profile, self.part
+        want = -(-prof.compute_units * prof.groups_per_compute_unit // self.slices)
+        most = max(1, prof.memory_budget // 4 // (self.k * (part.d + 1) * 8))
+        return int(max(1, min(want, most, -(-part.n // self.spec.acc_wg))))
 
     def _upload(self, centers):
-        kp, d = self.spec.kp, self.part.d
-        padded = np.zeros((kp, d), self.part.dtype)
-        padded[:self.k] = centers
-        if self.spec.variant == "rowwise":
-            padded = np.ascontiguousarray(padded.T)
-        norms = np.full(kp, np.inf, self.part.dtype)
-        rounded = centers.astype(self.part.dtype).astype(np.float64)
+        spec, d, dtype = self.spec, self.part.d, self.part.dtype
+        norms = np.full(spec.kp, np.inf, dtype)
+        rounded = centers.astype(dtype).astype(np.float64)
         norms[:self.k] = np.einsum("ij,ij->i", rounded, rounded)
-        self.centers.set(padded.ravel(), self.part.queue)
-        self.norms.set(norms, self.part.queue)
+        q = self.part.queue
+        if spec.variant == "gemm":
+            padded = np.zeros((spec.dp, spec.kp), dtype)   # transposed, zero padding
+            padded[:d, :self.k] = centers.T
+            self.center_rows.set(np.ascontiguousarray(centers, dtype).ravel(), q)
+        else:
+            padded = np.zeros((spec.kp, d), dtype)
+            padded[:self.k] = centers
+            if spec.variant == "rowwise":
+                padded = np.ascontiguousarray(padded.T)
+        self.centers.set(padded.ravel(), q)
+        self.norms.set(norms, q)
+
+    def _enqueue(self, labels):
+        part, q, spec = self.part, self.part.queue, self.spec
+        data = (part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg())
+        if spec.variant != "gemm":
+            self.kernel(q, (self.groups * spec.wg,), (spec.wg,), *data,
+                        self.centers.data, self.norms.data, labels.data, self.min_dist.data,
+                        self.part_sums.data, self.part_weights.data, self.part_inertia.data,
+                        self.part_flags.data, np.int64(self.tiles))
+            return
+        self.kernel(q, (self.groups * spec.wg,), (spec.wg,), *data,
+                    self.centers.data, self.center_rows.data, self.norms.data, labels.data,
+                    self.min_dist.data, self.part_inertia.data, self.part_flags.data,
+                    np.int64(self.tiles))
+        if self.update:
+            sums = kernel(q.context, spec.accumulate_spec(), "accumulate_sums")
+            sums(q, (self.segments * self.slices * spec.acc_wg,), (spec.acc_wg,), *data,
+                 labels.data, self.part_sums.data, self.part_weights.data,
+                 np.int64(self.rows_per_segment), np.int32(self.slices))
 
     def run(self, centers, labels):
         """Assign every row to its nearest centre of *centers* (k x d), writing
         *labels* (a device int32 array holding the previous labels)."""
         part, q = self.part, self.part.queue
         self._upload(centers)
-        self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),
-                    part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg(),
-                    self.centers.data, self.norms.data, labels.data, self.min_dist.data,
-                    self.part_sums.data, self.part_weights.data, self.part_inertia.data,
-                    self.part_flags.data, np.int64(self.tiles))
+        self._enqueue(labels)
         sums = weights = None
         if self.update:
             acc = part.acc_double
-            sums = reduce_partials(q, self.part_sums, self.groups, self.k * part.d,
+            sums = reduce_partials(q, self.part_sums, self.partials, self.k * part.d,
                                    part.dtype, acc).reshape(self.k, part.d)
-            weights = reduce_partials(q, self.part_weights, self.groups, self.k, part.dtype, acc)
+            weights = reduce_partials(q, self.part_weights, self.partials, self.k,
+                                      part.dtype, acc)
         flags = self.part_flags.get(q).reshape(-1, 2)
         inertia = float(np.sum(self.part_inertia.get(q)[:self.groups], dtype=np.float64))
         return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()), int(flags[:, 1].sum()))

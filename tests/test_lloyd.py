@@ -23,6 +23,9 @@ VARIANTS = {   # profile tweaks: name -> replace(profile, **tweak)
     "rowwise": dict(lloyd_variant="rowwise"),
     "kahan": dict(fp64=False),
     "tiled-kahan": dict(fp64=False, lloyd_variant="tiled"),
+    "gemm": dict(lloyd_variant="gemm"),
+    "gemm-kahan": dict(fp64=False, lloyd_variant="gemm"),
+    "gemm-scalar": dict(lloyd_variant="gemm", lloyd_vector_width=1),
 }
 
 
@@ -82,7 +85,10 @@ PASS_CASES = [("shipped", np.float32, False), ("shipped", np.float64, False),
               ("tiled-global", np.float32, True),
               ("rowwise", np.float32, False), ("rowwise", np.float64, True),
               ("kahan", np.float32, False), ("kahan", np.float32, True),
-              ("tiled-kahan", np.float32, True)]
+              ("tiled-kahan", np.float32, True),
+              ("gemm", np.float32, False), ("gemm", np.float64, True),
+              ("gemm", np.float32, True), ("gemm-kahan", np.float32, True),
+              ("gemm-scalar", np.float32, False)]
 
 
 @pytest.mark.parametrize("name, dtype, weighted", [
@@ -95,7 +101,7 @@ def test_pass_matches_numpy(profile, make_blobs, name, dtype, weighted):
     w = np.random.RandomState(0).uniform(0, 3, len(X)).astype(dtype) if weighted else None
     spec = check_against_reference(prof, X, centres, w, 1e-12 if prof.fp64 else 1e-6)
     assert spec.acc_double == prof.fp64
-    if name.startswith(("tiled", "rowwise")):
+    if name.startswith(("tiled", "rowwise", "gemm")):
         assert spec.variant == prof.lloyd_variant
     if name == "tiled-global":
         assert not spec.stage_centers
@@ -109,13 +115,55 @@ SHAPES = {   # n, d, k
 }
 
 
-@pytest.mark.parametrize("name", ["shipped", "tiled"])
+@pytest.mark.parametrize("name", ["shipped", "tiled", "gemm"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_edge_shapes(profile, make_blobs, shape, name):
     n, d, k = SHAPES[shape]
     X, _ = make_blobs(n=n, d=d, k=k, seed=n, dtype=np.float32)
     centres = X[:k] + np.float32(0.01)   # a point of each blob: no near-ties
     check_against_reference(variant(profile, name), X, centres, None, 1e-12, predict=False)
+
+
+# gemm tiles (tm, tn, rm, rn, kc, vw): small, so that n, k and d = 5 or 67
+# leave ragged point, centroid and depth tiles; vw 1 reads interleaved tiles
+GEMM_TILES = [(8, 4, 2, 2, 2, 2), (4, 8, 1, 2, 4, 1), (16, 16, 4, 2, 8, 2),
+              (32, 16, 2, 4, 16, 4)]
+
+
+@pytest.mark.parametrize("tiles", GEMM_TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("d, k", [(5, 13), (67, 5)])
+def test_gemm_tiles_match_numpy(profile, make_blobs, tiles, d, k):
+    tm, tn, rm, rn, kc, vw = tiles
+    prof = dataclasses.replace(profile, lloyd_variant="gemm", lloyd_tile_rows=tm,
+                               lloyd_tile_centroids=tn, lloyd_reg_rows=rm,
+                               lloyd_reg_centroids=rn, lloyd_depth=kc, lloyd_vector_width=vw)
+    X, _ = make_blobs(n=203, d=d, k=k, seed=d, dtype=np.float32)
+    centres = X[:k] + np.float32(0.25)
+    w = np.random.RandomState(1).uniform(0, 3, len(X)).astype(np.float32)
+    spec = check_against_reference(prof, X, centres, w, 1e-12, predict=False)
+    assert (spec.variant, spec.tm, spec.rm, spec.rn, spec.vw) == ("gemm", tm, rm, rn, vw)
+    assert spec.tn <= tn and spec.dp % spec.kc == 0 and spec.kp % spec.tn == 0
+
+
+def test_gemm_accumulates_by_cluster_slices(profile, make_blobs):
+    """Little local memory: each work-group of the sums kernel owns a few
+    clusters, several slices and row segments."""
+    prof = dataclasses.replace(profile, lloyd_variant="gemm", local_mem_size=4096,
+                               local_memory_fraction=1.0, lloyd_tile_rows=8,
+                               lloyd_tile_centroids=8, lloyd_depth=4)
+    X, _ = make_blobs(n=500, d=20, k=40, seed=3, dtype=np.float32)
+    spec = check_against_reference(prof, X, X[:40] + np.float32(0.1), None, 1e-12,
+                                   predict=False)
+    assert spec.variant == "gemm" and spec.slice < 40
+
+
+def test_gemm_falls_back_when_it_does_not_fit(profile, make_blobs):
+    prof = dataclasses.replace(profile, lloyd_variant="gemm", private_floats=16,
+                               lloyd_reg_rows=8, lloyd_reg_centroids=8)
+    X, _ = make_blobs(n=50, d=3, k=4, seed=4, dtype=np.float32)
+    spec = check_against_reference(prof, X, X[:4] + np.float32(0.1), None, 1e-12,
+                                   predict=False)
+    assert spec.variant == "tiled"
 
 
 def test_nonfinite_rows_are_counted(profile):
@@ -152,7 +200,7 @@ def test_kahan_sums_keep_float64_accuracy(profile, name):
     assert abs(plain / quarter.astype(np.float64).sum() - 1) > 1e-4
 
 
-@pytest.mark.parametrize("name", ["shipped", "kahan"])
+@pytest.mark.parametrize("name", ["shipped", "kahan", "gemm-kahan"])
 def test_centres_on_ten_million_points(profile, name):
     """The precision requirement: centres within 1e-5 relative of a float64
     reference on 10 million float32 points (one Lloyd update)."""

@@ -1,0 +1,175 @@
+<%doc>
+Register-tiled (GEMM-style) distance + argmin: labels, exact distances,
+inertia and change counts; the sums come from lloyd_accumulate_sums.cl.mako.
+Reads spec: d, dp (d padded to kc), kp (k padded to tn), tm, tn (points and
+centroids of a work-group tile), rm, rn (a work-item's register tile),
+kc (depth of a local-memory chunk), vw (vector width of the local reads; 1:
+interleaved register tiles, conflict-free scalar reads), weighted.
+
+A work-group owns row tiles of TM points; for each it walks every centroid
+tile, TM x TN dot products at a time in registers (X and C chunks of KC
+dimensions staged in local memory), scoring ||c||^2 - 2 x.c (||x||^2 is the
+same for a row's candidates).  The NX work-items that share a row then reduce
+their (score, index) pairs, ties to the lowest index, and the winner's exact
+(x - c)^2 distance is recomputed so inertia suffers no cancellation.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+<%
+    nx, ny = tn // rn, tm // rm
+    vec = f"{real_t}{vw}"
+    comps = "0123456789abcdef"
+%>
+#define D ${d}
+#define DP ${dp}
+#define KP ${kp}
+#define TM ${tm}
+#define TN ${tn}
+#define KC ${kc}
+#define NX ${nx}
+#define NY ${ny}
+#define WG ${nx * ny}
+/* local rows padded by the vector width: the X stores (one row per lane run)
+   hit different banks, and vector reads stay aligned */
+#define TMP (TM + ${vw})
+% if weighted:
+#define WEIGHT(i) w[i]
+% else:
+#define WEIGHT(i) ((real_t)1)
+% endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void assign_gemm(
+    __global const real_t *restrict x, const long n, const long stride,
+    __global const real_t *restrict w,
+    __global const real_t *restrict centers_t,    /* DP x KP, zero padding */
+    __global const real_t *restrict centers,      /* K x D, for the exact distance */
+    __global const real_t *restrict center_norms, /* KP, +inf on padding */
+    __global int *restrict labels,                /* in: previous, out: new */
+    __global real_t *restrict min_dist,           /* exact distance to own centre */
+    __global acc_t *restrict part_inertia,        /* groups */
+    __global int *restrict part_flags,            /* groups x 2: changed, non-finite */
+    const long tiles_per_group)
+{
+    const int lid = get_local_id(0);
+    const int tx = lid % NX, ty = lid / NX;
+    const long g = get_group_id(0);
+    __local real_t lx[KC * TMP];
+    __local real_t lc[KC * TN];
+    __local real_t row_best[TM * NX];
+    __local int row_index[TM * NX];
+    __local acc_t scratch[WG];
+
+    acc_t inertia = 0;
+    int changed = 0, nonfinite = 0;
+    const long first = g * tiles_per_group * TM;
+    for (long t = 0; t < tiles_per_group; ++t) {
+        const long base = first + t * TM;
+        if (base >= n)
+            break;                      /* uniform over the group */
+% for r in range(rm):
+        real_t best_${r} = INFINITY;
+        int index_${r} = 0;
+% endfor
+        for (int jt = 0; jt < KP; jt += TN) {
+% for r in range(rm):
+  % for q in range(rn):
+            real_t acc_${r}_${q} = 0;
+  % endfor
+% endfor
+            for (int kc = 0; kc < DP; kc += KC) {
+                barrier(CLK_LOCAL_MEM_FENCE);
+                /* X chunk, transposed: lanes walk a row's dimensions (coalesced) */
+                for (int e = lid; e < TM * KC; e += WG) {
+                    const int r = e / KC, c = kc + e % KC;
+                    const long i = base + r;
+                    lx[(e % KC) * TMP + r] = (i < n && c < D) ? x[i * stride + c] : (real_t)0;
+                }
+                /* C chunk: centers_t rows are contiguous along the centroids */
+                for (int e = lid; e < TN * KC; e += WG)
+                    lc[e] = centers_t[(long)(kc + e / TN) * KP + jt + e % TN];
+                barrier(CLK_LOCAL_MEM_FENCE);
+                #pragma unroll
+                for (int kk = 0; kk < KC; ++kk) {
+                    __local const real_t *xr = lx + kk * TMP;
+                    __local const real_t *cr = lc + kk * TN;
+% if vw > 1:
+  % for r0 in range(0, rm, vw):
+                    const ${vec} a${r0} = vload${vw}(0, xr + ty * ${rm} + ${r0});
+  % endfor
+  % for q0 in range(0, rn, vw):
+                    const ${vec} b${q0} = vload${vw}(0, cr + tx * ${rn} + ${q0});
+  % endfor
+  % for r in range(rm):
+    % for q in range(rn):
+                    acc_${r}_${q} = fma(a${r - r % vw}.s${comps[r % vw]}, b${q - q % vw}.s${comps[q % vw]}, acc_${r}_${q});
+    % endfor
+  % endfor
+% else:
+  % for r in range(rm):
+                    const real_t a${r} = xr[${r} * NY + ty];
+  % endfor
+  % for q in range(rn):
+                    const real_t b${q} = cr[${q} * NX + tx];
+  % endfor
+  % for r in range(rm):
+    % for q in range(rn):
+                    acc_${r}_${q} = fma(a${r}, b${q}, acc_${r}_${q});
+    % endfor
+  % endfor
+% endif
+                }
+            }
+            /* candidates in increasing index: strict < keeps the lowest on ties */
+% for q in range(rn):
+<%  col = f"tx * {rn} + {q}" if vw > 1 else f"{q} * NX + tx" %>\
+            {
+                const int j = jt + ${col};
+                const real_t norm = center_norms[j];
+  % for r in range(rm):
+                const real_t s${r} = fma((real_t)-2, acc_${r}_${q}, norm);
+                if (s${r} < best_${r}) { best_${r} = s${r}; index_${r} = j; }
+  % endfor
+            }
+% endfor
+        }
+        /* the NX partial winners of each row; lowest index on ties */
+        barrier(CLK_LOCAL_MEM_FENCE);
+% for r in range(rm):
+<%  row = f"ty * {rm} + {r}" if vw > 1 else f"{r} * NY + ty" %>\
+        row_best[(${row}) * NX + tx] = best_${r};
+        row_index[(${row}) * NX + tx] = index_${r};
+% endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int r = lid; r < TM; r += WG) {
+            real_t b = row_best[r * NX];
+            int j = row_index[r * NX];
+            for (int s = 1; s < NX; ++s) {
+                const real_t v = row_best[r * NX + s];
+                const int vj = row_index[r * NX + s];
+                if (v < b || (v == b && vj < j)) { b = v; j = vj; }
+            }
+            const long i = base + r;
+            if (i < n) {
+                /* the exact distance of the winner: no cancellation in the inertia */
+                real_t exact = 0;
+                for (int c = 0; c < D; ++c) {
+                    const real_t diff = x[i * stride + c] - centers[(long)j * D + c];
+                    exact = fma(diff, diff, exact);
+                }
+                nonfinite += !isfinite(exact);
+                inertia += (acc_t)WEIGHT(i) * exact;
+                changed += labels[i] != j;
+                labels[i] = j;
+                min_dist[i] = exact;
+            }
+        }
+    }
+    inertia = group_sum(inertia, scratch);
+    const int total_changed = (int)group_sum((acc_t)changed, scratch);
+    const int total_nonfinite = (int)group_sum((acc_t)nonfinite, scratch);
+    if (lid == 0) {
+        part_inertia[g] = inertia;
+        part_flags[2 * g] = total_changed;
+        part_flags[2 * g + 1] = total_nonfinite;
+    }
+}
