@@ -137,10 +137,12 @@ def test_kahan_without_fp64(profile, make_blobs):
     assert_matches(fc, X, init, 1.5, rtol=1e-3)
 
 
-@pytest.mark.parametrize("layout", ["chunked-centres", "unstaged-centres", "global-memberships"])
+@pytest.mark.parametrize("layout", ["chunked-centres", "unstaged-centres", "global-memberships",
+                                    "rows-shared"])
 def test_small_local_memory_variants(profile, make_blobs, layout):
     """Centres that do not fit local memory (staged in chunks, or read from
-    global memory) and tile memberships in a global scratch: same results."""
+    global memory), tile memberships in a global scratch, and several
+    work-items per row (as GPUs run it): same results."""
     X = data(np.float64, make_blobs, d=5)
     init = X[:C] + 0.01
     c = 12
@@ -148,7 +150,8 @@ def test_small_local_memory_variants(profile, make_blobs, layout):
     want = bezdek(X, init, 2.0, 3)
     specs = {"chunked-centres": lambda s: s.stage_centers and s.cchunk < c,
              "unstaged-centres": lambda s: not s.stage_centers and s.local_u,
-             "global-memberships": lambda s: not s.local_u}
+             "global-memberships": lambda s: not s.local_u,
+             "rows-shared": lambda s: s.p == s.wg // 4 and s.local_u and s.cchunk == c}
     spec = next(s for s in cmeans.candidate_specs(profile, "float64", 5, c, True, False,
                                                   False, True) if specs[layout](s))
     original = cmeans.candidate_specs
