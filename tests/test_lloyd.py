@@ -127,7 +127,7 @@ def test_edge_shapes(profile, make_blobs, shape, name):
 # gemm tiles (tm, tn, rm, rn, kc, vw): small, so that n, k and d = 5 or 67
 # leave ragged point, centroid and depth tiles; vw 1 reads interleaved tiles
 GEMM_TILES = [(8, 4, 2, 2, 2, 2), (4, 8, 1, 2, 4, 1), (16, 16, 4, 2, 8, 2),
-              (32, 16, 2, 4, 16, 4)]
+              (32, 16, 4, 2, 16, 2), (16, 32, 4, 8, 8, 4)]
 
 
 @pytest.mark.parametrize("tiles", GEMM_TILES, ids=lambda t: "x".join(map(str, t)))
