@@ -58,11 +58,16 @@ class CMeansSpec(Spec):
     write_u: bool = False
     weighted: bool = False
     m_two: bool = True
+    row_major: bool = False
+
+    def dt_size(self):
+        """Reals of a tile's memberships."""
+        return self.p * self.ps if self.row_major else self.c * self.ps
 
     def local_bytes(self):
         item, acc = np.dtype(self.dtype).itemsize, 8 if self.acc_double else 4
         reals = self.p * self.xs + self.p + 2 * self.wg
-        reals += self.c * self.ps if self.local_u else 0
+        reals += self.dt_size() if self.local_u else 0
         reals += self.cchunk * self.d if self.stage_centers else 0
         return reals * item + self.wg * acc
 
@@ -85,6 +90,24 @@ def column_blocks(c, d, wg):
     return best[1]
 
 
+def row_major_blocks(c, d, wg):
+    """(kb, kw, qs) of the row-major order: blocks of 4 to 8 columns (a
+    work-item's running sums stay in registers), the fewest padded ones."""
+    kw = min(range(min(4, d + 1), min(8, d + 1) + 1), key=lambda w: (-(-(d + 1) // w) * w, -w))
+    kb = -(-(d + 1) // kw)
+    return kb, kw, kb * -(-c // wg)
+
+
+def _layout(profile, d, c, wg, row_major, update):
+    """The spec fields that follow from the statistics' order."""
+    kb, kw, qs = (row_major_blocks if row_major else column_blocks)(c, d, wg)
+    acc_words = 2 * qs * kw    # a double, or a Kahan pair of floats
+    acc_private = update and acc_words <= profile.private_floats // 2
+    return dict(kb=kb, kw=kw, qs=qs, xs=_odd(max(d + 1, kb * kw)), row_major=row_major,
+                acc_private=acc_private,
+                stage_point=d + (acc_words if acc_private else 0) <= profile.private_floats)
+
+
 def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
     """Specs in order of preference; the first that fits the device is used.
     Tile memberships in local memory before a global scratch; all centres
@@ -93,14 +116,8 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
     item = np.dtype(dtype).itemsize
     wg = 1 << (max(1, min(profile.work_group_size, profile.max_work_group_size)).bit_length() - 1)
     while True:
-        kb, kw, qs = column_blocks(c, d, wg)
-        acc_words = 2 * qs * kw    # a double, or a Kahan pair of floats
-        acc_private = update and acc_words <= profile.private_floats // 2
         base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, c=c, wg=wg,
-                    xs=_odd(max(d + 1, kb * kw)), kb=kb, kw=kw, qs=qs,
-                    update=update, write_u=write_u,
-                    weighted=weighted, m_two=m_two, acc_private=acc_private,
-                    stage_point=d + (acc_words if acc_private else 0) <= profile.private_floats)
+                    update=update, write_u=write_u, weighted=weighted, m_two=m_two)
         tiles = [1 << s for s in range(wg.bit_length() - 1, -1, -1)]
         big = min(8, wg)           # rows per tile that amortise a statistics update
         for local_u in (True, False):
@@ -109,8 +126,10 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
                     for p in tiles:
                         if not lo <= p <= hi:
                             continue
-                        spec = CMeansSpec(p=p, ps=_odd(p), local_u=local_u,
-                                          stage_centers=stage != "none", cchunk=c, **base)
+                        row_major = profile.type == "cpu" and p == wg
+                        spec = CMeansSpec(p=p, ps=_odd(c if row_major else p), local_u=local_u,
+                                          stage_centers=stage != "none", cchunk=c, **base,
+                                          **_layout(profile, d, c, wg, row_major, update))
                         if stage == "chunk":
                             spare = profile.local_memory_budget - spec.local_bytes() + \
                                 c * d * item
@@ -165,7 +184,7 @@ class CMeansPass:
         self.part_obj = cla.empty(q, self.groups, acc_dtype(part.acc_double))
         self.part_flags = cla.empty(q, self.groups, np.int32)
         self.scratch = (None if self.spec.local_u else
-                        cla.empty(q, self.groups * c * self.spec.ps, part.dtype))
+                        cla.empty(q, self.groups * self.spec.dt_size(), part.dtype))
         self.centers = cla.empty(q, c * part.d, part.dtype)
         self.u = cla.empty(q, part.n * c, part.dtype) if write_u else None
 

@@ -18,7 +18,11 @@ sums and the denominator, in kb blocks of kw columns: a work-item owns
 "slots" (centre, block), consecutive work-items consecutive centres), qs
 (slots per work-item), acc_private (each work-item keeps its qs * kw
 statistics in registers across tiles, else in the group's global slab),
-update, write_u, weighted, m_two (m == 2: no pow).
+update, write_u, weighted, m_two (m == 2: no pow), row_major (CPUs, a row
+per work-item: tile memberships row-major, ps = odd(c), and work-item lid
+owns the centres lid + t * wg of every column block, so the statistics
+loop reads memberships of consecutive centres and one column for all:
+vector loads where the compiler vectorises across work-items).
 
 Numerics.  Distances are sums of squared differences (no ||x||^2 - 2x.c +
 ||c||^2 cancellation), so a row that coincides with a centre has distance
@@ -48,8 +52,22 @@ not depend on scheduling.
 #define KB ${kb}
 #define KW ${kw}
 #define SLOTS (C * KB)
-#define QS ${qs}                    /* ceil(SLOTS / WG) */
+#define QS ${qs}                    /* slots per work-item */
 #define QA (QS * KW)                /* accumulators per work-item */
+% if row_major:
+#define DT(row, j) dt[(row) * PS + (j)]
+#define DT_SIZE (P * PS)
+#define JT ((C + WG - 1) / WG)
+#define SLOT_J(q) (lid + ((q) % JT) * WG)
+#define SLOT_K0(q) (((q) / JT) * KW)
+#define SLOT_OK(q) (SLOT_J(q) < C)
+% else:
+#define DT(row, j) dt[(j) * PS + (row)]
+#define DT_SIZE (C * PS)
+#define SLOT_J(q) ((lid + (q) * WG) % C)
+#define SLOT_K0(q) (((lid + (q) * WG) / C) * KW)
+#define SLOT_OK(q) (lid + (q) * WG < SLOTS)
+% endif
 % if weighted:
 #define WEIGHT(i) w[i]
 % else:
@@ -70,7 +88,6 @@ not depend on scheduling.
 % else:
 #define U_FENCE (CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 % endif
-#define DT(row, j) dt[(j) * PS + (row)]
 % if m_two:
 #define RATIO_POW(v) (v)                    /* (dmin/d)^(1/(m-1)), m = 2 */
 #define U_POW(v) ((v) * (v))                /* u^m */
@@ -107,9 +124,9 @@ void cmeans_pass(
     __local real_t part_min[WG], part_sum[WG];  /* each work-item's share of a row */
     __local acc_t scratch_acc[WG];
 % if local_u:
-    __local real_t dt[C * PS];
+    __local real_t dt[DT_SIZE];
 % else:
-    __global real_t *dt = scratch + g * (C * PS);
+    __global real_t *dt = scratch + g * DT_SIZE;
 % endif
 % if stage_centers:
     __local real_t lc[CCH * D];
@@ -129,8 +146,10 @@ void cmeans_pass(
   % else:
     /* the group's slab; each entry has one owner work-item throughout */
     __global acc_t *slab = part_stats + g * S;
-    for (int slot = lid; slot < SLOTS; slot += WG) {
-        const int j = slot % C, k0 = (slot / C) * KW;
+    for (int q = 0; q < QS; ++q) {
+        if (!SLOT_OK(q))
+            continue;
+        const int j = SLOT_J(q), k0 = SLOT_K0(q);
         for (int kk = 0; kk < KW && k0 + kk < DA; ++kk) {
             slab[j * DA + k0 + kk] = 0;
     % if not acc_double:
@@ -243,9 +262,8 @@ void cmeans_pass(
          * in row order, added to the owner's accumulators */
         #pragma unroll
         for (int q = 0; q < QS; ++q) {
-            const int slot = lid + q * WG;
-            if (slot < SLOTS) {
-                const int j = slot % C, k0 = (slot / C) * KW;
+            if (SLOT_OK(q)) {
+                const int j = SLOT_J(q), k0 = SLOT_K0(q);
                 real_t sum[KW];
                 #pragma unroll
                 for (int kk = 0; kk < KW; ++kk)
@@ -279,9 +297,8 @@ void cmeans_pass(
 % if update and acc_private:
     #pragma unroll
     for (int q = 0; q < QS; ++q) {
-        const int slot = lid + q * WG;
-        if (slot < SLOTS) {
-            const int j = slot % C, k0 = (slot / C) * KW;
+        if (SLOT_OK(q)) {
+            const int j = SLOT_J(q), k0 = SLOT_K0(q);
             for (int kk = 0; kk < KW && k0 + kk < DA; ++kk) {
                 part_stats[g * S + j * DA + k0 + kk] = acc[q * KW + kk];
   % if not acc_double:

@@ -7,7 +7,8 @@ cycle of the layout axes (rows per tile with one and several work-items per
 row, centres staged at once / in chunks / read from global memory, tile
 memberships in local or global memory, the row in private memory or not,
 statistics in registers or in the global slab, one and several column
-blocks with padded tile rows), on rows where one centre coincides with a
+blocks with padded tile rows, statistics in centre-major and in row-major
+order (CPUs)), on rows where one centre coincides with a
 row; results are checked against numpy.  Whole fits (k-means++ seeding,
 the manager, resident and streamed in chunks) follow.
 """
@@ -26,14 +27,17 @@ C = 5
 PROFILE = dict(work_group_size=8, groups_per_compute_unit=2, private_floats=256,
                local_memory_fraction=0.75)
 # (rows per tile, centre staging, cchunk, local memberships, row in private,
-# statistics in registers, (kb, kw, qs)) -- cycled so every value occurs
-LAYOUTS = [
+# statistics in registers, (kb, kw, qs) or "row-major") -- cycled so every
+# value occurs
+LAYOUTS = [                     # the first four meet the statistics mode
     (8, "all", C, True, True, True, (4, 1, 3)),
     (2, "chunk", 2, False, False, False, (2, 3, 2)),
-    (8, "none", C, True, False, False, (2, 3, 2)),
-    (2, "all", C, False, True, True, (4, 1, 3)),
+    (8, "none", C, True, False, False, "row-major"),
+    (4, "all", C, False, True, True, "row-major"),
     (4, "chunk", 3, True, True, False, (4, 1, 3)),
     (2, "none", C, True, True, True, (2, 3, 2)),
+    (8, "chunk", 2, False, True, True, "row-major"),
+    (2, "all", C, True, False, True, (4, 1, 3)),
 ]
 MODES = {"update": (True, False), "write_u": (False, True), "objective": (False, False)}
 
@@ -73,10 +77,12 @@ def specs(profile, dtype):
     first = next(cmeans.candidate_specs(profile, dtype, d, C, True, False, False, True))
     combos = itertools.product(MODES.items(), (False, True), (True, False))
     for i, ((mode, (update, write_u)), weighted, m_two) in enumerate(combos):
-        p, stage, cchunk, local_u, stage_point, acc_private, (kb, kw, qs) = \
-            LAYOUTS[i % len(LAYOUTS)]
+        p, stage, cchunk, local_u, stage_point, acc_private, blocks = LAYOUTS[i % len(LAYOUTS)]
+        row_major = blocks == "row-major"
+        kb, kw, qs = cmeans.row_major_blocks(C, d, first.wg) if row_major else blocks
         yield mode, dataclasses.replace(
-            first, p=p, ps=cmeans._odd(p), stage_centers=stage != "none", cchunk=cchunk,
+            first, p=p, ps=cmeans._odd(C if row_major else p), row_major=row_major,
+            stage_centers=stage != "none", cchunk=cchunk,
             local_u=local_u, stage_point=stage_point, acc_private=acc_private and update,
             kb=kb, kw=kw, qs=qs, xs=cmeans._odd(max(d + 1, kb * kw)), update=update,
             write_u=write_u, weighted=weighted, m_two=m_two)
