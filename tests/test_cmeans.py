@@ -138,11 +138,12 @@ def test_kahan_without_fp64(profile, make_blobs):
 
 
 @pytest.mark.parametrize("layout", ["chunked-centres", "unstaged-centres", "global-memberships",
-                                    "rows-shared"])
+                                    "rows-shared", "row-major", "centre-major"])
 def test_small_local_memory_variants(profile, make_blobs, layout):
     """Centres that do not fit local memory (staged in chunks, or read from
     global memory), tile memberships in a global scratch, and several
-    work-items per row (as GPUs run it): same results."""
+    work-items per row (as GPUs run it), statistics in either order: same
+    results."""
     X = data(np.float64, make_blobs, d=5)
     init = X[:C] + 0.01
     c = 12
@@ -151,13 +152,18 @@ def test_small_local_memory_variants(profile, make_blobs, layout):
     specs = {"chunked-centres": lambda s: s.stage_centers and s.cchunk < c,
              "unstaged-centres": lambda s: not s.stage_centers and s.local_u,
              "global-memberships": lambda s: not s.local_u,
-             "rows-shared": lambda s: s.p == s.wg // 4 and s.local_u and s.cchunk == c}
+             "rows-shared": lambda s: s.p == s.wg // 4 and s.local_u and s.cchunk == c,
+             "row-major": lambda s: True, "centre-major": lambda s: True}
     spec = next(s for s in cmeans.candidate_specs(profile, "float64", 5, c, True, False,
                                                   False, True) if specs[layout](s))
     original = cmeans.candidate_specs
 
     def forced(*args):
-        yield dataclasses.replace(spec, update=args[4], write_u=args[5])
+        update, write_u = args[4:6]
+        order = {"row-major": True, "centre-major": False}.get(layout, spec.row_major)
+        yield dataclasses.replace(spec, update=update, write_u=write_u,
+                                  ps=cmeans._odd(c if order else spec.p),
+                                  **cmeans._layout(profile, 5, c, spec.wg, order, update))
     cmeans.candidate_specs, saved = forced, dict(cmeans._PLANS)
     cmeans._PLANS.clear()
     try:
