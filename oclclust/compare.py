@@ -63,7 +63,7 @@ class Progress:
             print(file=sys.stderr)
 
 
-def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0):
+def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order=None):
     """(seconds per iteration, data reads per pass, kept fraction) of one setting."""
     from .ensemble import ShardedEnsemble, data_moments, fixed_point
     from .ensemble_pass import model_tiles, pack
@@ -73,7 +73,8 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0):
         host_w = np.ones(len(X), X.dtype)
         mean = data_moments(data)[0]
         engine = ShardedEnsemble(data, fixed_point(data, host_w, mean), [K] * M, strategy,
-                                 kdtree, leaf_size=leaf_size)
+                                 kdtree, leaf_size=leaf_size,
+                                 distributed=None if order is None else order == "distributed")
         engine.prepare()
         rng = np.random.default_rng(seed)
         centers = [X[rng.choice(len(X), K, replace=False)].astype(np.float64)
@@ -131,17 +132,21 @@ def baseline_runs(X, M, K, iters, seed=0):
 
 
 def settings(args):
-    """Every (sweep, n, k, d, M, strategy, kdtree) to run, in order."""
-    runs = []
+    """Every (sweep, n, k, d, M, strategy, kdtree, model order) to run, in order."""
+    runs, orders = [], args.orders or [None]
     for n in args.n:
         for k in args.k:
             for d in args.d:
                 for M in args.models:
-                    runs += [("models", n, k, d, M, s, None) for s in args.strategies]
-                    runs += [("models", n, k, d, M, "concatenated", m) for m in args.kdtree]
+                    for s in args.strategies:
+                        for o in (orders if s == "concatenated" else [None]):
+                            runs.append(("models", n, k, d, M, s, None, o))
+                    runs += [("models", n, k, d, M, "concatenated", m, o)
+                             for m in args.kdtree for o in orders]
             for d in args.kd_d:
                 for m in [None] + list(args.kdtree):
-                    runs.append(("dims", n, k, d, args.kd_models, "concatenated", m))
+                    runs += [("dims", n, k, d, args.kd_models, "concatenated", m, o)
+                             for o in orders]
     return runs
 
 
@@ -150,20 +155,28 @@ def run(args):
     profiles = select_devices(args.devices)
     runs = settings(args)
     progress = Progress(len(runs) * len(profiles), args.no_progress)
-    records, cache = [], {}
+    records, cache, blobs = [], {}, {}
     for profile in profiles:
-        for sweep, n, k, d, M, strategy, kdtree in runs:
-            key = (str(profile), n, k, d, M, strategy, kdtree)
+        for sweep, n, k, d, M, strategy, kdtree, order in runs:
+            key = (str(profile), n, k, d, M, strategy, kdtree, order)
             label = f"{profile.name[:12]} {sweep} N={n} d={d} M={M} {kdtree or strategy}"
             progress.step(label)
             if key in cache:
                 rec = dict(cache[key], sweep=sweep)
             else:
-                X = make_blobs(n, d, k, args.seed)
+                if (n, d, k) not in blobs:
+                    blobs.clear()
+                    blobs[(n, d, k)] = make_blobs(n, d, k, args.seed)
+                X = blobs[(n, d, k)]
                 seconds, reads, kept = time_run(profile, X, M, k, strategy, kdtree,
-                                                args.iters, args.leaf_size, args.seed)
+                                                args.iters, args.leaf_size, args.seed, order)
+                if order is None:
+                    from .ensemble_pass import profile_term
+                    order = ("distributed" if profile_term(profile, "ensemble_distributed")
+                             else "uniform")
                 rec = dict(sweep=sweep, device=str(profile), n=n, k=k, d=d, models=M,
-                           strategy=strategy, kdtree=kdtree or "none", iters=args.iters,
+                           strategy=strategy, kdtree=kdtree or "none",
+                           order=order if strategy == "concatenated" else "-", iters=args.iters,
                            seconds_per_iter=seconds,
                            gb_per_s=reads * X.nbytes / seconds / 1e9, kept=kept)
                 cache[key] = rec
@@ -177,7 +190,8 @@ def run(args):
                             for lib, seconds in baseline_runs(X, M, k, args.iters, args.seed):
                                 records.append(dict(
                                     sweep="baseline", device=f"{lib} (host)", n=n, k=k, d=d,
-                                    models=M, strategy=lib, kdtree="none", iters=args.iters,
+                                    models=M, strategy=lib, kdtree="none", order="-",
+                                    iters=args.iters,
                                     seconds_per_iter=seconds,
                                     gb_per_s=M * X.nbytes / seconds / 1e9, kept=1.0))
             args.baselines = False          # host libraries: once, not per device
@@ -195,15 +209,19 @@ def add_speedups(records):
         r["speedup_vs_task"] = None if t is None else t / r["seconds_per_iter"]
 
 
+def variant(r):
+    name = r["strategy"] if r["kdtree"] == "none" else f"kdtree-{r['kdtree']}"
+    return name if r["order"] == "-" else f"{name}/{r['order'][:4]}"
+
+
 def table(records):
     head = (f"{'device':34s} {'sweep':8s} {'N':>8s} {'K':>3s} {'d':>3s} {'M':>3s} "
-            f"{'variant':20s} {'s/iter':>9s} {'GB/s':>7s} {'vs TP':>6s} {'kept':>5s}")
+            f"{'variant':26s} {'s/iter':>9s} {'GB/s':>7s} {'vs TP':>6s} {'kept':>5s}")
     lines = [head, "-" * len(head)]
     for r in records:
-        variant = r["strategy"] if r["kdtree"] == "none" else f"kdtree-{r['kdtree']}"
         sp = "" if r["speedup_vs_task"] is None else f"{r['speedup_vs_task']:.2f}"
         lines.append(f"{r['device'][:34]:34s} {r['sweep']:8s} {r['n']:8d} {r['k']:3d} "
-                     f"{r['d']:3d} {r['models']:3d} {variant:20s} {r['seconds_per_iter']:9.5f} "
+                     f"{r['d']:3d} {r['models']:3d} {variant(r):26s} {r['seconds_per_iter']:9.5f} "
                      f"{r['gb_per_s']:7.2f} {sp:>6s} {r['kept']:5.2f}")
     return "\n".join(lines)
 
@@ -257,8 +275,7 @@ def plot(records, out):
                 fig, ax = plt.subplots(figsize=(5, 3.6))
                 lines = {}
                 for r in filter(wanted, mine):
-                    name = r["strategy"] if r["kdtree"] == "none" else f"kdtree {r['kdtree']}"
-                    lines.setdefault(name, []).append((r["models"], r["seconds_per_iter"]))
+                    lines.setdefault(variant(r), []).append((r["models"], r["seconds_per_iter"]))
                 for name, pts in lines.items():
                     ax.plot(*zip(*sorted(pts)), marker="o", label=name)
                 save(fig, ax, f"{kind}_dev{i}_n{n}_k{k}_d{d}.png",
@@ -271,7 +288,7 @@ def plot(records, out):
             lines = {}
             for r in dims:
                 if (r["device"], r["n"], r["k"], r["models"]) == (dev, n, k, M):
-                    name = "brute force (CP)" if r["kdtree"] == "none" else f"kdtree {r['kdtree']}"
+                    name = variant(r).replace("concatenated", "brute force (CP)")
                     lines.setdefault(name, []).append((r["d"], r["seconds_per_iter"]))
             for name, pts in lines.items():
                 ax.plot(*zip(*sorted(pts)), marker="o", label=name)
@@ -308,6 +325,10 @@ def parser():
                     help="brute-force strategies to time")
     ap.add_argument("--kdtree", nargs="*", choices=MAPPINGS, default=list(MAPPINGS),
                     help="KD-tree leaf mappings to time (none: no KD-tree runs)")
+    ap.add_argument("--orders", nargs="+", choices=("distributed", "uniform"),
+                    help="model access orders of the concatenated and KD-tree passes to "
+                         "time (default: the device profile's); 'distributed' is the "
+                         "paper's (work-item i starts at model i mod M)")
     ap.add_argument("--leaf-size", type=int, default=None,
                     help="KD-tree leaf size (default: the device profile's)")
     ap.add_argument("--seed", type=int, default=0, help="data and init seed")

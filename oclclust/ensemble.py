@@ -15,29 +15,12 @@ import pyopencl.array as cla
 
 from . import mpi
 from .base import BaseEstimator, ClusterMixin
-from .ensemble_pass import STRATEGIES, EnsemblePass, FixedPoint
+from .ensemble_pass import STRATEGIES, EnsemblePass, FixedPoint, profile_term
 from .kdtree import MAPPINGS, KDTreePass
 from .kmeanspp import kmeans_plusplus
 from .manager import DeviceFailure, DeviceManager
 from .placement import fit_data, new_data
 from .validation import NotFittedError, check_params, check_random_state
-
-# Profile terms of the "auto" choice, until devices.yaml carries them
-# (DeviceProfile attributes of the same names win).  Measured on the CPU
-# runtimes here (python -m oclclust.compare): concatenated beats task and
-# data parallelism at every M; the KD-tree wins at low d.
-AUTO_TERMS = {
-    "cpu": dict(ensemble_strategy="concatenated", kdtree_mapping="direct",
-                kdtree_max_dims=8, kdtree_min_rows=20000, kdtree_leaf_size=1024),
-    "gpu": dict(ensemble_strategy="concatenated", kdtree_mapping="distributed",
-                kdtree_max_dims=4, kdtree_min_rows=200000, kdtree_leaf_size=512),
-}
-
-
-def profile_term(profile, name):
-    value = getattr(profile, name, None)
-    return value if value is not None else AUTO_TERMS.get(profile.type, AUTO_TERMS["gpu"])[name]
-
 
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
     """(strategy, KD-tree mapping or None) for a device and problem shape."""
@@ -55,8 +38,8 @@ class ShardedEnsemble:
     statistics summed over chunks, then float64 across ranks."""
 
     def __init__(self, data, fixed, ks, strategy="auto", kdtree=None, comm=None,
-                 leaf_size=None):
-        self.data, self.fixed, self.comm = data, fixed, comm
+                 leaf_size=None, distributed=None):
+        self.data, self.fixed, self.comm, self.distributed = data, fixed, comm, distributed
         self.ks, self.strategy, self.kdtree, self.leaf_size = ks, strategy, kdtree, leaf_size
         self.choices = {}
 
@@ -67,10 +50,10 @@ class ShardedEnsemble:
                                        self.strategy, self.kdtree)
             self.choices[str(chunk.profile)] = (strategy, mapping)
             if mapping is None:
-                st["ensemble"] = EnsemblePass(chunk, strategy, self.fixed)
+                st["ensemble"] = EnsemblePass(chunk, strategy, self.fixed, self.distributed)
             else:
                 leaf = self.leaf_size or profile_term(chunk.profile, "kdtree_leaf_size")
-                st["ensemble"] = KDTreePass(chunk, mapping, self.fixed, leaf)
+                st["ensemble"] = KDTreePass(chunk, mapping, self.fixed, leaf, self.distributed)
         return st["ensemble"]
 
     def prepare(self):

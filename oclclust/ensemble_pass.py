@@ -21,6 +21,28 @@ from .reduce import partial_buffer, reduce_partials
 
 STRATEGIES = ("task", "data", "concatenated")
 
+# Profile terms of the "auto" choice, until devices.yaml carries them
+# (DeviceProfile attributes of the same names win).  Measured on the CPU
+# runtimes here (python -m oclclust.compare): concatenated beats task and
+# data parallelism from M=4 on; the KD-tree wins at low d; the distributed
+# model order costs 3x on Intel's CPU runtime (its work-items are SIMD lanes:
+# different models per lane turn broadcast loads into gathers, and there is
+# no local-memory atomic contention to save), so CPUs use the uniform order.
+AUTO_TERMS = {
+    "cpu": dict(ensemble_strategy="concatenated", ensemble_distributed=False,
+                kdtree_mapping="direct", kdtree_max_dims=8, kdtree_min_rows=20000,
+                kdtree_leaf_size=1024),
+    "gpu": dict(ensemble_strategy="concatenated", ensemble_distributed=True,
+                kdtree_mapping="distributed", kdtree_max_dims=4, kdtree_min_rows=200000,
+                kdtree_leaf_size=512),
+}
+
+
+def profile_term(profile, name):
+    """A profile term of the "auto" choice (the profile's own value, else the default)."""
+    value = getattr(profile, name, None)
+    return value if value is not None else AUTO_TERMS.get(profile.type, AUTO_TERMS["gpu"])[name]
+
 
 @dataclasses.dataclass(frozen=True)
 class StatsSpec(Spec):
@@ -110,7 +132,7 @@ def pack(centers_list, dtype):
 class EnsemblePass:
     """The statistics pass of one strategy over a DevicePartition."""
 
-    def __init__(self, part, strategy, fixed):
+    def __init__(self, part, strategy, fixed, distributed=None):
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
         self.part, self.strategy, self.fixed = part, strategy, fixed
@@ -121,12 +143,16 @@ class EnsemblePass:
         self.wg = work_group(part.profile)
         self.groups, self.tiles_per_group = part.groups(self.wg, self.wg)
         self.capacity = 0
+        if distributed is None:
+            distributed = profile_term(part.profile, "ensemble_distributed")
+        self.distributed = bool(distributed)
 
     def spec(self, staged, strategy=None):
         p = self.part
         return StatsSpec(dtype=p.dtype.name, acc_double=p.acc_double,
                          strategy=strategy or self.strategy, d=p.d, wg=self.wg, staged=staged,
-                         distributed=(strategy or self.strategy) == "concatenated",
+                         distributed=self.distributed and (strategy or self.strategy) ==
+                         "concatenated",
                          weighted=p.weighted)
 
     def upload(self, centers_list):

@@ -31,6 +31,7 @@ class KDStatsSpec(Spec):
     mapping: str = "direct"
     d: int = 1
     wg: int = 1
+    distributed: bool = True
     weighted: bool = False
 
 
@@ -99,11 +100,11 @@ class KDTreePass:
     DevicePartition (a permuted copy of its rows is kept on the device);
     labels and inertia come from the brute-force pass (rows in their order)."""
 
-    def __init__(self, part, mapping, fixed, leaf_size):
+    def __init__(self, part, mapping, fixed, leaf_size, distributed=None):
         if mapping not in MAPPINGS:
             raise ValueError(f"kdtree must be one of {MAPPINGS}, got {mapping!r}")
         self.part, self.mapping = part, mapping
-        self.brute = EnsemblePass(part, "concatenated", fixed)
+        self.brute = EnsemblePass(part, "concatenated", fixed, distributed)
         q = part.queue
         X = part.x.get(q)
         perm, self.starts, self.lo, self.hi = build_tree(X, leaf_size)
@@ -136,7 +137,7 @@ class KDTreePass:
     def _launch(self, first, n, cand_d, count_d, kmax):
         b, p, q = self.brute, self.part, self.part.queue
         spec = KDStatsSpec(dtype=p.dtype.name, acc_double=p.acc_double, mapping=self.mapping,
-                           d=p.d, wg=b.wg, weighted=p.weighted)
+                           d=p.d, wg=b.wg, distributed=b.distributed, weighted=p.weighted)
         kern = kernel(q.context, spec, "kdtree_stats")
         c_base = int(b.off[first])
         nc = int(b.off[first + n]) - c_base

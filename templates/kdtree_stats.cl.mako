@@ -3,7 +3,8 @@ The KD-tree-pruned statistics pass (concatenated parallelism over the leaves
 of a KD-tree): the rows are stored leaf by leaf, and a point of leaf L is
 compared, for each model m, only with the candidate centroids the host kept
 for (L, m) (kdtree.py: those that can be nearest to some point of L's box).
-Reads spec: mapping, d, wg, weighted.
+Reads spec: mapping, d, wg, distributed (the models visited from model
+lid mod M, as in ensemble_stats.cl.mako), weighted.
   "direct":      a leaf per work-group at a time (persistent groups walk the
                  leaves g, g + G, ...); statistics in local memory.
   "distributed": a work-group spans leaves: consecutive work-items take
@@ -50,7 +51,11 @@ inline void point_stats(
     }
     const long fw = convert_long_rte((acc_t)WEIGHT(i) * sw);
     for (int t = 0; t < n_models; ++t) {
+% if distributed:
         const int m = first_model + (lid + t) % n_models;   /* distributed model order */
+% else:
+        const int m = first_model + t;
+% endif
         const long list = (long)leaf * all_models + m;
         __global const int *js = cand + list * kmax;
         const int count = cand_n[list];

@@ -7,16 +7,19 @@ Run:  cd /tmp && PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized \
       --check-api --build-options -cl-opt-disable python tests/oclgrind_driver.py --only ensemble
 """
 import dataclasses
+import itertools
 
 import numpy as np
 
 from oclgrind_driver import PRECISIONS, close, data, mark, profile_for
 from oclclust.ensemble import data_moments, fixed_point
-from oclclust.ensemble_pass import STRATEGIES, EnsemblePass
+from oclclust.ensemble_pass import EnsemblePass
 from oclclust.kdtree import MAPPINGS, KDTreePass
 from oclclust.manager import DeviceManager
 
 KS = (3, 5, 2)          # models of different K; 37 rows, d = 3 (the driver's data)
+# (strategy, distributed model order): the order only matters to concatenated
+VARIANTS = [("task", False), ("data", False), ("concatenated", True), ("concatenated", False)]
 PROFILE = dict(work_group_size=4, groups_per_compute_unit=2)
 
 
@@ -63,12 +66,12 @@ def exercise_stats(device, log):
                 data_, fixed, centers, want = setting(device, dtype, fp64, weighted, local)
                 try:
                     part = data_.chunks[0]
-                    for strategy in STRATEGIES:
-                        label = (f"ensemble_stats {strategy} {dtype} fp64={fp64} "
-                                 f"weighted={weighted} staged={local is None}")
+                    for strategy, order in VARIANTS:
+                        label = (f"ensemble_stats {strategy} order={order} {dtype} "
+                                 f"fp64={fp64} weighted={weighted} staged={local is None}")
                         mark(label)
-                        check_stats(EnsemblePass(part, strategy, fixed).stats(centers), want,
-                                    fixed, label, rtol)
+                        check_stats(EnsemblePass(part, strategy, fixed, order).stats(centers),
+                                    want, fixed, label, rtol)
                     if local is None:
                         mark(f"ensemble_assign {dtype} fp64={fp64} weighted={weighted}")
                         inertia, labels, dist = EnsemblePass(part, "concatenated", fixed).assign(
@@ -88,12 +91,13 @@ def exercise_kdtree(device, log):
             data_, fixed, centers, want = setting(device, dtype, fp64, weighted)
             try:
                 part = data_.chunks[0]
-                for mapping in MAPPINGS:
-                    label = f"kdtree_stats {mapping} {dtype} fp64={fp64} weighted={weighted}"
+                for mapping, order in itertools.product(MAPPINGS, (True, False)):
+                    label = (f"kdtree_stats {mapping} order={order} {dtype} fp64={fp64} "
+                             f"weighted={weighted}")
                     mark(label)
                     # leaves of 5 rows: several leaves per work-group and ragged ones
-                    check_stats(KDTreePass(part, mapping, fixed, 5).stats(centers), want,
-                                fixed, label, rtol)
+                    check_stats(KDTreePass(part, mapping, fixed, 5, order).stats(centers),
+                                want, fixed, label, rtol)
             finally:
                 data_.close()
     log("kdtree mappings: ok")

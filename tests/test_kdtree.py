@@ -1,5 +1,7 @@
 """KD-tree pruning (issue 5): the tree, the leaf -> candidate mapping, and
 the three leaf mappings' statistics equal to brute force bit for bit."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -62,14 +64,17 @@ def test_mappings_equal_brute_force(devices, d, weighted):
         host_w = np.ones(len(X)) if w is None else w
         fixed = fixed_point(data, host_w, data_moments(data)[0])
         part = data.chunks[0]
-        brute = EnsemblePass(part, "concatenated", fixed).stats(centers)
+        brute = EnsemblePass(part, "task", fixed).stats(centers)
         assert (brute[1] >= 0).all() and brute[1].any()
-        for mapping in MAPPINGS:
-            for leaf_size in (16, 100):
-                kd = KDTreePass(part, mapping, fixed, leaf_size)
-                got = kd.stats(centers)
-                assert kd.pruned_fraction < 1
-                np.testing.assert_array_equal(got[0], brute[0], err_msg=mapping)
-                np.testing.assert_array_equal(got[1], brute[1], err_msg=mapping)
+        for order in (True, False):      # distributed and uniform model order
+            got = EnsemblePass(part, "concatenated", fixed, order).stats(centers)
+            np.testing.assert_array_equal(got[0], brute[0])
+            np.testing.assert_array_equal(got[1], brute[1])
+        for mapping, order, leaf_size in itertools.product(MAPPINGS, (True, False), (16, 100)):
+            kd = KDTreePass(part, mapping, fixed, leaf_size, order)
+            got = kd.stats(centers)
+            assert kd.pruned_fraction < 1
+            np.testing.assert_array_equal(got[0], brute[0], err_msg=mapping)
+            np.testing.assert_array_equal(got[1], brute[1], err_msg=mapping)
     finally:
         data.close()
