@@ -60,6 +60,9 @@ class Plan:
         wg = min(256, profile.work_group_size, profile.max_work_group_size)
         self.wg = 1 << (max(1, wg).bit_length() - 1)
         self.base = dict(dtype=self.dtype.name, acc_double=bool(profile.fp64))
+        # one work-group looping over every merge in one launch, where a
+        # launch costs more than a scan (CPUs); GPUs spread each scan wide
+        self.persistent = profile.type != "gpu"
 
     def groups(self, n):
         return max(1, min(-(-n // self.wg), 8 * self.profile.compute_units))
@@ -117,6 +120,11 @@ def prim_single(plan, dist, n):
     part_v, part_i = cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32)
     edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
     spec = PrimSpec(wg=plan.wg, **plan.base)
+    if plan.persistent:
+        _kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
+                                     b["state"].data, b["merged"].data, b["best"].data,
+                                     edges.data, heights.data)
+        return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
     scan, pick = _kernel(q, spec, "prim_scan"), _kernel(q, spec, "prim_pick")
     scan.set_args(dist.data, np.int32(n), b["state"].data, b["merged"].data, b["best"].data,
                   part_v.data, part_i.data)
@@ -144,6 +152,13 @@ def nn_chain(plan, dist, n, method):
     merge_dist = cla.zeros(q, 1, plan.dtype)
     pairs, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
     spec = LinkageSpec(method=method, wg=plan.wg, **plan.base)
+    if plan.persistent:
+        _kernel(q, spec, "nn_chain_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
+                                         b["state"].data, b["chain"].data, b["size"].data,
+                                         merge_dist.data, pairs.data, heights.data)
+        if not b["state"].get(q)[DONE]:
+            raise RuntimeError("nearest-neighbour chain did not finish: a device fault?")
+        return pairs.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
     scan, pick = _kernel(q, spec, "nn_scan"), _kernel(q, spec, "nn_pick")
     scan.set_args(dist.data, np.int32(n), b["state"].data, b["chain"].data, b["size"].data,
                   merge_dist.data, part_v.data, part_i.data)

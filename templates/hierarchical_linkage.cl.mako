@@ -11,6 +11,7 @@ steps and now and then reads a done flag):
               x = chain top (the update's new d(x, b) taken as it is made)
   nn_pick:    one work-group: the row minimum, scipy's preference for the
               previous chain element; push y, or merge x and y (record Z row)
+  nn_chain_all: the same steps in one work-group and one launch (CPUs)
 Generic algorithm (scipy's fast_linkage: centroid, median; the host keeps
 scipy's heap of lower bounds):
   row_init:   every row's nearest higher-indexed neighbour (one item a row)
@@ -133,14 +134,15 @@ inline void reduce_partials(const int groups, __global const real_t *restrict pa
 #define OFFER(d, i) do { const real_t d_ = (d); const int i_ = (i); \
         if (d_ < mv || (d_ == mv && i_ < mi)) { mv = d_; mi = i_; } } while (0)
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nn_scan(__global real_t *restrict dist, const int n, __global const int *restrict state,
-             __global const int *restrict chain, __global const int *restrict size,
-             __global const real_t *restrict merge_dist, __global real_t *restrict part_v,
-             __global int *restrict part_i)
+/* The pending merge's update and the scan of row x = chain top over items
+   first, first + stride, ...; the work-group minimum ends in v[0], idx[0]. */
+inline void nn_scan_items(__global real_t *restrict dist, const int n,
+                          __global const int *restrict state,
+                          __global const int *restrict chain,
+                          __global const int *restrict size,
+                          __global const real_t *restrict merge_dist, const int first,
+                          const int stride, __local real_t *v, __local int *idx)
 {
-    __local real_t v[WG];
-    __local int idx[WG];
     /* no return before the barriers (PoCL miscompiles one) */
     const int done = state[DONE], merging = state[MERGING];
     const int x = done ? 0 : chain[state[LEN] - 1];
@@ -149,7 +151,7 @@ void nn_scan(__global real_t *restrict dist, const int n, __global const int *re
     const int lid = get_local_id(0);
     real_t mv = INFINITY;
     int mi = 0x7fffffff;
-    for (int i = done ? n : get_global_id(0); i < n; i += get_global_size(0)) {
+    for (int i = done ? n : first; i < n; i += stride) {
         const int ni = size[i];
         if (ni == 0)
             continue;
@@ -173,28 +175,17 @@ void nn_scan(__global real_t *restrict dist, const int n, __global const int *re
     v[lid] = mv;
     idx[lid] = mi;
     argmin_local(v, idx, lid);
-    if (lid == 0) {
-        part_v[get_group_id(0)] = v[0];
-        part_i[get_group_id(0)] = idx[0];
-    }
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nn_pick(const int groups, const int n, __global const real_t *restrict dist,
-             __global const real_t *restrict part_v, __global const int *restrict part_i,
-             __global int *restrict state, __global int *restrict chain,
-             __global int *restrict size, __global real_t *restrict merge_dist,
-             __global int *restrict pairs, __global real_t *restrict heights)
+/* One item: the chain step for row minimum (current_min, y) of the chain top. */
+inline void nn_decide(real_t current_min, int y, const int n,
+                      __global const real_t *restrict dist, __global int *restrict state,
+                      __global int *restrict chain, __global int *restrict size,
+                      __global real_t *restrict merge_dist, __global int *restrict pairs,
+                      __global real_t *restrict heights)
 {
-    __local real_t v[WG];
-    __local int idx[WG];
-    reduce_partials(groups, part_v, part_i, v, idx);
-    if (get_local_id(0) != 0 || state[DONE])
-        return;
     int len = state[LEN];
     const int x = chain[len - 1];
-    int y = idx[0];
-    real_t current_min = v[0];
     if (len > 1) {
         /* scipy starts from the previous chain element and takes only a
            strictly smaller distance: no cycles among equal distances */
@@ -241,6 +232,60 @@ void nn_pick(const int groups, const int n, __global const real_t *restrict dist
     chain[len] = y;
     state[LEN] = len + 1;
     state[MERGING] = 0;
+}
+
+/* many work-groups: step = nn_scan (partial minima) + nn_pick */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void nn_scan(__global real_t *restrict dist, const int n, __global const int *restrict state,
+             __global const int *restrict chain, __global const int *restrict size,
+             __global const real_t *restrict merge_dist, __global real_t *restrict part_v,
+             __global int *restrict part_i)
+{
+    __local real_t v[WG];
+    __local int idx[WG];
+    nn_scan_items(dist, n, state, chain, size, merge_dist, get_global_id(0),
+                  get_global_size(0), v, idx);
+    if (get_local_id(0) == 0) {
+        part_v[get_group_id(0)] = v[0];
+        part_i[get_group_id(0)] = idx[0];
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void nn_pick(const int groups, const int n, __global const real_t *restrict dist,
+             __global const real_t *restrict part_v, __global const int *restrict part_i,
+             __global int *restrict state, __global int *restrict chain,
+             __global int *restrict size, __global real_t *restrict merge_dist,
+             __global int *restrict pairs, __global real_t *restrict heights)
+{
+    __local real_t v[WG];
+    __local int idx[WG];
+    reduce_partials(groups, part_v, part_i, v, idx);
+    if (get_local_id(0) == 0 && !state[DONE])
+        nn_decide(v[0], idx[0], n, dist, state, chain, size, merge_dist, pairs, heights);
+}
+
+/* one work-group runs the whole chain in one launch: no launch per step
+   (CPUs, where a launch costs more than a small row's scan) */
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void nn_chain_all(__global real_t *restrict dist, const int n, __global int *restrict state,
+                  __global int *restrict chain, __global int *restrict size,
+                  __global real_t *restrict merge_dist, __global int *restrict pairs,
+                  __global real_t *restrict heights)
+{
+    __local real_t v[WG];
+    __local int idx[WG];
+    const int lid = get_local_id(0);
+    for (int k = 0; k < 8 * n; ++k) {          /* a merge takes < 3 steps on average */
+        /* item 0's chain state and every item's row writes, seen by all */
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+        if (state[DONE])
+            break;
+        nn_scan_items(dist, n, state, chain, size, merge_dist, lid, WG, v, idx);
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0)
+            nn_decide(v[0], idx[0], n, dist, state, chain, size, merge_dist, pairs, heights);
+    }
 }
 
 /* ------------------------------------------------------ generic algorithm */

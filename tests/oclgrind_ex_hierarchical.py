@@ -1,8 +1,9 @@
 """oclgrind plugin: every hierarchical template variant on 7..9 points.
 
 Distances for every metric (odd and even d: cosine's two-lane dot products
-have a tail only for odd d), Prim's single linkage, the nearest-neighbour
-chain for complete/average/weighted/ward and the generic algorithm for
+have a tail only for odd d), Prim's single linkage and the nearest-neighbour
+chain for complete/average/weighted/ward (each in one persistent launch and
+in two launches a step), and the generic algorithm for
 centroid/median, in each precision of PRECISIONS, with a work-group of 4 so
 the row searches span several work-groups.  Results are checked against
 scipy (merges equal, heights to rounding).
@@ -52,15 +53,19 @@ def exercise_linkages(device, log):
         rtol = 1e-4 if dtype == "float32" else 1e-12
         X = _points(9, 2, seed=7).astype(dtype).astype(np.float64)
         y = pdist(X)
-        tag = f"{dtype} fp64={plan.profile.fp64}"
-        mark(f"hierarchical prim {tag}")
-        dist, n = condensed_distances(plan, y=y)
-        _check_z(_sorted_linkage(*prim_single(plan, dist, n), n), X, "single", rtol, "prim")
-        for method in ("complete", "average", "weighted", "ward"):
-            mark(f"hierarchical nn_chain {method} {tag}")
+        for persistent in (True, False):     # one launch in all, or two a step
+            plan.persistent = persistent
+            tag = f"{dtype} fp64={plan.profile.fp64} persistent={persistent}"
+            mark(f"hierarchical prim {tag}")
             dist, n = condensed_distances(plan, y=y)
-            Z = _sorted_linkage(*nn_chain(plan, dist, n, method), n)
-            _check_z(Z, X, method, rtol, f"nn_chain {method}")
+            _check_z(_sorted_linkage(*prim_single(plan, dist, n), n), X, "single", rtol,
+                     f"prim {tag}")
+            for method in ("complete", "average", "weighted", "ward"):
+                mark(f"hierarchical nn_chain {method} {tag}")
+                dist, n = condensed_distances(plan, y=y)
+                Z = _sorted_linkage(*nn_chain(plan, dist, n, method), n)
+                _check_z(Z, X, method, rtol, f"nn_chain {method} {tag}")
+        tag = f"{dtype} fp64={plan.profile.fp64}"
         for method in ("centroid", "median"):
             mark(f"hierarchical generic {method} {tag}")
             dist, n = condensed_distances(plan, y=y)
