@@ -85,10 +85,11 @@ def time_pass(profile, x_dev, centres, repeats=3, update=True):
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
 
 
-def tune_device(profile, shapes, quick=False, repeats=3, log=print):
-    """(best terms, table rows) for one device over *shapes* (n, d, k)."""
+def tune_device(profile, shapes, quick=False, repeats=3, log=print, configs=None, update=True):
+    """(best terms, times: configurations x shapes) for one device over
+    *shapes* (n, d, k); *update* False times the assignment alone (predict)."""
     import pyopencl.array as cla
-    configs = configurations(profile, quick)
+    configs = configs or configurations(profile, quick)
     times = np.full((len(configs), len(shapes)), np.nan)
     for s, (n, d, k) in enumerate(shapes):
         X, centres = blobs(n, d, k)
@@ -96,7 +97,7 @@ def tune_device(profile, shapes, quick=False, repeats=3, log=print):
         del X
         for c, terms in enumerate(configs):
             trial = dataclasses.replace(profile, **terms)
-            seconds, spec = time_pass(trial, x_dev, centres, repeats)
+            seconds, spec = time_pass(trial, x_dev, centres, repeats, update)
             if seconds is not None and spec.variant != terms["lloyd_variant"]:
                 seconds, spec = None, f"fell back to {spec.variant}"
             if seconds is not None:
@@ -177,7 +178,17 @@ def main(argv=None):
                     help="write the repository's shipped devices.yaml instead")
     ap.add_argument("--quick", action="store_true", help="a few configurations, tiny shape")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--configs", type=Path, metavar="YAML",
+                    help="time these profile-term sets (a YAML list of mappings) instead")
+    ap.add_argument("--no-update", action="store_true",
+                    help="time the assignment alone (no sums), as predict runs it")
     args = ap.parse_args(argv)
+    configs = None
+    if args.configs:
+        configs = yaml.safe_load(args.configs.read_text())
+        if not isinstance(configs, list) or not all(isinstance(c, dict) and "lloyd_variant" in c
+                                                    for c in configs):
+            ap.error("--configs: a YAML list of mappings, each with lloyd_variant")
     from .devices import select_devices
     from .resources import shipped_profiles_path
     path = shipped_profiles_path() if args.shipped else (args.out or default_path())
@@ -190,9 +201,10 @@ def main(argv=None):
         shapes = args.shapes or [parse_shape(s) for s in
                                  (QUICK_SHAPES if args.quick else DEFAULT_SHAPES[profile.type])]
         print(f"tune: {profile} (driver {profile.driver_version})", flush=True)
-        best, times = tune_device(profile, shapes, args.quick, args.repeats)
-        row = times[[i for i, c in enumerate(configurations(profile, args.quick))
-                     if c == best][0]]
+        tried = configs or configurations(profile, args.quick)
+        best, times = tune_device(profile, shapes, args.quick, args.repeats, configs=tried,
+                                  update=not args.no_update)
+        row = times[tried.index(best)]
         print(f"tune: best {_label(best)}", flush=True)
         entries.append(entry_for(profile, best, shapes, row))
     print(f"tune: wrote {write_entries(path, entries)}")

@@ -3,8 +3,10 @@ Register-tiled (GEMM-style) distance + argmin: labels, exact distances,
 inertia and change counts; the sums come from lloyd_accumulate_sums.cl.mako.
 Reads spec: d, dp (d padded to kc), kp (k padded to tn), tm, tn (points and
 centroids of a work-group tile), rm, rn (a work-item's register tile),
-kc (depth of a local-memory chunk), vw (vector width of the local reads; 1:
-interleaved register tiles, conflict-free scalar reads), weighted.
+kc (depth of a local-memory chunk), vw (width of the local-memory reads: a
+work-item's register tile is rm / vw by rn / vw vectors, interleaved with its
+neighbours' so a wavefront reads consecutive vectors, no bank conflicts),
+weighted.
 
 A work-group owns row tiles of TM points; for each it walks every centroid
 tile, TM x TN dot products at a time in registers (X and C chunks of KC
@@ -94,10 +96,10 @@ void assign_gemm(
                     __local const real_t *cr = lc + kk * TN;
 % if vw > 1:
   % for r0 in range(0, rm, vw):
-                    const ${vec} a${r0} = vload${vw}(0, xr + ty * ${rm} + ${r0});
+                    const ${vec} a${r0} = vload${vw}(${r0 // vw} * NY + ty, xr);
   % endfor
   % for q0 in range(0, rn, vw):
-                    const ${vec} b${q0} = vload${vw}(0, cr + tx * ${rn} + ${q0});
+                    const ${vec} b${q0} = vload${vw}(${q0 // vw} * NX + tx, cr);
   % endfor
   % for r in range(rm):
     % for q in range(rn):
@@ -121,7 +123,7 @@ void assign_gemm(
             }
             /* candidates in increasing index: strict < keeps the lowest on ties */
 % for q in range(rn):
-<%  col = f"tx * {rn} + {q}" if vw > 1 else f"{q} * NX + tx" %>\
+<%  col = f"({q // vw} * NX + tx) * {vw} + {q % vw}" %>\
             {
                 const int j = jt + ${col};
                 const real_t norm = center_norms[j];
@@ -135,7 +137,7 @@ void assign_gemm(
         /* the NX partial winners of each row; lowest index on ties */
         barrier(CLK_LOCAL_MEM_FENCE);
 % for r in range(rm):
-<%  row = f"ty * {rm} + {r}" if vw > 1 else f"{r} * NY + ty" %>\
+<%  row = f"({r // vw} * NY + ty) * {vw} + {r % vw}" %>\
         row_best[(${row}) * NX + tx] = best_${r};
         row_index[(${row}) * NX + tx] = index_${r};
 % endfor
