@@ -45,7 +45,6 @@ class EStepSpec(Spec):
     cchunk: int = 1
     stage_params: bool = True
     full: bool = True
-    store_resp: bool = True
 
     def local_bytes(self):
         staged = self.cchunk * record_size(self.d, self.full) if self.stage_params else 0
@@ -89,14 +88,14 @@ def stats_size(d, full):
     return 1 + d + (d * d if full else d)
 
 
-def _estep_specs(profile, dtype, d, full, store_resp):
+def _estep_specs(profile, dtype, d, full):
     item = np.dtype(dtype).itemsize
     wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
     for ppi in ((2, 1) if profile.type == "gpu" else (1,)):
         for w in (wg, max(1, wg // 4), 1):
             most = (profile.local_memory_budget - w * 8) // (record_size(d, full) * item)
             base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, wg=w,
-                        ppi=ppi, full=full, store_resp=store_resp)
+                        ppi=ppi, full=full)
             if most >= 1:
                 yield EStepSpec(cchunk=int(min(most, 256)), stage_params=True, **base)
             yield EStepSpec(cchunk=1 << 20, stage_params=False, **base)
@@ -163,10 +162,9 @@ class GmmPass:
     def __init__(self, part, k, full):
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
-        self.plans = {s: plan(p, q, _estep_specs(p, dt, part.d, full, s), "gmm_estep")
-                      for s in (True, False)}
+        self.espec, self.ekernel = plan(p, q, _estep_specs(p, dt, part.d, full), "gmm_estep")
         self.mspec, self.mkernel = plan(p, q, _mstep_specs(p, dt, part.d, full), "gmm_mstep")
-        self.groups = max(self._groups(s)[0] for s, _ in self.plans.values())
+        self.groups = self._groups(self.espec)[0]
         self.params = cla.empty(q, k * record_size(part.d, full), dt)
         self.means = cla.empty(q, k * part.d, dt)
         self.lse = cla.empty(q, part.n, dt)
@@ -201,13 +199,13 @@ class GmmPass:
         part, q = self.part, self.part.queue
         k = records.shape[0]
         self.params[:records.size].set(np.ascontiguousarray(records, part.dtype).ravel(), q)
-        spec, knl = self.plans[store_resp]
+        spec = self.espec
         groups, tiles = self._groups(spec)
-        resp = self._resp(k) if store_resp else self.lse
-        knl(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
-            np.int64(part.stride), self.params.data, np.int32(k), self.lse.data,
-            self.labels.data, resp.data, self.part_ll.data, self.part_bad.data,
-            np.int64(tiles))
+        resp = self._resp(k) if store_resp else self.lse   # (not written)
+        self.ekernel(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
+                     np.int64(part.stride), self.params.data, np.int32(k), self.lse.data,
+                     self.labels.data, np.int32(store_resp), resp.data,
+                     self.part_ll.data, self.part_bad.data, np.int64(tiles))
         ll = self.part_ll.get(q).astype(np.float64)
         ll = ll[:groups].sum() - (0 if part.acc_double else ll[groups:2 * groups].sum())
         return float(ll), int(self.part_bad.get(q)[:groups].sum())

@@ -48,6 +48,7 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
                const int k,
                __global real_t *restrict lse,            /* n */
                __global int *restrict labels,            /* n */
+               const int store_resp,
                __global real_t *restrict resp,           /* k x n (store_resp) */
                __global acc_t *restrict part_ll,         /* groups (x2 if Kahan) */
                __global int *restrict part_bad,          /* groups */
@@ -124,11 +125,9 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
 % endif
                     const real_t logp = fma((real_t)-0.5, maha, cj);
                     saw_nan[p] |= isnan(logp);
-% if store_resp:
                     const long i = base + p * WG + lid;
-                    if (i < n)
+                    if (store_resp && i < n)
                         resp[(long)j * n + i] = logp;
-% endif
                     if (logp > run_max[p]) {
                         /* a new maximum: rescale the sum so far */
                         run_sum[p] = fma(run_sum[p], exp(run_max[p] - logp), (real_t)1);
@@ -161,10 +160,9 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
                 ll = s;
             }
 % endif
-% if store_resp:
-            for (int j = 0; j < k; ++j)
-                resp[(long)j * n + i] = exp(resp[(long)j * n + i] - total);
-% endif
+            if (store_resp)
+                for (int j = 0; j < k; ++j)
+                    resp[(long)j * n + i] = exp(resp[(long)j * n + i] - total);
         }
     }
     ll = group_sum(ll, scratch);

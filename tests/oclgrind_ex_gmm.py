@@ -5,8 +5,9 @@ diag covariance, responsibilities stored or not, component records staged in
 local memory in several chunks, in one, or read from global memory, one or
 two points per work-item) and the M-step shapes (the GPU's small register
 blocks with replicas, the CPU's large blocks, the CPU's work-item per
-component for diagonal covariances; tiles smaller than a chunk of rows) run for every precision of PRECISIONS (float64 sums, float64 data,
-Kahan-compensated float sums) and are checked against numpy; then whole fits
+component for diagonal covariances; tiles smaller than a chunk of rows) run
+for every precision of PRECISIONS (float64 sums, float64 data, Kahan-
+compensated float sums) and are checked against numpy; then whole fits
 through the device manager, resident and streamed in chunks (same model).
 """
 import contextlib
@@ -28,8 +29,8 @@ def forced(estep, mstep):
     """gmm.plan offered exactly these specs (it still checks and builds them)."""
     originals = gmm._estep_specs, gmm._mstep_specs
 
-    def estep_specs(profile, dtype, d, full, store_resp):
-        yield estep(store_resp)
+    def estep_specs(profile, dtype, d, full):
+        yield estep
     gmm._estep_specs = estep_specs
     gmm._mstep_specs = lambda *args: iter([mstep])
     gmm._PLANS.clear()
@@ -69,10 +70,10 @@ def reference(X, m, full):
 
 
 def estep_variants(base):
-    """(label, store_resp -> spec): chunks of 2 of the 5 records (ragged last),
-    all staged at once, read from global memory, two points per work-item."""
+    """(label, spec): chunks of 2 of the 5 records (ragged last), all staged
+    at once, read from global memory, two points per work-item."""
     def make(**kw):
-        return lambda store: gmm.EStepSpec(store_resp=store, **dict(base, **kw))
+        return gmm.EStepSpec(**dict(base, **kw))
     yield "chunked ppi=2", make(wg=4, ppi=2, cchunk=2, stage_params=True)
     yield "staged at once", make(wg=4, ppi=1, cchunk=8, stage_params=True)
     yield "global", make(wg=8, ppi=1, cchunk=1 << 20, stage_params=False)
