@@ -63,6 +63,9 @@ def main(argv=None):
     ap.add_argument("--no-fastcluster", action="store_true", help="skip fastcluster")
     ap.add_argument("--rtol", type=float, default=1e-9, help="height tolerance (relative)")
     ap.add_argument("--quick", action="store_true", help="small sizes (n=1000, 2000; d=8)")
+    ap.add_argument("--strategy", choices=["auto", "persistent", "launches"], default="auto",
+                    help="device strategy: one launch for the whole run (CPUs' default) or "
+                         "a few launches a merge (GPUs' default)")
     ap.add_argument("--json", help="also write the rows here (JSON lines)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -70,8 +73,17 @@ def main(argv=None):
 
     import oclclust as oc
     from oclclust.devices import preferred, select_devices
+    if args.strategy != "auto":
+        from oclclust.linkage_device import Plan
+        init = Plan.__init__
+
+        def forced(self, *a, **k):
+            init(self, *a, **k)
+            self.persistent = args.strategy == "persistent"
+        Plan.__init__ = forced
     device = preferred(select_devices(args.devices))[0]
-    print(f"oclclust on {device}; d={args.d}; methods {', '.join(args.methods)}", flush=True)
+    print(f"oclclust on {device}; d={args.d}; methods {', '.join(args.methods)}; "
+          f"strategy {args.strategy}", flush=True)
     warm = blobs(300, args.d, 5).astype(np.float64)
     for method in args.methods:                 # build the kernels outside the timings
         oc.linkage(warm, method, devices=args.devices)

@@ -41,9 +41,22 @@ def assert_same_linkage(Z, ref):
     np.testing.assert_allclose(Z[:, 2], ref[:, 2], rtol=1e-10, atol=1e-12)
 
 
+@pytest.fixture(params=["persistent", "launches"])
+def strategy(request, monkeypatch):
+    """Both device strategies on any device: one launch for the whole run
+    (CPUs' default) and a few launches a merge (GPUs' default)."""
+    init = Plan.__init__
+
+    def forced(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.persistent = request.param == "persistent"
+    monkeypatch.setattr(Plan, "__init__", forced)
+    return request.param
+
+
 @pytest.mark.parametrize("method, metric", PAIRS)
 @pytest.mark.parametrize("seed", range(3))
-def test_linkage_equals_scipy(devices, method, metric, seed):
+def test_linkage_equals_scipy(devices, strategy, method, metric, seed):
     for name, X in point_sets(seed):
         for dtype in (np.float64, np.float32):
             Xd = X.astype(dtype)
