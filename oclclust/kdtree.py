@@ -95,6 +95,18 @@ def candidates(lo, hi, centers, model_off, eps, tiny=0.0):
     return cand, count
 
 
+def leaf_sums(X, w, starts, fixed, acc_double):
+    """L x (d + 1) int64: each leaf's sums of the points' fixed-point values,
+    computed as the kernels do (same precision, same operation order, round
+    half to even), so adding them equals adding the points one by one."""
+    acc = np.float64 if acc_double else np.float32
+    w = np.ones(len(X), acc) if w is None else w.astype(acc)
+    fv = np.rint((w[:, None] * (X.astype(acc) - fixed.shift.astype(acc))) * acc(fixed.sx))
+    fw = np.rint(w * acc(fixed.sw))
+    vals = np.concatenate([fv, fw[:, None]], axis=1).astype(np.int64)
+    return np.add.reduceat(vals, starts[:-1], axis=0)
+
+
 class KDTreePass:
     """The KD-tree-pruned statistics pass of one leaf mapping over a
     DevicePartition (a permuted copy of its rows is kept on the device);
@@ -111,6 +123,10 @@ class KDTreePass:
         self.x = cla.to_device(q, np.ascontiguousarray(X[perm]))
         self.w = (cla.to_device(q, part.weights.get(q)[perm]) if part.weighted else self.x)
         self.leaf_start = cla.to_device(q, self.starts.astype(np.int32))
+        self.leaf_fx = cla.to_device(q, leaf_sums(
+            X[perm], part.weights.get(q)[perm] if part.weighted else None, self.starts,
+            fixed, part.acc_double))
+        self.sizes = np.diff(self.starts)
         self.max_leaf = int(np.diff(self.starts).max())
         # margin over the device's relative rounding of a sum of d squares
         # (and over underflow in the squares)
@@ -123,7 +139,9 @@ class KDTreePass:
         b.upload(centers_list)
         b.zero()
         cand, count = candidates(self.lo, self.hi, b.packed, b.off, self.eps, self.tiny)
-        self.pruned_fraction = float(count.sum()) / (len(self.lo) * len(b.packed))
+        # distance computations left: single-candidate leaves take none
+        self.pruned_fraction = float((self.sizes[:, None] * count * (count > 1)).sum()) / (
+            self.part.n * len(b.packed))
         cand_d, count_d = cla.to_device(q, cand), cla.to_device(q, count)
         stats = self.mapping != "replicated"
         budget = p.profile.local_memory_budget
@@ -155,7 +173,7 @@ class KDTreePass:
         kern(q, (groups * b.wg,), (b.wg,), self.x.data, self.w.data, b.centers.data,
              b.model_off.data, np.int32(first), np.int32(n), np.int32(len(b.off) - 1),
              self.leaf_start.data, np.int32(len(self.lo)), np.int32(self.max_leaf),
-             cand_d.data, count_d.data, np.int32(kmax), b.shift.data, *b.scales, *out, *local)
+             cand_d.data, count_d.data, np.int32(kmax), self.leaf_fx.data, b.shift.data, *b.scales, *out, *local)
         if self.mapping == "replicated":
             agg = kernel(q.context, AggregateSpec(dtype=p.dtype.name, acc_double=p.acc_double,
                                                   d=p.d), "kdtree_aggregate")

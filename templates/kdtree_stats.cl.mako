@@ -14,6 +14,10 @@ lid mod M, as in ensemble_stats.cl.mako), weighted.
   "replicated":  a leaf per work-group, and every work-item keeps its own
                  statistics in global memory (no atomics, no conflicts);
                  kdtree_aggregate.cl.mako sums the replicas.
+A (leaf, model) pair left with a single candidate takes the whole leaf at
+once: the leaf's fixed-point sums (leaf_fx, summed on the host from the same
+per-point values) are added to that centroid, and its points skip the model
+(the filtering algorithm's shortcut; in integers the totals are unchanged).
 Centroids are staged in local memory in every mapping.  Sums are fixed
 point exactly as in ensemble_stats.cl.mako (same rounding, same distance sum,
 ties to the lowest index), so the statistics equal the brute-force pass bit
@@ -59,6 +63,8 @@ inline void point_stats(
         const long list = (long)leaf * all_models + m;
         __global const int *js = cand + list * kmax;
         const int count = cand_n[list];
+        if (count == 1)
+            continue;                                       /* taken as a whole leaf */
         real_t best = INFINITY;
         int bj = js[0] - c_base;
         for (int q = 0; q < count; ++q) {                   /* ascending indices */
@@ -85,6 +91,37 @@ inline void point_stats(
     }
 }
 
+/* The models of the launch (from the t0-th, every step-th) that have a
+ * single candidate in *leaf* get the leaf's sums added at once. */
+inline void leaf_stats(
+    const int leaf, const int t0, const int step,
+    __global const long *restrict leaf_fx, __global const int *restrict cand,
+    __global const int *restrict cand_n, const int kmax,
+    const int first_model, const int n_models, const int all_models, const int c_base,
+% if mapping == "replicated":
+    __global long *restrict mine, const int nc)
+% else:
+    __local long *ls, __local long *lw)
+% endif
+{
+    for (int t = t0; t < n_models; t += step) {
+        const long list = (long)leaf * all_models + first_model + t;
+        if (cand_n[list] != 1)
+            continue;
+        const int j = cand[list * kmax] - c_base;
+        __global const long *fx = leaf_fx + (long)leaf * (D + 1);
+% if mapping == "replicated":
+        for (int c = 0; c < D; ++c)
+            mine[j * D + c] += fx[c];
+        mine[nc * D + j] += fx[D];
+% else:
+        for (int c = 0; c < D; ++c)
+            atom_add(ls + j * D + c, fx[c]);
+        atom_add(lw + j, fx[D]);
+% endif
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void kdtree_stats(
     __global const real_t *restrict x,          /* n x D, rows in leaf order */
@@ -97,6 +134,7 @@ void kdtree_stats(
     __global const int *restrict cand,          /* n_leaves x all_models x kmax */
     __global const int *restrict cand_n,        /* n_leaves x all_models */
     const int kmax,
+    __global const long *restrict leaf_fx,      /* n_leaves x (D + 1) fixed-point sums */
     __global const acc_t *restrict shift, const acc_t sx, const acc_t sw,
 % if mapping == "replicated":
     __global long *restrict replicas,           /* work-items x (nc * (D + 1)) */
@@ -132,12 +170,22 @@ void kdtree_stats(
     for (long s = get_global_id(0); s < (long)n_leaves * max_leaf; s += T) {
         const int leaf = (int)(s % n_leaves);
         const long i = leaf_start[leaf] + s / n_leaves;
+        if (s < n_leaves)           /* the leaf's first slot adds its whole-leaf models */
+            leaf_stats(leaf, 0, 1, leaf_fx, cand, cand_n, kmax, first_model, n_models,
+                       all_models, c_base, ls, lw);
         if (i < leaf_start[leaf + 1])
             point_stats(i, leaf, lid, x, w, lc, model_off, first_model, n_models, all_models,
                         c_base, cand, cand_n, kmax, shift, sx, sw, ls, lw);
     }
 % else:
-    for (int leaf = g; leaf < n_leaves; leaf += groups)
+    for (int leaf = g; leaf < n_leaves; leaf += groups) {
+        leaf_stats(leaf, lid, WG, leaf_fx, cand, cand_n, kmax, first_model, n_models,
+                   all_models, c_base,
+  % if mapping == "replicated":
+                   mine, nc);
+  % else:
+                   ls, lw);
+  % endif
         for (long i = leaf_start[leaf] + lid; i < leaf_start[leaf + 1]; i += WG)
             point_stats(i, leaf, lid, x, w, lc, model_off, first_model, n_models, all_models,
                         c_base, cand, cand_n, kmax, shift, sx, sw,
@@ -146,6 +194,7 @@ void kdtree_stats(
   % else:
                         ls, lw);
   % endif
+    }
 % endif
 
 % if mapping != "replicated":
