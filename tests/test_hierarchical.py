@@ -76,6 +76,18 @@ def test_linkage_equals_scipy(devices, strategy, method, metric, seed):
 
 
 @pytest.mark.parametrize("method", METHODS)
+def test_tiny_sets_and_all_duplicates(devices, strategy, method):
+    for n in (2, 3, 4):
+        X = np.arange(2 * n, dtype=np.float64).reshape(n, 2) ** 1.5
+        assert_same_linkage(oc.linkage(X, method, devices=devices), hierarchy.linkage(X, method))
+        same = np.zeros((n, 3))       # every distance 0: every choice a tie
+        assert_same_linkage(oc.linkage(same, method, devices=devices),
+                            hierarchy.linkage(same, method))
+    assert_same_linkage(oc.linkage(np.array([3.0]), method, devices=devices),
+                        hierarchy.linkage(np.array([3.0]), method))
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_scipy_accepts_z(devices, method):
     X = np.random.RandomState(3).randn(40, 4)
     Z = oc.linkage(X, method, devices=devices)
