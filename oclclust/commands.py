@@ -41,6 +41,8 @@ def add_fit_arguments(p, int_at_least, positive_float):
     p.add_argument("--out", "-o", metavar="MODEL.npz", help="write the fitted model here")
     p.add_argument("--labels", metavar="FILE", help="write the labels (.npy or .csv); under "
                    "MPI '{rank}' in the name is the rank (else .rankN is added)")
+    p.add_argument("--tree", metavar="Z.npy", help="hierarchical: also write the whole tree "
+                   "as scipy's linkage matrix Z")
     p.add_argument("--columns", help="comma-separated column indices or header names to use")
     p.add_argument("--key", help="the array's name in an .npz data file")
     p.add_argument("--mpi", choices=("auto", "on", "off"), default="auto",
@@ -148,7 +150,17 @@ def cmd_fit(args, usage_error):
             save_model(estimator, args.out)
             print(f"model written to {args.out}")
     if args.labels:
-        write_array(labels_path(args.labels, r, n_ranks), estimator.labels_)
+        labels = getattr(estimator, "labels_", None)
+        if labels is None:   # a mixture keeps no labels: its most likely components
+            labels = estimator.predict(X)
+        write_array(labels_path(args.labels, r, n_ranks), labels)
+    if args.tree:
+        if args.algorithm != "hierarchical":
+            raise usage_error("--tree applies to --algorithm hierarchical")
+        from .hierarchical import linkage
+        np.save(args.tree, linkage(X, method=estimator.linkage, metric=estimator.metric,
+                                   devices=estimator.devices))
+        print(f"linkage matrix (scipy's Z) written to {args.tree}")
     return 0
 
 
