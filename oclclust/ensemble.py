@@ -60,12 +60,16 @@ class ShardedEnsemble:
         """Set every chunk's pass up (KD-trees built) outside any timing."""
         self.data.map(self._pass)
 
-    def stats(self, centers_list):
-        """[(sums K x d, weights K) float64] of each model of *centers_list*."""
+    def stats_packed(self, centers_list):
+        """(sums C x d, weights C) float64 of all centroids, models packed."""
         parts = self.data.map(lambda c: self._pass(c).stats(centers_list))
         sums = np.sum([p[0] for p in parts], axis=0)      # int64: exact in any order
         counts = np.sum([p[1] for p in parts], axis=0)
-        sums, weights = mpi.sum_across(self.comm, *self.fixed.to_float(sums, counts))
+        return mpi.sum_across(self.comm, *self.fixed.to_float(sums, counts))
+
+    def stats(self, centers_list):
+        """[(sums K x d, weights K) float64] of each model of *centers_list*."""
+        sums, weights = self.stats_packed(centers_list)
         off = np.cumsum([0] + [len(c) for c in centers_list])
         return [(sums[a:b], weights[a:b]) for a, b in zip(off[:-1], off[1:])]
 

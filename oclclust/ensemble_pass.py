@@ -165,8 +165,13 @@ class EnsemblePass:
             self.capacity = n_c
             self.sums = cla.empty(q, n_c * self.part.d, np.int64)
             self.counts = cla.empty(q, n_c, np.int64)
-        self.centers = cla.to_device(q, packed)
-        self.model_off = cla.to_device(q, self.off)
+        if getattr(self, "centers", None) is not None and self.centers.shape == packed.shape:
+            self.centers.set(packed, q)
+        else:
+            self.centers = cla.to_device(q, packed)
+        if getattr(self, "_off_bytes", None) != self.off.tobytes():   # models left or joined
+            self.model_off = cla.to_device(q, self.off)
+            self._off_bytes = self.off.tobytes()
         return self
 
     def zero(self):

@@ -5,6 +5,11 @@ model that can be nearest to some point of the leaf's box; the device pass
 kdtree_aggregate.cl.mako for the replicated one) compares a point only with
 its leaf's candidates.
 
+The paper makes the mapping on the host each iteration; here it is made on
+the device (kdtree_candidates.cl.mako) from the boxes copied once: the host
+version (candidates(), the tests' reference) cost more per iteration than
+the whole brute-force pass on a GPU, and the lists never leave the device.
+
 Pruning (the min/max-distance rule): centroid c of model m is dropped for a
 leaf whose bounding box is B when mindist(c, B) > min over c' of m of
 maxdist(c', B): some c' is then nearer than c to every point of B.  The test
@@ -33,6 +38,12 @@ class KDStatsSpec(Spec):
     wg: int = 1
     distributed: bool = True
     weighted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class CandidatesSpec(Spec):
+    template = "kdtree_candidates.cl.mako"
+    d: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,25 +84,27 @@ def candidates(lo, hi, centers, model_off, eps, tiny=0.0):
     indices (ascending, into the packed *centers*) that survive pruning."""
     n_leaves, n_models = len(lo), len(model_off) - 1
     sizes = np.diff(model_off)
-    kmax = int(sizes.max())
-    cand = np.zeros((n_leaves, n_models, kmax), np.int32)
+    model_of = np.repeat(np.arange(n_models), sizes)
+    cand = np.zeros((n_leaves, n_models, int(sizes.max())), np.int32)
     count = np.zeros((n_leaves, n_models), np.int32)
     c = centers.astype(np.float64)
-    block = max(1, (1 << 22) // max(1, c.size))
+    block = max(1, (1 << 21) // max(1, c.size))
     for b in range(0, n_leaves, block):
         blo, bhi = lo[b:b + block, None, :], hi[b:b + block, None, :]
-        near = np.maximum(np.maximum(blo - c, c - bhi), 0.0)
+        below, above = blo - c, c - bhi            # > 0 where c lies outside the box
+        near = np.maximum(np.maximum(below, above), 0.0)
         mind = np.einsum("lcd,lcd->lc", near, near)
-        far = np.maximum(np.abs(c - blo), np.abs(c - bhi))
+        far = np.maximum(c - blo, bhi - c)         # to the farther face, per dimension
         maxd = np.einsum("lcd,lcd->lc", far, far)
-        bound = np.minimum.reduceat(maxd, model_off[:-1], axis=1)
-        for m in range(n_models):
-            s, k = int(model_off[m]), int(sizes[m])
-            limit = bound[:, m:m + 1] * (1 + eps) + tiny
-            keep = mind[:, s:s + k] <= limit
-            order = np.argsort(~keep, axis=1, kind="stable")
-            cand[b:b + block, m, :k] = order + s
-            count[b:b + block, m] = keep.sum(1)
+        bound = np.minimum.reduceat(maxd, model_off[:-1], axis=1)[:, model_of]
+        keep = mind <= bound * (1 + eps) + tiny
+        # a kept centroid's slot in its model's list: the kept ones before it
+        run = np.cumsum(keep, axis=1, dtype=np.int32)
+        before = np.concatenate([np.zeros((len(keep), 1), np.int32), run], axis=1)[
+            :, model_off[:-1]]
+        leaf, col = np.nonzero(keep)
+        cand[b + leaf, model_of[col], run[leaf, col] - 1 - before[leaf, model_of[col]]] = col
+        count[b:b + block] = np.add.reduceat(keep, model_off[:-1], axis=1)
     return cand, count
 
 
@@ -127,30 +140,63 @@ class KDTreePass:
             X[perm], part.weights.get(q)[perm] if part.weighted else None, self.starts,
             fixed, part.acc_double))
         self.sizes = np.diff(self.starts)
+        self.lo_d = cla.to_device(q, np.ascontiguousarray(self.lo.astype(part.dtype)))
+        self.hi_d = cla.to_device(q, np.ascontiguousarray(self.hi.astype(part.dtype)))
+        self.cand = self.count = None
         self.max_leaf = int(np.diff(self.starts).max())
         # margin over the device's relative rounding of a sum of d squares
-        # (and over underflow in the squares)
-        self.eps = 8 * (part.d + 2) * float(np.finfo(part.dtype).eps)
+        # (and over underflow in the squares; twice that without fp64, where
+        # the mapping's own sums are float)
+        self.eps = (8 if part.acc_double else 16) * (part.d + 2) * float(
+            np.finfo(part.dtype).eps)
         self.tiny = 64 * (part.d + 2) * float(np.finfo(part.dtype).tiny)
-        self.pruned_fraction = 1.0
 
     def stats(self, centers_list):
         b, p, q = self.brute, self.part, self.part.queue
         b.upload(centers_list)
         b.zero()
-        cand, count = candidates(self.lo, self.hi, b.packed, b.off, self.eps, self.tiny)
-        # distance computations left: single-candidate leaves take none
-        self.pruned_fraction = float((self.sizes[:, None] * count * (count > 1)).sum()) / (
-            self.part.n * len(b.packed))
-        cand_d, count_d = cla.to_device(q, cand), cla.to_device(q, count)
+        kmax = int(np.diff(b.off).max())
+        cand_d, count_d = self.map_leaves(kmax)
         stats = self.mapping != "replicated"
         budget = p.profile.local_memory_budget
         for first, n, staged in model_tiles(b.off, budget, p.d, p.dtype.itemsize, stats=stats):
             if staged:
-                self._launch(first, n, cand_d, count_d, cand.shape[2])
+                self._launch(first, n, cand_d, count_d, kmax)
             else:   # too large for local memory: the global-memory brute-force pass
                 b.launch("concatenated", first, n, False)
         return b.stats_result()
+
+    def map_leaves(self, kmax):
+        """The candidate lists of the uploaded models, made on the device."""
+        b, p, q = self.brute, self.part, self.part.queue
+        n_leaves, n_models = len(self.lo), len(b.off) - 1
+        size = n_leaves * n_models
+        if self.cand is None or self.cand.size < size * kmax:
+            self.cand = cla.empty(q, size * kmax, np.int32)
+            self.count = cla.empty(q, size, np.int32)
+        acc = np.float64 if p.acc_double else np.float32
+        kern = kernel(q.context, CandidatesSpec(dtype=p.dtype.name, acc_double=p.acc_double,
+                                                d=p.d), "kdtree_candidates")
+        kern(q, (-(-size // 64) * 64,), (64,), self.lo_d.data, self.hi_d.data, b.centers.data,
+             b.model_off.data, np.int32(n_models), np.int32(n_leaves), np.int32(kmax),
+             acc(self.eps), acc(self.tiny), self.cand.data, self.count.data)
+        self.mapped = (size, kmax)
+        return self.cand, self.count
+
+    def lists(self):
+        """The last mapping on the host: (cand L x M x kmax, count L x M)."""
+        size, kmax = self.mapped
+        q = self.part.queue
+        count = self.count.get(q)[:size].reshape(len(self.lo), -1)
+        return self.cand.get(q)[:size * kmax].reshape(len(self.lo), -1, kmax), count
+
+    @property
+    def pruned_fraction(self):
+        """Distance computations the last pass made over brute force's
+        (single-candidate leaves make none)."""
+        _, count = self.lists()
+        return float((self.sizes[:, None] * count * (count > 1)).sum()) / (
+            self.part.n * len(self.brute.packed))
 
     def _launch(self, first, n, cand_d, count_d, kmax):
         b, p, q = self.brute, self.part, self.part.queue

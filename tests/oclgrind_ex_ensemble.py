@@ -108,4 +108,5 @@ EXERCISERS = {
     "ensemble_assign.cl.mako": [exercise_stats],
     "kdtree_stats.cl.mako": [exercise_kdtree],
     "kdtree_aggregate.cl.mako": [exercise_kdtree],
+    "kdtree_candidates.cl.mako": [exercise_kdtree],
 }

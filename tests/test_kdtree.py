@@ -78,3 +78,25 @@ def test_mappings_equal_brute_force(devices, d, weighted):
             np.testing.assert_array_equal(got[1], brute[1], err_msg=mapping)
     finally:
         data.close()
+
+
+def test_device_mapping_equals_host_reference(devices):
+    rng = np.random.RandomState(4)
+    X = rng.rand(3000, 3)
+    ks = [4, 6, 5]
+    centers = [rng.rand(k, 3) for k in ks]
+    data = DeviceManager(devices[:1]).scatter(X, None)
+    try:
+        fixed = fixed_point(data, np.ones(len(X)), data_moments(data)[0])
+        kd = KDTreePass(data.chunks[0], "direct", fixed, 40)
+        kd.stats(centers)
+        cand, count = kd.lists()
+        ref_cand, ref_count = candidates(kd.lo, kd.hi, np.concatenate(centers),
+                                         np.array([0, 4, 10, 15]), kd.eps, kd.tiny)
+        np.testing.assert_array_equal(count, ref_count)
+        for leaf, m in zip(*np.nonzero(count)):
+            np.testing.assert_array_equal(cand[leaf, m, :count[leaf, m]],
+                                          ref_cand[leaf, m, :count[leaf, m]])
+        assert 0 < kd.pruned_fraction < 0.5
+    finally:
+        data.close()
