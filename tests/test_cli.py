@@ -166,3 +166,34 @@ def test_fit_mistakes_give_one_line(args, status, message, devices, tmp_path):
     assert proc.returncode == status, proc.stderr
     assert "Traceback" not in proc.stderr and message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("algorithm,extra", [
+    ("ensemble", ["--n-models", "3"]), ("cmeans", ["-m", "1.5"]),
+    ("gmm", ["--covariance-type", "diag"]), ("hierarchical", ["--linkage", "average"])])
+def test_fit_every_algorithm(algorithm, extra, devices, tmp_path):
+    """Each algorithm fits from the command line; its model file (or, for
+    hierarchical, its labels and linkage matrix) comes back usable."""
+    X = make_blobs(200, 3, 4, seed=2)[0]
+    np.save(tmp_path / "x.npy", X)
+    platform = devices[0].platform
+    args = ["fit", str(tmp_path / "x.npy"), "-a", algorithm, "-k", "4", "--devices", platform,
+            "--out", str(tmp_path / "m.npz"), "--labels", str(tmp_path / "l.npy"), *extra]
+    if algorithm == "hierarchical":
+        args += ["--tree", str(tmp_path / "z.npy")]
+    else:
+        args += ["--random-state", "0"]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    labels = np.load(tmp_path / "l.npy")
+    assert labels.shape == (200,) and len(np.unique(labels)) == 4
+    if algorithm == "hierarchical":
+        from scipy.cluster.hierarchy import fcluster, is_valid_linkage
+        Z = np.load(tmp_path / "z.npy")
+        assert is_valid_linkage(Z)
+        assert len(np.unique(fcluster(Z, 4, "maxclust"))) == 4
+        return
+    proc = run_cli("predict", str(tmp_path / "m.npz"), str(tmp_path / "x.npy"),
+                   "--devices", platform, "--labels", str(tmp_path / "p.npy"))
+    assert proc.returncode == 0, proc.stderr
+    assert (np.load(tmp_path / "p.npy") == labels).all()
