@@ -99,31 +99,52 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
 % endif
             for (int j = jc; j < jend; ++j) {
                 const real_t cj = PARAM(j, 0);
+                /* all PPI points at once: each record value is read once
+                   from local memory for PPI fmas */
+                real_t z[PPI][D], maha[PPI];
+                ${unroll}
+                for (int c = 0; c < D; ++c) {
+                    const real_t mu = PARAM(j, 1 + c);
+                    #pragma unroll
+                    for (int p = 0; p < PPI; ++p)
+                        z[p][c] = xp[p][c] - mu;
+                }
+                #pragma unroll
+                for (int p = 0; p < PPI; ++p)
+                    maha[p] = 0;
+% if full:
+                /* y_c = sum_{r <= c} z_r U[r][c]; maha = |y|^2 */
+                ${unroll}
+                for (int c = 0; c < D; ++c) {
+                    real_t y[PPI];
+                    #pragma unroll
+                    for (int p = 0; p < PPI; ++p)
+                        y[p] = 0;
+                    ${unroll}
+                    for (int r = 0; r <= c; ++r) {
+                        const real_t u = PARAM(j, 1 + D + c * (c + 1) / 2 + r);
+                        #pragma unroll
+                        for (int p = 0; p < PPI; ++p)
+                            y[p] = fma(z[p][r], u, y[p]);
+                    }
+                    #pragma unroll
+                    for (int p = 0; p < PPI; ++p)
+                        maha[p] = fma(y[p], y[p], maha[p]);
+                }
+% else:
+                ${unroll}
+                for (int c = 0; c < D; ++c) {
+                    const real_t u = PARAM(j, 1 + D + c);
+                    #pragma unroll
+                    for (int p = 0; p < PPI; ++p) {
+                        const real_t y = z[p][c] * u;
+                        maha[p] = fma(y, y, maha[p]);
+                    }
+                }
+% endif
                 #pragma unroll
                 for (int p = 0; p < PPI; ++p) {
-                    real_t z[D];
-                    ${unroll}
-                    for (int c = 0; c < D; ++c)
-                        z[c] = xp[p][c] - PARAM(j, 1 + c);
-                    real_t maha = 0;
-% if full:
-                    /* y_c = sum_{r <= c} z_r U[r][c]; maha = |y|^2 */
-                    ${unroll}
-                    for (int c = 0; c < D; ++c) {
-                        real_t y = 0;
-                        ${unroll}
-                        for (int r = 0; r <= c; ++r)
-                            y = fma(z[r], PARAM(j, 1 + D + c * (c + 1) / 2 + r), y);
-                        maha = fma(y, y, maha);
-                    }
-% else:
-                    ${unroll}
-                    for (int c = 0; c < D; ++c) {
-                        const real_t y = z[c] * PARAM(j, 1 + D + c);
-                        maha = fma(y, y, maha);
-                    }
-% endif
-                    const real_t logp = fma((real_t)-0.5, maha, cj);
+                    const real_t logp = fma((real_t)-0.5, maha[p], cj);
                     saw_nan[p] |= isnan(logp);
                     const long i = base + p * WG + lid;
                     if (store_resp && i < n)
