@@ -71,6 +71,8 @@ class Heap:
 class _Rows:
     """The device side: row searches, element reads and merge updates."""
 
+    HEAD = 64       # this many lowered bounds travel with a merge's one read
+
     def __init__(self, plan, dist, n, method):
         self.plan, self.q, self.dist, self.n = plan, plan.queue, dist, n
         self.groups = plan.groups(n)
@@ -80,10 +82,13 @@ class _Rows:
         q, dt = self.q, plan.dtype
         self.size = cla.to_device(q, np.ones(n, np.int32))
         self.part_v, self.part_i = cla.empty(q, self.groups, dt), cla.empty(q, self.groups, np.int32)
-        self.out_v, self.out_i = cla.empty(q, 1, dt), cla.empty(q, 1, np.int32)
+        self.out, self.out_host = cla.empty(q, 2, dt), np.empty(2, dt)
         self.changed = cla.empty(q, 1, np.int32)
         self.changed_i, self.changed_v = cla.empty(q, n, np.int32), cla.empty(q, n, dt)
         self.one = np.empty(1, dt)
+        self.head = min(n, self.HEAD)
+        self.head_i, self.head_v = np.empty(self.head, np.int32), np.empty(self.head, dt)
+        self.count = np.empty(1, np.int32)
 
     def init_neighbours(self):
         n, q = self.n, self.q
@@ -93,16 +98,23 @@ class _Rows:
         self.min_dist = min_dist     # the device's copy of the bounds (n-1 used)
         return neighbor.get(q)[:n - 1].copy(), min_dist.get(q)[:n - 1].astype(np.float64)
 
-    def nearest_above(self, x):
-        """scipy's find_min_dist: (y, d) of x's nearest active y > x, or (-1, inf)."""
+    def _enqueue_nearest_above(self, x):
         q, g = self.q, self.groups
         self.k["row_scan"](q, (g * self.plan.wg,), (self.plan.wg,), self.dist.data,
                            np.int32(self.n), np.int32(x), self.size.data, self.part_v.data,
                            self.part_i.data)
         self.k["row_pick"](q, (self.plan.wg,), (self.plan.wg,), np.int32(g), self.part_v.data,
-                           self.part_i.data, self.out_v.data, self.out_i.data)
-        y, d = int(self.out_i.get(q)[0]), float(self.out_v.get(q)[0])
-        return (y, d) if y < self.n else (-1, np.inf)
+                           self.part_i.data, self.out.data)
+        return cl.enqueue_copy(q, self.out_host, self.out.data, is_blocking=False)
+
+    def _nearest(self):
+        y = int(self.out_host[1])
+        return (y, float(self.out_host[0])) if y < self.n else (-1, np.inf)
+
+    def nearest_above(self, x):
+        """scipy's find_min_dist: (y, d) of x's nearest active y > x, or (-1, inf)."""
+        self._enqueue_nearest_above(x).wait()
+        return self._nearest()
 
     def distance(self, x, y):
         a, b = min(x, y), max(x, y)
@@ -115,7 +127,9 @@ class _Rows:
                         dst_offset=x * self.one.itemsize)
 
     def merge(self, x, y, nx, ny, d):
-        """Update row y for the merge of x into y; the lowered bounds (z, d), by z."""
+        """Update row y for the merge of x into y, then find y's nearest
+        neighbour above it, in one round trip: the lowered bounds (z, d) in
+        increasing z, and (y's neighbour, distance) or None where y = n-1."""
         q = self.q
         self.changed.fill(0)
         self.k["merge_update"](q, (self.groups * self.plan.wg,), None, self.dist.data,
@@ -123,12 +137,20 @@ class _Rows:
                                np.int32(ny), self.plan.dtype.type(d), self.size.data,
                                self.min_dist.data, self.changed.data, self.changed_i.data,
                                self.changed_v.data)
-        count = int(self.changed.get(q)[0])
-        if not count:
-            return []
-        zs, ds = self.changed_i[:count].get(q), self.changed_v[:count].get(q)
+        cl.enqueue_copy(q, self.count, self.changed.data, is_blocking=False)
+        cl.enqueue_copy(q, self.head_i, self.changed_i.data, is_blocking=False)
+        last = cl.enqueue_copy(q, self.head_v, self.changed_v.data, is_blocking=False)
+        if y < self.n - 1:
+            last = self._enqueue_nearest_above(y)
+        last.wait()
+        count = int(self.count[0])
+        if count <= self.head:
+            zs, ds = self.head_i[:count], self.head_v[:count]
+        else:
+            zs, ds = self.changed_i[:count].get(q), self.changed_v[:count].get(q)
         order = np.argsort(zs)
-        return list(zip(zs[order].tolist(), ds[order].astype(np.float64).tolist()))
+        lowered = list(zip(zs[order].tolist(), ds[order].astype(np.float64).tolist()))
+        return lowered, (self._nearest() if y < self.n - 1 else None)
 
 
 def generic_linkage(plan, dist, n, method):
@@ -154,14 +176,14 @@ def generic_linkage(plan, dist, n, method):
         Z[k] = (min(cluster_id[x], cluster_id[y]), max(cluster_id[x], cluster_id[y]),
                 dist_x, nx + ny)
         size[x], size[y], cluster_id[y] = 0, nx + ny, n + k
-        lowered = rows.merge(x, y, nx, ny, dist_x)
+        lowered, above = rows.merge(x, y, nx, ny, dist_x)
         head = neighbor[:x]                      # candidates x had become y's
         head[(size[:x] > 0) & (head == x)] = y
         for z, d in lowered:
             neighbor[z], min_dist[z] = y, d
             heap.change_value(z, d)
-        if y < n - 1:
-            z, d = rows.nearest_above(y)
+        if above is not None:
+            z, d = above
             if z != -1:
                 neighbor[y], min_dist[y] = z, d
                 rows.set_bound(y, d)

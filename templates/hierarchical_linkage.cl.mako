@@ -321,15 +321,14 @@ void row_scan(__global const real_t *restrict dist, const int n, const int x,
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void row_pick(const int groups, __global const real_t *restrict part_v,
-              __global const int *restrict part_i, __global real_t *restrict out_v,
-              __global int *restrict out_i)
+              __global const int *restrict part_i, __global real_t *restrict out)
 {
     __local real_t v[WG];
     __local int idx[WG];
     reduce_partials(groups, part_v, part_i, v, idx);
-    if (get_local_id(0) == 0) {
-        out_v[0] = v[0];
-        out_i[0] = idx[0];
+    if (get_local_id(0) == 0) {     /* (distance, index): one read for the host */
+        out[0] = v[0];
+        out[1] = (real_t)idx[0];
     }
 }
 

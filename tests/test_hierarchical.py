@@ -87,6 +87,16 @@ def test_tiny_sets_and_all_duplicates(devices, strategy, method):
                         hierarchy.linkage(np.array([3.0]), method))
 
 
+@pytest.mark.parametrize("method", ["centroid", "median"])
+def test_generic_many_lowered_bounds(devices, method, monkeypatch):
+    """A merge that lowers more bounds than travel with its first read."""
+    from oclclust import linkage_generic
+    monkeypatch.setattr(linkage_generic._Rows, "HEAD", 1)
+    for _, X in point_sets(4):
+        assert_same_linkage(oc.linkage(X, method, devices=devices),
+                            hierarchy.linkage(X, method))
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_scipy_accepts_z(devices, method):
     X = np.random.RandomState(3).randn(40, 4)
