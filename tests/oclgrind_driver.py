@@ -63,6 +63,13 @@ LLOYD_AXES = {
 # several tiles per group, a ragged last tile and padded centroids (k=5, tile 4)
 LLOYD_PROFILE = dict(work_group_size=4, centroid_tile=4, points_per_item=1,
                      groups_per_compute_unit=2, native_vector_bytes=16)
+# the gemm variant: 8 x 4 tiles of 2 x 2 registers, depth 2 (D=3: a ragged
+# depth chunk), vector reads of 2 then scalar ones; its sums in slices of
+# GEMM_SLICES clusters (one slice, or several with a ragged last one)
+GEMM_PROFILE = dict(LLOYD_PROFILE, lloyd_variant="gemm", lloyd_tile_rows=8,
+                    lloyd_tile_centroids=4, lloyd_reg_rows=2, lloyd_reg_centroids=2,
+                    lloyd_depth=2, lloyd_vector_width=2)
+GEMM_SLICES = (2, K)
 
 RENDERED = {}                   # template -> {repr(spec): spec fields}
 
@@ -285,12 +292,17 @@ def lloyd_specs(profile, dtype):
             firsts.setdefault(spec.template, spec)
         specs = list(candidates)
         for base in firsts.values():
+            if base.variant == "gemm":
+                specs += [dataclasses.replace(base, slice=s) for s in GEMM_SLICES]
+                continue
             for values in itertools.product(*LLOYD_AXES.values()):
                 specs.append(dataclasses.replace(base, **dict(zip(LLOYD_AXES, values))))
         for spec in specs:
             if spec.update != update or spec.weighted != weighted:
                 continue
             source = spec.render()
+            if spec.variant == "gemm" and spec.update:   # its sums kernel too
+                source += spec.accumulate_spec().render()
             if source not in seen:
                 seen.add(source)
                 yield spec
@@ -300,14 +312,16 @@ def lloyd_specs(profile, dtype):
 def exercise_lloyd(device, log):
     """Every Lloyd variant: labels, inertia and sums against numpy."""
     count = 0
-    for dtype, fp64 in PRECISIONS:
-        profile = profile_for(device, fp64, **LLOYD_PROFILE)
+    for (dtype, fp64), terms in itertools.product(PRECISIONS, (LLOYD_PROFILE, GEMM_PROFILE)):
+        profile = profile_for(device, fp64, **terms)
         X, w = data(dtype)
         rtol = 1e-4 if dtype == "float32" else 1e-10
         centers = X[[0, 9, 18, 27, 36]].astype(np.float64)
         d2 = ((X[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
         want_labels = d2.argmin(1)
         for spec in list(lloyd_specs(profile, dtype)):
+            if terms is GEMM_PROFILE and spec.variant != "gemm":
+                continue                # the fused variants: run with LLOYD_PROFILE
             mark(f"lloyd fp64={fp64} {spec}")
             part = DevicePartition(profile, X, w if spec.weighted else None)
             with forced_lloyd_spec(spec):
@@ -468,6 +482,8 @@ def exercise_pairwise(device, log):
 EXERCISERS = {
     "lloyd_assign_accumulate.cl.mako": [exercise_lloyd, exercise_estimator],
     "lloyd_assign_accumulate_rowwise.cl.mako": [exercise_lloyd, exercise_estimator],
+    "lloyd_gemm_assign.cl.mako": [exercise_lloyd],
+    "lloyd_accumulate_sums.cl.mako": [exercise_lloyd],
     "reduce_partials.cl.mako": [exercise_lloyd, exercise_moments],
     "partition_moments.cl.mako": [exercise_moments],
     "kmeanspp_candidates.cl.mako": [exercise_kmeanspp],
