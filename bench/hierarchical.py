@@ -26,9 +26,9 @@ def blobs(n, d, k, seed=0):
     return c[rng.integers(0, k, n)] + rng.standard_normal((n, d), dtype=np.float32)
 
 
-def timed(fn):
+def timed(fn, *args, **kwargs):
     t = time.perf_counter()
-    out = fn()
+    out = fn(*args, **kwargs)
     return time.perf_counter() - t, out
 
 
@@ -96,16 +96,16 @@ def main(argv=None):
     for n in args.n:
         X = blobs(n, args.d, 50).astype(np.float64)
         for method in args.methods:
-            t_oc, Z = timed(lambda: oc.linkage(X, method, devices=args.devices))
+            t_oc, Z = timed(oc.linkage, X, method, devices=args.devices)
             t_sp = t_fc = None
             ref, ref_name = None, "-"
             if not args.no_scipy and n <= args.scipy_max_n:
                 from scipy.cluster.hierarchy import linkage
-                t_sp, ref = timed(lambda: linkage(X, method))
+                t_sp, ref = timed(linkage, X, method)
                 ref_name = "scipy"
             fn = None if args.no_fastcluster else fastcluster_fn(method)
             if fn is not None:
-                t_fc, Zf = timed(lambda: fn(X, method=method, metric="euclidean"))
+                t_fc, Zf = timed(fn, X, method=method, metric="euclidean")
                 if ref is None:
                     ref, ref_name = Zf, "fastcluster"
                 del Zf

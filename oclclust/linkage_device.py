@@ -89,7 +89,7 @@ def condensed_distances(plan, X=None, y=None, metric="euclidean"):
     (built by a kernel) or from a host condensed vector y; and n."""
     q = plan.queue
     if y is not None:
-        n = int(round((1 + np.sqrt(1 + 8 * y.shape[0])) / 2))
+        n = round((1 + np.sqrt(1 + 8 * y.shape[0])) / 2)
         plan.check_fits(n)
         return cla.to_device(q, np.ascontiguousarray(y, plan.dtype)), n
     n, d = X.shape

@@ -81,7 +81,8 @@ class _Rows:
                   ("row_init", "row_scan", "row_pick", "merge_update")}
         q, dt = self.q, plan.dtype
         self.size = cla.to_device(q, np.ones(n, np.int32))
-        self.part_v, self.part_i = cla.empty(q, self.groups, dt), cla.empty(q, self.groups, np.int32)
+        self.part_v = cla.empty(q, self.groups, dt)
+        self.part_i = cla.empty(q, self.groups, np.int32)
         self.out, self.out_host = cla.empty(q, 2, dt), np.empty(2, dt)
         self.changed = cla.empty(q, 1, np.int32)
         self.changed_i, self.changed_v = cla.empty(q, n, np.int32), cla.empty(q, n, dt)
@@ -93,8 +94,9 @@ class _Rows:
     def init_neighbours(self):
         n, q = self.n, self.q
         neighbor, min_dist = cla.empty(q, n, np.int32), cla.empty(q, n, self.plan.dtype)
-        self.k["row_init"](q, (n,), None, self.dist.data, np.int32(n), neighbor.data,
-                           min_dist.data)
+        wg = self.plan.wg
+        self.k["row_init"](q, (-(-n // wg) * wg,), (wg,), self.dist.data, np.int32(n),
+                           neighbor.data, min_dist.data)
         self.min_dist = min_dist     # the device's copy of the bounds (n-1 used)
         return neighbor.get(q)[:n - 1].copy(), min_dist.get(q)[:n - 1].astype(np.float64)
 
@@ -132,9 +134,10 @@ class _Rows:
         increasing z, and (y's neighbour, distance) or None where y = n-1."""
         q = self.q
         self.changed.fill(0)
-        self.k["merge_update"](q, (self.groups * self.plan.wg,), None, self.dist.data,
-                               np.int32(self.n), np.int32(x), np.int32(y), np.int32(nx),
-                               np.int32(ny), self.plan.dtype.type(d), self.size.data,
+        wg = self.plan.wg
+        self.k["merge_update"](q, (self.groups * wg,), (wg,), self.dist.data, np.int32(self.n),
+                               np.int32(x), np.int32(y), np.int32(nx), np.int32(ny),
+                               self.plan.dtype.type(d), self.size.data,
                                self.min_dist.data, self.changed.data, self.changed_i.data,
                                self.changed_v.data)
         cl.enqueue_copy(q, self.count, self.changed.data, is_blocking=False)

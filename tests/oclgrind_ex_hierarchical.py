@@ -9,10 +9,9 @@ the row searches span several work-groups.  Results are checked against
 scipy (merges equal, heights to rounding).
 """
 import numpy as np
+from oclgrind_driver import PRECISIONS, close, mark, profile_for
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import pdist
-
-from oclgrind_driver import PRECISIONS, close, mark, profile_for
 
 from oclclust.hierarchical import METRICS, _sorted_linkage
 from oclclust.linkage_device import Plan, condensed_distances, nn_chain, prim_single
@@ -42,7 +41,7 @@ def exercise_distances(device, log):
             for d in (3, 4):
                 X = _points(8, d, seed=d)
                 mark(f"hierarchical distances {metric} d={d} {dtype} fp64={plan.profile.fp64}")
-                dist, n = condensed_distances(plan, X=X.astype(dtype), metric=metric)
+                dist, _ = condensed_distances(plan, X=X.astype(dtype), metric=metric)
                 close(dist.get(plan.queue), pdist(X.astype(dtype).astype(np.float64), metric),
                       f"distances {metric}", rtol)
     log("hierarchical distances: ok")

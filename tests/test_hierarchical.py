@@ -18,8 +18,8 @@ from oclclust.hierarchical import EUCLIDEAN_METHODS, METHODS, METRICS
 from oclclust.linkage_device import Plan
 
 sklearn = pytest.importorskip("sklearn")
-from sklearn.cluster import AgglomerativeClustering as SkAgglomerative  # noqa: E402
-from sklearn.utils.estimator_checks import estimator_checks_generator  # noqa: E402
+from sklearn.cluster import AgglomerativeClustering as SkAgglomerative
+from sklearn.utils.estimator_checks import estimator_checks_generator
 
 PAIRS = [(m, d) for m in METHODS for d in METRICS
          if m not in EUCLIDEAN_METHODS or d == "euclidean"]
