@@ -42,6 +42,34 @@ def fastcluster_fn(method):
     return fastcluster.linkage
 
 
+def phases(X, method, device):
+    """(distance-matrix s, merges s, host sort+relabel s) of one oclclust run."""
+    from oclclust import hierarchical as hc
+    from oclclust.linkage_device import (
+        NN_CHAIN,
+        Plan,
+        condensed_distances,
+        nn_chain,
+        prim_single,
+    )
+    from oclclust.linkage_generic import generic_linkage
+    plan = Plan(device, np.float64 if device.fp64 else np.float32)
+    t0 = time.perf_counter()
+    dist, n = condensed_distances(plan, X=X)
+    plan.queue.finish()
+    t1 = time.perf_counter()
+    if method == "single":
+        merges = prim_single(plan, dist, n)
+    elif method in NN_CHAIN:
+        merges = nn_chain(plan, dist, n, method)
+    else:
+        generic_linkage(plan, dist, n, method)
+        return t1 - t0, time.perf_counter() - t1, 0.0
+    t2 = time.perf_counter()
+    hc._sorted_linkage(*merges, n)
+    return t1 - t0, t2 - t1, time.perf_counter() - t2
+
+
 def compare(Z, ref, rtol):
     """(same merges, largest relative height difference) of Z against ref."""
     same = bool(np.array_equal(Z[:, [0, 1, 3]], ref[:, [0, 1, 3]]))
@@ -66,6 +94,9 @@ def main(argv=None):
     ap.add_argument("--strategy", choices=["auto", "persistent", "launches"], default="auto",
                     help="device strategy: one launch for the whole run (CPUs' default) or "
                          "a few launches a merge (GPUs' default)")
+    ap.add_argument("--phases", action="store_true",
+                    help="run oclclust once more, timing the distance matrix and the merges "
+                         "apart (device work finished before each clock read)")
     ap.add_argument("--json", help="also write the rows here (JSON lines)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -122,6 +153,11 @@ def main(argv=None):
                   f"{fmt(t_fc, '10.3f'):>10} {fmt(t_sp and t_sp / t_oc, '8.1f'):>8} "
                   f"{fmt(t_fc and t_fc / t_oc, '9.1f'):>9} {ref_name:>11} "
                   f"{fmt(same, ''):>7} {fmt(dh, '10.1e'):>10}", flush=True)
+            if args.phases:
+                t_d, t_m, t_h = phases(X, method, device)
+                row.update(distances_s=t_d, merges_s=t_m, host_s=t_h)
+                print(f"{'':>7} {'':>9} phases: distance matrix {t_d:.3f} s, merges "
+                      f"{t_m:.3f} s, host sort+relabel {t_h:.3f} s", flush=True)
             if dh is not None and (not same or dh > args.rtol):
                 print(f"  !! {method} n={n}: oclclust differs from {ref_name}", flush=True)
     if args.json:
