@@ -33,6 +33,7 @@ PROFILE_TERMS = {
     "lloyd_reg_centroids": (int, 1, 16),
     "lloyd_depth": (int, 1, 256),
     "lloyd_vector_width": (int, 1, 16),
+    "lloyd_prefetch": (int, 0, 1),
 }
 MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
 DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
@@ -74,6 +75,7 @@ class DeviceProfile:
     lloyd_reg_centroids: int = 4
     lloyd_depth: int = 16
     lloyd_vector_width: int = 4
+    lloyd_prefetch: int = 0
 
     @property
     def key(self):

@@ -46,6 +46,7 @@ class LloydSpec(Spec):
     dp: int = 1
     slice: int = 1
     acc_wg: int = 1
+    prefetch: bool = False
 
     @property
     def template(self):
@@ -163,11 +164,12 @@ def _gemm_specs(profile, base):
         pow2 = nx * rn == tn and ny * rm == tm and nx & (nx - 1) == 0 and ny & (ny - 1) == 0
         if pow2 and nx * ny <= profile.max_work_group_size:
             for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
-                if rm % vw or rn % vw or tm % vw:
+                if rm % vw or rn % vw or tm % vw or vw & (vw - 1):
                     continue
                 yield LloydSpec(variant="gemm", vw=vw, kp=-(-k // tn) * tn, wg=nx * ny,
                                 tm=tm, tn=tn, rm=rm, rn=rn, kc=kc, dp=-(-d // kc) * kc,
-                                slice=slice_, acc_wg=acc_wg, **base)
+                                slice=slice_, acc_wg=acc_wg,
+                                prefetch=bool(profile.lloyd_prefetch), **base)
         if tn > rn and tn >= tm:
             tn //= 2
         else:

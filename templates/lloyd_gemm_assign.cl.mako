@@ -6,6 +6,7 @@ centroids of a work-group tile), rm, rn (a work-item's register tile),
 kc (depth of a local-memory chunk), vw (width of the local-memory reads: a
 work-item's register tile is rm / vw by rn / vw vectors, interleaved with its
 neighbours' so a wavefront reads consecutive vectors, no bank conflicts),
+prefetch (the next chunk read into registers while this one is multiplied),
 weighted.
 
 A work-group owns row tiles of TM points; for each it walks every centroid
@@ -16,9 +17,21 @@ their (score, index) pairs, ties to the lowest index, and the winner's exact
 (x - c)^2 distance is recomputed so inertia suffers no cancellation.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%def name="load_chunk(jt, kc)">
+        for (int u = 0; u < XL; ++u) {
+            const int e = lid + u * WG;
+            if (e < TM * KC)
+                px[u] = X_AT(e, ${kc});
+        }
+        for (int u = 0; u < CL; ++u) {
+            const int e = lid + u * WG;
+            if (e < TN * KC)
+                pc[u] = C_AT(e, ${jt}, ${kc});
+        }
+</%def>
 <%
     nx, ny = tn // rn, tm // rm
-    vec = f"{real_t}{vw}"
+    vec = f"{real_t}{vw}" if vw > 1 else real_t
     comps = "0123456789abcdef"
 %>
 #define D ${d}
@@ -33,6 +46,14 @@ their (score, index) pairs, ties to the lowest index, and the winner's exact
 /* local rows padded by the vector width: the X stores (one row per lane run)
    hit different banks, and vector reads stay aligned */
 #define TMP (TM + ${vw})
+#define KSTEPS (DP / KC)
+#define STEPS (KP / TN * KSTEPS)
+#define XL ((TM * KC + WG - 1) / WG)   /* prefetched values per work-item */
+#define CL ((TN * KC + WG - 1) / WG)
+/* element e of the X chunk at depth kc (zero outside the data) and of the C chunk */
+#define X_AT(e, kc) ((base + (e) / KC < n && (kc) + (e) % KC < D) ? \
+                     x[(base + (e) / KC) * stride + (kc) + (e) % KC] : (real_t)0)
+#define C_AT(e, jt, kc) centers_t[(long)((kc) + (e) / TN) * KP + (jt) + (e) % TN]
 % if weighted:
 #define WEIGHT(i) w[i]
 % else:
@@ -55,8 +76,11 @@ void assign_gemm(
     const int lid = get_local_id(0);
     const int tx = lid % NX, ty = lid / NX;
     const long g = get_group_id(0);
-    __local real_t lx[KC * TMP];
-    __local real_t lc[KC * TN];
+    /* declared as vectors: the vector reads below are aligned */
+    __local ${vec} lx_vec[KC * TMP / ${vw}];
+    __local ${vec} lc_vec[KC * TN / ${vw}];
+    __local real_t *lx = (__local real_t *)lx_vec;
+    __local real_t *lc = (__local real_t *)lc_vec;
     __local real_t row_best[TM * NX];
     __local int row_index[TM * NX];
     __local acc_t scratch[WG];
@@ -72,67 +96,92 @@ void assign_gemm(
         real_t best_${r} = INFINITY;
         int index_${r} = 0;
 % endfor
-        for (int jt = 0; jt < KP; jt += TN) {
 % for r in range(rm):
   % for q in range(rn):
-            real_t acc_${r}_${q} = 0;
+        real_t acc_${r}_${q} = 0;
   % endfor
 % endfor
-            for (int kc = 0; kc < DP; kc += KC) {
-                barrier(CLK_LOCAL_MEM_FENCE);
-                /* X chunk, transposed: lanes walk a row's dimensions (coalesced) */
-                for (int e = lid; e < TM * KC; e += WG) {
-                    const int r = e / KC, c = kc + e % KC;
-                    const long i = base + r;
-                    lx[(e % KC) * TMP + r] = (i < n && c < D) ? x[i * stride + c] : (real_t)0;
-                }
-                /* C chunk: centers_t rows are contiguous along the centroids */
-                for (int e = lid; e < TN * KC; e += WG)
-                    lc[e] = centers_t[(long)(kc + e / TN) * KP + jt + e % TN];
-                barrier(CLK_LOCAL_MEM_FENCE);
-                #pragma unroll
-                for (int kk = 0; kk < KC; ++kk) {
-                    __local const real_t *xr = lx + kk * TMP;
-                    __local const real_t *cr = lc + kk * TN;
+% if prefetch:
+        /* the next chunk is read from global memory into registers while
+           this one is multiplied: the loads' latency hides behind the FMAs */
+        real_t px[XL], pc[CL];
+        ${load_chunk(0, 0)}
+% endif
+        for (int step = 0; step < STEPS; ++step) {
+            const int jt = step / KSTEPS * TN, kc = step % KSTEPS * KC;
+            barrier(CLK_LOCAL_MEM_FENCE);
+% if prefetch:
+            for (int u = 0; u < XL; ++u) {
+                const int e = lid + u * WG;
+                if (e < TM * KC)
+                    lx[(e % KC) * TMP + e / KC] = px[u];
+            }
+            for (int u = 0; u < CL; ++u) {
+                const int e = lid + u * WG;
+                if (e < TN * KC)
+                    lc[e] = pc[u];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (step + 1 < STEPS) {
+                ${load_chunk("(step + 1) / KSTEPS * TN", "(step + 1) % KSTEPS * KC")}
+            }
+% else:
+            /* X chunk, transposed: lanes walk a row's dimensions (coalesced) */
+            for (int e = lid; e < TM * KC; e += WG)
+                lx[(e % KC) * TMP + e / KC] = X_AT(e, kc);
+            /* C chunk: centers_t rows are contiguous along the centroids */
+            for (int e = lid; e < TN * KC; e += WG)
+                lc[e] = C_AT(e, jt, kc);
+            barrier(CLK_LOCAL_MEM_FENCE);
+% endif
+            #pragma unroll
+            for (int kk = 0; kk < KC; ++kk) {
 % if vw > 1:
+                __local const ${vec} *xr = lx_vec + kk * (TMP / ${vw});
+                __local const ${vec} *cr = lc_vec + kk * (TN / ${vw});
   % for r0 in range(0, rm, vw):
-                    const ${vec} a${r0} = vload${vw}(${r0 // vw} * NY + ty, xr);
+                const ${vec} a${r0} = xr[${r0 // vw} * NY + ty];
   % endfor
   % for q0 in range(0, rn, vw):
-                    const ${vec} b${q0} = vload${vw}(${q0 // vw} * NX + tx, cr);
+                const ${vec} b${q0} = cr[${q0 // vw} * NX + tx];
   % endfor
   % for r in range(rm):
     % for q in range(rn):
-                    acc_${r}_${q} = fma(a${r - r % vw}.s${comps[r % vw]}, b${q - q % vw}.s${comps[q % vw]}, acc_${r}_${q});
+                acc_${r}_${q} = fma(a${r - r % vw}.s${comps[r % vw]}, b${q - q % vw}.s${comps[q % vw]}, acc_${r}_${q});
     % endfor
   % endfor
 % else:
+                __local const real_t *xr = lx + kk * TMP;
+                __local const real_t *cr = lc + kk * TN;
   % for r in range(rm):
-                    const real_t a${r} = xr[${r} * NY + ty];
+                const real_t a${r} = xr[${r} * NY + ty];
   % endfor
   % for q in range(rn):
-                    const real_t b${q} = cr[${q} * NX + tx];
+                const real_t b${q} = cr[${q} * NX + tx];
   % endfor
   % for r in range(rm):
     % for q in range(rn):
-                    acc_${r}_${q} = fma(a${r}, b${q}, acc_${r}_${q});
+                acc_${r}_${q} = fma(a${r}, b${q}, acc_${r}_${q});
     % endfor
   % endfor
 % endif
-                }
             }
-            /* candidates in increasing index: strict < keeps the lowest on ties */
+            if (kc + KC == DP) {
+                /* a centroid tile done: candidates in increasing index, strict <
+                   keeps the lowest on ties */
 % for q in range(rn):
 <%  col = f"({q // vw} * NX + tx) * {vw} + {q % vw}" %>\
-            {
-                const int j = jt + ${col};
-                const real_t norm = center_norms[j];
+                {
+                    const int j = jt + ${col};
+                    const real_t norm = center_norms[j];
   % for r in range(rm):
-                const real_t s${r} = fma((real_t)-2, acc_${r}_${q}, norm);
-                if (s${r} < best_${r}) { best_${r} = s${r}; index_${r} = j; }
+                    const real_t s${r} = fma((real_t)-2, acc_${r}_${q}, norm);
+                    if (s${r} < best_${r}) { best_${r} = s${r}; index_${r} = j; }
+                    acc_${r}_${q} = 0;
   % endfor
-            }
+                }
 % endfor
+            }
         }
         /* the NX partial winners of each row; lowest index on ties */
         barrier(CLK_LOCAL_MEM_FENCE);

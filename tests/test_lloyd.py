@@ -124,24 +124,26 @@ def test_edge_shapes(profile, make_blobs, shape, name):
     check_against_reference(variant(profile, name), X, centres, None, 1e-12, predict=False)
 
 
-# gemm tiles (tm, tn, rm, rn, kc, vw): small, so that n, k and d = 5 or 67
-# leave ragged point, centroid and depth tiles; vw 1 reads interleaved tiles
-GEMM_TILES = [(8, 4, 2, 2, 2, 2), (4, 8, 1, 2, 4, 1), (16, 16, 4, 2, 8, 2),
-              (32, 16, 4, 2, 16, 2), (16, 32, 4, 8, 8, 4)]
+# gemm tiles (tm, tn, rm, rn, kc, vw, prefetch): small, so that n, k and
+# d = 5 or 67 leave ragged point, centroid and depth tiles
+GEMM_TILES = [(8, 4, 2, 2, 2, 2, 0), (4, 8, 1, 2, 4, 1, 1), (16, 16, 4, 2, 8, 2, 1),
+              (32, 16, 4, 2, 16, 2, 0), (16, 32, 4, 8, 8, 4, 1), (16, 8, 2, 4, 8, 1, 0)]
 
 
 @pytest.mark.parametrize("tiles", GEMM_TILES, ids=lambda t: "x".join(map(str, t)))
 @pytest.mark.parametrize("d, k", [(5, 13), (67, 5)])
 def test_gemm_tiles_match_numpy(profile, make_blobs, tiles, d, k):
-    tm, tn, rm, rn, kc, vw = tiles
+    tm, tn, rm, rn, kc, vw, prefetch = tiles
     prof = dataclasses.replace(profile, lloyd_variant="gemm", lloyd_tile_rows=tm,
                                lloyd_tile_centroids=tn, lloyd_reg_rows=rm,
-                               lloyd_reg_centroids=rn, lloyd_depth=kc, lloyd_vector_width=vw)
+                               lloyd_reg_centroids=rn, lloyd_depth=kc, lloyd_vector_width=vw,
+                               lloyd_prefetch=prefetch)
     X, _ = make_blobs(n=203, d=d, k=k, seed=d, dtype=np.float32)
     centres = X[:k] + np.float32(0.25)
     w = np.random.RandomState(1).uniform(0, 3, len(X)).astype(np.float32)
     spec = check_against_reference(prof, X, centres, w, 1e-12, predict=False)
-    assert (spec.variant, spec.tm, spec.rm, spec.rn, spec.vw) == ("gemm", tm, rm, rn, vw)
+    assert (spec.variant, spec.tm, spec.rm, spec.rn, spec.vw, spec.prefetch) == (
+        "gemm", tm, rm, rn, vw, bool(prefetch))
     assert spec.tn <= tn and spec.dp % spec.kc == 0 and spec.kp % spec.tn == 0
 
 
