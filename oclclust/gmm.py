@@ -55,7 +55,7 @@ class EStepSpec(Spec):
 class MStepSpec(Spec):
     """``variant`` "tiled": a work-group per (component, chunk), register
     blocks of the scatter per work-item (GPUs); "rowwise": a work-item per
-    component, diagonal covariances only (CPUs, which vectorise across work-items)."""
+    component (CPUs, which vectorise across work-items; d <= 32 full, 64 diag)."""
     variant: str = "tiled"
     d: int = 1
     wg: int = 1
@@ -103,11 +103,12 @@ def _estep_specs(profile, dtype, d, full):
 
 def _mstep_specs(profile, dtype, d, full):
     """GPUs: ~64 work-items, each a small register block (2 tb local reads
-    feed tb^2 fmas).  CPUs: few work-items with large blocks and long tiles
-    (measured on 2 EPYC cores, d=8..24: 1.5-3x faster than the GPU shape)."""
+    feed tb^2 fmas).  CPUs: a work-item per component (2 EPYC cores, 20k x
+    24, K=100: ~10x the tiled kernel), else (larger d) few work-items with
+    large blocks and long tiles (1.5-3x the GPU shape there)."""
     limit = min(profile.max_work_group_size, 256)
     cpu = profile.type == "cpu"
-    if cpu and not full and d <= 64 and limit >= 16:   # 2 EPYC cores, d=24, K=100: 17x
+    if cpu and d <= (32 if full else 64) and limit >= 16:
         yield MStepSpec(variant="rowwise", dtype=np.dtype(dtype).name,
                         acc_double=profile.fp64, d=d, wg=16, tile=64, full=full)
     target = 4 if cpu else min(64, limit)

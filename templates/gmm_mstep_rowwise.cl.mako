@@ -1,23 +1,39 @@
 <%doc>
-GMM M-step partial statistics for diagonal covariances, CPU shape: a
-work-item per component, walking the rows of its chunk.  Reads spec: d, wg,
-tile (points summed in real_t before they are added into acc_t), full
-(always false: the full scatter's hundreds of accumulators per lane ran
-slower than gmm_mstep.cl.mako's CPU shape).
+GMM M-step partial statistics, CPU shape: a work-item per component, walking
+the rows of its chunk.  Reads spec: d, wg, tile (points per tile: their
+responsibilities are read once, their sums kept in real_t and then added
+into acc_t), full (scatter matrices; else their diagonal).
 
 CPU runtimes vectorise across the work-items of a group: here neighbouring
 lanes are neighbouring components, so a row's values are one broadcast load
 for all lanes and every fma of the scatter is a full vector fma (the GPU
 shape, gmm_mstep.cl.mako, makes such runtimes gather from local memory).
 Per component j, about its current mean (z = x - mu_j, float32 keeps its
-digits): N_j, S1_j = sum r z and the diagonal of S2_j = sum r z z^T.  Group id = chunk * ceil(k / wg) + component
-block; output slabs as gmm_mstep.cl.mako's (one replica), in a fixed order.
+digits): N_j, S1_j = sum r z, S2_j = sum r z z^T or its diagonal.  The full
+scatter's lower triangle is summed BLK entries at a time (straight-line
+code generated here, accumulators in registers), one pass over the tile's
+rows per block: hundreds of accumulators per lane at once spill.
+Group id = chunk * ceil(k / wg) + block of components; output slabs as
+gmm_mstep.cl.mako's (one replica), in a fixed order.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%
+    BLK = 16
+    if full:
+        entries = [(a * (a + 1) // 2 + b, a, b) for a in range(d) for b in range(a + 1)]
+    else:
+        entries = [(c, c, c) for c in range(d)]
+    blocks = [entries[i:i + BLK] for i in range(0, len(entries), BLK)]
+%>
 #define D ${d}
 #define WG ${wg}
 #define P ${tile}
+#define T ${len(entries)}
+% if full:
+#define SZ (1 + D + D * D)
+% else:
 #define SZ (1 + 2 * D)
+% endif
 
 inline void acc_private(acc_t *s, acc_t *comp, const acc_t v)
 {
@@ -49,32 +65,58 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     real_t mu[D];
     for (int c = 0; c < D; ++c)
         mu[c] = means[j * D + c];
-    acc_t n_acc = 0, n_comp = 0, s1[D], s1_comp[D], s2[D], s2_comp[D];
+    acc_t n_acc = 0, n_comp = 0, s1[D], s1_comp[D], s2[T], s2_comp[T];
     for (int e = 0; e < D; ++e)
-        s1[e] = s1_comp[e] = s2[e] = s2_comp[e] = 0;
+        s1[e] = s1_comp[e] = 0;
+    for (int e = 0; e < T; ++e)
+        s2[e] = s2_comp[e] = 0;
     for (long start = lo; start < hi; start += P) {
-        const long stop = min(hi, start + P);
-        real_t t_n = 0, t1[D], t2[D];
-        #pragma unroll
-        for (int c = 0; c < D; ++c)
-            t1[c] = t2[c] = 0;
-        for (long i = start; i < stop; ++i) {
-            const real_t r = resp[(long)j * n + i];
-            t_n += r;
+        const int np = (int)min((long)P, hi - start);
+        real_t rt[P];
+        {   /* N and S1; the tile's responsibilities kept for the blocks */
+            real_t t_n = 0, t1[D];
             #pragma unroll
-            for (int c = 0; c < D; ++c) {
-                const real_t z = x[i * stride + c] - mu[c];
-                const real_t wz = r * z;
-                t1[c] += wz;
-                t2[c] = fma(wz, z, t2[c]);
+            for (int c = 0; c < D; ++c)
+                t1[c] = 0;
+            for (int p = 0; p < np; ++p) {
+                const real_t r = resp[(long)j * n + start + p];
+                rt[p] = r;
+                t_n += r;
+                #pragma unroll
+                for (int c = 0; c < D; ++c)
+                    t1[c] = fma(r, x[(start + p) * stride + c] - mu[c], t1[c]);
             }
+            acc_private(&n_acc, &n_comp, t_n);
+            #pragma unroll
+            for (int c = 0; c < D; ++c)
+                acc_private(&s1[c], &s1_comp[c], t1[c]);
         }
-        acc_private(&n_acc, &n_comp, t_n);
-        #pragma unroll
-        for (int c = 0; c < D; ++c) {
-            acc_private(&s1[c], &s1_comp[c], t1[c]);
-            acc_private(&s2[c], &s2_comp[c], t2[c]);
+% for blk in blocks:
+<%
+    cols = sorted({a for _, a, _ in blk} | {b for _, _, b in blk})
+    rows = sorted({a for _, a, _ in blk})
+%>\
+        {   /* S2 entries ${blk[0][0]}..${blk[-1][0]} */
+% for e, a, b in blk:
+            real_t t${e} = 0;
+% endfor
+            for (int p = 0; p < np; ++p) {
+                __global const real_t *xi = x + (start + p) * stride;
+% for c in cols:
+                const real_t z${c} = xi[${c}] - mu[${c}];
+% endfor
+% for a in rows:
+                const real_t w${a} = rt[p] * z${a};
+% endfor
+% for e, a, b in blk:
+                t${e} = fma(w${a}, z${b}, t${e});
+% endfor
+            }
+% for e, a, b in blk:
+            acc_private(&s2[${e}], &s2_comp[${e}], t${e});
+% endfor
         }
+% endfor
     }
 
     __global acc_t *out = part + (chunk * k + j) * SZ;
@@ -87,6 +129,15 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     PUT(0, n_acc, n_comp);
     for (int c = 0; c < D; ++c)
         PUT(1 + c, s1[c], s1_comp[c]);
+% if full:
+    for (int a = 0; a < D; ++a)
+        for (int b = 0; b <= a; ++b) {
+            const int e = a * (a + 1) / 2 + b;
+            PUT(1 + D + a * D + b, s2[e], s2_comp[e]);
+            PUT(1 + D + b * D + a, s2[e], s2_comp[e]);
+        }
+% else:
     for (int c = 0; c < D; ++c)
         PUT(1 + D + c, s2[c], s2_comp[c]);
+% endif
 }

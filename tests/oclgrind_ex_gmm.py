@@ -5,7 +5,7 @@ diag covariance, responsibilities stored or not, component records staged in
 local memory in several chunks, in one, or read from global memory, one or
 two points per work-item) and the M-step shapes (the GPU's small register
 blocks with replicas, the CPU's large blocks, the CPU's work-item per
-component for diagonal covariances; tiles smaller than a chunk of rows) run
+component; tiles smaller than a chunk of rows) run
 for every precision of PRECISIONS (float64 sums, float64 data, Kahan-
 compensated float sums) and are checked against numpy; then whole fits
 through the device manager, resident and streamed in chunks (same model).
@@ -84,8 +84,8 @@ def mstep_variants(base, d, full):
     yield gmm.MStepSpec(wg=3 * (nb_gpu * nb_gpu if full else nb_gpu), tb=2, nb=nb_gpu,
                         reps=3, tile=4, **base)                 # GPU shape, replicas
     yield gmm.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
-    if not full:            # CPU, diagonal: a work-item per component, ragged last block
-        yield gmm.MStepSpec(variant="rowwise", wg=2, tile=4, **base)
+    # CPU: a work-item per component (ragged last block of components)
+    yield gmm.MStepSpec(variant="rowwise", wg=2, tile=4, **base)
 
 
 def exercise_kernels(device, log):
