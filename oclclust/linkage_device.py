@@ -115,26 +115,34 @@ def prim_single(plan, dist, n):
     q, groups = plan.queue, plan.groups(n)
     merged = np.zeros(n, np.uint8)
     merged[0] = 1
-    b = _buffers(q, state=np.zeros(2, np.int32), merged=merged,
-                 best=np.full(n, np.inf, plan.dtype))
-    part_v, part_i = cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32)
+    b = _buffers(q, merged=merged, best=np.full(n, np.inf, plan.dtype))
     edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
     spec = PrimSpec(wg=plan.wg, **plan.base)
     if plan.persistent:
+        state = cla.to_device(q, np.zeros(2, np.int32))             # [x, unused]
         _kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
-                                     b["state"].data, b["merged"].data, b["best"].data,
+                                     state.data, b["merged"].data, b["best"].data,
                                      edges.data, heights.data)
         return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
-    scan, pick = _kernel(q, spec, "prim_scan"), _kernel(q, spec, "prim_pick")
-    scan.set_args(dist.data, np.int32(n), b["state"].data, b["merged"].data, b["best"].data,
-                  part_v.data, part_i.data)
-    pick.set_args(np.int32(groups), part_v.data, part_i.data, b["state"].data,
-                  b["merged"].data, edges.data, heights.data)
-    for k in range(n - 1):
-        plan.launch(scan, groups)
-        plan.launch(pick, 1)
-        if k % 512 == 511:
-            q.flush()      # let the device start while the host enqueues the rest
+    state = cla.to_device(q, np.array([0, -1], np.int32))  # [newest node, edges made]
+    # partial minima in two buffers, read and written alternately; launch 0
+    # reads the seed (0, node 0): the tree starts at node 0
+    seed_v, seed_i = np.full(groups, np.inf, plan.dtype), np.full(groups, n, np.int32)
+    seed_v[0], seed_i[0] = 0, 0
+    parts = [(cla.to_device(q, seed_v), cla.to_device(q, seed_i)),
+             (cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32))]
+    steps = []
+    for p in range(2):      # two kernel objects: the same kernel, buffers swapped
+        step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_step")
+        (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
+        step.set_args(dist.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
+                      out_v.data, out_i.data, state.data, b["merged"].data, b["best"].data,
+                      edges.data, heights.data)
+        steps.append(step)
+    for k in range(n):      # launch k records edge k-1 and scans from its node
+        plan.launch(steps[k % 2], groups)
+        if k % 1024 == 1023:
+            q.flush()       # let the device start while the host enqueues the rest
     return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
 
 

@@ -1,14 +1,13 @@
 <%doc>
 Single linkage as scipy's mst_single_linkage computes it: Prim's algorithm on
-the condensed distance matrix, one merge per iteration, two launches each and
-no host round trip (the current node x lives on the device).
+the condensed distance matrix, one merge per iteration and no host round
+trip (the tree's newest node lives on the device).
 Reads spec: wg (work-group size, a power of two).
-  prim_scan:  every unmerged i lowers best[i] to d(x, i); each work-group
-              writes the (value, index) minimum of best over its rows.
-  prim_pick:  one work-group reduces those minima, records the edge
-              (x, y, distance) of merge k, marks y merged and makes it x.
+  prim_step:  one launch a merge over many work-groups: each reduces the
+              last launch's minima to the new node y, then every unmerged i
+              lowers best[i] to d(y, i) and each work-group writes its
+              (value, index) minimum of best.
   prim_all:   the same iterations in one work-group and one launch (CPUs).
-Device state: [x, k].
 Ties go to the lowest index: scipy's loop keeps the first strict minimum.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
@@ -38,9 +37,10 @@ inline void argmin_local(__local real_t *v, __local int *idx, const int lid)
 }
 
 /* best[i] = min(best[i], d(x, i)) over unmerged items first, first + stride,
-   ...; the work-group minimum of best ends in v[0], idx[0] */
+   ...; the work-group minimum of best ends in v[0], idx[0].  x itself counts
+   as merged; where mark is set, its own item records that. */
 inline void prim_scan_items(__global const real_t *restrict dist, const int n, const int x,
-                            __global const uchar *restrict merged,
+                            const int mark, __global uchar *restrict merged,
                             __global real_t *restrict best, const int first,
                             const int stride, __local real_t *v, __local int *idx)
 {
@@ -48,6 +48,11 @@ inline void prim_scan_items(__global const real_t *restrict dist, const int n, c
     real_t mv = INFINITY;
     int mi = n;
     for (int i = first; i < n; i += stride) {
+        if (i == x) {
+            if (mark)
+                merged[i] = 1;
+            continue;
+        }
         if (merged[i])
             continue;
         real_t b = best[i];
@@ -66,40 +71,17 @@ inline void prim_scan_items(__global const real_t *restrict dist, const int n, c
     argmin_local(v, idx, lid);
 }
 
-/* one item: edge k = (x, y) at height h; y joins the tree and is the next x */
-inline void prim_record(const int y, const real_t h, __global int *restrict state,
-                        __global uchar *restrict merged, __global int *restrict edges,
-                        __global real_t *restrict heights)
-{
-    const int k = state[1];
-    edges[2 * k] = state[0];
-    edges[2 * k + 1] = y;
-    heights[k] = h;
-    merged[y] = 1;
-    state[0] = y;
-    state[1] = k + 1;
-}
-
+/* Many work-groups, one launch a merge: every work-group reduces the last
+   launch's partial minima to the same new node y (the nearest to the tree),
+   group 0 records the edge, and all scan from y, writing the next partials
+   to the other buffer.  Launch 0 reads a seeded (0, node 0); launch n-1
+   records the last edge. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void prim_scan(__global const real_t *restrict dist, const int n,
-               __global const int *restrict state, __global const uchar *restrict merged,
-               __global real_t *restrict best, __global real_t *restrict part_v,
-               __global int *restrict part_i)
-{
-    __local real_t v[WG];
-    __local int idx[WG];
-    prim_scan_items(dist, n, state[0], merged, best, get_global_id(0), get_global_size(0),
-                    v, idx);
-    if (get_local_id(0) == 0) {
-        part_v[get_group_id(0)] = v[0];
-        part_i[get_group_id(0)] = idx[0];
-    }
-}
-
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void prim_pick(const int groups, __global const real_t *restrict part_v,
-               __global const int *restrict part_i, __global int *restrict state,
-               __global uchar *restrict merged, __global int *restrict edges,
+void prim_step(__global const real_t *restrict dist, const int n, const int groups,
+               __global const real_t *restrict in_v, __global const int *restrict in_i,
+               __global real_t *restrict out_v, __global int *restrict out_i,
+               __global int *restrict state, __global uchar *restrict merged,
+               __global real_t *restrict best, __global int *restrict edges,
                __global real_t *restrict heights)
 {
     __local real_t v[WG];
@@ -108,8 +90,8 @@ void prim_pick(const int groups, __global const real_t *restrict part_v,
     real_t mv = INFINITY;
     int mi = 0x7fffffff;
     for (int g = lid; g < groups; g += WG) {
-        const real_t a = part_v[g];
-        const int ia = part_i[g];
+        const real_t a = in_v[g];
+        const int ia = in_i[g];
         if (a < mv || (a == mv && ia < mi)) {
             mv = a;
             mi = ia;
@@ -118,11 +100,28 @@ void prim_pick(const int groups, __global const real_t *restrict part_v,
     v[lid] = mv;
     idx[lid] = mi;
     argmin_local(v, idx, lid);
-    if (lid == 0)
-        prim_record(idx[0], v[0], state, merged, edges, heights);
+    const int y = idx[0];
+    const real_t h = v[0];
+    barrier(CLK_LOCAL_MEM_FENCE);           /* v, idx are reused by the scan */
+    if (get_group_id(0) == 0 && lid == 0) { /* state: [previous node, edges made] */
+        const int k = state[1];
+        if (k >= 0) {
+            edges[2 * k] = state[0];
+            edges[2 * k + 1] = y;
+            heights[k] = h;
+        }
+        state[0] = y;
+        state[1] = k + 1;
+    }
+    prim_scan_items(dist, n, y, 1, merged, best, get_global_id(0), get_global_size(0), v, idx);
+    if (lid == 0) {
+        out_v[get_group_id(0)] = v[0];
+        out_i[get_group_id(0)] = idx[0];
+    }
 }
 
-/* one work-group, one launch, every merge (CPUs: no launch per merge) */
+/* one work-group, one launch, every merge (CPUs: no launch per merge);
+   state: [x, edges made] */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void prim_all(__global const real_t *restrict dist, const int n, __global int *restrict state,
               __global uchar *restrict merged, __global real_t *restrict best,
@@ -134,9 +133,16 @@ void prim_all(__global const real_t *restrict dist, const int n, __global int *r
     for (int k = 0; k < n - 1; ++k) {
         /* item 0's new x and merged flag, seen by all */
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-        prim_scan_items(dist, n, state[0], merged, best, lid, WG, v, idx);
+        const int x = state[0];
+        prim_scan_items(dist, n, x, 0, merged, best, lid, WG, v, idx);
         barrier(CLK_GLOBAL_MEM_FENCE);      /* every item has read state[0] */
-        if (lid == 0)
-            prim_record(idx[0], v[0], state, merged, edges, heights);
+        if (lid == 0) {
+            const int y = idx[0];
+            edges[2 * k] = x;
+            edges[2 * k + 1] = y;
+            heights[k] = v[0];
+            merged[y] = 1;
+            state[0] = y;
+        }
     }
 }
