@@ -225,16 +225,19 @@ class ShardedCMeans:
     def run(self, centers, update=True, write_u=False):
         """(statistics or None, objective, non-finite count) over all rows;
         with *write_u* also the memberships (host n x c, this rank's rows)."""
+        # each chunk's memberships go straight to their rows (one host copy)
+        u = np.empty((self.data.n, self.c), self.data.dtype) if write_u else None
+
         def one(chunk):
             p = self._pass(chunk, update, write_u)
             stats, obj, bad = p.run(centers)
-            u = p.u.get(chunk.queue).reshape(chunk.n, self.c) if write_u else None
-            return stats, obj, bad, u
+            if write_u:
+                p.u.get(chunk.queue, ary=u[chunk.offset:chunk.offset + chunk.n].reshape(-1))
+            return stats, obj, bad
         results = self.data.map(one, timed=update)
         stats = sum(r[0] for r in results) if update else np.zeros(0)
         scalars = np.array([sum(r[1] for r in results), sum(r[2] for r in results)])
         stats, scalars = mpi.sum_across(self.comm, stats, scalars)
-        u = np.concatenate([r[3] for r in results]) if write_u else None
         return (stats if update else None), float(scalars[0]), int(scalars[1]), u
 
 
