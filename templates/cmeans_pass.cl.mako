@@ -9,7 +9,7 @@ the objective J_m = sum_i w_i sum_j u_ij^m d_ij^2 of the pass's centres.
 
 Reads spec: d, c, wg, p (rows per tile; wg / p work-items share a row, each
 scoring every (wg/p)-th centre), xs, ps (odd strides of the tile's rows and
-of its memberships, stored centre-major, in local memory: no bank
+of its memberships, centre-major unless row_major, in local memory: no bank
 conflicts), stage_centers (centres in local memory, cchunk at a time;
 cchunk == c: staged once), cchunk, local_u (tile memberships in local
 memory, else in a per-group global scratch slab), stage_point (a row in
