@@ -173,8 +173,7 @@ def run(args):
                                                 args.iters, args.leaf_size, args.seed, order)
                 if order is None:
                     from .ensemble_pass import profile_term
-                    order = ("distributed" if profile_term(profile, "ensemble_distributed")
-                             else "uniform")
+                    order = profile_term(profile, "ensemble_order")
                 rec = dict(sweep=sweep, device=str(profile), n=n, k=k, d=d, models=M,
                            strategy=strategy, kdtree=kdtree or "none",
                            order=order if strategy == "concatenated" else "-", iters=args.iters,

@@ -45,7 +45,9 @@ class ShardedEnsemble:
 
     def _pass(self, chunk):
         st = chunk.state
-        if "ensemble" not in st:
+        if st.get("ensemble_owner") is not self:     # another fit's pass: replaced
+            st.pop("ensemble", None)
+            st["ensemble_owner"] = self
             strategy, mapping = choose(chunk.profile, chunk.d, self.ks, self.data.n,
                                        self.strategy, self.kdtree)
             self.choices[str(chunk.profile)] = (strategy, mapping)

@@ -29,10 +29,10 @@ STRATEGIES = ("task", "data", "concatenated")
 # different models per lane turn broadcast loads into gathers, and there is
 # no local-memory atomic contention to save), so CPUs use the uniform order.
 AUTO_TERMS = {
-    "cpu": dict(ensemble_strategy="concatenated", ensemble_distributed=False,
+    "cpu": dict(ensemble_strategy="concatenated", ensemble_order="uniform",
                 kdtree_mapping="direct", kdtree_max_dims=8, kdtree_min_rows=20000,
                 kdtree_leaf_size=1024),
-    "gpu": dict(ensemble_strategy="concatenated", ensemble_distributed=True,
+    "gpu": dict(ensemble_strategy="concatenated", ensemble_order="distributed",
                 kdtree_mapping="distributed", kdtree_max_dims=4, kdtree_min_rows=200000,
                 kdtree_leaf_size=512),
 }
@@ -144,7 +144,7 @@ class EnsemblePass:
         self.groups, self.tiles_per_group = part.groups(self.wg, self.wg)
         self.capacity = 0
         if distributed is None:
-            distributed = profile_term(part.profile, "ensemble_distributed")
+            distributed = profile_term(part.profile, "ensemble_order") == "distributed"
         self.distributed = bool(distributed)
 
     def spec(self, staged, strategy=None):

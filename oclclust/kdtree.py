@@ -17,7 +17,9 @@ keeps a margin above the rounding error of the device's distance sums, so a
 dropped centroid can never be the (lowest-index) nearest one the brute-force
 pass finds: the statistics equal the brute-force ones bit for bit.
 """
+import collections
 import dataclasses
+import hashlib
 
 import numpy as np
 import pyopencl as cl
@@ -52,10 +54,23 @@ class AggregateSpec(Spec):
     d: int = 1
 
 
+_TREES = collections.OrderedDict()     # the last few trees, by content
+
+
 def build_tree(X, leaf_size):
     """(permutation putting the rows leaf by leaf, leaf starts L+1, boxes lo,
     hi L x d): median splits on the widest dimension of each node's points
-    until a node holds at most *leaf_size* rows."""
+    until a node holds at most *leaf_size* rows.  The same rows again (a
+    refit, another strategy) reuse the last trees built."""
+    key = (X.shape, X.dtype.str, leaf_size, hashlib.blake2b(np.ascontiguousarray(X)).digest())
+    if key not in _TREES:
+        _TREES[key] = _build_tree(X, leaf_size)
+        while len(_TREES) > 2:
+            _TREES.popitem(last=False)
+    return _TREES[key]
+
+
+def _build_tree(X, leaf_size):
     n = len(X)
     perm = np.arange(n)
     leaves, stack = [], [(0, n)]

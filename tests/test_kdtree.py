@@ -50,8 +50,7 @@ def grid_with_ties(n, d, seed):
     return rng.randint(0, 6, (n, d)).astype(np.float32)
 
 
-@pytest.mark.parametrize("d", [2, 5])
-@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("d, weighted", [(2, True), (5, False)])
 def test_mappings_equal_brute_force(devices, d, weighted):
     X = grid_with_ties(2000, d, d)
     w = np.random.RandomState(2).uniform(0.5, 2, len(X)).astype(np.float32) if weighted else None
@@ -70,7 +69,8 @@ def test_mappings_equal_brute_force(devices, d, weighted):
             got = EnsemblePass(part, "concatenated", fixed, order).stats(centers)
             np.testing.assert_array_equal(got[0], brute[0])
             np.testing.assert_array_equal(got[1], brute[1])
-        for mapping, order, leaf_size in itertools.product(MAPPINGS, (True, False), (16, 100)):
+        for (mapping, order), leaf_size in zip(itertools.product(MAPPINGS, (True, False)),
+                                               (16, 100, 16, 100, 16, 100)):
             kd = KDTreePass(part, mapping, fixed, leaf_size, order)
             got = kd.stats(centers)
             assert kd.pruned_fraction < 1
