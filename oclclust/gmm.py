@@ -89,8 +89,14 @@ def stats_size(d, full):
 
 
 def _estep_specs(profile, dtype, d, full):
+    """GPUs: records staged in local memory, two points per work-item.
+    CPUs: small groups reading the records from memory (their caches serve;
+    2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on both runtimes)."""
     item = np.dtype(dtype).itemsize
     wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
+    if profile.type == "cpu" and profile.max_work_group_size >= 8:
+        yield EStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, wg=8,
+                        ppi=1, full=full, cchunk=1 << 20, stage_params=False)
     for ppi in ((2, 1) if profile.type == "gpu" else (1,)):
         for w in (wg, max(1, wg // 4), 1):
             most = (profile.local_memory_budget - w * 8) // (record_size(d, full) * item)
