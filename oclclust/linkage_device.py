@@ -146,49 +146,61 @@ def prim_single(plan, dist, n):
     return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
 
 
-# nn_pick's state slots (hierarchical_linkage.cl.mako)
-LEN, MERGES, DONE, STATE_SIZE = 0, 1, 8, 9
+# state slots of nn_chain_all (LEN, DONE) and of nn_step (S_*), hierarchical_linkage.cl.mako
+LEN, DONE, STATE_SIZE = 0, 8, 9
+S_LEN, S_DONE, S_SKIP, S_STATE_SIZE = 0, 4, 5, 11
 
 
 def nn_chain(plan, dist, n, method):
     """scipy's nn_chain: (n-1, 2) cluster pairs and heights, in merge order."""
     q, groups = plan.queue, plan.groups(n)
-    state = np.zeros(STATE_SIZE, np.int32)
-    state[LEN] = 1                                  # the chain starts at cluster 0
-    b = _buffers(q, state=state, chain=np.zeros(n, np.int32), size=np.ones(n, np.int32))
-    part_v, part_i = cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32)
-    merge_dist = cla.zeros(q, 1, plan.dtype)
     pairs, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
+    size = cla.to_device(q, np.ones(n, np.int32))
     spec = LinkageSpec(method=method, wg=plan.wg, **plan.base)
     if plan.persistent:
+        state = np.zeros(STATE_SIZE, np.int32)
+        state[LEN] = 1                              # the chain starts at cluster 0
+        state, chain = cla.to_device(q, state), cla.to_device(q, np.zeros(n, np.int32))
         _kernel(q, spec, "nn_chain_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
-                                         b["state"].data, b["chain"].data, b["size"].data,
-                                         merge_dist.data, pairs.data, heights.data)
-        if not b["state"].get(q)[DONE]:
+                                         state.data, chain.data, size.data,
+                                         cla.zeros(q, 1, plan.dtype).data, pairs.data,
+                                         heights.data)
+        if not state.get(q)[DONE]:
             raise RuntimeError("nearest-neighbour chain did not finish: a device fault?")
         return pairs.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
-    scan, pick = _kernel(q, spec, "nn_scan"), _kernel(q, spec, "nn_pick")
-    scan.set_args(dist.data, np.int32(n), b["state"].data, b["chain"].data, b["size"].data,
-                  merge_dist.data, part_v.data, part_i.data)
-    pick.set_args(np.int32(groups), np.int32(n), dist.data, part_v.data, part_i.data,
-                  b["state"].data, b["chain"].data, b["size"].data, merge_dist.data,
-                  pairs.data, heights.data)
+    # two copies of the state and of the partial minima, each launch reading
+    # one and writing the other; launch 0 only scans row 0 (S_SKIP)
+    state = np.zeros(S_STATE_SIZE, np.int32)
+    state[S_LEN], state[S_SKIP] = 1, 1
+    states = [cla.to_device(q, state), cla.to_device(q, state)]
+    parts = [(cla.to_device(q, np.full(groups, np.inf, plan.dtype)),
+              cla.to_device(q, np.full(groups, n, np.int32))) for _ in range(2)]
+    # a fresh chain starts two slots above the old one's base: 3n slots suffice
+    chain = cla.to_device(q, np.zeros(3 * n + 8, np.int32))
+    steps_k = []
+    for p in range(2):      # two kernel objects: the same kernel, buffers swapped
+        step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "nn_step")
+        (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
+        step.set_args(dist.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
+                      out_v.data, out_i.data, states[p].data, states[1 - p].data, chain.data,
+                      size.data, pairs.data, heights.data)
+        steps_k.append(step)
     # a merge takes one to a few steps (about 2.7 on blobs); steps past the
     # last merge return at once, so the host enqueues batches and reads the
     # done flag a batch late
-    batch = int(np.clip(n // 4, 16, 2048))
-    seen = [np.zeros(STATE_SIZE, np.int32) for _ in range(2)]
+    batch = 2 * int(np.clip(n // 8, 8, 1024))      # even: it ends on states[0]
+    seen = [np.zeros(S_STATE_SIZE, np.int32) for _ in range(2)]
     pending, steps = None, 0
     while True:
-        for _ in range(batch):
-            plan.launch(scan, groups)
-            plan.launch(pick, 1)
+        for j in range(batch):
+            plan.launch(steps_k[j % 2], groups)
         steps += batch
-        event = cl.enqueue_copy(q, seen[steps // batch % 2], b["state"].data, is_blocking=False)
+        event = cl.enqueue_copy(q, seen[steps // batch % 2], states[0].data,
+                                is_blocking=False)
         q.flush()
         if pending is not None:
             pending[0].wait()
-            if pending[1][DONE]:
+            if pending[1][S_DONE]:
                 break
         pending = (event, seen[steps // batch % 2])
         if steps > 6 * n + 4 * batch:

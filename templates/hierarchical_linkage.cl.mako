@@ -4,14 +4,14 @@ Reads spec: method (complete, average, weighted, ward, centroid, median), wg
 (work-group size, a power of two).
 
 Nearest-neighbour chain (scipy's nn_chain: complete, average, weighted, ward),
-one step = two launches, all control on the device (the host only enqueues
-steps and now and then reads a done flag):
-  nn_scan:    the Lance-Williams update of the merged row if the last step
-              merged, and each work-group's (value, index) minimum of row
-              x = chain top (the update's new d(x, b) taken as it is made)
-  nn_pick:    one work-group: the row minimum, scipy's preference for the
-              previous chain element; push y, or merge x and y (record Z row)
-  nn_chain_all: the same steps in one work-group and one launch (CPUs)
+all control on the device (the host only enqueues steps and now and then
+reads a done flag):
+  nn_step:    one launch a chain step over many work-groups: the last
+              step's row minimum, scipy's preference for the previous chain
+              element, push y or merge x and y (record the Z row), then the
+              merged row's Lance-Williams update and the new top's row scan
+  nn_chain_all: every step in one work-group and one launch (CPUs), from
+              nn_scan_items (update + scan) and nn_decide (push or merge)
 Generic algorithm (scipy's fast_linkage: centroid, median; the host keeps
 scipy's heap of lower bounds):
   row_init:   every row's nearest higher-indexed neighbour (one item a row)
@@ -234,35 +234,155 @@ inline void nn_decide(real_t current_min, int y, const int n,
     state[MERGING] = 0;
 }
 
-/* many work-groups: step = nn_scan (partial minima) + nn_pick */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nn_scan(__global real_t *restrict dist, const int n, __global const int *restrict state,
-             __global const int *restrict chain, __global const int *restrict size,
-             __global const real_t *restrict merge_dist, __global real_t *restrict part_v,
-             __global int *restrict part_i)
-{
-    __local real_t v[WG];
-    __local int idx[WG];
-    nn_scan_items(dist, n, state, chain, size, merge_dist, get_global_id(0),
-                  get_global_size(0), v, idx);
-    if (get_local_id(0) == 0) {
-        part_v[get_group_id(0)] = v[0];
-        part_i[get_group_id(0)] = idx[0];
-    }
-}
+/* nn_step's state (two copies: a launch reads one and writes the other) */
+#define S_LEN 0
+#define S_BASE 1
+#define S_MERGES 2
+#define S_FIRST 3
+#define S_DONE 4
+#define S_SKIP 5
+#define S_PEND 6
+#define S_PA 7
+#define S_PB 8
+#define S_PNA 9
+#define S_PNB 10
 
+/* Many work-groups, one launch a chain step.  Every work-group reduces the
+   last launch's partial minima and makes the same decision (push, or merge
+   a < b); group 0 alone records it.  Then all update row b if they merged
+   and scan the new chain top, writing partials to the other buffer.
+   Nothing one work-group writes is read by another in the same launch:
+   - the chain lives at chain[base ..]; a push writes one slot above the
+     top, a fresh chain starts two slots above the old base;
+   - the merge's new sizes are written in the next launch by the items that
+     own those clusters, and read until then through SIZE_OF's override;
+   - the Lance-Williams update writes d(i, b), which the decision (d(a, b))
+     never reads. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nn_pick(const int groups, const int n, __global const real_t *restrict dist,
-             __global const real_t *restrict part_v, __global const int *restrict part_i,
-             __global int *restrict state, __global int *restrict chain,
-             __global int *restrict size, __global real_t *restrict merge_dist,
+void nn_step(__global real_t *restrict dist, const int n, const int groups,
+             __global const real_t *restrict in_v, __global const int *restrict in_i,
+             __global real_t *restrict out_v, __global int *restrict out_i,
+             __global const int *restrict st_in, __global int *restrict st_out,
+             __global int *restrict chain, __global int *restrict size,
              __global int *restrict pairs, __global real_t *restrict heights)
 {
     __local real_t v[WG];
     __local int idx[WG];
-    reduce_partials(groups, part_v, part_i, v, idx);
-    if (get_local_id(0) == 0 && !state[DONE])
-        nn_decide(v[0], idx[0], n, dist, state, chain, size, merge_dist, pairs, heights);
+    const int lid = get_local_id(0);
+    const int lead = get_group_id(0) == 0 && lid == 0;
+    int len = st_in[S_LEN], base = st_in[S_BASE], k = st_in[S_MERGES];
+    int first = st_in[S_FIRST], done = st_in[S_DONE];
+    const int skip = st_in[S_SKIP], pend = st_in[S_PEND], pa = st_in[S_PA], pb = st_in[S_PB];
+    const int pnab = st_in[S_PNA] + st_in[S_PNB];
+#define SIZE_OF(j) ((pend && (j) == pa) ? 0 : (pend && (j) == pb) ? pnab : size[j])
+    reduce_partials(groups, in_v, in_i, v, idx);
+    real_t current_min = v[0];
+    int y = idx[0];
+    barrier(CLK_LOCAL_MEM_FENCE);           /* v, idx are reused by the scan */
+
+    int merging = 0, a = 0, b = 0, na = 0, nb = 0, top = 0;
+    if (skip && !done)
+        top = chain[base + len - 1];
+    if (!done && !skip) {
+        const int x = chain[base + len - 1];
+        if (len > 1) {
+            /* scipy starts from the previous chain element and takes only a
+               strictly smaller distance: no cycles among equal distances */
+            const int prev = chain[base + len - 2];
+            const real_t d_prev = dist[condensed_index(n, x, prev)];
+            if (!(current_min < d_prev)) {
+                y = prev;
+                current_min = d_prev;
+            }
+            merging = y == prev;
+        }
+        if (merging) {
+            a = min(x, y);
+            b = max(x, y);
+            na = SIZE_OF(a);
+            nb = SIZE_OF(b);
+            if (lead) {
+                pairs[2 * k] = a;
+                pairs[2 * k + 1] = b;
+                heights[k] = current_min;
+            }
+            ++k;
+            len -= 2;
+            if (k == n - 1) {
+                done = 1;
+                merging = 0;
+            } else if (len == 0) {   /* a new chain from the lowest active cluster */
+                int p = first;
+                while (p == a || (p != b && SIZE_OF(p) == 0))
+                    ++p;
+                first = p;
+                base += 2;
+                if (lead)
+                    chain[base] = p;
+                len = 1;
+                top = p;
+            } else {
+                top = chain[base + len - 1];     /* below the merged pair */
+            }
+        } else {
+            if (lead)
+                chain[base + len] = y;
+            ++len;
+            top = y;
+        }
+    }
+    if (lead) {
+        st_out[S_LEN] = len;
+        st_out[S_BASE] = base;
+        st_out[S_MERGES] = k;
+        st_out[S_FIRST] = first;
+        st_out[S_DONE] = done;
+        st_out[S_SKIP] = 0;
+        st_out[S_PEND] = merging;
+        st_out[S_PA] = a;
+        st_out[S_PB] = b;
+        st_out[S_PNA] = na;
+        st_out[S_PNB] = nb;
+    }
+
+    /* the merged row's update and the scan of the new chain top */
+    const int x = top;
+    const real_t d_ab = current_min;
+    real_t mv = INFINITY;
+    int mi = 0x7fffffff;
+    for (int i = done ? n : get_global_id(0); i < n; i += get_global_size(0)) {
+        if (pend) {         /* the last launch's merge: its owners record the sizes */
+            if (i == pa)
+                size[i] = 0;
+            else if (i == pb)
+                size[i] = pnab;
+        }
+        const int ni = (merging && i == a) ? 0 : SIZE_OF(i);
+        if (ni == 0)
+            continue;
+        if (merging && i != b) {
+            const long ib = condensed_index(n, i, b);
+            const real_t d = new_distance(dist[condensed_index(n, i, a)], dist[ib], d_ab,
+                                          na, nb, ni);
+            dist[ib] = d;
+            if (x == b)
+                OFFER(d, i);
+            else if (i == x)
+                OFFER(d, b);
+            else
+                OFFER(dist[condensed_index(n, x, i)], i);
+        } else if (i != x && !merging) {
+            OFFER(dist[condensed_index(n, x, i)], i);
+        }
+    }
+#undef SIZE_OF
+    v[lid] = mv;
+    idx[lid] = mi;
+    argmin_local(v, idx, lid);
+    if (lid == 0) {
+        out_v[get_group_id(0)] = v[0];
+        out_i[get_group_id(0)] = idx[0];
+    }
 }
 
 /* one work-group runs the whole chain in one launch: no launch per step
