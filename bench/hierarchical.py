@@ -10,7 +10,10 @@ ward, single, centroid, median; linkage for the rest) and scipy's linkage
 runs only up to --scipy-max-n (it is O(N^2) memory and slow).  Each
 oclclust run is checked against the reference (scipy where it ran, else
 fastcluster): same merges, heights within --rtol.  Kernels are built on a
-small warm-up set first, so compile time is not counted.
+small warm-up set first, so compile time is not counted.  --phases times the
+distance matrix and the merges apart; --strategy forces the device strategy
+(GPUs: one launch a merge/chain step; CPUs: one launch in all).  The exit
+status is 1 when any result differs from its reference.
 """
 import argparse
 import json
