@@ -17,7 +17,9 @@ status is 1 when any result differs from its reference.
 """
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -105,6 +107,9 @@ def main(argv=None):
     if args.quick:
         args.n, args.d = [1000, 2000], 8
 
+    repo = Path(__file__).resolve().parent.parent
+    if (repo / "oclclust" / "hierarchical.py").exists():
+        sys.path.insert(0, str(repo))       # this checkout's oclclust, not an older install
     import oclclust as oc
     from oclclust.devices import preferred, select_devices
     if args.strategy != "auto":
