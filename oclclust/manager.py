@@ -199,6 +199,7 @@ class ShardedData:
         self.source = X
         self.last_times = None
         self.pass_rates = False
+        self.move_overhead = 0.0   # measured by the first re-split
         if calibration is not None and manager.measured is None:
             self._calibrate(calibration)
         self._layout()
@@ -325,7 +326,7 @@ class ShardedData:
         new = np.cumsum(split_rows(self.n, self.manager.measured))[:-1]
         moved = np.abs(new - old).sum() if all(s.single_resident for s in self.shards) \
             else self.n
-        return self.row_seconds * moved
+        return self.row_seconds * moved + self.move_overhead if moved else 0.0
 
     def rebalance(self, save=lambda: True, min_gain=0.05):
         """With measured weights: re-split between passes when it pays.
@@ -352,8 +353,13 @@ class ShardedData:
         self.lost += max(lost, 0.0)
         if lost < min_gain * times.max() or self.lost < self._move_seconds():
             return None
+        start = time.perf_counter()
+        moving = self._move_seconds() - self.move_overhead
         saved = save()
         self.reshard()
+        # what a re-split costs beyond its rows (allocations, saved state):
+        # the next one must pay for it too, so noise does not re-split each pass
+        self.move_overhead = max(0.0, time.perf_counter() - start - moving)
         return saved
 
 
