@@ -161,10 +161,10 @@ def nn_chain(plan, dist, n, method):
         state = np.zeros(STATE_SIZE, np.int32)
         state[LEN] = 1                              # the chain starts at cluster 0
         state, chain = cla.to_device(q, state), cla.to_device(q, np.zeros(n, np.int32))
+        merge_dist = cla.zeros(q, 1, plan.dtype)
         _kernel(q, spec, "nn_chain_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
-                                         state.data, chain.data, size.data,
-                                         cla.zeros(q, 1, plan.dtype).data, pairs.data,
-                                         heights.data)
+                                         state.data, chain.data, size.data, merge_dist.data,
+                                         pairs.data, heights.data)
         if not state.get(q)[DONE]:
             raise RuntimeError("nearest-neighbour chain did not finish: a device fault?")
         return pairs.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
