@@ -11,7 +11,7 @@ from sklearn.mixture import GaussianMixture as SkGMM
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
 import oclclust as oc
-from oclclust import mdl
+from oclclust import gmm, mdl
 
 FLOATS = [np.float32, np.float64]
 COVS = ["full", "diag"]
@@ -282,3 +282,34 @@ def _sklearn_checks():
 @pytest.mark.parametrize("estimator, check", list(_sklearn_checks()))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("cov", COVS)
+def test_gpu_kernel_shapes_on_this_device(profile, cov):
+    """The kernels a GPU gets (records staged in local memory, two points per
+    work-item, the tiled M step with register blocks), at d=24, run on the
+    device under test as if it were a GPU with 16 KiB of local memory (the
+    12 records staged in chunks, the M step in smaller tiles): same fit as
+    scikit-learn's."""
+    as_gpu = dataclasses.replace(profile, type="gpu", work_group_size=32,
+                                 groups_per_compute_unit=2, local_mem_size=16384,
+                                 local_memory_fraction=1.0)
+    rng = np.random.RandomState(3)
+    n, d, k = 600, 24, 12
+    X = rng.uniform(-6, 6, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))
+    w, m = np.full(k, 1.0 / k), X[:k] + 0.2
+    prec = np.stack([np.eye(d)] * k) if cov == "full" else np.ones((k, d))
+    params = dict(covariance_type=cov, max_iter=4, tol=0, weights_init=w, means_init=m,
+                  precisions_init=prec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ours = oc.GaussianMixture(k, devices=oc.DeviceManager([as_gpu]), **params).fit(X)
+        sk = SkGMM(k, **params).fit(X)
+    chosen = [plan[0] for key, plan in gmm._PLANS.items() if key[0] == as_gpu]
+    espec = next(s for s in chosen if isinstance(s, gmm.EStepSpec))
+    mspec = next(s for s in chosen if isinstance(s, gmm.MStepSpec))
+    assert espec.ppi == 2 and espec.stage_params and espec.cchunk < k
+    assert mspec.variant == "tiled" and mspec.tile < 64
+    np.testing.assert_allclose(ours.means_, sk.means_, atol=1e-9)
+    np.testing.assert_allclose(ours.covariances_, sk.covariances_, atol=1e-9)
+    assert ours.lower_bound_ == pytest.approx(sk.lower_bound_, rel=1e-10)
