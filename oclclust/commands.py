@@ -45,6 +45,8 @@ def add_fit_arguments(p, int_at_least, positive_float):
                    "as scipy's linkage matrix Z")
     p.add_argument("--columns", help="comma-separated column indices or header names to use")
     p.add_argument("--key", help="the array's name in an .npz data file")
+    p.add_argument("--plot", metavar="OUT.png", help="write a figure: the clusters (PCA "
+                   "projection for d > 2), the dendrogram, or the MDL path (matplotlib)")
     p.add_argument("--mpi", choices=("auto", "on", "off"), default="auto",
                    help="join MPI ranks: auto (when launched by mpiexec with >1 rank), "
                         "on, off (default auto)")
@@ -154,14 +156,45 @@ def cmd_fit(args, usage_error):
         if labels is None:   # a mixture keeps no labels: its most likely components
             labels = estimator.predict(X)
         write_array(labels_path(args.labels, r, n_ranks), labels)
+    Z = None
+    if args.tree and args.algorithm != "hierarchical":
+        raise usage_error("--tree applies to --algorithm hierarchical")
+    if args.tree or (args.plot and args.algorithm == "hierarchical" and r == 0):
+        from .hierarchical import SKLEARN_METRICS, linkage
+        Z = linkage(X, method=estimator.linkage, devices=estimator.devices,
+                    metric=SKLEARN_METRICS.get(estimator.metric, estimator.metric))
     if args.tree:
-        if args.algorithm != "hierarchical":
-            raise usage_error("--tree applies to --algorithm hierarchical")
-        from .hierarchical import linkage
-        np.save(args.tree, linkage(X, method=estimator.linkage, metric=estimator.metric,
-                                   devices=estimator.devices))
+        np.save(args.tree, Z)
         print(f"linkage matrix (scipy's Z) written to {args.tree}")
+    if args.plot and r == 0:
+        plot(args.plot, estimator, X, Z)
+        print(f"plot written to {args.plot}")
     return 0
+
+
+def plot(path, estimator, X, Z=None):
+    """The fit's figure: the dendrogram of a tree, the MDL path of an order
+    selection beside the clusters, else the clusters (PCA for d > 2)."""
+    from . import plots
+    plt = plots._pyplot()
+    if Z is not None or hasattr(estimator, "children_"):
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        plots.plot_dendrogram(Z if Z is not None else estimator, ax=ax, truncate_mode="lastp",
+                              p=30, no_labels=False)
+        ax.set_title(f"dendrogram ({estimator.linkage} linkage, last 30 merges)")
+    else:
+        labels = getattr(estimator, "labels_", None)
+        labels = estimator.predict(X) if labels is None else labels
+        centres = getattr(estimator, "cluster_centers_", getattr(estimator, "means_", None))
+        mdl = bool(getattr(estimator, "mdl_path_", None))
+        fig, axes = plt.subplots(1, 2 if mdl else 1, figsize=(12 if mdl else 6.4, 5),
+                                 squeeze=False)
+        plots.plot_clusters(X, labels, centres, ax=axes[0][0],
+                            title=f"{type(estimator).__name__}: {len(np.unique(labels))} clusters")
+        if mdl:
+            plots.plot_mdl_path(estimator, ax=axes[0][1])
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
 
 
 def cmd_predict(args, usage_error):

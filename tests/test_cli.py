@@ -197,3 +197,18 @@ def test_fit_every_algorithm(algorithm, extra, devices, tmp_path):
                    "--devices", platform, "--labels", str(tmp_path / "p.npy"))
     assert proc.returncode == 0, proc.stderr
     assert (np.load(tmp_path / "p.npy") == labels).all()
+
+
+@pytest.mark.parametrize("algorithm,extra", [("kmeans", ["--random-state", "0"]),
+                                             ("gmm", ["--min-components", "2"]),
+                                             ("hierarchical", [])])
+def test_fit_plot(algorithm, extra, devices, tmp_path):
+    """--plot writes a PNG: clusters (PCA of 3-D data), with the MDL path,
+    or the dendrogram."""
+    pytest.importorskip("matplotlib")
+    np.save(tmp_path / "x.npy", make_blobs(150, 3, 3, seed=3)[0])
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", algorithm, "-k", "4",
+                   "--devices", devices[0].platform, "--plot", str(tmp_path / "p.png"), *extra)
+    assert proc.returncode == 0, proc.stderr
+    png = (tmp_path / "p.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
