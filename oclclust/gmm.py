@@ -20,7 +20,7 @@ from . import mdl, mpi
 from .base import BaseEstimator
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
 from .manager import DeviceFailure, DeviceManager
-from .placement import fit_data, new_data
+from .placement import new_data
 from .reduce import partial_buffer, reduce_partials
 from .validation import NotFittedError, check_params, check_random_state
 
@@ -347,11 +347,13 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         if self.min_components is not None and self.min_components > self.n_components:
             raise ValueError(f"min_components={self.min_components} must be <= "
                              f"n_components={self.n_components}")
-        data, _ = fit_data(self, X, None)
+        # the collective check of all ranks' shards; a pass that raises on
+        # one rank raises on all (self._ranks.together)
+        (data, _), self._ranks = mpi.joined_fit_data(self, X, None)
         rng = check_random_state(self.random_state)
         seed_state = rng.get_state()
         try:
-            n = int(round(float(mpi.sum_across(self.comm, np.array([data.n]))[0])))
+            n = self._ranks.n
             if n < 2:
                 raise ValueError(f"Found array with {n} sample(s) (shape=({n}, {data.d})) "
                                  "while a minimum of 2 is required by GaussianMixture.")
@@ -407,7 +409,8 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         lower_bound, converged, it = -np.inf, False, 0
         for it in range(1, self.max_iter + 1):
             prev = lower_bound
-            ll, bad, stats = gm.em(mdl.records(model, self._full), model.means)
+            ll, bad, stats = self._ranks.together(
+                lambda: gm.em(mdl.records(model, self._full), model.means))
             ll, bad, stats = mpi.sum_across(self.comm, np.array(ll), np.array(bad), stats)
             if bad:
                 raise ValueError("Input X contains NaN or infinity (or values whose "
@@ -424,7 +427,8 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         return mdl.Fitted(model, lower_bound, it, converged)
 
     def _loglik(self, gm, model):
-        ll, bad, _ = gm.score(mdl.records(model, self._full), want=())
+        ll, bad, _ = self._ranks.together(
+            lambda: gm.score(mdl.records(model, self._full), want=()))
         ll, bad = mpi.sum_across(self.comm, np.array(ll), np.array(bad))
         if bad:
             raise ValueError("Input X contains NaN or infinity.")

@@ -1,6 +1,7 @@
 """Run by tests/test_mpi.py under ``mpiexec -n R``: one SPMD case per call.
 
-    mpiexec -n 3 python tests/mpi_script.py CASE OUTDIR [--init k-means++] [--weighted]
+    mpiexec -n 3 python tests/mpi_script.py CASE OUTDIR [--estimator KMeans]
+                                            [--init k-means++] [--weighted]
 
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
 raised (type and message).  Cases:
@@ -32,6 +33,33 @@ def data(n=N, d=D, seed=0):
     return X, w
 
 
+def estimator(name, devices, comm, init="k-means++"):
+    """The estimator *name* as every case fits it (comm=None: one process)."""
+    common = dict(devices=devices, comm=comm)
+    if name == "KMeans":
+        return oc.KMeans(n_clusters=K, init=init, n_init=1, random_state=0, tol=0,
+                         max_iter=50, **common)
+    if name == "FuzzyCMeans":
+        return oc.FuzzyCMeans(n_clusters=K, init=init, random_state=0, tol=0, max_iter=15,
+                              **common)
+    if name == "GaussianMixture":   # a whole given start: "kmeans" init is each rank's own
+        return oc.GaussianMixture(n_components=K, weights_init=np.full(K, 1.0 / K),
+                                  means_init=data()[0][:K * 40:40],
+                                  precisions_init=np.repeat(np.eye(D)[None], K, axis=0),
+                                  tol=0, max_iter=8, random_state=0, **common)
+    if name == "EnsembleKMeans":
+        return oc.EnsembleKMeans(n_clusters=K, n_models=3, init=init, random_state=0,
+                                 tol=0, max_iter=30, **common)
+    raise ValueError(name)
+
+
+def model_of(est):
+    for attr in ("models_", "means_", "cluster_centers_"):
+        if hasattr(est, attr):
+            return getattr(est, attr)
+    raise AttributeError("no model attribute")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -39,6 +67,7 @@ def main():
     ap.add_argument("--init", default="k-means++")
     ap.add_argument("--weighted", action="store_true")
     ap.add_argument("--dtype", default="float64")
+    ap.add_argument("--estimator", default="KMeans")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -64,15 +93,21 @@ def main():
                 raise RuntimeError("injected failure on rank 1")
             return original(self, centers, update)
         lloyd.ShardedLloyd.run = failing
-    km = oc.KMeans(n_clusters=K, init=args.init, n_init=1, random_state=0, tol=0,
-                   max_iter=50, devices=devices, comm=comm)
+    km = estimator(args.estimator, devices, comm, args.init)
     try:
-        km.fit(X, sample_weight=w if args.weighted else None)
+        if args.weighted:
+            km.fit(X, sample_weight=w)
+        else:
+            km.fit(X)
     except Exception as exc:   # noqa: BLE001 -- the test reads what each rank raised
         result = {"error": type(exc).__name__, "message": str(exc)}
     else:
-        result = {"centers": km.cluster_centers_.tolist(), "inertia": km.inertia_,
-                  "n_iter": km.n_iter_, "labels": km.labels_.tolist(), "start": start}
+        result = {"model": np.asarray(model_of(km)).tolist(), "start": start,
+                  "labels": km.predict(X).tolist() if args.estimator == "GaussianMixture"
+                  else km.labels_.tolist()}
+        if args.estimator == "KMeans":
+            result.update(centers=km.cluster_centers_.tolist(), inertia=km.inertia_,
+                          n_iter=km.n_iter_)
     (out / f"rank{rank}.json").write_text(json.dumps(result))
     return 0
 

@@ -108,3 +108,23 @@ def test_cli_fit_under_mpiexec(platform, devices, tmp_path):
     np.testing.assert_allclose(model.cluster_centers_, ref.cluster_centers_, rtol=1e-6)
     labels = np.concatenate([np.load(tmp_path / f"labels{r}.npy") for r in range(3)])
     assert (labels == ref.labels_).all()
+
+
+@pytest.mark.parametrize("name", ["FuzzyCMeans", "GaussianMixture", "EnsembleKMeans"])
+def test_every_iterative_estimator_across_ranks(name, platform, devices, tmp_path):
+    """2 ranks fit the model one process fits on all rows; a rank whose
+    shard has a feature fewer makes both raise (no hang)."""
+    X, _ = mpi_script.data()
+    ref = mpi_script.model_of(mpi_script.estimator(name, devices, None).fit(X))
+    out = tmp_path / "fit"
+    out.mkdir()
+    proc = mpirun(2, "fit", str(out), "--estimator", name, platform=platform, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for r in results(out, 2):
+        assert "error" not in r, r
+        np.testing.assert_allclose(r["model"], ref, rtol=1e-6, atol=1e-8)
+    proc = mpirun(2, "mismatch", str(tmp_path), "--estimator", name, platform=platform,
+                  cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for r in results(tmp_path, 2):
+        assert r.get("error") == "RankError" and "n_features" in r["message"], r
