@@ -19,7 +19,7 @@ from .ensemble_pass import STRATEGIES, EnsemblePass, FixedPoint, profile_term
 from .kdtree import MAPPINGS, KDTreePass
 from .kmeanspp import kmeans_plusplus
 from .manager import DeviceFailure, DeviceManager
-from .placement import fit_data, new_data
+from .placement import new_data
 from .validation import NotFittedError, check_params, check_random_state
 
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
@@ -231,15 +231,15 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
         if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
             raise ValueError("the KD-tree mappings are concatenated parallelism: use "
                              "strategy='concatenated' or 'auto' with kdtree")
-        data, host_w = fit_data(self, X, sample_weight)
+        (data, host_w), ranks = mpi.joined_fit_data(self, X, sample_weight)
         rng = check_random_state(self.random_state)
         seed_state = rng.get_state()
         try:
-            if data.n < max(ks):
-                raise ValueError(f"n_samples={data.n} should be >= n_clusters={max(ks)}.")
+            if ranks.n < max(ks):
+                raise ValueError(f"n_samples={ranks.n} should be >= n_clusters={max(ks)}.")
             while True:
                 try:
-                    return self._fit(data, host_w, rng, ks)
+                    return self._fit(data, host_w, rng, ks, ranks)
                 except DeviceFailure as failure:
                     data.manager.drop(failure)
                     data.reshard()
@@ -247,9 +247,11 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
         finally:
             data.close()
 
-    def _fit(self, data, host_w, rng, ks):
-        mean, var = data_moments(data, self.comm)
-        inits = self._inits(data, rng, host_w, ks)
+    def _fit(self, data, host_w, rng, ks, ranks):
+        mean, var, finite = ranks.together(lambda: mpi.joined_moments(data, ranks))
+        if not finite:
+            raise ValueError("Input X contains NaN or infinity.")
+        inits = ranks.together(lambda: self._inits(data, rng, host_w, ks, ranks))
         engine = ShardedEnsemble(data, fixed_point(data, host_w, mean, self.comm), ks,
                                  self.strategy, self.kdtree, self.comm)
         centers, inertia, n_iter, labels = lloyd_ensemble(
@@ -271,15 +273,18 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
                   f"iterations {self.n_iter_}")
         return self
 
-    def _inits(self, data, rng, host_w, ks):
+    def _inits(self, data, rng, host_w, ks, ranks):
+        """The models' initial centres, the same on every rank (as KMeans
+        draws them, one model after another from one random state)."""
         if isinstance(self.init, str):
             out = []
             for k in ks:
                 if self.init == "k-means++":
-                    idx = kmeans_plusplus(data, k, rng, host_w)
-                else:
-                    idx = rng.choice(data.n, size=k, replace=False, p=host_w / host_w.sum())
-                out.append(np.stack([data.row(i) for i in idx]).astype(np.float64))
+                    idx = kmeans_plusplus(data, k, rng, host_w, ranks=ranks)
+                else:   # every rank draws from all weights
+                    w = np.concatenate(ranks.gather(host_w)) if ranks.comm else host_w
+                    idx = rng.choice(ranks.n, size=k, replace=False, p=w / w.sum())
+                out.append(ranks.rows(data, idx))
             return out
         inits = [np.asarray(c, np.float64) for c in self.init]
         shapes = [c.shape for c in inits]
