@@ -26,6 +26,10 @@ import numpy as np
 
 def body(args):
     """One rank's part (run under mpiexec)."""
+    if args.cores:
+        # PoCL starts a worker per hardware thread in every process, whatever
+        # the sub-device: R ranks would run R x cores threads on the cores
+        os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.cores))
     from mpi4py import MPI
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import oclclust as oc
