@@ -13,6 +13,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
+from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .reduce import partial_buffer, reduce_partials
 
 
@@ -79,21 +80,6 @@ class LloydSpec(Spec):
         return self.ppi * (self.ctile + (self.d if self.stage_point else 0))
 
 
-@dataclasses.dataclass(frozen=True)
-class AccumulateSpec(Spec):
-    """Per-cluster sums from the labels: ``slice`` clusters' sums in local
-    memory per work-group of ``acc_wg`` work-items."""
-    template = "lloyd_accumulate_sums.cl.mako"
-    d: int = 1
-    k: int = 1
-    slice: int = 1
-    acc_wg: int = 1
-    weighted: bool = False
-
-    def local_bytes(self):
-        return self.slice * (self.d + 1) * 8 + 3 * self.acc_wg * 4   # Kahan: 2 floats
-
-
 def _power_of_two_at_most(v):
     return 1 << (max(1, int(v)).bit_length() - 1)
 
@@ -140,40 +126,8 @@ def _tiled_specs(profile, base):
         wg //= 2
 
 
-def _power_of_two_at_least(v):
-    return 1 << max(0, int(v) - 1).bit_length()
-
-
 def _gemm_specs(profile, base):
-    """The profile's tiles, then halved centroid and point tiles (register
-    tiles kept), each with the profile's vector width and then scalar reads."""
-    d, k = base["d"], base["k"]
-    rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
-    tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
-    while tn // 2 >= max(rn, _power_of_two_at_least(k)):   # small k: no idle tiles
-        tn //= 2
-    kc = min(profile.lloyd_depth, _power_of_two_at_least(d))
-    acc_wg = min(256, profile.max_work_group_size, max(8, _power_of_two_at_least(d + 1)))
-    acc_wg = _power_of_two_at_most(acc_wg)
-    per_cluster = (d + 1) * 8
-    slice_ = min(k, (profile.local_memory_budget - 3 * acc_wg * 4) // per_cluster)
-    if slice_ < 1 or rm * rn + rm + rn > profile.private_floats:
-        return
-    while tm >= rm and tn >= rn:
-        nx, ny = tn // rn, tm // rm
-        pow2 = nx * rn == tn and ny * rm == tm and nx & (nx - 1) == 0 and ny & (ny - 1) == 0
-        if pow2 and nx * ny <= profile.max_work_group_size:
-            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
-                if rm % vw or rn % vw or tm % vw or vw & (vw - 1):
-                    continue
-                yield LloydSpec(variant="gemm", vw=vw, kp=-(-k // tn) * tn, wg=nx * ny,
-                                tm=tm, tn=tn, rm=rm, rn=rn, kc=kc, dp=-(-d // kc) * kc,
-                                slice=slice_, acc_wg=acc_wg,
-                                prefetch=bool(profile.lloyd_prefetch), **base)
-        if tn > rn and tn >= tm:
-            tn //= 2
-        else:
-            tm //= 2
+    return gemm_specs(profile, base, LloydSpec)
 
 
 def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
@@ -249,7 +203,7 @@ class LloydPass:
             self.centers = cla.empty(q, self.spec.dp * self.spec.kp, part.dtype)
             self.center_rows = cla.empty(q, k * part.d, part.dtype)
             self.slices = -(-k // self.spec.slice)
-            self.segments = self._segments() if update else 1
+            self.segments = segments(part, k, self.spec) if update else 1
             self.rows_per_segment = -(-part.n // self.segments)
             partials = self.segments
         else:
@@ -258,14 +212,6 @@ class LloydPass:
         self.partials = partials
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
-
-    def _segments(self):
-        """Row segments of the accumulation: enough work-groups to fill the
-        device, partial sums within a quarter of the memory budget."""
-        prof, part = self.part.profile, self.part
-        want = -(-prof.compute_units * prof.groups_per_compute_unit // self.slices)
-        most = max(1, prof.memory_budget // 4 // (self.k * (part.d + 1) * 8))
-        return int(max(1, min(want, most, -(-part.n // self.spec.acc_wg))))
 
     def _upload(self, centers):
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
