@@ -147,6 +147,23 @@ def test_gemm_tiles_match_numpy(profile, make_blobs, tiles, d, k):
     assert spec.tn <= tn and spec.dp % spec.kc == 0 and spec.kp % spec.tn == 0
 
 
+@pytest.mark.parametrize("vw", [1, 2])
+def test_gemm_exact_ties_go_to_the_lowest_index(profile, make_blobs, vw):
+    """Duplicate centres in other work-items' columns and other centroid
+    tiles: the lowest index wins, as numpy's argmin."""
+    prof = dataclasses.replace(profile, lloyd_variant="gemm", lloyd_tile_rows=8,
+                               lloyd_tile_centroids=4, lloyd_reg_rows=2,
+                               lloyd_reg_centroids=2, lloyd_depth=2, lloyd_vector_width=vw)
+    X, _ = make_blobs(n=150, d=3, k=4, seed=5, dtype=np.float32)
+    base = X[:4] + np.float32(0.1)
+    centres = base[[3, 1, 1, 0, 2, 3, 0, 2, 1, 0, 3]]   # each one twice or more
+    ref = ((X[:, None].astype(np.float64) - centres[None]) ** 2).sum(-1).argmin(1)
+    stats, labels, lloyd = run_pass(prof, X, centres)
+    assert lloyd.spec.variant == "gemm"
+    np.testing.assert_array_equal(labels.get(), ref)
+    assert set(ref) == {0, 1, 3, 4}
+
+
 def test_gemm_accumulates_by_cluster_slices(profile, make_blobs):
     """Little local memory: each work-group of the sums kernel owns a few
     clusters, several slices and row segments."""
@@ -168,10 +185,12 @@ def test_gemm_falls_back_when_it_does_not_fit(profile, make_blobs):
     assert spec.variant == "tiled"
 
 
-def test_nonfinite_rows_are_counted(profile):
+@pytest.mark.parametrize("name", ["shipped", "gemm"])
+def test_nonfinite_rows_are_counted(profile, name):
     X = np.random.RandomState(0).normal(size=(200, 3)).astype(np.float32)
     X[7, 2], X[150, 0] = np.nan, np.inf
-    stats, _, _ = run_pass(profile, X, X[[0, 1]])
+    stats, _, _ = run_pass(variant(profile, name), X, X[[0, 1]])
+    assert stats.n_changed == len(X)
     assert stats.n_nonfinite == 2
 
 
