@@ -12,6 +12,7 @@ import pyopencl.array as cla
 
 from .base import BaseEstimator, ClusterMixin, TransformerMixin
 from .distances import pairwise_euclidean
+from .ensemble import fit_ensemble
 from .manager import DeviceFailure, DeviceManager
 from .mpi import joined_fit_data, joined_moments, joined_pass
 from .placement import new_data
@@ -91,23 +92,31 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             data.close()
 
     def _fit(self, data, host_w, rng, ranks):
-        _, var, finite = ranks.together(lambda: joined_moments(data, ranks))
+        mean, var, finite = ranks.together(lambda: joined_moments(data, ranks))
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
         tol = float(np.mean(var) * self.tol)
         init = self._checked_init(data.d)
-        lloyd = ShardedLloyd(data, self.n_clusters)
-        best = None
-        for run in range(self._n_init(init)):
-            start = time.perf_counter()
-            centers = ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
-            result = self._lloyd(lloyd, data, centers, tol, host_w, ranks)
-            if self.verbose and ranks.rank == 0:
-                print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations, "
-                      f"{time.perf_counter() - start:.3f} s on {data.rows_per_device}")
-            if best is None or result[1] < best[1]:
-                best = result + (lloyd.labels(),)
-        centers, inertia, n_iter, history, labels_host = best
+        runs = self._n_init(init)
+        # every run's start first: the same random draws as one run after another
+        starts = [ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
+                  for _ in range(runs)]
+        start = time.perf_counter()
+        if runs == 1:   # the fused Lloyd pass, with its per-iteration history
+            lloyd = ShardedLloyd(data, self.n_clusters)
+            results = [self._lloyd(lloyd, data, starts[0], tol, host_w, ranks) +
+                       (lloyd.labels(),)]
+        else:           # the restarts as one ensemble: one data pass for all of them
+            results = [(c, i, t, None, lab) for c, i, t, lab in ranks.together(
+                lambda: fit_ensemble(data, starts, self.max_iter, tol, host_w,
+                                     comm=ranks.comm, mean=mean))]
+        if self.verbose and ranks.rank == 0:
+            for run, result in enumerate(results):
+                print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations")
+            print(f"k-means: {runs} run(s) in {time.perf_counter() - start:.3f} s on "
+                  f"{data.rows_per_device}")
+        best = min(range(runs), key=lambda r: results[r][1])   # the first of equals
+        centers, inertia, n_iter, history, labels_host = results[best]
         distinct = int((ranks.sum(np.bincount(labels_host, minlength=self.n_clusters)) > 0)
                        .sum())
         if distinct < self.n_clusters:
@@ -118,7 +127,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.labels_ = labels_host
         self.inertia_ = inertia
         self.n_iter_ = n_iter
-        self.history_ = history
+        self.history_ = history   # None when n_init > 1 ran the restarts as an ensemble
         self.n_features_in_ = data.d
         self.devices_ = data.rows_per_device
         self.reshards_ = data.manager.reshards
