@@ -34,6 +34,13 @@ PROFILE_TERMS = {
     "lloyd_depth": (int, 1, 256),
     "lloyd_vector_width": (int, 1, 16),
     "lloyd_prefetch": (int, 0, 1),
+    # ensemble k-means "auto": strategy, model access order, KD-tree choice
+    "ensemble_strategy": (str, ("concatenated", "task", "data"), None),
+    "ensemble_order": (str, ("distributed", "uniform"), None),
+    "kdtree_mapping": (str, ("direct", "distributed", "replicated"), None),
+    "kdtree_max_dims": (int, 0, 4096),
+    "kdtree_min_rows": (int, 0, 1 << 40),
+    "kdtree_leaf_size": (int, 8, 1 << 20),
 }
 MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
 DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
@@ -76,6 +83,12 @@ class DeviceProfile:
     lloyd_depth: int = 16
     lloyd_vector_width: int = 4
     lloyd_prefetch: int = 0
+    ensemble_strategy: str = "concatenated"
+    ensemble_order: str = "distributed"
+    kdtree_mapping: str = "distributed"
+    kdtree_max_dims: int = 4
+    kdtree_min_rows: int = 200000
+    kdtree_leaf_size: int = 512
 
     @property
     def key(self):
