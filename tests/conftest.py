@@ -81,3 +81,19 @@ def blobs():
 @pytest.fixture(scope="session", name="make_blobs")
 def make_blobs_fixture():
     return make_blobs
+
+
+def split_or_skip(profile, counts=(1, 1)):
+    """Sub-devices of *profile* by compute-unit *counts*; the test is skipped
+    on a device that cannot be split (NVIDIA GPUs), never on a CPU (both
+    CPU runtimes of CI split by counts)."""
+    if profile.compute_units < sum(counts):
+        pytest.skip(f"{profile} has {profile.compute_units} compute unit(s): no sub-devices")
+    subs = oc.sub_devices(profile, list(counts))
+    try:
+        subs[0].cl_device()
+    except ValueError as exc:
+        if profile.type == "cpu":
+            raise
+        pytest.skip(f"{profile} cannot be split into sub-devices: {exc}")
+    return subs

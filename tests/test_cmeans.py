@@ -21,6 +21,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
 import oclclust as oc
+from conftest import split_or_skip
 from oclclust import cmeans
 
 FLOATS = [np.float32, np.float64]
@@ -246,7 +247,7 @@ def test_device_array_input(devices, profile, queue, make_blobs):
 
 # -------------------------------------------------------------- multi-device
 def _layouts(profile, dtype, n):
-    subs = oc.sub_devices(profile, [1, 1])
+    subs = split_or_skip(profile)
     item = np.dtype(dtype).itemsize
     yield "sub-devices", subs
     yield "device+sub-device", [profile, subs[0]]
@@ -258,8 +259,7 @@ def _layouts(profile, dtype, n):
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 def test_multi_device_equals_single(profile, make_blobs, dtype, weighted):
-    if profile.compute_units < 2:
-        pytest.skip(f"{profile} has one compute unit: no sub-devices")
+    split_or_skip(profile)
     X = data(dtype, make_blobs, n=900)
     w = weights(len(X), dtype) if weighted else None
     params = dict(n_clusters=C, m=1.5, random_state=0, tol=0, max_iter=5)

@@ -11,6 +11,7 @@ from sklearn.mixture import GaussianMixture as SkGMM
 from sklearn.utils.estimator_checks import estimator_checks_generator
 
 import oclclust as oc
+from conftest import split_or_skip
 from oclclust import gmm, mdl
 
 FLOATS = [np.float32, np.float64]
@@ -191,8 +192,7 @@ def test_merge_cost_matches_bouman():
 
 # --------------------------------------------------------- several devices
 def test_sub_devices_and_streaming_equal_one_device(profile):
-    if profile.compute_units < 2:
-        pytest.skip("one compute unit: no sub-devices")
+    subs = split_or_skip(profile)
     X, _ = blobs(n=500, seed=8)
     params = dict(max_iter=6, tol=0, **start(X, "full"))
     with warnings.catch_warnings():
@@ -204,7 +204,7 @@ def test_sub_devices_and_streaming_equal_one_device(profile):
         layout = streamed.scatter(X)
         assert layout.shards[0].streamed and len(layout.shards[0].chunks) > 2
         layout.close()
-        for devices in (oc.sub_devices(profile, [1, 1]), streamed):
+        for devices in (subs, streamed):
             many = oc.GaussianMixture(K, devices=devices, **params).fit(X)
             np.testing.assert_allclose(many.means_, one.means_, rtol=1e-10, atol=1e-12)
             np.testing.assert_allclose(many.covariances_, one.covariances_, rtol=1e-10)
