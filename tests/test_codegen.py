@@ -119,7 +119,8 @@ def test_programs_and_kernels_are_memoised(profile):
 FITS = {   # profile tweaks that shrink what a Lloyd kernel may use
     "shipped": {},
     "tiled": dict(lloyd_variant="tiled"),
-    "tiled-chunked": dict(lloyd_variant="tiled", local_mem_size=1024, local_memory_fraction=1.0),
+    "tiled-chunked": dict(lloyd_variant="tiled", local_mem_size=1024, local_memory_fraction=1.0,
+                          points_per_item=1, centroid_tile=4),
     # room for the work-group scratch only (64 work-items), on any device
     "tiled-tiny-local": dict(lloyd_variant="tiled", local_mem_size=800, local_memory_fraction=1.0),
     "tiled-no-local": dict(lloyd_variant="tiled", local_memory_fraction=0.0),
