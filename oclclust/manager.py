@@ -212,12 +212,15 @@ class ShardedData:
             self.shards, self.chunks = [], [DevicePartition(m.profiles[0], X, w)]
         else:
             counts = split_rows(self.n, m.current_weights())
-            self.shards, offset = [], 0
-            for profile, rows in zip(m.profiles, counts):
-                self.shards.append(Shard(profile, X[offset:offset + rows],
-                                         None if w is None else w[offset:offset + rows],
-                                         offset, m.budget(profile), previous.get(id(profile))))
-                offset += rows
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+            def shard(profile, start, rows):
+                return Shard(profile, X[start:start + rows],
+                             None if w is None else w[start:start + rows],
+                             int(start), m.budget(profile), previous.get(id(profile)))
+            # every device's upload at once: the copies to several devices overlap
+            with ThreadPoolExecutor(max(1, len(m.profiles))) as pool:
+                self.shards = list(pool.map(shard, m.profiles, starts, counts))
             self.chunks = [c for s in self.shards for c in s.chunks]
         self.starts = np.array([c.offset for c in self.chunks])
         self.passes, self.lost = 0, 0.0
