@@ -22,6 +22,7 @@ Conventions (documented choices where the paper is silent):
 """
 import dataclasses
 import numbers
+import time
 
 import numpy as np
 import pyopencl.array as cla
@@ -33,6 +34,7 @@ from .kmeanspp import kmeans_plusplus
 from .manager import DeviceFailure, DeviceManager
 from .mpi import joined_fit_data, joined_moments
 from .placement import new_data
+from .progress import Progress, history_entry
 from .reduce import acc_dtype, partial_buffer, reduce_partials
 from .validation import NotFittedError, check_params, check_random_state
 
@@ -317,20 +319,27 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         init = self._checked_init(data.d)
         centers = ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
         passes = ShardedCMeans(data, self.n_clusters, float(self.m), ranks)
-        d = data.d
+        d, self.history_ = data.d, []
+        bar = Progress(self.max_iter, "c-means", bool(self.verbose) and ranks.rank == 0)
         for it in range(self.max_iter):
+            start = time.perf_counter()
             stats, objective, bad, _ = ranks.together(lambda: passes.run(centers))
             if bad:
+                bar.close()
                 raise _nonfinite_error(data.dtype)
             num, den = stats[:, :d], stats[:, d]
             new = np.where(den[:, None] > 0, num / np.where(den > 0, den, 1)[:, None], centers)
             shift = float(((new - centers) ** 2).sum())
             centers = new
-            if self.verbose and ranks.rank == 0:
+            self.history_.append(history_entry(it + 1, start, data, objective=objective,
+                                               center_shift=shift))
+            bar.step(objective=objective, shift=shift)
+            if self.verbose > 1 and ranks.rank == 0:
                 print(f"  iteration {it}: objective {objective:.6g}, shift {shift:.3g}")
             if shift <= tol:
                 break
             data.rebalance()
+        bar.close()
         _, objective, bad, u = ranks.together(
             lambda: passes.run(centers, update=False, write_u=True))
         if bad:

@@ -11,6 +11,7 @@ model's math, beside the MDL merge, is in mdl.py).
 import dataclasses
 import math
 import numbers
+import time
 import warnings
 
 import numpy as np
@@ -21,6 +22,7 @@ from .base import BaseEstimator
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
 from .manager import DeviceFailure, DeviceManager
 from .placement import new_data
+from .progress import Progress, history_entry
 from .reduce import partial_buffer, reduce_partials
 from .validation import NotFittedError, check_params, check_random_state
 
@@ -377,6 +379,7 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         full, d = self._full, data.d
         given = self._checked_inits(d)
         gm = ShardedGmm(data, self.n_components, full)
+        self.history_ = []   # every EM iteration of the fit (all inits, all MDL orders)
         self._eps = float(np.finfo(data.dtype).eps)
         self._float32 = data.dtype == np.float32
         best = None
@@ -406,8 +409,14 @@ class GaussianMixture(DensityMixin, BaseEstimator):
 
     def _em(self, gm, model, n):
         """EM iterations from *model* (scikit-learn's loop): a Fitted."""
+        with Progress(self.max_iter, f"GMM K={len(model.weights)}",
+                      bool(self.verbose) and self._ranks.rank == 0) as bar:
+            return self._em_steps(gm, model, n, bar)
+
+    def _em_steps(self, gm, model, n, bar):
         lower_bound, converged, it = -np.inf, False, 0
         for it in range(1, self.max_iter + 1):
+            start = time.perf_counter()
             prev = lower_bound
             ll, bad, stats = self._ranks.together(
                 lambda: gm.em(mdl.records(model, self._full), model.means))
@@ -418,6 +427,9 @@ class GaussianMixture(DensityMixin, BaseEstimator):
             model = mdl.m_step(stats, model.means, self.reg_covar, self._full, self._eps,
                                self._float32)
             lower_bound = float(ll) / n
+            self.history_.append(history_entry(it, start, gm.data, lower_bound=lower_bound,
+                                               n_components=len(model.weights)))
+            bar.step(lower_bound=lower_bound)
             if self.verbose > 1:
                 print(f"  iteration {it}: lower bound {lower_bound:.8g}")
             if abs(lower_bound - prev) < self.tol:

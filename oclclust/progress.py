@@ -54,3 +54,10 @@ class Progress:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def history_entry(iteration, start, data, **stats):
+    """One row of an estimator's ``history_``: the iteration, its statistics,
+    its seconds and the rows each device held (the balance)."""
+    return dict(iteration=iteration, **stats, seconds=time.perf_counter() - start,
+                rows_per_device=list(data.rows_per_device.values()))

@@ -36,3 +36,20 @@ def test_kmeans_history_and_log(devices, blobs, caplog):
     inertias = [h["inertia"] for h in km.history_]
     assert inertias == sorted(inertias, reverse=True)      # Lloyd never increases it
     assert "k-means 1: inertia" in caplog.text
+
+
+@pytest.mark.parametrize("name,params,objective", [
+    ("FuzzyCMeans", dict(n_clusters=4, random_state=0), "objective"),
+    ("GaussianMixture", dict(n_components=4, random_state=0), "lower_bound"),
+    ("GaussianMixture", dict(n_components=6, min_components=3, random_state=0),
+     "lower_bound")])
+def test_history_of_the_other_estimators(name, params, objective, devices, blobs, caplog):
+    X, _ = blobs
+    with caplog.at_level(logging.DEBUG, logger="oclclust"):
+        model = getattr(oc, name)(devices=devices, verbose=1, **params).fit(X)
+    assert len(model.history_) >= model.n_iter_ > 0
+    assert all(h["seconds"] > 0 and sum(h["rows_per_device"]) == len(X) and objective in h
+               for h in model.history_)
+    if "min_components" in params:   # every order of the MDL path ran EM
+        assert {h["n_components"] for h in model.history_} == {6, 5, 4, 3}
+    assert f"{objective} " in caplog.text
