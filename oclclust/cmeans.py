@@ -31,7 +31,7 @@ from . import mpi
 from .base import BaseEstimator, ClusterMixin
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
 from .kmeanspp import kmeans_plusplus
-from .manager import DeviceFailure, DeviceManager
+from .manager import DeviceManager, surviving
 from .mpi import joined_fit_data, joined_moments
 from .placement import new_data
 from .progress import Progress, history_entry
@@ -296,20 +296,13 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         (data, host_w), ranks = joined_fit_data(self, X, sample_weight,
                                                 self._calibration_pass)
         rng = check_random_state(self.random_state)
-        seed_state = rng.get_state()
-        try:
+
+        def attempt():
             if ranks.n < self.n_clusters:
                 raise ValueError(f"n_samples={ranks.n} should be >= "
                                  f"n_clusters={self.n_clusters}.")
-            while True:
-                try:
-                    return self._fit(data, host_w, rng, ranks)
-                except DeviceFailure as failure:
-                    data.manager.drop(failure)
-                    data.reshard()
-                    rng.set_state(seed_state)
-        finally:
-            data.close()
+            return self._fit(data, host_w, rng, ranks)
+        return surviving(data, attempt, rng)
 
     def _fit(self, data, host_w, rng, ranks):
         _, var, finite = ranks.together(lambda: joined_moments(data, ranks))
@@ -394,20 +387,15 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
                                  "Call 'fit' with appropriate arguments before using this "
                                  "estimator.")
         data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
-        try:
-            while True:
-                try:
-                    passes = ShardedCMeans(data, self.n_clusters, float(self.m))
-                    _, objective, bad, u = passes.run(self.cluster_centers_, update=False,
-                                                      write_u=write_u)
-                    if bad:
-                        raise _nonfinite_error(data.dtype)
-                    return objective, u
-                except DeviceFailure as failure:
-                    data.manager.drop(failure)
-                    data.reshard()
-        finally:
-            data.close()
+
+        def attempt():
+            passes = ShardedCMeans(data, self.n_clusters, float(self.m))
+            _, objective, bad, u = passes.run(self.cluster_centers_, update=False,
+                                              write_u=write_u)
+            if bad:
+                raise _nonfinite_error(data.dtype)
+            return objective, u
+        return surviving(data, attempt)
 
     def predict_proba(self, X):
         """Memberships (n x n_clusters, rows sum to 1) of X at the fitted centres."""

@@ -18,7 +18,7 @@ from .base import BaseEstimator, ClusterMixin
 from .ensemble_pass import STRATEGIES, EnsemblePass, FixedPoint, profile_term
 from .kdtree import MAPPINGS, KDTreePass
 from .kmeanspp import kmeans_plusplus
-from .manager import DeviceFailure, DeviceManager
+from .manager import DeviceManager, surviving
 from .placement import new_data
 from .validation import NotFittedError, check_params, check_random_state
 
@@ -233,19 +233,12 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
                              "strategy='concatenated' or 'auto' with kdtree")
         (data, host_w), ranks = mpi.joined_fit_data(self, X, sample_weight)
         rng = check_random_state(self.random_state)
-        seed_state = rng.get_state()
-        try:
+
+        def attempt():
             if ranks.n < max(ks):
                 raise ValueError(f"n_samples={ranks.n} should be >= n_clusters={max(ks)}.")
-            while True:
-                try:
-                    return self._fit(data, host_w, rng, ks, ranks)
-                except DeviceFailure as failure:
-                    data.manager.drop(failure)
-                    data.reshard()
-                    rng.set_state(seed_state)
-        finally:
-            data.close()
+            return self._fit(data, host_w, rng, ks, ranks)
+        return surviving(data, attempt, rng)
 
     def _fit(self, data, host_w, rng, ks, ranks):
         mean, var, finite = ranks.together(lambda: mpi.joined_moments(data, ranks))
@@ -304,22 +297,17 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
     def _assign(self, X, sample_weight=None):
         self._check_fitted()
         data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
-        try:
-            while True:
-                try:
-                    engine = ShardedEnsemble(data, FixedPoint.for_bounds(
-                        np.zeros(data.d), 1, 1, 1), [len(self.cluster_centers_)], "data")
-                    inertia, labels, _ = engine.assign(
-                        [self.cluster_centers_.astype(np.float64)], labels=True)
-                    if not np.isfinite(inertia[0]):
-                        raise ValueError("Input X contains NaN or infinity (or values whose "
-                                         "squares overflow).")
-                    return labels[0], float(inertia[0])
-                except DeviceFailure as failure:
-                    data.manager.drop(failure)
-                    data.reshard()
-        finally:
-            data.close()
+
+        def attempt():
+            engine = ShardedEnsemble(data, FixedPoint.for_bounds(
+                np.zeros(data.d), 1, 1, 1), [len(self.cluster_centers_)], "data")
+            inertia, labels, _ = engine.assign(
+                [self.cluster_centers_.astype(np.float64)], labels=True)
+            if not np.isfinite(inertia[0]):
+                raise ValueError("Input X contains NaN or infinity (or values whose "
+                                 "squares overflow).")
+            return labels[0], float(inertia[0])
+        return surviving(data, attempt)
 
     def predict(self, X, sample_weight=None):
         """The nearest centre of the best model for each row of X."""

@@ -20,7 +20,7 @@ import pyopencl.array as cla
 from . import mdl, mpi
 from .base import BaseEstimator
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
-from .manager import DeviceFailure, DeviceManager
+from .manager import DeviceManager, surviving
 from .placement import new_data
 from .progress import Progress, history_entry
 from .reduce import partial_buffer, reduce_partials
@@ -353,8 +353,8 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         # one rank raises on all (self._ranks.together)
         (data, _), self._ranks = mpi.joined_fit_data(self, X, None)
         rng = check_random_state(self.random_state)
-        seed_state = rng.get_state()
-        try:
+
+        def attempt():
             n = self._ranks.n
             if n < 2:
                 raise ValueError(f"Found array with {n} sample(s) (shape=({n}, {data.d})) "
@@ -362,15 +362,8 @@ class GaussianMixture(DensityMixin, BaseEstimator):
             if n < self.n_components:
                 raise ValueError("Expected n_samples >= n_components but got n_components = "
                                  f"{self.n_components}, n_samples = {n}")
-            while True:
-                try:
-                    return self._fit(data, n, rng)
-                except DeviceFailure as failure:
-                    data.manager.drop(failure)
-                    data.reshard()
-                    rng.set_state(seed_state)
-        finally:
-            data.close()
+            return self._fit(data, n, rng)
+        return surviving(data, attempt, rng)
 
     def _fit(self, data, n, rng):
         *_, finite = data.moments()
@@ -554,17 +547,8 @@ class GaussianMixture(DensityMixin, BaseEstimator):
     def _score(self, X, want):
         model = self._model()
         data = new_data(self, X, None, self.means_.dtype)
-        try:
-            while True:
-                try:
-                    gm = ShardedGmm(data, model.k, self._full)
-                    _, bad, arrays = gm.score(mdl.records(model, self._full), want)
-                    break
-                except DeviceFailure as failure:
-                    data.manager.drop(failure)
-                    data.reshard()
-        finally:
-            data.close()
+        _, bad, arrays = surviving(data, lambda: ShardedGmm(data, model.k, self._full).score(
+            mdl.records(model, self._full), want))
         if bad:
             raise ValueError("Input X contains NaN or infinity.")
         return arrays

@@ -167,7 +167,7 @@ class KDTreePass:
         self.tiny = 64 * (part.d + 2) * float(np.finfo(part.dtype).tiny)
 
     def stats(self, centers_list):
-        b, p, q = self.brute, self.part, self.part.queue
+        b, p = self.brute, self.part
         b.upload(centers_list)
         b.zero()
         kmax = int(np.diff(b.off).max())

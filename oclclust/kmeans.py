@@ -13,7 +13,7 @@ import pyopencl.array as cla
 from .base import BaseEstimator, ClusterMixin, TransformerMixin
 from .distances import pairwise_euclidean
 from .ensemble import fit_ensemble
-from .manager import DeviceFailure, DeviceManager
+from .manager import DeviceManager, surviving
 from .mpi import joined_fit_data, joined_moments, joined_pass
 from .placement import new_data
 from .progress import Progress
@@ -74,22 +74,13 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         data, ranks = joined_fit_data(self, X, sample_weight, self._calibration_pass)
         data, host_w = data
         rng = check_random_state(self.random_state)
-        seed_state = rng.get_state()
-        try:
+
+        def attempt():
             if ranks.n < self.n_clusters:
                 raise ValueError(f"n_samples={ranks.n} should be >= "
                                  f"n_clusters={self.n_clusters}.")
-            while True:
-                try:
-                    return self._fit(data, host_w, rng, ranks)
-                except DeviceFailure as failure:
-                    # the failed device's rows move to the others; the fit
-                    # starts over from the same random state
-                    data.manager.drop(failure)
-                    data.reshard()
-                    rng.set_state(seed_state)
-        finally:
-            data.close()
+            return self._fit(data, host_w, rng, ranks)
+        return surviving(data, attempt, rng)
 
     def _fit(self, data, host_w, rng, ranks):
         mean, var, finite = ranks.together(lambda: joined_moments(data, ranks))
@@ -246,15 +237,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         dropped and the pass runs again on the others."""
         self._check_fitted()
         data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
-        try:
-            while True:
-                try:
-                    return pass_(data)
-                except DeviceFailure as failure:
-                    data.manager.drop(failure)
-                    data.reshard()
-        finally:
-            data.close()
+        return surviving(data, lambda: pass_(data))
 
     def _assign(self, X, sample_weight=None):
         def assign(data):

@@ -31,6 +31,24 @@ class DeviceFailure(RuntimeError):
         self.profile, self.cause = profile, cause
 
 
+def surviving(data, attempt, rng=None):
+    """attempt() over *data* (a ShardedData), closed afterwards: a device that
+    fails is dropped with a warning, its rows move to the others and
+    attempt() starts over, from the same state of *rng* when given."""
+    state = None if rng is None else rng.get_state()
+    try:
+        while True:
+            try:
+                return attempt()
+            except DeviceFailure as failure:
+                data.manager.drop(failure)
+                data.reshard()
+                if rng is not None:
+                    rng.set_state(state)
+    finally:
+        data.close()
+
+
 def split_rows(n, weights):
     """Row counts proportional to *weights* (largest remainder; sum is n)."""
     w = np.asarray(weights, dtype=np.float64)
