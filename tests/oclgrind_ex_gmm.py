@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 import oclclust as oc
-from oclclust import gmm, mdl
+from oclclust import gmm_pass, mdl
 from oclclust.partition import DevicePartition
 from oclclust.reduce import partial_buffer
 from oclgrind_driver import PRECISIONS, close, data, mark, profile_for, streaming_budget
@@ -26,19 +26,19 @@ K = 5
 
 @contextlib.contextmanager
 def forced(estep, mstep):
-    """gmm.plan offered exactly these specs (it still checks and builds them)."""
-    originals = gmm._estep_specs, gmm._mstep_specs
+    """gmm_pass.plan offered exactly these specs (it still checks and builds them)."""
+    originals = gmm_pass._estep_specs, gmm_pass._mstep_specs
 
     def estep_specs(profile, dtype, d, full):
         yield estep
-    gmm._estep_specs = estep_specs
-    gmm._mstep_specs = lambda *args: iter([mstep])
-    gmm._PLANS.clear()
+    gmm_pass._estep_specs = estep_specs
+    gmm_pass._mstep_specs = lambda *args: iter([mstep])
+    gmm_pass._PLANS.clear()
     try:
         yield
     finally:
-        gmm._estep_specs, gmm._mstep_specs = originals
-        gmm._PLANS.clear()
+        gmm_pass._estep_specs, gmm_pass._mstep_specs = originals
+        gmm_pass._PLANS.clear()
 
 
 def model(X, full):
@@ -73,7 +73,7 @@ def estep_variants(base):
     """(label, spec): chunks of 2 of the 5 records (ragged last), all staged
     at once, read from global memory, two points per work-item."""
     def make(**kw):
-        return gmm.EStepSpec(**dict(base, **kw))
+        return gmm_pass.EStepSpec(**dict(base, **kw))
     yield "chunked ppi=2", make(wg=4, ppi=2, cchunk=2, stage_params=True)
     yield "staged at once", make(wg=4, ppi=1, cchunk=8, stage_params=True)
     yield "global", make(wg=8, ppi=1, cchunk=1 << 20, stage_params=False)
@@ -81,11 +81,11 @@ def estep_variants(base):
 
 def mstep_variants(base, d, full):
     nb_gpu = -(-d // 2)
-    yield gmm.MStepSpec(wg=3 * (nb_gpu * nb_gpu if full else nb_gpu), tb=2, nb=nb_gpu,
+    yield gmm_pass.MStepSpec(wg=3 * (nb_gpu * nb_gpu if full else nb_gpu), tb=2, nb=nb_gpu,
                         reps=3, tile=4, **base)                 # GPU shape, replicas
-    yield gmm.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
+    yield gmm_pass.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
     # CPU: a work-item per component (ragged last block of components)
-    yield gmm.MStepSpec(variant="rowwise", wg=2, tile=4, **base)
+    yield gmm_pass.MStepSpec(variant="rowwise", wg=2, tile=4, **base)
 
 
 def exercise_kernels(device, log):
@@ -107,10 +107,10 @@ def exercise_kernels(device, log):
                     mark(what)
                     part = DevicePartition(profile, X)
                     with forced(estep, mstep):
-                        gp = gmm.GmmPass(part, K, full)
+                        gp = gmm_pass.GmmPass(part, K, full)
                     gp.chunks = 3       # rows in chunks of 13: several ragged tiles each
                     gp.part_stats = partial_buffer(part.queue, 3 * mstep.reps,
-                                                   K * gmm.stats_size(X.shape[1], full), fp64)
+                                                   K * gmm_pass.stats_size(X.shape[1], full), fp64)
                     ll, bad = gp.estep(mdl.records(m, full), store_resp=store)
                     close(gp.lse.get(part.queue), lse, f"{what}: lse", rtol)
                     close(ll, lse.sum(), f"{what}: log-likelihood", rtol)
@@ -147,7 +147,7 @@ def exercise_fits(device, log):
                                  [profile], memory_budget=streaming_budget(dtype)))):
                 what = f"GaussianMixture {dtype} fp64={fp64} {cov} {how}"
                 mark(what)
-                gmm._PLANS.clear()
+                gmm_pass._PLANS.clear()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     gm = oc.GaussianMixture(K, devices=mgr, **params).fit(X)

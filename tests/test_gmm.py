@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 
 import oclclust as oc
 from conftest import split_or_skip
-from oclclust import gmm, mdl
+from oclclust import gmm_pass, mdl
 
 FLOATS = [np.float32, np.float64]
 COVS = ["full", "diag"]
@@ -305,9 +305,9 @@ def test_gpu_kernel_shapes_on_this_device(profile, cov):
         warnings.simplefilter("ignore", ConvergenceWarning)
         ours = oc.GaussianMixture(k, devices=oc.DeviceManager([as_gpu]), **params).fit(X)
         sk = SkGMM(k, **params).fit(X)
-    chosen = [plan[0] for key, plan in gmm._PLANS.items() if key[0] == as_gpu]
-    espec = next(s for s in chosen if isinstance(s, gmm.EStepSpec))
-    mspec = next(s for s in chosen if isinstance(s, gmm.MStepSpec))
+    chosen = [plan[0] for key, plan in gmm_pass._PLANS.items() if key[0] == as_gpu]
+    espec = next(s for s in chosen if isinstance(s, gmm_pass.EStepSpec))
+    mspec = next(s for s in chosen if isinstance(s, gmm_pass.MStepSpec))
     assert espec.ppi == 2 and espec.stage_params and espec.cchunk < k
     assert mspec.variant == "tiled" and mspec.tile < 64
     np.testing.assert_allclose(ours.means_, sk.means_, atol=1e-9)
