@@ -105,25 +105,25 @@ def run_skfuzzy(X, C0, args):
                 seconds_per_iter=seconds / int(res[5]), seconds=seconds, centers=None)
 
 
-def pass_starts(cmeans):
+def pass_starts(cmeans_pass):
     """Record when each pass of ShardedCMeans starts (a list, in order)."""
-    starts, original = [], cmeans.ShardedCMeans.run
+    starts, original = [], cmeans_pass.ShardedCMeans.run
 
     def run(self, centers, update=True, write_u=False):
         starts.append(time.perf_counter())
         return original(self, centers, update, write_u)
-    cmeans.ShardedCMeans.run = run
+    cmeans_pass.ShardedCMeans.run = run
     return starts
 
 
 def run_oclclust(oc, profile, X, C0, args, resident):
     import pyopencl.array as cla
-    from oclclust import cmeans
+    from oclclust import cmeans_pass
     data = X
     if resident:
         data = cla.to_device(profile.queue(), X)
         profile.queue().finish()
-    starts = pass_starts(cmeans)
+    starts = pass_starts(cmeans_pass)
     per_iter = []
 
     def fit():

@@ -19,7 +19,7 @@ import itertools
 import numpy as np
 
 import oclclust as oc
-from oclclust import cmeans
+from oclclust import cmeans_pass
 from oclclust.partition import DevicePartition
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 
@@ -44,18 +44,18 @@ MODES = {"update": (True, False), "write_u": (False, True), "objective": (False,
 
 @contextlib.contextmanager
 def forced_spec(spec):
-    """cmeans.plan offers *spec* alone (still built and checked as in a fit)."""
-    original = cmeans.candidate_specs
+    """cmeans_pass.plan offers *spec* alone (still built and checked as in a fit)."""
+    original = cmeans_pass.candidate_specs
 
     def candidate_specs(*args, **kwargs):
         yield spec
-    cmeans.candidate_specs = candidate_specs
-    cmeans._PLANS.clear()
+    cmeans_pass.candidate_specs = candidate_specs
+    cmeans_pass._PLANS.clear()
     try:
         yield
     finally:
-        cmeans.candidate_specs = original
-        cmeans._PLANS.clear()
+        cmeans_pass.candidate_specs = original
+        cmeans_pass._PLANS.clear()
 
 
 def reference(X, centers, m, w):
@@ -74,17 +74,17 @@ def reference(X, centers, m, w):
 def specs(profile, dtype):
     """The layout cycle over every (mode, weighted, m == 2)."""
     d = data(dtype)[0].shape[1]
-    first = next(cmeans.candidate_specs(profile, dtype, d, C, True, False, False, True))
+    first = next(cmeans_pass.candidate_specs(profile, dtype, d, C, True, False, False, True))
     combos = itertools.product(MODES.items(), (False, True), (True, False))
     for i, ((mode, (update, write_u)), weighted, m_two) in enumerate(combos):
         p, stage, cchunk, local_u, stage_point, acc_private, blocks = LAYOUTS[i % len(LAYOUTS)]
         row_major = blocks == "row-major"
-        kb, kw, qs = cmeans.row_major_blocks(C, d, first.wg) if row_major else blocks
+        kb, kw, qs = cmeans_pass.row_major_blocks(C, d, first.wg) if row_major else blocks
         yield mode, dataclasses.replace(
-            first, p=p, ps=cmeans._odd(C if row_major else p), row_major=row_major,
+            first, p=p, ps=cmeans_pass._odd(C if row_major else p), row_major=row_major,
             stage_centers=stage != "none", cchunk=cchunk,
             local_u=local_u, stage_point=stage_point, acc_private=acc_private and update,
-            kb=kb, kw=kw, qs=qs, xs=cmeans._odd(max(d + 1, kb * kw)), update=update,
+            kb=kb, kw=kw, qs=qs, xs=cmeans_pass._odd(max(d + 1, kb * kw)), update=update,
             write_u=write_u, weighted=weighted, m_two=m_two)
 
 
@@ -101,7 +101,7 @@ def exercise_cmeans_pass(device, log):
             mark(f"cmeans fp64={fp64} {spec}")
             part = DevicePartition(profile, X, w if spec.weighted else None)
             with forced_spec(spec):
-                cpass = cmeans.CMeansPass(part, C, m, spec.update, spec.write_u)
+                cpass = cmeans_pass.CMeansPass(part, C, m, spec.update, spec.write_u)
             assert cpass.spec == spec
             ww = w.astype(np.float64) if spec.weighted else np.ones(len(X))
             U, stats, obj = reference(X, centers, m, ww)
@@ -132,7 +132,7 @@ def exercise_cmeans_fit(device, log):
             for how, mgr in managers(profile, dtype):
                 what = f"{dtype} fp64={fp64} weighted={weights is not None} {how}"
                 mark(f"FuzzyCMeans {what}")
-                cmeans._PLANS.clear()
+                cmeans_pass._PLANS.clear()
                 fc = oc.FuzzyCMeans(C, m=1.5, random_state=0, tol=0, max_iter=2, devices=mgr)
                 fc.fit(X, sample_weight=weights)
                 fits += 1

@@ -22,7 +22,7 @@ from sklearn.utils.estimator_checks import estimator_checks_generator
 
 import oclclust as oc
 from conftest import split_or_skip
-from oclclust import cmeans
+from oclclust import cmeans_pass
 
 FLOATS = [np.float32, np.float64]
 MS = [2.0, 1.5, 3.0]
@@ -155,24 +155,24 @@ def test_small_local_memory_variants(profile, make_blobs, layout):
              "global-memberships": lambda s: not s.local_u,
              "rows-shared": lambda s: s.p == s.wg // 4 and s.local_u and s.cchunk == c,
              "row-major": lambda s: True, "centre-major": lambda s: True}
-    spec = next(s for s in cmeans.candidate_specs(profile, "float64", 5, c, True, False,
+    spec = next(s for s in cmeans_pass.candidate_specs(profile, "float64", 5, c, True, False,
                                                   False, True) if specs[layout](s))
-    original = cmeans.candidate_specs
+    original = cmeans_pass.candidate_specs
 
     def forced(*args):
         update, write_u = args[4:6]
         order = {"row-major": True, "centre-major": False}.get(layout, spec.row_major)
         yield dataclasses.replace(spec, update=update, write_u=write_u,
-                                  ps=cmeans._odd(c if order else spec.p),
-                                  **cmeans._layout(profile, 5, c, spec.wg, order, update))
-    cmeans.candidate_specs, saved = forced, dict(cmeans._PLANS)
-    cmeans._PLANS.clear()
+                                  ps=cmeans_pass._odd(c if order else spec.p),
+                                  **cmeans_pass._layout(profile, 5, c, spec.wg, order, update))
+    cmeans_pass.candidate_specs, saved = forced, dict(cmeans_pass._PLANS)
+    cmeans_pass._PLANS.clear()
     try:
         fc = oc.FuzzyCMeans(c, init=init, tol=0, max_iter=3, devices=[profile]).fit(X)
     finally:
-        cmeans.candidate_specs = original
-        cmeans._PLANS.clear()
-        cmeans._PLANS.update(saved)
+        cmeans_pass.candidate_specs = original
+        cmeans_pass._PLANS.clear()
+        cmeans_pass._PLANS.update(saved)
     np.testing.assert_allclose(fc.cluster_centers_, want[0], rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(fc.u_, want[1], rtol=1e-9, atol=1e-9)
 
