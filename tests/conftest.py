@@ -6,6 +6,9 @@ device).  Tests pass ``devices=devices`` to estimators rather than relying on
 OCLCLUST_DEVICES, so the platform under test is never in doubt.
 """
 import os
+import shutil
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -97,3 +100,40 @@ def split_or_skip(profile, counts=(1, 1)):
             raise
         pytest.skip(f"{profile} cannot be split into sub-devices: {exc}")
     return subs
+
+
+# --------------------------------------------------- scikit-learn's contract
+# scikit-learn marks its own KMeans as failing this check; the k-family fails it
+# for the same reason (the weighted and the repeated data draw different inits)
+SAMPLE_WEIGHT_XFAIL = {"check_sample_weight_equivalence_on_dense_data":
+                       "sample_weight is not equivalent to removing/repeating samples."}
+# checks that can only skip here: they need pandas / SCIPY_ARRAY_API with
+# array-api-strict, optional packages the test extra does not install
+NEEDS_MISSING_PACKAGES = {"check_sample_weights_pandas_series", "check_array_api_input"}
+
+
+def sklearn_checks(make, expected_failed_checks=None):
+    """pytest params (estimator, check) of scikit-learn's estimator checks of
+    make(platform name) on every platform under test; an expected failure is
+    strict (it must fail)."""
+    from sklearn.utils.estimator_checks import estimator_checks_generator
+    for name in sorted(PLATFORMS):
+        for entry in estimator_checks_generator(make(name), mark="xfail", xfail_strict=True,
+                                                expected_failed_checks=expected_failed_checks):
+            check = getattr(entry, "values", entry)[1]
+            check_name = getattr(check, "func", check).__name__
+            if check_name not in NEEDS_MISSING_PACKAGES:
+                yield pytest.param(*getattr(entry, "values", entry),
+                                   marks=getattr(entry, "marks", ()),
+                                   id=f"{name.split()[0]}-{check_name}")
+
+
+# ------------------------------------------------------------------- MPI
+def mpiexec():
+    """The mpiexec of the [mpi] extra's mpich (beside this Python), else the
+    one on PATH; missing, the test fails: tools/setup.sh --test installs it."""
+    found = (shutil.which("mpiexec", path=str(Path(sys.executable).parent))
+             or shutil.which("mpiexec"))
+    if found is None:
+        pytest.fail("no mpiexec: bash tools/setup.sh --test installs mpich (the [mpi] extra)")
+    return found

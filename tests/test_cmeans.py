@@ -8,20 +8,17 @@ or 1e-3 (float32), memberships and the objective likewise.
 """
 import dataclasses
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pyopencl.array as cla
 import pytest
 from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.estimator_checks import estimator_checks_generator
 
 import oclclust as oc
-from conftest import split_or_skip
+from conftest import SAMPLE_WEIGHT_XFAIL, mpiexec, sklearn_checks, split_or_skip
 from oclclust import cmeans_pass
 
 FLOATS = [np.float32, np.float64]
@@ -298,17 +295,13 @@ np.savez(f"{out}{comm.Get_rank()}.npz", centers=fc.cluster_centers_, u=fc.u_,
 def test_mpi_ranks_equal_one_process(devices, make_blobs, tmp_path, init):
     """2 ranks, each with its rows (mpiexec, real processes): every rank has
     the model of one process fitting all rows; u_ is each rank's own rows."""
-    pytest.importorskip("mpi4py")
-    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent))
-    if mpiexec is None:
-        pytest.skip("no mpiexec")
     X = data(np.float64, make_blobs, n=301)
     w = weights(len(X), np.float64)
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "w.npy", w)
     (tmp_path / "fit.py").write_text(MPI_SCRIPT)
     env = {k: v for k, v in os.environ.items() if k != "OCLCLUST_DEVICES"}
-    proc = subprocess.run([mpiexec, "-n", "2", sys.executable, "fit.py", devices[0].platform,
+    proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, "fit.py", devices[0].platform,
                            init, "rank"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -387,30 +380,7 @@ def test_bad_data_after_fit(devices, make_blobs, method):
 
 
 # ---------------------------------------------------- scikit-learn's contract
-def _platform_names():   # as conftest's fixtures pick them, but at collection time
-    want = os.environ.get("OCLCLUST_TEST_PLATFORM")
-    return [want] if want else sorted({p.platform for p in oc.list_devices()})
-
-
-# as KMeans: the weighted and the repeated data draw different k-means++ inits
-SKLEARN_XFAIL = {"check_sample_weight_equivalence_on_dense_data":
-                 "sample_weight is not equivalent to removing/repeating samples."}
-NEEDS_MISSING_PACKAGES = {"check_sample_weights_pandas_series", "check_array_api_input"}
-
-
-def _sklearn_checks():
-    for name in _platform_names():
-        for entry in estimator_checks_generator(oc.FuzzyCMeans(devices=name), mark="xfail",
-                                                expected_failed_checks=SKLEARN_XFAIL,
-                                                xfail_strict=True):
-            check = getattr(entry, "values", entry)[1]
-            check_name = getattr(check, "func", check).__name__
-            if check_name not in NEEDS_MISSING_PACKAGES:
-                yield pytest.param(*getattr(entry, "values", entry),
-                                   marks=getattr(entry, "marks", ()),
-                                   id=f"{name.split()[0]}-{check_name}")
-
-
-@pytest.mark.parametrize("estimator, check", list(_sklearn_checks()))
+@pytest.mark.parametrize("estimator, check", list(sklearn_checks(
+    lambda name: oc.FuzzyCMeans(devices=name), SAMPLE_WEIGHT_XFAIL)))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)

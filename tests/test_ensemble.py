@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import oclclust as oc
+from conftest import SAMPLE_WEIGHT_XFAIL, sklearn_checks
 from oclclust.ensemble import EnsembleKMeans, choose, fit_ensemble
 from oclclust.placement import fit_data
 
@@ -149,8 +150,7 @@ def test_not_fitted(devices):
         EnsembleKMeans(devices=devices).predict(blobs(5, 2))
 
 
-def test_sklearn_check_estimator(devices):
-    check_estimator = pytest.importorskip("sklearn.utils.estimator_checks").check_estimator
-    xfail = {"check_sample_weight_equivalence_on_dense_data":
-             "weighted and repeated data draw different random inits (as KMeans)"}
-    check_estimator(EnsembleKMeans(n_models=2, devices=devices), expected_failed_checks=xfail)
+@pytest.mark.parametrize("estimator, check", list(sklearn_checks(
+    lambda name: EnsembleKMeans(n_models=2, devices=name), SAMPLE_WEIGHT_XFAIL)))
+def test_sklearn_check_estimator(estimator, check):
+    check(estimator)

@@ -1,17 +1,15 @@
 """GaussianMixture (issue 6): EM on the device against scikit-learn, MDL order
 selection, several devices, bad input, scikit-learn's estimator checks."""
 import dataclasses
-import os
 import warnings
 
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture as SkGMM
-from sklearn.utils.estimator_checks import estimator_checks_generator
 
 import oclclust as oc
-from conftest import split_or_skip
+from conftest import sklearn_checks, split_or_skip
 from oclclust import gmm_pass, mdl
 
 FLOATS = [np.float32, np.float64]
@@ -259,27 +257,8 @@ def test_nan_input(devices):
 
 
 # --------------------------------------------------- scikit-learn's checks
-def _platform_names():
-    want = os.environ.get("OCLCLUST_TEST_PLATFORM")
-    return [want] if want else sorted({p.platform for p in oc.list_devices()})
-
-
-NEEDS_MISSING_PACKAGES = {"check_sample_weights_pandas_series", "check_array_api_input"}
-
-
-def _sklearn_checks():
-    for name in _platform_names():
-        for entry in estimator_checks_generator(oc.GaussianMixture(devices=name),
-                                                mark="xfail", xfail_strict=True):
-            check = getattr(entry, "values", entry)[1]
-            check_name = getattr(check, "func", check).__name__
-            if check_name not in NEEDS_MISSING_PACKAGES:
-                yield pytest.param(*getattr(entry, "values", entry),
-                                   marks=getattr(entry, "marks", ()),
-                                   id=f"{name.split()[0]}-{check_name}")
-
-
-@pytest.mark.parametrize("estimator, check", list(_sklearn_checks()))
+@pytest.mark.parametrize("estimator, check", list(sklearn_checks(
+    lambda name: oc.GaussianMixture(devices=name))))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
 

@@ -5,7 +5,6 @@ distances, so scipy's tie rules are what is tested) and sets with duplicate
 points; every method x metric, float32 and float64 input, observations and
 condensed input.  Merges and sizes must be equal, heights equal to rounding.
 """
-import os
 import warnings
 
 import numpy as np
@@ -14,12 +13,12 @@ from scipy.cluster import hierarchy
 from scipy.spatial.distance import pdist, squareform
 
 import oclclust as oc
+from conftest import sklearn_checks
 from oclclust.hierarchical import EUCLIDEAN_METHODS, METHODS, METRICS
 from oclclust.linkage_device import Plan
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.cluster import AgglomerativeClustering as SkAgglomerative
-from sklearn.utils.estimator_checks import estimator_checks_generator
 
 PAIRS = [(m, d) for m in METHODS for d in METRICS
          if m not in EUCLIDEAN_METHODS or d == "euclidean"]
@@ -206,24 +205,8 @@ def test_agglomerative_memory_caches(devices, tmp_path):
     np.testing.assert_array_equal(a.labels_, b.labels_)
 
 
-def _platform_names():
-    want = os.environ.get("OCLCLUST_TEST_PLATFORM")
-    return [want] if want else sorted({p.platform for p in oc.list_devices()})
-
-
-def _sklearn_checks():
-    for name in _platform_names():
-        for entry in estimator_checks_generator(oc.AgglomerativeClustering(devices=name),
-                                                mark="xfail"):
-            check = getattr(entry, "values", entry)[1]
-            check_name = getattr(check, "func", check).__name__
-            if check_name not in {"check_array_api_input", "check_sample_weights_pandas_series"}:
-                yield pytest.param(*getattr(entry, "values", entry),
-                                   marks=getattr(entry, "marks", ()),
-                                   id=f"{name.split()[0]}-{check_name}")
-
-
-@pytest.mark.parametrize("estimator, check", list(_sklearn_checks()))
+@pytest.mark.parametrize("estimator, check", list(sklearn_checks(
+    lambda name: oc.AgglomerativeClustering(devices=name))))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
 

@@ -5,7 +5,6 @@ relative, same n_iter_.  The data are well-separated blobs (conftest), so no
 point is near a tie between two centres and float32 rounding cannot flip a label.
 """
 import dataclasses
-import os
 import warnings
 
 import numpy as np
@@ -16,9 +15,9 @@ import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 from sklearn.cluster import KMeans as SKMeans
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.utils.estimator_checks import estimator_checks_generator
 
 import oclclust as oc
+from conftest import SAMPLE_WEIGHT_XFAIL, sklearn_checks
 from oclclust.partition import DevicePartition
 
 FLOATS = [np.float32, np.float64]
@@ -348,33 +347,7 @@ def test_array_init_with_n_init_warns(devices, blobs):
 
 
 # ---------------------------------------------------- scikit-learn's contract
-def _platform_names():   # as conftest's fixtures pick them, but at collection time
-    want = os.environ.get("OCLCLUST_TEST_PLATFORM")
-    return [want] if want else sorted({p.platform for p in oc.list_devices()})
-
-
-# scikit-learn marks its own KMeans as failing this check; ours fails it for the
-# same reason (the weighted and the repeated data draw different random inits).
-SKLEARN_XFAIL = {"check_sample_weight_equivalence_on_dense_data":
-                 "sample_weight is not equivalent to removing/repeating samples."}
-# Checks that only skip here: they need pandas / SCIPY_ARRAY_API with array-api-strict,
-# optional packages the test extra does not install.
-NEEDS_MISSING_PACKAGES = {"check_sample_weights_pandas_series", "check_array_api_input"}
-
-
-def _sklearn_checks():
-    for name in _platform_names():
-        for entry in estimator_checks_generator(oc.KMeans(devices=name), mark="xfail",
-                                                expected_failed_checks=SKLEARN_XFAIL,
-                                                xfail_strict=True):
-            check = getattr(entry, "values", entry)[1]
-            check_name = getattr(check, "func", check).__name__
-            if check_name not in NEEDS_MISSING_PACKAGES:
-                yield pytest.param(*getattr(entry, "values", entry),
-                                   marks=getattr(entry, "marks", ()),
-                                   id=f"{name.split()[0]}-{check_name}")
-
-
-@pytest.mark.parametrize("estimator, check", list(_sklearn_checks()))
+@pytest.mark.parametrize("estimator, check", list(sklearn_checks(
+    lambda name: oc.KMeans(devices=name), SAMPLE_WEIGHT_XFAIL)))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)

@@ -6,7 +6,6 @@ test through the subprocess timeout.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,21 +14,19 @@ import numpy as np
 import pytest
 
 import oclclust as oc
+from conftest import mpiexec
 from oclclust.modelio import load_model
 
-pytest.importorskip("mpi4py", reason="mpi4py is not installed (the [mpi] extra)")
-SCRIPT = Path(__file__).resolve().parent / "mpi_script.py"
-MPIEXEC = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or \
-    shutil.which("mpiexec")
-sys.path.insert(0, str(SCRIPT.parent))
-import mpi_script  # noqa: E402
+import mpi_script  # noqa: E402 -- beside this file, as conftest
+
+SCRIPT = Path(mpi_script.__file__).resolve()
 
 
 def mpirun(ranks, *args, platform, cwd, timeout=120, module=False):
     env = dict(os.environ, OCLCLUST_TEST_PLATFORM=platform)
     env.pop("OCLCLUST_DEVICES", None)
     target = ["-m", "oclclust"] if module else [str(SCRIPT)]
-    return subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, *target, *args],
+    return subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, *target, *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
