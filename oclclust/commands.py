@@ -31,6 +31,18 @@ PARAMS = {
 }
 
 
+def add_data_arguments(p):
+    p.add_argument("--columns", help="comma-separated column indices or header names to use")
+    p.add_argument("--key", help="the array's name in an .npz or HDF5 data file")
+
+
+def read_data(args, comm=None):
+    """This rank's rows of args.data, with the --columns and --key asked for."""
+    from .datafiles import load_data
+    columns = args.columns.split(",") if args.columns else None
+    return load_data(args.data, columns=columns, key=args.key, comm=comm)
+
+
 def add_fit_arguments(p, int_at_least, positive_float):
     p.add_argument("data", help="data file: .npy, .npz, .csv, .tsv, .fvecs, .bvecs, .ivecs")
     p.add_argument("--algorithm", "-a", choices=sorted(ALGORITHMS), default="kmeans",
@@ -43,8 +55,7 @@ def add_fit_arguments(p, int_at_least, positive_float):
                    "MPI '{rank}' in the name is the rank (else .rankN is added)")
     p.add_argument("--tree", metavar="Z.npy", help="hierarchical: also write the whole tree "
                    "as scipy's linkage matrix Z")
-    p.add_argument("--columns", help="comma-separated column indices or header names to use")
-    p.add_argument("--key", help="the array's name in an .npz data file")
+    add_data_arguments(p)
     p.add_argument("--plot", metavar="OUT.png", help="write a figure: the clusters (PCA "
                    "projection for d > 2), the dendrogram, or the MDL path (matplotlib)")
     p.add_argument("--mpi", choices=("auto", "on", "off"), default="auto",
@@ -130,13 +141,11 @@ def write_array(path, values):
 
 
 def cmd_fit(args, usage_error):
-    from .datafiles import load_data
     from .modelio import save_model
     from .mpi import rank, size
     comm = _comm(args.mpi)
     estimator = _estimator(args, usage_error, comm)
-    columns = args.columns.split(",") if args.columns else None
-    X = load_data(args.data, columns=columns, key=args.key, comm=comm)
+    X = read_data(args, comm)
     start = time.perf_counter()
     estimator.fit(X)
     seconds = time.perf_counter() - start
@@ -198,13 +207,11 @@ def plot(path, estimator, X, Z=None):
 
 
 def cmd_predict(args, usage_error):
-    from .datafiles import load_data
     from .modelio import load_model
     model = load_model(args.model)
     if args.devices is not None and "devices" in model.get_params(deep=False):
         model.set_params(devices=args.devices)
-    columns = args.columns.split(",") if args.columns else None
-    X = load_data(args.data, columns=columns, key=args.key)
+    X = read_data(args)
     if args.proba:
         if not hasattr(model, "predict_proba"):
             raise usage_error(f"--proba: a {type(model).__name__} has no memberships")
@@ -226,6 +233,5 @@ def add_predict_arguments(p):
                    "print one per line")
     p.add_argument("--proba", metavar="FILE", help="also write memberships / "
                    "responsibilities (c-means, gmm)")
-    p.add_argument("--columns", help="comma-separated column indices or header names")
-    p.add_argument("--key", help="the array's name in an .npz data file")
+    add_data_arguments(p)
     p.add_argument("--devices", help='devices to run on ("all", "cpu", "gpu", names)')
