@@ -9,6 +9,7 @@ an independent KMeans fit from its own init follows (its own tol, its own
 iteration count: a converged model leaves the passes, the others go on).
 """
 import numbers
+import time
 
 import numpy as np
 import pyopencl.array as cla
@@ -20,6 +21,7 @@ from .kdtree import MAPPINGS, KDTreePass
 from .kmeanspp import kmeans_plusplus
 from .manager import DeviceManager, surviving
 from .placement import new_data
+from .progress import Progress, history_entry
 from .validation import NotFittedError, check_params, check_random_state
 
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
@@ -105,31 +107,46 @@ def data_moments(data, comm=None):
     return mean, np.maximum(s2 / n - mean * mean, 0.0)
 
 
-def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0):
+def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, history=None):
     """Lloyd iterations of every model of *inits* at once.
-    Returns (centers list, inertia per model, n_iter per model, labels M x n)."""
+    Returns (centers list, inertia per model, n_iter per model, labels M x n);
+    each iteration's statistics are appended to *history* when given."""
     centers = [np.array(c, np.float64) for c in inits]
     n_iter = np.zeros(len(centers), np.int64)
     active = list(range(len(centers)))
-    for it in range(max_iter):
-        if not active:
-            break
-        stats = engine.stats([centers[m] for m in active])
-        still = []
-        for m, (sums, weights) in zip(active, stats):
-            if (weights == 0).any():
-                relocate_empty(engine, centers[m], sums, weights, data, host_w)
-            safe = np.where(weights > 0, weights, 1)[:, None]
-            new = np.where(weights[:, None] > 0, sums / safe, centers[m])
-            shift = float(((new - centers[m]) ** 2).sum())
-            centers[m], n_iter[m] = new, it + 1
-            if shift > tol:
-                still.append(m)
-        if verbose > 1:
-            print(f"  iteration {it}: {len(still)} of {len(centers)} models still moving")
-        active = still
+    with Progress(max_iter, "ensemble k-means", bool(verbose)) as bar:
+        for it in range(max_iter):
+            if not active:
+                break
+            start = time.perf_counter()
+            active, shift = _ensemble_step(engine, centers, n_iter, active, it, tol, data,
+                                           host_w)
+            if history is not None:
+                history.append(history_entry(it + 1, start, data, models_moving=len(active),
+                                             max_center_shift=shift))
+            bar.step(models_moving=len(active), shift=shift)
+            if verbose > 1:
+                print(f"  iteration {it}: {len(active)} of {len(centers)} models still moving")
     inertia, labels, _ = engine.assign(centers, labels=True)
     return centers, inertia, n_iter, labels
+
+
+def _ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w):
+    """One pass for the *active* models: their centres and n_iter updated in
+    place; returns (the models still moving, the largest centre shift)."""
+    stats = engine.stats([centers[m] for m in active])
+    still, largest = [], 0.0
+    for m, (sums, weights) in zip(active, stats):
+        if (weights == 0).any():
+            relocate_empty(engine, centers[m], sums, weights, data, host_w)
+        safe = np.where(weights > 0, weights, 1)[:, None]
+        new = np.where(weights[:, None] > 0, sums / safe, centers[m])
+        shift = float(((new - centers[m]) ** 2).sum())
+        centers[m], n_iter[m] = new, it + 1
+        largest = max(largest, shift)
+        if shift > tol:
+            still.append(m)
+    return still, largest
 
 
 def relocate_empty(engine, centers, sums, weights, data, host_w):
@@ -247,9 +264,10 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
         inits = ranks.together(lambda: self._inits(data, rng, host_w, ks, ranks))
         engine = ShardedEnsemble(data, fixed_point(data, host_w, mean, self.comm), ks,
                                  self.strategy, self.kdtree, self.comm)
+        self.history_ = []
         centers, inertia, n_iter, labels = lloyd_ensemble(
             engine, inits, self.max_iter, float(np.mean(var) * self.tol), data, host_w,
-            self.verbose)
+            self.verbose if ranks.rank == 0 else 0, self.history_)
         centers = [c.astype(data.dtype) for c in centers]
         self.models_ = np.stack(centers) if len(set(ks)) == 1 else centers
         self.inertias_ = np.asarray(inertia, np.float64)
@@ -261,7 +279,7 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
         self.n_features_in_ = data.d
         self.strategy_ = dict(engine.choices)
         self.devices_ = data.rows_per_device
-        if self.verbose:
+        if self.verbose and ranks.rank == 0:
             print(f"ensemble of {len(ks)} models: {self.strategy_}; inertias {self.inertias_}, "
                   f"iterations {self.n_iter_}")
         return self
