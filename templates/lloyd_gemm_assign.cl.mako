@@ -3,9 +3,8 @@ Register-tiled (GEMM-style) distance + argmin: labels, exact distances,
 inertia and change counts; the sums come from lloyd_accumulate_sums.cl.mako.
 Reads spec: d, dp (d padded to kc), kp (k padded to tn), tm, tn (points and
 centroids of a work-group tile), rm, rn (a work-item's register tile),
-kc (depth of a local-memory chunk), vw (width of the local-memory reads: a
-work-item's register tile is rm / vw by rn / vw vectors, interleaved with its
-neighbours' so a wavefront reads consecutive vectors, no bank conflicts),
+kc (depth of a local-memory chunk), vw (width of the local-memory reads),
+as distance_tile.cl.mako (the shared register tile, FORM "dot") reads them;
 prefetch (the next chunk read into registers while this one is multiplied),
 weighted.
 
@@ -17,6 +16,7 @@ their (score, index) pairs, ties to the lowest index, and the winner's exact
 (x - c)^2 distance is recomputed so inertia suffers no cancellation.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="tile" file="distance_tile.cl.mako"/>
 <%def name="load_chunk(jt, kc)">
         for (int u = 0; u < XL; ++u) {
             const int e = lid + u * WG;
@@ -29,23 +29,10 @@ their (score, index) pairs, ties to the lowest index, and the winner's exact
                 pc[u] = C_AT(e, ${jt}, ${kc});
         }
 </%def>
-<%
-    nx, ny = tn // rn, tm // rm
-    vec = f"{real_t}{vw}" if vw > 1 else real_t
-    comps = "0123456789abcdef"
-%>
 #define D ${d}
+${tile.defines()}
 #define DP ${dp}
 #define KP ${kp}
-#define TM ${tm}
-#define TN ${tn}
-#define KC ${kc}
-#define NX ${nx}
-#define NY ${ny}
-#define WG ${nx * ny}
-/* local rows padded by the vector width: the X stores (one row per lane run)
-   hit different banks, and vector reads stay aligned */
-#define TMP (TM + ${vw})
 #define KSTEPS (DP / KC)
 #define STEPS (KP / TN * KSTEPS)
 #define XL ((TM * KC + WG - 1) / WG)   /* prefetched values per work-item */
@@ -76,11 +63,7 @@ void assign_gemm(
     const int lid = get_local_id(0);
     const int tx = lid % NX, ty = lid / NX;
     const long g = get_group_id(0);
-    /* declared as vectors: the vector reads below are aligned */
-    __local ${vec} lx_vec[KC * TMP / ${vw}];
-    __local ${vec} lc_vec[KC * TN / ${vw}];
-    __local real_t *lx = (__local real_t *)lx_vec;
-    __local real_t *lc = (__local real_t *)lc_vec;
+${tile.local_chunks()}\
     __local real_t row_best[TM * NX];
     __local int row_index[TM * NX];
     __local acc_t scratch[WG];
@@ -96,11 +79,7 @@ void assign_gemm(
         real_t best_${r} = INFINITY;
         int index_${r} = 0;
 % endfor
-% for r in range(rm):
-  % for q in range(rn):
-        real_t acc_${r}_${q} = 0;
-  % endfor
-% endfor
+${tile.accumulators()}\
 % if prefetch:
         /* the next chunk is read from global memory into registers while
            this one is multiplied: the loads' latency hides behind the FMAs */
@@ -127,52 +106,18 @@ void assign_gemm(
             }
 % else:
             /* X chunk, transposed: lanes walk a row's dimensions (coalesced) */
-            for (int e = lid; e < TM * KC; e += WG)
-                lx[(e % KC) * TMP + e / KC] = X_AT(e, kc);
+${tile.stage_transposed("lx", "TMP", "TM", "X_AT(e, kc)")}\
             /* C chunk: centers_t rows are contiguous along the centroids */
-            for (int e = lid; e < TN * KC; e += WG)
-                lc[e] = C_AT(e, jt, kc);
+${tile.stage_direct("lc", "TN", "C_AT(e, jt, kc)")}\
             barrier(CLK_LOCAL_MEM_FENCE);
 % endif
-            #pragma unroll
-            for (int kk = 0; kk < KC; ++kk) {
-% if vw > 1:
-                __local const ${vec} *xr = lx_vec + kk * (TMP / ${vw});
-                __local const ${vec} *cr = lc_vec + kk * (TN / ${vw});
-  % for r0 in range(0, rm, vw):
-                const ${vec} a${r0} = xr[${r0 // vw} * NY + ty];
-  % endfor
-  % for q0 in range(0, rn, vw):
-                const ${vec} b${q0} = cr[${q0 // vw} * NX + tx];
-  % endfor
-  % for r in range(rm):
-    % for q in range(rn):
-                acc_${r}_${q} = fma(a${r - r % vw}.s${comps[r % vw]}, b${q - q % vw}.s${comps[q % vw]}, acc_${r}_${q});
-    % endfor
-  % endfor
-% else:
-                __local const real_t *xr = lx + kk * TMP;
-                __local const real_t *cr = lc + kk * TN;
-  % for r in range(rm):
-                const real_t a${r} = xr[${r} * NY + ty];
-  % endfor
-  % for q in range(rn):
-                const real_t b${q} = cr[${q} * NX + tx];
-  % endfor
-  % for r in range(rm):
-    % for q in range(rn):
-                acc_${r}_${q} = fma(a${r}, b${q}, acc_${r}_${q});
-    % endfor
-  % endfor
-% endif
-            }
+${tile.multiply("dot")}\
             if (kc + KC == DP) {
                 /* a centroid tile done: candidates in increasing index, strict <
                    keeps the lowest on ties */
 % for q in range(rn):
-<%  col = f"({q // vw} * NX + tx) * {vw} + {q % vw}" %>\
                 {
-                    const int j = jt + ${col};
+                    const int j = jt + ${tile.col(q)};
                     const real_t norm = center_norms[j];
   % for r in range(rm):
                     const real_t s${r} = fma((real_t)-2, acc_${r}_${q}, norm);
@@ -186,9 +131,8 @@ void assign_gemm(
         /* the NX partial winners of each row; lowest index on ties */
         barrier(CLK_LOCAL_MEM_FENCE);
 % for r in range(rm):
-<%  row = f"({r // vw} * NY + ty) * {vw} + {r % vw}" %>\
-        row_best[(${row}) * NX + tx] = best_${r};
-        row_index[(${row}) * NX + tx] = index_${r};
+        row_best[(${tile.row(r)}) * NX + tx] = best_${r};
+        row_index[(${tile.row(r)}) * NX + tx] = index_${r};
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int r = lid; r < TM; r += WG) {
