@@ -134,15 +134,18 @@ def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, histor
 def _ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w):
     """One pass for the *active* models: their centres and n_iter updated in
     place; returns (the models still moving, the largest centre shift)."""
-    stats = engine.stats([centers[m] for m in active])
+    sums, weights = engine.stats_packed([centers[m] for m in active])
+    off = np.cumsum([0] + [len(centers[m]) for m in active])
+    old = np.concatenate([centers[m] for m in active])
+    for m, a, b in zip(active, off[:-1], off[1:]):
+        if (weights[a:b] == 0).any():    # mends the model's rows of sums, weights
+            relocate_empty(engine, centers[m], sums[a:b], weights[a:b], data, host_w)
+    new = np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None], old)
+    moved = (new - old) ** 2
     still, largest = [], 0.0
-    for m, (sums, weights) in zip(active, stats):
-        if (weights == 0).any():
-            relocate_empty(engine, centers[m], sums, weights, data, host_w)
-        safe = np.where(weights > 0, weights, 1)[:, None]
-        new = np.where(weights[:, None] > 0, sums / safe, centers[m])
-        shift = float(((new - centers[m]) ** 2).sum())
-        centers[m], n_iter[m] = new, it + 1
+    for m, a, b in zip(active, off[:-1], off[1:]):
+        shift = float(moved[a:b].sum())    # summed as KMeans sums its own
+        centers[m], n_iter[m] = new[a:b], it + 1
         largest = max(largest, shift)
         if shift > tol:
             still.append(m)

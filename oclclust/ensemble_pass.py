@@ -20,6 +20,7 @@ from .codegen import Spec, kernel, kernel_work_group_limit
 from .reduce import partial_buffer, reduce_partials
 
 STRATEGIES = ("task", "data", "concatenated")
+UNROLLED_K = 32   # models of at most this many centroids get a fully unrolled scoring loop
 
 # Profile terms of the "auto" choice, until devices.yaml carries them
 # (DeviceProfile attributes of the same names win).  Measured on the CPU
@@ -53,6 +54,7 @@ class StatsSpec(Spec):
     staged: bool = True
     distributed: bool = True
     weighted: bool = False
+    k: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,9 +96,10 @@ def work_group(profile, kern=None):
     return 1 << (max(1, wg).bit_length() - 1)
 
 
-def staged_bytes(nc, d, itemsize, stats=True):
-    """Local memory for nc centroids (and their statistics, 64-bit)."""
-    return nc * d * itemsize + (nc * (d + 1) * 8 if stats else 0)
+def staged_bytes(nc, d, itemsize, stats=True, models=1):
+    """Local memory for nc centroids of *models* models (and their
+    statistics, 64-bit), each model's block padded by up to one element."""
+    return (nc * d + models) * itemsize + ((nc * (d + 1) + 2 * models) * 8 if stats else 0)
 
 
 def model_tiles(model_off, budget, d, itemsize, per_model=False, stats=True):
@@ -115,7 +118,7 @@ def model_tiles(model_off, budget, d, itemsize, per_model=False, stats=True):
         end = m + 1
         while end < n_models and fits[end] and (
                 per_model or staged_bytes(int(model_off[end + 1] - model_off[m]), d, itemsize,
-                                          stats) <= budget):
+                                          stats, end + 1 - m) <= budget):
             end += 1
         tiles.append((m, end - m, True))
         m = end
@@ -143,17 +146,18 @@ class EnsemblePass:
         self.wg = work_group(part.profile)
         self.groups, self.tiles_per_group = part.groups(self.wg, self.wg)
         self.capacity = 0
+        self._launches = {}
         if distributed is None:
             distributed = profile_term(part.profile, "ensemble_order") == "distributed"
         self.distributed = bool(distributed)
 
-    def spec(self, staged, strategy=None):
+    def spec(self, staged, strategy=None, k=0):
         p = self.part
-        return StatsSpec(dtype=p.dtype.name, acc_double=p.acc_double,
-                         strategy=strategy or self.strategy, d=p.d, wg=self.wg, staged=staged,
-                         distributed=self.distributed and (strategy or self.strategy) ==
-                         "concatenated",
-                         weighted=p.weighted)
+        strategy = strategy or self.strategy
+        return StatsSpec(dtype=p.dtype.name, acc_double=p.acc_double, strategy=strategy, d=p.d,
+                         wg=self.wg, staged=staged,
+                         distributed=self.distributed and strategy == "concatenated",
+                         weighted=p.weighted, k=k)
 
     def upload(self, centers_list):
         """Pack and copy the models' centroids; (re)allocate the statistics."""
@@ -186,18 +190,27 @@ class EnsemblePass:
 
     def launch(self, strategy, first, count, staged):
         p, q = self.part, self.part.queue
-        kern = kernel(q.context, self.spec(staged, strategy), "ensemble_stats")
-        local = []
-        if staged:
-            nc = int(self.off[first + count] - self.off[first]) if strategy != "task" else \
-                int(np.diff(self.off)[first:first + count].max())
-            item = p.dtype.itemsize
-            local = [cl.LocalMemory(max(1, nc * p.d * item)), cl.LocalMemory(max(8, nc * p.d * 8)),
-                     cl.LocalMemory(max(8, nc * 8))]
-        groups = count if strategy == "task" else self.groups
-        kern(q, (groups * self.wg,), (self.wg,), p.x.data, np.int64(p.n), np.int64(p.stride),
-             p.weights_arg(), self.centers.data, self.model_off.data, np.int32(first),
-             np.int32(count), self.shift.data, *self.scales, self.sums.data, self.counts.data,
+        ks = np.diff(self.off)[first:first + count]
+        key = (strategy, first, count, staged, ks.tobytes())
+        if key not in self._launches:   # one spec, kernel and local buffers per tile
+            uniform = int(ks[0]) if (ks == ks[0]).all() and ks[0] <= UNROLLED_K else 0
+            kern = kernel(q.context, self.spec(staged, strategy, uniform), "ensemble_stats")
+            local = []
+            if staged:   # as the template lays them out (odd model strides with a uniform k)
+                nm = 1 if strategy == "task" else count
+                if uniform:
+                    cs, ws = nm * ((uniform * p.d) | 1), nm * (uniform | 1)
+                else:
+                    nc = int(ks.max()) if strategy == "task" else int(ks.sum())
+                    cs, ws = nc * p.d, nc
+                local = [cl.LocalMemory(max(1, cs * p.dtype.itemsize)),
+                         cl.LocalMemory(max(8, cs * 8)), cl.LocalMemory(max(8, ws * 8))]
+            groups = count if strategy == "task" else self.groups
+            self._launches[key] = (kern, (groups * self.wg,), local)
+        kern, size, local = self._launches[key]
+        kern(q, size, (self.wg,), p.x.data, np.int64(p.n), np.int64(p.stride), p.weights_arg(),
+             self.centers.data, self.model_off.data, np.int32(first), np.int32(count),
+             self.shift.data, *self.scales, self.sums.data, self.counts.data,
              np.int64(self.tiles_per_group), *local)
 
     def stats(self, centers_list):

@@ -10,7 +10,8 @@ back once per group; else centroids read from and statistics added to global
 memory), distributed (concatenated only: work-item i visits the models
 starting at model i mod M, the paper's access order that spreads the local
 atomic updates over the models instead of every work-item hitting one model),
-weighted.
+weighted, k (every model of the launch has k centroids: a compile-time loop
+the compiler unrolls, no per-model bounds read; 0: bounds from model_off).
 
 Sums are fixed point: each point adds round(w * (x - shift) * sx) and
 round(w * sw) as 64-bit integers.  Integer addition is associative, so the
@@ -27,14 +28,27 @@ Ties go to the lowest centroid index (strict < in index order).
 % else:
 #define WEIGHT(i) ((real_t)1)
 % endif
-% if staged:
-#define CENTER(j, c) lc[(j) * D + (c)]
-#define SUM_AT(j, c) (ls + (j) * D + (c))
-#define WSUM_AT(j) (lw + (j))
+<%
+    # with a uniform k, every model's block of local memory is padded to an
+    # odd stride: in the distributed order consecutive work-items read and
+    # add to consecutive models, which an even stride folds onto few banks
+    odd = lambda v: v | 1
+    ms, ss, ws = (odd(k * d), odd(k * d), odd(k)) if k and staged else \
+        ((k * d, k * d, k) if k else (0, 0, 0))
+%>
+% if k:
+#define K ${k}
+#define MS ${ms}
+#define SS ${ss}
+#define WS ${ws}
+/* packed element e of the launch's centroids (or weights) in local memory */
+#define LOCAL_C(e) (((e) / (K * D)) * MS + (e) % (K * D))
+#define LOCAL_S(e) (((e) / (K * D)) * SS + (e) % (K * D))
+#define LOCAL_W(e) (((e) / K) * WS + (e) % K)
 % else:
-#define CENTER(j, c) centers[(c_base + (j)) * D + (c)]
-#define SUM_AT(j, c) (sums + (c_base + (j)) * D + (c))
-#define WSUM_AT(j) (counts + c_base + (j))
+#define LOCAL_C(e) (e)
+#define LOCAL_S(e) (e)
+#define LOCAL_W(e) (e)
 % endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -70,11 +84,11 @@ void ensemble_stats(
 % if staged:
     const int nc = model_off[m_lo + nm] - c_base;
     for (int e = lid; e < nc * D; e += WG) {
-        lc[e] = centers[c_base * D + e];
-        ls[e] = 0;
+        lc[LOCAL_C(e)] = centers[c_base * D + e];
+        ls[LOCAL_S(e)] = 0;
     }
     for (int e = lid; e < nc; e += WG)
-        lw[e] = 0;
+        lw[LOCAL_W(e)] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
 % endif
 
@@ -92,13 +106,30 @@ void ensemble_stats(
 % else:
             const int m = m_lo + t;
 % endif
-            const int lo = model_off[m] - c_base, hi = model_off[m + 1] - c_base;
+            /* the model's centroids, sums and weights */
+% if k:
+            const int mr = m - m_lo, nj = K;
+            const int cb = mr * MS, sb = mr * SS, wb = mr * WS;
+% else:
+            const int lo = model_off[m] - c_base, nj = model_off[m + 1] - c_base - lo;
+            const int cb = lo * D, sb = lo * D, wb = lo;
+% endif
+% if staged:
+            __local const real_t *mc = lc + cb;
+            __local long *msum = ls + sb, *mw = lw + wb;
+% else:
+            __global const real_t *mc = centers + c_base * D + cb;
+            __global long *msum = sums + c_base * D + sb, *mw = counts + c_base + wb;
+% endif
             real_t best = INFINITY;
-            int bj = lo;
-            for (int j = lo; j < hi; ++j) {
+            int bj = 0;
+% if k:
+            #pragma unroll
+% endif
+            for (int j = 0; j < nj; ++j) {
                 real_t s = 0;
                 for (int c = 0; c < D; ++c) {
-                    const real_t diff = xp[c] - CENTER(j, c);
+                    const real_t diff = xp[c] - mc[j * D + c];
                     s = fma(diff, diff, s);
                 }
                 if (s < best) {
@@ -107,26 +138,28 @@ void ensemble_stats(
                 }
             }
             for (int c = 0; c < D; ++c)
-                atom_add(SUM_AT(bj, c), fv[c]);
-            atom_add(WSUM_AT(bj), fw);
+                atom_add(msum + bj * D + c, fv[c]);
+            atom_add(mw + bj, fw);
         }
     }
 % if staged:
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < nc * D; e += WG) {
   % if strategy == "task":
-        sums[c_base * D + e] = ls[e];        /* the group owns its model: no atomics */
+        sums[c_base * D + e] = ls[LOCAL_S(e)];        /* the group owns its model: no atomics */
   % else:
-        if (ls[e] != 0)                      /* other groups add to the same model */
-            atom_add(sums + c_base * D + e, ls[e]);
+        const long v = ls[LOCAL_S(e)];
+        if (v != 0)                          /* other groups add to the same model */
+            atom_add(sums + c_base * D + e, v);
   % endif
     }
     for (int e = lid; e < nc; e += WG) {
   % if strategy == "task":
-        counts[c_base + e] = lw[e];
+        counts[c_base + e] = lw[LOCAL_W(e)];
   % else:
-        if (lw[e] != 0)
-            atom_add(counts + c_base + e, lw[e]);
+        const long v = lw[LOCAL_W(e)];
+        if (v != 0)
+            atom_add(counts + c_base + e, v);
   % endif
     }
 % endif

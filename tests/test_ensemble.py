@@ -9,6 +9,7 @@ import pytest
 import oclclust as oc
 from conftest import SAMPLE_WEIGHT_XFAIL, sklearn_checks
 from oclclust.ensemble import EnsembleKMeans, choose, fit_ensemble
+from oclclust.ensemble_pass import staged_bytes
 from oclclust.placement import fit_data
 
 VARIANTS = [("task", None), ("data", None), ("concatenated", None),
@@ -77,7 +78,7 @@ def test_tiled_models_and_global_fallback(devices):
     init = inits(X, M, K)
     ref = EnsembleKMeans(K, M, strategy="concatenated", init=init, devices=devices).fit(X)
     profile = oc.devices.preferred(devices)[0]
-    for local in (2 * 7 * (4 * 4 + 5 * 8), 100):     # two models a tile; none fits
+    for local in (staged_bytes(2 * K, 4, 4, models=2), 100):     # two models a tile; none fits
         small = dataclasses.replace(profile, local_mem_size=local, local_memory_fraction=1.0)
         for strategy, kdtree in VARIANTS:
             fit = EnsembleKMeans(K, M, strategy=strategy, kdtree=kdtree, init=init,
