@@ -24,9 +24,56 @@ NN_CHAIN = ("complete", "average", "weighted", "ward")
 
 @dataclasses.dataclass(frozen=True)
 class DistanceSpec(Spec):
+    """``tiled``: square tiles of tm x tn (= tm) observation pairs per
+    work-group, rm x rn per work-item, kc features (of dp) per local-memory
+    chunk, vw-wide local reads (the register tile of distance_tile.cl.mako);
+    else one work-item per pair (cosine, and devices the tiles do not fit)."""
     template = "hierarchical_distances.cl.mako"
     d: int = 1
     metric: str = "euclidean"
+    tiled: bool = False
+    tm: int = 1
+    tn: int = 1
+    rm: int = 1
+    rn: int = 1
+    kc: int = 1
+    dp: int = 1
+    vw: int = 1
+
+    @property
+    def wg(self):
+        return (self.tm // self.rm) * (self.tn // self.rn) if self.tiled else 1
+
+    def local_bytes(self):
+        item = np.dtype(self.dtype).itemsize
+        return self.kc * (self.tm + self.tn + 2 * self.vw) * item if self.tiled else 0
+
+
+def _power_of_two_at_least(v):
+    return 1 << max(0, int(v) - 1).bit_length()
+
+
+def distance_specs(profile, base, n, d, metric, tiled=True):
+    """Tiled specs from the profile's register tile (lloyd_* terms: the same
+    tile as k-means'), square tiles halved until they fit the device and no
+    larger than n needs; the vector width, then scalar reads; last the
+    one-pair-per-work-item kernel, which fits every device."""
+    if tiled and metric != "cosine":
+        rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
+        t = min(profile.lloyd_tile_rows, profile.lloyd_tile_centroids,
+                max(_power_of_two_at_least(n), rm, rn))
+        kc = min(profile.lloyd_depth, _power_of_two_at_least(d))
+        while t >= max(rm, rn) and rm * rn + rm + rn <= profile.private_floats:
+            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
+                if t % rm or t % rn or rm % vw or rn % vw or vw & (vw - 1):
+                    continue
+                spec = DistanceSpec(d=d, metric=metric, tiled=True, tm=t, tn=t, rm=rm, rn=rn,
+                                    kc=kc, dp=-(-d // kc) * kc, vw=vw, **base)
+                if (spec.wg <= profile.max_work_group_size
+                        and spec.local_bytes() <= profile.local_memory_budget):
+                    yield spec
+            t //= 2
+    yield DistanceSpec(d=d, metric=metric, **base)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +110,10 @@ class Plan:
         # one work-group looping over every merge in one launch, where a
         # launch costs more than a scan (CPUs); GPUs spread each scan wide
         self.persistent = profile.type != "gpu"
+        # register-tiled distances where they pay (GPUs); on the CPU runtimes
+        # here the one-pair-per-work-item kernel is as fast for small d (its
+        # stores are contiguous and the n^2/2 stores dominate)
+        self.tiled = profile.type != "cpu"
 
     def groups(self, n):
         return max(1, min(-(-n // self.wg), 8 * self.profile.compute_units))
@@ -84,6 +135,19 @@ class Plan:
                     f"{limit / 2**30:.2f} GiB: use fewer observations or float32 data")
 
 
+def _distance_plan(plan, n, d, metric):
+    """(spec, kernel) of the first distance spec that builds and fits."""
+    for spec in distance_specs(plan.profile, plan.base, n, d, metric, plan.tiled):
+        try:
+            kern = _kernel(plan.queue, spec, "condensed_distances")
+        except codegen.KernelBuildError:
+            if not spec.tiled:
+                raise
+            continue
+        if not spec.tiled or codegen.kernel_work_group_limit(kern, plan.queue.device) >= spec.wg:
+            return spec, kern
+
+
 def condensed_distances(plan, X=None, y=None, metric="euclidean"):
     """The condensed distance matrix on the device, from observations X
     (built by a kernel) or from a host condensed vector y; and n."""
@@ -97,10 +161,15 @@ def condensed_distances(plan, X=None, y=None, metric="euclidean"):
     x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
     out = cla.empty(q, max(1, n * (n - 1) // 2), plan.dtype)
     flag = cla.zeros(q, 1, np.int32)
-    kern = _kernel(q, DistanceSpec(d=d, metric=metric, **plan.base), "condensed_distances")
-    side = 16 if plan.profile.max_work_group_size >= 256 else 8
-    edge = -(-n // side) * side
-    kern(q, (edge, edge), (side, side), x.data, np.int64(n), out.data, flag.data)
+    spec, kern = _distance_plan(plan, n, d, metric)
+    args = (x.data, np.int64(n), out.data, flag.data)
+    if spec.tiled:
+        tiles = -(-n // spec.tm)
+        kern(q, (tiles * (tiles + 1) // 2 * spec.wg,), (spec.wg,), *args)
+    else:
+        side = 16 if plan.profile.max_work_group_size >= 256 else 8
+        edge = -(-n // side) * side
+        kern(q, (edge, edge), (side, side), *args)
     if flag.get(q)[0]:
         raise ValueError("The condensed distance matrix must contain only finite values.")
     return out, n

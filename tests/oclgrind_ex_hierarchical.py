@@ -1,7 +1,8 @@
 """oclgrind plugin: every hierarchical template variant on 7..9 points.
 
 Distances for every metric (odd and even d: cosine's two-lane dot products
-have a tail only for odd d), Prim's single linkage and the nearest-neighbour
+have a tail only for odd d), one work-item per pair and register-tiled
+(distance_tile.cl.mako), Prim's single linkage and the nearest-neighbour
 chain for complete/average/weighted/ward (each in one persistent launch and
 in two launches a step), and the generic algorithm for
 centroid/median, in each precision of PRECISIONS, with a work-group of 4 so
@@ -34,16 +35,31 @@ def _check_z(Z, X, method, rtol, what):
     close(Z[:, 2], ref[:, 2], what, rtol)
 
 
+# register-tiled distances: 4 x 4 pair tiles of 2 x 2 registers, 2 features a
+# chunk; on 9 points (a ragged last row tile) and d = 3 (a ragged chunk) with
+# vector reads of 2, d = 4 with scalar ones
+DISTANCE_TILES = dict(lloyd_tile_rows=4, lloyd_tile_centroids=4, lloyd_reg_rows=2,
+                      lloyd_reg_centroids=2, lloyd_depth=2)
+
+
 def exercise_distances(device, log):
-    for dtype, plan in _plans(device):
+    for dtype, fp64 in PRECISIONS:
         rtol = 1e-4 if dtype == "float32" else 1e-12
         for metric in METRICS:
-            for d in (3, 4):
-                X = _points(8, d, seed=d)
-                mark(f"hierarchical distances {metric} d={d} {dtype} fp64={plan.profile.fp64}")
-                dist, _ = condensed_distances(plan, X=X.astype(dtype), metric=metric)
-                close(dist.get(plan.queue), pdist(X.astype(dtype).astype(np.float64), metric),
-                      f"distances {metric}", rtol)
+            for d, vw in ((3, 2), (4, 1)):
+                for tiled in (False, True) if metric != "cosine" else (False,):
+                    plan = Plan(profile_for(device, fp64, work_group_size=4,
+                                            lloyd_vector_width=vw, **DISTANCE_TILES), dtype)
+                    plan.tiled = tiled
+                    n = 9 if tiled else 8
+                    X = _points(n, d, seed=d).astype(dtype)
+                    tag = f"{metric} d={d} {dtype} fp64={fp64} tiled={tiled}"
+                    mark(f"hierarchical distances {tag}")
+                    dist, _ = condensed_distances(plan, X=X, metric=metric)
+                    close(dist.get(plan.queue), pdist(X.astype(np.float64), metric),
+                          f"distances {tag}", rtol)
+                    if tiled and dtype == "float64":      # pdist's rounding exactly
+                        np.testing.assert_array_equal(dist.get(plan.queue), pdist(X, metric))
     log("hierarchical distances: ok")
 
 

@@ -5,6 +5,7 @@ distances, so scipy's tie rules are what is tested) and sets with duplicate
 points; every method x metric, float32 and float64 input, observations and
 condensed input.  Merges and sizes must be equal, heights equal to rounding.
 """
+import dataclasses
 import warnings
 
 import numpy as np
@@ -15,7 +16,7 @@ from scipy.spatial.distance import pdist, squareform
 import oclclust as oc
 from conftest import sklearn_checks
 from oclclust.hierarchical import EUCLIDEAN_METHODS, METHODS, METRICS
-from oclclust.linkage_device import Plan
+from oclclust.linkage_device import Plan, _distance_plan, condensed_distances
 
 sklearn = pytest.importorskip("sklearn")
 from sklearn.cluster import AgglomerativeClustering as SkAgglomerative
@@ -42,10 +43,10 @@ def assert_same_linkage(Z, ref):
 
 @pytest.fixture(params=["persistent", "launches"])
 def strategy(request, monkeypatch, devices):
-    """Both device strategies: one launch for the whole run (CPUs' default;
-    never chosen on a GPU, where NVIDIA's driver stops such a launch with
-    OUT_OF_RESOURCES) and a few launches a merge (GPUs' default, on every
-    device)."""
+    """Both device strategies: one launch for the whole run with one work-item
+    per distance (CPUs' default; never chosen on a GPU, where NVIDIA's driver
+    stops such a launch with OUT_OF_RESOURCES) and a few launches a merge
+    with register-tiled distances (GPUs' default, on every device)."""
     if request.param == "persistent" and any(p.type == "gpu" for p in devices):
         pytest.skip("the one-launch strategy is for CPUs")
     init = Plan.__init__
@@ -53,6 +54,7 @@ def strategy(request, monkeypatch, devices):
     def forced(self, *args, **kwargs):
         init(self, *args, **kwargs)
         self.persistent = request.param == "persistent"
+        self.tiled = request.param == "launches"
     monkeypatch.setattr(Plan, "__init__", forced)
     return request.param
 
@@ -147,6 +149,57 @@ def test_too_large_for_device_names_the_limit(profile):
     n = int(np.sqrt(2 * profile.max_alloc_size / 8)) + 10
     with pytest.raises(MemoryError, match="MAX_MEM_ALLOC_SIZE|memory budget"):
         plan.check_fits(n)
+
+
+# tiles (t, rm, rn, kc, vw): n = 5..70 and d = 1..37 leave ragged row tiles,
+# a partial diagonal tile and ragged feature chunks
+DISTANCE_TILES = [(8, 2, 2, 2, 2), (16, 4, 2, 4, 1), (32, 4, 4, 8, 4), (64, 8, 4, 16, 4)]
+
+
+@pytest.mark.parametrize("tiles", DISTANCE_TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_tiled_distances_equal_pdist(profile, tiles, dtype):
+    """The register-tiled condensed distances are pdist's exactly (float64)
+    and the one-pair-per-work-item kernel's bit for bit, for every tile
+    shape, metric and ragged edge."""
+    t, rm, rn, kc, vw = tiles
+    prof = dataclasses.replace(profile, lloyd_tile_rows=t, lloyd_tile_centroids=t,
+                               lloyd_reg_rows=rm, lloyd_reg_centroids=rn, lloyd_depth=kc,
+                               lloyd_vector_width=vw)
+    tiled, pairs = Plan(prof, dtype), Plan(prof, dtype)
+    tiled.tiled, pairs.tiled = True, False
+    rng = np.random.RandomState(t)
+    for n, d in ((5, 1), (37, 3), (70, 37), (2 * t + 1, kc + 1)):
+        X = rng.randn(n, d).astype(dtype) * 3
+        X[n // 2] = X[0]                                   # a zero distance
+        for metric in ("euclidean", "sqeuclidean", "cityblock", "chebyshev"):
+            spec, _ = _distance_plan(tiled, n, d, metric)
+            assert spec.tiled and spec.rm == rm and spec.rn == rn and spec.vw == vw
+            assert spec.tm <= t and spec.dp % spec.kc == 0
+            got = condensed_distances(tiled, X=X, metric=metric)[0].get(tiled.queue)
+            ref = condensed_distances(pairs, X=X, metric=metric)[0].get(pairs.queue)
+            np.testing.assert_array_equal(got, ref)
+            if dtype == np.float64:
+                np.testing.assert_array_equal(got, pdist(X, metric))
+    assert not _distance_plan(tiled, 9, 3, "cosine")[0].tiled     # cosine keeps its lanes
+
+
+def test_tiled_distances_shrink_to_fit(profile):
+    """Too little local memory or too few work-items for the profile's tile:
+    smaller tiles, and the one-pair kernel when none fits."""
+    small = dataclasses.replace(profile, lloyd_tile_rows=64, lloyd_tile_centroids=64,
+                                lloyd_reg_rows=2, lloyd_reg_centroids=2, lloyd_depth=8,
+                                lloyd_vector_width=2, max_work_group_size=64)
+    plan = Plan(small, np.float64)
+    plan.tiled = True
+    spec, _ = _distance_plan(plan, 100, 20, "euclidean")
+    assert spec.tiled and spec.wg <= 64 and spec.tm == 16
+    X = np.random.RandomState(0).randn(100, 20)
+    np.testing.assert_array_equal(condensed_distances(plan, X=X)[0].get(plan.queue), pdist(X))
+    cramped = dataclasses.replace(small, private_floats=4)
+    plan = Plan(cramped, np.float64)
+    plan.tiled = True
+    assert not _distance_plan(plan, 100, 20, "euclidean")[0].tiled
 
 
 # ------------------------------------------------------ AgglomerativeClustering
