@@ -37,6 +37,8 @@ PROFILE_TERMS = {
     # ensemble k-means "auto": strategy, model access order, KD-tree choice
     "ensemble_strategy": (str, ("concatenated", "task", "data"), None),
     "ensemble_order": (str, ("distributed", "uniform"), None),
+    # 1: local statistics as 32-bit word pairs (where 64-bit local atomics are slow)
+    "ensemble_word_atomics": (int, 0, 1),
     "kdtree_mapping": (str, ("direct", "distributed", "replicated"), None),
     "kdtree_max_dims": (int, 0, 4096),
     "kdtree_min_rows": (int, 0, 1 << 40),
@@ -85,6 +87,7 @@ class DeviceProfile:
     lloyd_prefetch: int = 0
     ensemble_strategy: str = "concatenated"
     ensemble_order: str = "distributed"
+    ensemble_word_atomics: int = 0
     kdtree_mapping: str = "distributed"
     kdtree_max_dims: int = 4
     kdtree_min_rows: int = 200000

@@ -31,9 +31,11 @@ UNROLLED_K = 32   # models of at most this many centroids get a fully unrolled s
 # no local-memory atomic contention to save), so CPUs use the uniform order.
 AUTO_TERMS = {
     "cpu": dict(ensemble_strategy="concatenated", ensemble_order="uniform",
+                ensemble_word_atomics=0,
                 kdtree_mapping="direct", kdtree_max_dims=8, kdtree_min_rows=20000,
                 kdtree_leaf_size=1024),
     "gpu": dict(ensemble_strategy="concatenated", ensemble_order="distributed",
+                ensemble_word_atomics=0,
                 kdtree_mapping="distributed", kdtree_max_dims=4, kdtree_min_rows=200000,
                 kdtree_leaf_size=512),
 }
@@ -55,6 +57,7 @@ class StatsSpec(Spec):
     distributed: bool = True
     weighted: bool = False
     k: int = 0
+    word_atomics: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,6 +150,7 @@ class EnsemblePass:
         self.groups, self.tiles_per_group = part.groups(self.wg, self.wg)
         self.capacity = 0
         self._launches = {}
+        self.word_atomics = bool(profile_term(part.profile, "ensemble_word_atomics"))
         if distributed is None:
             distributed = profile_term(part.profile, "ensemble_order") == "distributed"
         self.distributed = bool(distributed)
@@ -157,7 +161,7 @@ class EnsemblePass:
         return StatsSpec(dtype=p.dtype.name, acc_double=p.acc_double, strategy=strategy, d=p.d,
                          wg=self.wg, staged=staged,
                          distributed=self.distributed and strategy == "concatenated",
-                         weighted=p.weighted, k=k)
+                         weighted=p.weighted, k=k, word_atomics=self.word_atomics)
 
     def upload(self, centers_list):
         """Pack and copy the models' centroids; (re)allocate the statistics."""

@@ -40,6 +40,7 @@ class KDStatsSpec(Spec):
     wg: int = 1
     distributed: bool = True
     weighted: bool = False
+    word_atomics: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -216,7 +217,8 @@ class KDTreePass:
     def _launch(self, first, n, cand_d, count_d, kmax):
         b, p, q = self.brute, self.part, self.part.queue
         spec = KDStatsSpec(dtype=p.dtype.name, acc_double=p.acc_double, mapping=self.mapping,
-                           d=p.d, wg=b.wg, distributed=b.distributed, weighted=p.weighted)
+                           d=p.d, wg=b.wg, distributed=b.distributed, weighted=p.weighted,
+                           word_atomics=b.word_atomics)
         kern = kernel(q.context, spec, "kdtree_stats")
         c_base = int(b.off[first])
         nc = int(b.off[first + n]) - c_base

@@ -11,7 +11,8 @@ memory), distributed (concatenated only: work-item i visits the models
 starting at model i mod M, the paper's access order that spreads the local
 atomic updates over the models instead of every work-item hitting one model),
 weighted, k (every model of the launch has k centroids: a compile-time loop
-the compiler unrolls, no per-model bounds read; 0: bounds from model_off).
+the compiler unrolls, no per-model bounds read; 0: bounds from model_off),
+word_atomics (staged statistics as 32-bit word pairs: kernels_cl/local_stats.cl).
 
 Sums are fixed point: each point adds round(w * (x - shift) * sx) and
 round(w * sw) as 64-bit integers.  Integer addition is associative, so the
@@ -20,7 +21,6 @@ every KD-tree mapping, kdtree_stats.cl.mako) gives bit-identical statistics.
 Ties go to the lowest centroid index (strict < in index order).
 </%doc>
 <%inherit file="prelude.cl.mako"/>
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #define D ${d}
 #define WG ${wg}
 % if weighted:
@@ -36,6 +36,13 @@ Ties go to the lowest centroid index (strict < in index order).
     ms, ss, ws = (odd(k * d), odd(k * d), odd(k)) if k and staged else \
         ((k * d, k * d, k) if k else (0, 0, 0))
 %>
+#define STAT_WORDS ${int(staged and word_atomics)}
+<%include file="local_stats.cl"/>
+% if staged:
+#define STAT_ADD(p, high_at, v) stat_add(p, high_at, v)
+% else:
+#define STAT_ADD(p, high_at, v) atom_add(p, v)
+% endif
 % if k:
 #define K ${k}
 #define MS ${ms}
@@ -64,7 +71,7 @@ void ensemble_stats(
     __global long *restrict counts,             /* C, zeroed by the host */
     const long tiles_per_group
 % if staged:
-    , __local real_t *lc, __local long *ls, __local long *lw
+    , __local real_t *lc, __local stat_t *ls, __local stat_t *lw
 % endif
     )
 {
@@ -83,12 +90,14 @@ void ensemble_stats(
     const int c_base = model_off[m_lo];
 % if staged:
     const int nc = model_off[m_lo + nm] - c_base;
+    /* where the high words start (word_atomics) */
+    const int HS = ${"nm * SS" if k else "nc * D"}, HW = ${"nm * WS" if k else "nc"};
     for (int e = lid; e < nc * D; e += WG) {
         lc[LOCAL_C(e)] = centers[c_base * D + e];
-        ls[LOCAL_S(e)] = 0;
+        STAT_ZERO(ls, HS, LOCAL_S(e));
     }
     for (int e = lid; e < nc; e += WG)
-        lw[LOCAL_W(e)] = 0;
+        STAT_ZERO(lw, HW, LOCAL_W(e));
     barrier(CLK_LOCAL_MEM_FENCE);
 % endif
 
@@ -116,7 +125,7 @@ void ensemble_stats(
 % endif
 % if staged:
             __local const real_t *mc = lc + cb;
-            __local long *msum = ls + sb, *mw = lw + wb;
+            __local stat_t *msum = ls + sb, *mw = lw + wb;
 % else:
             __global const real_t *mc = centers + c_base * D + cb;
             __global long *msum = sums + c_base * D + sb, *mw = counts + c_base + wb;
@@ -138,26 +147,26 @@ void ensemble_stats(
                 }
             }
             for (int c = 0; c < D; ++c)
-                atom_add(msum + bj * D + c, fv[c]);
-            atom_add(mw + bj, fw);
+                STAT_ADD(msum + bj * D + c, HS, fv[c]);
+            STAT_ADD(mw + bj, HW, fw);
         }
     }
 % if staged:
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < nc * D; e += WG) {
   % if strategy == "task":
-        sums[c_base * D + e] = ls[LOCAL_S(e)];        /* the group owns its model: no atomics */
+        sums[c_base * D + e] = STAT_GET(ls, HS, LOCAL_S(e));        /* the group owns its model: no atomics */
   % else:
-        const long v = ls[LOCAL_S(e)];
+        const long v = STAT_GET(ls, HS, LOCAL_S(e));
         if (v != 0)                          /* other groups add to the same model */
             atom_add(sums + c_base * D + e, v);
   % endif
     }
     for (int e = lid; e < nc; e += WG) {
   % if strategy == "task":
-        counts[c_base + e] = lw[LOCAL_W(e)];
+        counts[c_base + e] = STAT_GET(lw, HW, LOCAL_W(e));
   % else:
-        const long v = lw[LOCAL_W(e)];
+        const long v = STAT_GET(lw, HW, LOCAL_W(e));
         if (v != 0)
             atom_add(counts + c_base + e, v);
   % endif

@@ -4,7 +4,8 @@ of a KD-tree): the rows are stored leaf by leaf, and a point of leaf L is
 compared, for each model m, only with the candidate centroids the host kept
 for (L, m) (kdtree.py: those that can be nearest to some point of L's box).
 Reads spec: mapping, d, wg, distributed (the models visited from model
-lid mod M, as in ensemble_stats.cl.mako), weighted.
+lid mod M, as in ensemble_stats.cl.mako), weighted, word_atomics (local
+statistics as 32-bit word pairs: kernels_cl/local_stats.cl).
   "direct":      a leaf per work-group at a time (persistent groups walk the
                  leaves g, g + G, ...); statistics in local memory.
   "distributed": a work-group spans leaves: consecutive work-items take
@@ -24,8 +25,9 @@ ties to the lowest index), so the statistics equal the brute-force pass bit
 for bit.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
-#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #define D ${d}
+#define STAT_WORDS ${int(word_atomics and mapping != "replicated")}
+<%include file="local_stats.cl"/>
 #define WG ${wg}
 % if weighted:
 #define WEIGHT(i) w[i]
@@ -44,7 +46,7 @@ inline void point_stats(
 % if mapping == "replicated":
     __global long *restrict mine, const int nc)
 % else:
-    __local long *ls, __local long *lw)
+    __local stat_t *ls, __local stat_t *lw, const int nc)
 % endif
 {
     real_t xp[D];
@@ -85,8 +87,8 @@ inline void point_stats(
         mine[nc * D + bj] += fw;
 % else:
         for (int c = 0; c < D; ++c)
-            atom_add(ls + bj * D + c, fv[c]);
-        atom_add(lw + bj, fw);
+            stat_add(ls + bj * D + c, nc * D, fv[c]);
+        stat_add(lw + bj, nc, fw);
 % endif
     }
 }
@@ -101,7 +103,7 @@ inline void leaf_stats(
 % if mapping == "replicated":
     __global long *restrict mine, const int nc)
 % else:
-    __local long *ls, __local long *lw)
+    __local stat_t *ls, __local stat_t *lw, const int nc)
 % endif
 {
     for (int t = t0; t < n_models; t += step) {
@@ -116,8 +118,8 @@ inline void leaf_stats(
         mine[nc * D + j] += fx[D];
 % else:
         for (int c = 0; c < D; ++c)
-            atom_add(ls + j * D + c, fx[c]);
-        atom_add(lw + j, fx[D]);
+            stat_add(ls + j * D + c, nc * D, fx[c]);
+        stat_add(lw + j, nc, fx[D]);
 % endif
     }
 }
@@ -143,7 +145,7 @@ void kdtree_stats(
 % endif
     __local real_t *lc
 % if mapping != "replicated":
-    , __local long *ls, __local long *lw
+    , __local stat_t *ls, __local stat_t *lw
 % endif
     )
 {
@@ -159,9 +161,9 @@ void kdtree_stats(
         mine[e] = 0;
 % else:
     for (int e = lid; e < nc * D; e += WG)
-        ls[e] = 0;
+        STAT_ZERO(ls, nc * D, e);
     for (int e = lid; e < nc; e += WG)
-        lw[e] = 0;
+        STAT_ZERO(lw, nc, e);
 % endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -172,10 +174,10 @@ void kdtree_stats(
         const long i = leaf_start[leaf] + s / n_leaves;
         if (s < n_leaves)           /* the leaf's first slot adds its whole-leaf models */
             leaf_stats(leaf, 0, 1, leaf_fx, cand, cand_n, kmax, first_model, n_models,
-                       all_models, c_base, ls, lw);
+                       all_models, c_base, ls, lw, nc);
         if (i < leaf_start[leaf + 1])
             point_stats(i, leaf, lid, x, w, lc, model_off, first_model, n_models, all_models,
-                        c_base, cand, cand_n, kmax, shift, sx, sw, ls, lw);
+                        c_base, cand, cand_n, kmax, shift, sx, sw, ls, lw, nc);
     }
 % else:
     for (int leaf = g; leaf < n_leaves; leaf += groups) {
@@ -184,7 +186,7 @@ void kdtree_stats(
   % if mapping == "replicated":
                    mine, nc);
   % else:
-                   ls, lw);
+                   ls, lw, nc);
   % endif
         for (long i = leaf_start[leaf] + lid; i < leaf_start[leaf + 1]; i += WG)
             point_stats(i, leaf, lid, x, w, lc, model_off, first_model, n_models, all_models,
@@ -192,18 +194,22 @@ void kdtree_stats(
   % if mapping == "replicated":
                         mine, nc);
   % else:
-                        ls, lw);
+                        ls, lw, nc);
   % endif
     }
 % endif
 
 % if mapping != "replicated":
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int e = lid; e < nc * D; e += WG)
-        if (ls[e] != 0)
-            atom_add(sums + c_base * D + e, ls[e]);
-    for (int e = lid; e < nc; e += WG)
-        if (lw[e] != 0)
-            atom_add(counts + c_base + e, lw[e]);
+    for (int e = lid; e < nc * D; e += WG) {
+        const long v = STAT_GET(ls, nc * D, e);
+        if (v != 0)
+            atom_add(sums + c_base * D + e, v);
+    }
+    for (int e = lid; e < nc; e += WG) {
+        const long v = STAT_GET(lw, nc, e);
+        if (v != 0)
+            atom_add(counts + c_base + e, v);
+    }
 % endif
 }

@@ -155,3 +155,20 @@ def test_not_fitted(devices):
     lambda name: EnsembleKMeans(n_models=2, devices=name), SAMPLE_WEIGHT_XFAIL)))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("strategy, kdtree", VARIANTS)
+def test_word_atomics_give_the_same_models(devices, strategy, kdtree):
+    """Statistics added as 32-bit word pairs (carries, negative values) equal
+    the 64-bit atomics bit for bit, for uniform and mixed K."""
+    X = blobs(800, 3, seed=7)
+    profile = oc.devices.preferred(devices)[0]
+    words = dataclasses.replace(profile, ensemble_word_atomics=1)
+    for ks in (K, [3, 7, 5, 4]):
+        n_models = M if ks == K else len(ks)
+        init = inits(X, M, K) if ks == K else [inits(X, 1, k, seed=k)[0] for k in ks]
+        fits = [EnsembleKMeans(ks, n_models, strategy=strategy, kdtree=kdtree, init=init,
+                               max_iter=5, devices=[p]).fit(X) for p in (profile, words)]
+        for a, b in zip(fits[0].models_, fits[1].models_):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(fits[0].n_iter_, fits[1].n_iter_)
