@@ -164,28 +164,36 @@ class EnsemblePass:
                          weighted=p.weighted, k=k, word_atomics=self.word_atomics)
 
     def upload(self, centers_list):
-        """Pack and copy the models' centroids; (re)allocate the statistics."""
+        """Pack and copy the models' centroids (no wait: the pass's read of
+        the statistics waits); (re)allocate the statistics."""
         q = self.part.queue
-        packed, self.off = pack(centers_list, self.part.dtype)
-        self.packed = packed
-        n_c = len(packed)
-        if n_c > self.capacity:
-            self.capacity = n_c
-            self.sums = cla.empty(q, n_c * self.part.d, np.int64)
-            self.counts = cla.empty(q, n_c, np.int64)
-        if getattr(self, "centers", None) is not None and self.centers.shape == packed.shape:
-            self.centers.set(packed, q)
-        else:
-            self.centers = cla.to_device(q, packed)
+        self.packed, self.off = pack(centers_list, self.part.dtype)   # kept until copied
+        if len(self.packed) > self.capacity:
+            self._allocate(len(self.packed))
+        cl.enqueue_copy(q, self.centers.data, self.packed, is_blocking=False)
         if getattr(self, "_off_bytes", None) != self.off.tobytes():   # models left or joined
             self.model_off = cla.to_device(q, self.off)
             self._off_bytes = self.off.tobytes()
         return self
 
+    def _allocate(self, n_c):
+        """Centroids, and sums then counts in one buffer (one fill, one read
+        a pass), the counts at the device's sub-buffer alignment."""
+        p, q = self.part, self.part.queue
+        self.capacity = n_c
+        self.centers = cla.empty(q, (n_c, p.d), p.dtype)
+        align = max(8, q.device.mem_base_addr_align // 8)
+        self._counts_at = -(-n_c * p.d * 8 // align) * align
+        self._stats = cl.Buffer(q.context, cl.mem_flags.READ_WRITE, self._counts_at + n_c * 8)
+        self.sums = cla.Array(q, n_c * p.d, np.int64,
+                              data=self._stats.get_sub_region(0, n_c * p.d * 8))
+        self.counts = cla.Array(q, n_c, np.int64,
+                                data=self._stats.get_sub_region(self._counts_at, n_c * 8))
+        self._host_stats = np.empty(self._counts_at // 8 + n_c, np.int64)
+
     def zero(self):
-        q, n_c = self.part.queue, len(self.packed)
-        cl.enqueue_fill_buffer(q, self.sums.data, np.int64(0), 0, n_c * self.part.d * 8)
-        cl.enqueue_fill_buffer(q, self.counts.data, np.int64(0), 0, n_c * 8)
+        cl.enqueue_fill_buffer(self.part.queue, self._stats, np.int64(0), 0,
+                               self._host_stats.nbytes)
 
     def tiles(self, per_model):
         p = self.part
@@ -225,9 +233,10 @@ class EnsemblePass:
         return self.stats_result()
 
     def stats_result(self):
-        q, n_c = self.part.queue, len(self.packed)
-        return (self.sums.get(q)[:n_c * self.part.d].reshape(n_c, self.part.d),
-                self.counts.get(q)[:n_c])
+        n_c, d, at = len(self.packed), self.part.d, self._counts_at // 8
+        cl.enqueue_copy(self.part.queue, self._host_stats, self._stats)
+        return (self._host_stats[:n_c * d].reshape(n_c, d).copy(),
+                self._host_stats[at:at + n_c].copy())
 
     def run_tiles(self):
         for first, count, staged in self.tiles(per_model=self.strategy != "concatenated"):

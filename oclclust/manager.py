@@ -207,6 +207,22 @@ class Shard:
         return results, time.perf_counter() - start
 
 
+class _Done:
+    """A call run at once, answering like the pool's futures (its exception
+    raised by result())."""
+
+    def __init__(self, fn, *args):
+        try:
+            self.value, self.error = fn(*args), None
+        except Exception as exc:   # re-raised where a future's would be
+            self.value, self.error = None, exc
+
+    def result(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
 class ShardedData:
     """A data set spread over a manager's devices."""
 
@@ -263,7 +279,10 @@ class ShardedData:
         times guide rebalancing."""
         if not self.shards:
             return [fn(self.chunks[0])]
-        futures = [self._pool.submit(shard.run, fn) for shard in self.shards]
+        if len(self.shards) == 1:   # no thread hand-off (tens of us) for one device
+            futures = [_Done(self.shards[0].run, fn)]
+        else:
+            futures = [self._pool.submit(shard.run, fn) for shard in self.shards]
         results, times, failure = [], [], None
         for shard, future in zip(self.shards, futures):
             try:
