@@ -64,7 +64,8 @@ class Progress:
 
 
 def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order=None):
-    """(seconds per iteration, data reads per pass, kept fraction) of one setting."""
+    """(seconds per iteration, seconds per pipelined statistics pass, data
+    reads per pass, kept fraction) of one setting."""
     from .ensemble import ShardedEnsemble, data_moments, fixed_point
     from .ensemble_pass import model_tiles, pack
     from .manager import DeviceManager
@@ -93,6 +94,15 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
             centers = iteration(centers)
         seconds = (time.perf_counter() - start) / iters
         chunk = data.chunks[0]
+        # the statistics pass alone: passes enqueued back to back, one wait
+        # (the device's time and the launches; no reads, no host update)
+        stats_pass, queue = chunk.state["ensemble"], chunk.queue
+        queue.finish()
+        start = time.perf_counter()
+        for _ in range(iters):
+            stats_pass.enqueue(centers)
+        queue.finish()
+        pass_seconds = (time.perf_counter() - start) / iters
         if kdtree:
             reads, kept = 1, chunk.state["ensemble"].pruned_fraction
         elif strategy == "concatenated":
@@ -102,7 +112,7 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
             kept = 1.0
         else:
             reads, kept = M, 1.0
-        return seconds, reads, kept
+        return seconds, pass_seconds, reads, kept
     finally:
         data.close()
 
@@ -169,15 +179,16 @@ def run(args):
                     blobs.clear()
                     blobs[(n, d, k)] = make_blobs(n, d, k, args.seed)
                 X = blobs[(n, d, k)]
-                seconds, reads, kept = time_run(profile, X, M, k, strategy, kdtree,
-                                                args.iters, args.leaf_size, args.seed, order)
+                seconds, pass_s, reads, kept = time_run(profile, X, M, k, strategy, kdtree,
+                                                        args.iters, args.leaf_size, args.seed,
+                                                        order)
                 if order is None:
                     from .ensemble_pass import profile_term
                     order = profile_term(profile, "ensemble_order")
                 rec = dict(sweep=sweep, device=str(profile), n=n, k=k, d=d, models=M,
                            strategy=strategy, kdtree=kdtree or "none",
                            order=order if strategy == "concatenated" else "-", iters=args.iters,
-                           seconds_per_iter=seconds,
+                           seconds_per_iter=seconds, seconds_per_pass=pass_s,
                            gb_per_s=reads * X.nbytes / seconds / 1e9, kept=kept)
                 cache[key] = rec
             records.append(rec)
@@ -192,7 +203,7 @@ def run(args):
                                     sweep="baseline", device=f"{lib} (host)", n=n, k=k, d=d,
                                     models=M, strategy=lib, kdtree="none", order="-",
                                     iters=args.iters,
-                                    seconds_per_iter=seconds,
+                                    seconds_per_iter=seconds, seconds_per_pass=None,
                                     gb_per_s=M * X.nbytes / seconds / 1e9, kept=1.0))
             args.baselines = False          # host libraries: once, not per device
     progress.close()
@@ -201,12 +212,18 @@ def run(args):
 
 
 def add_speedups(records):
-    """speedup = task parallelism's time at the same point / this time."""
-    task = {(r["device"], r["n"], r["k"], r["d"], r["models"]): r["seconds_per_iter"]
-            for r in records if r["strategy"] == "task" and r["kdtree"] == "none"}
-    for r in records:
-        t = task.get((r["device"], r["n"], r["k"], r["d"], r["models"]))
-        r["speedup_vs_task"] = None if t is None else t / r["seconds_per_iter"]
+    """speedup_vs_task / _vs_data: task (data) parallelism's time at the same
+    point over this one's, per iteration; pass_speedup_*: the same for the
+    pipelined statistics pass."""
+    for base in ("task", "data"):
+        ref = {(r["device"], r["n"], r["k"], r["d"], r["models"]): r for r in records
+               if r["strategy"] == base and r["kdtree"] == "none"}
+        for r in records:
+            b = ref.get((r["device"], r["n"], r["k"], r["d"], r["models"]))
+            r[f"speedup_vs_{base}"] = None if b is None else \
+                b["seconds_per_iter"] / r["seconds_per_iter"]
+            r[f"pass_speedup_vs_{base}"] = None if b is None or not r["seconds_per_pass"] \
+                else b["seconds_per_pass"] / r["seconds_per_pass"]
 
 
 def variant(r):
@@ -216,13 +233,18 @@ def variant(r):
 
 def table(records):
     head = (f"{'device':34s} {'sweep':8s} {'N':>8s} {'K':>3s} {'d':>3s} {'M':>3s} "
-            f"{'variant':26s} {'s/iter':>9s} {'GB/s':>7s} {'vs TP':>6s} {'kept':>5s}")
+            f"{'variant':26s} {'s/iter':>9s} {'GB/s':>7s} {'vs TP':>6s} {'vs DP':>6s} "
+            f"{'s/pass':>9s} {'vs TP':>6s} {'vs DP':>6s} {'kept':>5s}")
     lines = [head, "-" * len(head)]
+    ratio = lambda v: "" if v is None else f"{v:.2f}"   # noqa: E731
     for r in records:
-        sp = "" if r["speedup_vs_task"] is None else f"{r['speedup_vs_task']:.2f}"
+        per_pass = "" if r["seconds_per_pass"] is None else f"{r['seconds_per_pass']:.5f}"
         lines.append(f"{r['device'][:34]:34s} {r['sweep']:8s} {r['n']:8d} {r['k']:3d} "
                      f"{r['d']:3d} {r['models']:3d} {variant(r):26s} {r['seconds_per_iter']:9.5f} "
-                     f"{r['gb_per_s']:7.2f} {sp:>6s} {r['kept']:5.2f}")
+                     f"{r['gb_per_s']:7.2f} {ratio(r['speedup_vs_task']):>6s} "
+                     f"{ratio(r['speedup_vs_data']):>6s} {per_pass:>9s} "
+                     f"{ratio(r['pass_speedup_vs_task']):>6s} "
+                     f"{ratio(r['pass_speedup_vs_data']):>6s} {r['kept']:5.2f}")
     return "\n".join(lines)
 
 

@@ -227,10 +227,14 @@ class EnsemblePass:
 
     def stats(self, centers_list):
         """Integer (sums C x d, weights C) of every model, C = all centroids."""
+        self.enqueue(centers_list)
+        return self.stats_result()
+
+    def enqueue(self, centers_list):
+        """The statistics pass, enqueued (the result read by stats_result)."""
         self.upload(centers_list)
         self.zero()
         self.run_tiles()
-        return self.stats_result()
 
     def stats_result(self):
         n_c, d, at = len(self.packed), self.part.d, self._counts_at // 8

@@ -168,6 +168,11 @@ class KDTreePass:
         self.tiny = 64 * (part.d + 2) * float(np.finfo(part.dtype).tiny)
 
     def stats(self, centers_list):
+        self.enqueue(centers_list)
+        return self.brute.stats_result()
+
+    def enqueue(self, centers_list):
+        """The pruned statistics pass, enqueued (read by brute.stats_result)."""
         b, p = self.brute, self.part
         b.upload(centers_list)
         b.zero()
@@ -180,7 +185,6 @@ class KDTreePass:
                 self._launch(first, n, cand_d, count_d, kmax)
             else:   # too large for local memory: the global-memory brute-force pass
                 b.launch("concatenated", first, n, False)
-        return b.stats_result()
 
     def map_leaves(self, kmax):
         """The candidate lists of the uploaded models, made on the device."""

@@ -18,11 +18,15 @@ def test_quick_writes_json_csv(devices, tmp_path):
             ("concatenated", "replicated")} <= variants
     for r in records:
         assert r["seconds_per_iter"] > 0 and r["gb_per_s"] > 0 and 0 < r["kept"] <= 1
+        assert r["seconds_per_pass"] > 0
         assert r["device"].endswith(f"[{name}]")
         assert r["order"] in (("distributed", "uniform") if r["strategy"] == "concatenated"
                               else ("-",))
     task = [r for r in records if r["strategy"] == "task" and r["sweep"] == "models"]
     assert all(abs(r["speedup_vs_task"] - 1) < 1e-12 for r in task)
+    assert all(abs(r["pass_speedup_vs_task"] - 1) < 1e-12 for r in task)
+    data = [r for r in records if r["strategy"] == "data" and r["sweep"] == "models"]
+    assert all(abs(r["speedup_vs_data"] - 1) < 1e-12 for r in data)
     rows = list(csv.DictReader(open(tmp_path / "compare.csv")))
     assert len(rows) == len(records)
     try:
