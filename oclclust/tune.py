@@ -42,6 +42,10 @@ def configurations(profile, quick=False):
         gemm = [_gemm(*t) for t in itertools.product(
             (64, 128), (64, 128), (4, 8), (4, 8), (8, 16), (4, 1))
             if (t[0] // t[2]) * (t[1] // t[3]) in (64, 128, 256)]
+        # deeper chunks (fewer barriers) and wider centroid tiles (more reuse
+        # of a staged point tile)
+        gemm += [_gemm(*t) for t in ((128, 128, 8, 8, 32, 4), (128, 256, 8, 16, 16, 4),
+                                     (128, 256, 8, 16, 32, 4), (256, 128, 16, 8, 16, 4))]
         tiled = [dict(lloyd_variant="tiled", work_group_size=wg, centroid_tile=ct)
                  for wg, ct in ((128, 16), (128, 8), (256, 8))]
         return gemm + tiled
