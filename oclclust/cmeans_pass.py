@@ -35,6 +35,13 @@ class CMeansSpec(Spec):
     weighted: bool = False
     m_two: bool = True
     row_major: bool = False
+    tiled: bool = False           # distances as register tiles (distance_tile.cl.mako)
+    tm: int = 1                   # = p
+    tn: int = 1
+    rm: int = 1
+    rn: int = 1
+    kc: int = 1
+    vw: int = 1
 
     def dt_size(self):
         """Reals of a tile's memberships."""
@@ -45,6 +52,7 @@ class CMeansSpec(Spec):
         reals = self.p * self.xs + self.p + 2 * self.wg
         reals += self.dt_size() if self.local_u else 0
         reals += self.cchunk * self.d if self.stage_centers else 0
+        reals += self.kc * (self.tm + self.tn + 2 * self.vw) if self.tiled else 0
         return reals * item + self.wg * acc
 
 
@@ -84,6 +92,30 @@ def _layout(profile, d, c, wg, row_major, update):
                 stage_point=d + (acc_words if acc_private else 0) <= profile.private_floats)
 
 
+def _power_of_two_at_least(v):
+    return 1 << max(0, int(v) - 1).bit_length()
+
+
+def tile_fields(profile, d, c, wg, p):
+    """The register tile of a P-row tile's distances (the profile's lloyd_*
+    terms, as k-means' gemm): rm rows of P, rn centres, columns shrunk while
+    a step would be wider than the centres; None where it does not fit."""
+    rm = min(profile.lloyd_reg_rows, p)
+    ny = p // rm
+    if p % rm or wg % ny:
+        return None
+    nx, rn = wg // ny, profile.lloyd_reg_centroids
+    while rn > 1 and nx * rn // 2 >= _power_of_two_at_least(c):
+        rn //= 2
+    vw = profile.lloyd_vector_width
+    vw = vw if rm % vw == 0 and rn % vw == 0 and vw & (vw - 1) == 0 else 1
+    if rm * rn + rm + rn > profile.private_floats:
+        return None
+    return dict(tiled=True, tm=p, tn=nx * rn, rm=rm, rn=rn, vw=vw,
+                kc=min(profile.lloyd_depth, _power_of_two_at_least(d)),
+                stage_centers=False, stage_point=False)
+
+
 def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
     """Specs in order of preference; the first that fits the device is used.
     Tile memberships in local memory before a global scratch; all centres
@@ -98,6 +130,19 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
         big = min(8, wg)           # rows per tile that amortise a statistics update
         for local_u in (True, False):
             for lo, hi in ((big, wg), (1, big - 1)):
+                # register-tiled distances first where the profile's k-means
+                # uses register tiles (lloyd_variant gemm)
+                for p in tiles if profile.lloyd_variant == "gemm" else ():
+                    fields = tile_fields(profile, d, c, wg, p) if lo <= p <= hi else None
+                    if fields is None:
+                        continue
+                    row_major = profile.type == "cpu" and p == wg
+                    spec = CMeansSpec(p=p, ps=_odd(c if row_major else p), local_u=local_u,
+                                      cchunk=c, **base,
+                                      **dict(_layout(profile, d, c, wg, row_major, update),
+                                             **fields))
+                    if spec.local_bytes() <= profile.local_memory_budget:
+                        yield spec
                 for stage in ("all", "chunk", "none"):
                     for p in tiles:
                         if not lo <= p <= hi:

@@ -22,11 +22,17 @@ update, write_u, weighted, m_two (m == 2: no pow), row_major (CPUs, a row
 per work-item: tile memberships row-major, ps = odd(c), and work-item lid
 owns the centres lid + t * wg of every column block, so the statistics
 loop reads memberships of consecutive centres and one column for all:
-vector loads where the compiler vectorises across work-items).
+vector loads where the compiler vectorises across work-items), tiled (the
+distances of a tile's P rows to all centres as register tiles of
+distance_tile.cl.mako, FORM sqdiff: tm = P rows by tn centres per step, rm x
+rn per work-item, kc features per local chunk, vw-wide local reads; the
+centres are staged chunk by chunk there, so stage_centers and stage_point
+are off).
 
 Numerics.  Distances are sums of squared differences (no ||x||^2 - 2x.c +
 ||c||^2 cancellation), so a row that coincides with a centre has distance
-exactly 0.  Memberships are computed from ratios to the row's smallest
+exactly 0; tiled or not, each is the fused in-order sum over the features
+(the tile's zero padding adds exact zeros), so both give the same bits.  Memberships are computed from ratios to the row's smallest
 distance dmin: u_ij = (dmin/d_ij)^(1/(m-1)) / s_i with s_i = sum_k
 (dmin/d_ik)^(1/(m-1)), equal to eq. 3 but every term in [0, 1] and s_i in
 [1, C] (no overflow of d^(-2/(m-1)) for m near 1, no division by zero).
@@ -39,6 +45,7 @@ statistic has one owner work-item, so there are no atomics and the sums do
 not depend on scheduling.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="tile" file="distance_tile.cl.mako"/>
 #define D ${d}
 #define C ${c}
 #define DA (D + 1)                  /* a row and a constant 1 (the denominator) */
@@ -67,6 +74,15 @@ not depend on scheduling.
 #define SLOT_J(q) ((lid + (q) * WG) % C)
 #define SLOT_K0(q) (((lid + (q) * WG) / C) * KW)
 #define SLOT_OK(q) (lid + (q) * WG < SLOTS)
+% endif
+% if tiled:
+${tile.defines(c_pad=True, with_wg=False)}\
+#define DP ((D + KC - 1) / KC * KC)
+/* element e of the depth-kc chunk of the tile's rows / of centres jt.. (zero
+   outside the data) */
+#define XT_AT(e, kc) ((kc) + (e) % KC < D ? xt[(e) / KC * XS + (kc) + (e) % KC] : (real_t)0)
+#define C_AT(e, jt, kc) ((jt) + (e) / KC < C && (kc) + (e) % KC < D ? \
+                         centers[((jt) + (e) / KC) * D + (kc) + (e) % KC] : (real_t)0)
 % endif
 % if weighted:
 #define WEIGHT(i) w[i]
@@ -119,6 +135,10 @@ void cmeans_pass(
     const int r = lid % P, gi = lid / P;        /* my row in the tile, my share of it */
 % endif
     const long g = get_group_id(0), groups = get_num_groups(0);
+% if tiled:
+    const int tx = lid % NX, ty = lid / NX;     /* my register tile's place */
+${tile.local_chunks()}\
+% endif
     __local real_t xt[P * XS];                  /* the tile's rows, column D = 1 */
     __local real_t wt[P];                       /* their weights (0 past the end) */
     __local real_t part_min[WG], part_sum[WG];  /* each work-item's share of a row */
@@ -187,20 +207,46 @@ void cmeans_pass(
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
+% if tiled:
+        /* 1. squared distances of the tile's rows to all centres, TN centres
+           a step, then my row's minimum over my centres */
+        for (int jt = 0; jt < C; jt += TN) {
+${tile.accumulators("            ")}\
+            for (int kc = 0; kc < DP; kc += KC) {
+                barrier(CLK_LOCAL_MEM_FENCE);   /* the last chunk's readers are done */
+${tile.stage_transposed("lx", "TMP", "TM", "XT_AT(e, kc)")}\
+${tile.stage_transposed("lc", "TNP", "TN", "C_AT(e, jt, kc)")}\
+                barrier(CLK_LOCAL_MEM_FENCE);
+${tile.multiply("sqdiff")}\
+            }
+  % for r in range(rm):
+    % for q in range(rn):
+            if (jt + ${tile.col(q)} < C) {
+                DT(${tile.row(r)}, jt + ${tile.col(q)}) = acc_${r}_${q};
+                bad |= !isfinite(acc_${r}_${q});
+            }
+    % endfor
+  % endfor
+        }
+        barrier(U_FENCE);
+        real_t dmin = INFINITY;
+        for (int j = gi; j < C; j += G)
+            dmin = fmin(dmin, DT(r, j));
+% else:
         /* 1. squared distances of my row to my centres, and their minimum */
-% if stage_point:
+  % if stage_point:
         real_t xp[D];
         for (int k = 0; k < D; ++k)
             xp[k] = xt[r * XS + k];
-% endif
+  % endif
         real_t dmin = INFINITY;
         for (int jc = 0; jc < C; jc += CCH) {
-% if stage_centers and cchunk < c:
+  % if stage_centers and cchunk < c:
             barrier(CLK_LOCAL_MEM_FENCE);
             for (int e = lid; e < CCH * D && jc * D + e < C * D; e += WG)
                 lc[e] = centers[jc * D + e];
             barrier(CLK_LOCAL_MEM_FENCE);
-% endif
+  % endif
             /* my centres j = gi (mod G) of this chunk: the same owner for
              * every centre in all phases, however the chunks fall */
             const int jn = min(CCH, C - jc);
@@ -215,6 +261,7 @@ void cmeans_pass(
                 dmin = fmin(dmin, d2);
             }
         }
+% endif
         part_min[lid] = dmin;
         barrier(CLK_LOCAL_MEM_FENCE);
         real_t low = part_min[r];

@@ -33,13 +33,16 @@ and the column's feature):
 %>
 ## the macros of the tile shape; c_pad: the column tile's local rows padded by
 ## the vector width too (columns staged transposed from row-major data)
-<%def name="defines(c_pad=False)">
+## with_wg=False: the caller defines WG (it must equal NX * NY)
+<%def name="defines(c_pad=False, with_wg=True)">
 #define TM ${tm}
 #define TN ${tn}
 #define KC ${kc}
 #define NX ${tn // rn}
 #define NY ${tm // rm}
+% if with_wg:
 #define WG ${(tn // rn) * (tm // rm)}
+% endif
 /* local rows padded by the vector width: the transposed stores (one row per
    lane run) hit different banks, and vector reads stay aligned */
 #define TMP (TM + ${vw})

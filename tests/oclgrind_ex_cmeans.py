@@ -8,7 +8,8 @@ row, centres staged at once / in chunks / read from global memory, tile
 memberships in local or global memory, the row in private memory or not,
 statistics in registers or in the global slab, one and several column
 blocks with padded tile rows, statistics in centre-major and in row-major
-order (CPUs)), on rows where one centre coincides with a
+order (CPUs)), each with the distances per row and as register tiles
+(distance_tile.cl.mako), on rows where one centre coincides with a
 row; results are checked against numpy.  Whole fits (k-means++ seeding,
 the manager, resident and streamed in chunks) follow.
 """
@@ -88,6 +89,19 @@ def specs(profile, dtype):
             write_u=write_u, weighted=weighted, m_two=m_two)
 
 
+def tiled_specs(profile, dtype):
+    """Each spec of the cycle with its distances as register tiles of 2 x 2
+    (distance_tile.cl.mako), 2 features a chunk, vector reads of 2 and scalar
+    ones in turn (D=3, C=5: ragged chunks and centre tiles)."""
+    d = data(dtype)[0].shape[1]
+    for i, (mode, spec) in enumerate(specs(profile, dtype)):
+        terms = dataclasses.replace(profile, lloyd_reg_rows=2, lloyd_reg_centroids=2,
+                                    lloyd_depth=2, lloyd_vector_width=2 - i % 2)
+        fields = cmeans_pass.tile_fields(terms, d, C, spec.wg, spec.p)
+        assert fields is not None, spec
+        yield mode, dataclasses.replace(spec, **fields)
+
+
 def exercise_cmeans_pass(device, log):
     count = 0
     for dtype, fp64 in PRECISIONS:
@@ -96,7 +110,7 @@ def exercise_cmeans_pass(device, log):
         centers = X[[0, 9, 18, 27, 36]].astype(np.float64) + 0.25
         centers[1] = X[9]                   # row 9 coincides with centre 1
         rtol = 2e-4 if dtype == "float32" else 1e-10
-        for mode, spec in specs(profile, dtype):
+        for mode, spec in itertools.chain(specs(profile, dtype), tiled_specs(profile, dtype)):
             m = 2.0 if spec.m_two else 1.6
             mark(f"cmeans fp64={fp64} {spec}")
             part = DevicePartition(profile, X, w if spec.weighted else None)
