@@ -25,10 +25,26 @@ class EStepSpec(Spec):
     cchunk: int = 1
     stage_params: bool = True
     full: bool = True
+    tiled: bool = False     # diag: register tiles (distance_tile.cl.mako) of
+    tm: int = 1             # tm points x tn components, rm x rn per work-item,
+    tn: int = 1             # kc features per local chunk, vw-wide local reads
+    rm: int = 1
+    rn: int = 1
+    kc: int = 1
+    vw: int = 1
+
+    @property
+    def rows(self):
+        """Points of a work-group tile."""
+        return self.tm if self.tiled else self.wg * self.ppi
 
     def local_bytes(self):
+        item = np.dtype(self.dtype).itemsize
+        if self.tiled:   # x, mean and precision chunks, the log-density tile
+            reals = self.kc * (self.tm + 2 * self.tn + 3 * self.vw) + self.tm * (self.tn + 1)
+            return self.wg * 8 + reals * item
         staged = self.cchunk * record_size(self.d, self.full) if self.stage_params else 0
-        return self.wg * 8 + staged * np.dtype(self.dtype).itemsize
+        return self.wg * 8 + staged * item
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,10 +84,46 @@ def stats_size(d, full):
     return 1 + d + (d * d if full else d)
 
 
-def _estep_specs(profile, dtype, d, full):
-    """GPUs: records staged in local memory, two points per work-item.
-    CPUs: small groups reading the records from memory (their caches serve;
-    2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on both runtimes)."""
+def _power_of_two_at_least(v):
+    return 1 << max(0, int(v) - 1).bit_length()
+
+
+def _tiled_estep_specs(profile, dtype, d, k):
+    """Diagonal covariances where the profile's k-means runs register tiles
+    (lloyd_variant gemm): its tiles, the component tile no wider than k needs,
+    then halved (larger side first) until the work-group and local memory fit."""
+    rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
+    tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
+    while tn // 2 >= max(rn, _power_of_two_at_least(k)):
+        tn //= 2
+    kc = min(profile.lloyd_depth, _power_of_two_at_least(d))
+    if rm * rn + rm + rn > profile.private_floats:
+        return
+    while tm >= rm and tn >= rn:
+        wg = (tm // rm) * (tn // rn)
+        if tm % rm == 0 and tn % rn == 0 and wg <= profile.max_work_group_size:
+            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
+                if rm % vw or rn % vw or vw & (vw - 1):
+                    continue
+                spec = EStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
+                                 wg=wg, full=False, stage_params=False, tiled=True, tm=tm,
+                                 tn=tn, rm=rm, rn=rn, kc=kc, vw=vw)
+                if spec.local_bytes() <= profile.local_memory_budget:
+                    yield spec
+        if tn > rn and tn >= tm:
+            tn //= 2
+        else:
+            tm //= 2
+
+
+def _estep_specs(profile, dtype, d, full, k=1):
+    """Diagonal covariances on devices whose k-means runs register tiles:
+    the tiled kernel first.  GPUs: records staged in local memory, two points
+    per work-item.  CPUs: small groups reading the records from memory (their
+    caches serve; 2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on
+    both runtimes)."""
+    if not full and profile.lloyd_variant == "gemm":
+        yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize
     wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
     if profile.type == "cpu" and profile.max_work_group_size >= 8:
@@ -149,7 +201,7 @@ class GmmPass:
     def __init__(self, part, k, full):
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
-        self.espec, self.ekernel = plan(p, q, _estep_specs(p, dt, part.d, full), "gmm_estep")
+        self.espec, self.ekernel = plan(p, q, _estep_specs(p, dt, part.d, full, k), "gmm_estep")
         self.mspec, self.mkernel = plan(p, q, _mstep_specs(p, dt, part.d, full), "gmm_mstep")
         self.groups = self._groups(self.espec)[0]
         self.params = cla.empty(q, k * record_size(part.d, full), dt)
@@ -171,7 +223,7 @@ class GmmPass:
         profile's groups per compute unit, so the E kernel's long per-point
         work keeps every multiprocessor busy to the end."""
         p = self.part.profile
-        tiles = -(-self.part.n // (spec.wg * spec.ppi))
+        tiles = -(-self.part.n // spec.rows)
         groups = max(1, min(tiles, p.compute_units * p.groups_per_compute_unit *
                             (4 if p.type == "gpu" else 1)))
         return groups, -(-tiles // groups)

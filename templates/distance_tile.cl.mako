@@ -27,6 +27,9 @@ and the column's feature):
                                                      sets FP_CONTRACT OFF)
   cityblock     acc += fabs(a - b)
   chebyshev     acc = fmax(acc, fabs(a - b))
+  sqdiff_scaled t = (a - b) * s; acc = fma(t, t, acc) a diagonal Mahalanobis term (GMM
+                                                     "diag": s the column's precision
+                                                     factor, staged in ls like lc)
 </%doc>
 <%!
     COMPS = "0123456789abcdef"
@@ -50,12 +53,16 @@ and the column's feature):
 </%def>
 ## the local chunks: lx (KC x TMP) and lc (KC x TNP), declared as vectors so
 ## that the vector reads are aligned
-<%def name="local_chunks()">
+<%def name="local_chunks(scaled=False)">
 <%  vec = f"{real_t}{vw}" if vw > 1 else real_t %>\
     __local ${vec} lx_vec[KC * TMP / ${vw}];
     __local ${vec} lc_vec[KC * TNP / ${vw}];
     __local real_t *lx = (__local real_t *)lx_vec;
     __local real_t *lc = (__local real_t *)lc_vec;
+% if scaled:
+    __local ${vec} ls_vec[KC * TNP / ${vw}];     /* the columns' scales (sqdiff_scaled) */
+    __local real_t *ls = (__local real_t *)ls_vec;
+% endif
 </%def>
 ## index (within the tile) of register row r / register column q of work-item (ty, tx)
 <%def name="row(r)">(${r // vw} * NY + ty) * ${vw} + ${r % vw}</%def>
@@ -92,6 +99,9 @@ ${indent}real_t acc_${r}_${q} = 0;
   % endfor
   % for q0 in range(0, rn, vw):
                 const ${vec} b${q0} = cr[${q0 // vw} * NX + tx];
+    % if form == "sqdiff_scaled":
+                const ${vec} s${q0} = (ls_vec + kk * (TNP / ${vw}))[${q0 // vw} * NX + tx];
+    % endif
   % endfor
 % else:
                 __local const real_t *xr = lx + kk * TMP;
@@ -101,6 +111,9 @@ ${indent}real_t acc_${r}_${q} = 0;
   % endfor
   % for q in range(rn):
                 const real_t b${q} = cr[${q} * NX + tx];
+    % if form == "sqdiff_scaled":
+                const real_t s${q} = ls[kk * TNP + ${q} * NX + tx];
+    % endif
   % endfor
 % endif
 % for r in range(rm):
@@ -108,8 +121,9 @@ ${indent}real_t acc_${r}_${q} = 0;
 <%
       if vw > 1:
           a, b = f"a{r - r % vw}.s{COMPS[r % vw]}", f"b{q - q % vw}.s{COMPS[q % vw]}"
+          sc = f"s{q - q % vw}.s{COMPS[q % vw]}"
       else:
-          a, b = f"a{r}", f"b{q}"
+          a, b, sc = f"a{r}", f"b{q}", f"s{q}"
       acc = f"acc_{r}_{q}"
 %>\
     % if form == "dot":
@@ -118,6 +132,8 @@ ${indent}real_t acc_${r}_${q} = 0;
                 { const real_t t = ${a} - ${b}; ${acc} = fma(t, t, ${acc}); }
     % elif form == "sqdiff_nofma":
                 { const real_t t = ${a} - ${b}; ${acc} += t * t; }
+    % elif form == "sqdiff_scaled":
+                { const real_t t = (${a} - ${b}) * ${sc}; ${acc} = fma(t, t, ${acc}); }
     % elif form == "cityblock":
                 ${acc} += fabs(${a} - ${b});
     % elif form == "chebyshev":

@@ -22,8 +22,18 @@ are written to resp first and normalised in place once the sum is known.
 Outputs: lse (n), labels (n), resp (k x n, component-major: coalesced),
 per work-group sum of lse (acc_t; Kahan: sums then compensations) and the
 count of points whose log-density is not finite.
+
+tiled (diag only): the Mahalanobis terms of TM points x TN components as
+register tiles (distance_tile.cl.mako, FORM sqdiff_scaled: ((x - mu) u)^2
+summed over the features in order, as below -- the same bits), written as
+log-densities to a local TM x TN tile; then each point's owner walks the
+tile's components in increasing order with the same online log-sum-exp, so
+every point's lse, label and responsibilities are the per-point kernel's.
+Reads spec (tiled): tm, tn, rm, rn, kc, vw (distance_tile.cl.mako's fields;
+wg = (tm / rm) * (tn / rn)); ppi and the staging fields are unused.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="tile" file="distance_tile.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 #define PPI ${ppi}
@@ -41,6 +51,19 @@ count of points whose log-density is not finite.
 #define PARAM(j, e) params[(j) * CP + (e)]
 % endif
 <% unroll = "#pragma unroll" if d <= 32 else "" %>
+% if tiled:
+${tile.defines(c_pad=True, with_wg=False)}\
+#define DP ((D + KC - 1) / KC * KC)
+#define TNL (TN + 1)                    /* row stride of the log-density tile */
+#define RPI ((TM + WG - 1) / WG)        /* tile rows (points) a work-item owns */
+/* element e of the depth-kc chunk of the tile's points / of field off (mean:
+   1, precision factor: 1 + D) of components jt..: zero outside the data */
+#define X_AT(e, kc) (base + (e) / KC < n && (kc) + (e) % KC < D ? \
+                     x[(base + (e) / KC) * stride + (kc) + (e) % KC] : (real_t)0)
+#define P_AT(e, jt, kc, off) ((jt) + (e) / KC < k && (kc) + (e) % KC < D ? \
+                              params[((jt) + (e) / KC) * CP + (off) + (kc) + (e) % KC] : (real_t)0)
+${tiled_kernel()}
+% else:
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gmm_estep(__global const real_t *restrict x, const long n, const long stride,
@@ -199,3 +222,131 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
         part_bad[g] = total_bad;
     }
 }
+% endif
+<%def name="lse_update(j)">
+                    saw_nan[u] |= isnan(logp);
+                    if (store_resp && i < n)
+                        resp[(long)(${j}) * n + i] = logp;
+                    if (logp > run_max[u]) {
+                        /* a new maximum: rescale the sum so far */
+                        run_sum[u] = fma(run_sum[u], exp(run_max[u] - logp), (real_t)1);
+                        run_max[u] = logp;
+                        best[u] = ${j};
+                    } else if (logp > -INFINITY) {
+                        run_sum[u] += exp(logp - run_max[u]);
+                    }
+</%def>
+<%def name="tiled_kernel()">
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gmm_estep(__global const real_t *restrict x, const long n, const long stride,
+               __global const real_t *restrict params,   /* k x CP */
+               const int k,
+               __global real_t *restrict lse,            /* n */
+               __global int *restrict labels,            /* n */
+               const int store_resp,
+               __global real_t *restrict resp,           /* k x n (store_resp) */
+               __global acc_t *restrict part_ll,         /* groups (x2 if Kahan) */
+               __global int *restrict part_bad,          /* groups */
+               const long tiles_per_group)
+{
+    const int lid = get_local_id(0);
+    const int tx = lid % NX, ty = lid / NX;
+    const long g = get_group_id(0), groups = get_num_groups(0);
+    __local acc_t scratch[WG];
+${tile.local_chunks(scaled=True)}\
+    __local real_t lt[TM * TNL];
+    acc_t ll = 0;
+% if not acc_double:
+    acc_t ll_comp = 0;
+% endif
+    int bad = 0;
+    const long first = g * tiles_per_group * TM;
+    for (long t = 0; t < tiles_per_group; ++t) {
+        const long base = first + t * TM;
+        if (base >= n)
+            break;                      /* uniform over the group */
+        real_t run_max[RPI], run_sum[RPI];
+        int best[RPI], saw_nan[RPI];
+        #pragma unroll
+        for (int u = 0; u < RPI; ++u) {
+            run_max[u] = -INFINITY;
+            run_sum[u] = 0;
+            best[u] = 0;
+            saw_nan[u] = 0;
+        }
+        for (int jt = 0; jt < k; jt += TN) {
+${tile.accumulators("            ")}\
+            for (int kc = 0; kc < DP; kc += KC) {
+                barrier(CLK_LOCAL_MEM_FENCE);   /* the last readers of lx, lc, ls, lt are done */
+${tile.stage_transposed("lx", "TMP", "TM", "X_AT(e, kc)")}\
+${tile.stage_transposed("lc", "TNP", "TN", "P_AT(e, jt, kc, 1)")}\
+${tile.stage_transposed("ls", "TNP", "TN", "P_AT(e, jt, kc, 1 + D)")}\
+                barrier(CLK_LOCAL_MEM_FENCE);
+${tile.multiply("sqdiff_scaled")}\
+            }
+% for q in range(rn):
+            {
+                const int j = jt + ${tile.col(q)};
+                const real_t cj = j < k ? params[(long)j * CP] : 0;
+  % for r in range(rm):
+                lt[(${tile.row(r)}) * TNL + ${tile.col(q)}] = fma((real_t)-0.5, acc_${r}_${q}, cj);
+  % endfor
+            }
+% endfor
+            barrier(CLK_LOCAL_MEM_FENCE);
+            /* my points' components of this tile, in increasing order */
+            const int jn = min(TN, k - jt);
+            #pragma unroll
+            for (int u = 0; u < RPI; ++u) {
+                const int row = lid + u * WG;
+                const long i = base + row;
+                if (row >= TM)
+                    break;
+                for (int jj = 0; jj < jn; ++jj) {
+                    const real_t logp = lt[row * TNL + jj];
+${lse_update("jt + jj")}\
+                }
+            }
+        }
+        #pragma unroll
+        for (int u = 0; u < RPI; ++u) {
+            const int row = lid + u * WG;
+            const long i = base + row;
+            if (row >= TM || i >= n)
+                continue;
+            const real_t total = run_max[u] + log(run_sum[u]);
+            lse[i] = total;
+            labels[i] = best[u];
+            if (saw_nan[u] || !isfinite(total)) {
+                ++bad;
+                continue;
+            }
+% if acc_double:
+            ll += (acc_t)total;
+% else:
+            {   /* Kahan: the per-work-item sum keeps ~float64 accuracy */
+                const float y = total - ll_comp;
+                const float s = ll + y;
+                ll_comp = (s - ll) - y;
+                ll = s;
+            }
+% endif
+            if (store_resp)
+                for (int j = 0; j < k; ++j)
+                    resp[(long)j * n + i] = exp(resp[(long)j * n + i] - total);
+        }
+    }
+    ll = group_sum(ll, scratch);
+% if not acc_double:
+    ll_comp = group_sum(ll_comp, scratch);
+% endif
+    const int total_bad = (int)group_sum((acc_t)bad, scratch);
+    if (lid == 0) {
+        part_ll[g] = ll;
+% if not acc_double:
+        part_ll[groups + g] = ll_comp;
+% endif
+        part_bad[g] = total_bad;
+    }
+}
+</%def>

@@ -3,10 +3,10 @@
 Run by tests/oclgrind_driver.py (--only gmm).  The E-step variants (full /
 diag covariance, responsibilities stored or not, component records staged in
 local memory in several chunks, in one, or read from global memory, one or
-two points per work-item) and the M-step shapes (the GPU's small register
+two points per work-item; diag also as register tiles of
+distance_tile.cl.mako) and the M-step shapes (the GPU's small register
 blocks with replicas, the CPU's large blocks, the CPU's work-item per
-component; tiles smaller than a chunk of rows) run
-for every precision of PRECISIONS (float64 sums, float64 data, Kahan-
+component; tiles smaller than a chunk of rows) run for every precision of PRECISIONS (float64 sums, float64 data, Kahan-
 compensated float sums) and are checked against numpy; then whole fits
 through the device manager, resident and streamed in chunks (same model).
 """
@@ -29,7 +29,7 @@ def forced(estep, mstep):
     """gmm_pass.plan offered exactly these specs (it still checks and builds them)."""
     originals = gmm_pass._estep_specs, gmm_pass._mstep_specs
 
-    def estep_specs(profile, dtype, d, full):
+    def estep_specs(*args):
         yield estep
     gmm_pass._estep_specs = estep_specs
     gmm_pass._mstep_specs = lambda *args: iter([mstep])
@@ -77,6 +77,11 @@ def estep_variants(base):
     yield "chunked ppi=2", make(wg=4, ppi=2, cchunk=2, stage_params=True)
     yield "staged at once", make(wg=4, ppi=1, cchunk=8, stage_params=True)
     yield "global", make(wg=8, ppi=1, cchunk=1 << 20, stage_params=False)
+    if not base["full"]:    # register tiles (distance_tile.cl.mako), ragged k and d
+        yield "tiled 4x4", make(wg=4, stage_params=False, tiled=True, tm=4, tn=4, rm=2,
+                                rn=2, kc=2, vw=2)
+        yield "tiled 8x2, 2 rows an item", make(wg=4, stage_params=False, tiled=True, tm=8,
+                                                tn=2, rm=2, rn=2, kc=2, vw=1)
 
 
 def mstep_variants(base, d, full):

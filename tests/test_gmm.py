@@ -100,6 +100,65 @@ def test_kahan_sums_without_fp64(profile):
     assert_parity(ours, sk, X, np.float32)
 
 
+# register tiles (tm, tn, rm, rn, kc, vw) of the tiled diag E step: n = 203,
+# d = 5 or 37 and k = 13 leave ragged point, component and feature tiles
+ESTEP_TILES = [(8, 4, 2, 2, 2, 2), (16, 8, 4, 2, 4, 1), (32, 32, 4, 4, 8, 4), (4, 16, 1, 4, 16, 1)]
+
+
+def estep_outputs(profile, X, m, k, store):
+    """(spec, lse, labels, resp or None, log-likelihood, bad rows) of one E step."""
+    from oclclust.partition import DevicePartition
+    gmm_pass._PLANS.clear()
+    part = DevicePartition(profile, X)
+    gp = gmm_pass.GmmPass(part, k, False)
+    ll, bad = gp.estep(mdl.records(m, False), store_resp=store)
+    q = part.queue
+    resp = gp.resp[:k * len(X)].get(q) if store else None
+    return gp.espec, gp.lse.get(q), gp.labels.get(q), resp, ll, bad
+
+
+@pytest.mark.parametrize("d", [5, 37])
+@pytest.mark.parametrize("tiles", ESTEP_TILES, ids=lambda t: "x".join(map(str, t)))
+def test_tiled_diag_estep_equals_per_point(profile, tiles, d):
+    """Where the profile's k-means runs register tiles (gemm), the diag E step
+    takes its Mahalanobis terms from distance_tile.cl.mako (sqdiff_scaled):
+    every point's lse, label and responsibilities are the per-point kernel's
+    bit for bit, the log-likelihood equal to rounding."""
+    tm, tn, rm, rn, kc, vw = tiles
+    tiled = dataclasses.replace(profile, lloyd_variant="gemm", lloyd_tile_rows=tm,
+                                lloyd_tile_centroids=tn, lloyd_reg_rows=rm,
+                                lloyd_reg_centroids=rn, lloyd_depth=kc, lloyd_vector_width=vw)
+    plain = dataclasses.replace(profile, lloyd_variant="tiled")
+    k, rng = 13, np.random.RandomState(d)
+    X = (rng.randn(203, d) * 3).astype(np.float32)
+    cov = rng.uniform(0.5, 2, (k, d))
+    w = rng.uniform(0.5, 1.5, k)
+    m = mdl.Model(w / w.sum(), X[:k].astype(np.float64) + 0.3, cov,
+                  mdl.precision_cholesky(cov, False))
+    for store in (True, False):
+        got = estep_outputs(tiled, X, m, k, store)
+        want = estep_outputs(plain, X, m, k, store)
+        spec = got[0]
+        assert spec.tiled and not want[0].tiled
+        assert (spec.tm, spec.rm, spec.rn, spec.vw) == (tm, rm, rn, vw) and spec.tn <= tn
+        assert spec.kc == min(kc, 1 << (d - 1).bit_length()) and got[5] == want[5] == 0
+        for a, b in zip(got[1:4], want[1:4]):
+            if b is not None:
+                np.testing.assert_array_equal(a, b)
+        assert got[4] == pytest.approx(want[4], rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_tiled_diag_fit_equals_sklearn(profile, dtype):
+    X, _ = blobs(seed=6)
+    gemm = oc.DeviceManager([dataclasses.replace(profile, lloyd_variant="gemm")])
+    ours, sk = fit_both(gemm, X, "diag", dtype, **start(X, "diag"))
+    used = [plan[0] for key, plan in gmm_pass._PLANS.items()
+            if isinstance(plan[0], gmm_pass.EStepSpec) and key[0].lloyd_variant == "gemm"]
+    assert used and all(spec.tiled for spec in used)
+    assert_parity(ours, sk, X, dtype)
+
+
 def test_no_underflow_d24_k100(devices):
     """Components far apart in d=24: every density underflows exp, the
     log-sum-exp does not; same scores and responsibilities as scikit-learn."""
