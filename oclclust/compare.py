@@ -66,7 +66,7 @@ class Progress:
 def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order=None):
     """(seconds per iteration, seconds per pipelined statistics pass, data
     reads per pass, kept fraction) of one setting."""
-    from .ensemble import ShardedEnsemble, data_moments, fixed_point
+    from .ensemble import ShardedEnsemble, ensemble_step, data_moments, fixed_point
     from .ensemble_pass import model_tiles, pack
     from .manager import DeviceManager
     data = DeviceManager([profile]).scatter(X, None)
@@ -80,18 +80,15 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
         rng = np.random.default_rng(seed)
         centers = [X[rng.choice(len(X), K, replace=False)].astype(np.float64)
                    for _ in range(M)]
+        n_iter = np.zeros(M, np.int64)
 
-        def iteration(centers):
-            # the update of all models at once (packed): host time is not the subject
-            sums, weights = engine.stats_packed(centers)
-            packed = np.concatenate(centers)
-            new = np.where(weights[:, None] > 0,
-                           sums / np.where(weights > 0, weights, 1)[:, None], packed)
-            return np.split(new, M)
-        centers = iteration(centers)        # warm-up: kernels built, buffers allocated
+        def iteration():
+            # the estimator's own update of all models; tol < 0: none stops
+            ensemble_step(engine, centers, n_iter, list(range(M)), 0, -1.0, data, host_w)
+        iteration()                         # warm-up: kernels built, buffers allocated
         start = time.perf_counter()
         for _ in range(iters):
-            centers = iteration(centers)
+            iteration()
         seconds = (time.perf_counter() - start) / iters
         chunk = data.chunks[0]
         # the statistics pass alone: passes enqueued back to back, one wait

@@ -119,7 +119,7 @@ def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, histor
             if not active:
                 break
             start = time.perf_counter()
-            active, shift = _ensemble_step(engine, centers, n_iter, active, it, tol, data,
+            active, shift = ensemble_step(engine, centers, n_iter, active, it, tol, data,
                                            host_w)
             if history is not None:
                 history.append(history_entry(it + 1, start, data, models_moving=len(active),
@@ -131,25 +131,26 @@ def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, histor
     return centers, inertia, n_iter, labels
 
 
-def _ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w):
+def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w):
     """One pass for the *active* models: their centres and n_iter updated in
     place; returns (the models still moving, the largest centre shift)."""
     sums, weights = engine.stats_packed([centers[m] for m in active])
     off = np.cumsum([0] + [len(centers[m]) for m in active])
     old = np.concatenate([centers[m] for m in active])
-    for m, a, b in zip(active, off[:-1], off[1:]):
-        if (weights[a:b] == 0).any():    # mends the model's rows of sums, weights
-            relocate_empty(engine, centers[m], sums[a:b], weights[a:b], data, host_w)
+    for i in np.unique(np.searchsorted(off, np.flatnonzero(weights == 0), side="right") - 1):
+        a, b = off[i], off[i + 1]    # a model with an empty cluster: its rows mended
+        relocate_empty(engine, centers[active[i]], sums[a:b], weights[a:b], data, host_w)
     new = np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None], old)
     moved = (new - old) ** 2
-    still, largest = [], 0.0
-    for m, a, b in zip(active, off[:-1], off[1:]):
-        shift = float(moved[a:b].sum())    # summed as KMeans sums its own
-        centers[m], n_iter[m] = new[a:b], it + 1
-        largest = max(largest, shift)
-        if shift > tol:
-            still.append(m)
-    return still, largest
+    shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])
+    # KMeans sums its own shift in numpy's pairwise order: near tol, so does
+    # each model here, so that it stops at KMeans's iteration
+    for i in np.flatnonzero(np.abs(shifts - tol) <= 1e-9 * max(tol, 1e-300)):
+        shifts[i] = moved[off[i]:off[i + 1]].sum()
+    for i, m in enumerate(active):
+        centers[m] = new[off[i]:off[i + 1]]
+    n_iter[active] = it + 1
+    return [m for m, s in zip(active, shifts) if s > tol], float(shifts.max(initial=0.0))
 
 
 def relocate_empty(engine, centers, sums, weights, data, host_w):

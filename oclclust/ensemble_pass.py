@@ -174,6 +174,7 @@ class EnsemblePass:
         if getattr(self, "_off_bytes", None) != self.off.tobytes():   # models left or joined
             self.model_off = cla.to_device(q, self.off)
             self._off_bytes = self.off.tobytes()
+            self._tiles, self._launches = {}, {}
         return self
 
     def _allocate(self, n_c):
@@ -181,6 +182,7 @@ class EnsemblePass:
         a pass), the counts at the device's sub-buffer alignment."""
         p, q = self.part, self.part.queue
         self.capacity = n_c
+        self._launches = {}     # their arguments name the buffers
         self.centers = cla.empty(q, (n_c, p.d), p.dtype)
         align = max(8, q.device.mem_base_addr_align // 8)
         self._counts_at = -(-n_c * p.d * 8 // align) * align
@@ -196,34 +198,41 @@ class EnsemblePass:
                                self._host_stats.nbytes)
 
     def tiles(self, per_model):
-        p = self.part
-        return model_tiles(self.off, p.profile.local_memory_budget, p.d, p.dtype.itemsize,
-                           per_model=per_model)
+        if per_model not in self._tiles:   # for these models (upload resets)
+            p = self.part
+            self._tiles[per_model] = model_tiles(self.off, p.profile.local_memory_budget, p.d,
+                                                 p.dtype.itemsize, per_model=per_model)
+        return self._tiles[per_model]
 
     def launch(self, strategy, first, count, staged):
+        key = (strategy, first, count, staged)
+        if key not in self._launches:
+            self._launches[key] = self._plan_launch(strategy, first, count, staged)
+        kern, size, args = self._launches[key]
+        kern(self.part.queue, size, (self.wg,), *args)
+
+    def _plan_launch(self, strategy, first, count, staged):
+        """(kernel, global size, arguments) of a launch over these models."""
         p, q = self.part, self.part.queue
         ks = np.diff(self.off)[first:first + count]
-        key = (strategy, first, count, staged, ks.tobytes())
-        if key not in self._launches:   # one spec, kernel and local buffers per tile
-            uniform = int(ks[0]) if (ks == ks[0]).all() and ks[0] <= UNROLLED_K else 0
-            kern = kernel(q.context, self.spec(staged, strategy, uniform), "ensemble_stats")
-            local = []
-            if staged:   # as the template lays them out (odd model strides with a uniform k)
-                nm = 1 if strategy == "task" else count
-                if uniform:
-                    cs, ws = nm * ((uniform * p.d) | 1), nm * (uniform | 1)
-                else:
-                    nc = int(ks.max()) if strategy == "task" else int(ks.sum())
-                    cs, ws = nc * p.d, nc
-                local = [cl.LocalMemory(max(1, cs * p.dtype.itemsize)),
-                         cl.LocalMemory(max(8, cs * 8)), cl.LocalMemory(max(8, ws * 8))]
-            groups = count if strategy == "task" else self.groups
-            self._launches[key] = (kern, (groups * self.wg,), local)
-        kern, size, local = self._launches[key]
-        kern(q, size, (self.wg,), p.x.data, np.int64(p.n), np.int64(p.stride), p.weights_arg(),
-             self.centers.data, self.model_off.data, np.int32(first), np.int32(count),
-             self.shift.data, *self.scales, self.sums.data, self.counts.data,
-             np.int64(self.tiles_per_group), *local)
+        uniform = int(ks[0]) if (ks == ks[0]).all() and ks[0] <= UNROLLED_K else 0
+        kern = kernel(q.context, self.spec(staged, strategy, uniform), "ensemble_stats")
+        local = []
+        if staged:   # as the template lays them out (odd model strides with a uniform k)
+            nm = 1 if strategy == "task" else count
+            if uniform:
+                cs, ws = nm * ((uniform * p.d) | 1), nm * (uniform | 1)
+            else:
+                nc = int(ks.max()) if strategy == "task" else int(ks.sum())
+                cs, ws = nc * p.d, nc
+            local = [cl.LocalMemory(max(1, cs * p.dtype.itemsize)),
+                     cl.LocalMemory(max(8, cs * 8)), cl.LocalMemory(max(8, ws * 8))]
+        groups = count if strategy == "task" else self.groups
+        return kern, (groups * self.wg,), (
+            p.x.data, np.int64(p.n), np.int64(p.stride), p.weights_arg(), self.centers.data,
+            self.model_off.data, np.int32(first), np.int32(count), self.shift.data,
+            *self.scales, self.sums.data, self.counts.data, np.int64(self.tiles_per_group),
+            *local)
 
     def stats(self, centers_list):
         """Integer (sums C x d, weights C) of every model, C = all centroids."""
