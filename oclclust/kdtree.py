@@ -237,6 +237,8 @@ class KDTreePass:
         else:
             local += [cl.LocalMemory(nc * p.d * 8), cl.LocalMemory(nc * 8)]
             out = [b.sums.data, b.counts.data]
+        if self.mapping != "distributed":   # a leaf's list of models to score
+            local.append(cl.LocalMemory(4 * (n + 1)))
         kern(q, (groups * b.wg,), (b.wg,), self.x.data, self.w.data, b.centers.data,
              b.model_off.data, np.int32(first), np.int32(n), np.int32(len(b.off) - 1),
              self.leaf_start.data, np.int32(len(self.lo)), np.int32(self.max_leaf),

@@ -7,7 +7,9 @@ Reads spec: mapping, d, wg, distributed (the models visited from model
 lid mod M, as in ensemble_stats.cl.mako), weighted, word_atomics (local
 statistics as 32-bit word pairs: kernels_cl/local_stats.cl).
   "direct":      a leaf per work-group at a time (persistent groups walk the
-                 leaves g, g + G, ...); statistics in local memory.
+                 leaves g, g + G, ...); statistics in local memory.  The
+                 group first lists the leaf's models with more than one
+                 candidate (local memory): its points visit only those.
   "distributed": a work-group spans leaves: consecutive work-items take
                  points of consecutive leaves, so they tend to update
                  different centroids (less local atomic contention, but
@@ -35,12 +37,20 @@ for bit.
 #define WEIGHT(i) ((real_t)1)
 % endif
 
-/* One point against its leaf's candidates of every model of the launch. */
+% if mapping == "distributed":
+#define OPEN_MODEL(open, t) (t)                 /* every model of the launch */
+% else:
+#define OPEN_MODEL(open, t) (open[t])           /* the leaf's listed models */
+% endif
+
+/* One point against its leaf's candidates of the n_open models to score
+ * (the launch's models, or the leaf's list of those with several). */
 inline void point_stats(
     const long i, const int leaf, const int lid,
     __global const real_t *restrict x, __global const real_t *restrict w,
     __local const real_t *lc, __global const int *restrict model_off,
-    const int first_model, const int n_models, const int all_models, const int c_base,
+    const int first_model, __local const int *open, const int n_open, const int all_models,
+    const int c_base,
     __global const int *restrict cand, __global const int *restrict cand_n, const int kmax,
     __global const acc_t *restrict shift, const acc_t sx, const acc_t sw,
 % if mapping == "replicated":
@@ -56,11 +66,11 @@ inline void point_stats(
         fv[c] = convert_long_rte((acc_t)WEIGHT(i) * ((acc_t)xp[c] - shift[c]) * sx);
     }
     const long fw = convert_long_rte((acc_t)WEIGHT(i) * sw);
-    for (int t = 0; t < n_models; ++t) {
+    for (int t = 0; t < n_open; ++t) {
 % if distributed:
-        const int m = first_model + (lid + t) % n_models;   /* distributed model order */
+        const int m = first_model + OPEN_MODEL(open, (lid + t) % n_open);   /* distributed order */
 % else:
-        const int m = first_model + t;
+        const int m = first_model + OPEN_MODEL(open, t);
 % endif
         const long list = (long)leaf * all_models + m;
         __global const int *js = cand + list * kmax;
@@ -147,6 +157,9 @@ void kdtree_stats(
 % if mapping != "replicated":
     , __local stat_t *ls, __local stat_t *lw
 % endif
+% if mapping != "distributed":
+    , __local int *open                         /* n_models + 1: a leaf's list, its length */
+% endif
     )
 {
     const int lid = get_local_id(0);
@@ -176,8 +189,8 @@ void kdtree_stats(
             leaf_stats(leaf, 0, 1, leaf_fx, cand, cand_n, kmax, first_model, n_models,
                        all_models, c_base, ls, lw, nc);
         if (i < leaf_start[leaf + 1])
-            point_stats(i, leaf, lid, x, w, lc, model_off, first_model, n_models, all_models,
-                        c_base, cand, cand_n, kmax, shift, sx, sw, ls, lw, nc);
+            point_stats(i, leaf, lid, x, w, lc, model_off, first_model, 0, n_models,
+                        all_models, c_base, cand, cand_n, kmax, shift, sx, sw, ls, lw, nc);
     }
 % else:
     for (int leaf = g; leaf < n_leaves; leaf += groups) {
@@ -188,9 +201,20 @@ void kdtree_stats(
   % else:
                    ls, lw, nc);
   % endif
+        /* the models whose points this leaf scores: those with several
+           candidates (in any order: the integer sums do not mind) */
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous leaf's list is done with */
+        if (lid == 0)
+            open[n_models] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int t = lid; t < n_models; t += WG)
+            if (cand_n[(long)leaf * all_models + first_model + t] > 1)
+                open[atomic_inc(open + n_models)] = t;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int n_open = open[n_models];
         for (long i = leaf_start[leaf] + lid; i < leaf_start[leaf + 1]; i += WG)
-            point_stats(i, leaf, lid, x, w, lc, model_off, first_model, n_models, all_models,
-                        c_base, cand, cand_n, kmax, shift, sx, sw,
+            point_stats(i, leaf, lid, x, w, lc, model_off, first_model, open, n_open,
+                        all_models, c_base, cand, cand_n, kmax, shift, sx, sw,
   % if mapping == "replicated":
                         mine, nc);
   % else:
