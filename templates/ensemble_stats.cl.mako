@@ -13,6 +13,9 @@ atomic updates over the models instead of every work-item hitting one model),
 weighted, k (every model of the launch has k centroids: a compile-time loop
 the compiler unrolls, no per-model bounds read; 0: bounds from model_off),
 word_atomics (staged statistics as 32-bit word pairs: kernels_cl/local_stats.cl).
+Unweighted and staged, a centroid's weight is its point count (a 32-bit
+local counter) times the one fixed-point weight of a point: the same integer
+as the sum, one cheap atomic instead of a 64-bit one.
 
 Sums are fixed point: each point adds round(w * (x - shift) * sx) and
 round(w * sw) as 64-bit integers.  Integer addition is associative, so the
@@ -42,6 +45,21 @@ Ties go to the lowest centroid index (strict < in index order).
 #define STAT_ADD(p, high_at, v) stat_add(p, high_at, v)
 % else:
 #define STAT_ADD(p, high_at, v) atom_add(p, v)
+% endif
+<% counted = staged and not weighted %>\
+% if counted:
+/* lw holds 32-bit point counts (the weights are count * fw) */
+#define WEIGHT_ZERO(e) (((__local uint *)lw)[e] = 0)
+#define WEIGHT_ADD(j, v) atomic_inc((__local uint *)lw + (j))
+#define WEIGHT_GET(e) ((long)((__local uint *)lw)[e] * fw_one)
+% else:
+#define WEIGHT_ZERO(e) STAT_ZERO(lw, HW, e)
+  % if staged:
+#define WEIGHT_ADD(j, v) STAT_ADD(lw + (j), HW, v)
+  % else:
+#define WEIGHT_ADD(j, v) atom_add(counts + c_base + (j), v)
+  % endif
+#define WEIGHT_GET(e) STAT_GET(lw, HW, e)
 % endif
 % if k:
 #define K ${k}
@@ -92,12 +110,13 @@ void ensemble_stats(
     const int nc = model_off[m_lo + nm] - c_base;
     /* where the high words start (word_atomics) */
     const int HS = ${"nm * SS" if k else "nc * D"}, HW = ${"nm * WS" if k else "nc"};
+    const long fw_one = convert_long_rte(sw);   /* an unweighted point's weight */
     for (int e = lid; e < nc * D; e += WG) {
         lc[LOCAL_C(e)] = centers[c_base * D + e];
         STAT_ZERO(ls, HS, LOCAL_S(e));
     }
     for (int e = lid; e < nc; e += WG)
-        STAT_ZERO(lw, HW, LOCAL_W(e));
+        WEIGHT_ZERO(LOCAL_W(e));
     barrier(CLK_LOCAL_MEM_FENCE);
 % endif
 
@@ -125,10 +144,10 @@ void ensemble_stats(
 % endif
 % if staged:
             __local const real_t *mc = lc + cb;
-            __local stat_t *msum = ls + sb, *mw = lw + wb;
+            __local stat_t *msum = ls + sb;
 % else:
             __global const real_t *mc = centers + c_base * D + cb;
-            __global long *msum = sums + c_base * D + sb, *mw = counts + c_base + wb;
+            __global long *msum = sums + c_base * D + sb;
 % endif
             real_t best = INFINITY;
             int bj = 0;
@@ -148,7 +167,7 @@ void ensemble_stats(
             }
             for (int c = 0; c < D; ++c)
                 STAT_ADD(msum + bj * D + c, HS, fv[c]);
-            STAT_ADD(mw + bj, HW, fw);
+            WEIGHT_ADD(wb + bj, fw);
         }
     }
 % if staged:
@@ -164,9 +183,9 @@ void ensemble_stats(
     }
     for (int e = lid; e < nc; e += WG) {
   % if strategy == "task":
-        counts[c_base + e] = STAT_GET(lw, HW, LOCAL_W(e));
+        counts[c_base + e] = WEIGHT_GET(LOCAL_W(e));
   % else:
-        const long v = STAT_GET(lw, HW, LOCAL_W(e));
+        const long v = WEIGHT_GET(LOCAL_W(e));
         if (v != 0)
             atom_add(counts + c_base + e, v);
   % endif
