@@ -159,6 +159,7 @@ class KDTreePass:
         self.lo_d = cla.to_device(q, np.ascontiguousarray(self.lo.astype(part.dtype)))
         self.hi_d = cla.to_device(q, np.ascontiguousarray(self.hi.astype(part.dtype)))
         self.cand = self.count = None
+        self._plan = self._plan_key = None
         self.max_leaf = int(np.diff(self.starts).max())
         # margin over the device's relative rounding of a sum of d squares
         # (and over underflow in the squares; twice that without fp64, where
@@ -173,21 +174,33 @@ class KDTreePass:
 
     def enqueue(self, centers_list):
         """The pruned statistics pass, enqueued (read by brute.stats_result)."""
-        b, p = self.brute, self.part
+        b, q = self.brute, self.part.queue
         b.upload(centers_list)
         b.zero()
-        kmax = int(np.diff(b.off).max())
-        cand_d, count_d = self.map_leaves(kmax)
-        stats = self.mapping != "replicated"
-        budget = p.profile.local_memory_budget
-        for first, n, staged in model_tiles(b.off, budget, p.d, p.dtype.itemsize, stats=stats):
-            if staged:
-                self._launch(first, n, cand_d, count_d, kmax)
-            else:   # too large for local memory: the global-memory brute-force pass
-                b.launch("concatenated", first, n, False)
+        key = (b._off_bytes, b.capacity)   # the models' layout and the buffers' sizes
+        if self._plan_key != key:          # one plan of launches per layout
+            self._plan, self._plan_key = self._launch_plan(), key
+        for kern, size, local, args in self._plan:
+            kern(q, size, local, *args)
 
-    def map_leaves(self, kmax):
-        """The candidate lists of the uploaded models, made on the device."""
+    def _launch_plan(self):
+        """[(kernel, global size, local size, arguments)] of a pass: the
+        candidate lists, then the statistics of every tile of models."""
+        b, p = self.brute, self.part
+        kmax = int(np.diff(b.off).max())
+        plan = [self._candidates_launch(kmax)]
+        stats = self.mapping != "replicated"
+        for first, n, staged in model_tiles(b.off, p.profile.local_memory_budget, p.d,
+                                            p.dtype.itemsize, stats=stats):
+            if staged:
+                plan += self._stats_launches(first, n, kmax)
+            else:   # too large for local memory: the global-memory brute-force pass
+                kern, size, args = b._plan_launch("concatenated", first, n, False)
+                plan.append((kern, size, (b.wg,), args))
+        return plan
+
+    def _candidates_launch(self, kmax):
+        """The launch that makes the candidate lists of the uploaded models."""
         b, p, q = self.brute, self.part, self.part.queue
         n_leaves, n_models = len(self.lo), len(b.off) - 1
         size = n_leaves * n_models
@@ -197,11 +210,11 @@ class KDTreePass:
         acc = np.float64 if p.acc_double else np.float32
         kern = kernel(q.context, CandidatesSpec(dtype=p.dtype.name, acc_double=p.acc_double,
                                                 d=p.d), "kdtree_candidates")
-        kern(q, (-(-size // 64) * 64,), (64,), self.lo_d.data, self.hi_d.data, b.centers.data,
-             b.model_off.data, np.int32(n_models), np.int32(n_leaves), np.int32(kmax),
-             acc(self.eps), acc(self.tiny), self.cand.data, self.count.data)
         self.mapped = (size, kmax)
-        return self.cand, self.count
+        return kern, (-(-size // 64) * 64,), (64,), (
+            self.lo_d.data, self.hi_d.data, b.centers.data, b.model_off.data,
+            np.int32(n_models), np.int32(n_leaves), np.int32(kmax), acc(self.eps),
+            acc(self.tiny), self.cand.data, self.count.data)
 
     def lists(self):
         """The last mapping on the host: (cand L x M x kmax, count L x M)."""
@@ -218,7 +231,9 @@ class KDTreePass:
         return float((self.sizes[:, None] * count * (count > 1)).sum()) / (
             self.part.n * len(self.brute.packed))
 
-    def _launch(self, first, n, cand_d, count_d, kmax):
+    def _stats_launches(self, first, n, kmax):
+        """The statistics launch of models first..first+n (and the replicas'
+        aggregation)."""
         b, p, q = self.brute, self.part, self.part.queue
         spec = KDStatsSpec(dtype=p.dtype.name, acc_double=p.acc_double, mapping=self.mapping,
                            d=p.d, wg=b.wg, distributed=b.distributed, weighted=p.weighted,
@@ -227,8 +242,7 @@ class KDTreePass:
         c_base = int(b.off[first])
         nc = int(b.off[first + n]) - c_base
         groups = b.groups
-        item = p.dtype.itemsize
-        local = [cl.LocalMemory(max(1, staged_bytes(nc, p.d, item, stats=False)))]
+        local = [cl.LocalMemory(max(1, staged_bytes(nc, p.d, p.dtype.itemsize, stats=False)))]
         if self.mapping == "replicated":
             size = nc * (p.d + 1) * 8
             groups = max(1, min(groups, REPLICA_BYTES // (size * b.wg)))
@@ -239,16 +253,19 @@ class KDTreePass:
             out = [b.sums.data, b.counts.data]
         if self.mapping != "distributed":   # a leaf's list of models to score
             local.append(cl.LocalMemory(4 * (n + 1)))
-        kern(q, (groups * b.wg,), (b.wg,), self.x.data, self.w.data, b.centers.data,
-             b.model_off.data, np.int32(first), np.int32(n), np.int32(len(b.off) - 1),
-             self.leaf_start.data, np.int32(len(self.lo)), np.int32(self.max_leaf),
-             cand_d.data, count_d.data, np.int32(kmax), self.leaf_fx.data, b.shift.data, *b.scales, *out, *local)
+        launches = [(kern, (groups * b.wg,), (b.wg,), (
+            self.x.data, self.w.data, b.centers.data, b.model_off.data, np.int32(first),
+            np.int32(n), np.int32(len(b.off) - 1), self.leaf_start.data,
+            np.int32(len(self.lo)), np.int32(self.max_leaf), self.cand.data, self.count.data,
+            np.int32(kmax), self.leaf_fx.data, b.shift.data, *b.scales, *out, *local))]
         if self.mapping == "replicated":
             agg = kernel(q.context, AggregateSpec(dtype=p.dtype.name, acc_double=p.acc_double,
                                                   d=p.d), "kdtree_aggregate")
             size = nc * (p.d + 1)
-            agg(q, (-(-size // 64) * 64,), (64,), replicas.data, np.int64(groups * b.wg),
-                np.int32(c_base), np.int32(nc), b.sums.data, b.counts.data)
+            launches.append((agg, (-(-size // 64) * 64,), (64,), (
+                replicas.data, np.int64(groups * b.wg), np.int32(c_base), np.int32(nc),
+                b.sums.data, b.counts.data)))
+        return launches
 
     def assign(self, centers_list, labels=True, min_dist=False):
         return self.brute.assign(centers_list, labels, min_dist)
