@@ -49,7 +49,7 @@ and the column's feature):
 /* local rows padded by the vector width: the transposed stores (one row per
    lane run) hit different banks, and vector reads stay aligned */
 #define TMP (TM + ${vw})
-#define TNP (TN${f" + {vw}" if c_pad else ""})
+#define TNP ${f"(TN + {vw})" if c_pad else "TN"}
 </%def>
 ## the local chunks: lx (KC x TMP) and lc (KC x TNP), declared as vectors so
 ## that the vector reads are aligned
