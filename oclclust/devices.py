@@ -43,6 +43,7 @@ PROFILE_TERMS = {
     "kdtree_max_dims": (int, 0, 4096),
     "kdtree_min_rows": (int, 0, 1 << 40),
     "kdtree_leaf_size": (int, 8, 1 << 20),
+    "kdtree_groups_per_compute_unit": (int, 1, 4096),
 }
 MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
 DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
@@ -92,6 +93,7 @@ class DeviceProfile:
     kdtree_max_dims: int = 4
     kdtree_min_rows: int = 200000
     kdtree_leaf_size: int = 512
+    kdtree_groups_per_compute_unit: int = 4
 
     @property
     def key(self):

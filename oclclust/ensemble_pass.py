@@ -33,11 +33,11 @@ AUTO_TERMS = {
     "cpu": dict(ensemble_strategy="concatenated", ensemble_order="uniform",
                 ensemble_word_atomics=0,
                 kdtree_mapping="direct", kdtree_max_dims=8, kdtree_min_rows=20000,
-                kdtree_leaf_size=1024),
+                kdtree_leaf_size=1024, kdtree_groups_per_compute_unit=2),
     "gpu": dict(ensemble_strategy="concatenated", ensemble_order="distributed",
                 ensemble_word_atomics=0,
-                kdtree_mapping="distributed", kdtree_max_dims=4, kdtree_min_rows=200000,
-                kdtree_leaf_size=512),
+                kdtree_mapping="direct", kdtree_max_dims=4, kdtree_min_rows=200000,
+                kdtree_leaf_size=128, kdtree_groups_per_compute_unit=64),
 }
 
 
