@@ -130,9 +130,8 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
         big = min(8, wg)           # rows per tile that amortise a statistics update
         for local_u in (True, False):
             for lo, hi in ((big, wg), (1, big - 1)):
-                # register-tiled distances first where the profile's k-means
-                # uses register tiles (lloyd_variant gemm)
-                for p in tiles if profile.lloyd_variant == "gemm" else ():
+                # register-tiled distances first where the profile says so
+                for p in tiles if profile.cmeans_distance_tiles else ():
                     fields = tile_fields(profile, d, c, wg, p) if lo <= p <= hi else None
                     if fields is None:
                         continue

@@ -44,6 +44,11 @@ PROFILE_TERMS = {
     "kdtree_min_rows": (int, 0, 1 << 40),
     "kdtree_leaf_size": (int, 8, 1 << 20),
     "kdtree_groups_per_compute_unit": (int, 1, 4096),
+    # 1: the distances of c-means, GMM (diagonal) and the linkage matrix as
+    # register tiles (templates/distance_tile.cl.mako, k-means' gemm tiles)
+    "cmeans_distance_tiles": (int, 0, 1),
+    "gmm_distance_tiles": (int, 0, 1),
+    "linkage_distance_tiles": (int, 0, 1),
 }
 MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
 DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
@@ -94,6 +99,9 @@ class DeviceProfile:
     kdtree_min_rows: int = 200000
     kdtree_leaf_size: int = 512
     kdtree_groups_per_compute_unit: int = 4
+    cmeans_distance_tiles: int = 0
+    gmm_distance_tiles: int = 0
+    linkage_distance_tiles: int = 0
 
     @property
     def key(self):

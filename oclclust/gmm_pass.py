@@ -89,8 +89,8 @@ def _power_of_two_at_least(v):
 
 
 def _tiled_estep_specs(profile, dtype, d, k):
-    """Diagonal covariances where the profile's k-means runs register tiles
-    (lloyd_variant gemm): its tiles, the component tile no wider than k needs,
+    """Diagonal covariances where the profile says so (gmm_distance_tiles):
+    k-means' gemm tiles, the component tile no wider than k needs,
     then halved (larger side first) until the work-group and local memory fit."""
     rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
     tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
@@ -117,12 +117,12 @@ def _tiled_estep_specs(profile, dtype, d, k):
 
 
 def _estep_specs(profile, dtype, d, full, k=1):
-    """Diagonal covariances on devices whose k-means runs register tiles:
-    the tiled kernel first.  GPUs: records staged in local memory, two points
+    """Diagonal covariances where the profile asks for distance tiles: the
+    tiled kernel first.  GPUs: records staged in local memory, two points
     per work-item.  CPUs: small groups reading the records from memory (their
     caches serve; 2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on
     both runtimes)."""
-    if not full and profile.lloyd_variant == "gemm":
+    if not full and profile.gmm_distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize
     wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)

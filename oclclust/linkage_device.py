@@ -113,7 +113,7 @@ class Plan:
         # register-tiled distances where they pay (GPUs); on the CPU runtimes
         # here the one-pair-per-work-item kernel is as fast for small d (its
         # stores are contiguous and the n^2/2 stores dominate)
-        self.tiled = profile.type != "cpu"
+        self.tiled = bool(profile.linkage_distance_tiles)
 
     def groups(self, n):
         return max(1, min(-(-n // self.wg), 8 * self.profile.compute_units))

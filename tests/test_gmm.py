@@ -120,15 +120,15 @@ def estep_outputs(profile, X, m, k, store):
 @pytest.mark.parametrize("d", [5, 37])
 @pytest.mark.parametrize("tiles", ESTEP_TILES, ids=lambda t: "x".join(map(str, t)))
 def test_tiled_diag_estep_equals_per_point(profile, tiles, d):
-    """Where the profile's k-means runs register tiles (gemm), the diag E step
+    """Where the profile asks (gmm_distance_tiles), the diag E step
     takes its Mahalanobis terms from distance_tile.cl.mako (sqdiff_scaled):
     every point's lse, label and responsibilities are the per-point kernel's
     bit for bit, the log-likelihood equal to rounding."""
     tm, tn, rm, rn, kc, vw = tiles
-    tiled = dataclasses.replace(profile, lloyd_variant="gemm", lloyd_tile_rows=tm,
+    tiled = dataclasses.replace(profile, gmm_distance_tiles=1, lloyd_tile_rows=tm,
                                 lloyd_tile_centroids=tn, lloyd_reg_rows=rm,
                                 lloyd_reg_centroids=rn, lloyd_depth=kc, lloyd_vector_width=vw)
-    plain = dataclasses.replace(profile, lloyd_variant="tiled")
+    plain = dataclasses.replace(profile, gmm_distance_tiles=0)
     k, rng = 13, np.random.RandomState(d)
     X = (rng.randn(203, d) * 3).astype(np.float32)
     cov = rng.uniform(0.5, 2, (k, d))
@@ -151,10 +151,10 @@ def test_tiled_diag_estep_equals_per_point(profile, tiles, d):
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 def test_tiled_diag_fit_equals_sklearn(profile, dtype):
     X, _ = blobs(seed=6)
-    gemm = oc.DeviceManager([dataclasses.replace(profile, lloyd_variant="gemm")])
+    gemm = oc.DeviceManager([dataclasses.replace(profile, gmm_distance_tiles=1)])
     ours, sk = fit_both(gemm, X, "diag", dtype, **start(X, "diag"))
     used = [plan[0] for key, plan in gmm_pass._PLANS.items()
-            if isinstance(plan[0], gmm_pass.EStepSpec) and key[0].lloyd_variant == "gemm"]
+            if isinstance(plan[0], gmm_pass.EStepSpec) and key[0].gmm_distance_tiles]
     assert used and all(spec.tiled for spec in used)
     assert_parity(ours, sk, X, dtype)
 
