@@ -123,8 +123,7 @@ def test_random_inits_and_fit_ensemble(devices):
 
 
 def test_auto_choice(profile):
-    assert choose(profile, 2, [10] * 8, 10 ** 6) == ("concatenated", "direct"
-                                                     if profile.type == "cpu" else "distributed")
+    assert choose(profile, 2, [10] * 8, 10 ** 6) == ("concatenated", "direct")
     assert choose(profile, 64, [10] * 8, 10 ** 6)[1] is None
     assert choose(profile, 2, [10] * 8, 100)[1] is None
     assert choose(profile, 2, [10], 10 ** 6, "task", None) == ("task", None)
