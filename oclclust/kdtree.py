@@ -242,10 +242,11 @@ class KDTreePass:
         c_base = int(b.off[first])
         nc = int(b.off[first + n]) - c_base
         # more groups than the brute-force pass: a leaf's work is short and
-        # latency-bound (H100, leaves of 128: 64 a unit 2.0x faster than 4)
-        prof = p.profile
-        groups = max(1, min(len(self.lo), prof.compute_units * profile_term(
-            prof, "kdtree_groups_per_compute_unit")))
+        # latency-bound (H100, leaves of 128: 64 a unit 2.0x faster than 4);
+        # not replicated, whose every work-item owns statistics to sum
+        groups = b.groups if self.mapping == "replicated" else max(1, min(
+            len(self.lo), p.profile.compute_units * profile_term(
+                p.profile, "kdtree_groups_per_compute_unit")))
         local = [cl.LocalMemory(max(1, staged_bytes(nc, p.d, p.dtype.itemsize, stats=False)))]
         if self.mapping == "replicated":
             size = nc * (p.d + 1) * 8
