@@ -141,6 +141,7 @@ def run_oclclust(oc, profile, X, C0, args, resident):
                 device=profile.name, platform=profile.platform, type=profile.type,
                 seconds=best, times=times, n_iter=int(km.n_iter_),
                 seconds_per_iter=best / km.n_iter_, inertia=float(km.inertia_),
+                iteration_median_s=float(np.median([h["seconds"] for h in km.history_])),
                 warmup_s=warmup_s, upload_s=upload_s, foreign_cores=max(FOREIGN, default=None),
                 centers=km.cluster_centers_, labels=km.labels_)
 
