@@ -10,11 +10,13 @@ import pyopencl.array as cla
 
 from . import mpi
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
+from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
 from .reduce import acc_dtype, partial_buffer, reduce_partials
 
 
 @dataclasses.dataclass(frozen=True)
-class CMeansSpec(Spec):
+class CMeansSpec(TileFields, Spec):
+    """tiled: the distances as register tiles (distance_tile.cl.mako), tm = p."""
     template = "cmeans_pass.cl.mako"
     d: int = 1
     c: int = 1
@@ -35,13 +37,6 @@ class CMeansSpec(Spec):
     weighted: bool = False
     m_two: bool = True
     row_major: bool = False
-    tiled: bool = False           # distances as register tiles (distance_tile.cl.mako)
-    tm: int = 1                   # = p
-    tn: int = 1
-    rm: int = 1
-    rn: int = 1
-    kc: int = 1
-    vw: int = 1
 
     def dt_size(self):
         """Reals of a tile's memberships."""
@@ -92,10 +87,6 @@ def _layout(profile, d, c, wg, row_major, update):
                 stage_point=d + (acc_words if acc_private else 0) <= profile.private_floats)
 
 
-def _power_of_two_at_least(v):
-    return 1 << max(0, int(v) - 1).bit_length()
-
-
 def tile_fields(profile, d, c, wg, p):
     """The register tile of a P-row tile's distances (the profile's lloyd_*
     terms, as k-means' gemm): rm rows of P, rn centres, columns shrunk while
@@ -105,14 +96,14 @@ def tile_fields(profile, d, c, wg, p):
     if p % rm or wg % ny:
         return None
     nx, rn = wg // ny, profile.lloyd_reg_centroids
-    while rn > 1 and nx * rn // 2 >= _power_of_two_at_least(c):
+    while rn > 1 and nx * rn // 2 >= power_of_two_at_least(c):
         rn //= 2
     vw = profile.lloyd_vector_width
     vw = vw if rm % vw == 0 and rn % vw == 0 and vw & (vw - 1) == 0 else 1
     if rm * rn + rm + rn > profile.private_floats:
         return None
     return dict(tiled=True, tm=p, tn=nx * rn, rm=rm, rn=rn, vw=vw,
-                kc=min(profile.lloyd_depth, _power_of_two_at_least(d)),
+                kc=chunk_depth(profile, d),
                 stage_centers=False, stage_point=False)
 
 

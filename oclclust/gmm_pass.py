@@ -13,11 +13,14 @@ import numpy as np
 import pyopencl.array as cla
 
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
+from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
 from .reduce import partial_buffer, reduce_partials
 
 # ------------------------------------------------------------ kernel specs
 @dataclasses.dataclass(frozen=True)
-class EStepSpec(Spec):
+class EStepSpec(TileFields, Spec):
+    """tiled (diag): register tiles (distance_tile.cl.mako) of tm points x tn
+    components."""
     template = "gmm_estep.cl.mako"
     d: int = 1
     wg: int = 1
@@ -25,13 +28,6 @@ class EStepSpec(Spec):
     cchunk: int = 1
     stage_params: bool = True
     full: bool = True
-    tiled: bool = False     # diag: register tiles (distance_tile.cl.mako) of
-    tm: int = 1             # tm points x tn components, rm x rn per work-item,
-    tn: int = 1             # kc features per local chunk, vw-wide local reads
-    rm: int = 1
-    rn: int = 1
-    kc: int = 1
-    vw: int = 1
 
     @property
     def rows(self):
@@ -84,19 +80,15 @@ def stats_size(d, full):
     return 1 + d + (d * d if full else d)
 
 
-def _power_of_two_at_least(v):
-    return 1 << max(0, int(v) - 1).bit_length()
-
-
 def _tiled_estep_specs(profile, dtype, d, k):
     """Diagonal covariances where the profile says so (gmm_distance_tiles):
     k-means' gemm tiles, the component tile no wider than k needs,
     then halved (larger side first) until the work-group and local memory fit."""
     rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
     tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
-    while tn // 2 >= max(rn, _power_of_two_at_least(k)):
+    while tn // 2 >= max(rn, power_of_two_at_least(k)):
         tn //= 2
-    kc = min(profile.lloyd_depth, _power_of_two_at_least(d))
+    kc = chunk_depth(profile, d)
     if rm * rn + rm + rn > profile.private_floats:
         return
     while tm >= rm and tn >= rn:

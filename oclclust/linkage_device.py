@@ -15,6 +15,7 @@ import pyopencl.array as cla
 
 from . import codegen
 from .codegen import Spec
+from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
 
 # no -cl-mad-enable: scipy's formulas round after every operation, and a
 # fused multiply-add could split a tie scipy keeps
@@ -23,7 +24,7 @@ NN_CHAIN = ("complete", "average", "weighted", "ward")
 
 
 @dataclasses.dataclass(frozen=True)
-class DistanceSpec(Spec):
+class DistanceSpec(TileFields, Spec):
     """``tiled``: square tiles of tm x tn (= tm) observation pairs per
     work-group, rm x rn per work-item, kc features (of dp) per local-memory
     chunk, vw-wide local reads (the register tile of distance_tile.cl.mako);
@@ -31,14 +32,7 @@ class DistanceSpec(Spec):
     template = "hierarchical_distances.cl.mako"
     d: int = 1
     metric: str = "euclidean"
-    tiled: bool = False
-    tm: int = 1
-    tn: int = 1
-    rm: int = 1
-    rn: int = 1
-    kc: int = 1
     dp: int = 1
-    vw: int = 1
 
     @property
     def wg(self):
@@ -49,10 +43,6 @@ class DistanceSpec(Spec):
         return self.kc * (self.tm + self.tn + 2 * self.vw) * item if self.tiled else 0
 
 
-def _power_of_two_at_least(v):
-    return 1 << max(0, int(v) - 1).bit_length()
-
-
 def distance_specs(profile, base, n, d, metric, tiled=True):
     """Tiled specs from the profile's register tile (lloyd_* terms: the same
     tile as k-means'), square tiles halved until they fit the device and no
@@ -61,8 +51,8 @@ def distance_specs(profile, base, n, d, metric, tiled=True):
     if tiled and metric != "cosine":
         rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
         t = min(profile.lloyd_tile_rows, profile.lloyd_tile_centroids,
-                max(_power_of_two_at_least(n), rm, rn))
-        kc = min(profile.lloyd_depth, _power_of_two_at_least(d))
+                max(power_of_two_at_least(n), rm, rn))
+        kc = chunk_depth(profile, d)
         while t >= max(rm, rn) and rm * rn + rm + rn <= profile.private_floats:
             for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
                 if t % rm or t % rn or rm % vw or rn % vw or vw & (vw - 1):

@@ -13,6 +13,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
+from .distance_tile import power_of_two_at_most
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .reduce import partial_buffer, reduce_partials
 
@@ -80,10 +81,6 @@ class LloydSpec(Spec):
         return self.ppi * (self.ctile + (self.d if self.stage_point else 0))
 
 
-def _power_of_two_at_most(v):
-    return 1 << (max(1, int(v)).bit_length() - 1)
-
-
 def candidate_specs(profile, dtype, d, k, update, weighted):
     """Specs from the profile's choice down to the smallest; the first that
     fits the device is used.  The profile's variant comes first, the other
@@ -111,7 +108,7 @@ def _tiled_specs(profile, base):
     """Smaller work-groups and tiles, then centroids read from global memory."""
     d, k = base["d"], base["k"]
     ctile = max(1, min(profile.centroid_tile, k))
-    wg = _power_of_two_at_most(min(profile.work_group_size, profile.max_work_group_size))
+    wg = power_of_two_at_most(min(profile.work_group_size, profile.max_work_group_size))
     while True:
         for stage_centers in (True, False):
             for ppi in sorted({profile.points_per_item, 1}, reverse=True):

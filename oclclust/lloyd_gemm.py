@@ -5,10 +5,7 @@
 import dataclasses
 
 from .codegen import Spec
-
-
-def _power_of_two_at_most(v):
-    return 1 << (max(1, int(v)).bit_length() - 1)
+from .distance_tile import chunk_depth, power_of_two_at_least, power_of_two_at_most
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,21 +23,17 @@ class AccumulateSpec(Spec):
         return self.slice * (self.d + 1) * 8 + 3 * self.acc_wg * 4   # Kahan: 2 floats
 
 
-def _power_of_two_at_least(v):
-    return 1 << max(0, int(v) - 1).bit_length()
-
-
 def gemm_specs(profile, base, spec_class):
     """The profile's tiles, then halved centroid and point tiles (register
     tiles kept), each with the profile's vector width and then scalar reads."""
     d, k = base["d"], base["k"]
     rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
     tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
-    while tn // 2 >= max(rn, _power_of_two_at_least(k)):   # small k: no idle tiles
+    while tn // 2 >= max(rn, power_of_two_at_least(k)):   # small k: no idle tiles
         tn //= 2
-    kc = min(profile.lloyd_depth, _power_of_two_at_least(d))
-    acc_wg = min(256, profile.max_work_group_size, max(8, _power_of_two_at_least(d + 1)))
-    acc_wg = _power_of_two_at_most(acc_wg)
+    kc = chunk_depth(profile, d)
+    acc_wg = min(256, profile.max_work_group_size, max(8, power_of_two_at_least(d + 1)))
+    acc_wg = power_of_two_at_most(acc_wg)
     per_cluster = (d + 1) * 8
     slice_ = min(k, (profile.local_memory_budget - 3 * acc_wg * 4) // per_cluster)
     if slice_ < 1 or rm * rn + rm + rn > profile.private_floats:
