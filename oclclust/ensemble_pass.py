@@ -167,10 +167,12 @@ class EnsemblePass:
         """Pack and copy the models' centroids (no wait: the pass's read of
         the statistics waits); (re)allocate the statistics."""
         q = self.part.queue
-        self.packed, self.off = pack(centers_list, self.part.dtype)   # kept until copied
+        self.packed, self.off = pack(centers_list, self.part.dtype)
         if len(self.packed) > self.capacity:
             self._allocate(len(self.packed))
-        cl.enqueue_copy(q, self.centers.data, self.packed, is_blocking=False)
+        # the event is kept: pyopencl's event of a host copy holds the host
+        # array, and waits for the copy when it is dropped
+        self._copied = cl.enqueue_copy(q, self.centers.data, self.packed, is_blocking=False)
         if getattr(self, "_off_bytes", None) != self.off.tobytes():   # models left or joined
             self.model_off = cla.to_device(q, self.off)
             self._off_bytes = self.off.tobytes()
