@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Register-tiled distances (templates/distance_tile.cl.mako) against each
+kernel's own, per device: the linkage's condensed distance matrix, the fuzzy
+c-means pass and the diagonal GMM E-step.
+
+Each pair runs on the same data with the profile term that chooses the tiles
+(linkage_distance_tiles, cmeans_distance_tiles, gmm_distance_tiles) off and
+on; the outputs must be equal bit for bit (the tiles sum the features in the
+same order), and the median of --repeats timed passes of each is printed with
+the ratio, so a device's terms in devices.yaml follow from a figure.
+
+    python bench/distance_tiles.py                       # every device
+    python bench/distance_tiles.py --quick               # small shapes
+    python3 bench/distance_tiles.py --devices NVIDIA     # the GPU host's measurement
+"""
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import oclclust as oc                                    # noqa: E402
+from oclclust import cmeans_pass, gmm_pass, mdl          # noqa: E402
+from oclclust.linkage_device import Plan, condensed_distances   # noqa: E402
+from oclclust.partition import DevicePartition            # noqa: E402
+
+
+def timed(fn, queue, repeats):
+    """(last result, median seconds) of *repeats* calls, each waited for."""
+    out, times = fn(), []
+    for _ in range(repeats):
+        queue.finish()
+        start = time.perf_counter()
+        out = fn()
+        queue.finish()
+        times.append(time.perf_counter() - start)
+    return out, float(np.median(times))
+
+
+def linkage(profile, dtype, n, d, repeats, metric):
+    X = np.random.RandomState(0).randn(n, d).astype(dtype)
+
+    def run(tiles):   # timed without the matrix's copy to the host
+        plan = Plan(dataclasses.replace(profile, linkage_distance_tiles=tiles), dtype)
+        matrix = condensed_distances(plan, X=X, metric=metric)[0].get(plan.queue)
+        return matrix, timed(lambda: condensed_distances(plan, X=X, metric=metric), plan.queue,
+                             repeats)[1]
+    return run(0), run(1)
+
+
+def cmeans(profile, dtype, n, d, c, repeats, m=2.0):
+    rng = np.random.RandomState(n)
+    X = (rng.randn(n, d) * 3).astype(dtype)
+    centers = X[:c].astype(np.float64) + 0.1
+
+    def run(tiles):
+        part = DevicePartition(dataclasses.replace(profile, cmeans_distance_tiles=tiles), X)
+        step = cmeans_pass.CMeansPass(part, c, m)
+        return timed(lambda: step.run(centers), part.queue, repeats)
+    return run(0), run(1)
+
+
+def gmm(profile, dtype, n, d, k, repeats):
+    rng = np.random.RandomState(n)
+    X = (rng.randn(n, d) * 3).astype(dtype)
+    cov, w = rng.uniform(0.5, 2, (k, d)), rng.uniform(0.5, 1.5, k)
+    model = mdl.Model(w / w.sum(), X[:k].astype(np.float64) + 0.3, cov,
+                      mdl.precision_cholesky(cov, False))
+
+    def run(tiles):
+        part = DevicePartition(dataclasses.replace(profile, gmm_distance_tiles=tiles), X)
+        step = gmm_pass.GmmPass(part, k, False)
+
+        def once():
+            step.estep(mdl.records(model, False), store_resp=True)
+            return step.lse.get(part.queue), step.labels.get(part.queue)
+        return timed(once, part.queue, repeats)
+    return run(0), run(1)
+
+
+def equal(a, b):
+    if isinstance(a, tuple):
+        return all(equal(x, y) for x, y in zip(a, b))
+    return np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--devices", default="all", help="devices to time (as in KMeans)")
+    ap.add_argument("--linkage", default="20000,32", metavar="N,D")
+    ap.add_argument("--cmeans", default="1000000,24,100", metavar="N,D,C")
+    ap.add_argument("--gmm", default="1000000,24,100", metavar="N,D,K")
+    ap.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="small shapes, 2 repeats")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.linkage, args.cmeans, args.gmm, args.repeats = "600,8", "4000,8,13", "4000,8,13", 2
+    for name in ("linkage", "cmeans", "gmm"):
+        setattr(args, name, tuple(int(v) for v in getattr(args, name).split(",")))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    rows, failed = [], False
+    for profile in oc.select_devices(args.devices):
+        for dtype in map(np.dtype, args.dtypes):
+            if dtype == np.float64 and not profile.fp64:
+                continue
+            runs = [(f"linkage {metric} {args.linkage}",
+                     lambda m=metric: linkage(profile, dtype, *args.linkage, args.repeats, m))
+                    for metric in ("euclidean", "cityblock", "chebyshev")]
+            runs += [(f"c-means {args.cmeans}",
+                      lambda: cmeans(profile, dtype, *args.cmeans, args.repeats)),
+                     (f"gmm diag {args.gmm}", lambda: gmm(profile, dtype, *args.gmm,
+                                                          args.repeats))]
+            for what, run in runs:
+                (plain, t_plain), (tiled, t_tiled) = run()
+                same = equal(plain, tiled)
+                failed |= not same
+                rows.append((str(profile)[:40], dtype.name, what, t_plain, t_tiled, same))
+                print(f"{rows[-1][0]:40s} {dtype.name:8s} {what:30s} own {t_plain * 1e3:9.2f} ms"
+                      f"  tiled {t_tiled * 1e3:9.2f} ms  x{t_plain / t_tiled:5.2f}  "
+                      f"{'bitwise equal' if same else 'DIFFERENT'}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
