@@ -9,7 +9,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from . import mpi
-from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
+from .codegen import Spec, first_fitting
 from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
 from .reduce import acc_dtype, partial_buffer, reduce_partials
 
@@ -160,22 +160,11 @@ _PLANS = {}
 
 def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two):
     """(spec, kernel) of the first candidate that builds and fits the device."""
-    ctx = queue.context
-    key = (profile, ctx.int_ptr, np.dtype(dtype).name, d, c, update, write_u, weighted, m_two)
+    key = (profile, queue.context.int_ptr, np.dtype(dtype).name, d, c, update, write_u,
+           weighted, m_two)
     if key not in _PLANS:
-        errors = []
-        for spec in candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
-            try:
-                fn = kernel(ctx, spec, "cmeans_pass")
-            except KernelBuildError as exc:
-                errors.append(exc)
-                continue
-            if kernel_work_group_limit(fn, queue.device) >= spec.wg:
-                _PLANS[key] = (spec, fn)
-                break
-        else:
-            raise KernelBuildError(f"no c-means kernel variant fits {profile}"
-                                   + (f"; last error: {errors[-1]}" if errors else ""))
+        _PLANS[key] = first_fitting(profile, queue, candidate_specs(
+            profile, dtype, d, c, update, write_u, weighted, m_two), "cmeans_pass", "c-means")
     return _PLANS[key]
 
 

@@ -78,9 +78,10 @@ def quiet_build():
         yield
 
 
-def build(context, spec, options=BUILD_OPTIONS):
-    """The built program of *spec* in *context* (memoised)."""
-    source = spec.render()
+def build(context, spec, options=BUILD_OPTIONS, source=None):
+    """The built program of *spec* (its rendered *source*, when the caller
+    has it) in *context* (memoised)."""
+    source = spec.render() if source is None else source
     key = (context.int_ptr, source, tuple(options))
     program = _PROGRAMS.get(key)
     if program is None:
@@ -105,8 +106,9 @@ def kernel(context, spec, name):
     if key not in _KERNELS:
         # cl.Kernel, not getattr: specs that render the same source share a
         # program, and pyopencl warns when getattr retrieves a kernel twice
-        kern = cl.Kernel(build(context, spec), name)
-        dtypes = scalar_arg_dtypes(spec.render(), name, spec)
+        source = spec.render()
+        kern = cl.Kernel(build(context, spec, source=source), name)
+        dtypes = scalar_arg_dtypes(source, name, spec)
         if dtypes is not None:
             kern.set_scalar_arg_dtypes(dtypes)
         _KERNELS[key] = kern
@@ -145,6 +147,29 @@ def scalar_arg_dtypes(source, name, spec):
             return None
         dtypes.append(np.dtype(_SCALARS[c_name]))
     return dtypes
+
+
+def first_fitting(profile, queue, specs, name, what, also=None):
+    """(spec, kernel) of the first of *specs* whose local memory fits the
+    profile's budget, whose program builds and whose work-group the device
+    runs (*also(spec)*: a further check, which may build kernels of its own);
+    KernelBuildError naming *what* when none does.  *name*: the kernel's name,
+    or a function of the spec that gives it."""
+    errors = []
+    for spec in specs:
+        if spec.local_bytes() > profile.local_memory_budget:
+            continue
+        try:
+            knl = kernel(queue.context, spec, name(spec) if callable(name) else name)
+            fits = kernel_work_group_limit(knl, queue.device) >= spec.wg and (
+                also is None or also(spec))
+        except KernelBuildError as exc:
+            errors.append(exc)
+            continue
+        if fits:
+            return spec, knl
+    raise KernelBuildError(f"no {what} kernel variant fits {profile}"
+                           + (f"; last error: {errors[-1]}" if errors else ""))
 
 
 def kernel_work_group_limit(kernel, device):

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pyopencl.array as cla
 
-from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
+from .codegen import Spec, first_fitting
 from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
 from .reduce import partial_buffer, reduce_partials
 
@@ -168,21 +168,7 @@ def plan(profile, queue, specs, name):
     specs = list(specs)
     key = (profile, queue.context.int_ptr, specs[0] if specs else None, name)
     if key not in _PLANS:
-        errors = []
-        for spec in specs:
-            if spec.local_bytes() > profile.local_memory_budget:
-                continue
-            try:
-                knl = kernel(queue.context, spec, name)
-            except KernelBuildError as exc:
-                errors.append(exc)
-                continue
-            if kernel_work_group_limit(knl, queue.device) >= spec.wg:
-                _PLANS[key] = (spec, knl)
-                break
-        else:
-            raise KernelBuildError(f"no {name} kernel variant fits {profile}"
-                                   + (f"; last error: {errors[-1]}" if errors else ""))
+        _PLANS[key] = first_fitting(profile, queue, specs, name, name)
     return _PLANS[key]
 
 

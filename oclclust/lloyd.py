@@ -12,7 +12,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .codegen import KernelBuildError, Spec, kernel, kernel_work_group_limit
+from .codegen import Spec, first_fitting, kernel, kernel_work_group_limit
 from .distance_tile import power_of_two_at_most
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .reduce import partial_buffer, reduce_partials
@@ -147,28 +147,16 @@ _PLANS = {}
 def plan(profile, queue, dtype, d, k, update, weighted):
     """The built kernel and spec of the first candidate that fits the device
     (built in *queue*'s context)."""
-    ctx = queue.context
-    key = (profile, ctx.int_ptr, np.dtype(dtype).name, d, k, update, weighted)
+    key = (profile, queue.context.int_ptr, np.dtype(dtype).name, d, k, update, weighted)
     if key not in _PLANS:
-        errors = []
-        for spec in candidate_specs(profile, dtype, d, k, update, weighted):
-            if spec.local_bytes() > profile.local_memory_budget:
-                continue
-            try:
-                assign = kernel(ctx, spec, spec.kernel_name)
-                fits = kernel_work_group_limit(assign, queue.device) >= spec.wg
-                if spec.variant == "gemm" and update:
-                    sums = kernel(ctx, spec.accumulate_spec(), "accumulate_sums")
-                    fits = fits and kernel_work_group_limit(sums, queue.device) >= spec.acc_wg
-            except KernelBuildError as exc:
-                errors.append(exc)
-                continue
-            if fits:
-                _PLANS[key] = (spec, assign)
-                break
-        else:
-            raise KernelBuildError(f"no Lloyd kernel variant fits {profile}"
-                                   + (f"; last error: {errors[-1]}" if errors else ""))
+        def sums_fit(spec):   # the gemm variant's second kernel must fit too
+            if spec.variant != "gemm" or not update:
+                return True
+            sums = kernel(queue.context, spec.accumulate_spec(), "accumulate_sums")
+            return kernel_work_group_limit(sums, queue.device) >= spec.acc_wg
+        _PLANS[key] = first_fitting(
+            profile, queue, candidate_specs(profile, dtype, d, k, update, weighted),
+            lambda spec: spec.kernel_name, "Lloyd", sums_fit)
     return _PLANS[key]
 
 
