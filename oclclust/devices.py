@@ -33,7 +33,7 @@ PROFILE_TERMS = {
     "lloyd_reg_centroids": (int, 1, 16),
     "lloyd_depth": (int, 1, 256),
     "lloyd_vector_width": (int, 1, 16),
-    "lloyd_prefetch": (int, 0, 1),
+    "lloyd_prefetch": (int, 0, 2),
     # ensemble k-means "auto": strategy, model access order, KD-tree choice
     "ensemble_strategy": (str, ("concatenated", "task", "data"), None),
     "ensemble_order": (str, ("distributed", "uniform"), None),

@@ -48,7 +48,7 @@ class LloydSpec(Spec):
     dp: int = 1
     slice: int = 1
     acc_wg: int = 1
-    prefetch: bool = False
+    prefetch: int = 0
 
     @property
     def template(self):
@@ -69,10 +69,11 @@ class LloydSpec(Spec):
         acc = 8 if self.acc_double else 4
         if self.variant == "rowwise":
             return 0
-        if self.variant == "gemm":
-            nx = self.tn // self.rn
-            assign = (self.kc * (self.tm + self.vw + self.tn) + self.tm * nx) * item \
-                + self.tm * nx * 4 + self.wg * acc
+        if self.variant == "gemm":   # as lloyd_gemm_assign.cl.mako lays it out
+            nx, copies = self.tn // self.rn, 2 if self.prefetch == 2 else 1
+            chunks = copies * self.kc * (self.tm + self.vw + self.tn) * item
+            aliased = self.tm * nx <= copies * self.kc * min(self.tm + self.vw, self.tn)
+            assign = chunks + (0 if aliased else self.tm * nx * (item + 4)) + self.wg * acc
             return max(assign, self.accumulate_spec().local_bytes() if self.update else 0)
         staged = (self.cchunk * self.d + self.cchunk) * item if self.stage_centers else 0
         return self.wg * acc + staged + (self.wg * self.ppi * 4 if self.update else 0)

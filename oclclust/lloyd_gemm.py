@@ -48,7 +48,7 @@ def gemm_specs(profile, base, spec_class):
                 yield spec_class(variant="gemm", vw=vw, kp=-(-k // tn) * tn, wg=nx * ny,
                                  tm=tm, tn=tn, rm=rm, rn=rn, kc=kc, dp=-(-d // kc) * kc,
                                  slice=slice_, acc_wg=acc_wg,
-                                 prefetch=bool(profile.lloyd_prefetch), **base)
+                                 prefetch=profile.lloyd_prefetch, **base)
         if tn > rn and tn >= tm:
             tn //= 2
         else:

@@ -27,10 +27,13 @@ DEFAULT_SHAPES = {"gpu": ["2000000,128,4096", "1000000,32,256"],
 QUICK_SHAPES = ["4000,16,40"]
 
 
-def _gemm(tm, tn, rm, rn, kc, vw):
-    return dict(lloyd_variant="gemm", lloyd_tile_rows=tm, lloyd_tile_centroids=tn,
-                lloyd_reg_rows=rm, lloyd_reg_centroids=rn, lloyd_depth=kc,
-                lloyd_vector_width=vw)
+def _gemm(tm, tn, rm, rn, kc, vw, prefetch=None):
+    terms = dict(lloyd_variant="gemm", lloyd_tile_rows=tm, lloyd_tile_centroids=tn,
+                 lloyd_reg_rows=rm, lloyd_reg_centroids=rn, lloyd_depth=kc,
+                 lloyd_vector_width=vw)
+    if prefetch is not None:   # else the profile's
+        terms["lloyd_prefetch"] = prefetch
+    return terms
 
 
 def configurations(profile, quick=False):
@@ -46,6 +49,11 @@ def configurations(profile, quick=False):
         # of a staged point tile)
         gemm += [_gemm(*t) for t in ((128, 128, 8, 8, 32, 4), (128, 256, 8, 16, 16, 4),
                                      (128, 256, 8, 16, 32, 4), (256, 128, 16, 8, 16, 4))]
+        # double-buffered chunks (one barrier each): on the H100 128 x 256 tiles
+        # of 8 x 16 registers, 8 deep, beat the best single-buffered tile by 13%
+        gemm += [_gemm(*t, prefetch=2) for t in (
+            (128, 256, 8, 16, 8, 4), (128, 256, 8, 16, 4, 4), (64, 256, 8, 16, 4, 4),
+            (128, 128, 8, 8, 16, 4), (128, 128, 8, 8, 8, 4), (64, 128, 8, 8, 16, 4))]
         tiled = [dict(lloyd_variant="tiled", work_group_size=wg, centroid_tile=ct)
                  for wg, ct in ((128, 16), (128, 8), (256, 8))]
         return gemm + tiled

@@ -52,11 +52,12 @@ and the column's feature):
 #define TNP ${f"(TN + {vw})" if c_pad else "TN"}
 </%def>
 ## the local chunks: lx (KC x TMP) and lc (KC x TNP), declared as vectors so
-## that the vector reads are aligned
-<%def name="local_chunks(scaled=False)">
+## that the vector reads are aligned; copies 2: two of each (double buffering,
+## chunk b at lx + b * KC * TMP)
+<%def name="local_chunks(scaled=False, copies=1)">
 <%  vec = f"{real_t}{vw}" if vw > 1 else real_t %>\
-    __local ${vec} lx_vec[KC * TMP / ${vw}];
-    __local ${vec} lc_vec[KC * TNP / ${vw}];
+    __local ${vec} lx_vec[${copies} * KC * TMP / ${vw}];
+    __local ${vec} lc_vec[${copies} * KC * TNP / ${vw}];
     __local real_t *lx = (__local real_t *)lx_vec;
     __local real_t *lc = (__local real_t *)lc_vec;
 % if scaled:
@@ -86,14 +87,19 @@ ${indent}real_t acc_${r}_${q} = 0;
             for (int e = lid; e < ${cols} * KC; e += WG)
                 ${dst}[e] = ${value};
 </%def>
-## the register tile over the chunk's KC features, in increasing order
-<%def name="multiply(form)">
+## the register tile over the chunk's KC features, in increasing order; buf:
+## which copy of the chunks (an expression; local_chunks(copies=2))
+<%def name="multiply(form, buf=None)">
+<%
+    at_x = f"({buf}) * (KC * TMP / {vw}) + " if buf is not None else ""
+    at_c = f"({buf}) * (KC * TNP / {vw}) + " if buf is not None else ""
+%>\
             #pragma unroll
             for (int kk = 0; kk < KC; ++kk) {
 % if vw > 1:
 <%  vec = f"{real_t}{vw}" %>\
-                __local const ${vec} *xr = lx_vec + kk * (TMP / ${vw});
-                __local const ${vec} *cr = lc_vec + kk * (TNP / ${vw});
+                __local const ${vec} *xr = lx_vec + ${at_x}kk * (TMP / ${vw});
+                __local const ${vec} *cr = lc_vec + ${at_c}kk * (TNP / ${vw});
   % for r0 in range(0, rm, vw):
                 const ${vec} a${r0} = xr[${r0 // vw} * NY + ty];
   % endfor
@@ -104,8 +110,8 @@ ${indent}real_t acc_${r}_${q} = 0;
     % endif
   % endfor
 % else:
-                __local const real_t *xr = lx + kk * TMP;
-                __local const real_t *cr = lc + kk * TNP;
+                __local const real_t *xr = lx_vec + ${at_x}kk * TMP;
+                __local const real_t *cr = lc_vec + ${at_c}kk * TNP;
   % for r in range(rm):
                 const real_t a${r} = xr[${r} * NY + ty];
   % endfor

@@ -5,7 +5,9 @@ Reads spec: d, dp (d padded to kc), kp (k padded to tn), tm, tn (points and
 centroids of a work-group tile), rm, rn (a work-item's register tile),
 kc (depth of a local-memory chunk), vw (width of the local-memory reads),
 as distance_tile.cl.mako (the shared register tile, FORM "dot") reads them;
-prefetch (the next chunk read into registers while this one is multiplied),
+prefetch (0: none; 1: the next chunk read into registers while this one is
+multiplied; 2: that, and two copies of the local chunks, so the next chunk is
+stored while others still read this one: one barrier per chunk, not two),
 weighted.
 
 A work-group owns row tiles of TM points; for each it walks every centroid
@@ -17,6 +19,24 @@ their (score, index) pairs, ties to the lowest index, and the winner's exact
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="tile" file="distance_tile.cl.mako"/>
+<%
+    nx, copies = tn // rn, 2 if prefetch == 2 else 1
+    # the rows' partial winners live in the chunks' local memory when it is
+    # large enough: they are written after a row tile's last chunk is read
+    alias = tm * nx <= copies * kc * (tm + vw) and tm * nx <= copies * kc * tn
+%>
+<%def name="store_chunk(buf)">
+            for (int u = 0; u < XL; ++u) {
+                const int e = lid + u * WG;
+                if (e < TM * KC)
+                    lx[${buf} * (KC * TMP) + (e % KC) * TMP + e / KC] = px[u];
+            }
+            for (int u = 0; u < CL; ++u) {
+                const int e = lid + u * WG;
+                if (e < TN * KC)
+                    lc[${buf} * (KC * TN) + e] = pc[u];
+            }
+</%def>
 <%def name="load_chunk(jt, kc)">
         for (int u = 0; u < XL; ++u) {
             const int e = lid + u * WG;
@@ -63,9 +83,14 @@ void assign_gemm(
     const int lid = get_local_id(0);
     const int tx = lid % NX, ty = lid / NX;
     const long g = get_group_id(0);
-${tile.local_chunks()}\
+${tile.local_chunks(copies=copies)}\
+% if alias:
+    __local real_t *row_best = lx;
+    __local int *row_index = (__local int *)lc;
+% else:
     __local real_t row_best[TM * NX];
     __local int row_index[TM * NX];
+% endif
     __local acc_t scratch[WG];
 
     acc_t inertia = 0;
@@ -86,32 +111,37 @@ ${tile.accumulators()}\
         real_t px[XL], pc[CL];
         ${load_chunk(0, 0)}
 % endif
+% if prefetch == 2:
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the last tile's row winners are read */
+        ${store_chunk(0)}
+        barrier(CLK_LOCAL_MEM_FENCE);
+% endif
         for (int step = 0; step < STEPS; ++step) {
             const int jt = step / KSTEPS * TN, kc = step % KSTEPS * KC;
+% if prefetch == 2:
+            if (step + 1 < STEPS) {
+                ${load_chunk("(step + 1) / KSTEPS * TN", "(step + 1) % KSTEPS * KC")}
+            }
+${tile.multiply("dot", "step & 1")}\
+% else:
             barrier(CLK_LOCAL_MEM_FENCE);
-% if prefetch:
-            for (int u = 0; u < XL; ++u) {
-                const int e = lid + u * WG;
-                if (e < TM * KC)
-                    lx[(e % KC) * TMP + e / KC] = px[u];
-            }
-            for (int u = 0; u < CL; ++u) {
-                const int e = lid + u * WG;
-                if (e < TN * KC)
-                    lc[e] = pc[u];
-            }
+% endif
+% if prefetch == 1:
+            ${store_chunk(0)}
             barrier(CLK_LOCAL_MEM_FENCE);
             if (step + 1 < STEPS) {
                 ${load_chunk("(step + 1) / KSTEPS * TN", "(step + 1) % KSTEPS * KC")}
             }
-% else:
+% elif prefetch == 0:
             /* X chunk, transposed: lanes walk a row's dimensions (coalesced) */
 ${tile.stage_transposed("lx", "TMP", "TM", "X_AT(e, kc)")}\
             /* C chunk: centers_t rows are contiguous along the centroids */
 ${tile.stage_direct("lc", "TN", "C_AT(e, jt, kc)")}\
             barrier(CLK_LOCAL_MEM_FENCE);
 % endif
+% if prefetch != 2:
 ${tile.multiply("dot")}\
+% endif
             if (kc + KC == DP) {
                 /* a centroid tile done: candidates in increasing index, strict <
                    keeps the lowest on ties */
@@ -127,6 +157,13 @@ ${tile.multiply("dot")}\
                 }
 % endfor
             }
+% if prefetch == 2:
+            /* the other copy was last read before the previous barrier */
+            if (step + 1 < STEPS) {
+                ${store_chunk("((step + 1) & 1)")}
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+% endif
         }
         /* the NX partial winners of each row; lowest index on ties */
         barrier(CLK_LOCAL_MEM_FENCE);

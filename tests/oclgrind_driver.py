@@ -66,7 +66,8 @@ LLOYD_PROFILE = dict(work_group_size=4, centroid_tile=4, points_per_item=1,
 # the gemm variant: 8 x 4 tiles of 2 x 2 registers, depth 2 (D=3: a ragged
 # depth chunk), vector reads of 2 then scalar ones; its sums in slices of
 # GEMM_SLICES clusters (one slice, or several with a ragged last one), with
-# and without the chunks prefetched into registers
+# the chunks staged directly, prefetched into registers, and double-buffered
+# (whose row winners share the chunks' local memory)
 GEMM_PROFILE = dict(LLOYD_PROFILE, lloyd_variant="gemm", lloyd_tile_rows=8,
                     lloyd_tile_centroids=4, lloyd_reg_rows=2, lloyd_reg_centroids=2,
                     lloyd_depth=2, lloyd_vector_width=2)
@@ -295,7 +296,7 @@ def lloyd_specs(profile, dtype):
         for base in firsts.values():
             if base.variant == "gemm":
                 specs += [dataclasses.replace(base, slice=s, prefetch=p)
-                          for s, p in itertools.product(GEMM_SLICES, (True, False))]
+                          for s, p in itertools.product(GEMM_SLICES, (0, 1, 2))]
                 continue
             for values in itertools.product(*LLOYD_AXES.values()):
                 specs.append(dataclasses.replace(base, **dict(zip(LLOYD_AXES, values))))

@@ -125,9 +125,12 @@ def test_edge_shapes(profile, make_blobs, shape, name):
 
 
 # gemm tiles (tm, tn, rm, rn, kc, vw, prefetch): small, so that n, k and
-# d = 5 or 67 leave ragged point, centroid and depth tiles
+# d = 5 or 67 leave ragged point, centroid and depth tiles; the rows' winners
+# in the chunks' local memory (most) or in their own (8x4..x2 x0, 32x16..x2 x2)
 GEMM_TILES = [(8, 4, 2, 2, 2, 2, 0), (4, 8, 1, 2, 4, 1, 1), (16, 16, 4, 2, 8, 2, 1),
-              (32, 16, 4, 2, 16, 2, 0), (16, 32, 4, 8, 8, 4, 1), (16, 8, 2, 4, 8, 1, 0)]
+              (32, 16, 4, 2, 16, 2, 0), (16, 32, 4, 8, 8, 4, 1), (16, 8, 2, 4, 8, 1, 0),
+              (8, 4, 2, 2, 2, 2, 2), (4, 8, 1, 2, 4, 1, 2), (32, 16, 4, 2, 2, 2, 2),
+              (16, 32, 4, 8, 8, 4, 2)]
 
 
 @pytest.mark.parametrize("tiles", GEMM_TILES, ids=lambda t: "x".join(map(str, t)))
@@ -143,7 +146,7 @@ def test_gemm_tiles_match_numpy(profile, make_blobs, tiles, d, k):
     w = np.random.RandomState(1).uniform(0, 3, len(X)).astype(np.float32)
     spec = check_against_reference(prof, X, centres, w, 1e-12, predict=False)
     assert (spec.variant, spec.tm, spec.rm, spec.rn, spec.vw, spec.prefetch) == (
-        "gemm", tm, rm, rn, vw, bool(prefetch))
+        "gemm", tm, rm, rn, vw, prefetch)
     assert spec.tn <= tn and spec.dp % spec.kc == 0 and spec.kp % spec.tn == 0
 
 

@@ -196,6 +196,8 @@ def test_lloyd_variants_cover_every_axis(driver_run):
     assert values("stage_point", tiled) == {True, False}
     if any("variant" in s for s in specs):
         assert values("variant") >= {"tiled", "rowwise"}
+    gemm = [s for s in specs if s.get("variant") == "gemm"]
+    assert values("prefetch", gemm) == {0, 1, 2}     # staged, prefetched, double-buffered
     kinds = {s["kind"] for t, ss in report["rendered"].items() for s in ss}
     for kind in ("ReduceSpec", "MomentsSpec", "CandidateSpec", "SearchSpec"):
         assert kind in kinds
