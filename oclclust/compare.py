@@ -9,8 +9,12 @@ pass of all M models plus the model update on the host (KD-tree: the leaf ->
 candidate mapping too), after one untimed warm-up iteration; data upload and
 tree build are outside the timing.  Reported per run: seconds per iteration,
 effective GB/s of data read (the rows read by the pass: M times for task and
-data parallelism, once per model tile for concatenated), speedup over task
-parallelism and, for the KD-tree, the fraction of centroid comparisons kept.
+data parallelism, once per model tile for concatenated), speedups over task
+and data parallelism, the statistics pass alone (passes enqueued back to
+back: s/pass) and its kernels' execution time by profiling events
+(dev/pass: the device's work without the host's enqueueing, which bounds
+data parallelism's M launches on a GPU) and, for the KD-tree, the fraction
+of centroid comparisons kept.
 """
 import argparse
 import csv
@@ -64,12 +68,19 @@ class Progress:
 
 
 def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order=None):
-    """(seconds per iteration, seconds per pipelined statistics pass, data
-    reads per pass, kept fraction) of one setting."""
+    """(seconds per iteration, seconds per pipelined statistics pass, the
+    pass's kernels' device seconds, data reads per pass, kept fraction) of
+    one setting."""
+    import pyopencl as cl
+    import pyopencl.array as cla
     from .ensemble import ShardedEnsemble, ensemble_step, data_moments, fixed_point
     from .ensemble_pass import model_tiles, pack
     from .manager import DeviceManager
-    data = DeviceManager([profile]).scatter(X, None)
+    # the rows on a profiling queue of the device (taken as they are): the
+    # kernels' own execution time, apart from the host's enqueueing
+    queue = cl.CommandQueue(profile.queue().context,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    data = DeviceManager([profile]).scatter(cla.to_device(queue, X), None)
     try:
         host_w = np.ones(len(X), X.dtype)
         mean = data_moments(data)[0]
@@ -96,10 +107,12 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
         stats_pass, queue = chunk.state["ensemble"], chunk.queue
         queue.finish()
         start = time.perf_counter()
+        events = []
         for _ in range(iters):
-            stats_pass.enqueue(centers)
+            events += stats_pass.enqueue(centers)
         queue.finish()
         pass_seconds = (time.perf_counter() - start) / iters
+        device_seconds = sum(e.profile.end - e.profile.start for e in events) * 1e-9 / iters
         if kdtree:
             reads, kept = 1, chunk.state["ensemble"].pruned_fraction
         elif strategy == "concatenated":
@@ -109,7 +122,7 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
             kept = 1.0
         else:
             reads, kept = M, 1.0
-        return seconds, pass_seconds, reads, kept
+        return seconds, pass_seconds, device_seconds, reads, kept
     finally:
         data.close()
 
@@ -176,9 +189,9 @@ def run(args):
                     blobs.clear()
                     blobs[(n, d, k)] = make_blobs(n, d, k, args.seed)
                 X = blobs[(n, d, k)]
-                seconds, pass_s, reads, kept = time_run(profile, X, M, k, strategy, kdtree,
-                                                        args.iters, args.leaf_size, args.seed,
-                                                        order)
+                seconds, pass_s, device_s, reads, kept = time_run(
+                    profile, X, M, k, strategy, kdtree, args.iters, args.leaf_size, args.seed,
+                    order)
                 if order is None:
                     from .ensemble_pass import profile_term
                     order = profile_term(profile, "ensemble_order")
@@ -186,6 +199,7 @@ def run(args):
                            strategy=strategy, kdtree=kdtree or "none",
                            order=order if strategy == "concatenated" else "-", iters=args.iters,
                            seconds_per_iter=seconds, seconds_per_pass=pass_s,
+                           device_seconds_per_pass=device_s,
                            gb_per_s=reads * X.nbytes / seconds / 1e9, kept=kept)
                 cache[key] = rec
             records.append(rec)
@@ -201,26 +215,29 @@ def run(args):
                                     models=M, strategy=lib, kdtree="none", order="-",
                                     iters=args.iters,
                                     seconds_per_iter=seconds, seconds_per_pass=None,
-                                    gb_per_s=M * X.nbytes / seconds / 1e9, kept=1.0))
+                                    device_seconds_per_pass=None, gb_per_s=M * X.nbytes / seconds / 1e9, kept=1.0))
             args.baselines = False          # host libraries: once, not per device
     progress.close()
     add_speedups(records)
     return records
 
 
+SPEEDUPS = {"speedup": "seconds_per_iter", "pass_speedup": "seconds_per_pass",
+            "device_speedup": "device_seconds_per_pass"}
+
+
 def add_speedups(records):
     """speedup_vs_task / _vs_data: task (data) parallelism's time at the same
     point over this one's, per iteration; pass_speedup_*: the same for the
-    pipelined statistics pass."""
+    pipelined statistics pass; device_speedup_*: for its kernels' device time."""
     for base in ("task", "data"):
         ref = {(r["device"], r["n"], r["k"], r["d"], r["models"]): r for r in records
                if r["strategy"] == base and r["kdtree"] == "none"}
         for r in records:
             b = ref.get((r["device"], r["n"], r["k"], r["d"], r["models"]))
-            r[f"speedup_vs_{base}"] = None if b is None else \
-                b["seconds_per_iter"] / r["seconds_per_iter"]
-            r[f"pass_speedup_vs_{base}"] = None if b is None or not r["seconds_per_pass"] \
-                else b["seconds_per_pass"] / r["seconds_per_pass"]
+            for name, field in SPEEDUPS.items():
+                r[f"{name}_vs_{base}"] = None if b is None or not r[field] \
+                    else b[field] / r[field]
 
 
 def variant(r):
@@ -231,17 +248,20 @@ def variant(r):
 def table(records):
     head = (f"{'device':34s} {'sweep':8s} {'N':>8s} {'K':>3s} {'d':>3s} {'M':>3s} "
             f"{'variant':26s} {'s/iter':>9s} {'GB/s':>7s} {'vs TP':>6s} {'vs DP':>6s} "
-            f"{'s/pass':>9s} {'vs TP':>6s} {'vs DP':>6s} {'kept':>5s}")
+            f"{'s/pass':>9s} {'vs TP':>6s} {'vs DP':>6s} {'dev/pass':>9s} {'vs DP':>6s} "
+            f"{'kept':>5s}")
     lines = [head, "-" * len(head)]
     ratio = lambda v: "" if v is None else f"{v:.2f}"   # noqa: E731
+    seconds = lambda v: "" if v is None else f"{v:.5f}"   # noqa: E731
     for r in records:
-        per_pass = "" if r["seconds_per_pass"] is None else f"{r['seconds_per_pass']:.5f}"
         lines.append(f"{r['device'][:34]:34s} {r['sweep']:8s} {r['n']:8d} {r['k']:3d} "
                      f"{r['d']:3d} {r['models']:3d} {variant(r):26s} {r['seconds_per_iter']:9.5f} "
                      f"{r['gb_per_s']:7.2f} {ratio(r['speedup_vs_task']):>6s} "
-                     f"{ratio(r['speedup_vs_data']):>6s} {per_pass:>9s} "
+                     f"{ratio(r['speedup_vs_data']):>6s} {seconds(r['seconds_per_pass']):>9s} "
                      f"{ratio(r['pass_speedup_vs_task']):>6s} "
-                     f"{ratio(r['pass_speedup_vs_data']):>6s} {r['kept']:5.2f}")
+                     f"{ratio(r['pass_speedup_vs_data']):>6s} "
+                     f"{seconds(r['device_seconds_per_pass']):>9s} "
+                     f"{ratio(r['device_speedup_vs_data']):>6s} {r['kept']:5.2f}")
     return "\n".join(lines)
 
 

@@ -211,7 +211,7 @@ class EnsemblePass:
         if key not in self._launches:
             self._launches[key] = self._plan_launch(strategy, first, count, staged)
         kern, size, args = self._launches[key]
-        kern(self.part.queue, size, (self.wg,), *args)
+        return kern(self.part.queue, size, (self.wg,), *args)
 
     def _plan_launch(self, strategy, first, count, staged):
         """(kernel, global size, arguments) of a launch over these models."""
@@ -242,10 +242,11 @@ class EnsemblePass:
         return self.stats_result()
 
     def enqueue(self, centers_list):
-        """The statistics pass, enqueued (the result read by stats_result)."""
+        """The statistics pass, enqueued (the result read by stats_result);
+        returns the events of its kernels."""
         self.upload(centers_list)
         self.zero()
-        self.run_tiles()
+        return self.run_tiles()
 
     def stats_result(self):
         n_c, d, at = len(self.packed), self.part.d, self._counts_at // 8
@@ -254,12 +255,13 @@ class EnsemblePass:
                 self._host_stats[at:at + n_c].copy())
 
     def run_tiles(self):
+        events = []
         for first, count, staged in self.tiles(per_model=self.strategy != "concatenated"):
             if self.strategy == "data":
-                for m in range(first, first + count):
-                    self.launch("data", m, 1, staged)
+                events += [self.launch("data", m, 1, staged) for m in range(first, first + count)]
             else:
-                self.launch(self.strategy, first, count, staged)
+                events.append(self.launch(self.strategy, first, count, staged))
+        return events
 
     def assign(self, centers_list, labels=True, min_dist=False):
         """(inertia per model float64, labels M x n int32 or None, distances M x n or None)."""

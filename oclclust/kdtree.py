@@ -173,15 +173,15 @@ class KDTreePass:
         return self.brute.stats_result()
 
     def enqueue(self, centers_list):
-        """The pruned statistics pass, enqueued (read by brute.stats_result)."""
+        """The pruned statistics pass, enqueued (read by brute.stats_result);
+        returns the events of its kernels."""
         b, q = self.brute, self.part.queue
         b.upload(centers_list)
         b.zero()
         key = (b._off_bytes, b.capacity)   # the models' layout and the buffers' sizes
         if self._plan_key != key:          # one plan of launches per layout
             self._plan, self._plan_key = self._launch_plan(), key
-        for kern, size, local, args in self._plan:
-            kern(q, size, local, *args)
+        return [kern(q, size, local, *args) for kern, size, local, args in self._plan]
 
     def _launch_plan(self):
         """[(kernel, global size, local size, arguments)] of a pass: the

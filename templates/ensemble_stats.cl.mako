@@ -120,6 +120,9 @@ void ensemble_stats(
     barrier(CLK_LOCAL_MEM_FENCE);
 % endif
 
+% if distributed:
+    const int first_visit = lid % nm;
+% endif
     for (long i = row_lo + lid; i < row_hi; i += WG) {
         real_t xp[D];
         long fv[D];
@@ -130,7 +133,8 @@ void ensemble_stats(
         const long fw = convert_long_rte((acc_t)WEIGHT(i) * sw);
         for (int t = 0; t < nm; ++t) {
 % if distributed:
-            const int m = m_lo + (lid + t) % nm;
+            /* (lid + t) mod nm, without a division per point and model */
+            const int m = m_lo + (first_visit + t < nm ? first_visit + t : first_visit + t - nm);
 % else:
             const int m = m_lo + t;
 % endif

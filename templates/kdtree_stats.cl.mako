@@ -66,9 +66,14 @@ inline void point_stats(
         fv[c] = convert_long_rte((acc_t)WEIGHT(i) * ((acc_t)xp[c] - shift[c]) * sx);
     }
     const long fw = convert_long_rte((acc_t)WEIGHT(i) * sw);
+% if distributed:
+    const int first_visit = lid % max(n_open, 1);
+% endif
     for (int t = 0; t < n_open; ++t) {
 % if distributed:
-        const int m = first_model + OPEN_MODEL(open, (lid + t) % n_open);   /* distributed order */
+        /* distributed order: (lid + t) mod n_open, without a division each time */
+        const int visit = first_visit + t < n_open ? first_visit + t : first_visit + t - n_open;
+        const int m = first_model + OPEN_MODEL(open, visit);
 % else:
         const int m = first_model + OPEN_MODEL(open, t);
 % endif

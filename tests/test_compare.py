@@ -19,6 +19,8 @@ def test_quick_writes_json_csv(devices, tmp_path):
     for r in records:
         assert r["seconds_per_iter"] > 0 and r["gb_per_s"] > 0 and 0 < r["kept"] <= 1
         assert r["seconds_per_pass"] > 0
+        # the kernels' device time (profiling events): within the pass's wall time
+        assert 0 < r["device_seconds_per_pass"] <= r["seconds_per_pass"] * 1.5
         assert r["device"].endswith(f"[{name}]")
         assert r["order"] in (("distributed", "uniform") if r["strategy"] == "concatenated"
                               else ("-",))
@@ -27,6 +29,10 @@ def test_quick_writes_json_csv(devices, tmp_path):
     assert all(abs(r["pass_speedup_vs_task"] - 1) < 1e-12 for r in task)
     data = [r for r in records if r["strategy"] == "data" and r["sweep"] == "models"]
     assert all(abs(r["speedup_vs_data"] - 1) < 1e-12 for r in data)
+    assert all(abs(r["device_speedup_vs_data"] - 1) < 1e-12 for r in data)
+    concatenated = [r for r in records
+                    if r["strategy"] == "concatenated" and r["sweep"] == "models"]
+    assert all(r["device_speedup_vs_data"] > 0 for r in concatenated)
     rows = list(csv.DictReader(open(tmp_path / "compare.csv")))
     assert len(rows) == len(records)
     try:
