@@ -17,6 +17,7 @@ data parallelism's M launches on a GPU) and, for the KD-tree, the fraction
 of centroid comparisons kept.
 """
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -67,30 +68,37 @@ class Progress:
             print(file=sys.stderr)
 
 
+@contextlib.contextmanager
+def ensemble_on(profile, X, M, K, strategy, kdtree, leaf_size, order):
+    """(data, engine, host weights) of a setting on *X*: host rows, or a
+    device array taken as it is (on its own queue)."""
+    from .ensemble import ShardedEnsemble, data_moments, fixed_point
+    from .manager import DeviceManager
+    data = DeviceManager([profile]).scatter(X, None)
+    try:
+        host_w = np.ones(data.n, X.dtype)
+        mean = data_moments(data)[0]
+        engine = ShardedEnsemble(data, fixed_point(data, host_w, mean), [K] * M, strategy,
+                                 kdtree, leaf_size=leaf_size,
+                                 distributed=None if order is None else order == "distributed")
+        engine.prepare()
+        yield data, engine, host_w
+    finally:
+        data.close()
+
+
 def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order=None):
     """(seconds per iteration, seconds per pipelined statistics pass, the
     pass's kernels' device seconds, data reads per pass, kept fraction) of
     one setting."""
     import pyopencl as cl
     import pyopencl.array as cla
-    from .ensemble import ShardedEnsemble, ensemble_step, data_moments, fixed_point
+    from .ensemble import ensemble_step
     from .ensemble_pass import model_tiles, pack
-    from .manager import DeviceManager
-    # the rows on a profiling queue of the device (taken as they are): the
-    # kernels' own execution time, apart from the host's enqueueing
-    queue = cl.CommandQueue(profile.queue().context,
-                            properties=cl.command_queue_properties.PROFILING_ENABLE)
-    data = DeviceManager([profile]).scatter(cla.to_device(queue, X), None)
-    try:
-        host_w = np.ones(len(X), X.dtype)
-        mean = data_moments(data)[0]
-        engine = ShardedEnsemble(data, fixed_point(data, host_w, mean), [K] * M, strategy,
-                                 kdtree, leaf_size=leaf_size,
-                                 distributed=None if order is None else order == "distributed")
-        engine.prepare()
-        rng = np.random.default_rng(seed)
-        centers = [X[rng.choice(len(X), K, replace=False)].astype(np.float64)
-                   for _ in range(M)]
+    rng = np.random.default_rng(seed)
+    centers = [X[rng.choice(len(X), K, replace=False)].astype(np.float64) for _ in range(M)]
+    setting = (M, K, strategy, kdtree, leaf_size, order)
+    with ensemble_on(profile, X, *setting) as (data, engine, host_w):
         n_iter = np.zeros(M, np.int64)
 
         def iteration():
@@ -107,14 +115,12 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
         stats_pass, queue = chunk.state["ensemble"], chunk.queue
         queue.finish()
         start = time.perf_counter()
-        events = []
         for _ in range(iters):
-            events += stats_pass.enqueue(centers)
+            stats_pass.enqueue(centers)
         queue.finish()
         pass_seconds = (time.perf_counter() - start) / iters
-        device_seconds = sum(e.profile.end - e.profile.start for e in events) * 1e-9 / iters
         if kdtree:
-            reads, kept = 1, chunk.state["ensemble"].pruned_fraction
+            reads, kept = 1, stats_pass.pruned_fraction
         elif strategy == "concatenated":
             _, off = pack(centers, X.dtype)
             reads = len(model_tiles(off, profile.local_memory_budget, X.shape[1],
@@ -122,9 +128,17 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
             kept = 1.0
         else:
             reads, kept = M, 1.0
-        return seconds, pass_seconds, device_seconds, reads, kept
-    finally:
-        data.close()
+    # the kernels' own execution time, by profiling events: on a profiling
+    # queue, apart from the timings above (its commands cost the host more)
+    queue = cl.CommandQueue(profile.queue().context,
+                            properties=cl.command_queue_properties.PROFILING_ENABLE)
+    with ensemble_on(profile, cla.to_device(queue, X), *setting) as (data, engine, _):
+        stats_pass = data.chunks[0].state["ensemble"]
+        stats_pass.enqueue(centers)         # warm-up
+        events = [e for _ in range(iters) for e in stats_pass.enqueue(centers)]
+        queue.finish()
+        device_seconds = sum(e.profile.end - e.profile.start for e in events) * 1e-9 / iters
+    return seconds, pass_seconds, device_seconds, reads, kept
 
 
 def baseline_runs(X, M, K, iters, seed=0):

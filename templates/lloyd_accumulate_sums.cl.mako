@@ -15,6 +15,7 @@ not depend on scheduling, and segment partials are reduced in fixed order.
 #define S ${slice}
 #define WG ${acc_wg}
 #define CELLS (S * (D + 1))     /* D sums and the weight of each cluster */
+#define UNROLL 8                /* members whose values are loaded at once */
 % if weighted:
 #define WEIGHT(i) w[i]
 % else:
@@ -83,12 +84,23 @@ void accumulate_sums(
         }
         const int members = scan[WG - 1];
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int m = 0; m < members; ++m) {
-            const long r = base + member_row[m];
-            const int cell = member_cluster[m] * (D + 1);
-            for (int c = lid; c <= D; c += WG)
-                cell_add(sum, comp, cell + c,
-                         c < D ? (acc_t)WEIGHT(r) * x[r * stride + c] : (acc_t)WEIGHT(r));
+        /* UNROLL members' values are loaded before any is added: their loads
+           overlap (one by one, each paid its full latency: H100, 1M x 32,
+           k=256, 1.4 -> 0.5 ms); the adds to a cell stay in member (row) order */
+        for (int m0 = 0; m0 < members; m0 += UNROLL) {
+            const int count = min(UNROLL, members - m0);
+            for (int c = lid; c <= D; c += WG) {
+                acc_t v[UNROLL];
+                #pragma unroll
+                for (int u = 0; u < UNROLL; ++u) {   /* past the members: the last again */
+                    const long r = base + member_row[m0 + min(u, count - 1)];
+                    v[u] = c < D ? (acc_t)WEIGHT(r) * x[r * stride + c] : (acc_t)WEIGHT(r);
+                }
+                #pragma unroll
+                for (int u = 0; u < UNROLL; ++u)
+                    if (u < count)
+                        cell_add(sum, comp, member_cluster[m0 + u] * (D + 1) + c, v[u]);
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);   /* before the next chunk's scan */
     }
