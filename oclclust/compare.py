@@ -7,14 +7,14 @@ Ravunnikutty et al., "Ensemble K-means on multi-core architectures".
 A measurement is the paper's loop: ``iters`` iterations of the statistics
 pass of all M models plus the model update on the host (KD-tree: the leaf ->
 candidate mapping too), after one untimed warm-up iteration; data upload and
-tree build are outside the timing.  Reported per run: seconds per iteration,
-effective GB/s of data read (the rows read by the pass: M times for task and
-data parallelism, once per model tile for concatenated), speedups over task
-and data parallelism, the statistics pass alone (passes enqueued back to
-back: s/pass) and its kernels' execution time by profiling events
-(dev/pass: the device's work without the host's enqueueing, which bounds
-data parallelism's M launches on a GPU) and, for the KD-tree, the fraction
-of centroid comparisons kept.
+tree build are outside the timing.  Reported per run: seconds per iteration
+(the median one), effective GB/s of data read (the rows read by the pass: M
+times for task and data parallelism, once per model tile for concatenated),
+speedups over task and data parallelism, the statistics pass alone (passes
+enqueued back to back: s/pass) and its kernels' execution time by profiling
+events (dev/pass: the device's work without the host's enqueueing, which
+bounds data parallelism's M launches on a GPU) and, for the KD-tree, the
+fraction of centroid comparisons kept.
 """
 import argparse
 import contextlib
@@ -105,10 +105,13 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
             # the estimator's own update of all models; tol < 0: none stops
             ensemble_step(engine, centers, n_iter, list(range(M)), 0, -1.0, data, host_w)
         iteration()                         # warm-up: kernels built, buffers allocated
-        start = time.perf_counter()
-        for _ in range(iters):
+        times = []
+        for _ in range(iters):              # the median: sub-millisecond iterations on
+            start = time.perf_counter()     # a shared host see the odd long stall
             iteration()
-        seconds = (time.perf_counter() - start) / iters
+            times.append(time.perf_counter() - start)
+        seconds = float(np.median(times))
+        engine.hand_back(centers)
         chunk = data.chunks[0]
         # the statistics pass alone: passes enqueued back to back, one wait
         # (the device's time and the launches; no reads, no host update)

@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pyopencl.array as cla
 
-from . import mpi
+from . import ensemble_update, mpi
 from .base import BaseEstimator, ClusterMixin
 from .ensemble_pass import STRATEGIES, EnsemblePass, FixedPoint, profile_term
 from .kdtree import MAPPINGS, KDTreePass
@@ -40,10 +40,11 @@ class ShardedEnsemble:
     statistics summed over chunks, then float64 across ranks."""
 
     def __init__(self, data, fixed, ks, strategy="auto", kdtree=None, comm=None,
-                 leaf_size=None, distributed=None):
+                 leaf_size=None, distributed=None, device_update=True):
         self.data, self.fixed, self.comm, self.distributed = data, fixed, comm, distributed
         self.ks, self.strategy, self.kdtree, self.leaf_size = ks, strategy, kdtree, leaf_size
         self.choices = {}
+        self.device_update = device_update and ensemble_update.usable(data, comm)
 
     def _pass(self, chunk):
         st = chunk.state
@@ -59,6 +60,37 @@ class ShardedEnsemble:
                 leaf = self.leaf_size or profile_term(chunk.profile, "kdtree_leaf_size")
                 st["ensemble"] = KDTreePass(chunk, mapping, self.fixed, leaf, self.distributed)
         return st["ensemble"]
+
+    def _resident(self, chunk):
+        st = chunk.state
+        if st.get("ensemble_update_owner") is not self:
+            st["ensemble_update"] = ensemble_update.DeviceUpdate(self._pass(chunk))
+            st["ensemble_update_owner"] = self
+        return st["ensemble_update"]
+
+    def device_step(self, centers, active, tol):
+        """One iteration of the *active* models, their centres kept on the
+        device: their shifts; None when the host's update must take it
+        (*centers* then hold this iteration's centres)."""
+        if not self.device_update:
+            return None
+
+        def step(chunk):
+            resident = self._resident(chunk)
+            if resident.active != active:
+                resident.hand_back(centers)
+                resident.start(centers, active)
+            shifts, flags = resident.step(tol)
+            if flags.any():
+                resident.hand_back(centers)
+                return None
+            return shifts
+        return self.data.map(step)[0]
+
+    def hand_back(self, centers):
+        """The centres kept on the device, if any, into *centers*."""
+        if self.device_update:
+            self.data.map(lambda chunk: self._resident(chunk).hand_back(centers))
 
     def prepare(self):
         """Set every chunk's pass up (KD-trees built) outside any timing."""
@@ -127,13 +159,28 @@ def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, histor
             bar.step(models_moving=len(active), shift=shift)
             if verbose > 1:
                 print(f"  iteration {it}: {len(active)} of {len(centers)} models still moving")
+    engine.hand_back(centers)
     inertia, labels, _ = engine.assign(centers, labels=True)
     return centers, inertia, n_iter, labels
 
 
 def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w):
-    """One pass for the *active* models: their centres and n_iter updated in
-    place; returns (the models still moving, the largest centre shift)."""
+    """One pass for the *active* models: their centres (on the device, or
+    in *centers*) and n_iter updated; returns (the models still moving, the
+    largest centre shift)."""
+    shifts = engine.device_step(centers, active, tol)
+    if shifts is None:
+        shifts = host_step(engine, centers, active, tol, data, host_w)
+    n_iter[active] = it + 1
+    moving = [m for m, s in zip(active, shifts) if s > tol]
+    if len(moving) < len(active):
+        engine.hand_back(centers)          # the stopped models' centres are final
+    return moving, float(shifts.max(initial=0.0))
+
+
+def host_step(engine, centers, active, tol, data, host_w):
+    """The update on the host (empty clusters relocated): the *active*
+    models' centres replaced in *centers*; returns their shifts."""
     sums, weights = engine.stats_packed([centers[m] for m in active])
     off = np.cumsum([0] + [len(centers[m]) for m in active])
     old = np.concatenate([centers[m] for m in active])
@@ -149,8 +196,7 @@ def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w):
         shifts[i] = moved[off[i]:off[i + 1]].sum()
     for i, m in enumerate(active):
         centers[m] = new[off[i]:off[i + 1]]
-    n_iter[active] = it + 1
-    return [m for m, s in zip(active, shifts) if s > tol], float(shifts.max(initial=0.0))
+    return shifts
 
 
 def relocate_empty(engine, centers, sums, weights, data, host_w):

@@ -243,8 +243,10 @@ class EnsemblePass:
 
     def enqueue(self, centers_list):
         """The statistics pass, enqueued (the result read by stats_result);
-        returns the events of its kernels."""
-        self.upload(centers_list)
+        returns the events of its kernels.  *centers_list* None: the
+        centroids on the device (ensemble_update.py) are this pass's."""
+        if centers_list is not None:
+            self.upload(centers_list)
         self.zero()
         return self.run_tiles()
 

@@ -176,7 +176,8 @@ class KDTreePass:
         """The pruned statistics pass, enqueued (read by brute.stats_result);
         returns the events of its kernels."""
         b, q = self.brute, self.part.queue
-        b.upload(centers_list)
+        if centers_list is not None:      # else the centroids on the device are
+            b.upload(centers_list)
         b.zero()
         key = (b._off_bytes, b.capacity)   # the models' layout and the buffers' sizes
         if self._plan_key != key:          # one plan of launches per layout

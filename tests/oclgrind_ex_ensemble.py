@@ -1,7 +1,8 @@
 """oclgrind plugin (issue 5): every ensemble / KD-tree template variant on
 tiny inputs -- the statistics pass of each strategy staged in local memory
 and from global memory, the labels / inertia pass, the three KD-tree
-mappings and the replicas' aggregation -- checked against numpy.
+mappings and the replicas' aggregation -- checked against numpy; the model
+update on the device against the host's.
 
 Run:  cd /tmp && PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized \
       --check-api --build-options -cl-opt-disable python tests/oclgrind_driver.py --only ensemble
@@ -12,7 +13,7 @@ import itertools
 import numpy as np
 
 from oclgrind_driver import PRECISIONS, close, data, mark, profile_for
-from oclclust.ensemble import data_moments, fixed_point
+from oclclust.ensemble import ShardedEnsemble, data_moments, fixed_point, lloyd_ensemble
 from oclclust.ensemble_pass import EnsemblePass
 from oclclust.kdtree import MAPPINGS, KDTreePass
 from oclclust.manager import DeviceManager
@@ -103,7 +104,33 @@ def exercise_kdtree(device, log):
     log("kdtree mappings: ok")
 
 
+def exercise_update(device, log):
+    """The device's model update against the host's, bit for bit: a few
+    iterations of concatenated and KD-tree passes, one model with an empty
+    cluster (flagged: the host takes that iteration)."""
+    for dtype, fp64 in PRECISIONS:
+        if not fp64:
+            continue                    # the update is the host's without double
+        data_, fixed, centers, _ = setting(device, dtype, fp64, False)
+        centers[2][1] = 1e3            # far from every row: its cluster is empty
+        host_w = np.ones(data_.n)
+        try:
+            for strategy, kdtree in (("concatenated", None), ("concatenated", "direct")):
+                mark(f"ensemble_update {strategy} {kdtree} {dtype}")
+                fits = [lloyd_ensemble(ShardedEnsemble(data_, fixed, KS, strategy, kdtree,
+                                                       device_update=on),
+                                       [c.copy() for c in centers], 4, 1e-12, data_, host_w)
+                        for on in (True, False)]
+                for got, want in zip(*fits):
+                    for g, w in zip(got, want):
+                        assert np.array_equal(g, w), f"ensemble_update {strategy} {kdtree}"
+        finally:
+            data_.close()
+    log("ensemble update: ok")
+
+
 EXERCISERS = {
+    "ensemble_update.cl.mako": [exercise_update],
     "ensemble_stats.cl.mako": [exercise_stats],
     "ensemble_assign.cl.mako": [exercise_stats],
     "kdtree_stats.cl.mako": [exercise_kdtree],

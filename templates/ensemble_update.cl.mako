@@ -1,0 +1,63 @@
+<%doc>
+The ensemble's model update on the device (ensemble_update.py): from the
+statistics pass's fixed-point totals, each model's new centroids, in
+float64 and rounded to the data's type for the next pass, and its centre
+shift, so that an iteration needs no host round trip but a small read.
+Reads spec: d (needs double: acc_double).
+
+Bit for bit the host's update (ensemble.ensemble_step after
+FixedPoint.to_float): weight w = count / sw, sum = total / sx + w * shift,
+centre = sum / w, shift = the squared moves summed in centroid then
+dimension order, with no contraction into FMAs.  A work-item per model;
+models are few.  A model with an empty cluster, or whose shift is within
+rounding of tol, is flagged and left as it was: the host takes that
+iteration (relocation, KMeans's own summation order).
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#pragma OPENCL FP_CONTRACT OFF
+#define D ${d}
+#define FLAG_EMPTY 1          /* a cluster of the model has no weight */
+#define FLAG_NEAR_TOL 2       /* the shift is too close to tol to decide here */
+
+__kernel void update_models(
+    __global const long *restrict sums,       /* C x D fixed-point totals */
+    __global const long *restrict counts,     /* C fixed-point weights */
+    __global const double *restrict shift,    /* D: fixed-point origin */
+    const double sx, const double sw,         /* fixed-point scales */
+    __global const int *restrict model_off,   /* M + 1 */
+    const int n_models, const double tol,
+    __global const double *restrict old,      /* C x D centres of this iteration */
+    __global double *restrict next,           /* C x D: the new ones */
+    __global real_t *restrict rounded,        /* C x D: the new ones, for the next pass */
+    __global double *restrict result)         /* M shifts, then M flags */
+{
+    const int m = get_global_id(0);
+    if (m >= n_models)
+        return;
+    const int lo = model_off[m], hi = model_off[m + 1];
+    int flags = 0;
+    for (int j = lo; j < hi; ++j)
+        flags |= counts[j] == 0 ? FLAG_EMPTY : 0;
+    double moved = 0;
+    if (!flags) {
+        for (int j = lo; j < hi; ++j) {
+            const double w = (double)counts[j] / sw;
+            double row = 0;
+            for (int c = 0; c < D; ++c) {
+                const long e = (long)j * D + c;
+                const double total = (double)sums[e] / sx + w * shift[c];
+                const double centre = total / w;
+                const double step = centre - old[e];
+                row += step * step;
+                next[e] = centre;
+                rounded[e] = (real_t)centre;
+            }
+            moved += row;
+        }
+        /* the host's order differs only in rounding (d > 7: numpy's pairwise sums) */
+        if (fabs(moved - tol) <= 1e-9 * fmax(tol, 1e-300))
+            flags |= FLAG_NEAR_TOL;
+    }
+    result[m] = moved;
+    result[n_models + m] = flags;
+}
