@@ -241,13 +241,15 @@ class EnsemblePass:
         self.enqueue(centers_list)
         return self.stats_result()
 
-    def enqueue(self, centers_list):
+    def enqueue(self, centers_list, zero=True):
         """The statistics pass, enqueued (the result read by stats_result);
         returns the events of its kernels.  *centers_list* None: the
-        centroids on the device (ensemble_update.py) are this pass's."""
+        centroids on the device (ensemble_update.py) are this pass's;
+        *zero* False: the statistics are zero already."""
         if centers_list is not None:
             self.upload(centers_list)
-        self.zero()
+        if zero:
+            self.zero()
         return self.run_tiles()
 
     def stats_result(self):

@@ -55,13 +55,15 @@ class DeviceUpdate:
         self.now.set(packed, q)
         self.sizes = [len(r) for r in rows]
         self.active = list(active)
+        self.zeroed = False          # the update kernel zeroes the statistics it read
 
     def step(self, tol):
         """One pass and update of the resident models: (shifts, flags), M each.
         Unflagged, the new centres become the resident ones; flagged, they
         stay this iteration's (to hand back to the host)."""
         b, q = self.brute, self.brute.part.queue
-        self.stats_pass.enqueue(None)        # the centres are on the device already
+        self.stats_pass.enqueue(None, zero=not self.zeroed)   # the centres are there already
+        self.zeroed = True
         n_models = len(self.active)
         kern = kernel(q.context, UpdateSpec(dtype=b.part.dtype.name, acc_double=True,
                                             d=b.part.d), "update_models")

@@ -172,13 +172,14 @@ class KDTreePass:
         self.enqueue(centers_list)
         return self.brute.stats_result()
 
-    def enqueue(self, centers_list):
+    def enqueue(self, centers_list, zero=True):
         """The pruned statistics pass, enqueued (read by brute.stats_result);
-        returns the events of its kernels."""
+        returns the events of its kernels (arguments: as EnsemblePass.enqueue)."""
         b, q = self.brute, self.part.queue
-        if centers_list is not None:      # else the centroids on the device are
+        if centers_list is not None:
             b.upload(centers_list)
-        b.zero()
+        if zero:
+            b.zero()
         key = (b._off_bytes, b.capacity)   # the models' layout and the buffers' sizes
         if self._plan_key != key:          # one plan of launches per layout
             self._plan, self._plan_key = self._launch_plan(), key

@@ -11,7 +11,8 @@ centre = sum / w, shift = the squared moves summed in centroid then
 dimension order, with no contraction into FMAs.  A work-item per model;
 models are few.  A model with an empty cluster, or whose shift is within
 rounding of tol, is flagged and left as it was: the host takes that
-iteration (relocation, KMeans's own summation order).
+iteration (relocation, KMeans's own summation order).  The totals are
+zeroed once read, for the next pass.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
@@ -20,8 +21,8 @@ iteration (relocation, KMeans's own summation order).
 #define FLAG_NEAR_TOL 2       /* the shift is too close to tol to decide here */
 
 __kernel void update_models(
-    __global const long *restrict sums,       /* C x D fixed-point totals */
-    __global const long *restrict counts,     /* C fixed-point weights */
+    __global long *restrict sums,             /* C x D fixed-point totals; zeroed */
+    __global long *restrict counts,           /* C fixed-point weights; zeroed */
     __global const double *restrict shift,    /* D: fixed-point origin */
     const double sx, const double sw,         /* fixed-point scales */
     __global const int *restrict model_off,   /* M + 1 */
@@ -60,4 +61,10 @@ __kernel void update_models(
     }
     result[m] = moved;
     result[n_models + m] = flags;
+    /* the next pass adds to zero: no fill of the statistics between passes */
+    for (int j = lo; j < hi; ++j) {
+        counts[j] = 0;
+        for (int c = 0; c < D; ++c)
+            sums[(long)j * D + c] = 0;
+    }
 }
