@@ -11,6 +11,7 @@ import os
 import re
 import tempfile
 import warnings
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +114,29 @@ def kernel(context, spec, name):
             kern.set_scalar_arg_dtypes(dtypes)
         _KERNELS[key] = kern
     return _KERNELS[key]
+
+
+_LAST_SET = {}     # id(kernel) -> weak reference to the Launch that last set its arguments
+
+
+class Launch:
+    """A kernel launch repeated with the same arguments (a pass's plan): they
+    are set on the kernel only when another Launch set it last -- setting
+    them costs more than the enqueue on some runtimes.  A kernel launched
+    through a Launch is launched only through Launches."""
+    __slots__ = ("kernel", "global_size", "local_size", "args", "__weakref__")
+
+    def __init__(self, kern, global_size, local_size, args):
+        self.kernel, self.global_size, self.local_size = kern, global_size, local_size
+        self.args = args
+
+    def __call__(self, queue):
+        last = _LAST_SET.get(id(self.kernel))
+        if last is None or last() is not self:     # a dead reference: not this one
+            self.kernel.set_args(*self.args)
+            _LAST_SET[id(self.kernel)] = weakref.ref(self)
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size,
+                                          self.local_size)
 
 
 _SCALARS = {"char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,

@@ -232,7 +232,8 @@ def run(args):
                                     models=M, strategy=lib, kdtree="none", order="-",
                                     iters=args.iters,
                                     seconds_per_iter=seconds, seconds_per_pass=None,
-                                    device_seconds_per_pass=None, gb_per_s=M * X.nbytes / seconds / 1e9, kept=1.0))
+                                    device_seconds_per_pass=None,
+                                    gb_per_s=M * X.nbytes / seconds / 1e9, kept=1.0))
             args.baselines = False          # host libraries: once, not per device
     progress.close()
     add_speedups(records)

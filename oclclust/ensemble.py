@@ -68,10 +68,11 @@ class ShardedEnsemble:
             st["ensemble_update_owner"] = self
         return st["ensemble_update"]
 
-    def device_step(self, centers, active, tol):
+    def device_step(self, centers, active, tol, last=False):
         """One iteration of the *active* models, their centres kept on the
-        device: their shifts; None when the host's update must take it
-        (*centers* then hold this iteration's centres)."""
+        device (the next one already enqueued, unless *last*): their shifts;
+        None when the host's update must take it (*centers* then hold this
+        iteration's centres)."""
         if not self.device_update:
             return None
 
@@ -80,7 +81,7 @@ class ShardedEnsemble:
             if resident.active != active:
                 resident.hand_back(centers)
                 resident.start(centers, active)
-            shifts, flags = resident.step(tol)
+            shifts, flags = resident.step(tol, ahead=not last)
             if flags.any():
                 resident.hand_back(centers)
                 return None
@@ -152,7 +153,7 @@ def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, histor
                 break
             start = time.perf_counter()
             active, shift = ensemble_step(engine, centers, n_iter, active, it, tol, data,
-                                           host_w)
+                                           host_w, last=it + 1 == max_iter)
             if history is not None:
                 history.append(history_entry(it + 1, start, data, models_moving=len(active),
                                              max_center_shift=shift))
@@ -164,11 +165,11 @@ def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, histor
     return centers, inertia, n_iter, labels
 
 
-def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w):
+def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w, last=False):
     """One pass for the *active* models: their centres (on the device, or
     in *centers*) and n_iter updated; returns (the models still moving, the
-    largest centre shift)."""
-    shifts = engine.device_step(centers, active, tol)
+    largest centre shift).  *last*: no iteration follows."""
+    shifts = engine.device_step(centers, active, tol, last)
     if shifts is None:
         shifts = host_step(engine, centers, active, tol, data, host_w)
     n_iter[active] = it + 1

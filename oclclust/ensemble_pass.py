@@ -16,7 +16,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .codegen import Spec, kernel, kernel_work_group_limit
+from .codegen import Launch, Spec, kernel, kernel_work_group_limit
 from .reduce import partial_buffer, reduce_partials
 
 STRATEGIES = ("task", "data", "concatenated")
@@ -210,11 +210,10 @@ class EnsemblePass:
         key = (strategy, first, count, staged)
         if key not in self._launches:
             self._launches[key] = self._plan_launch(strategy, first, count, staged)
-        kern, size, args = self._launches[key]
-        return kern(self.part.queue, size, (self.wg,), *args)
+        return self._launches[key](self.part.queue)
 
     def _plan_launch(self, strategy, first, count, staged):
-        """(kernel, global size, arguments) of a launch over these models."""
+        """The Launch over these models."""
         p, q = self.part, self.part.queue
         ks = np.diff(self.off)[first:first + count]
         uniform = int(ks[0]) if (ks == ks[0]).all() and ks[0] <= UNROLLED_K else 0
@@ -230,11 +229,11 @@ class EnsemblePass:
             local = [cl.LocalMemory(max(1, cs * p.dtype.itemsize)),
                      cl.LocalMemory(max(8, cs * 8)), cl.LocalMemory(max(8, ws * 8))]
         groups = count if strategy == "task" else self.groups
-        return kern, (groups * self.wg,), (
+        return Launch(kern, (groups * self.wg,), (self.wg,), (
             p.x.data, np.int64(p.n), np.int64(p.stride), p.weights_arg(), self.centers.data,
             self.model_off.data, np.int32(first), np.int32(count), self.shift.data,
             *self.scales, self.sums.data, self.counts.data, np.int64(self.tiles_per_group),
-            *local)
+            *local))
 
     def stats(self, centers_list):
         """Integer (sums C x d, weights C) of every model, C = all centroids."""

@@ -25,7 +25,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .codegen import Spec, kernel
+from .codegen import Launch, Spec, kernel
 from .ensemble_pass import EnsemblePass, model_tiles, profile_term, staged_bytes
 
 MAPPINGS = ("direct", "distributed", "replicated")
@@ -183,11 +183,11 @@ class KDTreePass:
         key = (b._off_bytes, b.capacity)   # the models' layout and the buffers' sizes
         if self._plan_key != key:          # one plan of launches per layout
             self._plan, self._plan_key = self._launch_plan(), key
-        return [kern(q, size, local, *args) for kern, size, local, args in self._plan]
+        return [each(q) for each in self._plan]
 
     def _launch_plan(self):
-        """[(kernel, global size, local size, arguments)] of a pass: the
-        candidate lists, then the statistics of every tile of models."""
+        """[Launch] of a pass: the candidate lists, then the statistics of
+        every tile of models."""
         b, p = self.brute, self.part
         kmax = int(np.diff(b.off).max())
         plan = [self._candidates_launch(kmax)]
@@ -197,8 +197,7 @@ class KDTreePass:
             if staged:
                 plan += self._stats_launches(first, n, kmax)
             else:   # too large for local memory: the global-memory brute-force pass
-                kern, size, args = b._plan_launch("concatenated", first, n, False)
-                plan.append((kern, size, (b.wg,), args))
+                plan.append(b._plan_launch("concatenated", first, n, False))
         return plan
 
     def _candidates_launch(self, kmax):
@@ -213,10 +212,10 @@ class KDTreePass:
         kern = kernel(q.context, CandidatesSpec(dtype=p.dtype.name, acc_double=p.acc_double,
                                                 d=p.d), "kdtree_candidates")
         self.mapped = (size, kmax)
-        return kern, (-(-size // 64) * 64,), (64,), (
+        return Launch(kern, (-(-size // 64) * 64,), (64,), (
             self.lo_d.data, self.hi_d.data, b.centers.data, b.model_off.data,
             np.int32(n_models), np.int32(n_leaves), np.int32(kmax), acc(self.eps),
-            acc(self.tiny), self.cand.data, self.count.data)
+            acc(self.tiny), self.cand.data, self.count.data))
 
     def lists(self):
         """The last mapping on the host: (cand L x M x kmax, count L x M)."""
@@ -260,7 +259,7 @@ class KDTreePass:
             out = [b.sums.data, b.counts.data]
         if self.mapping != "distributed":   # a leaf's list of models to score
             local.append(cl.LocalMemory(4 * (n + 1)))
-        launches = [(kern, (groups * b.wg,), (b.wg,), (
+        launches = [Launch(kern, (groups * b.wg,), (b.wg,), (
             self.x.data, self.w.data, b.centers.data, b.model_off.data, np.int32(first),
             np.int32(n), np.int32(len(b.off) - 1), self.leaf_start.data,
             np.int32(len(self.lo)), np.int32(self.max_leaf), self.cand.data, self.count.data,
@@ -269,7 +268,7 @@ class KDTreePass:
             agg = kernel(q.context, AggregateSpec(dtype=p.dtype.name, acc_double=p.acc_double,
                                                   d=p.d), "kdtree_aggregate")
             size = nc * (p.d + 1)
-            launches.append((agg, (-(-size // 64) * 64,), (64,), (
+            launches.append(Launch(agg, (-(-size // 64) * 64,), (64,), (
                 replicas.data, np.int64(groups * b.wg), np.int32(c_base), np.int32(nc),
                 b.sums.data, b.counts.data)))
         return launches

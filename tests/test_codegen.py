@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 import pytest
 from mako.lookup import TemplateLookup
 from sklearn.cluster import KMeans as SKMeans
@@ -176,3 +177,32 @@ def test_plan_is_cached_per_profile_and_context(profile):
     own = cl.CommandQueue(ctx)                # whose last Python reference goes
     in_own = plan(profile, own, np.float32, 3, K_FIT, True, False)
     assert in_own[0] == first[0] and in_own[1].context == own.context
+
+
+def test_launches_set_arguments_only_when_another_set_them(profile, monkeypatch):
+    """Two Launches of one kernel alternate correctly; one repeated sets its
+    arguments once; a dead one's place is taken by the next (weak reference)."""
+    q = profile.queue()
+    kern = codegen.kernel(q.context, ReduceSpec(dtype="float32", acc_double=profile.fp64),
+                          "reduce_partials")
+    acc = np.float64 if profile.fp64 else np.float32
+    parts = [cla.to_device(q, (np.arange(6) * (i + 1)).astype(acc)) for i in range(2)]
+    outs = [cla.zeros(q, 3, acc) for _ in range(2)]
+    launches = [codegen.Launch(kern, (3,), None, (p.data, np.int64(2), np.int64(3), o.data))
+                for p, o in zip(parts, outs)]
+    sets = []
+    original = cl.Kernel.set_args
+    monkeypatch.setattr(cl.Kernel, "set_args",
+                        lambda self, *args: (sets.append(args), original(self, *args)))
+    for which in (0, 0, 1, 0, 1, 1):
+        outs[which].fill(0)
+        launches[which](q)
+        np.testing.assert_array_equal(outs[which].get(), [3 * (which + 1), 5 * (which + 1),
+                                                          7 * (which + 1)])
+    assert len(sets) == 4                  # 0, 1, 0, 1: each repeat sets nothing
+    del launches[1]
+    again = codegen.Launch(kern, (3,), None, (parts[1].data, np.int64(2), np.int64(3),
+                                               outs[1].data))
+    again(q)
+    launches[0](q)
+    assert len(sets) == 6

@@ -26,8 +26,8 @@ def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None):
     steps = []
     original = ensemble_update.DeviceUpdate.step
 
-    def counted(self, tol):
-        shifts, flags = original(self, tol)
+    def counted(self, tol, ahead=True):
+        shifts, flags = original(self, tol, ahead)
         steps.append(bool(flags.any()))
         return shifts, flags
     try:
