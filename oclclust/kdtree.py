@@ -167,6 +167,8 @@ class KDTreePass:
         self.eps = (8 if part.acc_double else 16) * (part.d + 2) * float(
             np.finfo(part.dtype).eps)
         self.tiny = 64 * (part.d + 2) * float(np.finfo(part.dtype).tiny)
+        acc = np.float64 if part.acc_double else np.float32
+        self.margins = acc(self.eps), acc(self.tiny)     # the kernels' arguments
 
     def stats(self, centers_list):
         self.enqueue(centers_list)
@@ -188,12 +190,19 @@ class KDTreePass:
     def _launch_plan(self):
         """[Launch] of a pass: the candidate lists, then the statistics of
         every tile of models."""
-        b, p = self.brute, self.part
+        b, p, q = self.brute, self.part, self.part.queue
         kmax = int(np.diff(b.off).max())
-        plan = [self._candidates_launch(kmax)]
-        stats = self.mapping != "replicated"
-        for first, n, staged in model_tiles(b.off, p.profile.local_memory_budget, p.d,
-                                            p.dtype.itemsize, stats=stats):
+        size = len(self.lo) * (len(b.off) - 1)
+        if self.cand is None or self.cand.size < size * kmax:
+            self.cand = cla.empty(q, size * kmax, np.int32)
+            self.count = cla.empty(q, size, np.int32)
+        self.mapped = (size, kmax)
+        tiles = model_tiles(b.off, p.profile.local_memory_budget, p.d, p.dtype.itemsize,
+                            stats=self.mapping != "replicated")
+        # a leaf per work-group makes its leaf's lists itself (one launch less)
+        separate = self.mapping == "distributed" or not all(t[2] for t in tiles)
+        plan = [self._candidates_launch(kmax)] if separate else []
+        for first, n, staged in tiles:
             if staged:
                 plan += self._stats_launches(first, n, kmax)
             else:   # too large for local memory: the global-memory brute-force pass
@@ -205,17 +214,12 @@ class KDTreePass:
         b, p, q = self.brute, self.part, self.part.queue
         n_leaves, n_models = len(self.lo), len(b.off) - 1
         size = n_leaves * n_models
-        if self.cand is None or self.cand.size < size * kmax:
-            self.cand = cla.empty(q, size * kmax, np.int32)
-            self.count = cla.empty(q, size, np.int32)
-        acc = np.float64 if p.acc_double else np.float32
         kern = kernel(q.context, CandidatesSpec(dtype=p.dtype.name, acc_double=p.acc_double,
                                                 d=p.d), "kdtree_candidates")
-        self.mapped = (size, kmax)
         return Launch(kern, (-(-size // 64) * 64,), (64,), (
             self.lo_d.data, self.hi_d.data, b.centers.data, b.model_off.data,
-            np.int32(n_models), np.int32(n_leaves), np.int32(kmax), acc(self.eps),
-            acc(self.tiny), self.cand.data, self.count.data))
+            np.int32(n_models), np.int32(n_leaves), np.int32(kmax), *self.margins,
+            self.cand.data, self.count.data))
 
     def lists(self):
         """The last mapping on the host: (cand L x M x kmax, count L x M)."""
@@ -257,13 +261,16 @@ class KDTreePass:
         else:
             local += [cl.LocalMemory(nc * p.d * 8), cl.LocalMemory(nc * 8)]
             out = [b.sums.data, b.counts.data]
+        boxes = []
         if self.mapping != "distributed":   # a leaf's list of models to score
             local.append(cl.LocalMemory(4 * (n + 1)))
+            boxes = [self.lo_d.data, self.hi_d.data, *self.margins]
         launches = [Launch(kern, (groups * b.wg,), (b.wg,), (
             self.x.data, self.w.data, b.centers.data, b.model_off.data, np.int32(first),
             np.int32(n), np.int32(len(b.off) - 1), self.leaf_start.data,
             np.int32(len(self.lo)), np.int32(self.max_leaf), self.cand.data, self.count.data,
-            np.int32(kmax), self.leaf_fx.data, b.shift.data, *b.scales, *out, *local))]
+            np.int32(kmax), self.leaf_fx.data, b.shift.data, *b.scales, *boxes, *out,
+            *local))]
         if self.mapping == "replicated":
             agg = kernel(q.context, AggregateSpec(dtype=p.dtype.name, acc_double=p.acc_double,
                                                   d=p.d), "kdtree_aggregate")

@@ -7,9 +7,42 @@ tiny: a margin above the rounding of the distance sums in kdtree_stats, so a
 dropped centroid can never be the nearest one there).
 Reads spec: d.
 Work-item (L, m) writes its list in ascending index order (the tie rule of
-the statistics passes) and its length, which is at least 1.
+the statistics passes) and its length, which is at least 1.  The mappings
+with a leaf per work-group make their leaf's lists themselves (leaf_lists,
+in kdtree_stats.cl.mako): this kernel serves the distributed one.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+## the lists of one (leaf, model): the box's corners blo, bhi (D each), the
+## model's centroids first..last of *centres* (rows of D), written as
+## index (+ *offset*) to out[] in ascending order, their count to out_n; the
+## C names eps, tiny, D in scope (kdtree_stats.cl.mako calls it per group)
+<%def name="leaf_lists(blo, bhi, centres, first, last, offset, out, out_n)">
+    {
+        acc_t bound = INFINITY;
+        for (int j = ${first}; j < ${last}; ++j) {
+            acc_t far = 0;
+            for (int c = 0; c < D; ++c) {
+                const acc_t v = ${centres}[j * D + c];
+                const acc_t f = fmax(v - (acc_t)${blo}[c], (acc_t)${bhi}[c] - v);
+                far += f * f;
+            }
+            bound = fmin(bound, far);
+        }
+        const acc_t limit = bound * (1 + eps) + tiny;
+        int count = 0;
+        for (int j = ${first}; j < ${last}; ++j) {
+            acc_t near = 0;
+            for (int c = 0; c < D; ++c) {
+                const acc_t v = ${centres}[j * D + c];
+                const acc_t f = fmax(fmax((acc_t)${blo}[c] - v, v - (acc_t)${bhi}[c]), (acc_t)0);
+                near += f * f;
+            }
+            if (near <= limit)
+                (${out})[count++] = j${"" if offset is None else f" + {offset}"};
+        }
+        ${out_n} = count;
+    }
+</%def>
 #define D ${d}
 
 __kernel void kdtree_candidates(
@@ -24,29 +57,6 @@ __kernel void kdtree_candidates(
         return;
     const long leaf = gid / n_models;
     const int m = (int)(gid % n_models);
-    __global const real_t *blo = lo + leaf * D, *bhi = hi + leaf * D;
-    const int first = model_off[m], last = model_off[m + 1];
-    acc_t bound = INFINITY;
-    for (int j = first; j < last; ++j) {
-        acc_t far = 0;
-        for (int c = 0; c < D; ++c) {
-            const acc_t v = centers[j * D + c];
-            const acc_t f = fmax(v - (acc_t)blo[c], (acc_t)bhi[c] - v);
-            far += f * f;
-        }
-        bound = fmin(bound, far);
-    }
-    const acc_t limit = bound * (1 + eps) + tiny;
-    int count = 0;
-    for (int j = first; j < last; ++j) {
-        acc_t near = 0;
-        for (int c = 0; c < D; ++c) {
-            const acc_t v = centers[j * D + c];
-            const acc_t f = fmax(fmax((acc_t)blo[c] - v, v - (acc_t)bhi[c]), (acc_t)0);
-            near += f * f;
-        }
-        if (near <= limit)
-            cand[gid * kmax + count++] = j;
-    }
-    cand_n[gid] = count;
+${leaf_lists("(lo + leaf * D)", "(hi + leaf * D)", "centers", "model_off[m]", "model_off[m + 1]",
+             None, "cand + gid * kmax", "cand_n[gid]")}\
 }

@@ -1,22 +1,26 @@
 <%doc>
 The KD-tree-pruned statistics pass (concatenated parallelism over the leaves
 of a KD-tree): the rows are stored leaf by leaf, and a point of leaf L is
-compared, for each model m, only with the candidate centroids the host kept
-for (L, m) (kdtree.py: those that can be nearest to some point of L's box).
+compared, for each model m, only with the candidate centroids kept for
+(L, m) (kdtree_candidates.cl.mako: those that can be nearest to some point
+of L's box).
 Reads spec: mapping, d, wg, distributed (the models visited from model
 lid mod M, as in ensemble_stats.cl.mako), weighted, word_atomics (local
 statistics as 32-bit word pairs: kernels_cl/local_stats.cl).
   "direct":      a leaf per work-group at a time (persistent groups walk the
                  leaves g, g + G, ...); statistics in local memory.  The
-                 group first lists the leaf's models with more than one
-                 candidate (local memory): its points visit only those.
+                 group first makes the leaf's candidate lists of the
+                 launch's models (kdtree_candidates.cl.mako's leaf_lists),
+                 then lists the models with more than one candidate (local
+                 memory): its points visit only those.
   "distributed": a work-group spans leaves: consecutive work-items take
                  points of consecutive leaves, so they tend to update
                  different centroids (less local atomic contention, but
                  scattered reads of the rows).
-  "replicated":  a leaf per work-group, and every work-item keeps its own
-                 statistics in global memory (no atomics, no conflicts);
-                 kdtree_aggregate.cl.mako sums the replicas.
+  "replicated":  a leaf per work-group (its lists made as in "direct"), and
+                 every work-item keeps its own statistics in global memory
+                 (no atomics, no conflicts); kdtree_aggregate.cl.mako sums
+                 the replicas.
 A (leaf, model) pair left with a single candidate takes the whole leaf at
 once: the leaf's fixed-point sums (leaf_fx, summed on the host from the same
 per-point values) are added to that centroid, and its points skip the model
@@ -27,6 +31,7 @@ ties to the lowest index), so the statistics equal the brute-force pass bit
 for bit.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="candidates" file="kdtree_candidates.cl.mako"/>
 #define D ${d}
 #define STAT_WORDS ${int(word_atomics and mapping != "replicated")}
 <%include file="local_stats.cl"/>
@@ -148,11 +153,17 @@ void kdtree_stats(
     const int first_model, const int n_models, const int all_models,
     __global const int *restrict leaf_start,    /* n_leaves + 1 */
     const int n_leaves, const int max_leaf,
-    __global const int *restrict cand,          /* n_leaves x all_models x kmax */
-    __global const int *restrict cand_n,        /* n_leaves x all_models */
+<% lists = "" if mapping != "distributed" else "const " %>\
+    __global ${lists}int *restrict cand,        /* n_leaves x all_models x kmax */
+    __global ${lists}int *restrict cand_n,      /* n_leaves x all_models (made here
+                                                   unless distributed) */
     const int kmax,
     __global const long *restrict leaf_fx,      /* n_leaves x (D + 1) fixed-point sums */
     __global const acc_t *restrict shift, const acc_t sx, const acc_t sw,
+% if mapping != "distributed":
+    __global const real_t *restrict lo, __global const real_t *restrict hi,  /* boxes */
+    const acc_t eps, const acc_t tiny,          /* as kdtree_candidates.cl.mako */
+% endif
 % if mapping == "replicated":
     __global long *restrict replicas,           /* work-items x (nc * (D + 1)) */
 % else:
@@ -199,6 +210,17 @@ void kdtree_stats(
     }
 % else:
     for (int leaf = g; leaf < n_leaves; leaf += groups) {
+        /* the leaf's candidate lists of the launch's models, made here (no
+           launch of kdtree_candidates): a work-item per model */
+        for (int t = lid; t < n_models; t += WG) {
+            const long list = (long)leaf * all_models + first_model + t;
+            __global int *out = cand + list * kmax;
+${candidates.leaf_lists("(lo + (long)leaf * D)", "(hi + (long)leaf * D)", "lc",
+                        "model_off[first_model + t] - c_base",
+                        "model_off[first_model + t + 1] - c_base", "c_base", "out",
+                        "cand_n[list]")}\
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);  /* the lists are the group's to read */
         leaf_stats(leaf, lid, WG, leaf_fx, cand, cand_n, kmax, first_model, n_models,
                    all_models, c_base,
   % if mapping == "replicated":
