@@ -8,14 +8,14 @@ A measurement is the paper's loop: ``iters`` iterations of the statistics
 pass of all M models plus the estimator's model update (KD-tree: the leaf ->
 candidate mapping too; on one device the update runs there, one iteration
 ahead of the host: ensemble_update.py), after one untimed warm-up
-iteration; data upload and tree build are outside the timing.  Reported per run: seconds per iteration
-(the median one), effective GB/s of data read (the rows read by the pass: M
-times for task and data parallelism, once per model tile for concatenated),
-speedups over task and data parallelism, the statistics pass alone (passes
-enqueued back to back: s/pass) and its kernels' execution time by profiling
-events (dev/pass: the device's work without the host's enqueueing, which
-bounds data parallelism's M launches on a GPU) and, for the KD-tree, the
-fraction of centroid comparisons kept.
+iteration; data upload and tree build are outside the timing.  Reported
+per run: seconds per iteration (the mean), effective GB/s of data read (the
+rows read by the pass: M times for task and data parallelism, once per
+model tile for concatenated), speedups over task and data parallelism, the
+statistics pass alone (passes enqueued back to back: s/pass) and its
+kernels' execution time by profiling events (dev/pass: the device's work
+without the host's enqueueing, which bounds data parallelism's M launches
+on a GPU) and, for the KD-tree, the fraction of centroid comparisons kept.
 """
 import argparse
 import contextlib
@@ -102,16 +102,17 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
     with ensemble_on(profile, X, *setting) as (data, engine, host_w):
         n_iter = np.zeros(M, np.int64)
 
-        def iteration():
+        def iteration(last=False):
             # the estimator's own update of all models; tol < 0: none stops
-            ensemble_step(engine, centers, n_iter, list(range(M)), 0, -1.0, data, host_w)
+            ensemble_step(engine, centers, n_iter, list(range(M)), 0, -1.0, data, host_w,
+                          last)
         iteration()                         # warm-up: kernels built, buffers allocated
-        times = []
-        for _ in range(iters):              # the median: sub-millisecond iterations on
-            start = time.perf_counter()     # a shared host see the odd long stall
-            iteration()
-            times.append(time.perf_counter() - start)
-        seconds = float(np.median(times))
+        # the mean: with the update on the device one iteration runs ahead, and
+        # a runtime may complete two at once (one long wait, one none)
+        start = time.perf_counter()
+        for i in range(iters):
+            iteration(last=i + 1 == iters)
+        seconds = (time.perf_counter() - start) / iters
         engine.hand_back(centers)
         chunk = data.chunks[0]
         # the statistics pass alone: passes enqueued back to back, one wait
