@@ -245,11 +245,16 @@ class EnsemblePass:
         returns the events of its kernels.  *centers_list* None: the
         centroids on the device (ensemble_update.py) are this pass's;
         *zero* False: the statistics are zero already."""
+        self.begin(centers_list, zero)
+        return self.run_tiles()
+
+    def begin(self, centers_list, zero=True):
+        """Before a pass: the centroids uploaded (unless None: on the device
+        already) and the statistics zeroed (unless *zero* is False)."""
         if centers_list is not None:
             self.upload(centers_list)
         if zero:
             self.zero()
-        return self.run_tiles()
 
     def stats_result(self):
         n_c, d, at = len(self.packed), self.part.d, self._counts_at // 8

@@ -178,10 +178,7 @@ class KDTreePass:
         """The pruned statistics pass, enqueued (read by brute.stats_result);
         returns the events of its kernels (arguments: as EnsemblePass.enqueue)."""
         b, q = self.brute, self.part.queue
-        if centers_list is not None:
-            b.upload(centers_list)
-        if zero:
-            b.zero()
+        b.begin(centers_list, zero)
         key = (b._off_bytes, b.capacity)   # the models' layout and the buffers' sizes
         if self._plan_key != key:          # one plan of launches per layout
             self._plan, self._plan_key = self._launch_plan(), key

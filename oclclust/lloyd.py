@@ -70,13 +70,27 @@ class LloydSpec(Spec):
         if self.variant == "rowwise":
             return 0
         if self.variant == "gemm":   # as lloyd_gemm_assign.cl.mako lays it out
-            nx, copies = self.tn // self.rn, 2 if self.prefetch == 2 else 1
-            chunks = copies * self.kc * (self.tm + self.vw + self.tn) * item
-            aliased = self.tm * nx <= copies * self.kc * min(self.tm + self.vw, self.tn)
-            assign = chunks + (0 if aliased else self.tm * nx * (item + 4)) + self.wg * acc
+            winners = self.tm * (self.tn // self.rn)
+            chunks = self.copies * self.kc * (self.tm + self.vw + self.tn) * item
+            assign = chunks + (0 if self.aliased else winners * (item + 4)) + self.wg * acc
             return max(assign, self.accumulate_spec().local_bytes() if self.update else 0)
         staged = (self.cchunk * self.d + self.cchunk) * item if self.stage_centers else 0
         return self.wg * acc + staged + (self.wg * self.ppi * 4 if self.update else 0)
+
+    @property
+    def copies(self):
+        """Copies of the gemm's local chunks (2: double-buffered)."""
+        return 2 if self.prefetch == 2 else 1
+
+    @property
+    def aliased(self):
+        """Whether the gemm rows' partial winners (tm x tn / rn of them) fit
+        in its chunks' local memory, which is free once a row tile is scored."""
+        winners = self.tm * (self.tn // self.rn)
+        return winners <= self.copies * self.kc * min(self.tm + self.vw, self.tn)
+
+    def template_args(self):
+        return dict(super().template_args(), copies=self.copies, aliased=self.aliased)
 
     def private_floats(self):
         return self.ppi * (self.ctile + (self.d if self.stage_point else 0))

@@ -8,7 +8,8 @@ as distance_tile.cl.mako (the shared register tile, FORM "dot") reads them;
 prefetch (0: none; 1: the next chunk read into registers while this one is
 multiplied; 2: that, and two copies of the local chunks, so the next chunk is
 stored while others still read this one: one barrier per chunk, not two),
-weighted.
+weighted; derived by LloydSpec: copies (of the local chunks), aliased (the
+rows' partial winners kept in the chunks' local memory).
 
 A work-group owns row tiles of TM points; for each it walks every centroid
 tile, TM x TN dot products at a time in registers (X and C chunks of KC
@@ -19,12 +20,6 @@ their (score, index) pairs, ties to the lowest index, and the winner's exact
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="tile" file="distance_tile.cl.mako"/>
-<%
-    nx, copies = tn // rn, 2 if prefetch == 2 else 1
-    # the rows' partial winners live in the chunks' local memory when it is
-    # large enough: they are written after a row tile's last chunk is read
-    alias = tm * nx <= copies * kc * (tm + vw) and tm * nx <= copies * kc * tn
-%>
 <%def name="store_chunk(buf)">
             for (int u = 0; u < XL; ++u) {
                 const int e = lid + u * WG;
@@ -84,7 +79,8 @@ void assign_gemm(
     const int tx = lid % NX, ty = lid / NX;
     const long g = get_group_id(0);
 ${tile.local_chunks(copies=copies)}\
-% if alias:
+% if aliased:
+    /* the chunks' memory is free once a row tile's last chunk is read */
     __local real_t *row_best = lx;
     __local int *row_index = (__local int *)lc;
 % else:
