@@ -101,9 +101,11 @@ def build(context, spec, options=BUILD_OPTIONS, source=None):
 _KERNELS = {}
 
 
-def kernel(context, spec, name):
-    """The memoised kernel *name* of *spec*'s program (one retrieval each)."""
-    key = (context.int_ptr, spec, name)
+def kernel(context, spec, name, instance=0):
+    """The memoised kernel *name* of *spec*'s program (one retrieval each);
+    another *instance* is another kernel object of the same program, for a
+    caller that keeps several argument sets bound (a Launch each)."""
+    key = (context.int_ptr, spec, name, instance)
     if key not in _KERNELS:
         # cl.Kernel, not getattr: specs that render the same source share a
         # program, and pyopencl warns when getattr retrieves a kernel twice

@@ -102,16 +102,16 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
     with ensemble_on(profile, X, *setting) as (data, engine, host_w):
         n_iter = np.zeros(M, np.int64)
 
-        def iteration(last=False):
+        def iteration(following=None):
             # the estimator's own update of all models; tol < 0: none stops
             ensemble_step(engine, centers, n_iter, list(range(M)), 0, -1.0, data, host_w,
-                          last)
+                          following)
         iteration()                         # warm-up: kernels built, buffers allocated
-        # the mean: with the update on the device one iteration runs ahead, and
+        # the mean: with the update on the device iterations run ahead, and
         # a runtime may complete two at once (one long wait, one none)
         start = time.perf_counter()
         for i in range(iters):
-            iteration(last=i + 1 == iters)
+            iteration(following=iters - i - 1)
         seconds = (time.perf_counter() - start) / iters
         engine.hand_back(centers)
         chunk = data.chunks[0]

@@ -39,6 +39,10 @@ PROFILE_TERMS = {
     "ensemble_order": (str, ("distributed", "uniform"), None),
     # 1: local statistics as 32-bit word pairs (where 64-bit local atomics are slow)
     "ensemble_word_atomics": (int, 0, 1),
+    # the statistics pass's work-group size and groups per compute unit (0:
+    # work_group_size, groups_per_compute_unit)
+    "ensemble_work_group_size": (int, 0, 4096),
+    "ensemble_groups_per_compute_unit": (int, 0, 4096),
     "kdtree_mapping": (str, ("direct", "distributed", "replicated"), None),
     "kdtree_max_dims": (int, 0, 4096),
     "kdtree_min_rows": (int, 0, 1 << 40),
@@ -94,6 +98,8 @@ class DeviceProfile:
     ensemble_strategy: str = "concatenated"
     ensemble_order: str = "distributed"
     ensemble_word_atomics: int = 0
+    ensemble_work_group_size: int = 0
+    ensemble_groups_per_compute_unit: int = 0
     kdtree_mapping: str = "distributed"
     kdtree_max_dims: int = 4
     kdtree_min_rows: int = 200000

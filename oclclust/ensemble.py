@@ -68,9 +68,10 @@ class ShardedEnsemble:
             st["ensemble_update_owner"] = self
         return st["ensemble_update"]
 
-    def device_step(self, centers, active, tol, last=False):
+    def device_step(self, centers, active, tol, following=None):
         """One iteration of the *active* models, their centres kept on the
-        device (the next one already enqueued, unless *last*): their shifts;
+        device (the next ones already enqueued, as many as *following*, the
+        iterations that may follow; None: any number): their shifts;
         None when the host's update must take it (*centers* then hold this
         iteration's centres)."""
         if not self.device_update:
@@ -81,7 +82,8 @@ class ShardedEnsemble:
             if resident.active != active:
                 resident.hand_back(centers)
                 resident.start(centers, active)
-            shifts, flags = resident.step(tol, ahead=not last)
+            shifts, flags = resident.step(
+                tol, ensemble_update.AHEAD if following is None else following)
             if flags.any():
                 resident.hand_back(centers)
                 return None
@@ -153,7 +155,7 @@ def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, histor
                 break
             start = time.perf_counter()
             active, shift = ensemble_step(engine, centers, n_iter, active, it, tol, data,
-                                           host_w, last=it + 1 == max_iter)
+                                           host_w, following=max_iter - it - 1)
             if history is not None:
                 history.append(history_entry(it + 1, start, data, models_moving=len(active),
                                              max_center_shift=shift))
@@ -165,11 +167,12 @@ def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, histor
     return centers, inertia, n_iter, labels
 
 
-def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w, last=False):
+def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w, following=None):
     """One pass for the *active* models: their centres (on the device, or
     in *centers*) and n_iter updated; returns (the models still moving, the
-    largest centre shift).  *last*: no iteration follows."""
-    shifts = engine.device_step(centers, active, tol, last)
+    largest centre shift).  *following*: how many iterations may follow
+    (None: any number)."""
+    shifts = engine.device_step(centers, active, tol, following)
     if shifts is None:
         shifts = host_step(engine, centers, active, tol, data, host_w)
     n_iter[active] = it + 1

@@ -92,8 +92,10 @@ class FixedPoint:
         return sums.astype(np.float64) / self.sx + weights[:, None] * self.shift, weights
 
 
-def work_group(profile, kern=None):
-    wg = min(profile.work_group_size, profile.max_work_group_size)
+def work_group(profile, kern=None, size=0):
+    """A power-of-two work-group size: *size* (0: the profile's), within
+    the device's and *kern*'s limits."""
+    wg = min(size or profile.work_group_size, profile.max_work_group_size)
     if kern is not None:
         wg = min(wg, kernel_work_group_limit(kern, profile.cl_device()))
     return 1 << (max(1, wg).bit_length() - 1)
@@ -146,8 +148,16 @@ class EnsemblePass:
         self.shift = cla.to_device(q, fixed.shift.astype(np.float64 if acc else np.float32))
         self.scales = (np.float64 if acc else np.float32)(fixed.sx), \
             (np.float64 if acc else np.float32)(fixed.sw)
+        # the labels pass and the KD-tree kernels (whose leaves set their size)
         self.wg = work_group(part.profile)
-        self.groups, self.tiles_per_group = part.groups(self.wg, self.wg)
+        self.groups, _ = part.groups(self.wg, self.wg)
+        # the statistics pass, where the profile says so: more, larger groups
+        # hide its local-memory atomics' latency (H100: devices.yaml)
+        self.stats_wg = work_group(part.profile,
+                                   size=profile_term(part.profile, "ensemble_work_group_size"))
+        self.stats_groups, self.tiles_per_group = part.groups(
+            self.stats_wg, self.stats_wg,
+            profile_term(part.profile, "ensemble_groups_per_compute_unit"))
         self.capacity = 0
         self._launches = {}
         self.word_atomics = bool(profile_term(part.profile, "ensemble_word_atomics"))
@@ -159,7 +169,7 @@ class EnsemblePass:
         p = self.part
         strategy = strategy or self.strategy
         return StatsSpec(dtype=p.dtype.name, acc_double=p.acc_double, strategy=strategy, d=p.d,
-                         wg=self.wg, staged=staged,
+                         wg=self.stats_wg, staged=staged,
                          distributed=self.distributed and strategy == "concatenated",
                          weighted=p.weighted, k=k, word_atomics=self.word_atomics)
 
@@ -228,8 +238,8 @@ class EnsemblePass:
                 cs, ws = nc * p.d, nc
             local = [cl.LocalMemory(max(1, cs * p.dtype.itemsize)),
                      cl.LocalMemory(max(8, cs * 8)), cl.LocalMemory(max(8, ws * 8))]
-        groups = count if strategy == "task" else self.groups
-        return Launch(kern, (groups * self.wg,), (self.wg,), (
+        groups = count if strategy == "task" else self.stats_groups
+        return Launch(kern, (groups * self.stats_wg,), (self.stats_wg,), (
             p.x.data, np.int64(p.n), np.int64(p.stride), p.weights_arg(), self.centers.data,
             self.model_off.data, np.int32(first), np.int32(count), self.shift.data,
             *self.scales, self.sums.data, self.counts.data, np.int64(self.tiles_per_group),

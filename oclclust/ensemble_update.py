@@ -17,12 +17,25 @@ import pyopencl.array as cla
 
 from . import mpi
 from .codegen import Launch, Spec, kernel
+from .ensemble_pass import work_group
 
 
 @dataclasses.dataclass(frozen=True)
 class UpdateSpec(Spec):
     template = "ensemble_update.cl.mako"
     d: int = 1
+    wg: int = 64
+
+
+def pinned_empty(queue, shape, dtype):
+    """A host array in page-locked memory (kept mapped): a read into it is
+    one DMA; into pageable memory NVIDIA's runtime stages it and holds the
+    in-order queue ~50 us (H100), a third of an ensemble pass."""
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
+                    int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    host, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
+                                    shape, dtype, is_blocking=True)
+    return host
 
 
 def usable(data, comm):
@@ -31,22 +44,32 @@ def usable(data, comm):
             and not any(shard.streamed for shard in data.shards))
 
 
+AHEAD = 2   # iterations enqueued beyond the one being read
+
+
 class DeviceUpdate:
     """The resident centres of one chunk's ensemble pass (EnsemblePass or
     KDTreePass, whose ``brute`` holds the buffers).
 
-    While the host reads iteration i's shifts, iteration i + 1 runs: it is
-    enqueued before i's result is waited for (speculatively: i's result may
-    stop a model or flag one, and i + 1 is then dropped).  Three centre
-    buffers turn: i's input (handed back if i is flagged), i's output (the
-    current centres once i is read), and i + 1's output."""
+    While the host reads iteration i's shifts, iterations i + 1 ... i + AHEAD
+    run: they are enqueued before i's result is waited for (speculatively:
+    i's result may stop a model or flag one, and they are then dropped).  One
+    ahead, a host that takes longer over an iteration than the device (the
+    KD-tree pass: 67 us against 75, H100) leaves the device idle between
+    passes; two ahead, it is not.  AHEAD + 2 centre buffers turn: i's input
+    (handed back if i is flagged), its output (the current centres once i is
+    read), and the outputs of the iterations ahead.  Each output buffer has
+    its own result slot, read on a queue of its own: on the pass's queue the
+    read would hold the next pass back (8-17 us, H100)."""
 
     def __init__(self, stats_pass):
         self.stats_pass = stats_pass
         self.brute = getattr(stats_pass, "brute", stats_pass)
         self.active = None       # the models resident, in pass order; None: none
         self.buffers = []
-        self.pending = []        # enqueued iterations, not yet read: (input, output, result)
+        self.pending = []        # enqueued iterations, not yet read: (input, output, event)
+        q = self.brute.part.queue
+        self.reader = cl.CommandQueue(q.context, q.device)
 
     def start(self, centers, active):
         """Upload the *active* models' centres (the host's are current)."""
@@ -55,53 +78,58 @@ class DeviceUpdate:
         b.upload(rows)
         packed = np.ascontiguousarray(np.concatenate(rows), np.float64)
         if not self.buffers or self.buffers[0].shape != packed.shape:
-            self.buffers = [cla.empty(q, packed.shape, np.float64) for _ in range(3)]
-        if getattr(self, "result", None) is None or self.result.size != 2 * len(active):
-            self.result = cla.empty(q, 2 * len(active), np.float64)
-            self.host_results = [np.empty(2 * len(active)) for _ in range(2)]
+            self.buffers = [cla.empty(q, packed.shape, np.float64) for _ in range(AHEAD + 2)]
+        if getattr(self, "results", None) is None or self.results[0].size != 2 * len(active):
+            self.results = [cla.empty(q, 2 * len(active), np.float64) for _ in self.buffers]
+            self.host_results = [pinned_empty(q, 2 * len(active), np.float64)
+                                 for _ in self.buffers]
         self.current = 0                      # the buffer of the current centres
         self.buffers[0].set(packed, q)
         self.sizes = [len(r) for r in rows]
         self.active = list(active)
         self.zeroed = False          # the update kernel zeroes the statistics it read
-        self.pending, self.enqueued = [], 0
+        self.pending = []
         self.launches = {}           # (source, target, tol): the update's arguments
 
-    def _enqueue(self, tol, source):
-        """Pass and update from centre buffer *source*; the pending entry."""
+    def _enqueue(self, tol):
+        """The pass and update of the iteration after the last enqueued."""
         b, q = self.brute, self.brute.part.queue
         self.stats_pass.enqueue(None, zero=not self.zeroed)   # the centres are there already
         self.zeroed = True
         n_models = len(self.active)
-        # not the source, nor the pending iteration's own source (its fallback)
-        target = 3 - source - self.pending[-1][0] if self.pending else (source + 1) % 3
+        source = self.pending[-1][1] if self.pending else self.current
+        # a buffer no enqueued iteration reads or writes
+        busy = {self.current, source, *(p[1] for p in self.pending)}
+        target = min(set(range(len(self.buffers))) - busy)
         key = (source, target, tol)
         if key not in self.launches:
+            wg = work_group(b.part.profile, size=64)
+            # a kernel object per buffer pair: its arguments stay set
             kern = kernel(q.context, UpdateSpec(dtype=b.part.dtype.name, acc_double=True,
-                                                d=b.part.d), "update_models")
-            self.launches[key] = Launch(kern, (-(-n_models // 64) * 64,), None, (
+                                                d=b.part.d, wg=wg), "update_models",
+                          instance=(source, target))
+            self.launches[key] = Launch(kern, (n_models * wg,), (wg,), (
                 b.sums.data, b.counts.data, b.shift.data, *map(np.float64, b.scales),
                 b.model_off.data, np.int32(n_models), np.float64(tol),
                 self.buffers[source].data, self.buffers[target].data, b.centers.data,
-                self.result.data))
-        self.launches[key](q)
-        self.enqueued += 1                    # two results at most are unread
-        host = self.host_results[self.enqueued % 2]
-        event = cl.enqueue_copy(q, host, self.result.data, is_blocking=False)
-        self.pending.append((source, target, host, event))
+                self.results[target].data))
+        updated = self.launches[key](q)
+        q.flush()                     # the reader waits for it
+        event = cl.enqueue_copy(self.reader, self.host_results[target],
+                                self.results[target].data, wait_for=[updated],
+                                is_blocking=False)
+        self.pending.append((source, target, event))
 
-    def step(self, tol, ahead=True):
+    def step(self, tol, ahead=AHEAD):
         """One pass and update of the resident models: (shifts, flags), M each;
-        *ahead*: the next iteration is enqueued before this one is read.
-        Unflagged, the new centres become the current ones; flagged, they
-        stay this iteration's (to hand back to the host)."""
-        if not self.pending:
-            self._enqueue(tol, self.current)
-        if ahead:
-            self._enqueue(tol, self.pending[0][1])
-        source, target, host, event = self.pending.pop(0)
+        up to *ahead* (at most AHEAD) more iterations are enqueued before
+        this one is read.  Unflagged, the new centres become the current
+        ones; flagged, they stay this iteration's (to hand back to the host)."""
+        while len(self.pending) < 1 + min(ahead, AHEAD):
+            self._enqueue(tol)
+        source, target, event = self.pending.pop(0)
         event.wait()
-        n_models = len(self.active)
+        host, n_models = self.host_results[target], len(self.active)
         flags = host[n_models:].astype(np.int64)
         shifts = host[:n_models].copy()
         if flags.any():
@@ -114,6 +142,7 @@ class DeviceUpdate:
         """Forget the iterations enqueued ahead (the current centres stay)."""
         if self.pending:
             self.brute.part.queue.finish()
+            self.reader.finish()
             self.pending = []
 
     def hand_back(self, centers):

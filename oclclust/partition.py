@@ -49,11 +49,12 @@ class DevicePartition:
     def weights_arg(self):
         return (self.weights if self.weighted else self.x).data
 
-    def groups(self, work_group_size, rows_per_step):
-        """Persistent work-groups for this device and the steps each takes."""
+    def groups(self, work_group_size, rows_per_step, per_unit=0):
+        """Persistent work-groups for this device and the steps each takes
+        (*per_unit* groups a compute unit; 0: the profile's)."""
         steps = -(-self.n // rows_per_step)
         groups = max(1, min(steps, self.profile.compute_units *
-                            self.profile.groups_per_compute_unit))
+                            (per_unit or self.profile.groups_per_compute_unit)))
         return groups, -(-steps // groups)
 
     def row(self, i):

@@ -114,6 +114,9 @@ def test_programs_and_kernels_are_memoised(profile):
     assert codegen.build(ctx, ReduceSpec(dtype="float64")) is not program
     kernel = codegen.kernel(ctx, spec, "reduce_partials")
     assert codegen.kernel(ctx, dataclasses.replace(spec), "reduce_partials") is kernel
+    other = codegen.kernel(ctx, spec, "reduce_partials", instance=(1, 2))   # its own arguments
+    assert other is not kernel and other.program.int_ptr == kernel.program.int_ptr
+    assert codegen.kernel(ctx, spec, "reduce_partials", instance=(1, 2)) is other
 
 
 # ------------------------------------------------ variants that fit the device

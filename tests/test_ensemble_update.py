@@ -19,27 +19,36 @@ def blobs(n, d, dtype, seed=0):
     return (rng.randn(n, d) + rng.randint(0, 5, (n, 1)) * 3.0).astype(dtype)
 
 
-def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None):
+def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None,
+        max_iter=60, enqueued=None):
     """lloyd_ensemble's (centres, inertia, n_iter, labels) and the device
-    update's steps: (taken, flagged)."""
+    update's steps: (taken, flagged); the passes enqueued appended to
+    *enqueued*."""
     data = oc.DeviceManager([profile]).scatter(X, None)
     steps = []
-    original = ensemble_update.DeviceUpdate.step
+    original, enqueue = ensemble_update.DeviceUpdate.step, ensemble_update.DeviceUpdate._enqueue
 
-    def counted(self, tol, ahead=True):
+    def counted(self, tol, ahead=ensemble_update.AHEAD):
         shifts, flags = original(self, tol, ahead)
         steps.append(bool(flags.any()))
         return shifts, flags
+
+    def enqueue_counted(self, tol):
+        enqueue(self, tol)
+        if enqueued is not None:
+            enqueued.append(len(self.pending))
     try:
         ensemble_update.DeviceUpdate.step = counted
+        ensemble_update.DeviceUpdate._enqueue = enqueue_counted
         host_w = np.ones(len(X))
         engine = ShardedEnsemble(data, fixed_point(data, host_w, data_moments(data)[0]),
                                  [len(c) for c in inits], strategy, kdtree,
                                  device_update=device_update)
         tol = float(np.mean(X.astype(np.float64).var(0))) * 1e-4
-        out = lloyd_ensemble(engine, [c.copy() for c in inits], 60, tol, data, host_w)
+        out = lloyd_ensemble(engine, [c.copy() for c in inits], max_iter, tol, data, host_w)
     finally:
-        ensemble_update.DeviceUpdate.step = original
+        ensemble_update.DeviceUpdate.step, ensemble_update.DeviceUpdate._enqueue = \
+            original, enqueue
         data.close()
     return out, (len(steps), sum(steps))
 
@@ -77,6 +86,23 @@ def test_empty_clusters_go_to_the_host_and_back(profile):
     device, (taken, flagged) = fit(profile, X, inits, True)
     assert_same(device, host)
     assert flagged >= 1 and taken > flagged or not profile.fp64
+
+
+def test_passes_run_ahead_but_not_past_max_iter(profile):
+    """Iterations are enqueued AHEAD beyond the one read, none beyond
+    max_iter: no pass is wasted when the fit stops there."""
+    X = blobs(1500, 2, np.float32, seed=2)
+    rng = np.random.RandomState(3)
+    inits = [X[rng.choice(len(X), 40, replace=False)].astype(np.float64) for _ in range(2)]
+    enqueued = []
+    (_, _, n_iter, _), (taken, flagged) = fit(profile, X, inits, True, max_iter=6,
+                                              enqueued=enqueued)
+    assert list(n_iter) == [6, 6]
+    if profile.fp64:
+        assert (taken, flagged) == (6, 0)
+        assert len(enqueued) == 6 and max(enqueued) == 1 + ensemble_update.AHEAD
+    else:
+        assert taken == 0 and not enqueued
 
 
 def test_used_on_one_resident_device_only(profile):
