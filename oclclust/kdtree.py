@@ -259,8 +259,8 @@ class KDTreePass:
             local += [cl.LocalMemory(nc * p.d * 8), cl.LocalMemory(nc * 8)]
             out = [b.sums.data, b.counts.data]
         boxes = []
-        if self.mapping != "distributed":   # a leaf's list of models to score
-            local.append(cl.LocalMemory(4 * (n + 1)))
+        if self.mapping != "distributed":   # a leaf's models to score; lists' lengths, firsts
+            local.append(cl.LocalMemory(4 * (3 * n + 1)))
             boxes = [self.lo_d.data, self.hi_d.data, *self.margins]
         launches = [Launch(kern, (groups * b.wg,), (b.wg,), (
             self.x.data, self.w.data, b.centers.data, b.model_off.data, np.int32(first),

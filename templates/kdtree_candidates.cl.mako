@@ -14,9 +14,10 @@ in kdtree_stats.cl.mako): this kernel serves the distributed one.
 <%inherit file="prelude.cl.mako"/>
 ## the lists of one (leaf, model): the box's corners blo, bhi (D each), the
 ## model's centroids first..last of *centres* (rows of D), written as
-## index (+ *offset*) to out[] in ascending order, their count to out_n; the
-## C names eps, tiny, D in scope (kdtree_stats.cl.mako calls it per group)
-<%def name="leaf_lists(blo, bhi, centres, first, last, offset, out, out_n)">
+## index (+ *offset*) to out[] in ascending order, their count to out_n (and
+## the first to out_first, if given); the C names eps, tiny, D in scope
+## (kdtree_stats.cl.mako calls it per group)
+<%def name="leaf_lists(blo, bhi, centres, first, last, offset, out, out_n, out_first=None)">
     {
         acc_t bound = INFINITY;
         for (int j = ${first}; j < ${last}; ++j) {
@@ -37,8 +38,13 @@ in kdtree_stats.cl.mako): this kernel serves the distributed one.
                 const acc_t f = fmax(fmax((acc_t)${blo}[c] - v, v - (acc_t)${bhi}[c]), (acc_t)0);
                 near += f * f;
             }
-            if (near <= limit)
+            if (near <= limit) {
+% if out_first is not None:
+                if (count == 0)
+                    ${out_first} = j${"" if offset is None else f" + {offset}"};
+% endif
                 (${out})[count++] = j${"" if offset is None else f" + {offset}"};
+            }
         }
         ${out_n} = count;
     }

@@ -10,9 +10,12 @@ statistics as 32-bit word pairs: kernels_cl/local_stats.cl).
   "direct":      a leaf per work-group at a time (persistent groups walk the
                  leaves g, g + G, ...); statistics in local memory.  The
                  group first makes the leaf's candidate lists of the
-                 launch's models (kdtree_candidates.cl.mako's leaf_lists),
-                 then lists the models with more than one candidate (local
-                 memory): its points visit only those.
+                 launch's models (kdtree_candidates.cl.mako's leaf_lists;
+                 each list's length and first entry kept in local memory
+                 too, read there: no round trip through global memory for
+                 a leaf's single-candidate models), then lists the models
+                 with more than one candidate (local memory): its points
+                 visit only those.
   "distributed": a work-group spans leaves: consecutive work-items take
                  points of consecutive leaves, so they tend to update
                  different centroids (less local atomic contention, but
@@ -44,9 +47,15 @@ for bit.
 
 % if mapping == "distributed":
 #define OPEN_MODEL(open, t) (t)                 /* every model of the launch */
+/* the length and first entry of (leaf, model t)'s list: list is its index */
+#define LIST_COUNT(list, t) (cand_n[list])
+#define LIST_FIRST(list, t) (cand[(list) * kmax])
 % else:
 #define OPEN_MODEL(open, t) (open[t])           /* the leaf's listed models */
+#define LIST_COUNT(list, t) (lists[t])
+#define LIST_FIRST(list, t) (lists[n_models + (t)])
 % endif
+<% lists_arg = "" if mapping == "distributed" else ", __local const int *lists" %>\
 
 /* One point against its leaf's candidates of the n_open models to score
  * (the launch's models, or the leaf's list of those with several). */
@@ -55,7 +64,7 @@ inline void point_stats(
     __global const real_t *restrict x, __global const real_t *restrict w,
     __local const real_t *lc, __global const int *restrict model_off,
     const int first_model, __local const int *open, const int n_open, const int all_models,
-    const int c_base,
+    const int n_models${lists_arg}, const int c_base,
     __global const int *restrict cand, __global const int *restrict cand_n, const int kmax,
     __global const acc_t *restrict shift, const acc_t sx, const acc_t sw,
 % if mapping == "replicated":
@@ -84,7 +93,7 @@ inline void point_stats(
 % endif
         const long list = (long)leaf * all_models + m;
         __global const int *js = cand + list * kmax;
-        const int count = cand_n[list];
+        const int count = LIST_COUNT(list, m - first_model);
         if (count == 1)
             continue;                                       /* taken as a whole leaf */
         real_t best = INFINITY;
@@ -119,7 +128,8 @@ inline void leaf_stats(
     const int leaf, const int t0, const int step,
     __global const long *restrict leaf_fx, __global const int *restrict cand,
     __global const int *restrict cand_n, const int kmax,
-    const int first_model, const int n_models, const int all_models, const int c_base,
+    const int first_model, const int n_models, const int all_models${lists_arg},
+    const int c_base,
 % if mapping == "replicated":
     __global long *restrict mine, const int nc)
 % else:
@@ -128,9 +138,9 @@ inline void leaf_stats(
 {
     for (int t = t0; t < n_models; t += step) {
         const long list = (long)leaf * all_models + first_model + t;
-        if (cand_n[list] != 1)
+        if (LIST_COUNT(list, t) != 1)
             continue;
-        const int j = cand[list * kmax] - c_base;
+        const int j = LIST_FIRST(list, t) - c_base;
         __global const long *fx = leaf_fx + (long)leaf * (D + 1);
 % if mapping == "replicated":
         for (int c = 0; c < D; ++c)
@@ -174,7 +184,8 @@ void kdtree_stats(
     , __local stat_t *ls, __local stat_t *lw
 % endif
 % if mapping != "distributed":
-    , __local int *open                         /* n_models + 1: a leaf's list, its length */
+    , __local int *open      /* 3 n_models + 1: a leaf's list of models to score, its
+                                length, then every model's list length, first entry */
 % endif
     )
 {
@@ -206,10 +217,13 @@ void kdtree_stats(
                        all_models, c_base, ls, lw, nc);
         if (i < leaf_start[leaf + 1])
             point_stats(i, leaf, lid, x, w, lc, model_off, first_model, 0, n_models,
-                        all_models, c_base, cand, cand_n, kmax, shift, sx, sw, ls, lw, nc);
+                        all_models, n_models, c_base, cand, cand_n, kmax, shift, sx, sw,
+                        ls, lw, nc);
     }
 % else:
+    __local int *lists = open + n_models + 1;
     for (int leaf = g; leaf < n_leaves; leaf += groups) {
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous leaf's lists are done with */
         /* the leaf's candidate lists of the launch's models, made here (no
            launch of kdtree_candidates): a work-item per model */
         for (int t = lid; t < n_models; t += WG) {
@@ -218,11 +232,15 @@ void kdtree_stats(
 ${candidates.leaf_lists("(lo + (long)leaf * D)", "(hi + (long)leaf * D)", "lc",
                         "model_off[first_model + t] - c_base",
                         "model_off[first_model + t + 1] - c_base", "c_base", "out",
-                        "cand_n[list]")}\
+                        "cand_n[list] = lists[t]", "lists[n_models + t]")}\
         }
-        barrier(CLK_GLOBAL_MEM_FENCE);  /* the lists are the group's to read */
+        if (lid == 0)
+            open[n_models] = 0;
+        /* the lists' lengths and first entries are the group's to read
+           (local), the longer lists too (global) */
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         leaf_stats(leaf, lid, WG, leaf_fx, cand, cand_n, kmax, first_model, n_models,
-                   all_models, c_base,
+                   all_models, lists, c_base,
   % if mapping == "replicated":
                    mine, nc);
   % else:
@@ -230,18 +248,15 @@ ${candidates.leaf_lists("(lo + (long)leaf * D)", "(hi + (long)leaf * D)", "lc",
   % endif
         /* the models whose points this leaf scores: those with several
            candidates (in any order: the integer sums do not mind) */
-        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous leaf's list is done with */
-        if (lid == 0)
-            open[n_models] = 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
         for (int t = lid; t < n_models; t += WG)
-            if (cand_n[(long)leaf * all_models + first_model + t] > 1)
+            if (lists[t] > 1)
                 open[atomic_inc(open + n_models)] = t;
         barrier(CLK_LOCAL_MEM_FENCE);
         const int n_open = open[n_models];
         for (long i = leaf_start[leaf] + lid; i < leaf_start[leaf + 1]; i += WG)
             point_stats(i, leaf, lid, x, w, lc, model_off, first_model, open, n_open,
-                        all_models, c_base, cand, cand_n, kmax, shift, sx, sw,
+                        all_models, n_models, lists, c_base, cand, cand_n, kmax, shift, sx,
+                        sw,
   % if mapping == "replicated":
                         mine, nc);
   % else:
