@@ -253,7 +253,8 @@ ${candidates.leaf_lists("(lo + (long)leaf * D)", "(hi + (long)leaf * D)", "lc",
                 open[atomic_inc(open + n_models)] = t;
         barrier(CLK_LOCAL_MEM_FENCE);
         const int n_open = open[n_models];
-        for (long i = leaf_start[leaf] + lid; i < leaf_start[leaf + 1]; i += WG)
+        /* most leaves have none to score: their rows are not even read */
+        for (long i = leaf_start[leaf] + lid; n_open && i < leaf_start[leaf + 1]; i += WG)
             point_stats(i, leaf, lid, x, w, lc, model_off, first_model, open, n_open,
                         all_models, n_models, lists, c_base, cand, cand_n, kmax, shift, sx,
                         sw,
