@@ -172,7 +172,8 @@ def test_gemm_accumulates_by_cluster_slices(profile, make_blobs):
     clusters, several slices and row segments."""
     prof = dataclasses.replace(profile, lloyd_variant="gemm", local_mem_size=4096,
                                local_memory_fraction=1.0, lloyd_tile_rows=8,
-                               lloyd_tile_centroids=8, lloyd_depth=4)
+                               lloyd_tile_centroids=8, lloyd_reg_rows=4,
+                               lloyd_reg_centroids=4, lloyd_depth=4)
     X, _ = make_blobs(n=500, d=20, k=40, seed=3, dtype=np.float32)
     spec = check_against_reference(prof, X, X[:40] + np.float32(0.1), None, 1e-12,
                                    predict=False)
