@@ -54,9 +54,10 @@ class DeviceUpdate:
     While the host reads iteration i's shifts, iterations i + 1 ... i + AHEAD
     run: they are enqueued before i's result is waited for (speculatively:
     i's result may stop a model or flag one, and they are then dropped).  One
-    ahead, a host that takes longer over an iteration than the device (the
-    KD-tree pass: 67 us against 75, H100) leaves the device idle between
-    passes; two ahead, it is not.  AHEAD + 2 centre buffers turn: i's input
+    ahead, the next pass is enqueued only once the host has handled this
+    one's result, and a short pass leaves the device idle meanwhile (the
+    KD-tree pass, H100: 88 us an iteration one ahead, 77 two ahead).
+    AHEAD + 2 centre buffers turn: i's input
     (handed back if i is flagged), its output (the current centres once i is
     read), and the outputs of the iterations ahead.  Each output buffer has
     its own result slot, read on a queue of its own: on the pass's queue the
