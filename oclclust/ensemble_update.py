@@ -57,17 +57,18 @@ class DeviceUpdate:
     ahead, the next pass is enqueued only once the host has handled this
     one's result, and a short pass leaves the device idle meanwhile (the
     KD-tree pass, H100: 88 us an iteration one ahead, 77 two ahead).
-    AHEAD + 2 centre buffers turn: i's input
-    (handed back if i is flagged), its output (the current centres once i is
-    read), and the outputs of the iterations ahead.  Each output buffer has
-    its own result slot, read on a queue of its own: on the pass's queue the
-    read would hold the next pass back (8-17 us, H100)."""
+    AHEAD + 2 centre buffers turn: i's input (handed back if i is flagged),
+    its output (the current centres once i is read), and the outputs of the
+    iterations ahead.  Each output buffer has its own result slot, read on a
+    queue of its own: on the pass's queue the read would hold the next pass
+    back (8-17 us, H100)."""
 
     def __init__(self, stats_pass):
         self.stats_pass = stats_pass
         self.brute = getattr(stats_pass, "brute", stats_pass)
         self.active = None       # the models resident, in pass order; None: none
         self.buffers = []
+        self.results = None      # a result slot per buffer: device, and host (pinned)
         self.pending = []        # enqueued iterations, not yet read: (input, output, event)
         q = self.brute.part.queue
         self.reader = cl.CommandQueue(q.context, q.device)
@@ -80,7 +81,7 @@ class DeviceUpdate:
         packed = np.ascontiguousarray(np.concatenate(rows), np.float64)
         if not self.buffers or self.buffers[0].shape != packed.shape:
             self.buffers = [cla.empty(q, packed.shape, np.float64) for _ in range(AHEAD + 2)]
-        if getattr(self, "results", None) is None or self.results[0].size != 2 * len(active):
+        if self.results is None or self.results[0].size != 2 * len(active):
             self.results = [cla.empty(q, 2 * len(active), np.float64) for _ in self.buffers]
             self.host_results = [pinned_empty(q, 2 * len(active), np.float64)
                                  for _ in self.buffers]
@@ -99,8 +100,8 @@ class DeviceUpdate:
         self.zeroed = True
         n_models = len(self.active)
         source = self.pending[-1][1] if self.pending else self.current
-        # a buffer no enqueued iteration reads or writes
-        busy = {self.current, source, *(p[1] for p in self.pending)}
+        # a buffer no enqueued iteration reads or writes (source is among these)
+        busy = {self.current, *(p[1] for p in self.pending)}
         target = min(set(range(len(self.buffers))) - busy)
         key = (source, target, tol)
         if key not in self.launches:
