@@ -24,7 +24,7 @@ PROFILE_TERMS = {
     "local_memory_fraction": (float, 0.0, 1.0),
     "private_floats": (int, 16, 65536),
     "memory_fraction": (float, 0.001, 1.0),
-    "lloyd_variant": (str, ("tiled", "rowwise", "gemm"), None),
+    "lloyd_variant": (str, ("tiled", "rowwise", "gemm", "mma"), None),
     # the "gemm" Lloyd variant: points x centroids per work-group tile, per
     # work-item register tile, dimensions per local-memory chunk, vector width
     "lloyd_tile_rows": (int, 1, 1024),

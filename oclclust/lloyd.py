@@ -15,6 +15,7 @@ import pyopencl.array as cla
 from .codegen import Spec, first_fitting, kernel, kernel_work_group_limit
 from .distance_tile import power_of_two_at_most
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
+from .lloyd_mma import mma_specs, split_centers, tile_words
 from .reduce import partial_buffer, reduce_partials
 
 
@@ -26,7 +27,9 @@ class LloydSpec(Spec):
     "gemm": tm x tn tiles of points x centroids per work-group, rm x rn per
     work-item, kc dimensions (of dp) per local-memory chunk, vw-wide local
     reads; the sums follow from the labels, ``slice`` clusters per work-group
-    of ``acc_wg`` work-items (AccumulateSpec)."""
+    of ``acc_wg`` work-items (AccumulateSpec).  "mma": the gemm variant's
+    outputs from NVIDIA tensor cores (lloyd_mma.py): wg / 32 warps of mt m16
+    row tiles, chunks of tn centroids, kpar accumulator sets."""
     variant: str = "tiled"
     vw: int = 1
     d: int = 1
@@ -49,16 +52,24 @@ class LloydSpec(Spec):
     slice: int = 1
     acc_wg: int = 1
     prefetch: int = 0
+    mt: int = 1
+    kpar: int = 1
 
     @property
     def template(self):
         return {"tiled": "lloyd_assign_accumulate.cl.mako",
                 "rowwise": "lloyd_assign_accumulate_rowwise.cl.mako",
-                "gemm": "lloyd_gemm_assign.cl.mako"}[self.variant]
+                "gemm": "lloyd_gemm_assign.cl.mako",
+                "mma": "lloyd_mma_assign.cl.mako"}[self.variant]
+
+    @property
+    def labels_first(self):
+        """Whether the pass is two kernels: the labels, then the sums from them."""
+        return self.variant in ("gemm", "mma")
 
     @property
     def kernel_name(self):
-        return "assign_gemm" if self.variant == "gemm" else "assign_and_accumulate"
+        return "assign_gemm" if self.labels_first else "assign_and_accumulate"
 
     def accumulate_spec(self):
         return AccumulateSpec(dtype=self.dtype, acc_double=self.acc_double, d=self.d, k=self.k,
@@ -69,11 +80,14 @@ class LloydSpec(Spec):
         acc = 8 if self.acc_double else 4
         if self.variant == "rowwise":
             return 0
+        sums = self.accumulate_spec().local_bytes() if self.update else 0
+        if self.variant == "mma":    # as lloyd_mma_assign.cl.mako lays it out
+            return max(max(self.tn * self.dp * 4, 8 * self.tm) * 4 + self.wg * acc, sums)
         if self.variant == "gemm":   # as lloyd_gemm_assign.cl.mako lays it out
             winners = self.tm * (self.tn // self.rn)
             chunks = self.copies * self.kc * (self.tm + self.vw + self.tn) * item
             assign = chunks + (0 if self.aliased else winners * (item + 4)) + self.wg * acc
-            return max(assign, self.accumulate_spec().local_bytes() if self.update else 0)
+            return max(assign, sums)
         staged = (self.cchunk * self.d + self.cchunk) * item if self.stage_centers else 0
         return self.wg * acc + staged + (self.wg * self.ppi * 4 if self.update else 0)
 
@@ -107,6 +121,8 @@ def candidate_specs(profile, dtype, d, k, update, weighted):
         variants = variants[::-1]
     elif profile.lloyd_variant == "gemm":   # then the fused ones
         variants = (_gemm_specs, _tiled_specs, _rowwise_specs)
+    elif profile.lloyd_variant == "mma":    # where tensor cores are; else gemm
+        variants = (_mma_specs, _gemm_specs, _tiled_specs, _rowwise_specs)
     for specs in variants:
         yield from specs(profile, base)
 
@@ -142,6 +158,10 @@ def _gemm_specs(profile, base):
     return gemm_specs(profile, base, LloydSpec)
 
 
+def _mma_specs(profile, base):
+    return mma_specs(profile, base, LloydSpec)
+
+
 def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
     """(centroids staged in local memory at a time, padded k): equal chunks,
     multiples of ctile, as large as the local-memory budget allows (0: none fit)."""
@@ -165,7 +185,7 @@ def plan(profile, queue, dtype, d, k, update, weighted):
     key = (profile, queue.context.int_ptr, np.dtype(dtype).name, d, k, update, weighted)
     if key not in _PLANS:
         def sums_fit(spec):   # the gemm variant's second kernel must fit too
-            if spec.variant != "gemm" or not update:
+            if not spec.labels_first or not update:
                 return True
             sums = kernel(queue.context, spec.accumulate_spec(), "accumulate_sums")
             return kernel_work_group_limit(sums, queue.device) >= spec.acc_wg
@@ -191,7 +211,7 @@ class LloydPass:
         self.part, self.k, self.update = part, k, update
         self.spec, self.kernel = plan(part.profile, part.queue, part.dtype, part.d, k, update,
                                        part.weighted)
-        gemm = self.spec.variant == "gemm"
+        gemm = self.spec.labels_first
         rows = self.spec.tm if gemm else self.spec.wg * self.spec.ppi
         self.groups, self.tiles = part.groups(self.spec.wg, rows)
         q, acc = part.queue, part.acc_double
@@ -199,8 +219,10 @@ class LloydPass:
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
         self.min_dist = cla.empty(q, part.n, part.dtype)
         self.norms = cla.empty(q, self.spec.kp, part.dtype)
-        if gemm:
-            self.centers = cla.empty(q, self.spec.dp * self.spec.kp, part.dtype)
+        if gemm:   # mma: the centres split in fragment order (lloyd_mma.center_tiles)
+            self.centers = (cla.empty(q, tile_words(self.spec), np.uint32)
+                            if self.spec.variant == "mma" else
+                            cla.empty(q, self.spec.dp * self.spec.kp, part.dtype))
             self.center_rows = cla.empty(q, k * part.d, part.dtype)
             self.slices = -(-k // self.spec.slice)
             self.segments = segments(part, k, self.spec) if update else 1
@@ -219,22 +241,26 @@ class LloydPass:
         rounded = centers.astype(dtype).astype(np.float64)
         norms[:self.k] = np.einsum("ij,ij->i", rounded, rounded)
         q = self.part.queue
+        self.norms.set(norms, q)
+        if spec.labels_first:
+            self.center_rows.set(np.ascontiguousarray(centers, dtype).ravel(), q)
+        if spec.variant == "mma":   # split on the device, in its fragments' order
+            split_centers(q, spec, self.center_rows, self.centers)
+            return
         if spec.variant == "gemm":
             padded = np.zeros((spec.dp, spec.kp), dtype)   # transposed, zero padding
             padded[:d, :self.k] = centers.T
-            self.center_rows.set(np.ascontiguousarray(centers, dtype).ravel(), q)
         else:
             padded = np.zeros((spec.kp, d), dtype)
             padded[:self.k] = centers
             if spec.variant == "rowwise":
                 padded = np.ascontiguousarray(padded.T)
         self.centers.set(padded.ravel(), q)
-        self.norms.set(norms, q)
 
     def _enqueue(self, labels):
         part, q, spec = self.part, self.part.queue, self.spec
         data = (part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg())
-        if spec.variant != "gemm":
+        if not spec.labels_first:
             self.kernel(q, (self.groups * spec.wg,), (spec.wg,), *data,
                         self.centers.data, self.norms.data, labels.data, self.min_dist.data,
                         self.part_sums.data, self.part_weights.data, self.part_inertia.data,

@@ -56,7 +56,8 @@ def configurations(profile, quick=False):
             (128, 128, 8, 8, 16, 4), (128, 128, 8, 8, 8, 4), (64, 128, 8, 8, 16, 4))]
         tiled = [dict(lloyd_variant="tiled", work_group_size=wg, centroid_tile=ct)
                  for wg, ct in ((128, 16), (128, 8), (256, 8))]
-        return gemm + tiled
+        # tensor cores (NVIDIA, compute capability 8+; skipped where it falls back)
+        return [dict(lloyd_variant="mma")] + gemm + tiled
     rowwise = [dict(lloyd_variant="rowwise", points_per_item=p, centroid_tile=c)
                for p, c in ((3, 3), (2, 4), (4, 2), (1, 4), (2, 2))]
     return rowwise + [_gemm(32, 32, 4, 4, 16, 4), _gemm(64, 64, 8, 8, 16, 8),

@@ -11,8 +11,12 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 
-from oclclust.lloyd import LloydPass
+from oclclust.codegen import kernel
+from oclclust.lloyd import LloydPass, LloydSpec
+from oclclust.lloyd_gemm import AccumulateSpec
+from oclclust.lloyd_mma import MAX_D, tensor_cores
 from oclclust.partition import DevicePartition
+from oclclust.reduce import partial_buffer
 
 FLOATS = [np.float32, np.float64]
 
@@ -26,7 +30,16 @@ VARIANTS = {   # profile tweaks: name -> replace(profile, **tweak)
     "gemm": dict(lloyd_variant="gemm"),
     "gemm-kahan": dict(fp64=False, lloyd_variant="gemm"),
     "gemm-scalar": dict(lloyd_variant="gemm", lloyd_vector_width=1),
+    "mma": dict(lloyd_variant="mma"),     # tensor cores where there are, else gemm
 }
+
+
+def planned_variant(profile, dtype, d):
+    """The variant the planner must pick for *profile* (its own choice)."""
+    if profile.lloyd_variant != "mma":
+        return profile.lloyd_variant
+    mma = tensor_cores(profile) and np.dtype(dtype) == np.float32 and d <= MAX_D
+    return "mma" if mma else "gemm"
 
 
 def variant(profile, name):
@@ -88,7 +101,8 @@ PASS_CASES = [("shipped", np.float32, False), ("shipped", np.float64, False),
               ("tiled-kahan", np.float32, True),
               ("gemm", np.float32, False), ("gemm", np.float64, True),
               ("gemm", np.float32, True), ("gemm-kahan", np.float32, True),
-              ("gemm-scalar", np.float32, False)]
+              ("gemm-scalar", np.float32, False), ("mma", np.float32, False),
+              ("mma", np.float32, True), ("mma", np.float64, False)]
 
 
 @pytest.mark.parametrize("name, dtype, weighted", [
@@ -101,8 +115,8 @@ def test_pass_matches_numpy(profile, make_blobs, name, dtype, weighted):
     w = np.random.RandomState(0).uniform(0, 3, len(X)).astype(dtype) if weighted else None
     spec = check_against_reference(prof, X, centres, w, 1e-12 if prof.fp64 else 1e-6)
     assert spec.acc_double == prof.fp64
-    if name.startswith(("tiled", "rowwise", "gemm")):
-        assert spec.variant == prof.lloyd_variant
+    if name.startswith(("tiled", "rowwise", "gemm", "mma")):
+        assert spec.variant == planned_variant(prof, dtype, X.shape[1])
     if name == "tiled-global":
         assert not spec.stage_centers
 
@@ -115,7 +129,7 @@ SHAPES = {   # n, d, k
 }
 
 
-@pytest.mark.parametrize("name", ["shipped", "tiled", "gemm"])
+@pytest.mark.parametrize("name", ["shipped", "tiled", "gemm", "mma"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_edge_shapes(profile, make_blobs, shape, name):
     n, d, k = SHAPES[shape]
@@ -167,9 +181,17 @@ def test_gemm_exact_ties_go_to_the_lowest_index(profile, make_blobs, vw):
     assert set(ref) == {0, 1, 3, 4}
 
 
-def test_gemm_accumulates_by_cluster_slices(profile, make_blobs):
+# rows per work-item of the sums kernel: the default (2 here), one, several
+# passes over a chunk's member list (8: ~128 members, a list of 64) and a
+# chunk of more rows than n (32 x 32 > 500)
+@pytest.mark.parametrize("rows_per_item", [None, 1, 8, 32])
+def test_gemm_accumulates_by_cluster_slices(profile, make_blobs, monkeypatch, rows_per_item):
     """Little local memory: each work-group of the sums kernel owns a few
     clusters, several slices and row segments."""
+    if rows_per_item is not None:
+        planned = LloydSpec.accumulate_spec
+        monkeypatch.setattr(LloydSpec, "accumulate_spec", lambda spec: dataclasses.replace(
+            planned(spec), rows_per_item=rows_per_item))
     prof = dataclasses.replace(profile, lloyd_variant="gemm", local_mem_size=4096,
                                local_memory_fraction=1.0, lloyd_tile_rows=8,
                                lloyd_tile_centroids=8, lloyd_reg_rows=4,
@@ -178,6 +200,59 @@ def test_gemm_accumulates_by_cluster_slices(profile, make_blobs):
     spec = check_against_reference(prof, X, X[:40] + np.float32(0.1), None, 1e-12,
                                    predict=False)
     assert spec.variant == "gemm" and spec.slice < 40
+    assert spec.accumulate_spec().rows_per_item == (rows_per_item or 2)
+
+
+def launch_sums(queue, spec, x, w, labels, segments):
+    """The sums kernel of *spec* on *segments* row segments, as LloydPass
+    launches it: its (part_sums, part_weights) on the host."""
+    n, d = x.shape
+    slices = -(-spec.k // spec.slice)
+    sums = partial_buffer(queue, segments, spec.k * d, spec.acc_double)
+    weights = partial_buffer(queue, segments, spec.k, spec.acc_double)
+    kernel(queue.context, spec, "accumulate_sums")(
+        queue, (segments * slices * spec.acc_wg,), (spec.acc_wg,), x.data, np.int64(n),
+        np.int64(d), (x if w is None else w).data, labels.data, sums.data, weights.data,
+        np.int64(-(-n // segments)), np.int32(slices))
+    return sums.get(queue), weights.get(queue)
+
+
+@pytest.mark.parametrize("dtype, acc_double, weighted", [
+    (np.float32, True, False), (np.float64, True, True), (np.float32, False, True)])
+def test_gemm_sums_equal_bitwise_for_any_rows_per_item(profile, dtype, acc_double, weighted):
+    """The sums kernel adds each cell's members in row order, whatever rows a
+    work-item takes: every rows_per_item (scalar and 4-wide label reads,
+    several passes over a chunk's member list when most rows fall in one
+    slice, chunks past the end) gives the same partial sums bit for bit,
+    which match numpy."""
+    if acc_double and not profile.fp64:
+        pytest.skip("no fp64")
+    n, d, k, segments = 1001, 5, 13, 3        # segments of 334 rows: not chunk-aligned
+    rng = np.random.RandomState(7)
+    X = (rng.randn(n, d) * 10).astype(dtype)
+    w = rng.uniform(0.5, 2, n).astype(dtype) if weighted else None
+    labels = rng.randint(0, k, n).astype(np.int32)
+    labels[rng.rand(n) < 0.6] = 5             # most rows in one slice
+    q = profile.queue()
+    x, lab = cla.to_device(q, X), cla.to_device(q, labels)
+    wd = None if w is None else cla.to_device(q, w)
+    base = AccumulateSpec(dtype=np.dtype(dtype).name, acc_double=acc_double, d=d, k=k,
+                          slice=4, acc_wg=8, weighted=weighted)   # slices of 4, 4, 4, 1
+    got = {r: launch_sums(q, dataclasses.replace(base, rows_per_item=r), x, wd, lab, segments)
+           for r in (1, 3, 4, 32)}
+    for r, (sums, weights) in got.items():
+        np.testing.assert_array_equal(sums, got[1][0], err_msg=f"rows_per_item={r}")
+        np.testing.assert_array_equal(weights, got[1][1], err_msg=f"rows_per_item={r}")
+    def total(part, size):   # the segments' sums (Kahan: less their compensations)
+        slabs = part.astype(np.float64).reshape(-1, segments, size).sum(axis=1)
+        return slabs[0] - slabs[1] if len(slabs) == 2 else slabs[0]
+    sums, weights = total(got[1][0], k * d), total(got[1][1], k)
+    ww = np.ones(n) if w is None else w.astype(np.float64)
+    want = np.zeros((k, d))
+    np.add.at(want, labels, X.astype(np.float64) * ww[:, None])
+    rtol = 1e-12 if acc_double else 1e-6
+    np.testing.assert_allclose(sums.reshape(k, d), want, rtol=rtol, atol=rtol * np.abs(want).max())
+    np.testing.assert_allclose(weights, np.bincount(labels, ww, k), rtol=rtol)
 
 
 def test_gemm_falls_back_when_it_does_not_fit(profile, make_blobs):
@@ -189,7 +264,7 @@ def test_gemm_falls_back_when_it_does_not_fit(profile, make_blobs):
     assert spec.variant == "tiled"
 
 
-@pytest.mark.parametrize("name", ["shipped", "gemm"])
+@pytest.mark.parametrize("name", ["shipped", "gemm", "mma"])
 def test_nonfinite_rows_are_counted(profile, name):
     X = np.random.RandomState(0).normal(size=(200, 3)).astype(np.float32)
     X[7, 2], X[150, 0] = np.nan, np.inf

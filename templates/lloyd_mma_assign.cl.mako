@@ -1,0 +1,251 @@
+<%doc>
+Distance + argmin on NVIDIA tensor cores (the "mma" Lloyd variant: compute
+capability 8 or more, float32 data, d <= 128): the outputs of
+lloyd_gemm_assign.cl.mako -- labels, exact distances, inertia and change
+counts -- and its sums from lloyd_accumulate_sums.cl.mako.  The portable gemm
+variant stands beside it: lloyd_mma.py offers this one only where NVIDIA's
+runtime reports tensor cores, and the gemm variant is planned where it does
+not build.
+Reads spec: d, dp (d padded to 8), kp (k padded to tn), tm (rows of a
+work-group tile: wg / 32 warps of 16 * mt), tn (centroids of a local-memory
+chunk), wg (work-items), mt (m16 row tiles a warp owns), kpar (accumulator
+sets over the k8 steps: 1, or 2 for even and odd ones), weighted.
+
+The dot products x.c run as inline-PTX mma.sync m16n8k8 TF32 products in the
+3xTF32 split: each float v = big + small, both TF32 (round to nearest), and
+x.c = xb.cb + xb.cs + xs.cb (the small x small term, 2^-22 relative, dropped):
+float32-level products at tensor-core rates.
+
+A warp's rows stay in registers as the products' A fragments, split once per
+row tile (16 * mt rows x dp dimensions: mt * dp registers), so the only
+operand that moves is C: chunks of tn centroids, split once an iteration
+into the B fragments' order (lloyd_mma_split.cl.mako: one 128-bit read for a
+lane's big and small pair of fragments), copied to local memory
+double-buffered -- one barrier a chunk -- and read there by every warp.  The
+large products and the corrections go to separate accumulators (and with
+kpar 2, even and odd k8 steps too): independent chains per fragment hide the
+tensor cores' latency.  Scores ||c||^2 - 2 x.c, ties to the lowest index, and the winner's
+exact (x - c)^2 distance recomputed, as in the gemm variant.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+<%include file="tf32_split.cl"/>
+<%
+    steps = dp // 8
+    nt = tn // 8
+    warps = wg // 32
+    slots = dp // 2
+    chunk_vecs = tn * slots
+    copy_iters = -(-chunk_vecs // wg)
+%>
+#define D ${d}
+#define KP ${kp}
+#define TN ${tn}
+#define TM ${tm}
+#define WG ${wg}
+#define SLOTS ${slots}                 /* a centroid's uint4 (lloyd_mma_split.cl.mako) */
+#define CHUNKS (KP / TN)
+#define CHUNK_VECS ${chunk_vecs}
+% if weighted:
+#define WEIGHT(i) w[i]
+% else:
+#define WEIGHT(i) ((real_t)1)
+% endif
+
+/* d##0 ... d##3 += A (a0..a3) x B (b0, b1), one m16n8k8 product */
+#define MMA(d, a0, a1, a2, a3, b0, b1) \
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 " \
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
+        : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void assign_gemm(
+    __global const float *restrict x, const long n, const long stride,
+    __global const float *restrict w,
+    __global const uint4 *restrict center_tiles,  /* KP x SLOTS (lloyd_mma_split) */
+    __global const float *restrict centers,       /* K x D, for the exact distance */
+    __global const float *restrict center_norms,  /* KP, +inf on padding */
+    __global int *restrict labels,                /* in: previous, out: new */
+    __global float *restrict min_dist,            /* exact distance to own centre */
+    __global acc_t *restrict part_inertia,        /* groups */
+    __global int *restrict part_flags,            /* groups x 2: changed, non-finite */
+    const long tiles_per_group)
+{
+    const int lid = get_local_id(0);
+    const int lane = lid % 32, warp = lid / 32;
+    const int gq = lane / 4, tq = lane % 4;      /* the fragments' row group, thread */
+    /* this lane's slot of even and odd k8 steps in a row (swizzled: see
+       lloyd_mma_split.cl.mako) */
+% if dp // 8 % 2 == 0:
+    const int slot_even = tq + ((gq & 1) << 2), slot_odd = tq - ((gq & 1) << 2);
+% else:
+    const int slot_even = tq, slot_odd = tq;
+% endif
+    const long g = get_group_id(0);
+    /* the chunks' memory is free once a row tile's last chunk is read: the
+       rows' partial winners share it (it is made large enough for them) */
+    __local uint4 lc[${max(2 * chunk_vecs, tm * 2)}];
+    __local float *row_best = (__local float *)lc;
+    __local int *row_index = (__local int *)lc + TM * 4;
+    __local acc_t scratch[WG];
+
+    acc_t inertia = 0;
+    int changed = 0, nonfinite = 0;
+    const long first = g * tiles_per_group * TM;
+    for (long t = 0; t < tiles_per_group; ++t) {
+        const long base = first + t * TM;
+        if (base >= n)
+            break;                      /* uniform over the group */
+        /* this lane's A fragments: rows gq and gq + 8 of each m16 tile,
+           dimensions tq and tq + 4 of each k8 step; zero outside the data */
+% for mi in range(mt):
+  % for s in range(steps):
+        uint xb_${mi}_${s}_0, xb_${mi}_${s}_1, xb_${mi}_${s}_2, xb_${mi}_${s}_3;
+        uint xs_${mi}_${s}_0, xs_${mi}_${s}_1, xs_${mi}_${s}_2, xs_${mi}_${s}_3;
+  % endfor
+        {
+  % for h in range(2):
+            const long i${h} = base + warp * ${16 * mt} + ${16 * mi + 8 * h} + gq;
+            __global const float *r${h} = x + (i${h} < n ? i${h} : 0) * stride;
+            const int ok${h} = i${h} < n;
+  % endfor
+  % for s in range(steps):
+    % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 4), (1, 4))):
+            {
+                const int c = ${8 * s + kk} + tq;
+                const float v = ok${h} && c < D ? r${h}[c] : 0.0f;
+                xb_${mi}_${s}_${e} = tf32_bits(v);
+                xs_${mi}_${s}_${e} = tf32_bits(v - as_float(xb_${mi}_${s}_${e}));
+            }
+    % endfor
+  % endfor
+        }
+% endfor
+% for mi in range(mt):
+  % for r in range(2):
+        float best_${mi}_${r} = INFINITY;
+        int index_${mi}_${r} = 0;
+  % endfor
+% endfor
+        /* chunk 0 staged; then each chunk's successor is read into registers
+           while it is multiplied, and stored in the other copy */
+        uint4 p[${copy_iters}];
+        for (int u = 0; u < ${copy_iters}; ++u) {
+            const int e = lid + u * WG;
+            if (e < CHUNK_VECS)
+                lc[e] = center_tiles[e];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int chunk = 0; chunk < CHUNKS; ++chunk) {
+            const int more = chunk + 1 < CHUNKS;
+            if (more) {
+                for (int u = 0; u < ${copy_iters}; ++u) {
+                    const int e = lid + u * WG;
+                    if (e < CHUNK_VECS)
+                        p[u] = center_tiles[(long)(chunk + 1) * CHUNK_VECS + e];
+                }
+            }
+            __local const uint4 *cur = lc + (chunk & 1) * CHUNK_VECS;
+% for mi in range(mt):
+  % for ni in range(nt):
+    % for a in ("big", "fix"):
+      % for par in range(kpar):
+            float ${a}_${mi}_${ni}_${par}_0 = 0, ${a}_${mi}_${ni}_${par}_1 = 0, ${a}_${mi}_${ni}_${par}_2 = 0, ${a}_${mi}_${ni}_${par}_3 = 0;
+      % endfor
+    % endfor
+  % endfor
+% endfor
+% for s in range(steps):
+  % for ni in range(nt):
+            {
+                /* big and small parts of the lane's two B values */
+                const uint4 b = cur[(${8 * ni} + gq) * SLOTS + ${4 * s} + slot_${"odd" if s % 2 else "even"}];
+    % for mi in range(mt):
+                MMA(big_${mi}_${ni}_${s % kpar}_, xb_${mi}_${s}_0, xb_${mi}_${s}_1, xb_${mi}_${s}_2, xb_${mi}_${s}_3, b.s0, b.s2);
+                MMA(fix_${mi}_${ni}_${s % kpar}_, xb_${mi}_${s}_0, xb_${mi}_${s}_1, xb_${mi}_${s}_2, xb_${mi}_${s}_3, b.s1, b.s3);
+                MMA(fix_${mi}_${ni}_${s % kpar}_, xs_${mi}_${s}_0, xs_${mi}_${s}_1, xs_${mi}_${s}_2, xs_${mi}_${s}_3, b.s0, b.s2);
+    % endfor
+            }
+  % endfor
+% endfor
+            /* this lane's columns in increasing index (element 0 before 1):
+               strict < keeps the lowest on ties */
+% for ni in range(nt):
+            {
+                const int j = chunk * TN + ${8 * ni} + 2 * tq;
+                const float n0 = center_norms[j], n1 = center_norms[j + 1];
+  % for mi in range(mt):
+    % for r in range(2):
+                {
+      % for e in range(2):
+<% q = 2 * r + e %>\
+% if kpar == 2:
+                    const float s${e} = fma(-2.0f, (big_${mi}_${ni}_0_${q} + big_${mi}_${ni}_1_${q})
+                                                 + (fix_${mi}_${ni}_0_${q} + fix_${mi}_${ni}_1_${q}), n${e});
+% else:
+                    const float s${e} = fma(-2.0f, big_${mi}_${ni}_0_${q} + fix_${mi}_${ni}_0_${q}, n${e});
+% endif
+      % endfor
+                    if (s0 < best_${mi}_${r}) { best_${mi}_${r} = s0; index_${mi}_${r} = j; }
+                    if (s1 < best_${mi}_${r}) { best_${mi}_${r} = s1; index_${mi}_${r} = j + 1; }
+                }
+    % endfor
+  % endfor
+            }
+% endfor
+            if (more) {
+                /* the other copy was last read before the previous barrier */
+                __local uint4 *next = lc + ((chunk + 1) & 1) * CHUNK_VECS;
+                for (int u = 0; u < ${copy_iters}; ++u) {
+                    const int e = lid + u * WG;
+                    if (e < CHUNK_VECS)
+                        next[e] = p[u];
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        /* the 4 partial winners of each row (its lanes tq); lowest index on ties */
+% for mi in range(mt):
+  % for r in range(2):
+        {
+            const int row = warp * ${16 * mt} + ${16 * mi + 8 * r} + gq;
+            row_best[row * 4 + tq] = best_${mi}_${r};
+            row_index[row * 4 + tq] = index_${mi}_${r};
+        }
+  % endfor
+% endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int r = lid; r < TM; r += WG) {
+            float b = row_best[r * 4];
+            int j = row_index[r * 4];
+            for (int s = 1; s < 4; ++s) {
+                const float v = row_best[r * 4 + s];
+                const int vj = row_index[r * 4 + s];
+                if (v < b || (v == b && vj < j)) { b = v; j = vj; }
+            }
+            const long i = base + r;
+            if (i < n) {
+                /* the exact distance of the winner: no cancellation in the inertia */
+                float exact = 0;
+                for (int c = 0; c < D; ++c) {
+                    const float diff = x[i * stride + c] - centers[(long)j * D + c];
+                    exact = fma(diff, diff, exact);
+                }
+                nonfinite += !isfinite(exact);
+                inertia += (acc_t)WEIGHT(i) * exact;
+                changed += labels[i] != j;
+                labels[i] = j;
+                min_dist[i] = exact;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);   /* row winners read before the next tile's */
+    }
+    inertia = group_sum(inertia, scratch);
+    const int total_changed = (int)group_sum((acc_t)changed, scratch);
+    const int total_nonfinite = (int)group_sum((acc_t)nonfinite, scratch);
+    if (lid == 0) {
+        part_inertia[g] = inertia;
+        part_flags[2 * g] = total_changed;
+        part_flags[2 * g + 1] = total_nonfinite;
+    }
+}
