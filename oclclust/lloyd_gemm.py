@@ -11,16 +11,56 @@ from .distance_tile import chunk_depth, power_of_two_at_least, power_of_two_at_m
 @dataclasses.dataclass(frozen=True)
 class AccumulateSpec(Spec):
     """Per-cluster sums from the labels: ``slice`` clusters' sums in local
-    memory per work-group of ``acc_wg`` work-items."""
+    memory per work-group of ``acc_wg`` work-items, each taking
+    ``rows_per_item`` consecutive rows of a chunk at a time (0: the default,
+    default_rows_per_item).  The sums are the same, bit for bit, for every
+    rows_per_item: each cell adds its members in row order."""
     template = "lloyd_accumulate_sums.cl.mako"
     d: int = 1
     k: int = 1
     slice: int = 1
     acc_wg: int = 1
     weighted: bool = False
+    rows_per_item: int = 0
+
+    MAX_ROWS_PER_ITEM = 32   # labels a work-item keeps in registers
+
+    def __post_init__(self):
+        if self.rows_per_item == 0:
+            object.__setattr__(self, "rows_per_item", self.default_rows_per_item())
+        if self.rows_per_item < 1 or (self.chunk_rows << self.slice_bits) >= 1 << 31:
+            raise ValueError(f"rows_per_item={self.rows_per_item}: a member (row in the "
+                             f"chunk, cluster in the slice) must pack into an int")
+
+    def default_rows_per_item(self):
+        """As many rows (a power of two, at most MAX_ROWS_PER_ITEM) as keep a
+        chunk's expected members, with uniform labels, within the member
+        list's 2 x acc_wg entries (one pass): the scan, whose barriers cost
+        the most, then runs once for acc_wg x rows_per_item rows."""
+        rows = power_of_two_at_most(min(self.MAX_ROWS_PER_ITEM, max(1, 2 * self.k // self.slice)))
+        while rows > 1 and (self.acc_wg * rows << self.slice_bits) >= 1 << 31:
+            rows //= 2
+        return rows
+
+    @property
+    def chunk_rows(self):
+        return self.acc_wg * self.rows_per_item
+
+    @property
+    def slice_bits(self):
+        return max(0, self.slice - 1).bit_length()
+
+    def accumulate_spec(self):
+        return self      # as LloydSpec's: segments() takes either
+
+    def template_args(self):
+        return dict(super().template_args(), slice_bits=self.slice_bits,
+                    scan_steps=max(0, self.acc_wg - 1).bit_length())
 
     def local_bytes(self):
-        return self.slice * (self.d + 1) * 8 + 3 * self.acc_wg * 4   # Kahan: 2 floats
+        # Kahan: 2 floats a cell; the scan's two buffers and the member list
+        # (2 x acc_wg entries, whatever rows_per_item) share 3 x acc_wg ints
+        return self.slice * (self.d + 1) * 8 + 3 * self.acc_wg * 4
 
 
 def gemm_specs(profile, base, spec_class):
@@ -57,8 +97,10 @@ def gemm_specs(profile, base, spec_class):
 
 def segments(part, k, spec):
     """Row segments of the accumulation: enough work-groups to fill the
-    device, partial sums within a quarter of the memory budget."""
+    device, partial sums within a quarter of the memory budget, at least a
+    chunk of rows each (*spec*: a LloydSpec or an AccumulateSpec)."""
     prof = part.profile
+    chunk = spec.accumulate_spec().chunk_rows
     want = -(-prof.compute_units * prof.groups_per_compute_unit // -(-k // spec.slice))
     most = max(1, prof.memory_budget // 4 // (k * (part.d + 1) * 8))
-    return int(max(1, min(want, most, -(-part.n // spec.acc_wg))))
+    return int(max(1, min(want, most, -(-part.n // chunk))))

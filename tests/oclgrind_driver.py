@@ -352,6 +352,53 @@ def exercise_lloyd(device, log):
     log(f"lloyd: {count} variants")
 
 
+def exercise_accumulate_sums(device, log):
+    """The gemm variant's sums kernel alone, for several rows per work-item
+    (scalar and 4-wide label reads, several passes over a chunk's member list,
+    segments not aligned to a chunk): the same partial sums bit for bit, and
+    numpy's.  exercise_lloyd runs it only with its default rows per item."""
+    from oclclust.lloyd_gemm import AccumulateSpec
+    from oclclust.reduce import partial_buffer
+    rng = np.random.RandomState(1)
+    labels = rng.randint(0, K, N).astype(np.int32)
+    labels[rng.rand(N) < 0.6] = 3            # most rows in one slice: several passes
+    segments, slice_, wg = 3, 2, 4           # 13 rows a segment; slices of 2, 2, 1
+    slices = -(-K // slice_)
+    count = 0
+    for (dtype, fp64), weighted in itertools.product(PRECISIONS, (False, True)):
+        profile = profile_for(device, fp64)
+        q = profile.queue()
+        X, w = data(dtype)
+        x, lab, wd = (cla.to_device(q, a) for a in (X, labels, w))
+        ww = w.astype(np.float64) if weighted else np.ones(N)
+        want = np.zeros((K, D))
+        np.add.at(want, labels, X.astype(np.float64) * ww[:, None])
+        first = None
+        for rows in (1, 3, 4, 8):
+            spec = AccumulateSpec(dtype=dtype, acc_double=fp64, d=D, k=K, slice=slice_,
+                                  acc_wg=wg, weighted=weighted, rows_per_item=rows)
+            mark(f"accumulate_sums {spec}")
+            sums = partial_buffer(q, segments, K * D, fp64)
+            weights = partial_buffer(q, segments, K, fp64)
+            codegen.kernel(q.context, spec, "accumulate_sums")(
+                q, (segments * slices * wg,), (wg,), x.data, np.int64(N), np.int64(D),
+                (wd if weighted else x).data, lab.data, sums.data, weights.data,
+                np.int64(-(-N // segments)), np.int32(slices))
+            got = sums.get(q), weights.get(q)
+            if first is None:
+                first = got
+            elif not all(np.array_equal(a, b) for a, b in zip(got, first)):
+                raise AssertionError(f"{spec}: partial sums differ from rows_per_item=1's")
+            slabs = [p.astype(np.float64).reshape(-1, segments, size).sum(axis=1)
+                     for p, size in zip(got, (K * D, K))]
+            total = [s[0] if fp64 else s[0] - s[1] for s in slabs]   # Kahan: less comp
+            rtol = 1e-4 if dtype == "float32" else 1e-10
+            close(total[0].reshape(K, D), want, f"{spec}: sums", rtol)
+            close(total[1], np.bincount(labels, ww, K), f"{spec}: weights", rtol)
+            count += 1
+    log(f"accumulate_sums: {count} variants")
+
+
 def oc_labels(part):
     labels = cla.empty(part.queue, part.n, np.int32)
     labels.fill(-1)
@@ -486,7 +533,7 @@ EXERCISERS = {
     "lloyd_assign_accumulate.cl.mako": [exercise_lloyd, exercise_estimator],
     "lloyd_assign_accumulate_rowwise.cl.mako": [exercise_lloyd, exercise_estimator],
     "lloyd_gemm_assign.cl.mako": [exercise_lloyd],
-    "lloyd_accumulate_sums.cl.mako": [exercise_lloyd],
+    "lloyd_accumulate_sums.cl.mako": [exercise_lloyd, exercise_accumulate_sums],
     "reduce_partials.cl.mako": [exercise_lloyd, exercise_moments],
     "partition_moments.cl.mako": [exercise_moments],
     "kmeanspp_candidates.cl.mako": [exercise_kmeanspp],
