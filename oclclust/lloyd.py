@@ -219,7 +219,7 @@ class LloydPass:
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
         self.min_dist = cla.empty(q, part.n, part.dtype)
         self.norms = cla.empty(q, self.spec.kp, part.dtype)
-        if gemm:   # mma: the centres split in fragment order (lloyd_mma.center_tiles)
+        if gemm:   # mma: the centres split in its fragments' order (lloyd_mma.split_centers)
             self.centers = (cla.empty(q, tile_words(self.spec), np.uint32)
                             if self.spec.variant == "mma" else
                             cla.empty(q, self.spec.dp * self.spec.kp, part.dtype))

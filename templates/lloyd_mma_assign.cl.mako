@@ -32,7 +32,6 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
 <%
     steps = dp // 8
     nt = tn // 8
-    warps = wg // 32
     slots = dp // 2
     chunk_vecs = tn * slots
     copy_iters = -(-chunk_vecs // wg)
