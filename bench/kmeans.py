@@ -27,6 +27,7 @@ Compare only runs made back to back on a quiet machine.
 import argparse
 import importlib.util
 import json
+import multiprocessing
 import os
 import platform
 import resource
@@ -279,8 +280,11 @@ def main(argv=None):
               f"{rec['seconds']:.3f} s{extra}), inertia {rec['inertia']:.6g}", flush=True)
         records.append(rec)
 
-    # baselines first: an OpenCL CPU runtime's worker threads may linger and
-    # slow whatever runs after it
+    # each baseline in a fresh process: a thread pool left behind slows
+    # whatever runs after it (2 cores, 1M x 32, k=256: faiss after sklearn
+    # 0.535 s/iter, alone 0.27; sklearn after faiss 0.380, alone 0.268), and
+    # an OpenCL CPU runtime's worker threads may linger too
+    spawn = multiprocessing.get_context("spawn")
     for lib, skip, runner in (("sklearn", args.no_sklearn, run_sklearn),
                               ("faiss", args.no_faiss, run_faiss)):
         if skip:
@@ -290,7 +294,8 @@ def main(argv=None):
             print(f"bench: {lib} not installed: skipped")
             continue
         print(f"bench: {lib}", flush=True)
-        done(runner(X, C0, args))
+        with spawn.Pool(1) as pool:
+            done(pool.apply(runner, (X, C0, args)))
 
     for profile in profiles:
         print(f"bench: oclclust on {profile.name} [{profile.platform}]", flush=True)
