@@ -225,7 +225,7 @@ class LloydPass:
                             cla.empty(q, self.spec.dp * self.spec.kp, part.dtype))
             self.center_rows = cla.empty(q, k * part.d, part.dtype)
             self.slices = -(-k // self.spec.slice)
-            self.segments = segments(part, k, self.spec) if update else 1
+            self.segments = segments(part, k, self.spec.accumulate_spec()) if update else 1
             self.rows_per_segment = -(-part.n // self.segments)
             partials = self.segments
         else:

@@ -52,9 +52,6 @@ class AccumulateSpec(Spec):
     def slice_bits(self):
         return max(0, self.slice - 1).bit_length()
 
-    def accumulate_spec(self):
-        return self      # as LloydSpec's: segments() takes either
-
     def template_args(self):
         return dict(super().template_args(), slice_bits=self.slice_bits,
                     scan_steps=max(0, self.acc_wg - 1).bit_length())
@@ -63,6 +60,15 @@ class AccumulateSpec(Spec):
         # Kahan: 2 floats a cell; the scan's two buffers and the member list
         # (2 x acc_wg entries, whatever rows_per_item) share 3 x acc_wg ints
         return self.slice * (self.d + 1) * 8 + 3 * self.acc_wg * 4
+
+
+def sums_plan(profile, d, k):
+    """(slice, acc_wg) of the sums kernel: work-items for the d + 1 cells of
+    a cluster, as many clusters as local memory holds (slice < 1: none)."""
+    acc_wg = min(256, profile.max_work_group_size, max(8, power_of_two_at_least(d + 1)))
+    acc_wg = power_of_two_at_most(acc_wg)
+    per_cluster = (d + 1) * 8
+    return min(k, (profile.local_memory_budget - 3 * acc_wg * 4) // per_cluster), acc_wg
 
 
 def gemm_specs(profile, base, spec_class):
@@ -74,10 +80,7 @@ def gemm_specs(profile, base, spec_class):
     while tn // 2 >= max(rn, power_of_two_at_least(k)):   # small k: no idle tiles
         tn //= 2
     kc = chunk_depth(profile, d)
-    acc_wg = min(256, profile.max_work_group_size, max(8, power_of_two_at_least(d + 1)))
-    acc_wg = power_of_two_at_most(acc_wg)
-    per_cluster = (d + 1) * 8
-    slice_ = min(k, (profile.local_memory_budget - 3 * acc_wg * 4) // per_cluster)
+    slice_, acc_wg = sums_plan(profile, d, k)
     if slice_ < 1 or rm * rn + rm + rn > profile.private_floats:
         return
     while tm >= rm and tn >= rn:
@@ -100,9 +103,9 @@ def gemm_specs(profile, base, spec_class):
 def segments(part, k, spec):
     """Row segments of the accumulation: enough work-groups to fill the
     device, partial sums within a quarter of the memory budget, at least a
-    chunk of rows each (*spec*: a LloydSpec or an AccumulateSpec)."""
+    chunk of rows each (*spec*: the AccumulateSpec)."""
     prof = part.profile
-    chunk = spec.accumulate_spec().chunk_rows
+    chunk = spec.chunk_rows
     want = -(-prof.compute_units * prof.groups_per_compute_unit // -(-k // spec.slice))
     most = max(1, prof.memory_budget // 4 // (k * (part.d + 1) * 8))
     return int(max(1, min(want, most, -(-part.n // chunk))))

@@ -5,10 +5,9 @@ The sums are the gemm variant's (lloyd_gemm.py); lloyd.py runs all three.
 """
 import dataclasses
 
-import numpy as np
 
 from .codegen import Spec, kernel
-from .lloyd_gemm import gemm_specs
+from .lloyd_gemm import sums_plan
 
 MAX_D = 128           # a warp's rows live in registers: 8 a k8 step and m16 tile
 CHUNK_CENTROIDS = 16  # two copies of a 16-centroid chunk at d=128: 32 KB of local memory
@@ -35,12 +34,12 @@ def mma_specs(profile, base, spec_class):
     """The tensor-core variant for float32 data of at most MAX_D dimensions on
     a device with tensor cores: warps of 8 then 4, each owning as many m16
     row tiles as its registers hold (one at d=128, four at d <= 32).  The
-    sums plan is the gemm variant's."""
+    sums are the gemm variant's."""
     d, k = base["d"], base["k"]
     if base["dtype"] != "float32" or d > MAX_D or not tensor_cores(profile):
         return
-    gemm = next(gemm_specs(profile, base, spec_class), None)
-    if gemm is None:
+    slice_, acc_wg = sums_plan(profile, d, k)
+    if slice_ < 1:
         return
     dp = -(-d // 8) * 8
     mt = max(1, min(4, 128 // dp))
@@ -49,7 +48,7 @@ def mma_specs(profile, base, spec_class):
         if wg <= profile.max_work_group_size:
             yield spec_class(variant="mma", kp=-(-k // tn) * tn, wg=wg, tn=tn, mt=mt,
                              tm=wg // 32 * 16 * mt, dp=dp, kpar=2,
-                             slice=gemm.slice, acc_wg=gemm.acc_wg, **base)
+                             slice=slice_, acc_wg=acc_wg, **base)
 
 
 def split_centers(queue, spec, center_rows, center_tiles):

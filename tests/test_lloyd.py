@@ -225,8 +225,6 @@ def test_gemm_sums_equal_bitwise_for_any_rows_per_item(profile, dtype, acc_doubl
     several passes over a chunk's member list when most rows fall in one
     slice, chunks past the end) gives the same partial sums bit for bit,
     which match numpy."""
-    if acc_double and not profile.fp64:
-        pytest.skip("no fp64")
     n, d, k, segments = 1001, 5, 13, 3        # segments of 334 rows: not chunk-aligned
     rng = np.random.RandomState(7)
     X = (rng.randn(n, d) * 10).astype(dtype)
