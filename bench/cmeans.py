@@ -118,7 +118,7 @@ def pass_starts(cmeans_pass):
 
 def run_oclclust(oc, profile, X, C0, args, resident):
     import pyopencl.array as cla
-    from oclclust import cmeans_pass
+    from oclclust.passes import cmeans as cmeans_pass
     data = X
     if resident:
         data = cla.to_device(profile.queue(), X)

@@ -25,9 +25,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import oclclust as oc                                    # noqa: E402
-from oclclust import cmeans_pass, gmm_pass, mdl          # noqa: E402
-from oclclust.linkage_device import Plan, condensed_distances   # noqa: E402
-from oclclust.partition import DevicePartition            # noqa: E402
+from oclclust.passes import cmeans as cmeans_pass
+from oclclust.passes import gmm as gmm_pass
+from oclclust import mdl          # noqa: E402
+from oclclust.passes.linkage import Plan, condensed_distances   # noqa: E402
+from oclclust.runtime.partition import DevicePartition            # noqa: E402
 
 
 def interleaved(plain, tiled, queue, repeats):

@@ -121,7 +121,7 @@ def main(argv=None):
         em = (t - t1) / (args.iters - 1)
         device = ", ".join(gm.devices_)
         first = oc.select_devices(args.devices)
-        first = oc.devices.preferred(first)[0]
+        first = oc.runtime.devices.preferred(first)[0]
         Xd = cla.to_device(first.queue(), X)
         fit(oc.GaussianMixture, Xd, 1, cov, init)
         tr, _ = fit(oc.GaussianMixture, Xd, args.iters, cov, init)

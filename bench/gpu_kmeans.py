@@ -12,7 +12,7 @@ bench/kmeans.py), fixed iteration counts (tol=0):
 
 Prints seconds per iteration, effective TFLOP/s (2*n*k*d per iteration) and
 the ratio of every baseline's time to oclclust's.  --sweep first times the
-Lloyd pass alone over the tuner's configurations (oclclust.tune) on the first
+Lloyd pass alone over the tuner's configurations (oclclust.cli.tune) on the first
 workload, and fits with the fastest.
 
     python bench/gpu_kmeans.py --devices NVIDIA                 # the three workloads
@@ -104,7 +104,7 @@ def main(argv=None):
     args = parse_args(argv)
     bk = load_bench_kmeans()
     oc = bk.import_oclclust()
-    from oclclust import tune
+    from oclclust.cli import tune
     profile = oc.select_devices(args.devices)[0]
     make_blobs, init_centers, source = bk.data_functions(args.baselines)
     print(f"gpu_kmeans: {profile} driver {profile.driver_version}; data from {source}",
@@ -129,7 +129,7 @@ def main(argv=None):
             print(f"sweep: fitting with {tune._label(best)}", flush=True)
         ns = argparse.Namespace(k=k, iters=iters, repeats=args.repeats)
         rec = bk.run_oclclust(oc, profile, X, C0, ns, resident=True)
-        from oclclust.lloyd import _PLANS
+        from oclclust.passes.lloyd import _PLANS
         spec = [s for (p, *_), (s, _) in _PLANS.items() if p == profile and s.update]
         # the whole fit over its iterations (validation, moments and the final
         # labels pass included), and the median Lloyd iteration of history_

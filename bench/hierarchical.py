@@ -49,15 +49,15 @@ def fastcluster_fn(method):
 
 def phases(X, method, device):
     """(distance-matrix s, merges s, host sort+relabel s) of one oclclust run."""
-    from oclclust import hierarchical as hc
-    from oclclust.linkage_device import (
+    from oclclust.cluster import hierarchical as hc
+    from oclclust.passes.linkage import (
         NN_CHAIN,
         Plan,
         condensed_distances,
         nn_chain,
         prim_single,
     )
-    from oclclust.linkage_generic import generic_linkage
+    from oclclust.passes.linkage_generic import generic_linkage
     plan = Plan(device, np.float64 if device.fp64 else np.float32)
     t0 = time.perf_counter()
     dist, n = condensed_distances(plan, X=X)
@@ -111,9 +111,9 @@ def main(argv=None):
     if (repo / "oclclust" / "hierarchical.py").exists():
         sys.path.insert(0, str(repo))       # this checkout's oclclust, not an older install
     import oclclust as oc
-    from oclclust.devices import preferred, select_devices
+    from oclclust.runtime.devices import preferred, select_devices
     if args.strategy != "auto":
-        from oclclust.linkage_device import Plan
+        from oclclust.passes.linkage import Plan
         init = Plan.__init__
 
         def forced(self, *a, **k):

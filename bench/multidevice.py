@@ -64,7 +64,7 @@ def main(argv=None):
     for mode in args.weights.split(";"):
         weights = (mode if mode in ("measured", "compute_units")
                    else [float(w) for w in mode.split(",")])
-        together_profiles = (oc.manager.reserve_host_cores(profiles, args.host_cores)
+        together_profiles = (oc.parallel.manager.reserve_host_cores(profiles, args.host_cores)
                              if args.host_cores else profiles)
         for p in together_profiles:   # a sub-device builds its kernels anew
             if p not in profiles:

@@ -1,35 +1,58 @@
-"""oclclust: portable OpenCL clustering on any OpenCL device."""
-import importlib
+"""oclclust: portable OpenCL clustering on any OpenCL device.
 
-from .codegen import KernelBuildError
-from .devices import DeviceProfile, list_devices, select_devices, sub_devices
-from .kmeans import KMeans
-from .kmeanspp import kmeans_plusplus
-from .manager import DeviceFailure, DeviceManager
+The layers, each importing only from those before it: ``runtime`` (devices,
+profiles, kernel generation), ``passes`` (one module per device pass),
+``parallel`` (the devices of a host, MPI ranks), ``cluster`` (the
+estimators), ``io`` (data and model files, plots) and ``cli``.
+"""
+import importlib
+import sys
+import types
+
+from .cluster.inits import kmeans_plusplus
+from .cluster.kmeans import KMeans
+from .parallel.manager import DeviceFailure, DeviceManager
+from .runtime.codegen import KernelBuildError
+from .runtime.devices import DeviceProfile, list_devices, select_devices, sub_devices
 
 __version__ = "0.1.0"
 
 # estimators of their own modules, imported on first use (a fast `import oclclust`)
 _LAZY = {
-    "EnsembleKMeans": "ensemble",
-    "FuzzyCMeans": "cmeans",
-    "GaussianMixture": "gmm",
-    "AgglomerativeClustering": "hierarchical",
-    "linkage": "hierarchical",
+    "EnsembleKMeans": "cluster.ensemble",
+    "FuzzyCMeans": "cluster.cmeans",
+    "GaussianMixture": "cluster.gmm",
+    "AgglomerativeClustering": "cluster.hierarchical",
+    "linkage": "cluster.hierarchical",
 }
 
 
 def __getattr__(name):
     if name in _LAZY:
-        try:
-            module = importlib.import_module(f".{_LAZY[name]}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{_LAZY[name]}":
-                raise
-            raise AttributeError(f"module 'oclclust' has no attribute {name!r}") from exc
-        return getattr(module, name)
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'oclclust' has no attribute {name!r}")
 
+
+class _Moved(types.ModuleType):
+    """A documented module path of an earlier layout (``oclclust.mpi``,
+    ``oclclust.plots``, ``oclclust.modelio``): its names, looked up in the
+    modules that hold them now, imported on first use."""
+
+    def __init__(self, name, homes):
+        super().__init__(name)
+        self._homes = homes
+
+    def __getattr__(self, attr):
+        for home in self._homes:
+            module = importlib.import_module(f"{__name__}.{home}")
+            if hasattr(module, attr):
+                return getattr(module, attr)
+        raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
+
+
+for _old, _homes in {"mpi": ("parallel.comm", "io.shards"), "plots": ("io.plots",),
+                     "modelio": ("io.modelio",)}.items():
+    sys.modules.setdefault(f"{__name__}.{_old}", _Moved(f"{__name__}.{_old}", _homes))
 
 __all__ = ["DeviceFailure", "DeviceManager", "DeviceProfile", "KMeans", "KernelBuildError",
            "kmeans_plusplus", "list_devices", "select_devices", "sub_devices"]

@@ -15,6 +15,9 @@ import pytest
 
 import oclclust as oc
 
+# the harness scripts (oclgrind driver and exercisers, the MPI script) import as modules
+sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))
+
 
 def platforms_under_test():
     """{platform name: [DeviceProfile, ...]} of the platforms under test."""
@@ -54,7 +57,7 @@ def devices(request):
 @pytest.fixture(scope="session")
 def profile(devices):
     """The device a single-device fit on ``devices`` runs on."""
-    return oc.devices.preferred(devices)[0]
+    return oc.runtime.devices.preferred(devices)[0]
 
 
 @pytest.fixture(scope="session")

@@ -78,7 +78,7 @@ def installed(tmp_path_factory):
 CHECK = textwrap.dedent("""
     import json, sys
     import numpy as np
-    import oclclust, oclclust.resources as r
+    import oclclust, oclclust.runtime.resources as r
     from pathlib import Path
     X = np.concatenate([np.random.RandomState(0).normal(c, 0.3, (60, 3)) for c in (0, 5, 10)])
     km = oclclust.KMeans(3, random_state=0, devices=sys.argv[1]).fit(X.astype(np.float32))
@@ -104,10 +104,10 @@ def test_installed_package_finds_its_kernels_and_profiles(installed, devices):
     assert inside(out["file"]), f"imported {out['file']}, not the installed package"
     templates, kernels = (Path(p) for p in out["templates"])
     assert inside(templates) and inside(kernels)
-    assert (templates / "lloyd_assign_accumulate.cl.mako").is_file()
+    assert (templates / "lloyd" / "lloyd_assign_accumulate.cl.mako").is_file()
     assert (templates / "prelude.cl.mako").is_file()
-    assert sorted(p.name for p in templates.glob("*.cl.mako")) == \
-        sorted(p.name for p in (REPO / "templates").glob("*.cl.mako"))
+    assert sorted(p.relative_to(templates) for p in templates.rglob("*.cl.mako")) == \
+        sorted(p.relative_to(REPO / "templates") for p in (REPO / "templates").rglob("*.cl.mako"))
     assert (kernels / "accumulate.cl").is_file()
     assert inside(out["profiles"]) and Path(out["profiles"]).is_file()
     assert out["sizes"] == [60, 60, 60] and out["n_iter"] >= 1

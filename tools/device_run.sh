@@ -26,7 +26,7 @@ case $mode in
 print(next(p.name for p in cl.get_platforms() if "NVIDIA" in p.name))')
     # the oclgrind and packaging tests do not involve the GPU (and need tools absent there)
     OCLCLUST_TEST_PLATFORM=$platform python3 -m pytest -q -p no:cacheprovider tests \
-        --ignore tests/test_oclgrind.py --ignore tests/test_package.py "$@" ;;
+        --ignore tests/passes/test_oclgrind.py --ignore tests/test_package.py "$@" ;;
   bench)
     python3 bench/kmeans.py --devices NVIDIA "$@" ;;
   multi)

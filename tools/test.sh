@@ -15,7 +15,7 @@ status=0
 missing() {   # a required piece is absent: fatal under CI, a warning elsewhere
   if $strict; then echo "test: FAIL: $*" >&2; status=1; else echo "test: WARNING: $*" >&2; fi
 }
-command -v oclgrind >/dev/null || missing "oclgrind is not on PATH (needed by tests/test_oclgrind.py)"
+command -v oclgrind >/dev/null || missing "oclgrind is not on PATH (needed by tests/passes/test_oclgrind.py)"
 
 platforms=$($py -c '
 import pyopencl as cl

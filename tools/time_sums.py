@@ -26,12 +26,12 @@ import numpy as np
 import pyopencl.array as cla
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from oclclust.codegen import kernel                      # noqa: E402
-from oclclust.devices import preferred, select_devices   # noqa: E402
-from oclclust.lloyd import LloydPass                     # noqa: E402
-from oclclust.lloyd_gemm import segments                 # noqa: E402
-from oclclust.manager import DeviceManager               # noqa: E402
-from oclclust.reduce import partial_buffer               # noqa: E402
+from oclclust.runtime.codegen import kernel                      # noqa: E402
+from oclclust.runtime.devices import preferred, select_devices   # noqa: E402
+from oclclust.passes.lloyd import LloydPass                     # noqa: E402
+from oclclust.passes.lloyd_gemm import segments                 # noqa: E402
+from oclclust.parallel.manager import DeviceManager               # noqa: E402
+from oclclust.runtime.reduce import partial_buffer               # noqa: E402
 
 
 class Sums:

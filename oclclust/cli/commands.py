@@ -1,0 +1,237 @@
+"""The ``fit`` and ``predict`` commands of ``python -m oclclust``.
+
+``fit`` reads a data file, fits one algorithm and writes the model (.npz
+with JSON metadata, modelio.py) and optionally the labels.  Launched by
+mpiexec with several ranks it joins them (comm=COMM_WORLD): each rank loads
+its own slice of the file, rank 0 writes the model, each rank may write its
+own labels file ("{rank}" in the name).
+"""
+import os
+import time
+
+import numpy as np
+
+# algorithm -> (estimator class, its name for the number of clusters)
+ALGORITHMS = {
+    "kmeans": ("KMeans", "n_clusters"),
+    "ensemble": ("EnsembleKMeans", "n_clusters"),
+    "cmeans": ("FuzzyCMeans", "n_clusters"),
+    "gmm": ("GaussianMixture", "n_components"),
+    "hierarchical": ("AgglomerativeClustering", "n_clusters"),
+}
+# flag dest -> estimator parameter (passed only when given, and only to an
+# estimator that has it: a flag the algorithm lacks is a usage error)
+PARAMS = {
+    "max_iter": "max_iter", "tol": "tol", "init": "init", "n_init": "n_init",
+    "random_state": "random_state", "devices": "devices", "dtype": "dtype",
+    "fuzziness": "m", "covariance_type": "covariance_type", "reg_covar": "reg_covar",
+    "min_components": "min_components", "linkage": "linkage", "metric": "metric",
+    "distance_threshold": "distance_threshold", "n_models": "n_models",
+    "strategy": "strategy", "kdtree": "kdtree", "verbose": "verbose",
+}
+
+
+def add_data_arguments(p):
+    p.add_argument("--columns", help="comma-separated column indices or header names to use")
+    p.add_argument("--key", help="the array's name in an .npz or HDF5 data file")
+
+
+def read_data(args, comm=None):
+    """This rank's rows of args.data, with the --columns and --key asked for."""
+    from ..io.datafiles import load_data
+    columns = args.columns.split(",") if args.columns else None
+    return load_data(args.data, columns=columns, key=args.key, comm=comm)
+
+
+def add_fit_arguments(p, int_at_least, positive_float):
+    p.add_argument("data", help="data file: .npy, .npz, .csv, .tsv, .fvecs, .bvecs, .ivecs")
+    p.add_argument("--algorithm", "-a", choices=sorted(ALGORITHMS), default="kmeans",
+                   help="the estimator (default kmeans)")
+    p.add_argument("-k", "--n-clusters", dest="k", type=int_at_least(1),
+                   help="number of clusters (components for gmm); needed except for "
+                        "hierarchical with --distance-threshold")
+    p.add_argument("--out", "-o", metavar="MODEL.npz", help="write the fitted model here")
+    p.add_argument("--labels", metavar="FILE", help="write the labels (.npy or .csv); under "
+                   "MPI '{rank}' in the name is the rank (else .rankN is added)")
+    p.add_argument("--tree", metavar="Z.npy", help="hierarchical: also write the whole tree "
+                   "as scipy's linkage matrix Z")
+    add_data_arguments(p)
+    p.add_argument("--plot", metavar="OUT.png", help="write a figure: the clusters (PCA "
+                   "projection for d > 2), the dendrogram, or the MDL path (matplotlib)")
+    p.add_argument("--mpi", choices=("auto", "on", "off"), default="auto",
+                   help="join MPI ranks: auto (when launched by mpiexec with >1 rank), "
+                        "on, off (default auto)")
+    g = p.add_argument_group("estimator parameters (each algorithm takes those it has)")
+    g.add_argument("--max-iter", type=int_at_least(1))
+    g.add_argument("--tol", type=float)
+    g.add_argument("--init", help="k-means++, random, ...")
+    g.add_argument("--n-init", type=int_at_least(1))
+    g.add_argument("--random-state", type=int_at_least(0))
+    g.add_argument("--devices", help='"all", "cpu", "gpu" or name substrings')
+    g.add_argument("--dtype", choices=("float32", "float64"))
+    g.add_argument("-m", "--fuzziness", type=positive_float, help="c-means fuzzifier m > 1")
+    g.add_argument("--covariance-type", choices=("full", "diag"))
+    g.add_argument("--reg-covar", type=float)
+    g.add_argument("--min-components", type=int_at_least(1),
+                   help="gmm: MDL order selection down to this many components")
+    g.add_argument("--linkage", choices=("single", "complete", "average", "weighted",
+                                         "centroid", "median", "ward"))
+    g.add_argument("--metric")
+    g.add_argument("--distance-threshold", type=float)
+    g.add_argument("--n-models", type=int_at_least(1))
+    g.add_argument("--strategy", choices=("auto", "task", "data", "concatenated"))
+    g.add_argument("--kdtree", choices=("direct", "distributed", "replicated", "auto"))
+    g.add_argument("--verbose", "-v", action="count")
+
+
+def _comm(mode):
+    from .launcher import launched_ranks, world
+    if mode == "off" or (mode == "auto" and launched_ranks() < 2):
+        return None
+    return world()
+
+
+def _estimator(args, usage_error, comm):
+    import importlib
+    cls_name, k_name = ALGORITHMS[args.algorithm]
+    from ..io.modelio import CLASSES
+    try:
+        cls = getattr(importlib.import_module(f"oclclust.{CLASSES[cls_name]}"), cls_name)
+    except (ImportError, AttributeError):
+        raise usage_error(f"--algorithm {args.algorithm}: not available in this "
+                          "oclclust") from None
+    accepted = cls().get_params(deep=False)
+    params = {}
+    for dest, name in PARAMS.items():
+        value = getattr(args, dest)
+        if value is None:
+            continue
+        if name not in accepted:
+            raise usage_error(f"--{dest.replace('_', '-')} does not apply to --algorithm "
+                              f"{args.algorithm}")
+        params[name] = value
+    if args.k is not None:
+        params[k_name] = args.k
+    elif args.algorithm != "hierarchical" or args.distance_threshold is None:
+        raise usage_error(f"-k is needed for --algorithm {args.algorithm}")
+    elif args.algorithm == "hierarchical":
+        params[k_name] = None
+    if comm is not None:
+        if "comm" not in accepted:
+            raise usage_error(f"--algorithm {args.algorithm} does not run under MPI")
+        params["comm"] = comm
+    return cls(**params)
+
+
+def labels_path(template, rank, size):
+    if "{rank}" in template:
+        return template.replace("{rank}", str(rank))
+    if size == 1:
+        return template
+    root, ext = os.path.splitext(template)
+    return f"{root}.rank{rank}{ext}"
+
+
+def write_array(path, values):
+    if path.lower().endswith(".csv"):
+        np.savetxt(path, values, delimiter=",",
+                   fmt="%d" if np.issubdtype(values.dtype, np.integer) else "%.9g")
+    else:
+        np.save(path, values)
+
+
+def cmd_fit(args, usage_error):
+    from ..io.modelio import save_model
+    from ..parallel.comm import rank, size
+    comm = _comm(args.mpi)
+    estimator = _estimator(args, usage_error, comm)
+    X = read_data(args, comm)
+    start = time.perf_counter()
+    estimator.fit(X)
+    seconds = time.perf_counter() - start
+    r, n_ranks = rank(comm), size(comm)
+    if r == 0:
+        summary = [f"{type(estimator).__name__} on {args.data}",
+                   f"{n_ranks} rank(s)" if comm is not None else None, f"{seconds:.3f} s"]
+        for attr in ("n_iter_", "inertia_", "objective_", "lower_bound_", "n_components_"):
+            if hasattr(estimator, attr):
+                summary.append(f"{attr.rstrip('_')} {np.round(getattr(estimator, attr), 6)}")
+        print(", ".join(s for s in summary if s))
+        if args.out:
+            save_model(estimator, args.out)
+            print(f"model written to {args.out}")
+    if args.labels:
+        labels = getattr(estimator, "labels_", None)
+        if labels is None:   # a mixture keeps no labels: its most likely components
+            labels = estimator.predict(X)
+        write_array(labels_path(args.labels, r, n_ranks), labels)
+    Z = None
+    if args.tree and args.algorithm != "hierarchical":
+        raise usage_error("--tree applies to --algorithm hierarchical")
+    if args.tree or (args.plot and args.algorithm == "hierarchical" and r == 0):
+        from ..cluster.hierarchical import SKLEARN_METRICS, linkage
+        Z = linkage(X, method=estimator.linkage, devices=estimator.devices,
+                    metric=SKLEARN_METRICS.get(estimator.metric, estimator.metric))
+    if args.tree:
+        np.save(args.tree, Z)
+        print(f"linkage matrix (scipy's Z) written to {args.tree}")
+    if args.plot and r == 0:
+        plot(args.plot, estimator, X, Z)
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+def plot(path, estimator, X, Z=None):
+    """The fit's figure: the dendrogram of a tree, the MDL path of an order
+    selection beside the clusters, else the clusters (PCA for d > 2)."""
+    from ..io import plots
+    plt = plots._pyplot()
+    if Z is not None or hasattr(estimator, "children_"):
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        plots.plot_dendrogram(Z if Z is not None else estimator, ax=ax, truncate_mode="lastp",
+                              p=30, no_labels=False)
+        ax.set_title(f"dendrogram ({estimator.linkage} linkage, last 30 merges)")
+    else:
+        labels = getattr(estimator, "labels_", None)
+        labels = estimator.predict(X) if labels is None else labels
+        centres = getattr(estimator, "cluster_centers_", getattr(estimator, "means_", None))
+        mdl = bool(getattr(estimator, "mdl_path_", None))
+        fig, axes = plt.subplots(1, 2 if mdl else 1, figsize=(12 if mdl else 6.4, 5),
+                                 squeeze=False)
+        plots.plot_clusters(X, labels, centres, ax=axes[0][0],
+                            title=f"{type(estimator).__name__}: {len(np.unique(labels))} clusters")
+        if mdl:
+            plots.plot_mdl_path(estimator, ax=axes[0][1])
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def cmd_predict(args, usage_error):
+    from ..io.modelio import load_model
+    model = load_model(args.model)
+    if args.devices is not None and "devices" in model.get_params(deep=False):
+        model.set_params(devices=args.devices)
+    X = read_data(args)
+    if args.proba:
+        if not hasattr(model, "predict_proba"):
+            raise usage_error(f"--proba: a {type(model).__name__} has no memberships")
+        write_array(args.proba, model.predict_proba(X))
+    if not hasattr(model, "predict"):
+        raise usage_error(f"a {type(model).__name__} cannot label new data")
+    labels = model.predict(X)
+    if args.labels:
+        write_array(args.labels, labels)
+    else:
+        print("\n".join(map(str, labels)))
+    return 0
+
+
+def add_predict_arguments(p):
+    p.add_argument("model", help="a model file written by 'fit --out'")
+    p.add_argument("data", help="data file (same formats as fit)")
+    p.add_argument("--labels", metavar="FILE", help="write labels (.npy or .csv); default: "
+                   "print one per line")
+    p.add_argument("--proba", metavar="FILE", help="also write memberships / "
+                   "responsibilities (c-means, gmm)")
+    add_data_arguments(p)
+    p.add_argument("--devices", help='devices to run on ("all", "cpu", "gpu", names)')

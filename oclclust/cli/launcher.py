@@ -1,0 +1,22 @@
+"""Whether the command line runs under an MPI launcher, and its world."""
+import os
+
+
+def launched_ranks():
+    """The rank count an MPI launcher announced in the environment (1 if none):
+    the command line joins the ranks only when launched under mpiexec."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS",
+                "SLURM_NTASKS"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 1
+
+
+def world():
+    """MPI.COMM_WORLD (imports mpi4py: only for a caller that wants MPI)."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise RuntimeError("MPI was asked for but mpi4py is not installed: "
+                           "pip install 'oclclust[mpi]'") from exc
+    return MPI.COMM_WORLD

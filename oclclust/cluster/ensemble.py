@@ -1,0 +1,391 @@
+"""Ensemble k-means: M k-means models fit in one data pass per iteration.
+
+The device passes live in ensemble_pass.py (task / data / concatenated
+parallelism) and kdtree.py (KD-tree pruning, three leaf mappings); this module
+holds the model update loop, the "auto" choice and the estimator.  Every
+strategy and mapping gives bit-identical statistics (fixed-point sums), so
+the choice changes the speed only, and each model follows exactly the path
+an independent KMeans fit from its own init follows (its own tol, its own
+iteration count: a converged model leaves the passes, the others go on).
+"""
+import numbers
+import time
+
+import numpy as np
+import pyopencl.array as cla
+
+from ..passes import ensemble_update
+from ..parallel import comm as mpi
+from ._base import BaseEstimator, ClusterMixin
+from ..passes.ensemble import STRATEGIES, EnsemblePass, FixedPoint, profile_term
+from ..passes.kdtree import MAPPINGS, KDTreePass
+from .inits import kmeans_plusplus
+from ..parallel.manager import DeviceManager, surviving
+from ..parallel.placement import joined_fit_data, joined_moments, new_data
+from ..runtime.progress import Progress, history_entry
+from ..runtime.validation import NotFittedError, check_params, check_random_state
+
+def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
+    """(strategy, KD-tree mapping or None) for a device and problem shape."""
+    if strategy == "auto":
+        strategy = profile_term(profile, "ensemble_strategy")
+    if kdtree == "auto":
+        prunable = (strategy == "concatenated" and d <= profile_term(profile, "kdtree_max_dims")
+                    and n >= profile_term(profile, "kdtree_min_rows") and max(ks) > 1)
+        kdtree = profile_term(profile, "kdtree_mapping") if prunable else None
+    return strategy, kdtree
+
+
+class ShardedEnsemble:
+    """The ensemble passes over every chunk of a ShardedData; integer
+    statistics summed over chunks, then float64 across ranks."""
+
+    def __init__(self, data, fixed, ks, strategy="auto", kdtree=None, comm=None,
+                 leaf_size=None, distributed=None, device_update=True):
+        self.data, self.fixed, self.comm, self.distributed = data, fixed, comm, distributed
+        self.ks, self.strategy, self.kdtree, self.leaf_size = ks, strategy, kdtree, leaf_size
+        self.choices = {}
+        self.device_update = device_update and ensemble_update.usable(data, comm)
+
+    def _pass(self, chunk):
+        st = chunk.state
+        if st.get("ensemble_owner") is not self:     # another fit's pass: replaced
+            st.pop("ensemble", None)
+            st["ensemble_owner"] = self
+            strategy, mapping = choose(chunk.profile, chunk.d, self.ks, self.data.n,
+                                       self.strategy, self.kdtree)
+            self.choices[str(chunk.profile)] = (strategy, mapping)
+            if mapping is None:
+                st["ensemble"] = EnsemblePass(chunk, strategy, self.fixed, self.distributed)
+            else:
+                leaf = self.leaf_size or profile_term(chunk.profile, "kdtree_leaf_size")
+                st["ensemble"] = KDTreePass(chunk, mapping, self.fixed, leaf, self.distributed)
+        return st["ensemble"]
+
+    def _resident(self, chunk):
+        st = chunk.state
+        if st.get("ensemble_update_owner") is not self:
+            st["ensemble_update"] = ensemble_update.DeviceUpdate(self._pass(chunk))
+            st["ensemble_update_owner"] = self
+        return st["ensemble_update"]
+
+    def device_step(self, centers, active, tol, following=None):
+        """One iteration of the *active* models, their centres kept on the
+        device (the next ones already enqueued, as many as *following*, the
+        iterations that may follow; None: any number): their shifts;
+        None when the host's update must take it (*centers* then hold this
+        iteration's centres)."""
+        if not self.device_update:
+            return None
+
+        def step(chunk):
+            resident = self._resident(chunk)
+            if resident.active != active:
+                resident.hand_back(centers)
+                resident.start(centers, active)
+            shifts, flags = resident.step(
+                tol, ensemble_update.AHEAD if following is None else following)
+            if flags.any():
+                resident.hand_back(centers)
+                return None
+            return shifts
+        return self.data.map(step)[0]
+
+    def hand_back(self, centers):
+        """The centres kept on the device, if any, into *centers*."""
+        if self.device_update:
+            self.data.map(lambda chunk: self._resident(chunk).hand_back(centers))
+
+    def prepare(self):
+        """Set every chunk's pass up (KD-trees built) outside any timing."""
+        self.data.map(self._pass)
+
+    def stats_packed(self, centers_list):
+        """(sums C x d, weights C) float64 of all centroids, models packed."""
+        parts = self.data.map(lambda c: self._pass(c).stats(centers_list))
+        sums = np.sum([p[0] for p in parts], axis=0)      # int64: exact in any order
+        counts = np.sum([p[1] for p in parts], axis=0)
+        return mpi.sum_across(self.comm, *self.fixed.to_float(sums, counts))
+
+    def stats(self, centers_list):
+        """[(sums K x d, weights K) float64] of each model of *centers_list*."""
+        sums, weights = self.stats_packed(centers_list)
+        off = np.cumsum([0] + [len(c) for c in centers_list])
+        return [(sums[a:b], weights[a:b]) for a, b in zip(off[:-1], off[1:])]
+
+    def assign(self, centers_list, labels=True, min_dist=False):
+        """(inertia per model, labels M x n, distances M x n) of this rank's rows."""
+        parts = self.data.map(lambda c: self._pass(c).assign(centers_list, labels, min_dist))
+        inertia = mpi.sum_across(self.comm, np.sum([p[0] for p in parts], axis=0))
+        lab = np.concatenate([p[1] for p in parts], axis=1) if labels else None
+        dist = np.concatenate([p[2] for p in parts], axis=1) if min_dist else None
+        return inertia, lab, dist
+
+
+def fixed_point(data, host_w, mean, comm=None):
+    """The FixedPoint of a fit: origin at the data mean, scales from bounds
+    (summed over ranks, so every rank has the same ones)."""
+    ext = data.map(lambda c: (float(cla.min(c.x).get()), float(cla.max(c.x).get())))
+    lo, hi = min(e[0] for e in ext), max(e[1] for e in ext)
+    spread = max(hi - float(np.min(mean)), float(np.max(mean)) - lo, 0.0)
+    n, wmax, spread = mpi.sum_across(comm, np.array([data.n, float(np.max(host_w)), spread]))
+    return FixedPoint.for_bounds(mean, n, wmax, spread)
+
+
+def data_moments(data, comm=None):
+    """(mean, variance) per dimension over every rank's rows; ValueError on NaN/inf."""
+    mean, var, finite = data.moments()
+    if not finite:
+        raise ValueError("Input X contains NaN or infinity.")
+    n, s1, s2 = mpi.sum_across(comm, np.float64(data.n), data.n * mean,
+                               data.n * (var + mean * mean))
+    mean = s1 / n
+    return mean, np.maximum(s2 / n - mean * mean, 0.0)
+
+
+def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, history=None):
+    """Lloyd iterations of every model of *inits* at once.
+    Returns (centers list, inertia per model, n_iter per model, labels M x n);
+    each iteration's statistics are appended to *history* when given."""
+    centers = [np.array(c, np.float64) for c in inits]
+    n_iter = np.zeros(len(centers), np.int64)
+    active = list(range(len(centers)))
+    with Progress(max_iter, "ensemble k-means", bool(verbose)) as bar:
+        for it in range(max_iter):
+            if not active:
+                break
+            start = time.perf_counter()
+            active, shift = ensemble_step(engine, centers, n_iter, active, it, tol, data,
+                                           host_w, following=max_iter - it - 1)
+            if history is not None:
+                history.append(history_entry(it + 1, start, data, models_moving=len(active),
+                                             max_center_shift=shift))
+            bar.step(models_moving=len(active), shift=shift)
+            if verbose > 1:
+                print(f"  iteration {it}: {len(active)} of {len(centers)} models still moving")
+    engine.hand_back(centers)
+    inertia, labels, _ = engine.assign(centers, labels=True)
+    return centers, inertia, n_iter, labels
+
+
+def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w, following=None):
+    """One pass for the *active* models: their centres (on the device, or
+    in *centers*) and n_iter updated; returns (the models still moving, the
+    largest centre shift).  *following*: how many iterations may follow
+    (None: any number)."""
+    shifts = engine.device_step(centers, active, tol, following)
+    if shifts is None:
+        shifts = host_step(engine, centers, active, tol, data, host_w)
+    n_iter[active] = it + 1
+    moving = [m for m, s in zip(active, shifts) if s > tol]
+    if len(moving) < len(active):
+        engine.hand_back(centers)          # the stopped models' centres are final
+    return moving, float(shifts.max(initial=0.0))
+
+
+def host_step(engine, centers, active, tol, data, host_w):
+    """The update on the host (empty clusters relocated): the *active*
+    models' centres replaced in *centers*; returns their shifts."""
+    sums, weights = engine.stats_packed([centers[m] for m in active])
+    off = np.cumsum([0] + [len(centers[m]) for m in active])
+    old = np.concatenate([centers[m] for m in active])
+    for i in np.unique(np.searchsorted(off, np.flatnonzero(weights == 0), side="right") - 1):
+        a, b = off[i], off[i + 1]    # a model with an empty cluster: its rows mended
+        relocate_empty(engine, centers[active[i]], sums[a:b], weights[a:b], data, host_w)
+    new = np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None], old)
+    moved = (new - old) ** 2
+    shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])
+    # KMeans sums its own shift in numpy's pairwise order: near tol, so does
+    # each model here, so that it stops at KMeans's iteration
+    for i in np.flatnonzero(np.abs(shifts - tol) <= 1e-9 * max(tol, 1e-300)):
+        shifts[i] = moved[off[i]:off[i + 1]].sum()
+    for i, m in enumerate(active):
+        centers[m] = new[off[i]:off[i + 1]]
+    return shifts
+
+
+def relocate_empty(engine, centers, sums, weights, data, host_w):
+    """scikit-learn's (and KMeans's) rule: empty clusters take the points
+    farthest from their centres; sums and weights are mended in place."""
+    empty = np.flatnonzero(weights == 0)
+    _, labels, dist = engine.assign([centers], labels=True, min_dist=True)
+    dist = dist[0].astype(np.float64)
+    far = np.argpartition(dist, -len(empty))[:-len(empty) - 1:-1]
+    for new_id, idx in zip(empty, far):
+        w = float(host_w[idx])
+        row = data.row(idx).astype(np.float64)
+        old_id = labels[0][idx]
+        sums[old_id] -= row * w
+        weights[old_id] -= w
+        sums[new_id] = row * w
+        weights[new_id] = w
+
+
+def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
+                 comm=None, mean=None):
+    """KMeans(n_init=R) restarts (or a sweep of K values) as one ensemble over
+    an existing ShardedData: *inits* are R initial centre arrays (any K each),
+    *tol* absolute (KMeans's mean(var) * tol).  Returns a list of
+    (centers, inertia, n_iter, labels) per init; labels cover this rank's rows."""
+    if mean is None:
+        mean = data_moments(data, comm)[0]
+    ks = [len(c) for c in inits]
+    engine = ShardedEnsemble(data, fixed_point(data, host_w, mean, comm), ks, strategy,
+                             kdtree, comm)
+    centers, inertia, n_iter, labels = lloyd_ensemble(engine, inits, max_iter, tol, data,
+                                                      host_w)
+    return [(c, float(i), int(t), lab) for c, i, t, lab in zip(centers, inertia, n_iter, labels)]
+
+
+class EnsembleKMeans(ClusterMixin, BaseEstimator):
+    """M k-means models fit at once, one data pass per iteration for all
+    (Ravunnikutty et al., "Ensemble K-means on multi-core architectures").
+
+    ``n_clusters``: K of every model, or a list of M values (models of
+    different K: a sweep of K).  ``strategy``: "task" (a model per
+    work-group), "data" (a model per launch), "concatenated" (all models per
+    data pass) or "auto" (from the device profile).  ``kdtree``: None (brute
+    force), "direct", "distributed", "replicated" (KD-tree pruning with that
+    leaf mapping; concatenated parallelism) or "auto".  ``init``:
+    "k-means++", "random", or an array M x K x d (a list of M arrays for
+    different K).  Each model stops at its own ``tol`` (scikit-learn's: on
+    the centre shift, relative to the data variance).
+
+    Attributes: ``models_`` M x K x d (with different K: a list of M
+    K_m x d arrays), ``inertias_``, ``n_iter_`` (per model), ``best_index_``
+    (least inertia; with different K the largest K usually wins, compare
+    models yourself), ``labels_``, ``cluster_centers_``, ``inertia_`` of the
+    best model, ``strategy_`` {device: (strategy, KD-tree mapping)}.
+    """
+
+    _parameter_rules = {
+        "n_clusters": [(numbers.Integral, 1, None), list, tuple, np.ndarray],
+        "n_models": [(numbers.Integral, 1, None)],
+        "strategy": ["auto", *STRATEGIES],
+        "kdtree": [None, "auto", *MAPPINGS],
+        "init": ["k-means++", "random", np.ndarray, list, tuple],
+        "max_iter": [(numbers.Integral, 1, None)],
+        "tol": [(numbers.Real, 0, None)],
+        "verbose": [(numbers.Integral, 0, None), bool],
+        "random_state": [None, numbers.Integral, np.random.RandomState],
+        "devices": [None, str, list, tuple, DeviceManager],
+        "dtype": [None, "float32", "float64", type, np.dtype],
+    }
+
+    def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
+                 init="k-means++", max_iter=300, tol=1e-4, random_state=None, devices=None,
+                 dtype=None, comm=None, verbose=0):
+        self.n_clusters = n_clusters
+        self.n_models = n_models
+        self.strategy = strategy
+        self.kdtree = kdtree
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.devices = devices
+        self.dtype = dtype
+        self.comm = comm
+        self.verbose = verbose
+
+    def _ks(self):
+        if isinstance(self.n_clusters, numbers.Integral):
+            return [int(self.n_clusters)] * self.n_models
+        ks = [int(k) for k in self.n_clusters]
+        if len(ks) != self.n_models or min(ks) < 1:
+            raise ValueError(f"n_clusters as a list needs n_models={self.n_models} values "
+                             f">= 1, got {list(self.n_clusters)}")
+        return ks
+
+    def fit(self, X, y=None, sample_weight=None):
+        check_params(self, self._parameter_rules)
+        ks = self._ks()
+        if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
+            raise ValueError("the KD-tree mappings are concatenated parallelism: use "
+                             "strategy='concatenated' or 'auto' with kdtree")
+        (data, host_w), ranks = joined_fit_data(self, X, sample_weight)
+        rng = check_random_state(self.random_state)
+
+        def attempt():
+            if ranks.n < max(ks):
+                raise ValueError(f"n_samples={ranks.n} should be >= n_clusters={max(ks)}.")
+            return self._fit(data, host_w, rng, ks, ranks)
+        return surviving(data, attempt, rng)
+
+    def _fit(self, data, host_w, rng, ks, ranks):
+        mean, var, finite = ranks.together(lambda: joined_moments(data, ranks))
+        if not finite:
+            raise ValueError("Input X contains NaN or infinity.")
+        inits = ranks.together(lambda: self._inits(data, rng, host_w, ks, ranks))
+        engine = ShardedEnsemble(data, fixed_point(data, host_w, mean, self.comm), ks,
+                                 self.strategy, self.kdtree, self.comm)
+        self.history_ = []
+        centers, inertia, n_iter, labels = lloyd_ensemble(
+            engine, inits, self.max_iter, float(np.mean(var) * self.tol), data, host_w,
+            self.verbose if ranks.rank == 0 else 0, self.history_)
+        centers = [c.astype(data.dtype) for c in centers]
+        self.models_ = np.stack(centers) if len(set(ks)) == 1 else centers
+        self.inertias_ = np.asarray(inertia, np.float64)
+        self.n_iter_ = n_iter
+        self.best_index_ = int(np.argmin(self.inertias_))
+        self.cluster_centers_ = centers[self.best_index_]
+        self.inertia_ = float(self.inertias_[self.best_index_])
+        self.labels_ = labels[self.best_index_]
+        self.n_features_in_ = data.d
+        self.strategy_ = dict(engine.choices)
+        self.devices_ = data.rows_per_device
+        if self.verbose and ranks.rank == 0:
+            print(f"ensemble of {len(ks)} models: {self.strategy_}; inertias {self.inertias_}, "
+                  f"iterations {self.n_iter_}")
+        return self
+
+    def _inits(self, data, rng, host_w, ks, ranks):
+        """The models' initial centres, the same on every rank (as KMeans
+        draws them, one model after another from one random state)."""
+        if isinstance(self.init, str):
+            out = []
+            for k in ks:
+                if self.init == "k-means++":
+                    idx = kmeans_plusplus(data, k, rng, host_w, ranks=ranks)
+                else:   # every rank draws from all weights
+                    w = np.concatenate(ranks.gather(host_w)) if ranks.comm else host_w
+                    idx = rng.choice(ranks.n, size=k, replace=False, p=w / w.sum())
+                out.append(ranks.rows(data, idx))
+            return out
+        inits = [np.asarray(c, np.float64) for c in self.init]
+        shapes = [c.shape for c in inits]
+        if len(inits) != len(ks) or any(s != (k, data.d) for s, k in zip(shapes, ks)):
+            raise ValueError(f"init must hold n_models={len(ks)} arrays of shape (K, "
+                             f"{data.d}) with K = {ks}; got shapes {shapes}")
+        if not all(np.isfinite(c).all() for c in inits):
+            raise ValueError("The initial centers contain NaN or infinity.")
+        return inits
+
+    def _check_fitted(self):
+        if not hasattr(self, "cluster_centers_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using this "
+                                 "estimator.")
+
+    def _assign(self, X, sample_weight=None):
+        self._check_fitted()
+        data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
+
+        def attempt():
+            engine = ShardedEnsemble(data, FixedPoint.for_bounds(
+                np.zeros(data.d), 1, 1, 1), [len(self.cluster_centers_)], "data")
+            inertia, labels, _ = engine.assign(
+                [self.cluster_centers_.astype(np.float64)], labels=True)
+            if not np.isfinite(inertia[0]):
+                raise ValueError("Input X contains NaN or infinity (or values whose "
+                                 "squares overflow).")
+            return labels[0], float(inertia[0])
+        return surviving(data, attempt)
+
+    def predict(self, X, sample_weight=None):
+        """The nearest centre of the best model for each row of X."""
+        return self._assign(X)[0]
+
+    def score(self, X, y=None, sample_weight=None):
+        """Minus the best model's inertia on X."""
+        return -self._assign(X, sample_weight)[1]

@@ -1,0 +1,344 @@
+"""Gaussian-mixture EM (scikit-learn's GaussianMixture API) with MDL order selection.
+
+One EM iteration is one pass over every chunk of a ShardedData
+(gmm_pass.py: the E kernel, then the M kernel on the responsibilities it
+left on the device); only the reduced float64 statistics come to the host,
+which updates the model and its Cholesky factors (the model's math, beside
+the MDL merge, is in mdl.py).
+"""
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+
+from . import mdl
+from ..parallel import comm as mpi
+from ._base import BaseEstimator
+from ..parallel.sharded import ShardedGmm
+from ..parallel.manager import DeviceManager, surviving
+from ..parallel.placement import joined_fit_data, new_data
+from ..runtime.progress import Progress, history_entry
+from ..runtime.validation import NotFittedError, check_params, check_random_state
+
+try:
+    from sklearn.base import DensityMixin
+    from sklearn.exceptions import ConvergenceWarning
+except ImportError:   # scikit-learn is optional
+    class ConvergenceWarning(UserWarning):
+        pass
+
+    class DensityMixin:
+        pass
+
+
+class GaussianMixture(DensityMixin, BaseEstimator):
+    """Gaussian mixture fitted by EM on OpenCL devices (scikit-learn's API).
+
+    The E step (log-densities, log-sum-exp, responsibilities) and the M-step
+    statistics run on the devices; the host computes the new parameters.
+    ``min_components``: MDL order selection from n_components down to it
+    (``mdl_path_``, ``n_components_``).  ``devices``, ``dtype``, ``comm``: as
+    in KMeans.
+    """
+
+    _parameter_rules = {
+        "n_components": [(numbers.Integral, 1, None)],
+        "covariance_type": ["full", "diag"],
+        "tol": [(numbers.Real, 0, None)],
+        "reg_covar": [(numbers.Real, 0, None)],
+        "max_iter": [(numbers.Integral, 0, None)],
+        "n_init": [(numbers.Integral, 1, None)],
+        "init_params": ["kmeans", "k-means++", "random", "random_from_data"],
+        "weights_init": [None, np.ndarray, list, tuple],
+        "means_init": [None, np.ndarray, list, tuple],
+        "precisions_init": [None, np.ndarray, list, tuple],
+        "random_state": [None, numbers.Integral, np.random.RandomState],
+        "min_components": [None, (numbers.Integral, 1, None)],
+        "devices": [None, str, list, tuple, DeviceManager],
+        "dtype": [None, "float32", "float64", type, np.dtype],
+        "verbose": [(numbers.Integral, 0, None), bool],
+    }
+
+    def __init__(self, n_components=1, *, covariance_type="full", tol=1e-3, reg_covar=1e-6,
+                 max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
+                 means_init=None, precisions_init=None, random_state=None,
+                 min_components=None, devices=None, dtype=None, comm=None, verbose=0):
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.init_params = init_params
+        self.weights_init = weights_init
+        self.means_init = means_init
+        self.precisions_init = precisions_init
+        self.random_state = random_state
+        self.min_components = min_components
+        self.devices = devices
+        self.dtype = dtype
+        self.comm = comm
+        self.verbose = verbose
+
+    @property
+    def _full(self):
+        return self.covariance_type == "full"
+
+    # ---------------------------------------------------------------- fitting
+    def fit(self, X, y=None):
+        check_params(self, self._parameter_rules)
+        if self.min_components is not None and self.min_components > self.n_components:
+            raise ValueError(f"min_components={self.min_components} must be <= "
+                             f"n_components={self.n_components}")
+        # the collective check of all ranks' shards; a pass that raises on
+        # one rank raises on all (self._ranks.together)
+        (data, _), self._ranks = joined_fit_data(self, X, None)
+        rng = check_random_state(self.random_state)
+
+        def attempt():
+            n = self._ranks.n
+            if n < 2:
+                raise ValueError(f"Found array with {n} sample(s) (shape=({n}, {data.d})) "
+                                 "while a minimum of 2 is required by GaussianMixture.")
+            if n < self.n_components:
+                raise ValueError("Expected n_samples >= n_components but got n_components = "
+                                 f"{self.n_components}, n_samples = {n}")
+            return self._fit(data, n, rng)
+        return surviving(data, attempt, rng)
+
+    def _fit(self, data, n, rng):
+        *_, finite = data.moments()
+        mpi.check_together(self.comm, None if finite else
+                           ValueError("Input X contains NaN or infinity."))
+        full, d = self._full, data.d
+        given = self._checked_inits(d)
+        gm = ShardedGmm(data, self.n_components, full)
+        self.history_ = []   # every EM iteration of the fit (all inits, all MDL orders)
+        self._eps = float(np.finfo(data.dtype).eps)
+        self._float32 = data.dtype == np.float32
+        best = None
+        for init in range(self.n_init if not all(g is not None for g in given) else 1):
+            model = self._initial_model(gm, data, given, rng)
+            fitted = self._em(gm, model, n)
+            if self.verbose:
+                print(f"GaussianMixture init {init}: lower bound {fitted.lower_bound:.6g}, "
+                      f"{fitted.n_iter} iterations, converged={fitted.converged}")
+            if best is None or fitted.lower_bound > best.lower_bound:
+                best = fitted
+        self.mdl_path_ = None
+        if self.min_components is not None:
+            best, self.mdl_path_ = mdl.select_order(
+                best, lambda m: self._em(gm, m, n),
+                lambda m: self._loglik(gm, m), self.min_components, n, d, full)
+        if not best.converged and self.max_iter > 0:
+            warnings.warn("Best performing initialization did not converge. Try different "
+                          "init parameters, or increase max_iter, tol, or check for "
+                          "degenerate data.", ConvergenceWarning, stacklevel=3)
+        self._set_model(best.model, data.dtype)
+        self.converged_, self.n_iter_ = best.converged, best.n_iter
+        self.lower_bound_ = best.lower_bound
+        self.n_features_in_ = d
+        self.devices_ = data.rows_per_device
+        return self
+
+    def _em(self, gm, model, n):
+        """EM iterations from *model* (scikit-learn's loop): a Fitted."""
+        with Progress(self.max_iter, f"GMM K={len(model.weights)}",
+                      bool(self.verbose) and self._ranks.rank == 0) as bar:
+            return self._em_steps(gm, model, n, bar)
+
+    def _em_steps(self, gm, model, n, bar):
+        lower_bound, converged, it = -np.inf, False, 0
+        for it in range(1, self.max_iter + 1):
+            start = time.perf_counter()
+            prev = lower_bound
+            ll, bad, stats = self._ranks.together(
+                lambda: gm.em(mdl.records(model, self._full), model.means))
+            ll, bad, stats = mpi.sum_across(self.comm, np.array(ll), np.array(bad), stats)
+            if bad:
+                raise ValueError("Input X contains NaN or infinity (or values whose "
+                                 "log-density is not finite).")
+            model = mdl.m_step(stats, model.means, self.reg_covar, self._full, self._eps,
+                               self._float32)
+            lower_bound = float(ll) / n
+            self.history_.append(history_entry(it, start, gm.data, lower_bound=lower_bound,
+                                               n_components=len(model.weights)))
+            bar.step(lower_bound=lower_bound)
+            if self.verbose > 1:
+                print(f"  iteration {it}: lower bound {lower_bound:.8g}")
+            if abs(lower_bound - prev) < self.tol:
+                converged = True
+                break
+            gm.data.rebalance()
+        return mdl.Fitted(model, lower_bound, it, converged)
+
+    def _loglik(self, gm, model):
+        ll, bad, _ = self._ranks.together(
+            lambda: gm.score(mdl.records(model, self._full), want=()))
+        ll, bad = mpi.sum_across(self.comm, np.array(ll), np.array(bad))
+        if bad:
+            raise ValueError("Input X contains NaN or infinity.")
+        return float(ll)
+
+    # --------------------------------------------------------- initialisation
+    def _checked_inits(self, d):
+        """weights_init, means_init, precisions_init as float64 (None stays None),
+        checked as scikit-learn checks them."""
+        k, full = self.n_components, self._full
+        out = []
+        for name, value, shape in (("weights", self.weights_init, (k,)),
+                                   ("means", self.means_init, (k, d)),
+                                   ("precisions", self.precisions_init,
+                                    (k, d, d) if full else (k, d))):
+            if value is None:
+                out.append(None)
+                continue
+            value = np.array(value, dtype=np.float64)
+            if value.shape != shape:
+                raise ValueError(f"The parameter '{name}' should have the shape of {shape}, "
+                                 f"but got {value.shape}")
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"The parameter '{name}' contains NaN or infinity.")
+            out.append(value)
+        w, _, p = out
+        if w is not None:
+            if np.any(w < 0) or np.any(w > 1):
+                raise ValueError("The parameter 'weights' should be in the range [0, 1], but "
+                                 f"got max value {w.max():.5f}, min value {w.min():.5f}")
+            if not abs(1.0 - w.sum()) <= 1e-6:
+                raise ValueError("The parameter 'weights' should be normalized, but got "
+                                 f"sum(weights) = {w.sum():.5f}")
+        if p is not None:
+            if full:
+                sym = np.allclose(p, np.swapaxes(p, 1, 2))
+                if not sym or np.any(np.linalg.eigvalsh(p) <= 0):
+                    raise ValueError("'full precision' should be symmetric, positive-definite")
+            elif np.any(p <= 0):
+                raise ValueError("'diag precision' should be positive")
+        return out
+
+    def _initial_model(self, gm, data, given, rng):
+        full, k = self._full, self.n_components
+        w0, m0, p0 = given
+        if w0 is None or m0 is None or p0 is None:
+            rows = self._resp_rows(data, rng)
+            local_mean = data.moments()[0]
+            n = float(mpi.sum_across(self.comm, np.array([data.n]))[0])
+            center = np.broadcast_to(mpi.sum_across(self.comm, local_mean * data.n) / n,
+                                     (k, data.d))
+            # means first (about the data mean), then the scatter about them
+            stats = mpi.sum_across(self.comm, gm.stats_from(rows, center))
+            nk = stats[:, 0] + 10 * self._eps
+            means = (stats[:, 1:1 + data.d] + stats[:, :1] * center) / nk[:, None]
+            stats = mpi.sum_across(self.comm, gm.stats_from(rows, means))
+            est = mdl.m_step(stats, means, self.reg_covar, full, self._eps, self._float32)
+            est.weights = (stats[:, 0] + 10 * self._eps) / n
+            w0 = est.weights if w0 is None else w0
+            m0 = est.means if m0 is None else m0
+            if p0 is None:
+                return mdl.Model(w0, m0, est.covariances, est.prec_chol)
+        prec_chol = mdl.cholesky_of_precisions(p0, full)
+        return mdl.Model(w0, m0, mdl.covariances_of(prec_chol, full), prec_chol)
+
+    def _resp_rows(self, data, rng):
+        """rows(start, stop) -> the initial responsibilities of those rows."""
+        k, dtype = self.n_components, data.dtype
+        if self.init_params == "random":
+            resp = rng.uniform(size=(data.n, k))
+            resp /= resp.sum(axis=1)[:, None]
+            return lambda start, stop: resp[start:stop].astype(dtype)
+        if self.init_params == "kmeans":
+            from .kmeans import KMeans
+            labels = KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
+                            dtype=dtype).fit(data.source).labels_
+            idx, cols = np.arange(data.n), labels
+        elif self.init_params == "random_from_data":
+            idx, cols = rng.choice(data.n, size=k, replace=False), np.arange(k)
+        else:   # k-means++ on the devices
+            from .inits import kmeans_plusplus
+            idx = np.asarray(kmeans_plusplus(data, k, rng, np.ones(data.n, dtype)))
+            cols = np.arange(k)
+
+        def rows(start, stop):
+            out = np.zeros((stop - start, k), dtype)
+            sel = (idx >= start) & (idx < stop)
+            out[idx[sel] - start, cols[sel]] = 1
+            return out
+        return rows
+
+    def _set_model(self, model, dtype):
+        full = self._full
+        self.weights_ = model.weights.astype(dtype)
+        self.means_ = model.means.astype(dtype)
+        self.covariances_ = model.covariances.astype(dtype)
+        self.precisions_cholesky_ = model.prec_chol.astype(dtype)
+        self.precisions_ = mdl.precisions_of(model.prec_chol, full).astype(dtype)
+        self.n_components_ = model.k
+
+    # ------------------------------------------------------------- inference
+    def _model(self):
+        if not hasattr(self, "means_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using this "
+                                 "estimator.")
+        return mdl.Model(self.weights_.astype(np.float64), self.means_.astype(np.float64),
+                         self.covariances_.astype(np.float64),
+                         self.precisions_cholesky_.astype(np.float64))
+
+    def _score(self, X, want):
+        model = self._model()
+        data = new_data(self, X, None, self.means_.dtype)
+        _, bad, arrays = surviving(data, lambda: ShardedGmm(data, model.k, self._full).score(
+            mdl.records(model, self._full), want))
+        if bad:
+            raise ValueError("Input X contains NaN or infinity.")
+        return arrays
+
+    def score_samples(self, X):
+        return self._score(X, ("lse",))["lse"]
+
+    def score(self, X, y=None):
+        return float(np.mean(self.score_samples(X)))
+
+    def predict(self, X):
+        return self._score(X, ("labels",))["labels"]
+
+    def predict_proba(self, X):
+        return self._score(X, ("resp",))["resp"]
+
+    def fit_predict(self, X, y=None):
+        return self.fit(X).predict(X)
+
+    def _n_parameters(self):
+        return mdl.n_parameters(self.n_components_, self.n_features_in_, self._full)
+
+    def bic(self, X):
+        n = len(X)
+        return -2 * self.score(X) * n + self._n_parameters() * math.log(n)
+
+    def aic(self, X):
+        return -2 * self.score(X) * len(X) + 2 * self._n_parameters()
+
+    def mdl(self, X):
+        """Rissanen's MDL of the model on X: -log L + 1/2 P log(N D)."""
+        n = len(X)
+        return mdl.mdl_value(self.score(X) * n, self.n_components_, n, self.n_features_in_,
+                             self._full)
+
+    def sample(self, n_samples=1):
+        """Random samples from the fitted mixture: (X, component labels)."""
+        model = self._model()
+        if n_samples < 1:
+            raise ValueError(f"Invalid value for 'n_samples': {n_samples} . The sampling "
+                             "requires at least one sample.")
+        rng = check_random_state(self.random_state)
+        counts = rng.multinomial(n_samples, model.weights / model.weights.sum())
+        if self._full:
+            X = np.vstack([rng.multivariate_normal(m, c, int(s)) for m, c, s in
+                           zip(model.means, model.covariances, counts)])
+        else:
+            X = np.vstack([m + rng.standard_normal(size=(s, len(m))) * np.sqrt(c)
+                           for m, c, s in zip(model.means, model.covariances, counts)])
+        return X, np.repeat(np.arange(model.k), counts)

@@ -1,0 +1,267 @@
+"""Hierarchical agglomerative clustering: scipy's linkage and scikit-learn's
+AgglomerativeClustering, computed on an OpenCL device.
+
+The device work (distance matrix, merges) is in linkage_device.py and
+linkage_generic.py; here are the public API, input rules and the
+bookkeeping scipy and scikit-learn do on the host (sorting, relabelling,
+cutting the tree).
+"""
+import heapq
+import warnings
+
+import numpy as np
+
+from ._base import BaseEstimator, ClusterMixin
+from ..runtime.devices import preferred, select_devices
+from ..passes.linkage import NN_CHAIN, Plan, condensed_distances, nn_chain, prim_single
+from ..passes.linkage_generic import generic_linkage
+from ..runtime.validation import check_data, check_params
+
+METHODS = ("single", "complete", "average", "weighted", "centroid", "median", "ward")
+METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
+EUCLIDEAN_METHODS = ("centroid", "median", "ward")
+
+
+def _plan(devices):
+    profile = preferred(select_devices(devices))[0]
+    if not profile.fp64:
+        warnings.warn(f"{profile} has no fp64: distances and heights in float32, "
+                      "so near-ties may merge unlike scipy", RuntimeWarning, stacklevel=3)
+    return Plan(profile, np.float64 if profile.fp64 else np.float32)
+
+
+def _check_condensed(y):
+    m = y.shape[0]
+    n = int(np.ceil(np.sqrt(m * 2)))
+    if n * (n - 1) // 2 != m or m == 0:
+        raise ValueError("Length n of condensed distance matrix 'y' must be a binomial "
+                         "coefficient, i.e. there must be a k such that (k \\choose 2)=n) "
+                         "with k >= 2!")
+    if not np.all(np.isfinite(y)):
+        raise ValueError("The condensed distance matrix must contain only finite values.")
+
+
+def label(Z, n):
+    """scipy's _hierarchy.label: merges of point/cluster indices (sorted by
+    height) become cluster ids, the smaller id first, with cluster sizes."""
+    parent = np.arange(2 * n - 1).tolist()
+    size = [1] * (2 * n - 1)
+
+    def find(x):
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+    pairs = Z[:, :2].astype(np.int64).tolist()
+    for k, (x, y) in enumerate(pairs):
+        a, b = find(x), find(y)
+        Z[k, 0], Z[k, 1] = min(a, b), max(a, b)
+        parent[a] = parent[b] = n + k
+        size[n + k] = size[a] + size[b]
+        Z[k, 3] = size[n + k]
+    return Z
+
+
+def _sorted_linkage(pairs, heights, n):
+    Z = np.empty((n - 1, 4))
+    Z[:, :2], Z[:, 2] = pairs, heights
+    return label(Z[np.argsort(heights, kind="mergesort")], n)
+
+
+def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devices=None):
+    """scipy.cluster.hierarchy.linkage on an OpenCL device: the same Z.
+
+    *y*: observations (n x d) or a condensed distance vector (pdist's
+    layout).  *method*: single, complete, average, weighted, centroid,
+    median or ward; *metric*: euclidean, sqeuclidean, cityblock, chebyshev
+    or cosine (observations only).  Single linkage runs Prim's MST,
+    complete/average/weighted/ward the nearest-neighbour chain and
+    centroid/median the generic algorithm, as scipy does, so ties and
+    duplicate points merge as scipy merges them.  ``devices``: as in every
+    oclclust estimator (the first GPU of them, else the largest device).
+    """
+    if method not in METHODS:
+        raise ValueError(f"Invalid method: {method}")
+    if not isinstance(metric, str) or metric not in METRICS:
+        raise ValueError(f"Unknown or unsupported metric {metric!r}: oclclust.linkage "
+                         f"supports {', '.join(METRICS)} (or a condensed distance vector)")
+    y = np.asarray(y)
+    if y.dtype.kind not in "fiub":
+        raise ValueError(f"linkage needs numeric input, got dtype {y.dtype}")
+    y = y.astype(np.float64)
+    if method in EUCLIDEAN_METHODS and metric != "euclidean" and y.ndim == 2:
+        raise ValueError(f"`method={method}` requires the distance metric to be Euclidean")
+    if y.ndim == 1:
+        _check_condensed(y)
+        X = None
+    elif y.ndim == 2:
+        X = check_data(y, "linkage", min_samples=2)
+        if not np.all(np.isfinite(X)):
+            raise ValueError("Input contains NaN or infinity.")
+        if (X.shape[0] == X.shape[1] and np.allclose(np.diag(X), 0) and np.all(X >= 0)
+                and np.allclose(X, X.T)):
+            from scipy.cluster.hierarchy import ClusterWarning
+            warnings.warn("The symmetric non-negative hollow observation matrix looks "
+                          "suspiciously like an uncondensed distance matrix",
+                          ClusterWarning, stacklevel=2)
+        y = None
+    else:
+        raise ValueError("`y` must be 1 or 2 dimensional.")
+    plan = _plan(devices)
+    dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
+    if method == "single":
+        Z = _sorted_linkage(*prim_single(plan, dist, n), n)
+    elif method in NN_CHAIN:
+        Z = _sorted_linkage(*nn_chain(plan, dist, n, method), n)
+    else:
+        Z = generic_linkage(plan, dist, n, method)
+    if optimal_ordering:
+        from scipy.cluster.hierarchy import optimal_leaf_ordering
+        from scipy.spatial.distance import pdist
+        Z = optimal_leaf_ordering(Z, y if X is None else pdist(X, metric))
+    return Z
+
+
+# ------------------------------------------------- scikit-learn's estimator
+# metric names scikit-learn accepts -> scipy's (the linkage's) names
+SKLEARN_METRICS = {"euclidean": "euclidean", "l2": "euclidean", "l1": "cityblock",
+                   "manhattan": "cityblock", "cityblock": "cityblock",
+                   "sqeuclidean": "sqeuclidean", "chebyshev": "chebyshev", "cosine": "cosine"}
+
+
+def sklearn_single_children(Z_points, n):
+    """scikit-learn's children of single linkage: its MST edges (the same Prim
+    order) labelled by union-find without scipy's smaller-id-first swap."""
+    parent = list(range(2 * n - 1))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+    children = np.empty((n - 1, 2), np.intp)
+    for k, (x, y) in enumerate(Z_points.tolist()):
+        a, b = find(x), find(y)
+        children[k] = a, b
+        parent[a] = parent[b] = n + k
+    return children
+
+
+def hc_cut(n_clusters, children, n_leaves):
+    """scikit-learn's _hc_cut: labels of the n_clusters top clusters, numbered
+    in the order of its heap of node ids."""
+    if n_clusters > n_leaves:
+        raise ValueError(f"Cannot extract more clusters than samples: {n_clusters} clusters "
+                         f"were given for a tree with {n_leaves} leaves.")
+    nodes = [-(max(children[-1]) + 1)]
+    for _ in range(n_clusters - 1):
+        these = children[-nodes[0] - n_leaves]
+        heapq.heappush(nodes, -these[0])
+        heapq.heappushpop(nodes, -these[1])
+    labels = np.zeros(n_leaves, dtype=np.intp)
+    for i, node in enumerate(nodes):
+        stack = [-node]
+        while stack:                      # the leaves under node
+            c = stack.pop()
+            if c < n_leaves:
+                labels[c] = i
+            else:
+                stack.extend(children[c - n_leaves])
+    return labels
+
+
+def _tree(X, method, metric, devices):
+    """(children, distances) as scikit-learn's tree builders give them."""
+    if metric == "precomputed" or callable(metric):
+        D = metric(X) if callable(metric) else X
+        if D.shape[0] != D.shape[1]:
+            raise ValueError(f"Distance matrix should be square, got matrix of shape {D.shape}")
+        Z = linkage(D[np.triu_indices(D.shape[0], k=1)], method, devices=devices)
+        return Z[:, :2].astype(np.intp), Z[:, 2]
+    metric = SKLEARN_METRICS[metric]
+    if metric == "cosine" and np.any(~np.any(X, axis=1)):
+        raise ValueError("Cosine affinity cannot be used when X contains zero vectors")
+    if method == "single" and metric in ("euclidean", "cityblock", "chebyshev"):
+        # scikit-learn runs its own Prim (the same edges) and labels unswapped
+        plan = _plan(devices)
+        dist, n = condensed_distances(plan, X=X, metric=metric)
+        pairs, heights = prim_single(plan, dist, n)
+        order = np.argsort(heights, kind="mergesort")
+        return sklearn_single_children(pairs[order], n), heights[order]
+    Z = linkage(X, method, metric, devices=devices)
+    return Z[:, :2].astype(np.intp), Z[:, 2]
+
+
+class AgglomerativeClustering(ClusterMixin, BaseEstimator):
+    """Agglomerative clustering on an OpenCL device (scikit-learn's API).
+
+    The tree is oclclust.linkage's (scipy's algorithms on the device), so
+    ``labels_``, ``children_`` and ``distances_`` equal scikit-learn's.
+    ``connectivity`` constraints are not implemented (NotImplementedError).
+    ``devices``: as in every oclclust estimator.
+    """
+
+    def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,
+                 compute_full_tree="auto", linkage="ward", distance_threshold=None,
+                 compute_distances=False, devices=None):
+        self.n_clusters = n_clusters
+        self.metric = metric
+        self.memory = memory
+        self.connectivity = connectivity
+        self.compute_full_tree = compute_full_tree
+        self.linkage = linkage
+        self.distance_threshold = distance_threshold
+        self.compute_distances = compute_distances
+        self.devices = devices
+
+    def fit(self, X, y=None):
+        check_params(self, {
+            "n_clusters": [(int, 1, None), (np.integer, 1, None), None],
+            "compute_full_tree": ["auto", bool, np.bool_],
+            "linkage": ["ward", "complete", "average", "single"],
+            "distance_threshold": [(float, 0, None), (int, 0, None), (np.floating, 0, None),
+                                   None],
+            "compute_distances": [bool, np.bool_]})
+        metric = self.metric
+        if not (callable(metric) or metric == "precomputed" or metric in SKLEARN_METRICS):
+            raise ValueError(f"The 'metric' parameter of AgglomerativeClustering must be one "
+                             f"of {sorted(SKLEARN_METRICS)}, 'precomputed' or a callable. "
+                             f"Got {metric!r} instead.")
+        if self.connectivity is not None:
+            raise NotImplementedError("connectivity constraints are not implemented in "
+                                      "oclclust: use sklearn.cluster.AgglomerativeClustering")
+        X = check_data(X, type(self).__name__, min_samples=2)
+        X = np.asarray(X, np.float64)
+        if not np.all(np.isfinite(X)):
+            raise ValueError("Input X contains NaN or infinity.")
+        self.n_features_in_ = X.shape[1]
+        if not ((self.n_clusters is None) ^ (self.distance_threshold is None)):
+            raise ValueError("Exactly one of n_clusters and distance_threshold has to be "
+                             "set, and the other needs to be None.")
+        if self.distance_threshold is not None and not self.compute_full_tree:
+            raise ValueError("compute_full_tree must be True if distance_threshold is set.")
+        if self.linkage == "ward" and metric not in ("euclidean", "l2"):
+            raise ValueError(f"{metric} was provided as metric. Ward can only work with "
+                             "euclidean distances (i.e. 'euclidean' and 'l2').")
+        tree = _tree
+        if self.memory is not None:
+            memory = self.memory
+            if isinstance(memory, str):
+                import joblib
+                memory = joblib.Memory(location=memory, verbose=0)
+            tree = memory.cache(_tree, ignore=["devices"])
+        self.children_, distances = tree(X, self.linkage, metric, self.devices)
+        self.n_leaves_, self.n_connected_components_ = X.shape[0], 1
+        if self.distance_threshold is not None or self.compute_distances:
+            self.distances_ = distances
+        if self.distance_threshold is not None:
+            self.n_clusters_ = int(np.count_nonzero(distances >= self.distance_threshold)) + 1
+        else:
+            self.n_clusters_ = self.n_clusters
+        self.labels_ = hc_cut(self.n_clusters_, self.children_, self.n_leaves_)
+        return self
+
+    def fit_predict(self, X, y=None):
+        return self.fit(X).labels_

@@ -1,0 +1,72 @@
+"""Greedy k-means++ seeding over a fit's rows on all its devices and ranks:
+the draws here, the potentials and prefix sums on the devices (ChunkSeeding)."""
+import numpy as np
+
+from ..parallel.comm import Ranks
+from ..passes.kmeanspp import ChunkSeeding
+
+
+def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials=None,
+                    ranks=None):
+    """Indices of *n_clusters* rows of *data* (ShardedData) chosen by greedy k-means++.
+
+    With *ranks* (mpi.Ranks of several ranks) the rows are every rank's, the
+    indices global, and every rank draws the same numbers: the choice is that
+    of one process seeding the concatenated data."""
+    trials = n_local_trials or 2 + int(np.log(n_clusters))
+    seeds = data.map(lambda c: ChunkSeeding(c, trials))
+    by_chunk = dict(zip(map(id, data.chunks), seeds))
+    ranks = ranks or Ranks(None, data.n, data.d, data.dtype)
+
+    def on_chunks(method, *args):
+        return data.map(lambda c: getattr(by_chunk[id(c)], method)(*args))
+
+    def choose(rows, best_of):
+        pots = np.array(on_chunks("potentials", rows))   # chunks x candidates
+        best = best_of(ranks.sum(pots.sum(axis=0)))
+        on_chunks("keep", best)
+        return best, pots[:, best]
+
+    def pick(targets, chunk_pot):
+        """Global rows whose prefix sums of potentials reach *targets*."""
+        owner, local = ranks.locate(chunk_pot.sum(), targets)
+        mine = owner == ranks.rank
+        found = np.zeros(len(targets))
+        if mine.any():
+            found[mine] = ranks.offset + _locate(data, seeds, chunk_pot, local[mine])
+        return ranks.sum(found).astype(np.int64)
+
+    if ranks.comm is None:
+        first = int(random_state.choice(data.n, p=host_weights / host_weights.sum()))
+    else:   # numpy's choice(p=...): one uniform draw against the weights' cumsum
+        cdf = np.cumsum(host_weights, dtype=np.float64)
+        target = random_state.random_sample() * float(ranks.sum(cdf[-1]))
+        owner, local = ranks.locate(cdf[-1], np.array([target]))
+        here = (ranks.offset + min(int(np.searchsorted(cdf, local[0], side="right")),
+                                   data.n - 1)) if owner[0] == ranks.rank else 0
+        first = int(ranks.sum(float(here)))
+    indices = [first]
+    _, chunk_pot = choose(ranks.rows(data, [first]), lambda total: 0)
+    for _ in range(1, n_clusters):
+        total = float(ranks.sum(chunk_pot.sum()))
+        candidates = pick(random_state.uniform(size=trials) * total, chunk_pot)
+        best, chunk_pot = choose(ranks.rows(data, candidates), np.argmin)
+        indices.append(int(candidates[best]))
+    return np.array(indices)
+
+
+def _locate(data, seeds, chunk_pot, targets):
+    """numpy.searchsorted over the global prefix sums, chunk by chunk."""
+    ends = np.cumsum(chunk_pot)
+    owner = np.minimum(np.searchsorted(ends, targets, side="left"), len(seeds) - 1)
+    found = np.empty(len(targets), dtype=np.int64)
+    wanted = {c: np.flatnonzero(owner == c) for c in np.unique(owner)}
+
+    def search(chunk):
+        c = data.chunks.index(chunk)
+        if c not in wanted:
+            return None
+        local = targets[wanted[c]] - (ends[c - 1] if c else 0.0)
+        found[wanted[c]] = chunk.offset + seeds[c].search(local)
+    data.map(search)
+    return found

@@ -1,0 +1,178 @@
+"""Data files for the command line and batch jobs: rows x features arrays.
+
+``.npy`` (memory-mapped) and ``.npz``; ``.csv`` / ``.tsv`` (a header line is
+detected: a first line that does not parse as numbers); ``.fvecs`` /
+``.bvecs`` / ``.ivecs`` (the SIFT/GIST descriptor formats: each vector is an
+int32 dimension followed by its values); ``.fcs`` flow-cytometry files
+through ``flowio`` (columns are channel names, PnN or PnS) and ``.h5`` /
+``.hdf5`` through ``h5py`` (the dataset path as *key*) -- both optional
+extras (``pip install 'oclclust[formats]'``).  Under MPI (``comm``) each rank
+gets its contiguous slice of the rows; for ``.npy`` and the vecs formats
+only that slice is read.  A bad or truncated file raises DataFileError
+naming the file and the problem.
+"""
+import csv
+import os
+
+import numpy as np
+
+from .shards import shard_range
+
+VECS = {".fvecs": np.float32, ".ivecs": np.int32, ".bvecs": np.uint8}
+
+
+class DataFileError(ValueError):
+    """A data file that cannot be read as a samples x features array."""
+
+
+def load_data(path, columns=None, key=None, comm=None):
+    """This rank's rows of the data in *path* (all rows without *comm*).
+    *columns*: indices or (for files with a header) names to keep;
+    *key*: the array's name in an .npz file."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise DataFileError(f"{path}: no such file")
+    ext = os.path.splitext(path)[1].lower()
+    header = None
+    if ext == ".npy":
+        X = _npy(path)
+    elif ext == ".npz":
+        X = _npz(path, key)
+    elif ext in (".csv", ".tsv", ".txt"):
+        X, header = _text(path, "\t" if ext == ".tsv" else ",")
+    elif ext in VECS:
+        X = _vecs(path, VECS[ext])
+    elif ext == ".fcs":
+        X, header = _fcs(path)
+    elif ext in (".h5", ".hdf5"):
+        X = _hdf5(path, key)
+    else:
+        raise DataFileError(f"{path}: unknown data format {ext!r} (known: .npy, .npz, "
+                            ".csv, .tsv, .fvecs, .bvecs, .ivecs, .fcs, .h5, .hdf5)")
+    if X.ndim != 2:
+        raise DataFileError(f"{path}: expected samples x features (2-D), got shape {X.shape}")
+    if columns is not None:
+        X = X[:, _column_indices(path, columns, header, X.shape[1])]
+    start, stop = shard_range(len(X), comm)
+    return np.asarray(X[start:stop])
+
+
+def _npy(path):
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise DataFileError(f"{path}: not a valid .npy file ({exc})") from exc
+
+
+def _npz(path, key):
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            names = list(npz.files)
+            if key is None:
+                if len(names) != 1:
+                    raise DataFileError(f"{path}: holds {len(names)} arrays {names}: "
+                                        "name one (--key)")
+                key = names[0]
+            if key not in names:
+                raise DataFileError(f"{path}: no array {key!r} (has {names})")
+            return npz[key]
+    except (ValueError, OSError, EOFError) as exc:
+        if isinstance(exc, DataFileError):
+            raise
+        raise DataFileError(f"{path}: not a valid .npz file ({exc})") from exc
+
+
+def _text(path, delimiter):
+    with open(path, newline="") as fh:
+        rows = [r for r in csv.reader(fh, delimiter=delimiter) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise DataFileError(f"{path}: the file is empty")
+    header = None
+    try:
+        [float(c) for c in rows[0]]
+    except ValueError:
+        header, rows = [c.strip() for c in rows[0]], rows[1:]
+    if not rows:
+        raise DataFileError(f"{path}: a header but no data rows")
+    width = len(header) if header else len(rows[0])
+    for i, row in enumerate(rows):
+        if len(row) != width:
+            raise DataFileError(f"{path}: line {i + 1 + (header is not None)} has {len(row)} "
+                                f"fields, expected {width}")
+    try:
+        return np.array(rows, dtype=np.float64), header
+    except ValueError as exc:
+        raise DataFileError(f"{path}: a value is not a number ({exc})") from exc
+
+
+def _vecs(path, dtype):
+    """Records of (int32 d, d values); all of one d (the SIFT/GIST layout)."""
+    size = os.path.getsize(path)
+    if size < 4:
+        raise DataFileError(f"{path}: the file is empty or truncated")
+    d = int(np.fromfile(path, dtype="<i4", count=1)[0])
+    itemsize = np.dtype(dtype).itemsize
+    record = 4 + d * itemsize
+    if d <= 0 or size % record:
+        raise DataFileError(f"{path}: truncated or not a {os.path.splitext(path)[1]} file "
+                            f"(first dimension {d}, {size} bytes is no whole number of "
+                            f"{record}-byte records)")
+    raw = np.memmap(path, dtype=np.uint8, mode="r").reshape(-1, record)
+    dims = raw[:, :4].view("<i4").ravel()
+    if (dims != d).any():
+        raise DataFileError(f"{path}: record {int(np.flatnonzero(dims != d)[0])} has "
+                            f"dimension {int(dims[dims != d][0])}, the first has {d}")
+    return raw[:, 4:].view(np.dtype(dtype).newbyteorder("<"))
+
+
+def _optional(module, path):
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise DataFileError(f"{path}: reading it needs the {module} package: "
+                            f"pip install 'oclclust[formats]'") from None
+
+
+def _fcs(path):
+    """Events x channels; channel names (PnN, or PnS where given) as header."""
+    flowio = _optional("flowio", path)
+    try:
+        fcs = flowio.FlowData(path)
+        X = fcs.as_array()
+    except Exception as exc:   # noqa: BLE001 -- flowio raises many kinds
+        raise DataFileError(f"{path}: not a readable FCS file ({exc})") from exc
+    return X, list(fcs.pnn_labels)
+
+
+def _hdf5(path, key):
+    h5py = _optional("h5py", path)
+    try:
+        with h5py.File(path, "r") as fh:
+            if key is None:
+                names = [n for n in fh if isinstance(fh[n], h5py.Dataset)]
+                if len(names) != 1:
+                    raise DataFileError(f"{path}: holds datasets {names}: name one (--key)")
+                key = names[0]
+            if key not in fh or not isinstance(fh[key], h5py.Dataset):
+                raise DataFileError(f"{path}: no dataset {key!r}")
+            return fh[key][()]
+    except OSError as exc:
+        raise DataFileError(f"{path}: not a readable HDF5 file ({exc})") from exc
+
+
+def _column_indices(path, columns, header, width):
+    out = []
+    for c in columns:
+        if isinstance(c, str) and not c.lstrip("-").isdigit():
+            if header is None or c not in header:
+                raise DataFileError(f"{path}: no column named {c!r}"
+                                    + (f" (columns: {header})" if header else
+                                       " (the file has no header)"))
+            out.append(header.index(c))
+        else:
+            i = int(c)
+            if not -width <= i < width:
+                raise DataFileError(f"{path}: column {i} out of range ({width} columns)")
+            out.append(i % width)
+    return out

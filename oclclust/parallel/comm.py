@@ -1,0 +1,151 @@
+"""MPI: the ranks of a fit and their collectives.  Every rank owns its shard
+and its device manager; the partial statistics of a pass are joined with these.
+
+Only a caller that passes ``comm`` reaches this module's mpi4py use: the
+communicator's own methods are all it calls, so nothing here imports mpi4py
+(and with ``comm=None`` every function is the identity on one rank).
+"""
+import numpy as np
+
+
+class RankError(RuntimeError):
+    """Another rank failed (or disagreed); every rank raises it together."""
+
+
+def size(comm):
+    return 1 if comm is None else comm.Get_size()
+
+
+def rank(comm):
+    return 0 if comm is None else comm.Get_rank()
+
+
+def sum_across(comm, *arrays):
+    """Each array summed over the ranks, in float64, in rank order on every
+    rank (an Allgather, then a sum in a fixed order: every rank gets the
+    same bits, whatever the MPI library's reduction tree)."""
+    flat = [np.asarray(a, dtype=np.float64).ravel() for a in arrays]
+    if comm is None or comm.Get_size() == 1:
+        joined = flat
+    else:
+        mine = np.concatenate(flat) if flat else np.zeros(0)
+        everyone = np.empty((comm.Get_size(), mine.size), np.float64)
+        comm.Allgather(mine, everyone)
+        total = np.zeros(mine.size, np.float64)
+        for row in everyone:          # rank order, the same on every rank
+            total += row
+        joined = np.split(total, np.cumsum([f.size for f in flat])[:-1])
+    out = [j.reshape(np.shape(a)) for j, a in zip(joined, arrays)]
+    return out[0] if len(arrays) == 1 else tuple(out)
+
+
+def check_together(comm, error=None):
+    """A collective check: raise on every rank if any rank had *error*
+    (an exception or None).  Call it where all ranks pass, so a failing rank
+    never leaves the others waiting in the next collective."""
+    if comm is None or comm.Get_size() == 1:
+        if error is not None:
+            raise error
+        return
+    messages = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+    failed = [(r, m) for r, m in enumerate(messages) if m is not None]
+    if not failed:
+        return
+    text = "; ".join(f"rank {r}: {m}" for r, m in failed)
+    if error is not None:
+        raise RankError(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}") \
+            from error
+    raise RankError(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}")
+
+
+class Ranks:
+    """This rank's place in a fit: the communicator (None: a fit of one
+    process), every rank's row count, the global row count ``n`` and this
+    rank's first global row ``offset``.  Building it is the collective check
+    before iterating: a rank that failed to load its shard, has none, or
+    has another n_features or dtype makes every rank raise RankError."""
+
+    def __init__(self, comm, n_local, d, dtype, error=None):
+        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
+        if self.comm is None:
+            if error is not None:
+                raise error
+            self.counts = np.array([n_local], dtype=np.int64)
+            self.rank = 0
+        else:
+            check_together(self.comm, error)
+            shapes = self.comm.allgather((int(n_local), int(d), np.dtype(dtype).name))
+            for what, i in (("n_features", 1), ("dtype", 2)):
+                if len({s[i] for s in shapes}) > 1:
+                    raise RankError(f"the ranks' shards disagree on {what}: " + ", ".join(
+                        f"rank {r}: {s[i]}" for r, s in enumerate(shapes)))
+            self.counts = np.array([s[0] for s in shapes], dtype=np.int64)
+            self.rank = self.comm.Get_rank()
+        self.n = int(self.counts.sum())
+        self.offset = int(self.counts[:self.rank].sum())
+
+    @property
+    def size(self):
+        return len(self.counts)
+
+    def sum(self, *arrays):
+        """float64 sums over the ranks (rank order; identity on one rank)."""
+        return sum_across(self.comm, *arrays)
+
+    def together(self, fn):
+        """fn() on this rank; an exception on any rank raises on all of them
+        (a RankError naming each), so none is left waiting."""
+        if self.comm is None:
+            return fn()
+        try:
+            result, error = fn(), None
+        except Exception as exc:   # noqa: BLE001 -- every error must reach the other ranks
+            result, error = None, exc
+        check_together(self.comm, error)
+        return result
+
+    def gather(self, value):
+        """Every rank's *value* (small Python objects), in rank order."""
+        return [value] if self.comm is None else self.comm.allgather(value)
+
+    def owner(self, index):
+        """(rank, local row) of global row *index*."""
+        rank = int(np.searchsorted(np.cumsum(self.counts), index, side="right"))
+        return rank, int(index - self.counts[:rank].sum())
+
+    def rows(self, data, indices):
+        """Global rows *indices* of the data, float64, on every rank: each
+        rank fills in the rows it owns (the others add zeros, exactly)."""
+        out = np.zeros((len(indices), data.d), np.float64)
+        for j, i in enumerate(indices):
+            rank, local = self.owner(int(i))
+            if rank == self.rank:
+                out[j] = data.row(local)
+        return self.sum(out)
+
+    def locate(self, totals, targets):
+        """For each prefix-sum *target* over all ranks' rows, the owning rank
+        and the target relative to that rank's start; *totals* is this
+        rank's sum.  Returns (owning rank per target, local targets)."""
+        per_rank = np.array(self.gather(float(totals)))
+        ends = np.cumsum(per_rank)
+        owner = np.minimum(np.searchsorted(ends, targets, side="left"), self.size - 1)
+        starts = np.concatenate([[0.0], ends[:-1]])
+        return owner, targets - starts[owner]
+
+
+# ------------------------------------------------------------- local ranks
+_LOCAL = {}
+
+
+def local_rank(comm):
+    """(this rank's index among the ranks of its host, their number).
+    Collective the first time for a communicator (then remembered): a fit
+    asks before anything can fail on one rank and not on the others."""
+    key = comm.py2f()
+    if key not in _LOCAL:
+        from mpi4py import MPI
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        _LOCAL[key] = node.Get_rank(), node.Get_size()
+        node.Free()
+    return _LOCAL[key]

@@ -1,0 +1,431 @@
+"""The device manager: one fit across all devices of a host.
+
+Rows are split into one contiguous shard per device in proportion to weights
+(compute units, explicit, or measured throughput).  A shard that fits its
+device's memory budget is copied there once and stays resident; a larger one
+is streamed in chunks, the next chunk's upload overlapping the current one's
+kernels.  A pass runs every device's chunks on its own thread (all queues
+busy at once) and returns the per-chunk results in row order, so the caller
+reduces them in a fixed order whatever the split.
+"""
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ..runtime.codegen import KernelBuildError
+from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
+from ..runtime.partition import DevicePartition
+
+DEVICE_ERRORS = (cl.Error, KernelBuildError)
+
+
+class DeviceFailure(RuntimeError):
+    """A device failed to build or run a kernel during a pass."""
+
+    def __init__(self, profile, cause):
+        super().__init__(f"OpenCL device {profile} failed: {type(cause).__name__}: {cause}")
+        self.profile, self.cause = profile, cause
+
+
+def surviving(data, attempt, rng=None):
+    """attempt() over *data* (a ShardedData), closed afterwards: a device that
+    fails is dropped with a warning, its rows move to the others and
+    attempt() starts over, from the same state of *rng* when given."""
+    state = None if rng is None else rng.get_state()
+    try:
+        while True:
+            try:
+                return attempt()
+            except DeviceFailure as failure:
+                data.manager.drop(failure)
+                data.reshard()
+                if rng is not None:
+                    rng.set_state(state)
+    finally:
+        data.close()
+
+
+def split_rows(n, weights):
+    """Row counts proportional to *weights* (largest remainder; sum is n)."""
+    w = np.asarray(weights, dtype=np.float64)
+    exact = n * w / w.sum()
+    counts = np.floor(exact).astype(np.int64)
+    counts[np.argsort(-(exact - counts), kind="stable")[:n - counts.sum()]] += 1
+    return counts
+
+
+class DeviceManager:
+    """Devices of one host and how work is split among them.
+
+    ``weights``: "compute_units" (the default), "measured" (a calibration pass,
+    then the previous iterations' timings), or one number per device.
+    ``memory_budget``: bytes of data a device may hold (default: its profile's
+    budget); a larger shard is streamed.
+    """
+
+    def __init__(self, devices=None, weights="compute_units", memory_budget=None):
+        if isinstance(devices, DeviceManager):
+            raise ValueError("devices is already a DeviceManager")
+        if isinstance(devices, (list, tuple)) and devices and \
+                all(isinstance(p, DeviceProfile) for p in devices):
+            self.profiles = list(devices)   # as given: the caller knows best
+        else:
+            self.profiles = reserve_host_cores(
+                _one_per_processor(preferred(select_devices(devices))))
+        if isinstance(weights, str):
+            if weights not in ("compute_units", "measured"):
+                raise ValueError(f"weights must be 'compute_units', 'measured' or numbers, "
+                                 f"got {weights!r}")
+            self.weights = weights
+        else:
+            w = np.asarray(weights, dtype=np.float64)
+            if w.shape != (len(self.profiles),) or not np.all(w >= 0) or w.sum() <= 0:
+                raise ValueError(f"weights must be {len(self.profiles)} non-negative numbers "
+                                 "with a positive sum")
+            self.weights = w
+        self.memory_budget = memory_budget
+        self.measured = None     # rows per second of each device, once known
+        self.reshards = 0        # times rows were laid out anew (rebalancing, faults)
+
+    def current_weights(self):
+        if isinstance(self.weights, np.ndarray):
+            return self.weights
+        if self.weights == "measured" and self.measured is not None:
+            return self.measured
+        return np.array([p.compute_units for p in self.profiles], dtype=np.float64)
+
+    def budget(self, profile):
+        return self.memory_budget if self.memory_budget is not None else profile.memory_budget
+
+    def drop(self, failure):
+        """Forget a failed device (with a warning); its rows go to the others."""
+        i = self.profiles.index(failure.profile)
+        warnings.warn(f"{failure}; its rows move to the remaining devices", RuntimeWarning,
+                      stacklevel=3)
+        del self.profiles[i]
+        if isinstance(self.weights, np.ndarray):
+            self.weights = np.delete(self.weights, i)
+        if self.measured is not None:
+            self.measured = np.delete(self.measured, i)
+        if not self.profiles:
+            raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
+
+    def scatter(self, X, sample_weight=None, calibration=None):
+        """Spread host rows (or take a device array as it is) over the devices.
+        With measured weights not yet measured, *calibration* (a pass of the
+        algorithm, fn(partition)) is first timed on a sample on each device."""
+        return ShardedData(self, X, sample_weight, calibration)
+
+
+class Shard:
+    """One device's rows: resident in one chunk, or streamed in several."""
+
+    def __init__(self, profile, X, w, offset, budget, previous=None):
+        self.profile = profile
+        self.queue = profile.queue()
+        self.offset = offset
+        n, d = X.shape
+        item = X.dtype.itemsize
+        row_state = 4 + 3 * item   # labels, distances, weights stay on the device
+        self.streamed = n * (d * item + row_state) > budget
+        # one buffer may not exceed the device's largest allocation either
+        largest = max(1, profile.max_alloc_size // (d * item))
+        if self.streamed:
+            rows = min(largest, (budget - n * row_state) // (2 * d * item))
+            if rows < 1:
+                raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
+                                  f"{budget} bytes even streamed")
+            self.transfers = cl.CommandQueue(self.queue.context)
+            self.staging = [cla.empty(self.queue, (min(rows, n), d), X.dtype) for _ in (0, 1)]
+        else:
+            rows = max(1, min(n, largest))
+        self.host = X
+        self.chunks = []
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            data = (self.staging[len(self.chunks) % 2][:stop - start] if self.streamed
+                    else X[start:stop])
+            if not self.streamed and rows >= n and previous is not None:
+                data = self._moved(previous, X) if previous.single_resident else data
+            part = DevicePartition(profile, data, None if w is None else w[start:stop],
+                                   offset + start)
+            part.host_rows = (start, stop)
+            self.chunks.append(part)
+
+    @property
+    def single_resident(self):
+        return not self.streamed and len(self.chunks) == 1
+
+    def _moved(self, previous, X):
+        """This shard's rows as a device array made from *previous* (the same
+        device's shard of the last layout): the rows both hold are copied on
+        the device, only the others come from the host.  A rebalance that
+        moves the boundary by a few rows costs a few rows' upload."""
+        old = previous.chunks[0]
+        n, d = X.shape
+        row = d * X.dtype.itemsize
+        lo, hi = max(self.offset, old.offset), min(self.offset + n, old.offset + old.n)
+        if hi <= lo or old.queue.context != self.queue.context:
+            return X
+        x = cla.empty(self.queue, (n, d), X.dtype)
+        cl.enqueue_copy(self.queue, x.data, old.x.data, byte_count=(hi - lo) * row,
+                        src_offset=(lo - old.offset) * row, dst_offset=(lo - self.offset) * row)
+        for a, b in ((self.offset, lo), (hi, self.offset + n)):   # the rows new to it
+            if b > a:
+                cl.enqueue_copy(self.queue, x.data,
+                                np.ascontiguousarray(X[a - self.offset:b - self.offset]),
+                                dst_offset=(a - self.offset) * row)
+        return x
+
+    def _upload(self, i):
+        part = self.chunks[i]
+        start, stop = part.host_rows
+        rows = np.ascontiguousarray(self.host[start:stop])
+        return cl.enqueue_copy(self.transfers, self.staging[i % 2].data, rows,
+                               is_blocking=False), rows
+
+    def run(self, fn):
+        """fn on each chunk in order; streamed chunks are uploaded one ahead."""
+        start = time.perf_counter()
+        results = []
+        if not self.chunks:
+            return results, 0.0
+        pending = self._upload(0) if self.streamed else None
+        for i, part in enumerate(self.chunks):
+            if self.streamed:
+                event, _rows = pending
+                event.wait()
+                if i + 1 < len(self.chunks):
+                    pending = self._upload(i + 1)   # overlaps this chunk's kernels
+            results.append(fn(part))
+            if self.streamed:
+                self.queue.finish()   # its staging buffer is refilled next
+        return results, time.perf_counter() - start
+
+
+class _Done:
+    """A call run at once, answering like the pool's futures (its exception
+    raised by result())."""
+
+    def __init__(self, fn, *args):
+        try:
+            self.value, self.error = fn(*args), None
+        except Exception as exc:   # re-raised where a future's would be
+            self.value, self.error = None, exc
+
+    def result(self):
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class ShardedData:
+    """A data set spread over a manager's devices."""
+
+    def __init__(self, manager, X, sample_weight, calibration=None):
+        self.manager, self.sample_weight = manager, sample_weight
+        self.n, self.d = X.shape
+        self.dtype = np.dtype(X.dtype)
+        self.source = X
+        self.last_times = None
+        self.pass_rates = False
+        self.move_overhead = 0.0   # measured by the first re-split
+        if calibration is not None and manager.measured is None:
+            self._calibrate(calibration)
+        self._layout()
+
+    def _layout(self, previous=()):
+        start = time.perf_counter()
+        previous = {id(s.profile): s for s in previous}
+        X, w, m = self.source, self.sample_weight, self.manager
+        if isinstance(X, cla.Array):   # already on its device: used in place
+            self.shards, self.chunks = [], [DevicePartition(m.profiles[0], X, w)]
+        else:
+            counts = split_rows(self.n, m.current_weights())
+            starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+            def shard(profile, start, rows):
+                return Shard(profile, X[start:start + rows],
+                             None if w is None else w[start:start + rows],
+                             int(start), m.budget(profile), previous.get(id(profile)))
+            # every device's upload at once: the copies to several devices overlap
+            with ThreadPoolExecutor(max(1, len(m.profiles))) as pool:
+                self.shards = list(pool.map(shard, m.profiles, starts, counts))
+            self.chunks = [c for s in self.shards for c in s.chunks]
+        self.starts = np.array([c.offset for c in self.chunks])
+        self.passes, self.lost = 0, 0.0
+        for shard in self.shards:
+            shard.queue.finish()   # the uploads are part of the layout's cost
+        self.layout_seconds = time.perf_counter() - start
+        if not previous:   # a full layout: what moving a row costs
+            self.row_seconds = self.layout_seconds / max(self.n, 1)
+        self._pool = ThreadPoolExecutor(max(1, len(self.shards)))
+
+    @property
+    def rows_per_device(self):
+        """{device: rows}; like-named devices (two GPUs of a model) told
+        apart by their index on the platform."""
+        names = [str(s.profile) for s in self.shards]
+        return {(f"{name} #{s.profile.device_index}" if names.count(name) > 1 else name):
+                sum(c.n for c in s.chunks) for name, s in zip(names, self.shards)}
+
+    def map(self, fn, timed=False):
+        """[fn(chunk) for every chunk] in row order, all devices at once.
+        *timed*: the pass is the algorithm's main one, whose per-device
+        times guide rebalancing."""
+        if not self.shards:
+            return [fn(self.chunks[0])]
+        if len(self.shards) == 1:   # no thread hand-off (tens of us) for one device
+            futures = [_Done(self.shards[0].run, fn)]
+        else:
+            futures = [self._pool.submit(shard.run, fn) for shard in self.shards]
+        results, times, failure = [], [], None
+        for shard, future in zip(self.shards, futures):
+            try:
+                res, seconds = future.result()
+            except DEVICE_ERRORS as exc:
+                failure = failure or DeviceFailure(shard.profile, exc)
+                continue
+            results += res
+            times.append(seconds)
+        if failure:
+            raise failure
+        if timed:   # a layout's first pass also sets its chunks up: not speed
+            self.last_times = times if self.passes else None
+            self.passes += 1
+        return results
+
+    def locate(self, i):
+        c = int(np.searchsorted(self.starts, i, side="right") - 1)
+        return self.chunks[c], int(i - self.starts[c])
+
+    def row(self, i):
+        """Row *i* to the host (from the host copy where there is one)."""
+        if not isinstance(self.source, cla.Array):
+            return np.asarray(self.source[int(i)])
+        chunk, local = self.locate(i)
+        return chunk.row(local)
+
+    def moments(self):
+        """(means, variances, finite) over all rows, combined in float64."""
+        parts = self.map(lambda c: (c.n,) + c.moments())
+        n = np.array([p[0] for p in parts], dtype=np.float64)
+        means = np.array([p[1] for p in parts])
+        mean = (n[:, None] * means).sum(0) / n.sum()
+        m2 = sum(k * (v + (mu - mean) ** 2) for k, mu, v in
+                 zip(n, means, (p[2] for p in parts)))
+        return mean, m2 / n.sum(), all(p[3] for p in parts)
+
+    def reshard(self):
+        """Lay the rows out anew after the device list or weights changed."""
+        if isinstance(self.source, cla.Array):
+            raise RuntimeError("data given as a device array cannot move to other devices")
+        self.manager.reshards += 1
+        self._pool.shutdown()
+        self._layout(previous=self.shards)
+
+    def close(self):
+        self._pool.shutdown()
+
+    def _calibrate(self, fn, rows=None):
+        """Measured weights from short passes: *fn* on the same first rows on
+        every device at once (once to build, then timed), before the rows are
+        laid out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
+        busy, so launch latency does not pass for slowness."""
+        m = self.manager
+        if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
+            return
+        rows = min(self.n, rows or int(np.clip(self.n // 64, 1 << 16, 1 << 18)))
+        sample = np.ascontiguousarray(self.source[:rows])
+        w = None if self.sample_weight is None else self.sample_weight[:rows]
+
+        def timed(profile, least=0.25):
+            """Rows per second over passes of at least *least* seconds in all:
+            one short pass is too noisy to split gigabytes by."""
+            part = DevicePartition(profile, sample, w)
+            fn(part)
+            passes, start = 0, time.perf_counter()
+            while passes < 1 or time.perf_counter() - start < least:
+                fn(part)
+                passes += 1
+            return passes * rows / max(time.perf_counter() - start, 1e-9)
+        # all devices at once, as they will run their shares: they share the
+        # host's cores and memory, and the time is the slowest one's, not the sum
+        with ThreadPoolExecutor(len(m.profiles)) as pool:
+            m.measured = np.array(list(pool.map(timed, m.profiles)))
+
+    def _move_seconds(self):
+        """What laying the rows out by the measured rates would cost: only
+        the rows that change device, when every shard is one resident chunk
+        (the rest are copied on the device); else every row again."""
+        old = np.cumsum([sum(c.n for c in s.chunks) for s in self.shards])[:-1]
+        new = np.cumsum(split_rows(self.n, self.manager.measured))[:-1]
+        moved = np.abs(new - old).sum() if all(s.single_resident for s in self.shards) \
+            else self.n
+        return self.row_seconds * moved + self.move_overhead if moved else 0.0
+
+    def rebalance(self, save=lambda: True, min_gain=0.05):
+        """With measured weights: re-split between passes when it pays.
+        The rates of the last pass (smoothed with the earlier ones) predict a
+        pass time for an ideal split; the rows move once the time this
+        layout has lost over its passes so far exceeds what moving them
+        costs (rent-or-buy: never more than twice the better choice), and
+        the predicted gain is at least *min_gain* of a pass.  Returns
+        save()'s value, taken before the chunks (and their state) are laid
+        out anew, or None."""
+        m = self.manager
+        if not _measuring(m) or not self.last_times or len(self.shards) < 2:
+            return None
+        times = np.array(self.last_times)
+        rows = np.array([sum(c.n for c in s.chunks) for s in self.shards], dtype=np.float64)
+        if not (rows > 0).all():
+            return None
+        rate = rows / np.maximum(times, 1e-9)
+        # a calibration times each device alone; passes time them together
+        # (sharing the host's cores and memory), which is what counts
+        m.measured = rate if not self.pass_rates else 0.5 * m.measured + 0.5 * rate
+        self.pass_rates = True
+        lost = times.max() - self.n / m.measured.sum()
+        self.lost += max(lost, 0.0)
+        if lost < min_gain * times.max() or self.lost < self._move_seconds():
+            return None
+        start = time.perf_counter()
+        moving = self._move_seconds() - self.move_overhead
+        saved = save()
+        self.reshard()
+        # what a re-split costs beyond its rows (allocations, saved state):
+        # the next one must pay for it too, so noise does not re-split each pass
+        self.move_overhead = max(0.0, time.perf_counter() - start - moving)
+        return saved
+
+
+def _one_per_processor(profiles):
+    """A CPU that several platforms expose (PoCL's "pthread-haswell-AMD EPYC"
+    and Intel's "AMD EPYC") is one processor: splitting rows between its two
+    faces would only make them fight for the same cores."""
+    kept = []
+    for p in profiles:
+        if not any(p.type == q.type == "cpu" and p.compute_units == q.compute_units and
+                   (p.name in q.name or q.name in p.name) for q in kept):
+            kept.append(p)
+    return kept
+
+
+def reserve_host_cores(profiles, per_gpu=1):
+    """A CPU device working beside GPUs leaves *per_gpu* cores per GPU to the
+    host threads that feed them (launches, transfers, reductions): a CPU
+    runtime that takes every core would slow each GPU pass to its own
+    pace.  The CPU becomes a sub-device of the remaining cores."""
+    gpus = sum(p.type == "gpu" for p in profiles)
+    keep = gpus * per_gpu
+    return [sub_devices(p, [p.compute_units - keep])[0]
+            if p.type == "cpu" and not p.sub_device and gpus and p.compute_units > keep + 1
+            else p for p in profiles]
+
+
+def _measuring(manager):
+    return isinstance(manager.weights, str) and manager.weights == "measured"

@@ -1,0 +1,122 @@
+"""Where an estimator's data goes: the devices, the compute dtype, the shards."""
+import copy
+import warnings
+
+import numpy as np
+import pyopencl.array as cla
+
+from ..runtime.devices import profile_of_queue, select_devices
+from .comm import Ranks, local_rank
+from .manager import DeviceManager
+from ..runtime.validation import as_dtype, check_data, check_sample_weight
+
+FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def manager_for(estimator, X):
+    """The fit's devices: a device array's own (its profile among the selected
+    ones, so a user's tuned profile applies), else the estimator's ``devices``
+    (a name, a list of profiles, or a DeviceManager, copied: a fit may drop a
+    failed device from it)."""
+    devices = estimator.devices
+    if isinstance(X, cla.Array):
+        own = profile_of_queue(X.queue)
+        if isinstance(devices, DeviceManager):
+            devices = devices.profiles
+        if devices is not None and not isinstance(devices, str):
+            own = next((p for p in select_devices(devices) if p.key == own.key), own)
+        return DeviceManager([own])
+    if isinstance(devices, DeviceManager):
+        return copy.deepcopy(devices)
+    manager = DeviceManager(devices)
+    comm = getattr(estimator, "comm", None)
+    if comm is not None and (devices is None or isinstance(devices, str)):
+        # ranks of one host split its GPUs by local rank (a list is the user's choice)
+        manager.profiles = bind_devices(manager.profiles, comm)
+    return manager
+
+
+def compute_dtype(requested, X, profiles):
+    """float32 or float64, as scikit-learn keeps float32 and promotes the rest."""
+    no_fp64 = [p for p in profiles if not p.fp64]
+    if requested is not None:
+        dtype = np.dtype(requested)
+        if dtype not in FLOAT_TYPES:
+            raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    else:
+        dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
+        if dtype == np.float64 and no_fp64:
+            warnings.warn(f"{no_fp64[0]} has no fp64: computing in float32", RuntimeWarning,
+                          stacklevel=3)
+            dtype = np.dtype(np.float32)
+    if dtype == np.float64 and no_fp64:
+        raise ValueError(f"the OpenCL device {no_fp64[0]} does not support float64 "
+                         "(cl_khr_fp64): use dtype='float32'")
+    return dtype
+
+
+def fit_data(estimator, X, sample_weight, calibration=None):
+    """Validated data of a fit spread over its devices, with host weights
+    (ones if none); *calibration*: see DeviceManager.scatter."""
+    X = check_data(X, type(estimator).__name__)
+    manager = manager_for(estimator, X)
+    dtype = compute_dtype(estimator.dtype, X, manager.profiles)
+    w = check_sample_weight(sample_weight, X.shape[0], dtype)
+    data = manager.scatter(as_dtype(X, dtype), w, calibration)
+    return data, (w if w is not None else np.ones(data.n, dtype))
+
+
+def new_data(estimator, X, sample_weight, dtype):
+    """Validated data of a predict-like call, in the fitted dtype."""
+    X = check_data(X, type(estimator).__name__)
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
+                         f"expecting {estimator.n_features_in_} features as input.")
+    w = check_sample_weight(sample_weight, X.shape[0], dtype)
+    return manager_for(estimator, X).scatter(as_dtype(X, dtype), w)
+
+
+def bind_devices(profiles, comm):
+    """The devices of this rank: with several ranks on a host that has GPUs,
+    the GPU of the rank's local index (round robin), alone; else all of
+    *profiles* (ranks sharing a CPU share its cores)."""
+    if comm is None or comm.Get_size() == 1:
+        return profiles
+    index, count = local_rank(comm)
+    gpus = [p for p in profiles if p.type == "gpu"]
+    if count > 1 and gpus:
+        return [gpus[index % len(gpus)]]
+    return profiles
+
+
+def joined_fit_data(estimator, X, sample_weight, calibration=None):
+    """((ShardedData, host weights), Ranks): placement.fit_data on this rank
+    and the collective check of all ranks' shards (``estimator.comm``)."""
+    comm = getattr(estimator, "comm", None)
+    if comm is None:
+        data = fit_data(estimator, X, sample_weight, calibration)
+        return data, Ranks(None, data[0].n, data[0].d, data[0].dtype)
+    data, error, shape = None, None, (0, 0, "float64")
+    if comm.Get_size() > 1:
+        local_rank(comm)   # collective: here, where every rank passes
+    try:
+        data = fit_data(estimator, X, sample_weight, calibration)
+        shape = (data[0].n, data[0].d, data[0].dtype)
+    except Exception as exc:   # noqa: BLE001 -- reported on every rank
+        error = exc
+    try:
+        return data, Ranks(comm, *shape, error=error)
+    except Exception:
+        if data is not None:
+            data[0].close()
+        raise
+
+
+def joined_moments(data, ranks):
+    """(means, variances, finite) of all ranks' rows, combined in float64."""
+    mean, var, finite = data.moments()
+    n = float(data.n)
+    total_mean = ranks.sum(n * mean) / ranks.n
+    m2 = ranks.sum(n * (var + (mean - total_mean) ** 2))
+    bad = ranks.sum(float(not finite))
+    return total_mean, m2 / ranks.n, bool(bad == 0)

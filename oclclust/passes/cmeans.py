@@ -1,0 +1,207 @@
+"""The device side of fuzzy c-means: the fused pass of templates/cmeans_pass.cl.mako
+(distances, s_i once per row, memberships, per-work-group partial numerators
+and denominators), its specs and their plans, over a DevicePartition and over
+a ShardedData (statistics in float64, in row order, then over MPI ranks).
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl.array as cla
+
+from ..runtime.codegen import Spec, first_fitting
+from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
+from ..runtime.reduce import acc_dtype, partial_buffer, reduce_partials
+
+
+@dataclasses.dataclass(frozen=True)
+class CMeansSpec(TileFields, Spec):
+    """tiled: the distances as register tiles (distance_tile.cl.mako), tm = p."""
+    template = "cmeans_pass.cl.mako"
+    d: int = 1
+    c: int = 1
+    wg: int = 1
+    p: int = 1
+    xs: int = 1
+    ps: int = 1
+    stage_centers: bool = True
+    cchunk: int = 1
+    local_u: bool = True
+    stage_point: bool = True
+    acc_private: bool = True
+    kb: int = 1
+    kw: int = 1
+    qs: int = 1
+    update: bool = True
+    write_u: bool = False
+    weighted: bool = False
+    m_two: bool = True
+    row_major: bool = False
+
+    def dt_size(self):
+        """Reals of a tile's memberships."""
+        return self.p * self.ps if self.row_major else self.c * self.ps
+
+    def local_bytes(self):
+        item, acc = np.dtype(self.dtype).itemsize, 8 if self.acc_double else 4
+        reals = self.p * self.xs + self.p + 2 * self.wg
+        reals += self.dt_size() if self.local_u else 0
+        reals += self.cchunk * self.d if self.stage_centers else 0
+        reals += self.kc * (self.tm + self.tn + 2 * self.vw) if self.tiled else 0
+        return reals * item + self.wg * acc
+
+
+def _odd(v):
+    return v if v % 2 else v + 1
+
+
+def column_blocks(c, d, wg):
+    """(kb, kw, qs): the d + 1 statistics of a centre in kb blocks of kw
+    columns, so that the c * kb (centre, block) slots keep the wg work-items
+    evenly busy with the fewest accumulators each (qs slots, qs * kw sums)."""
+    best = None
+    for kw in range(1, d + 2):
+        kb = -(-(d + 1) // kw)
+        qs = -(-c * kb // wg)
+        cost = (qs * kw, kb)         # work per item, then fewer blocks
+        if best is None or cost < best[0]:
+            best = cost, (kb, kw, qs)
+    return best[1]
+
+
+def row_major_blocks(c, d, wg):
+    """(kb, kw, qs) of the row-major order: blocks of 4 to 8 columns (a
+    work-item's running sums stay in registers), the fewest padded ones."""
+    kw = min(range(min(4, d + 1), min(8, d + 1) + 1), key=lambda w: (-(-(d + 1) // w) * w, -w))
+    kb = -(-(d + 1) // kw)
+    return kb, kw, kb * -(-c // wg)
+
+
+def _layout(profile, d, c, wg, row_major, update):
+    """The spec fields that follow from the statistics' order."""
+    kb, kw, qs = (row_major_blocks if row_major else column_blocks)(c, d, wg)
+    acc_words = 2 * qs * kw    # a double, or a Kahan pair of floats
+    acc_private = update and acc_words <= profile.private_floats // 2
+    return dict(kb=kb, kw=kw, qs=qs, xs=_odd(max(d + 1, kb * kw)), row_major=row_major,
+                acc_private=acc_private,
+                stage_point=d + (acc_words if acc_private else 0) <= profile.private_floats)
+
+
+def tile_fields(profile, d, c, wg, p):
+    """The register tile of a P-row tile's distances (the profile's lloyd_*
+    terms, as k-means' gemm): rm rows of P, rn centres, columns shrunk while
+    a step would be wider than the centres; None where it does not fit."""
+    rm = min(profile.lloyd_reg_rows, p)
+    ny = p // rm
+    if p % rm or wg % ny:
+        return None
+    nx, rn = wg // ny, profile.lloyd_reg_centroids
+    while rn > 1 and nx * rn // 2 >= power_of_two_at_least(c):
+        rn //= 2
+    vw = profile.lloyd_vector_width
+    vw = vw if rm % vw == 0 and rn % vw == 0 and vw & (vw - 1) == 0 else 1
+    if rm * rn + rm + rn > profile.private_floats:
+        return None
+    return dict(tiled=True, tm=p, tn=nx * rn, rm=rm, rn=rn, vw=vw,
+                kc=chunk_depth(profile, d),
+                stage_centers=False, stage_point=False)
+
+
+def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
+    """Specs in order of preference; the first that fits the device is used.
+    Tile memberships in local memory before a global scratch; all centres
+    staged before chunks of them before none; big tiles (several rows per
+    statistic update) first; then smaller work-groups."""
+    item = np.dtype(dtype).itemsize
+    wg = 1 << (max(1, min(profile.work_group_size, profile.max_work_group_size)).bit_length() - 1)
+    while True:
+        base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, c=c, wg=wg,
+                    update=update, write_u=write_u, weighted=weighted, m_two=m_two)
+        tiles = [1 << s for s in range(wg.bit_length() - 1, -1, -1)]
+        big = min(8, wg)           # rows per tile that amortise a statistics update
+        for local_u in (True, False):
+            for lo, hi in ((big, wg), (1, big - 1)):
+                # register-tiled distances first where the profile says so
+                for p in tiles if profile.cmeans_distance_tiles else ():
+                    fields = tile_fields(profile, d, c, wg, p) if lo <= p <= hi else None
+                    if fields is None:
+                        continue
+                    row_major = profile.type == "cpu" and p == wg
+                    spec = CMeansSpec(p=p, ps=_odd(c if row_major else p), local_u=local_u,
+                                      cchunk=c, **base,
+                                      **dict(_layout(profile, d, c, wg, row_major, update),
+                                             **fields))
+                    if spec.local_bytes() <= profile.local_memory_budget:
+                        yield spec
+                for stage in ("all", "chunk", "none"):
+                    for p in tiles:
+                        if not lo <= p <= hi:
+                            continue
+                        row_major = profile.type == "cpu" and p == wg
+                        spec = CMeansSpec(p=p, ps=_odd(c if row_major else p), local_u=local_u,
+                                          stage_centers=stage != "none", cchunk=c, **base,
+                                          **_layout(profile, d, c, wg, row_major, update))
+                        if stage == "chunk":
+                            spare = profile.local_memory_budget - spec.local_bytes() + \
+                                c * d * item
+                            chunk = min(c - 1, spare // (d * item))
+                            if chunk < 1:
+                                continue
+                            spec = dataclasses.replace(spec, cchunk=int(chunk))
+                        if spec.local_bytes() <= profile.local_memory_budget:
+                            yield spec
+        if wg == 1:
+            return
+        wg //= 2
+
+
+_PLANS = {}
+
+
+def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two):
+    """(spec, kernel) of the first candidate that builds and fits the device."""
+    key = (profile, queue.context.int_ptr, np.dtype(dtype).name, d, c, update, write_u,
+           weighted, m_two)
+    if key not in _PLANS:
+        _PLANS[key] = first_fitting(profile, queue, candidate_specs(
+            profile, dtype, d, c, update, write_u, weighted, m_two), "cmeans_pass", "c-means")
+    return _PLANS[key]
+
+
+class CMeansPass:
+    """The fused pass over one DevicePartition.  ``update``: partial
+    statistics; ``write_u``: the memberships into ``self.u`` (n x c)."""
+
+    def __init__(self, part, c, m, update=True, write_u=False):
+        self.part, self.c, self.m, self.update = part, c, float(m), update
+        q = part.queue
+        self.spec, self.kernel = plan(part.profile, q, part.dtype, part.d, c, update, write_u,
+                                      part.weighted, self.m == 2.0)
+        self.groups, self.tiles = part.groups(self.spec.wg, self.spec.p)
+        self.size = c * (part.d + 1)
+        self.part_stats = partial_buffer(q, self.groups, self.size if update else 1,
+                                         part.acc_double)
+        self.part_obj = cla.empty(q, self.groups, acc_dtype(part.acc_double))
+        self.part_flags = cla.empty(q, self.groups, np.int32)
+        self.scratch = (None if self.spec.local_u else
+                        cla.empty(q, self.groups * self.spec.dt_size(), part.dtype))
+        self.centers = cla.empty(q, c * part.d, part.dtype)
+        self.u = cla.empty(q, part.n * c, part.dtype) if write_u else None
+
+    def run(self, centers):
+        """(statistics c x (d+1) float64 or None, objective, non-finite count)."""
+        part, q = self.part, self.part.queue
+        self.centers.set(np.ascontiguousarray(centers, part.dtype).ravel(), q)
+        real = part.dtype.type
+        self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),
+                    part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg(),
+                    self.centers.data, real(self.m), real(1.0 / (self.m - 1.0)),
+                    (self.u if self.u is not None else part.x).data, self.part_stats.data,
+                    self.part_obj.data, self.part_flags.data,
+                    (self.scratch if self.scratch is not None else part.x).data,
+                    np.int64(self.tiles))
+        stats = None
+        if self.update:
+            stats = reduce_partials(q, self.part_stats, self.groups, self.size, part.dtype,
+                                    part.acc_double).reshape(self.c, part.d + 1)
+        objective = float(np.sum(self.part_obj.get(q), dtype=np.float64))
+        return stats, objective, int(self.part_flags.get(q).sum())

@@ -1,0 +1,252 @@
+"""The device side of Gaussian-mixture EM: kernel specs, their plans, and
+the E and M passes over a DevicePartition and over a ShardedData.
+
+Pairs with templates/gmm_estep.cl.mako (log-densities, log-sum-exp,
+responsibilities), templates/gmm_mstep.cl.mako (per-component N, sums and
+scatter about the current means; GPUs) and gmm_mstep_rowwise.cl.mako (the
+same statistics, a work-item per component; CPUs).  Only the reduced float64
+statistics leave the device; gmm.py and mdl.py do the model's math.
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl.array as cla
+
+from ..runtime.codegen import Spec, first_fitting
+from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
+from ..runtime.reduce import partial_buffer, reduce_partials
+
+# ------------------------------------------------------------ kernel specs
+@dataclasses.dataclass(frozen=True)
+class EStepSpec(TileFields, Spec):
+    """tiled (diag): register tiles (distance_tile.cl.mako) of tm points x tn
+    components."""
+    template = "gmm_estep.cl.mako"
+    d: int = 1
+    wg: int = 1
+    ppi: int = 1
+    cchunk: int = 1
+    stage_params: bool = True
+    full: bool = True
+
+    @property
+    def rows(self):
+        """Points of a work-group tile."""
+        return self.tm if self.tiled else self.wg * self.ppi
+
+    def local_bytes(self):
+        item = np.dtype(self.dtype).itemsize
+        if self.tiled:   # x, mean and precision chunks, the log-density tile
+            reals = self.kc * (self.tm + 2 * self.tn + 3 * self.vw) + self.tm * (self.tn + 1)
+            return self.wg * 8 + reals * item
+        staged = self.cchunk * record_size(self.d, self.full) if self.stage_params else 0
+        return self.wg * 8 + staged * item
+
+
+@dataclasses.dataclass(frozen=True)
+class MStepSpec(Spec):
+    """``variant`` "tiled": a work-group per (component, chunk), register
+    blocks of the scatter per work-item (GPUs); "rowwise": a work-item per
+    component (CPUs, which vectorise across work-items; d <= 32 full, 64 diag)."""
+    variant: str = "tiled"
+    d: int = 1
+    wg: int = 1
+    tb: int = 1
+    nb: int = 1
+    reps: int = 1
+    tile: int = 1
+    full: bool = True
+
+    @property
+    def template(self):
+        return {"tiled": "gmm_mstep.cl.mako", "rowwise": "gmm_mstep_rowwise.cl.mako"}[
+            self.variant]
+
+    def local_bytes(self):
+        if self.variant == "rowwise":
+            return 0
+        return (2 * self.tile * self.nb * self.tb + self.tile) * np.dtype(self.dtype).itemsize
+
+    def groups_per_chunk(self, k):
+        return k if self.variant == "tiled" else -(-k // self.wg)
+
+
+def record_size(d, full):
+    """Reals per component record: c_k, mean, precision Cholesky factor."""
+    return 1 + d + (d * (d + 1) // 2 if full else d)
+
+
+def stats_size(d, full):
+    return 1 + d + (d * d if full else d)
+
+
+def _tiled_estep_specs(profile, dtype, d, k):
+    """Diagonal covariances where the profile says so (gmm_distance_tiles):
+    k-means' gemm tiles, the component tile no wider than k needs,
+    then halved (larger side first) until the work-group and local memory fit."""
+    rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
+    tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
+    while tn // 2 >= max(rn, power_of_two_at_least(k)):
+        tn //= 2
+    kc = chunk_depth(profile, d)
+    if rm * rn + rm + rn > profile.private_floats:
+        return
+    while tm >= rm and tn >= rn:
+        wg = (tm // rm) * (tn // rn)
+        if tm % rm == 0 and tn % rn == 0 and wg <= profile.max_work_group_size:
+            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
+                if rm % vw or rn % vw or vw & (vw - 1):
+                    continue
+                spec = EStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
+                                 wg=wg, full=False, stage_params=False, tiled=True, tm=tm,
+                                 tn=tn, rm=rm, rn=rn, kc=kc, vw=vw)
+                if spec.local_bytes() <= profile.local_memory_budget:
+                    yield spec
+        if tn > rn and tn >= tm:
+            tn //= 2
+        else:
+            tm //= 2
+
+
+def _estep_specs(profile, dtype, d, full, k=1):
+    """Diagonal covariances where the profile asks for distance tiles: the
+    tiled kernel first.  GPUs: records staged in local memory, two points
+    per work-item.  CPUs: small groups reading the records from memory (their
+    caches serve; 2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on
+    both runtimes)."""
+    if not full and profile.gmm_distance_tiles:
+        yield from _tiled_estep_specs(profile, dtype, d, k)
+    item = np.dtype(dtype).itemsize
+    wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
+    if profile.type == "cpu" and profile.max_work_group_size >= 8:
+        yield EStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, wg=8,
+                        ppi=1, full=full, cchunk=1 << 20, stage_params=False)
+    for ppi in ((2, 1) if profile.type == "gpu" else (1,)):
+        for w in (wg, max(1, wg // 4), 1):
+            most = (profile.local_memory_budget - w * 8) // (record_size(d, full) * item)
+            base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, wg=w,
+                        ppi=ppi, full=full)
+            if most >= 1:
+                yield EStepSpec(cchunk=int(min(most, 256)), stage_params=True, **base)
+            yield EStepSpec(cchunk=1 << 20, stage_params=False, **base)
+
+
+def _mstep_specs(profile, dtype, d, full):
+    """GPUs: ~64 work-items, each a small register block (2 tb local reads
+    feed tb^2 fmas).  CPUs: a work-item per component (2 EPYC cores, 20k x
+    24, K=100: ~10x the tiled kernel), else (larger d) few work-items with
+    large blocks and long tiles (1.5-3x the GPU shape there)."""
+    limit = min(profile.max_work_group_size, 256)
+    cpu = profile.type == "cpu"
+    if cpu and d <= (32 if full else 64) and limit >= 16:
+        yield MStepSpec(variant="rowwise", dtype=np.dtype(dtype).name,
+                        acc_double=profile.fp64, d=d, wg=16, tile=64, full=full)
+    target = 4 if cpu else min(64, limit)
+    if full:
+        tb = min(d, 8) if cpu else max(1, -(-d // 8))
+        while -(-d // tb) ** 2 > limit:
+            tb += 1
+        nb = -(-d // tb)
+        nblk = nb * nb
+    else:
+        tb = min(d, 8) if cpu else max(1, -(-d // target))
+        nb = -(-d // tb)
+        nblk = nb
+    reps = max(1, target // nblk)
+    for tile in ((256, 64, 16, 4, 1) if cpu else (64, 16, 4, 1)):
+        spec = MStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
+                         wg=reps * nblk, tb=tb, nb=nb, reps=reps, tile=tile, full=full)
+        if spec.local_bytes() <= profile.local_memory_budget:
+            yield spec
+
+
+_PLANS = {}
+
+
+def plan(profile, queue, specs, name):
+    """The first spec of *specs* that fits the device, built, with its kernel."""
+    specs = list(specs)
+    key = (profile, queue.context.int_ptr, specs[0] if specs else None, name)
+    if key not in _PLANS:
+        _PLANS[key] = first_fitting(profile, queue, specs, name, name)
+    return _PLANS[key]
+
+
+# ------------------------------------------------------- passes on devices
+class GmmPass:
+    """The E and M kernels over one DevicePartition (components: at most k)."""
+
+    def __init__(self, part, k, full):
+        self.part, self.k, self.full = part, k, full
+        q, p, dt = part.queue, part.profile, part.dtype
+        self.espec, self.ekernel = plan(p, q, _estep_specs(p, dt, part.d, full, k), "gmm_estep")
+        self.mspec, self.mkernel = plan(p, q, _mstep_specs(p, dt, part.d, full), "gmm_mstep")
+        self.groups = self._groups(self.espec)[0]
+        self.params = cla.empty(q, k * record_size(part.d, full), dt)
+        self.means = cla.empty(q, k * part.d, dt)
+        self.lse = cla.empty(q, part.n, dt)
+        self.labels = cla.empty(q, part.n, np.int32)
+        self.part_ll = partial_buffer(q, self.groups, 1, part.acc_double)
+        self.part_bad = cla.empty(q, self.groups, np.int32)
+        self.resp = None
+        target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
+        per_chunk = self.mspec.groups_per_chunk(k)
+        self.chunks = int(max(1, min(-(-target // per_chunk), -(-part.n // self.mspec.tile))))
+        slabs = self.chunks * self.mspec.reps
+        self.part_stats = partial_buffer(q, slabs, k * stats_size(part.d, full),
+                                         part.acc_double)
+
+    def _groups(self, spec):
+        """(persistent work-groups, tiles each): on a GPU four times the
+        profile's groups per compute unit, so the E kernel's long per-point
+        work keeps every multiprocessor busy to the end."""
+        p = self.part.profile
+        tiles = -(-self.part.n // spec.rows)
+        groups = max(1, min(tiles, p.compute_units * p.groups_per_compute_unit *
+                            (4 if p.type == "gpu" else 1)))
+        return groups, -(-tiles // groups)
+
+    def _resp(self, k):
+        if self.resp is None:
+            self.resp = cla.empty(self.part.queue, self.k * self.part.n, self.part.dtype)
+        return self.resp
+
+    def estep(self, records, store_resp=True):
+        """Run the E kernel for the k x CP *records*; (sum of log p(x), bad rows)."""
+        part, q = self.part, self.part.queue
+        k = records.shape[0]
+        self.params[:records.size].set(np.ascontiguousarray(records, part.dtype).ravel(), q)
+        spec = self.espec
+        groups, tiles = self._groups(spec)
+        resp = self._resp(k) if store_resp else self.lse   # (not written)
+        self.ekernel(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
+                     np.int64(part.stride), self.params.data, np.int32(k), self.lse.data,
+                     self.labels.data, np.int32(store_resp), resp.data,
+                     self.part_ll.data, self.part_bad.data, np.int64(tiles))
+        ll = self.part_ll.get(q).astype(np.float64)
+        ll = ll[:groups].sum() - (0 if part.acc_double else ll[groups:2 * groups].sum())
+        return float(ll), int(self.part_bad.get(q)[:groups].sum())
+
+    def mstep(self, means):
+        """The M kernel on the responsibilities in place: k x SZ float64 stats."""
+        part, q, spec = self.part, self.part.queue, self.mspec
+        k = means.shape[0]
+        self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
+        rows = -(-part.n // self.chunks)
+        self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
+                     part.x.data,
+                     np.int64(part.n), np.int64(part.stride), self._resp(k).data,
+                     self.means.data, np.int32(k), np.int64(rows), self.part_stats.data)
+        size = k * stats_size(part.d, self.full)
+        # the kernel packs the slabs for this k (Kahan: then the compensations)
+        return reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
+                               part.acc_double).reshape(k, -1)
+
+    def set_resp(self, rows):
+        """Responsibilities from the host (n x k), component-major on the device."""
+        k = rows.shape[1]
+        self._resp(k)[:k * self.part.n].set(
+            np.ascontiguousarray(rows.T, self.part.dtype).ravel(), self.part.queue)
+
+
+# ---------------------------------------------------------------- estimator

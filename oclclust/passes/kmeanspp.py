@@ -1,0 +1,104 @@
+"""Greedy k-means++ seeding on the devices, as scikit-learn's ``kmeans_plusplus``.
+
+Pairs with templates/kmeanspp_candidates.cl.mako and search_sorted.cl.mako.
+The random draws are made on the host with the same RandomState calls as
+scikit-learn, so a seed picks the same centres; the distances, their prefix
+sums (pyopencl's scan) and the candidate search stay on the devices.  Over
+several chunks (devices, or streamed pieces) each keeps the distances of its
+rows; a drawn potential is first located in a chunk, then searched there.
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from pyopencl.scan import GenericScanKernel
+
+from ..runtime.codegen import Spec, c_type, kernel, quiet_build
+from ..runtime.reduce import acc_dtype
+
+
+@dataclasses.dataclass(frozen=True)
+class CandidateSpec(Spec):
+    template = "kmeanspp_candidates.cl.mako"
+    d: int = 1
+    trials: int = 1
+    wg: int = 1
+    weighted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSpec(Spec):
+    template = "search_sorted.cl.mako"
+
+
+_SCANS = {}
+
+
+def _weighted_prefix_sum(queue, acc, weighted, real_t):
+    """pyopencl scan of (w *) dist into out, in the accumulation type."""
+    key = (queue.context.int_ptr, np.dtype(acc).name, weighted, np.dtype(real_t).name)
+    if key not in _SCANS:
+        acc_c = c_type(acc)
+        args = f"__global {acc_c} *dist, __global {acc_c} *out"
+        if weighted:
+            args += f", __global const {c_type(real_t)} *w"
+        with quiet_build():
+            _SCANS[key] = GenericScanKernel(
+                queue.context, acc, arguments=args,
+                input_expr="w[i] * dist[i]" if weighted else "dist[i]",
+                scan_expr="a+b", neutral="0", output_statement="out[i] = item;")
+    return _SCANS[key]
+
+
+class ChunkSeeding:
+    """One chunk's side of the seeding: distances to the chosen centres."""
+    WG = 64
+
+    def __init__(self, part, trials):
+        self.part, self.trials = part, trials
+        q, n = part.queue, part.n
+        self.acc = acc_dtype(part.acc_double)
+        self.groups, steps = part.groups(self.WG, self.WG * 16)
+        self.rows_per_group = steps * self.WG * 16
+        self.closest = cla.empty(q, n, self.acc)
+        cl.enqueue_fill_buffer(q, self.closest.data, self.acc(np.inf), 0, self.closest.nbytes)
+        self.cand_dist = cla.empty(q, trials * n, self.acc)
+        self.cumsum = cla.empty(q, n, self.acc)
+        self.part_pot = cla.empty(q, self.groups * trials, self.acc)
+        self.cand_rows = cla.empty(q, trials * part.d, part.dtype)
+        self.targets = cla.empty(q, trials, self.acc)
+        self.found = cla.empty(q, trials, np.int32)
+
+    def potentials(self, rows):
+        """Each candidate's potential over this chunk (clipped by the closest)."""
+        part, q = self.part, self.part.queue
+        t = len(rows)
+        spec = CandidateSpec(dtype=part.dtype.name, acc_double=part.acc_double, d=part.d,
+                             trials=t, wg=self.WG, weighted=part.weighted)
+        self.cand_rows[:t * part.d].set(np.ascontiguousarray(rows, part.dtype).ravel(), q)
+        kernel(q.context, spec, "candidate_potentials")(
+            q, (self.groups * self.WG,), (self.WG,), part.x.data, np.int64(part.n),
+            np.int64(part.stride), part.weights_arg(), self.cand_rows.data, self.closest.data,
+            self.cand_dist.data, self.part_pot.data, np.int64(self.rows_per_group))
+        pot = self.part_pot.get(q)[:self.groups * t].reshape(self.groups, t)
+        return pot.sum(axis=0, dtype=np.float64)
+
+    def keep(self, best):
+        """Candidate *best* is chosen: its distances become the closest."""
+        nbytes = self.part.n * self.acc().itemsize
+        cl.enqueue_copy(self.part.queue, self.closest.data, self.cand_dist.data,
+                        byte_count=nbytes, src_offset=best * nbytes)
+
+    def search(self, targets):
+        """Local rows where the (w *) closest prefix sums reach *targets*."""
+        part, q = self.part, self.part.queue
+        scan = _weighted_prefix_sum(q, self.acc, part.weighted, part.dtype)
+        with quiet_build():  # the scan builds on its first call
+            scan(self.closest, self.cumsum, *([part.weights] if part.weighted else []), queue=q)
+        search = kernel(q.context, SearchSpec(dtype=part.dtype.name,
+                                              acc_double=part.acc_double), "search_sorted")
+        self.targets[:len(targets)].set(np.asarray(targets, self.acc), q)
+        search(q, (len(targets),), None, self.cumsum.data, np.int64(part.n), self.targets.data,
+               np.int32(len(targets)), self.found.data)
+        return self.found.get(q)[:len(targets)]

@@ -1,0 +1,268 @@
+"""Hierarchical clustering on the device: scipy's three linkage algorithms.
+
+Pairs with templates/hierarchical_distances.cl.mako (the condensed distance
+matrix), hierarchical_prim.cl.mako (single linkage: Prim's MST) and
+hierarchical_linkage.cl.mako (nearest-neighbour chain for complete, average,
+weighted and ward; the generic algorithm for centroid and median).  The
+matrix stays on the device; the host enqueues steps and reads back only the
+merges (and, for the generic algorithm, a few scalars per merge).
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ..runtime import codegen
+from ..runtime.codegen import Spec
+from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
+
+# no -cl-mad-enable: scipy's formulas round after every operation, and a
+# fused multiply-add could split a tie scipy keeps
+EXACT_OPTIONS = ()
+NN_CHAIN = ("complete", "average", "weighted", "ward")
+
+
+@dataclasses.dataclass(frozen=True)
+class DistanceSpec(TileFields, Spec):
+    """``tiled``: square tiles of tm x tn (= tm) observation pairs per
+    work-group, rm x rn per work-item, kc features (of dp) per local-memory
+    chunk, vw-wide local reads (the register tile of distance_tile.cl.mako);
+    else one work-item per pair (cosine, and devices the tiles do not fit)."""
+    template = "hierarchical_distances.cl.mako"
+    d: int = 1
+    metric: str = "euclidean"
+    dp: int = 1
+
+    @property
+    def wg(self):
+        return (self.tm // self.rm) * (self.tn // self.rn) if self.tiled else 1
+
+    def local_bytes(self):
+        item = np.dtype(self.dtype).itemsize
+        return self.kc * (self.tm + self.tn + 2 * self.vw) * item if self.tiled else 0
+
+
+def distance_specs(profile, base, n, d, metric, tiled=True):
+    """Tiled specs from the profile's register tile (lloyd_* terms: the same
+    tile as k-means'), square tiles halved until they fit the device and no
+    larger than n needs; the vector width, then scalar reads; last the
+    one-pair-per-work-item kernel, which fits every device."""
+    if tiled and metric != "cosine":
+        rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
+        t = min(profile.lloyd_tile_rows, profile.lloyd_tile_centroids,
+                max(power_of_two_at_least(n), rm, rn))
+        kc = chunk_depth(profile, d)
+        while t >= max(rm, rn) and rm * rn + rm + rn <= profile.private_floats:
+            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
+                if t % rm or t % rn or rm % vw or rn % vw or vw & (vw - 1):
+                    continue
+                spec = DistanceSpec(d=d, metric=metric, tiled=True, tm=t, tn=t, rm=rm, rn=rn,
+                                    kc=kc, dp=-(-d // kc) * kc, vw=vw, **base)
+                if (spec.wg <= profile.max_work_group_size
+                        and spec.local_bytes() <= profile.local_memory_budget):
+                    yield spec
+            t //= 2
+    yield DistanceSpec(d=d, metric=metric, **base)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrimSpec(Spec):
+    template = "hierarchical_prim.cl.mako"
+    wg: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkageSpec(Spec):
+    template = "hierarchical_linkage.cl.mako"
+    method: str = "ward"
+    wg: int = 64
+
+
+_KERNELS = {}
+
+
+def _kernel(queue, spec, name):
+    key = (queue.context.int_ptr, spec, name)
+    if key not in _KERNELS:
+        _KERNELS[key] = cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)
+    return _KERNELS[key]
+
+
+class Plan:
+    """Where and how a linkage runs: queue, value type, work-group shape."""
+
+    def __init__(self, profile, dtype):
+        self.profile, self.queue, self.dtype = profile, profile.queue(), np.dtype(dtype)
+        wg = min(256, profile.work_group_size, profile.max_work_group_size)
+        self.wg = 1 << (max(1, wg).bit_length() - 1)
+        self.base = dict(dtype=self.dtype.name, acc_double=bool(profile.fp64))
+        # one work-group looping over every merge in one launch, where a
+        # launch costs more than a scan (CPUs); GPUs spread each scan wide
+        self.persistent = profile.type != "gpu"
+        # register-tiled distances where they pay (GPUs); on the CPU runtimes
+        # here the one-pair-per-work-item kernel is as fast for small d (its
+        # stores are contiguous and the n^2/2 stores dominate)
+        self.tiled = bool(profile.linkage_distance_tiles)
+
+    def groups(self, n):
+        return max(1, min(-(-n // self.wg), 8 * self.profile.compute_units))
+
+    def launch(self, kernel, groups, local=True):
+        cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * self.wg,),
+                                   (self.wg,) if local else None)
+
+    def check_fits(self, n):
+        """MemoryError when the condensed matrix exceeds what the device holds."""
+        need = n * (n - 1) // 2 * self.dtype.itemsize
+        p = self.profile
+        for limit, what in ((p.max_alloc_size, "largest buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"),
+                            (p.memory_budget, "memory budget (global memory x memory_fraction)")):
+            if need > limit:
+                raise MemoryError(
+                    f"the condensed {self.dtype.name} distance matrix of {n} observations "
+                    f"needs {need / 2**30:.2f} GiB, beyond {p}'s {what} of "
+                    f"{limit / 2**30:.2f} GiB: use fewer observations or float32 data")
+
+
+def _distance_plan(plan, n, d, metric):
+    """(spec, kernel) of the first distance spec that builds and fits."""
+    for spec in distance_specs(plan.profile, plan.base, n, d, metric, plan.tiled):
+        try:
+            kern = _kernel(plan.queue, spec, "condensed_distances")
+        except codegen.KernelBuildError:
+            if not spec.tiled:
+                raise
+            continue
+        if not spec.tiled or codegen.kernel_work_group_limit(kern, plan.queue.device) >= spec.wg:
+            return spec, kern
+
+
+def condensed_distances(plan, X=None, y=None, metric="euclidean"):
+    """The condensed distance matrix on the device, from observations X
+    (built by a kernel) or from a host condensed vector y; and n."""
+    q = plan.queue
+    if y is not None:
+        n = round((1 + np.sqrt(1 + 8 * y.shape[0])) / 2)
+        plan.check_fits(n)
+        return cla.to_device(q, np.ascontiguousarray(y, plan.dtype)), n
+    n, d = X.shape
+    plan.check_fits(n)
+    x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
+    out = cla.empty(q, max(1, n * (n - 1) // 2), plan.dtype)
+    flag = cla.zeros(q, 1, np.int32)
+    spec, kern = _distance_plan(plan, n, d, metric)
+    args = (x.data, np.int64(n), out.data, flag.data)
+    if spec.tiled:
+        tiles = -(-n // spec.tm)
+        kern(q, (tiles * (tiles + 1) // 2 * spec.wg,), (spec.wg,), *args)
+    else:
+        side = 16 if plan.profile.max_work_group_size >= 256 else 8
+        edge = -(-n // side) * side
+        kern(q, (edge, edge), (side, side), *args)
+    if flag.get(q)[0]:
+        raise ValueError("The condensed distance matrix must contain only finite values.")
+    return out, n
+
+
+def _buffers(q, **arrays):
+    return {k: cla.to_device(q, v) for k, v in arrays.items()}
+
+
+def prim_single(plan, dist, n):
+    """scipy's mst_single_linkage: (n-1, 2) point pairs and heights, in merge order."""
+    q, groups = plan.queue, plan.groups(n)
+    merged = np.zeros(n, np.uint8)
+    merged[0] = 1
+    b = _buffers(q, merged=merged, best=np.full(n, np.inf, plan.dtype))
+    edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
+    spec = PrimSpec(wg=plan.wg, **plan.base)
+    if plan.persistent:
+        state = cla.to_device(q, np.zeros(2, np.int32))             # [x, unused]
+        _kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
+                                     state.data, b["merged"].data, b["best"].data,
+                                     edges.data, heights.data)
+        return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
+    state = cla.to_device(q, np.array([0, -1], np.int32))  # [newest node, edges made]
+    # partial minima in two buffers, read and written alternately; launch 0
+    # reads the seed (0, node 0): the tree starts at node 0
+    seed_v, seed_i = np.full(groups, np.inf, plan.dtype), np.full(groups, n, np.int32)
+    seed_v[0], seed_i[0] = 0, 0
+    parts = [(cla.to_device(q, seed_v), cla.to_device(q, seed_i)),
+             (cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32))]
+    steps = []
+    for p in range(2):      # two kernel objects: the same kernel, buffers swapped
+        step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_step")
+        (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
+        step.set_args(dist.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
+                      out_v.data, out_i.data, state.data, b["merged"].data, b["best"].data,
+                      edges.data, heights.data)
+        steps.append(step)
+    for k in range(n):      # launch k records edge k-1 and scans from its node
+        plan.launch(steps[k % 2], groups)
+        if k % 1024 == 1023:
+            q.flush()       # let the device start while the host enqueues the rest
+    return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
+
+
+# state slots of nn_chain_all (LEN, DONE) and of nn_step (S_*), hierarchical_linkage.cl.mako
+LEN, DONE, STATE_SIZE = 0, 8, 9
+S_LEN, S_DONE, S_SKIP, S_STATE_SIZE = 0, 4, 5, 11
+
+
+def nn_chain(plan, dist, n, method):
+    """scipy's nn_chain: (n-1, 2) cluster pairs and heights, in merge order."""
+    q, groups = plan.queue, plan.groups(n)
+    pairs, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
+    size = cla.to_device(q, np.ones(n, np.int32))
+    spec = LinkageSpec(method=method, wg=plan.wg, **plan.base)
+    if plan.persistent:
+        state = np.zeros(STATE_SIZE, np.int32)
+        state[LEN] = 1                              # the chain starts at cluster 0
+        state, chain = cla.to_device(q, state), cla.to_device(q, np.zeros(n, np.int32))
+        merge_dist = cla.zeros(q, 1, plan.dtype)
+        _kernel(q, spec, "nn_chain_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
+                                         state.data, chain.data, size.data, merge_dist.data,
+                                         pairs.data, heights.data)
+        if not state.get(q)[DONE]:
+            raise RuntimeError("nearest-neighbour chain did not finish: a device fault?")
+        return pairs.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
+    # two copies of the state and of the partial minima, each launch reading
+    # one and writing the other; launch 0 only scans row 0 (S_SKIP)
+    state = np.zeros(S_STATE_SIZE, np.int32)
+    state[S_LEN], state[S_SKIP] = 1, 1
+    states = [cla.to_device(q, state), cla.to_device(q, state)]
+    parts = [(cla.to_device(q, np.full(groups, np.inf, plan.dtype)),
+              cla.to_device(q, np.full(groups, n, np.int32))) for _ in range(2)]
+    # a fresh chain starts two slots above the old one's base: 3n slots suffice
+    chain = cla.to_device(q, np.zeros(3 * n + 8, np.int32))
+    steps_k = []
+    for p in range(2):      # two kernel objects: the same kernel, buffers swapped
+        step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "nn_step")
+        (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
+        step.set_args(dist.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
+                      out_v.data, out_i.data, states[p].data, states[1 - p].data, chain.data,
+                      size.data, pairs.data, heights.data)
+        steps_k.append(step)
+    # a merge takes one to a few steps (about 2.7 on blobs); steps past the
+    # last merge return at once, so the host enqueues batches and reads the
+    # done flag a batch late
+    batch = 2 * int(np.clip(n // 8, 8, 1024))      # even: it ends on states[0]
+    seen = [np.zeros(S_STATE_SIZE, np.int32) for _ in range(2)]
+    pending, steps = None, 0
+    while True:
+        for j in range(batch):
+            plan.launch(steps_k[j % 2], groups)
+        steps += batch
+        event = cl.enqueue_copy(q, seen[steps // batch % 2], states[0].data,
+                                is_blocking=False)
+        q.flush()
+        if pending is not None:
+            pending[0].wait()
+            if pending[1][S_DONE]:
+                break
+        pending = (event, seen[steps // batch % 2])
+        if steps > 6 * n + 4 * batch:
+            raise RuntimeError("nearest-neighbour chain did not finish: a device fault?")
+    event.wait()
+    return pairs.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)

@@ -1,0 +1,224 @@
+"""Kernel generation: frozen spec -> Mako template -> OpenCL source -> program.
+
+A spec is the only route from a device profile and a problem shape to template
+parameters.  Programs are memoised per (context, source, options) in this
+process and cached on disk by pyopencl across processes.
+"""
+import contextlib
+import dataclasses
+import hashlib
+import os
+import re
+import tempfile
+import warnings
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pyopencl as cl
+from mako.lookup import TemplateLookup
+
+from .resources import template_dirs
+
+_LOOKUP = None
+_PROGRAMS = {}
+BUILD_OPTIONS = ("-cl-mad-enable", "-cl-no-signed-zeros")
+
+
+class KernelBuildError(RuntimeError):
+    """An OpenCL program failed to build; carries the log and the source file."""
+
+
+class _ByName(TemplateLookup):
+    """A lookup that finds a template by its file name wherever it sits in
+    the template folders (templates/<pass>/ mirror oclclust/passes/): specs
+    and ``<%inherit>`` / ``<%namespace>`` / ``<%include>`` name a file, not
+    its folder, so a template moves without its users changing."""
+
+    def __init__(self, directories, **kwargs):
+        super().__init__(directories=directories, **kwargs)
+        self.paths = {}
+        for top in directories:
+            for path in sorted(Path(top).rglob("*.cl*")):
+                uri = "/" + path.relative_to(top).as_posix()
+                if self.paths.setdefault(path.name, uri) != uri:
+                    raise RuntimeError(f"two templates named {path.name}: "
+                                       f"{self.paths[path.name]} and {uri}")
+
+    def adjust_uri(self, uri, relativeto):
+        return self.paths.get(uri.lstrip("/")) or super().adjust_uri(uri, relativeto)
+
+    def get_template(self, uri):
+        return super().get_template(self.paths.get(uri.lstrip("/"), uri))
+
+
+def lookup():
+    global _LOOKUP
+    if _LOOKUP is None:
+        _LOOKUP = _ByName(template_dirs(), strict_undefined=True, input_encoding="utf-8")
+    return _LOOKUP
+
+
+def c_type(dtype):
+    return {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}[np.dtype(dtype)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """Base of every kernel spec: the template it renders and the value types.
+
+    ``dtype`` is the data type, ``acc_double`` whether sums are accumulated in
+    double (else in Kahan-compensated float, for devices without fp64).
+    """
+    template = None
+    dtype: str = "float32"
+    acc_double: bool = True
+
+    def template_args(self):
+        args = dataclasses.asdict(self)
+        args["real_t"] = c_type(self.dtype)
+        args["fp64"] = self.dtype == "float64" or self.acc_double
+        return args
+
+    def render(self):
+        return lookup().get_template(self.template).render(**self.template_args())
+
+
+def _rendered_file(source):
+    cache = Path(os.environ.get("OCLCLUST_CACHE_DIR") or
+                 Path(tempfile.gettempdir()) / "oclclust-sources")
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"{hashlib.sha1(source.encode()).hexdigest()[:16]}.cl"
+    path.write_text(source)
+    return path
+
+
+@contextlib.contextmanager
+def quiet_build():
+    """Silence a successful build's log (noise); a failed build still raises."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        yield
+
+
+def build(context, spec, options=BUILD_OPTIONS, source=None):
+    """The built program of *spec* (its rendered *source*, when the caller
+    has it) in *context* (memoised)."""
+    source = spec.render() if source is None else source
+    key = (context.int_ptr, source, tuple(options))
+    program = _PROGRAMS.get(key)
+    if program is None:
+        try:
+            with quiet_build():
+                program = cl.Program(context, source).build(options=list(options))
+        except cl.RuntimeError as exc:
+            path = _rendered_file(source)
+            raise KernelBuildError(f"building {spec.template} for "
+                                   f"{context.devices[0].name.strip()} failed; rendered "
+                                   f"source: {path}\n{exc}") from exc
+        _PROGRAMS[key] = program
+    return program
+
+
+_KERNELS = {}
+
+
+def kernel(context, spec, name, instance=0):
+    """The memoised kernel *name* of *spec*'s program (one retrieval each);
+    another *instance* is another kernel object of the same program, for a
+    caller that keeps several argument sets bound (a Launch each)."""
+    key = (context.int_ptr, spec, name, instance)
+    if key not in _KERNELS:
+        # cl.Kernel, not getattr: specs that render the same source share a
+        # program, and pyopencl warns when getattr retrieves a kernel twice
+        source = spec.render()
+        kern = cl.Kernel(build(context, spec, source=source), name)
+        dtypes = scalar_arg_dtypes(source, name, spec)
+        if dtypes is not None:
+            kern.set_scalar_arg_dtypes(dtypes)
+        _KERNELS[key] = kern
+    return _KERNELS[key]
+
+
+_LAST_SET = {}     # id(kernel) -> weak reference to the Launch that last set its arguments
+
+
+class Launch:
+    """A kernel launch repeated with the same arguments (a pass's plan): they
+    are set on the kernel only when another Launch set it last -- setting
+    them costs more than the enqueue on some runtimes.  A kernel launched
+    through a Launch is launched only through Launches."""
+    __slots__ = ("kernel", "global_size", "local_size", "args", "__weakref__")
+
+    def __init__(self, kern, global_size, local_size, args):
+        self.kernel, self.global_size, self.local_size = kern, global_size, local_size
+        self.args = args
+
+    def __call__(self, queue):
+        last = _LAST_SET.get(id(self.kernel))
+        if last is None or last() is not self:     # a dead reference: not this one
+            self.kernel.set_args(*self.args)
+            _LAST_SET[id(self.kernel)] = weakref.ref(self)
+        return cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size,
+                                          self.local_size)
+
+
+_SCALARS = {"char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
+            "int": np.int32, "uint": np.uint32, "long": np.int64, "ulong": np.uint64,
+            "float": np.float32, "double": np.float64}
+_QUALIFIERS = {"const", "restrict", "volatile", "__private", "private"}
+_POINTEES = {"__global", "global", "__local", "local", "__constant", "constant"}
+
+
+def scalar_arg_dtypes(source, name, spec):
+    """The types of kernel *name*'s by-value arguments in *source* (None for
+    buffers and local memory), or None where a type is not a plain scalar.
+    A typed kernel launches in a few microseconds; pyopencl's untyped path
+    sets every scalar through the buffer protocol (about 17 us each on
+    Intel's runtime), which dominates short passes (ensemble k-means).  Read
+    from the source, not the runtime's argument info: a program loaded from
+    pyopencl's binary cache has none."""
+    aliases = {"real_t": c_type(spec.dtype), "acc_t": "double" if spec.acc_double else "float"}
+    code = re.sub(r"/\*.*?\*/|//[^\n]*", " ", source, flags=re.S)
+    match = re.search(r"\bvoid\s+%s\s*\(([^)]*)\)" % re.escape(name), code)
+    if match is None:
+        return None
+    dtypes = []
+    for param in match.group(1).split(","):
+        words = re.findall(r"\w+|\*", param)
+        if "*" in words or _POINTEES & set(words):
+            dtypes.append(None)
+            continue
+        words = [w for w in words if w not in _QUALIFIERS][:-1]   # the type, less the name
+        c_name = aliases.get(" ".join(words), " ".join(words))
+        if c_name not in _SCALARS:
+            return None
+        dtypes.append(np.dtype(_SCALARS[c_name]))
+    return dtypes
+
+
+def first_fitting(profile, queue, specs, name, what, also=None):
+    """(spec, kernel) of the first of *specs* whose local memory fits the
+    profile's budget, whose program builds and whose work-group the device
+    runs (*also(spec)*: a further check, which may build kernels of its own);
+    KernelBuildError naming *what* when none does.  *name*: the kernel's name,
+    or a function of the spec that gives it."""
+    errors = []
+    for spec in specs:
+        if spec.local_bytes() > profile.local_memory_budget:
+            continue
+        try:
+            knl = kernel(queue.context, spec, name(spec) if callable(name) else name)
+            fits = kernel_work_group_limit(knl, queue.device) >= spec.wg and (
+                also is None or also(spec))
+        except KernelBuildError as exc:
+            errors.append(exc)
+            continue
+        if fits:
+            return spec, knl
+    raise KernelBuildError(f"no {what} kernel variant fits {profile}"
+                           + (f"; last error: {errors[-1]}" if errors else ""))
+
+
+def kernel_work_group_limit(kernel, device):
+    return kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, device)

@@ -1,0 +1,214 @@
+"""The command line: ``python -m oclclust devices`` and ``example``."""
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import oclclust as oc
+from oclclust.runtime import devices as dv
+from oclclust.__main__ import main
+from oclclust.cli.example import adjusted_rand_index, make_blobs
+
+
+def run_cli(*args, timeout=300):
+    env = dict(os.environ)
+    env.pop("OCLCLUST_DEVICES", None)
+    return subprocess.run([sys.executable, "-m", "oclclust", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def test_devices_lists_every_device_with_its_profile():
+    proc = run_cli("devices")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    profiles = oc.list_devices()
+    assert f"OpenCL devices: {len(profiles)}" in proc.stdout
+    for p in profiles:
+        assert p.name in proc.stdout and p.platform in proc.stdout
+        for entry in p.profile_entries:
+            assert entry in proc.stdout
+    for term in dv.PROFILE_TERMS:
+        assert f"{term}=" in proc.stdout
+    for field in ("compute_units", "local_mem_size", "max_work_group_size", "fp64",
+                  "global_mem_size", "max_alloc_size"):
+        assert f"{field}=" in proc.stdout
+
+
+def test_devices_json_has_every_profile_field():
+    proc = run_cli("devices", "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    profiles = oc.list_devices()
+    assert [d["name"] for d in data["devices"]] == [p.name for p in profiles]
+    fields = {f.name for f in dataclasses.fields(dv.DeviceProfile)}
+    for d in data["devices"]:
+        assert set(d) == fields
+    assert isinstance(data["discovery_errors"], list)
+
+
+def test_devices_reports_platforms_that_failed(monkeypatch, capsys):
+    real = dv.list_devices
+
+    def with_a_broken_platform():
+        profiles = real()
+        dv.DISCOVERY_ERRORS.append("OpenCL platform 'Broken' skipped: clGetDeviceIDs failed")
+        return profiles
+    monkeypatch.setattr(dv, "list_devices", with_a_broken_platform)
+    assert main(["devices"]) == 0
+    assert "skipped: OpenCL platform 'Broken'" in capsys.readouterr().out
+
+
+def test_example_on_the_platform_under_test(devices, tmp_path):
+    platform = devices[0].platform
+    out = tmp_path / "example.json"
+    proc = run_cli("example", "--n", "2000", "--k", "4", "--devices", platform,
+                   "--json", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr
+    for p in devices:
+        assert p.name in proc.stdout
+    assert "adjusted Rand index" in proc.stdout
+    results = json.loads(out.read_text())["results"]
+    assert [r["platform"] for r in results] == [platform] * len(devices)
+    for r in results:
+        assert "error" not in r
+        assert r["ari"] > 0.99 and r["n_iter"] >= 1 and r["inertia"] > 0 and r["fit_s"] > 0
+
+
+@pytest.mark.parametrize("argv", [
+    [],
+    ["bogus"],
+    ["example", "--n", "-3"],
+    ["example", "--k", "0"],
+    ["example", "--k", "many"],
+    ["example", "--n", "10", "--k", "40"],
+    ["example", "--std", "nan"],
+    ["example", "--frob"],
+    ["example", "--devices", "no-such-device-anywhere"],
+    ["devices", "extra"],
+], ids=lambda a: " ".join(a) or "no-command")
+def test_mistakes_give_one_line_and_status_2(argv, capsys):
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = [l for l in captured.err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("oclclust: error: "), captured.err
+    assert captured.out == ""
+
+
+def test_a_mistake_has_no_traceback_from_the_shell():
+    proc = run_cli("example", "--devices", "no-such-device-anywhere")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "no OpenCL device matches" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["devices", "--help"], ["example", "--help"]])
+def test_help(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 0
+    assert "usage: oclclust" in capsys.readouterr().out
+
+
+def test_adjusted_rand_index_matches_scikit_learn():
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.RandomState(0)
+    for n, a, b in [(1, 1, 1), (2, 2, 1), (50, 3, 5), (1000, 10, 7), (300, 1, 4)]:
+        x, y = rng.randint(0, a, n), rng.randint(0, b, n)
+        assert adjusted_rand_index(x, y) == pytest.approx(metrics.adjusted_rand_score(x, y),
+                                                          abs=1e-12)
+    y = rng.randint(0, 6, 500)
+    assert adjusted_rand_index(y, (y + 1) % 6) == pytest.approx(1.0)
+
+
+def test_make_blobs_shape_and_seed():
+    X, y, c = make_blobs(100, 3, 4, seed=1)
+    assert X.shape == (100, 3) and X.dtype == np.float32 and y.shape == (100,)
+    assert c.shape == (4, 3) and set(np.unique(y)) <= set(range(4))
+    X2, y2, _ = make_blobs(100, 3, 4, seed=1)
+    assert np.array_equal(X, X2) and np.array_equal(y, y2)
+
+
+def test_fit_then_predict_round_trip(devices, tmp_path):
+    X = make_blobs(300, 3, 4, seed=1)[0]
+    np.save(tmp_path / "x.npy", X)
+    platform = devices[0].platform
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-k", "4", "--random-state", "0",
+                   "--devices", platform, "--out", str(tmp_path / "m.npz"),
+                   "--labels", str(tmp_path / "fit.csv"))
+    assert proc.returncode == 0, proc.stderr
+    assert "KMeans" in proc.stdout and "model written" in proc.stdout
+    proc = run_cli("predict", str(tmp_path / "m.npz"), str(tmp_path / "x.npy"),
+                   "--devices", platform, "--labels", str(tmp_path / "pred.npy"))
+    assert proc.returncode == 0, proc.stderr
+    fitted = np.loadtxt(tmp_path / "fit.csv", dtype=np.int64)
+    assert (np.load(tmp_path / "pred.npy") == fitted).all()
+    ref = oc.KMeans(n_clusters=4, random_state=0, devices=devices).fit(X)
+    assert (fitted == ref.labels_).all()
+
+
+@pytest.mark.parametrize("args,status,message", [
+    (["fit", "{x}"], 2, "-k is needed"),
+    (["fit", "{x}", "-k", "2", "--linkage", "ward"], 2, "does not apply to --algorithm kmeans"),
+    (["fit", "{bad}", "-k", "2"], 1, "bad.npy: not a valid .npy"),
+    (["fit", "{x}", "-k", "999"], 1, "should be >= n_clusters=999"),
+    (["predict", "{x}", "{x}"], 1, "not a readable .npz model"),
+])
+def test_fit_mistakes_give_one_line(args, status, message, devices, tmp_path):
+    np.save(tmp_path / "x.npy", make_blobs(40, 2, 2)[0])
+    (tmp_path / "bad.npy").write_bytes(b"\x93NUMPY garbage")
+    args = [a.format(x=tmp_path / "x.npy", bad=tmp_path / "bad.npy") for a in args]
+    proc = run_cli(*args, "--devices", devices[0].platform)
+    assert proc.returncode == status, proc.stderr
+    assert "Traceback" not in proc.stderr and message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("algorithm,extra", [
+    ("ensemble", ["--n-models", "3"]), ("cmeans", ["-m", "1.5"]),
+    ("gmm", ["--covariance-type", "diag"]), ("hierarchical", ["--linkage", "average"])])
+def test_fit_every_algorithm(algorithm, extra, devices, tmp_path):
+    """Each algorithm fits from the command line; its model file (or, for
+    hierarchical, its labels and linkage matrix) comes back usable."""
+    X = make_blobs(200, 3, 4, seed=2)[0]
+    np.save(tmp_path / "x.npy", X)
+    platform = devices[0].platform
+    args = ["fit", str(tmp_path / "x.npy"), "-a", algorithm, "-k", "4", "--devices", platform,
+            "--out", str(tmp_path / "m.npz"), "--labels", str(tmp_path / "l.npy"), *extra]
+    if algorithm == "hierarchical":
+        args += ["--tree", str(tmp_path / "z.npy")]
+    else:
+        args += ["--random-state", "0"]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    labels = np.load(tmp_path / "l.npy")
+    assert labels.shape == (200,) and len(np.unique(labels)) == 4
+    if algorithm == "hierarchical":
+        from scipy.cluster.hierarchy import fcluster, is_valid_linkage
+        Z = np.load(tmp_path / "z.npy")
+        assert is_valid_linkage(Z)
+        assert len(np.unique(fcluster(Z, 4, "maxclust"))) == 4
+        return
+    proc = run_cli("predict", str(tmp_path / "m.npz"), str(tmp_path / "x.npy"),
+                   "--devices", platform, "--labels", str(tmp_path / "p.npy"))
+    assert proc.returncode == 0, proc.stderr
+    assert (np.load(tmp_path / "p.npy") == labels).all()
+
+
+@pytest.mark.parametrize("algorithm,extra", [("kmeans", ["--random-state", "0"]),
+                                             ("gmm", ["--min-components", "2"]),
+                                             ("hierarchical", [])])
+def test_fit_plot(algorithm, extra, devices, tmp_path):
+    """--plot writes a PNG: clusters (PCA of 3-D data), with the MDL path,
+    or the dendrogram."""
+    pytest.importorskip("matplotlib")
+    np.save(tmp_path / "x.npy", make_blobs(150, 3, 3, seed=3)[0])
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", algorithm, "-k", "4",
+                   "--devices", devices[0].platform, "--plot", str(tmp_path / "p.png"), *extra)
+    assert proc.returncode == 0, proc.stderr
+    png = (tmp_path / "p.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000

@@ -1,0 +1,116 @@
+"""Run by tests/parallel/test_mpi.py under ``mpiexec -n R``: one SPMD case per call.
+
+    mpiexec -n 3 python tests/harness/mpi_script.py CASE OUTDIR [--estimator KMeans]
+                                            [--init k-means++] [--weighted]
+
+Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
+raised (type and message).  Cases:
+fit (each rank fits its slice of one data set), mismatch (rank 1's shard
+has a feature fewer), empty (rank 1 has no rows), fail_mid (rank 1 raises
+in its third pass), shards (each rank loads its slice of three .npy files).
+"""
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from mpi4py import MPI
+
+import oclclust as oc
+from oclclust.passes import lloyd
+from oclclust.io.shards import load_shard, shard_range
+
+N, D, K = 601, 3, 5
+
+
+def data(n=N, d=D, seed=0):
+    rng = np.random.RandomState(seed)
+    centres = rng.uniform(-10, 10, size=(K, d))
+    X = centres[np.arange(n) % K] + rng.normal(scale=2.0, size=(n, d))
+    w = rng.uniform(0.5, 2.0, size=n)
+    return X, w
+
+
+def estimator(name, devices, comm, init="k-means++"):
+    """The estimator *name* as every case fits it (comm=None: one process)."""
+    common = dict(devices=devices, comm=comm)
+    if name == "KMeans":
+        return oc.KMeans(n_clusters=K, init=init, n_init=1, random_state=0, tol=0,
+                         max_iter=50, **common)
+    if name == "FuzzyCMeans":
+        return oc.FuzzyCMeans(n_clusters=K, init=init, random_state=0, tol=0, max_iter=15,
+                              **common)
+    if name == "GaussianMixture":   # a whole given start: "kmeans" init is each rank's own
+        return oc.GaussianMixture(n_components=K, weights_init=np.full(K, 1.0 / K),
+                                  means_init=data()[0][:K * 40:40],
+                                  precisions_init=np.repeat(np.eye(D)[None], K, axis=0),
+                                  tol=0, max_iter=8, random_state=0, **common)
+    if name == "EnsembleKMeans":
+        return oc.EnsembleKMeans(n_clusters=K, n_models=3, init=init, random_state=0,
+                                 tol=0, max_iter=30, **common)
+    raise ValueError(name)
+
+
+def model_of(est):
+    for attr in ("models_", "means_", "cluster_centers_"):
+        if hasattr(est, attr):
+            return getattr(est, attr)
+    raise AttributeError("no model attribute")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("out")
+    ap.add_argument("--init", default="k-means++")
+    ap.add_argument("--weighted", action="store_true")
+    ap.add_argument("--dtype", default="float64")
+    ap.add_argument("--estimator", default="KMeans")
+    args = ap.parse_args()
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    out = Path(args.out)
+    devices = os.environ.get("OCLCLUST_TEST_PLATFORM") or None
+    X, w = data()
+    start, stop = shard_range(len(X), comm)
+    X, w = X[start:stop].astype(args.dtype), w[start:stop]
+    if args.case == "shards":
+        X = load_shard(sorted(str(p) for p in out.glob("part*.npy")), comm)
+        np.save(out / f"shard{rank}.npy", X)
+        return 0
+    if args.case == "mismatch" and rank == 1:
+        X = X[:, :-1]
+    if args.case == "empty" and rank == 1:
+        X, w = X[:0], w[:0]
+    if args.case == "fail_mid" and rank == 1:
+        original, calls = lloyd.ShardedLloyd.run, []
+
+        def failing(self, centers, update=True):
+            calls.append(1)
+            if len(calls) == 3:
+                raise RuntimeError("injected failure on rank 1")
+            return original(self, centers, update)
+        lloyd.ShardedLloyd.run = failing
+    km = estimator(args.estimator, devices, comm, args.init)
+    try:
+        if args.weighted:
+            km.fit(X, sample_weight=w)
+        else:
+            km.fit(X)
+    except Exception as exc:   # noqa: BLE001 -- the test reads what each rank raised
+        result = {"error": type(exc).__name__, "message": str(exc)}
+    else:
+        result = {"model": np.asarray(model_of(km)).tolist(), "start": start,
+                  "labels": km.predict(X).tolist() if args.estimator == "GaussianMixture"
+                  else km.labels_.tolist()}
+        if args.estimator == "KMeans":
+            result.update(centers=km.cluster_centers_.tolist(), inertia=km.inertia_,
+                          n_iter=km.n_iter_)
+    (out / f"rank{rank}.json").write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

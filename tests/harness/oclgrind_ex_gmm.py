@@ -1,0 +1,175 @@
+"""oclgrind plugin: every GaussianMixture kernel variant on tiny inputs.
+
+Run by tests/harness/oclgrind_driver.py (--only gmm).  The E-step variants (full /
+diag covariance, responsibilities stored or not, component records staged in
+local memory in several chunks, in one, or read from global memory, one or
+two points per work-item; diag also as register tiles of
+distance_tile.cl.mako) and the M-step shapes (the GPU's small register
+blocks with replicas, the CPU's large blocks, the CPU's work-item per
+component; tiles smaller than a chunk of rows) run for every precision of PRECISIONS (float64 sums, float64 data, Kahan-
+compensated float sums) and are checked against numpy; then whole fits
+through the device manager, resident and streamed in chunks (same model).
+"""
+import contextlib
+import warnings
+
+import numpy as np
+
+import oclclust as oc
+from oclclust.passes import gmm as gmm_pass
+from oclclust.cluster import mdl
+from oclclust.runtime.partition import DevicePartition
+from oclclust.runtime.reduce import partial_buffer
+from oclgrind_driver import PRECISIONS, close, data, mark, profile_for, streaming_budget
+
+K = 5
+
+
+@contextlib.contextmanager
+def forced(estep, mstep):
+    """gmm_pass.plan offered exactly these specs (it still checks and builds them)."""
+    originals = gmm_pass._estep_specs, gmm_pass._mstep_specs
+
+    def estep_specs(*args):
+        yield estep
+    gmm_pass._estep_specs = estep_specs
+    gmm_pass._mstep_specs = lambda *args: iter([mstep])
+    gmm_pass._PLANS.clear()
+    try:
+        yield
+    finally:
+        gmm_pass._estep_specs, gmm_pass._mstep_specs = originals
+        gmm_pass._PLANS.clear()
+
+
+def model(X, full):
+    rng = np.random.RandomState(1)
+    d = X.shape[1]
+    a = rng.normal(size=(K, d, d)) * 0.3 + np.eye(d)
+    cov = a @ np.swapaxes(a, 1, 2)
+    if not full:
+        cov = np.diagonal(cov, axis1=1, axis2=2).copy()
+    w = rng.uniform(0.5, 1.5, K)
+    return mdl.Model(w / w.sum(), X[[0, 9, 18, 27, 36]].astype(np.float64) + 0.3, cov,
+                     mdl.precision_cholesky(cov, full))
+
+
+def reference(X, m, full):
+    """(log p_k(x) + log w_k, lse, resp) in float64."""
+    z = X.astype(np.float64)[:, None, :] - m.means[None]
+    if full:
+        y = np.einsum("nkd,kde->nke", z, m.prec_chol)
+        log_det = np.log(np.diagonal(m.prec_chol, axis1=1, axis2=2)).sum(1)
+    else:
+        y = z * m.prec_chol[None]
+        log_det = np.log(m.prec_chol).sum(1)
+    d = X.shape[1]
+    lp = np.log(m.weights) - 0.5 * d * np.log(2 * np.pi) + log_det - 0.5 * (y ** 2).sum(-1)
+    top = lp.max(1, keepdims=True)
+    lse = (top + np.log(np.exp(lp - top).sum(1, keepdims=True)))[:, 0]
+    return lp, lse, np.exp(lp - lse[:, None])
+
+
+def estep_variants(base):
+    """(label, spec): chunks of 2 of the 5 records (ragged last), all staged
+    at once, read from global memory, two points per work-item."""
+    def make(**kw):
+        return gmm_pass.EStepSpec(**dict(base, **kw))
+    yield "chunked ppi=2", make(wg=4, ppi=2, cchunk=2, stage_params=True)
+    yield "staged at once", make(wg=4, ppi=1, cchunk=8, stage_params=True)
+    yield "global", make(wg=8, ppi=1, cchunk=1 << 20, stage_params=False)
+    if not base["full"]:    # register tiles (distance_tile.cl.mako), ragged k and d
+        yield "tiled 4x4", make(wg=4, stage_params=False, tiled=True, tm=4, tn=4, rm=2,
+                                rn=2, kc=2, vw=2)
+        yield "tiled 8x2, 2 rows an item", make(wg=4, stage_params=False, tiled=True, tm=8,
+                                                tn=2, rm=2, rn=2, kc=2, vw=1)
+
+
+def mstep_variants(base, d, full):
+    nb_gpu = -(-d // 2)
+    yield gmm_pass.MStepSpec(wg=3 * (nb_gpu * nb_gpu if full else nb_gpu), tb=2, nb=nb_gpu,
+                        reps=3, tile=4, **base)                 # GPU shape, replicas
+    yield gmm_pass.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
+    # CPU: a work-item per component (ragged last block of components)
+    yield gmm_pass.MStepSpec(variant="rowwise", wg=2, tile=4, **base)
+
+
+def exercise_kernels(device, log):
+    count = 0
+    for dtype, fp64 in PRECISIONS:
+        profile = profile_for(device, fp64, work_group_size=4, groups_per_compute_unit=2)
+        X, _ = data(dtype)
+        rtol = 1e-4 if dtype == "float32" else 1e-10
+        for full in (True, False):
+            m = model(X, full)
+            lp, lse, resp = reference(X, m, full)
+            z = X.astype(np.float64)[:, None, :] - m.means[None]
+            base = dict(dtype=dtype, acc_double=fp64, d=X.shape[1], full=full)
+            msteps = list(mstep_variants(base, X.shape[1], full))
+            for v, (label, estep) in enumerate(estep_variants(base)):
+                mstep = msteps[v % len(msteps)]
+                for store in (True, False):
+                    what = f"gmm {dtype} fp64={fp64} full={full} {label} store={store} {mstep}"
+                    mark(what)
+                    part = DevicePartition(profile, X)
+                    with forced(estep, mstep):
+                        gp = gmm_pass.GmmPass(part, K, full)
+                    gp.chunks = 3       # rows in chunks of 13: several ragged tiles each
+                    gp.part_stats = partial_buffer(part.queue, 3 * mstep.reps,
+                                                   K * gmm_pass.stats_size(X.shape[1], full), fp64)
+                    ll, bad = gp.estep(mdl.records(m, full), store_resp=store)
+                    close(gp.lse.get(part.queue), lse, f"{what}: lse", rtol)
+                    close(ll, lse.sum(), f"{what}: log-likelihood", rtol)
+                    if bad or not np.array_equal(gp.labels.get(part.queue), lp.argmax(1)):
+                        raise AssertionError(f"{what}: labels or bad={bad}")
+                    if not store:
+                        continue
+                    got = gp.resp[:K * len(X)].get(part.queue).reshape(K, -1).T
+                    close(got, resp, f"{what}: resp", rtol)
+                    stats = gp.mstep(m.means)
+                    close(stats[:, 0], resp.sum(0), f"{what}: N", rtol)
+                    close(stats[:, 1:4], np.einsum("nk,nkd->kd", resp, z), f"{what}: S1", rtol)
+                    s2 = (np.einsum("nk,nkd,nke->kde", resp, z, z).reshape(K, -1) if full
+                          else np.einsum("nk,nkd->kd", resp, z * z))
+                    close(stats[:, 4:], s2, f"{what}: S2", rtol)
+                    count += 1
+    log(f"gmm kernels: {count} variants")
+
+
+def exercise_fits(device, log):
+    """Whole fits, predict_proba and score, resident and streamed: same model."""
+    fits = 0
+    for dtype, fp64 in PRECISIONS:
+        profile = profile_for(device, fp64)
+        X, _ = data(dtype, seed=5)
+        for cov in ("full", "diag"):
+            m = model(X, cov == "full")
+            prec = mdl.precisions_of(m.prec_chol, cov == "full")
+            params = dict(covariance_type=cov, max_iter=2, tol=0, weights_init=m.weights,
+                          means_init=m.means, precisions_init=prec)
+            first = None
+            for how, mgr in (("resident", oc.DeviceManager([profile])),
+                             ("streamed", oc.DeviceManager(
+                                 [profile], memory_budget=streaming_budget(dtype)))):
+                what = f"GaussianMixture {dtype} fp64={fp64} {cov} {how}"
+                mark(what)
+                gmm_pass._PLANS.clear()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    gm = oc.GaussianMixture(K, devices=mgr, **params).fit(X)
+                proba = gm.predict_proba(X)
+                fits += 1
+                if first is None:
+                    first = gm, proba
+                    continue
+                close(gm.means_, first[0].means_, f"{what}: means", 1e-5)
+                close(gm.lower_bound_, first[0].lower_bound_, f"{what}: lower bound", 1e-5)
+                close(proba, first[1], f"{what}: predict_proba", 1e-5)
+    log(f"gmm fits: {fits}")
+
+
+EXERCISERS = {
+    "gmm_estep.cl.mako": [exercise_kernels, exercise_fits],
+    "gmm_mstep.cl.mako": [exercise_kernels, exercise_fits],
+    "gmm_mstep_rowwise.cl.mako": [exercise_kernels],
+}

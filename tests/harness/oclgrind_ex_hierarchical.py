@@ -1,0 +1,96 @@
+"""oclgrind plugin: every hierarchical template variant on 7..9 points.
+
+Distances for every metric (odd and even d: cosine's two-lane dot products
+have a tail only for odd d), one work-item per pair and register-tiled
+(distance_tile.cl.mako), Prim's single linkage and the nearest-neighbour
+chain for complete/average/weighted/ward (each in one persistent launch and
+in two launches a step), and the generic algorithm for
+centroid/median, in each precision of PRECISIONS, with a work-group of 4 so
+the row searches span several work-groups.  Results are checked against
+scipy (merges equal, heights to rounding).
+"""
+import numpy as np
+from oclgrind_driver import PRECISIONS, close, mark, profile_for
+from scipy.cluster import hierarchy
+from scipy.spatial.distance import pdist
+
+from oclclust.cluster.hierarchical import METRICS, _sorted_linkage
+from oclclust.passes.linkage import Plan, condensed_distances, nn_chain, prim_single
+from oclclust.passes.linkage_generic import generic_linkage
+
+
+def _points(n, d, seed):
+    return np.random.RandomState(seed).randn(n, d) * 2 + 1
+
+
+def _plans(device):
+    for dtype, fp64 in PRECISIONS:
+        yield dtype, Plan(profile_for(device, fp64, work_group_size=4), dtype)
+
+
+def _check_z(Z, X, method, rtol, what):
+    ref = hierarchy.linkage(X, method)
+    if not np.array_equal(Z[:, [0, 1, 3]], ref[:, [0, 1, 3]]):
+        raise AssertionError(f"{what}: merges {Z[:, [0, 1, 3]]}, expected {ref[:, [0, 1, 3]]}")
+    close(Z[:, 2], ref[:, 2], what, rtol)
+
+
+# register-tiled distances: 4 x 4 pair tiles of 2 x 2 registers, 2 features a
+# chunk; on 9 points (a ragged last row tile) and d = 3 (a ragged chunk) with
+# vector reads of 2, d = 4 with scalar ones
+DISTANCE_TILES = dict(lloyd_tile_rows=4, lloyd_tile_centroids=4, lloyd_reg_rows=2,
+                      lloyd_reg_centroids=2, lloyd_depth=2)
+
+
+def exercise_distances(device, log):
+    for dtype, fp64 in PRECISIONS:
+        rtol = 1e-4 if dtype == "float32" else 1e-12
+        for metric in METRICS:
+            for d, vw in ((3, 2), (4, 1)):
+                for tiled in (False, True) if metric != "cosine" else (False,):
+                    plan = Plan(profile_for(device, fp64, work_group_size=4,
+                                            lloyd_vector_width=vw, **DISTANCE_TILES), dtype)
+                    plan.tiled = tiled
+                    n = 9 if tiled else 8
+                    X = _points(n, d, seed=d).astype(dtype)
+                    tag = f"{metric} d={d} {dtype} fp64={fp64} tiled={tiled}"
+                    mark(f"hierarchical distances {tag}")
+                    dist, _ = condensed_distances(plan, X=X, metric=metric)
+                    close(dist.get(plan.queue), pdist(X.astype(np.float64), metric),
+                          f"distances {tag}", rtol)
+                    if tiled and dtype == "float64":      # pdist's rounding exactly
+                        np.testing.assert_array_equal(dist.get(plan.queue), pdist(X, metric))
+    log("hierarchical distances: ok")
+
+
+def exercise_linkages(device, log):
+    for dtype, plan in _plans(device):
+        rtol = 1e-4 if dtype == "float32" else 1e-12
+        X = _points(9, 2, seed=7).astype(dtype).astype(np.float64)
+        y = pdist(X)
+        for persistent in (True, False):     # one launch in all, or two a step
+            plan.persistent = persistent
+            tag = f"{dtype} fp64={plan.profile.fp64} persistent={persistent}"
+            mark(f"hierarchical prim {tag}")
+            dist, n = condensed_distances(plan, y=y)
+            _check_z(_sorted_linkage(*prim_single(plan, dist, n), n), X, "single", rtol,
+                     f"prim {tag}")
+            for method in ("complete", "average", "weighted", "ward"):
+                mark(f"hierarchical nn_chain {method} {tag}")
+                dist, n = condensed_distances(plan, y=y)
+                Z = _sorted_linkage(*nn_chain(plan, dist, n, method), n)
+                _check_z(Z, X, method, rtol, f"nn_chain {method} {tag}")
+        tag = f"{dtype} fp64={plan.profile.fp64}"
+        for method in ("centroid", "median"):
+            mark(f"hierarchical generic {method} {tag}")
+            dist, n = condensed_distances(plan, y=y)
+            _check_z(generic_linkage(plan, dist, n, method), X, method, rtol,
+                     f"generic {method}")
+    log("hierarchical linkages: ok")
+
+
+EXERCISERS = {
+    "hierarchical_distances.cl.mako": [exercise_distances],
+    "hierarchical_prim.cl.mako": [exercise_linkages],
+    "hierarchical_linkage.cl.mako": [exercise_linkages],
+}

@@ -1,0 +1,98 @@
+"""Data files: every format read back equal to what was written; bad and
+truncated files give a DataFileError naming the file."""
+import numpy as np
+import pytest
+
+from oclclust.io.datafiles import DataFileError, load_data
+
+X = np.arange(24, dtype=np.float32).reshape(6, 4) / 3
+
+
+def write_vecs(path, rows, dtype):
+    with open(path, "wb") as fh:
+        for row in rows:
+            np.array([len(row)], "<i4").tofile(fh)
+            np.asarray(row, dtype).tofile(fh)
+
+
+@pytest.mark.parametrize("ext,dtype", [(".fvecs", np.float32), (".ivecs", np.int32),
+                                       (".bvecs", np.uint8)])
+def test_vecs(tmp_path, ext, dtype):
+    rows = (np.arange(20).reshape(5, 4) * 7 % 250).astype(dtype)
+    write_vecs(tmp_path / f"a{ext}", rows, dtype)
+    np.testing.assert_array_equal(load_data(tmp_path / f"a{ext}"), rows)
+    raw = (tmp_path / f"a{ext}").read_bytes()
+    (tmp_path / f"t{ext}").write_bytes(raw[:-1])
+    with pytest.raises(DataFileError, match=f"t{ext}: truncated"):
+        load_data(tmp_path / f"t{ext}")
+    write_vecs(tmp_path / f"m{ext}", [rows[0], rows[1][:2], rows[1][:2]], dtype)
+    with pytest.raises(DataFileError, match="m" + ext):
+        load_data(tmp_path / f"m{ext}")
+
+
+def test_npy_npz(tmp_path):
+    np.save(tmp_path / "a.npy", X)
+    np.testing.assert_array_equal(load_data(tmp_path / "a.npy"), X)
+    np.savez(tmp_path / "b.npz", data=X, other=X[:2])
+    np.testing.assert_array_equal(load_data(tmp_path / "b.npz", key="data"), X)
+    with pytest.raises(DataFileError, match="name one"):
+        load_data(tmp_path / "b.npz")
+    (tmp_path / "c.npy").write_bytes((tmp_path / "a.npy").read_bytes()[:100])
+    with pytest.raises(DataFileError, match="c.npy"):
+        load_data(tmp_path / "c.npy")
+    np.save(tmp_path / "d.npy", X.ravel())
+    with pytest.raises(DataFileError, match="2-D"):
+        load_data(tmp_path / "d.npy")
+
+
+@pytest.mark.parametrize("ext,sep", [(".csv", ","), (".tsv", "\t")])
+def test_text_with_and_without_header(tmp_path, ext, sep):
+    plain = tmp_path / f"p{ext}"
+    plain.write_text("\n".join(sep.join(f"{v:.6f}" for v in row) for row in X))
+    np.testing.assert_allclose(load_data(plain), X, atol=1e-5)
+    named = tmp_path / f"h{ext}"
+    named.write_text(sep.join("abcd") + "\n" + plain.read_text())
+    np.testing.assert_allclose(load_data(named, columns=["c", "a"]), X[:, [2, 0]], atol=1e-5)
+    np.testing.assert_allclose(load_data(named, columns=["3"]), X[:, [3]], atol=1e-5)
+    with pytest.raises(DataFileError, match="no column named 'z'"):
+        load_data(named, columns=["z"])
+    bad = tmp_path / f"b{ext}"
+    bad.write_text(plain.read_text() + "\n1" + sep + "2")
+    with pytest.raises(DataFileError, match=f"b{ext}: line 7 has 2 fields"):
+        load_data(bad)
+    (tmp_path / f"e{ext}").write_text("")
+    with pytest.raises(DataFileError, match="empty"):
+        load_data(tmp_path / f"e{ext}")
+
+
+def test_unknown_and_missing(tmp_path):
+    with pytest.raises(DataFileError, match="no such file"):
+        load_data(tmp_path / "nope.npy")
+    (tmp_path / "x.parquet").write_bytes(b"PAR1")
+    with pytest.raises(DataFileError, match="unknown data format"):
+        load_data(tmp_path / "x.parquet")
+
+
+def test_fcs_channels(tmp_path):
+    flowio = pytest.importorskip("flowio")
+    with open(tmp_path / "a.fcs", "wb") as fh:
+        flowio.create_fcs(fh, X.ravel(), ["FSC-A", "SSC-A", "CD3", "CD4"])
+    np.testing.assert_allclose(load_data(tmp_path / "a.fcs"), X)
+    np.testing.assert_allclose(load_data(tmp_path / "a.fcs", columns=["CD4", "FSC-A"]),
+                               X[:, [3, 0]])
+    (tmp_path / "t.fcs").write_bytes((tmp_path / "a.fcs").read_bytes()[:-10])
+    with pytest.raises(DataFileError, match="t.fcs: not a readable FCS"):
+        load_data(tmp_path / "t.fcs")
+
+
+def test_hdf5_dataset_path(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    with h5py.File(tmp_path / "a.h5", "w") as fh:
+        fh["group/x"] = X
+        fh["y"] = X[:2]
+    np.testing.assert_array_equal(load_data(tmp_path / "a.h5", key="group/x"), X)
+    with pytest.raises(DataFileError, match="no dataset 'nope'"):
+        load_data(tmp_path / "a.h5", key="nope")
+    (tmp_path / "bad.h5").write_bytes(b"not hdf5")
+    with pytest.raises(DataFileError, match="bad.h5: not a readable HDF5"):
+        load_data(tmp_path / "bad.h5", key="x")

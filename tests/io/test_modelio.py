@@ -1,0 +1,88 @@
+"""Model files: a fitted estimator saved and loaded predicts the same; the
+file holds no pickle; damaged or foreign files give a clear error."""
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+import oclclust as oc
+from oclclust.io.modelio import ModelFileError, load_model, save_model
+
+
+def test_kmeans_round_trip(devices, blobs, tmp_path):
+    X, _ = blobs
+    km = oc.KMeans(n_clusters=4, random_state=0, devices=devices).fit(X)
+    save_model(km, tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
+    assert type(back) is oc.KMeans and back.n_clusters == 4 and back.random_state == 0
+    np.testing.assert_array_equal(back.cluster_centers_, km.cluster_centers_)
+    assert back.inertia_ == km.inertia_ and back.n_iter_ == km.n_iter_
+    back.set_params(devices=devices)
+    assert (back.predict(X) == km.predict(X)).all()
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as npz:   # no object arrays
+        assert json.loads(str(npz["__meta__"]))["version"] == 1
+
+
+def test_array_init_is_kept(devices, blobs, tmp_path):
+    X, _ = blobs
+    init = X[:4].copy()
+    km = oc.KMeans(n_clusters=4, init=init, n_init=1, devices=devices).fit(X)
+    save_model(km, tmp_path / "m.npz")
+    np.testing.assert_array_equal(load_model(tmp_path / "m.npz").init, init)
+
+
+def test_bad_files(devices, blobs, tmp_path):
+    with pytest.raises(ValueError, match="not fitted"):
+        save_model(oc.KMeans(), tmp_path / "x.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ModelFileError, match="junk.npz"):
+        load_model(tmp_path / "junk.npz")
+    np.savez(tmp_path / "plain.npz", a=np.ones(3))
+    with pytest.raises(ModelFileError, match="no oclclust metadata"):
+        load_model(tmp_path / "plain.npz")
+    X, _ = blobs
+    save_model(oc.KMeans(n_clusters=2, devices=devices).fit(X), tmp_path / "m.npz")
+    for change, message in (({"version": 99}, "newer"), ({"class": "os.system"}, "unknown"),
+                            ({"format": "other"}, "not an oclclust model")):
+        with np.load(tmp_path / "m.npz") as npz:
+            files = {k: npz[k] for k in npz.files}
+        meta = json.loads(str(files["__meta__"]))
+        meta.update(change)
+        files["__meta__"] = np.array(json.dumps(meta))
+        np.savez(tmp_path / "e.npz", **files)
+        with pytest.raises(ModelFileError, match=message):
+            load_model(tmp_path / "e.npz")
+    assert zipfile.is_zipfile(tmp_path / "m.npz")
+
+
+ESTIMATORS = [
+    ("KMeans", dict(n_clusters=4, random_state=0)),
+    ("EnsembleKMeans", dict(n_clusters=4, n_models=3, random_state=0)),
+    ("FuzzyCMeans", dict(n_clusters=4, random_state=0)),
+    ("GaussianMixture", dict(n_components=4, random_state=0)),
+    ("GaussianMixture", dict(n_components=6, min_components=2, random_state=0)),
+    ("AgglomerativeClustering", dict(n_clusters=4, linkage="average")),
+]
+
+
+@pytest.mark.parametrize("name,params", ESTIMATORS, ids=lambda v: v if isinstance(v, str) else "")
+def test_every_estimator_round_trips(name, params, devices, blobs, tmp_path):
+    """Saved and loaded, each estimator keeps its learned arrays and predicts
+    the same labels (and memberships / responsibilities) on new data."""
+    X, _ = blobs
+    model = getattr(oc, name)(devices=devices, **params).fit(X)
+    save_model(model, tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
+    assert type(back) is type(model)
+    assert back.get_params()["devices"] is None      # where it ran is not saved
+    for key, value in vars(model).items():
+        if key.endswith("_") and isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(getattr(back, key), value, err_msg=key)
+    back.set_params(devices=devices)
+    new = X[::7] + 0.1
+    if hasattr(model, "predict"):
+        np.testing.assert_array_equal(back.predict(new), model.predict(new))
+    if hasattr(model, "predict_proba"):
+        np.testing.assert_allclose(back.predict_proba(new), model.predict_proba(new),
+                                   rtol=1e-6, atol=1e-12)

@@ -1,0 +1,127 @@
+"""SPMD fits across MPI ranks (mpich's mpiexec from PyPI, real processes).
+
+Each case runs tests/harness/mpi_script.py under ``mpiexec -n R`` on the platform
+under test; every rank reports what it fitted or raised.  A hang fails the
+test through the subprocess timeout.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import oclclust as oc
+from conftest import mpiexec
+from oclclust.io.modelio import load_model
+
+import mpi_script  # noqa: E402 -- beside this file, as conftest
+
+SCRIPT = Path(mpi_script.__file__).resolve()
+
+
+def mpirun(ranks, *args, platform, cwd, timeout=120, module=False):
+    env = dict(os.environ, OCLCLUST_TEST_PLATFORM=platform)
+    env.pop("OCLCLUST_DEVICES", None)
+    target = ["-m", "oclclust"] if module else [str(SCRIPT)]
+    return subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, *target, *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def results(out, ranks):
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(ranks)]
+
+
+@pytest.fixture
+def platform(devices):
+    return devices[0].platform
+
+
+@pytest.mark.parametrize("init,weighted,dtype", [("k-means++", False, "float64"),
+                                                  ("k-means++", True, "float32"),
+                                                  ("random", True, "float64")])
+def test_ranks_fit_the_model_of_one_process(init, weighted, dtype, platform, devices,
+                                            tmp_path):
+    """1, 2 and 3 ranks: the same model on every rank, equal to one process
+    (no comm) fitting the concatenated data; labels are each rank's own."""
+    X, w = mpi_script.data()
+    ref = oc.KMeans(n_clusters=mpi_script.K, init=init, n_init=1, random_state=0, tol=0,
+                    max_iter=50, devices=devices).fit(X.astype(dtype),
+                                                      sample_weight=w if weighted else None)
+    flags = ["--init", init, "--dtype", dtype] + (["--weighted"] if weighted else [])
+    for ranks in (1, 2, 3):
+        out = tmp_path / f"r{ranks}"
+        out.mkdir()
+        proc = mpirun(ranks, "fit", str(out), *flags, platform=platform, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got = results(out, ranks)
+        for r in got:
+            assert "error" not in r, r
+            np.testing.assert_allclose(r["centers"], ref.cluster_centers_, rtol=1e-6, atol=1e-9)
+            assert r["inertia"] == pytest.approx(ref.inertia_, rel=1e-6)
+            assert r["n_iter"] == ref.n_iter_
+        labels = np.concatenate([r["labels"] for r in sorted(got, key=lambda r: r["start"])])
+        assert (labels == ref.labels_).all()
+
+
+@pytest.mark.parametrize("case,expected", [
+    ("mismatch", "n_features"), ("empty", "0 sample"), ("fail_mid", "injected failure")])
+def test_a_bad_rank_makes_every_rank_raise(case, expected, platform, tmp_path):
+    """A rank with another n_features, no rows, or an error mid-fit: every
+    rank raises a clear error naming the rank, and none hangs."""
+    proc = mpirun(3, case, str(tmp_path), platform=platform, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for r in results(tmp_path, 3):
+        assert r.get("error") == "RankError", r
+        assert expected in r["message"] and "rank 1" in r["message"], r["message"]
+
+
+def test_load_shard_gives_each_rank_its_rows(platform, tmp_path):
+    full = np.arange(3 * 40, dtype=np.float32).reshape(40, 3)
+    for i, (a, b) in enumerate(((0, 7), (7, 29), (29, 40))):
+        np.save(tmp_path / f"part{i}.npy", full[a:b])
+    proc = mpirun(3, "shards", str(tmp_path), platform=platform, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    shards = [np.load(tmp_path / f"shard{r}.npy") for r in range(3)]
+    assert [len(s) for s in shards] == [13, 13, 14]
+    np.testing.assert_array_equal(np.concatenate(shards), full)
+
+
+def test_cli_fit_under_mpiexec(platform, devices, tmp_path):
+    """mpiexec -n 3 python -m oclclust fit: rank 0 writes the model, each
+    rank its labels; the model is one process's."""
+    X, _ = mpi_script.data()
+    np.save(tmp_path / "data.npy", X)
+    proc = mpirun(3, "fit", "data.npy", "--algorithm", "kmeans", "-k", str(mpi_script.K),
+                  "--random-state", "0", "--devices", platform, "--out", "model.npz",
+                  "--labels", "labels{rank}.npy", platform=platform, cwd=tmp_path,
+                  module=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "3 rank(s)" in proc.stdout and proc.stdout.count("model written") == 1
+    model = load_model(tmp_path / "model.npz")
+    ref = oc.KMeans(n_clusters=mpi_script.K, random_state=0, devices=devices).fit(X)
+    np.testing.assert_allclose(model.cluster_centers_, ref.cluster_centers_, rtol=1e-6)
+    labels = np.concatenate([np.load(tmp_path / f"labels{r}.npy") for r in range(3)])
+    assert (labels == ref.labels_).all()
+
+
+@pytest.mark.parametrize("name", ["FuzzyCMeans", "GaussianMixture", "EnsembleKMeans"])
+def test_every_iterative_estimator_across_ranks(name, platform, devices, tmp_path):
+    """2 ranks fit the model one process fits on all rows; a rank whose
+    shard has a feature fewer makes both raise (no hang)."""
+    X, _ = mpi_script.data()
+    ref = mpi_script.model_of(mpi_script.estimator(name, devices, None).fit(X))
+    out = tmp_path / "fit"
+    out.mkdir()
+    proc = mpirun(2, "fit", str(out), "--estimator", name, platform=platform, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for r in results(out, 2):
+        assert "error" not in r, r
+        np.testing.assert_allclose(r["model"], ref, rtol=1e-6, atol=1e-8)
+    proc = mpirun(2, "mismatch", str(tmp_path), "--estimator", name, platform=platform,
+                  cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for r in results(tmp_path, 2):
+        assert r.get("error") == "RankError" and "n_features" in r["message"], r

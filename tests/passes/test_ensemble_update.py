@@ -1,0 +1,117 @@
+"""The ensemble's model update on the device (oclclust/ensemble_update.py):
+bit for bit the host's update, for every strategy, KD-tree mapping, K and
+dtype; flagged iterations (empty clusters) go to the host and back; only
+single-device, resident fits with double precision use it."""
+import numpy as np
+import pytest
+
+import oclclust as oc
+from oclclust.passes import ensemble_update
+from oclclust.cluster.ensemble import ShardedEnsemble, data_moments, fixed_point, lloyd_ensemble
+
+VARIANTS = [("task", None), ("data", None), ("concatenated", None),
+            ("concatenated", "direct"), ("concatenated", "distributed"),
+            ("concatenated", "replicated")]
+
+
+def blobs(n, d, dtype, seed=0):
+    rng = np.random.RandomState(seed)
+    return (rng.randn(n, d) + rng.randint(0, 5, (n, 1)) * 3.0).astype(dtype)
+
+
+def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None,
+        max_iter=60, enqueued=None):
+    """lloyd_ensemble's (centres, inertia, n_iter, labels) and the device
+    update's steps: (taken, flagged); the passes enqueued appended to
+    *enqueued*."""
+    data = oc.DeviceManager([profile]).scatter(X, None)
+    steps = []
+    original, enqueue = ensemble_update.DeviceUpdate.step, ensemble_update.DeviceUpdate._enqueue
+
+    def counted(self, tol, ahead=ensemble_update.AHEAD):
+        shifts, flags = original(self, tol, ahead)
+        steps.append(bool(flags.any()))
+        return shifts, flags
+
+    def enqueue_counted(self, tol):
+        enqueue(self, tol)
+        if enqueued is not None:
+            enqueued.append(len(self.pending))
+    try:
+        ensemble_update.DeviceUpdate.step = counted
+        ensemble_update.DeviceUpdate._enqueue = enqueue_counted
+        host_w = np.ones(len(X))
+        engine = ShardedEnsemble(data, fixed_point(data, host_w, data_moments(data)[0]),
+                                 [len(c) for c in inits], strategy, kdtree,
+                                 device_update=device_update)
+        tol = float(np.mean(X.astype(np.float64).var(0))) * 1e-4
+        out = lloyd_ensemble(engine, [c.copy() for c in inits], max_iter, tol, data, host_w)
+    finally:
+        ensemble_update.DeviceUpdate.step, ensemble_update.DeviceUpdate._enqueue = \
+            original, enqueue
+        data.close()
+    return out, (len(steps), sum(steps))
+
+
+def assert_same(got, want):
+    for g, w in zip(got[0], want[0]):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_array_equal(got[3], want[3])
+
+
+@pytest.mark.parametrize("strategy, kdtree", VARIANTS)
+@pytest.mark.parametrize("dtype, ks", [(np.float32, (7, 7, 7, 7)), (np.float64, (3, 9, 5))])
+def test_device_update_is_the_host_update(profile, strategy, kdtree, dtype, ks):
+    X = blobs(1200, 3, dtype)
+    rng = np.random.RandomState(1)
+    inits = [X[rng.choice(len(X), k, replace=False)].astype(np.float64) for k in ks]
+    host, (taken, _) = fit(profile, X, inits, False, strategy, kdtree)
+    assert taken == 0
+    device, (taken, flagged) = fit(profile, X, inits, True, strategy, kdtree)
+    assert_same(device, host)
+    assert (taken >= max(host[2]) if profile.fp64 else taken == 0) and flagged == 0
+    assert len(set(host[2])) > 1          # models left the passes at their own iteration
+
+
+def test_empty_clusters_go_to_the_host_and_back(profile):
+    """A centroid far from every point: its cluster is empty, that
+    iteration is the host's (relocation), the next ones the device's."""
+    X = blobs(900, 2, np.float32, seed=4)
+    rng = np.random.RandomState(5)
+    inits = [X[rng.choice(len(X), 6, replace=False)].astype(np.float64) for _ in range(3)]
+    inits[1][2] = 1e3
+    host, _ = fit(profile, X, inits, False)
+    device, (taken, flagged) = fit(profile, X, inits, True)
+    assert_same(device, host)
+    assert flagged >= 1 and taken > flagged or not profile.fp64
+
+
+def test_passes_run_ahead_but_not_past_max_iter(profile):
+    """Iterations are enqueued AHEAD beyond the one read, none beyond
+    max_iter: no pass is wasted when the fit stops there."""
+    X = blobs(1500, 2, np.float32, seed=2)
+    rng = np.random.RandomState(3)
+    inits = [X[rng.choice(len(X), 40, replace=False)].astype(np.float64) for _ in range(2)]
+    enqueued = []
+    (_, _, n_iter, _), (taken, flagged) = fit(profile, X, inits, True, max_iter=6,
+                                              enqueued=enqueued)
+    assert list(n_iter) == [6, 6]
+    if profile.fp64:
+        assert (taken, flagged) == (6, 0)
+        assert len(enqueued) == 6 and max(enqueued) == 1 + ensemble_update.AHEAD
+    else:
+        assert taken == 0 and not enqueued
+
+
+def test_used_on_one_resident_device_only(profile):
+    X = blobs(400, 2, np.float32)
+    one = oc.DeviceManager([profile]).scatter(X, None)
+    two = oc.DeviceManager([profile, profile]).scatter(X, None)
+    try:
+        assert ensemble_update.usable(one, None) == profile.fp64
+        assert len(two.chunks) == 2 and not ensemble_update.usable(two, None)
+    finally:
+        one.close()
+        two.close()

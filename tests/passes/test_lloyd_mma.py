@@ -1,0 +1,92 @@
+"""The "mma" Lloyd variant (oclclust/lloyd_mma.py): the split of the centres
+on every runtime, and the tensor-core pass against numpy where tensor cores
+are (elsewhere the same cases check that the planner falls back to gemm).
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+from oclclust.passes.lloyd import LloydSpec, candidate_specs
+from oclclust.passes.lloyd_mma import split_centers, tensor_cores, tile_words
+from test_lloyd import check_against_reference, planned_variant, run_pass
+
+
+def slot_dims(spec):
+    """kp x dp / 2: the first dimension of each uint4 slot, as
+    lloyd_mma_split.cl.mako documents its layout (the second is 4 on)."""
+    swizzle = 4 if spec.dp // 8 % 2 == 0 else 0
+    p = np.arange(spec.dp // 2)
+    s = p[None, :] ^ (swizzle * (np.arange(spec.kp)[:, None] & 1))
+    return s // 4 * 8 + s % 4
+
+
+def tf32(v):
+    """float32 to TF32 bits: to nearest, ties away from zero."""
+    return (v.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+
+
+def check_split(queue, C):
+    """Split *C* (k x d float32) on *queue*'s device; assert the words are
+    the documented layout's."""
+    k, d = C.shape
+    dp = -(-d // 8) * 8
+    spec = LloydSpec(variant="mma", dtype="float32", d=d, k=k, kp=-(-k // 16) * 16, dp=dp)
+    tiles = cla.empty(queue, tile_words(spec), np.uint32)
+    split_centers(queue, spec, cla.to_device(queue, C.ravel()), tiles)
+    got = tiles.get().reshape(spec.kp, dp // 2, 4)
+    padded = np.zeros((spec.kp, dp), np.float32)
+    padded[:k, :d] = C
+    rows, dims = np.arange(spec.kp)[:, None], slot_dims(spec)
+    for half in range(2):
+        v = padded[rows, dims + 4 * half]
+        big = tf32(v)
+        np.testing.assert_array_equal(got[..., 2 * half], big)
+        np.testing.assert_array_equal(got[..., 2 * half + 1], tf32(v - big.view(np.float32)))
+        # big + small is v to 2^-21 relative: the 3xTF32 products' accuracy
+        total = got[..., 2 * half:2 * half + 2].view(np.float32).astype(np.float64).sum(-1)
+        assert np.all(np.abs(total - v) <= 2.0 ** -21 * np.abs(v))
+
+
+@pytest.mark.parametrize("d, k", [(5, 10), (16, 17), (37, 30), (128, 20)])
+def test_split_matches_its_layout(queue, d, k):
+    """Odd and even numbers of k8 steps (swizzled rows), ragged d and k,
+    magnitudes 1e-3 to 1e3."""
+    rng = np.random.default_rng(d)
+    check_split(queue, (rng.standard_normal((k, d))
+                        * 10.0 ** rng.integers(-3, 4, (k, 1))).astype(np.float32))
+
+
+def test_offered_only_with_tensor_cores(profile):
+    specs = list(candidate_specs(dataclasses.replace(profile, lloyd_variant="mma"),
+                                 np.float32, 32, 100, True, False))
+    assert (specs[0].variant == "mma") == tensor_cores(profile)
+    assert {s.variant for s in specs[1:]} <= {"mma", "gemm", "tiled", "rowwise"}
+
+
+# several chunks and row tiles, ragged d and k, d above MAX_D (gemm)
+SHAPES = [(3001, 128, 300), (1000, 37, 33), (517, 8, 17), (700, 129, 20), (4099, 64, 1000)]
+
+
+@pytest.mark.parametrize("n, d, k", SHAPES)
+def test_pass_matches_numpy(profile, make_blobs, n, d, k):
+    prof = dataclasses.replace(profile, lloyd_variant="mma")
+    X, _ = make_blobs(n=n, d=d, k=k, seed=d, dtype=np.float32)
+    w = np.random.RandomState(2).uniform(0, 3, n).astype(np.float32)
+    spec = check_against_reference(prof, X, X[:k] + np.float32(0.25), w, 1e-12)
+    assert spec.variant == planned_variant(prof, np.float32, d)
+
+
+def test_exact_ties_go_to_the_lowest_index(profile, make_blobs):
+    """Duplicate centres in other lanes, fragments and chunks: the lowest
+    index wins, as numpy's argmin."""
+    prof = dataclasses.replace(profile, lloyd_variant="mma")
+    X, _ = make_blobs(n=300, d=12, k=5, seed=6, dtype=np.float32)
+    base = X[:5] + np.float32(0.1)
+    order = np.random.RandomState(3).randint(0, 5, 40)
+    centres = base[order]
+    ref = ((X[:, None].astype(np.float64) - centres[None]) ** 2).sum(-1).argmin(1)
+    stats, labels, lloyd = run_pass(prof, X, centres)
+    assert lloyd.spec.variant == planned_variant(prof, np.float32, 12)
+    np.testing.assert_array_equal(labels.get(), ref)

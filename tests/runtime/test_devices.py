@@ -1,0 +1,240 @@
+"""Device discovery, devices.yaml validation and device selection."""
+import dataclasses
+import pickle
+
+import pyopencl as cl
+import pytest
+
+import oclclust as oc
+from oclclust.runtime import devices as dv
+from oclclust.runtime.devices import PROFILE_TERMS, ProfileError
+
+NUMERIC_TERMS = [t for t, (kind, _, _) in PROFILE_TERMS.items() if kind in (int, float)]
+
+
+# ----------------------------------------------------------------- discovery
+def test_profiles_carry_what_the_device_reports(platform_devices):
+    listed = oc.list_devices()
+    for profile in platform_devices:
+        assert profile in listed
+        dev = profile.cl_device()
+        assert profile.platform == dev.platform.name.strip()
+        assert profile.name == dev.name.strip() and profile.vendor == dev.vendor.strip()
+        assert profile.driver_version == dev.driver_version.strip()
+        assert profile.compute_units == dev.max_compute_units >= 1
+        assert profile.local_mem_size == dev.local_mem_size > 0
+        assert profile.max_work_group_size == dev.max_work_group_size >= 1
+        assert profile.global_mem_size == dev.global_mem_size >= profile.max_alloc_size > 0
+        assert profile.max_alloc_size == dev.max_mem_alloc_size
+        assert profile.fp64 == ("cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0)
+        assert profile.type in dv.DEVICE_TYPES
+        assert bool(dev.type & cl.device_type.CPU) == (profile.type == "cpu")
+
+
+def test_profiles_are_resolved_and_in_range(platform_devices):
+    for profile in platform_devices:
+        assert profile.profile_entries[0] == "devices.yaml#0"   # the catch-all entry
+        for term, (kind, lo, hi) in PROFILE_TERMS.items():
+            value = getattr(profile, term)
+            assert isinstance(value, kind), term
+            if kind is str:
+                assert value in lo, term
+            else:
+                assert lo <= value <= hi, term
+        assert profile.local_memory_budget == int(profile.local_mem_size *
+                                                  profile.local_memory_fraction)
+        assert 0 < profile.memory_budget <= profile.global_mem_size
+
+
+def test_cpu_entry_applies_to_cpus(platform_devices):
+    for profile in platform_devices:
+        assert ("devices.yaml#1" in profile.profile_entries) == (profile.type == "cpu")
+
+
+def test_profiles_are_plain_data(profile):
+    assert pickle.loads(pickle.dumps(profile)) == profile
+    assert hash(profile) == hash(dataclasses.replace(profile))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        profile.work_group_size = 1
+    assert str(profile) == f"{profile.name} [{profile.platform}]"
+
+
+def test_queue_is_memoised_and_on_the_device(profile):
+    q = profile.queue()
+    assert q is profile.queue()
+    assert q.device.int_ptr == profile.cl_device().int_ptr
+    assert dv.profile_of_queue(q) == profile
+
+
+def test_profile_of_a_users_queue(profile):
+    q = cl.CommandQueue(cl.Context([profile.cl_device()]))
+    assert dv.profile_of_queue(q) == profile
+
+
+# ------------------------------------------------------------- devices.yaml
+def write(tmp_path, text, name="profiles.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_shipped_file_loads():
+    entries = dv.load_profile_file(dv.shipped_profiles_path())
+    match, terms, label = entries[0]
+    assert match == {} and set(terms) == set(PROFILE_TERMS) and label == "devices.yaml#0"
+
+
+BAD_FILES = {
+    "unknown term": ("- {match: {}, work_group_sise: 8}", "unknown profile term 'work_group_sise'"),
+    "string for int": ("- {work_group_size: '16'}", "work_group_size must be int"),
+    "float for int": ("- {work_group_size: 16.5}", "work_group_size must be int"),
+    "bool for int": ("- {work_group_size: true}", "work_group_size must be int"),
+    "list for float": ("- {memory_fraction: [0.5]}", "memory_fraction must be float"),
+    "too small": ("- {work_group_size: 0}", r"work_group_size=0 is outside \[1, 4096\]"),
+    "too large": ("- {local_memory_fraction: 1.5}", r"local_memory_fraction=1.5 is outside"),
+    "negative": ("- {centroid_tile: -4}", "centroid_tile=-4 is outside"),
+    "bad variant": ("- {lloyd_variant: fastest}", "lloyd_variant must be one of"),
+    "bad match key": ("- {match: {colour: red}, work_group_size: 8}", "'match' takes only"),
+    "match not a mapping": ("- {match: [cpu], work_group_size: 8}", "'match' takes only"),
+    "bad device type": ("- {match: {type: tpu}, work_group_size: 8}", "match type must be"),
+    "entry not a mapping": ("- work_group_size", "an entry must be a mapping"),
+    "not a list": ("work_group_size: 8", "expected a list of entries"),
+    "malformed": ("- {match: {type: cpu}\n- [", "cannot read device profiles"),
+    "unsafe tag": ("- !!python/object/apply:os.system ['true']", "cannot read device profiles"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_bad_profile_file(tmp_path, case):
+    text, match = BAD_FILES[case]
+    path = write(tmp_path, text)
+    with pytest.raises(ProfileError, match=match) as info:
+        dv.load_profile_file(path)
+    assert str(path) in str(info.value)   # the error names the file
+
+
+@pytest.mark.parametrize("term", NUMERIC_TERMS)
+def test_every_numeric_term_is_range_checked(tmp_path, term):
+    kind, lo, hi = PROFILE_TERMS[term]
+    for value in (lo - 1, hi * 2):
+        with pytest.raises(ProfileError, match=f"{term}=.* is outside"):
+            dv.load_profile_file(write(tmp_path, f"- {{{term}: {kind(value)!r}}}"))
+    dv.load_profile_file(write(tmp_path, f"- {{{term}: {kind(hi)!r}}}"))   # bounds are closed
+
+
+def test_missing_file_is_a_profile_error(tmp_path):
+    with pytest.raises(ProfileError, match="nope.yaml"):
+        dv.load_profile_file(tmp_path / "nope.yaml")
+
+
+def test_empty_file_has_no_entries(tmp_path):
+    assert dv.load_profile_file(write(tmp_path, "# nothing\n")) == []
+
+
+def test_an_unset_term_is_an_error():
+    reported = {"name": "x", "vendor": "v", "platform": "p", "driver": "d", "type": "cpu"}
+    entries = [({}, {"work_group_size": 8}, "only.yaml#0")]
+    with pytest.raises(ProfileError, match="no profile entry sets .*centroid_tile"):
+        dv.resolve_terms(reported, entries)
+
+
+def test_user_file_overrides_the_shipped_one(tmp_path, monkeypatch, profile):
+    path = write(tmp_path, f"""
+- match: {{platform: {profile.platform.lower()!r}, type: {profile.type}}}
+  work_group_size: 8
+  memory_fraction: 0.25
+- match: {{vendor: no such vendor}}
+  work_group_size: 4
+""", name="mine.yaml")
+    monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(path))
+    mine = [p for p in oc.list_devices() if p.key == profile.key][0]
+    assert mine.work_group_size == 8 and mine.memory_fraction == 0.25
+    assert mine.profile_entries[-1] == "mine.yaml#0"
+    assert "mine.yaml#1" not in mine.profile_entries
+    assert mine.centroid_tile == profile.centroid_tile   # the rest as shipped
+    for p in oc.list_devices():   # match values are case-insensitive substrings
+        applies = profile.platform.lower() in p.platform.lower() and p.type == profile.type
+        assert ("mine.yaml#0" in p.profile_entries) == applies
+
+
+def test_bad_user_file_is_reported_with_its_name(tmp_path, monkeypatch):
+    path = write(tmp_path, "- {points_per_item: 99}", name="broken.yaml")
+    monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(path))
+    with pytest.raises(ProfileError, match="broken.yaml entry 0: points_per_item=99"):
+        oc.list_devices()
+
+
+# ---------------------------------------------------------------- selection
+def test_select_all_and_by_type():
+    everything = oc.list_devices()
+    assert oc.select_devices("all") == everything
+    assert oc.select_devices(" ALL ") == everything
+    for kind in sorted(dv.DEVICE_TYPES):
+        of_kind = [p for p in everything if p.type == kind]
+        if of_kind:
+            assert oc.select_devices(kind) == of_kind
+            assert oc.select_devices(kind.upper()) == of_kind
+        else:   # no GPU on CI's machines, say: a clear error naming what there is
+            with pytest.raises(ValueError, match=f"no OpenCL device matches devices='{kind}'; "
+                                                 "available: .*"):
+                oc.select_devices(kind)
+
+
+def test_select_by_name(devices, profile):
+    platform = [p for p in oc.list_devices() if p.platform == profile.platform]
+    assert oc.select_devices(profile.platform) == platform == devices
+    assert oc.select_devices(profile.platform.upper()) == platform
+    assert profile in oc.select_devices(profile.name)
+    assert profile in oc.select_devices(profile.vendor[2:-1].lower())   # a substring
+    both = oc.select_devices(f"{profile.platform}, {profile.name}")
+    assert both == [p for p in oc.list_devices() if p in platform or p.name == profile.name]
+    assert len(set(both)) == len(both)
+    with pytest.raises(ValueError, match="no OpenCL device matches devices='no such thing'"):
+        oc.select_devices("no such thing")
+
+
+def test_a_full_platform_name_picks_only_that_platform(profile):
+    """Intel's CPU and GPU runtimes are "Intel(R) OpenCL" and "Intel(R) OpenCL
+    Graphics": the first name must not select the second platform too."""
+    cpu = dataclasses.replace(profile, platform="Intel(R) OpenCL", name="Some CPU")
+    gpu = dataclasses.replace(profile, platform="Intel(R) OpenCL Graphics", name="Some GPU",
+                              type="gpu", device_index=1)
+    assert dv.match_names(["intel(r) opencl"], [gpu, cpu]) == [cpu]
+    assert dv.match_names(["intel(r) opencl graphics"], [gpu, cpu]) == [gpu]
+    assert dv.match_names(["opencl"], [gpu, cpu]) == [gpu, cpu]
+    assert dv.match_names(["some gpu", "intel(r) opencl"], [gpu, cpu]) == [gpu, cpu]
+
+
+def test_select_from_the_environment(monkeypatch, devices, profile):
+    monkeypatch.setenv("OCLCLUST_DEVICES", profile.platform)
+    assert oc.select_devices() == devices
+    assert oc.select_devices(None) == devices
+    monkeypatch.delenv("OCLCLUST_DEVICES")
+    assert oc.select_devices() == oc.list_devices()
+
+
+def test_select_profiles_passes_them_through(profile):
+    tweaked = dataclasses.replace(profile, work_group_size=2)
+    assert oc.select_devices(tweaked) == [tweaked]
+    assert oc.select_devices([tweaked, profile]) == [tweaked, profile]
+    assert oc.select_devices((profile,)) == [profile]
+    for bad in ([], [profile, "cpu"], [1]):
+        with pytest.raises(ValueError, match="non-empty list of DeviceProfile"):
+            oc.select_devices(bad)
+
+
+def test_preferred_order(profile):
+    def dev(kind, cu, i):
+        return dataclasses.replace(profile, type=kind, compute_units=cu, device_index=i)
+    small_cpu, big_cpu = dev("cpu", 2, 0), dev("cpu", 16, 1)
+    small_gpu, big_gpu, acc = dev("gpu", 8, 2), dev("gpu", 80, 3), dev("accelerator", 4, 4)
+    ordered = dv.preferred([small_cpu, small_gpu, acc, big_cpu, big_gpu])
+    assert ordered == [big_gpu, small_gpu, acc, big_cpu, small_cpu]
+    twin = dev("cpu", 2, 5)
+    assert dv.preferred([small_cpu, twin]) == [small_cpu, twin]   # stable on ties
+
+
+def test_estimator_runs_on_the_selected_platform(devices, profile, blobs):
+    km = oc.KMeans(3, n_init=1, random_state=0, devices=profile.platform).fit(blobs[0])
+    assert list(km.devices_) == [str(p) for p in dv.preferred(devices)]
+    assert sum(km.devices_.values()) == len(blobs[0])

@@ -1,0 +1,119 @@
+"""Input and parameter validation helpers (oclclust.runtime.validation, placement)."""
+import dataclasses
+import numbers
+
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+from oclclust.parallel.placement import compute_dtype
+from oclclust.runtime.validation import (as_dtype, check_data, check_params, check_random_state,
+                                 check_sample_weight)
+
+
+class Toy:
+    rules = {"n": [(numbers.Integral, 1, 10)], "mode": ["a", "b", None],
+             "x": [(numbers.Real, 0, None), np.ndarray]}
+
+    def __init__(self, n=1, mode="a", x=0.5):
+        self.n, self.mode, self.x = n, mode, x
+
+
+@pytest.mark.parametrize("params", [dict(), dict(n=10), dict(mode=None), dict(mode="b"),
+                                    dict(x=np.zeros(2)), dict(x=0), dict(n=np.int64(3))])
+def test_check_params_accepts(params):
+    check_params(Toy(**params), Toy.rules)
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(n=0), r"'n' parameter of Toy must be one of Integral in \[1, 10\]. Got 0"),
+    (dict(n=11), "Got 11"),
+    (dict(n=2.0), "Got 2.0"),
+    (dict(n=True), "Got True"),          # a bool is no count
+    (dict(mode="c"), r"'mode' parameter of Toy must be one of 'a', 'b', None. Got 'c'"),
+    (dict(x=-1), "Real in \\[0, None\\], an instance of ndarray"),
+    (dict(x="1"), "Got '1'"),
+])
+def test_check_params_rejects(params, match):
+    with pytest.raises(ValueError, match=match):
+        check_params(Toy(**params), Toy.rules)
+
+
+@pytest.mark.parametrize("X", [
+    np.ones((3, 2), np.float32), np.ones((3, 2), np.int8), np.ones((3, 2), np.uint64),
+    np.ones((3, 2), bool), [[1, 2], [3, 4]], np.array([["1", "2.5"]]),
+    np.array([[1, 2.5]], dtype=object)])
+def test_check_data_accepts_numbers(X):
+    out = check_data(X)
+    assert out.ndim == 2 and out.dtype.kind in "fiub"
+    np.testing.assert_array_equal(out.astype(float), np.asarray(X, dtype=float))
+
+
+def test_check_data_names_the_estimator():
+    with pytest.raises(ValueError, match="minimum of 2 is required by Thing"):
+        check_data(np.ones((1, 3)), "Thing", min_samples=2)
+
+
+def test_device_array_checks(queue):
+    X = cla.to_device(queue, np.ones((4, 3), np.float32))
+    assert check_data(X) is X
+    with pytest.raises(ValueError, match="got 1D pyopencl array"):
+        check_data(cla.to_device(queue, np.ones(4)))
+    with pytest.raises(ValueError, match="0 sample"):
+        check_data(cla.to_device(queue, np.ones((0, 3))))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_as_dtype(queue, dtype):
+    host = np.asfortranarray(np.arange(6, dtype=np.int64).reshape(3, 2))
+    out = as_dtype(host, dtype)
+    assert out.dtype == dtype and out.flags.c_contiguous
+    dev = cla.to_device(queue, np.arange(6, dtype=np.float64).reshape(3, 2))
+    conv = as_dtype(dev, dtype)
+    assert isinstance(conv, cla.Array) and conv.dtype == dtype   # converted on the device
+    assert (conv is dev) == (dtype == np.float64)
+    np.testing.assert_array_equal(conv.get(), np.arange(6).reshape(3, 2))
+
+
+def test_check_sample_weight():
+    assert check_sample_weight(None, 5, np.float32) is None
+    w = check_sample_weight(2, 3, np.float32)
+    assert w.dtype == np.float32 and list(w) == [2, 2, 2]
+    assert check_sample_weight([0, 1, 0], 3, np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize("dtype, data, fp64, expected", [
+    (None, np.float32, True, np.float32), (None, np.float64, True, np.float64),
+    (None, np.int32, True, np.float64), (None, np.uint8, True, np.float64),
+    ("float32", np.float64, True, np.float32), (np.float64, np.float32, True, np.float64),
+    (None, np.float32, False, np.float32), ("float32", np.float64, False, np.float32)])
+def test_compute_dtype(profile, dtype, data, fp64, expected):
+    assert compute_dtype(dtype, np.zeros((1, 1), data),
+                         [dataclasses.replace(profile, fp64=fp64)]) == expected
+    # over several devices the dtype is the one all of them can compute in
+    assert compute_dtype(dtype, np.zeros((1, 1), data),
+                         [dataclasses.replace(profile, fp64=True),
+                          dataclasses.replace(profile, fp64=fp64)]) == expected
+
+
+@pytest.mark.parametrize("others", [0, 1], ids=["alone", "beside-fp64"])
+def test_compute_dtype_without_fp64(profile, others):
+    no_fp64 = dataclasses.replace(profile, fp64=False, name="No-FP64 device")
+    profiles = [dataclasses.replace(profile, fp64=True)] * others + [no_fp64]
+    with pytest.warns(RuntimeWarning, match=r"No-FP64 device .*no fp64: computing in float32"):
+        assert compute_dtype(None, np.zeros((1, 1)), profiles) == np.float32
+    with pytest.raises(ValueError, match=r"No-FP64 device .*does not support float64 "
+                                         r"\(cl_khr_fp64\)"):
+        compute_dtype("float64", np.zeros((1, 1), np.float32), profiles)
+    with pytest.raises(ValueError, match="dtype must be float32 or float64, got float16"):
+        compute_dtype(np.float16, np.zeros((1, 1)), [profile])
+
+
+def test_check_random_state():
+    assert check_random_state(None) is np.random.mtrand._rand
+    assert check_random_state(np.random) is np.random.mtrand._rand
+    rs = np.random.RandomState(0)
+    assert check_random_state(rs) is rs
+    assert check_random_state(3).randint(1000) == np.random.RandomState(3).randint(1000)
+    with pytest.raises(ValueError, match="cannot be used to seed"):
+        check_random_state("seed")
