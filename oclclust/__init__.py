@@ -11,25 +11,21 @@ import types
 
 from .cluster.inits import kmeans_plusplus
 from .cluster.kmeans import KMeans
+from .cluster.registry import ESTIMATORS, estimator_class
 from .parallel.manager import DeviceFailure, DeviceManager
 from .runtime.codegen import KernelBuildError
 from .runtime.devices import DeviceProfile, list_devices, select_devices, sub_devices
 
 __version__ = "0.1.0"
 
-# estimators of their own modules, imported on first use (a fast `import oclclust`)
-_LAZY = {
-    "EnsembleKMeans": "cluster.ensemble",
-    "FuzzyCMeans": "cluster.cmeans",
-    "GaussianMixture": "cluster.gmm",
-    "AgglomerativeClustering": "cluster.hierarchical",
-    "linkage": "cluster.hierarchical",
-}
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    # the estimators (and scipy's linkage), imported on first use: a fast `import oclclust`
+    if name in ESTIMATORS:
+        return estimator_class(name)
+    if name == "linkage":
+        return importlib.import_module(f"{__name__}.cluster.hierarchical").linkage
     raise AttributeError(f"module 'oclclust' has no attribute {name!r}")
 
 

@@ -11,14 +11,8 @@ import time
 
 import numpy as np
 
-# algorithm -> (estimator class, its name for the number of clusters)
-ALGORITHMS = {
-    "kmeans": ("KMeans", "n_clusters"),
-    "ensemble": ("EnsembleKMeans", "n_clusters"),
-    "cmeans": ("FuzzyCMeans", "n_clusters"),
-    "gmm": ("GaussianMixture", "n_components"),
-    "hierarchical": ("AgglomerativeClustering", "n_clusters"),
-}
+from ..cluster.registry import ALGORITHMS, estimator_class
+
 # flag dest -> estimator parameter (passed only when given, and only to an
 # estimator that has it: a flag the algorithm lacks is a usage error)
 PARAMS = {
@@ -92,11 +86,9 @@ def _comm(mode):
 
 
 def _estimator(args, usage_error, comm):
-    import importlib
     cls_name, k_name = ALGORITHMS[args.algorithm]
-    from ..io.modelio import CLASSES
     try:
-        cls = getattr(importlib.import_module(f"oclclust.{CLASSES[cls_name]}"), cls_name)
+        cls = estimator_class(cls_name)
     except (ImportError, AttributeError):
         raise usage_error(f"--algorithm {args.algorithm}: not available in this "
                           "oclclust") from None

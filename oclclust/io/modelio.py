@@ -5,20 +5,16 @@ metadata is plain JSON naming the estimator class among oclclust's own, its
 parameters and a format version.  Loading never executes code from the file.
 """
 import json
+
 import numpy as np
+
+from ..cluster.registry import ESTIMATORS, estimator_class
 
 FORMAT = "oclclust-model"
 VERSION = 1
 META = "__meta__"
 
 # estimator classes a model file may name (module, class): nothing else is built
-CLASSES = {
-    "KMeans": "kmeans",
-    "EnsembleKMeans": "ensemble",
-    "FuzzyCMeans": "cmeans",
-    "GaussianMixture": "gmm",
-    "AgglomerativeClustering": "hierarchical",
-}
 # parameters that describe where a fit ran, not the model: not saved
 RUNTIME_PARAMS = ("devices", "comm", "verbose")
 
@@ -47,7 +43,7 @@ def _plain(value):
 def save_model(estimator, path):
     """Write a fitted *estimator* to *path* (.npz)."""
     name = type(estimator).__name__
-    if name not in CLASSES:
+    if name not in ESTIMATORS:
         raise TypeError(f"cannot save a {name}: not an oclclust estimator")
     learned = {k: v for k, v in vars(estimator).items()
                if k.endswith("_") and not k.startswith("_")}
@@ -76,7 +72,6 @@ def save_model(estimator, path):
 
 def load_model(path):
     """The estimator saved in *path*, ready to predict."""
-    import importlib
     try:
         npz = np.load(path, allow_pickle=False)
         if not isinstance(npz, np.lib.npyio.NpzFile):
@@ -95,9 +90,9 @@ def load_model(path):
         raise ModelFileError(f"{path}: model format version {meta.get('version')} is newer "
                              f"than this oclclust reads ({VERSION}): upgrade oclclust")
     name = meta.get("class")
-    if name not in CLASSES:
+    if name not in ESTIMATORS:
         raise ModelFileError(f"{path}: unknown estimator class {name!r}")
-    cls = getattr(importlib.import_module(f"oclclust.{CLASSES[name]}"), name)
+    cls = estimator_class(name)
     params = dict(meta["params"])
     for key in meta.get("array_params", []):
         params[key] = files.pop(f"param:{key}")

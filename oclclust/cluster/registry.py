@@ -1,0 +1,27 @@
+"""The estimators, one registry: the package's names, model files and the
+command line all read it.  Each is imported on first use (a fast
+``import oclclust``)."""
+import importlib
+from typing import NamedTuple
+
+
+class Entry(NamedTuple):
+    module: str       # its module in oclclust.cluster
+    algorithm: str    # its name on the command line (``--algorithm``)
+    size_param: str   # its parameter for the number of clusters (``-k``)
+
+
+ESTIMATORS = {
+    "KMeans": Entry("kmeans", "kmeans", "n_clusters"),
+    "EnsembleKMeans": Entry("ensemble", "ensemble", "n_clusters"),
+    "FuzzyCMeans": Entry("cmeans", "cmeans", "n_clusters"),
+    "GaussianMixture": Entry("gmm", "gmm", "n_components"),
+    "AgglomerativeClustering": Entry("hierarchical", "hierarchical", "n_clusters"),
+}
+# algorithm -> (estimator class name, its parameter for the number of clusters)
+ALGORITHMS = {e.algorithm: (name, e.size_param) for name, e in ESTIMATORS.items()}
+
+
+def estimator_class(name):
+    """The estimator class *name* (KeyError if there is none)."""
+    return getattr(importlib.import_module(f"{__package__}.{ESTIMATORS[name].module}"), name)
