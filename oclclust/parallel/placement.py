@@ -97,20 +97,21 @@ def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name
     if comm is None:
         data, w = _local_fit_data(*args)
         return data, w, Ranks.alone(data)
-    data, error, shape = None, None, (0, 0, "float64")
+    data, w, error, shape = None, None, None, (0, 0, "float64")
     if comm.Get_size() > 1:
         local_rank(comm)   # collective: here, where every rank passes
     try:
-        data = _local_fit_data(*args)
-        shape = (data[0].n, data[0].d, data[0].dtype)
+        data, w = _local_fit_data(*args)
+        shape = (data.n, data.d, data.dtype)
     except Exception as exc:   # noqa: BLE001 -- reported on every rank
         error = exc
     try:
-        return data[0], data[1], Ranks(comm, *shape, error=error)
+        ranks = Ranks(comm, *shape, error=error)
     except Exception:
         if data is not None:
-            data[0].close()
+            data.close()
         raise
+    return data, w, ranks
 
 
 def joined_moments(data, ranks):
