@@ -105,25 +105,25 @@ def run_skfuzzy(X, C0, args):
                 seconds_per_iter=seconds / int(res[5]), seconds=seconds, centers=None)
 
 
-def pass_starts(cmeans_pass):
-    """Record when each pass of ShardedCMeans starts (a list, in order)."""
-    starts, original = [], cmeans_pass.ShardedCMeans.run
+def pass_starts(sharded):
+    """Record when each pass of CMeansShards starts (a list, in order)."""
+    starts, original = [], sharded.CMeansShards.run
 
     def run(self, centers, update=True, write_u=False):
         starts.append(time.perf_counter())
         return original(self, centers, update, write_u)
-    cmeans_pass.ShardedCMeans.run = run
+    sharded.CMeansShards.run = run
     return starts
 
 
 def run_oclclust(oc, profile, X, C0, args, resident):
     import pyopencl.array as cla
-    from oclclust.passes import cmeans as cmeans_pass
+    from oclclust.parallel import sharded
     data = X
     if resident:
         data = cla.to_device(profile.queue(), X)
         profile.queue().finish()
-    starts = pass_starts(cmeans_pass)
+    starts = pass_starts(sharded)
     per_iter = []
 
     def fit():

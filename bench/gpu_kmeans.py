@@ -129,8 +129,8 @@ def main(argv=None):
             print(f"sweep: fitting with {tune._label(best)}", flush=True)
         ns = argparse.Namespace(k=k, iters=iters, repeats=args.repeats)
         rec = bk.run_oclclust(oc, profile, X, C0, ns, resident=True)
-        from oclclust.passes.lloyd import _PLANS
-        spec = [s for (p, *_), (s, _) in _PLANS.items() if p == profile and s.update]
+        from oclclust.runtime.codegen import plans
+        spec = [s for (p, *_), (s, _) in plans("lloyd").items() if p == profile and s.update]
         # the whole fit over its iterations (validation, moments and the final
         # labels pass included), and the median Lloyd iteration of history_
         results = {"oclclust": (rec["seconds_per_iter"], rec["inertia"]),

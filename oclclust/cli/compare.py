@@ -73,13 +73,13 @@ class Progress:
 def ensemble_on(profile, X, M, K, strategy, kdtree, leaf_size, order):
     """(data, engine, host weights) of a setting on *X*: host rows, or a
     device array taken as it is (on its own queue)."""
-    from ..cluster.ensemble import ShardedEnsemble, data_moments, fixed_point
+    from ..cluster.ensemble import data_moments, ensemble_passes, fixed_point
     from ..parallel.manager import DeviceManager
     data = DeviceManager([profile]).scatter(X, None)
     try:
         host_w = np.ones(data.n, X.dtype)
         mean = data_moments(data)[0]
-        engine = ShardedEnsemble(data, fixed_point(data, host_w, mean), [K] * M, strategy,
+        engine = ensemble_passes(data, fixed_point(data, host_w, mean), [K] * M, strategy,
                                  kdtree, leaf_size=leaf_size,
                                  distributed=None if order is None else order == "distributed")
         engine.prepare()
@@ -117,7 +117,7 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
         chunk = data.chunks[0]
         # the statistics pass alone: passes enqueued back to back, one wait
         # (the device's time and the launches; no reads, no host update)
-        stats_pass, queue = chunk.state["ensemble"], chunk.queue
+        stats_pass, queue = engine.stats_pass(chunk), chunk.queue
         queue.finish()
         start = time.perf_counter()
         for _ in range(iters):
@@ -138,7 +138,7 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
     queue = cl.CommandQueue(profile.queue().context,
                             properties=cl.command_queue_properties.PROFILING_ENABLE)
     with ensemble_on(profile, cla.to_device(queue, X), *setting) as (data, engine, _):
-        stats_pass = data.chunks[0].state["ensemble"]
+        stats_pass = engine.stats_pass(data.chunks[0])
         stats_pass.enqueue(centers)         # warm-up
         events = [e for _ in range(iters) for e in stats_pass.enqueue(centers)]
         queue.finish()

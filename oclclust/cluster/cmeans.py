@@ -30,8 +30,8 @@ from ._base import BaseEstimator, ClusterMixin
 from ..passes.cmeans import CMeansPass
 from .inits import kmeans_plusplus
 from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import joined_fit_data, joined_moments, new_data
-from ..parallel.sharded import ShardedCMeans
+from ..parallel.placement import fit_data, joined_moments, new_data
+from ..parallel.sharded import CMeansShards
 from ..runtime.progress import Progress, history_entry
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
@@ -86,8 +86,8 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
-        (data, host_w), ranks = joined_fit_data(self, X, sample_weight,
-                                                self._calibration_pass)
+        data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype, self.comm,
+                                       self._calibration_pass, type(self).__name__)
         rng = check_random_state(self.random_state)
 
         def attempt():
@@ -104,16 +104,17 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         tol = float(np.mean(var) * self.tol)
         init = self._checked_init(data.d)
         centers = ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
-        passes = ShardedCMeans(data, self.n_clusters, float(self.m), ranks)
+        passes = CMeansShards(data, self.n_clusters, float(self.m), ranks)
         d, self.history_ = data.d, []
         bar = Progress(self.max_iter, "c-means", bool(self.verbose) and ranks.rank == 0)
         for it in range(self.max_iter):
             start = time.perf_counter()
-            stats, objective, bad, _ = ranks.together(lambda: passes.run(centers))
-            if bad:
+            stats, _ = passes.run(centers)
+            objective = stats.objective
+            if stats.n_nonfinite:
                 bar.close()
                 raise _nonfinite_error(data.dtype)
-            num, den = stats[:, :d], stats[:, d]
+            num, den = stats.stats[:, :d], stats.stats[:, d]
             new = np.where(den[:, None] > 0, num / np.where(den > 0, den, 1)[:, None], centers)
             shift = float(((new - centers) ** 2).sum())
             centers = new
@@ -126,9 +127,9 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
                 break
             data.rebalance()
         bar.close()
-        _, objective, bad, u = ranks.together(
-            lambda: passes.run(centers, update=False, write_u=True))
-        if bad:
+        stats, u = passes.run(centers, update=False, write_u=True)
+        objective = stats.objective
+        if stats.n_nonfinite:
             raise _nonfinite_error(data.dtype)
         self.cluster_centers_ = centers.astype(data.dtype)
         self.u_ = u
@@ -179,15 +180,15 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
                                  "Call 'fit' with appropriate arguments before using this "
                                  "estimator.")
-        data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
+        data = new_data(X, sample_weight, self.devices, self.cluster_centers_.dtype,
+                        self.n_features_in_, type(self).__name__, self.comm)
 
         def attempt():
-            passes = ShardedCMeans(data, self.n_clusters, float(self.m))
-            _, objective, bad, u = passes.run(self.cluster_centers_, update=False,
-                                              write_u=write_u)
-            if bad:
+            passes = CMeansShards(data, self.n_clusters, float(self.m))
+            stats, u = passes.run(self.cluster_centers_, update=False, write_u=write_u)
+            if stats.n_nonfinite:
                 raise _nonfinite_error(data.dtype)
-            return objective, u
+            return stats.objective, u
         return surviving(data, attempt)
 
     def predict_proba(self, X):

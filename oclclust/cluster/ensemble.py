@@ -14,14 +14,14 @@ import time
 import numpy as np
 import pyopencl.array as cla
 
-from ..passes import ensemble_update
-from ..parallel import comm as mpi
 from ._base import BaseEstimator, ClusterMixin
 from ..passes.ensemble import STRATEGIES, EnsemblePass, FixedPoint, profile_term
 from ..passes.kdtree import MAPPINGS, KDTreePass
 from .inits import kmeans_plusplus
+from ..parallel.comm import Ranks
 from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import joined_fit_data, joined_moments, new_data
+from ..parallel.placement import fit_data, joined_moments, new_data
+from ..parallel.sharded_ensemble import EnsembleShards
 from ..runtime.progress import Progress, history_entry
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
@@ -36,109 +36,38 @@ def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
     return strategy, kdtree
 
 
-class ShardedEnsemble:
-    """The ensemble passes over every chunk of a ShardedData; integer
-    statistics summed over chunks, then float64 across ranks."""
-
-    def __init__(self, data, fixed, ks, strategy="auto", kdtree=None, comm=None,
-                 leaf_size=None, distributed=None, device_update=True):
-        self.data, self.fixed, self.comm, self.distributed = data, fixed, comm, distributed
-        self.ks, self.strategy, self.kdtree, self.leaf_size = ks, strategy, kdtree, leaf_size
-        self.choices = {}
-        self.device_update = device_update and ensemble_update.usable(data, comm)
-
-    def _pass(self, chunk):
-        st = chunk.state
-        if st.get("ensemble_owner") is not self:     # another fit's pass: replaced
-            st.pop("ensemble", None)
-            st["ensemble_owner"] = self
-            strategy, mapping = choose(chunk.profile, chunk.d, self.ks, self.data.n,
-                                       self.strategy, self.kdtree)
-            self.choices[str(chunk.profile)] = (strategy, mapping)
-            if mapping is None:
-                st["ensemble"] = EnsemblePass(chunk, strategy, self.fixed, self.distributed)
-            else:
-                leaf = self.leaf_size or profile_term(chunk.profile, "kdtree_leaf_size")
-                st["ensemble"] = KDTreePass(chunk, mapping, self.fixed, leaf, self.distributed)
-        return st["ensemble"]
-
-    def _resident(self, chunk):
-        st = chunk.state
-        if st.get("ensemble_update_owner") is not self:
-            st["ensemble_update"] = ensemble_update.DeviceUpdate(self._pass(chunk))
-            st["ensemble_update_owner"] = self
-        return st["ensemble_update"]
-
-    def device_step(self, centers, active, tol, following=None):
-        """One iteration of the *active* models, their centres kept on the
-        device (the next ones already enqueued, as many as *following*, the
-        iterations that may follow; None: any number): their shifts;
-        None when the host's update must take it (*centers* then hold this
-        iteration's centres)."""
-        if not self.device_update:
-            return None
-
-        def step(chunk):
-            resident = self._resident(chunk)
-            if resident.active != active:
-                resident.hand_back(centers)
-                resident.start(centers, active)
-            shifts, flags = resident.step(
-                tol, ensemble_update.AHEAD if following is None else following)
-            if flags.any():
-                resident.hand_back(centers)
-                return None
-            return shifts
-        return self.data.map(step)[0]
-
-    def hand_back(self, centers):
-        """The centres kept on the device, if any, into *centers*."""
-        if self.device_update:
-            self.data.map(lambda chunk: self._resident(chunk).hand_back(centers))
-
-    def prepare(self):
-        """Set every chunk's pass up (KD-trees built) outside any timing."""
-        self.data.map(self._pass)
-
-    def stats_packed(self, centers_list):
-        """(sums C x d, weights C) float64 of all centroids, models packed."""
-        parts = self.data.map(lambda c: self._pass(c).stats(centers_list))
-        sums = np.sum([p[0] for p in parts], axis=0)      # int64: exact in any order
-        counts = np.sum([p[1] for p in parts], axis=0)
-        return mpi.sum_across(self.comm, *self.fixed.to_float(sums, counts))
-
-    def stats(self, centers_list):
-        """[(sums K x d, weights K) float64] of each model of *centers_list*."""
-        sums, weights = self.stats_packed(centers_list)
-        off = np.cumsum([0] + [len(c) for c in centers_list])
-        return [(sums[a:b], weights[a:b]) for a, b in zip(off[:-1], off[1:])]
-
-    def assign(self, centers_list, labels=True, min_dist=False):
-        """(inertia per model, labels M x n, distances M x n) of this rank's rows."""
-        parts = self.data.map(lambda c: self._pass(c).assign(centers_list, labels, min_dist))
-        inertia = mpi.sum_across(self.comm, np.sum([p[0] for p in parts], axis=0))
-        lab = np.concatenate([p[1] for p in parts], axis=1) if labels else None
-        dist = np.concatenate([p[2] for p in parts], axis=1) if min_dist else None
-        return inertia, lab, dist
+def ensemble_passes(data, fixed, ks, strategy="auto", kdtree=None, ranks=None,
+                    leaf_size=None, distributed=None, device_update=True):
+    """The ensemble passes over *data* (parallel.sharded_ensemble): on each
+    chunk the pass choose() picks for its device and the models' K values
+    *ks*; *fixed*: the fit's FixedPoint."""
+    def make(chunk):
+        chosen, mapping = choose(chunk.profile, chunk.d, ks, data.n, strategy, kdtree)
+        if mapping is None:
+            return (chosen, mapping), EnsemblePass(chunk, chosen, fixed, distributed)
+        leaf = leaf_size or profile_term(chunk.profile, "kdtree_leaf_size")
+        return (chosen, mapping), KDTreePass(chunk, mapping, fixed, leaf, distributed)
+    return EnsembleShards(data, fixed, make, ranks, device_update)
 
 
-def fixed_point(data, host_w, mean, comm=None):
+def fixed_point(data, host_w, mean, ranks=None):
     """The FixedPoint of a fit: origin at the data mean, scales from bounds
-    (summed over ranks, so every rank has the same ones)."""
+    (summed over *ranks*, so every rank has the same ones)."""
     ext = data.map(lambda c: (float(cla.min(c.x).get()), float(cla.max(c.x).get())))
     lo, hi = min(e[0] for e in ext), max(e[1] for e in ext)
     spread = max(hi - float(np.min(mean)), float(np.max(mean)) - lo, 0.0)
-    n, wmax, spread = mpi.sum_across(comm, np.array([data.n, float(np.max(host_w)), spread]))
+    ranks = ranks or Ranks.alone(data)
+    n, wmax, spread = ranks.sum(np.array([data.n, float(np.max(host_w)), spread]))
     return FixedPoint.for_bounds(mean, n, wmax, spread)
 
 
-def data_moments(data, comm=None):
+def data_moments(data, ranks=None):
     """(mean, variance) per dimension over every rank's rows; ValueError on NaN/inf."""
     mean, var, finite = data.moments()
     if not finite:
         raise ValueError("Input X contains NaN or infinity.")
-    n, s1, s2 = mpi.sum_across(comm, np.float64(data.n), data.n * mean,
-                               data.n * (var + mean * mean))
+    ranks = ranks or Ranks.alone(data)
+    n, s1, s2 = ranks.sum(np.float64(data.n), data.n * mean, data.n * (var + mean * mean))
     mean = s1 / n
     return mean, np.maximum(s2 / n - mean * mean, 0.0)
 
@@ -222,16 +151,16 @@ def relocate_empty(engine, centers, sums, weights, data, host_w):
 
 
 def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
-                 comm=None, mean=None):
+                 ranks=None, mean=None):
     """KMeans(n_init=R) restarts (or a sweep of K values) as one ensemble over
     an existing ShardedData: *inits* are R initial centre arrays (any K each),
     *tol* absolute (KMeans's mean(var) * tol).  Returns a list of
     (centers, inertia, n_iter, labels) per init; labels cover this rank's rows."""
     if mean is None:
-        mean = data_moments(data, comm)[0]
+        mean = data_moments(data, ranks)[0]
     ks = [len(c) for c in inits]
-    engine = ShardedEnsemble(data, fixed_point(data, host_w, mean, comm), ks, strategy,
-                             kdtree, comm)
+    engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks, strategy,
+                             kdtree, ranks)
     centers, inertia, n_iter, labels = lloyd_ensemble(engine, inits, max_iter, tol, data,
                                                       host_w)
     return [(c, float(i), int(t), lab) for c, i, t, lab in zip(centers, inertia, n_iter, labels)]
@@ -303,7 +232,8 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
         if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
             raise ValueError("the KD-tree mappings are concatenated parallelism: use "
                              "strategy='concatenated' or 'auto' with kdtree")
-        (data, host_w), ranks = joined_fit_data(self, X, sample_weight)
+        data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype, self.comm,
+                                       name=type(self).__name__)
         rng = check_random_state(self.random_state)
 
         def attempt():
@@ -317,8 +247,8 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
         inits = ranks.together(lambda: self._inits(data, rng, host_w, ks, ranks))
-        engine = ShardedEnsemble(data, fixed_point(data, host_w, mean, self.comm), ks,
-                                 self.strategy, self.kdtree, self.comm)
+        engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks,
+                                 self.strategy, self.kdtree, ranks)
         self.history_ = []
         centers, inertia, n_iter, labels = lloyd_ensemble(
             engine, inits, self.max_iter, float(np.mean(var) * self.tol), data, host_w,
@@ -369,10 +299,11 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
 
     def _assign(self, X, sample_weight=None):
         self._check_fitted()
-        data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
+        data = new_data(X, sample_weight, self.devices, self.cluster_centers_.dtype,
+                        self.n_features_in_, type(self).__name__, self.comm)
 
         def attempt():
-            engine = ShardedEnsemble(data, FixedPoint.for_bounds(
+            engine = ensemble_passes(data, FixedPoint.for_bounds(
                 np.zeros(data.d), 1, 1, 1), [len(self.cluster_centers_)], "data")
             inertia, labels, _ = engine.assign(
                 [self.cluster_centers_.astype(np.float64)], labels=True)

@@ -16,9 +16,9 @@ import numpy as np
 from . import mdl
 from ..parallel import comm as mpi
 from ._base import BaseEstimator
-from ..parallel.sharded import ShardedGmm
+from ..parallel.sharded import GmmShards
 from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import joined_fit_data, new_data
+from ..parallel.placement import fit_data, new_data
 from ..runtime.progress import Progress, history_entry
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
@@ -94,7 +94,8 @@ class GaussianMixture(DensityMixin, BaseEstimator):
                              f"n_components={self.n_components}")
         # the collective check of all ranks' shards; a pass that raises on
         # one rank raises on all (self._ranks.together)
-        (data, _), self._ranks = joined_fit_data(self, X, None)
+        data, _, self._ranks = fit_data(X, None, self.devices, self.dtype, self.comm,
+                                        name=type(self).__name__)
         rng = check_random_state(self.random_state)
 
         def attempt():
@@ -114,7 +115,7 @@ class GaussianMixture(DensityMixin, BaseEstimator):
                            ValueError("Input X contains NaN or infinity."))
         full, d = self._full, data.d
         given = self._checked_inits(d)
-        gm = ShardedGmm(data, self.n_components, full)
+        gm = GmmShards(data, self.n_components, full, self._ranks)
         self.history_ = []   # every EM iteration of the fit (all inits, all MDL orders)
         self._eps = float(np.finfo(data.dtype).eps)
         self._float32 = data.dtype == np.float32
@@ -154,10 +155,9 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         for it in range(1, self.max_iter + 1):
             start = time.perf_counter()
             prev = lower_bound
-            ll, bad, stats = self._ranks.together(
-                lambda: gm.em(mdl.records(model, self._full), model.means))
-            ll, bad, stats = mpi.sum_across(self.comm, np.array(ll), np.array(bad), stats)
-            if bad:
+            step = gm.em(mdl.records(model, self._full), model.means)
+            ll, stats = step.loglik, step.stats
+            if step.n_bad:
                 raise ValueError("Input X contains NaN or infinity (or values whose "
                                  "log-density is not finite).")
             model = mdl.m_step(stats, model.means, self.reg_covar, self._full, self._eps,
@@ -175,12 +175,10 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         return mdl.Fitted(model, lower_bound, it, converged)
 
     def _loglik(self, gm, model):
-        ll, bad, _ = self._ranks.together(
-            lambda: gm.score(mdl.records(model, self._full), want=()))
-        ll, bad = mpi.sum_across(self.comm, np.array(ll), np.array(bad))
-        if bad:
+        scored, _ = gm.score(mdl.records(model, self._full), want=())
+        if scored.n_bad:
             raise ValueError("Input X contains NaN or infinity.")
-        return float(ll)
+        return float(scored.loglik)
 
     # --------------------------------------------------------- initialisation
     def _checked_inits(self, d):
@@ -225,14 +223,13 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         if w0 is None or m0 is None or p0 is None:
             rows = self._resp_rows(data, rng)
             local_mean = data.moments()[0]
-            n = float(mpi.sum_across(self.comm, np.array([data.n]))[0])
-            center = np.broadcast_to(mpi.sum_across(self.comm, local_mean * data.n) / n,
-                                     (k, data.d))
+            n = float(self._ranks.sum(np.array([data.n]))[0])
+            center = np.broadcast_to(self._ranks.sum(local_mean * data.n) / n, (k, data.d))
             # means first (about the data mean), then the scatter about them
-            stats = mpi.sum_across(self.comm, gm.stats_from(rows, center))
+            stats = gm.stats_from(rows, center)
             nk = stats[:, 0] + 10 * self._eps
             means = (stats[:, 1:1 + data.d] + stats[:, :1] * center) / nk[:, None]
-            stats = mpi.sum_across(self.comm, gm.stats_from(rows, means))
+            stats = gm.stats_from(rows, means)
             est = mdl.m_step(stats, means, self.reg_covar, full, self._eps, self._float32)
             est.weights = (stats[:, 0] + 10 * self._eps) / n
             w0 = est.weights if w0 is None else w0
@@ -289,10 +286,11 @@ class GaussianMixture(DensityMixin, BaseEstimator):
 
     def _score(self, X, want):
         model = self._model()
-        data = new_data(self, X, None, self.means_.dtype)
-        _, bad, arrays = surviving(data, lambda: ShardedGmm(data, model.k, self._full).score(
+        data = new_data(X, None, self.devices, self.means_.dtype, self.n_features_in_,
+                        type(self).__name__, self.comm)
+        scored, arrays = surviving(data, lambda: GmmShards(data, model.k, self._full).score(
             mdl.records(model, self._full), want))
-        if bad:
+        if scored.n_bad:
             raise ValueError("Input X contains NaN or infinity.")
         return arrays
 

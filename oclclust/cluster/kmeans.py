@@ -14,8 +14,8 @@ from ._base import BaseEstimator, ClusterMixin, TransformerMixin
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import joined_fit_data, joined_moments, new_data
-from ..parallel.sharded import ShardedLloyd, joined_pass
+from ..parallel.placement import fit_data, joined_moments, new_data
+from ..parallel.sharded import LloydShards
 from ..runtime.progress import Progress
 from .inits import kmeans_plusplus
 from ..passes.lloyd import LloydPass
@@ -71,8 +71,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
-        data, ranks = joined_fit_data(self, X, sample_weight, self._calibration_pass)
-        data, host_w = data
+        data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype, self.comm,
+                                       self._calibration_pass, type(self).__name__)
         rng = check_random_state(self.random_state)
 
         def attempt():
@@ -94,13 +94,13 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                   for _ in range(runs)]
         start = time.perf_counter()
         if runs == 1:   # the fused Lloyd pass, with its per-iteration history
-            lloyd = ShardedLloyd(data, self.n_clusters)
+            lloyd = LloydShards(data, self.n_clusters, ranks)
             results = [self._lloyd(lloyd, data, starts[0], tol, host_w, ranks) +
                        (lloyd.labels(),)]
         else:           # the restarts as one ensemble: one data pass for all of them
             results = [(c, i, t, None, lab) for c, i, t, lab in ranks.together(
                 lambda: fit_ensemble(data, starts, self.max_iter, tol, host_w,
-                                     comm=ranks.comm, mean=mean))]
+                                     ranks=ranks, mean=mean))]
         if self.verbose and ranks.rank == 0:
             for run, result in enumerate(results):
                 print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations")
@@ -176,7 +176,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         strict, history = False, []
         for it in range(self.max_iter):
             start = time.perf_counter()
-            stats = joined_pass(lloyd, centers, ranks)
+            stats = lloyd.run(centers)
             if stats.n_nonfinite:
                 raise ValueError("Input X contains NaN or infinity (or values whose squares "
                                  f"overflow {data.dtype.name}).")
@@ -203,8 +203,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             lloyd.rebalance()
         if strict:
             return centers, stats.inertia, it + 1, history
-        return (centers, joined_pass(lloyd, centers, ranks, update=False).inertia, it + 1,
-                history)
+        return centers, lloyd.run(centers, update=False).inertia, it + 1, history
 
     def _relocate_empty(self, lloyd, data, sums, weights, host_w, ranks):
         """scikit-learn's rule: empty clusters take the points farthest from
@@ -236,12 +235,13 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         """pass_(data) over X spread on the devices; a device that fails is
         dropped and the pass runs again on the others."""
         self._check_fitted()
-        data = new_data(self, X, sample_weight, self.cluster_centers_.dtype)
+        data = new_data(X, sample_weight, self.devices, self.cluster_centers_.dtype,
+                        self.n_features_in_, type(self).__name__, self.comm)
         return surviving(data, lambda: pass_(data))
 
     def _assign(self, X, sample_weight=None):
         def assign(data):
-            lloyd = ShardedLloyd(data, self.n_clusters)
+            lloyd = LloydShards(data, self.n_clusters)
             stats = lloyd.run(self.cluster_centers_.astype(np.float64), update=False)
             if stats.n_nonfinite:
                 raise ValueError("Input X contains NaN or infinity.")

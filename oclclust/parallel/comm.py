@@ -84,6 +84,11 @@ class Ranks:
         self.n = int(self.counts.sum())
         self.offset = int(self.counts[:self.rank].sum())
 
+    @classmethod
+    def alone(cls, data):
+        """The one rank of a fit of one process over *data* (a ShardedData)."""
+        return cls(None, data.n, data.d, data.dtype)
+
     @property
     def size(self):
         return len(self.counts)

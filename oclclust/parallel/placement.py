@@ -13,12 +13,11 @@ from ..runtime.validation import as_dtype, check_data, check_sample_weight
 FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def manager_for(estimator, X):
-    """The fit's devices: a device array's own (its profile among the selected
-    ones, so a user's tuned profile applies), else the estimator's ``devices``
-    (a name, a list of profiles, or a DeviceManager, copied: a fit may drop a
-    failed device from it)."""
-    devices = estimator.devices
+def manager_for(X, devices, comm=None):
+    """The devices of a call on X: a device array's own (its profile among
+    *devices*, so a user's tuned profile applies), else *devices* (a name, a
+    list of profiles, or a DeviceManager, copied: a fit may drop a failed
+    device from it); with *comm*, this rank's share of a host's GPUs."""
     if isinstance(X, cla.Array):
         own = profile_of_queue(X.queue)
         if isinstance(devices, DeviceManager):
@@ -29,7 +28,6 @@ def manager_for(estimator, X):
     if isinstance(devices, DeviceManager):
         return copy.deepcopy(devices)
     manager = DeviceManager(devices)
-    comm = getattr(estimator, "comm", None)
     if comm is not None and (devices is None or isinstance(devices, str)):
         # ranks of one host split its GPUs by local rank (a list is the user's choice)
         manager.profiles = bind_devices(manager.profiles, comm)
@@ -55,25 +53,26 @@ def compute_dtype(requested, X, profiles):
     return dtype
 
 
-def fit_data(estimator, X, sample_weight, calibration=None):
-    """Validated data of a fit spread over its devices, with host weights
+def _local_fit_data(X, sample_weight, devices, dtype, comm, calibration, name):
+    """This rank's validated rows spread over its devices, with host weights
     (ones if none); *calibration*: see DeviceManager.scatter."""
-    X = check_data(X, type(estimator).__name__)
-    manager = manager_for(estimator, X)
-    dtype = compute_dtype(estimator.dtype, X, manager.profiles)
+    X = check_data(X, name)
+    manager = manager_for(X, devices, comm)
+    dtype = compute_dtype(dtype, X, manager.profiles)
     w = check_sample_weight(sample_weight, X.shape[0], dtype)
     data = manager.scatter(as_dtype(X, dtype), w, calibration)
     return data, (w if w is not None else np.ones(data.n, dtype))
 
 
-def new_data(estimator, X, sample_weight, dtype):
-    """Validated data of a predict-like call, in the fitted dtype."""
-    X = check_data(X, type(estimator).__name__)
-    if X.shape[1] != estimator.n_features_in_:
-        raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
-                         f"expecting {estimator.n_features_in_} features as input.")
+def new_data(X, sample_weight, devices, dtype, n_features, name, comm=None):
+    """Validated data of a predict-like call of estimator *name* fitted on
+    *n_features* features, in the fitted *dtype*."""
+    X = check_data(X, name)
+    if X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features, but {name} is "
+                         f"expecting {n_features} features as input.")
     w = check_sample_weight(sample_weight, X.shape[0], dtype)
-    return manager_for(estimator, X).scatter(as_dtype(X, dtype), w)
+    return manager_for(X, devices, comm).scatter(as_dtype(X, dtype), w)
 
 
 def bind_devices(profiles, comm):
@@ -89,27 +88,30 @@ def bind_devices(profiles, comm):
     return profiles
 
 
-def joined_fit_data(estimator, X, sample_weight, calibration=None):
-    """((ShardedData, host weights), Ranks): placement.fit_data on this rank
-    and the collective check of all ranks' shards (``estimator.comm``)."""
-    comm = getattr(estimator, "comm", None)
+def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name="KMeans"):
+    """(ShardedData, host weights, Ranks) of a fit of estimator *name*: this
+    rank's rows on its *devices* in the compute dtype (*dtype* or from X),
+    and the collective check of all ranks' shards (*comm*: None for one
+    process); *calibration*: see DeviceManager.scatter."""
+    args = (X, sample_weight, devices, dtype, comm, calibration, name)
     if comm is None:
-        data = fit_data(estimator, X, sample_weight, calibration)
-        return data, Ranks(None, data[0].n, data[0].d, data[0].dtype)
-    data, error, shape = None, None, (0, 0, "float64")
+        data, w = _local_fit_data(*args)
+        return data, w, Ranks.alone(data)
+    data, w, error, shape = None, None, None, (0, 0, "float64")
     if comm.Get_size() > 1:
         local_rank(comm)   # collective: here, where every rank passes
     try:
-        data = fit_data(estimator, X, sample_weight, calibration)
-        shape = (data[0].n, data[0].d, data[0].dtype)
+        data, w = _local_fit_data(*args)
+        shape = (data.n, data.d, data.dtype)
     except Exception as exc:   # noqa: BLE001 -- reported on every rank
         error = exc
     try:
-        return data, Ranks(comm, *shape, error=error)
+        ranks = Ranks(comm, *shape, error=error)
     except Exception:
         if data is not None:
-            data[0].close()
+            data.close()
         raise
+    return data, w, ranks
 
 
 def joined_moments(data, ranks):

@@ -1,60 +1,115 @@
-"""Passes over every chunk of a ShardedData (all devices at once): their
-statistics reduced in float64 in chunk order, then over MPI ranks, so the
-model does not depend on how the rows are split."""
+"""One protocol for a device pass over a fit's rows: every chunk of a
+ShardedData (all devices at once) and every MPI rank.  Each chunk's
+statistics (a runtime.reduce.Stats) are summed in float64 in chunk order,
+then over the ranks in rank order, so the model does not depend on how the
+rows are split; an error on any rank raises on every rank.  The passes of
+k-means, fuzzy c-means and Gaussian-mixture EM are thin backends of it (the
+ensemble's is in sharded_ensemble.py)."""
+import dataclasses
+
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
 from ..passes.cmeans import CMeansPass
 from ..passes.gmm import GmmPass
-from ..passes.lloyd import LloydPass, LloydStats
-from .comm import sum_across
+from ..passes.lloyd import LloydPass
+from ..runtime.reduce import Stats
+from .comm import Ranks
 
 
-class ShardedLloyd:
-    """The fused pass over every chunk of a ShardedData (all devices at once),
-    its statistics reduced in float64 in chunk order: the model does not
-    depend on how the rows are split."""
+class ShardedPass:
+    """A pass over every chunk of *data* (a ShardedData) and the *ranks* of
+    a fit (comm.Ranks; None: one process).  ``make(chunk)`` builds a chunk's
+    state (its device passes and buffers), kept here for the chunk's life:
+    a re-split of the rows makes the new chunks' state afresh."""
 
-    def __init__(self, data, k):
-        self.data, self.k = data, k
+    def __init__(self, data, ranks, make):
+        self.data, self.make = data, make
+        self.ranks = ranks if ranks is not None else Ranks.alone(data)
+        self._states, self._chunks = {}, data.chunks
 
-    def _state(self, chunk, update):
-        st = chunk.state
-        if ("lloyd", update) not in st:
-            st[("lloyd", update)] = LloydPass(chunk, self.k, update)
-        if "labels" not in st:
-            st["labels"] = cla.empty(chunk.queue, chunk.n, np.int32)
-            cl.enqueue_fill_buffer(chunk.queue, st["labels"].data, np.int32(-1), 0,
-                                   st["labels"].nbytes)
-        return st[("lloyd", update)], st["labels"]
+    def state(self, chunk):
+        if chunk not in self._states:
+            self._states[chunk] = self.make(chunk)
+        return self._states[chunk]
+
+    def map(self, fn, timed=False):
+        """[fn(chunk, its state)] for this rank's chunks in row order, all
+        devices at once (*timed*: see ShardedData.map)."""
+        if self.data.chunks is not self._chunks:   # laid out anew: the old chunks' state goes
+            self._states, self._chunks = {}, self.data.chunks
+        return self.data.map(lambda chunk: fn(chunk, self.state(chunk)), timed)
+
+    def reduce(self, fn, timed=False, keep=False):
+        """fn(chunk, state) -> Stats on every chunk, summed over the chunks
+        in their order, then over the ranks.  With *keep*, fn returns
+        (Stats, the chunk's own output: rows that stay on this rank) and
+        reduce (the total, [outputs in chunk order])."""
+        def local():
+            out = self.map(fn, timed)
+            parts = [o[0] for o in out] if keep else out
+            return type(parts[0]).total(parts), [o[1] for o in out] if keep else None
+        total, kept = self.ranks.together(local)
+        total = total.from_flat(self.ranks.sum(total.flat()))
+        return (total, kept) if keep else total
+
+
+@dataclasses.dataclass
+class Sums(Stats):
+    """Statistics that are one float64 array."""
+    values: np.ndarray
+
+
+# ------------------------------------------------------------------ k-means
+class _LloydChunk:
+    """A chunk's Lloyd passes (with and without the update) and its labels,
+    which stay on the device between passes."""
+
+    def __init__(self, chunk, k):
+        self.chunk, self.k, self.passes, self.labels = chunk, k, {}, None
+
+    def run(self, centers, update):
+        if update not in self.passes:
+            self.passes[update] = LloydPass(self.chunk, self.k, update)
+        return self.passes[update].run(centers, self.current_labels())
+
+    def current_labels(self):
+        """The labels of the last pass (-1 before the first)."""
+        if self.labels is None:
+            q = self.chunk.queue
+            self.labels = cla.empty(q, self.chunk.n, np.int32)
+            cl.enqueue_fill_buffer(q, self.labels.data, np.int32(-1), 0, self.labels.nbytes)
+        return self.labels
+
+
+class LloydShards(ShardedPass):
+    """The fused Lloyd pass (passes.lloyd) over a fit's rows: LloydStats
+    of all ranks' rows; labels and distances of this rank's."""
+
+    def __init__(self, data, k, ranks=None):
+        super().__init__(data, ranks, lambda chunk: _LloydChunk(chunk, k))
 
     def run(self, centers, update=True):
-        def one(chunk):
-            lloyd, labels = self._state(chunk, update)
-            return lloyd.run(centers, labels)
-        stats = self.data.map(one, timed=update)
-        total = lambda name: sum(getattr(s, name) for s in stats)   # noqa: E731
-        return LloydStats(total("sums") if update else None,
-                          total("weights") if update else None,
-                          float(total("inertia")), total("n_changed"), total("n_nonfinite"))
+        return self.reduce(lambda chunk, st: st.run(centers, update), timed=update)
 
     def forget_labels(self):
-        self.data.map(lambda c: c.state.pop("labels", None))
+        def forget(chunk, st):
+            st.labels = None
+        self.map(forget)
 
     def labels(self):
-        return np.concatenate(self.data.map(lambda c: self._state(c, True)[1].get(c.queue)))
+        return np.concatenate(self.map(lambda c, st: st.current_labels().get(c.queue)))
 
     def set_labels(self, labels):
-        def put(chunk):
-            chunk.state["labels"] = cla.to_device(chunk.queue,
-                                                  labels[chunk.offset:chunk.offset + chunk.n])
-        self.data.map(put)
+        def put(chunk, st):
+            st.labels = cla.to_device(chunk.queue, labels[chunk.offset:chunk.offset + chunk.n])
+        self.map(put)
 
     def min_dist(self):
         """Each row's distance to its centre in the last updating pass."""
-        return np.concatenate(self.data.map(
-            lambda c: c.state[("lloyd", True)].min_dist.get(c.queue).astype(np.float64)))
+        return np.concatenate(self.map(
+            lambda c, st: st.passes[True].min_dist.get(c.queue).astype(np.float64)))
 
     def rebalance(self):
         """Measured weights: re-split between iterations, labels kept."""
@@ -63,97 +118,78 @@ class ShardedLloyd:
             self.set_labels(saved)
 
 
-class ShardedCMeans:
-    """The pass over every chunk of a ShardedData (all devices at once), its
-    statistics summed in float64 in chunk order, then across MPI ranks."""
+# ----------------------------------------------------------- fuzzy c-means
+@dataclasses.dataclass
+class CMeansStats(Stats):
+    stats: np.ndarray      # c x (d+1): sum w u^m x | sum w u^m; None without update
+    objective: float
+    n_nonfinite: int
+
+
+class CMeansShards(ShardedPass):
+    """The fused c-means pass (passes.cmeans) over a fit's rows."""
 
     def __init__(self, data, c, m, ranks=None):
-        self.data, self.c, self.m = data, c, m
-        self.comm = ranks.comm if ranks is not None else None
-
-    def _pass(self, chunk, update, write_u):
-        key = ("cmeans", self.c, self.m, update, write_u)
-        if key not in chunk.state:
-            chunk.state[key] = CMeansPass(chunk, self.c, self.m, update, write_u)
-        return chunk.state[key]
+        self.c, self.m = c, m
+        super().__init__(data, ranks, lambda chunk: {})   # its passes by (update, write_u)
 
     def run(self, centers, update=True, write_u=False):
-        """(statistics or None, objective, non-finite count) over all rows;
-        with *write_u* also the memberships (host n x c, this rank's rows)."""
+        """(CMeansStats of all ranks' rows; with *write_u* the memberships
+        of this rank's rows, host n x c, else None)."""
         # each chunk's memberships go straight to their rows (one host copy)
         u = np.empty((self.data.n, self.c), self.data.dtype) if write_u else None
 
-        def one(chunk):
-            p = self._pass(chunk, update, write_u)
-            stats, obj, bad = p.run(centers)
+        def one(chunk, passes):
+            if (update, write_u) not in passes:
+                passes[update, write_u] = CMeansPass(chunk, self.c, self.m, update, write_u)
+            p = passes[update, write_u]
+            stats = CMeansStats(*p.run(centers))
             if write_u:
                 p.u.get(chunk.queue, ary=u[chunk.offset:chunk.offset + chunk.n].reshape(-1))
-            return stats, obj, bad
-        results = self.data.map(one, timed=update)
-        stats = sum(r[0] for r in results) if update else np.zeros(0)
-        scalars = np.array([sum(r[1] for r in results), sum(r[2] for r in results)])
-        stats, scalars = sum_across(self.comm, stats, scalars)
-        return (stats if update else None), float(scalars[0]), int(scalars[1]), u
+            return stats
+        return self.reduce(one, timed=update), u
 
 
-class ShardedGmm:
-    """The passes over every chunk of a ShardedData, statistics summed in
-    chunk (row) order in float64: the model does not depend on the split."""
+# ---------------------------------------------------- Gaussian-mixture EM
+@dataclasses.dataclass
+class GmmStats(Stats):
+    loglik: float          # sum of log p(x)
+    n_bad: int             # rows whose log-density is not finite
+    stats: np.ndarray = None   # k x SZ M-step statistics (None: a score)
 
-    def __init__(self, data, k, full):
-        self.data, self.k, self.full = data, k, full
 
-    def _pass(self, chunk):
-        if "gmm" not in chunk.state:
-            chunk.state["gmm"] = GmmPass(chunk, self.k, self.full)
-        return chunk.state["gmm"]
+class GmmShards(ShardedPass):
+    """The E and M passes (passes.gmm) over a fit's rows."""
+
+    def __init__(self, data, k, full, ranks=None):
+        super().__init__(data, ranks, lambda chunk: GmmPass(chunk, k, full))
 
     def em(self, records, means):
-        """One EM pass: (total log-likelihood, bad rows, k x SZ statistics)."""
-        def one(chunk):
-            gp = self._pass(chunk)
+        """One EM pass: GmmStats with the M statistics."""
+        def one(chunk, gp):
             ll, bad = gp.estep(records)
-            return ll, bad, gp.mstep(means)
-        out = self.data.map(one, timed=True)
-        return (sum(o[0] for o in out), sum(o[1] for o in out), sum(o[2] for o in out))
+            return GmmStats(ll, bad, gp.mstep(means))
+        return self.reduce(one, timed=True)
 
     def stats_from(self, resp_rows, means):
-        """M statistics of host responsibilities: resp_rows(start, stop) -> rows."""
-        def one(chunk):
-            gp = self._pass(chunk)
+        """M statistics (k x SZ) of host responsibilities: resp_rows(start, stop) -> rows."""
+        def one(chunk, gp):
             gp.set_resp(resp_rows(chunk.offset, chunk.offset + chunk.n))
-            return gp.mstep(means)
-        return sum(self.data.map(one))
+            return Sums(gp.mstep(means))
+        return self.reduce(one).values
 
     def score(self, records, want=("lse",)):
-        """E pass without the M step: total log-likelihood, bad rows and the
-        host arrays named in *want* ("lse", "labels", "resp": n x k)."""
+        """E pass without the M step: (GmmStats, {name: host array of this
+        rank's rows} for the names in *want*: "lse", "labels", "resp" n x k)."""
         store = "resp" in want
 
-        def one(chunk):
-            gp = self._pass(chunk)
+        def one(chunk, gp):
             ll, bad = gp.estep(records, store_resp=store)
             q, n = chunk.queue, chunk.n
             got = {"lse": lambda: gp.lse.get(q).astype(np.float64),
                    "labels": lambda: gp.labels.get(q).astype(np.int64),
                    "resp": lambda: gp.resp[:records.shape[0] * n].get(q)
                    .reshape(-1, n).T.astype(np.float64)}
-            return ll, bad, {w: got[w]() for w in want}
-        out = self.data.map(one)
-        arrays = {w: np.concatenate([o[2][w] for o in out]) for w in want}
-        return sum(o[0] for o in out), sum(o[1] for o in out), arrays
-
-
-def joined_pass(lloyd, centers, ranks, update=True):
-    """A Lloyd pass (lloyd.ShardedLloyd) on this rank, its statistics summed
-    over all ranks; an error on any rank raises on every rank."""
-    stats = ranks.together(lambda: lloyd.run(centers, update=update))
-    if ranks.comm is None:
-        return stats
-    counts = np.array([stats.inertia, stats.n_changed, stats.n_nonfinite], np.float64)
-    if update:
-        sums, weights, counts = ranks.sum(stats.sums, stats.weights, counts)
-    else:
-        sums = weights = None
-        counts = ranks.sum(counts)
-    return LloydStats(sums, weights, float(counts[0]), int(counts[1]), int(counts[2]))
+            return GmmStats(ll, bad), {w: got[w]() for w in want}
+        total, kept = self.reduce(one, keep=True)
+        return total, {w: np.concatenate([k[w] for k in kept]) for w in want}

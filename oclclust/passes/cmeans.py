@@ -9,6 +9,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting
+from ..runtime import codegen
 from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import acc_dtype, partial_buffer, reduce_partials
 
@@ -154,17 +155,13 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
         wg //= 2
 
 
-_PLANS = {}
-
-
 def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two):
     """(spec, kernel) of the first candidate that builds and fits the device."""
-    key = (profile, queue.context.int_ptr, np.dtype(dtype).name, d, c, update, write_u,
-           weighted, m_two)
-    if key not in _PLANS:
-        _PLANS[key] = first_fitting(profile, queue, candidate_specs(
-            profile, dtype, d, c, update, write_u, weighted, m_two), "cmeans_pass", "c-means")
-    return _PLANS[key]
+    return codegen.plan("cmeans", queue.context,
+                        (profile, np.dtype(dtype).name, d, c, update, write_u, weighted, m_two),
+                        lambda: first_fitting(profile, queue, candidate_specs(
+                            profile, dtype, d, c, update, write_u, weighted, m_two),
+                            "cmeans_pass", "c-means"))
 
 
 class CMeansPass:

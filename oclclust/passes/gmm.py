@@ -13,6 +13,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting
+from ..runtime import codegen
 from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import partial_buffer, reduce_partials
 
@@ -160,16 +161,11 @@ def _mstep_specs(profile, dtype, d, full):
             yield spec
 
 
-_PLANS = {}
-
-
 def plan(profile, queue, specs, name):
     """The first spec of *specs* that fits the device, built, with its kernel."""
     specs = list(specs)
-    key = (profile, queue.context.int_ptr, specs[0] if specs else None, name)
-    if key not in _PLANS:
-        _PLANS[key] = first_fitting(profile, queue, specs, name, name)
-    return _PLANS[key]
+    return codegen.plan("gmm", queue.context, (profile, specs[0] if specs else None, name),
+                        lambda: first_fitting(profile, queue, specs, name, name))
 
 
 # ------------------------------------------------------- passes on devices

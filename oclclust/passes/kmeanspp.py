@@ -14,7 +14,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.scan import GenericScanKernel
 
-from ..runtime.codegen import Spec, c_type, kernel, quiet_build
+from ..runtime.codegen import Spec, c_type, kernel, plan, quiet_build
 from ..runtime.reduce import acc_dtype
 
 
@@ -32,23 +32,20 @@ class SearchSpec(Spec):
     template = "search_sorted.cl.mako"
 
 
-_SCANS = {}
-
-
 def _weighted_prefix_sum(queue, acc, weighted, real_t):
     """pyopencl scan of (w *) dist into out, in the accumulation type."""
-    key = (queue.context.int_ptr, np.dtype(acc).name, weighted, np.dtype(real_t).name)
-    if key not in _SCANS:
+    def make():
         acc_c = c_type(acc)
         args = f"__global {acc_c} *dist, __global {acc_c} *out"
         if weighted:
             args += f", __global const {c_type(real_t)} *w"
         with quiet_build():
-            _SCANS[key] = GenericScanKernel(
+            return GenericScanKernel(
                 queue.context, acc, arguments=args,
                 input_expr="w[i] * dist[i]" if weighted else "dist[i]",
                 scan_expr="a+b", neutral="0", output_statement="out[i] = item;")
-    return _SCANS[key]
+    return plan("kmeanspp_scan", queue.context,
+                (np.dtype(acc).name, weighted, np.dtype(real_t).name), make)
 
 
 class ChunkSeeding:

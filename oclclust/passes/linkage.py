@@ -79,14 +79,10 @@ class LinkageSpec(Spec):
     wg: int = 64
 
 
-_KERNELS = {}
-
-
 def _kernel(queue, spec, name):
-    key = (queue.context.int_ptr, spec, name)
-    if key not in _KERNELS:
-        _KERNELS[key] = cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)
-    return _KERNELS[key]
+    """Kernel *name* of *spec*'s program built with EXACT_OPTIONS (memoised)."""
+    return codegen.plan("linkage", queue.context, (spec, name), lambda: cl.Kernel(
+        codegen.build(queue.context, spec, EXACT_OPTIONS), name))
 
 
 class Plan:

@@ -9,14 +9,14 @@ reduced statistics, never where or how distances are computed.
 import dataclasses
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_limit
+from ..runtime import codegen
 from .distance_tile import power_of_two_at_most
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import mma_specs, split_centers, tile_words
-from ..runtime.reduce import partial_buffer, reduce_partials
+from ..runtime.reduce import Stats, partial_buffer, reduce_partials
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,27 +176,24 @@ def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
     return cchunk, chunks * cchunk
 
 
-_PLANS = {}
-
-
 def plan(profile, queue, dtype, d, k, update, weighted):
     """The built kernel and spec of the first candidate that fits the device
     (built in *queue*'s context)."""
-    key = (profile, queue.context.int_ptr, np.dtype(dtype).name, d, k, update, weighted)
-    if key not in _PLANS:
-        def sums_fit(spec):   # the gemm variant's second kernel must fit too
-            if not spec.labels_first or not update:
-                return True
-            sums = kernel(queue.context, spec.accumulate_spec(), "accumulate_sums")
-            return kernel_work_group_limit(sums, queue.device) >= spec.acc_wg
-        _PLANS[key] = first_fitting(
-            profile, queue, candidate_specs(profile, dtype, d, k, update, weighted),
-            lambda spec: spec.kernel_name, "Lloyd", sums_fit)
-    return _PLANS[key]
+    def sums_fit(spec):   # the gemm variant's second kernel must fit too
+        if not spec.labels_first or not update:
+            return True
+        sums = kernel(queue.context, spec.accumulate_spec(), "accumulate_sums")
+        return kernel_work_group_limit(sums, queue.device) >= spec.acc_wg
+    return codegen.plan("lloyd", queue.context,
+                        (profile, np.dtype(dtype).name, d, k, update, weighted),
+                        lambda: first_fitting(
+                            profile, queue, candidate_specs(profile, dtype, d, k, update,
+                                                            weighted),
+                            lambda spec: spec.kernel_name, "Lloyd", sums_fit))
 
 
 @dataclasses.dataclass
-class LloydStats:
+class LloydStats(Stats):
     sums: np.ndarray        # k x d weighted sums (float64); None without update
     weights: np.ndarray     # k cluster weights (float64); None without update
     inertia: float

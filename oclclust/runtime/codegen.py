@@ -197,6 +197,31 @@ def scalar_arg_dtypes(source, name, spec):
     return dtypes
 
 
+_PLANS = {}
+
+
+def plan(kind, context, key, make):
+    """What *make()* builds for a pass of *kind* (its name: "lloyd",
+    "cmeans", ...) and *key* in *context* -- the chosen spec and kernel, or
+    kernels of fixed build options -- made once per process."""
+    memo = (kind, context.int_ptr, key)
+    if memo not in _PLANS:
+        _PLANS[memo] = make()
+    return _PLANS[memo]
+
+
+def plans(kind):
+    """{key: plan} of every plan of *kind* made so far (in any context)."""
+    return {key: value for (k, _, key), value in _PLANS.items() if k == kind}
+
+
+def forget_plans(kind):
+    """Drop the plans of *kind*: the next pass plans anew (after a change
+    to the candidates or profiles the plans were chosen from)."""
+    for memo in [m for m in _PLANS if m[0] == kind]:
+        del _PLANS[memo]
+
+
 def first_fitting(profile, queue, specs, name, what, also=None):
     """(spec, kernel) of the first of *specs* whose local memory fits the
     profile's budget, whose program builds and whose work-group the device

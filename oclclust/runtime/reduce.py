@@ -36,3 +36,47 @@ def reduce_partials(queue, part, groups, size, dtype, acc_double):
                         np.int64(size), out.data)
     host = out.get(queue).astype(np.float64)
     return host if acc_double else host[:size] + host[size:]
+
+
+class Stats:
+    """Base of a pass's statistics (a dataclass): they add field by field,
+    as Python adds them (``sum`` over chunks in their order; a field None
+    on every chunk stays None), and cross ranks as one float64 vector.  A
+    field marked ``metadata={"same": True}`` is the same on every chunk
+    (carried, not added)."""
+
+    def _fields(self):
+        return [(f, getattr(self, f.name)) for f in dataclasses.fields(self)]
+
+    @classmethod
+    def total(cls, parts):
+        """*parts* (one per chunk, in chunk order) summed: sum()'s order."""
+        return sum(parts)
+
+    def __add__(self, other):
+        return type(self)(*[a if f.metadata.get("same") or a is None else a + b
+                            for (f, a), (_, b) in zip(self._fields(), other._fields())])
+
+    def __radd__(self, start):
+        """``start + self``: sum()'s start (0), added to every field as before."""
+        return type(self)(*[a if f.metadata.get("same") or a is None else start + a
+                            for f, a in self._fields()])
+
+    def flat(self):
+        """The float64 vector the ranks sum (the added fields, None left out)."""
+        parts = [np.asarray(a, np.float64).ravel() for f, a in self._fields()
+                 if not f.metadata.get("same") and a is not None]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def from_flat(self, vector):
+        """Statistics shaped and typed as these, their values from *vector*
+        (the rank sum of ``flat()``)."""
+        values, at = [], 0
+        for f, a in self._fields():
+            if f.metadata.get("same") or a is None:
+                values.append(a)
+                continue
+            part, at = vector[at:at + np.size(a)], at + np.size(a)
+            values.append(part.reshape(np.shape(a)) if isinstance(a, np.ndarray)
+                          else type(a)(part[0]))
+        return type(self)(*values)

@@ -5,7 +5,7 @@ import pytest
 import yaml
 
 import oclclust as oc
-from oclclust.passes import lloyd
+from oclclust.runtime import codegen
 from oclclust.cli import tune
 from oclclust.runtime.devices import load_profile_file
 
@@ -20,9 +20,9 @@ def tuned_profile(profile):
 
 def fit_specs(profile, X, k):
     """The Lloyd specs a fit on *profile*'s platform (by name) planned."""
-    lloyd._PLANS.clear()
+    codegen.forget_plans("lloyd")
     oc.KMeans(k, n_init=1, random_state=0, max_iter=2, devices=profile.platform).fit(X)
-    return [spec for spec, _ in lloyd._PLANS.values() if spec.update]
+    return [spec for spec, _ in codegen.plans("lloyd").values() if spec.update]
 
 
 def test_quick_tune_writes_a_profile_the_next_fit_uses(profile, tmp_path, monkeypatch,

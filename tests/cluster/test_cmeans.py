@@ -20,6 +20,7 @@ from sklearn.exceptions import NotFittedError
 import oclclust as oc
 from conftest import SAMPLE_WEIGHT_XFAIL, mpiexec, sklearn_checks, split_or_skip
 from oclclust.passes import cmeans as cmeans_pass
+from oclclust.runtime import codegen
 from oclclust.runtime.partition import DevicePartition
 
 FLOATS = [np.float32, np.float64]
@@ -163,14 +164,13 @@ def test_small_local_memory_variants(profile, make_blobs, layout):
         yield dataclasses.replace(spec, update=update, write_u=write_u,
                                   ps=cmeans_pass._odd(c if order else spec.p),
                                   **cmeans_pass._layout(profile, 5, c, spec.wg, order, update))
-    cmeans_pass.candidate_specs, saved = forced, dict(cmeans_pass._PLANS)
-    cmeans_pass._PLANS.clear()
+    cmeans_pass.candidate_specs = forced
+    codegen.forget_plans("cmeans")
     try:
         fc = oc.FuzzyCMeans(c, init=init, tol=0, max_iter=3, devices=[profile]).fit(X)
     finally:
         cmeans_pass.candidate_specs = original
-        cmeans_pass._PLANS.clear()
-        cmeans_pass._PLANS.update(saved)
+        codegen.forget_plans("cmeans")
     np.testing.assert_allclose(fc.cluster_centers_, want[0], rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(fc.u_, want[1], rtol=1e-9, atol=1e-9)
 
@@ -185,9 +185,9 @@ TILED_ROWS = {"row-major": lambda s: s.p == s.wg,
 
 def pass_results(profile, spec, X, w, centers, m):
     """(statistics, objective, non-finite count, memberships) of *spec* alone."""
-    original, saved = cmeans_pass.candidate_specs, dict(cmeans_pass._PLANS)
+    original = cmeans_pass.candidate_specs
     cmeans_pass.candidate_specs = lambda *args: iter([spec])
-    cmeans_pass._PLANS.clear()
+    codegen.forget_plans("cmeans")
     try:
         part = DevicePartition(profile, X, w)
         cpass = cmeans_pass.CMeansPass(part, len(centers), m, spec.update, spec.write_u)
@@ -196,8 +196,7 @@ def pass_results(profile, spec, X, w, centers, m):
         return stats, obj, bad, None if cpass.u is None else cpass.u.get(part.queue)
     finally:
         cmeans_pass.candidate_specs = original
-        cmeans_pass._PLANS.clear()
-        cmeans_pass._PLANS.update(saved)
+        codegen.forget_plans("cmeans")
 
 
 @pytest.mark.parametrize("rows", TILED_ROWS)
@@ -251,9 +250,9 @@ def test_tiled_fit_matches_bezdek(profile, make_blobs):
     X = data(np.float32, make_blobs, d=7)
     init = X[[0, 1, 2, 5]].astype(np.float64) + 0.01
     prof = dataclasses.replace(profile, cmeans_distance_tiles=1)
-    cmeans_pass._PLANS.clear()
+    codegen.forget_plans("cmeans")
     fc = oc.FuzzyCMeans(C, m=2.0, init=init, tol=0, max_iter=ITERS, devices=[prof]).fit(X)
-    used = [spec for key, (spec, _) in cmeans_pass._PLANS.items() if key[0] == prof]
+    used = [spec for key, (spec, _) in codegen.plans("cmeans").items() if key[0] == prof]
     assert used and all(spec.tiled for spec in used)
     assert_matches(fc, X, init, 2.0, rtol=1e-3)
 

@@ -107,8 +107,7 @@ def test_random_inits_and_fit_ensemble(devices):
     r = EnsembleKMeans(4, 3, init="random", random_state=1, devices=devices).fit(X)
     assert np.isfinite(r.inertias_).all()
     init = inits(X, 3, 4)
-    est = oc.KMeans(4, devices=devices)
-    data, host_w = fit_data(est, X, None)
+    data, host_w, _ = fit_data(X, None, devices, None)
     try:
         _, var, _ = data.moments()
         out = fit_ensemble(data, list(init), 300, float(np.mean(var) * 1e-4), host_w,

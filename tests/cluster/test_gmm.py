@@ -11,6 +11,7 @@ from sklearn.mixture import GaussianMixture as SkGMM
 import oclclust as oc
 from conftest import sklearn_checks, split_or_skip
 from oclclust.passes import gmm as gmm_pass
+from oclclust.runtime import codegen
 from oclclust.cluster import mdl
 
 FLOATS = [np.float32, np.float64]
@@ -109,7 +110,7 @@ ESTEP_TILES = [(8, 4, 2, 2, 2, 2), (16, 8, 4, 2, 4, 1), (32, 32, 4, 4, 8, 4), (4
 def estep_outputs(profile, X, m, k, store):
     """(spec, lse, labels, resp or None, log-likelihood, bad rows) of one E step."""
     from oclclust.runtime.partition import DevicePartition
-    gmm_pass._PLANS.clear()
+    codegen.forget_plans("gmm")
     part = DevicePartition(profile, X)
     gp = gmm_pass.GmmPass(part, k, False)
     ll, bad = gp.estep(mdl.records(m, False), store_resp=store)
@@ -154,7 +155,7 @@ def test_tiled_diag_fit_equals_sklearn(profile, dtype):
     X, _ = blobs(seed=6)
     gemm = oc.DeviceManager([dataclasses.replace(profile, gmm_distance_tiles=1)])
     ours, sk = fit_both(gemm, X, "diag", dtype, **start(X, "diag"))
-    used = [plan[0] for key, plan in gmm_pass._PLANS.items()
+    used = [plan[0] for key, plan in codegen.plans("gmm").items()
             if isinstance(plan[0], gmm_pass.EStepSpec) and key[0].gmm_distance_tiles]
     assert used and all(spec.tiled for spec in used)
     assert_parity(ours, sk, X, dtype)
@@ -344,7 +345,7 @@ def test_gpu_kernel_shapes_on_this_device(profile, cov):
         warnings.simplefilter("ignore", ConvergenceWarning)
         ours = oc.GaussianMixture(k, devices=oc.DeviceManager([as_gpu]), **params).fit(X)
         sk = SkGMM(k, **params).fit(X)
-    chosen = [plan[0] for key, plan in gmm_pass._PLANS.items() if key[0] == as_gpu]
+    chosen = [plan[0] for key, plan in codegen.plans("gmm").items() if key[0] == as_gpu]
     espec = next(s for s in chosen if isinstance(s, gmm_pass.EStepSpec))
     mspec = next(s for s in chosen if isinstance(s, gmm_pass.MStepSpec))
     assert espec.ppi == 2 and espec.stage_params and espec.cchunk < k

@@ -85,14 +85,14 @@ def main():
     if args.case == "empty" and rank == 1:
         X, w = X[:0], w[:0]
     if args.case == "fail_mid" and rank == 1:
-        original, calls = lloyd.ShardedLloyd.run, []
+        original, calls = lloyd.LloydPass.run, []
 
-        def failing(self, centers, update=True):
+        def failing(self, centers, labels):
             calls.append(1)
             if len(calls) == 3:
                 raise RuntimeError("injected failure on rank 1")
-            return original(self, centers, update)
-        lloyd.ShardedLloyd.run = failing
+            return original(self, centers, labels)
+        lloyd.LloydPass.run = failing
     km = estimator(args.estimator, devices, comm, args.init)
     try:
         if args.weighted:

@@ -254,12 +254,12 @@ def forced_lloyd_spec(spec):
     def candidate_specs(*args, **kwargs):
         yield spec
     lloyd.candidate_specs = candidate_specs
-    lloyd._PLANS.clear()            # plans are memoised per problem, not per spec
+    codegen.forget_plans("lloyd")   # plans are memoised per problem, not per spec
     try:
         yield
     finally:
         lloyd.candidate_specs = original
-        lloyd._PLANS.clear()
+        codegen.forget_plans("lloyd")
 
 
 def data(dtype, seed=0):
@@ -447,7 +447,7 @@ def exercise_estimator(device, log):
                 check_layout(mgr.scatter(X), how)
                 what = f"{dtype} fp64={fp64} weighted={weights is not None} {how}"
                 mark(f"KMeans {what}")
-                lloyd._PLANS.clear()
+                codegen.forget_plans("lloyd")
                 km = oc.KMeans(K, random_state=0, devices=mgr, max_iter=4)
                 km.fit(X, sample_weight=weights)
                 fits += 1

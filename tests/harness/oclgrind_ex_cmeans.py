@@ -21,6 +21,7 @@ import numpy as np
 
 import oclclust as oc
 from oclclust.passes import cmeans as cmeans_pass
+from oclclust.runtime import codegen
 from oclclust.runtime.partition import DevicePartition
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 
@@ -51,12 +52,12 @@ def forced_spec(spec):
     def candidate_specs(*args, **kwargs):
         yield spec
     cmeans_pass.candidate_specs = candidate_specs
-    cmeans_pass._PLANS.clear()
+    codegen.forget_plans("cmeans")
     try:
         yield
     finally:
         cmeans_pass.candidate_specs = original
-        cmeans_pass._PLANS.clear()
+        codegen.forget_plans("cmeans")
 
 
 def reference(X, centers, m, w):
@@ -146,7 +147,7 @@ def exercise_cmeans_fit(device, log):
             for how, mgr in managers(profile, dtype):
                 what = f"{dtype} fp64={fp64} weighted={weights is not None} {how}"
                 mark(f"FuzzyCMeans {what}")
-                cmeans_pass._PLANS.clear()
+                codegen.forget_plans("cmeans")
                 fc = oc.FuzzyCMeans(C, m=1.5, random_state=0, tol=0, max_iter=2, devices=mgr)
                 fc.fit(X, sample_weight=weights)
                 fits += 1

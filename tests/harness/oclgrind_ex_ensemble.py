@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 
 from oclgrind_driver import PRECISIONS, close, data, mark, profile_for
-from oclclust.cluster.ensemble import ShardedEnsemble, data_moments, fixed_point, lloyd_ensemble
+from oclclust.cluster.ensemble import data_moments, ensemble_passes, fixed_point, lloyd_ensemble
 from oclclust.passes.ensemble import EnsemblePass
 from oclclust.passes.kdtree import MAPPINGS, KDTreePass
 from oclclust.parallel.manager import DeviceManager
@@ -117,7 +117,7 @@ def exercise_update(device, log):
         try:
             for strategy, kdtree in (("concatenated", None), ("concatenated", "direct")):
                 mark(f"ensemble_update {strategy} {kdtree} {dtype}")
-                fits = [lloyd_ensemble(ShardedEnsemble(data_, fixed, KS, strategy, kdtree,
+                fits = [lloyd_ensemble(ensemble_passes(data_, fixed, KS, strategy, kdtree,
                                                        device_update=on),
                                        [c.copy() for c in centers], 4, 1e-12, data_, host_w)
                         for on in (True, False)]

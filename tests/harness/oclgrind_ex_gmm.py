@@ -17,6 +17,7 @@ import numpy as np
 
 import oclclust as oc
 from oclclust.passes import gmm as gmm_pass
+from oclclust.runtime import codegen
 from oclclust.cluster import mdl
 from oclclust.runtime.partition import DevicePartition
 from oclclust.runtime.reduce import partial_buffer
@@ -34,12 +35,12 @@ def forced(estep, mstep):
         yield estep
     gmm_pass._estep_specs = estep_specs
     gmm_pass._mstep_specs = lambda *args: iter([mstep])
-    gmm_pass._PLANS.clear()
+    codegen.forget_plans("gmm")
     try:
         yield
     finally:
         gmm_pass._estep_specs, gmm_pass._mstep_specs = originals
-        gmm_pass._PLANS.clear()
+        codegen.forget_plans("gmm")
 
 
 def model(X, full):
@@ -153,7 +154,7 @@ def exercise_fits(device, log):
                                  [profile], memory_budget=streaming_budget(dtype)))):
                 what = f"GaussianMixture {dtype} fp64={fp64} {cov} {how}"
                 mark(what)
-                gmm_pass._PLANS.clear()
+                codegen.forget_plans("gmm")
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     gm = oc.GaussianMixture(K, devices=mgr, **params).fit(X)

@@ -29,6 +29,7 @@ from oclclust.passes import kmeanspp
 from oclclust.passes import lloyd
 from oclclust.runtime.codegen import KernelBuildError
 from oclclust.parallel.manager import ShardedData, split_rows
+from oclclust.parallel.sharded import LloydShards
 
 N, D, K = 3000, 8, 6
 FLOATS = [np.float32, np.float64]
@@ -327,7 +328,7 @@ def test_rebalance_keeps_labels(profile, subs):
     X = random_data()
     data = mgr.scatter(X)
     try:
-        passes = lloyd.ShardedLloyd(data, K)
+        passes = LloydShards(data, K)
         centres = random_data(n=K, seed=5)
         passes.run(centres)
         before = passes.labels()

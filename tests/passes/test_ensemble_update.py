@@ -7,7 +7,7 @@ import pytest
 
 import oclclust as oc
 from oclclust.passes import ensemble_update
-from oclclust.cluster.ensemble import ShardedEnsemble, data_moments, fixed_point, lloyd_ensemble
+from oclclust.cluster.ensemble import data_moments, ensemble_passes, fixed_point, lloyd_ensemble
 
 VARIANTS = [("task", None), ("data", None), ("concatenated", None),
             ("concatenated", "direct"), ("concatenated", "distributed"),
@@ -41,7 +41,7 @@ def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None,
         ensemble_update.DeviceUpdate.step = counted
         ensemble_update.DeviceUpdate._enqueue = enqueue_counted
         host_w = np.ones(len(X))
-        engine = ShardedEnsemble(data, fixed_point(data, host_w, data_moments(data)[0]),
+        engine = ensemble_passes(data, fixed_point(data, host_w, data_moments(data)[0]),
                                  [len(c) for c in inits], strategy, kdtree,
                                  device_update=device_update)
         tol = float(np.mean(X.astype(np.float64).var(0))) * 1e-4

@@ -1,0 +1,51 @@
+"""The ShardedPass protocol (oclclust/parallel/sharded.py): statistics that
+add in chunk order and cross ranks as one float64 vector, per-chunk state
+made once per chunk and made afresh after a re-split."""
+import numpy as np
+import pytest
+
+import oclclust as oc
+from oclclust.parallel.sharded import CMeansStats, ShardedPass, Sums
+from oclclust.passes.lloyd import LloydStats
+
+
+def test_stats_add_in_order_and_round_trip_the_rank_vector():
+    parts = [LloydStats(np.full((2, 3), v), np.full(2, v), v, i, 0)
+             for i, v in enumerate((0.1, 0.2, 0.3))]
+    total = LloydStats.total(parts)
+    assert total.inertia == (0 + 0.1) + 0.2 + 0.3 and total.n_changed == 3
+    np.testing.assert_array_equal(total.sums, np.full((2, 3), (0 + 0.1) + 0.2 + 0.3))
+    back = total.from_flat(total.flat())
+    assert type(back.inertia) is float and type(back.n_changed) is int
+    assert back.flat().tobytes() == total.flat().tobytes()
+    # fields None on every chunk (a pass without the update) stay None
+    plain = CMeansStats(None, 1.5, 0) + CMeansStats(None, 2.5, 1)
+    assert plain.stats is None and plain.flat().tolist() == [4.0, 1.0]
+    assert plain.from_flat(np.array([5.0, 2.0])) == CMeansStats(None, 5.0, 2)
+
+
+def test_state_is_made_once_per_chunk_and_afresh_after_a_resplit(profile):
+    subs = oc.sub_devices(profile, [1, 1]) if profile.compute_units >= 2 else []
+    if not subs:
+        pytest.skip(f"{profile} has {profile.compute_units} compute unit: no sub-devices")
+    X = np.random.RandomState(0).randn(500, 3)
+    data = oc.DeviceManager([profile, *subs], weights=[1, 1, 1]).scatter(X)
+    made = []
+
+    def make(chunk):
+        made.append(chunk)
+        return {"rows": chunk.n}
+    try:
+        sharded = ShardedPass(data, None, make)
+        for _ in range(2):
+            total = sharded.reduce(lambda chunk, st: Sums(np.array([st["rows"], 1.0])))
+            assert total.values.tolist() == [500.0, len(data.chunks)]
+        assert made == data.chunks
+        data.manager.weights = np.array([3.0, 1.0, 1.0])
+        data.reshard()
+        total, kept = sharded.reduce(lambda chunk, st: (Sums(np.array([st["rows"]])), chunk),
+                                     keep=True)
+        assert total.values.tolist() == [500.0] and kept == data.chunks
+        assert made[3:] == data.chunks and len(made) == 6
+    finally:
+        data.close()
