@@ -17,8 +17,8 @@ import pyopencl.array as cla
 from ..passes import ensemble_update
 from ..parallel import comm as mpi
 from ._base import BaseEstimator, ClusterMixin
-from ..passes.ensemble import STRATEGIES, EnsemblePass, FixedPoint, profile_term
-from ..passes.kdtree import MAPPINGS, KDTreePass
+from ..passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
+from ..passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
 from .inits import kmeans_plusplus
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.placement import joined_fit_data, joined_moments, new_data
@@ -28,11 +28,12 @@ from ..runtime.validation import NotFittedError, check_params, check_random_stat
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
     """(strategy, KD-tree mapping or None) for a device and problem shape."""
     if strategy == "auto":
-        strategy = profile_term(profile, "ensemble_strategy")
+        strategy = profile.terms(EnsembleTerms).strategy
     if kdtree == "auto":
-        prunable = (strategy == "concatenated" and d <= profile_term(profile, "kdtree_max_dims")
-                    and n >= profile_term(profile, "kdtree_min_rows") and max(ks) > 1)
-        kdtree = profile_term(profile, "kdtree_mapping") if prunable else None
+        tree = profile.terms(KdTreeTerms)
+        prunable = (strategy == "concatenated" and d <= tree.max_dims
+                    and n >= tree.min_rows and max(ks) > 1)
+        kdtree = tree.mapping if prunable else None
     return strategy, kdtree
 
 
@@ -58,7 +59,7 @@ class ShardedEnsemble:
             if mapping is None:
                 st["ensemble"] = EnsemblePass(chunk, strategy, self.fixed, self.distributed)
             else:
-                leaf = self.leaf_size or profile_term(chunk.profile, "kdtree_leaf_size")
+                leaf = self.leaf_size or chunk.profile.terms(KdTreeTerms).leaf_size
                 st["ensemble"] = KDTreePass(chunk, mapping, self.fixed, leaf, self.distributed)
         return st["ensemble"]
 
