@@ -77,13 +77,17 @@ def declare_terms(cls):
     profile terms); ``DeviceProfile.terms(cls)`` reads them back typed."""
     if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:
         raise TypeError(f"{cls.__name__}: profile terms are a frozen dataclass")
-    for field in dataclasses.fields(cls):
-        key, old = field.metadata["profile_key"], field.metadata["old_name"]
+    fields = dataclasses.fields(cls)
+    for field in fields:
+        key = field.metadata["profile_key"]
         if field.type not in (int, float, str):
             raise TypeError(f"{cls.__name__}.{field.name}: a term is an int, float or str")
-        owner = _OWNERS.get(key)
-        if key in GENERIC_TERMS or owner is not None and owner.__qualname__ != cls.__qualname__:
+        owner = _OWNERS.get(key)   # the same class again: its module reloaded
+        if key in GENERIC_TERMS or owner is not None and (owner.__module__, owner.__qualname__) != (
+                cls.__module__, cls.__qualname__):
             raise TypeError(f"{cls.__name__}: profile term {key!r} is declared already")
+    for field in fields:
+        key, old = field.metadata["profile_key"], field.metadata["old_name"]
         PROFILE_TERMS[key] = Term(field.type, *field.metadata["range"])
         _OWNERS[key] = cls
         if old is not None:
