@@ -25,6 +25,7 @@ class GmmTerms:
     (TileTerms) first."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
 
+
 # ------------------------------------------------------------ kernel specs
 @dataclasses.dataclass(frozen=True)
 class EStepSpec(TileFields, Spec):

@@ -82,9 +82,9 @@ def declare_terms(cls):
         key = field.metadata["profile_key"]
         if field.type not in (int, float, str):
             raise TypeError(f"{cls.__name__}.{field.name}: a term is an int, float or str")
-        owner = _OWNERS.get(key)   # the same class again: its module reloaded
-        if key in GENERIC_TERMS or owner is not None and (owner.__module__, owner.__qualname__) != (
-                cls.__module__, cls.__qualname__):
+        owner = _OWNERS.get(key)
+        reloaded = owner is not None and _name(owner) == _name(cls)   # its module, again
+        if key in GENERIC_TERMS or owner is not None and not reloaded:
             raise TypeError(f"{cls.__name__}: profile term {key!r} is declared already")
     for field in fields:
         key, old = field.metadata["profile_key"], field.metadata["old_name"]
@@ -93,6 +93,10 @@ def declare_terms(cls):
         if old is not None:
             OLD_NAMES[old] = key
     return cls
+
+
+def _name(cls):
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def current_key(key):
