@@ -16,7 +16,6 @@ figure.
     python3 bench/distance_tiles.py --devices NVIDIA     # the GPU host's measurement
 """
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -52,7 +51,7 @@ def linkage(profile, dtype, n, d, repeats, metric):
     X = np.random.RandomState(0).randn(n, d).astype(dtype)
 
     def side(tiles):
-        plan = Plan(dataclasses.replace(profile, linkage_distance_tiles=tiles), dtype)
+        plan = Plan(profile.replace(linkage_distance_tiles=tiles), dtype)
         last = {}
 
         def compute():
@@ -68,7 +67,7 @@ def cmeans(profile, dtype, n, d, c, repeats, m=2.0):
     centers = X[:c].astype(np.float64) + 0.1
 
     def side(tiles):
-        part = DevicePartition(dataclasses.replace(profile, cmeans_distance_tiles=tiles), X)
+        part = DevicePartition(profile.replace(cmeans_distance_tiles=tiles), X)
         step, last = cmeans_pass.CMeansPass(part, c, m), {}
 
         def compute():
@@ -87,7 +86,7 @@ def gmm(profile, dtype, n, d, k, repeats):
     records = mdl.records(model, False)
 
     def side(tiles):
-        part = DevicePartition(dataclasses.replace(profile, gmm_distance_tiles=tiles), X)
+        part = DevicePartition(profile.replace(gmm_distance_tiles=tiles), X)
         step = gmm_pass.GmmPass(part, k, False)
         return (lambda: step.estep(records, store_resp=True),
                 lambda: (step.lse.get(part.queue), step.labels.get(part.queue))), part.queue

@@ -20,7 +20,6 @@ workload, and fits with the fastest.
     python bench/gpu_kmeans.py --quick --devices "Intel(R) OpenCL"
 """
 import argparse
-import dataclasses
 import importlib.util
 import sys
 import time
@@ -125,7 +124,7 @@ def main(argv=None):
               " s)", flush=True)
         if args.sweep and w == 0:
             best, _ = tune.tune_device(profile, [(n, d, k)], args.sweep_quick, repeats=2)
-            profile = dataclasses.replace(profile, **best)
+            profile = profile.replace(**best)
             print(f"sweep: fitting with {tune._label(best)}", flush=True)
         ns = argparse.Namespace(k=k, iters=iters, repeats=args.repeats)
         rec = bk.run_oclclust(oc, profile, X, C0, ns, resident=True)

@@ -9,6 +9,7 @@ import importlib
 import sys
 import types
 
+from . import passes  # noqa: F401  (declares every pass's devices.yaml terms)
 from .cluster.inits import kmeans_plusplus
 from .cluster.kmeans import KMeans
 from .cluster.registry import ESTIMATORS, estimator_class

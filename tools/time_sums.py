@@ -93,8 +93,7 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    profile = dataclasses.replace(preferred(select_devices(args.devices))[0],
-                                  lloyd_variant="gemm")
+    profile = preferred(select_devices(args.devices))[0].replace(lloyd_variant="gemm")
     rng = np.random.default_rng(0)
     X = rng.random((args.n, args.d), dtype=np.float64 if args.dtype == "float64"
                    else np.float32)

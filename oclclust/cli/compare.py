@@ -212,8 +212,8 @@ def run(args):
                     profile, X, M, k, strategy, kdtree, args.iters, args.leaf_size, args.seed,
                     order)
                 if order is None:
-                    from ..passes.ensemble import profile_term
-                    order = profile_term(profile, "ensemble_order")
+                    from ..passes.ensemble import EnsembleTerms
+                    order = profile.terms(EnsembleTerms).order
                 rec = dict(sweep=sweep, device=str(profile), n=n, k=k, d=d, models=M,
                            strategy=strategy, kdtree=kdtree or "none",
                            order=order if strategy == "concatenated" else "-", iters=args.iters,

@@ -60,16 +60,17 @@ def _size(nbytes):
 # ------------------------------------------------------------------ devices
 def cmd_devices(args):
     from ..runtime import devices as dv
+    from ..runtime.profiles import GENERIC_TERMS, ProfileError
     try:
         profiles = dv.list_devices()
-    except dv.ProfileError as exc:
+    except ProfileError as exc:
         raise UsageError(str(exc)) from None
     errors = list(dv.DISCOVERY_ERRORS)
     if args.json:
-        print(json.dumps({"devices": [dataclasses.asdict(p) for p in profiles],
+        print(json.dumps({"devices": [dict(dataclasses.asdict(p), term_values=dict(p.term_values))
+                                      for p in profiles],
                           "discovery_errors": errors}, indent=2))
         return 0 if profiles else 1
-    terms = set(dv.PROFILE_TERMS)
     print(f"OpenCL devices: {len(profiles)}")
     for i, p in enumerate(profiles):
         fields = dataclasses.asdict(p)
@@ -77,16 +78,17 @@ def cmd_devices(args):
         print(f"    platform  {p.platform} (platform {p.platform_index}, device {p.device_index})")
         print(f"    type      {p.type}, vendor {p.vendor}, driver {p.driver_version}")
         reported = {k: v for k, v in fields.items()
-                    if k not in terms and k not in ("platform", "name", "vendor", "type",
-                                                    "driver_version", "platform_index",
-                                                    "device_index", "profile_entries")}
+                    if k not in GENERIC_TERMS and k not in (
+                        "platform", "name", "vendor", "type", "driver_version",
+                        "platform_index", "device_index", "profile_entries", "term_values")}
         shown = []
         for k, v in reported.items():
             shown.append(f"{k}={v}" + (f" ({_size(v)})" if k.endswith("_size") and
                                        isinstance(v, int) and k != "max_work_group_size"
                                        else ""))
         print("    reported  " + ", ".join(shown))
-        print("    profile   " + ", ".join(f"{k}={fields[k]}" for k in fields if k in terms))
+        print("    profile   " + ", ".join(f"{k}={fields[k]}" for k in GENERIC_TERMS))
+        print("    terms     " + ", ".join(f"{k}={v}" for k, v in p.term_values.items()))
         print(f"    budgets   local memory {_size(p.local_memory_budget)}, "
               f"global memory {_size(p.memory_budget)}")
         print("    matched   " + (", ".join(p.profile_entries) or "no devices.yaml entry"))

@@ -12,7 +12,6 @@ of its time relative to the best on each shape.  Entries go to the user file
 oclclust applies after the shipped devices.yaml; --shipped writes that one.
 """
 import argparse
-import dataclasses
 import itertools
 import os
 import sys
@@ -28,9 +27,8 @@ QUICK_SHAPES = ["4000,16,40"]
 
 
 def _gemm(tm, tn, rm, rn, kc, vw, prefetch=None):
-    terms = dict(lloyd_variant="gemm", lloyd_tile_rows=tm, lloyd_tile_centroids=tn,
-                 lloyd_reg_rows=rm, lloyd_reg_centroids=rn, lloyd_depth=kc,
-                 lloyd_vector_width=vw)
+    terms = dict(lloyd_variant="gemm", tile_rows=tm, tile_columns=tn, tile_reg_rows=rm,
+                 tile_reg_columns=rn, tile_depth=kc, tile_vector_width=vw)
     if prefetch is not None:   # else the profile's
         terms["lloyd_prefetch"] = prefetch
     return terms
@@ -109,7 +107,7 @@ def tune_device(profile, shapes, quick=False, repeats=3, log=print, configs=None
         x_dev = cla.to_device(profile.queue(), X)
         del X
         for c, terms in enumerate(configs):
-            trial = dataclasses.replace(profile, **terms)
+            trial = profile.replace(**terms)
             seconds, spec = time_pass(trial, x_dev, centres, repeats, update)
             if seconds is not None and spec.variant != terms["lloyd_variant"]:
                 seconds, spec = None, f"fell back to {spec.variant}"
@@ -153,7 +151,7 @@ def write_entries(path, entries):
     replacing the block (marker line to blank line) an earlier tune of the same
     device wrote; the rest of the file, comments included, is kept.  The file
     is loaded back before it replaces the old one."""
-    from ..runtime.devices import load_profile_file
+    from ..runtime.profiles import load_profile_file
     path = Path(path)
     blocks = (path.read_text() if path.exists() else "").rstrip("\n").split("\n\n")
     markers = {marker for marker, _ in entries}
@@ -198,10 +196,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     configs = None
     if args.configs:
+        from ..runtime.profiles import ProfileError, check_terms
         configs = yaml.safe_load(args.configs.read_text())
         if not isinstance(configs, list) or not all(isinstance(c, dict) and "lloyd_variant" in c
                                                     for c in configs):
             ap.error("--configs: a YAML list of mappings, each with lloyd_variant")
+        try:
+            configs = [check_terms(c, f"{args.configs} entry {i}") for i, c in enumerate(configs)]
+        except ProfileError as exc:
+            ap.error(f"--configs: {exc}")
     from ..runtime.devices import select_devices
     from ..runtime.resources import shipped_profiles_path
     path = shipped_profiles_path() if args.shipped else (args.out or default_path())

@@ -15,8 +15,8 @@ import numpy as np
 import pyopencl.array as cla
 
 from ._base import BaseEstimator, ClusterMixin
-from ..passes.ensemble import STRATEGIES, EnsemblePass, FixedPoint, profile_term
-from ..passes.kdtree import MAPPINGS, KDTreePass
+from ..passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
+from ..passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
 from .inits import kmeans_plusplus
 from ..parallel.comm import Ranks
 from ..parallel.manager import DeviceManager, surviving
@@ -28,11 +28,12 @@ from ..runtime.validation import NotFittedError, check_params, check_random_stat
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
     """(strategy, KD-tree mapping or None) for a device and problem shape."""
     if strategy == "auto":
-        strategy = profile_term(profile, "ensemble_strategy")
+        strategy = profile.terms(EnsembleTerms).strategy
     if kdtree == "auto":
-        prunable = (strategy == "concatenated" and d <= profile_term(profile, "kdtree_max_dims")
-                    and n >= profile_term(profile, "kdtree_min_rows") and max(ks) > 1)
-        kdtree = profile_term(profile, "kdtree_mapping") if prunable else None
+        tree = profile.terms(KdTreeTerms)
+        prunable = (strategy == "concatenated" and d <= tree.max_dims
+                    and n >= tree.min_rows and max(ks) > 1)
+        kdtree = tree.mapping if prunable else None
     return strategy, kdtree
 
 
@@ -45,7 +46,7 @@ def ensemble_passes(data, fixed, ks, strategy="auto", kdtree=None, ranks=None,
         chosen, mapping = choose(chunk.profile, chunk.d, ks, data.n, strategy, kdtree)
         if mapping is None:
             return (chosen, mapping), EnsemblePass(chunk, chosen, fixed, distributed)
-        leaf = leaf_size or profile_term(chunk.profile, "kdtree_leaf_size")
+        leaf = leaf_size or chunk.profile.terms(KdTreeTerms).leaf_size
         return (chosen, mapping), KDTreePass(chunk, mapping, fixed, leaf, distributed)
     return EnsembleShards(data, fixed, make, ranks, device_update)
 

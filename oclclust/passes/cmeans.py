@@ -10,8 +10,16 @@ import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
-from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
+from ..runtime.profiles import declare_terms, term
+from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import acc_dtype, partial_buffer, reduce_partials
+
+
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class CMeansTerms:
+    """distance_tiles 1: the distances as register tiles (TileTerms) first."""
+    distance_tiles: int = term("cmeans_distance_tiles", 0, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,17 +96,18 @@ def _layout(profile, d, c, wg, row_major, update):
 
 
 def tile_fields(profile, d, c, wg, p):
-    """The register tile of a P-row tile's distances (the profile's lloyd_*
-    terms, as k-means' gemm): rm rows of P, rn centres, columns shrunk while
+    """The register tile of a P-row tile's distances (the profile's TileTerms,
+    as k-means' gemm): rm rows of P, rn centres, columns shrunk while
     a step would be wider than the centres; None where it does not fit."""
-    rm = min(profile.lloyd_reg_rows, p)
+    tile = profile.terms(TileTerms)
+    rm = min(tile.reg_rows, p)
     ny = p // rm
     if p % rm or wg % ny:
         return None
-    nx, rn = wg // ny, profile.lloyd_reg_centroids
+    nx, rn = wg // ny, tile.reg_columns
     while rn > 1 and nx * rn // 2 >= power_of_two_at_least(c):
         rn //= 2
-    vw = profile.lloyd_vector_width
+    vw = tile.vector_width
     vw = vw if rm % vw == 0 and rn % vw == 0 and vw & (vw - 1) == 0 else 1
     if rm * rn + rm + rn > profile.private_floats:
         return None
@@ -122,7 +131,7 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
         for local_u in (True, False):
             for lo, hi in ((big, wg), (1, big - 1)):
                 # register-tiled distances first where the profile says so
-                for p in tiles if profile.cmeans_distance_tiles else ():
+                for p in tiles if profile.terms(CMeansTerms).distance_tiles else ():
                     fields = tile_fields(profile, d, c, wg, p) if lo <= p <= hi else None
                     if fields is None:
                         continue

@@ -17,34 +17,27 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Launch, Spec, kernel, kernel_work_group_limit
+from ..runtime.profiles import declare_terms, term
 from ..runtime.reduce import partial_buffer, reduce_partials
 
 STRATEGIES = ("task", "data", "concatenated")
 UNROLLED_K = 32   # models of at most this many centroids get a fully unrolled scoring loop
 
-# Profile terms of the "auto" choice, until devices.yaml carries them
-# (DeviceProfile attributes of the same names win).  Measured on the CPU
-# runtimes here (python -m oclclust compare): concatenated beats task and
-# data parallelism from M=4 on; the KD-tree wins at low d; the distributed
-# model order costs 3x on Intel's CPU runtime (its work-items are SIMD lanes:
-# different models per lane turn broadcast loads into gathers, and there is
-# no local-memory atomic contention to save), so CPUs use the uniform order.
-AUTO_TERMS = {
-    "cpu": dict(ensemble_strategy="concatenated", ensemble_order="uniform",
-                ensemble_word_atomics=0,
-                kdtree_mapping="direct", kdtree_max_dims=8, kdtree_min_rows=20000,
-                kdtree_leaf_size=1024, kdtree_groups_per_compute_unit=2),
-    "gpu": dict(ensemble_strategy="concatenated", ensemble_order="distributed",
-                ensemble_word_atomics=0,
-                kdtree_mapping="direct", kdtree_max_dims=4, kdtree_min_rows=200000,
-                kdtree_leaf_size=128, kdtree_groups_per_compute_unit=64),
-}
 
-
-def profile_term(profile, name):
-    """A profile term of the "auto" choice (the profile's own value, else the default)."""
-    value = getattr(profile, name, None)
-    return value if value is not None else AUTO_TERMS.get(profile.type, AUTO_TERMS["gpu"])[name]
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class EnsembleTerms:
+    """``strategy``: EnsembleKMeans' "auto" choice; ``order``: the model
+    access order of the concatenated strategy (distributed: the paper's);
+    ``word_atomics`` 1: local statistics added as 32-bit word pairs (where
+    64-bit local atomics are slow); the statistics pass's
+    ``work_group_size`` and ``groups_per_compute_unit`` (0: the profile's
+    generic ones)."""
+    strategy: str = term("ensemble_strategy", STRATEGIES)
+    order: str = term("ensemble_order", ("distributed", "uniform"))
+    word_atomics: int = term("ensemble_word_atomics", 0, 1)
+    work_group_size: int = term("ensemble_work_group_size", 0, 4096)
+    groups_per_compute_unit: int = term("ensemble_groups_per_compute_unit", 0, 4096)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,16 +146,15 @@ class EnsemblePass:
         self.groups, _ = part.groups(self.wg, self.wg)
         # the statistics pass, where the profile says so: more, larger groups
         # hide its local-memory atomics' latency (H100: devices.yaml)
-        self.stats_wg = work_group(part.profile,
-                                   size=profile_term(part.profile, "ensemble_work_group_size"))
+        terms = part.profile.terms(EnsembleTerms)
+        self.stats_wg = work_group(part.profile, size=terms.work_group_size)
         self.stats_groups, self.tiles_per_group = part.groups(
-            self.stats_wg, self.stats_wg,
-            profile_term(part.profile, "ensemble_groups_per_compute_unit"))
+            self.stats_wg, self.stats_wg, terms.groups_per_compute_unit)
         self.capacity = 0
         self._launches = {}
-        self.word_atomics = bool(profile_term(part.profile, "ensemble_word_atomics"))
+        self.word_atomics = bool(terms.word_atomics)
         if distributed is None:
-            distributed = profile_term(part.profile, "ensemble_order") == "distributed"
+            distributed = terms.order == "distributed"
         self.distributed = bool(distributed)
 
     def spec(self, staged, strategy=None, k=0):

@@ -14,8 +14,18 @@ import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
-from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
+from ..runtime.profiles import declare_terms, term
+from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import partial_buffer, reduce_partials
+
+
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class GmmTerms:
+    """distance_tiles 1: the diagonal E-step's distances as register tiles
+    (TileTerms) first."""
+    distance_tiles: int = term("gmm_distance_tiles", 0, 1)
+
 
 # ------------------------------------------------------------ kernel specs
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +95,9 @@ def _tiled_estep_specs(profile, dtype, d, k):
     """Diagonal covariances where the profile says so (gmm_distance_tiles):
     k-means' gemm tiles, the component tile no wider than k needs,
     then halved (larger side first) until the work-group and local memory fit."""
-    rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
-    tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
+    tile = profile.terms(TileTerms)
+    rm, rn = tile.reg_rows, tile.reg_columns
+    tm, tn = tile.rows, tile.columns
     while tn // 2 >= max(rn, power_of_two_at_least(k)):
         tn //= 2
     kc = chunk_depth(profile, d)
@@ -95,7 +106,7 @@ def _tiled_estep_specs(profile, dtype, d, k):
     while tm >= rm and tn >= rn:
         wg = (tm // rm) * (tn // rn)
         if tm % rm == 0 and tn % rn == 0 and wg <= profile.max_work_group_size:
-            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
+            for vw in sorted({tile.vector_width, 1}, reverse=True):
                 if rm % vw or rn % vw or vw & (vw - 1):
                     continue
                 spec = EStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
@@ -115,7 +126,7 @@ def _estep_specs(profile, dtype, d, full, k=1):
     per work-item.  CPUs: small groups reading the records from memory (their
     caches serve; 2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on
     both runtimes)."""
-    if not full and profile.gmm_distance_tiles:
+    if not full and profile.terms(GmmTerms).distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize
     wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)

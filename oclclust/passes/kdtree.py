@@ -26,10 +26,24 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Launch, Spec, kernel
-from .ensemble import EnsemblePass, model_tiles, profile_term, staged_bytes
+from ..runtime.profiles import declare_terms, term
+from .ensemble import EnsemblePass, model_tiles, staged_bytes
 
 MAPPINGS = ("direct", "distributed", "replicated")
 REPLICA_BYTES = 1 << 28      # most global memory the replicated mapping may use
+
+
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class KdTreeTerms:
+    """EnsembleKMeans' kdtree="auto": the leaf ``mapping``, used up to
+    ``max_dims`` dimensions and from ``min_rows`` rows; rows per leaf
+    (``leaf_size``) and the pruned statistics pass's work-groups a unit."""
+    mapping: str = term("kdtree_mapping", MAPPINGS)
+    max_dims: int = term("kdtree_max_dims", 0, 4096)
+    min_rows: int = term("kdtree_min_rows", 0, 1 << 40)
+    leaf_size: int = term("kdtree_leaf_size", 8, 1 << 20)
+    groups_per_compute_unit: int = term("kdtree_groups_per_compute_unit", 1, 4096)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,8 +261,8 @@ class KDTreePass:
         # latency-bound (H100, leaves of 128: 64 a unit 2.0x faster than 4);
         # not replicated, whose every work-item owns statistics to sum
         groups = b.groups if self.mapping == "replicated" else max(1, min(
-            len(self.lo), p.profile.compute_units * profile_term(
-                p.profile, "kdtree_groups_per_compute_unit")))
+            len(self.lo),
+            p.profile.compute_units * p.profile.terms(KdTreeTerms).groups_per_compute_unit))
         local = [cl.LocalMemory(max(1, staged_bytes(nc, p.d, p.dtype.itemsize, stats=False)))]
         if self.mapping == "replicated":
             size = nc * (p.d + 1) * 8

@@ -15,12 +15,20 @@ import pyopencl.array as cla
 
 from ..runtime import codegen
 from ..runtime.codegen import Spec
-from .distance_tile import TileFields, chunk_depth, power_of_two_at_least
+from ..runtime.profiles import declare_terms, term
+from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 
 # no -cl-mad-enable: scipy's formulas round after every operation, and a
 # fused multiply-add could split a tie scipy keeps
 EXACT_OPTIONS = ()
 NN_CHAIN = ("complete", "average", "weighted", "ward")
+
+
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class LinkageTerms:
+    """distance_tiles 1: the distance matrix as register tiles (TileTerms)."""
+    distance_tiles: int = term("linkage_distance_tiles", 0, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,17 +52,17 @@ class DistanceSpec(TileFields, Spec):
 
 
 def distance_specs(profile, base, n, d, metric, tiled=True):
-    """Tiled specs from the profile's register tile (lloyd_* terms: the same
+    """Tiled specs from the profile's register tile (TileTerms: the same
     tile as k-means'), square tiles halved until they fit the device and no
     larger than n needs; the vector width, then scalar reads; last the
     one-pair-per-work-item kernel, which fits every device."""
     if tiled and metric != "cosine":
-        rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
-        t = min(profile.lloyd_tile_rows, profile.lloyd_tile_centroids,
-                max(power_of_two_at_least(n), rm, rn))
+        tile = profile.terms(TileTerms)
+        rm, rn = tile.reg_rows, tile.reg_columns
+        t = min(tile.rows, tile.columns, max(power_of_two_at_least(n), rm, rn))
         kc = chunk_depth(profile, d)
         while t >= max(rm, rn) and rm * rn + rm + rn <= profile.private_floats:
-            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
+            for vw in sorted({tile.vector_width, 1}, reverse=True):
                 if t % rm or t % rn or rm % vw or rn % vw or vw & (vw - 1):
                     continue
                 spec = DistanceSpec(d=d, metric=metric, tiled=True, tm=t, tn=t, rm=rm, rn=rn,
@@ -99,7 +107,7 @@ class Plan:
         # register-tiled distances where they pay (GPUs); on the CPU runtimes
         # here the one-pair-per-work-item kernel is as fast for small d (its
         # stores are contiguous and the n^2/2 stores dominate)
-        self.tiled = bool(profile.linkage_distance_tiles)
+        self.tiled = bool(profile.terms(LinkageTerms).distance_tiles)
 
     def groups(self, n):
         return max(1, min(-(-n // self.wg), 8 * self.profile.compute_units))

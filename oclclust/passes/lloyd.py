@@ -13,10 +13,28 @@ import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_limit
 from ..runtime import codegen
+from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import mma_specs, split_centers, tile_words
 from ..runtime.reduce import Stats, partial_buffer, reduce_partials
+
+VARIANTS = ("tiled", "rowwise", "gemm", "mma")
+
+
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class LloydTerms:
+    """``variant``: the planner's first choice (LloydSpec says what each is;
+    the gemm and mma variants take their tiles from TileTerms).
+    ``points_per_item`` x ``centroid_tile``: the points a work-item keeps in
+    registers and the centroids it scores per pass over them (tiled and
+    rowwise).  ``prefetch`` (gemm): 1 reads the next chunk into registers
+    early, 2 also double-buffers the local chunks (one barrier a chunk)."""
+    variant: str = term("lloyd_variant", VARIANTS)
+    points_per_item: int = term("points_per_item", 1, 16)
+    centroid_tile: int = term("centroid_tile", 1, 64)
+    prefetch: int = term("lloyd_prefetch", 0, 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,19 +135,21 @@ def candidate_specs(profile, dtype, d, k, update, weighted):
     base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, k=k,
                 update=update, weighted=weighted)
     variants = (_rowwise_specs, _tiled_specs)
-    if profile.lloyd_variant == "tiled":
+    variant = profile.terms(LloydTerms).variant
+    if variant == "tiled":
         variants = variants[::-1]
-    elif profile.lloyd_variant == "gemm":   # then the fused ones
+    elif variant == "gemm":   # then the fused ones
         variants = (_gemm_specs, _tiled_specs, _rowwise_specs)
-    elif profile.lloyd_variant == "mma":    # where tensor cores are; else gemm
+    elif variant == "mma":    # where tensor cores are; else gemm
         variants = (_mma_specs, _gemm_specs, _tiled_specs, _rowwise_specs)
     for specs in variants:
         yield from specs(profile, base)
 
 
 def _rowwise_specs(profile, base):
+    terms = profile.terms(LloydTerms)
     vw = min(16, max(2, profile.native_vector_bytes // np.dtype(base["dtype"]).itemsize))
-    for ppi, ctile in ((profile.points_per_item, profile.centroid_tile), (1, 1)):
+    for ppi, ctile in ((terms.points_per_item, terms.centroid_tile), (1, 1)):
         ctile = max(1, min(ctile, -(-base["k"] // vw)))
         kp = -(-base["k"] // (vw * ctile)) * vw * ctile
         yield LloydSpec(variant="rowwise", vw=vw, kp=kp, wg=1, ppi=ppi, ctile=ctile, **base)
@@ -138,11 +158,12 @@ def _rowwise_specs(profile, base):
 def _tiled_specs(profile, base):
     """Smaller work-groups and tiles, then centroids read from global memory."""
     d, k = base["d"], base["k"]
-    ctile = max(1, min(profile.centroid_tile, k))
+    terms = profile.terms(LloydTerms)
+    ctile = max(1, min(terms.centroid_tile, k))
     wg = power_of_two_at_most(min(profile.work_group_size, profile.max_work_group_size))
     while True:
         for stage_centers in (True, False):
-            for ppi in sorted({profile.points_per_item, 1}, reverse=True):
+            for ppi in sorted({terms.points_per_item, 1}, reverse=True):
                 cchunk, kp = _centroid_chunks(profile, base["dtype"], d, k, ctile, wg, ppi,
                                               base["update"])
                 yield LloydSpec(kp=kp, wg=wg, ppi=ppi, ctile=ctile,
@@ -155,7 +176,8 @@ def _tiled_specs(profile, base):
 
 
 def _gemm_specs(profile, base):
-    return gemm_specs(profile, base, LloydSpec)
+    return gemm_specs(profile, dict(base, prefetch=profile.terms(LloydTerms).prefetch),
+                      LloydSpec)
 
 
 def _mma_specs(profile, base):

@@ -5,7 +5,7 @@
 import dataclasses
 
 from ..runtime.codegen import Spec
-from .distance_tile import chunk_depth, power_of_two_at_least, power_of_two_at_most
+from .distance_tile import TileTerms, chunk_depth, power_of_two_at_least, power_of_two_at_most
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,10 +73,12 @@ def sums_plan(profile, d, k):
 
 def gemm_specs(profile, base, spec_class):
     """The profile's tiles, then halved centroid and point tiles (register
-    tiles kept), each with the profile's vector width and then scalar reads."""
+    tiles kept), each with the profile's vector width and then scalar reads
+    (*base*: the spec fields they share, the chunks' prefetch included)."""
     d, k = base["d"], base["k"]
-    rm, rn = profile.lloyd_reg_rows, profile.lloyd_reg_centroids
-    tm, tn = profile.lloyd_tile_rows, profile.lloyd_tile_centroids
+    tile = profile.terms(TileTerms)
+    rm, rn = tile.reg_rows, tile.reg_columns
+    tm, tn = tile.rows, tile.columns
     while tn // 2 >= max(rn, power_of_two_at_least(k)):   # small k: no idle tiles
         tn //= 2
     kc = chunk_depth(profile, d)
@@ -87,13 +89,13 @@ def gemm_specs(profile, base, spec_class):
         nx, ny = tn // rn, tm // rm
         pow2 = nx * rn == tn and ny * rm == tm and nx & (nx - 1) == 0 and ny & (ny - 1) == 0
         if pow2 and nx * ny <= profile.max_work_group_size:
-            for vw in sorted({profile.lloyd_vector_width, 1}, reverse=True):
+            for vw in sorted({tile.vector_width, 1}, reverse=True):
                 if rm % vw or rn % vw or tm % vw or vw & (vw - 1):
                     continue
                 yield spec_class(variant="gemm", vw=vw, kp=-(-k // tn) * tn, wg=nx * ny,
                                  tm=tm, tn=tn, rm=rm, rn=rn, kc=kc, dp=-(-d // kc) * kc,
                                  slice=slice_, acc_wg=acc_wg,
-                                 prefetch=profile.lloyd_prefetch, **base)
+                                 **base)
         if tn > rn and tn >= tm:
             tn //= 2
         else:

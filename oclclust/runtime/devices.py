@@ -1,69 +1,24 @@
-"""OpenCL devices: discovery, tuning profiles (devices.yaml) and selection.
+"""OpenCL devices: discovery, DeviceProfile and selection.
 
 A DeviceProfile is what the device reports merged with the matching entries of
-devices.yaml.  Profiles are plain, picklable data; the pyopencl objects behind
+devices.yaml (profiles.py): the generic terms as fields, every pass's terms
+in ``term_values``, read typed with ``terms(LloydTerms)`` and the like.
+Profiles are plain, picklable, hashable data; the pyopencl objects behind
 them (context, queue) are looked up on demand and memoised per process.
 """
 import dataclasses
 import os
 import warnings
-from pathlib import Path
 
 import pyopencl as cl
-import yaml
 
-from .resources import shipped_profiles_path
-
-# Profile terms: name -> (type, minimum, maximum).  Nothing from a YAML file
-# reaches a kernel without passing this table.
-PROFILE_TERMS = {
-    "work_group_size": (int, 1, 4096),
-    "points_per_item": (int, 1, 16),
-    "centroid_tile": (int, 1, 64),
-    "groups_per_compute_unit": (int, 1, 256),
-    "local_memory_fraction": (float, 0.0, 1.0),
-    "private_floats": (int, 16, 65536),
-    "memory_fraction": (float, 0.001, 1.0),
-    "lloyd_variant": (str, ("tiled", "rowwise", "gemm", "mma"), None),
-    # the "gemm" Lloyd variant: points x centroids per work-group tile, per
-    # work-item register tile, dimensions per local-memory chunk, vector width
-    "lloyd_tile_rows": (int, 1, 1024),
-    "lloyd_tile_centroids": (int, 1, 1024),
-    "lloyd_reg_rows": (int, 1, 16),
-    "lloyd_reg_centroids": (int, 1, 16),
-    "lloyd_depth": (int, 1, 256),
-    "lloyd_vector_width": (int, 1, 16),
-    "lloyd_prefetch": (int, 0, 2),
-    # ensemble k-means "auto": strategy, model access order, KD-tree choice
-    "ensemble_strategy": (str, ("concatenated", "task", "data"), None),
-    "ensemble_order": (str, ("distributed", "uniform"), None),
-    # 1: local statistics as 32-bit word pairs (where 64-bit local atomics are slow)
-    "ensemble_word_atomics": (int, 0, 1),
-    # the statistics pass's work-group size and groups per compute unit (0:
-    # work_group_size, groups_per_compute_unit)
-    "ensemble_work_group_size": (int, 0, 4096),
-    "ensemble_groups_per_compute_unit": (int, 0, 4096),
-    "kdtree_mapping": (str, ("direct", "distributed", "replicated"), None),
-    "kdtree_max_dims": (int, 0, 4096),
-    "kdtree_min_rows": (int, 0, 1 << 40),
-    "kdtree_leaf_size": (int, 8, 1 << 20),
-    "kdtree_groups_per_compute_unit": (int, 1, 4096),
-    # 1: the distances of c-means, GMM (diagonal) and the linkage matrix as
-    # register tiles (templates/distance_tile.cl.mako, k-means' gemm tiles)
-    "cmeans_distance_tiles": (int, 0, 1),
-    "gmm_distance_tiles": (int, 0, 1),
-    "linkage_distance_tiles": (int, 0, 1),
-}
-MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
-DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
-
-
-class ProfileError(ValueError):
-    """A devices.yaml file is malformed or holds an out-of-range value."""
+from .profiles import (DEVICE_TYPES, GENERIC_TERMS, TermValues, current_key, profile_entries,
+                       read_terms, resolve_terms)
 
 
 @dataclasses.dataclass(frozen=True)
 class DeviceProfile:
+    # what the device reports
     platform: str
     name: str
     vendor: str
@@ -75,39 +30,19 @@ class DeviceProfile:
     global_mem_size: int
     max_alloc_size: int
     fp64: bool
+    native_vector_bytes: int
     platform_index: int
     device_index: int
+    # the generic terms of devices.yaml (profiles.GENERIC_TERMS)
     work_group_size: int
-    points_per_item: int
-    centroid_tile: int
     groups_per_compute_unit: int
     local_memory_fraction: float
     private_floats: int
     memory_fraction: float
-    lloyd_variant: str
-    native_vector_bytes: int
+    # the passes' terms by devices.yaml key: read them with terms(TheirClass)
+    term_values: TermValues
     profile_entries: tuple = ()
     sub_device: tuple = ()   # (compute-unit counts, index) of a sub-device, else ()
-    lloyd_tile_rows: int = 64
-    lloyd_tile_centroids: int = 64
-    lloyd_reg_rows: int = 4
-    lloyd_reg_centroids: int = 4
-    lloyd_depth: int = 16
-    lloyd_vector_width: int = 4
-    lloyd_prefetch: int = 0
-    ensemble_strategy: str = "concatenated"
-    ensemble_order: str = "distributed"
-    ensemble_word_atomics: int = 0
-    ensemble_work_group_size: int = 0
-    ensemble_groups_per_compute_unit: int = 0
-    kdtree_mapping: str = "distributed"
-    kdtree_max_dims: int = 4
-    kdtree_min_rows: int = 200000
-    kdtree_leaf_size: int = 512
-    kdtree_groups_per_compute_unit: int = 4
-    cmeans_distance_tiles: int = 0
-    gmm_distance_tiles: int = 0
-    linkage_distance_tiles: int = 0
 
     @property
     def key(self):
@@ -121,6 +56,29 @@ class DeviceProfile:
     @property
     def memory_budget(self):
         return int(self.global_mem_size * self.memory_fraction)
+
+    def terms(self, cls):
+        """The terms of a pass, as its declared dataclass *cls* (LloydTerms ...)."""
+        return read_terms(self.term_values, cls)
+
+    def term(self, key):
+        """The value of any devices.yaml term by key (an old name too)."""
+        key = current_key(key)
+        return getattr(self, key) if key in GENERIC_TERMS else self.term_values[key]
+
+    def replace(self, **changes):
+        """A copy with *changes*: fields, or terms by devices.yaml key (old
+        names too).  Unchecked: the tuner's trials and the tests' corner cases."""
+        fields = {f.name for f in dataclasses.fields(self)}
+        terms = {}
+        for key in set(changes) - fields:
+            try:
+                terms[current_key(key)] = changes.pop(key)
+            except KeyError:
+                raise TypeError(f"DeviceProfile has no field or term {key!r}") from None
+        if terms:
+            changes["term_values"] = TermValues({**self.term_values, **terms})
+        return dataclasses.replace(self, **changes)
 
     def cl_device(self):
         return _cl_device(self.key)
@@ -143,76 +101,6 @@ def sub_devices(profile, counts):
     counts = tuple(int(c) for c in counts)
     return [dataclasses.replace(profile, compute_units=c, sub_device=(counts, i))
             for i, c in enumerate(counts)]
-
-
-# --------------------------------------------------------------- YAML profiles
-def _check_entry(entry, where):
-    if not isinstance(entry, dict):
-        raise ProfileError(f"{where}: an entry must be a mapping, got {type(entry).__name__}")
-    match = entry.get("match", {}) or {}
-    if not isinstance(match, dict) or set(match) - MATCH_KEYS:
-        raise ProfileError(f"{where}: 'match' takes only {sorted(MATCH_KEYS)}")
-    if "type" in match and str(match["type"]).lower() not in DEVICE_TYPES:
-        raise ProfileError(f"{where}: match type must be one of {sorted(DEVICE_TYPES)}")
-    terms = {}
-    for key, value in entry.items():
-        if key == "match":
-            continue
-        if key not in PROFILE_TERMS:
-            raise ProfileError(f"{where}: unknown profile term {key!r}")
-        kind, lo, hi = PROFILE_TERMS[key]
-        if kind is str:  # an enumeration: lo holds the choices
-            if value not in lo:
-                raise ProfileError(f"{where}: {key} must be one of {lo}, got {value!r}")
-            terms[key] = value
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
-            raise ProfileError(f"{where}: {key} must be {kind.__name__}, got {value!r}")
-        if not lo <= value <= hi:
-            raise ProfileError(f"{where}: {key}={value!r} is outside [{lo}, {hi}]")
-        terms[key] = kind(value)
-    return {k: str(v).lower() for k, v in match.items()}, terms
-
-
-def load_profile_file(path):
-    """Validated (match, terms) entries of one devices.yaml file."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text()) or []
-    except (OSError, yaml.YAMLError) as exc:
-        raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
-    if not isinstance(data, list):
-        raise ProfileError(f"{path}: expected a list of entries")
-    return [_check_entry(e, f"{path} entry {i}") + (f"{path.name}#{i}",)
-            for i, e in enumerate(data)]
-
-
-def profile_entries():
-    entries = load_profile_file(shipped_profiles_path())
-    user = os.environ.get("OCLCLUST_DEVICES_YAML")
-    if user:
-        entries += load_profile_file(user)
-    return entries
-
-
-def _matches(match, reported):
-    for key, want in match.items():
-        have = reported[key].lower()
-        if (want != have) if key == "type" else (want not in have):
-            return False
-    return True
-
-
-def resolve_terms(reported, entries):
-    terms, used = {}, []
-    for match, entry_terms, label in entries:
-        if _matches(match, reported):
-            terms.update(entry_terms)
-            used.append(label)
-    missing = set(PROFILE_TERMS) - set(terms)
-    if missing:
-        raise ProfileError(f"no profile entry sets {sorted(missing)} for {reported['name']}")
-    return terms, tuple(used)
 
 
 # ------------------------------------------------------------------ discovery
@@ -260,9 +148,10 @@ def list_devices():
         for di, dev in enumerate(devs):
             rep = _reported(dev, platform, pi, di)
             terms, used = resolve_terms(rep, entries)
+            generic = {key: terms.pop(key) for key in GENERIC_TERMS}
             driver = rep.pop("driver")
             profiles.append(DeviceProfile(driver_version=driver, profile_entries=used,
-                                          **rep, **terms))
+                                          term_values=TermValues(terms), **rep, **generic))
     return profiles
 
 

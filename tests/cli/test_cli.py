@@ -10,6 +10,7 @@ import pytest
 
 import oclclust as oc
 from oclclust.runtime import devices as dv
+from oclclust.runtime.profiles import PROFILE_TERMS
 from oclclust.__main__ import main
 from oclclust.cli.example import adjusted_rand_index, make_blobs
 
@@ -31,7 +32,7 @@ def test_devices_lists_every_device_with_its_profile():
         assert p.name in proc.stdout and p.platform in proc.stdout
         for entry in p.profile_entries:
             assert entry in proc.stdout
-    for term in dv.PROFILE_TERMS:
+    for term in PROFILE_TERMS:
         assert f"{term}=" in proc.stdout
     for field in ("compute_units", "local_mem_size", "max_work_group_size", "fp64",
                   "global_mem_size", "max_alloc_size"):

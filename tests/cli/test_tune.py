@@ -7,7 +7,7 @@ import yaml
 import oclclust as oc
 from oclclust.runtime import codegen
 from oclclust.cli import tune
-from oclclust.runtime.devices import load_profile_file
+from oclclust.runtime.profiles import load_profile_file
 
 GEMM = dict(lloyd_variant="gemm", lloyd_tile_rows=16, lloyd_tile_centroids=8,
             lloyd_reg_rows=2, lloyd_reg_centroids=2, lloyd_depth=4, lloyd_vector_width=2)
@@ -39,7 +39,7 @@ def test_quick_tune_writes_a_profile_the_next_fit_uses(profile, tmp_path, monkey
     monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(out))
     resolved = tuned_profile(profile)
     assert resolved.profile_entries[-1] == "tuned.yaml#0"
-    assert all(getattr(resolved, term) == value for term, value in terms.items())
+    assert all(resolved.term(term) == value for term, value in terms.items())
     X, _ = make_blobs(n=300, d=4, k=5, seed=2, dtype=np.float32)
     assert {s.variant for s in fit_specs(profile, X, 5)} == {terms["lloyd_variant"]}
 

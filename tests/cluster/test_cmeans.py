@@ -206,10 +206,10 @@ def test_tiled_distances_equal_untiled(profile, make_blobs, tiles, rows):
     where the profile asks, cmeans_distance_tiles) give the same bits as the per-row
     loop: statistics, objective and memberships, in every row layout."""
     rm, rn, kc, vw = tiles
-    tiled_prof = dataclasses.replace(profile, cmeans_distance_tiles=1, lloyd_reg_rows=rm,
-                                     lloyd_reg_centroids=rn, lloyd_depth=kc,
-                                     lloyd_vector_width=vw)
-    plain_prof = dataclasses.replace(profile, cmeans_distance_tiles=0)
+    tiled_prof = profile.replace(cmeans_distance_tiles=1, lloyd_reg_rows=rm,
+                                 lloyd_reg_centroids=rn, lloyd_depth=kc,
+                                 lloyd_vector_width=vw)
+    plain_prof = profile.replace(cmeans_distance_tiles=0)
     X = data(np.float64, make_blobs, n=203, d=5)
     w = weights(len(X), np.float64)
     c = 13
@@ -249,7 +249,7 @@ def test_tiled_distances_equal_untiled(profile, make_blobs, tiles, rows):
 def test_tiled_fit_matches_bezdek(profile, make_blobs):
     X = data(np.float32, make_blobs, d=7)
     init = X[[0, 1, 2, 5]].astype(np.float64) + 0.01
-    prof = dataclasses.replace(profile, cmeans_distance_tiles=1)
+    prof = profile.replace(cmeans_distance_tiles=1)
     codegen.forget_plans("cmeans")
     fc = oc.FuzzyCMeans(C, m=2.0, init=init, tol=0, max_iter=ITERS, devices=[prof]).fit(X)
     used = [spec for key, (spec, _) in codegen.plans("cmeans").items() if key[0] == prof]

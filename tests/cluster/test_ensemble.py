@@ -161,7 +161,7 @@ def test_word_atomics_give_the_same_models(devices, strategy, kdtree):
     the 64-bit atomics bit for bit, for uniform and mixed K."""
     X = blobs(800, 3, seed=7)
     profile = oc.runtime.devices.preferred(devices)[0]
-    words = dataclasses.replace(profile, ensemble_word_atomics=1)
+    words = profile.replace(ensemble_word_atomics=1)
     for ks in (K, [3, 7, 5, 4]):
         n_models = M if ks == K else len(ks)
         init = inits(X, M, K) if ks == K else [inits(X, 1, k, seed=k)[0] for k in ks]

@@ -163,9 +163,9 @@ def test_tiled_distances_equal_pdist(profile, tiles, dtype):
     and the one-pair-per-work-item kernel's bit for bit, for every tile
     shape, metric and ragged edge."""
     t, rm, rn, kc, vw = tiles
-    prof = dataclasses.replace(profile, lloyd_tile_rows=t, lloyd_tile_centroids=t,
-                               lloyd_reg_rows=rm, lloyd_reg_centroids=rn, lloyd_depth=kc,
-                               lloyd_vector_width=vw)
+    prof = profile.replace(lloyd_tile_rows=t, lloyd_tile_centroids=t,
+                           lloyd_reg_rows=rm, lloyd_reg_centroids=rn, lloyd_depth=kc,
+                           lloyd_vector_width=vw)
     tiled, pairs = Plan(prof, dtype), Plan(prof, dtype)
     tiled.tiled, pairs.tiled = True, False
     rng = np.random.RandomState(t)
@@ -187,9 +187,9 @@ def test_tiled_distances_equal_pdist(profile, tiles, dtype):
 def test_tiled_distances_shrink_to_fit(profile):
     """Too little local memory or too few work-items for the profile's tile:
     smaller tiles, and the one-pair kernel when none fits."""
-    small = dataclasses.replace(profile, lloyd_tile_rows=64, lloyd_tile_centroids=64,
-                                lloyd_reg_rows=2, lloyd_reg_centroids=2, lloyd_depth=8,
-                                lloyd_vector_width=2, max_work_group_size=64)
+    small = profile.replace(lloyd_tile_rows=64, lloyd_tile_centroids=64,
+                            lloyd_reg_rows=2, lloyd_reg_centroids=2, lloyd_depth=8,
+                            lloyd_vector_width=2, max_work_group_size=64)
     plan = Plan(small, np.float64)
     plan.tiled = True
     spec, _ = _distance_plan(plan, 100, 20, "euclidean")

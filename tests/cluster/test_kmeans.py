@@ -119,7 +119,7 @@ def test_exact_ties_go_to_the_lowest_index(profile, blobs, dtype, rows, variant)
     wins, the duplicates stay empty and are relocated."""
     X = blobs[0].astype(dtype)
     params = dict(n_clusters=len(rows), init=X[rows], n_init=1, max_iter=1)
-    tuned = dataclasses.replace(profile, lloyd_variant=variant)
+    tuned = profile.replace(lloyd_variant=variant)
     ours = oc.KMeans(devices=[tuned], **params).fit(X)
     assert_same_fit(ours, SKMeans(**params).fit(X))
 

@@ -281,9 +281,7 @@ def close(a, b, what, rtol):
 
 
 def profile_for(base, fp64, **terms):
-    fields = {f.name for f in dataclasses.fields(base)}
-    return dataclasses.replace(base, fp64=fp64,
-                               **{k: v for k, v in terms.items() if k in fields})
+    return base.replace(fp64=fp64, **terms)
 
 
 def lloyd_specs(profile, dtype):

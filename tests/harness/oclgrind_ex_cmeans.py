@@ -96,8 +96,8 @@ def tiled_specs(profile, dtype):
     ones in turn (D=3, C=5: ragged chunks and centre tiles)."""
     d = data(dtype)[0].shape[1]
     for i, (mode, spec) in enumerate(specs(profile, dtype)):
-        terms = dataclasses.replace(profile, lloyd_reg_rows=2, lloyd_reg_centroids=2,
-                                    lloyd_depth=2, lloyd_vector_width=2 - i % 2)
+        terms = profile.replace(lloyd_reg_rows=2, lloyd_reg_centroids=2,
+                                lloyd_depth=2, lloyd_vector_width=2 - i % 2)
         fields = cmeans_pass.tile_fields(terms, d, C, spec.wg, spec.p)
         assert fields is not None, spec
         yield mode, dataclasses.replace(spec, **fields)

@@ -36,14 +36,14 @@ VARIANTS = {   # profile tweaks: name -> replace(profile, **tweak)
 
 def planned_variant(profile, dtype, d):
     """The variant the planner must pick for *profile* (its own choice)."""
-    if profile.lloyd_variant != "mma":
-        return profile.lloyd_variant
+    if profile.term("lloyd_variant") != "mma":
+        return profile.term("lloyd_variant")
     mma = tensor_cores(profile) and np.dtype(dtype) == np.float32 and d <= MAX_D
     return "mma" if mma else "gemm"
 
 
 def variant(profile, name):
-    return dataclasses.replace(profile, **VARIANTS[name])
+    return profile.replace(**VARIANTS[name])
 
 
 def reference(X, centres, w):
@@ -151,10 +151,10 @@ GEMM_TILES = [(8, 4, 2, 2, 2, 2, 0), (4, 8, 1, 2, 4, 1, 1), (16, 16, 4, 2, 8, 2,
 @pytest.mark.parametrize("d, k", [(5, 13), (67, 5)])
 def test_gemm_tiles_match_numpy(profile, make_blobs, tiles, d, k):
     tm, tn, rm, rn, kc, vw, prefetch = tiles
-    prof = dataclasses.replace(profile, lloyd_variant="gemm", lloyd_tile_rows=tm,
-                               lloyd_tile_centroids=tn, lloyd_reg_rows=rm,
-                               lloyd_reg_centroids=rn, lloyd_depth=kc, lloyd_vector_width=vw,
-                               lloyd_prefetch=prefetch)
+    prof = profile.replace(lloyd_variant="gemm", lloyd_tile_rows=tm,
+                           lloyd_tile_centroids=tn, lloyd_reg_rows=rm,
+                           lloyd_reg_centroids=rn, lloyd_depth=kc, lloyd_vector_width=vw,
+                           lloyd_prefetch=prefetch)
     X, _ = make_blobs(n=203, d=d, k=k, seed=d, dtype=np.float32)
     centres = X[:k] + np.float32(0.25)
     w = np.random.RandomState(1).uniform(0, 3, len(X)).astype(np.float32)
@@ -168,9 +168,9 @@ def test_gemm_tiles_match_numpy(profile, make_blobs, tiles, d, k):
 def test_gemm_exact_ties_go_to_the_lowest_index(profile, make_blobs, vw):
     """Duplicate centres in other work-items' columns and other centroid
     tiles: the lowest index wins, as numpy's argmin."""
-    prof = dataclasses.replace(profile, lloyd_variant="gemm", lloyd_tile_rows=8,
-                               lloyd_tile_centroids=4, lloyd_reg_rows=2,
-                               lloyd_reg_centroids=2, lloyd_depth=2, lloyd_vector_width=vw)
+    prof = profile.replace(lloyd_variant="gemm", lloyd_tile_rows=8,
+                           lloyd_tile_centroids=4, lloyd_reg_rows=2,
+                           lloyd_reg_centroids=2, lloyd_depth=2, lloyd_vector_width=vw)
     X, _ = make_blobs(n=150, d=3, k=4, seed=5, dtype=np.float32)
     base = X[:4] + np.float32(0.1)
     centres = base[[3, 1, 1, 0, 2, 3, 0, 2, 1, 0, 3]]   # each one twice or more
@@ -192,10 +192,10 @@ def test_gemm_accumulates_by_cluster_slices(profile, make_blobs, monkeypatch, ro
         planned = LloydSpec.accumulate_spec
         monkeypatch.setattr(LloydSpec, "accumulate_spec", lambda spec: dataclasses.replace(
             planned(spec), rows_per_item=rows_per_item))
-    prof = dataclasses.replace(profile, lloyd_variant="gemm", local_mem_size=4096,
-                               local_memory_fraction=1.0, lloyd_tile_rows=8,
-                               lloyd_tile_centroids=8, lloyd_reg_rows=4,
-                               lloyd_reg_centroids=4, lloyd_depth=4)
+    prof = profile.replace(lloyd_variant="gemm", local_mem_size=4096,
+                           local_memory_fraction=1.0, lloyd_tile_rows=8,
+                           lloyd_tile_centroids=8, lloyd_reg_rows=4,
+                           lloyd_reg_centroids=4, lloyd_depth=4)
     X, _ = make_blobs(n=500, d=20, k=40, seed=3, dtype=np.float32)
     spec = check_against_reference(prof, X, X[:40] + np.float32(0.1), None, 1e-12,
                                    predict=False)
@@ -254,8 +254,8 @@ def test_gemm_sums_equal_bitwise_for_any_rows_per_item(profile, dtype, acc_doubl
 
 
 def test_gemm_falls_back_when_it_does_not_fit(profile, make_blobs):
-    prof = dataclasses.replace(profile, lloyd_variant="gemm", private_floats=16,
-                               lloyd_reg_rows=8, lloyd_reg_centroids=8)
+    prof = profile.replace(lloyd_variant="gemm", private_floats=16,
+                           lloyd_reg_rows=8, lloyd_reg_centroids=8)
     X, _ = make_blobs(n=50, d=3, k=4, seed=4, dtype=np.float32)
     spec = check_against_reference(prof, X, X[:4] + np.float32(0.1), None, 1e-12,
                                    predict=False)

@@ -2,7 +2,6 @@
 on every runtime, and the tensor-core pass against numpy where tensor cores
 are (elsewhere the same cases check that the planner falls back to gemm).
 """
-import dataclasses
 
 import numpy as np
 import pyopencl.array as cla
@@ -59,8 +58,8 @@ def test_split_matches_its_layout(queue, d, k):
 
 
 def test_offered_only_with_tensor_cores(profile):
-    specs = list(candidate_specs(dataclasses.replace(profile, lloyd_variant="mma"),
-                                 np.float32, 32, 100, True, False))
+    specs = list(candidate_specs(profile.replace(lloyd_variant="mma"),
+                             np.float32, 32, 100, True, False))
     assert (specs[0].variant == "mma") == tensor_cores(profile)
     assert {s.variant for s in specs[1:]} <= {"mma", "gemm", "tiled", "rowwise"}
 
@@ -71,7 +70,7 @@ SHAPES = [(3001, 128, 300), (1000, 37, 33), (517, 8, 17), (700, 129, 20), (4099,
 
 @pytest.mark.parametrize("n, d, k", SHAPES)
 def test_pass_matches_numpy(profile, make_blobs, n, d, k):
-    prof = dataclasses.replace(profile, lloyd_variant="mma")
+    prof = profile.replace(lloyd_variant="mma")
     X, _ = make_blobs(n=n, d=d, k=k, seed=d, dtype=np.float32)
     w = np.random.RandomState(2).uniform(0, 3, n).astype(np.float32)
     spec = check_against_reference(prof, X, X[:k] + np.float32(0.25), w, 1e-12)
@@ -81,7 +80,7 @@ def test_pass_matches_numpy(profile, make_blobs, n, d, k):
 def test_exact_ties_go_to_the_lowest_index(profile, make_blobs):
     """Duplicate centres in other lanes, fragments and chunks: the lowest
     index wins, as numpy's argmin."""
-    prof = dataclasses.replace(profile, lloyd_variant="mma")
+    prof = profile.replace(lloyd_variant="mma")
     X, _ = make_blobs(n=300, d=12, k=5, seed=6, dtype=np.float32)
     base = X[:5] + np.float32(0.1)
     order = np.random.RandomState(3).randint(0, 5, 40)

@@ -42,8 +42,8 @@ def every_spec(profile, dtype, acc_double):
     tuned = dataclasses.replace(profile, fp64=acc_double)
     lloyd = {}
     for variant in ("tiled", "rowwise"):
-        for spec in candidate_specs(dataclasses.replace(tuned, lloyd_variant=variant),
-                                    dtype, 3, 5, True, True):
+        for spec in candidate_specs(tuned.replace(lloyd_variant=variant),
+                              dtype, 3, 5, True, True):
             lloyd.setdefault(spec.variant, spec)
     return [*lloyd.values(), ReduceSpec(**common), MomentsSpec(d=3, wg=4, **common),
             CandidateSpec(d=3, trials=2, wg=8, weighted=True, **common), SearchSpec(**common),
@@ -145,7 +145,7 @@ def test_plan_fits_a_small_device(profile, fit_data, tweak):
     """A spec too big for the device's budget is replaced by a smaller one
     (smaller work-group, centroids in chunks or in global memory, the
     row-wise variant), and the clustering does not change."""
-    small = dataclasses.replace(profile, **FITS[tweak])
+    small = profile.replace(**FITS[tweak])
     X, init = fit_data
     spec, _ = plan(small, small.queue(), np.float32, 3, K_FIT, True, False)
     assert spec.local_bytes() <= small.local_memory_budget
@@ -175,8 +175,8 @@ def test_plan_is_cached_per_profile_and_context(profile):
     queue = profile.queue()
     first = plan(profile, queue, np.float32, 3, K_FIT, True, False)
     assert plan(dataclasses.replace(profile), queue, np.float32, 3, K_FIT, True, False) is first
-    other = plan(dataclasses.replace(profile, work_group_size=2, lloyd_variant="tiled"),
-                 queue, np.float32, 3, K_FIT, True, False)
+    other = plan(profile.replace(work_group_size=2, lloyd_variant="tiled"),
+             queue, np.float32, 3, K_FIT, True, False)
     assert other[0].wg <= 2
     ctx = cl.Context([profile.cl_device()])   # kept: Intel's runtime drops a context
     own = cl.CommandQueue(ctx)                # whose last Python reference goes

@@ -1,4 +1,5 @@
-"""Device discovery, devices.yaml validation and device selection."""
+"""Device discovery, resolved profiles and device selection (devices.yaml's
+schema and validation: test_profiles.py)."""
 import dataclasses
 import pickle
 
@@ -7,9 +8,7 @@ import pytest
 
 import oclclust as oc
 from oclclust.runtime import devices as dv
-from oclclust.runtime.devices import PROFILE_TERMS, ProfileError
-
-NUMERIC_TERMS = [t for t, (kind, _, _) in PROFILE_TERMS.items() if kind in (int, float)]
+from oclclust.runtime.profiles import DEVICE_TYPES, PROFILE_TERMS
 
 
 # ----------------------------------------------------------------- discovery
@@ -27,7 +26,7 @@ def test_profiles_carry_what_the_device_reports(platform_devices):
         assert profile.global_mem_size == dev.global_mem_size >= profile.max_alloc_size > 0
         assert profile.max_alloc_size == dev.max_mem_alloc_size
         assert profile.fp64 == ("cl_khr_fp64" in dev.extensions or dev.double_fp_config != 0)
-        assert profile.type in dv.DEVICE_TYPES
+        assert profile.type in DEVICE_TYPES
         assert bool(dev.type & cl.device_type.CPU) == (profile.type == "cpu")
 
 
@@ -35,7 +34,7 @@ def test_profiles_are_resolved_and_in_range(platform_devices):
     for profile in platform_devices:
         assert profile.profile_entries[0] == "devices.yaml#0"   # the catch-all entry
         for term, (kind, lo, hi) in PROFILE_TERMS.items():
-            value = getattr(profile, term)
+            value = profile.term(term)
             assert isinstance(value, kind), term
             if kind is str:
                 assert value in lo, term
@@ -71,105 +70,12 @@ def test_profile_of_a_users_queue(profile):
     assert dv.profile_of_queue(q) == profile
 
 
-# ------------------------------------------------------------- devices.yaml
-def write(tmp_path, text, name="profiles.yaml"):
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def test_shipped_file_loads():
-    entries = dv.load_profile_file(dv.shipped_profiles_path())
-    match, terms, label = entries[0]
-    assert match == {} and set(terms) == set(PROFILE_TERMS) and label == "devices.yaml#0"
-
-
-BAD_FILES = {
-    "unknown term": ("- {match: {}, work_group_sise: 8}", "unknown profile term 'work_group_sise'"),
-    "string for int": ("- {work_group_size: '16'}", "work_group_size must be int"),
-    "float for int": ("- {work_group_size: 16.5}", "work_group_size must be int"),
-    "bool for int": ("- {work_group_size: true}", "work_group_size must be int"),
-    "list for float": ("- {memory_fraction: [0.5]}", "memory_fraction must be float"),
-    "too small": ("- {work_group_size: 0}", r"work_group_size=0 is outside \[1, 4096\]"),
-    "too large": ("- {local_memory_fraction: 1.5}", r"local_memory_fraction=1.5 is outside"),
-    "negative": ("- {centroid_tile: -4}", "centroid_tile=-4 is outside"),
-    "bad variant": ("- {lloyd_variant: fastest}", "lloyd_variant must be one of"),
-    "bad match key": ("- {match: {colour: red}, work_group_size: 8}", "'match' takes only"),
-    "match not a mapping": ("- {match: [cpu], work_group_size: 8}", "'match' takes only"),
-    "bad device type": ("- {match: {type: tpu}, work_group_size: 8}", "match type must be"),
-    "entry not a mapping": ("- work_group_size", "an entry must be a mapping"),
-    "not a list": ("work_group_size: 8", "expected a list of entries"),
-    "malformed": ("- {match: {type: cpu}\n- [", "cannot read device profiles"),
-    "unsafe tag": ("- !!python/object/apply:os.system ['true']", "cannot read device profiles"),
-}
-
-
-@pytest.mark.parametrize("case", BAD_FILES)
-def test_bad_profile_file(tmp_path, case):
-    text, match = BAD_FILES[case]
-    path = write(tmp_path, text)
-    with pytest.raises(ProfileError, match=match) as info:
-        dv.load_profile_file(path)
-    assert str(path) in str(info.value)   # the error names the file
-
-
-@pytest.mark.parametrize("term", NUMERIC_TERMS)
-def test_every_numeric_term_is_range_checked(tmp_path, term):
-    kind, lo, hi = PROFILE_TERMS[term]
-    for value in (lo - 1, hi * 2):
-        with pytest.raises(ProfileError, match=f"{term}=.* is outside"):
-            dv.load_profile_file(write(tmp_path, f"- {{{term}: {kind(value)!r}}}"))
-    dv.load_profile_file(write(tmp_path, f"- {{{term}: {kind(hi)!r}}}"))   # bounds are closed
-
-
-def test_missing_file_is_a_profile_error(tmp_path):
-    with pytest.raises(ProfileError, match="nope.yaml"):
-        dv.load_profile_file(tmp_path / "nope.yaml")
-
-
-def test_empty_file_has_no_entries(tmp_path):
-    assert dv.load_profile_file(write(tmp_path, "# nothing\n")) == []
-
-
-def test_an_unset_term_is_an_error():
-    reported = {"name": "x", "vendor": "v", "platform": "p", "driver": "d", "type": "cpu"}
-    entries = [({}, {"work_group_size": 8}, "only.yaml#0")]
-    with pytest.raises(ProfileError, match="no profile entry sets .*centroid_tile"):
-        dv.resolve_terms(reported, entries)
-
-
-def test_user_file_overrides_the_shipped_one(tmp_path, monkeypatch, profile):
-    path = write(tmp_path, f"""
-- match: {{platform: {profile.platform.lower()!r}, type: {profile.type}}}
-  work_group_size: 8
-  memory_fraction: 0.25
-- match: {{vendor: no such vendor}}
-  work_group_size: 4
-""", name="mine.yaml")
-    monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(path))
-    mine = [p for p in oc.list_devices() if p.key == profile.key][0]
-    assert mine.work_group_size == 8 and mine.memory_fraction == 0.25
-    assert mine.profile_entries[-1] == "mine.yaml#0"
-    assert "mine.yaml#1" not in mine.profile_entries
-    assert mine.centroid_tile == profile.centroid_tile   # the rest as shipped
-    for p in oc.list_devices():   # match values are case-insensitive substrings
-        applies = profile.platform.lower() in p.platform.lower() and p.type == profile.type
-        assert ("mine.yaml#0" in p.profile_entries) == applies
-
-
-def test_bad_user_file_is_reported_with_its_name(tmp_path, monkeypatch):
-    path = write(tmp_path, "- {points_per_item: 99}", name="broken.yaml")
-    monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(path))
-    with pytest.raises(ProfileError, match="broken.yaml entry 0: points_per_item=99"):
-        oc.list_devices()
-
-
 # ---------------------------------------------------------------- selection
 def test_select_all_and_by_type():
     everything = oc.list_devices()
     assert oc.select_devices("all") == everything
     assert oc.select_devices(" ALL ") == everything
-    for kind in sorted(dv.DEVICE_TYPES):
+    for kind in sorted(DEVICE_TYPES):
         of_kind = [p for p in everything if p.type == kind]
         if of_kind:
             assert oc.select_devices(kind) == of_kind

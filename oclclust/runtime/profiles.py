@@ -1,0 +1,213 @@
+"""devices.yaml: its schema, the registry of profile terms and their validation.
+
+A profile term is a devices.yaml key whose value tunes a kernel.  The generic
+ones (work-group size, memory budgets, register room) are declared here and
+are DeviceProfile fields; every other term belongs to the pass that reads it
+and is declared there, as a frozen dataclass of ``term`` fields registered by
+``declare_terms``.  Importing ``oclclust.passes`` declares all of them (the
+package imports every declaring module), so a profile is resolved with every
+term known.  Nothing from a YAML file reaches a kernel without passing
+``Term.check``: type, range or enumeration.
+"""
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import yaml
+
+from .resources import shipped_profiles_path
+
+MATCH_KEYS = {"vendor", "name", "platform", "driver", "type"}
+DEVICE_TYPES = {"cpu", "gpu", "accelerator"}
+
+
+class ProfileError(ValueError):
+    """A devices.yaml file is malformed or holds an out-of-range value."""
+
+
+class Term(NamedTuple):
+    """A term's value: *kind* int or float within [lo, hi], or str, one of
+    the choices *lo* (an enumeration; hi is None)."""
+    kind: type
+    lo: object
+    hi: object = None
+
+    def check(self, key, value, where):
+        """*value* as the term's kind, or a ProfileError naming *where* and *key*."""
+        if self.kind is str:
+            if value not in self.lo:
+                raise ProfileError(f"{where}: {key} must be one of {self.lo}, got {value!r}")
+            return value
+        numbers = (int, float) if self.kind is float else int
+        if isinstance(value, bool) or not isinstance(value, numbers):
+            raise ProfileError(f"{where}: {key} must be {self.kind.__name__}, got {value!r}")
+        if not self.lo <= value <= self.hi:
+            raise ProfileError(f"{where}: {key}={value!r} is outside [{self.lo}, {self.hi}]")
+        return self.kind(value)
+
+
+# The generic terms: DeviceProfile fields, read by passes of every kind.
+GENERIC_TERMS = {
+    "work_group_size": Term(int, 1, 4096),
+    "groups_per_compute_unit": Term(int, 1, 256),   # persistent work-groups a unit
+    "local_memory_fraction": Term(float, 0.0, 1.0),
+    "private_floats": Term(int, 16, 65536),        # registers a work-item may hold
+    "memory_fraction": Term(float, 0.001, 1.0),
+}
+# Every term by devices.yaml key: the generic ones, then those the passes declare.
+PROFILE_TERMS = dict(GENERIC_TERMS)
+# Keys of earlier releases, still read from devices.yaml files: old -> current.
+OLD_NAMES = {}
+_OWNERS = {}   # declared key -> the class declaring it
+
+
+# ------------------------------------------------------------ declarations
+def term(key, lo, hi=None, *, old_name=None):
+    """A field of a pass's terms dataclass, read from the devices.yaml *key*:
+    an int or float field takes values in [lo, hi]; a str field one of the
+    choices *lo*.  *old_name*: the key it had before, still accepted."""
+    return dataclasses.field(metadata={"profile_key": key, "range": (lo, hi),
+                                       "old_name": old_name})
+
+
+def declare_terms(cls):
+    """Register the ``term`` fields of the frozen dataclass *cls* (a pass's
+    profile terms); ``DeviceProfile.terms(cls)`` reads them back typed."""
+    if not dataclasses.is_dataclass(cls) or not cls.__dataclass_params__.frozen:
+        raise TypeError(f"{cls.__name__}: profile terms are a frozen dataclass")
+    fields = dataclasses.fields(cls)
+    for field in fields:
+        key = field.metadata["profile_key"]
+        if field.type not in (int, float, str):
+            raise TypeError(f"{cls.__name__}.{field.name}: a term is an int, float or str")
+        owner = _OWNERS.get(key)
+        reloaded = owner is not None and _name(owner) == _name(cls)   # its module, again
+        if key in GENERIC_TERMS or owner is not None and not reloaded:
+            raise TypeError(f"{cls.__name__}: profile term {key!r} is declared already")
+    for field in fields:
+        key, old = field.metadata["profile_key"], field.metadata["old_name"]
+        PROFILE_TERMS[key] = Term(field.type, *field.metadata["range"])
+        _OWNERS[key] = cls
+        if old is not None:
+            OLD_NAMES[old] = key
+    return cls
+
+
+def _name(cls):
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def current_key(key):
+    """The current devices.yaml key of *key* (itself, or the term it was named before)."""
+    key = OLD_NAMES.get(key, key)
+    if key not in PROFILE_TERMS:
+        raise KeyError(key)
+    return key
+
+
+def read_terms(values, cls):
+    """The terms dataclass *cls*, filled from the resolved *values* (by key)."""
+    if any(_OWNERS.get(f.metadata.get("profile_key")) is not cls
+           for f in dataclasses.fields(cls)):
+        raise TypeError(f"{cls.__name__} is not declared as profile terms (declare_terms)")
+    return cls(**{f.name: values[f.metadata["profile_key"]] for f in dataclasses.fields(cls)})
+
+
+class TermValues(Mapping):
+    """A profile's resolved pass terms by devices.yaml key: read-only and
+    hashable, as the DeviceProfile holding them is a key of plan caches."""
+
+    def __init__(self, values=()):
+        self._values = dict(values)
+
+    def __getitem__(self, key):
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def __hash__(self):
+        return hash(frozenset(self._values.items()))
+
+    def __repr__(self):
+        return f"TermValues({self._values!r})"
+
+
+# ------------------------------------------------------------ devices.yaml
+def check_terms(terms, where):
+    """The validated terms of a mapping {key: value}, keys as written (a
+    term's old name too); a term set under both names is an error."""
+    checked, seen = {}, {}
+    for key, value in terms.items():
+        try:
+            current = current_key(key)
+        except KeyError:
+            raise ProfileError(f"{where}: unknown profile term {key!r}") from None
+        if current in seen:
+            raise ProfileError(f"{where}: {current} is set twice (as {seen[current]!r} "
+                               f"and {key!r})")
+        seen[current] = key
+        checked[key] = PROFILE_TERMS[current].check(key, value, where)
+    return checked
+
+
+def _check_entry(entry, where):
+    if not isinstance(entry, dict):
+        raise ProfileError(f"{where}: an entry must be a mapping, got {type(entry).__name__}")
+    match = entry.get("match", {}) or {}
+    if not isinstance(match, dict) or set(match) - MATCH_KEYS:
+        raise ProfileError(f"{where}: 'match' takes only {sorted(MATCH_KEYS)}")
+    if "type" in match and str(match["type"]).lower() not in DEVICE_TYPES:
+        raise ProfileError(f"{where}: match type must be one of {sorted(DEVICE_TYPES)}")
+    terms = check_terms({k: v for k, v in entry.items() if k != "match"}, where)
+    return {k: str(v).lower() for k, v in match.items()}, terms
+
+
+def load_profile_file(path):
+    """Validated (match, terms, label) entries of one devices.yaml file, the
+    terms keyed as the file writes them."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or []
+    except (OSError, yaml.YAMLError) as exc:
+        raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
+    if not isinstance(data, list):
+        raise ProfileError(f"{path}: expected a list of entries")
+    return [_check_entry(e, f"{path} entry {i}") + (f"{path.name}#{i}",)
+            for i, e in enumerate(data)]
+
+
+def profile_entries():
+    """The shipped entries, then those of $OCLCLUST_DEVICES_YAML."""
+    entries = load_profile_file(shipped_profiles_path())
+    user = os.environ.get("OCLCLUST_DEVICES_YAML")
+    if user:
+        entries += load_profile_file(user)
+    return entries
+
+
+def _matches(match, reported):
+    for key, want in match.items():
+        have = reported[key].lower()
+        if (want != have) if key == "type" else (want not in have):
+            return False
+    return True
+
+
+def resolve_terms(reported, entries):
+    """(every term by current key, labels of the entries used): the entries
+    matching the *reported* device, applied in order, later ones winning."""
+    terms, used = {}, []
+    for match, entry_terms, label in entries:
+        if _matches(match, reported):
+            terms.update((current_key(k), v) for k, v in entry_terms.items())
+            used.append(label)
+    missing = set(PROFILE_TERMS) - set(terms)
+    if missing:
+        raise ProfileError(f"no profile entry sets {sorted(missing)} for {reported['name']}")
+    return {key: terms[key] for key in PROFILE_TERMS}, tuple(used)
