@@ -3,6 +3,9 @@
     mpiexec -n 3 python tests/harness/mpi_script.py CASE OUTDIR [--estimator KMeans]
                                             [--init k-means++] [--weighted]
 
+``--init``: the estimator's initialisation (GaussianMixture's init_params;
+without it, GaussianMixture starts from a whole given model).
+
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
 raised (type and message).  Cases:
 fit (each rank fits its slice of one data set), mismatch (rank 1's shard
@@ -19,7 +22,7 @@ import numpy as np
 from mpi4py import MPI
 
 import oclclust as oc
-from oclclust.passes import lloyd
+from oclclust.parallel import sharded
 from oclclust.io.shards import load_shard, shard_range
 
 N, D, K = 601, 3, 5
@@ -33,16 +36,20 @@ def data(n=N, d=D, seed=0):
     return X, w
 
 
-def estimator(name, devices, comm, init="k-means++"):
+def estimator(name, devices, comm, init=None):
     """The estimator *name* as every case fits it (comm=None: one process)."""
     common = dict(devices=devices, comm=comm)
+    if name == "GaussianMixture" and init is not None:   # a start drawn from the data
+        return oc.GaussianMixture(n_components=K, init_params=init, tol=0, max_iter=8,
+                                  random_state=0, **common)
+    init = init or "k-means++"
     if name == "KMeans":
         return oc.KMeans(n_clusters=K, init=init, n_init=1, random_state=0, tol=0,
                          max_iter=50, **common)
     if name == "FuzzyCMeans":
         return oc.FuzzyCMeans(n_clusters=K, init=init, random_state=0, tol=0, max_iter=15,
                               **common)
-    if name == "GaussianMixture":   # a whole given start: "kmeans" init is each rank's own
+    if name == "GaussianMixture":   # a whole given start
         return oc.GaussianMixture(n_components=K, weights_init=np.full(K, 1.0 / K),
                                   means_init=data()[0][:K * 40:40],
                                   precisions_init=np.repeat(np.eye(D)[None], K, axis=0),
@@ -64,7 +71,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
     ap.add_argument("out")
-    ap.add_argument("--init", default="k-means++")
+    ap.add_argument("--init")
     ap.add_argument("--weighted", action="store_true")
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--estimator", default="KMeans")
@@ -85,14 +92,14 @@ def main():
     if args.case == "empty" and rank == 1:
         X, w = X[:0], w[:0]
     if args.case == "fail_mid" and rank == 1:
-        original, calls = lloyd.ShardedLloyd.run, []
+        original, calls = sharded.ShardedLloyd.run, []
 
         def failing(self, centers, update=True):
             calls.append(1)
             if len(calls) == 3:
                 raise RuntimeError("injected failure on rank 1")
             return original(self, centers, update)
-        lloyd.ShardedLloyd.run = failing
+        sharded.ShardedLloyd.run = failing
     km = estimator(args.estimator, devices, comm, args.init)
     try:
         if args.weighted:
