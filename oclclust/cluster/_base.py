@@ -159,7 +159,7 @@ def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
     """scikit-learn's rule: empty clusters take the rows farthest from their
     centres (*dist*, *labels*: this rank's rows); *sums* and *weights*, over
     all ranks, are mended in place.  Over ranks (``comm``): the farthest of
-    all ranks' farthest, the first row of equals first, as one process."""
+    all ranks' farthest (of equals, the first row)."""
     empty = np.flatnonzero(weights == 0)
     take = min(len(empty), data.n)
     far = np.argpartition(dist, -take)[:-take - 1:-1]

@@ -4,7 +4,9 @@
                                             [--init k-means++] [--weighted]
 
 ``--init``: the estimator's initialisation (GaussianMixture's init_params;
-without it, GaussianMixture starts from a whole given model).
+without it, GaussianMixture starts from a whole given model); "repeated"
+(KMeans, EnsembleKMeans): one iteration from given centres of which two are
+equal, so a row fills the empty cluster and stays its centre.
 
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
 raised (type and message).  Cases:
@@ -42,7 +44,13 @@ def estimator(name, devices, comm, init=None):
     if name == "GaussianMixture" and init is not None:   # a start drawn from the data
         return oc.GaussianMixture(n_components=K, init_params=init, tol=0, max_iter=8,
                                   random_state=0, **common)
-    init = init or "k-means++"
+    if isinstance(init, str) and init == "repeated":
+        centres = data()[0][:K * 40:40]
+        centres[1] = centres[0]
+        if name == "EnsembleKMeans":
+            centres = np.stack([centres] * 3)
+        return estimator(name, devices, comm, centres).set_params(max_iter=1)
+    init = "k-means++" if init is None else init
     if name == "KMeans":
         return oc.KMeans(n_clusters=K, init=init, n_init=1, random_state=0, tol=0,
                          max_iter=50, **common)
