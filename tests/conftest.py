@@ -17,6 +17,11 @@ import oclclust as oc
 
 # the harness scripts (oclgrind driver and exercisers, the MPI script) import as modules
 sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))
+# a Python subprocess (mpiexec's ranks, the command line) imports the oclclust under
+# test, not another one installed in the environment
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(Path(oc.__file__).resolve().parent.parent)] +
+    [p for p in [os.environ.get("PYTHONPATH")] if p])
 
 
 def platforms_under_test():

@@ -1,10 +1,21 @@
-"""A small base for oclclust estimators: scikit-learn's contract.
+"""The estimators' base: scikit-learn's contract, and the k-family's shared
+parts (KCluster: parameter rules, fit scaffold, inits, not-fitted check;
+centers_update and relocate_empty of the Lloyd-type updates).
 
 With scikit-learn installed the estimators derive from its BaseEstimator and
 mixins (so they pass check_estimator and work in pipelines); without it, a
 minimal stand-in gives get_params/set_params and the same mixin methods.
 """
 import inspect
+import numbers
+
+import numpy as np
+import pyopencl.array as cla
+
+from .inits import draw_centers
+from ..parallel.manager import DeviceManager, surviving
+from ..parallel.placement import fit_data, joined_moments, new_data
+from ..runtime.validation import NotFittedError, check_params, check_random_state
 
 try:
     from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -39,3 +50,130 @@ except ImportError:  # scikit-learn is optional
     class TransformerMixin:
         def fit_transform(self, X, y=None, **kwargs):
             return self.fit(X, **kwargs).transform(X)
+
+
+# ------------------------------------------------------------ the k-family
+# the rules every k-family estimator shares; an estimator's own rule of the
+# same name (GaussianMixture's max_iter >= 0) replaces the shared one
+SHARED_RULES = {
+    "max_iter": [(numbers.Integral, 1, None)],
+    "tol": [(numbers.Real, 0, None)],
+    "verbose": [(numbers.Integral, 0, None), bool],
+    "random_state": [None, numbers.Integral, np.random.RandomState],
+    "devices": [None, str, list, tuple, DeviceManager],
+    "dtype": [None, "float32", "float64", type, np.dtype],
+    "comm": [None, object],
+}
+# ``init`` of the estimators that take one set of centres
+CENTERS_INIT_RULE = ["k-means++", "random", np.ndarray, list, cla.Array]
+
+
+class KCluster(BaseEstimator):
+    """The k-family base (Heat's ``_KCluster``): what KMeans, EnsembleKMeans,
+    FuzzyCMeans and GaussianMixture share.
+
+    A subclass declares its own ``_parameter_rules`` (SHARED_RULES fill in
+    the rest), implements ``_fit(data, host_w, rng, ranks)``, and may set
+    ``_calibration_pass`` (what measured device weights time) and
+    ``_fitted_attribute`` (what a fit sets: the not-fitted check and the
+    dtype of predict's data)."""
+
+    _parameter_rules = {}
+    _calibration_pass = None
+    _fitted_attribute = "cluster_centers_"
+
+    def _check_params(self):
+        own = self._parameter_rules
+        check_params(self, {**own, **{name: rule for name, rule in SHARED_RULES.items()
+                                      if name not in own}})
+
+    def fit(self, X, y=None, sample_weight=None):
+        return self._fit_on_devices(X, sample_weight)
+
+    def _fit_on_devices(self, X, sample_weight):
+        """The fit scaffold: parameters checked, the data on the devices of
+        every rank, then ``_fit``; a device that fails is dropped and the fit
+        starts over on the others from the same random state."""
+        self._check_params()
+        data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype, self.comm,
+                                       self._calibration_pass, type(self).__name__)
+        rng = check_random_state(self.random_state)
+
+        def attempt():
+            self._check_n_samples(ranks.n, data.d)
+            return self._fit(data, host_w, rng, ranks)
+        return surviving(data, attempt, rng)
+
+    def _check_n_samples(self, n, d):
+        k = int(np.max(self.n_clusters))   # EnsembleKMeans: the largest of its K
+        if n < k:
+            raise ValueError(f"n_samples={n} should be >= n_clusters={k}.")
+
+    def _mean_and_tol(self, data, ranks):
+        """The data's mean over all ranks' rows and ``tol`` made absolute
+        (times the mean feature variance, as scikit-learn's)."""
+        mean, var, finite = ranks.together(lambda: joined_moments(data, ranks))
+        if not finite:
+            raise ValueError("Input X contains NaN or infinity.")
+        return mean, float(np.mean(var) * self.tol)
+
+    def _checked_init(self, d):
+        """``init``: its name, or the given (n_clusters, d) centres in float64."""
+        if isinstance(self.init, str):
+            return self.init
+        init = self.init.get() if isinstance(self.init, cla.Array) else np.asarray(self.init)
+        if init.shape != (self.n_clusters, d):
+            raise ValueError(f"The shape of the initial centers {init.shape} does not match "
+                             f"the number of clusters {self.n_clusters} and features {d}.")
+        if not np.isfinite(init).all():
+            raise ValueError("The initial centers contain NaN or infinity.")
+        return init.astype(np.float64)
+
+    def _init_centers(self, data, init, rng, host_w, ranks):
+        """Initial centres (float64), the same on every rank: *init* as
+        ``_checked_init`` gave it."""
+        if not isinstance(init, str):
+            return init
+        return draw_centers(data, init, self.n_clusters, rng, host_w, ranks)
+
+    # ------------------------------------------------------------- inference
+    def _check_fitted(self):
+        if not hasattr(self, self._fitted_attribute):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
+                                 "Call 'fit' with appropriate arguments before using this "
+                                 "estimator.")
+
+    def _on_devices(self, X, sample_weight, pass_):
+        """pass_(data) over X spread on the devices, in the fitted dtype; a
+        device that fails is dropped and the pass runs again on the others."""
+        self._check_fitted()
+        data = new_data(X, sample_weight, self.devices,
+                        getattr(self, self._fitted_attribute).dtype, self.n_features_in_,
+                        type(self).__name__, self.comm)
+        return surviving(data, lambda: pass_(data))
+
+
+def centers_update(sums, weights, old):
+    """The new centres sums / weights; a centre of no weight keeps its place."""
+    return np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None], old)
+
+
+def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
+    """scikit-learn's rule: empty clusters take the rows farthest from their
+    centres (*dist*, *labels*: this rank's rows); *sums* and *weights*, over
+    all ranks, are mended in place.  Over ranks (``comm``): the farthest of
+    all ranks' farthest (of equals, the first row)."""
+    empty = np.flatnonzero(weights == 0)
+    take = min(len(empty), data.n)
+    far = np.argpartition(dist, -take)[:-take - 1:-1]
+    mine = [(float(dist[i]), int(i), int(labels[i]), float(host_w[i]),
+             data.row(i).astype(np.float64)) for i in far]
+    if comm is not None and comm.Get_size() > 1:   # one process: argpartition's (sklearn's)
+        every = [(r, c) for r, cands in enumerate(comm.allgather(mine)) for c in cands]
+        # ranks hold the rows in order: (rank, local row) sorts as the global row
+        mine = [c for _, c in sorted(every, key=lambda rc: (-rc[1][0], rc[0], rc[1][1]))]
+    for new_id, (_, _, old_id, w, row) in zip(empty, mine):
+        sums[old_id] -= row * w
+        weights[old_id] -= w
+        sums[new_id] = row * w
+        weights[new_id] = w

@@ -24,16 +24,11 @@ import numbers
 import time
 
 import numpy as np
-import pyopencl.array as cla
 
-from ._base import BaseEstimator, ClusterMixin
+from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, centers_update
 from ..passes.cmeans import CMeansPass
-from .inits import kmeans_plusplus
-from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import fit_data, joined_moments, new_data
 from ..parallel.sharded import CMeansShards
 from ..runtime.progress import Progress, history_entry
-from ..runtime.validation import NotFittedError, check_params, check_random_state
 
 
 def _nonfinite_error(dtype):
@@ -41,7 +36,7 @@ def _nonfinite_error(dtype):
                       f"{np.dtype(dtype).name}).")
 
 
-class FuzzyCMeans(ClusterMixin, BaseEstimator):
+class FuzzyCMeans(ClusterMixin, KCluster):
     """Fuzzy c-means clustering on OpenCL devices (Bezdek's algorithm).
 
     ``m``: fuzzifier (> 1).  ``init``: "k-means++" (on the devices, as
@@ -54,14 +49,7 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
     _parameter_rules = {
         "n_clusters": [(numbers.Integral, 1, None)],
         "m": [(numbers.Real, 1, None)],
-        "init": ["k-means++", "random", np.ndarray, list, cla.Array],
-        "max_iter": [(numbers.Integral, 1, None)],
-        "tol": [(numbers.Real, 0, None)],
-        "verbose": [(numbers.Integral, 0, None), bool],
-        "random_state": [None, numbers.Integral, np.random.RandomState],
-        "devices": [None, str, list, tuple, DeviceManager],
-        "dtype": [None, "float32", "float64", type, np.dtype],
-        "comm": [None, object],
+        "init": CENTERS_INIT_RULE,
     }
 
     def __init__(self, n_clusters=8, *, m=2.0, tol=1e-4, max_iter=300, init="k-means++",
@@ -78,30 +66,14 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         self.verbose = verbose
 
     def _check_params(self):
-        check_params(self, self._parameter_rules)
+        super()._check_params()
         if not (np.isfinite(self.m) and self.m > 1):
             raise ValueError(f"The 'm' parameter of {type(self).__name__} must be a finite "
                              f"float > 1. Got {self.m!r} instead.")
 
     # ---------------------------------------------------------------- fitting
-    def fit(self, X, y=None, sample_weight=None):
-        self._check_params()
-        data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype, self.comm,
-                                       self._calibration_pass, type(self).__name__)
-        rng = check_random_state(self.random_state)
-
-        def attempt():
-            if ranks.n < self.n_clusters:
-                raise ValueError(f"n_samples={ranks.n} should be >= "
-                                 f"n_clusters={self.n_clusters}.")
-            return self._fit(data, host_w, rng, ranks)
-        return surviving(data, attempt, rng)
-
     def _fit(self, data, host_w, rng, ranks):
-        _, var, finite = ranks.together(lambda: joined_moments(data, ranks))
-        if not finite:
-            raise ValueError("Input X contains NaN or infinity.")
-        tol = float(np.mean(var) * self.tol)
+        _, tol = self._mean_and_tol(data, ranks)
         init = self._checked_init(data.d)
         centers = ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
         passes = CMeansShards(data, self.n_clusters, float(self.m), ranks)
@@ -115,7 +87,7 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
                 bar.close()
                 raise _nonfinite_error(data.dtype)
             num, den = stats.stats[:, :d], stats.stats[:, d]
-            new = np.where(den[:, None] > 0, num / np.where(den > 0, den, 1)[:, None], centers)
+            new = centers_update(num, den, centers)
             shift = float(((new - centers) ** 2).sum())
             centers = new
             self.history_.append(history_entry(it + 1, start, data, objective=objective,
@@ -149,51 +121,20 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
         cpass, centers = part.state["calibration"]
         cpass.run(centers)
 
-    def _checked_init(self, d):
-        if isinstance(self.init, str):
-            return self.init
-        init = self.init.get() if isinstance(self.init, cla.Array) else np.asarray(self.init)
-        if init.shape != (self.n_clusters, d):
-            raise ValueError(f"The shape of the initial centers {init.shape} does not "
-                             f"match the number of clusters {self.n_clusters} and "
-                             f"features {d}.")
-        if not np.isfinite(init).all():
-            raise ValueError("The initial centers contain NaN or infinity.")
-        return init.astype(np.float64)
-
-    def _init_centers(self, data, init, rng, host_w, ranks):
-        """Initial centres (float64), the same on every rank."""
-        if not isinstance(init, str):
-            return init
-        if init == "k-means++":
-            idx = kmeans_plusplus(data, self.n_clusters, rng, host_w, ranks=ranks)
-        else:   # every rank draws from all weights
-            w = np.concatenate(ranks.gather(host_w)) if ranks.comm else host_w
-            idx = rng.choice(ranks.n, size=self.n_clusters, replace=False, p=w / w.sum())
-        return ranks.rows(data, idx)
-
     # ------------------------------------------------------------- inference
-    def _on_devices(self, X, sample_weight, write_u):
-        """(objective, memberships) of X at the fitted centres; a device that
-        fails is dropped and the pass runs again on the others."""
-        if not hasattr(self, "cluster_centers_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
-                                 "Call 'fit' with appropriate arguments before using this "
-                                 "estimator.")
-        data = new_data(X, sample_weight, self.devices, self.cluster_centers_.dtype,
-                        self.n_features_in_, type(self).__name__, self.comm)
-
-        def attempt():
+    def _memberships(self, X, sample_weight, write_u):
+        """(objective, memberships) of X at the fitted centres."""
+        def attempt(data):
             passes = CMeansShards(data, self.n_clusters, float(self.m))
             stats, u = passes.run(self.cluster_centers_, update=False, write_u=write_u)
             if stats.n_nonfinite:
                 raise _nonfinite_error(data.dtype)
             return stats.objective, u
-        return surviving(data, attempt)
+        return self._on_devices(X, sample_weight, attempt)
 
     def predict_proba(self, X):
         """Memberships (n x n_clusters, rows sum to 1) of X at the fitted centres."""
-        return self._on_devices(X, None, True)[1]
+        return self._memberships(X, None, True)[1]
 
     def predict(self, X):
         """Index of each row's largest membership (its nearest centre)."""
@@ -201,4 +142,4 @@ class FuzzyCMeans(ClusterMixin, BaseEstimator):
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the objective J_m of X at the fitted centres."""
-        return -self._on_devices(X, sample_weight, False)[0]
+        return -self._memberships(X, sample_weight, False)[0]

@@ -14,16 +14,13 @@ import time
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import BaseEstimator, ClusterMixin
+from ._base import ClusterMixin, KCluster, centers_update, relocate_empty
 from ..passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
 from ..passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
-from .inits import kmeans_plusplus
+from .inits import draw_centers
 from ..parallel.comm import Ranks
-from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import fit_data, joined_moments, new_data
 from ..parallel.sharded_ensemble import EnsembleShards
 from ..runtime.progress import Progress, history_entry
-from ..runtime.validation import NotFittedError, check_params, check_random_state
 
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
     """(strategy, KD-tree mapping or None) for a device and problem shape."""
@@ -121,8 +118,10 @@ def host_step(engine, centers, active, tol, data, host_w):
     old = np.concatenate([centers[m] for m in active])
     for i in np.unique(np.searchsorted(off, np.flatnonzero(weights == 0), side="right") - 1):
         a, b = off[i], off[i + 1]    # a model with an empty cluster: its rows mended
-        relocate_empty(engine, centers[active[i]], sums[a:b], weights[a:b], data, host_w)
-    new = np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None], old)
+        _, labels, dist = engine.assign([centers[active[i]]], labels=True, min_dist=True)
+        relocate_empty(sums[a:b], weights[a:b], dist[0].astype(np.float64), labels[0], data,
+                       host_w, engine.ranks.comm)
+    new = centers_update(sums, weights, old)
     moved = (new - old) ** 2
     shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])
     # KMeans sums its own shift in numpy's pairwise order: near tol, so does
@@ -132,23 +131,6 @@ def host_step(engine, centers, active, tol, data, host_w):
     for i, m in enumerate(active):
         centers[m] = new[off[i]:off[i + 1]]
     return shifts
-
-
-def relocate_empty(engine, centers, sums, weights, data, host_w):
-    """scikit-learn's (and KMeans's) rule: empty clusters take the points
-    farthest from their centres; sums and weights are mended in place."""
-    empty = np.flatnonzero(weights == 0)
-    _, labels, dist = engine.assign([centers], labels=True, min_dist=True)
-    dist = dist[0].astype(np.float64)
-    far = np.argpartition(dist, -len(empty))[:-len(empty) - 1:-1]
-    for new_id, idx in zip(empty, far):
-        w = float(host_w[idx])
-        row = data.row(idx).astype(np.float64)
-        old_id = labels[0][idx]
-        sums[old_id] -= row * w
-        weights[old_id] -= w
-        sums[new_id] = row * w
-        weights[new_id] = w
 
 
 def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
@@ -167,7 +149,7 @@ def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="au
     return [(c, float(i), int(t), lab) for c, i, t, lab in zip(centers, inertia, n_iter, labels)]
 
 
-class EnsembleKMeans(ClusterMixin, BaseEstimator):
+class EnsembleKMeans(ClusterMixin, KCluster):
     """M k-means models fit at once, one data pass per iteration for all
     (Ravunnikutty et al., "Ensemble K-means on multi-core architectures").
 
@@ -194,12 +176,6 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
         "strategy": ["auto", *STRATEGIES],
         "kdtree": [None, "auto", *MAPPINGS],
         "init": ["k-means++", "random", np.ndarray, list, tuple],
-        "max_iter": [(numbers.Integral, 1, None)],
-        "tol": [(numbers.Real, 0, None)],
-        "verbose": [(numbers.Integral, 0, None), bool],
-        "random_state": [None, numbers.Integral, np.random.RandomState],
-        "devices": [None, str, list, tuple, DeviceManager],
-        "dtype": [None, "float32", "float64", type, np.dtype],
     }
 
     def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
@@ -227,32 +203,22 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
                              f">= 1, got {list(self.n_clusters)}")
         return ks
 
-    def fit(self, X, y=None, sample_weight=None):
-        check_params(self, self._parameter_rules)
-        ks = self._ks()
+    def _check_params(self):
+        super()._check_params()
+        self._ks()
         if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
             raise ValueError("the KD-tree mappings are concatenated parallelism: use "
                              "strategy='concatenated' or 'auto' with kdtree")
-        data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype, self.comm,
-                                       name=type(self).__name__)
-        rng = check_random_state(self.random_state)
 
-        def attempt():
-            if ranks.n < max(ks):
-                raise ValueError(f"n_samples={ranks.n} should be >= n_clusters={max(ks)}.")
-            return self._fit(data, host_w, rng, ks, ranks)
-        return surviving(data, attempt, rng)
-
-    def _fit(self, data, host_w, rng, ks, ranks):
-        mean, var, finite = ranks.together(lambda: joined_moments(data, ranks))
-        if not finite:
-            raise ValueError("Input X contains NaN or infinity.")
+    def _fit(self, data, host_w, rng, ranks):
+        ks = self._ks()
+        mean, tol = self._mean_and_tol(data, ranks)
         inits = ranks.together(lambda: self._inits(data, rng, host_w, ks, ranks))
         engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks,
                                  self.strategy, self.kdtree, ranks)
         self.history_ = []
         centers, inertia, n_iter, labels = lloyd_ensemble(
-            engine, inits, self.max_iter, float(np.mean(var) * self.tol), data, host_w,
+            engine, inits, self.max_iter, tol, data, host_w,
             self.verbose if ranks.rank == 0 else 0, self.history_)
         centers = [c.astype(data.dtype) for c in centers]
         self.models_ = np.stack(centers) if len(set(ks)) == 1 else centers
@@ -274,15 +240,7 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
         """The models' initial centres, the same on every rank (as KMeans
         draws them, one model after another from one random state)."""
         if isinstance(self.init, str):
-            out = []
-            for k in ks:
-                if self.init == "k-means++":
-                    idx = kmeans_plusplus(data, k, rng, host_w, ranks=ranks)
-                else:   # every rank draws from all weights
-                    w = np.concatenate(ranks.gather(host_w)) if ranks.comm else host_w
-                    idx = rng.choice(ranks.n, size=k, replace=False, p=w / w.sum())
-                out.append(ranks.rows(data, idx))
-            return out
+            return [draw_centers(data, self.init, k, rng, host_w, ranks) for k in ks]
         inits = [np.asarray(c, np.float64) for c in self.init]
         shapes = [c.shape for c in inits]
         if len(inits) != len(ks) or any(s != (k, data.d) for s, k in zip(shapes, ks)):
@@ -292,18 +250,8 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
             raise ValueError("The initial centers contain NaN or infinity.")
         return inits
 
-    def _check_fitted(self):
-        if not hasattr(self, "cluster_centers_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
-                                 "Call 'fit' with appropriate arguments before using this "
-                                 "estimator.")
-
     def _assign(self, X, sample_weight=None):
-        self._check_fitted()
-        data = new_data(X, sample_weight, self.devices, self.cluster_centers_.dtype,
-                        self.n_features_in_, type(self).__name__, self.comm)
-
-        def attempt():
+        def attempt(data):
             engine = ensemble_passes(data, FixedPoint.for_bounds(
                 np.zeros(data.d), 1, 1, 1), [len(self.cluster_centers_)], "data")
             inertia, labels, _ = engine.assign(
@@ -312,7 +260,7 @@ class EnsembleKMeans(ClusterMixin, BaseEstimator):
                 raise ValueError("Input X contains NaN or infinity (or values whose "
                                  "squares overflow).")
             return labels[0], float(inertia[0])
-        return surviving(data, attempt)
+        return self._on_devices(X, sample_weight, attempt)
 
     def predict(self, X, sample_weight=None):
         """The nearest centre of the best model for each row of X."""

@@ -15,12 +15,11 @@ import numpy as np
 
 from . import mdl
 from ..parallel import comm as mpi
-from ._base import BaseEstimator
+from ._base import KCluster
+from .inits import kmeans_plusplus
 from ..parallel.sharded import GmmShards
-from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import fit_data, new_data
 from ..runtime.progress import Progress, history_entry
-from ..runtime.validation import NotFittedError, check_params, check_random_state
+from ..runtime.validation import check_random_state
 
 try:
     from sklearn.base import DensityMixin
@@ -33,7 +32,7 @@ except ImportError:   # scikit-learn is optional
         pass
 
 
-class GaussianMixture(DensityMixin, BaseEstimator):
+class GaussianMixture(DensityMixin, KCluster):
     """Gaussian mixture fitted by EM on OpenCL devices (scikit-learn's API).
 
     The E step (log-densities, log-sum-exp, responsibilities) and the M-step
@@ -46,7 +45,6 @@ class GaussianMixture(DensityMixin, BaseEstimator):
     _parameter_rules = {
         "n_components": [(numbers.Integral, 1, None)],
         "covariance_type": ["full", "diag"],
-        "tol": [(numbers.Real, 0, None)],
         "reg_covar": [(numbers.Real, 0, None)],
         "max_iter": [(numbers.Integral, 0, None)],
         "n_init": [(numbers.Integral, 1, None)],
@@ -54,12 +52,9 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         "weights_init": [None, np.ndarray, list, tuple],
         "means_init": [None, np.ndarray, list, tuple],
         "precisions_init": [None, np.ndarray, list, tuple],
-        "random_state": [None, numbers.Integral, np.random.RandomState],
         "min_components": [None, (numbers.Integral, 1, None)],
-        "devices": [None, str, list, tuple, DeviceManager],
-        "dtype": [None, "float32", "float64", type, np.dtype],
-        "verbose": [(numbers.Integral, 0, None), bool],
     }
+    _fitted_attribute = "means_"
 
     def __init__(self, n_components=1, *, covariance_type="full", tol=1e-3, reg_covar=1e-6,
                  max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
@@ -88,28 +83,25 @@ class GaussianMixture(DensityMixin, BaseEstimator):
 
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None):
-        check_params(self, self._parameter_rules)
+        return self._fit_on_devices(X, None)
+
+    def _check_params(self):
+        super()._check_params()
         if self.min_components is not None and self.min_components > self.n_components:
             raise ValueError(f"min_components={self.min_components} must be <= "
                              f"n_components={self.n_components}")
-        # the collective check of all ranks' shards; a pass that raises on
-        # one rank raises on all (self._ranks.together)
-        data, _, self._ranks = fit_data(X, None, self.devices, self.dtype, self.comm,
-                                        name=type(self).__name__)
-        rng = check_random_state(self.random_state)
 
-        def attempt():
-            n = self._ranks.n
-            if n < 2:
-                raise ValueError(f"Found array with {n} sample(s) (shape=({n}, {data.d})) "
-                                 "while a minimum of 2 is required by GaussianMixture.")
-            if n < self.n_components:
-                raise ValueError("Expected n_samples >= n_components but got n_components = "
-                                 f"{self.n_components}, n_samples = {n}")
-            return self._fit(data, n, rng)
-        return surviving(data, attempt, rng)
+    def _check_n_samples(self, n, d):
+        if n < 2:
+            raise ValueError(f"Found array with {n} sample(s) (shape=({n}, {d})) "
+                             "while a minimum of 2 is required by GaussianMixture.")
+        if n < self.n_components:
+            raise ValueError("Expected n_samples >= n_components but got n_components = "
+                             f"{self.n_components}, n_samples = {n}")
 
-    def _fit(self, data, n, rng):
+    def _fit(self, data, host_w, rng, ranks):
+        # a pass that raises on one rank raises on all (self._ranks.together)
+        self._ranks, n = ranks, ranks.n
         *_, finite = data.moments()
         mpi.check_together(self.comm, None if finite else
                            ValueError("Input X contains NaN or infinity."))
@@ -121,7 +113,7 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         self._float32 = data.dtype == np.float32
         best = None
         for init in range(self.n_init if not all(g is not None for g in given) else 1):
-            model = self._initial_model(gm, data, given, rng)
+            model = self._initial_model(gm, data, given, rng, host_w)
             fitted = self._em(gm, model, n)
             if self.verbose:
                 print(f"GaussianMixture init {init}: lower bound {fitted.lower_bound:.6g}, "
@@ -217,11 +209,11 @@ class GaussianMixture(DensityMixin, BaseEstimator):
                 raise ValueError("'diag precision' should be positive")
         return out
 
-    def _initial_model(self, gm, data, given, rng):
+    def _initial_model(self, gm, data, given, rng, host_w):
         full, k = self._full, self.n_components
         w0, m0, p0 = given
         if w0 is None or m0 is None or p0 is None:
-            rows = self._resp_rows(data, rng)
+            rows = self._resp_rows(data, rng, host_w)
             local_mean = data.moments()[0]
             n = float(self._ranks.sum(np.array([data.n]))[0])
             center = np.broadcast_to(self._ranks.sum(local_mean * data.n) / n, (k, data.d))
@@ -239,24 +231,25 @@ class GaussianMixture(DensityMixin, BaseEstimator):
         prec_chol = mdl.cholesky_of_precisions(p0, full)
         return mdl.Model(w0, m0, mdl.covariances_of(prec_chol, full), prec_chol)
 
-    def _resp_rows(self, data, rng):
-        """rows(start, stop) -> the initial responsibilities of those rows."""
-        k, dtype = self.n_components, data.dtype
+    def _resp_rows(self, data, rng, host_w):
+        """rows(start, stop) -> the initial responsibilities of those rows
+        (of this rank's); drawn from all ranks' rows, as one process would."""
+        k, dtype, ranks = self.n_components, data.dtype, self._ranks
         if self.init_params == "random":
-            resp = rng.uniform(size=(data.n, k))
+            resp = rng.uniform(size=(ranks.n, k))[ranks.offset:ranks.offset + data.n]
             resp /= resp.sum(axis=1)[:, None]
             return lambda start, stop: resp[start:stop].astype(dtype)
-        if self.init_params == "kmeans":
+        if self.init_params == "kmeans":   # this rank's labels of a fit of all ranks' rows
             from .kmeans import KMeans
             labels = KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
-                            dtype=dtype).fit(data.source).labels_
+                            dtype=dtype, comm=self.comm).fit(data.source).labels_
             idx, cols = np.arange(data.n), labels
-        elif self.init_params == "random_from_data":
-            idx, cols = rng.choice(data.n, size=k, replace=False), np.arange(k)
-        else:   # k-means++ on the devices
-            from .inits import kmeans_plusplus
-            idx = np.asarray(kmeans_plusplus(data, k, rng, np.ones(data.n, dtype)))
-            cols = np.arange(k)
+        else:   # k rows of all ranks' (global indices, made this rank's)
+            if self.init_params == "random_from_data":
+                idx = rng.choice(ranks.n, size=k, replace=False)
+            else:   # k-means++ on the devices (unit weights)
+                idx = np.asarray(kmeans_plusplus(data, k, rng, host_w, ranks=ranks))
+            idx, cols = idx - ranks.offset, np.arange(k)
 
         def rows(start, stop):
             out = np.zeros((stop - start, k), dtype)
@@ -276,20 +269,15 @@ class GaussianMixture(DensityMixin, BaseEstimator):
 
     # ------------------------------------------------------------- inference
     def _model(self):
-        if not hasattr(self, "means_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
-                                 "Call 'fit' with appropriate arguments before using this "
-                                 "estimator.")
+        self._check_fitted()
         return mdl.Model(self.weights_.astype(np.float64), self.means_.astype(np.float64),
                          self.covariances_.astype(np.float64),
                          self.precisions_cholesky_.astype(np.float64))
 
     def _score(self, X, want):
         model = self._model()
-        data = new_data(X, None, self.devices, self.means_.dtype, self.n_features_in_,
-                        type(self).__name__, self.comm)
-        scored, arrays = surviving(data, lambda: GmmShards(data, model.k, self._full).score(
-            mdl.records(model, self._full), want))
+        scored, arrays = self._on_devices(X, None, lambda data: GmmShards(
+            data, model.k, self._full).score(mdl.records(model, self._full), want))
         if scored.n_bad:
             raise ValueError("Input X contains NaN or infinity.")
         return arrays

@@ -1,5 +1,6 @@
-"""Greedy k-means++ seeding over a fit's rows on all its devices and ranks:
-the draws here, the potentials and prefix sums on the devices (ChunkSeeding)."""
+"""Initial centres drawn from a fit's rows on all its devices and ranks
+(draw_centers), and greedy k-means++ seeding: the draws here, the potentials
+and prefix sums on the devices (ChunkSeeding)."""
 import numpy as np
 
 from ..parallel.comm import Ranks
@@ -70,3 +71,15 @@ def _locate(data, seeds, chunk_pot, targets):
         found[wanted[c]] = chunk.offset + seeds[c].search(local)
     data.map(search)
     return found
+
+
+def draw_centers(data, how, n_clusters, random_state, host_weights, ranks):
+    """*n_clusters* initial centres (float64), the same on every rank, drawn
+    from all ranks' rows: ``how`` "k-means++" (greedy, on the devices) or
+    "random" (rows drawn with probability proportional to their weights)."""
+    if how == "k-means++":
+        idx = kmeans_plusplus(data, n_clusters, random_state, host_weights, ranks=ranks)
+    else:   # every rank draws from all weights (1/d of the data)
+        w = np.concatenate(ranks.gather(host_weights)) if ranks.comm else host_weights
+        idx = random_state.choice(ranks.n, size=n_clusters, replace=False, p=w / w.sum())
+    return ranks.rows(data, idx)

@@ -10,16 +10,13 @@ import warnings
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import BaseEstimator, ClusterMixin, TransformerMixin
+from ._base import (CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin,
+                    centers_update, relocate_empty)
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
-from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import fit_data, joined_moments, new_data
 from ..parallel.sharded import LloydShards
 from ..runtime.progress import Progress
-from .inits import kmeans_plusplus
 from ..passes.lloyd import LloydPass
-from ..runtime.validation import NotFittedError, check_params, check_random_state
 
 try:
     from sklearn.exceptions import ConvergenceWarning
@@ -28,7 +25,7 @@ except ImportError:
         pass
 
 
-class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
+class KMeans(ClusterMixin, TransformerMixin, KCluster):
     """k-means clustering on OpenCL devices (scikit-learn's KMeans API).
 
     ``devices``: "all", "gpu", "cpu", platform/device name substrings, a
@@ -43,15 +40,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
 
     _parameter_rules = {
         "n_clusters": [(numbers.Integral, 1, None)],
-        "init": ["k-means++", "random", np.ndarray, list, cla.Array],
+        "init": CENTERS_INIT_RULE,
         "n_init": ["auto", (numbers.Integral, 1, None)],
-        "max_iter": [(numbers.Integral, 1, None)],
-        "tol": [(numbers.Real, 0, None)],
-        "verbose": [(numbers.Integral, 0, None), bool],
-        "random_state": [None, numbers.Integral, np.random.RandomState],
-        "devices": [None, str, list, tuple, DeviceManager],
-        "dtype": [None, "float32", "float64", type, np.dtype],
-        "comm": [None, object],
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
@@ -69,24 +59,8 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         self.comm = comm
 
     # ---------------------------------------------------------------- fitting
-    def fit(self, X, y=None, sample_weight=None):
-        check_params(self, self._parameter_rules)
-        data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype, self.comm,
-                                       self._calibration_pass, type(self).__name__)
-        rng = check_random_state(self.random_state)
-
-        def attempt():
-            if ranks.n < self.n_clusters:
-                raise ValueError(f"n_samples={ranks.n} should be >= "
-                                 f"n_clusters={self.n_clusters}.")
-            return self._fit(data, host_w, rng, ranks)
-        return surviving(data, attempt, rng)
-
     def _fit(self, data, host_w, rng, ranks):
-        mean, var, finite = ranks.together(lambda: joined_moments(data, ranks))
-        if not finite:
-            raise ValueError("Input X contains NaN or infinity.")
-        tol = float(np.mean(var) * self.tol)
+        mean, tol = self._mean_and_tol(data, ranks)
         init = self._checked_init(data.d)
         runs = self._n_init(init)
         # every run's start first: the same random draws as one run after another
@@ -136,34 +110,13 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
         lloyd.run(centers, labels)
 
     def _n_init(self, init):
-        if self.n_init != "auto":
-            return self.n_init
-        return 10 if isinstance(init, str) and init == "random" else 1
-
-    def _checked_init(self, d):
-        if isinstance(self.init, str):
-            return self.init
-        init = self.init.get() if isinstance(self.init, cla.Array) else np.asarray(self.init)
-        if init.shape != (self.n_clusters, d):
-            raise ValueError(f"The shape of the initial centers {init.shape} does not match "
-                             f"the number of clusters {self.n_clusters} and features {d}.")
-        if not np.isfinite(init).all():
-            raise ValueError("The initial centers contain NaN or infinity.")
-        if self.n_init not in ("auto", 1):
+        if not isinstance(init, str) and self.n_init not in ("auto", 1):
             warnings.warn("Explicit initial center position passed: performing only one "
                           f"init in {type(self).__name__} instead of n_init={self.n_init}.",
                           RuntimeWarning, stacklevel=3)
-        return init.astype(np.float64)
-
-    def _init_centers(self, data, init, rng, host_w, ranks):
-        if not isinstance(init, str):
-            return init
-        if init == "k-means++":
-            idx = kmeans_plusplus(data, self.n_clusters, rng, host_w, ranks=ranks)
-        else:   # every rank draws from all weights (1/d of the data)
-            w = np.concatenate(ranks.gather(host_w)) if ranks.comm else host_w
-            idx = rng.choice(ranks.n, size=self.n_clusters, replace=False, p=w / w.sum())
-        return ranks.rows(data, idx)
+        if self.n_init != "auto":
+            return self.n_init
+        return 10 if isinstance(init, str) and init == "random" else 1
 
     def _lloyd(self, lloyd, data, centers, tol, host_w, ranks):
         """One Lloyd run: (centres, inertia, iterations, history); the labels
@@ -182,9 +135,9 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
                                  f"overflow {data.dtype.name}).")
             sums, weights = stats.sums, stats.weights
             if (weights == 0).any():
-                self._relocate_empty(lloyd, data, sums, weights, host_w, ranks)
-            new = np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None],
-                           centers)
+                relocate_empty(sums, weights, lloyd.min_dist(), lloyd.labels(), data, host_w,
+                               ranks.comm)
+            new = centers_update(sums, weights, centers)
             shift = float(((new - centers) ** 2).sum())
             centers = new
             # inertia of the centres this pass assigned to (as sklearn's verbose output)
@@ -205,40 +158,7 @@ class KMeans(ClusterMixin, TransformerMixin, BaseEstimator):
             return centers, stats.inertia, it + 1, history
         return centers, lloyd.run(centers, update=False).inertia, it + 1, history
 
-    def _relocate_empty(self, lloyd, data, sums, weights, host_w, ranks):
-        """scikit-learn's rule: empty clusters take the points farthest from
-        their centres (sums and weights are mended in place); over ranks,
-        the farthest of all ranks' farthest."""
-        empty = np.flatnonzero(weights == 0)
-        take = min(len(empty), data.n)
-        dist = lloyd.min_dist()
-        far = np.argpartition(dist, -take)[:-take - 1:-1]
-        host_labels = lloyd.labels()
-        mine = [(float(dist[i]), ranks.offset + int(i), int(host_labels[i]), float(host_w[i]),
-                 data.row(i).astype(np.float64)) for i in far]
-        farthest = mine if ranks.comm is None else sorted(   # one process: sklearn's order
-            (c for cands in ranks.gather(mine) for c in cands), key=lambda c: (-c[0], c[1]))
-        for new_id, (_, _, old_id, w, row) in zip(empty, farthest):
-            sums[old_id] -= row * w
-            weights[old_id] -= w
-            sums[new_id] = row * w
-            weights[new_id] = w
-
     # ------------------------------------------------------------- inference
-    def _check_fitted(self):
-        if not hasattr(self, "cluster_centers_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "
-                                 "Call 'fit' with appropriate arguments before using this "
-                                 "estimator.")
-
-    def _on_devices(self, X, sample_weight, pass_):
-        """pass_(data) over X spread on the devices; a device that fails is
-        dropped and the pass runs again on the others."""
-        self._check_fitted()
-        data = new_data(X, sample_weight, self.devices, self.cluster_centers_.dtype,
-                        self.n_features_in_, type(self).__name__, self.comm)
-        return surviving(data, lambda: pass_(data))
-
     def _assign(self, X, sample_weight=None):
         def assign(data):
             lloyd = LloydShards(data, self.n_clusters)

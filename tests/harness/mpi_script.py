@@ -3,6 +3,11 @@
     mpiexec -n 3 python tests/harness/mpi_script.py CASE OUTDIR [--estimator KMeans]
                                             [--init k-means++] [--weighted]
 
+``--init``: the estimator's initialisation (GaussianMixture's init_params;
+without it, GaussianMixture starts from a whole given model); "repeated"
+(KMeans, EnsembleKMeans): one iteration from given centres of which two are
+equal, so a row fills the empty cluster and stays its centre.
+
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
 raised (type and message).  Cases:
 fit (each rank fits its slice of one data set), mismatch (rank 1's shard
@@ -33,16 +38,26 @@ def data(n=N, d=D, seed=0):
     return X, w
 
 
-def estimator(name, devices, comm, init="k-means++"):
+def estimator(name, devices, comm, init=None):
     """The estimator *name* as every case fits it (comm=None: one process)."""
     common = dict(devices=devices, comm=comm)
+    if name == "GaussianMixture" and init is not None:   # a start drawn from the data
+        return oc.GaussianMixture(n_components=K, init_params=init, tol=0, max_iter=8,
+                                  random_state=0, **common)
+    if isinstance(init, str) and init == "repeated":
+        centres = data()[0][:K * 40:40]
+        centres[1] = centres[0]
+        if name == "EnsembleKMeans":
+            centres = np.stack([centres] * 3)
+        return estimator(name, devices, comm, centres).set_params(max_iter=1)
+    init = "k-means++" if init is None else init
     if name == "KMeans":
         return oc.KMeans(n_clusters=K, init=init, n_init=1, random_state=0, tol=0,
                          max_iter=50, **common)
     if name == "FuzzyCMeans":
         return oc.FuzzyCMeans(n_clusters=K, init=init, random_state=0, tol=0, max_iter=15,
                               **common)
-    if name == "GaussianMixture":   # a whole given start: "kmeans" init is each rank's own
+    if name == "GaussianMixture":   # a whole given start
         return oc.GaussianMixture(n_components=K, weights_init=np.full(K, 1.0 / K),
                                   means_init=data()[0][:K * 40:40],
                                   precisions_init=np.repeat(np.eye(D)[None], K, axis=0),
@@ -64,7 +79,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
     ap.add_argument("out")
-    ap.add_argument("--init", default="k-means++")
+    ap.add_argument("--init")
     ap.add_argument("--weighted", action="store_true")
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--estimator", default="KMeans")

@@ -125,3 +125,40 @@ def test_every_iterative_estimator_across_ranks(name, platform, devices, tmp_pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     for r in results(tmp_path, 2):
         assert r.get("error") == "RankError" and "n_features" in r["message"], r
+
+
+@pytest.mark.parametrize("init", ["kmeans", "k-means++", "random", "random_from_data"])
+def test_gaussian_mixture_starts_from_all_ranks_rows(init, platform, devices, tmp_path):
+    """GaussianMixture's data-driven starts (init_params, "kmeans" the
+    default) draw from every rank's rows: 2 ranks fit the model one process
+    fits on all rows, and label each its own rows as that model does."""
+    X, _ = mpi_script.data()
+    one = mpi_script.estimator("GaussianMixture", devices, None, init).fit(X)
+    out = tmp_path / "fit"
+    out.mkdir()
+    proc = mpirun(2, "fit", str(out), "--estimator", "GaussianMixture", "--init", init,
+                  platform=platform, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = results(out, 2)
+    for r in got:
+        assert "error" not in r, r
+        np.testing.assert_allclose(r["model"], one.means_, rtol=1e-6, atol=1e-8)
+    labels = np.concatenate([r["labels"] for r in sorted(got, key=lambda r: r["start"])])
+    assert (labels == one.predict(X)).all()
+
+
+@pytest.mark.parametrize("name", ["KMeans", "EnsembleKMeans"])
+def test_an_empty_cluster_takes_the_farthest_row_of_all_ranks(name, platform, devices,
+                                                              tmp_path):
+    """Two equal starting centres leave a cluster empty: the row that fills
+    it is the farthest of every rank's rows, so 2 ranks fit one process's model."""
+    X, _ = mpi_script.data()
+    ref = mpi_script.model_of(mpi_script.estimator(name, devices, None, "repeated").fit(X))
+    out = tmp_path / "fit"
+    out.mkdir()
+    proc = mpirun(2, "fit", str(out), "--estimator", name, "--init", "repeated",
+                  platform=platform, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for r in results(out, 2):
+        assert "error" not in r, r
+        np.testing.assert_allclose(r["model"], ref, rtol=1e-6, atol=1e-8)
