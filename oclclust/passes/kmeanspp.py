@@ -7,6 +7,7 @@ sums (pyopencl's scan) and the candidate search stay on the devices.  Over
 several chunks (devices, or streamed pieces) each keeps the distances of its
 rows; a drawn potential is first located in a chunk, then searched there.
 """
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -35,8 +36,9 @@ class SearchSpec(Spec):
 _SCANS = {}
 
 
-def _weighted_prefix_sum(queue, acc, weighted, real_t):
-    """pyopencl scan of (w *) dist into out, in the accumulation type."""
+def pyopencl_prefix_sum(queue, acc, weighted, real_t):
+    """pyopencl scan of (w *) dist into out, in the accumulation type: the
+    seeding's prefix sums unless prefix_sums_by() says otherwise."""
     key = (queue.context.int_ptr, np.dtype(acc).name, weighted, np.dtype(real_t).name)
     if key not in _SCANS:
         acc_c = c_type(acc)
@@ -49,6 +51,25 @@ def _weighted_prefix_sum(queue, acc, weighted, real_t):
                 input_expr="w[i] * dist[i]" if weighted else "dist[i]",
                 scan_expr="a+b", neutral="0", output_statement="out[i] = item;")
     return _SCANS[key]
+
+
+_make_prefix_sum = pyopencl_prefix_sum
+
+
+@contextlib.contextmanager
+def prefix_sums_by(make_prefix_sum):
+    """Make the seeding's prefix sums with *make_prefix_sum* while the block
+    runs: a function of (queue, acc, weighted, real_t), as
+    pyopencl_prefix_sum, returning scan(dist, out, *weights, queue=) that
+    writes the inclusive (w *) dist sums into out.  For harnesses that cannot
+    run pyopencl's scan kernel (tests/harness/oclgrind_driver.py: oclgrind
+    reports pyopencl's own kernel); every fit in the block uses it."""
+    global _make_prefix_sum
+    saved, _make_prefix_sum = _make_prefix_sum, make_prefix_sum
+    try:
+        yield
+    finally:
+        _make_prefix_sum = saved
 
 
 class ChunkSeeding:
@@ -93,7 +114,7 @@ class ChunkSeeding:
     def search(self, targets):
         """Local rows where the (w *) closest prefix sums reach *targets*."""
         part, q = self.part, self.part.queue
-        scan = _weighted_prefix_sum(q, self.acc, part.weighted, part.dtype)
+        scan = _make_prefix_sum(q, self.acc, part.weighted, part.dtype)
         with quiet_build():  # the scan builds on its first call
             scan(self.closest, self.cumsum, *([part.weights] if part.weighted else []), queue=q)
         search = kernel(q.context, SearchSpec(dtype=part.dtype.name,
