@@ -37,13 +37,11 @@ import os
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import kmeans as kbench   # noqa: E402  (bench/kmeans.py: data, timing helpers)
+from _common import (DEFAULT_BASELINES, FOREIGN, add_devices_argument, data_functions,
+                     import_oclclust, select_profiles, table as format_table, timed, version)
 
 
 def numpy_step(X, V, m, xx):
@@ -138,13 +136,13 @@ def run_oclclust(oc, profile, X, C0, args, resident):
     fit()                                     # kernel builds, first touches
     warmup = time.perf_counter() - start
     per_iter.clear()
-    best, times, fc = kbench.timed(fit, args.repeats)
+    best, times, fc = timed(fit, args.repeats)
     per_iter = min(per_iter)
     return dict(lib="oclclust", variant="resident" if resident else "host-array",
                 device=f"{profile.platform}: {profile.name}", n_iter=int(fc.n_iter_),
                 seconds_per_iter=per_iter, seconds=best, fixed_s=best - per_iter * fc.n_iter_,
                 warmup_s=warmup, objective=fc.objective_, centers=fc.cluster_centers_,
-                foreign_cores=max(kbench.FOREIGN, default=None))
+                foreign_cores=max(FOREIGN, default=None))
 
 
 def table(records, ref, exact):
@@ -161,12 +159,7 @@ def table(records, ref, exact):
         rows.append([r["lib"], r["device"], r["variant"], str(r["n_iter"]),
                      f"{r['seconds_per_iter']:.4f}", f"{r['seconds']:.3f}",
                      f"{r['fixed_s']:.3f}" if "fixed_s" in r else "", speed, diff])
-    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i < 3 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    return format_table(head, rows)
 
 
 def parse_args(argv):
@@ -184,9 +177,7 @@ def parse_args(argv):
     ap.add_argument("--repeats", type=int, default=3,
                     help="timed fits per configuration; the minimum is used (default 3)")
     ap.add_argument("--quick", action="store_true", help="n=100000, 5 iterations")
-    ap.add_argument("--devices", default=None,
-                    help='OpenCL devices: "all" (default), "cpu", "gpu", or comma-separated '
-                         'platform/device name substrings ("NVIDIA", "Intel(R) OpenCL")')
+    add_devices_argument(ap)
     ap.add_argument("--no-numpy", action="store_true", help="skip the numpy reference")
     ap.add_argument("--no-skfuzzy", action="store_true", help="skip scikit-fuzzy")
     ap.add_argument("--skfuzzy-iters", type=int, default=3,
@@ -195,7 +186,7 @@ def parse_args(argv):
                     help="skip the float64 reference the centres are checked against")
     ap.add_argument("--no-resident", action="store_true",
                     help="skip the runs with the data already on the device")
-    ap.add_argument("--baselines", default=str(kbench.DEFAULT_BASELINES),
+    ap.add_argument("--baselines", default=str(DEFAULT_BASELINES),
                     help="baselines.py to take make_blobs/init_centers from")
     args = ap.parse_args(argv)
     args.n = args.n or (100_000 if args.quick else 1_000_000)
@@ -209,18 +200,17 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    oc = kbench.import_oclclust()
+    oc = import_oclclust()
     try:
-        profiles = (oc.list_devices() if args.devices in (None, "all")
-                    else oc.select_devices(args.devices))
+        profiles = select_profiles(oc, args.devices)
     except ValueError as exc:
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
-    make_blobs, init_centers, source = kbench.data_functions(args.baselines)
+    make_blobs, init_centers, source = data_functions(args.baselines)
     print(f"bench: fuzzy c-means n={args.n:,} d={args.d} c={args.c} m={args.m} "
           f"iters={args.iters} repeats={args.repeats}; {os.cpu_count()} CPU(s)")
     print(f"bench: data and init from {source}; numpy {np.__version__}, pyopencl "
-          f"{kbench.version('pyopencl')}, skfuzzy {kbench.version('skfuzzy')}", flush=True)
+          f"{version('pyopencl')}, skfuzzy {version('skfuzzy')}", flush=True)
     X, _, _ = make_blobs(args.n, args.d, args.c)
     C0 = init_centers(X, args.c)
     records, ref = [], None

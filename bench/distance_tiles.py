@@ -18,16 +18,16 @@ figure.
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import oclclust as oc                                    # noqa: E402
-from oclclust.passes import cmeans as cmeans_pass
-from oclclust.passes import gmm as gmm_pass
-from oclclust import mdl          # noqa: E402
-from oclclust.passes.linkage import Plan, condensed_distances   # noqa: E402
+from _common import import_oclclust
+
+oc = import_oclclust()
+from oclclust.cluster import mdl                                  # noqa: E402
+from oclclust.passes import cmeans as cmeans_pass                 # noqa: E402
+from oclclust.passes import gmm as gmm_pass                       # noqa: E402
+from oclclust.passes.linkage import Plan, condensed_distances     # noqa: E402
 from oclclust.runtime.partition import DevicePartition            # noqa: E402
 
 

@@ -25,52 +25,13 @@ beside scikit-learn's (they should agree to ~1e-5 relative).
     python3 bench/gmm.py --devices NVIDIA                 # on the GPU host
 """
 import argparse
-import importlib.util
 import sys
-import time
 import warnings
-from pathlib import Path
 
-import numpy as np
+from _common import DEFAULT_BASELINES, baselines, import_oclclust, seconds
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-DEFAULT_BASELINES = REPO.parent / "shared" / "bench" / "baselines.py"
 # ../shared/bench/gpu_host_anchors.py on the GPU host (16 cores): s/iteration
 ANCHORS = {"full": 70.0, "diag": 11.1}
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def make_blobs_fn(path):
-    if Path(path).is_file():
-        try:
-            return _load(path, "_gmm_bench_baselines").make_blobs
-        except Exception as exc:   # a broken or foreign file: say so, use the copy
-            print(f"bench: cannot use {path} ({exc}); using bench/_data.py", file=sys.stderr)
-    return _load(HERE / "_data.py", "_gmm_bench_data").make_blobs
-
-
-def gmm_init(X, K, covariance_type):
-    """baselines.py's fixed start: weights 1/K, means = first K points, precision I."""
-    d = X.shape[1]
-    precisions = (np.broadcast_to(np.eye(d), (K, d, d)).copy() if covariance_type == "full"
-                  else np.ones((K, d)))
-    return np.full(K, 1.0 / K), np.array(X[:K], dtype=np.float64), precisions
-
-
-def import_oclclust():
-    try:
-        import oclclust
-    except ImportError:
-        sys.path.insert(0, str(REPO))
-        import oclclust
-    return oclclust
 
 
 def fit(cls, X, iters, cov, init, **kw):
@@ -79,9 +40,7 @@ def fit(cls, X, iters, cov, init, **kw):
              weights_init=w0, means_init=m0, precisions_init=p0, **kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # ConvergenceWarning: tol=0 never converges
-        start = time.perf_counter()
-        gm.fit(X)
-        return time.perf_counter() - start, gm
+        return seconds(gm.fit, X)
 
 
 def main(argv=None):
@@ -107,13 +66,14 @@ def main(argv=None):
         ap.error("--iters must be >= 2")
     oc = import_oclclust()
     import pyopencl.array as cla
-    X, _, _ = make_blobs_fn(args.baselines)(args.n, args.d, args.k)
+    data, _ = baselines(args.baselines)
+    X, _, _ = data.make_blobs(args.n, args.d, args.k)
     X = X.astype(args.dtype)
     print(f"GaussianMixture EM: n={args.n} d={args.d} K={args.k}, oclclust {args.dtype} "
           f"{args.iters} it, scikit-learn {args.sk_dtype} {args.sk_iters} it", flush=True)
     rows = []
     for cov in [c.strip() for c in args.cov.split(",") if c.strip()]:
-        init = gmm_init(X, args.k, cov)
+        init = data.gmm_init(X, args.k, cov)
         kw = dict(devices=args.devices)
         fit(oc.GaussianMixture, X, 1, cov, init, **kw)              # builds
         t1, _ = fit(oc.GaussianMixture, X, 1, cov, init, **kw)

@@ -24,21 +24,14 @@ import importlib.util
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+import kmeans as bk
+from _common import DEFAULT_BASELINES, data_functions, import_oclclust
+
 WORKLOADS = ["10000000,128,4096,5", "6000000,128,4096,5", "1000000,32,256,10"]
 QUICK = ["20000,16,64,3"]
-
-
-def load_bench_kmeans():
-    spec = importlib.util.spec_from_file_location("_bench_kmeans", HERE / "kmeans.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def torch_kmeans(X, C0, iters, tf32, chunk=1 << 18):
@@ -91,8 +84,7 @@ def parse_args(argv):
     ap.add_argument("--sklearn-iters", type=int, default=1,
                     help="iterations of sklearn where n*k*d > 1e10 (default 1)")
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--baselines", default=str(HERE.parent.parent / "shared" / "bench" /
-                                               "baselines.py"))
+    ap.add_argument("--baselines", default=str(DEFAULT_BASELINES))
     args = ap.parse_args(argv)
     args.workloads = [tuple(int(v) for v in w.split(","))
                       for w in (args.workloads or (QUICK if args.quick else WORKLOADS))]
@@ -101,11 +93,10 @@ def parse_args(argv):
 
 def main(argv=None):
     args = parse_args(argv)
-    bk = load_bench_kmeans()
-    oc = bk.import_oclclust()
+    oc = import_oclclust()
     from oclclust.cli import tune
     profile = oc.select_devices(args.devices)[0]
-    make_blobs, init_centers, source = bk.data_functions(args.baselines)
+    make_blobs, init_centers, source = data_functions(args.baselines)
     print(f"gpu_kmeans: {profile} driver {profile.driver_version}; data from {source}",
           flush=True)
     has_torch = importlib.util.find_spec("torch") is not None and not args.no_torch

@@ -17,24 +17,11 @@ status is 1 when any result differs from its reference.
 """
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-
-def blobs(n, d, k, seed=0):
-    """gpu_host_anchors.py's data: the same points on every host."""
-    rng = np.random.default_rng(seed)
-    c = rng.uniform(-10, 10, (k, d)).astype(np.float32)
-    return c[rng.integers(0, k, n)] + rng.standard_normal((n, d), dtype=np.float32)
-
-
-def timed(fn, *args, **kwargs):
-    t = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return time.perf_counter() - t, out
+from _common import blobs, import_oclclust, seconds as timed
 
 
 def fastcluster_fn(method):
@@ -107,10 +94,7 @@ def main(argv=None):
     if args.quick:
         args.n, args.d = [1000, 2000], 8
 
-    repo = Path(__file__).resolve().parent.parent
-    if (repo / "oclclust" / "hierarchical.py").exists():
-        sys.path.insert(0, str(repo))       # this checkout's oclclust, not an older install
-    import oclclust as oc
+    oc = import_oclclust()
     from oclclust.runtime.devices import preferred, select_devices
     if args.strategy != "auto":
         from oclclust.passes.linkage import Plan

@@ -30,7 +30,6 @@ import json
 import multiprocessing
 import os
 import platform
-import resource
 import sys
 import time
 import warnings
@@ -38,86 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-DEFAULT_BASELINES = REPO.parent / "shared" / "bench" / "baselines.py"
+from _common import (DEFAULT_BASELINES, FOREIGN, add_devices_argument, data_functions,
+                     import_oclclust, select_profiles, table as format_table, timed, version)
 
 
 class UsageError(Exception):
     pass
-
-
-def _load_module(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def data_functions(path):
-    """(make_blobs, init_centers, where they came from)."""
-    path = Path(path)
-    if path.is_file():
-        try:
-            mod = _load_module(path, "_oclclust_bench_baselines")
-            return mod.make_blobs, mod.init_centers, str(path)
-        except Exception as exc:  # a broken or foreign file: say so and use the copy
-            print(f"bench: cannot use {path} ({type(exc).__name__}: {exc}); "
-                  "using bench/_data.py", file=sys.stderr)
-    mod = _load_module(HERE / "_data.py", "_oclclust_bench_data")
-    return mod.make_blobs, mod.init_centers, f"{HERE / '_data.py'} (copy; {path} not found)"
-
-
-def import_oclclust():
-    try:
-        import oclclust
-    except ImportError:   # a checkout that is not installed
-        sys.path.insert(0, str(REPO))
-        import oclclust
-    return oclclust
-
-
-def _busy_seconds():
-    """CPU seconds all processes have been busy (None where /proc/stat is absent)."""
-    try:
-        with open("/proc/stat") as fh:
-            fields = [int(v) for v in fh.readline().split()[1:]]
-    except OSError:
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_seconds():
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-FOREIGN = []   # cores other processes kept busy during each timed run
-
-
-def timed(fn, repeats):
-    """(min seconds, all seconds, last result); the cores that other processes
-    used during each run are appended to FOREIGN (a busy machine skews ratios)."""
-    times, result = [], None
-    FOREIGN.clear()
-    for _ in range(repeats):
-        busy, own = _busy_seconds(), _own_seconds()
-        start = time.perf_counter()
-        result = fn()
-        wall = time.perf_counter() - start
-        times.append(wall)
-        if busy is not None:
-            other = (_busy_seconds() - busy) - (_own_seconds() - own)
-            FOREIGN.append(max(0.0, other / wall))
-    return min(times), times, result
-
-
-def version(module_name):
-    try:
-        return __import__(module_name).__version__
-    except Exception:
-        return None
 
 
 # -------------------------------------------------------------- the runs
@@ -191,12 +116,7 @@ def table(records):
         rows.append([r["lib"], where, r["variant"], str(r["n_iter"]),
                      f"{r['seconds_per_iter']:.4f}", f"{r['seconds']:.3f}",
                      ratio["sklearn"], ratio["faiss"], f"{r['inertia']:.6g}"])
-    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
-
-    def line(cells):
-        return "  ".join(c.ljust(w) if i < 3 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    return format_table(head, rows)
 
 
 def parse_args(argv):
@@ -213,9 +133,7 @@ def parse_args(argv):
     ap.add_argument("--repeats", type=int, default=3,
                     help="timed fits per configuration; the minimum is reported (default 3)")
     ap.add_argument("--quick", action="store_true", help="n=100000 (unless --n is given)")
-    ap.add_argument("--devices", default=None,
-                    help='OpenCL devices: "all" (default), "cpu", "gpu", or comma-separated '
-                         'platform/device name substrings ("NVIDIA", "Intel(R) OpenCL")')
+    add_devices_argument(ap)
     ap.add_argument("--seed", type=int, default=None,
                     help="data seed (default: baselines.py's, 12345)")
     ap.add_argument("--baselines", default=str(DEFAULT_BASELINES),
@@ -241,14 +159,8 @@ def main(argv=None):
     try:
         args = parse_args(argv)
         oc = import_oclclust()
-        try:
-            profiles = (oc.list_devices() if args.devices in (None, "all")
-                        else oc.select_devices(args.devices))
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        if not profiles:
-            raise UsageError("no OpenCL device found")
-    except UsageError as exc:
+        profiles = select_profiles(oc, args.devices)
+    except (UsageError, ValueError) as exc:   # ValueError: --devices matches none
         print(f"bench: error: {exc}", file=sys.stderr)
         return 2
 

@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from _common import blob_centres, blobs, import_oclclust
+
 
 def body(args):
     """One rank's part (run under mpiexec)."""
@@ -31,8 +33,7 @@ def body(args):
         # the sub-device: R ranks would run R x cores threads on the cores
         os.environ.setdefault("POCL_CPU_MAX_CU_COUNT", str(args.cores))
     from mpi4py import MPI
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    import oclclust as oc
+    oc = import_oclclust()
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     if comm.Get_size() != args.expect:   # a launcher of another MPI: singletons
@@ -47,10 +48,9 @@ def body(args):
         cpu = [p for p in oc.select_devices(args.cpu_platform) if p.type == "cpu"][0]
         devices = oc.sub_devices(cpu, [args.cores]) if args.cores else [cpu]
         n = args.n_per_rank
-    rng = np.random.RandomState(1000 + rank)
-    centres = np.random.RandomState(0).uniform(-10, 10, size=(args.k, args.d))
-    X = (centres[rng.randint(args.k, size=n)] +
-         rng.normal(size=(n, args.d))).astype(np.float32)
+    # every rank's rows about the same centres, its own draws
+    centres = blob_centres(args.k, args.d, np.random.default_rng(0))
+    X = blobs(n, args.d, args.k, seed=1000 + rank, centres=centres)
     init = centres + np.random.RandomState(1).normal(scale=0.5, size=centres.shape)
 
     def fit(iters):

@@ -13,18 +13,15 @@ final assignment; the calibration too for the joint fit), after a warm-up fit
 that builds the kernels.  Data and initial centres as bench/kmeans.py.
 """
 import argparse
-import time
 
 import numpy as np
 
-from kmeans import data_functions, import_oclclust
+from _common import data_functions, import_oclclust, seconds
 
 
 def timed_fit(oc, devices, X, C0, iters):
     km = oc.KMeans(len(C0), init=C0, n_init=1, max_iter=iters, tol=0, devices=devices)
-    start = time.perf_counter()
-    km.fit(X)
-    return time.perf_counter() - start, km
+    return seconds(km.fit, X)
 
 
 def main(argv=None):

@@ -183,11 +183,15 @@ def plan(profile, queue, specs, name):
 class GmmPass:
     """The E and M kernels over one DevicePartition (components: at most k)."""
 
-    def __init__(self, part, k, full):
+    def __init__(self, part, k, full, specs=None):
+        """specs: an (E-step, M-step) spec pair offered alone instead of the
+        planners' lists (still checked and built; a harness runs every variant)."""
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
-        self.espec, self.ekernel = plan(p, q, _estep_specs(p, dt, part.d, full, k), "gmm_estep")
-        self.mspec, self.mkernel = plan(p, q, _mstep_specs(p, dt, part.d, full), "gmm_mstep")
+        esteps, msteps = (([specs[0]], [specs[1]]) if specs else
+                          (_estep_specs(p, dt, part.d, full, k), _mstep_specs(p, dt, part.d, full)))
+        self.espec, self.ekernel = plan(p, q, esteps, "gmm_estep")
+        self.mspec, self.mkernel = plan(p, q, msteps, "gmm_mstep")
         self.groups = self._groups(self.espec)[0]
         self.params = cla.empty(q, k * record_size(part.d, full), dt)
         self.means = cla.empty(q, k * part.d, dt)

@@ -7,6 +7,7 @@ sums (pyopencl's scan) and the candidate search stay on the devices.  Over
 several chunks (devices, or streamed pieces) each keeps the distances of its
 rows; a drawn potential is first located in a chunk, then searched there.
 """
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -32,8 +33,9 @@ class SearchSpec(Spec):
     template = "search_sorted.cl.mako"
 
 
-def _weighted_prefix_sum(queue, acc, weighted, real_t):
-    """pyopencl scan of (w *) dist into out, in the accumulation type."""
+def pyopencl_prefix_sum(queue, acc, weighted, real_t):
+    """pyopencl scan of (w *) dist into out, in the accumulation type: the
+    seeding's prefix sums unless prefix_sums_by() says otherwise."""
     def make():
         acc_c = c_type(acc)
         args = f"__global {acc_c} *dist, __global {acc_c} *out"
@@ -46,6 +48,25 @@ def _weighted_prefix_sum(queue, acc, weighted, real_t):
                 scan_expr="a+b", neutral="0", output_statement="out[i] = item;")
     return plan("kmeanspp_scan", queue.context,
                 (np.dtype(acc).name, weighted, np.dtype(real_t).name), make)
+
+
+_make_prefix_sum = pyopencl_prefix_sum
+
+
+@contextlib.contextmanager
+def prefix_sums_by(make_prefix_sum):
+    """Make the seeding's prefix sums with *make_prefix_sum* while the block
+    runs: a function of (queue, acc, weighted, real_t), as
+    pyopencl_prefix_sum, returning scan(dist, out, *weights, queue=) that
+    writes the inclusive (w *) dist sums into out.  For harnesses that cannot
+    run pyopencl's scan kernel (tests/harness/oclgrind_driver.py: oclgrind
+    reports pyopencl's own kernel); every fit in the block uses it."""
+    global _make_prefix_sum
+    saved, _make_prefix_sum = _make_prefix_sum, make_prefix_sum
+    try:
+        yield
+    finally:
+        _make_prefix_sum = saved
 
 
 class ChunkSeeding:
@@ -90,7 +111,7 @@ class ChunkSeeding:
     def search(self, targets):
         """Local rows where the (w *) closest prefix sums reach *targets*."""
         part, q = self.part, self.part.queue
-        scan = _weighted_prefix_sum(q, self.acc, part.weighted, part.dtype)
+        scan = _make_prefix_sum(q, self.acc, part.weighted, part.dtype)
         with quiet_build():  # the scan builds on its first call
             scan(self.closest, self.cumsum, *([part.weights] if part.weighted else []), queue=q)
         search = kernel(q.context, SearchSpec(dtype=part.dtype.name,

@@ -45,6 +45,7 @@ statistic has one owner work-item, so there are no atomics and the sums do
 not depend on scheduling.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 <%namespace name="tile" file="distance_tile.cl.mako"/>
 #define D ${d}
 #define C ${c}
@@ -331,10 +332,7 @@ ${tile.multiply("sqdiff")}\
                     acc[q * KW + kk] += (acc_t)sum[kk];
   % else:
                     const int a = q * KW + kk;
-                    const float y = sum[kk] - comp[a];
-                    const float tot = acc[a] + y;
-                    comp[a] = (tot - acc[a]) - y;
-                    acc[a] = tot;
+${select.kahan_add("acc[a]", "comp[a]", "sum[kk]")}\
   % endif
                 }
             }

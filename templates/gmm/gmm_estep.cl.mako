@@ -34,6 +34,7 @@ wg = (tm / rm) * (tn / rn)); ppi and the staging fields are unused.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="tile" file="distance_tile.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 #define PPI ${ppi}
@@ -65,17 +66,7 @@ ${tile.defines(c_pad=True, with_wg=False)}\
 ${tiled_kernel()}
 % else:
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gmm_estep(__global const real_t *restrict x, const long n, const long stride,
-               __global const real_t *restrict params,   /* k x CP */
-               const int k,
-               __global real_t *restrict lse,            /* n */
-               __global int *restrict labels,            /* n */
-               const int store_resp,
-               __global real_t *restrict resp,           /* k x n (store_resp) */
-               __global acc_t *restrict part_ll,         /* groups (x2 if Kahan) */
-               __global int *restrict part_bad,          /* groups */
-               const long tiles_per_group)
+${signature()}\
 {
     const int lid = get_local_id(0);
     const long g = get_group_id(0), groups = get_num_groups(0);
@@ -83,11 +74,7 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
 % if stage_params:
     __local real_t lp[CCH * CP];
 % endif
-    acc_t ll = 0;
-% if not acc_double:
-    acc_t ll_comp = 0;
-% endif
-    int bad = 0;
+${tallies()}\
     const long first = g * tiles_per_group * TILE;
     for (long t = 0; t < tiles_per_group; ++t) {
         const long base = first + t * TILE;
@@ -168,18 +155,8 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
                 #pragma unroll
                 for (int p = 0; p < PPI; ++p) {
                     const real_t logp = fma((real_t)-0.5, maha[p], cj);
-                    saw_nan[p] |= isnan(logp);
                     const long i = base + p * WG + lid;
-                    if (store_resp && i < n)
-                        resp[(long)j * n + i] = logp;
-                    if (logp > run_max[p]) {
-                        /* a new maximum: rescale the sum so far */
-                        run_sum[p] = fma(run_sum[p], exp(run_max[p] - logp), (real_t)1);
-                        run_max[p] = logp;
-                        best[p] = j;
-                    } else if (logp > -INFINITY) {
-                        run_sum[p] += exp(logp - run_max[p]);
-                    }
+${lse_update("j", "p")}\
                 }
             }
         }
@@ -187,28 +164,72 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
             const long i = base + p * WG + lid;
             if (i >= n)
                 continue;
-            const real_t total = run_max[p] + log(run_sum[p]);
+${point_result("p")}\
+        }
+    }
+${group_result()}\
+}
+% endif
+## the kernel's name and arguments (both forms)
+<%def name="signature()">
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gmm_estep(__global const real_t *restrict x, const long n, const long stride,
+               __global const real_t *restrict params,   /* k x CP */
+               const int k,
+               __global real_t *restrict lse,            /* n */
+               __global int *restrict labels,            /* n */
+               const int store_resp,
+               __global real_t *restrict resp,           /* k x n (store_resp) */
+               __global acc_t *restrict part_ll,         /* groups (x2 if Kahan) */
+               __global int *restrict part_bad,          /* groups */
+               const long tiles_per_group)
+</%def>
+## a work-item's sum of log-likelihoods (and its compensation) and bad count
+<%def name="tallies()">
+    acc_t ll = 0;
+% if not acc_double:
+    acc_t ll_comp = 0;
+% endif
+    int bad = 0;
+</%def>
+## component j's log-density logp of point i (slot u of the work-item's
+## points) into the online log-sum-exp; stored in resp until normalised
+<%def name="lse_update(j, u)">
+                    saw_nan[${u}] |= isnan(logp);
+                    if (store_resp && i < n)
+                        resp[(long)(${j}) * n + i] = logp;
+                    if (logp > run_max[${u}]) {
+                        /* a new maximum: rescale the sum so far */
+                        run_sum[${u}] = fma(run_sum[${u}], exp(run_max[${u}] - logp), (real_t)1);
+                        run_max[${u}] = logp;
+                        best[${u}] = ${j};
+                    } else if (logp > -INFINITY) {
+                        run_sum[${u}] += exp(logp - run_max[${u}]);
+                    }
+</%def>
+## point i (slot u) once every component is seen: its lse, label, its term
+## of the work-item's log-likelihood and its normalised responsibilities;
+## inside the loop over the slots (a bad point continues to the next)
+<%def name="point_result(u)">
+            const real_t total = run_max[${u}] + log(run_sum[${u}]);
             lse[i] = total;
-            labels[i] = best[p];
-            if (saw_nan[p] || !isfinite(total)) {
+            labels[i] = best[${u}];
+            if (saw_nan[${u}] || !isfinite(total)) {
                 ++bad;
                 continue;
             }
 % if acc_double:
             ll += (acc_t)total;
 % else:
-            {   /* Kahan: the per-work-item sum keeps ~float64 accuracy */
-                const float y = total - ll_comp;
-                const float s = ll + y;
-                ll_comp = (s - ll) - y;
-                ll = s;
-            }
+${select.kahan_add("ll", "ll_comp", "total")}\
 % endif
             if (store_resp)
                 for (int j = 0; j < k; ++j)
                     resp[(long)j * n + i] = exp(resp[(long)j * n + i] - total);
-        }
-    }
+</%def>
+## the work-group's log-likelihood (and compensation) and bad count, summed
+## in a fixed order and written by work-item 0
+<%def name="group_result()">
     ll = group_sum(ll, scratch);
 % if not acc_double:
     ll_comp = group_sum(ll_comp, scratch);
@@ -221,33 +242,9 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
 % endif
         part_bad[g] = total_bad;
     }
-}
-% endif
-<%def name="lse_update(j)">
-                    saw_nan[u] |= isnan(logp);
-                    if (store_resp && i < n)
-                        resp[(long)(${j}) * n + i] = logp;
-                    if (logp > run_max[u]) {
-                        /* a new maximum: rescale the sum so far */
-                        run_sum[u] = fma(run_sum[u], exp(run_max[u] - logp), (real_t)1);
-                        run_max[u] = logp;
-                        best[u] = ${j};
-                    } else if (logp > -INFINITY) {
-                        run_sum[u] += exp(logp - run_max[u]);
-                    }
 </%def>
 <%def name="tiled_kernel()">
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gmm_estep(__global const real_t *restrict x, const long n, const long stride,
-               __global const real_t *restrict params,   /* k x CP */
-               const int k,
-               __global real_t *restrict lse,            /* n */
-               __global int *restrict labels,            /* n */
-               const int store_resp,
-               __global real_t *restrict resp,           /* k x n (store_resp) */
-               __global acc_t *restrict part_ll,         /* groups (x2 if Kahan) */
-               __global int *restrict part_bad,          /* groups */
-               const long tiles_per_group)
+${signature()}\
 {
     const int lid = get_local_id(0);
     const int tx = lid % NX, ty = lid / NX;
@@ -255,11 +252,7 @@ void gmm_estep(__global const real_t *restrict x, const long n, const long strid
     __local acc_t scratch[WG];
 ${tile.local_chunks(scaled=True)}\
     __local real_t lt[TM * TNL];
-    acc_t ll = 0;
-% if not acc_double:
-    acc_t ll_comp = 0;
-% endif
-    int bad = 0;
+${tallies()}\
     const long first = g * tiles_per_group * TM;
     for (long t = 0; t < tiles_per_group; ++t) {
         const long base = first + t * TM;
@@ -304,7 +297,7 @@ ${tile.multiply("sqdiff_scaled")}\
                     break;
                 for (int jj = 0; jj < jn; ++jj) {
                     const real_t logp = lt[row * TNL + jj];
-${lse_update("jt + jj")}\
+${lse_update("jt + jj", "u")}\
                 }
             }
         }
@@ -314,39 +307,9 @@ ${lse_update("jt + jj")}\
             const long i = base + row;
             if (row >= TM || i >= n)
                 continue;
-            const real_t total = run_max[u] + log(run_sum[u]);
-            lse[i] = total;
-            labels[i] = best[u];
-            if (saw_nan[u] || !isfinite(total)) {
-                ++bad;
-                continue;
-            }
-% if acc_double:
-            ll += (acc_t)total;
-% else:
-            {   /* Kahan: the per-work-item sum keeps ~float64 accuracy */
-                const float y = total - ll_comp;
-                const float s = ll + y;
-                ll_comp = (s - ll) - y;
-                ll = s;
-            }
-% endif
-            if (store_resp)
-                for (int j = 0; j < k; ++j)
-                    resp[(long)j * n + i] = exp(resp[(long)j * n + i] - total);
+${point_result("u")}\
         }
     }
-    ll = group_sum(ll, scratch);
-% if not acc_double:
-    ll_comp = group_sum(ll_comp, scratch);
-% endif
-    const int total_bad = (int)group_sum((acc_t)bad, scratch);
-    if (lid == 0) {
-        part_ll[g] = ll;
-% if not acc_double:
-        part_ll[groups + g] = ll_comp;
-% endif
-        part_bad[g] = total_bad;
-    }
+${group_result()}\
 }
 </%def>

@@ -20,6 +20,7 @@ Output: slab (chunk * reps + replica) x k x SZ, SZ = 1 + D + D*D (full) or
 is written, in a fixed order (no atomics), for reduce_partials.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 #define TB ${tb}
@@ -40,10 +41,7 @@ inline void acc_private(acc_t *s, acc_t *comp, const acc_t v)
 #if ACC_DOUBLE
     *s += v;
 #else
-    const float y = v - *comp;
-    const float t = *s + y;
-    *comp = (t - *s) - y;
-    *s = t;
+${select.kahan_add("*s", "*comp", "v")}\
 #endif
 }
 

@@ -22,6 +22,7 @@ Formulas follow scipy's _hierarchy_distance_update.pxi operation by
 operation; contraction into fma is off so ties in the data stay ties.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define WG ${wg}
 /* nn-chain state slots */
@@ -63,22 +64,7 @@ inline real_t new_distance(const real_t d_xi, const real_t d_yi, const real_t d_
 % endif
 }
 
-/* (value, index) minimum of a work-group; ties to the lower index */
-inline void argmin_local(__local real_t *v, __local int *idx, const int lid)
-{
-    for (int s = WG / 2; s > 0; s >>= 1) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid < s) {
-            const real_t a = v[lid], b = v[lid + s];
-            const int ia = idx[lid], ib = idx[lid + s];
-            if (b < a || (b == a && ib < ia)) {
-                v[lid] = b;
-                idx[lid] = ib;
-            }
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-}
+${select.work_group_argmin()}\
 
 /* each work-group's minimum of d(x, i) over active i in [lo, n), i != x */
 inline void row_partial(__global const real_t *restrict dist, const int n, const int x,
@@ -107,32 +93,11 @@ inline void row_partial(__global const real_t *restrict dist, const int n, const
     }
 }
 
-/* one work-group's reduction of the partial minima: leaves them in v[0], idx[0] */
-inline void reduce_partials(const int groups, __global const real_t *restrict part_v,
-                            __global const int *restrict part_i, __local real_t *v,
-                            __local int *idx)
-{
-    const int lid = get_local_id(0);
-    real_t mv = INFINITY;
-    int mi = 0x7fffffff;
-    for (int g = lid; g < groups; g += WG) {
-        const real_t a = part_v[g];
-        const int ia = part_i[g];
-        if (a < mv || (a == mv && ia < mi)) {
-            mv = a;
-            mi = ia;
-        }
-    }
-    v[lid] = mv;
-    idx[lid] = mi;
-    argmin_local(v, idx, lid);
-}
-
 /* ------------------------------------------------ nearest-neighbour chain */
 
 /* (value, index) candidate into a running minimum; ties to the lower index */
 #define OFFER(d, i) do { const real_t d_ = (d); const int i_ = (i); \
-        if (d_ < mv || (d_ == mv && i_ < mi)) { mv = d_; mi = i_; } } while (0)
+        ${select.lower("d_", "i_", "mv", "mi")} } while (0)
 
 /* The pending merge's update and the scan of row x = chain top over items
    first, first + stride, ...; the work-group minimum ends in v[0], idx[0]. */

@@ -11,6 +11,7 @@ Reads spec: wg (work-group size, a power of two).
 Ties go to the lowest index: scipy's loop keeps the first strict minimum.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 #define WG ${wg}
 
 inline long condensed_index(const long n, const long i, const long j)
@@ -19,22 +20,7 @@ inline long condensed_index(const long n, const long i, const long j)
     return n * a - a * (a + 1) / 2 + (b - a - 1);
 }
 
-/* (value, index) minimum of a work-group; ties to the lower index */
-inline void argmin_local(__local real_t *v, __local int *idx, const int lid)
-{
-    for (int s = WG / 2; s > 0; s >>= 1) {
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (lid < s) {
-            const real_t a = v[lid], b = v[lid + s];
-            const int ia = idx[lid], ib = idx[lid + s];
-            if (b < a || (b == a && ib < ia)) {
-                v[lid] = b;
-                idx[lid] = ib;
-            }
-        }
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-}
+${select.work_group_argmin()}\
 
 /* best[i] = min(best[i], d(x, i)) over unmerged items first, first + stride,
    ...; the work-group minimum of best ends in v[0], idx[0].  x itself counts
@@ -87,19 +73,7 @@ void prim_step(__global const real_t *restrict dist, const int n, const int grou
     __local real_t v[WG];
     __local int idx[WG];
     const int lid = get_local_id(0);
-    real_t mv = INFINITY;
-    int mi = 0x7fffffff;
-    for (int g = lid; g < groups; g += WG) {
-        const real_t a = in_v[g];
-        const int ia = in_i[g];
-        if (a < mv || (a == mv && ia < mi)) {
-            mv = a;
-            mi = ia;
-        }
-    }
-    v[lid] = mv;
-    idx[lid] = mi;
-    argmin_local(v, idx, lid);
+    reduce_partials(groups, in_v, in_i, v, idx);
     const int y = idx[0];
     const real_t h = v[0];
     barrier(CLK_LOCAL_MEM_FENCE);           /* v, idx are reused by the scan */

@@ -11,6 +11,7 @@ global memory; a slab is written in point order by one work-item per
 dimension, so the sums do not depend on scheduling (no atomics).
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 #define D ${d}
 #define K ${k}
 #define KP ${kp}
@@ -136,18 +137,9 @@ void assign_and_accumulate(
         }
         for (int p = 0; p < PPI; ++p) {
             const long i = base + p * WG + lid;
-            /* the exact distance of the winner: no cancellation in the inertia */
-            real_t exact = 0;
-            for (int c = 0; c < D; ++c) {
-                const real_t diff = POINT(p, c) - centers[best_j[p] * D + c];
-                exact = fma(diff, diff, exact);
-            }
+${select.exact_distance("POINT(p, c)", "centers[best_j[p] * D + c]")}\
             if (i < n) {
-                nonfinite += !isfinite(exact);
-                inertia += (acc_t)WEIGHT(i) * exact;
-                changed += labels[i] != best_j[p];
-                labels[i] = best_j[p];
-                min_dist[i] = exact;
+${select.record_winner("i", "best_j[p]")}\
             }
 % if update:
             tile_label[p * WG + lid] = i < n ? best_j[p] : -1;

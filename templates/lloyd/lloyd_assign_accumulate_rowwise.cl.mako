@@ -8,6 +8,7 @@ Reads spec: d, k, kp (multiple of vw * ctile), vw, ctile (vectors of
 centroids per pass over a row), ppi (rows scored together), update, weighted.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 #define D ${d}
 #define K ${k}
 #define KP ${kp}
@@ -107,21 +108,9 @@ __kernel void assign_and_accumulate(
             int j = bj[0];
             real_t s = b[0];
             for (int l = 1; l < VW; ++l)
-                if (b[l] < s || (b[l] == s && bj[l] < j)) {
-                    s = b[l];
-                    j = bj[l];
-                }
-            /* the exact distance of the winner: no cancellation in the inertia */
-            real_t exact = 0;
-            for (int c = 0; c < D; ++c) {
-                const real_t diff = row[p][c] - centers[c * KP + j];
-                exact = fma(diff, diff, exact);
-            }
-            nonfinite += !isfinite(exact);
-            inertia += (acc_t)WEIGHT(i) * exact;
-            changed += labels[i] != j;
-            labels[i] = j;
-            min_dist[i] = exact;
+                ${select.lower("b[l]", "bj[l]", "s", "j")}
+${select.exact_distance("row[p][c]", "centers[c * KP + j]")}\
+${select.record_winner("i", "j")}\
 % if update:
             for (int c = 0; c < D; ++c)
                 acc_add_global(sums, (long)j * D + c, items * K * D,

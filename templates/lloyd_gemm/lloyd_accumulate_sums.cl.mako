@@ -16,6 +16,7 @@ the sums do not depend on scheduling or on rows_per_item (bit for bit), and
 segment partials are reduced in fixed order.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 #define D ${d}
 #define K ${k}
 #define S ${slice}
@@ -39,11 +40,7 @@ inline void cell_add(__local acc_t *sum, __local acc_t *comp, const int e, const
 #if ACC_DOUBLE
     sum[e] += v;
 #else
-    /* Kahan: long runs of float additions keep ~float64 accuracy */
-    const float y = v - comp[e];
-    const float t = sum[e] + y;
-    comp[e] = (t - sum[e]) - y;
-    sum[e] = t;
+${select.kahan_add("sum[e]", "comp[e]", "v")}\
 #endif
 }
 

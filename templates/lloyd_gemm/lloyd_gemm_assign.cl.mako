@@ -20,6 +20,7 @@ their (score, index) pairs, ties to the lowest index, and the winner's exact
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="tile" file="distance_tile.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 <%def name="store_chunk(buf)">
             for (int u = 0; u < XL; ++u) {
                 const int e = lid + u * WG;
@@ -168,36 +169,7 @@ ${tile.multiply("dot")}\
         row_index[(${tile.row(r)}) * NX + tx] = index_${r};
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int r = lid; r < TM; r += WG) {
-            real_t b = row_best[r * NX];
-            int j = row_index[r * NX];
-            for (int s = 1; s < NX; ++s) {
-                const real_t v = row_best[r * NX + s];
-                const int vj = row_index[r * NX + s];
-                if (v < b || (v == b && vj < j)) { b = v; j = vj; }
-            }
-            const long i = base + r;
-            if (i < n) {
-                /* the exact distance of the winner: no cancellation in the inertia */
-                real_t exact = 0;
-                for (int c = 0; c < D; ++c) {
-                    const real_t diff = x[i * stride + c] - centers[(long)j * D + c];
-                    exact = fma(diff, diff, exact);
-                }
-                nonfinite += !isfinite(exact);
-                inertia += (acc_t)WEIGHT(i) * exact;
-                changed += labels[i] != j;
-                labels[i] = j;
-                min_dist[i] = exact;
-            }
-        }
+${select.row_winners("NX")}\
     }
-    inertia = group_sum(inertia, scratch);
-    const int total_changed = (int)group_sum((acc_t)changed, scratch);
-    const int total_nonfinite = (int)group_sum((acc_t)nonfinite, scratch);
-    if (lid == 0) {
-        part_inertia[g] = inertia;
-        part_flags[2 * g] = total_changed;
-        part_flags[2 * g + 1] = total_nonfinite;
-    }
+${select.assignment_partials()}\
 }

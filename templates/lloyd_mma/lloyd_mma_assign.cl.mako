@@ -29,6 +29,7 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%include file="tf32_split.cl"/>
+<%namespace name="select" file="select.cl.mako"/>
 <%
     steps = dp // 8
     nt = tn // 8
@@ -214,37 +215,8 @@ void assign_gemm(
   % endfor
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int r = lid; r < TM; r += WG) {
-            float b = row_best[r * 4];
-            int j = row_index[r * 4];
-            for (int s = 1; s < 4; ++s) {
-                const float v = row_best[r * 4 + s];
-                const int vj = row_index[r * 4 + s];
-                if (v < b || (v == b && vj < j)) { b = v; j = vj; }
-            }
-            const long i = base + r;
-            if (i < n) {
-                /* the exact distance of the winner: no cancellation in the inertia */
-                float exact = 0;
-                for (int c = 0; c < D; ++c) {
-                    const float diff = x[i * stride + c] - centers[(long)j * D + c];
-                    exact = fma(diff, diff, exact);
-                }
-                nonfinite += !isfinite(exact);
-                inertia += (acc_t)WEIGHT(i) * exact;
-                changed += labels[i] != j;
-                labels[i] = j;
-                min_dist[i] = exact;
-            }
-        }
+${select.row_winners(4, "float")}\
         barrier(CLK_LOCAL_MEM_FENCE);   /* row winners read before the next tile's */
     }
-    inertia = group_sum(inertia, scratch);
-    const int total_changed = (int)group_sum((acc_t)changed, scratch);
-    const int total_nonfinite = (int)group_sum((acc_t)nonfinite, scratch);
-    if (lid == 0) {
-        part_inertia[g] = inertia;
-        part_flags[2 * g] = total_changed;
-        part_flags[2 * g + 1] = total_nonfinite;
-    }
+${select.assignment_partials()}\
 }

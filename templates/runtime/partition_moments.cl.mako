@@ -5,6 +5,7 @@ Reads spec: d, wg.
 Output per work-group: d sums, d sums of squares (acc_t; Kahan pairs without fp64).
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 
@@ -29,12 +30,8 @@ void partition_moments(__global const real_t *restrict x, const long n, const lo
             s1 += v;
             s2 += v * v;
 % else:
-            const acc_t y1 = v - c1, t1 = s1 + y1;
-            c1 = (t1 - s1) - y1;
-            s1 = t1;
-            const acc_t y2 = v * v - c2, t2 = s2 + y2;
-            c2 = (t2 - s2) - y2;
-            s2 = t2;
+${select.kahan_add("s1", "c1", "v")}\
+${select.kahan_add("s2", "c2", "v * v")}\
 % endif
         }
         __global acc_t *out = part + g * 2 * D;

@@ -6,6 +6,7 @@ Input: groups x size values (then, for Kahan sums, their compensations);
 output: size values in double, or hi and lo float pairs without fp64.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 
 __kernel void reduce_partials(__global const acc_t *restrict part, const long groups,
                               const long size, __global acc_t *restrict out)
@@ -22,10 +23,7 @@ __kernel void reduce_partials(__global const acc_t *restrict part, const long gr
     /* Kahan over the slab sums; their own compensations summed beside */
     float s = 0, comp = 0, lo = 0;
     for (long g = 0; g < groups; ++g) {
-        const float y = part[g * size + e] - comp;
-        const float t = s + y;
-        comp = (t - s) - y;
-        s = t;
+${select.kahan_add("s", "comp", "part[g * size + e]")}\
         lo -= part[(groups + g) * size + e];
     }
     out[e] = s;

@@ -96,29 +96,20 @@ def recording_renders():
         codegen.Spec.render = original
 
 
-@contextlib.contextmanager
-def host_prefix_sum():
-    """Swap pyopencl's scan (used by k-means++) for a host prefix sum.
+def host_prefix_sum(queue, acc, weighted, real_t):
+    """The k-means++ seeding's prefix sums on the host (kmeanspp.prefix_sums_by).
 
     The scan is pyopencl's kernel, not ours, and oclgrind reports it (its
     padding is read uninitialised and it reads global memory behind a
     local-only barrier); its reports would also taint every kernel that reads
     its output.  The k-means++ kernels are still run exactly as in a fit.
     """
-    original = kmeanspp._weighted_prefix_sum
-
-    def stand_in(queue, acc, weighted, real_t):
-        def scan(dist, out, *weights, queue=None):
-            v = dist.get(queue).astype(np.float64)
-            if weights:
-                v = v * weights[0].get(queue)
-            out.set(np.cumsum(v).astype(out.dtype), queue)
-        return scan
-    kmeanspp._weighted_prefix_sum = stand_in
-    try:
-        yield
-    finally:
-        kmeanspp._weighted_prefix_sum = original
+    def scan(dist, out, *weights, queue=None):
+        v = dist.get(queue).astype(np.float64)
+        if weights:
+            v = v * weights[0].get(queue)
+        out.set(np.cumsum(v).astype(out.dtype), queue)
+    return scan
 
 
 @contextlib.contextmanager
@@ -608,9 +599,9 @@ def main(argv=None):
 
     done = []
     with contextlib.ExitStack() as stack:
-        for workaround in (recording_renders, host_prefix_sum, buffers_kept_alive,
-                           fill_by_host_writes, partial_writes_by_kernel,
-                           passes_on_calling_thread):
+        stack.enter_context(kmeanspp.prefix_sums_by(host_prefix_sum))
+        for workaround in (recording_renders, buffers_kept_alive, fill_by_host_writes,
+                           partial_writes_by_kernel, passes_on_calling_thread):
             stack.enter_context(workaround())
         for fn in dict.fromkeys(f for ex in chosen for fns in ex.values() for f in fns):
             fn(device, log)

@@ -10,7 +10,6 @@ component; tiles smaller than a chunk of rows) run for every precision of PRECIS
 compensated float sums) and are checked against numpy; then whole fits
 through the device manager, resident and streamed in chunks (same model).
 """
-import contextlib
 import warnings
 
 import numpy as np
@@ -24,23 +23,6 @@ from oclclust.runtime.reduce import partial_buffer
 from oclgrind_driver import PRECISIONS, close, data, mark, profile_for, streaming_budget
 
 K = 5
-
-
-@contextlib.contextmanager
-def forced(estep, mstep):
-    """gmm_pass.plan offered exactly these specs (it still checks and builds them)."""
-    originals = gmm_pass._estep_specs, gmm_pass._mstep_specs
-
-    def estep_specs(*args):
-        yield estep
-    gmm_pass._estep_specs = estep_specs
-    gmm_pass._mstep_specs = lambda *args: iter([mstep])
-    codegen.forget_plans("gmm")
-    try:
-        yield
-    finally:
-        gmm_pass._estep_specs, gmm_pass._mstep_specs = originals
-        codegen.forget_plans("gmm")
 
 
 def model(X, full):
@@ -113,8 +95,7 @@ def exercise_kernels(device, log):
                     what = f"gmm {dtype} fp64={fp64} full={full} {label} store={store} {mstep}"
                     mark(what)
                     part = DevicePartition(profile, X)
-                    with forced(estep, mstep):
-                        gp = gmm_pass.GmmPass(part, K, full)
+                    gp = gmm_pass.GmmPass(part, K, full, specs=(estep, mstep))
                     gp.chunks = 3       # rows in chunks of 13: several ragged tiles each
                     gp.part_stats = partial_buffer(part.queue, 3 * mstep.reps,
                                                    K * gmm_pass.stats_size(X.shape[1], full), fp64)

@@ -1,14 +1,14 @@
 """oclgrind plugin: templates/lloyd_mma_split.cl.mako, the split of the
 centres into the "mma" Lloyd variant's fragment order, for odd and even
 numbers of k8 steps (plain and swizzled rows) and ragged d and k, against the
-layout tests/passes/test_lloyd_mma.py models.  The variant's own kernel
+layout mma_layout.py models.  The variant's own kernel
 (lloyd_mma_assign.cl.mako) is inline PTX for NVIDIA GPUs: no simulator
 builds it, and tests/passes/test_lloyd_mma.py runs it on those GPUs.
 """
 import numpy as np
 
 from oclgrind_driver import mark
-from test_lloyd_mma import check_split
+from mma_layout import check_split
 
 
 def exercise_split(device, log):

@@ -4,48 +4,12 @@ are (elsewhere the same cases check that the planner falls back to gemm).
 """
 
 import numpy as np
-import pyopencl.array as cla
 import pytest
 
-from oclclust.passes.lloyd import LloydSpec, candidate_specs
-from oclclust.passes.lloyd_mma import split_centers, tensor_cores, tile_words
+from oclclust.passes.lloyd import candidate_specs
+from oclclust.passes.lloyd_mma import tensor_cores
+from mma_layout import check_split
 from test_lloyd import check_against_reference, planned_variant, run_pass
-
-
-def slot_dims(spec):
-    """kp x dp / 2: the first dimension of each uint4 slot, as
-    lloyd_mma_split.cl.mako documents its layout (the second is 4 on)."""
-    swizzle = 4 if spec.dp // 8 % 2 == 0 else 0
-    p = np.arange(spec.dp // 2)
-    s = p[None, :] ^ (swizzle * (np.arange(spec.kp)[:, None] & 1))
-    return s // 4 * 8 + s % 4
-
-
-def tf32(v):
-    """float32 to TF32 bits: to nearest, ties away from zero."""
-    return (v.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
-
-
-def check_split(queue, C):
-    """Split *C* (k x d float32) on *queue*'s device; assert the words are
-    the documented layout's."""
-    k, d = C.shape
-    dp = -(-d // 8) * 8
-    spec = LloydSpec(variant="mma", dtype="float32", d=d, k=k, kp=-(-k // 16) * 16, dp=dp)
-    tiles = cla.empty(queue, tile_words(spec), np.uint32)
-    split_centers(queue, spec, cla.to_device(queue, C.ravel()), tiles)
-    got = tiles.get().reshape(spec.kp, dp // 2, 4)
-    padded = np.zeros((spec.kp, dp), np.float32)
-    padded[:k, :d] = C
-    rows, dims = np.arange(spec.kp)[:, None], slot_dims(spec)
-    for half in range(2):
-        v = padded[rows, dims + 4 * half]
-        big = tf32(v)
-        np.testing.assert_array_equal(got[..., 2 * half], big)
-        np.testing.assert_array_equal(got[..., 2 * half + 1], tf32(v - big.view(np.float32)))
-        # big + small is v to 2^-21 relative: the 3xTF32 products' accuracy
-        total = got[..., 2 * half:2 * half + 2].view(np.float32).astype(np.float64).sum(-1)
-        assert np.all(np.abs(total - v) <= 2.0 ** -21 * np.abs(v))
 
 
 @pytest.mark.parametrize("d, k", [(5, 10), (16, 17), (37, 30), (128, 20)])

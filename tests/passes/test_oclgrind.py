@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
+import oclclust
 from oclclust.runtime.resources import resource_dir
 
 DRIVER = Path(__file__).resolve().parents[1] / "harness" / "oclgrind_driver.py"
+PACKAGE_ROOT = Path(oclclust.__file__).resolve().parents[1]
 OCLGRIND = shutil.which("oclgrind")
 FLAGS = ["--data-races", "--uninitialized", "--check-api", "--build-options",
          "-cl-opt-disable", "--max-errors", "500"]
@@ -100,6 +102,10 @@ def describe(groups, limit=12):
 def run_driver(tmp_path, *args, timeout=600):
     env = dict(os.environ, PYOPENCL_NO_CACHE="1")
     env.pop("OCLCLUST_DEVICES", None)
+    # the driver runs the oclclust this test imported (a checkout's source
+    # tree), not whichever copy is installed
+    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + ([env["PYTHONPATH"]]
+                                                               if env.get("PYTHONPATH") else []))
     return subprocess.run([OCLGRIND, *FLAGS, sys.executable, str(DRIVER), *args],
                           cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=timeout)

@@ -1,0 +1,148 @@
+"""What the benchmarks share: this checkout's oclclust, the anchor harnesses'
+data (../shared/bench/), timing and tables.
+
+A bench script runs as ``python bench/NAME.py``: Python puts bench/ first on
+sys.path, so ``import _common`` finds this module, and another bench's
+helpers are a plain ``import kmeans`` away.
+"""
+import importlib.util
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DEFAULT_BASELINES = REPO.parent / "shared" / "bench" / "baselines.py"
+
+
+def import_oclclust():
+    """This checkout's oclclust (not an older installed one): what a bench times."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import oclclust
+    return oclclust
+
+
+def load_module(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def baselines(path):
+    """(the module with baselines.py's make_blobs, init_centers and gmm_init,
+    where they came from): *path*, or the identical copy bench/_data.py where
+    it is absent (the GPU host) or unusable."""
+    path = Path(path)
+    if path.is_file():
+        try:
+            return load_module(path, "_oclclust_bench_baselines"), str(path)
+        except Exception as exc:  # a broken or foreign file: say so and use the copy
+            print(f"bench: cannot use {path} ({type(exc).__name__}: {exc}); "
+                  "using bench/_data.py", file=sys.stderr)
+    return (load_module(HERE / "_data.py", "_oclclust_bench_data"),
+            f"{HERE / '_data.py'} (copy; {path} not found)")
+
+
+def data_functions(path):
+    """(make_blobs, init_centers, where they came from), as baselines()."""
+    module, source = baselines(path)
+    return module.make_blobs, module.init_centers, source
+
+
+def blobs(n, d, k, seed=0, centres=None):
+    """../shared/bench/gpu_host_anchors.py's float32 blobs: k centres uniform
+    in [-10, 10]^d, each row one of them plus unit normal noise (drawn by
+    numpy's default_rng(seed)); *centres* (k x d) given: rows about those."""
+    rng = np.random.default_rng(seed)
+    if centres is None:
+        centres = blob_centres(k, d, rng)
+    return centres[rng.integers(0, k, n)] + rng.standard_normal((n, d), dtype=np.float32)
+
+
+def blob_centres(k, d, rng):
+    return rng.uniform(-10, 10, (k, d)).astype(np.float32)
+
+
+def add_devices_argument(ap):
+    ap.add_argument("--devices", default=None,
+                    help='OpenCL devices: "all" (default), "cpu", "gpu", or comma-separated '
+                         'platform/device name substrings ("NVIDIA", "Intel(R) OpenCL")')
+
+
+def select_profiles(oc, devices):
+    """The DeviceProfiles of --devices ("all" or None: every device); ValueError
+    where it matches none."""
+    profiles = oc.list_devices() if devices in (None, "all") else oc.select_devices(devices)
+    if not profiles:
+        raise ValueError("no OpenCL device found")
+    return profiles
+
+
+def version(module_name):
+    try:
+        return __import__(module_name).__version__
+    except Exception:
+        return None
+
+
+# ------------------------------------------------------------------ timing
+def _busy_seconds():
+    """CPU seconds all processes have been busy (None where /proc/stat is absent)."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(v) for v in fh.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+FOREIGN = []   # cores other processes kept busy during each timed run
+
+
+def timed(fn, repeats=1):
+    """(min seconds, all seconds, last result) of *repeats* calls of fn(); the
+    cores that other processes used during each call are appended to FOREIGN
+    (a busy machine skews ratios).  Warm up (kernel builds) before."""
+    times, result = [], None
+    FOREIGN.clear()
+    for _ in range(repeats):
+        busy, own = _busy_seconds(), _own_seconds()
+        start = time.perf_counter()
+        result = fn()
+        wall = time.perf_counter() - start
+        times.append(wall)
+        if busy is not None:
+            other = (_busy_seconds() - busy) - (_own_seconds() - own)
+            FOREIGN.append(max(0.0, other / wall))
+    return min(times), times, result
+
+
+def seconds(fn, *args, **kwargs):
+    """(wall seconds, result) of one call fn(*args, **kwargs)."""
+    start = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return time.perf_counter() - start, out
+
+
+# ------------------------------------------------------------------ tables
+def table(head, rows, left=3):
+    """Columns as wide as their widest cell; the first *left* flush left, the
+    rest right; a rule under the head."""
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i < left else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
