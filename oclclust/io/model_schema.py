@@ -31,6 +31,15 @@ def _what(value):
     return f"{type(value).__name__} {value!r}"[:80]
 
 
+class _Mismatch(str):
+    """A value of the wrong type: "is VALUE, not WHAT" (AnyOf lists the WHATs)."""
+
+    def __new__(cls, value, what):
+        text = super().__new__(cls, f"is {_what(value)}, not {what}")
+        text.what = what
+        return text
+
+
 def _bound(bound, symbols):
     return symbols[bound] if isinstance(bound, str) else bound
 
@@ -46,6 +55,15 @@ def _range_problem(value, low, high, below, symbols):
     return None
 
 
+def _first_problem(items, symbols):
+    """The first problem of a container's (place, item, kind) items, placed."""
+    for place, item, kind in items:
+        problem = kind.problem(item, symbols)
+        if problem:
+            return f"[{place}] {problem}"
+    return None
+
+
 # ------------------------------------------------------------------ kinds
 @dataclasses.dataclass(frozen=True)
 class Int:
@@ -56,7 +74,7 @@ class Int:
 
     def problem(self, value, symbols):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            return f"is {_what(value)}, not an integer"
+            return _Mismatch(value, "an integer")
         return _range_problem(value, self.low, self.high, self.below, symbols)
 
 
@@ -68,7 +86,7 @@ class Number:
 
     def problem(self, value, symbols):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            return f"is {_what(value)}, not a number"
+            return _Mismatch(value, "a number")
         if self.above is not None and not value > self.above:
             return f"is {value}, not above {self.above}"
         return _range_problem(value, self.low, None, None, symbols)
@@ -77,13 +95,13 @@ class Number:
 @dataclasses.dataclass(frozen=True)
 class Bool:
     def problem(self, value, symbols):
-        return None if isinstance(value, bool) else f"is {_what(value)}, not true or false"
+        return None if isinstance(value, bool) else _Mismatch(value, "true or false")
 
 
 @dataclasses.dataclass(frozen=True)
 class Text:
     def problem(self, value, symbols):
-        return None if isinstance(value, str) else f"is {_what(value)}, not a string"
+        return None if isinstance(value, str) else _Mismatch(value, "a string")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +111,7 @@ class Choice:
     def problem(self, value, symbols):
         if any(type(value) is type(v) and value == v for v in self.values):
             return None
-        return f"is {_what(value)}, not one of {list(self.values)}"
+        return _Mismatch(value, f"one of {list(self.values)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +119,7 @@ class Plain:
     """Any JSON value (a record's field)."""
 
     def problem(self, value, symbols):
-        return f"is {_what(value)}, not JSON" if isinstance(value, np.ndarray) else None
+        return _Mismatch(value, "JSON") if isinstance(value, np.ndarray) else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,15 +139,11 @@ class ListOf:
 
     def problem(self, value, symbols):
         if not isinstance(value, list):
-            return f"is {_what(value)}, not a list"
+            return _Mismatch(value, "a list")
         length = _bound(self.length, symbols)
         if length is not None and len(value) != length:
             return f"has {len(value)} items, not {self.length}={length}"
-        for i, item in enumerate(value):
-            problem = self.kind.problem(item, symbols)
-            if problem:
-                return f"[{i}] {problem}"
-        return None
+        return _first_problem(((i, item, self.kind) for i, item in enumerate(value)), symbols)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,12 +153,9 @@ class Items:
 
     def problem(self, value, symbols):
         if not isinstance(value, list) or len(value) != len(self.kinds):
-            return f"is {_what(value)}, not a list of {len(self.kinds)} items"
-        for i, (item, kind) in enumerate(zip(value, self.kinds)):
-            problem = kind.problem(item, symbols)
-            if problem:
-                return f"[{i}] {problem}"
-        return None
+            return _Mismatch(value, f"a list of {len(self.kinds)} items")
+        return _first_problem(((i, item, kind) for i, (item, kind) in
+                               enumerate(zip(value, self.kinds))), symbols)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,12 +165,9 @@ class MapOf:
 
     def problem(self, value, symbols):
         if not isinstance(value, dict):
-            return f"is {_what(value)}, not an object"
-        for key, item in value.items():
-            problem = self.kind.problem(item, symbols)
-            if problem:
-                return f"[{key!r}] {problem}"
-        return None
+            return _Mismatch(value, "an object")
+        return _first_problem(((repr(key), item, self.kind) for key, item in value.items()),
+                              symbols)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,10 +175,13 @@ class AnyOf:
     kinds: tuple
 
     def problem(self, value, symbols):
+        """None if a form fits; else the complaint of the form of the value's
+        type, or (no form of its type) every form named."""
         problems = [k.problem(value, symbols) for k in self.kinds]
-        if all(problems):
-            return " and ".join(dict.fromkeys(problems))   # each form's complaint, once
-        return None
+        if not all(problems):
+            return None
+        own = [p for p in problems if not isinstance(p, _Mismatch)]
+        return own[0] if own else _Mismatch(value, " or ".join(p.what for p in problems))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,7 +212,7 @@ class Array:
 
     def problem(self, value, symbols):
         if not isinstance(value, np.ndarray):
-            return f"is {_what(value)}, not an array"
+            return _Mismatch(value, "an array")
         if not DTYPES[self.dtype](value.dtype):
             return f"has dtype {value.dtype}, not {self.dtype}"
         want = []

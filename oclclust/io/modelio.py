@@ -29,6 +29,11 @@ RUNTIME_PARAMS = ("devices", "comm", "verbose")
 UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
 
 
+# Python types of decoded JSON as JSON calls them
+JSON_TYPES = {dict: "object", list: "array", str: "string", int: "number", float: "number",
+              bool: "true/false", type(None): "null"}
+
+
 class ModelFileError(ValueError):
     """A model file that is not one, is damaged, or is of a newer format."""
 
@@ -112,7 +117,7 @@ def _metadata(path, files):
     except (ValueError, RecursionError) as exc:
         raise ModelFileError(f"{path}: its metadata is not JSON ({exc})"[:200]) from None
     if not isinstance(meta, dict):
-        raise ModelFileError(f"{path}: its metadata is a JSON {type(meta).__name__}, "
+        raise ModelFileError(f"{path}: its metadata is a JSON {JSON_TYPES[type(meta)]}, "
                              "not an object")
     if meta.get("format") != FORMAT:
         raise ModelFileError(f"{path}: not an oclclust model file")
@@ -125,9 +130,11 @@ def _metadata(path, files):
     if meta.get("class") not in ESTIMATORS:
         raise ModelFileError(f"{path}: unknown estimator class {meta.get('class')!r}")
     for key, kind in ENTRIES.items():
-        if not isinstance(meta.get(key), kind):
-            raise ModelFileError(f"{path}: its metadata's {key!r} is "
-                                 f"{'missing' if key not in meta else 'not a ' + kind.__name__}")
+        if key not in meta:
+            raise ModelFileError(f"{path}: its metadata lacks {key!r}")
+        if not isinstance(meta[key], kind):
+            raise ModelFileError(f"{path}: its metadata's {key!r} is a JSON "
+                                 f"{JSON_TYPES[type(meta[key])]}, not an {JSON_TYPES[kind]}")
     for key in ("array_params", "arrays"):
         if not all(isinstance(k, str) for k in meta[key]):
             raise ModelFileError(f"{path}: its metadata's {key!r} is not a list of names")
