@@ -44,14 +44,14 @@ def _bound(bound, symbols):
     return symbols[bound] if isinstance(bound, str) else bound
 
 
-def _range_problem(value, low, high, below, symbols):
+def _range_problem(value, low, high, below, symbols, verb="is"):
     low, high, below = (_bound(b, symbols) for b in (low, high, below))
     if low is not None and value < low:
-        return f"is {value}, below {low}"
+        return f"{verb} {value}, below {low}"
     if high is not None and value > high:
-        return f"is {value}, above {high}"
+        return f"{verb} {value}, above {high}"
     if below is not None and value >= below:
-        return f"is {value}, not below {below}"
+        return f"{verb} {value}, not below {below}"
     return None
 
 
@@ -229,8 +229,8 @@ class Array:
             return "holds NaN or infinity"
         if value.size:
             lowest, highest = value.min().item(), value.max().item()
-            return (_range_problem(lowest, self.low, None, None, symbols) or
-                    _range_problem(highest, None, None, self.below, symbols))
+            return (_range_problem(lowest, self.low, None, None, symbols, "holds") or
+                    _range_problem(highest, None, None, self.below, symbols, "holds"))
         return None
 
 
