@@ -7,6 +7,7 @@ OCLCLUST_DEVICES, so the platform under test is never in doubt.
 """
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -108,6 +109,14 @@ def split_or_skip(profile, counts=(1, 1)):
             raise
         pytest.skip(f"{profile} cannot be split into sub-devices: {exc}")
     return subs
+
+
+def run_cli(*args, timeout=300):
+    """``python -m oclclust ARGS`` in a subprocess (OCLCLUST_DEVICES unset)."""
+    env = dict(os.environ)
+    env.pop("OCLCLUST_DEVICES", None)
+    return subprocess.run([sys.executable, "-m", "oclclust", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
 
 
 # --------------------------------------------------- scikit-learn's contract

@@ -6,12 +6,12 @@ mpiexec with several ranks it joins them (comm=COMM_WORLD): each rank loads
 its own slice of the file, rank 0 writes the model, each rank may write its
 own labels file ("{rank}" in the name).
 """
-import os
 import time
 
 import numpy as np
 
 from ..cluster.registry import ALGORITHMS, estimator_class
+from .outputs import ARRAYS, labels_path, outputs_problem, write_array, writing
 
 # flag dest -> estimator parameter (passed only when given, and only to an
 # estimator that has it: a flag the algorithm lacks is a usage error)
@@ -115,33 +115,39 @@ def _estimator(args, usage_error, comm):
     return cls(**params)
 
 
-def labels_path(template, rank, size):
-    if "{rank}" in template:
-        return template.replace("{rank}", str(rank))
-    if size == 1:
-        return template
-    root, ext = os.path.splitext(template)
-    return f"{root}.rank{rank}{ext}"
+def _fit_outputs_error(args, usage_error, r, n_ranks):
+    """A usage error if this rank cannot write what it is asked to (else
+    None): every rank its labels, rank 0 the model, tree and figure."""
+    outputs = [("--labels", args.labels and labels_path(args.labels, r, n_ranks), ARRAYS)]
+    if r == 0:
+        outputs += [("--out", args.out, (".npz",)), ("--tree", args.tree, (".npy",)),
+                    ("--plot", args.plot, args.plot and _figure_formats(usage_error))]
+    problem = outputs_problem(outputs)
+    return problem and usage_error(problem)
 
 
-def write_array(path, values):
-    if path.lower().endswith(".csv"):
-        np.savetxt(path, values, delimiter=",",
-                   fmt="%d" if np.issubdtype(values.dtype, np.integer) else "%.9g")
-    else:
-        np.save(path, values)
+def _figure_formats(usage_error):
+    from ..io.plots import figure_formats
+    try:
+        return figure_formats()
+    except ImportError as exc:
+        raise usage_error(f"--plot: {exc}") from None
 
 
 def cmd_fit(args, usage_error):
     from ..io.modelio import save_model
-    from ..parallel.comm import rank, size
+    from ..parallel.comm import check_together, rank, size
     comm = _comm(args.mpi)
     estimator = _estimator(args, usage_error, comm)
+    if args.tree and args.algorithm != "hierarchical":
+        raise usage_error("--tree applies to --algorithm hierarchical")
+    r, n_ranks = rank(comm), size(comm)
+    # before the fit: an output that cannot be written stops every rank now
+    check_together(comm, _fit_outputs_error(args, usage_error, r, n_ranks))
     X = read_data(args, comm)
     start = time.perf_counter()
     estimator.fit(X)
     seconds = time.perf_counter() - start
-    r, n_ranks = rank(comm), size(comm)
     if r == 0:
         summary = [f"{type(estimator).__name__} on {args.data}",
                    f"{n_ranks} rank(s)" if comm is not None else None, f"{seconds:.3f} s"]
@@ -150,7 +156,8 @@ def cmd_fit(args, usage_error):
                 summary.append(f"{attr.rstrip('_')} {np.round(getattr(estimator, attr), 6)}")
         print(", ".join(s for s in summary if s))
         if args.out:
-            save_model(estimator, args.out)
+            with writing(args.out):
+                save_model(estimator, args.out)
             print(f"model written to {args.out}")
     if args.labels:
         labels = getattr(estimator, "labels_", None)
@@ -158,17 +165,17 @@ def cmd_fit(args, usage_error):
             labels = estimator.predict(X)
         write_array(labels_path(args.labels, r, n_ranks), labels)
     Z = None
-    if args.tree and args.algorithm != "hierarchical":
-        raise usage_error("--tree applies to --algorithm hierarchical")
     if args.tree or (args.plot and args.algorithm == "hierarchical" and r == 0):
         from ..cluster.hierarchical import SKLEARN_METRICS, linkage
         Z = linkage(X, method=estimator.linkage, devices=estimator.devices,
                     metric=SKLEARN_METRICS.get(estimator.metric, estimator.metric))
     if args.tree:
-        np.save(args.tree, Z)
+        with writing(args.tree):
+            np.save(args.tree, Z)
         print(f"linkage matrix (scipy's Z) written to {args.tree}")
     if args.plot and r == 0:
-        plot(args.plot, estimator, X, Z)
+        with writing(args.plot):
+            plot(args.plot, estimator, X, Z)
         print(f"plot written to {args.plot}")
     return 0
 
@@ -200,6 +207,10 @@ def plot(path, estimator, X, Z=None):
 
 def cmd_predict(args, usage_error):
     from ..io.modelio import load_model
+    problem = outputs_problem([("--labels", args.labels, ARRAYS),
+                               ("--proba", args.proba, ARRAYS)])
+    if problem:
+        raise usage_error(problem)
     model = load_model(args.model)
     if args.devices is not None and "devices" in model.get_params(deep=False):
         model.set_params(devices=args.devices)

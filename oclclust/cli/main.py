@@ -107,8 +107,12 @@ def cmd_example(args):
 
     from ..runtime.devices import select_devices
     from .example import fit_on_device, make_blobs
+    from .outputs import outputs_problem, writing
     if args.k > args.n:
         raise UsageError(f"--k ({args.k}) must not exceed --n ({args.n})")
+    problem = outputs_problem([("--json", args.json, (".json",))])
+    if problem:
+        raise UsageError(problem)
     try:
         profiles = select_devices(args.devices)
     except ValueError as exc:
@@ -141,7 +145,7 @@ def cmd_example(args):
     if ok:
         print("\n" + _table(ok))
     if args.json:
-        with open(args.json, "w") as fh:
+        with writing(args.json), open(args.json, "w") as fh:
             json.dump({"n": args.n, "d": args.d, "k": args.k, "std": args.std, "seed": args.seed,
                        "results": results}, fh, indent=2)
     return 1 if failed else 0
@@ -247,8 +251,9 @@ def main(argv=None):
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, MemoryError, RuntimeError) as exc:
-        # bad data, a bad model file, a failed rank: one line, not a traceback
+    except (ValueError, MemoryError, RuntimeError, OSError) as exc:
+        # bad data, a bad model file, a failed rank, a file that could not be
+        # written: one line, not a traceback
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"{PROG}: error: {first}", file=sys.stderr)
         return 1

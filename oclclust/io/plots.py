@@ -52,6 +52,13 @@ def _pyplot():
     return plt
 
 
+def figure_formats():
+    """The extensions matplotlib writes figures in (.png, .pdf, .svg, ...)."""
+    _pyplot()   # ImportError naming the package when matplotlib is missing
+    from matplotlib.backend_bases import FigureCanvasBase
+    return tuple(sorted(f".{ext}" for ext in FigureCanvasBase.get_supported_filetypes()))
+
+
 def project_2d(X, centers=None):
     """X (and centres) in 2-D: as they are for d <= 2, else on X's first two
     principal axes (PCA by SVD of the centred data, in float64)."""

@@ -74,7 +74,10 @@ class DevicePartition:
                               np.int64(steps * 4096))
         total = reduce_partials(self.queue, part, groups, 2 * self.d, self.dtype,
                                 self.acc_double)
-        s1, s2 = total[:self.d] / self.n, total[self.d:] / self.n
         finite = bool(np.all(np.isfinite(total)))
         finite = finite and bool(np.all(np.isfinite(shift_host)))
+        if not finite:   # no moments, NaN: no arithmetic on infinities warns (here or in
+            nan = np.full(self.d, np.nan)   # the callers' combining) before their error
+            return nan, nan, False
+        s1, s2 = total[:self.d] / self.n, total[self.d:] / self.n
         return s1 + shift_host, np.maximum(s2 - s1 * s1, 0.0), finite

@@ -1,25 +1,16 @@
 """The command line: ``python -m oclclust devices`` and ``example``."""
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import oclclust as oc
+from conftest import run_cli
 from oclclust.runtime import devices as dv
 from oclclust.runtime.profiles import PROFILE_TERMS
 from oclclust.__main__ import main
 from oclclust.cli.example import adjusted_rand_index, make_blobs
-
-
-def run_cli(*args, timeout=300):
-    env = dict(os.environ)
-    env.pop("OCLCLUST_DEVICES", None)
-    return subprocess.run([sys.executable, "-m", "oclclust", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
 
 
 def test_devices_lists_every_device_with_its_profile():

@@ -86,3 +86,21 @@ def test_every_estimator_round_trips(name, params, devices, blobs, tmp_path):
     if hasattr(model, "predict_proba"):
         np.testing.assert_allclose(back.predict_proba(new), model.predict_proba(new),
                                    rtol=1e-6, atol=1e-12)
+
+
+def test_a_schema_for_every_estimator():
+    from oclclust.cluster.registry import ESTIMATORS as REGISTERED
+    from oclclust.io.model_schema import SCHEMAS
+    assert set(SCHEMAS) == set(REGISTERED)
+
+
+@pytest.mark.parametrize("name,params", ESTIMATORS, ids=lambda v: v if isinstance(v, str) else "")
+def test_the_schema_names_every_fitted_attribute(name, params, devices, blobs, tmp_path):
+    """What fit sets, a model file keeps: an attribute an estimator gains
+    must be added to its schema (io/model_schema.py)."""
+    from oclclust.io.model_schema import SCHEMAS
+    model = getattr(oc, name)(devices=devices, **params).fit(blobs[0])
+    fitted = {k for k in vars(model) if k.endswith("_") and not k.startswith("_")}
+    assert fitted <= set(SCHEMAS[name].attributes), fitted - set(SCHEMAS[name].attributes)
+    save_model(model, tmp_path / "m.npz")
+    assert fitted == {k for k in vars(load_model(tmp_path / "m.npz")) if k.endswith("_")}

@@ -1,0 +1,386 @@
+"""What a model file may hold, per estimator class.
+
+For each class: the fitted attributes its ``fit`` sets (no other name is
+accepted), the parameters the attributes depend on, and each one's kind --
+a JSON value's type and range, an array's dtype, dimensions and value range.
+Array dimensions are symbols: a parameter (``n_clusters``), an attribute
+(``n_features_in_``), a class's derived symbol (``k_best``), or a free one
+(``n_samples``) that the first array naming it binds.  A symbol is checked
+before its value is used, so a file cannot smuggle a bad value in through a
+dimension.  ``check`` raises SchemaError naming the first problem; model
+files are checked on load (before anything is built) and on save (a file
+save_model writes, load_model reads).
+"""
+import dataclasses
+import numbers
+
+import numpy as np
+
+FREE = ("n_samples",)   # symbols bound by the first array that names them
+
+
+class SchemaError(ValueError):
+    """A model's parameters or attributes that its class's schema refuses."""
+
+
+def _what(value):
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {value.shape}"
+    if value is None:
+        return "null"
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+class _Mismatch(str):
+    """A value of the wrong type: "is VALUE, not WHAT" (AnyOf lists the WHATs)."""
+
+    def __new__(cls, value, what):
+        text = super().__new__(cls, f"is {_what(value)}, not {what}")
+        text.what = what
+        return text
+
+
+def _bound(bound, symbols):
+    return symbols[bound] if isinstance(bound, str) else bound
+
+
+def _range_problem(value, low, high, below, symbols, verb="is"):
+    low, high, below = (_bound(b, symbols) for b in (low, high, below))
+    if low is not None and value < low:
+        return f"{verb} {value}, below {low}"
+    if high is not None and value > high:
+        return f"{verb} {value}, above {high}"
+    if below is not None and value >= below:
+        return f"{verb} {value}, not below {below}"
+    return None
+
+
+def _first_problem(items, symbols):
+    """The first problem of a container's (place, item, kind) items, placed."""
+    for place, item, kind in items:
+        problem = kind.problem(item, symbols)
+        if problem:
+            return f"[{place}] {problem}"
+    return None
+
+
+# ------------------------------------------------------------------ kinds
+@dataclasses.dataclass(frozen=True)
+class Int:
+    """A JSON integer in [low, high] and below *below* (bounds: numbers or symbols)."""
+    low: object = None
+    high: object = None
+    below: object = None
+
+    def problem(self, value, symbols):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            return _Mismatch(value, "an integer")
+        return _range_problem(value, self.low, self.high, self.below, symbols)
+
+
+@dataclasses.dataclass(frozen=True)
+class Number:
+    """A JSON number (NaN and infinities included) at least *low*, above *above*."""
+    low: object = None
+    above: object = None
+
+    def problem(self, value, symbols):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return _Mismatch(value, "a number")
+        if self.above is not None and not value > self.above:
+            return f"is {value}, not above {self.above}"
+        return _range_problem(value, self.low, None, None, symbols)
+
+
+@dataclasses.dataclass(frozen=True)
+class Bool:
+    def problem(self, value, symbols):
+        return None if isinstance(value, bool) else _Mismatch(value, "true or false")
+
+
+@dataclasses.dataclass(frozen=True)
+class Text:
+    def problem(self, value, symbols):
+        return None if isinstance(value, str) else _Mismatch(value, "a string")
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    values: tuple
+
+    def problem(self, value, symbols):
+        if any(type(value) is type(v) and value == v for v in self.values):
+            return None
+        return _Mismatch(value, f"one of {list(self.values)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plain:
+    """Any JSON value (a record's field)."""
+
+    def problem(self, value, symbols):
+        return _Mismatch(value, "JSON") if isinstance(value, np.ndarray) else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Optional:
+    """null, or *kind*."""
+    kind: object
+
+    def problem(self, value, symbols):
+        return None if value is None else self.kind.problem(value, symbols)
+
+
+@dataclasses.dataclass(frozen=True)
+class ListOf:
+    """A JSON list of *kind* (of *length* items when given: a number or a symbol)."""
+    kind: object
+    length: object = None
+
+    def problem(self, value, symbols):
+        if not isinstance(value, list):
+            return _Mismatch(value, "a list")
+        length = _bound(self.length, symbols)
+        if length is not None and len(value) != length:
+            return f"has {len(value)} items, not {self.length}={length}"
+        return _first_problem(((i, item, self.kind) for i, item in enumerate(value)), symbols)
+
+
+@dataclasses.dataclass(frozen=True)
+class Items:
+    """A JSON list of fixed length, one kind per position."""
+    kinds: tuple
+
+    def problem(self, value, symbols):
+        if not isinstance(value, list) or len(value) != len(self.kinds):
+            return _Mismatch(value, f"a list of {len(self.kinds)} items")
+        return _first_problem(((i, item, kind) for i, (item, kind) in
+                               enumerate(zip(value, self.kinds))), symbols)
+
+
+@dataclasses.dataclass(frozen=True)
+class MapOf:
+    """A JSON object of *kind* values."""
+    kind: object
+
+    def problem(self, value, symbols):
+        if not isinstance(value, dict):
+            return _Mismatch(value, "an object")
+        return _first_problem(((repr(key), item, self.kind) for key, item in value.items()),
+                              symbols)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnyOf:
+    kinds: tuple
+
+    def problem(self, value, symbols):
+        """None if a form fits; else the complaint of the form of the value's
+        type, or (no form of its type) every form named."""
+        problems = [k.problem(value, symbols) for k in self.kinds]
+        if not all(problems):
+            return None
+        own = [p for p in problems if not isinstance(p, _Mismatch)]
+        return own[0] if own else _Mismatch(value, " or ".join(p.what for p in problems))
+
+
+@dataclasses.dataclass(frozen=True)
+class Switch:
+    """*cases*[value of the parameter *on*]: a kind that follows a parameter."""
+    on: str
+    cases: dict
+
+    def problem(self, value, symbols):
+        return self.cases[symbols[self.on]].problem(value, symbols)
+
+
+# array dtypes: "float" the devices' (native float32 / float64), "int" any native
+# integer, "real" any native integer or float (what a user may pass as an init)
+DTYPES = {"float": lambda t: t in (np.dtype(np.float32), np.dtype(np.float64)),
+          "int": lambda t: t.kind in "iu" and t.isnative,
+          "real": lambda t: t.kind in "iuf" and t.isnative}
+
+
+@dataclasses.dataclass(frozen=True)
+class Array:
+    """An array of *dtype* (a DTYPES key) and *shape* (numbers and symbols);
+    float values finite, values at least *low* and below *below*."""
+    dtype: str
+    shape: tuple
+    low: object = None
+    below: object = None
+
+    def problem(self, value, symbols):
+        if not isinstance(value, np.ndarray):
+            return _Mismatch(value, "an array")
+        if not DTYPES[self.dtype](value.dtype):
+            return f"has dtype {value.dtype}, not {self.dtype}"
+        want = []
+        for dim in self.shape:
+            size = _bound(dim, symbols)
+            if size is None and dim in FREE and len(want) < value.ndim:
+                size = symbols.bind(dim, value.shape[len(want)])
+            want.append(size)
+        if list(value.shape) != want:
+            expected = ", ".join(f"{d}={w}" if isinstance(d, str) else str(d)
+                                 for d, w in zip(self.shape, want))
+            return f"has shape {value.shape}, expected ({expected})"
+        if value.dtype.kind == "f" and not np.isfinite(value).all():
+            return "holds NaN or infinity"
+        if value.size:
+            lowest, highest = value.min().item(), value.max().item()
+            return (_range_problem(lowest, self.low, None, None, symbols, "holds") or
+                    _range_problem(highest, None, None, self.below, symbols, "holds"))
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """One class's model: *params* and *attributes* {name: kind}, *derived*
+    {symbol: function(symbols)}, and the attributes fit sets only sometimes."""
+    params: dict
+    attributes: dict
+    derived: dict = dataclasses.field(default_factory=dict)
+    optional: tuple = ()
+
+
+class _Symbols:
+    """One model's values looked up by name; a parameter or attribute is
+    checked (once) before its value is used."""
+
+    def __init__(self, schema, params, attributes):
+        self.schema, self.values = schema, {**params, **attributes}
+        self.kinds = {**schema.params, **schema.attributes}
+        self.checked, self.bound = set(), {}
+
+    def __getitem__(self, name):
+        if name in self.schema.derived:
+            return self.schema.derived[name](self)
+        if name in FREE:
+            return self.bound.get(name)
+        self.check(name)
+        return self.values.get(name)
+
+    def bind(self, name, size):
+        self.bound[name] = size
+        return size
+
+    def check(self, name):
+        if name in self.checked:
+            return
+        self.checked.add(name)
+        if name not in self.values:
+            if name in self.schema.optional:
+                return
+            raise SchemaError(f"lacks {name}")
+        problem = self.kinds[name].problem(self.values[name], self)
+        if problem:
+            raise SchemaError(f"{name} {problem}")
+
+
+def check(name, params, attributes):
+    """SchemaError unless *params* (every parameter's value) and the fitted
+    *attributes* (JSON values and arrays) are a valid model of class *name*."""
+    schema = SCHEMAS[name]
+    unknown = sorted(set(attributes) - set(schema.attributes))
+    if unknown:
+        raise SchemaError(f"attribute(s) {unknown} are not among a {name}'s "
+                          f"({', '.join(schema.attributes)})")
+    symbols = _Symbols(schema, params, attributes)
+    for key in (*schema.params, *schema.attributes):
+        symbols.check(key)
+
+
+# ------------------------------------------------------------ the classes
+ROWS_PER_DEVICE = MapOf(Int(0))
+HISTORY = ListOf(MapOf(Plain()))           # one record per iteration
+INIT_NAMES = Choice(("k-means++", "random"))
+LISTED = ListOf(Plain())                   # an init given as a list (checked by fit)
+INIT = AnyOf((INIT_NAMES, Array("real", ("n_clusters", "n_features_in_")), LISTED))
+
+
+def _centres(k):
+    return Array("float", (k, "n_features_in_"))
+
+
+def _labels(k, n="n_samples"):
+    return Array("int", (n,), low=0, below=k)
+
+
+def _by_covariance(dtype, k):
+    return Switch("covariance_type", {"full": Array(dtype, (k, "n_features_in_",
+                                                            "n_features_in_")),
+                                      "diag": Array(dtype, (k, "n_features_in_"))})
+
+
+def _ensemble_ks(symbols):
+    ks = symbols["n_clusters"]
+    return [ks] * symbols["n_models"] if isinstance(ks, int) else [int(k) for k in ks]
+
+
+def _common_k(symbols):
+    """The models' K when all have the same (models_ is one array only then)."""
+    ks = set(_ensemble_ks(symbols))
+    return ks.pop() if len(ks) == 1 else None
+
+
+SCHEMAS = {
+    "KMeans": Schema(
+        params={"n_clusters": Int(1), "init": INIT},
+        attributes={"n_features_in_": Int(1), "cluster_centers_": _centres("n_clusters"),
+                    "labels_": _labels("n_clusters"), "inertia_": Number(low=0),
+                    "n_iter_": Int(1), "history_": Optional(HISTORY),
+                    "devices_": ROWS_PER_DEVICE, "reshards_": Int(0)}),
+    "FuzzyCMeans": Schema(
+        params={"n_clusters": Int(1), "m": Number(above=1), "init": INIT},
+        attributes={"n_features_in_": Int(1), "cluster_centers_": _centres("n_clusters"),
+                    "u_": Array("float", ("n_samples", "n_clusters"), low=0),
+                    "labels_": _labels("n_clusters"), "objective_": Number(low=0),
+                    "n_iter_": Int(1), "history_": HISTORY, "devices_": ROWS_PER_DEVICE}),
+    "EnsembleKMeans": Schema(
+        params={"n_models": Int(1),
+                "n_clusters": AnyOf((Int(1), ListOf(Int(1), "n_models"),
+                                     Array("int", ("n_models",), low=1))),
+                "init": AnyOf((INIT_NAMES, Array("real", ("n_models", "k_common",
+                                                          "n_features_in_")), LISTED))},
+        attributes={"n_features_in_": Int(1),
+                    "models_": Array("float", ("n_models", "k_common", "n_features_in_")),
+                    "inertias_": Array("float", ("n_models",), low=0),
+                    "n_iter_": Array("int", ("n_models",), low=1),
+                    "best_index_": Int(0, below="n_models"),
+                    "cluster_centers_": _centres("k_best"), "inertia_": Number(low=0),
+                    "labels_": _labels("k_best"),
+                    "strategy_": MapOf(Items((Text(), Optional(Text())))),
+                    "history_": HISTORY, "devices_": ROWS_PER_DEVICE},
+        derived={"k_best": lambda s: _ensemble_ks(s)[s["best_index_"]],
+                 "k_common": _common_k},
+        optional=("models_",)),
+    "GaussianMixture": Schema(
+        params={"n_components": Int(1), "covariance_type": Choice(("full", "diag")),
+                "min_components": Optional(Int(1, high="n_components")),
+                "weights_init": Optional(AnyOf((Array("real", ("n_components",)), LISTED))),
+                "means_init": Optional(AnyOf((Array("real", ("n_components",
+                                                             "n_features_in_")), LISTED))),
+                "precisions_init": Optional(AnyOf((_by_covariance("real", "n_components"),
+                                                   LISTED)))},
+        attributes={"n_features_in_": Int(1), "n_components_": Int(1, high="n_components"),
+                    "weights_": Array("float", ("n_components_",), low=0),
+                    "means_": _centres("n_components_"),
+                    "covariances_": _by_covariance("float", "n_components_"),
+                    "precisions_cholesky_": _by_covariance("float", "n_components_"),
+                    "precisions_": _by_covariance("float", "n_components_"),
+                    "converged_": Bool(), "n_iter_": Int(0), "lower_bound_": Number(),
+                    "mdl_path_": Optional(ListOf(Items((Int(1), Number())))),
+                    "history_": HISTORY, "devices_": ROWS_PER_DEVICE}),
+    "AgglomerativeClustering": Schema(
+        params={"n_clusters": Optional(Int(1))},
+        attributes={"n_features_in_": Int(1), "n_leaves_": Int(2),
+                    "n_connected_components_": Int(1),
+                    "n_clusters_": Int(1, high="n_leaves_"),
+                    "children_": Array("int", ("n_merges", 2), low=0, below="root"),
+                    "distances_": Array("float", ("n_merges",)),
+                    "labels_": _labels("n_clusters_", "n_leaves_")},
+        derived={"n_merges": lambda s: s["n_leaves_"] - 1,
+                 "root": lambda s: 2 * s["n_leaves_"] - 2},   # node ids below the root's
+        optional=("distances_",)),   # kept with distance_threshold or compute_distances
+}
