@@ -94,18 +94,18 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
     one setting."""
     import pyopencl as cl
     import pyopencl.array as cla
-    from ..cluster.ensemble import ensemble_step
+    from ..cluster.ensemble import EnsembleModels
+    from ..cluster.lloyd_loop import lloyd_step
     from ..passes.ensemble import model_tiles, pack
     rng = np.random.default_rng(seed)
     centers = [X[rng.choice(len(X), K, replace=False)].astype(np.float64) for _ in range(M)]
     setting = (M, K, strategy, kdtree, leaf_size, order)
     with ensemble_on(profile, X, *setting) as (data, engine, host_w):
-        n_iter = np.zeros(M, np.int64)
+        models = EnsembleModels(engine)
 
         def iteration(following=None):
             # the estimator's own update of all models; tol < 0: none stops
-            ensemble_step(engine, centers, n_iter, list(range(M)), 0, -1.0, data, host_w,
-                          following)
+            lloyd_step(models, centers, list(range(M)), -1.0, data, host_w, following)
         iteration()                         # warm-up: kernels built, buffers allocated
         # the mean: with the update on the device iterations run ahead, and
         # a runtime may complete two at once (one long wait, one none)

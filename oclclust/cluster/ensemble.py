@@ -9,18 +9,17 @@ an independent KMeans fit from its own init follows (its own tol, its own
 iteration count: a converged model leaves the passes, the others go on).
 """
 import numbers
-import time
 
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import ClusterMixin, KCluster, centers_update, relocate_empty
+from ._base import ClusterMixin, KCluster
 from ..passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
 from ..passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
 from .inits import draw_centers
+from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.comm import Ranks
 from ..parallel.sharded_ensemble import EnsembleShards
-from ..runtime.progress import Progress, history_entry
 
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
     """(strategy, KD-tree mapping or None) for a device and problem shape."""
@@ -70,67 +69,37 @@ def data_moments(data, ranks=None):
     return mean, np.maximum(s2 / n - mean * mean, 0.0)
 
 
-def lloyd_ensemble(engine, inits, max_iter, tol, data, host_w, verbose=0, history=None):
-    """Lloyd iterations of every model of *inits* at once.
-    Returns (centers list, inertia per model, n_iter per model, labels M x n);
-    each iteration's statistics are appended to *history* when given."""
-    centers = [np.array(c, np.float64) for c in inits]
-    n_iter = np.zeros(len(centers), np.int64)
-    active = list(range(len(centers)))
-    with Progress(max_iter, "ensemble k-means", bool(verbose)) as bar:
-        for it in range(max_iter):
-            if not active:
-                break
-            start = time.perf_counter()
-            active, shift = ensemble_step(engine, centers, n_iter, active, it, tol, data,
-                                           host_w, following=max_iter - it - 1)
-            if history is not None:
-                history.append(history_entry(it + 1, start, data, models_moving=len(active),
-                                             max_center_shift=shift))
-            bar.step(models_moving=len(active), shift=shift)
-            if verbose > 1:
-                print(f"  iteration {it}: {len(active)} of {len(centers)} models still moving")
-    engine.hand_back(centers)
-    inertia, labels, _ = engine.assign(centers, labels=True)
-    return centers, inertia, n_iter, labels
+class EnsembleModels(LloydBackend):
+    """Many models over the ensemble passes (parallel.sharded_ensemble.
+    EnsembleShards *engine*): the backend of fit_lloyd for EnsembleKMeans and
+    KMeans's restarts.  On one device with double precision the update is
+    the device's (passes.ensemble_update), two iterations ahead."""
 
+    name = "ensemble k-means"
 
-def ensemble_step(engine, centers, n_iter, active, it, tol, data, host_w, following=None):
-    """One pass for the *active* models: their centres (on the device, or
-    in *centers*) and n_iter updated; returns (the models still moving, the
-    largest centre shift).  *following*: how many iterations may follow
-    (None: any number)."""
-    shifts = engine.device_step(centers, active, tol, following)
-    if shifts is None:
-        shifts = host_step(engine, centers, active, tol, data, host_w)
-    n_iter[active] = it + 1
-    moving = [m for m, s in zip(active, shifts) if s > tol]
-    if len(moving) < len(active):
-        engine.hand_back(centers)          # the stopped models' centres are final
-    return moving, float(shifts.max(initial=0.0))
+    def __init__(self, engine):
+        self.engine, self.ranks = engine, engine.ranks
 
+    def stats(self, centers_list):
+        return self.engine.stats_packed(centers_list)
 
-def host_step(engine, centers, active, tol, data, host_w):
-    """The update on the host (empty clusters relocated): the *active*
-    models' centres replaced in *centers*; returns their shifts."""
-    sums, weights = engine.stats_packed([centers[m] for m in active])
-    off = np.cumsum([0] + [len(centers[m]) for m in active])
-    old = np.concatenate([centers[m] for m in active])
-    for i in np.unique(np.searchsorted(off, np.flatnonzero(weights == 0), side="right") - 1):
-        a, b = off[i], off[i + 1]    # a model with an empty cluster: its rows mended
-        _, labels, dist = engine.assign([centers[active[i]]], labels=True, min_dist=True)
-        relocate_empty(sums[a:b], weights[a:b], dist[0].astype(np.float64), labels[0], data,
-                       host_w, engine.ranks.comm)
-    new = centers_update(sums, weights, old)
-    moved = (new - old) ** 2
-    shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])
-    # KMeans sums its own shift in numpy's pairwise order: near tol, so does
-    # each model here, so that it stops at KMeans's iteration
-    for i in np.flatnonzero(np.abs(shifts - tol) <= 1e-9 * max(tol, 1e-300)):
-        shifts[i] = moved[off[i]:off[i + 1]].sum()
-    for i, m in enumerate(active):
-        centers[m] = new[off[i]:off[i + 1]]
-    return shifts
+    def nearest(self, centers):
+        _, labels, dist = self.engine.assign([centers], labels=True, min_dist=True)
+        return dist[0].astype(np.float64), labels[0]
+
+    def record(self, shifts, moving, n_models):
+        return (dict(models_moving=len(moving), max_center_shift=float(shifts.max(initial=0.0))),
+                f"{len(moving)} of {n_models} models still moving")
+
+    def finish(self, centers):
+        inertia, labels, _ = self.engine.assign(centers, labels=True)
+        return inertia, labels
+
+    def device_step(self, centers, active, tol, following):
+        return self.engine.device_step(centers, active, tol, following)
+
+    def hand_back(self, centers):
+        self.engine.hand_back(centers)
 
 
 def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
@@ -144,8 +113,8 @@ def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="au
     ks = [len(c) for c in inits]
     engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks, strategy,
                              kdtree, ranks)
-    centers, inertia, n_iter, labels = lloyd_ensemble(engine, inits, max_iter, tol, data,
-                                                      host_w)
+    centers, inertia, n_iter, labels = fit_lloyd(EnsembleModels(engine), inits, max_iter, tol,
+                                                 data, host_w)
     return [(c, float(i), int(t), lab) for c, i, t, lab in zip(centers, inertia, n_iter, labels)]
 
 
@@ -217,8 +186,8 @@ class EnsembleKMeans(ClusterMixin, KCluster):
         engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks,
                                  self.strategy, self.kdtree, ranks)
         self.history_ = []
-        centers, inertia, n_iter, labels = lloyd_ensemble(
-            engine, inits, self.max_iter, tol, data, host_w,
+        centers, inertia, n_iter, labels = fit_lloyd(
+            EnsembleModels(engine), inits, self.max_iter, tol, data, host_w,
             self.verbose if ranks.rank == 0 else 0, self.history_)
         centers = [c.astype(data.dtype) for c in centers]
         self.models_ = np.stack(centers) if len(set(ks)) == 1 else centers

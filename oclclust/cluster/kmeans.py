@@ -10,12 +10,11 @@ import warnings
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import (CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin,
-                    centers_update, relocate_empty)
+from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
+from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.sharded import LloydShards
-from ..runtime.progress import Progress
 from ..passes.lloyd import LloydPass
 
 try:
@@ -68,9 +67,11 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
                   for _ in range(runs)]
         start = time.perf_counter()
         if runs == 1:   # the fused Lloyd pass, with its per-iteration history
-            lloyd = LloydShards(data, self.n_clusters, ranks)
-            results = [self._lloyd(lloyd, data, starts[0], tol, host_w, ranks) +
-                       (lloyd.labels(),)]
+            history = []
+            fitted = fit_lloyd(LloydModel(LloydShards(data, self.n_clusters, ranks)), starts,
+                               self.max_iter, tol, data, host_w,
+                               self.verbose if ranks.rank == 0 else 0, history)
+            results = [(c, i, int(t), history, lab) for c, i, t, lab in zip(*fitted)]
         else:           # the restarts as one ensemble: one data pass for all of them
             results = [(c, i, t, None, lab) for c, i, t, lab in ranks.together(
                 lambda: fit_ensemble(data, starts, self.max_iter, tol, host_w,
@@ -118,46 +119,6 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
             return self.n_init
         return 10 if isinstance(init, str) and init == "random" else 1
 
-    def _lloyd(self, lloyd, data, centers, tol, host_w, ranks):
-        """One Lloyd run: (centres, inertia, iterations, history); the labels
-        stay on the devices."""
-        lloyd.forget_labels()
-        with Progress(self.max_iter, "k-means", bool(self.verbose) and ranks.rank == 0) as bar:
-            return self._iterate(lloyd, data, centers, tol, host_w, ranks, bar)
-
-    def _iterate(self, lloyd, data, centers, tol, host_w, ranks, bar):
-        strict, history = False, []
-        for it in range(self.max_iter):
-            start = time.perf_counter()
-            stats = lloyd.run(centers)
-            if stats.n_nonfinite:
-                raise ValueError("Input X contains NaN or infinity (or values whose squares "
-                                 f"overflow {data.dtype.name}).")
-            sums, weights = stats.sums, stats.weights
-            if (weights == 0).any():
-                relocate_empty(sums, weights, lloyd.min_dist(), lloyd.labels(), data, host_w,
-                               ranks.comm)
-            new = centers_update(sums, weights, centers)
-            shift = float(((new - centers) ** 2).sum())
-            centers = new
-            # inertia of the centres this pass assigned to (as sklearn's verbose output)
-            history.append({"iteration": it + 1, "inertia": stats.inertia,
-                            "center_shift": shift, "n_changed": stats.n_changed,
-                            "seconds": time.perf_counter() - start,
-                            "rows_per_device": list(data.rows_per_device.values())})
-            bar.step(inertia=stats.inertia, shift=shift)
-            if self.verbose > 1 and ranks.rank == 0:
-                print(f"  iteration {it}: inertia {stats.inertia:.6g}, shift {shift:.3g}")
-            if stats.n_changed == 0:
-                strict = True
-                break
-            if shift <= tol:
-                break
-            lloyd.rebalance()
-        if strict:
-            return centers, stats.inertia, it + 1, history
-        return centers, lloyd.run(centers, update=False).inertia, it + 1, history
-
     # ------------------------------------------------------------- inference
     def _assign(self, X, sample_weight=None):
         def assign(data):
@@ -181,3 +142,44 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
             raise ValueError("Input X contains NaN or infinity (or values whose squares "
                              f"overflow {self.cluster_centers_.dtype.name}).")
         return distances
+
+
+class LloydModel(LloydBackend):
+    """One model over the fused Lloyd pass (parallel.sharded.LloydShards):
+    the backend of fit_lloyd for KMeans.  Its update is the host's; a pass
+    that changes no label stops it (strict convergence, the inertia that
+    pass's); measured device weights re-split the rows between iterations."""
+
+    exact_shifts = True     # its shift is recorded: in numpy's order, always
+
+    def __init__(self, lloyd):
+        self.lloyd, self.ranks, self.last = lloyd, lloyd.ranks, None
+
+    def stats(self, centers_list):
+        (centers,) = centers_list
+        self.last = self.lloyd.run(centers)
+        if self.last.n_nonfinite:
+            raise ValueError("Input X contains NaN or infinity (or values whose squares "
+                             f"overflow {self.lloyd.data.dtype.name}).")
+        return self.last.sums, self.last.weights
+
+    def nearest(self, centers):
+        return self.lloyd.min_dist(), self.lloyd.labels()   # of the pass just run
+
+    def settled(self, active):
+        return [self.last.n_changed == 0]
+
+    def record(self, shifts, moving, n_models):
+        # inertia of the centres this pass assigned to (as sklearn's verbose output)
+        shift = float(shifts[0])
+        return (dict(inertia=self.last.inertia, center_shift=shift,
+                     n_changed=self.last.n_changed),
+                f"inertia {self.last.inertia:.6g}, shift {shift:.3g}")
+
+    def rebalance(self):
+        self.lloyd.rebalance()
+
+    def finish(self, centers):
+        inertia = (self.last.inertia if self.last.n_changed == 0 else
+                   self.lloyd.run(centers[0], update=False).inertia)
+        return [inertia], [self.lloyd.labels()]

@@ -93,11 +93,6 @@ class LloydShards(ShardedPass):
     def run(self, centers, update=True):
         return self.reduce(lambda chunk, st: st.run(centers, update), timed=update)
 
-    def forget_labels(self):
-        def forget(chunk, st):
-            st.labels = None
-        self.map(forget)
-
     def labels(self):
         return np.concatenate(self.map(lambda c, st: st.current_labels().get(c.queue)))
 

@@ -13,7 +13,8 @@ import itertools
 import numpy as np
 
 from oclgrind_driver import PRECISIONS, close, data, mark, profile_for
-from oclclust.cluster.ensemble import data_moments, ensemble_passes, fixed_point, lloyd_ensemble
+from oclclust.cluster.ensemble import EnsembleModels, data_moments, ensemble_passes, fixed_point
+from oclclust.cluster.lloyd_loop import fit_lloyd
 from oclclust.passes.ensemble import EnsemblePass
 from oclclust.passes.kdtree import MAPPINGS, KDTreePass
 from oclclust.parallel.manager import DeviceManager
@@ -117,9 +118,9 @@ def exercise_update(device, log):
         try:
             for strategy, kdtree in (("concatenated", None), ("concatenated", "direct")):
                 mark(f"ensemble_update {strategy} {kdtree} {dtype}")
-                fits = [lloyd_ensemble(ensemble_passes(data_, fixed, KS, strategy, kdtree,
-                                                       device_update=on),
-                                       [c.copy() for c in centers], 4, 1e-12, data_, host_w)
+                fits = [fit_lloyd(EnsembleModels(ensemble_passes(data_, fixed, KS, strategy,
+                                                                 kdtree, device_update=on)),
+                                  [c.copy() for c in centers], 4, 1e-12, data_, host_w)
                         for on in (True, False)]
                 for got, want in zip(*fits):
                     for g, w in zip(got, want):

@@ -7,7 +7,8 @@ import pytest
 
 import oclclust as oc
 from oclclust.passes import ensemble_update
-from oclclust.cluster.ensemble import data_moments, ensemble_passes, fixed_point, lloyd_ensemble
+from oclclust.cluster.ensemble import EnsembleModels, data_moments, ensemble_passes, fixed_point
+from oclclust.cluster.lloyd_loop import fit_lloyd
 
 VARIANTS = [("task", None), ("data", None), ("concatenated", None),
             ("concatenated", "direct"), ("concatenated", "distributed"),
@@ -21,7 +22,7 @@ def blobs(n, d, dtype, seed=0):
 
 def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None,
         max_iter=60, enqueued=None):
-    """lloyd_ensemble's (centres, inertia, n_iter, labels) and the device
+    """fit_lloyd's (centres, inertia, n_iter, labels) and the device
     update's steps: (taken, flagged); the passes enqueued appended to
     *enqueued*."""
     data = oc.DeviceManager([profile]).scatter(X, None)
@@ -45,7 +46,8 @@ def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None,
                                  [len(c) for c in inits], strategy, kdtree,
                                  device_update=device_update)
         tol = float(np.mean(X.astype(np.float64).var(0))) * 1e-4
-        out = lloyd_ensemble(engine, [c.copy() for c in inits], max_iter, tol, data, host_w)
+        out = fit_lloyd(EnsembleModels(engine), [c.copy() for c in inits], max_iter, tol, data,
+                        host_w)
     finally:
         ensemble_update.DeviceUpdate.step, ensemble_update.DeviceUpdate._enqueue = \
             original, enqueue
