@@ -65,9 +65,15 @@ class DeviceManager:
     then the previous iterations' timings), or one number per device.
     ``memory_budget``: bytes of data a device may hold (default: its profile's
     budget); a larger shard is streamed.
+    ``executor``: makes the pools (called with max_workers) whose threads
+    drive the devices at once: uploads, passes, calibration.  A harness
+    whose OpenCL runtime must be called from one thread gives an executor
+    that runs each task on the calling thread
+    (tests/harness/oclgrind_driver.py).
     """
 
-    def __init__(self, devices=None, weights="compute_units", memory_budget=None):
+    def __init__(self, devices=None, weights="compute_units", memory_budget=None,
+                 executor=ThreadPoolExecutor):
         if isinstance(devices, DeviceManager):
             raise ValueError("devices is already a DeviceManager")
         if isinstance(devices, (list, tuple)) and devices and \
@@ -88,6 +94,7 @@ class DeviceManager:
                                  "with a positive sum")
             self.weights = w
         self.memory_budget = memory_budget
+        self.executor = executor
         self.measured = None     # rows per second of each device, once known
         self.reshards = 0        # times rows were laid out anew (rebalancing, faults)
 
@@ -253,7 +260,7 @@ class ShardedData:
                              None if w is None else w[start:start + rows],
                              int(start), m.budget(profile), previous.get(id(profile)))
             # every device's upload at once: the copies to several devices overlap
-            with ThreadPoolExecutor(max(1, len(m.profiles))) as pool:
+            with m.executor(max(1, len(m.profiles))) as pool:
                 self.shards = list(pool.map(shard, m.profiles, starts, counts))
             self.chunks = [c for s in self.shards for c in s.chunks]
         self.starts = np.array([c.offset for c in self.chunks])
@@ -263,7 +270,7 @@ class ShardedData:
         self.layout_seconds = time.perf_counter() - start
         if not previous:   # a full layout: what moving a row costs
             self.row_seconds = self.layout_seconds / max(self.n, 1)
-        self._pool = ThreadPoolExecutor(max(1, len(self.shards)))
+        self._pool = m.executor(max(1, len(self.shards)))
 
     @property
     def rows_per_device(self):
@@ -355,7 +362,7 @@ class ShardedData:
             return passes * rows / max(time.perf_counter() - start, 1e-9)
         # all devices at once, as they will run their shares: they share the
         # host's cores and memory, and the time is the slowest one's, not the sum
-        with ThreadPoolExecutor(len(m.profiles)) as pool:
+        with m.executor(len(m.profiles)) as pool:
             m.measured = np.array(list(pool.map(timed, m.profiles)))
 
     def _move_seconds(self):

@@ -183,9 +183,11 @@ def plan(profile, queue, specs, name):
 class GmmPass:
     """The E and M kernels over one DevicePartition (components: at most k)."""
 
-    def __init__(self, part, k, full, specs=None):
+    def __init__(self, part, k, full, specs=None, chunks=None):
         """specs: an (E-step, M-step) spec pair offered alone instead of the
-        planners' lists (still checked and built; a harness runs every variant)."""
+        planners' lists (still checked and built; a harness runs every variant).
+        chunks: the M kernel's chunks of rows (default: enough work-groups
+        for every compute unit, no more chunks than tiles of rows)."""
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
         esteps, msteps = (([specs[0]], [specs[1]]) if specs else
@@ -200,9 +202,11 @@ class GmmPass:
         self.part_ll = partial_buffer(q, self.groups, 1, part.acc_double)
         self.part_bad = cla.empty(q, self.groups, np.int32)
         self.resp = None
-        target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
-        per_chunk = self.mspec.groups_per_chunk(k)
-        self.chunks = int(max(1, min(-(-target // per_chunk), -(-part.n // self.mspec.tile))))
+        if chunks is None:
+            target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
+            per_chunk = self.mspec.groups_per_chunk(k)
+            chunks = int(max(1, min(-(-target // per_chunk), -(-part.n // self.mspec.tile))))
+        self.chunks = chunks
         slabs = self.chunks * self.mspec.reps
         self.part_stats = partial_buffer(q, slabs, k * stats_size(part.d, full),
                                          part.acc_double)
