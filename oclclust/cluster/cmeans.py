@@ -113,13 +113,12 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         return self
 
     def _calibration_pass(self, part):
-        """What measured weights time: an updating pass over a sample partition."""
-        if "calibration" not in part.state:
-            c = min(self.n_clusters, part.n)
-            centers = part.x[:c].get(part.queue).astype(np.float64)
-            part.state["calibration"] = CMeansPass(part, c, float(self.m)), centers
-        cpass, centers = part.state["calibration"]
-        cpass.run(centers)
+        """What measured weights time (DeviceManager.scatter): an updating
+        pass over a sample partition."""
+        c = min(self.n_clusters, part.n)
+        centers = part.x[:c].get(part.queue).astype(np.float64)
+        cpass = CMeansPass(part, c, float(self.m))
+        return lambda: cpass.run(centers)
 
     # ------------------------------------------------------------- inference
     def _memberships(self, X, sample_weight, write_u):

@@ -99,15 +99,14 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         return self
 
     def _calibration_pass(self, part):
-        """What measured weights time: a Lloyd pass over a sample partition
-        (any centres cost the same; the sample's first rows serve)."""
-        if "calibration" not in part.state:
-            k = min(self.n_clusters, part.n)
-            centers = part.x[:k].get(part.queue).astype(np.float64)
-            labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
-            part.state["calibration"] = LloydPass(part, k), labels, centers
-        lloyd, labels, centers = part.state["calibration"]
-        lloyd.run(centers, labels)
+        """What measured weights time (DeviceManager.scatter): a Lloyd pass
+        over a sample partition (any centres cost the same; the sample's
+        first rows serve)."""
+        k = min(self.n_clusters, part.n)
+        centers = part.x[:k].get(part.queue).astype(np.float64)
+        labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
+        lloyd = LloydPass(part, k)
+        return lambda: lloyd.run(centers, labels)
 
     def _n_init(self, init):
         if not isinstance(init, str) and self.n_init not in ("auto", 1):

@@ -123,8 +123,10 @@ class DeviceManager:
 
     def scatter(self, X, sample_weight=None, calibration=None):
         """Spread host rows (or take a device array as it is) over the devices.
-        With measured weights not yet measured, *calibration* (a pass of the
-        algorithm, fn(partition)) is first timed on a sample on each device."""
+        With measured weights not yet measured, *calibration* is first timed
+        on a sample on each device: fn(partition) sets the algorithm's pass
+        up over that partition and returns a function of no arguments that
+        runs it once."""
         return ShardedData(self, X, sample_weight, calibration)
 
 
@@ -339,9 +341,9 @@ class ShardedData:
         self._pool.shutdown()
 
     def _calibrate(self, fn, rows=None):
-        """Measured weights from short passes: *fn* on the same first rows on
-        every device at once (once to build, then timed), before the rows are
-        laid out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
+        """Measured weights from short passes: *fn*'s pass (see
+        DeviceManager.scatter) on the same first rows on every device at once
+        (once to build, then timed), before the rows are laid out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
         busy, so launch latency does not pass for slowness."""
         m = self.manager
         if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
@@ -353,11 +355,11 @@ class ShardedData:
         def timed(profile, least=0.25):
             """Rows per second over passes of at least *least* seconds in all:
             one short pass is too noisy to split gigabytes by."""
-            part = DevicePartition(profile, sample, w)
-            fn(part)
+            one_pass = fn(DevicePartition(profile, sample, w))
+            one_pass()
             passes, start = 0, time.perf_counter()
             while passes < 1 or time.perf_counter() - start < least:
-                fn(part)
+                one_pass()
                 passes += 1
             return passes * rows / max(time.perf_counter() - start, 1e-9)
         # all devices at once, as they will run their shares: they share the
