@@ -1,7 +1,8 @@
 """k-means (Lloyd) with k-means++ seeding, scikit-learn's KMeans API.
 
 The loop here is the *model update*: it sees only the reduced statistics of
-the fused pass (lloyd.py) and never where distances are computed.
+the fused pass (passes/lloyd.py, over the fit's rows by parallel/sharded.py's
+LloydShards) and never where distances are computed.
 """
 import numbers
 import time

@@ -1,7 +1,8 @@
 """The device side of fuzzy c-means: the fused pass of templates/cmeans_pass.cl.mako
 (distances, s_i once per row, memberships, per-work-group partial numerators
-and denominators), its specs and their plans, over a DevicePartition and over
-a ShardedData (statistics in float64, in row order, then over MPI ranks).
+and denominators), its specs and their plans, over one DevicePartition.
+parallel/sharded.py's CMeansShards runs it over a fit's rows (statistics in
+float64, in row order, then over MPI ranks).
 """
 import dataclasses
 

@@ -1,11 +1,13 @@
 """The device side of Gaussian-mixture EM: kernel specs, their plans, and
-the E and M passes over a DevicePartition and over a ShardedData.
+the E and M passes over one DevicePartition (parallel/sharded.py's
+GmmShards runs them over a fit's rows).
 
 Pairs with templates/gmm_estep.cl.mako (log-densities, log-sum-exp,
 responsibilities), templates/gmm_mstep.cl.mako (per-component N, sums and
 scatter about the current means; GPUs) and gmm_mstep_rowwise.cl.mako (the
 same statistics, a work-item per component; CPUs).  Only the reduced float64
-statistics leave the device; gmm.py and mdl.py do the model's math.
+statistics leave the device; cluster/gmm.py and cluster/mdl.py do the
+model's math.
 """
 import dataclasses
 
@@ -262,6 +264,3 @@ class GmmPass:
         k = rows.shape[1]
         self._resp(k)[:k * self.part.n].set(
             np.ascontiguousarray(rows.T, self.part.dtype).ravel(), self.part.queue)
-
-
-# ---------------------------------------------------------------- estimator

@@ -2,9 +2,10 @@
 
 Pairs with templates/lloyd_*.cl.mako: the fused tiled and row-wise kernels,
 and the register-tiled GEMM-style assignment followed by the label-driven
-accumulation of sums ("gemm").  The pass is the
-*local statistics* step of k-means; the k-means loop (kmeans.py) only sees the
-reduced statistics, never where or how distances are computed.
+accumulation of sums ("gemm"; "mma" on NVIDIA tensor cores).  The pass is
+the *local statistics* step of k-means (parallel/sharded.py's LloydShards
+runs it over a fit's rows); the k-means loop (cluster/kmeans.py) only sees
+the reduced statistics, never where or how distances are computed.
 """
 import dataclasses
 
