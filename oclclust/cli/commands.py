@@ -1,7 +1,7 @@
 """The ``fit`` and ``predict`` commands of ``python -m oclclust``.
 
 ``fit`` reads a data file, fits one algorithm and writes the model (.npz
-with JSON metadata, modelio.py) and optionally the labels.  Launched by
+with JSON metadata, io/modelio.py) and optionally the labels.  Launched by
 mpiexec with several ranks it joins them (comm=COMM_WORLD): each rank loads
 its own slice of the file, rank 0 writes the model, each rank may write its
 own labels file ("{rank}" in the name).

@@ -7,7 +7,7 @@ Ravunnikutty et al., "Ensemble K-means on multi-core architectures".
 A measurement is the paper's loop: ``iters`` iterations of the statistics
 pass of all M models plus the estimator's model update (KD-tree: the leaf ->
 candidate mapping too; on one device the update runs there, one iteration
-ahead of the host: ensemble_update.py), after one untimed warm-up
+ahead of the host: passes/ensemble_update.py), after one untimed warm-up
 iteration; data upload and tree build are outside the timing.  Reported
 per run: seconds per iteration (the mean), effective GB/s of data read (the
 rows read by the pass: M times for task and data parallelism, once per

@@ -74,7 +74,8 @@ class KCluster(BaseEstimator):
 
     A subclass declares its own ``_parameter_rules`` (SHARED_RULES fill in
     the rest), implements ``_fit(data, host_w, rng, ranks)``, and may set
-    ``_calibration_pass`` (what measured device weights time) and
+    ``_calibration_pass`` (what measured device weights time:
+    DeviceManager.scatter's *calibration*) and
     ``_fitted_attribute`` (what a fit sets: the not-fitted check and the
     dtype of predict's data)."""
 

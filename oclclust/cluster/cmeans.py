@@ -1,7 +1,8 @@
 """Fuzzy c-means (Bezdek) on OpenCL devices, in the O(N*D*C) form of eq. 3.
 
-The device pass is cmeans_pass.py.  One fused pass per iteration
-reads each row once: distances to all centres, s_i once per row, the
+The device pass is passes/cmeans.py (CMeansPass), run over the fit's rows
+by parallel/sharded.py's CMeansShards.  One fused pass per iteration reads
+each row once: distances to all centres, s_i once per row, the
 memberships, and per-work-group partial numerators sum w u^m x and
 denominators sum w u^m (eq. 2), reduced on the device in a fixed order,
 then in float64 over the chunks of every device (in row order) and over MPI
@@ -113,13 +114,12 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         return self
 
     def _calibration_pass(self, part):
-        """What measured weights time: an updating pass over a sample partition."""
-        if "calibration" not in part.state:
-            c = min(self.n_clusters, part.n)
-            centers = part.x[:c].get(part.queue).astype(np.float64)
-            part.state["calibration"] = CMeansPass(part, c, float(self.m)), centers
-        cpass, centers = part.state["calibration"]
-        cpass.run(centers)
+        """What measured weights time (DeviceManager.scatter): an updating
+        pass over a sample partition."""
+        c = min(self.n_clusters, part.n)
+        centers = part.x[:c].get(part.queue).astype(np.float64)
+        cpass = CMeansPass(part, c, float(self.m))
+        return lambda: cpass.run(centers)
 
     # ------------------------------------------------------------- inference
     def _memberships(self, X, sample_weight, write_u):

@@ -1,8 +1,9 @@
 """Ensemble k-means: M k-means models fit in one data pass per iteration.
 
-The device passes live in ensemble_pass.py (task / data / concatenated
-parallelism) and kdtree.py (KD-tree pruning, three leaf mappings); this module
-holds the model update loop, the "auto" choice and the estimator.  Every
+The device passes live in passes/ensemble.py (task / data / concatenated
+parallelism) and passes/kdtree.py (KD-tree pruning, three leaf mappings),
+run over the fit's rows by parallel/sharded_ensemble.py; this module holds
+the model update loop, the "auto" choice and the estimator.  Every
 strategy and mapping gives bit-identical statistics (fixed-point sums), so
 the choice changes the speed only, and each model follows exactly the path
 an independent KMeans fit from its own init follows (its own tol, its own

@@ -1,8 +1,8 @@
 """Hierarchical agglomerative clustering: scipy's linkage and scikit-learn's
 AgglomerativeClustering, computed on an OpenCL device.
 
-The device work (distance matrix, merges) is in linkage_device.py and
-linkage_generic.py; here are the public API, input rules and the
+The device work (distance matrix, merges) is in passes/linkage.py and
+passes/linkage_generic.py; here are the public API, input rules and the
 bookkeeping scipy and scikit-learn do on the host (sorting, relabelling,
 cutting the tree).
 """

@@ -1,7 +1,8 @@
 """k-means (Lloyd) with k-means++ seeding, scikit-learn's KMeans API.
 
 The loop here is the *model update*: it sees only the reduced statistics of
-the fused pass (lloyd.py) and never where distances are computed.
+the fused pass (passes/lloyd.py, over the fit's rows by parallel/sharded.py's
+LloydShards) and never where distances are computed.
 """
 import numbers
 import time
@@ -100,15 +101,14 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         return self
 
     def _calibration_pass(self, part):
-        """What measured weights time: a Lloyd pass over a sample partition
-        (any centres cost the same; the sample's first rows serve)."""
-        if "calibration" not in part.state:
-            k = min(self.n_clusters, part.n)
-            centers = part.x[:k].get(part.queue).astype(np.float64)
-            labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
-            part.state["calibration"] = LloydPass(part, k), labels, centers
-        lloyd, labels, centers = part.state["calibration"]
-        lloyd.run(centers, labels)
+        """What measured weights time (DeviceManager.scatter): a Lloyd pass
+        over a sample partition (any centres cost the same; the sample's
+        first rows serve)."""
+        k = min(self.n_clusters, part.n)
+        centers = part.x[:k].get(part.queue).astype(np.float64)
+        labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
+        lloyd = LloydPass(part, k)
+        return lambda: lloyd.run(centers, labels)
 
     def _n_init(self, init):
         if not isinstance(init, str) and self.n_init not in ("auto", 1):

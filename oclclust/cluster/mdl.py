@@ -1,6 +1,6 @@
 """Gaussian-mixture model math on the host, and MDL order selection.
 
-The device passes (gmm_pass.py) reduce each component's N, S1 = sum r (x - mu)
+The device passes (passes/gmm.py) reduce each component's N, S1 = sum r (x - mu)
 and S2 = sum r (x - mu)(x - mu)^T about the current means mu; here they
 become weights, means and covariances exactly as scikit-learn's M step makes
 them, and Cholesky factors of the precisions.

@@ -65,9 +65,15 @@ class DeviceManager:
     then the previous iterations' timings), or one number per device.
     ``memory_budget``: bytes of data a device may hold (default: its profile's
     budget); a larger shard is streamed.
+    ``executor``: makes the pools (called with max_workers) whose threads
+    drive the devices at once: uploads, passes, calibration.  A harness
+    whose OpenCL runtime must be called from one thread gives an executor
+    that runs each task on the calling thread
+    (tests/harness/oclgrind_driver.py).
     """
 
-    def __init__(self, devices=None, weights="compute_units", memory_budget=None):
+    def __init__(self, devices=None, weights="compute_units", memory_budget=None,
+                 executor=ThreadPoolExecutor):
         if isinstance(devices, DeviceManager):
             raise ValueError("devices is already a DeviceManager")
         if isinstance(devices, (list, tuple)) and devices and \
@@ -88,6 +94,7 @@ class DeviceManager:
                                  "with a positive sum")
             self.weights = w
         self.memory_budget = memory_budget
+        self.executor = executor
         self.measured = None     # rows per second of each device, once known
         self.reshards = 0        # times rows were laid out anew (rebalancing, faults)
 
@@ -116,8 +123,10 @@ class DeviceManager:
 
     def scatter(self, X, sample_weight=None, calibration=None):
         """Spread host rows (or take a device array as it is) over the devices.
-        With measured weights not yet measured, *calibration* (a pass of the
-        algorithm, fn(partition)) is first timed on a sample on each device."""
+        With measured weights not yet measured, *calibration* is first timed
+        on a sample on each device: fn(partition) sets the algorithm's pass
+        up over that partition and returns a function of no arguments that
+        runs it once."""
         return ShardedData(self, X, sample_weight, calibration)
 
 
@@ -253,7 +262,7 @@ class ShardedData:
                              None if w is None else w[start:start + rows],
                              int(start), m.budget(profile), previous.get(id(profile)))
             # every device's upload at once: the copies to several devices overlap
-            with ThreadPoolExecutor(max(1, len(m.profiles))) as pool:
+            with m.executor(max(1, len(m.profiles))) as pool:
                 self.shards = list(pool.map(shard, m.profiles, starts, counts))
             self.chunks = [c for s in self.shards for c in s.chunks]
         self.starts = np.array([c.offset for c in self.chunks])
@@ -263,7 +272,7 @@ class ShardedData:
         self.layout_seconds = time.perf_counter() - start
         if not previous:   # a full layout: what moving a row costs
             self.row_seconds = self.layout_seconds / max(self.n, 1)
-        self._pool = ThreadPoolExecutor(max(1, len(self.shards)))
+        self._pool = m.executor(max(1, len(self.shards)))
 
     @property
     def rows_per_device(self):
@@ -332,9 +341,9 @@ class ShardedData:
         self._pool.shutdown()
 
     def _calibrate(self, fn, rows=None):
-        """Measured weights from short passes: *fn* on the same first rows on
-        every device at once (once to build, then timed), before the rows are
-        laid out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
+        """Measured weights from short passes: *fn*'s pass (see
+        DeviceManager.scatter) on the same first rows on every device at once
+        (once to build, then timed), before the rows are laid out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
         busy, so launch latency does not pass for slowness."""
         m = self.manager
         if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
@@ -346,16 +355,16 @@ class ShardedData:
         def timed(profile, least=0.25):
             """Rows per second over passes of at least *least* seconds in all:
             one short pass is too noisy to split gigabytes by."""
-            part = DevicePartition(profile, sample, w)
-            fn(part)
+            one_pass = fn(DevicePartition(profile, sample, w))
+            one_pass()
             passes, start = 0, time.perf_counter()
             while passes < 1 or time.perf_counter() - start < least:
-                fn(part)
+                one_pass()
                 passes += 1
             return passes * rows / max(time.perf_counter() - start, 1e-9)
         # all devices at once, as they will run their shares: they share the
         # host's cores and memory, and the time is the slowest one's, not the sum
-        with ThreadPoolExecutor(len(m.profiles)) as pool:
+        with m.executor(len(m.profiles)) as pool:
             m.measured = np.array(list(pool.map(timed, m.profiles)))
 
     def _move_seconds(self):

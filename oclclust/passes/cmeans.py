@@ -1,7 +1,8 @@
 """The device side of fuzzy c-means: the fused pass of templates/cmeans_pass.cl.mako
 (distances, s_i once per row, memberships, per-work-group partial numerators
-and denominators), its specs and their plans, over a DevicePartition and over
-a ShardedData (statistics in float64, in row order, then over MPI ranks).
+and denominators), its specs and their plans, over one DevicePartition.
+parallel/sharded.py's CMeansShards runs it over a fit's rows (statistics in
+float64, in row order, then over MPI ranks).
 """
 import dataclasses
 
@@ -164,24 +165,30 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
         wg //= 2
 
 
-def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two):
-    """(spec, kernel) of the first candidate that builds and fits the device."""
+def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two, spec=None):
+    """(spec, kernel) of the first candidate that builds and fits the device;
+    *spec*: offered alone instead of the candidates (see CMeansPass)."""
+    specs = ([spec] if spec is not None else
+             candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two))
     return codegen.plan("cmeans", queue.context,
-                        (profile, np.dtype(dtype).name, d, c, update, write_u, weighted, m_two),
-                        lambda: first_fitting(profile, queue, candidate_specs(
-                            profile, dtype, d, c, update, write_u, weighted, m_two),
-                            "cmeans_pass", "c-means"))
+                        (profile, np.dtype(dtype).name, d, c, update, write_u, weighted, m_two,
+                         spec),
+                        lambda: first_fitting(profile, queue, specs, "cmeans_pass", "c-means"))
 
 
 class CMeansPass:
     """The fused pass over one DevicePartition.  ``update``: partial
-    statistics; ``write_u``: the memberships into ``self.u`` (n x c)."""
+    statistics; ``write_u``: the memberships into ``self.u`` (n x c).
+    ``spec``: a CMeansSpec of this problem (as candidate_specs makes them)
+    offered alone instead of the candidates: still checked against the
+    device and built as the planner's pick would be (a harness runs every
+    variant)."""
 
-    def __init__(self, part, c, m, update=True, write_u=False):
+    def __init__(self, part, c, m, update=True, write_u=False, spec=None):
         self.part, self.c, self.m, self.update = part, c, float(m), update
         q = part.queue
         self.spec, self.kernel = plan(part.profile, q, part.dtype, part.d, c, update, write_u,
-                                      part.weighted, self.m == 2.0)
+                                      part.weighted, self.m == 2.0, spec)
         self.groups, self.tiles = part.groups(self.spec.wg, self.spec.p)
         self.size = c * (part.d + 1)
         self.part_stats = partial_buffer(q, self.groups, self.size if update else 1,

@@ -1,11 +1,13 @@
 """The device side of Gaussian-mixture EM: kernel specs, their plans, and
-the E and M passes over a DevicePartition and over a ShardedData.
+the E and M passes over one DevicePartition (parallel/sharded.py's
+GmmShards runs them over a fit's rows).
 
 Pairs with templates/gmm_estep.cl.mako (log-densities, log-sum-exp,
 responsibilities), templates/gmm_mstep.cl.mako (per-component N, sums and
 scatter about the current means; GPUs) and gmm_mstep_rowwise.cl.mako (the
 same statistics, a work-item per component; CPUs).  Only the reduced float64
-statistics leave the device; gmm.py and mdl.py do the model's math.
+statistics leave the device; cluster/gmm.py and cluster/mdl.py do the
+model's math.
 """
 import dataclasses
 
@@ -183,9 +185,11 @@ def plan(profile, queue, specs, name):
 class GmmPass:
     """The E and M kernels over one DevicePartition (components: at most k)."""
 
-    def __init__(self, part, k, full, specs=None):
+    def __init__(self, part, k, full, specs=None, chunks=None):
         """specs: an (E-step, M-step) spec pair offered alone instead of the
-        planners' lists (still checked and built; a harness runs every variant)."""
+        planners' lists (still checked and built; a harness runs every variant).
+        chunks: the M kernel's chunks of rows (default: enough work-groups
+        for every compute unit, no more chunks than tiles of rows)."""
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
         esteps, msteps = (([specs[0]], [specs[1]]) if specs else
@@ -200,9 +204,11 @@ class GmmPass:
         self.part_ll = partial_buffer(q, self.groups, 1, part.acc_double)
         self.part_bad = cla.empty(q, self.groups, np.int32)
         self.resp = None
-        target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
-        per_chunk = self.mspec.groups_per_chunk(k)
-        self.chunks = int(max(1, min(-(-target // per_chunk), -(-part.n // self.mspec.tile))))
+        if chunks is None:
+            target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
+            per_chunk = self.mspec.groups_per_chunk(k)
+            chunks = int(max(1, min(-(-target // per_chunk), -(-part.n // self.mspec.tile))))
+        self.chunks = chunks
         slabs = self.chunks * self.mspec.reps
         self.part_stats = partial_buffer(q, slabs, k * stats_size(part.d, full),
                                          part.acc_double)
@@ -258,6 +264,3 @@ class GmmPass:
         k = rows.shape[1]
         self._resp(k)[:k * self.part.n].set(
             np.ascontiguousarray(rows.T, self.part.dtype).ravel(), self.part.queue)
-
-
-# ---------------------------------------------------------------- estimator

@@ -2,9 +2,10 @@
 
 Pairs with templates/lloyd_*.cl.mako: the fused tiled and row-wise kernels,
 and the register-tiled GEMM-style assignment followed by the label-driven
-accumulation of sums ("gemm").  The pass is the
-*local statistics* step of k-means; the k-means loop (kmeans.py) only sees the
-reduced statistics, never where or how distances are computed.
+accumulation of sums ("gemm"; "mma" on NVIDIA tensor cores).  The pass is
+the *local statistics* step of k-means (parallel/sharded.py's LloydShards
+runs it over a fit's rows); the k-means loop (cluster/kmeans.py) only sees
+the reduced statistics, never where or how distances are computed.
 """
 import dataclasses
 
@@ -198,20 +199,21 @@ def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
     return cchunk, chunks * cchunk
 
 
-def plan(profile, queue, dtype, d, k, update, weighted):
+def plan(profile, queue, dtype, d, k, update, weighted, spec=None):
     """The built kernel and spec of the first candidate that fits the device
-    (built in *queue*'s context)."""
+    (built in *queue*'s context); *spec*: offered alone instead of the
+    candidates (see LloydPass)."""
     def sums_fit(spec):   # the gemm variant's second kernel must fit too
         if not spec.labels_first or not update:
             return True
         sums = kernel(queue.context, spec.accumulate_spec(), "accumulate_sums")
         return kernel_work_group_limit(sums, queue.device) >= spec.acc_wg
+    specs = ([spec] if spec is not None else
+             candidate_specs(profile, dtype, d, k, update, weighted))
     return codegen.plan("lloyd", queue.context,
-                        (profile, np.dtype(dtype).name, d, k, update, weighted),
-                        lambda: first_fitting(
-                            profile, queue, candidate_specs(profile, dtype, d, k, update,
-                                                            weighted),
-                            lambda spec: spec.kernel_name, "Lloyd", sums_fit))
+                        (profile, np.dtype(dtype).name, d, k, update, weighted, spec),
+                        lambda: first_fitting(profile, queue, specs,
+                                              lambda spec: spec.kernel_name, "Lloyd", sums_fit))
 
 
 @dataclasses.dataclass
@@ -224,12 +226,17 @@ class LloydStats(Stats):
 
 
 class LloydPass:
-    """Runs the Lloyd pass over a DevicePartition into caller-owned labels."""
+    """Runs the Lloyd pass over a DevicePartition into caller-owned labels.
 
-    def __init__(self, part, k, update=True):
+    ``spec``: a LloydSpec of this problem (as candidate_specs makes them,
+    for the partition's dtype, d, weights and *k*, *update*) offered alone
+    instead of the candidates: still checked against the device and built
+    as the planner's pick would be (a harness runs every variant)."""
+
+    def __init__(self, part, k, update=True, spec=None):
         self.part, self.k, self.update = part, k, update
         self.spec, self.kernel = plan(part.profile, part.queue, part.dtype, part.d, k, update,
-                                       part.weighted)
+                                       part.weighted, spec)
         gemm = self.spec.labels_first
         rows = self.spec.tm if gemm else self.spec.wg * self.spec.ppi
         self.groups, self.tiles = part.groups(self.spec.wg, rows)

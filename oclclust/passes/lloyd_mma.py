@@ -1,7 +1,8 @@
 """Planning of the "mma" Lloyd variant: the gemm variant's distances on
 NVIDIA tensor cores, 3xTF32 (templates/lloyd_mma_assign.cl.mako), and the
 split of the centres into its fragments' order (lloyd_mma_split.cl.mako).
-The sums are the gemm variant's (lloyd_gemm.py); lloyd.py runs all three.
+The sums are the gemm variant's (lloyd_gemm.py); LloydPass (lloyd.py)
+runs all three kernels.
 """
 import dataclasses
 

@@ -81,7 +81,24 @@ class Spec:
         return args
 
     def render(self):
+        for observe in _RENDER_OBSERVERS:
+            observe(self)
         return lookup().get_template(self.template).render(**self.template_args())
+
+
+_RENDER_OBSERVERS = []
+
+
+@contextlib.contextmanager
+def renders_seen_by(observer):
+    """Call *observer(spec)* on every spec rendered while the block runs: a
+    harness's record of the variants it exercised
+    (tests/harness/oclgrind_driver.py --report)."""
+    _RENDER_OBSERVERS.append(observer)
+    try:
+        yield
+    finally:
+        _RENDER_OBSERVERS.remove(observer)
 
 
 def _rendered_file(source):

@@ -21,12 +21,11 @@ class MomentsSpec(Spec):
 
 class DevicePartition:
     """Rows ``x`` (n x d, C order, on *profile*'s device) and optional weights;
-    ``offset`` is the first row's index in the whole data set and ``state``
-    what algorithms keep for these rows between passes."""
+    ``offset`` is the first row's index in the whole data set."""
 
     def __init__(self, profile, X, sample_weight=None, offset=0):
         self.profile = profile
-        self.offset, self.state = offset, {}
+        self.offset = offset
         if isinstance(X, cla.Array):
             # the caller's own queue and context: kernels are built there, so
             # a program that keeps its data on the device can embed oclclust

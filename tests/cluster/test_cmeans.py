@@ -185,18 +185,11 @@ TILED_ROWS = {"row-major": lambda s: s.p == s.wg,
 
 def pass_results(profile, spec, X, w, centers, m):
     """(statistics, objective, non-finite count, memberships) of *spec* alone."""
-    original = cmeans_pass.candidate_specs
-    cmeans_pass.candidate_specs = lambda *args: iter([spec])
-    codegen.forget_plans("cmeans")
-    try:
-        part = DevicePartition(profile, X, w)
-        cpass = cmeans_pass.CMeansPass(part, len(centers), m, spec.update, spec.write_u)
-        assert cpass.spec == spec
-        stats, obj, bad = cpass.run(centers)
-        return stats, obj, bad, None if cpass.u is None else cpass.u.get(part.queue)
-    finally:
-        cmeans_pass.candidate_specs = original
-        codegen.forget_plans("cmeans")
+    part = DevicePartition(profile, X, w)
+    cpass = cmeans_pass.CMeansPass(part, len(centers), m, spec.update, spec.write_u, spec=spec)
+    assert cpass.spec == spec
+    stats, obj, bad = cpass.run(centers)
+    return stats, obj, bad, None if cpass.u is None else cpass.u.get(part.queue)
 
 
 @pytest.mark.parametrize("rows", TILED_ROWS)

@@ -11,14 +11,20 @@ the test can tell that no template was left out.
 
 Adding a template: write an exerciser below (or extend one) and list it in
 EXERCISERS -- or, for an algorithm of its own, in a plugin module
-``tests/harness/oclgrind_ex_<name>.py`` with its own ``EXERCISERS`` dict of the same
-form (exercisers take (device, log) and may use this module's mark, close,
-data, profile_for and PRECISIONS).  ``--only NAME`` runs one plugin ("core":
-this module's own); tests/passes/test_oclgrind.py runs each in its own process.  The Lloyd variants are every spec lloyd.candidate_specs offers
-plus, on the first candidate of each template, the product of LLOYD_AXES
-(dataclasses.replace), for each precision mode of PRECISIONS.  Fits,
-moments and k-means++ go through the device manager (oc.DeviceManager) on the
-one Oclgrind device, both resident and with a memory budget that streams the
+``tests/harness/oclgrind_ex_<name>.py`` with its own ``EXERCISERS`` dict of
+the same form (exercisers take (device, log) and may use this module's mark,
+close, data, profile_for, managers, device_manager, streaming_budget and
+PRECISIONS).  ``--only NAME`` runs one plugin ("core": this module's own);
+tests/passes/test_oclgrind.py runs each in its own process.
+
+The Lloyd variants are every spec lloyd.candidate_specs offers plus, on the
+first candidate of each template, the product of LLOYD_AXES
+(dataclasses.replace), for each precision mode of PRECISIONS; each runs
+through the pass's own injection point (LloydPass(..., spec=); the plugins
+use CMeansPass's and GmmPass's), which still checks and builds it as the
+planner would.  Fits, moments and k-means++ go through the device manager
+on the one Oclgrind device (device_manager: its per-device work on the
+calling thread), both resident and with a memory budget that streams the
 rows in several chunks (same results required).
 
 ``--canary`` runs a kernel with a known out-of-bounds read, data race and
@@ -47,7 +53,6 @@ from oclclust.runtime import codegen
 from oclclust.cluster.inits import kmeans_plusplus
 from oclclust.passes import kmeanspp
 from oclclust.passes import lloyd
-from oclclust.parallel import manager
 from oclclust.passes.distances import pairwise_euclidean
 from oclclust.runtime.partition import DevicePartition
 
@@ -80,20 +85,11 @@ GEMM_SLICES = (2, K)
 RENDERED = {}                   # template -> {repr(spec): spec fields}
 
 
-@contextlib.contextmanager
-def recording_renders():
-    original = codegen.Spec.render
-
-    def render(spec):
-        fields = {k: v for k, v in dataclasses.asdict(spec).items()
-                  if isinstance(v, (bool, int, float, str))}
-        RENDERED.setdefault(spec.template, {})[repr(spec)] = dict(fields, kind=type(spec).__name__)
-        return original(spec)
-    codegen.Spec.render = render
-    try:
-        yield
-    finally:
-        codegen.Spec.render = original
+def record_render(spec):
+    """Note *spec* in RENDERED (codegen.renders_seen_by)."""
+    fields = {k: v for k, v in dataclasses.asdict(spec).items()
+              if isinstance(v, (bool, int, float, str))}
+    RENDERED.setdefault(spec.template, {})[repr(spec)] = dict(fields, kind=type(spec).__name__)
 
 
 def host_prefix_sum(queue, acc, weighted, real_t):
@@ -204,9 +200,17 @@ def buffers_kept_alive():
 
 
 class CallingThread(concurrent.futures.Executor):
-    """An executor that runs each task at once on the thread that submits it."""
+    """An executor that runs each task at once on the thread that submits it:
+    the device manager's executor (DeviceManager(executor=)) here.
 
-    def __init__(self, *args, **kwargs):
+    oclgrind 21.10 with --uninitialized crashes (SIGSEGV) on any OpenCL call
+    made from a thread other than the one that created the context; the
+    manager drives each device from a thread of its pool.  The same uploads
+    and passes run one after another on the calling thread instead (the
+    kernels, buffers and the streamed chunks' second queue are unchanged).
+    """
+
+    def __init__(self, max_workers=None):
         pass
 
     def submit(self, fn, *args, **kwargs):
@@ -218,39 +222,9 @@ class CallingThread(concurrent.futures.Executor):
         return future
 
 
-@contextlib.contextmanager
-def passes_on_calling_thread():
-    """Run the device manager's per-device passes on the main thread.
-
-    oclgrind 21.10 with --uninitialized crashes (SIGSEGV) on any OpenCL call
-    made from a thread other than the one that created the context; the
-    manager drives each device from a thread of its pool.  The same passes run
-    one after another on the calling thread instead (the kernels, buffers and
-    the streamed chunks' second queue are unchanged).
-    """
-    original = manager.ThreadPoolExecutor
-    manager.ThreadPoolExecutor = CallingThread
-    try:
-        yield
-    finally:
-        manager.ThreadPoolExecutor = original
-
-
-@contextlib.contextmanager
-def forced_lloyd_spec(spec):
-    """Make the Lloyd planner offer *spec* alone: lloyd.plan still checks that
-    it fits the device and builds it, as in a fit."""
-    original = lloyd.candidate_specs
-
-    def candidate_specs(*args, **kwargs):
-        yield spec
-    lloyd.candidate_specs = candidate_specs
-    codegen.forget_plans("lloyd")   # plans are memoised per problem, not per spec
-    try:
-        yield
-    finally:
-        lloyd.candidate_specs = original
-        codegen.forget_plans("lloyd")
+def device_manager(profile, **kwargs):
+    """oc.DeviceManager of the one *profile*, driven from the calling thread."""
+    return oc.DeviceManager([profile], executor=CallingThread, **kwargs)
 
 
 def data(dtype, seed=0):
@@ -320,8 +294,7 @@ def exercise_lloyd(device, log):
                 continue                # the fused variants: run with LLOYD_PROFILE
             mark(f"lloyd fp64={fp64} {spec}")
             part = DevicePartition(profile, X, w if spec.weighted else None)
-            with forced_lloyd_spec(spec):
-                lp = lloyd.LloydPass(part, K, update=spec.update)
+            lp = lloyd.LloydPass(part, K, update=spec.update, spec=spec)
             assert lp.spec == spec
             labels = oc_labels(part)
             stats = lp.run(centers, labels)
@@ -410,8 +383,8 @@ def streaming_budget(dtype, rows=STREAM_ROWS):
 
 def managers(profile, dtype):
     """(label, DeviceManager) for the one device: resident, and streamed in chunks."""
-    yield "resident", oc.DeviceManager([profile])
-    yield "streamed", oc.DeviceManager([profile], memory_budget=streaming_budget(dtype))
+    yield "resident", device_manager(profile)
+    yield "streamed", device_manager(profile, memory_budget=streaming_budget(dtype))
 
 
 def check_layout(data, label):
@@ -599,9 +572,9 @@ def main(argv=None):
 
     done = []
     with contextlib.ExitStack() as stack:
+        stack.enter_context(codegen.renders_seen_by(record_render))
         stack.enter_context(kmeanspp.prefix_sums_by(host_prefix_sum))
-        for workaround in (recording_renders, buffers_kept_alive, fill_by_host_writes,
-                           partial_writes_by_kernel, passes_on_calling_thread):
+        for workaround in (buffers_kept_alive, fill_by_host_writes, partial_writes_by_kernel):
             stack.enter_context(workaround())
         for fn in dict.fromkeys(f for ex in chosen for fns in ex.values() for f in fns):
             fn(device, log)

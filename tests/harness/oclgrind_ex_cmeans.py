@@ -1,4 +1,4 @@
-"""oclgrind plugin: every variant of templates/cmeans_pass.cl.mako (fuzzy c-means).
+"""oclgrind plugin: every variant of templates/cmeans/cmeans_pass.cl.mako (fuzzy c-means).
 
 Each precision of PRECISIONS (float32 with double sums, float64, float32
 with Kahan sums) runs the pass in all three modes (statistics, memberships
@@ -13,7 +13,6 @@ order (CPUs)), each with the distances per row and as register tiles
 row; results are checked against numpy.  Whole fits (k-means++ seeding,
 the manager, resident and streamed in chunks) follow.
 """
-import contextlib
 import dataclasses
 import itertools
 
@@ -42,22 +41,6 @@ LAYOUTS = [                     # the first four meet the statistics mode
     (2, "all", C, True, False, True, (4, 1, 3)),
 ]
 MODES = {"update": (True, False), "write_u": (False, True), "objective": (False, False)}
-
-
-@contextlib.contextmanager
-def forced_spec(spec):
-    """cmeans_pass.plan offers *spec* alone (still built and checked as in a fit)."""
-    original = cmeans_pass.candidate_specs
-
-    def candidate_specs(*args, **kwargs):
-        yield spec
-    cmeans_pass.candidate_specs = candidate_specs
-    codegen.forget_plans("cmeans")
-    try:
-        yield
-    finally:
-        cmeans_pass.candidate_specs = original
-        codegen.forget_plans("cmeans")
 
 
 def reference(X, centers, m, w):
@@ -115,8 +98,7 @@ def exercise_cmeans_pass(device, log):
             m = 2.0 if spec.m_two else 1.6
             mark(f"cmeans fp64={fp64} {spec}")
             part = DevicePartition(profile, X, w if spec.weighted else None)
-            with forced_spec(spec):
-                cpass = cmeans_pass.CMeansPass(part, C, m, spec.update, spec.write_u)
+            cpass = cmeans_pass.CMeansPass(part, C, m, spec.update, spec.write_u, spec=spec)
             assert cpass.spec == spec
             ww = w.astype(np.float64) if spec.weighted else np.ones(len(X))
             U, stats, obj = reference(X, centers, m, ww)

@@ -12,12 +12,11 @@ import itertools
 
 import numpy as np
 
-from oclgrind_driver import PRECISIONS, close, data, mark, profile_for
+from oclgrind_driver import PRECISIONS, close, data, device_manager, mark, profile_for
 from oclclust.cluster.ensemble import EnsembleModels, data_moments, ensemble_passes, fixed_point
 from oclclust.cluster.lloyd_loop import fit_lloyd
 from oclclust.passes.ensemble import EnsemblePass
 from oclclust.passes.kdtree import MAPPINGS, KDTreePass
-from oclclust.parallel.manager import DeviceManager
 
 KS = (3, 5, 2)          # models of different K; 37 rows, d = 3 (the driver's data)
 # (strategy, distributed model order): the order only matters to concatenated
@@ -46,7 +45,7 @@ def setting(device, dtype, fp64, weighted, local=None):
     centers = [X[rng.choice(len(X), k, replace=False)].astype(np.float64) for k in KS]
     ws = w if weighted else None
     host_w = (w if weighted else np.ones(len(X))).astype(np.float64)
-    data_ = DeviceManager([profile]).scatter(X, ws)
+    data_ = device_manager(profile).scatter(X, ws)
     fixed = fixed_point(data_, host_w, data_moments(data_)[0])
     return data_, fixed, centers, expected(X, host_w, [c.astype(dtype) for c in centers])
 

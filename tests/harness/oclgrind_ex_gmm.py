@@ -1,14 +1,15 @@
 """oclgrind plugin: every GaussianMixture kernel variant on tiny inputs.
 
-Run by tests/harness/oclgrind_driver.py (--only gmm).  The E-step variants (full /
-diag covariance, responsibilities stored or not, component records staged in
-local memory in several chunks, in one, or read from global memory, one or
-two points per work-item; diag also as register tiles of
+Run by tests/harness/oclgrind_driver.py (--only gmm).  The E-step variants
+(full / diag covariance, responsibilities stored or not, component records
+staged in local memory in several chunks, in one, or read from global
+memory, one or two points per work-item; diag also as register tiles of
 distance_tile.cl.mako) and the M-step shapes (the GPU's small register
 blocks with replicas, the CPU's large blocks, the CPU's work-item per
-component; tiles smaller than a chunk of rows) run for every precision of PRECISIONS (float64 sums, float64 data, Kahan-
-compensated float sums) and are checked against numpy; then whole fits
-through the device manager, resident and streamed in chunks (same model).
+component; tiles smaller than a chunk of rows) run for every precision of
+PRECISIONS (float64 sums, float64 data, Kahan-compensated float sums) and
+are checked against numpy; then whole fits through the device manager,
+resident and streamed in chunks (same model).
 """
 import warnings
 
@@ -19,8 +20,7 @@ from oclclust.passes import gmm as gmm_pass
 from oclclust.runtime import codegen
 from oclclust.cluster import mdl
 from oclclust.runtime.partition import DevicePartition
-from oclclust.runtime.reduce import partial_buffer
-from oclgrind_driver import PRECISIONS, close, data, mark, profile_for, streaming_budget
+from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 
 K = 5
 
@@ -95,10 +95,8 @@ def exercise_kernels(device, log):
                     what = f"gmm {dtype} fp64={fp64} full={full} {label} store={store} {mstep}"
                     mark(what)
                     part = DevicePartition(profile, X)
-                    gp = gmm_pass.GmmPass(part, K, full, specs=(estep, mstep))
-                    gp.chunks = 3       # rows in chunks of 13: several ragged tiles each
-                    gp.part_stats = partial_buffer(part.queue, 3 * mstep.reps,
-                                                   K * gmm_pass.stats_size(X.shape[1], full), fp64)
+                    # rows in chunks of 13: several ragged tiles each
+                    gp = gmm_pass.GmmPass(part, K, full, specs=(estep, mstep), chunks=3)
                     ll, bad = gp.estep(mdl.records(m, full), store_resp=store)
                     close(gp.lse.get(part.queue), lse, f"{what}: lse", rtol)
                     close(ll, lse.sum(), f"{what}: log-likelihood", rtol)
@@ -130,9 +128,7 @@ def exercise_fits(device, log):
             params = dict(covariance_type=cov, max_iter=2, tol=0, weights_init=m.weights,
                           means_init=m.means, precisions_init=prec)
             first = None
-            for how, mgr in (("resident", oc.DeviceManager([profile])),
-                             ("streamed", oc.DeviceManager(
-                                 [profile], memory_budget=streaming_budget(dtype)))):
+            for how, mgr in managers(profile, dtype):
                 what = f"GaussianMixture {dtype} fp64={fp64} {cov} {how}"
                 mark(what)
                 codegen.forget_plans("gmm")

@@ -1,4 +1,4 @@
-"""oclgrind plugin: templates/lloyd_mma_split.cl.mako, the split of the
+"""oclgrind plugin: templates/lloyd_mma/lloyd_mma_split.cl.mako, the split of the
 centres into the "mma" Lloyd variant's fragment order, for odd and even
 numbers of k8 steps (plain and swizzled rows) and ragged d and k, against the
 layout mma_layout.py models.  The variant's own kernel

@@ -1,4 +1,4 @@
-"""The ensemble's model update on the device (oclclust/ensemble_update.py):
+"""The ensemble's model update on the device (oclclust/passes/ensemble_update.py):
 bit for bit the host's update, for every strategy, KD-tree mapping, K and
 dtype; flagged iterations (empty clusters) go to the host and back; only
 single-device, resident fits with double precision use it."""

@@ -1,4 +1,4 @@
-"""The "mma" Lloyd variant (oclclust/lloyd_mma.py): the split of the centres
+"""The "mma" Lloyd variant (oclclust/passes/lloyd_mma.py): the split of the centres
 on every runtime, and the tensor-core pass against numpy where tensor cores
 are (elsewhere the same cases check that the planner falls back to gemm).
 """

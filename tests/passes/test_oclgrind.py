@@ -2,7 +2,8 @@
 
 tests/harness/oclgrind_driver.py renders and runs each variant (all Lloyd variants,
 reductions in double and Kahan float, k-means++ weighted and not, moments,
-transform; resident and streamed in chunks by the device manager) on the
+transform; resident and streamed in chunks by the device manager; its
+oclgrind_ex_*.py plugins every other algorithm's templates) on the
 Oclgrind simulator, with data-race, uninitialised-value and API checking
 on; any report oclgrind makes fails the test, traced to the
 variant that caused it.  Independent of OCLCLUST_TEST_PLATFORM: the simulator

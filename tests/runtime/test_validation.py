@@ -1,4 +1,4 @@
-"""Input and parameter validation helpers (oclclust.runtime.validation, placement)."""
+"""Input and parameter validation helpers (oclclust.runtime.validation, oclclust.parallel.placement)."""
 import dataclasses
 import numbers
 
