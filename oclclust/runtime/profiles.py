@@ -9,6 +9,7 @@ package imports every declaring module), so a profile is resolved with every
 term known.  Nothing from a YAML file reaches a kernel without passing
 ``Term.check``: type, range or enumeration.
 """
+import copy
 import dataclasses
 import os
 from collections.abc import Mapping
@@ -168,18 +169,29 @@ def _check_entry(entry, where):
     return {k: str(v).lower() for k, v in match.items()}, terms
 
 
+_LOADED = {}   # (path, its text, terms known) -> its validated entries
+
+
 def load_profile_file(path):
     """Validated (match, terms, label) entries of one devices.yaml file, the
-    terms keyed as the file writes them."""
+    terms keyed as the file writes them.  Parsed once per text: every fit
+    resolves the profiles, and parsing YAML took most of a small fit."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or []
-    except (OSError, yaml.YAMLError) as exc:
+        text = path.read_text()
+    except OSError as exc:
         raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
-    if not isinstance(data, list):
-        raise ProfileError(f"{path}: expected a list of entries")
-    return [_check_entry(e, f"{path} entry {i}") + (f"{path.name}#{i}",)
-            for i, e in enumerate(data)]
+    key = (str(path), text, len(PROFILE_TERMS))
+    if key not in _LOADED:
+        try:
+            data = yaml.safe_load(text) or []
+        except yaml.YAMLError as exc:
+            raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
+        if not isinstance(data, list):
+            raise ProfileError(f"{path}: expected a list of entries")
+        _LOADED[key] = [_check_entry(e, f"{path} entry {i}") + (f"{path.name}#{i}",)
+                        for i, e in enumerate(data)]
+    return copy.deepcopy(_LOADED[key])
 
 
 def profile_entries():

@@ -191,3 +191,22 @@ def test_a_term_is_declared_once():
     with pytest.raises(TypeError, match="frozen dataclass"):
         pf.declare_terms(Mutable)
     assert "mutable_rows" not in PROFILE_TERMS
+
+
+def test_a_file_is_parsed_once_per_text(tmp_path, monkeypatch):
+    """A fit resolves the profiles each time: a file's text is parsed once,
+    an edited file is read anew, and a caller's changes to the entries it
+    got do not reach the next caller."""
+    path = tmp_path / "devices.yaml"
+    path.write_text("- {match: {type: cpu}, work_group_size: 32}\n")
+    parsed, safe_load = [], pf.yaml.safe_load
+
+    def counted(text):
+        parsed.append(text)
+        return safe_load(text)
+    monkeypatch.setattr(pf.yaml, "safe_load", counted)
+    first = pf.load_profile_file(path)
+    first[0][1]["work_group_size"] = 1
+    assert pf.load_profile_file(path)[0][1] == {"work_group_size": 32} and len(parsed) == 1
+    path.write_text("- {match: {type: cpu}, work_group_size: 16}\n")
+    assert pf.load_profile_file(path)[0][1] == {"work_group_size": 16} and len(parsed) == 2
