@@ -68,6 +68,13 @@ class Heap:
         self.index_by_key[k[j]] = j
 
 
+# scipy's find_min_dist raises this where a row has no neighbour closer than
+# inf: NaN or inf distances, which a Lance-Williams update makes from
+# negative ones (its gh-21011: centroid of [0, 0, -1])
+NO_NEIGHBOUR = ("find_min_dist cannot find any neighbors closer than inf away. "
+                "Check that distances contain no negative/infinite/NaN entries. ")
+
+
 class _Rows:
     """The device side: row searches, element reads and merge updates."""
 
@@ -98,7 +105,10 @@ class _Rows:
         self.k["row_init"](q, (-(-n // wg) * wg,), (wg,), self.dist.data, np.int32(n),
                            neighbor.data, min_dist.data)
         self.min_dist = min_dist     # the device's copy of the bounds (n-1 used)
-        return neighbor.get(q)[:n - 1].copy(), min_dist.get(q)[:n - 1].astype(np.float64)
+        neighbor = neighbor.get(q)[:n - 1].copy()
+        if np.any(neighbor < 0):
+            raise ValueError(NO_NEIGHBOUR)
+        return neighbor, min_dist.get(q)[:n - 1].astype(np.float64)
 
     def _enqueue_nearest_above(self, x):
         q, g = self.q, self.groups
@@ -111,10 +121,13 @@ class _Rows:
 
     def _nearest(self):
         y = int(self.out_host[1])
-        return (y, float(self.out_host[0])) if y < self.n else (-1, np.inf)
+        if y >= self.n:
+            raise ValueError(NO_NEIGHBOUR)
+        return y, float(self.out_host[0])
 
     def nearest_above(self, x):
-        """scipy's find_min_dist: (y, d) of x's nearest active y > x, or (-1, inf)."""
+        """scipy's find_min_dist: (y, d) of x's nearest active y > x; ValueError
+        where there is none closer than inf, as in scipy."""
         self._enqueue_nearest_above(x).wait()
         return self._nearest()
 
@@ -131,7 +144,8 @@ class _Rows:
     def merge(self, x, y, nx, ny, d):
         """Update row y for the merge of x into y, then find y's nearest
         neighbour above it, in one round trip: the lowered bounds (z, d) in
-        increasing z, and (y's neighbour, distance) or None where y = n-1."""
+        increasing z, and (y's neighbour, distance) or None where y = n-1
+        (ValueError where y has none closer than inf, as in scipy)."""
         q = self.q
         self.changed.fill(0)
         wg = self.plan.wg
@@ -187,8 +201,7 @@ def generic_linkage(plan, dist, n, method):
             heap.change_value(z, d)
         if above is not None:
             z, d = above
-            if z != -1:
-                neighbor[y], min_dist[y] = z, d
-                rows.set_bound(y, d)
-                heap.change_value(y, d)
+            neighbor[y], min_dist[y] = z, d
+            rows.set_bound(y, d)
+            heap.change_value(y, d)
     return Z

@@ -95,8 +95,12 @@ inline void row_partial(__global const real_t *restrict dist, const int n, const
 
 /* ------------------------------------------------ nearest-neighbour chain */
 
-/* (value, index) candidate into a running minimum; ties to the lower index */
-#define OFFER(d, i) do { const real_t d_ = (d); const int i_ = (i); \
+/* (value, index) candidate into a running minimum; ties to the lower index.
+   A NaN (a Lance-Williams update of negative distances: scipy's ward of
+   [0, 0, -1]) ranks as +inf, so a row of NaNs still names an active
+   cluster and the chain's index stays in range; the merge that follows
+   takes scipy's NaN height from d(x, prev). */
+#define OFFER(d, i) do { const real_t d_ = isnan(d) ? INFINITY : (d); const int i_ = (i); \
         ${select.lower("d_", "i_", "mv", "mi")} } while (0)
 
 /* The pending merge's update and the scan of row x = chain top over items
@@ -151,6 +155,7 @@ inline void nn_decide(real_t current_min, int y, const int n,
 {
     int len = state[LEN];
     const int x = chain[len - 1];
+    y = min(y, n - 1);      /* no candidate (cannot happen while two are active) */
     if (len > 1) {
         /* scipy starts from the previous chain element and takes only a
            strictly smaller distance: no cycles among equal distances */
@@ -184,7 +189,7 @@ inline void nn_decide(real_t current_min, int y, const int n,
             state[MERGING] = 1;
             if (len == 0) {     /* a new chain from the lowest active cluster */
                 int p = state[FIRST];
-                while (size[p] == 0)
+                while (p < n - 1 && size[p] == 0)
                     ++p;
                 state[FIRST] = p;
                 chain[0] = p;
@@ -242,7 +247,7 @@ void nn_step(__global real_t *restrict dist, const int n, const int groups,
 #define SIZE_OF(j) ((pend && (j) == pa) ? 0 : (pend && (j) == pb) ? pnab : size[j])
     reduce_partials(groups, in_v, in_i, v, idx);
     real_t current_min = v[0];
-    int y = idx[0];
+    int y = min(idx[0], n - 1);     /* no candidate (cannot happen while two are active) */
     barrier(CLK_LOCAL_MEM_FENCE);           /* v, idx are reused by the scan */
 
     int merging = 0, a = 0, b = 0, na = 0, nb = 0, top = 0;
@@ -278,7 +283,7 @@ void nn_step(__global real_t *restrict dist, const int n, const int groups,
                 merging = 0;
             } else if (len == 0) {   /* a new chain from the lowest active cluster */
                 int p = first;
-                while (p == a || (p != b && SIZE_OF(p) == 0))
+                while (p < n - 1 && (p == a || (p != b && SIZE_OF(p) == 0)))
                     ++p;
                 first = p;
                 base += 2;
@@ -423,6 +428,8 @@ __kernel void merge_update(__global real_t *restrict dist, const int n, const in
                            __global int *restrict changed, __global int *restrict changed_i,
                            __global real_t *restrict changed_v)
 {
+    if (a < 0 || b >= n || a >= b)      /* the host passes a < b < n: nothing else is a merge */
+        return;
     for (int z = get_global_id(0); z < n; z += get_global_size(0)) {
         /* only item z touches size[z]: the merged pair's sizes change here */
         if (z == a) {

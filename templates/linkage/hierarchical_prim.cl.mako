@@ -47,10 +47,9 @@ inline void prim_scan_items(__global const real_t *restrict dist, const int n, c
             b = d;
             best[i] = b;
         }
-        if (b < mv) {            /* rows ascend: the first strict minimum */
-            mv = b;
-            mi = i;
-        }
+        /* rows ascend: the first strict minimum (an unmerged i at +inf, only
+           where the distances overflowed, still beats "none": y stays < n) */
+        ${select.lower("b", "i", "mv", "mi")}
     }
     v[lid] = mv;
     idx[lid] = mi;
@@ -74,7 +73,7 @@ void prim_step(__global const real_t *restrict dist, const int n, const int grou
     __local int idx[WG];
     const int lid = get_local_id(0);
     reduce_partials(groups, in_v, in_i, v, idx);
-    const int y = idx[0];
+    const int y = min(idx[0], n - 1);       /* none unmerged: only past the last edge */
     const real_t h = v[0];
     barrier(CLK_LOCAL_MEM_FENCE);           /* v, idx are reused by the scan */
     if (get_group_id(0) == 0 && lid == 0) { /* state: [previous node, edges made] */
@@ -111,7 +110,7 @@ void prim_all(__global const real_t *restrict dist, const int n, __global int *r
         prim_scan_items(dist, n, x, 0, merged, best, lid, WG, v, idx);
         barrier(CLK_GLOBAL_MEM_FENCE);      /* every item has read state[0] */
         if (lid == 0) {
-            const int y = idx[0];
+            const int y = min(idx[0], n - 1);   /* always an unmerged one: see above */
             edges[2 * k] = x;
             edges[2 * k + 1] = y;
             heights[k] = v[0];
