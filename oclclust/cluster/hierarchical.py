@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ._base import BaseEstimator, ClusterMixin
+from ..parallel.manager import DeviceManager
 from ..runtime.devices import preferred, select_devices
 from ..passes.linkage import NN_CHAIN, Plan, condensed_distances, nn_chain, prim_single
 from ..passes.linkage_generic import generic_linkage
@@ -23,6 +24,8 @@ EUCLIDEAN_METHODS = ("centroid", "median", "ward")
 
 
 def _plan(devices):
+    if isinstance(devices, DeviceManager):
+        devices = devices.profiles
     profile = preferred(select_devices(devices))[0]
     if not profile.fp64:
         warnings.warn(f"{profile} has no fp64: distances and heights in float32, "
@@ -39,6 +42,24 @@ def _check_condensed(y):
                          "with k >= 2!")
     if not np.all(np.isfinite(y)):
         raise ValueError("The condensed distance matrix must contain only finite values.")
+
+
+def _check_range(values, plan):
+    """ValueError where host values (observations or distances) do not fit
+    the plan's value type: float32 on a device without fp64 would make them inf."""
+    top = np.finfo(plan.dtype).max
+    if plan.dtype != np.float64 and np.any(np.abs(values) > top):
+        raise ValueError(f"values beyond {plan.dtype.name}'s range ({top:.3g}): "
+                         f"{plan.profile} has no fp64; scale the data down")
+
+
+def _overflow(plan, method):
+    """The error where finite, non-negative distances made a non-finite
+    merge height (or left a row no neighbour closer than inf): a
+    Lance-Williams update squares distances and overflowed the plan's value
+    type, and the tree above it would be silently wrong."""
+    return ValueError(f"the {method} linkage's merge heights overflow "
+                      f"{plan.dtype.name} on {plan.profile}: scale the data down")
 
 
 def label(Z, n):
@@ -109,14 +130,25 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
         y = None
     else:
         raise ValueError("`y` must be 1 or 2 dimensional.")
+    # negative distances make NaN heights and find_min_dist errors in scipy
+    # too (ward of [0, 0, -1]; its gh-21011): from others they are overflows
+    nonnegative = X is not None or bool(np.all(y >= 0))
     plan = _plan(devices)
+    _check_range(y if X is None else X, plan)
     dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
     if method == "single":
         Z = _sorted_linkage(*prim_single(plan, dist, n), n)
     elif method in NN_CHAIN:
         Z = _sorted_linkage(*nn_chain(plan, dist, n, method), n)
     else:
-        Z = generic_linkage(plan, dist, n, method)
+        try:
+            Z = generic_linkage(plan, dist, n, method)
+        except ValueError as exc:    # scipy's find_min_dist error
+            if nonnegative:
+                raise _overflow(plan, method) from exc
+            raise
+    if nonnegative and not np.all(np.isfinite(Z[:, 2])):
+        raise _overflow(plan, method)
     if optimal_ordering:
         from scipy.cluster.hierarchy import optimal_leaf_ordering
         from scipy.spatial.distance import pdist
@@ -186,6 +218,7 @@ def _tree(X, method, metric, devices):
     if method == "single" and metric in ("euclidean", "cityblock", "chebyshev"):
         # scikit-learn runs its own Prim (the same edges) and labels unswapped
         plan = _plan(devices)
+        _check_range(X, plan)
         dist, n = condensed_distances(plan, X=X, metric=metric)
         pairs, heights = prim_single(plan, dist, n)
         order = np.argsort(heights, kind="mergesort")

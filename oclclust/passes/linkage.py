@@ -165,7 +165,11 @@ def condensed_distances(plan, X=None, y=None, metric="euclidean"):
         edge = -(-n // side) * side
         kern(q, (edge, edge), (side, side), *args)
     if flag.get(q)[0]:
-        raise ValueError("The condensed distance matrix must contain only finite values.")
+        # scipy's words; from finite observations only an overflow (of
+        # float32 where the device has no fp64) or cosine's zero vector
+        raise ValueError("The condensed distance matrix must contain only finite values"
+                         f" ({metric} distances of finite {plan.dtype.name} observations "
+                         "overflow, or a zero vector under cosine).")
     return out, n
 
 
