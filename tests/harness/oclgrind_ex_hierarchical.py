@@ -8,6 +8,11 @@ in two launches a step), and the generic algorithm for
 centroid/median, in each precision of PRECISIONS, with a work-group of 4 so
 the row searches span several work-groups.  Results are checked against
 scipy (merges equal, heights to rounding).
+
+Bad data too (exercise_bad_data): linkage() takes negative distances as
+scipy does, and the passes' entry points check nothing, so negative and NaN
+distances reach every linkage kernel here, with ties and duplicate points:
+no index a kernel derives from them may leave its buffer.
 """
 import numpy as np
 from oclgrind_driver import PRECISIONS, close, mark, profile_for
@@ -16,7 +21,7 @@ from scipy.spatial.distance import pdist
 
 from oclclust.cluster.hierarchical import METRICS, _sorted_linkage
 from oclclust.passes.linkage import Plan, condensed_distances, nn_chain, prim_single
-from oclclust.passes.linkage_generic import generic_linkage
+from oclclust.passes.linkage_generic import NO_NEIGHBOUR, generic_linkage
 
 
 def _points(n, d, seed):
@@ -89,8 +94,84 @@ def exercise_linkages(device, log):
     log("hierarchical linkages: ok")
 
 
+def _check_tree(Z, n, what):
+    """Z is a tree whatever its heights: every cluster id merged once, all n
+    points in the last merge."""
+    ids = Z[:, :2].astype(np.int64).ravel()
+    if len(set(ids.tolist())) != len(ids) or ids.min() < 0 or ids.max() > 2 * n - 3 \
+            or Z[-1, 3] != n:
+        raise AssertionError(f"{what}: not a tree: {Z}")
+
+
+def _bad_sets():
+    """(name, condensed y, whether scipy's Z is a valid tree to compare with)."""
+    grid = np.array([[0, 0], [1, 0], [0, 1], [1, 1], [0, 0], [2, 0], [1, 0]], np.float64)
+    nan = pdist(_points(6, 2, seed=3))
+    nan[[1, 7]] = np.nan
+    return [("ties and duplicates", pdist(grid), True),
+            ("negative", np.array([1, 2, 3, -4, 5, 6], np.float64), True),
+            ("negative, NaN updates", np.array([0, 0, 0, 0, 0, -1, -1, 2, 3, -5], np.float64),
+             False),
+            ("NaN", nan, False)]
+
+
+def _expect(y, method, compare, run, rtol, what):
+    """run() against scipy where scipy gives a tree (or scipy's ValueError)."""
+    n = round((1 + np.sqrt(1 + 8 * len(y))) / 2)
+    try:
+        ref = hierarchy.linkage(y, method) if compare else None
+    except ValueError as exc:
+        try:
+            run()
+        except ValueError as ours:
+            if str(ours) != str(exc):
+                raise AssertionError(f"{what}: {ours!r}, expected {exc!r}") from ours
+            return
+        raise AssertionError(f"{what}: no ValueError, expected {exc!r}")
+    try:
+        Z = run()
+    except ValueError as ours:       # the generic algorithm's find_min_dist
+        if compare or str(ours) != NO_NEIGHBOUR:
+            raise
+        return
+    _check_tree(Z, n, what)
+    if ref is not None:
+        if not (np.array_equal(Z[:, [0, 1, 3]], ref[:, [0, 1, 3]])
+                and np.allclose(Z[:, 2], ref[:, 2], rtol, rtol, equal_nan=True)):
+            raise AssertionError(f"{what}: {Z}, expected {ref}")   # NaN: scipy's ward
+
+
+def exercise_bad_data(device, log):
+    for dtype, plan in _plans(device):
+        exact = dtype == "float64"   # float32 may round a near-tie scipy keeps apart
+        rtol = 1e-4 if dtype == "float32" else 1e-12
+        for name, y, valid in _bad_sets():
+            compare = valid and exact
+            for persistent in (True, False):
+                plan.persistent = persistent
+                tag = f"{name} {dtype} fp64={plan.profile.fp64} persistent={persistent}"
+
+                def run(method):
+                    dist, n = condensed_distances(plan, y=y)
+                    chain = prim_single if method == "single" else \
+                        lambda p, d, n: nn_chain(p, d, n, method)
+                    return _sorted_linkage(*chain(plan, dist, n), n)
+                for method in ("single", "complete", "average", "weighted", "ward"):
+                    mark(f"hierarchical bad data {method} {tag}")
+                    _expect(y, method, compare, lambda: run(method), rtol, f"{method} {tag}")
+            for method in ("centroid", "median"):
+                tag = f"{name} {dtype} fp64={plan.profile.fp64}"
+                mark(f"hierarchical bad data generic {method} {tag}")
+
+                def run_generic():
+                    dist, n = condensed_distances(plan, y=y)
+                    return generic_linkage(plan, dist, n, method)
+                _expect(y, method, compare, run_generic, rtol, f"generic {method} {tag}")
+    log("hierarchical bad data: ok")
+
+
 EXERCISERS = {
     "hierarchical_distances.cl.mako": [exercise_distances],
-    "hierarchical_prim.cl.mako": [exercise_linkages],
-    "hierarchical_linkage.cl.mako": [exercise_linkages],
+    "hierarchical_prim.cl.mako": [exercise_linkages, exercise_bad_data],
+    "hierarchical_linkage.cl.mako": [exercise_linkages, exercise_bad_data],
 }
