@@ -101,7 +101,7 @@ class DeviceProfile:
 
     def replace(self, **changes):
         """A copy with *changes*: fields, or terms by devices.yaml key (old
-        names too).  Unchecked: the tuner's trials and the tests' corner cases."""
+        names too), checked as every profile is (__post_init__)."""
         fields = {f.name for f in dataclasses.fields(self)}
         terms = {}
         for key in set(changes) - fields:

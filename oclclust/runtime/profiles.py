@@ -54,7 +54,7 @@ GENERIC_TERMS = {
     "work_group_size": Term(int, 1, 4096),
     "groups_per_compute_unit": Term(int, 1, 256),   # persistent work-groups a unit
     "local_memory_fraction": Term(float, 0.0, 1.0),
-    "private_floats": Term(int, 16, 65536),        # registers a work-item may hold
+    "private_floats": Term(int, 1, 65536),         # registers a work-item may hold
     "memory_fraction": Term(float, 0.001, 1.0),
 }
 # Every term by devices.yaml key: the generic ones, then those the passes declare.
