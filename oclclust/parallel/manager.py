@@ -19,6 +19,7 @@ import pyopencl.array as cla
 from ..runtime.codegen import KernelBuildError
 from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
 from ..runtime.partition import DevicePartition
+from .shares import checked_memory_budget, checked_weights, split_rows
 
 DEVICE_ERRORS = (cl.Error, KernelBuildError)
 
@@ -49,15 +50,6 @@ def surviving(data, attempt, rng=None):
         data.close()
 
 
-def split_rows(n, weights):
-    """Row counts proportional to *weights* (largest remainder; sum is n)."""
-    w = np.asarray(weights, dtype=np.float64)
-    exact = n * w / w.sum()
-    counts = np.floor(exact).astype(np.int64)
-    counts[np.argsort(-(exact - counts), kind="stable")[:n - counts.sum()]] += 1
-    return counts
-
-
 class DeviceManager:
     """Devices of one host and how work is split among them.
 
@@ -79,6 +71,11 @@ class DeviceManager:
         if isinstance(devices, (list, tuple)) and devices and \
                 all(isinstance(p, DeviceProfile) for p in devices):
             self.profiles = list(devices)   # as given: the caller knows best
+            twice = [p for i, p in enumerate(self.profiles) if p.key in
+                     [q.key for q in self.profiles[:i]]]
+            if twice:
+                raise ValueError(f"devices lists {twice[0]} twice: a device takes one share "
+                                 "of the rows (sub_devices splits one device)")
         else:
             self.profiles = reserve_host_cores(
                 _one_per_processor(preferred(select_devices(devices))))
@@ -88,12 +85,8 @@ class DeviceManager:
                                  f"got {weights!r}")
             self.weights = weights
         else:
-            w = np.asarray(weights, dtype=np.float64)
-            if w.shape != (len(self.profiles),) or not np.all(w >= 0) or w.sum() <= 0:
-                raise ValueError(f"weights must be {len(self.profiles)} non-negative numbers "
-                                 "with a positive sum")
-            self.weights = w
-        self.memory_budget = memory_budget
+            self.weights = checked_weights(weights, len(self.profiles))
+        self.memory_budget = checked_memory_budget(memory_budget)
         self.executor = executor
         self.measured = None     # rows per second of each device, once known
         self.reshards = 0        # times rows were laid out anew (rebalancing, faults)

@@ -245,10 +245,11 @@ def first_fitting(profile, queue, specs, name, what, also=None):
     runs (*also(spec)*: a further check, which may build kernels of its own);
     KernelBuildError naming *what* when none does.  *name*: the kernel's name,
     or a function of the spec that gives it."""
-    errors = []
+    errors, built = [], False
     for spec in specs:
         if spec.local_bytes() > profile.local_memory_budget:
             continue
+        built = True
         try:
             knl = kernel(queue.context, spec, name(spec) if callable(name) else name)
             fits = kernel_work_group_limit(knl, queue.device) >= spec.wg and (
@@ -258,8 +259,15 @@ def first_fitting(profile, queue, specs, name, what, also=None):
             continue
         if fits:
             return spec, knl
+    # none built: the planners offer only what fits the local memory budget,
+    # so that budget is the setting to name
     raise KernelBuildError(f"no {what} kernel variant fits {profile}"
-                           + (f"; last error: {errors[-1]}" if errors else ""))
+                           + (f"; last error: {errors[-1]}" if errors else "")
+                           + ("" if built else
+                              f"; none fits its local memory budget of "
+                              f"{profile.local_memory_budget} bytes (local_memory_fraction="
+                              f"{profile.local_memory_fraction} of local_mem_size="
+                              f"{profile.local_mem_size})"))
 
 
 def kernel_work_group_limit(kernel, device):

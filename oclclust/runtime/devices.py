@@ -7,13 +7,15 @@ Profiles are plain, picklable, hashable data; the pyopencl objects behind
 them (context, queue) are looked up on demand and memoised per process.
 """
 import dataclasses
+import numbers
 import os
 import warnings
 
+import numpy as np
 import pyopencl as cl
 
-from .profiles import (DEVICE_TYPES, GENERIC_TERMS, TermValues, current_key, profile_entries,
-                       read_terms, resolve_terms)
+from .profiles import (DEVICE_TYPES, GENERIC_TERMS, PROFILE_TERMS, TermValues, current_key,
+                       profile_entries, read_terms, resolve_terms)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +46,37 @@ class DeviceProfile:
     profile_entries: tuple = ()
     sub_device: tuple = ()   # (compute-unit counts, index) of a sub-device, else ()
 
+    def __post_init__(self):
+        """Every field checked, a hand-made profile's too: a kernel's shape
+        is derived from them (a zero or a string here would surface as a
+        ZeroDivisionError deep in a planner); the terms by Term.check, as
+        devices.yaml's values are."""
+        for name in ("platform", "name", "vendor", "driver_version"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"DeviceProfile: {name} must be a str, "
+                                f"got {getattr(self, name)!r}")
+        if self.type not in DEVICE_TYPES:
+            raise ValueError(f"DeviceProfile: type must be one of {sorted(DEVICE_TYPES)}, "
+                             f"got {self.type!r}")
+        if not isinstance(self.fp64, (bool, np.bool_)):
+            raise TypeError(f"DeviceProfile: fp64 must be a bool, got {self.fp64!r}")
+        for name, least in _REPORTED_COUNTS.items():
+            _check_count(f"DeviceProfile: {name}", getattr(self, name), least)
+        for key in GENERIC_TERMS:
+            GENERIC_TERMS[key].check(key, getattr(self, key), "DeviceProfile")
+        if not isinstance(self.term_values, TermValues):
+            raise TypeError(f"DeviceProfile: term_values must be TermValues, "
+                            f"got {type(self.term_values).__name__}")
+        for key, value in self.term_values.items():
+            if key not in PROFILE_TERMS or key in GENERIC_TERMS:
+                raise ValueError(f"DeviceProfile: term_values holds {key!r}, not a pass's term")
+            PROFILE_TERMS[key].check(key, value, "DeviceProfile")
+        if self.sub_device:
+            counts, index = self.sub_device
+            if not (0 <= index < len(counts) and counts[index] == self.compute_units):
+                raise ValueError(f"DeviceProfile: sub_device {self.sub_device!r} does not "
+                                 f"match compute_units={self.compute_units}")
+
     @property
     def key(self):
         return (self.platform_index, self.device_index, self.platform, self.name,
@@ -68,7 +101,7 @@ class DeviceProfile:
 
     def replace(self, **changes):
         """A copy with *changes*: fields, or terms by devices.yaml key (old
-        names too).  Unchecked: the tuner's trials and the tests' corner cases."""
+        names too), checked as every profile is (__post_init__)."""
         fields = {f.name for f in dataclasses.fields(self)}
         terms = {}
         for key in set(changes) - fields:
@@ -95,10 +128,34 @@ class DeviceProfile:
         return f"{self.name} [{self.platform}]"
 
 
+# what a device reports that must be a count: the least value that makes sense
+_REPORTED_COUNTS = {"compute_units": 1, "local_mem_size": 0, "max_work_group_size": 1,
+                    "global_mem_size": 1, "max_alloc_size": 1, "native_vector_bytes": 1,
+                    "platform_index": 0, "device_index": 0}
+
+
+def _check_count(what, value, least):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an int, got {value!r}")
+    if value < least:
+        raise ValueError(f"{what} must be at least {least}, got {value!r}")
+
+
 def sub_devices(profile, counts):
     """Profiles of the sub-devices that split *profile*'s device by compute-unit
-    *counts* (clCreateSubDevices BY_COUNTS): several devices of one CPU."""
+    *counts* (clCreateSubDevices BY_COUNTS): several devices of one CPU.
+    The counts are positive ints that sum to at most the device's units."""
+    if profile.sub_device:
+        raise ValueError(f"sub_devices: {profile} is a sub-device already")
+    if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__") or not counts:
+        raise ValueError(f"sub_devices: counts must be a non-empty list of ints, "
+                         f"got {counts!r}")
+    for c in counts:
+        _check_count("sub_devices: a count", c, 1)
     counts = tuple(int(c) for c in counts)
+    if sum(counts) > profile.compute_units:
+        raise ValueError(f"sub_devices: counts {list(counts)} sum to {sum(counts)}, more "
+                         f"than {profile}'s {profile.compute_units} compute units")
     return [dataclasses.replace(profile, compute_units=c, sub_device=(counts, i))
             for i, c in enumerate(counts)]
 

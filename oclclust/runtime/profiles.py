@@ -54,7 +54,7 @@ GENERIC_TERMS = {
     "work_group_size": Term(int, 1, 4096),
     "groups_per_compute_unit": Term(int, 1, 256),   # persistent work-groups a unit
     "local_memory_fraction": Term(float, 0.0, 1.0),
-    "private_floats": Term(int, 16, 65536),        # registers a work-item may hold
+    "private_floats": Term(int, 1, 65536),         # registers a work-item may hold
     "memory_fraction": Term(float, 0.001, 1.0),
 }
 # Every term by devices.yaml key: the generic ones, then those the passes declare.
@@ -169,6 +169,24 @@ def _check_entry(entry, where):
     return {k: str(v).lower() for k, v in match.items()}, terms
 
 
+MAX_PROFILE_BYTES = 1 << 20   # a devices.yaml is a few KiB; more is not a profile
+
+
+def _parse(text, path):
+    """The YAML of *text*, bounded: a devices.yaml is a few KiB and needs no
+    aliases, and nested aliases (a "billion laughs" file of a few hundred
+    bytes) expand to gigabytes: its events are scanned first, nothing
+    expanded."""
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise ProfileError(f"{path}: aliases (*{event.anchor}) are not allowed in "
+                                   f"device profiles (line {event.start_mark.line + 1})")
+        return yaml.safe_load(text) or []
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
+
+
 _LOADED = {}   # (path, its text, terms known) -> its validated entries
 
 
@@ -178,15 +196,17 @@ def load_profile_file(path):
     resolves the profiles, and parsing YAML took most of a small fit."""
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as exc:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PROFILE_BYTES + 1)
+        text = raw.decode()
+    except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise ProfileError(f"{path}: device profiles over {MAX_PROFILE_BYTES} bytes "
+                           "are refused")
     key = (str(path), text, len(PROFILE_TERMS))
     if key not in _LOADED:
-        try:
-            data = yaml.safe_load(text) or []
-        except yaml.YAMLError as exc:
-            raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
+        data = _parse(text, path)
         if not isinstance(data, list):
             raise ProfileError(f"{path}: expected a list of entries")
         _LOADED[key] = [_check_entry(e, f"{path} entry {i}") + (f"{path.name}#{i}",)

@@ -192,10 +192,12 @@ ${tile.local_chunks()}\
     acc_t obj = 0;
     int bad = 0;
     const long first = g * tiles_per_group * P;
-    for (long t = 0; t < tiles_per_group; ++t) {
+    /* the group's tiles that hold rows: a loop bound, not a break before the
+       barrier below (PoCL's work-group compiler asserts on such a break when
+       the group has one or two work-items) */
+    const long tiles = min(tiles_per_group, (n - first + P - 1) / P);
+    for (long t = 0; t < tiles; ++t) {
         const long base = first + t * P;
-        if (base >= n)
-            break;                              /* uniform over the group */
         barrier(U_FENCE);                       /* the last tile's readers are done */
         /* the tile's rows, coalesced; past the end, the last row again (weight 0) */
         for (int e = lid; e < P * D; e += WG) {

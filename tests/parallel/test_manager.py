@@ -220,6 +220,61 @@ def test_manager_rejects_bad_weights(profile, subs, weights, match):
         oc.DeviceManager([profile, *subs], weights=weights)
 
 
+@pytest.mark.parametrize("weights, match", [
+    ([np.inf, 1, 1], "weights must be finite"),
+    ([np.nan, 1, 1], "weights must be finite"),
+    (["a", 1, 1], "weights must be 3 non-negative numbers"),
+    ([[1, 1, 1]], "weights must be 3 non-negative numbers"),
+], ids=["inf", "nan", "not-numbers", "nested"])
+def test_manager_rejects_unrepresentable_weights(profile, subs, weights, match):
+    with pytest.raises(ValueError, match=match):
+        oc.DeviceManager([profile, *subs], weights=weights)
+
+
+@pytest.mark.parametrize("weights, expected", [
+    ([1e308, 1e308], [1, 1]), ([4e307, 4e307], [1, 1]), ([3e307, 1e308], [3, 10]),
+    ([1e-320, 0], [1, 0]), ([1e-320, 3e-320], [1, 3]),
+], ids=["sum-overflows", "rows-x-weight-overflows", "huge-ratio", "subnormal",
+        "subnormal-ratio"])
+def test_extreme_weights_split_rows_as_they_say(subs, weights, expected):
+    """Proportions are what count: weights near the float limits split the
+    rows as ordinary ones would (not 2 of N rows, the rest nowhere)."""
+    data = oc.DeviceManager(subs, weights=weights).scatter(random_data())
+    try:
+        assert list(data.rows_per_device.values()) == split_rows(N, expected).tolist()
+    finally:
+        data.close()
+
+
+@pytest.mark.parametrize("budget, error, match", [
+    (float("nan"), ValueError, "memory_budget must be a finite number of bytes"),
+    (float("inf"), ValueError, "memory_budget must be a finite number of bytes"),
+    (1e30, ValueError, "memory_budget must be a finite number of bytes"),
+    (0, ValueError, "memory_budget must be a finite number of bytes"),
+    (-5, ValueError, "memory_budget must be a finite number of bytes"),
+    ("1GB", TypeError, "memory_budget must be a number of bytes"),
+    (True, TypeError, "memory_budget must be a number of bytes"),
+], ids=["nan", "inf", "1e30", "zero", "negative", "string", "bool"])
+def test_manager_rejects_bad_memory_budgets(profile, budget, error, match):
+    with pytest.raises(error, match=match):
+        oc.DeviceManager([profile], memory_budget=budget)
+
+
+def test_a_float_memory_budget_is_bytes(profile):
+    assert oc.DeviceManager([profile], memory_budget=2.5e6).memory_budget == 2_500_000
+
+
+def test_the_same_device_twice_is_refused(profile, subs):
+    """Two shares of one device would share its queue and its name in
+    devices_ (half the rows reported): refused, as sub_devices is the way
+    to split a device."""
+    for devices in ([profile, profile], [profile, *subs, subs[1]]):
+        with pytest.raises(ValueError, match="twice: a device takes one share"):
+            oc.DeviceManager(devices)
+    with pytest.raises(ValueError, match="twice"):
+        oc.KMeans(2, devices=[profile, profile]).fit(random_data())
+
+
 def test_manager_of_a_manager_is_refused(profile):
     with pytest.raises(ValueError, match="already a DeviceManager"):
         oc.DeviceManager(oc.DeviceManager([profile]))

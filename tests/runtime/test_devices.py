@@ -144,3 +144,55 @@ def test_estimator_runs_on_the_selected_platform(devices, profile, blobs):
     km = oc.KMeans(3, n_init=1, random_state=0, devices=profile.platform).fit(blobs[0])
     assert list(km.devices_) == [str(p) for p in dv.preferred(devices)]
     assert sum(km.devices_.values()) == len(blobs[0])
+
+
+# ------------------------------------------------- hand-made profiles, sub-devices
+BAD_PROFILES = {   # a field or term -> (its bad value, the error, its message)
+    "compute_units=0": ("compute_units", 0, ValueError, "compute_units must be at least 1"),
+    "compute_units=2.0": ("compute_units", 2.0, TypeError, "compute_units must be an int"),
+    "max_work_group_size=0": ("max_work_group_size", 0, ValueError, "max_work_group_size"),
+    "local_mem_size=-1": ("local_mem_size", -1, ValueError, "local_mem_size must be at least"),
+    "name=None": ("name", None, TypeError, "name must be a str"),
+    "type=tpu": ("type", "tpu", ValueError, "type must be one of"),
+    "fp64=1": ("fp64", 1, TypeError, "fp64 must be a bool"),
+    "work_group_size='64'": ("work_group_size", "64", ValueError, "work_group_size must be int"),
+    "work_group_size=0": ("work_group_size", 0, ValueError, r"work_group_size=0 is outside"),
+    "memory_fraction=nan": ("memory_fraction", float("nan"), ValueError, "memory_fraction=nan"),
+    "points_per_item=0": ("points_per_item", 0, ValueError, "points_per_item=0 is outside"),
+    "lloyd_variant=fastest": ("lloyd_variant", "fastest", ValueError, "lloyd_variant must be"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PROFILES)
+def test_a_hand_made_profile_is_checked(profile, case):
+    """A bad field or term is refused when the profile is made, by name: not
+    a ZeroDivisionError, IndexError or TypeError in a planner later."""
+    key, value, error, match = BAD_PROFILES[case]
+    with pytest.raises(error, match=match):
+        if key in {f.name for f in dataclasses.fields(profile)}:
+            dataclasses.replace(profile, **{key: value})
+        else:
+            profile.replace(**{key: value})
+
+
+@pytest.mark.parametrize("counts, error, match", [
+    ([1.5], TypeError, "a count must be an int"),
+    ([0, 1], ValueError, "a count must be at least 1"),
+    ([], ValueError, "non-empty list of ints"),
+    ("11", ValueError, "non-empty list of ints"),
+    (["many"], TypeError, "a count must be an int"),
+], ids=["fraction", "zero", "empty", "string", "word"])
+def test_sub_device_counts_are_checked(profile, counts, error, match):
+    with pytest.raises(error, match=match):
+        dv.sub_devices(profile, counts)
+
+
+def test_sub_devices_fit_in_the_device(profile):
+    """More units than the device has is refused; all of them in one
+    sub-device is a valid split (PoCL and Intel's runtime both make it)."""
+    with pytest.raises(ValueError, match="more than .* compute units"):
+        dv.sub_devices(profile, [profile.compute_units, 1])
+    whole, = dv.sub_devices(profile, [profile.compute_units])
+    assert whole.compute_units == profile.compute_units and whole.cl_device() is not None
+    with pytest.raises(ValueError, match="is a sub-device already"):
+        dv.sub_devices(whole, [1])

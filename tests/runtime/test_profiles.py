@@ -1,6 +1,7 @@
 """devices.yaml: its schema, the validation of every value, the shipped and
 the user's files, and the terms the passes declare."""
 import dataclasses
+import time
 
 import pytest
 
@@ -210,3 +211,32 @@ def test_a_file_is_parsed_once_per_text(tmp_path, monkeypatch):
     assert pf.load_profile_file(path)[0][1] == {"work_group_size": 32} and len(parsed) == 1
     path.write_text("- {match: {type: cpu}, work_group_size: 16}\n")
     assert pf.load_profile_file(path)[0][1] == {"work_group_size": 16} and len(parsed) == 2
+
+
+def billion_laughs(levels=9):
+    """A few hundred bytes whose nested aliases expand to 9**levels strings."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i in range(1, levels):
+        lines.append(f"{chr(97 + i)}: &{chr(97 + i)} [{','.join(['*' + chr(96 + i)] * 9)}]")
+    return "- " + "\n  ".join(lines) + "\n"
+
+
+BOUNDED_FILES = {
+    "alias bomb": (billion_laughs(), r"aliases \(\*a\) are not allowed"),
+    "one alias": ("- {match: &m {type: cpu}, work_group_size: 8}\n- {match: *m}\n",
+                  r"aliases \(\*m\) are not allowed"),
+    "over 1 MiB": ("#" * ((1 << 20) + 1), "over 1048576 bytes are refused"),
+    "not UTF-8": (b"- {work_group_size: 8} # \xff\n", "cannot read device profiles"),
+}
+
+
+@pytest.mark.parametrize("case", BOUNDED_FILES)
+def test_profile_file_is_bounded(tmp_path, case):
+    """A hostile file is refused at once, named, without being expanded."""
+    text, match = BOUNDED_FILES[case]
+    path = tmp_path / "profiles.yaml"
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    start = time.perf_counter()
+    with pytest.raises(ProfileError, match=match) as info:
+        pf.load_profile_file(path)
+    assert str(path) in str(info.value) and time.perf_counter() - start < 1.0

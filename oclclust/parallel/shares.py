@@ -1,0 +1,55 @@
+"""Each device's share of a host's rows: the weights and memory budget a
+DeviceManager is given, checked, and the split of rows by weights.  A
+checked weight vector splits the rows as it says: no sum or product that
+overflows to inf and leaves every row to the remainder rule."""
+import numbers
+
+import numpy as np
+
+# bytes: past this a budget is no longer a byte count an OpenCL size holds
+MAX_MEMORY_BUDGET = (1 << 63) - 1
+
+
+def split_rows(n, weights):
+    """Row counts proportional to *weights* (largest remainder; sum is n)."""
+    w = np.asarray(weights, dtype=np.float64)
+    exact = n * w / w.sum()
+    counts = np.floor(exact).astype(np.int64)
+    counts[np.argsort(-(exact - counts), kind="stable")[:n - counts.sum()]] += 1
+    return counts
+
+
+def checked_weights(weights, devices):
+    """*weights* (one number per device) as float64, or a ValueError: every
+    one finite and non-negative, their sum positive.  Weights far from 1
+    are scaled by a power of two (exactly: the proportions are unchanged),
+    so neither their sum nor rows x weight overflow, and subnormal ones do
+    not lose their proportions."""
+    want = f"weights must be {devices} non-negative numbers with a positive sum"
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{want}, got {weights!r}") from None
+    if w.shape != (devices,):
+        raise ValueError(want)
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"weights must be finite, got {weights!r}")
+    if not np.all(w >= 0) or not np.any(w > 0):
+        raise ValueError(want)
+    largest = w.max()
+    if not 2.0 ** -512 <= largest <= 2.0 ** 512:
+        w = np.ldexp(w, -np.frexp(largest)[1])
+    return w
+
+
+def checked_memory_budget(budget):
+    """*budget* as int bytes (None: each device's own budget), or a ValueError
+    naming it: a positive finite number up to MAX_MEMORY_BUDGET."""
+    if budget is None:
+        return None
+    if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Real):
+        raise TypeError(f"memory_budget must be a number of bytes, got {budget!r}")
+    if not (np.isfinite(budget) and 1 <= budget <= MAX_MEMORY_BUDGET):
+        raise ValueError(f"memory_budget must be a finite number of bytes in "
+                         f"[1, {MAX_MEMORY_BUDGET}], got {budget!r}")
+    return int(budget)
