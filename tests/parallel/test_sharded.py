@@ -24,9 +24,12 @@ def test_stats_add_in_order_and_round_trip_the_rank_vector():
 
 
 def test_state_is_made_once_per_chunk_and_afresh_after_a_resplit(profile):
-    # three shards on one device: chunks of their own, on any device (a GPU has no sub-devices)
+    # a budget that streams the rows in three chunks: several chunks on any device
+    # (a GPU has no sub-devices); 500 rows keep 28 bytes each resident, and two
+    # staging buffers of 167 rows of 24 bytes take the rest
     X = np.random.RandomState(0).randn(500, 3)
-    data = oc.DeviceManager([profile] * 3, weights=[1, 1, 1]).scatter(X)
+    data = oc.DeviceManager([profile], memory_budget=500 * 28 + 2 * 167 * 24).scatter(X)
+    assert len(data.chunks) == 3
     made = []
 
     def make(chunk):
@@ -38,7 +41,6 @@ def test_state_is_made_once_per_chunk_and_afresh_after_a_resplit(profile):
             total = sharded.reduce(lambda chunk, st: Sums(np.array([st["rows"], 1.0])))
             assert total.values.tolist() == [500.0, len(data.chunks)]
         assert made == data.chunks
-        data.manager.weights = np.array([3.0, 1.0, 1.0])
         data.reshard()
         total, kept = sharded.reduce(lambda chunk, st: (Sums(np.array([st["rows"]])), chunk),
                                      keep=True)
