@@ -110,7 +110,8 @@ def test_passes_run_ahead_but_not_past_max_iter(profile):
 def test_used_on_one_resident_device_only(profile):
     X = blobs(400, 2, np.float32)
     one = oc.DeviceManager([profile]).scatter(X, None)
-    two = oc.DeviceManager([profile, profile]).scatter(X, None)
+    # two resident chunks of one device: its largest buffer holds 200 rows of 8 bytes
+    two = oc.DeviceManager([profile.replace(max_alloc_size=200 * 8)]).scatter(X, None)
     try:
         assert ensemble_update.usable(one, None) == profile.fp64
         assert len(two.chunks) == 2 and not ensemble_update.usable(two, None)
