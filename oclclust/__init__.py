@@ -20,7 +20,6 @@ from .runtime.devices import DeviceProfile, list_devices, select_devices, sub_de
 __version__ = "0.1.0"
 
 
-
 def __getattr__(name):
     # the estimators (and scipy's linkage), imported on first use: a fast `import oclclust`
     if name in ESTIMATORS:
