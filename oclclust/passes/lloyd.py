@@ -265,7 +265,8 @@ class LloydPass:
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
         norms = np.full(spec.kp, np.inf, dtype)
         rounded = centers.astype(dtype).astype(np.float64)
-        norms[:self.k] = np.einsum("ij,ij->i", rounded, rounded)
+        with np.errstate(over="ignore"):   # a norm past the dtype is inf: the pass flags its rows
+            norms[:self.k] = np.einsum("ij,ij->i", rounded, rounded)
         q = self.part.queue
         self.norms.set(norms, q)
         if spec.labels_first:

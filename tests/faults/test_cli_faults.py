@@ -145,3 +145,16 @@ def test_non_finite_data_is_one_line_without_warnings(algorithm, value, devices,
     proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", algorithm, "-k", "2",
                    "--devices", devices[0].platform)
     one_line_error(proc, 1, "Input X contains NaN or infinity")
+
+
+@pytest.mark.parametrize("algorithm", ["kmeans", "cmeans", "gmm"])
+def test_float32_squares_that_overflow_are_one_line_without_warnings(algorithm, devices,
+                                                                     tmp_path):
+    """float32 rows whose squared norms pass float32's range (3e38): the
+    centres' norms are inf, not a RuntimeWarning before the error."""
+    X = make_blobs(60, 3, 2)[0].astype(np.float32)
+    X[7, 1] = 3e38
+    np.save(tmp_path / "x.npy", X)
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", algorithm, "-k", "2",
+                   "--devices", devices[0].platform)
+    one_line_error(proc, 1, "Input X contains NaN or infinity")
