@@ -18,6 +18,7 @@ import pyopencl.array as cla
 
 from ..runtime.codegen import Launch, Spec, kernel
 from .ensemble import work_group
+from ..runtime.transfer import pinned_empty
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,17 +26,6 @@ class UpdateSpec(Spec):
     template = "ensemble_update.cl.mako"
     d: int = 1
     wg: int = 64
-
-
-def pinned_empty(queue, shape, dtype):
-    """A host array in page-locked memory (kept mapped): a read into it is
-    one DMA; into pageable memory NVIDIA's runtime stages it and holds the
-    in-order queue ~50 us (H100), a third of an ensemble pass."""
-    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
-                    int(np.prod(shape)) * np.dtype(dtype).itemsize)
-    host, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
-                                    shape, dtype, is_blocking=True)
-    return host
 
 
 def usable(data, comm):
