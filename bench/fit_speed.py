@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""The whole fit as users time it: host numpy rows in, a fitted model out.
+
+Issue 18's workloads, each timed cold (a fresh process: import, device
+discovery, programs from the on-disk cache, the fit) and warm (a second fit
+in this process), with the anchors in the same run on the same rows and
+initial centres: the PyTorch GEMM k-means recipe (host data to host labels
+and centres, FP32 and TF32) where CUDA is, scikit-learn on the host for the
+small fits.  Per-iteration seconds are the median of ``history_``.
+
+    python bench/fit_speed.py --devices NVIDIA                  # every workload
+    python bench/fit_speed.py --devices NVIDIA --only small,kmeans-1m
+    python bench/fit_speed.py --quick --devices "Intel(R) OpenCL"   # CPU-sized shapes
+
+Cold runs read the rows the parent wrote to a temporary .npy file (not
+timed).  One JSON line per figure with --json, else a table at the end.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from _common import add_devices_argument, blobs, import_oclclust, table
+
+GIB = 1 << 30
+
+
+# --------------------------------------------------------------- workloads
+# name: (estimator, n, d, k, iterations, memory budget or None); --quick shapes after
+WORKLOADS = {
+    "kmeans-1m": ("KMeans", 1_000_000, 32, 256, 50, None),
+    "kmeans-10m": ("KMeans", 10_000_000, 128, 4096, 20, None),
+    "small-1k": ("KMeans", 1_000, 2, 3, 20, None),
+    "small-10k": ("KMeans", 10_000, 8, 8, 20, None),
+    "small-100k": ("KMeans", 100_000, 16, 32, 20, None),
+    "stream-20m": ("KMeans", 20_000_000, 128, 1024, 10, 2 * GIB),
+    "gmm-diag-1m": ("GaussianMixture", 1_000_000, 128, 1024, 3, None),
+    "cmeans-1m": ("FuzzyCMeans", 1_000_000, 24, 100, 20, None),
+    "flash-16m": ("KMeans", 1 << 24, 128, 4096, 5, None),
+    "outofcore-100m": ("KMeans", 100_000_000, 128, 4096, 3, 40 * 10 ** 9),
+}
+QUICK = {
+    "kmeans-1m": ("KMeans", 200_000, 32, 64, 10, None),
+    "small-1k": ("KMeans", 1_000, 2, 3, 20, None),
+    "small-10k": ("KMeans", 10_000, 8, 8, 20, None),
+    "small-100k": ("KMeans", 100_000, 16, 32, 20, None),
+    "stream-20m": ("KMeans", 400_000, 32, 64, 5, 400_000 * 32 * 4 // 8),
+    "gmm-diag-1m": ("GaussianMixture", 200_000, 32, 64, 3, None),
+    "cmeans-1m": ("FuzzyCMeans", 200_000, 24, 100, 10, None),
+}
+DEFAULT = ["small-1k", "small-10k", "small-100k", "kmeans-1m", "cmeans-1m", "gmm-diag-1m",
+           "kmeans-10m", "stream-20m", "flash-16m"]   # out of core: ask with --only
+
+
+def rows_of(n, d, k):
+    """Blobs (../shared/bench's recipe); past 20M rows the noise repeats
+    every 4M rows (making 50 GB of normal draws would take minutes)."""
+    if n <= 20_000_000:
+        return blobs(n, d, k)
+    rng = np.random.default_rng(0)
+    centres = rng.uniform(-10, 10, (k, d)).astype(np.float32)
+    noise = rng.standard_normal((1 << 22, d), dtype=np.float32)
+    X = np.empty((n, d), np.float32)
+    for s in range(0, n, 1 << 22):
+        e = min(n, s + (1 << 22))
+        np.add(centres[rng.integers(0, k, e - s)], noise[:e - s], out=X[s:e])
+    return X
+
+
+def initial_centres(X, k):
+    return X[np.random.default_rng(1).choice(len(X), k, replace=False)].copy()
+
+
+def estimator(oc, name, k, iters, budget, C0, devices):
+    devs = oc.DeviceManager(devices, memory_budget=budget) if budget else devices
+    if name == "KMeans":
+        return oc.KMeans(k, init=C0, n_init=1, max_iter=iters, tol=0, devices=devs)
+    if name == "FuzzyCMeans":
+        return oc.FuzzyCMeans(k, m=2.0, init=C0, max_iter=iters, tol=0, devices=devs)
+    return oc.GaussianMixture(k, covariance_type="diag", means_init=C0.astype(np.float64),
+                              init_params="random_from_data", random_state=0, max_iter=iters,
+                              tol=0, devices=devs)
+
+
+def fit_seconds(oc, spec, X, C0, devices):
+    """(wall seconds of one fit, median iteration seconds, the model)."""
+    name, _, _, k, iters, budget = spec
+    est = estimator(oc, name, k, iters, budget, C0, devices)
+    start = time.perf_counter()
+    est.fit(X)
+    wall = time.perf_counter() - start
+    its = [h["seconds"] for h in (getattr(est, "history_", None) or [])
+           if isinstance(h, dict) and "seconds" in h]
+    return wall, (float(np.median(its)) if its else None), est
+
+
+# ----------------------------------------------------------------- anchors
+def torch_fit(X, C0, iters, tf32, chunk=1 << 18):
+    """The faiss recipe in PyTorch, host rows in, host labels and centres out
+    (../shared/bench/gpu_user.py's torch_kmeans_e2e): seconds."""
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    x = torch.from_numpy(X).cuda()
+    c = torch.from_numpy(C0).cuda()
+    n, k = x.shape[0], c.shape[0]
+    lab = torch.empty(n, dtype=torch.int64, device="cuda")
+
+    def assign(c):
+        cc = (c * c).sum(1)
+        for s in range(0, n, chunk):
+            e = min(n, s + chunk)
+            lab[s:e] = torch.addmm(cc.unsqueeze(0), x[s:e], c.t(), beta=1, alpha=-2).argmin(1)
+
+    for _ in range(iters):
+        assign(c)
+        sums = torch.zeros_like(c).index_add_(0, lab, x)
+        cnt = torch.bincount(lab, minlength=k).float()
+        c = torch.where(cnt[:, None] > 0, sums / cnt.clamp(min=1)[:, None], c)
+    assign(c)
+    lab.cpu().numpy(), c.cpu().numpy()
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def has_cuda():
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:   # noqa: BLE001 -- no torch, or a broken one: no anchor
+        return False
+
+
+def sklearn_fit(X, C0, iters):
+    from sklearn.cluster import KMeans
+    start = time.perf_counter()
+    KMeans(len(C0), init=C0, n_init=1, max_iter=iters, tol=0).fit(X)
+    return time.perf_counter() - start
+
+
+# -------------------------------------------------------------------- runs
+def cold(name, path, args):
+    """A fresh process's first fit of *name* on the rows saved at *path*."""
+    cmd = [sys.executable, __file__, "--child", name, "--rows", path]
+    cmd += ["--devices", args.devices] if args.devices else []
+    cmd += ["--quick"] if args.quick else []
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    if out.returncode:
+        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def child(args):
+    X = np.load(args.rows, mmap_mode="r")
+    X = np.ascontiguousarray(X)          # in memory, as a user's array (not timed)
+    spec = (QUICK if args.quick else WORKLOADS)[args.child]
+    C0 = initial_centres(X, spec[3])
+    start = time.perf_counter()
+    oc = import_oclclust()
+    wall, it, _ = fit_seconds(oc, spec, X, C0, args.devices)
+    print(json.dumps({"s": time.perf_counter() - start, "fit_s": wall, "iter_s": it}))
+
+
+def run(args):
+    oc = import_oclclust()
+    shapes = QUICK if args.quick else WORKLOADS
+    names = args.only.split(",") if args.only else [n for n in DEFAULT if n in shapes]
+    cuda = has_cuda() and not args.no_torch
+    rows, tmp = [], tempfile.mkdtemp(prefix="fit_speed", dir="/dev/shm"
+                                     if os.path.isdir("/dev/shm") else None)
+    for name in names:
+        spec = shapes[name]
+        est_name, n, d, k, iters, budget = spec
+        X = rows_of(n, d, k)
+        C0 = initial_centres(X, k)
+        shape = f"{n}x{d}x{k}" + (f" budget {budget / GIB:.1f} GiB" if budget else "")
+        figures = {}
+        if not args.no_cold and X.nbytes < 8 * 10 ** 9:
+            path = str(Path(tmp) / "rows.npy")
+            np.save(path, X)
+            try:
+                figures["cold"] = cold(name, path, args)
+            except Exception as exc:   # noqa: BLE001 -- reported, the rest goes on
+                figures["cold"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+            os.unlink(path)
+        try:
+            fit_seconds(oc, spec, X, C0, args.devices)               # first in this process
+            warm = [fit_seconds(oc, spec, X, C0, args.devices) for _ in range(args.repeats)]
+        except Exception as exc:   # noqa: BLE001 -- reported, the rest goes on
+            rows.append(dict(workload=name, shape=shape, iters=iters,
+                             error=f"{type(exc).__name__}: {exc}"[:120]))
+            print(f"fit_speed: {name}: {rows[-1]['error']}", file=sys.stderr)
+            continue
+        best = min(warm, key=lambda w: w[0])
+        figures["warm_s"], figures["iter_s"] = best[0], best[1]
+        flop = 2.0 * n * k * d * (iters + 1)
+        if est_name == "KMeans":
+            figures["tflops"] = flop / best[0] / 1e12
+            if cuda and not budget and n * d * 4 < 40 * 10 ** 9:
+                torch_fit(X[:min(n, 100_000)], C0, 1, False)      # CUDA warm-up
+                for tf32 in (False, True):
+                    figures[f"torch_{'tf32' if tf32 else 'fp32'}_s"] = min(
+                        torch_fit(X, C0, iters, tf32) for _ in range(args.repeats))
+            if n <= 1_000_000 and not args.no_sklearn:
+                figures["sklearn_s"] = min(sklearn_fit(X, C0, iters) for _ in range(3))
+        line = dict(bench="fit_speed", workload=name, estimator=est_name, shape=shape,
+                    iters=iters, devices=str(best[2].devices_), **figures)
+        if args.json:
+            print(json.dumps(line), flush=True)
+        rows.append(line)
+        del X
+    os.rmdir(tmp)
+    print_table(rows)
+
+
+def ms(value):
+    return "-" if value is None else f"{value * 1e3:.1f}"
+
+
+def print_table(rows):
+    head = ["workload", "shape", "iters", "cold ms", "warm ms", "ms/iter", "TFLOP/s",
+            "torch fp32", "torch tf32", "sklearn"]
+    cells = []
+    for r in rows:
+        if "error" in r:
+            cells.append([r["workload"], r["shape"], str(r["iters"]), r["error"][:40]]
+                         + ["-"] * 6)
+            continue
+        c = r.get("cold", {})
+        cells.append([r["workload"], r["shape"], str(r["iters"]),
+                      ms(c.get("s")) if "error" not in c else c["error"][:30],
+                      ms(r["warm_s"]), ms(r["iter_s"]),
+                      f"{r['tflops']:.2f}" if "tflops" in r else "-",
+                      ms(r.get("torch_fp32_s")), ms(r.get("torch_tf32_s")),
+                      ms(r.get("sklearn_s"))])
+    print(table(head, cells))
+    print("ms: whole fit from host rows (cold: a fresh process, import included); "
+          "ms/iter: median of history_")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_devices_argument(ap)
+    ap.add_argument("--quick", action="store_true", help="CPU-sized shapes")
+    ap.add_argument("--only", help="comma-separated workloads: " + ", ".join(WORKLOADS))
+    ap.add_argument("--repeats", type=int, default=3, help="warm fits (the best is kept)")
+    ap.add_argument("--no-cold", action="store_true", help="skip the fresh-process runs")
+    ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-sklearn", action="store_true")
+    ap.add_argument("--json", action="store_true", help="a JSON line per workload")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--rows", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    shapes = QUICK if args.quick else WORKLOADS
+    for name in (args.only.split(",") if args.only else []):
+        if name not in shapes:
+            ap.error(f"unknown workload {name!r}; choose from {', '.join(shapes)}")
+    if args.child:
+        return child(args)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
