@@ -254,9 +254,11 @@ class ShardedData:
                 return Shard(profile, X[start:start + rows],
                              None if w is None else w[start:start + rows],
                              int(start), m.budget(profile), previous.get(id(profile)))
-            # every device's upload at once: the copies to several devices overlap
-            with m.executor(max(1, len(m.profiles))) as pool:
-                self.shards = list(pool.map(shard, m.profiles, starts, counts))
+            if len(m.profiles) == 1:   # no thread (a small fit's fixed cost)
+                self.shards = [shard(m.profiles[0], starts[0], counts[0])]
+            else:   # every device's upload at once: the copies to several devices overlap
+                with m.executor(len(m.profiles)) as pool:
+                    self.shards = list(pool.map(shard, m.profiles, starts, counts))
             self.chunks = [c for s in self.shards for c in s.chunks]
         self.starts = np.array([c.offset for c in self.chunks])
         self.passes, self.lost = 0, 0.0
@@ -265,7 +267,7 @@ class ShardedData:
         self.layout_seconds = time.perf_counter() - start
         if not previous:   # a full layout: what moving a row costs
             self.row_seconds = self.layout_seconds / max(self.n, 1)
-        self._pool = m.executor(max(1, len(self.shards)))
+        self._pool = m.executor(len(self.shards)) if len(self.shards) > 1 else None
 
     @property
     def rows_per_device(self):
@@ -327,11 +329,12 @@ class ShardedData:
         if isinstance(self.source, cla.Array):
             raise RuntimeError("data given as a device array cannot move to other devices")
         self.manager.reshards += 1
-        self._pool.shutdown()
+        self.close()
         self._layout(previous=self.shards)
 
     def close(self):
-        self._pool.shutdown()
+        if self._pool is not None:
+            self._pool.shutdown()
 
     def _calibrate(self, fn, rows=None):
         """Measured weights from short passes: *fn*'s pass (see

@@ -15,7 +15,7 @@ import numpy as np
 import pyopencl as cl
 
 from .profiles import (DEVICE_TYPES, GENERIC_TERMS, PROFILE_TERMS, TermValues, current_key,
-                       profile_entries, read_terms, resolve_terms)
+                       profile_sources, read_terms, resolve_terms)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,11 +182,23 @@ def _reported(dev, platform, pi, di):
 
 
 DISCOVERY_ERRORS = []
+_LISTED = {}   # profile files' key -> (profiles, discovery errors): once per process
 
 
 def list_devices():
-    """Every OpenCL device of every platform that loads, with its resolved profile."""
-    entries = profile_entries()
+    """Every OpenCL device of every platform that loads, with its resolved
+    profile.  Discovered once per process and set of profile texts (the
+    platforms an ICD loader offers do not change; every fit asks)."""
+    key, entries = profile_sources()
+    if key not in _LISTED:
+        profiles = _discover(entries)
+        _LISTED[key] = (profiles, list(DISCOVERY_ERRORS))
+    profiles, errors = _LISTED[key]
+    DISCOVERY_ERRORS[:] = errors
+    return list(profiles)
+
+
+def _discover(entries):
     profiles = []
     DISCOVERY_ERRORS.clear()
     try:

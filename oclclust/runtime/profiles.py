@@ -190,10 +190,8 @@ def _parse(text, path):
 _LOADED = {}   # (path, its text, terms known) -> its validated entries
 
 
-def load_profile_file(path):
-    """Validated (match, terms, label) entries of one devices.yaml file, the
-    terms keyed as the file writes them.  Parsed once per text: every fit
-    resolves the profiles, and parsing YAML took most of a small fit."""
+def _load(path):
+    """(key, validated entries: shared, not to be changed) of one file."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -211,16 +209,30 @@ def load_profile_file(path):
             raise ProfileError(f"{path}: expected a list of entries")
         _LOADED[key] = [_check_entry(e, f"{path} entry {i}") + (f"{path.name}#{i}",)
                         for i, e in enumerate(data)]
-    return copy.deepcopy(_LOADED[key])
+    return key, _LOADED[key]
+
+
+def load_profile_file(path):
+    """Validated (match, terms, label) entries of one devices.yaml file, the
+    terms keyed as the file writes them.  Parsed once per text: every fit
+    resolves the profiles, and parsing YAML took most of a small fit."""
+    return copy.deepcopy(_load(path)[1])
+
+
+def profile_sources():
+    """(a key that changes when any profile file's text does, the shipped
+    entries then those of $OCLCLUST_DEVICES_YAML): shared, read-only."""
+    paths = [shipped_profiles_path()]
+    user = os.environ.get("OCLCLUST_DEVICES_YAML")
+    if user:
+        paths.append(user)
+    loaded = [_load(p) for p in paths]
+    return tuple(key for key, _ in loaded), [e for _, entries in loaded for e in entries]
 
 
 def profile_entries():
     """The shipped entries, then those of $OCLCLUST_DEVICES_YAML."""
-    entries = load_profile_file(shipped_profiles_path())
-    user = os.environ.get("OCLCLUST_DEVICES_YAML")
-    if user:
-        entries += load_profile_file(user)
-    return entries
+    return copy.deepcopy(profile_sources()[1])
 
 
 def _matches(match, reported):
