@@ -15,7 +15,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.scan import GenericScanKernel
 
-from ..runtime.codegen import Spec, c_type, kernel, plan, quiet_build
+from ..runtime.codegen import SharedKernel, Spec, c_type, kernel, plan, quiet_build
 from ..runtime.reduce import acc_dtype
 
 
@@ -42,10 +42,10 @@ def pyopencl_prefix_sum(queue, acc, weighted, real_t):
         if weighted:
             args += f", __global const {c_type(real_t)} *w"
         with quiet_build():
-            return GenericScanKernel(
+            return SharedKernel(GenericScanKernel(
                 queue.context, acc, arguments=args,
                 input_expr="w[i] * dist[i]" if weighted else "dist[i]",
-                scan_expr="a+b", neutral="0", output_statement="out[i] = item;")
+                scan_expr="a+b", neutral="0", output_statement="out[i] = item;"))
     return plan("kmeanspp_scan", queue.context,
                 (np.dtype(acc).name, weighted, np.dtype(real_t).name), make)
 

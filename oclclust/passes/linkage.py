@@ -89,8 +89,8 @@ class LinkageSpec(Spec):
 
 def _kernel(queue, spec, name):
     """Kernel *name* of *spec*'s program built with EXACT_OPTIONS (memoised)."""
-    return codegen.plan("linkage", queue.context, (spec, name), lambda: cl.Kernel(
-        codegen.build(queue.context, spec, EXACT_OPTIONS), name))
+    return codegen.plan("linkage", queue.context, (spec, name), lambda: codegen.SharedKernel(
+        cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)))
 
 
 class Plan:

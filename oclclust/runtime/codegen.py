@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
 import warnings
 import weakref
 from pathlib import Path
@@ -140,10 +141,30 @@ def build(context, spec, options=BUILD_OPTIONS, source=None):
 _KERNELS = {}
 
 
+class SharedKernel:
+    """A memoised kernel object (or pyopencl scan), shared by every fit of
+    the process: its arguments are set and the launch enqueued under its
+    lock, so that two threads fitting at once never launch with each
+    other's arguments (clSetKernelArg on one kernel object is not
+    thread-safe; PoCL aborts on it).  Everything else is the raw object's."""
+    __slots__ = ("raw", "lock")
+
+    def __init__(self, raw):
+        self.raw, self.lock = raw, threading.Lock()
+
+    def __call__(self, *args, **kwargs):
+        with self.lock:
+            return self.raw(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
 def kernel(context, spec, name, instance=0):
-    """The memoised kernel *name* of *spec*'s program (one retrieval each);
-    another *instance* is another kernel object of the same program, for a
-    caller that keeps several argument sets bound (a Launch each)."""
+    """The memoised kernel *name* of *spec*'s program (one retrieval each),
+    a SharedKernel; another *instance* is another kernel object of the same
+    program, for a caller that keeps several argument sets bound (a Launch
+    each)."""
     key = (context.int_ptr, spec, name, instance)
     if key not in _KERNELS:
         # cl.Kernel, not getattr: specs that render the same source share a
@@ -153,7 +174,7 @@ def kernel(context, spec, name, instance=0):
         dtypes = scalar_arg_dtypes(source, name, spec)
         if dtypes is not None:
             kern.set_scalar_arg_dtypes(dtypes)
-        _KERNELS[key] = kern
+        _KERNELS.setdefault(key, SharedKernel(kern))
     return _KERNELS[key]
 
 
@@ -162,9 +183,9 @@ _LAST_SET = {}     # id(kernel) -> weak reference to the Launch that last set it
 
 class Launch:
     """A kernel launch repeated with the same arguments (a pass's plan): they
-    are set on the kernel only when another Launch set it last -- setting
-    them costs more than the enqueue on some runtimes.  A kernel launched
-    through a Launch is launched only through Launches."""
+    are set on the kernel (a SharedKernel) only when another Launch set it
+    last -- setting them costs more than the enqueue on some runtimes.  A
+    kernel launched through a Launch is launched only through Launches."""
     __slots__ = ("kernel", "global_size", "local_size", "args", "__weakref__")
 
     def __init__(self, kern, global_size, local_size, args):
@@ -172,12 +193,13 @@ class Launch:
         self.args = args
 
     def __call__(self, queue):
-        last = _LAST_SET.get(id(self.kernel))
-        if last is None or last() is not self:     # a dead reference: not this one
-            self.kernel.set_args(*self.args)
-            _LAST_SET[id(self.kernel)] = weakref.ref(self)
-        return cl.enqueue_nd_range_kernel(queue, self.kernel, self.global_size,
-                                          self.local_size)
+        with self.kernel.lock:
+            last = _LAST_SET.get(id(self.kernel))
+            if last is None or last() is not self:     # a dead reference: not this one
+                self.kernel.raw.set_args(*self.args)
+                _LAST_SET[id(self.kernel)] = weakref.ref(self)
+            return cl.enqueue_nd_range_kernel(queue, self.kernel.raw, self.global_size,
+                                              self.local_size)
 
 
 _SCALARS = {"char": np.int8, "uchar": np.uint8, "short": np.int16, "ushort": np.uint16,
