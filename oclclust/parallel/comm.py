@@ -5,11 +5,42 @@ Only a caller that passes ``comm`` reaches this module's mpi4py use: the
 communicator's own methods are all it calls, so nothing here imports mpi4py
 (and with ``comm=None`` every function is the identity on one rank).
 """
+import builtins
+
 import numpy as np
 
 
 class RankError(RuntimeError):
-    """Another rank failed (or disagreed); every rank raises it together."""
+    """Another rank failed (or disagreed); every rank raises it together.
+    Raised as a subclass that is also the failing rank's built-in exception
+    type (rank_error_type): a ValueError for bad data stays a ValueError on
+    every rank, as scikit-learn users catch it."""
+
+
+_TYPED = {}
+
+
+def builtin_base(exc):
+    """The name of the nearest built-in class of exception *exc* (ValueError
+    for a ProfileError)."""
+    return next(c.__name__ for c in type(exc).__mro__ if c.__module__ == "builtins")
+
+
+def rank_error_type(name):
+    """RankError that is also the built-in exception class *name*
+    ("ValueError" ...); plain RankError where there is none to add, or
+    where the two cannot be combined (OSError's instance layout)."""
+    base = getattr(builtins, name, None)
+    if not (isinstance(base, type) and issubclass(base, Exception)) or \
+            issubclass(RankError, base):
+        return RankError
+    if name not in _TYPED:
+        try:
+            _TYPED[name] = type("RankError", (RankError, base),
+                                {"__module__": __name__, "__doc__": RankError.__doc__})
+        except TypeError:
+            _TYPED[name] = RankError
+    return _TYPED[name]
 
 
 def size(comm):
@@ -47,15 +78,18 @@ def check_together(comm, error=None):
         if error is not None:
             raise error
         return
-    messages = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+    messages = comm.allgather(None if error is None else
+                              (f"{type(error).__name__}: {error}", builtin_base(error)))
     failed = [(r, m) for r, m in enumerate(messages) if m is not None]
     if not failed:
         return
-    text = "; ".join(f"rank {r}: {m}" for r, m in failed)
+    text = "; ".join(f"rank {r}: {m[0]}" for r, m in failed)
+    # the first failing rank's type, the same on every rank
+    kind = rank_error_type(failed[0][1][1])
     if error is not None:
-        raise RankError(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}") \
+        raise kind(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}") \
             from error
-    raise RankError(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}")
+    raise kind(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}")
 
 
 class Ranks:
@@ -77,7 +111,8 @@ class Ranks:
             shapes = self.comm.allgather((int(n_local), int(d), np.dtype(dtype).name))
             for what, i in (("n_features", 1), ("dtype", 2)):
                 if len({s[i] for s in shapes}) > 1:
-                    raise RankError(f"the ranks' shards disagree on {what}: " + ", ".join(
+                    raise rank_error_type("ValueError")(
+                        f"the ranks' shards disagree on {what}: " + ", ".join(
                         f"rank {r}: {s[i]}" for r, s in enumerate(shapes)))
             self.counts = np.array([s[0] for s in shapes], dtype=np.int64)
             self.rank = self.comm.Get_rank()

@@ -124,7 +124,8 @@ def main():
         else:
             km.fit(X)
     except Exception as exc:   # noqa: BLE001 -- the test reads what each rank raised
-        result = {"error": type(exc).__name__, "message": str(exc)}
+        result = {"error": type(exc).__name__, "message": str(exc),
+                  "value_error": isinstance(exc, ValueError)}
     else:
         result = {"model": np.asarray(model_of(km)).tolist(), "start": start,
                   "labels": km.predict(X).tolist() if args.estimator == "GaussianMixture"

@@ -66,16 +66,20 @@ def test_ranks_fit_the_model_of_one_process(init, weighted, dtype, platform, dev
         assert (labels == ref.labels_).all()
 
 
-@pytest.mark.parametrize("case,expected", [
-    ("mismatch", "n_features"), ("empty", "0 sample"), ("fail_mid", "injected failure")])
-def test_a_bad_rank_makes_every_rank_raise(case, expected, platform, tmp_path):
+@pytest.mark.parametrize("case,expected,value_error", [
+    ("mismatch", "n_features", True), ("empty", "0 sample", True),
+    ("fail_mid", "injected failure", False)])
+def test_a_bad_rank_makes_every_rank_raise(case, expected, value_error, platform, tmp_path):
     """A rank with another n_features, no rows, or an error mid-fit: every
-    rank raises a clear error naming the rank, and none hangs."""
+    rank raises a clear error naming the rank, and none hangs.  Bad data is
+    a ValueError on every rank (a RankError that is also a ValueError), as
+    scikit-learn users catch it; a RuntimeError stays one."""
     proc = mpirun(3, case, str(tmp_path), platform=platform, cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for r in results(tmp_path, 3):
         assert r.get("error") == "RankError", r
         assert expected in r["message"] and "rank 1" in r["message"], r["message"]
+        assert r["value_error"] is value_error, r
 
 
 def test_load_shard_gives_each_rank_its_rows(platform, tmp_path):
@@ -162,3 +166,17 @@ def test_an_empty_cluster_takes_the_farthest_row_of_all_ranks(name, platform, de
     for r in results(out, 2):
         assert "error" not in r, r
         np.testing.assert_allclose(r["model"], ref, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name,also", [("ValueError", ValueError), ("TypeError", TypeError),
+                                       ("MemoryError", MemoryError),
+                                       ("RuntimeError", RuntimeError), ("OSError", None),
+                                       ("Exception", None), ("NoSuchError", None)])
+def test_rank_errors_keep_the_failing_type(name, also):
+    from oclclust.parallel.comm import RankError, rank_error_type
+    kind = rank_error_type(name)
+    assert issubclass(kind, RankError) and kind.__name__ == "RankError"
+    if also is not None:
+        assert issubclass(kind, also)
+    with pytest.raises(RankError):
+        raise kind("rank 1: bad")
