@@ -102,7 +102,12 @@ def check_sample_weight(sample_weight, n, dtype):
     w = np.asarray(sample_weight)
     if w.ndim != 1 or w.shape[0] != n:
         raise ValueError(f"sample_weight.shape == {w.shape}, expected ({n},)!")
-    w = w.astype(dtype)
+    if np.iscomplexobj(w):   # astype would drop the imaginary parts with a warning
+        raise ValueError("Complex data not supported: sample_weight must be real numbers.")
+    try:
+        w = w.astype(dtype)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"sample_weight must be numbers: {exc}") from None
     if not np.isfinite(w).all():
         raise ValueError("Input sample_weight contains NaN or infinity.")
     if (w < 0).any():

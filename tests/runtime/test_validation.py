@@ -80,6 +80,17 @@ def test_check_sample_weight():
     w = check_sample_weight(2, 3, np.float32)
     assert w.dtype == np.float32 and list(w) == [2, 2, 2]
     assert check_sample_weight([0, 1, 0], 3, np.float64).dtype == np.float64
+    assert list(check_sample_weight(np.array([1, 2], object), 2, np.float64)) == [1, 2]
+
+
+@pytest.mark.parametrize("weights, message", [
+    (np.ones(3) + 1j, "Complex data not supported"), (np.array([1, 1 + 0j, 2]), "Complex"),
+    (["a", "b", "c"], "must be numbers"), ([1, None, 2], "NaN or infinity"),
+    ([1, np.inf, 2], "NaN or infinity"), ([1, -1, 2], "Negative"),
+    ([0, 0, 0], "at least one non-zero"), ([1, 2], "expected")])
+def test_bad_sample_weight_is_a_value_error(weights, message):
+    with pytest.raises(ValueError, match=message):
+        check_sample_weight(weights, 3, np.float64)
 
 
 @pytest.mark.parametrize("dtype, data, fp64, expected", [
