@@ -54,8 +54,17 @@ def fixed_point(data, host_w, mean, ranks=None):
     ext = data.map(lambda c: (float(cla.min(c.x).get()), float(cla.max(c.x).get())))
     lo, hi = min(e[0] for e in ext), max(e[1] for e in ext)
     spread = max(hi - float(np.min(mean)), float(np.max(mean)) - lo, 0.0)
+    # rows whose squared distances overflow the compute dtype have no fixed
+    # point that also resolves the others (their sums would round to 0):
+    # the error KMeans's pass gives them, on every rank
+    top = max(abs(lo), abs(hi))
+    overflow = float(data.d * top * top > float(np.finfo(data.dtype).max))
     ranks = ranks or Ranks.alone(data)
-    n, wmax, spread = ranks.sum(np.array([data.n, float(np.max(host_w)), spread]))
+    n, wmax, spread, overflow = ranks.sum(
+        np.array([data.n, float(np.max(host_w)), spread, overflow]))
+    if overflow:
+        raise ValueError("Input X contains NaN or infinity (or values whose squares "
+                         f"overflow {data.dtype.name}).")
     return FixedPoint.for_bounds(mean, n, wmax, spread)
 
 

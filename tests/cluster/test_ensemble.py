@@ -170,3 +170,16 @@ def test_word_atomics_give_the_same_models(devices, strategy, kdtree):
         for a, b in zip(fits[0].models_, fits[1].models_):
             np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(fits[0].n_iter_, fits[1].n_iter_)
+
+
+@pytest.mark.parametrize("make", [lambda d: oc.EnsembleKMeans(2, n_models=3, random_state=0,
+                                                                devices=d),
+                                  lambda d: oc.KMeans(2, n_init=3, random_state=0, devices=d)],
+                         ids=["EnsembleKMeans", "KMeans-restarts"])
+def test_float32_rows_whose_squares_overflow_are_refused(make, devices, blobs):
+    """As KMeans's one run: no fixed point resolves rows of 3e38 and the
+    others at once (their sums would round to 0)."""
+    X = blobs[0].astype(np.float32)
+    X[7, 1] = 3e38
+    with pytest.raises(ValueError, match="overflow float32"):
+        make(devices).fit(X)

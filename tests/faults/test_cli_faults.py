@@ -147,7 +147,7 @@ def test_non_finite_data_is_one_line_without_warnings(algorithm, value, devices,
     one_line_error(proc, 1, "Input X contains NaN or infinity")
 
 
-@pytest.mark.parametrize("algorithm", ["kmeans", "cmeans", "gmm"])
+@pytest.mark.parametrize("algorithm", ["kmeans", "ensemble", "cmeans", "gmm"])
 def test_float32_squares_that_overflow_are_one_line_without_warnings(algorithm, devices,
                                                                      tmp_path):
     """float32 rows whose squared norms pass float32's range (3e38): the
