@@ -159,11 +159,23 @@ def centers_update(sums, weights, old):
     return np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None], old)
 
 
+def place_left_empty(centers, weights):
+    """scikit-learn's place for the empty clusters no row moved to (there
+    are no more distinct rows than clusters): the heaviest cluster's centre
+    (the first of equals).  *centers*: the updated ones, changed in place.
+    (sklearn's _average_centers copies the heaviest cluster before averaging
+    it to an empty cluster of a lower index, so there its centre is a
+    scaled copy: we take the place its comment promises.)"""
+    big = int(np.argmax(weights))
+    centers[weights == 0] = centers[big]
+
+
 def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
     """scikit-learn's rule: empty clusters take the rows farthest from their
     centres (*dist*, *labels*: this rank's rows); *sums* and *weights*, over
     all ranks, are mended in place.  Over ranks (``comm``): the farthest of
-    all ranks' farthest (of equals, the first row)."""
+    all ranks' farthest (of equals, the first row).  When every row sits on
+    its centre, none moves and False is returned (see place_left_empty)."""
     empty = np.flatnonzero(weights == 0)
     take = min(len(empty), data.n)
     far = np.argpartition(dist, -take)[:-take - 1:-1]
@@ -173,8 +185,11 @@ def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
         every = [(r, c) for r, cands in enumerate(comm.allgather(mine)) for c in cands]
         # ranks hold the rows in order: (rank, local row) sorts as the global row
         mine = [c for _, c in sorted(every, key=lambda rc: (-rc[1][0], rc[0], rc[1][1]))]
+    if not mine or max(c[0] for c in mine) == 0:
+        return False   # more clusters than distinct rows: none moves (sklearn's)
     for new_id, (_, _, old_id, w, row) in zip(empty, mine):
         sums[old_id] -= row * w
         weights[old_id] -= w
         sums[new_id] = row * w
         weights[new_id] = w
+    return True

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ._base import centers_update, relocate_empty
+from ._base import centers_update, place_left_empty, relocate_empty
 from ..runtime.progress import Progress, history_entry
 
 
@@ -118,12 +118,16 @@ def host_update(backend, centers, active, tol, data, host_w):
     sums, weights = backend.stats([centers[m] for m in active])
     off = np.cumsum([0] + [len(centers[m]) for m in active])
     old = np.concatenate([centers[m] for m in active])
+    left = []    # models whose empty clusters stay empty (no row to move)
     for i in np.unique(np.searchsorted(off, np.flatnonzero(weights == 0), side="right") - 1):
         a, b = off[i], off[i + 1]    # a model with an empty cluster: its rows mended
         dist, labels = backend.nearest(centers[active[i]])
-        relocate_empty(sums[a:b], weights[a:b], dist, labels, data, host_w,
-                       backend.ranks.comm)
+        if not relocate_empty(sums[a:b], weights[a:b], dist, labels, data, host_w,
+                              backend.ranks.comm):
+            left.append((a, b))
     new = centers_update(sums, weights, old)
+    for a, b in left:
+        place_left_empty(new[a:b], weights[a:b])
     moved = (new - old) ** 2
     shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])
     # KMeans sums its shift in numpy's pairwise order: near tol, so does each

@@ -124,6 +124,24 @@ def test_exact_ties_go_to_the_lowest_index(profile, blobs, dtype, rows, variant)
     assert_same_fit(ours, SKMeans(**params).fit(X))
 
 
+@pytest.mark.parametrize("rows, init", [
+    ([0, 0, 1, 1], [0, 0, 1, 1]), ([0.25, 0.25], [0.25, 0.25]), ([1, 1, 1], [5, 1, 1]),
+    ([2, 2, 3, 3, 3], [2, 3, 3, 9, 2])], ids=["pairs", "one-row-twice", "far-first", "far-last"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_empty_clusters_with_no_row_to_take_sit_where_sklearn_puts_them(devices, rows, init,
+                                                                        dtype):
+    """No more distinct rows than clusters: every row sits on its centre,
+    none moves, and scikit-learn puts the empty clusters on the heaviest."""
+    X, init = np.array(rows, dtype)[:, None], np.array(init, dtype)[:, None]
+    params = dict(n_clusters=len(init), init=init, n_init=1, max_iter=5, tol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ours = oc.KMeans(devices=devices, **params).fit(X)
+        theirs = SKMeans(**params).fit(X)
+    np.testing.assert_array_equal(ours.cluster_centers_, theirs.cluster_centers_)
+    np.testing.assert_array_equal(ours.labels_, theirs.labels_)
+
+
 def test_duplicate_points_warn_as_sklearn(devices):
     X = np.repeat(np.arange(3.0)[:, None], 10, axis=0)
     with pytest.warns(ConvergenceWarning, match="Number of distinct clusters"):
