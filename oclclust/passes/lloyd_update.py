@@ -1,0 +1,157 @@
+"""The k-means centre update on the device (templates/lloyd_update/*.cl.mako).
+
+On a single resident chunk with double precision, an iteration of KMeans's
+Lloyd loop keeps the centres on the device: after the Lloyd pass
+(lloyd.LloydPass) the partial sums are reduced there (runtime/reduce.py's
+kernel, its order), the new centres computed in float64 as
+cluster._base.centers_update computes them, with the next pass's inputs
+(rounded centres in the variant's layout, their norms as
+lloyd.center_norms sums them), and one work-group sums the shift and the
+inertia in numpy's pairwise order and counts the changed and non-finite
+rows and the empty clusters.  The host reads those five numbers, on a
+queue of its own into page-locked memory, and uploads nothing.  The shift
+and inertia are np.sum's bits, so the host's convergence test on them and
+history_ are the host update's; an iteration with an empty cluster or a
+non-finite row is the host's (its statistics read from the device).
+
+The next pass is enqueued only once this one's numbers are read (no
+speculation): a pass ahead would overwrite the labels, distances and
+partial sums that a stop or an empty cluster needs.
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ..runtime.codegen import Spec, kernel
+from ..runtime.reduce import enqueue_reduce
+from ..runtime.transfer import pinned_empty
+from .distance_tile import power_of_two_at_most
+from .ensemble_update import usable   # the same condition: one resident chunk, one rank, fp64
+from .lloyd import LloydStats
+from .lloyd_mma import split_centers
+
+__all__ = ["CentersSpec", "SummarySpec", "ResidentCenters", "usable"]
+
+EXACT = ()    # build options: IEEE products and sums (no -cl-mad-enable)
+
+
+@dataclasses.dataclass(frozen=True)
+class CentersSpec(Spec):
+    """``layout`` "rows" (K x D: the tiled variant) or "columns" (D x KP:
+    rowwise, gemm); ``rows``: also the K x D rows (gemm, mma)."""
+    template = "lloyd_new_centers.cl.mako"
+    build_options = EXACT
+    d: int = 1
+    k: int = 1
+    kp: int = 1
+    layout: str = "rows"
+    rows: bool = False
+    wg: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class SummarySpec(Spec):
+    template = "lloyd_summary.cl.mako"
+    build_options = EXACT
+    k: int = 1
+    wg: int = 64
+
+    def template_args(self):
+        return dict(super().template_args(), levels=self.wg.bit_length() - 1)
+
+
+# what summarize writes, in order
+SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY = range(5)
+
+
+class ResidentCenters:
+    """The centres of one LloydPass (with the update) kept on its device.
+
+    ``start(centers)`` uploads them (the host's are current); each
+    ``step(labels)`` runs the pass over them and the update, and returns
+    (LloydStats without sums, shift, whether the host must take this
+    iteration: an empty cluster or a non-finite row).  Unflagged, the new
+    centres are the current ones; flagged, the current ones stay this
+    iteration's, and ``stats()`` gives the pass's full statistics."""
+
+    def __init__(self, lloyd_pass):
+        self.lloyd = lp = lloyd_pass
+        part, spec, q = lp.part, lp.spec, lp.part.queue
+        k, d = lp.k, part.d
+        self.buffers = [cla.empty(q, k * d, np.float64) for _ in range(2)]
+        self.sums = cla.empty(q, k * d, np.float64)
+        self.weights = cla.empty(q, k, np.float64)
+        self.moved = cla.empty(q, k * d, np.float64)
+        self.result = cla.empty(q, 5, np.float64)
+        self.host_result = pinned_empty(q, 5, np.float64)
+        self.reader = cl.CommandQueue(q.context, q.device)   # the read holds no pass back
+        self.active = False
+        self.current = 0
+        wg = power_of_two_at_most(min(64, part.profile.max_work_group_size))
+        # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); mma: the
+        # rows, which split_centers lays out in its fragments' order
+        layout = "columns" if spec.variant in ("rowwise", "gemm") else "rows"
+        self.centers_spec = CentersSpec(dtype=part.dtype.name, acc_double=True, d=d, k=k,
+                                        kp=spec.kp, layout=layout, rows=spec.variant == "gemm",
+                                        wg=wg)
+        # the buffers new_centers writes: (layout, rows; unwritten without rows)
+        self.targets = ((lp.center_rows, lp.center_rows) if spec.variant == "mma" else
+                        (lp.centers, lp.center_rows if spec.variant == "gemm" else lp.centers))
+        self.summary_spec = SummarySpec(dtype=part.dtype.name, acc_double=True, k=k,
+                                        wg=power_of_two_at_most(
+                                            min(256, part.profile.max_work_group_size)))
+        self.last = None
+
+    def start(self, centers):
+        """Upload *centers* (k x d float64): the pass's inputs and the update's."""
+        q = self.lloyd.part.queue
+        self.lloyd.upload(centers)
+        self.current = 0
+        self.buffers[0].set(np.ascontiguousarray(centers, np.float64).ravel(), q)
+        self.active = True
+
+    def step(self, labels):
+        """One pass over the current centres (previous *labels* in, new ones
+        out) and the update: (LloydStats with no sums, shift, flagged)."""
+        lp, q = self.lloyd, self.lloyd.part.queue
+        part, spec, k, d = lp.part, lp.spec, lp.k, lp.part.d
+        lp.enqueue(labels)
+        enqueue_reduce(q, lp.part_sums, lp.partials, k * d, part.dtype, True, self.sums)
+        enqueue_reduce(q, lp.part_weights, lp.partials, k, part.dtype, True, self.weights)
+        old, new = self.buffers[self.current], self.buffers[1 - self.current]
+        cs, (layout, rows) = self.centers_spec, self.targets
+        kernel(q.context, cs, "new_centers")(
+            q, (-(-k // cs.wg) * cs.wg,), (cs.wg,), self.sums.data, self.weights.data,
+            old.data, new.data, self.moved.data, layout.data, rows.data, lp.norms.data)
+        if spec.variant == "mma":
+            split_centers(q, spec, lp.center_rows, lp.centers)
+        ss = self.summary_spec
+        done = kernel(q.context, ss, "summarize")(
+            q, (ss.wg,), (ss.wg,), self.moved.data, np.int64(k * d), lp.part_inertia.data,
+            lp.part_flags.data, np.int64(lp.groups), self.weights.data, self.result.data)
+        q.flush()                       # the reader waits for it
+        cl.enqueue_copy(self.reader, self.host_result, self.result.data, wait_for=[done],
+                        is_blocking=True)
+        got = self.host_result
+        self.last = LloydStats(None, None, float(got[INERTIA]), int(got[CHANGED]),
+                               int(got[NONFINITE]))
+        flagged = bool(got[EMPTY]) or self.last.n_nonfinite > 0
+        if not flagged:
+            self.current = 1 - self.current
+        return self.last, float(got[SHIFT]), flagged
+
+    def stats(self):
+        """The last pass's LloydStats with its sums and weights (as
+        LloydPass.run returns them)."""
+        q = self.lloyd.part.queue
+        return dataclasses.replace(self.last,
+                                   sums=self.sums.get(q).reshape(self.lloyd.k, -1),
+                                   weights=self.weights.get(q))
+
+    def hand_back(self):
+        """The current centres (k x d float64); none resident after."""
+        self.active = False
+        q = self.lloyd.part.queue
+        return self.buffers[self.current].get(q).reshape(self.lloyd.k, -1)
