@@ -34,7 +34,7 @@ void new_centers(
     if (j >= K)
         return;
     const double w = weights[j];
-    double norm = 0;
+    volatile double norm = 0;   /* in order: Intel's CPU compiler reorders a loop's sums */
     for (int c = 0; c < D; ++c) {
         const long e = (long)j * D + c;
         const double before = old[e];

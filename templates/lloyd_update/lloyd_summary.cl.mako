@@ -28,22 +28,24 @@ static long half_of(const long n)
     return h - h % 8;
 }
 
+/* The accumulators are volatile: Intel's CPU compiler reorders a loop's
+   floating-point sums (it summed the eight accumulators' values in order). */
 static double block_sum(__global const double *restrict a, const long n)
 {
     if (n < 8) {
-        double r = -0.0;
+        volatile double r = -0.0;
         for (long i = 0; i < n; ++i)
             r += a[i];
         return r;
     }
-    double r[8];
+    volatile double r[8];
     for (int j = 0; j < 8; ++j)
         r[j] = a[j];
     long i = 8;
     for (; i < n - n % 8; i += 8)
         for (int j = 0; j < 8; ++j)
             r[j] += a[i + j];
-    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    volatile double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
     for (; i < n; ++i)
         res += a[i];
     return res;
