@@ -116,17 +116,11 @@ class ResidentCenters:
         """One pass over the current centres (previous *labels* in, new ones
         out) and the update: (LloydStats with no sums, shift, flagged)."""
         lp, q = self.lloyd, self.lloyd.part.queue
-        part, spec, k, d = lp.part, lp.spec, lp.k, lp.part.d
+        part, k, d = lp.part, lp.k, lp.part.d
         lp.enqueue(labels)
         enqueue_reduce(q, lp.part_sums, lp.partials, k * d, part.dtype, True, self.sums)
         enqueue_reduce(q, lp.part_weights, lp.partials, k, part.dtype, True, self.weights)
-        old, new = self.buffers[self.current], self.buffers[1 - self.current]
-        cs, (layout, rows) = self.centers_spec, self.targets
-        kernel(q.context, cs, "new_centers")(
-            q, (-(-k // cs.wg) * cs.wg,), (cs.wg,), self.sums.data, self.weights.data,
-            old.data, new.data, self.moved.data, layout.data, rows.data, lp.norms.data)
-        if spec.variant == "mma":
-            split_centers(q, spec, lp.center_rows, lp.centers)
+        self.new_centers(self.buffers[self.current], self.buffers[1 - self.current])
         ss = self.summary_spec
         done = kernel(q.context, ss, "summarize")(
             q, (ss.wg,), (ss.wg,), self.moved.data, np.int64(k * d), lp.part_inertia.data,
@@ -141,6 +135,17 @@ class ResidentCenters:
         if not flagged:
             self.current = 1 - self.current
         return self.last, float(got[SHIFT]), flagged
+
+    def new_centers(self, old, new):
+        """Enqueue the update of *old* centres into *new* from the reduced
+        sums and weights, and the next pass's inputs from *new*."""
+        lp, q = self.lloyd, self.lloyd.part.queue
+        cs, (layout, rows) = self.centers_spec, self.targets
+        kernel(q.context, cs, "new_centers")(
+            q, (-(-lp.k // cs.wg) * cs.wg,), (cs.wg,), self.sums.data, self.weights.data,
+            old.data, new.data, self.moved.data, layout.data, rows.data, lp.norms.data)
+        if lp.spec.variant == "mma":
+            split_centers(q, lp.spec, lp.center_rows, lp.centers)
 
     def stats(self):
         """The last pass's LloydStats with its sums and weights (as
