@@ -168,7 +168,9 @@ class LloydModel(LloydBackend):
     def device_step(self, centers, active, tol, following):
         if not self.lloyd.device_update:
             return None
-        stats, shift, flagged = self.lloyd.device_step(centers)
+        # the next iteration enqueued before this one is read, when one may follow
+        stats, shift, flagged = self.lloyd.device_step(centers,
+                                                       following is None or following > 0)
         if flagged:          # centers hold this iteration's centres: the host takes it
             self.replay = stats
             return None

@@ -79,7 +79,7 @@ class _LloydChunk:
     def run(self, centers, update):
         return self.lloyd_pass(update).run(centers, self.current_labels())
 
-    def device_step(self, centers):
+    def device_step(self, centers, ahead):
         """The resident update's step (lloyd_update.ResidentCenters.step),
         starting from *centers* when none are resident; flagged, the
         current (this iteration's) centres are handed back into them."""
@@ -87,7 +87,7 @@ class _LloydChunk:
             self.resident = lloyd_update.ResidentCenters(self.lloyd_pass(True))
         if not self.resident.active:
             self.resident.start(centers[0])
-        stats, shift, flagged = self.resident.step(self.current_labels())
+        stats, shift, flagged = self.resident.step(self.current_labels(), ahead)
         if flagged:
             centers[0] = self.resident.hand_back()
             stats = self.resident.stats()
@@ -117,12 +117,13 @@ class LloydShards(ShardedPass):
     def run(self, centers, update=True):
         return self.reduce(lambda chunk, st: st.run(centers, update), timed=update)
 
-    def device_step(self, centers):
+    def device_step(self, centers, ahead=False):
         """One pass and update with the centres kept on the one device
         (``device_update``): (LloydStats, shift, flagged); flagged (the
         host's update must take the iteration), the stats are the full
-        ones and *centers* [k x d] hold this iteration's centres."""
-        return self.map(lambda chunk, st: st.device_step(centers))[0]
+        ones and *centers* [k x d] hold this iteration's centres.  With
+        *ahead* the next iteration is enqueued before this one is read."""
+        return self.map(lambda chunk, st: st.device_step(centers, ahead))[0]
 
     def hand_back(self, centers):
         """The centres kept on the device, if any, into *centers* [k x d]."""

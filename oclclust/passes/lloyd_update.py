@@ -14,9 +14,9 @@ and inertia are np.sum's bits, so the host's convergence test on them and
 history_ are the host update's; an iteration with an empty cluster or a
 non-finite row is the host's (its statistics read from the device).
 
-The next pass is enqueued only once this one's numbers are read (no
-speculation): a pass ahead would overwrite the labels, distances and
-partial sums that a stop or an empty cluster needs.
+The next iteration is enqueued before this one's numbers are read (one
+ahead, speculatively); a stop or the host's iteration drops it and puts
+back the labels it overwrote (ResidentCenters).
 """
 import dataclasses
 
@@ -70,25 +70,37 @@ class ResidentCenters:
     """The centres of one LloydPass (with the update) kept on its device.
 
     ``start(centers)`` uploads them (the host's are current); each
-    ``step(labels)`` runs the pass over them and the update, and returns
-    (LloydStats without sums, shift, whether the host must take this
+    ``step(labels, ahead)`` runs the pass over them and the update, and
+    returns (LloydStats without sums, shift, whether the host must take this
     iteration: an empty cluster or a non-finite row).  Unflagged, the new
     centres are the current ones; flagged, the current ones stay this
-    iteration's, and ``stats()`` gives the pass's full statistics."""
+    iteration's, and ``stats()`` gives the pass's full statistics.
+
+    With *ahead*, the next iteration is enqueued before this one is read
+    (speculatively), so the device does not wait for the host's read and
+    decision.  Its pass overwrites the labels this one wrote, so they are
+    copied aside first: when the fit stops here or the host takes this
+    iteration, the next one is dropped (``drop``) and the labels put back.
+    Three centre buffers turn: this iteration's input, its output, and the
+    next one's output; each iteration has its own result slot."""
 
     def __init__(self, lloyd_pass):
         self.lloyd = lp = lloyd_pass
         part, spec, q = lp.part, lp.spec, lp.part.queue
         k, d = lp.k, part.d
-        self.buffers = [cla.empty(q, k * d, np.float64) for _ in range(2)]
+        self.buffers = [cla.empty(q, k * d, np.float64) for _ in range(3)]
         self.sums = cla.empty(q, k * d, np.float64)
         self.weights = cla.empty(q, k, np.float64)
         self.moved = cla.empty(q, k * d, np.float64)
-        self.result = cla.empty(q, 5, np.float64)
-        self.host_result = pinned_empty(q, 5, np.float64)
+        self.results = [cla.empty(q, 5, np.float64) for _ in range(2)]
+        self.host_results = [pinned_empty(q, 5, np.float64) for _ in range(2)]
+        self.saved_labels = cla.empty(q, part.n, np.int32)
         self.reader = cl.CommandQueue(q.context, q.device)   # the read holds no pass back
         self.active = False
         self.current = 0
+        self.pending = []        # enqueued iterations not read: (target buffer, slot, event)
+        self.clobbered = False   # a dropped pass overwrote the last read one's outputs
+        self.labels = None
         wg = power_of_two_at_most(min(64, part.profile.max_work_group_size))
         # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); mma: the
         # rows, which split_centers lays out in its fragments' order
@@ -107,34 +119,69 @@ class ResidentCenters:
     def start(self, centers):
         """Upload *centers* (k x d float64): the pass's inputs and the update's."""
         q = self.lloyd.part.queue
+        self.drop()
         self.lloyd.upload(centers)
         self.current = 0
         self.buffers[0].set(np.ascontiguousarray(centers, np.float64).ravel(), q)
         self.active = True
+        self.clobbered = False
 
-    def step(self, labels):
-        """One pass over the current centres (previous *labels* in, new ones
-        out) and the update: (LloydStats with no sums, shift, flagged)."""
+    def _enqueue(self, labels):
+        """The pass and update of the iteration after the last enqueued."""
         lp, q = self.lloyd, self.lloyd.part.queue
         part, k, d = lp.part, lp.k, lp.part.d
+        if self.pending:     # the labels of the pass before, should this one be dropped
+            cl.enqueue_copy(q, self.saved_labels.data, labels.data)
+        source = self.pending[-1][0] if self.pending else self.current
+        target = min({0, 1, 2} - {self.current, *(p[0] for p in self.pending)})
+        slot = (self.pending[-1][1] + 1) % 2 if self.pending else 0
         lp.enqueue(labels)
         enqueue_reduce(q, lp.part_sums, lp.partials, k * d, part.dtype, True, self.sums)
         enqueue_reduce(q, lp.part_weights, lp.partials, k, part.dtype, True, self.weights)
-        self.new_centers(self.buffers[self.current], self.buffers[1 - self.current])
+        self.new_centers(self.buffers[source], self.buffers[target])
         ss = self.summary_spec
         done = kernel(q.context, ss, "summarize")(
             q, (ss.wg,), (ss.wg,), self.moved.data, np.int64(k * d), lp.part_inertia.data,
-            lp.part_flags.data, np.int64(lp.groups), self.weights.data, self.result.data)
+            lp.part_flags.data, np.int64(lp.groups), self.weights.data,
+            self.results[slot].data)
         q.flush()                       # the reader waits for it
-        cl.enqueue_copy(self.reader, self.host_result, self.result.data, wait_for=[done],
-                        is_blocking=True)
-        got = self.host_result
+        read = cl.enqueue_copy(self.reader, self.host_results[slot], self.results[slot].data,
+                               wait_for=[done], is_blocking=False)
+        self.pending.append((target, slot, read))
+
+    def step(self, labels, ahead=False):
+        """One pass over the current centres (previous *labels* in, new ones
+        out) and the update: (LloydStats with no sums, shift, flagged); with
+        *ahead*, the next iteration is enqueued before this one is read."""
+        self.labels = labels
+        if not self.pending:
+            self._enqueue(labels)
+        if ahead:
+            self._enqueue(labels)
+        target, slot, read = self.pending.pop(0)
+        read.wait()
+        got = self.host_results[slot]
         self.last = LloydStats(None, None, float(got[INERTIA]), int(got[CHANGED]),
                                int(got[NONFINITE]))
         flagged = bool(got[EMPTY]) or self.last.n_nonfinite > 0
-        if not flagged:
-            self.current = 1 - self.current
+        self.clobbered = False
+        if flagged:
+            self.drop()
+        else:
+            self.current = target
         return self.last, float(got[SHIFT]), flagged
+
+    def drop(self):
+        """Forget the iterations enqueued ahead; the labels of the last one
+        read are put back."""
+        if not self.pending:
+            return
+        q = self.lloyd.part.queue
+        cl.enqueue_copy(q, self.labels.data, self.saved_labels.data)
+        q.finish()
+        self.reader.finish()
+        self.pending = []
+        self.clobbered = True
 
     def new_centers(self, old, new):
         """Enqueue the update of *old* centres into *new* from the reduced
@@ -148,15 +195,22 @@ class ResidentCenters:
             split_centers(q, lp.spec, lp.center_rows, lp.centers)
 
     def stats(self):
-        """The last pass's LloydStats with its sums and weights (as
-        LloydPass.run returns them)."""
-        q = self.lloyd.part.queue
-        return dataclasses.replace(self.last,
-                                   sums=self.sums.get(q).reshape(self.lloyd.k, -1),
+        """The last read pass's LloydStats with its sums and weights (as
+        LloydPass.run returns them), its distances and labels in the pass's
+        buffers.  When a dropped pass overwrote them, the pass runs again
+        on the host's path over the same centres (the same inputs, bit for
+        bit: lloyd.center_norms), its count of changed labels the first's."""
+        lp, q = self.lloyd, self.lloyd.part.queue
+        if self.clobbered:
+            centers = self.buffers[self.current].get(q).reshape(lp.k, -1)
+            again = lp.run(centers, self.labels)
+            return dataclasses.replace(again, n_changed=self.last.n_changed)
+        return dataclasses.replace(self.last, sums=self.sums.get(q).reshape(lp.k, -1),
                                    weights=self.weights.get(q))
 
     def hand_back(self):
         """The current centres (k x d float64); none resident after."""
+        self.drop()
         self.active = False
         q = self.lloyd.part.queue
         return self.buffers[self.current].get(q).reshape(self.lloyd.k, -1)

@@ -81,7 +81,7 @@ def test_new_centers_are_the_host_update_and_upload(profile, variant, dtype):
     q = part.queue
     resident.sums.set(sums.ravel(), q)
     resident.weights.set(weights, q)
-    resident.new_centers(*resident.buffers)
+    resident.new_centers(*resident.buffers[:2])
     new = centers_update(sums, weights, old)
     np.testing.assert_array_equal(resident.buffers[1].get(q).reshape(k, d), new)
     np.testing.assert_array_equal(resident.moved.get(q).reshape(k, d), (new - old) ** 2)
@@ -104,14 +104,18 @@ def blobs(n, d, k, dtype, seed=0):
 def fit(profile, X, device, sw=None, variant=None, **params):
     """KMeans on *profile* (its Lloyd *variant* forced) with the device
     update on or off; returns the estimator and the device steps taken
-    (True where flagged: the host's iteration)."""
+    (True where flagged: the host's iteration); *ahead*, if given, gets
+    whether each step enqueued the next iteration before its read."""
     steps = []
     original = lloyd_update.ResidentCenters.step
 
-    def counted(self, labels):
-        out = original(self, labels)
+    def counted(self, labels, ahead=False):
+        out = original(self, labels, ahead)
         steps.append(out[2])
+        if spec is not None:
+            spec.append(ahead)
         return out
+    spec = params.pop("ahead", None)
     prof = profile if variant is None else profile.replace(lloyd_variant=variant)
     saved = kmeans.DEVICE_UPDATE
     try:
@@ -166,11 +170,14 @@ def test_every_way_to_stop(profile, variant, stop):
     params = dict(n_clusters=12, random_state=1, tol={"tol": 1e-2}.get(stop, 0.0),
                   max_iter=4 if stop == "max_iter" else 300)
     host, _ = fit(profile, X, False, None, variant, **params)
-    device, steps = fit(profile, X, True, None, variant, **params)
+    ahead = []
+    device, steps = fit(profile, X, True, None, variant, ahead=ahead, **params)
     assert_same_fit(device, host)
     assert (host.n_iter_ == 4) == (stop == "max_iter")
     assert (host.history_[-1]["n_changed"] == 0) == (stop == "no change")
     assert len(steps) == (host.n_iter_ if profile.fp64 else 0)
+    if profile.fp64:   # one ahead but past max_iter: else the last read drops a pass
+        assert ahead == [True] * (len(steps) - 1) + [stop != "max_iter"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -188,6 +195,22 @@ def test_empty_clusters_first_iteration(profile, variant, weighted):
     assert_same_fit(device, host)
     if profile.fp64:
         assert steps[0] and len(steps) == host.n_iter_ and not any(steps[1:])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_empty_clusters_in_the_last_iteration(profile, variant):
+    """max_iter=1 with an empty cluster: the only iteration is flagged with
+    no pass ahead (the statistics read from the device, not run again)."""
+    X = blobs(600, 3, 5, np.float32, seed=6)
+    init = X[:5].astype(np.float64)
+    init[2] = 1e4
+    params = dict(n_clusters=5, init=init, max_iter=1)
+    host, _ = fit(profile, X, False, None, variant, **params)
+    ahead = []
+    device, steps = fit(profile, X, True, None, variant, ahead=ahead, **params)
+    assert_same_fit(device, host)
+    if profile.fp64:
+        assert steps == [True] and ahead == [False]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
