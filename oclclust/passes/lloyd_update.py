@@ -111,9 +111,12 @@ class ResidentCenters:
         # the buffers new_centers writes: (layout, rows; unwritten without rows)
         self.targets = ((lp.center_rows, lp.center_rows) if spec.variant == "mma" else
                         (lp.centers, lp.center_rows if spec.variant == "gemm" else lp.centers))
-        self.summary_spec = SummarySpec(dtype=part.dtype.name, acc_double=True, k=k,
-                                        wg=power_of_two_at_most(
-                                            min(256, part.profile.max_work_group_size)))
+        # a CPU runtime runs a work-group's items in turn, switching at each
+        # barrier: one item sums alone there (Intel, 1k x 2: 5 ms an iteration
+        # with 256 items)
+        wg = (1 if part.profile.type == "cpu" else
+              power_of_two_at_most(min(256, part.profile.max_work_group_size)))
+        self.summary_spec = SummarySpec(dtype=part.dtype.name, acc_double=True, k=k, wg=wg)
         self.last = None
 
     def start(self, centers):
