@@ -12,7 +12,8 @@ rows and the empty clusters.  The host reads those five numbers, on a
 queue of its own into page-locked memory, and uploads nothing.  The shift
 and inertia are np.sum's bits, so the host's convergence test on them and
 history_ are the host update's; an iteration with an empty cluster or a
-non-finite row is the host's (its statistics read from the device).
+non-finite row is the host's (its statistics read from the device, or the
+pass run again over the same centres where the pass ahead overwrote them).
 
 The next iteration is enqueued before this one's numbers are read (one
 ahead, speculatively); a stop or the host's iteration drops it and puts
@@ -28,19 +29,18 @@ from ..runtime.codegen import Spec, kernel
 from ..runtime.reduce import enqueue_reduce
 from ..runtime.transfer import pinned_empty
 from .distance_tile import power_of_two_at_most
-from .ensemble_update import usable   # the same condition: one resident chunk, one rank, fp64
+from .ensemble_update import usable  # noqa: F401 -- the same condition: one chunk, one rank, fp64
 from .lloyd import LloydStats
 from .lloyd_mma import split_centers
-
-__all__ = ["CentersSpec", "SummarySpec", "ResidentCenters", "usable"]
 
 EXACT = ()    # build options: IEEE products and sums (no -cl-mad-enable)
 
 
 @dataclasses.dataclass(frozen=True)
 class CentersSpec(Spec):
-    """``layout`` "rows" (K x D: the tiled variant) or "columns" (D x KP:
-    rowwise, gemm); ``rows``: also the K x D rows (gemm, mma)."""
+    """``layout`` "rows" (K x D: the tiled variant, and the mma variant's
+    rows before their split) or "columns" (D x KP: rowwise, gemm);
+    ``rows``: also the K x D rows (gemm)."""
     template = "lloyd_new_centers.cl.mako"
     build_options = EXACT
     d: int = 1
