@@ -240,14 +240,29 @@ def test_non_finite_rows_raise_as_on_the_host(profile):
 
 
 def test_used_on_one_resident_device_with_fp64_only(profile):
-    X = blobs(400, 2, 3, np.float32)
+    """One resident chunk with double precision: the device's update;
+    several chunks (a small largest buffer), rows streamed through a
+    budget, or no fp64: the host's."""
+    from oclclust.parallel.sharded import LloydShards
+    X = blobs(500, 3, 3, np.float64)
     one = oc.DeviceManager([profile]).scatter(X, None)
-    two = oc.DeviceManager([profile.replace(max_alloc_size=200 * 8)]).scatter(X, None)
+    two = oc.DeviceManager([profile.replace(max_alloc_size=250 * 24)]).scatter(X, None)
+    # 500 rows keep 28 bytes each resident; two staging buffers of 167 rows of 24 bytes
+    streamed = oc.DeviceManager([profile], memory_budget=500 * 28 + 2 * 167 * 24).scatter(X)
+    no_fp64 = oc.DeviceManager([profile.replace(fp64=False)]).scatter(X.astype(np.float32))
     try:
-        from oclclust.parallel.sharded import LloydShards
         assert LloydShards(one, 3).device_update == profile.fp64
         assert not LloydShards(one, 3, device_update=False).device_update
         assert len(two.chunks) == 2 and not LloydShards(two, 3).device_update
+        assert any(s.streamed for s in streamed.shards)
+        assert not LloydShards(streamed, 3).device_update
+        assert not LloydShards(no_fp64, 3).device_update
     finally:
-        one.close()
-        two.close()
+        for data in (one, two, streamed, no_fp64):
+            data.close()
+
+
+def test_without_fp64_the_host_updates(profile):
+    X = blobs(800, 4, 5, np.float32, seed=7)
+    host, steps = fit(profile.replace(fp64=False), X, True, n_clusters=5, random_state=0)
+    assert not steps and host.n_iter_ > 1
