@@ -218,7 +218,7 @@ def plan(profile, queue, dtype, d, k, update, weighted, spec=None):
 
 def center_norms(centers, dtype):
     """The squared norms of *centers* rounded to *dtype*, summed in float64
-    in dimension order (as lloyd_update.cl.mako sums them on the device),
+    in dimension order (as lloyd_new_centers.cl.mako sums them on the device),
     then rounded to *dtype*; a norm past the dtype is inf (the pass flags
     its rows)."""
     rounded = centers.astype(dtype).astype(np.float64)
