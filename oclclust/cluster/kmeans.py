@@ -25,6 +25,11 @@ except ImportError:
         pass
 
 
+# whether a fit on one resident device with fp64 keeps its centres there
+# between passes (passes.lloyd_update); the tests turn it off to compare
+DEVICE_UPDATE = True
+
+
 class KMeans(ClusterMixin, TransformerMixin, KCluster):
     """k-means clustering on OpenCL devices (scikit-learn's KMeans API).
 
@@ -69,7 +74,8 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         start = time.perf_counter()
         if runs == 1:   # the fused Lloyd pass, with its per-iteration history
             history = []
-            fitted = fit_lloyd(LloydModel(LloydShards(data, self.n_clusters, ranks)), starts,
+            shards = LloydShards(data, self.n_clusters, ranks, device_update=DEVICE_UPDATE)
+            fitted = fit_lloyd(LloydModel(shards), starts,
                                self.max_iter, tol, data, host_w,
                                self.verbose if ranks.rank == 0 else 0, history)
             results = [(c, i, int(t), history, lab) for c, i, t, lab in zip(*fitted)]
@@ -146,18 +152,40 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
 
 class LloydModel(LloydBackend):
     """One model over the fused Lloyd pass (parallel.sharded.LloydShards):
-    the backend of fit_lloyd for KMeans.  Its update is the host's; a pass
-    that changes no label stops it (strict convergence, the inertia that
-    pass's); measured device weights re-split the rows between iterations."""
+    the backend of fit_lloyd for KMeans.  On one resident device with
+    double precision the update is the device's (passes.lloyd_update), its
+    shift and inertia np.sum's bits; else, and for an iteration with an
+    empty cluster or a non-finite row, the host's.  A pass that changes no
+    label stops it (strict convergence, the inertia that pass's); measured
+    device weights re-split the rows between iterations."""
 
     exact_shifts = True     # its shift is recorded: in numpy's order, always
 
     def __init__(self, lloyd):
         self.lloyd, self.ranks, self.last = lloyd, lloyd.ranks, None
+        self.replay = None   # a flagged device iteration's statistics, for the host's update
+
+    def device_step(self, centers, active, tol, following):
+        if not self.lloyd.device_update:
+            return None
+        # the next iteration enqueued before this one is read, when one may follow
+        stats, shift, flagged = self.lloyd.device_step(centers,
+                                                       following is None or following > 0)
+        if flagged:          # centers hold this iteration's centres: the host takes it
+            self.replay = stats
+            return None
+        self.last = stats
+        return np.array([shift])
+
+    def hand_back(self, centers):
+        self.lloyd.hand_back(centers)
 
     def stats(self, centers_list):
         (centers,) = centers_list
-        self.last = self.lloyd.run(centers)
+        if self.replay is not None:   # the pass over these centres ran on the device
+            self.last, self.replay = self.replay, None
+        else:
+            self.last = self.lloyd.run(centers)
         if self.last.n_nonfinite:
             raise ValueError("Input X contains NaN or infinity (or values whose squares "
                              f"overflow {self.lloyd.data.dtype.name}).")

@@ -13,6 +13,7 @@ import pyopencl.array as cla
 
 from ..passes.cmeans import CMeansPass
 from ..passes.gmm import GmmPass
+from ..passes import lloyd_update
 from ..passes.lloyd import LloydPass
 from ..runtime.reduce import Stats
 from .comm import Ranks
@@ -68,11 +69,33 @@ class _LloydChunk:
 
     def __init__(self, chunk, k):
         self.chunk, self.k, self.passes, self.labels = chunk, k, {}, None
+        self.resident = None     # the centres kept on the device (lloyd_update)
 
-    def run(self, centers, update):
+    def lloyd_pass(self, update):
         if update not in self.passes:
             self.passes[update] = LloydPass(self.chunk, self.k, update)
-        return self.passes[update].run(centers, self.current_labels())
+        return self.passes[update]
+
+    def run(self, centers, update):
+        return self.lloyd_pass(update).run(centers, self.current_labels())
+
+    def device_step(self, centers, ahead):
+        """The resident update's step (lloyd_update.ResidentCenters.step),
+        starting from *centers* when none are resident; flagged, the
+        current (this iteration's) centres are handed back into them."""
+        if self.resident is None:
+            self.resident = lloyd_update.ResidentCenters(self.lloyd_pass(True))
+        if not self.resident.active:
+            self.resident.start(centers[0])
+        stats, shift, flagged = self.resident.step(self.current_labels(), ahead)
+        if flagged:
+            centers[0] = self.resident.hand_back()
+            stats = self.resident.stats()
+        return stats, shift, flagged
+
+    def hand_back(self, centers):
+        if self.resident is not None and self.resident.active:
+            centers[0] = self.resident.hand_back()
 
     def current_labels(self):
         """The labels of the last pass (-1 before the first)."""
@@ -87,11 +110,25 @@ class LloydShards(ShardedPass):
     """The fused Lloyd pass (passes.lloyd) over a fit's rows: LloydStats
     of all ranks' rows; labels and distances of this rank's."""
 
-    def __init__(self, data, k, ranks=None):
+    def __init__(self, data, k, ranks=None, device_update=True):
         super().__init__(data, ranks, lambda chunk: _LloydChunk(chunk, k))
+        self.device_update = device_update and lloyd_update.usable(data, self.ranks.comm)
 
     def run(self, centers, update=True):
         return self.reduce(lambda chunk, st: st.run(centers, update), timed=update)
+
+    def device_step(self, centers, ahead=False):
+        """One pass and update with the centres kept on the one device
+        (``device_update``): (LloydStats, shift, flagged); flagged (the
+        host's update must take the iteration), the stats are the full
+        ones and *centers* [k x d] hold this iteration's centres.  With
+        *ahead* the next iteration is enqueued before this one is read."""
+        return self.map(lambda chunk, st: st.device_step(centers, ahead))[0]
+
+    def hand_back(self, centers):
+        """The centres kept on the device, if any, into *centers* [k x d]."""
+        if self.device_update:
+            self.map(lambda chunk, st: st.hand_back(centers))
 
     def labels(self):
         return np.concatenate(self.map(lambda c, st: st.current_labels().get(c.queue)))

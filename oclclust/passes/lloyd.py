@@ -216,6 +216,16 @@ def plan(profile, queue, dtype, d, k, update, weighted, spec=None):
                                               lambda spec: spec.kernel_name, "Lloyd", sums_fit))
 
 
+def center_norms(centers, dtype):
+    """The squared norms of *centers* rounded to *dtype*, summed in float64
+    in dimension order (as lloyd_new_centers.cl.mako sums them on the device),
+    then rounded to *dtype*; a norm past the dtype is inf (the pass flags
+    its rows)."""
+    rounded = centers.astype(dtype).astype(np.float64)
+    with np.errstate(over="ignore"):
+        return np.cumsum(rounded * rounded, axis=1)[:, -1].astype(dtype)
+
+
 @dataclasses.dataclass
 class LloydStats(Stats):
     sums: np.ndarray        # k x d weighted sums (float64); None without update
@@ -261,12 +271,10 @@ class LloydPass:
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
 
-    def _upload(self, centers):
+    def upload(self, centers):
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
         norms = np.full(spec.kp, np.inf, dtype)
-        rounded = centers.astype(dtype).astype(np.float64)
-        with np.errstate(over="ignore"):   # a norm past the dtype is inf: the pass flags its rows
-            norms[:self.k] = np.einsum("ij,ij->i", rounded, rounded)
+        norms[:self.k] = center_norms(centers, dtype)
         q = self.part.queue
         self.norms.set(norms, q)
         if spec.labels_first:
@@ -284,7 +292,7 @@ class LloydPass:
                 padded = np.ascontiguousarray(padded.T)
         self.centers.set(padded.ravel(), q)
 
-    def _enqueue(self, labels):
+    def enqueue(self, labels):
         part, q, spec = self.part, self.part.queue, self.spec
         data = (part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg())
         if not spec.labels_first:
@@ -307,8 +315,8 @@ class LloydPass:
         """Assign every row to its nearest centre of *centers* (k x d), writing
         *labels* (a device int32 array holding the previous labels)."""
         part, q = self.part, self.part.queue
-        self._upload(centers)
-        self._enqueue(labels)
+        self.upload(centers)
+        self.enqueue(labels)
         sums = weights = None
         if self.update:
             acc = part.acc_double

@@ -72,6 +72,9 @@ class Spec:
     double (else in Kahan-compensated float, for devices without fp64).
     """
     template = None
+    # a kernel whose results must be the host's bit for bit (float64 updates)
+    # builds without -cl-mad-enable: a mad may round a * b + c once, or worse
+    build_options = BUILD_OPTIONS
     dtype: str = "float32"
     acc_double: bool = True
 
@@ -170,7 +173,7 @@ def kernel(context, spec, name, instance=0):
         # cl.Kernel, not getattr: specs that render the same source share a
         # program, and pyopencl warns when getattr retrieves a kernel twice
         source = spec.render()
-        kern = cl.Kernel(build(context, spec, source=source), name)
+        kern = cl.Kernel(build(context, spec, spec.build_options, source), name)
         dtypes = scalar_arg_dtypes(source, name, spec)
         if dtypes is not None:
             kern.set_scalar_arg_dtypes(dtypes)

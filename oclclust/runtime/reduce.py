@@ -25,15 +25,21 @@ def partial_buffer(queue, groups, size, acc_double):
     return cla.empty(queue, groups * size * (1 if acc_double else 2), acc_dtype(acc_double))
 
 
-def reduce_partials(queue, part, groups, size, dtype, acc_double):
-    """Sum the *groups* slabs of *part* elementwise; float64 array of *size*."""
+def enqueue_reduce(queue, part, groups, size, dtype, acc_double, out):
+    """Enqueue the sum of the *groups* slabs of *part* elementwise into the
+    device array *out* (*size* values; Kahan: then their compensations)."""
     reduce = kernel(queue.context, ReduceSpec(dtype=np.dtype(dtype).name, acc_double=acc_double),
                     "reduce_partials")
-    out = cla.empty(queue, size * (1 if acc_double else 2), acc_dtype(acc_double))
     wg = 64
     global_size = (size + wg - 1) // wg * wg
-    reduce(queue, (global_size,), (wg,), part.data, np.int64(groups),
-                        np.int64(size), out.data)
+    return reduce(queue, (global_size,), (wg,), part.data, np.int64(groups), np.int64(size),
+                  out.data)
+
+
+def reduce_partials(queue, part, groups, size, dtype, acc_double):
+    """Sum the *groups* slabs of *part* elementwise; float64 array of *size*."""
+    out = cla.empty(queue, size * (1 if acc_double else 2), acc_dtype(acc_double))
+    enqueue_reduce(queue, part, groups, size, dtype, acc_double, out)
     host = out.get(queue).astype(np.float64)
     return host if acc_double else host[:size] + host[size:]
 

@@ -1,0 +1,58 @@
+<%doc>
+The k-means centre update on the device (passes/lloyd_update.py): from the
+Lloyd pass's reduced sums and weights, the new centres in float64 exactly as
+cluster._base.centers_update computes them (sums / weights; a centre of no
+weight keeps its place), each element's squared move for the shift, and the
+next pass's inputs from the new centres -- rounded to the data's type in the
+variant's layout, and their squared norms summed in float64 in dimension
+order (as lloyd.center_norms sums them on the host), so nothing is uploaded.
+Reads spec: d, k, kp, layout ("rows": K x D, the tiled variant; "columns":
+D x KP, rowwise and gemm; gemm and mma also want the K x D rows), rows
+(whether to write them), wg.
+No contraction into FMAs (and built without -cl-mad-enable): every product
+and sum rounds as numpy's.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+#pragma OPENCL FP_CONTRACT OFF
+#define D ${d}
+#define K ${k}
+#define KP ${kp}
+#define WG ${wg}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void new_centers(
+    __global const double *restrict sums,     /* K x D, reduced */
+    __global const double *restrict weights,  /* K, reduced */
+    __global const double *restrict old,      /* K x D centres of this pass */
+    __global double *restrict next,           /* K x D: the new ones */
+    __global double *restrict moved,          /* K x D: (next - old)^2 */
+    __global real_t *restrict centers,        /* the next pass's layout */
+    __global real_t *restrict center_rows,    /* K x D (gemm, mma) */
+    __global real_t *restrict norms)          /* KP; the padding stays +inf */
+{
+    const int j = get_global_id(0);
+    if (j >= K)
+        return;
+    const double w = weights[j];
+    volatile double norm = 0;   /* in order: Intel's CPU compiler reorders a loop's sums */
+    for (int c = 0; c < D; ++c) {
+        const long e = (long)j * D + c;
+        const double before = old[e];
+        const double after = w > 0 ? sums[e] / w : before;
+        const double step = after - before;
+        moved[e] = step * step;
+        next[e] = after;
+        const real_t r = (real_t)after;
+        const double rr = r;
+        norm += rr * rr;
+% if layout == "rows":
+        centers[e] = r;
+% else:
+        centers[(long)c * KP + j] = r;
+% endif
+% if rows:
+        center_rows[e] = r;
+% endif
+    }
+    norms[j] = (real_t)norm;
+}

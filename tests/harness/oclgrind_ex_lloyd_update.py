@@ -1,0 +1,89 @@
+"""oclgrind plugin: KMeans's centre update on the device (passes/lloyd_update.py)
+-- the summary's pairwise sums against np.sum over sizes that split the sum's
+tree over the work-group and over a work-item's stack, and whole fits of
+each Lloyd variant with the update on the device against the host's, bit
+for bit, through an empty cluster (the host's iteration).
+
+Run:  cd /tmp && PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized \
+      --check-api --build-options -cl-opt-disable python tests/harness/oclgrind_driver.py --only lloyd_update
+"""
+import numpy as np
+import pyopencl.array as cla
+
+import oclclust as oc
+from oclgrind_driver import (GEMM_PROFILE, LLOYD_PROFILE, PRECISIONS, data, device_manager, mark,
+                             profile_for)
+from oclclust.cluster import kmeans
+from oclclust.passes import lloyd_update
+from oclclust.runtime.codegen import kernel
+
+K = 5
+
+
+def exercise_summary(device, log):
+    """summarize, work-groups of 1 and 4: sums of one block, of a split
+    top (sizes over 128) and of subtrees deeper than the split."""
+    q = device.queue()
+    rng = np.random.RandomState(2)
+    for wg in (1, 4):
+        spec = lloyd_update.SummarySpec(dtype="float32", acc_double=True, k=K, wg=wg)
+        mark(f"lloyd summary wg={wg}")
+        summarize = kernel(q.context, spec, "summarize")
+        for n_moved, groups in ((5, 3), (130, 37), (700, 129)):
+            moved = rng.rand(n_moved) * np.exp(rng.uniform(-20, 20, n_moved))
+            inertia = rng.rand(groups) * np.exp(rng.uniform(-20, 20, groups))
+            flags = rng.randint(0, 3, (groups, 2)).astype(np.int32)
+            weights = np.array([1.0, 0.0, 2.0, 3.0, 1.0]) if groups % 2 else np.ones(K)
+            dev = [cla.to_device(q, a) for a in (moved, inertia, flags.ravel(), weights)]
+            result = cla.empty(q, 5, np.float64)
+            summarize(q, (wg,), (wg,), dev[0].data, np.int64(n_moved), dev[1].data,
+                      dev[2].data, np.int64(groups), dev[3].data, result.data)
+            want = [np.sum(moved), np.sum(inertia), flags[:, 0].sum(), flags[:, 1].sum(),
+                    float((weights == 0).any())]
+            if result.get(q).tolist() != want:
+                raise AssertionError(f"summary wg={wg} of {n_moved}, {groups}: "
+                                     f"{result.get(q)} != {want}")
+    log("lloyd summary: ok")
+
+
+def exercise_fits(device, log):
+    """Fits with the update on the device and on the host, each Lloyd
+    variant, weighted and not; one initial centre far from every row (its
+    cluster empty: the host's first iteration)."""
+    count = 0
+    for dtype, fp64 in PRECISIONS:
+        if not fp64:
+            continue                    # the update is the host's without double
+        X, w = data(dtype, seed=5)
+        init = X[[0, 9, 18, 27, 36]].astype(np.float64)
+        init[4] = 1e3
+        for terms in (LLOYD_PROFILE, dict(LLOYD_PROFILE, lloyd_variant="rowwise"),
+                      GEMM_PROFILE):
+            profile = profile_for(device, fp64, **terms)
+            for weights in (None, w):
+                fits = []
+                for on in (True, False):
+                    mark(f"lloyd_update fit {dtype} {terms.get('lloyd_variant', 'tiled')} "
+                         f"weighted={weights is not None} device={on}")
+                    saved, kmeans.DEVICE_UPDATE = kmeans.DEVICE_UPDATE, on
+                    try:
+                        fits.append(oc.KMeans(K, init=init, n_init=1, max_iter=5, tol=0.0,
+                                              devices=device_manager(profile))
+                                    .fit(X, sample_weight=weights))
+                    finally:
+                        kmeans.DEVICE_UPDATE = saved
+                a, b = fits
+                if not (np.array_equal(a.cluster_centers_, b.cluster_centers_)
+                        and np.array_equal(a.labels_, b.labels_) and a.inertia_ == b.inertia_
+                        and a.n_iter_ == b.n_iter_
+                        and [h["center_shift"] for h in a.history_] ==
+                        [h["center_shift"] for h in b.history_]):
+                    raise AssertionError(f"lloyd_update {dtype} {terms}: device fit differs")
+                count += 1
+    log(f"lloyd_update fits: {count}")
+
+
+EXERCISERS = {
+    "lloyd_summary.cl.mako": [exercise_summary, exercise_fits],
+    "lloyd_new_centers.cl.mako": [exercise_fits],
+}

@@ -1,0 +1,268 @@
+"""KMeans's centre update on the device (oclclust/passes/lloyd_update.py):
+its shift and inertia are np.sum's bits, the next pass's inputs are the host
+upload's, and a fit with it is the host-update fit bit for bit (centres,
+labels, inertia, n_iter, history) for every Lloyd variant of the device (on
+the CPU runtimes "mma" is "gemm"), dtype and weighting, through empty
+clusters (the host's iteration), convergence by tol or by no label change,
+and max_iter."""
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+import oclclust as oc
+from oclclust.cluster import kmeans
+from oclclust.cluster._base import centers_update
+from oclclust.passes import lloyd_update
+from oclclust.passes.lloyd import LloydPass
+from oclclust.runtime.codegen import kernel
+from oclclust.runtime.partition import DevicePartition
+
+# "mma" where there are tensor cores (NVIDIA); elsewhere it is the gemm variant
+VARIANTS = ["tiled", "rowwise", "gemm", "mma"]
+
+
+def needs_fp64(profile):
+    if not profile.fp64:
+        pytest.skip("the device update needs double precision; this device has none")
+
+
+def values(rng, n):
+    """Positive values over many magnitudes: any other order of summation
+    rounds differently."""
+    return rng.rand(n) * np.exp(rng.uniform(-30, 30, n))
+
+
+@pytest.mark.parametrize("wg", [1, 4, 64, 256])
+def test_summary_is_numpys_pairwise_sum(profile, queue, wg):
+    needs_fp64(profile)
+    wg = min(wg, profile.max_work_group_size)
+    rng = np.random.RandomState(wg)
+    k = 37
+    spec = lloyd_update.SummarySpec(dtype="float32", acc_double=True, k=k, wg=wg)
+    summarize = kernel(queue.context, spec, "summarize")
+    sizes = [1, 2, 7, 8, 9, 15, 16, 17, 127, 128, 129, 135, 136, 255, 256, 257, 1000, 1031,
+             4096 + 3, 8192, 8193, 33333, 100003]
+    for n_moved, groups in zip(sizes, sizes[::-1]):
+        moved, inertia = values(rng, n_moved), values(rng, groups)
+        flags = rng.randint(0, 5, (groups, 2)).astype(np.int32)
+        weights = rng.rand(k)
+        if n_moved % 2:
+            weights[rng.randint(k)] = 0
+        dev = [cla.to_device(queue, a) for a in (moved, inertia, flags.ravel(), weights)]
+        result = cla.empty(queue, 5, np.float64)
+        summarize(queue, (wg,), (wg,), dev[0].data, np.int64(n_moved), dev[1].data,
+                  dev[2].data, np.int64(groups), dev[3].data, result.data)
+        got = result.get(queue)
+        want = [np.sum(moved), np.sum(inertia), flags[:, 0].sum(), flags[:, 1].sum(),
+                float((weights == 0).any())]
+        assert got.tolist() == want, (n_moved, groups)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
+def test_new_centers_are_the_host_update_and_upload(profile, variant, dtype):
+    """The new centres are centers_update's, the squared moves numpy's, and
+    the next pass's inputs (layout, norms) what LloydPass.upload writes for
+    them; a float32 norm past the range is inf on both."""
+    needs_fp64(profile)
+    rng = np.random.RandomState(3)
+    n, d, k = 300, 7, 13
+    X = rng.randn(n, d).astype(dtype)
+    part = DevicePartition(profile.replace(lloyd_variant=variant), X)
+    lp = LloydPass(part, k)
+    assert lp.spec.variant == variant or (variant, lp.spec.variant) == ("mma", "gemm")
+    resident = lloyd_update.ResidentCenters(lp)
+    old = rng.randn(k, d) * 3
+    sums, weights = rng.randn(k, d) * 50, rng.rand(k) * 20
+    weights[[2, 5]] = 0
+    if dtype == np.float32:
+        sums[7] = 3e38 * weights[7]            # its norm overflows float32
+    resident.start(old)
+    q = part.queue
+    resident.sums.set(sums.ravel(), q)
+    resident.weights.set(weights, q)
+    resident.new_centers(*resident.buffers[:2])
+    new = centers_update(sums, weights, old)
+    np.testing.assert_array_equal(resident.buffers[1].get(q).reshape(k, d), new)
+    np.testing.assert_array_equal(resident.moved.get(q).reshape(k, d), (new - old) ** 2)
+    got = [a.get(q) for a in (lp.centers, lp.norms) + ((lp.center_rows,)
+                                                       if lp.spec.labels_first else ())]
+    lp.upload(new)
+    want = [a.get(q) for a in (lp.centers, lp.norms) + ((lp.center_rows,)
+                                                        if lp.spec.labels_first else ())]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert np.isinf(want[1][7]) == (dtype == np.float32)
+
+
+def blobs(n, d, k, dtype, seed=0):
+    rng = np.random.RandomState(seed)
+    centres = rng.uniform(-3, 3, (k, d)) * 2
+    return (centres[rng.randint(k, size=n)] + rng.randn(n, d)).astype(dtype)
+
+
+def fit(profile, X, device, sw=None, variant=None, **params):
+    """KMeans on *profile* (its Lloyd *variant* forced) with the device
+    update on or off; returns the estimator and the device steps taken
+    (True where flagged: the host's iteration); *ahead*, if given, gets
+    whether each step enqueued the next iteration before its read."""
+    steps = []
+    original = lloyd_update.ResidentCenters.step
+
+    def counted(self, labels, ahead=False):
+        out = original(self, labels, ahead)
+        steps.append(out[2])
+        if spec is not None:
+            spec.append(ahead)
+        return out
+    spec = params.pop("ahead", None)
+    prof = profile if variant is None else profile.replace(lloyd_variant=variant)
+    saved = kmeans.DEVICE_UPDATE
+    try:
+        kmeans.DEVICE_UPDATE = device
+        lloyd_update.ResidentCenters.step = counted
+        km = oc.KMeans(devices=[prof], n_init=1, **params).fit(X, sample_weight=sw)
+    finally:
+        kmeans.DEVICE_UPDATE = saved
+        lloyd_update.ResidentCenters.step = original
+    return km, steps
+
+
+def assert_same_fit(a, b):
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.inertia_ == b.inertia_ and a.n_iter_ == b.n_iter_
+    strip = [[{k: v for k, v in h.items() if k != "seconds"} for h in m.history_]
+             for m in (a, b)]
+    assert strip[0] == strip[1]
+
+
+# (n, d, k): the shift's sum a single block; split over the work-group; over
+# many blocks an item
+SHAPES = [(900, 3, 5), (2500, 17, 40), (3000, 40, 70)]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_resident_fit_is_the_host_fit(profile, variant, shape, dtype, weighted):
+    n, d, k = shape
+    X = blobs(n, d, k, dtype)
+    sw = np.random.RandomState(1).uniform(0.5, 2, n).astype(dtype) if weighted else None
+    params = dict(n_clusters=k, random_state=0, max_iter=300, tol=1e-4)
+    host, none = fit(profile, X, False, sw, variant, **params)
+    device, steps = fit(profile, X, True, sw, variant, **params)
+    assert not none
+    assert_same_fit(device, host)
+    if profile.fp64:
+        assert len(steps) == device.n_iter_ and not any(steps)
+    else:
+        assert not steps
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("stop", ["tol", "no change", "max_iter"])
+def test_every_way_to_stop(profile, variant, stop):
+    """Stopped by the shift (tol), by a pass that changes no label (tol=0:
+    the inertia is that pass's) and by max_iter (the final pass's)."""
+    X = blobs(2000, 5, 12, np.float32, seed=2)
+    params = dict(n_clusters=12, random_state=1, tol={"tol": 1e-2}.get(stop, 0.0),
+                  max_iter=4 if stop == "max_iter" else 300)
+    host, _ = fit(profile, X, False, None, variant, **params)
+    ahead = []
+    device, steps = fit(profile, X, True, None, variant, ahead=ahead, **params)
+    assert_same_fit(device, host)
+    assert (host.n_iter_ == 4) == (stop == "max_iter")
+    assert (host.history_[-1]["n_changed"] == 0) == (stop == "no change")
+    assert len(steps) == (host.n_iter_ if profile.fp64 else 0)
+    if profile.fp64:   # one ahead but past max_iter: else the last read drops a pass
+        assert ahead == [True] * (len(steps) - 1) + [stop != "max_iter"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_empty_clusters_first_iteration(profile, variant, weighted):
+    """Centres far from every row: the first iteration's clusters are
+    empty, that iteration is the host's (relocation), the others the device's."""
+    X = blobs(800, 3, 6, np.float64, seed=3)
+    sw = np.random.RandomState(4).randint(1, 4, len(X)).astype(float) if weighted else None
+    init = X[:6].copy()
+    init[-2:] = 1e4 + np.arange(2)[:, None]
+    params = dict(n_clusters=6, init=init, tol=0.0)
+    host, _ = fit(profile, X, False, sw, variant, **params)
+    device, steps = fit(profile, X, True, sw, variant, **params)
+    assert_same_fit(device, host)
+    if profile.fp64:
+        assert steps[0] and len(steps) == host.n_iter_ and not any(steps[1:])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_empty_clusters_in_the_last_iteration(profile, variant):
+    """max_iter=1 with an empty cluster: the only iteration is flagged with
+    no pass ahead (the statistics read from the device, not run again)."""
+    X = blobs(600, 3, 5, np.float32, seed=6)
+    init = X[:5].astype(np.float64)
+    init[2] = 1e4
+    params = dict(n_clusters=5, init=init, max_iter=1)
+    host, _ = fit(profile, X, False, None, variant, **params)
+    ahead = []
+    device, steps = fit(profile, X, True, None, variant, ahead=ahead, **params)
+    assert_same_fit(device, host)
+    if profile.fp64:
+        assert steps == [True] and ahead == [False]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("seed", [51, 66, 120])
+def test_empty_clusters_mid_fit(profile, variant, seed):
+    """A cluster that empties after device iterations (found by search: 12
+    centres near 40 rows): the host takes that iteration, then the device
+    again."""
+    rng = np.random.RandomState(seed)
+    X = (rng.rand(40, 2) ** 2).astype(np.float32)
+    init = X[rng.choice(40, 12, replace=False)].astype(np.float64) + rng.randn(12, 2) * 0.05
+    params = dict(n_clusters=12, init=init, tol=0.0)
+    host, _ = fit(profile, X, False, None, variant, **params)
+    device, steps = fit(profile, X, True, None, variant, **params)
+    assert_same_fit(device, host)
+    if profile.fp64:
+        pattern = "".join("F" if s else "." for s in steps)
+        assert ".F." in pattern and len(steps) == host.n_iter_
+
+
+def test_non_finite_rows_raise_as_on_the_host(profile):
+    X = blobs(500, 3, 4, np.float32)
+    X[7, 1] = 3e38                    # its squared distances overflow float32
+    for device in (True, False):
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            fit(profile, X, device, None, None, n_clusters=4, init=X[[0, 100, 200, 300]])
+
+
+def test_used_on_one_resident_device_with_fp64_only(profile):
+    """One resident chunk with double precision: the device's update;
+    several chunks (a small largest buffer), rows streamed through a
+    budget, or no fp64: the host's."""
+    from oclclust.parallel.sharded import LloydShards
+    X = blobs(500, 3, 3, np.float64)
+    one = oc.DeviceManager([profile]).scatter(X, None)
+    two = oc.DeviceManager([profile.replace(max_alloc_size=250 * 24)]).scatter(X, None)
+    # 500 rows keep 28 bytes each resident; two staging buffers of 167 rows of 24 bytes
+    streamed = oc.DeviceManager([profile], memory_budget=500 * 28 + 2 * 167 * 24).scatter(X)
+    no_fp64 = oc.DeviceManager([profile.replace(fp64=False)]).scatter(X.astype(np.float32))
+    try:
+        assert LloydShards(one, 3).device_update == profile.fp64
+        assert not LloydShards(one, 3, device_update=False).device_update
+        assert len(two.chunks) == 2 and not LloydShards(two, 3).device_update
+        assert any(s.streamed for s in streamed.shards)
+        assert not LloydShards(streamed, 3).device_update
+        assert not LloydShards(no_fp64, 3).device_update
+    finally:
+        for data in (one, two, streamed, no_fp64):
+            data.close()
+
+
+def test_without_fp64_the_host_updates(profile):
+    X = blobs(800, 4, 5, np.float32, seed=7)
+    host, steps = fit(profile.replace(fp64=False), X, True, n_clusters=5, random_state=0)
+    assert not steps and host.n_iter_ > 1
