@@ -19,6 +19,7 @@ import pyopencl.array as cla
 from ..runtime.codegen import KernelBuildError
 from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
 from ..runtime.partition import DevicePartition
+from ..runtime.transfer import PIECE_BYTES, Staging, write_rows
 from .shares import checked_memory_budget, checked_weights, split_rows
 
 DEVICE_ERRORS = (cl.Error, KernelBuildError)
@@ -114,47 +115,65 @@ class DeviceManager:
         if not self.profiles:
             raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
 
-    def scatter(self, X, sample_weight=None, calibration=None):
-        """Spread host rows (or take a device array as it is) over the devices.
+    def scatter(self, X, sample_weight=None, calibration=None, dtype=None):
+        """Spread host rows (or take a device array as it is) over the devices,
+        as *dtype* (default X's; host rows are converted chunk by chunk on
+        their way to a device, a memmap read a chunk at a time).
         With measured weights not yet measured, *calibration* is first timed
         on a sample on each device: fn(partition) sets the algorithm's pass
         up over that partition and returns a function of no arguments that
         runs it once."""
-        return ShardedData(self, X, sample_weight, calibration)
+        return ShardedData(self, X, sample_weight, calibration, dtype)
 
 
 class Shard:
-    """One device's rows: resident in one chunk, or streamed in several."""
+    """One device's rows: resident in one chunk (or several, when one buffer
+    would pass the device's largest allocation), or streamed in several.
 
-    def __init__(self, profile, X, w, offset, budget, previous=None):
+    The budget is the bytes of rows the device holds at once: all of them
+    when they fit, else two staging buffers of half of it each (one, when
+    only one row fits).  The passes' per-row state (labels, distances,
+    weights, memberships) lives beside it, per chunk, and is not counted:
+    it is what the algorithm needs whatever the rows' place.  A streamed
+    chunk is filled through two page-locked host pieces (runtime.transfer),
+    several threads at once and converted to *dtype* there, then copied on
+    a transfer queue while the kernels of the chunk before run."""
+
+    def __init__(self, profile, X, w, offset, budget, previous=None, dtype=None,
+                 executor=ThreadPoolExecutor):
         self.profile = profile
         self.queue = profile.queue()
         self.offset = offset
+        self.dtype = np.dtype(dtype or X.dtype)
         n, d = X.shape
-        item = X.dtype.itemsize
-        row_state = 4 + 3 * item   # labels, distances, weights stay on the device
-        self.streamed = n * (d * item + row_state) > budget
+        row = d * self.dtype.itemsize
+        self.streamed = n * row > budget
         # one buffer may not exceed the device's largest allocation either
-        largest = max(1, profile.max_alloc_size // (d * item))
+        largest = max(1, profile.max_alloc_size // row)
         if self.streamed:
-            rows = min(largest, (budget - n * row_state) // (2 * d * item))
-            if rows < 1:
+            if budget < row:
                 raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
-                                  f"{budget} bytes even streamed")
+                                  f"{budget} bytes even streamed: one row takes {row} bytes")
+            buffers = 2 if budget >= 2 * row else 1
+            rows = min(largest, budget // (buffers * row))
             self.transfers = cl.CommandQueue(self.queue.context)
-            self.staging = [cla.empty(self.queue, (min(rows, n), d), X.dtype) for _ in (0, 1)]
+            self.staging = [cla.empty(self.queue, (min(rows, n), d), self.dtype)
+                            for _ in range(buffers)]
+            self.pinned = Staging(self.queue, min(PIECE_BYTES, min(rows, n) * row))
+            self.released = [None] * buffers   # the last kernels reading each buffer
+            self.feeder = executor(1)          # fills and copies the next chunk
         else:
             rows = max(1, min(n, largest))
         self.host = X
         self.chunks = []
         for start in range(0, n, rows):
             stop = min(n, start + rows)
-            data = (self.staging[len(self.chunks) % 2][:stop - start] if self.streamed
-                    else X[start:stop])
+            data = (self.staging[len(self.chunks) % len(self.staging)][:stop - start]
+                    if self.streamed else X[start:stop])
             if not self.streamed and rows >= n and previous is not None:
                 data = self._moved(previous, X) if previous.single_resident else data
             part = DevicePartition(profile, data, None if w is None else w[start:stop],
-                                   offset + start)
+                                   offset + start, self.dtype)
             part.host_rows = (start, stop)
             self.chunks.append(part)
 
@@ -169,44 +188,54 @@ class Shard:
         moves the boundary by a few rows costs a few rows' upload."""
         old = previous.chunks[0]
         n, d = X.shape
-        row = d * X.dtype.itemsize
+        row = d * self.dtype.itemsize
         lo, hi = max(self.offset, old.offset), min(self.offset + n, old.offset + old.n)
         if hi <= lo or old.queue.context != self.queue.context:
             return X
-        x = cla.empty(self.queue, (n, d), X.dtype)
+        x = cla.empty(self.queue, (n, d), self.dtype)
         cl.enqueue_copy(self.queue, x.data, old.x.data, byte_count=(hi - lo) * row,
                         src_offset=(lo - old.offset) * row, dst_offset=(lo - self.offset) * row)
         for a, b in ((self.offset, lo), (hi, self.offset + n)):   # the rows new to it
             if b > a:
-                cl.enqueue_copy(self.queue, x.data,
-                                np.ascontiguousarray(X[a - self.offset:b - self.offset]),
-                                dst_offset=(a - self.offset) * row)
+                write_rows(self.queue, x, X[a - self.offset:b - self.offset], a - self.offset)
         return x
 
-    def _upload(self, i):
+    def _feed(self, i):
+        """Chunk i's rows into its staging buffer once the kernels that read
+        it last are done: the last copy's event (on the feeder's thread)."""
         part = self.chunks[i]
         start, stop = part.host_rows
-        rows = np.ascontiguousarray(self.host[start:stop])
-        return cl.enqueue_copy(self.transfers, self.staging[i % 2].data, rows,
-                               is_blocking=False), rows
+        last = self.released[i % len(self.staging)]
+        return self.pinned.to_device(self.transfers, part.x, self.host[start:stop],
+                                     wait_for=None if last is None else [last])
 
     def run(self, fn):
-        """fn on each chunk in order; streamed chunks are uploaded one ahead."""
+        """fn on each chunk in order; a streamed chunk i+1 is filled and
+        copied while chunk i's kernels run (with one staging buffer, after)."""
         start = time.perf_counter()
-        results = []
-        if not self.chunks:
-            return results, 0.0
-        pending = self._upload(0) if self.streamed else None
-        for i, part in enumerate(self.chunks):
-            if self.streamed:
-                event, _rows = pending
-                event.wait()
-                if i + 1 < len(self.chunks):
-                    pending = self._upload(i + 1)   # overlaps this chunk's kernels
-            results.append(fn(part))
-            if self.streamed:
-                self.queue.finish()   # its staging buffer is refilled next
+        if not self.streamed:
+            return [fn(part) for part in self.chunks], time.perf_counter() - start
+        results, count, ahead = [], len(self.chunks), len(self.staging) - 1
+        pending = {0: self.feeder.submit(self._feed, 0)}
+        try:
+            for i, part in enumerate(self.chunks):
+                if ahead and i + 1 < count:   # its buffer was released by chunk i-1
+                    pending[i + 1] = self.feeder.submit(self._feed, i + 1)
+                copied = pending.pop(i).result()
+                if copied is not None:
+                    copied.wait()
+                results.append(fn(part))
+                self.released[i % len(self.staging)] = cl.enqueue_marker(self.queue)
+                if not ahead and i + 1 < count:
+                    pending[i + 1] = self.feeder.submit(self._feed, i + 1)
+        finally:   # no copy may still be filling a buffer when a failure leaves
+            for future in pending.values():
+                future.exception()
         return results, time.perf_counter() - start
+
+    def close(self):
+        if self.streamed:
+            self.feeder.shutdown()
 
 
 class _Done:
@@ -228,10 +257,12 @@ class _Done:
 class ShardedData:
     """A data set spread over a manager's devices."""
 
-    def __init__(self, manager, X, sample_weight, calibration=None):
+    def __init__(self, manager, X, sample_weight, calibration=None, dtype=None):
         self.manager, self.sample_weight = manager, sample_weight
         self.n, self.d = X.shape
-        self.dtype = np.dtype(X.dtype)
+        self.dtype = np.dtype(dtype or X.dtype)
+        if isinstance(X, cla.Array) and X.dtype != self.dtype:
+            raise ValueError(f"a device array of {X.dtype} used as {self.dtype}")
         self.source = X
         self.last_times = None
         self.pass_rates = False
@@ -253,7 +284,8 @@ class ShardedData:
             def shard(profile, start, rows):
                 return Shard(profile, X[start:start + rows],
                              None if w is None else w[start:start + rows],
-                             int(start), m.budget(profile), previous.get(id(profile)))
+                             int(start), m.budget(profile), previous.get(id(profile)),
+                             self.dtype, m.executor)
             # every device's upload at once: the copies to several devices overlap
             with m.executor(max(1, len(m.profiles))) as pool:
                 self.shards = list(pool.map(shard, m.profiles, starts, counts))
@@ -308,7 +340,7 @@ class ShardedData:
     def row(self, i):
         """Row *i* to the host (from the host copy where there is one)."""
         if not isinstance(self.source, cla.Array):
-            return np.asarray(self.source[int(i)])
+            return np.asarray(self.source[int(i)], dtype=self.dtype)
         chunk, local = self.locate(i)
         return chunk.row(local)
 
@@ -327,11 +359,13 @@ class ShardedData:
         if isinstance(self.source, cla.Array):
             raise RuntimeError("data given as a device array cannot move to other devices")
         self.manager.reshards += 1
-        self._pool.shutdown()
+        self.close()
         self._layout(previous=self.shards)
 
     def close(self):
         self._pool.shutdown()
+        for shard in self.shards:
+            shard.close()
 
     def _calibrate(self, fn, rows=None):
         """Measured weights from short passes: *fn*'s pass (see
@@ -342,7 +376,7 @@ class ShardedData:
         if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
             return
         rows = min(self.n, rows or int(np.clip(self.n // 64, 1 << 16, 1 << 18)))
-        sample = np.ascontiguousarray(self.source[:rows])
+        sample = np.ascontiguousarray(self.source[:rows], dtype=self.dtype)
         w = None if self.sample_weight is None else self.sample_weight[:rows]
 
         def timed(profile, least=0.25):
