@@ -19,7 +19,8 @@ import pyopencl.array as cla
 from ..runtime.codegen import KernelBuildError
 from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
 from ..runtime.partition import DevicePartition
-from ..runtime.transfer import PIECE_BYTES, Staging, write_rows
+from ..runtime import transfer
+from ..runtime.transfer import Staging, write_rows
 from .shares import checked_memory_budget, checked_weights, split_rows
 
 DEVICE_ERRORS = (cl.Error, KernelBuildError)
@@ -159,7 +160,7 @@ class Shard:
             self.transfers = cl.CommandQueue(self.queue.context)
             self.staging = [cla.empty(self.queue, (min(rows, n), d), self.dtype)
                             for _ in range(buffers)]
-            self.pinned = Staging(self.queue, min(PIECE_BYTES, min(rows, n) * row))
+            self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
             self.released = [None] * buffers   # the last kernels reading each buffer
             self.feeder = executor(1)          # fills and copies the next chunk
         else:

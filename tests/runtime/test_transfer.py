@@ -86,7 +86,7 @@ def test_upload_download_and_write_rows(queue, monkeypatch, direct):
     monkeypatch.setattr(transfer, "_shared", {})
     if not direct:
         monkeypatch.setattr(transfer, "DIRECT_BYTES", 0)
-        monkeypatch.setattr(transfer.Staging.__init__, "__defaults__", (40,))   # pieces
+        monkeypatch.setattr(transfer, "PIECE_BYTES", 40)   # several pieces
     X = np.asfortranarray(np.random.RandomState(3).randn(33, 4))
     x = upload(queue, X, np.float32)
     assert x.dtype == np.float32 and x.shape == X.shape
