@@ -59,8 +59,8 @@ def fit(make, devices, X):
 EXACT = {"KMeans", "EnsembleKMeans"}   # in float32
 
 
-def assert_same_model(name, got, want, dtype):
-    exact = name in EXACT and dtype == np.float32
+def assert_same_model(name, got, want, dtype, exact=None):
+    exact = name in EXACT and dtype == np.float32 if exact is None else exact
     for attr in MODEL[name.split("-")[0]]:
         a, b = np.asarray(getattr(got, attr)), np.asarray(getattr(want, attr))
         if exact or attr in ("labels_", "n_iter_"):
@@ -124,3 +124,25 @@ def test_a_memmap_fit_streams_each_chunk_once_per_pass(profile, tmp_path, counte
                      devices=[profile]).fit(np.ascontiguousarray(X, np.float32))
     assert_same_model("KMeans", km, want, np.float32)
     assert rows and sum(rows) % N == 0 and sum(rows) // N >= km.n_iter_
+
+
+@pytest.mark.parametrize("name", ["KMeans", "GMM-diag"])
+def test_uploads_and_downloads_through_pinned_pieces(profile, monkeypatch, name):
+    """Resident rows uploaded and labels read back through the queue's pinned
+    staging in odd pieces (every copy staged: none is small enough to go
+    straight), from F-ordered float64 rows fitted in float32: the model of
+    the rows given in float32."""
+    X = data(np.float64, seed=5)
+    make = ESTIMATORS[name]
+    want = fit(make, [profile], X.astype(np.float32))
+    monkeypatch.setattr(transfer, "DIRECT_BYTES", 0)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 7 * D * 4 + 3)   # 7 rows and 3 bytes
+    monkeypatch.setattr(transfer, "_shared", {})
+    est = make([profile])
+    est.set_params(dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = est.fit(np.asfortranarray(X))
+    assert transfer._shared   # the staging served
+    assert_same_model(name, got, want, np.float32, exact=True)   # the same rows, one chunk
+    np.testing.assert_array_equal(got.predict(X), want.predict(X.astype(np.float32)))
