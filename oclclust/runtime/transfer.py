@@ -13,6 +13,11 @@ overlaps the DMA of piece j, and a caller that streams chunks overlaps both
 with the kernels of the chunk before (Shard.run).  The fill converts any
 host source (numpy, np.memmap, F order, any dtype) to the device array's
 dtype a piece at a time, so a memmap is read once and never whole.
+
+``upload`` / ``write_rows`` (rows resident on a device) and ``download``
+(per-row results back into the caller's array) use one Staging per queue,
+made on first use and kept (2 x PIECE_BYTES of page-locked memory); copies
+under DIRECT_BYTES go straight, where the staging would cost more.
 """
 import os
 import threading
@@ -25,6 +30,7 @@ import pyopencl.array as cla
 PIECE_BYTES = 32 << 20   # a pinned piece: ~0.6 ms of DMA on PCIe 5, ~1 ms of fill
 DIRECT_BYTES = 1 << 20   # below this a pageable copy costs less than the staging
 FILL_SPLIT = 1 << 20     # bytes a fill thread takes at least
+FILL_THREADS = max(1, min(16, os.cpu_count() or 1))
 
 
 def pinned_empty(queue, shape, dtype):
@@ -46,8 +52,7 @@ def _pool():
     global _fill_pool
     with _fill_lock:
         if _fill_pool is None:
-            _fill_pool = ThreadPoolExecutor(max(1, min(16, os.cpu_count() or 1)),
-                                            thread_name_prefix="oclclust-fill")
+            _fill_pool = ThreadPoolExecutor(FILL_THREADS, thread_name_prefix="oclclust-fill")
         return _fill_pool
 
 
@@ -55,7 +60,7 @@ def copy_rows(dst, src):
     """dst[:] = src (same first dimension), converted to dst's dtype, split
     by rows over the fill threads when it is large."""
     n = len(dst)
-    parts = min(_pool()._max_workers, max(1, dst.nbytes // FILL_SPLIT), n)
+    parts = min(FILL_THREADS, max(1, dst.nbytes // FILL_SPLIT), n)
     if parts <= 1:
         np.copyto(dst, src, casting="unsafe")
         return
