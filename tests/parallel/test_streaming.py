@@ -109,7 +109,7 @@ def test_a_memmap_fit_streams_each_chunk_once_per_pass(profile, tmp_path, counte
                                                        stored, order):
     """A .npy memmap (F order, or float64 fitted in float32: converted piece
     by piece) streamed through 1/8 of its size: the in-memory fit's model,
-    every row read once a pass, a piece at a time."""
+    every row read once a pass, a piece at a time, from the map."""
     X = data(stored, seed=3)
     path = tmp_path / "rows.npy"
     np.save(path, np.asfortranarray(X) if order == "F" else X)
@@ -123,7 +123,10 @@ def test_a_memmap_fit_streams_each_chunk_once_per_pass(profile, tmp_path, counte
     want = oc.KMeans(4, random_state=0, n_init=1, max_iter=8, dtype=np.float32,
                      devices=[profile]).fit(np.ascontiguousarray(X, np.float32))
     assert_same_model("KMeans", km, want, np.float32)
-    assert rows and sum(rows) % N == 0 and sum(rows) // N >= km.n_iter_
+    # every pass reads each row once; the last one reads the first chunk of a
+    # next pass ahead too (while the host decides there is none)
+    ahead = N // 16
+    assert (sum(rows) - ahead) % N == 0 and (sum(rows) - ahead) // N >= km.n_iter_
 
 
 @pytest.mark.parametrize("name", ["KMeans", "GMM-diag"])
