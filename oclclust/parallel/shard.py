@@ -99,29 +99,33 @@ class Shard:
     def run(self, fn):
         """fn on each chunk in order; a streamed chunk i+1 is filled and
         copied while chunk i's kernels run (with one staging buffer, after),
-        and the first chunk of the next pass (the same rows) while the last
-        one's run and the host works between passes."""
+        and the first chunk of the next pass (the same rows) as soon as its
+        buffer is free: while the last chunk runs when that one is in the
+        other buffer, and while the host works between passes."""
         start = time.perf_counter()
         if not self.streamed:
             return [fn(part) for part in self.chunks], time.perf_counter() - start
-        results, count, ahead = [], len(self.chunks), len(self.staging) - 1
+        results, count, buffers = [], len(self.chunks), len(self.staging)
+        ahead = buffers > 1
         pending = {0: self.first or self.feeder.submit(self._feed, 0)}
         self.first = None
         try:
             for i, part in enumerate(self.chunks):
                 if ahead and i + 1 < count:   # its buffer was released by chunk i-1
                     pending[i + 1] = self.feeder.submit(self._feed, i + 1)
+                elif ahead and i % buffers:   # the last chunk is not in the first's buffer
+                    self.first = self.feeder.submit(self._feed, 0)
                 copied = pending.pop(i).result()
                 if copied is not None:
                     copied.wait()
                 results.append(fn(part))
-                self.released[i % len(self.staging)] = cl.enqueue_marker(self.queue)
+                self.released[i % buffers] = cl.enqueue_marker(self.queue)
                 if not ahead and i + 1 < count:
                     pending[i + 1] = self.feeder.submit(self._feed, i + 1)
         finally:   # no copy may still be filling a buffer when a failure leaves
             for future in pending.values():
                 future.exception()
-        self.first = self.feeder.submit(self._feed, 0)
+        self.first = self.first or self.feeder.submit(self._feed, 0)
         return results, time.perf_counter() - start
 
     def close(self):
