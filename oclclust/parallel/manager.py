@@ -19,6 +19,7 @@ import pyopencl.array as cla
 from ..runtime.codegen import KernelBuildError
 from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
 from ..runtime.partition import DevicePartition
+from .shard import Shard
 from .shares import checked_memory_budget, checked_weights, split_rows
 
 DEVICE_ERRORS = (cl.Error, KernelBuildError)
@@ -55,8 +56,10 @@ class DeviceManager:
 
     ``weights``: "compute_units" (the default), "measured" (a calibration pass,
     then the previous iterations' timings), or one number per device.
-    ``memory_budget``: bytes of data a device may hold (default: its profile's
-    budget); a larger shard is streamed.
+    ``memory_budget``: bytes of rows a device holds at once; a larger shard
+    streams through two staging buffers of half of it each.  The passes'
+    per-row state (labels, distances, weights) lives beside it; the
+    default, a profile's share of the device's memory, leaves room for it.
     ``executor``: makes the pools (called with max_workers) whose threads
     drive the devices at once: uploads, passes, calibration.  A harness
     whose OpenCL runtime must be called from one thread gives an executor
@@ -98,8 +101,14 @@ class DeviceManager:
             return self.measured
         return np.array([p.compute_units for p in self.profiles], dtype=np.float64)
 
-    def budget(self, profile):
-        return self.memory_budget if self.memory_budget is not None else profile.memory_budget
+    def budget(self, profile, d, dtype):
+        """Bytes of rows of *d* values of *dtype* that *profile*'s device holds
+        at once: memory_budget, or the profile's budget less the per-row state
+        of a pass (labels, distances, weights: 4 + 3 items a row)."""
+        if self.memory_budget is not None:
+            return self.memory_budget
+        row = d * np.dtype(dtype).itemsize
+        return profile.memory_budget * row // (row + 4 + 3 * np.dtype(dtype).itemsize)
 
     def drop(self, failure):
         """Forget a failed device (with a warning); its rows go to the others."""
@@ -114,99 +123,15 @@ class DeviceManager:
         if not self.profiles:
             raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
 
-    def scatter(self, X, sample_weight=None, calibration=None):
-        """Spread host rows (or take a device array as it is) over the devices.
+    def scatter(self, X, sample_weight=None, calibration=None, dtype=None):
+        """Spread host rows (or take a device array as it is) over the devices,
+        as *dtype* (default X's; host rows are converted chunk by chunk on
+        their way to a device, a memmap read a chunk at a time).
         With measured weights not yet measured, *calibration* is first timed
         on a sample on each device: fn(partition) sets the algorithm's pass
         up over that partition and returns a function of no arguments that
         runs it once."""
-        return ShardedData(self, X, sample_weight, calibration)
-
-
-class Shard:
-    """One device's rows: resident in one chunk, or streamed in several."""
-
-    def __init__(self, profile, X, w, offset, budget, previous=None):
-        self.profile = profile
-        self.queue = profile.queue()
-        self.offset = offset
-        n, d = X.shape
-        item = X.dtype.itemsize
-        row_state = 4 + 3 * item   # labels, distances, weights stay on the device
-        self.streamed = n * (d * item + row_state) > budget
-        # one buffer may not exceed the device's largest allocation either
-        largest = max(1, profile.max_alloc_size // (d * item))
-        if self.streamed:
-            rows = min(largest, (budget - n * row_state) // (2 * d * item))
-            if rows < 1:
-                raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
-                                  f"{budget} bytes even streamed")
-            self.transfers = cl.CommandQueue(self.queue.context)
-            self.staging = [cla.empty(self.queue, (min(rows, n), d), X.dtype) for _ in (0, 1)]
-        else:
-            rows = max(1, min(n, largest))
-        self.host = X
-        self.chunks = []
-        for start in range(0, n, rows):
-            stop = min(n, start + rows)
-            data = (self.staging[len(self.chunks) % 2][:stop - start] if self.streamed
-                    else X[start:stop])
-            if not self.streamed and rows >= n and previous is not None:
-                data = self._moved(previous, X) if previous.single_resident else data
-            part = DevicePartition(profile, data, None if w is None else w[start:stop],
-                                   offset + start)
-            part.host_rows = (start, stop)
-            self.chunks.append(part)
-
-    @property
-    def single_resident(self):
-        return not self.streamed and len(self.chunks) == 1
-
-    def _moved(self, previous, X):
-        """This shard's rows as a device array made from *previous* (the same
-        device's shard of the last layout): the rows both hold are copied on
-        the device, only the others come from the host.  A rebalance that
-        moves the boundary by a few rows costs a few rows' upload."""
-        old = previous.chunks[0]
-        n, d = X.shape
-        row = d * X.dtype.itemsize
-        lo, hi = max(self.offset, old.offset), min(self.offset + n, old.offset + old.n)
-        if hi <= lo or old.queue.context != self.queue.context:
-            return X
-        x = cla.empty(self.queue, (n, d), X.dtype)
-        cl.enqueue_copy(self.queue, x.data, old.x.data, byte_count=(hi - lo) * row,
-                        src_offset=(lo - old.offset) * row, dst_offset=(lo - self.offset) * row)
-        for a, b in ((self.offset, lo), (hi, self.offset + n)):   # the rows new to it
-            if b > a:
-                cl.enqueue_copy(self.queue, x.data,
-                                np.ascontiguousarray(X[a - self.offset:b - self.offset]),
-                                dst_offset=(a - self.offset) * row)
-        return x
-
-    def _upload(self, i):
-        part = self.chunks[i]
-        start, stop = part.host_rows
-        rows = np.ascontiguousarray(self.host[start:stop])
-        return cl.enqueue_copy(self.transfers, self.staging[i % 2].data, rows,
-                               is_blocking=False), rows
-
-    def run(self, fn):
-        """fn on each chunk in order; streamed chunks are uploaded one ahead."""
-        start = time.perf_counter()
-        results = []
-        if not self.chunks:
-            return results, 0.0
-        pending = self._upload(0) if self.streamed else None
-        for i, part in enumerate(self.chunks):
-            if self.streamed:
-                event, _rows = pending
-                event.wait()
-                if i + 1 < len(self.chunks):
-                    pending = self._upload(i + 1)   # overlaps this chunk's kernels
-            results.append(fn(part))
-            if self.streamed:
-                self.queue.finish()   # its staging buffer is refilled next
-        return results, time.perf_counter() - start
+        return ShardedData(self, X, sample_weight, calibration, dtype)
 
 
 class _Done:
@@ -228,10 +153,12 @@ class _Done:
 class ShardedData:
     """A data set spread over a manager's devices."""
 
-    def __init__(self, manager, X, sample_weight, calibration=None):
+    def __init__(self, manager, X, sample_weight, calibration=None, dtype=None):
         self.manager, self.sample_weight = manager, sample_weight
         self.n, self.d = X.shape
-        self.dtype = np.dtype(X.dtype)
+        self.dtype = np.dtype(dtype or X.dtype)
+        if isinstance(X, cla.Array) and X.dtype != self.dtype:
+            raise ValueError(f"a device array of {X.dtype} used as {self.dtype}")
         self.source = X
         self.last_times = None
         self.pass_rates = False
@@ -253,7 +180,9 @@ class ShardedData:
             def shard(profile, start, rows):
                 return Shard(profile, X[start:start + rows],
                              None if w is None else w[start:start + rows],
-                             int(start), m.budget(profile), previous.get(id(profile)))
+                             int(start), m.budget(profile, self.d, self.dtype),
+                             previous.get(id(profile)),
+                             self.dtype, m.executor)
             if len(m.profiles) == 1:   # no thread (a small fit's fixed cost)
                 self.shards = [shard(m.profiles[0], starts[0], counts[0])]
             else:   # every device's upload at once: the copies to several devices overlap
@@ -310,7 +239,7 @@ class ShardedData:
     def row(self, i):
         """Row *i* to the host (from the host copy where there is one)."""
         if not isinstance(self.source, cla.Array):
-            return np.asarray(self.source[int(i)])
+            return np.asarray(self.source[int(i)], dtype=self.dtype)
         chunk, local = self.locate(i)
         return chunk.row(local)
 
@@ -335,6 +264,8 @@ class ShardedData:
     def close(self):
         if self._pool is not None:
             self._pool.shutdown()
+        for shard in self.shards:
+            shard.close()
 
     def _calibrate(self, fn, rows=None):
         """Measured weights from short passes: *fn*'s pass (see
@@ -345,7 +276,7 @@ class ShardedData:
         if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
             return
         rows = min(self.n, rows or int(np.clip(self.n // 64, 1 << 16, 1 << 18)))
-        sample = np.ascontiguousarray(self.source[:rows])
+        sample = np.ascontiguousarray(self.source[:rows], dtype=self.dtype)
         w = None if self.sample_weight is None else self.sample_weight[:rows]
 
         def timed(profile, least=0.25):

@@ -60,7 +60,7 @@ def _local_fit_data(X, sample_weight, devices, dtype, comm, calibration, name):
     manager = manager_for(X, devices, comm)
     dtype = compute_dtype(dtype, X, manager.profiles)
     w = check_sample_weight(sample_weight, X.shape[0], dtype)
-    data = manager.scatter(as_dtype(X, dtype), w, calibration)
+    data = manager.scatter(as_dtype(X, dtype), w, calibration, dtype)
     return data, (w if w is not None else np.ones(data.n, dtype))
 
 
@@ -72,7 +72,7 @@ def new_data(X, sample_weight, devices, dtype, n_features, name, comm=None):
         raise ValueError(f"X has {X.shape[1]} features, but {name} is "
                          f"expecting {n_features} features as input.")
     w = check_sample_weight(sample_weight, X.shape[0], dtype)
-    return manager_for(X, devices, comm).scatter(as_dtype(X, dtype), w)
+    return manager_for(X, devices, comm).scatter(as_dtype(X, dtype), w, dtype=dtype)
 
 
 def bind_devices(profiles, comm):

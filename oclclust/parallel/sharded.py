@@ -16,6 +16,7 @@ from ..passes.gmm import GmmPass
 from ..passes import lloyd_update
 from ..passes.lloyd import LloydPass
 from ..runtime.reduce import Stats
+from ..runtime.transfer import download
 from .comm import Ranks
 
 
@@ -131,7 +132,9 @@ class LloydShards(ShardedPass):
             self.map(lambda chunk, st: st.hand_back(centers))
 
     def labels(self):
-        return np.concatenate(self.map(lambda c, st: st.current_labels().get(c.queue)))
+        """This rank's labels, each chunk's straight into its rows through
+        pinned memory (runtime.transfer.download)."""
+        return self._rows(np.int32, lambda st: st.current_labels())
 
     def set_labels(self, labels):
         def put(chunk, st):
@@ -140,8 +143,12 @@ class LloydShards(ShardedPass):
 
     def min_dist(self):
         """Each row's distance to its centre in the last updating pass."""
-        return np.concatenate(self.map(
-            lambda c, st: st.passes[True].min_dist.get(c.queue).astype(np.float64)))
+        return self._rows(np.float64, lambda st: st.passes[True].min_dist)
+
+    def _rows(self, dtype, array):
+        out = np.empty(self.data.n, dtype)
+        self.map(lambda c, st: download(c.queue, array(st)[:c.n], out[c.offset:c.offset + c.n]))
+        return out
 
     def rebalance(self):
         """Measured weights: re-split between iterations, labels kept."""

@@ -1,7 +1,8 @@
 """A data partition resident on one device: rows, weights and their moments.
 
-The rows are copied to the device once (or used in place when they already
-are a pyopencl array there) and every kernel pass reads them from there.
+The rows are copied to the device once, through page-locked staging
+(runtime.transfer), or used in place when they already are a pyopencl array
+there, and every kernel pass reads them from there.
 """
 import dataclasses
 
@@ -10,6 +11,7 @@ import pyopencl.array as cla
 
 from .codegen import Spec, kernel
 from .reduce import partial_buffer, reduce_partials
+from .transfer import upload
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,9 +23,11 @@ class MomentsSpec(Spec):
 
 class DevicePartition:
     """Rows ``x`` (n x d, C order, on *profile*'s device) and optional weights;
-    ``offset`` is the first row's index in the whole data set."""
+    ``offset`` is the first row's index in the whole data set.  Host rows
+    (any layout or dtype, a memmap too) are converted to *dtype* (default
+    theirs) a piece at a time on their way to the device."""
 
-    def __init__(self, profile, X, sample_weight=None, offset=0):
+    def __init__(self, profile, X, sample_weight=None, offset=0, dtype=None):
         self.profile = profile
         self.offset = offset
         if isinstance(X, cla.Array):
@@ -33,13 +37,13 @@ class DevicePartition:
             self.x = X
         else:
             self.queue = profile.queue()
-            self.x = cla.to_device(self.queue, X)
+            self.x = upload(self.queue, X, dtype)
         self.n, self.d = self.x.shape
         self.dtype = self.x.dtype
         self.stride = self.x.strides[0] // self.x.dtype.itemsize
         self.acc_double = profile.fp64
         self.weights = (None if sample_weight is None
-                        else cla.to_device(self.queue, sample_weight.astype(self.dtype)))
+                        else upload(self.queue, sample_weight, self.dtype))
 
     @property
     def weighted(self):

@@ -6,9 +6,31 @@ meanwhile); from page-locked memory it is one DMA at the link's speed
 (~55 GB/s on the lent H200's PCIe 5).  ALLOC_HOST_PTR buffers, mapped once
 and kept mapped, are the portable way to get such memory from OpenCL: on
 the CPU runtimes they are ordinary host memory and cost nothing extra.
+
+``Staging`` moves rows through two such pieces: the host fill of piece
+j+1 (several threads: one thread's memcpy is ~10 GB/s, the link ~55)
+overlaps the DMA of piece j, and a caller that streams chunks overlaps both
+with the kernels of the chunk before (Shard.run).  The fill converts any
+host source (numpy, np.memmap, F order, any dtype) to the device array's
+dtype a piece at a time, so a memmap is read once and never whole.
+
+``upload`` / ``write_rows`` (rows resident on a device) and ``download``
+(per-row results back into the caller's array) use one Staging per queue,
+made on first use and kept (2 x PIECE_BYTES of page-locked memory); copies
+under DIRECT_BYTES go straight, where the staging would cost more.
 """
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
+
+PIECE_BYTES = 32 << 20   # a pinned piece: ~0.6 ms of DMA on PCIe 5, ~1 ms of fill
+DIRECT_BYTES = 1 << 20   # below this a pageable copy costs less than the staging
+FILL_SPLIT = 1 << 20     # bytes a fill thread takes at least
+FILL_THREADS = max(1, min(16, os.cpu_count() or 1))
 
 
 def pinned_empty(queue, shape, dtype):
@@ -20,3 +42,159 @@ def pinned_empty(queue, shape, dtype):
     host, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
                                     shape, dtype, is_blocking=True)
     return host
+
+
+_fill_pool, _fill_lock = None, threading.Lock()
+
+
+def _pool():
+    """The process's host-copy threads (numpy copies release the GIL)."""
+    global _fill_pool
+    with _fill_lock:
+        if _fill_pool is None:
+            _fill_pool = ThreadPoolExecutor(FILL_THREADS, thread_name_prefix="oclclust-fill")
+        return _fill_pool
+
+
+def copy_rows(dst, src):
+    """dst[:] = src (same first dimension), converted to dst's dtype, split
+    by rows over the fill threads when it is large."""
+    n = len(dst)
+    parts = min(FILL_THREADS, max(1, dst.nbytes // FILL_SPLIT), n)
+    if parts <= 1:
+        np.copyto(dst, src, casting="unsafe")
+        return
+    cuts = np.linspace(0, n, parts + 1).astype(np.int64)
+    futures = [_pool().submit(np.copyto, dst[a:b], src[a:b], casting="unsafe")
+               for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    for f in futures:
+        f.result()
+
+
+class Staging:
+    """Two page-locked pieces of *piece_bytes* (at most) in *queue*'s context,
+    and the DMA event of each: a piece is refilled once its last copy is done.
+    One user at a time (``lock``)."""
+
+    def __init__(self, queue, piece_bytes=None):
+        self.queue = queue
+        self.piece_bytes = max(1, int(piece_bytes or PIECE_BYTES))
+        self.pieces = [pinned_empty(queue, (self.piece_bytes,), np.uint8) for _ in (0, 1)]
+        self.events = [None, None]
+        self.turn = 0
+        self.lock = threading.Lock()
+
+    def _piece(self, rows, row_shape, dtype):
+        """The next pinned piece as *rows* rows of *dtype*, once it is free."""
+        j = self.turn
+        self.turn ^= 1
+        if self.events[j] is not None:
+            self.events[j].wait()
+            self.events[j] = None
+        nbytes = rows * int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return j, self.pieces[j][:nbytes].view(dtype).reshape((rows,) + tuple(row_shape))
+
+    def rows_per_piece(self, row_bytes):
+        return max(1, self.piece_bytes // max(1, row_bytes))
+
+    def to_device(self, queue, dst, src, dst_row=0, wait_for=None):
+        """Enqueue src (host rows, any layout or dtype) into device array *dst*
+        from row *dst_row* on, without blocking on the last DMA; the first
+        waits for *wait_for* (events: the kernels still reading *dst*).
+        Returns the last copy's event (None for no rows)."""
+        n = len(src)
+        row_shape, dtype = dst.shape[1:], dst.dtype
+        row_bytes = int(np.prod(row_shape, dtype=np.int64)) * dtype.itemsize
+        step = self.rows_per_piece(row_bytes)
+        event = None
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            j, piece = self._piece(stop - start, row_shape, dtype)
+            copy_rows(piece, src[start:stop])
+            event = cl.enqueue_copy(queue, dst.base_data, piece,
+                                    dst_offset=dst.offset + (dst_row + start) * row_bytes,
+                                    is_blocking=False, wait_for=wait_for)
+            self.events[j] = event
+        return event
+
+    def to_host(self, queue, src, out, wait_for=None):
+        """out[:] = device array *src* (rows), converted to out's dtype: the
+        read of piece j+1 overlaps the host copy of piece j."""
+        n = len(src)
+        row_shape = src.shape[1:]
+        row_bytes = int(np.prod(row_shape, dtype=np.int64)) * src.dtype.itemsize
+        step = self.rows_per_piece(row_bytes)
+        starts = list(range(0, n, step))
+
+        def read(start):
+            stop = min(n, start + step)
+            j, piece = self._piece(stop - start, row_shape, src.dtype)
+            self.events[j] = cl.enqueue_copy(queue, piece, src.base_data,
+                                             src_offset=src.offset + start * row_bytes,
+                                             is_blocking=False, wait_for=wait_for)
+            return j, piece
+        pending = read(starts[0]) if starts else None
+        for i, start in enumerate(starts):
+            j, piece = pending
+            if i + 1 < len(starts):
+                pending = read(starts[i + 1])
+            self.events[j].wait()
+            copy_rows(out[start:start + len(piece)], piece)
+        return out
+
+
+_shared, _shared_lock = {}, threading.Lock()
+
+
+def shared_staging(queue):
+    """The process's Staging of *queue* (made on first use), for one-time
+    uploads and downloads; hold its ``lock`` while using it."""
+    key = queue.int_ptr
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = (queue, Staging(queue))
+        return _shared[key][1]
+
+
+def write_rows(queue, dst, src, dst_row=0):
+    """Host rows *src* (any layout or dtype) into device array *dst* from row
+    *dst_row* on, enqueued on *queue*: small ones by a pageable copy (it costs
+    less than the staging), the others in pieces through the queue's pinned
+    staging, the last DMA possibly still running (the caller's commands on
+    *queue* follow it)."""
+    if len(src) * dst[:1].nbytes < DIRECT_BYTES:
+        row_bytes = dst[:1].nbytes
+        return cl.enqueue_copy(queue, dst.base_data, np.ascontiguousarray(src, dtype=dst.dtype),
+                               dst_offset=dst.offset + dst_row * row_bytes, is_blocking=False)
+    staging = shared_staging(queue)
+    with staging.lock:
+        return staging.to_device(queue, dst, src, dst_row)
+
+
+def upload(queue, src, dtype=None):
+    """A new device array of host rows *src* (any layout; converted to
+    *dtype*, default src's): see write_rows."""
+    dtype = np.dtype(dtype or src.dtype)
+    if src.size * dtype.itemsize < DIRECT_BYTES:
+        return cla.to_device(queue, np.ascontiguousarray(src, dtype=dtype))
+    dst = cla.empty(queue, src.shape, dtype)
+    write_rows(queue, dst, src)
+    return dst
+
+
+def download(queue, src, out=None):
+    """Device array *src* into host array *out* (new when None; any
+    layout, converted to its dtype) through a pinned bounce buffer."""
+    if out is None:
+        out = np.empty(src.shape, src.dtype)
+    if out.shape != src.shape:
+        raise ValueError(f"download of {src.shape} into {out.shape}")
+    if src.nbytes < DIRECT_BYTES:
+        if out.flags.c_contiguous and out.dtype == src.dtype:
+            src.get(queue, ary=out)
+        else:
+            np.copyto(out, src.get(queue), casting="unsafe")
+        return out
+    staging = shared_staging(queue)
+    with staging.lock:
+        return staging.to_host(queue, src, out)

@@ -87,10 +87,12 @@ def check_data(X, estimator="estimator", min_samples=1):
 
 
 def as_dtype(X, dtype):
-    """C-ordered *dtype* data; a device array is converted on its device."""
+    """A device array in *dtype*, converted on its device; host rows as they
+    are (a memmap stays one, unread): they are converted a piece at a time
+    where they are copied to a device (runtime.transfer), never whole."""
     if isinstance(X, cla.Array):
         return X if X.dtype == dtype else X.astype(dtype)
-    return np.ascontiguousarray(X, dtype=dtype)
+    return X
 
 
 def check_sample_weight(sample_weight, n, dtype):

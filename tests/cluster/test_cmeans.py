@@ -324,9 +324,8 @@ def _layouts(profile, dtype, n):
     item = np.dtype(dtype).itemsize
     yield "sub-devices", subs
     yield "device+sub-device", [profile, subs[0]]
-    # a budget that streams the rows in chunks of ~n/3 (see manager.Shard)
-    yield "streamed", oc.DeviceManager([profile], memory_budget=n * (4 + 3 * item)
-                                       + 2 * (n // 3) * 3 * item)
+    # a budget that streams the rows in chunks of ~n/3 (see parallel.shard.Shard)
+    yield "streamed", oc.DeviceManager([profile], memory_budget=2 * (n // 3) * 3 * item)
 
 
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])

@@ -258,8 +258,7 @@ def test_sub_devices_and_streaming_equal_one_device(profile):
         warnings.simplefilter("ignore", ConvergenceWarning)
         one = oc.GaussianMixture(K, devices=[profile], **params).fit(X)
         item = X.itemsize
-        streamed = oc.DeviceManager([profile], memory_budget=500 * (4 + 3 * item)
-                                    + 2 * 60 * 3 * item)
+        streamed = oc.DeviceManager([profile], memory_budget=2 * 60 * 3 * item)
         layout = streamed.scatter(X)
         assert layout.shards[0].streamed and len(layout.shards[0].chunks) > 2
         layout.close()

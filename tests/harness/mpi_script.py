@@ -80,8 +80,8 @@ class FailingData(ShardedData):
 class FailingDevices(oc.DeviceManager):
     """The devices of rank 1 in case fail_mid: a fit's rows are FailingData."""
 
-    def scatter(self, X, sample_weight=None, calibration=None):
-        return FailingData(self, X, sample_weight, calibration)
+    def scatter(self, X, sample_weight=None, calibration=None, dtype=None):
+        return FailingData(self, X, sample_weight, calibration, dtype)
 
 
 def model_of(est):

@@ -376,9 +376,8 @@ STREAM_ROWS = 10                # rows per streamed chunk: N=37 gives chunks 10+
 
 def streaming_budget(dtype, rows=STREAM_ROWS):
     """A memory budget that makes the manager stream the N rows in chunks of
-    *rows* (two staging buffers of *rows* rows beside the per-row state)."""
-    item = np.dtype(dtype).itemsize
-    return N * (4 + 3 * item) + 2 * rows * D * item
+    *rows* (two staging buffers of *rows* rows: the budget counts rows only)."""
+    return 2 * rows * D * np.dtype(dtype).itemsize
 
 
 def managers(profile, dtype):

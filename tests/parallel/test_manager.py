@@ -111,10 +111,10 @@ def rows(km):
 
 def streaming_budget(counts, dtype, spare_rows=40):
     """A memory budget under which every shard of *counts* rows is streamed
-    in several chunks: the largest shard's per-row state plus two staging
-    buffers of *spare_rows* rows (smaller shards get larger chunks)."""
-    item = np.dtype(dtype).itemsize
-    return int(max(counts)) * (4 + 3 * item) + 2 * spare_rows * D * item
+    in several chunks: two staging buffers of *spare_rows* rows (the budget
+    counts the rows a device holds, not their per-row state)."""
+    assert max(counts) > 2 * spare_rows
+    return 2 * spare_rows * D * np.dtype(dtype).itemsize
 
 
 def streamed_manager(devices, dtype, n=N, **kwargs):
@@ -435,15 +435,36 @@ def test_streamed_equals_resident(profile, subs, which, dtype):
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 def test_budget_too_small_even_to_stream(profile, subs, dtype):
+    """Only a budget under one row is refused (the per-row state is not counted)."""
     devices = [profile, *subs]
-    counts = split_rows(N, [p.compute_units for p in devices])
-    item = np.dtype(dtype).itemsize
-    mgr = oc.DeviceManager(devices, memory_budget=int(counts.max()) * (4 + 3 * item))
-    match = r"rows do not fit .* memory budget of \d+ bytes even streamed"
+    row = D * np.dtype(dtype).itemsize
+    mgr = oc.DeviceManager(devices, memory_budget=row - 1)
+    match = (rf"rows do not fit .* memory budget of {row - 1} bytes even streamed: "
+             rf"one row takes {row} bytes")
     with pytest.raises(MemoryError, match=match):
         mgr.scatter(random_data(dtype))
     with pytest.raises(MemoryError, match=match):
         fit(mgr, dtype)
+
+
+@pytest.mark.parametrize("rows, buffers", [(1, 1), (2, 2), (N // 16, 2)])
+def test_the_smallest_budgets_stream(profile, rows, buffers):
+    """A budget of one row streams row by row through one staging buffer; of
+    two rows or 1/8 of the data, through two: the model of the resident fit."""
+    dtype = np.float32
+    budget = rows * D * np.dtype(dtype).itemsize + (rows == 1)   # 1 byte short of 2 rows
+    n = 400 if rows < 8 else N   # a pass per row is slow: fewer rows
+    X = random_data(dtype, n=n)
+    mgr = oc.DeviceManager([profile], memory_budget=budget)
+    data = mgr.scatter(X)
+    shard, = data.shards
+    assert shard.streamed and len(shard.staging) == buffers
+    assert len(shard.chunks) == -(-n // max(1, rows // buffers))
+    data.close()
+    km = oc.KMeans(K, random_state=0, devices=mgr, max_iter=5, n_init=1).fit(X)
+    ref = oc.KMeans(K, random_state=0, devices=[profile], max_iter=5, n_init=1).fit(X)
+    assert_same_fit(km, ref, rtol=0)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
 
 
 # ------------------------------------------------------------ device failures

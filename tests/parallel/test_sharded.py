@@ -25,10 +25,9 @@ def test_stats_add_in_order_and_round_trip_the_rank_vector():
 
 def test_state_is_made_once_per_chunk_and_afresh_after_a_resplit(profile):
     # a budget that streams the rows in three chunks: several chunks on any device
-    # (a GPU has no sub-devices); 500 rows keep 28 bytes each resident, and two
-    # staging buffers of 167 rows of 24 bytes take the rest
+    # (a GPU has no sub-devices): two staging buffers of 167 rows of 24 bytes
     X = np.random.RandomState(0).randn(500, 3)
-    data = oc.DeviceManager([profile], memory_budget=500 * 28 + 2 * 167 * 24).scatter(X)
+    data = oc.DeviceManager([profile], memory_budget=2 * 167 * 24).scatter(X)
     assert len(data.chunks) == 3
     made = []
 

@@ -1,0 +1,134 @@
+"""One device's share of the rows: resident, or streamed through
+page-locked, double-buffered staging (runtime.transfer)."""
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ..runtime import transfer
+from ..runtime.partition import DevicePartition
+from ..runtime.transfer import Staging, write_rows
+
+
+class Shard:
+    """One device's rows: resident in one chunk (or several, when one buffer
+    would pass the device's largest allocation), or streamed in several.
+
+    The budget is the bytes of rows the device holds at once: all of them
+    when they fit, else two staging buffers of half of it each (one, when
+    only one row fits).  The passes' per-row state (labels, distances,
+    weights, memberships) lives beside it, per chunk, and is not counted:
+    it is what the algorithm needs whatever the rows' place.  A streamed
+    chunk is filled through two page-locked host pieces (runtime.transfer),
+    several threads at once and converted to *dtype* there, then copied on
+    a transfer queue while the kernels of the chunk before run."""
+
+    def __init__(self, profile, X, w, offset, budget, previous=None, dtype=None,
+                 executor=ThreadPoolExecutor):
+        self.profile = profile
+        self.queue = profile.queue()
+        self.offset = offset
+        self.dtype = np.dtype(dtype or X.dtype)
+        n, d = X.shape
+        row = d * self.dtype.itemsize
+        self.streamed = n * row > budget
+        # one buffer may not exceed the device's largest allocation either
+        largest = max(1, profile.max_alloc_size // row)
+        if self.streamed:
+            if budget < row:
+                raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
+                                  f"{budget} bytes even streamed: one row takes {row} bytes")
+            buffers = 2 if budget >= 2 * row else 1
+            rows = min(largest, budget // (buffers * row))
+            self.transfers = cl.CommandQueue(self.queue.context)
+            self.staging = [cla.empty(self.queue, (min(rows, n), d), self.dtype)
+                            for _ in range(buffers)]
+            self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
+            self.released = [None] * buffers   # the last kernels reading each buffer
+            self.feeder = executor(1)          # fills and copies the next chunk
+            self.first = None                  # the next pass's first chunk, under way
+        else:
+            rows = max(1, min(n, largest))
+        self.host = X
+        self.chunks = []
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            data = (self.staging[len(self.chunks) % len(self.staging)][:stop - start]
+                    if self.streamed else X[start:stop])
+            if not self.streamed and rows >= n and previous is not None:
+                data = self._moved(previous, X) if previous.single_resident else data
+            part = DevicePartition(profile, data, None if w is None else w[start:stop],
+                                   offset + start, self.dtype)
+            part.host_rows = (start, stop)
+            self.chunks.append(part)
+
+    @property
+    def single_resident(self):
+        return not self.streamed and len(self.chunks) == 1
+
+    def _moved(self, previous, X):
+        """This shard's rows as a device array made from *previous* (the same
+        device's shard of the last layout): the rows both hold are copied on
+        the device, only the others come from the host.  A rebalance that
+        moves the boundary by a few rows costs a few rows' upload."""
+        old = previous.chunks[0]
+        n, d = X.shape
+        row = d * self.dtype.itemsize
+        lo, hi = max(self.offset, old.offset), min(self.offset + n, old.offset + old.n)
+        if hi <= lo or old.queue.context != self.queue.context:
+            return X
+        x = cla.empty(self.queue, (n, d), self.dtype)
+        cl.enqueue_copy(self.queue, x.data, old.x.data, byte_count=(hi - lo) * row,
+                        src_offset=(lo - old.offset) * row, dst_offset=(lo - self.offset) * row)
+        for a, b in ((self.offset, lo), (hi, self.offset + n)):   # the rows new to it
+            if b > a:
+                write_rows(self.queue, x, X[a - self.offset:b - self.offset], a - self.offset)
+        return x
+
+    def _feed(self, i):
+        """Chunk i's rows into its staging buffer once the kernels that read
+        it last are done: the last copy's event (on the feeder's thread)."""
+        part = self.chunks[i]
+        start, stop = part.host_rows
+        last = self.released[i % len(self.staging)]
+        return self.pinned.to_device(self.transfers, part.x, self.host[start:stop],
+                                     wait_for=None if last is None else [last])
+
+    def run(self, fn):
+        """fn on each chunk in order; a streamed chunk i+1 is filled and
+        copied while chunk i's kernels run (with one staging buffer, after),
+        and the first chunk of the next pass (the same rows) as soon as its
+        buffer is free: while the last chunk runs when that one is in the
+        other buffer, and while the host works between passes."""
+        start = time.perf_counter()
+        if not self.streamed:
+            return [fn(part) for part in self.chunks], time.perf_counter() - start
+        results, count, buffers = [], len(self.chunks), len(self.staging)
+        ahead = buffers > 1
+        pending = {0: self.first or self.feeder.submit(self._feed, 0)}
+        self.first = None
+        try:
+            for i, part in enumerate(self.chunks):
+                if ahead and i + 1 < count:   # its buffer was released by chunk i-1
+                    pending[i + 1] = self.feeder.submit(self._feed, i + 1)
+                elif ahead and i % buffers:   # the last chunk is not in the first's buffer
+                    self.first = self.feeder.submit(self._feed, 0)
+                copied = pending.pop(i).result()
+                if copied is not None:
+                    copied.wait()
+                results.append(fn(part))
+                self.released[i % buffers] = cl.enqueue_marker(self.queue)
+                if not ahead and i + 1 < count:
+                    pending[i + 1] = self.feeder.submit(self._feed, i + 1)
+        finally:   # no copy may still be filling a buffer when a failure leaves
+            for future in pending.values():
+                future.exception()
+        self.first = self.first or self.feeder.submit(self._feed, 0)
+        return results, time.perf_counter() - start
+
+    def close(self):
+        if self.streamed:
+            self.feeder.shutdown()   # after the next pass's first chunk: nothing in flight
+            self.first = None

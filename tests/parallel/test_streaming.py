@@ -1,0 +1,151 @@
+"""Streamed through a budget of 1/8 of the data: every iterative estimator's
+model is the resident one's; a memmap fit equals the in-memory fit, reading
+each chunk once per pass and never the whole file.
+
+Bit for bit where the passes' sums do not depend on how the rows are split
+into chunks: k-means in float32 (float32 rows add exactly in float64).
+Elsewhere each chunk's partial sums round on their own, so the model may
+differ in the last bits (as between one device and several): labels and
+iteration counts equal, values within a few ulps."""
+import warnings
+
+import numpy as np
+import pytest
+
+import oclclust as oc
+from oclclust.runtime import transfer
+
+N, D = 1200, 5
+
+
+def data(dtype=np.float32, seed=0):
+    rng = np.random.RandomState(seed)
+    centres = rng.randn(4, D) * 4
+    return (centres[rng.randint(0, 4, N)] + rng.randn(N, D)).astype(dtype)
+
+
+def eighth(profile, X, dtype):
+    """A manager whose budget holds 1/8 of the rows in the compute dtype."""
+    mgr = oc.DeviceManager([profile], memory_budget=N * D * np.dtype(dtype).itemsize // 8)
+    layout = mgr.scatter(X, dtype=dtype)
+    shard, = layout.shards
+    assert shard.streamed and len(shard.chunks) == 16   # two buffers of N/16 rows
+    layout.close()
+    return mgr
+
+
+ESTIMATORS = {
+    "KMeans": lambda dev: oc.KMeans(4, random_state=0, n_init=2, max_iter=20, devices=dev),
+    "FuzzyCMeans": lambda dev: oc.FuzzyCMeans(4, random_state=0, max_iter=20, devices=dev),
+    "GMM-diag": lambda dev: oc.GaussianMixture(4, covariance_type="diag", random_state=0,
+                                               max_iter=10, devices=dev),
+    "GMM-full": lambda dev: oc.GaussianMixture(4, covariance_type="full", random_state=0,
+                                               max_iter=10, devices=dev),
+    "EnsembleKMeans": lambda dev: oc.EnsembleKMeans(4, n_models=3, random_state=0,
+                                                    max_iter=20, devices=dev),
+}
+MODEL = {"KMeans": ("cluster_centers_", "labels_", "inertia_", "n_iter_"),
+         "FuzzyCMeans": ("cluster_centers_", "u_", "n_iter_"),
+         "GMM": ("weights_", "means_", "covariances_", "lower_bound_", "n_iter_"),
+         "EnsembleKMeans": ("cluster_centers_", "labels_", "inertia_")}
+
+
+def fit(make, devices, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # a short max_iter may not converge: both alike
+        return make(devices).fit(X)
+
+
+EXACT = {"KMeans", "EnsembleKMeans"}   # in float32
+
+
+def assert_same_model(name, got, want, dtype, exact=None):
+    exact = name in EXACT and dtype == np.float32 if exact is None else exact
+    for attr in MODEL[name.split("-")[0]]:
+        a, b = np.asarray(getattr(got, attr)), np.asarray(getattr(want, attr))
+        if exact or attr in ("labels_", "n_iter_"):
+            assert np.array_equal(a, b), f"{name}.{attr} differs"
+        else:
+            tol = 1e-12 if dtype == np.float64 else 4e-6
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol * np.abs(b).max(),
+                                       err_msg=f"{name}.{attr}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", list(ESTIMATORS))
+def test_streamed_through_an_eighth_equals_resident(profile, name, dtype):
+    if dtype == np.float64 and not profile.fp64:
+        pytest.skip("no fp64")
+    X = data(dtype)
+    make = ESTIMATORS[name]
+    resident = fit(make, [profile], X)
+    streamed = fit(make, eighth(profile, X, dtype), X)
+    assert_same_model(name, streamed, resident, dtype)
+    np.testing.assert_array_equal(streamed.predict(X), resident.predict(X))
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """count(source) -> [rows of every piece filled from the host], each
+    one read from *source* itself (runtime.transfer.copy_rows): never from
+    a copy of it, converted or whole, nor more than a chunk at once."""
+    fill = transfer.copy_rows
+
+    def count(source):
+        rows = []
+
+        def counting(dst, src):
+            assert np.shares_memory(src, source) and len(src) <= N // 16
+            rows.append(len(src))
+            fill(dst, src)
+        monkeypatch.setattr(transfer, "copy_rows", counting)
+        return rows
+    return count
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("stored", [np.float32, np.float64])
+def test_a_memmap_fit_streams_each_chunk_once_per_pass(profile, tmp_path, counted, monkeypatch,
+                                                       stored, order):
+    """A .npy memmap (F order, or float64 fitted in float32: converted piece
+    by piece) streamed through 1/8 of its size: the in-memory fit's model,
+    every row read once a pass, a piece at a time, from the map."""
+    X = data(stored, seed=3)
+    path = tmp_path / "rows.npy"
+    np.save(path, np.asfortranarray(X) if order == "F" else X)
+    mm = np.load(path, mmap_mode="r")
+    assert isinstance(mm, np.memmap) and mm.flags.f_contiguous == (order == "F")
+    mgr = eighth(profile, mm, np.float32)
+    rows = counted(mm)
+    km = oc.KMeans(4, random_state=0, n_init=1, max_iter=8, dtype=np.float32,
+                   devices=mgr).fit(mm)
+    monkeypatch.undo()
+    want = oc.KMeans(4, random_state=0, n_init=1, max_iter=8, dtype=np.float32,
+                     devices=[profile]).fit(np.ascontiguousarray(X, np.float32))
+    assert_same_model("KMeans", km, want, np.float32)
+    # every pass reads each row once; the last one reads the first chunk of a
+    # next pass ahead too (while the host decides there is none)
+    ahead = N // 16
+    assert (sum(rows) - ahead) % N == 0 and (sum(rows) - ahead) // N >= km.n_iter_
+
+
+@pytest.mark.parametrize("name", ["KMeans", "GMM-diag"])
+def test_uploads_and_downloads_through_pinned_pieces(profile, monkeypatch, name):
+    """Resident rows uploaded and labels read back through the queue's pinned
+    staging in odd pieces (every copy staged: none is small enough to go
+    straight), from F-ordered float64 rows fitted in float32: the model of
+    the rows given in float32."""
+    X = data(np.float64, seed=5)
+    make = ESTIMATORS[name]
+    want = fit(make, [profile], X.astype(np.float32))
+    monkeypatch.setattr(transfer, "DIRECT_BYTES", 0)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 7 * D * 4 + 3)   # 7 rows and 3 bytes
+    monkeypatch.setattr(transfer, "_shared", {})
+    est = make([profile])
+    est.set_params(dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = est.fit(np.asfortranarray(X))
+    assert transfer._shared   # the staging served
+    assert_same_model(name, got, want, np.float32, exact=True)   # the same rows, one chunk
+    np.testing.assert_array_equal(got.predict(X), want.predict(X.astype(np.float32)))

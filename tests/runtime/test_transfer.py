@@ -1,0 +1,104 @@
+"""The page-locked staging pipeline: exact copies both ways, whatever the
+source (layout, dtype, memmap), the piece size and the row count."""
+import numpy as np
+import pyopencl.array as cla
+import pytest
+
+from oclclust.runtime import transfer
+from oclclust.runtime.transfer import Staging, copy_rows, download, upload, write_rows
+
+
+def source(kind, n, d, tmp_path):
+    rng = np.random.RandomState(n + d)
+    X = rng.randn(n, d) * 1e3
+    if kind == "F":
+        return np.asfortranarray(X)
+    if kind == "int16":
+        return (X * 10).astype(np.int16)
+    if kind == "strided":   # every other row of a larger array
+        return np.repeat(X, 2, axis=0)[::2]
+    if kind == "memmap":
+        path = tmp_path / "rows.npy"
+        np.save(path, X)
+        return np.load(path, mmap_mode="r")
+    return X
+
+
+KINDS = ["C", "F", "int16", "strided", "memmap"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+# rows a piece holds: one row, odd, all rows in one piece, more than all rows
+@pytest.mark.parametrize("piece_rows", [1, 7, 61, 1000])
+def test_to_device_then_to_host_is_exact(queue, tmp_path, kind, dtype, piece_rows):
+    n, d = 61, 5
+    src = source(kind, n, d, tmp_path)
+    want = np.asarray(src).astype(dtype)
+    staging = Staging(queue, piece_rows * d * np.dtype(dtype).itemsize)
+    dst = cla.to_device(queue, np.full((n + 3, d), -1, dtype))   # rows around stay
+    event = staging.to_device(queue, dst, src, dst_row=2)
+    event.wait()
+    got = dst.get()
+    np.testing.assert_array_equal(got[2:n + 2], want)
+    assert (got[:2] == -1).all() and (got[n + 2:] == -1).all()
+    back = np.full((n, d), 7.0)   # converted to the caller's float64 on the way back
+    staging.to_host(queue, dst[2:n + 2], back)
+    np.testing.assert_array_equal(back, want)
+
+
+def test_a_last_partial_piece_and_a_view_with_offset(queue):
+    n, d = 10, 3
+    X = np.arange(n * d, dtype=np.float32).reshape(n, d)
+    staging = Staging(queue, 4 * d * 4)   # pieces of 4 rows: 4 + 4 + 2
+    dst = cla.zeros(queue, (n + 5, d), np.float32)
+    staging.to_device(queue, dst[5:], X).wait()
+    np.testing.assert_array_equal(dst.get()[5:], X)
+    out = np.zeros((n, d), np.float32)
+    staging.to_host(queue, dst[5:], out)
+    np.testing.assert_array_equal(out, X)
+    assert staging.to_device(queue, dst, X[:0]) is None   # no rows: no copy
+
+
+def test_a_piece_is_refilled_only_after_its_copy(queue):
+    """Many pieces through two buffers with no wait between them: each
+    piece's copy must be done before its buffer takes the next piece."""
+    n, d = 1000, 16
+    X = np.random.RandomState(1).randn(n, d).astype(np.float32)
+    staging = Staging(queue, 3 * d * 4)
+    dst = cla.empty(queue, (n, d), np.float32)
+    staging.to_device(queue, dst, X)
+    queue.finish()
+    np.testing.assert_array_equal(dst.get(), X)
+
+
+def test_copy_rows_splits_over_threads(monkeypatch):
+    monkeypatch.setattr(transfer, "FILL_SPLIT", 64)   # 1 KiB pieces split by 64 bytes
+    src = np.asfortranarray(np.random.RandomState(2).randn(97, 5))
+    dst = np.empty((97, 5), np.float32)
+    copy_rows(dst, src)
+    np.testing.assert_array_equal(dst, src.astype(np.float32))
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "staged"])
+def test_upload_download_and_write_rows(queue, monkeypatch, direct):
+    """Small copies go straight; the others through the queue's shared staging."""
+    monkeypatch.setattr(transfer, "_shared", {})
+    if not direct:
+        monkeypatch.setattr(transfer, "DIRECT_BYTES", 0)
+        monkeypatch.setattr(transfer, "PIECE_BYTES", 40)   # several pieces
+    X = np.asfortranarray(np.random.RandomState(3).randn(33, 4))
+    x = upload(queue, X, np.float32)
+    assert x.dtype == np.float32 and x.shape == X.shape
+    np.testing.assert_array_equal(x.get(), X.astype(np.float32))
+    write_rows(queue, x, X[:5] * 2, dst_row=28)
+    out = np.empty((33, 4), np.float64)
+    assert download(queue, x, out) is out
+    want = X.astype(np.float32)
+    want[28:] = (X[:5] * 2).astype(np.float32)
+    np.testing.assert_array_equal(out, want)
+    labels = cla.to_device(queue, np.arange(33, dtype=np.int32))
+    np.testing.assert_array_equal(download(queue, labels), np.arange(33))
+    assert bool(transfer._shared) != direct   # a staging made only when needed
+    with pytest.raises(ValueError, match="download of"):
+        download(queue, labels, np.empty(32, np.int32))
