@@ -114,6 +114,7 @@ class Staging:
             event = cl.enqueue_copy(queue, dst.base_data, piece,
                                     dst_offset=dst.offset + (dst_row + start) * row_bytes,
                                     is_blocking=False, wait_for=wait_for)
+            queue.flush()   # submitted now: it runs while the next piece fills
             self.events[j] = event
         return event
 
@@ -132,6 +133,7 @@ class Staging:
             self.events[j] = cl.enqueue_copy(queue, piece, src.base_data,
                                              src_offset=src.offset + start * row_bytes,
                                              is_blocking=False, wait_for=wait_for)
+            queue.flush()   # submitted now: it runs while the last piece is copied out
             return j, piece
         pending = read(starts[0]) if starts else None
         for i, start in enumerate(starts):
