@@ -166,12 +166,32 @@ class GmmShards(ShardedPass):
             return GmmStats(ll, bad, gp.mstep(means))
         return self.reduce(one, timed=True)
 
-    def stats_from(self, resp_rows, means):
-        """M statistics (k x SZ) of host responsibilities: resp_rows(start, stop) -> rows."""
-        def one(chunk, gp):
-            gp.set_resp(resp_rows(chunk.offset, chunk.offset + chunk.n))
-            return Sums(gp.mstep(means))
-        return self.reduce(one).values
+    def resp_from_labels(self, labels):
+        """One-hot responsibilities on the device: *labels* {chunk: its rows'
+        labels, a device int32 array} (k-means' labels, kept on the device)."""
+        self.map(lambda chunk, gp: gp.onehot(gp.k, labels=labels[chunk]))
+
+    def resp_from_rows(self, rows):
+        """One-hot responsibilities on the device: component j is the one
+        row rows[j] (this rank's row numbers; others' lie outside 0..n-1)."""
+        rows = np.asarray(rows, np.int64)
+        self.map(lambda chunk, gp: gp.onehot(gp.k, rows=rows - chunk.offset))
+
+    def resp_from_host(self, draw, block):
+        """Responsibilities drawn on the host: draw(b) -> the next b x k rows
+        of this rank's, in row order, asked for *block* rows at most at a
+        time (never n x k at once).  The chunks are filled one after the
+        other on this thread, so the draws come in row order."""
+        self.map(lambda chunk, gp: None)   # each chunk's state, for the present layout
+        for chunk in self.data.chunks:
+            gp = self.state(chunk)
+            for start in range(0, chunk.n, block):
+                gp.set_resp(draw(min(block, chunk.n - start)), start)
+
+    def resp_stats(self, means):
+        """M statistics (k x SZ) of the responsibilities on the devices
+        (resp_from_*) about *means*."""
+        return self.reduce(lambda chunk, gp: Sums(gp.mstep(means))).values
 
     def score(self, records, want=("lse",)):
         """E pass without the M step: (GmmStats, {name: host array of this
