@@ -32,6 +32,10 @@ except ImportError:   # scikit-learn is optional
         pass
 
 
+# "random" init: responsibilities drawn and uploaded this many values at a time
+RANDOM_BLOCK = 1 << 20
+
+
 class GaussianMixture(DensityMixin, KCluster):
     """Gaussian mixture fitted by EM on OpenCL devices (scikit-learn's API).
 
@@ -238,7 +242,7 @@ class GaussianMixture(DensityMixin, KCluster):
         at a time); the others are one-hot rows made on the devices."""
         k, ranks = self.n_components, self._ranks
         if self.init_params == "random":   # all ranks' draws, in row order
-            block = max(1, (1 << 20) // k)
+            block = max(1, RANDOM_BLOCK // k)
             skip = _discard(rng, k, block)
             skip(ranks.offset)
 

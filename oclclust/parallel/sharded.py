@@ -195,16 +195,26 @@ class GmmShards(ShardedPass):
 
     def score(self, records, want=("lse",)):
         """E pass without the M step: (GmmStats, {name: host array of this
-        rank's rows} for the names in *want*: "lse", "labels", "resp" n x k)."""
-        store = "resp" in want
+        rank's rows} for the names in *want*: "lse", "labels", "resp" n x k).
+        Each chunk's arrays go straight to their rows of the host arrays
+        (resp transposed from the device's component-major order there)."""
+        store, k, n = "resp" in want, records.shape[0], self.data.n
+        out = {"lse": np.empty(n), "labels": np.empty(n, np.int64), "resp": np.empty((n, k))}
+        out = {w: out[w] for w in want}
 
         def one(chunk, gp):
             ll, bad = gp.estep(records, store_resp=store)
-            q, n = chunk.queue, chunk.n
-            got = {"lse": lambda: gp.lse.get(q).astype(np.float64),
-                   "labels": lambda: gp.labels.get(q).astype(np.int64),
-                   "resp": lambda: gp.resp[:records.shape[0] * n].get(q)
-                   .reshape(-1, n).T.astype(np.float64)}
-            return GmmStats(ll, bad), {w: got[w]() for w in want}
-        total, kept = self.reduce(one, keep=True)
-        return total, {w: np.concatenate([k[w] for k in kept]) for w in want}
+            rows = slice(chunk.offset, chunk.offset + chunk.n)
+            for w in want:
+                got = download(chunk.queue, gp.resp[:k * chunk.n] if w == "resp" else
+                               getattr(gp, w))
+                out[w][rows] = got.reshape(k, -1).T if w == "resp" else got
+            return GmmStats(ll, bad)
+        return self.reduce(one), out
+
+
+def download(queue, array):
+    """A device array's values on the host: the one place the memberships
+    and responsibilities come back (runtime/transfer.py's pinned download
+    belongs here)."""
+    return array.get(queue)
