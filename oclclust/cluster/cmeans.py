@@ -100,18 +100,49 @@ class FuzzyCMeans(ClusterMixin, KCluster):
                 break
             data.rebalance()
         bar.close()
-        stats, u = passes.run(centers, update=False, write_u=True)
+        stats, u = passes.memberships(centers)
         objective = stats.objective
         if stats.n_nonfinite:
             raise _nonfinite_error(data.dtype)
         self.cluster_centers_ = centers.astype(data.dtype)
-        self.u_ = u
-        self.labels_ = u.argmax(axis=1)
+        self._u, self._labels = u, None   # u_, labels_: from the devices when first read
         self.objective_ = objective
         self.n_iter_ = it + 1
         self.n_features_in_ = d
         self.devices_ = data.rows_per_device
         return self
+
+    @property
+    def u_(self):
+        """The fit's memberships (n x n_clusters): the final pass leaves them
+        on the devices; the first read brings them to the host (a fit whose
+        u_ is never read never copies n x c values)."""
+        if "_u" not in self.__dict__:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'u_'")
+        if not isinstance(self._u, np.ndarray):
+            self._u = self._u.get()
+        return self._u
+
+    @u_.setter
+    def u_(self, value):
+        self._u = value
+
+    @property
+    def labels_(self):
+        """Each row's largest membership (the first of equals), from u_."""
+        if self.__dict__.get("_labels") is None:
+            self._labels = self.u_.argmax(axis=1)
+        return self._labels
+
+    @labels_.setter
+    def labels_(self, value):
+        self._labels = value
+
+    def __getstate__(self):
+        if "_u" in self.__dict__:   # device arrays do not pickle: the host's copy
+            self.labels_
+        getstate = getattr(super(), "__getstate__", None)   # scikit-learn's, else Python's
+        return getstate() if getstate is not None else dict(self.__dict__)
 
     def _calibration_pass(self, part):
         """What measured weights time (DeviceManager.scatter): an updating

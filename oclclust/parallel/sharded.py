@@ -131,8 +131,16 @@ class CMeansShards(ShardedPass):
     def run(self, centers, update=True, write_u=False):
         """(CMeansStats of all ranks' rows; with *write_u* the memberships
         of this rank's rows, host n x c, else None)."""
-        # each chunk's memberships go straight to their rows (one host copy)
-        u = np.empty((self.data.n, self.c), self.data.dtype) if write_u else None
+        stats, u = self._run(centers, update, write_u)
+        return stats, (u.get() if write_u else None)
+
+    def memberships(self, centers):
+        """The final pass at *centers*: (CMeansStats, Memberships of this
+        rank's rows, left on the devices until first read)."""
+        return self._run(centers, False, True)
+
+    def _run(self, centers, update, write_u):
+        kept = []
 
         def one(chunk, passes):
             if (update, write_u) not in passes:
@@ -140,9 +148,28 @@ class CMeansShards(ShardedPass):
             p = passes[update, write_u]
             stats = CMeansStats(*p.run(centers))
             if write_u:
-                p.u.get(chunk.queue, ary=u[chunk.offset:chunk.offset + chunk.n].reshape(-1))
+                kept.append((chunk, p.u))
             return stats
-        return self.reduce(one, timed=update), u
+        stats = self.reduce(one, timed=update)
+        return stats, (Memberships(self.data.n, self.c, self.data.dtype, kept) if write_u
+                       else None)
+
+
+class Memberships:
+    """n x c memberships that stay on the devices (each chunk's array)
+    until get() first brings them to the host, each chunk's straight to
+    its rows (one host copy); the device arrays go then."""
+
+    def __init__(self, n, c, dtype, parts):
+        self.shape, self.dtype, self.parts, self.host = (n, c), dtype, parts, None
+
+    def get(self):
+        if self.host is None:
+            u = np.empty(self.shape, self.dtype)
+            for chunk, values in self.parts:
+                download(chunk.queue, values, u[chunk.offset:chunk.offset + chunk.n].reshape(-1))
+            self.host, self.parts = u, None
+        return self.host
 
 
 # ---------------------------------------------------- Gaussian-mixture EM
@@ -213,8 +240,8 @@ class GmmShards(ShardedPass):
         return self.reduce(one), out
 
 
-def download(queue, array):
-    """A device array's values on the host: the one place the memberships
-    and responsibilities come back (runtime/transfer.py's pinned download
-    belongs here)."""
-    return array.get(queue)
+def download(queue, array, out=None):
+    """A device array's values on the host (into *out* where given): the
+    one place memberships and responsibilities come back (runtime/
+    transfer.py's pinned download belongs here)."""
+    return array.get(queue, ary=out)
