@@ -129,9 +129,14 @@ class FuzzyCMeans(ClusterMixin, KCluster):
 
     @property
     def labels_(self):
-        """Each row's largest membership (the first of equals), from u_."""
+        """Each row's largest membership (the first of equals): taken on the
+        devices while u_ is there, else from u_."""
         if self.__dict__.get("_labels") is None:
-            self._labels = self.u_.argmax(axis=1)
+            if "_u" not in self.__dict__:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                     "'labels_'")
+            u = self._u
+            self._labels = u.argmax(axis=1) if isinstance(u, np.ndarray) else u.labels()
         return self._labels
 
     @labels_.setter
@@ -139,8 +144,8 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         self._labels = value
 
     def __getstate__(self):
-        if "_u" in self.__dict__:   # device arrays do not pickle: the host's copy
-            self.labels_
+        if "_u" in self.__dict__:   # device arrays do not pickle: the host's copies
+            self.u_, self.labels_
         getstate = getattr(super(), "__getstate__", None)   # scikit-learn's, else Python's
         return getstate() if getstate is not None else dict(self.__dict__)
 
@@ -168,8 +173,15 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         return self._memberships(X, None, True)[1]
 
     def predict(self, X):
-        """Index of each row's largest membership (its nearest centre)."""
-        return self.predict_proba(X).argmax(axis=1)
+        """Index of each row's largest membership (its nearest centre),
+        taken on the devices (the memberships stay there)."""
+        def attempt(data):
+            passes = CMeansShards(data, self.n_clusters, float(self.m))
+            stats, u = passes.memberships(self.cluster_centers_)
+            if stats.n_nonfinite:
+                raise _nonfinite_error(data.dtype)
+            return u.labels()
+        return self._on_devices(X, None, attempt)
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the objective J_m of X at the fitted centres."""

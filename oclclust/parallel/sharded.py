@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..passes.cmeans import CMeansPass
+from ..passes.cmeans import CMeansPass, row_labels
 from ..passes.gmm import GmmPass
 from ..passes.lloyd import LloydPass
 from ..runtime.reduce import Stats
@@ -158,10 +158,20 @@ class CMeansShards(ShardedPass):
 class Memberships:
     """n x c memberships that stay on the devices (each chunk's array)
     until get() first brings them to the host, each chunk's straight to
-    its rows (one host copy); the device arrays go then."""
+    its rows (one host copy); the device arrays go then.  labels(): each
+    row's largest, taken on the devices while the memberships are there."""
 
     def __init__(self, n, c, dtype, parts):
         self.shape, self.dtype, self.parts, self.host = (n, c), dtype, parts, None
+
+    def labels(self):
+        if self.host is not None:
+            return self.host.argmax(axis=1)
+        out = np.empty(self.shape[0], np.int64)
+        for chunk, values in self.parts:
+            out[chunk.offset:chunk.offset + chunk.n] = download(
+                chunk.queue, row_labels(chunk, values, self.shape[1]))
+        return out
 
     def get(self):
         if self.host is None:

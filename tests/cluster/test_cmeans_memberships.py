@@ -59,3 +59,16 @@ def test_pickle_and_model_files_before_any_read(devices, tmp_path):
 def test_not_fitted_has_neither():
     fc = oc.FuzzyCMeans(3)
     assert not hasattr(fc, "u_") and not hasattr(fc, "labels_")
+
+
+def test_labels_taken_on_the_devices(devices):
+    """labels_ read first (u_ still on the devices) and predict: the device's
+    argmax, equal to numpy's of the memberships, ties and all."""
+    X = data(np.float32)
+    X[:50] = X[0]                  # equal rows
+    fc = fitted(X, devices)
+    labels = fc.labels_
+    assert isinstance(fc.__dict__["_u"], Memberships) and labels.dtype == np.int64
+    np.testing.assert_array_equal(labels, fc.u_.argmax(axis=1))
+    np.testing.assert_array_equal(fc.predict(X), fc.predict_proba(X).argmax(axis=1))
+    np.testing.assert_array_equal(fc.predict(X), labels)
