@@ -67,9 +67,11 @@ ITERS = 5
 
 
 def main(argv=None):
+    global ITERS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--devices", default="Intel(R) OpenCL")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=ITERS, help="I (default 5)")
     ap.add_argument("--only", default="kmeans,gmm,cmeans")
     ap.add_argument("--gmm-n", type=int, default=200_000)
     ap.add_argument("--gmm-d", type=int, default=32)
@@ -77,6 +79,7 @@ def main(argv=None):
     ap.add_argument("--cm-n", type=int, default=200_000)
     ap.add_argument("--cm-iters", type=int, default=20)
     args = ap.parse_args(argv)
+    ITERS = args.iters
     oc = import_oclclust()
     devices = oc.select_devices(args.devices)
     print(f"devices: {[p.name for p in devices]} ({devices[0].platform})")
