@@ -147,8 +147,8 @@ class CMeansShards(ShardedPass):
                 passes[update, write_u] = CMeansPass(chunk, self.c, self.m, update, write_u)
             p = passes[update, write_u]
             stats = CMeansStats(*p.run(centers))
-            if write_u:
-                kept.append((chunk, p.u))
+            if write_u:   # not the chunk: its rows need not stay on the device
+                kept.append((chunk.offset, chunk.n, chunk.profile, chunk.queue, p.u))
             return stats
         stats = self.reduce(one, timed=update)
         return stats, (Memberships(self.data.n, self.c, self.data.dtype, kept) if write_u
@@ -168,16 +168,16 @@ class Memberships:
         if self.host is not None:
             return self.host.argmax(axis=1)
         out = np.empty(self.shape[0], np.int64)
-        for chunk, values in self.parts:
-            out[chunk.offset:chunk.offset + chunk.n] = download(
-                chunk.queue, row_labels(chunk, values, self.shape[1]))
+        for offset, n, profile, queue, values in self.parts:
+            out[offset:offset + n] = download(queue, row_labels(profile, queue, values, n,
+                                                                self.shape[1]))
         return out
 
     def get(self):
         if self.host is None:
             u = np.empty(self.shape, self.dtype)
-            for chunk, values in self.parts:
-                download(chunk.queue, values, u[chunk.offset:chunk.offset + chunk.n].reshape(-1))
+            for offset, n, _, queue, values in self.parts:
+                download(queue, values, u[offset:offset + n].reshape(-1))
             self.host, self.parts = u, None
         return self.host
 
@@ -236,8 +236,8 @@ class GmmShards(ShardedPass):
         Each chunk's arrays go straight to their rows of the host arrays
         (resp transposed from the device's component-major order there)."""
         store, k, n = "resp" in want, records.shape[0], self.data.n
-        out = {"lse": np.empty(n), "labels": np.empty(n, np.int64), "resp": np.empty((n, k))}
-        out = {w: out[w] for w in want}
+        shapes = {"lse": (n, np.float64), "labels": (n, np.int64), "resp": ((n, k), np.float64)}
+        out = {w: np.empty(*shapes[w]) for w in want}
 
         def one(chunk, gp):
             ll, bad = gp.estep(records, store_resp=store)

@@ -186,19 +186,19 @@ class LabelsSpec(Spec):
         return 0
 
 
-def row_labels(part, u, c):
+def row_labels(profile, queue, u, n, c):
     """Each row's largest membership (the first of equals, numpy's argmax)
-    of the n x c memberships *u* on *part*'s device: an int32 device array."""
-    profile, q = part.profile, part.queue
+    of the n x c memberships *u* (a device array on *queue*, of the device
+    *profile* describes): an int32 device array."""
     wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
-    specs = [LabelsSpec(dtype=np.dtype(part.dtype).name, acc_double=profile.fp64, wg=w)
+    specs = [LabelsSpec(dtype=np.dtype(u.dtype).name, acc_double=profile.fp64, wg=w)
              for w in (wg, 1)]
-    spec, kern = codegen.plan("cmeans_labels", q.context, (profile, specs[0]),
-                              lambda: first_fitting(profile, q, specs, "cmeans_labels",
+    spec, kern = codegen.plan("cmeans_labels", queue.context, (profile, specs[0]),
+                              lambda: first_fitting(profile, queue, specs, "cmeans_labels",
                                                     "c-means labels"))
-    labels = cla.empty(q, part.n, np.int32)
-    kern(q, (-(-part.n // spec.wg) * spec.wg,), (spec.wg,), u.data, np.int64(part.n),
-         np.int32(c), labels.data)
+    labels = cla.empty(queue, n, np.int32)
+    kern(queue, (-(-n // spec.wg) * spec.wg,), (spec.wg,), u.data, np.int64(n), np.int32(c),
+         labels.data)
     return labels
 
 

@@ -159,7 +159,8 @@ def exercise_cmeans_labels(device, log):
             u[1, -1] = u[4, 0] = u[5, c // 2] = np.nan           # NaN first, last, between
             u[5, 0] = 9
             mark(f"cmeans_labels {dtype} fp64={fp64} c={c}")
-            got = cmeans_pass.row_labels(part, cla.to_device(part.queue, u.ravel()), c)
+            got = cmeans_pass.row_labels(profile, part.queue, cla.to_device(part.queue, u.ravel()),
+                                         len(X), c)
             if not np.array_equal(got.get(part.queue), u.argmax(axis=1)):
                 raise AssertionError(f"cmeans_labels {dtype} c={c}")
             count += 1

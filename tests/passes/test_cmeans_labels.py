@@ -17,5 +17,6 @@ def test_row_labels_are_numpys_argmax(profile, dtype, c):
     u = rng.randint(0, 4, (n, c)).astype(dtype)            # many ties
     u[10:20] = rng.uniform(size=(10, c))
     u[30, 0] = u[31, -1] = u[32, c // 2] = u[33, :] = np.nan
-    got = row_labels(part, cla.to_device(part.queue, u.ravel()), c).get(part.queue)
+    got = row_labels(profile, part.queue, cla.to_device(part.queue, u.ravel()), n, c).get(
+        part.queue)
     np.testing.assert_array_equal(got, u.argmax(axis=1))
