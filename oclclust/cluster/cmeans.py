@@ -7,7 +7,9 @@ memberships, and per-work-group partial numerators sum w u^m x and
 denominators sum w u^m (eq. 2), reduced on the device in a fixed order,
 then in float64 over the chunks of every device (in row order) and over MPI
 ranks (eq. 4).  Only the final pass (``u_``, ``predict_proba``) writes the
-n x c membership matrix.
+n x c membership matrix; the fit leaves it on the devices, ``u_`` brings it
+to the host when first read and ``labels_`` (like ``predict``) is taken on
+the devices while it is there.
 
 Conventions (documented choices where the paper is silent):
 - a row that coincides with k >= 1 centres (distance exactly 0) gets

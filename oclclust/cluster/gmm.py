@@ -4,7 +4,10 @@ One EM iteration is one pass over every chunk of the fit's rows
 (parallel/sharded.py's GmmShards of passes/gmm.py's GmmPass: the E kernel,
 then the M kernel on the responsibilities it left on the device); only the reduced float64 statistics come to the host,
 which updates the model and its Cholesky factors (the model's math, beside
-the MDL merge, is in mdl.py).
+the MDL merge, is in mdl.py).  The data-driven starts leave their
+responsibilities on the devices: one-hot rows made there from k-means'
+labels (a KMeans fit of these same rows) or from k chosen rows; only
+"random" draws them on the host, a block of rows at a time.
 """
 import math
 import numbers
