@@ -33,16 +33,17 @@ from _common import _busy_seconds, blobs, import_oclclust
 
 
 @contextlib.contextmanager
-def clocked(owner, name, into):
-    """Sum the wall seconds of every call of owner.name into into[name]."""
-    original = getattr(owner, name)
+def clocked(owner, name, into, clock=time.perf_counter, key=None):
+    """Sum the seconds (by *clock*) of every call of owner.name into
+    into[key or name]."""
+    original, key = getattr(owner, name), key or name
 
     def wrapper(*args, **kwargs):
-        start = time.perf_counter()
+        start = clock()
         try:
             return original(*args, **kwargs)
         finally:
-            into[name] = into.get(name, 0.0) + time.perf_counter() - start
+            into[key] = into.get(key, 0.0) + clock() - start
     setattr(owner, name, wrapper)
     try:
         yield
@@ -152,6 +153,19 @@ def main(argv=None):
         start = time.perf_counter()
         gm.predict_proba(X)
         print(f"  predict_proba: {time.perf_counter() - start:.3f} s")
+        for init in ("kmeans", "k-means++", "random", "random_from_data"):
+            walls, cpus = [], []
+            for _ in range(args.repeats):
+                parts = {}
+                with clocked(oc.GaussianMixture, "_initial_model", parts), \
+                        clocked(oc.GaussianMixture, "_initial_model", parts, process_seconds,
+                                "cpu"):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        gmm(1).set_params(init_params=init).fit(X)
+                walls.append(parts["_initial_model"])
+                cpus.append(parts["cpu"])
+            print(f"  initialisation {init}: {min(walls):.3f} s ({min(cpus):.3f} CPU s)")
 
     if "cmeans" in only:
         n, c, iters = args.cm_n, 100, args.cm_iters
