@@ -168,7 +168,7 @@ class Memberships:
         if self.host is not None:
             return self.host.argmax(axis=1)
         out = np.empty(self.shape[0], np.int64)
-        for offset, n, profile, queue, values in self.parts:
+        for offset, n, profile, queue, values in (p for p in self.parts if p[1]):
             out[offset:offset + n] = download(queue, row_labels(profile, queue, values, n,
                                                                 self.shape[1]))
         return out

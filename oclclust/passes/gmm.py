@@ -296,6 +296,8 @@ class GmmPass:
         from *rows*, the local row of each component (k host integers; one
         outside 0..n-1 is another chunk's)."""
         part, q = self.part, self.part.queue
+        if part.n == 0:   # (a rank without rows: no kernel of no work-items)
+            return
         spec, kern = plan(part.profile, q, _onehot_specs(part.profile, part.dtype,
                                                          labels is not None), "gmm_onehot")
         resp = self._resp(k)
