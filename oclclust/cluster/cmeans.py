@@ -7,7 +7,9 @@ memberships, and per-work-group partial numerators sum w u^m x and
 denominators sum w u^m (eq. 2), reduced on the device in a fixed order,
 then in float64 over the chunks of every device (in row order) and over MPI
 ranks (eq. 4).  Only the final pass (``u_``, ``predict_proba``) writes the
-n x c membership matrix.
+n x c membership matrix; the fit leaves it on the devices, ``u_`` brings it
+to the host when first read and ``labels_`` (like ``predict``) is taken on
+the devices while it is there.
 
 Conventions (documented choices where the paper is silent):
 - a row that coincides with k >= 1 centres (distance exactly 0) gets
@@ -100,18 +102,54 @@ class FuzzyCMeans(ClusterMixin, KCluster):
                 break
             data.rebalance()
         bar.close()
-        stats, u = passes.run(centers, update=False, write_u=True)
+        stats, u = passes.memberships(centers)
         objective = stats.objective
         if stats.n_nonfinite:
             raise _nonfinite_error(data.dtype)
         self.cluster_centers_ = centers.astype(data.dtype)
-        self.u_ = u
-        self.labels_ = u.argmax(axis=1)
+        self._u, self._labels = u, None   # u_, labels_: from the devices when first read
         self.objective_ = objective
         self.n_iter_ = it + 1
         self.n_features_in_ = d
         self.devices_ = data.rows_per_device
         return self
+
+    @property
+    def u_(self):
+        """The fit's memberships (n x n_clusters): the final pass leaves them
+        on the devices; the first read brings them to the host (a fit whose
+        u_ is never read never copies n x c values)."""
+        if "_u" not in self.__dict__:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'u_'")
+        if not isinstance(self._u, np.ndarray):
+            self._u = self._u.get()
+        return self._u
+
+    @u_.setter
+    def u_(self, value):
+        self._u = value
+
+    @property
+    def labels_(self):
+        """Each row's largest membership (the first of equals): taken on the
+        devices while u_ is there, else from u_."""
+        if self.__dict__.get("_labels") is None:
+            if "_u" not in self.__dict__:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                     "'labels_'")
+            u = self._u
+            self._labels = u.argmax(axis=1) if isinstance(u, np.ndarray) else u.labels()
+        return self._labels
+
+    @labels_.setter
+    def labels_(self, value):
+        self._labels = value
+
+    def __getstate__(self):
+        if "_u" in self.__dict__:   # device arrays do not pickle: the host's copies
+            self.u_, self.labels_
+        getstate = getattr(super(), "__getstate__", None)   # scikit-learn's, else Python's
+        return getstate() if getstate is not None else dict(self.__dict__)
 
     def _calibration_pass(self, part):
         """What measured weights time (DeviceManager.scatter): an updating
@@ -137,8 +175,15 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         return self._memberships(X, None, True)[1]
 
     def predict(self, X):
-        """Index of each row's largest membership (its nearest centre)."""
-        return self.predict_proba(X).argmax(axis=1)
+        """Index of each row's largest membership (its nearest centre),
+        taken on the devices (the memberships stay there)."""
+        def attempt(data):
+            passes = CMeansShards(data, self.n_clusters, float(self.m))
+            stats, u = passes.memberships(self.cluster_centers_)
+            if stats.n_nonfinite:
+                raise _nonfinite_error(data.dtype)
+            return u.labels()
+        return self._on_devices(X, None, attempt)
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the objective J_m of X at the fitted centres."""

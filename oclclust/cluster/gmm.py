@@ -4,7 +4,10 @@ One EM iteration is one pass over every chunk of the fit's rows
 (parallel/sharded.py's GmmShards of passes/gmm.py's GmmPass: the E kernel,
 then the M kernel on the responsibilities it left on the device); only the reduced float64 statistics come to the host,
 which updates the model and its Cholesky factors (the model's math, beside
-the MDL merge, is in mdl.py).
+the MDL merge, is in mdl.py).  The data-driven starts leave their
+responsibilities on the devices: one-hot rows made there from k-means'
+labels (a KMeans fit of these same rows) or from k chosen rows; only
+"random" draws them on the host, a block of rows at a time.
 """
 import math
 import numbers
@@ -17,7 +20,7 @@ from . import mdl
 from ..parallel import comm as mpi
 from ._base import KCluster
 from .inits import kmeans_plusplus
-from ..parallel.sharded import GmmShards
+from ..parallel.sharded import GmmShards, LloydShards
 from ..runtime.progress import Progress, history_entry
 from ..runtime.validation import check_random_state
 
@@ -30,6 +33,10 @@ except ImportError:   # scikit-learn is optional
 
     class DensityMixin:
         pass
+
+
+# "random" init: responsibilities drawn and uploaded this many values at a time
+RANDOM_BLOCK = 1 << 20
 
 
 class GaussianMixture(DensityMixin, KCluster):
@@ -213,15 +220,15 @@ class GaussianMixture(DensityMixin, KCluster):
         full, k = self._full, self.n_components
         w0, m0, p0 = given
         if w0 is None or m0 is None or p0 is None:
-            rows = self._resp_rows(data, rng, host_w)
+            self._initial_resp(gm, data, rng, host_w)
             local_mean = data.moments()[0]
             n = float(self._ranks.sum(np.array([data.n]))[0])
             center = np.broadcast_to(self._ranks.sum(local_mean * data.n) / n, (k, data.d))
             # means first (about the data mean), then the scatter about them
-            stats = gm.stats_from(rows, center)
+            stats = gm.resp_stats(center)
             nk = stats[:, 0] + 10 * self._eps
             means = (stats[:, 1:1 + data.d] + stats[:, :1] * center) / nk[:, None]
-            stats = gm.stats_from(rows, means)
+            stats = gm.resp_stats(means)
             est = mdl.m_step(stats, means, self.reg_covar, full, self._eps, self._float32)
             est.weights = (stats[:, 0] + 10 * self._eps) / n
             w0 = est.weights if w0 is None else w0
@@ -231,32 +238,37 @@ class GaussianMixture(DensityMixin, KCluster):
         prec_chol = mdl.cholesky_of_precisions(p0, full)
         return mdl.Model(w0, m0, mdl.covariances_of(prec_chol, full), prec_chol)
 
-    def _resp_rows(self, data, rng, host_w):
-        """rows(start, stop) -> the initial responsibilities of those rows
-        (of this rank's); drawn from all ranks' rows, as one process would."""
-        k, dtype, ranks = self.n_components, data.dtype, self._ranks
-        if self.init_params == "random":
-            resp = rng.uniform(size=(ranks.n, k))[ranks.offset:ranks.offset + data.n]
-            resp /= resp.sum(axis=1)[:, None]
-            return lambda start, stop: resp[start:stop].astype(dtype)
-        if self.init_params == "kmeans":   # this rank's labels of a fit of all ranks' rows
+    def _initial_resp(self, gm, data, rng, host_w):
+        """The initial responsibilities of this rank's rows, left on the
+        devices (gm: the fit's GmmShards); drawn from all ranks' rows, as
+        one process would.  Only "random" draws on the host (a block of rows
+        at a time); the others are one-hot rows made on the devices."""
+        k, ranks = self.n_components, self._ranks
+        if self.init_params == "random":   # all ranks' draws, in row order
+            block = max(1, RANDOM_BLOCK // k)
+            skip = _discard(rng, k, block)
+            skip(ranks.offset)
+
+            def draw(rows):
+                resp = rng.uniform(size=(rows, k))
+                resp /= resp.sum(axis=1)[:, None]
+                return resp
+            gm.resp_from_host(draw, block)
+            skip(ranks.n - ranks.offset - data.n)
+        elif self.init_params == "kmeans":   # a fit of all ranks' rows, on these devices
             from .kmeans import KMeans
-            labels = KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
-                            dtype=dtype, comm=self.comm).fit(data.source).labels_
-            idx, cols = np.arange(data.n), labels
+            lloyd = LloydShards(data, k, ranks)
+            KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
+                   dtype=data.dtype, comm=self.comm)._fit(data, host_w, rng, ranks, lloyd)
+            # its labels, still on the devices (as its labels_, this rank's rows)
+            gm.resp_from_labels(dict(zip(data.chunks, lloyd.map(
+                lambda chunk, st: st.current_labels()))))
         else:   # k rows of all ranks' (global indices, made this rank's)
             if self.init_params == "random_from_data":
                 idx = rng.choice(ranks.n, size=k, replace=False)
             else:   # k-means++ on the devices (unit weights)
                 idx = np.asarray(kmeans_plusplus(data, k, rng, host_w, ranks=ranks))
-            idx, cols = idx - ranks.offset, np.arange(k)
-
-        def rows(start, stop):
-            out = np.zeros((stop - start, k), dtype)
-            sel = (idx >= start) & (idx < stop)
-            out[idx[sel] - start, cols[sel]] = 1
-            return out
-        return rows
+            gm.resp_from_rows(idx - ranks.offset)
 
     def _set_model(self, model, dtype):
         full = self._full
@@ -328,3 +340,12 @@ class GaussianMixture(DensityMixin, KCluster):
             X = np.vstack([m + rng.standard_normal(size=(s, len(m))) * np.sqrt(c)
                            for m, c, s in zip(model.means, model.covariances, counts)])
         return X, np.repeat(np.arange(model.k), counts)
+
+
+def _discard(rng, k, block):
+    """skip(rows): draw and drop the uniform rows of another rank, *block*
+    rows at a time (numpy's stream has no jump to a place)."""
+    def skip(rows):
+        for start in range(0, rows, block):
+            rng.uniform(size=(min(block, rows - start), k))
+    return skip

@@ -64,7 +64,9 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         self.comm = comm
 
     # ---------------------------------------------------------------- fitting
-    def _fit(self, data, host_w, rng, ranks):
+    def _fit(self, data, host_w, rng, ranks, lloyd=None):
+        """*lloyd*: the LloydShards a single run uses (GaussianMixture's
+        "kmeans" init reads the labels it leaves on the devices)."""
         mean, tol = self._mean_and_tol(data, ranks)
         init = self._checked_init(data.d)
         runs = self._n_init(init)
@@ -74,8 +76,9 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         start = time.perf_counter()
         if runs == 1:   # the fused Lloyd pass, with its per-iteration history
             history = []
-            shards = LloydShards(data, self.n_clusters, ranks, device_update=DEVICE_UPDATE)
-            fitted = fit_lloyd(LloydModel(shards), starts,
+            lloyd = lloyd or LloydShards(data, self.n_clusters, ranks,
+                                         device_update=DEVICE_UPDATE)
+            fitted = fit_lloyd(LloydModel(lloyd), starts,
                                self.max_iter, tol, data, host_w,
                                self.verbose if ranks.rank == 0 else 0, history)
             results = [(c, i, int(t), history, lab) for c, i, t, lab in zip(*fitted)]

@@ -66,7 +66,9 @@ def save_model(estimator, path):
     if name not in ESTIMATORS or estimator_class(name) is not type(estimator):
         raise TypeError(f"cannot save a {type(estimator).__module__}.{name}: model files "
                         f"hold oclclust's estimators ({', '.join(ESTIMATORS)})")
-    learned = {k: v for k, v in vars(estimator).items() if k in SCHEMAS[name].attributes}
+    # getattr, not vars: an attribute may be read lazily (FuzzyCMeans' u_, labels_)
+    learned = {k: getattr(estimator, k) for k in SCHEMAS[name].attributes
+               if hasattr(estimator, k)}
     if not learned:
         raise ValueError(f"this {name} is not fitted: nothing to save")
     arrays, scalars, params, array_params = {}, {}, {}, {}

@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..passes.cmeans import CMeansPass
+from ..passes.cmeans import CMeansPass, row_labels
 from ..passes.gmm import GmmPass
 from ..passes import lloyd_update
 from ..passes.lloyd import LloydPass
@@ -175,18 +175,55 @@ class CMeansShards(ShardedPass):
     def run(self, centers, update=True, write_u=False):
         """(CMeansStats of all ranks' rows; with *write_u* the memberships
         of this rank's rows, host n x c, else None)."""
-        # each chunk's memberships go straight to their rows (one host copy)
-        u = np.empty((self.data.n, self.c), self.data.dtype) if write_u else None
+        stats, u = self._run(centers, update, write_u)
+        return stats, (u.get() if write_u else None)
+
+    def memberships(self, centers):
+        """The final pass at *centers*: (CMeansStats, Memberships of this
+        rank's rows, left on the devices until first read)."""
+        return self._run(centers, False, True)
+
+    def _run(self, centers, update, write_u):
+        kept = []
 
         def one(chunk, passes):
             if (update, write_u) not in passes:
                 passes[update, write_u] = CMeansPass(chunk, self.c, self.m, update, write_u)
             p = passes[update, write_u]
             stats = CMeansStats(*p.run(centers))
-            if write_u:
-                p.u.get(chunk.queue, ary=u[chunk.offset:chunk.offset + chunk.n].reshape(-1))
+            if write_u:   # not the chunk: its rows need not stay on the device
+                kept.append((chunk.offset, chunk.n, chunk.profile, chunk.queue, p.u))
             return stats
-        return self.reduce(one, timed=update), u
+        stats = self.reduce(one, timed=update)
+        return stats, (Memberships(self.data.n, self.c, self.data.dtype, kept) if write_u
+                       else None)
+
+
+class Memberships:
+    """n x c memberships that stay on the devices (each chunk's array)
+    until get() first brings them to the host, each chunk's straight to
+    its rows (one host copy); the device arrays go then.  labels(): each
+    row's largest, taken on the devices while the memberships are there."""
+
+    def __init__(self, n, c, dtype, parts):
+        self.shape, self.dtype, self.parts, self.host = (n, c), dtype, parts, None
+
+    def labels(self):
+        if self.host is not None:
+            return self.host.argmax(axis=1)
+        out = np.empty(self.shape[0], np.int64)
+        for offset, n, profile, queue, values in (p for p in self.parts if p[1]):
+            out[offset:offset + n] = download(queue, row_labels(profile, queue, values, n,
+                                                                self.shape[1]))
+        return out
+
+    def get(self):
+        if self.host is None:
+            u = np.empty(self.shape, self.dtype)
+            for offset, n, _, queue, values in self.parts:
+                download(queue, values, u[offset:offset + n].reshape(-1))
+            self.host, self.parts = u, None
+        return self.host
 
 
 # ---------------------------------------------------- Gaussian-mixture EM
@@ -210,25 +247,48 @@ class GmmShards(ShardedPass):
             return GmmStats(ll, bad, gp.mstep(means))
         return self.reduce(one, timed=True)
 
-    def stats_from(self, resp_rows, means):
-        """M statistics (k x SZ) of host responsibilities: resp_rows(start, stop) -> rows."""
-        def one(chunk, gp):
-            gp.set_resp(resp_rows(chunk.offset, chunk.offset + chunk.n))
-            return Sums(gp.mstep(means))
-        return self.reduce(one).values
+    def resp_from_labels(self, labels):
+        """One-hot responsibilities on the device: *labels* {chunk: its rows'
+        labels, a device int32 array} (k-means' labels, kept on the device)."""
+        self.map(lambda chunk, gp: gp.onehot(gp.k, labels=labels[chunk]))
+
+    def resp_from_rows(self, rows):
+        """One-hot responsibilities on the device: component j is the one
+        row rows[j] (this rank's row numbers; others' lie outside 0..n-1)."""
+        rows = np.asarray(rows, np.int64)
+        self.map(lambda chunk, gp: gp.onehot(gp.k, rows=rows - chunk.offset))
+
+    def resp_from_host(self, draw, block):
+        """Responsibilities drawn on the host: draw(b) -> the next b x k rows
+        of this rank's, in row order, asked for *block* rows at most at a
+        time (never n x k at once).  The chunks are filled one after the
+        other on this thread, so the draws come in row order."""
+        self.map(lambda chunk, gp: None)   # each chunk's state, for the present layout
+        for chunk in self.data.chunks:
+            gp = self.state(chunk)
+            for start in range(0, chunk.n, block):
+                gp.set_resp(draw(min(block, chunk.n - start)), start)
+
+    def resp_stats(self, means):
+        """M statistics (k x SZ) of the responsibilities on the devices
+        (resp_from_*) about *means*."""
+        return self.reduce(lambda chunk, gp: Sums(gp.mstep(means))).values
 
     def score(self, records, want=("lse",)):
         """E pass without the M step: (GmmStats, {name: host array of this
-        rank's rows} for the names in *want*: "lse", "labels", "resp" n x k)."""
-        store = "resp" in want
+        rank's rows} for the names in *want*: "lse", "labels", "resp" n x k).
+        Each chunk's arrays go straight to their rows of the host arrays
+        (resp transposed from the device's component-major order there)."""
+        store, k, n = "resp" in want, records.shape[0], self.data.n
+        shapes = {"lse": (n, np.float64), "labels": (n, np.int64), "resp": ((n, k), np.float64)}
+        out = {w: np.empty(*shapes[w]) for w in want}
 
         def one(chunk, gp):
             ll, bad = gp.estep(records, store_resp=store)
-            q, n = chunk.queue, chunk.n
-            got = {"lse": lambda: gp.lse.get(q).astype(np.float64),
-                   "labels": lambda: gp.labels.get(q).astype(np.int64),
-                   "resp": lambda: gp.resp[:records.shape[0] * n].get(q)
-                   .reshape(-1, n).T.astype(np.float64)}
-            return GmmStats(ll, bad), {w: got[w]() for w in want}
-        total, kept = self.reduce(one, keep=True)
-        return total, {w: np.concatenate([k[w] for k in kept]) for w in want}
+            rows = slice(chunk.offset, chunk.offset + chunk.n)
+            for w in want:
+                got = download(chunk.queue, gp.resp[:k * chunk.n] if w == "resp" else
+                               getattr(gp, w))
+                out[w][rows] = got.reshape(k, -1).T if w == "resp" else got
+            return GmmStats(ll, bad)
+        return self.reduce(one), out

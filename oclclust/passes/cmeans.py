@@ -2,7 +2,8 @@
 (distances, s_i once per row, memberships, per-work-group partial numerators
 and denominators), its specs and their plans, over one DevicePartition.
 parallel/sharded.py's CMeansShards runs it over a fit's rows (statistics in
-float64, in row order, then over MPI ranks).
+float64, in row order, then over MPI ranks).  templates/cmeans_labels.cl.mako
+takes each row's largest membership on the device (row_labels).
 """
 import dataclasses
 
@@ -174,6 +175,31 @@ def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two, spec=Non
                         (profile, np.dtype(dtype).name, d, c, update, write_u, weighted, m_two,
                          spec),
                         lambda: first_fitting(profile, queue, specs, "cmeans_pass", "c-means"))
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelsSpec(Spec):
+    template = "cmeans_labels.cl.mako"
+    wg: int = 1
+
+    def local_bytes(self):
+        return 0
+
+
+def row_labels(profile, queue, u, n, c):
+    """Each row's largest membership (the first of equals, numpy's argmax)
+    of the n x c memberships *u* (a device array on *queue*, of the device
+    *profile* describes): an int32 device array."""
+    wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
+    specs = [LabelsSpec(dtype=np.dtype(u.dtype).name, acc_double=profile.fp64, wg=w)
+             for w in (wg, 1)]
+    spec, kern = codegen.plan("cmeans_labels", queue.context, (profile, specs[0]),
+                              lambda: first_fitting(profile, queue, specs, "cmeans_labels",
+                                                    "c-means labels"))
+    labels = cla.empty(queue, n, np.int32)
+    kern(queue, (-(-n // spec.wg) * spec.wg,), (spec.wg,), u.data, np.int64(n), np.int32(c),
+         labels.data)
+    return labels
 
 
 class CMeansPass:

@@ -7,11 +7,13 @@ responsibilities), templates/gmm_mstep.cl.mako (per-component N, sums and
 scatter about the current means; GPUs) and gmm_mstep_rowwise.cl.mako (the
 same statistics, a work-item per component; CPUs).  Only the reduced float64
 statistics leave the device; cluster/gmm.py and cluster/mdl.py do the
-model's math.
+model's math.  An initialisation's one-hot responsibilities are made in
+place by templates/gmm_onehot.cl.mako (from labels or from k rows).
 """
 import dataclasses
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting
@@ -82,6 +84,24 @@ class MStepSpec(Spec):
 
     def groups_per_chunk(self, k):
         return k if self.variant == "tiled" else -(-k // self.wg)
+
+
+@dataclasses.dataclass(frozen=True)
+class OneHotSpec(Spec):
+    """from_labels: rows from their labels; else one row per component."""
+    template = "gmm_onehot.cl.mako"
+    wg: int = 1
+    from_labels: bool = True
+
+    def local_bytes(self):
+        return 0
+
+
+def _onehot_specs(profile, dtype, from_labels):
+    wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
+    for w in (wg, 1):
+        yield OneHotSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, wg=w,
+                         from_labels=from_labels)
 
 
 def record_size(d, full):
@@ -259,8 +279,30 @@ class GmmPass:
         return reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
                                part.acc_double).reshape(k, -1)
 
-    def set_resp(self, rows):
-        """Responsibilities from the host (n x k), component-major on the device."""
-        k = rows.shape[1]
-        self._resp(k)[:k * self.part.n].set(
-            np.ascontiguousarray(rows.T, self.part.dtype).ravel(), self.part.queue)
+    def set_resp(self, rows, start=0):
+        """Responsibilities of rows start.. from the host (b x k), into their
+        columns of the component-major buffer (one rectangular copy)."""
+        part, (b, k) = self.part, rows.shape
+        item = part.dtype.itemsize
+        block = np.ascontiguousarray(rows.T, part.dtype)   # k x b
+        cl.enqueue_copy(part.queue, self._resp(k).data, block,
+                        buffer_origin=(start * item, 0), host_origin=(0, 0),
+                        region=(b * item, k), buffer_pitches=(part.n * item,),
+                        host_pitches=(b * item,))
+
+    def onehot(self, k, labels=None, rows=None):
+        """One-hot responsibilities of k components made on the device:
+        from each row's *labels* (a device int32 array of the n rows), or
+        from *rows*, the local row of each component (k host integers; one
+        outside 0..n-1 is another chunk's)."""
+        part, q = self.part, self.part.queue
+        if part.n == 0:   # (a rank without rows: no kernel of no work-items)
+            return
+        spec, kern = plan(part.profile, q, _onehot_specs(part.profile, part.dtype,
+                                                         labels is not None), "gmm_onehot")
+        resp = self._resp(k)
+        if labels is None:   # kept until the kernel has run
+            self.rows = cla.to_device(q, np.asarray(rows, np.int64))
+        kern(q, (-(-part.n // spec.wg) * spec.wg,), (spec.wg,), resp.data, np.int64(part.n),
+             np.int32(k), (self.labels if labels is None else labels).data,
+             (resp if labels is not None else self.rows).data)

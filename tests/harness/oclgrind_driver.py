@@ -145,7 +145,8 @@ def partial_writes_by_kernel():
     buffer's 12 bytes, a kernel writes all 12, a kernel reading bytes 4..11 is
     reported); a whole-buffer write to a staging buffer and a byte-copy kernel
     write the same bytes in the same order, and leave the rest of the buffer as
-    it was, so a read of bytes nobody wrote is still reported.  The staging
+    it was, so a read of bytes nobody wrote is still reported.  A rectangular
+    write (buffer_origin, region) is made row by row so.  The staging
     buffers are kept, as buffers_kept_alive keeps every array's buffer.
     """
     original = cl.enqueue_copy
@@ -155,6 +156,17 @@ def partial_writes_by_kernel():
     def copy(queue, dest, src, **kwargs):
         if not (isinstance(dest, cl.Buffer) and isinstance(src, np.ndarray)):
             return original(queue, dest, src, **kwargs)
+        if "region" in kwargs:   # a rectangular write: a partial write per row
+            (bx, by), (hx, hy) = kwargs["buffer_origin"][:2], kwargs["host_origin"][:2]
+            (width, height), pitch = kwargs["region"][:2], kwargs["buffer_pitches"][0]
+            host_pitch = kwargs.get("host_pitches", (width,))[0]
+            flat = np.ascontiguousarray(src).reshape(-1).view(np.uint8)
+            event = None
+            for y in range(height):
+                at = hx + (hy + y) * host_pitch
+                event = copy(queue, dest, flat[at:at + width],
+                             dst_offset=bx + (by + y) * pitch, wait_for=kwargs.get("wait_for"))
+            return event
         offset = kwargs.pop("dst_offset", 0)
         if offset == 0 and src.nbytes == dest.size:
             return original(queue, dest, src, dst_offset=offset, **kwargs)

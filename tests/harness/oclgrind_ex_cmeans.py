@@ -11,12 +11,15 @@ blocks with padded tile rows, statistics in centre-major and in row-major
 order (CPUs)), each with the distances per row and as register tiles
 (distance_tile.cl.mako), on rows where one centre coincides with a
 row; results are checked against numpy.  Whole fits (k-means++ seeding,
-the manager, resident and streamed in chunks) follow.
+the manager, resident and streamed in chunks) follow.  The labels kernel
+(cmeans_labels.cl.mako) against numpy's argmax: ties, NaN, a ragged
+last work-group.
 """
 import dataclasses
 import itertools
 
 import numpy as np
+import pyopencl.array as cla
 
 import oclclust as oc
 from oclclust.passes import cmeans as cmeans_pass
@@ -144,4 +147,25 @@ def exercise_cmeans_fit(device, log):
     log(f"cmeans fits: {fits}")
 
 
-EXERCISERS = {"cmeans_pass.cl.mako": [exercise_cmeans_pass, exercise_cmeans_fit]}
+def exercise_cmeans_labels(device, log):
+    count = 0
+    for dtype, fp64 in PRECISIONS:
+        profile = profile_for(device, fp64, work_group_size=8)
+        X, _ = data(dtype)
+        part = DevicePartition(profile, X)
+        rng = np.random.RandomState(3)
+        for c in (1, C):
+            u = rng.randint(0, 3, (len(X), c)).astype(dtype)     # ties
+            u[1, -1] = u[4, 0] = u[5, c // 2] = np.nan           # NaN first, last, between
+            u[5, 0] = 9
+            mark(f"cmeans_labels {dtype} fp64={fp64} c={c}")
+            got = cmeans_pass.row_labels(profile, part.queue, cla.to_device(part.queue, u.ravel()),
+                                         len(X), c)
+            if not np.array_equal(got.get(part.queue), u.argmax(axis=1)):
+                raise AssertionError(f"cmeans_labels {dtype} c={c}")
+            count += 1
+    log(f"cmeans labels: {count} variants")
+
+
+EXERCISERS = {"cmeans_pass.cl.mako": [exercise_cmeans_pass, exercise_cmeans_fit],
+              "cmeans_labels.cl.mako": [exercise_cmeans_labels, exercise_cmeans_fit]}

@@ -9,11 +9,15 @@ blocks with replicas, the CPU's large blocks, the CPU's work-item per
 component; tiles smaller than a chunk of rows) run for every precision of
 PRECISIONS (float64 sums, float64 data, Kahan-compensated float sums) and
 are checked against numpy; then whole fits through the device manager,
-resident and streamed in chunks (same model).
+resident and streamed in chunks (same model); the initialisations' one-hot
+responsibilities (gmm_onehot.cl.mako, from labels and from k rows, a
+work-group past the last row) against the host's one-hot matrix, and fits
+from every init_params, resident and streamed.
 """
 import warnings
 
 import numpy as np
+import pyopencl.array as cla
 
 import oclclust as oc
 from oclclust.passes import gmm as gmm_pass
@@ -146,7 +150,65 @@ def exercise_fits(device, log):
     log(f"gmm fits: {fits}")
 
 
+def onehot_reference(n, k, labels=None, rows=None):
+    """The host's one-hot responsibilities (n x k) the device's must equal."""
+    out = np.zeros((n, k))
+    if labels is not None:
+        mine = (labels >= 0) & (labels < k)
+        out[np.flatnonzero(mine), labels[mine]] = 1
+    else:
+        sel = (rows >= 0) & (rows < n)
+        out[rows[sel], np.flatnonzero(sel)] = 1
+    return out
+
+
+def exercise_onehot(device, log):
+    count = 0
+    for dtype, fp64 in PRECISIONS:
+        profile = profile_for(device, fp64, work_group_size=8)
+        X, _ = data(dtype)
+        n = len(X)
+        part = DevicePartition(profile, X)
+        q = part.queue
+        gp = gmm_pass.GmmPass(part, K, False)
+        labels = np.arange(n, dtype=np.int32) % (K + 1) - (np.arange(n) % 7 == 3)  # -1, K: none
+        rows = np.array([4, n - 1, -3, 4, n + 2])   # a row twice, others' rows
+        for what, kw, ref in (
+                ("labels", dict(labels=cla.to_device(q, labels.astype(np.int32))),
+                 onehot_reference(n, K, labels=labels)),
+                ("rows", dict(rows=rows), onehot_reference(n, K, rows=rows))):
+            mark(f"gmm_onehot {dtype} fp64={fp64} from {what}")
+            gp.onehot(K, **kw)
+            got = gp.resp[:K * n].get(q).reshape(K, n).T
+            if not np.array_equal(got, ref):
+                raise AssertionError(f"gmm_onehot {dtype} from {what}: {got} != {ref}")
+            count += 1
+    log(f"gmm one-hot: {count} variants")
+
+
+def exercise_init_fits(device, log):
+    """Every init_params, resident and streamed in chunks: the same model."""
+    fits = 0
+    profile = profile_for(device, True)
+    X, _ = data("float64", seed=6)
+    for init in ("kmeans", "k-means++", "random", "random_from_data"):
+        first = None
+        for how, mgr in managers(profile, "float64"):
+            mark(f"GaussianMixture init {init} {how}")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                gm = oc.GaussianMixture(3, covariance_type="diag", max_iter=1, tol=0,
+                                        init_params=init, random_state=0, devices=mgr).fit(X)
+            fits += 1
+            if first is None:
+                first = gm
+                continue
+            close(gm.means_, first.means_, f"init {init} {how}: means", 1e-10)
+    log(f"gmm init fits: {fits}")
+
+
 EXERCISERS = {
+    "gmm_onehot.cl.mako": [exercise_onehot, exercise_init_fits],
     "gmm_estep.cl.mako": [exercise_kernels, exercise_fits],
     "gmm_mstep.cl.mako": [exercise_kernels, exercise_fits],
     "gmm_mstep_rowwise.cl.mako": [exercise_kernels],
