@@ -86,7 +86,7 @@ def test_sub_devices_and_streamed_chunks(profile, init, monkeypatch):
     """Several chunks (two sub-devices; one device streaming four chunks),
     the random draws in small blocks across the chunks' ends."""
     X = data(np.float64)
-    streamed = oc.DeviceManager([profile], memory_budget=700 * (4 + 4 * 8) + 2 * 90 * 4 * 8)
+    streamed = oc.DeviceManager([profile], memory_budget=2 * 90 * 4 * 8)   # 90 rows a chunk
     monkeypatch.setattr(gmm_module, "RANDOM_BLOCK", 5 * 37)   # 37 rows a block
     for devices in (split_or_skip(profile), streamed):
         new = fit(X, devices, covariance_type="diag", init_params=init)
