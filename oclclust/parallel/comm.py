@@ -122,10 +122,12 @@ class Ranks:
         """Global rows *indices* of the data, float64, on every rank: each
         rank fills in the rows it owns (the others add zeros, exactly)."""
         out = np.zeros((len(indices), data.d), np.float64)
-        for j, i in enumerate(indices):
-            rank, local = self.owner(int(i))
-            if rank == self.rank:
-                out[j] = data.row(local)
+        mine = [(j, local) for j, (rank, local) in
+                enumerate(self.owner(int(i)) for i in indices) if rank == self.rank]
+        if mine and hasattr(data, "rows"):   # rows held elsewhere (Dask): asked for at once
+            out[[j for j, _ in mine]] = data.rows([local for _, local in mine])
+        for j, local in (mine if not hasattr(data, "rows") else ()):
+            out[j] = data.row(local)
         return self.sum(out)
 
     def locate(self, totals, targets):

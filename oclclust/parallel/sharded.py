@@ -6,6 +6,7 @@ rows are split; an error on any rank raises on every rank.  The passes of
 k-means, fuzzy c-means and Gaussian-mixture EM are thin backends of it (the
 ensemble's is in sharded_ensemble.py)."""
 import dataclasses
+import itertools
 
 import numpy as np
 import pyopencl as cl
@@ -17,17 +18,24 @@ from ..passes.lloyd import LloydPass
 from ..runtime.reduce import Stats
 from .comm import Ranks
 
+_KEYS = itertools.count()
+
 
 class ShardedPass:
     """A pass over every chunk of *data* (a ShardedData) and the *ranks* of
     a fit (comm.Ranks; None: one process).  ``make(chunk)`` builds a chunk's
     state (its device passes and buffers), kept here for the chunk's life:
-    a re-split of the rows makes the new chunks' state afresh."""
+    a re-split of the rows makes the new chunks' state afresh.  Over data
+    whose chunks are elsewhere (``data.remote``: parallel/dask.py's, on a
+    cluster's workers) the states live beside the chunks, under ``key``:
+    *make* and the mapped functions travel there, so they hold no client
+    object (this pass included)."""
 
     def __init__(self, data, ranks, make):
         self.data, self.make = data, make
         self.ranks = ranks if ranks is not None else Ranks.alone(data)
         self._states, self._chunks = {}, data.chunks
+        self.key = next(_KEYS)
 
     def state(self, chunk):
         if chunk not in self._states:
@@ -37,6 +45,8 @@ class ShardedPass:
     def map(self, fn, timed=False):
         """[fn(chunk, its state)] for this rank's chunks in row order, all
         devices at once (*timed*: see ShardedData.map)."""
+        if getattr(self.data, "remote", False):
+            return self.data.map_states(self.key, self.make, fn, timed)
         if self.data.chunks is not self._chunks:   # laid out anew: the old chunks' state goes
             self._states, self._chunks = {}, self.data.chunks
         return self.data.map(lambda chunk: fn(chunk, self.state(chunk)), timed)
@@ -53,6 +63,14 @@ class ShardedPass:
         total, kept = self.ranks.together(local)
         total = total.from_flat(self.ranks.sum(total.flat()))
         return (total, kept) if keep else total
+
+    def rows(self, fn):
+        """fn(chunk, state) -> one value per row of the chunk, joined in row
+        order: a host array, or over remote data an array that stays where
+        the rows are (a dask array)."""
+        if getattr(self.data, "remote", False):
+            return self.data.rows_states(self.key, self.make, fn)
+        return np.concatenate(self.map(fn))
 
 
 @dataclasses.dataclass
@@ -94,7 +112,7 @@ class LloydShards(ShardedPass):
         return self.reduce(lambda chunk, st: st.run(centers, update), timed=update)
 
     def labels(self):
-        return np.concatenate(self.map(lambda c, st: st.current_labels().get(c.queue)))
+        return self.rows(lambda c, st: st.current_labels().get(c.queue))
 
     def set_labels(self, labels):
         def put(chunk, st):
@@ -105,6 +123,22 @@ class LloydShards(ShardedPass):
         """Each row's distance to its centre in the last updating pass."""
         return np.concatenate(self.map(
             lambda c, st: st.passes[True].min_dist.get(c.queue).astype(np.float64)))
+
+    def farthest(self, take):
+        """The *take* rows farthest from their centres in the last updating
+        pass, of all chunks: (distance, global row, label, weight, row)
+        sorted by distance, then row (as MPI ranks merge theirs: the first
+        of equals); only these rows leave their chunks."""
+        def mine(chunk, st):
+            dist = st.passes[True].min_dist.get(chunk.queue).astype(np.float64)
+            labels = st.current_labels().get(chunk.queue)
+            w = None if chunk.weights is None else chunk.weights.get(chunk.queue)
+            far = np.argpartition(dist, -min(take, chunk.n))[-min(take, chunk.n):]
+            return [(float(dist[i]), chunk.offset + int(i), int(labels[i]),
+                     1.0 if w is None else float(w[i]), chunk.row(i).astype(np.float64))
+                    for i in far]
+        every = [c for cands in self.map(mine) for c in cands]
+        return sorted(every, key=lambda c: (-c[0], c[1]))[:take]
 
     def rebalance(self):
         """Measured weights: re-split between iterations, labels kept."""
@@ -133,10 +167,11 @@ class CMeansShards(ShardedPass):
         of this rank's rows, host n x c, else None)."""
         # each chunk's memberships go straight to their rows (one host copy)
         u = np.empty((self.data.n, self.c), self.data.dtype) if write_u else None
+        c, m = self.c, self.m   # not self: over remote data `one` travels to the rows
 
         def one(chunk, passes):
             if (update, write_u) not in passes:
-                passes[update, write_u] = CMeansPass(chunk, self.c, self.m, update, write_u)
+                passes[update, write_u] = CMeansPass(chunk, c, m, update, write_u)
             p = passes[update, write_u]
             stats = CMeansStats(*p.run(centers))
             if write_u:
