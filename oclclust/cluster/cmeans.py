@@ -28,6 +28,7 @@ import numpy as np
 
 from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, centers_update
 from ..passes.cmeans import CMeansPass
+from ..parallel.placement import is_dask_array
 from ..parallel.sharded import CMeansShards
 from ..runtime.progress import Progress, history_entry
 
@@ -134,6 +135,9 @@ class FuzzyCMeans(ClusterMixin, KCluster):
 
     def predict_proba(self, X):
         """Memberships (n x n_clusters, rows sum to 1) of X at the fitted centres."""
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict_proba", self.cluster_centers_.dtype,
+                                   self.n_clusters)
         return self._memberships(X, None, True)[1]
 
     def predict(self, X):

@@ -17,6 +17,7 @@ from . import mdl
 from ..parallel import comm as mpi
 from ._base import KCluster
 from .inits import kmeans_plusplus
+from ..parallel.placement import is_dask_array
 from ..parallel.sharded import GmmShards
 from ..runtime.progress import Progress, history_entry
 from ..runtime.validation import check_random_state
@@ -243,6 +244,7 @@ class GaussianMixture(DensityMixin, KCluster):
             from .kmeans import KMeans
             labels = KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
                             dtype=dtype, comm=self.comm).fit(data.source).labels_
+            labels = np.asarray(labels)   # a Dask fit's: this init needs them here
             idx, cols = np.arange(data.n), labels
         else:   # k rows of all ranks' (global indices, made this rank's)
             if self.init_params == "random_from_data":
@@ -283,15 +285,21 @@ class GaussianMixture(DensityMixin, KCluster):
         return arrays
 
     def score_samples(self, X):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "score_samples", np.float64)
         return self._score(X, ("lse",))["lse"]
 
     def score(self, X, y=None):
         return float(np.mean(self.score_samples(X)))
 
     def predict(self, X):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int64)
         return self._score(X, ("labels",))["labels"]
 
     def predict_proba(self, X):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict_proba", np.float64, self.n_components_)
         return self._score(X, ("resp",))["resp"]
 
     def fit_predict(self, X, y=None):

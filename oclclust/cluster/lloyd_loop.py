@@ -39,6 +39,12 @@ class LloydBackend:
         cluster."""
         raise NotImplementedError
 
+    def relocate(self, sums, weights, centers, data, host_w):
+        """One model's empty clusters (of *sums*, *weights*, mended in
+        place) take the rows farthest from their *centers* (relocate_empty)."""
+        dist, labels = self.nearest(centers)
+        relocate_empty(sums, weights, dist, labels, data, host_w, self.ranks.comm)
+
     def record(self, shifts, moving, n_models):
         """(the statistics of this iteration for history_ and the bar, the
         verbose line's text); *shifts*: the active models', *moving*: those
@@ -120,9 +126,7 @@ def host_update(backend, centers, active, tol, data, host_w):
     old = np.concatenate([centers[m] for m in active])
     for i in np.unique(np.searchsorted(off, np.flatnonzero(weights == 0), side="right") - 1):
         a, b = off[i], off[i + 1]    # a model with an empty cluster: its rows mended
-        dist, labels = backend.nearest(centers[active[i]])
-        relocate_empty(sums[a:b], weights[a:b], dist, labels, data, host_w,
-                       backend.ranks.comm)
+        backend.relocate(sums[a:b], weights[a:b], centers[active[i]], data, host_w)
     new = centers_update(sums, weights, old)
     moved = (new - old) ** 2
     shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])

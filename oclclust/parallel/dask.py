@@ -128,6 +128,7 @@ class DaskData:
             raise ValueError(f"the workers' devices compute in different dtypes {dtypes}: "
                              "pass dtype='float32'")
         self.n, self.d = X.shape
+        self.source = X   # the rows as the user's dask array (an init may fit on them)
         self.dtype = np.dtype(dtypes.pop())
         self.blocks = [[_Chunk(o, n) for o, n in block["chunks"]] for block in loaded]
         self.chunks = [c for block in self.blocks for c in block]
@@ -224,8 +225,9 @@ class DaskData:
     def close(self):
         """Free the fit's blocks on every worker (those still there)."""
         if self.workers:
-            try:
-                self.client.run(_free, self.fit, workers=sorted(set(self.workers)),
+            try:   # a worker that left is not waited for (a connection's timeout)
+                alive = set(self.client.scheduler_info()["workers"])
+                self.client.run(_free, self.fit, workers=sorted(set(self.workers) & alive),
                                 on_error="ignore")
             except Exception as exc:   # noqa: BLE001 -- never hides the fit's own error
                 warnings.warn(f"freeing the fit's blocks on the Dask workers failed: {exc}",

@@ -100,10 +100,6 @@ def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name
     and the collective check of all ranks' shards (*comm*: None for one
     process); *calibration*: see DeviceManager.scatter."""
     args = (X, sample_weight, devices, dtype, comm, calibration, name)
-    if is_dask_array(X):   # the rows stay on a Dask cluster's workers
-        from .dask import dask_fit_data
-        data, w = dask_fit_data(X, sample_weight, devices, dtype, comm, name)
-        return data, w, Ranks.alone(data)
     if comm is None:
         data, w = _local_fit_data(*args)
         return data, w, Ranks.alone(data)

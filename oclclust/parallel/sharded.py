@@ -166,7 +166,8 @@ class CMeansShards(ShardedPass):
         """(CMeansStats of all ranks' rows; with *write_u* the memberships
         of this rank's rows, host n x c, else None)."""
         # each chunk's memberships go straight to their rows (one host copy)
-        u = np.empty((self.data.n, self.c), self.data.dtype) if write_u else None
+        remote = getattr(self.data, "remote", False)
+        u = np.empty((self.data.n, self.c), self.data.dtype) if write_u and not remote else None
         c, m = self.c, self.m   # not self: over remote data `one` travels to the rows
 
         def one(chunk, passes):
@@ -174,10 +175,14 @@ class CMeansShards(ShardedPass):
                 passes[update, write_u] = CMeansPass(chunk, c, m, update, write_u)
             p = passes[update, write_u]
             stats = CMeansStats(*p.run(centers))
-            if write_u:
+            if u is not None:
                 p.u.get(chunk.queue, ary=u[chunk.offset:chunk.offset + chunk.n].reshape(-1))
             return stats
-        return self.reduce(one, timed=update), u
+        stats = self.reduce(one, timed=update)
+        if write_u and remote:   # the memberships stay beside their rows (a dask array)
+            u = self.rows(lambda chunk, passes: passes[update, True].u.get(chunk.queue)
+                          .reshape(chunk.n, c))
+        return stats, u
 
 
 # ---------------------------------------------------- Gaussian-mixture EM
