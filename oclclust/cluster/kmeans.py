@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin, move_rows
+from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from .lloyd_loop import LloydBackend, fit_lloyd
@@ -182,12 +182,8 @@ class LloydModel(LloydBackend):
                      n_changed=self.last.n_changed),
                 f"inertia {self.last.inertia:.6g}, shift {shift:.3g}")
 
-    def relocate(self, sums, weights, centers, data, host_w):
-        if not getattr(data, "remote", False):
-            return super().relocate(sums, weights, centers, data, host_w)
-        # rows on a Dask cluster's workers: each chunk's farthest, merged as MPI's ranks
-        empty = np.flatnonzero(weights == 0)
-        move_rows(sums, weights, empty, self.lloyd.farthest(min(len(empty), data.n)))
+    def farthest(self, centers, take):
+        return self.lloyd.farthest(take)   # of the pass just run
 
     def rebalance(self):
         self.lloyd.rebalance()

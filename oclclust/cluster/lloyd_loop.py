@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ._base import centers_update, relocate_empty
+from ._base import centers_update, move_rows, relocate_empty
 from ..runtime.progress import Progress, history_entry
 
 
@@ -39,9 +39,20 @@ class LloydBackend:
         cluster."""
         raise NotImplementedError
 
+    def farthest(self, centers, take):
+        """The *take* rows of all chunks farthest from their nearest of
+        *centers* (sharded.farthest_of): relocation over remote rows."""
+        raise NotImplementedError
+
     def relocate(self, sums, weights, centers, data, host_w):
         """One model's empty clusters (of *sums*, *weights*, mended in
-        place) take the rows farthest from their *centers* (relocate_empty)."""
+        place) take the rows farthest from their *centers* (relocate_empty);
+        over rows on a Dask cluster's workers, each chunk's farthest merged
+        as MPI's ranks merge theirs."""
+        if getattr(data, "remote", False):
+            empty = np.flatnonzero(weights == 0)
+            move_rows(sums, weights, empty, self.farthest(centers, min(len(empty), data.n)))
+            return
         dist, labels = self.nearest(centers)
         relocate_empty(sums, weights, dist, labels, data, host_w, self.ranks.comm)
 

@@ -73,6 +73,25 @@ class ShardedPass:
         return np.concatenate(self.map(fn))
 
 
+def chunk_farthest(chunk, dist, labels, take):
+    """A chunk's *take* rows of largest *dist* (its rows' distances to their
+    centres, *labels* their clusters): [(distance, global row, label,
+    weight, the row float64)]."""
+    dist = np.asarray(dist, np.float64)
+    w = None if chunk.weights is None else chunk.weights.get(chunk.queue)
+    far = np.argpartition(dist, -min(take, chunk.n))[-min(take, chunk.n):]
+    return [(float(dist[i]), chunk.offset + int(i), int(labels[i]),
+             1.0 if w is None else float(w[i]), chunk.row(i).astype(np.float64)) for i in far]
+
+
+def farthest_of(per_chunk, take):
+    """The *take* farthest of every chunk's chunk_farthest, by distance, then
+    row (as MPI ranks merge theirs: the first of equals); only these rows
+    leave their chunks."""
+    every = [c for cands in per_chunk for c in cands]
+    return sorted(every, key=lambda c: (-c[0], c[1]))[:take]
+
+
 @dataclasses.dataclass
 class Sums(Stats):
     """Statistics that are one float64 array."""
@@ -126,19 +145,10 @@ class LloydShards(ShardedPass):
 
     def farthest(self, take):
         """The *take* rows farthest from their centres in the last updating
-        pass, of all chunks: (distance, global row, label, weight, row)
-        sorted by distance, then row (as MPI ranks merge theirs: the first
-        of equals); only these rows leave their chunks."""
-        def mine(chunk, st):
-            dist = st.passes[True].min_dist.get(chunk.queue).astype(np.float64)
-            labels = st.current_labels().get(chunk.queue)
-            w = None if chunk.weights is None else chunk.weights.get(chunk.queue)
-            far = np.argpartition(dist, -min(take, chunk.n))[-min(take, chunk.n):]
-            return [(float(dist[i]), chunk.offset + int(i), int(labels[i]),
-                     1.0 if w is None else float(w[i]), chunk.row(i).astype(np.float64))
-                    for i in far]
-        every = [c for cands in self.map(mine) for c in cands]
-        return sorted(every, key=lambda c: (-c[0], c[1]))[:take]
+        pass, of all chunks (see farthest_of)."""
+        return farthest_of(self.map(lambda chunk, st: chunk_farthest(
+            chunk, st.passes[True].min_dist.get(chunk.queue), st.current_labels().get(
+                chunk.queue), take)), take)
 
     def rebalance(self):
         """Measured weights: re-split between iterations, labels kept."""
