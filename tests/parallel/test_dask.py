@@ -104,6 +104,24 @@ def test_kmeans_relocates_empty_clusters_as_the_numpy_fit(client, devices):
     assert km.inertia_ == ref.inertia_
 
 
+@pytest.mark.parametrize("make", [
+    lambda devices: oc.KMeans(K, init="random", n_init=3, random_state=4, tol=0, max_iter=20,
+                              devices=devices),
+    lambda devices: oc.EnsembleKMeans([3, K], n_models=2, random_state=4, max_iter=20,
+                                      devices=devices)], ids=["restarts", "ensemble"])
+def test_ensembles_equal_the_numpy_fit_of_the_same_chunks(client, devices, make):
+    X = blobs()
+    est = make(devices).fit(X)
+    ref = make(streamed(devices, N, D, np.float64)).fit(X.compute())
+    assert np.array_equal(est.cluster_centers_, ref.cluster_centers_)
+    assert est.inertia_ == ref.inertia_
+    assert np.array_equal(est.n_iter_, ref.n_iter_)
+    assert isinstance(est.labels_, da.Array)
+    assert np.array_equal(est.labels_.compute(), ref.labels_)
+    pred = est.predict(X)
+    assert isinstance(pred, da.Array) and np.array_equal(pred.compute(), ref.labels_)
+
+
 def test_predict_and_fit_predict_stay_on_the_workers(client, devices):
     X = blobs()
     km = oc.KMeans(K, random_state=0, devices=devices)
