@@ -47,8 +47,9 @@ def run(args, workers, gpu=False):
     # PoCL starts a thread per hardware thread in every process, whatever the
     # sub-device: W workers would run W x cores threads on the cores
     env = {"POCL_CPU_MAX_CU_COUNT": str(args.cores)} if args.cores and not gpu else {}
-    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__file__)),
-                                         str(os.path.dirname(oc.__path__[0]))])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.abspath(__file__)), str(os.path.dirname(oc.__path__[0]))] +
+        [p for p in [os.environ.get("PYTHONPATH")] if p])
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None, env=env) as cluster, Client(cluster) as client:
         addrs = sorted(client.scheduler_info()["workers"])
