@@ -153,21 +153,36 @@ class KCluster(BaseEstimator):
                                  "Call 'fit' with appropriate arguments before using this "
                                  "estimator.")
 
+    def _on_workers(self):
+        """bound(devices): a copy of this fitted estimator on a Dask worker's
+        *devices*; what travels leaves the per-row attributes behind."""
+        self._check_fitted()
+        model = copy.copy(self)
+        for name in ("labels_", "u_", "history_"):
+            model.__dict__.pop(name, None)
+
+        def bound(devices):
+            here = copy.copy(model)
+            here.devices = devices
+            return here
+        return bound
+
     def _dask_rows(self, X, method, dtype, columns=None):
         """``method(block)`` of this fitted estimator on each block of rows
         of a dask array X, on the worker holding it with that worker's
         devices: a dask array, never gathered (parallel/dask.map_rows)."""
         from ..parallel.dask import map_rows
-        self._check_fitted()
-        model = copy.copy(self)
-        for name in ("labels_", "u_", "history_"):   # per-row or bulky: not sent
-            model.__dict__.pop(name, None)
+        bound = self._on_workers()
+        return map_rows(X, lambda block, devices: getattr(bound(devices), method)(block),
+                        self.devices, dtype, columns)
 
-        def run(block, devices):
-            here = copy.copy(model)
-            here.devices = devices
-            return getattr(here, method)(block)
-        return map_rows(X, run, self.devices, dtype, columns)
+    def _dask_score(self, X, sample_weight):
+        """score(block, sample_weight=its weights) (a sum over the rows) of
+        each block of rows of a dask array X on its worker, summed."""
+        from ..parallel.dask import block_total
+        bound = self._on_workers()
+        return block_total(X, lambda block, devices, w: bound(devices).score(
+            block, sample_weight=w), self.devices, sample_weight)
 
     def _on_devices(self, X, sample_weight, pass_):
         """pass_(data) over X spread on the devices, in the fitted dtype; a

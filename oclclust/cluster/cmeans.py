@@ -146,4 +146,6 @@ class FuzzyCMeans(ClusterMixin, KCluster):
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the objective J_m of X at the fitted centres."""
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
         return -self._memberships(X, sample_weight, False)[0]

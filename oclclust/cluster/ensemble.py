@@ -246,4 +246,6 @@ class EnsembleKMeans(ClusterMixin, KCluster):
 
     def score(self, X, y=None, sample_weight=None):
         """Minus the best model's inertia on X."""
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
         return -self._assign(X, sample_weight)[1]

@@ -136,6 +136,8 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         return self._assign(X)[0]
 
     def score(self, X, y=None, sample_weight=None):
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
         return -self._assign(X, sample_weight)[1]
 
     def transform(self, X):

@@ -332,19 +332,38 @@ def _free(fit):
 
 
 # ------------------------------------------------------------ inference
-def map_rows(X, fn, devices, dtype, columns=None):
-    """fn(block, devices) on each block of rows of X on its worker, with the
-    worker's devices (worker_devices): a dask array of one value per row
-    (*columns*: of that many columns), never gathered."""
+def _on_blocks(X, fn, devices, weights):
+    """(X in whole rows, [its weights as an n x 1 dask array], on_block):
+    on_block(block[, w]) runs fn(block, the worker's devices[, w])."""
     if X.ndim != 2:
         raise ValueError(f"Expected 2D array, got {X.ndim}D dask array instead.")
     client = active_client()
     local = local_indices(client) if client is not None else {}
 
-    def on_block(block):
+    def on_block(block, *w):
         here = local.get(get_worker().address, (0, 1)) if local else (0, 1)
-        return fn(block, worker_devices(devices, here))
+        return fn(block, worker_devices(devices, here), *[v[:, 0] for v in w])
     X = X.rechunk({1: -1})
+    if weights is None:
+        return X, [], on_block
+    return X, [da.asarray(weights).rechunk((X.chunks[0],))[:, None]], on_block
+
+
+def map_rows(X, fn, devices, dtype, columns=None):
+    """fn(block, devices) on each block of rows of X on its worker, with the
+    worker's devices (worker_devices): a dask array of one value per row
+    (*columns*: of that many columns), never gathered."""
+    X, _, on_block = _on_blocks(X, fn, devices, None)
     if columns is None:
         return X.map_blocks(on_block, drop_axis=1, dtype=dtype)
     return X.map_blocks(on_block, chunks=(X.chunks[0], (columns,)), dtype=dtype)
+
+
+def block_total(X, fn, devices, sample_weight=None):
+    """The sum of fn(block, devices, its weights or None) (a number per
+    block, on its worker) over the blocks of X, in block order."""
+    X, w, on_block = _on_blocks(X, lambda b, dev, *v: np.array([fn(b, dev, *(v or [None]))]),
+                                devices, sample_weight)
+    parts = da.map_blocks(on_block, X, *w, drop_axis=1, chunks=((1,) * X.numblocks[0],),
+                          dtype=np.float64)
+    return float(sum(parts.compute()))

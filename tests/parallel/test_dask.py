@@ -22,6 +22,7 @@ dask = pytest.importorskip("dask")   # the [dask] extra: tools/setup.sh installs
 import dask.array as da  # noqa: E402
 from distributed import Client, LocalCluster, get_task_stream  # noqa: E402
 
+import oclclust.parallel.dask  # noqa: E402
 from oclclust.parallel.dask import WorkerLostError  # noqa: E402
 
 N, D, K, BLOCK = 2400, 4, 5, 600   # 4 blocks: 2 on each worker
@@ -67,7 +68,24 @@ def fitted_on_workers(client, make, X, monkeypatch, **fit):
     assert ran == set(client.scheduler_info()["workers"]), ran
     row_bytes = X.shape[1] * X.dtype.itemsize
     assert max(gathered) < BLOCK * row_bytes / 2, gathered   # not even half a block
+    assert not any(held(client).values())   # the fit freed its blocks
     return est
+
+
+def held(client):
+    """{worker: blocks of fits its registry holds}."""
+    od = oc.parallel.dask
+    return client.run(lambda: len(od._BLOCKS))
+
+
+def test_without_a_client_the_rows_are_computed_here(devices):
+    """First: before the module's cluster (and its default Client) starts."""
+    assert oc.parallel.dask.active_client() is None
+    X = blobs()
+    km = oc.KMeans(K, random_state=0, devices=devices).fit(X)
+    ref = oc.KMeans(K, random_state=0, devices=devices).fit(X.compute())
+    assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
+    assert isinstance(km.labels_, np.ndarray)
 
 
 def test_import_oclclust_does_not_import_dask():
@@ -122,6 +140,13 @@ def test_ensembles_equal_the_numpy_fit_of_the_same_chunks(client, devices, make)
     assert isinstance(pred, da.Array) and np.array_equal(pred.compute(), ref.labels_)
 
 
+def test_a_fit_that_fails_frees_its_blocks(client, devices):
+    X = da.where(da.arange(N, chunks=BLOCK)[:, None] == N - 1, np.nan, blobs())
+    with pytest.raises(ValueError, match="NaN"):
+        oc.KMeans(K, devices=devices).fit(X)
+    assert not any(held(client).values())
+
+
 def test_predict_and_fit_predict_stay_on_the_workers(client, devices):
     X = blobs()
     km = oc.KMeans(K, random_state=0, devices=devices)
@@ -133,6 +158,9 @@ def test_predict_and_fit_predict_stay_on_the_workers(client, devices):
     assert np.array_equal(labels.compute(), pred.compute())
     dist = km.transform(X)
     assert np.array_equal(dist.compute(), km.transform(X.compute()))
+    w = da.random.RandomState(1).uniform(size=N, chunks=BLOCK)
+    assert np.isclose(km.score(X, sample_weight=w),
+                      km.score(X.compute(), sample_weight=w.compute()), rtol=1e-12, atol=0)
 
 
 def test_fuzzy_cmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices):
@@ -145,6 +173,7 @@ def test_fuzzy_cmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices):
     assert isinstance(cm.u_, da.Array) and np.array_equal(cm.u_.compute(), ref.u_)
     assert np.array_equal(cm.labels_.compute(), ref.labels_)
     assert np.array_equal(cm.predict_proba(X).compute(), ref.predict_proba(X.compute()))
+    assert np.isclose(cm.score(X), ref.score(X.compute()), rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("init_params", ["k-means++", "kmeans"])
@@ -161,6 +190,7 @@ def test_gaussian_mixture_equals_the_numpy_fit_of_the_same_chunks(client, device
     pred = gm.predict(X)
     assert isinstance(pred, da.Array)
     assert np.array_equal(pred.compute(), ref.predict(X.compute()))
+    assert np.isclose(gm.score(X), ref.score(X.compute()), rtol=1e-12, atol=0)
 
 
 def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices):
@@ -177,8 +207,7 @@ def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices):
             outcome["error"], outcome["at"] = exc, time.monotonic()
     thread = threading.Thread(target=fit)
     thread.start()
-    from oclclust.parallel import dask as od
-    while thread.is_alive() and not all(client.run(lambda: len(od._BLOCKS)).values()):
+    while thread.is_alive() and not all(held(client).values()):
         time.sleep(0.1)   # until both workers hold blocks: the fit iterates
     pids = client.run(os.getpid)
     victim = sorted(pids)[0]
