@@ -109,7 +109,7 @@ def test_kmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices, init, d
     one = oc.KMeans(devices=devices, **kw).fit(host)   # rows in one chunk: the last bits
     assert np.allclose(km.cluster_centers_, one.cluster_centers_, rtol=1e-12 if
                        dtype == np.float64 else 1e-6, atol=0)
-    assert sorted(km.devices_.values()) == [2 * BLOCK, 2 * BLOCK]   # 2 blocks a worker
+    assert len(km.devices_) == 2 and sum(km.devices_.values()) == N   # each worker's device
 
 
 def test_kmeans_relocates_empty_clusters_as_the_numpy_fit(client, devices):
