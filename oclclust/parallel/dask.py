@@ -209,24 +209,33 @@ class DaskData:
                 wait(futures, timeout=POLL_SECONDS)
                 return
             except TimeoutError:
-                alive = set(self.client.scheduler_info()["workers"])
-                lost = sorted({w for w in self.workers if w not in alive})
-                if lost:
-                    self.client.cancel(futures)
-                    held = [i for i, w in enumerate(self.workers) if w in lost]
-                    raise WorkerLostError(
-                        f"Dask worker(s) {', '.join(lost)} left during the fit; they held "
-                        f"block(s) {held} of its rows on their devices: fit again") from None
+                self._check_workers(futures)
 
     def _gather(self, futures):
+        """The results of *futures*: a result whose worker left before it
+        came is lost with it (Dask would wait for that worker forever)."""
         self._wait(futures)
-        return self.client.gather(futures)
+        while True:
+            try:
+                return self.client.sync(self.client._gather, futures,
+                                        callback_timeout=POLL_SECONDS)
+            except TimeoutError:
+                self._check_workers(futures)
+
+    def _check_workers(self, futures):
+        lost = sorted(set(self.workers) - set(workers_info(self.client)))
+        if lost:
+            self.client.cancel(futures)
+            held = [i for i, w in enumerate(self.workers) if w in lost]
+            raise WorkerLostError(
+                f"Dask worker(s) {', '.join(lost)} left during the fit; they held "
+                f"block(s) {held} of its rows on their devices: fit again")
 
     def close(self):
         """Free the fit's blocks on every worker (those still there)."""
         if self.workers:
             try:   # a worker that left is not waited for (a connection's timeout)
-                alive = set(self.client.scheduler_info()["workers"])
+                alive = set(workers_info(self.client))
                 self.client.run(_free, self.fit, workers=sorted(set(self.workers) & alive),
                                 on_error="ignore")
             except Exception as exc:   # noqa: BLE001 -- never hides the fit's own error
@@ -235,10 +244,17 @@ class DaskData:
             self.workers = []
 
 
+def workers_info(client):
+    """{address: its information} of the workers there are now (asked of
+    the scheduler: a client's cached view may lag or lack them)."""
+    return client.sync(client.scheduler.identity, n_workers=-1,
+                       callback_timeout=30)["workers"]
+
+
 def local_indices(client):
     """{worker address: (its index among its host's workers, their number)}:
     as MPI's local ranks, by address."""
-    info = client.scheduler_info()["workers"]
+    info = workers_info(client)
     hosts = {}
     for addr in sorted(info):
         hosts.setdefault(info[addr].get("host"), []).append(addr)
