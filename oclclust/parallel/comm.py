@@ -124,10 +124,12 @@ class Ranks:
         out = np.zeros((len(indices), data.d), np.float64)
         mine = [(j, local) for j, (rank, local) in
                 enumerate(self.owner(int(i)) for i in indices) if rank == self.rank]
-        if mine and hasattr(data, "rows"):   # rows held elsewhere (Dask): asked for at once
-            out[[j for j, _ in mine]] = data.rows([local for _, local in mine])
-        for j, local in (mine if not hasattr(data, "rows") else ()):
-            out[j] = data.row(local)
+        if hasattr(data, "rows"):   # rows held elsewhere (Dask): asked for at once
+            if mine:
+                out[[j for j, _ in mine]] = data.rows([local for _, local in mine])
+        else:
+            for j, local in mine:
+                out[j] = data.row(local)
         return self.sum(out)
 
     def locate(self, totals, targets):

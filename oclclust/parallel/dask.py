@@ -17,7 +17,9 @@ a poll (its blocks' device state is gone with it: no retry elsewhere).
 
 The only module that imports dask: placement imports it for a dask array.
 """
+import contextlib
 import copy
+import threading
 import uuid
 import warnings
 
@@ -202,34 +204,48 @@ class DaskData:
 
     # ------------------------------------------------------- waiting, end
     def _wait(self, futures):
-        """Wait for *futures*; a worker of this fit that leaves meanwhile
-        raises WorkerLostError (the others' tasks are cancelled)."""
-        while True:
-            try:
-                wait(futures, timeout=POLL_SECONDS)
-                return
-            except TimeoutError:
-                self._check_workers(futures)
+        """Wait for *futures* (see _watched)."""
+        with self._watched(futures):
+            wait(futures)
 
     def _gather(self, futures):
-        """The results of *futures*: a result whose worker left before it
-        came is lost with it (Dask would wait for that worker forever)."""
-        self._wait(futures)
-        while True:
-            try:
-                return self.client.sync(self.client._gather, futures,
-                                        callback_timeout=POLL_SECONDS)
-            except TimeoutError:
-                self._check_workers(futures)
+        """The results of *futures* (see _watched)."""
+        with self._watched(futures):
+            return self.client.gather(futures)
 
-    def _check_workers(self, futures):
-        lost = sorted(set(self.workers) - set(workers_info(self.client)))
-        if lost:
-            self.client.cancel(futures)
+    @contextlib.contextmanager
+    def _watched(self, futures):
+        """While the block runs, a watcher asks the scheduler every poll
+        whether this fit's workers are all there; one gone, it cancels
+        *futures* and the block raises WorkerLostError naming it.  (Dask
+        would wait for a lost block's worker forever: its tasks may run
+        nowhere else.  No timeout on Dask's own calls: a cancelled gather
+        leaves exceptions no one retrieves, logged at collection.)"""
+        lost, done = [], threading.Event()
+
+        def watch():
+            while not done.wait(POLL_SECONDS):
+                try:
+                    gone = sorted(set(self.workers) - set(workers_info(self.client)))
+                except Exception:   # noqa: BLE001 -- the scheduler is gone: Dask raises
+                    return
+                if gone:
+                    lost.extend(gone)
+                    self.client.cancel(futures)
+                    return
+        watcher = threading.Thread(target=watch, daemon=True, name="oclclust-dask-watch")
+        watcher.start()
+        try:
+            yield
+        except BaseException:   # a cancellation too (not an Exception)
+            if not lost:
+                raise
             held = [i for i, w in enumerate(self.workers) if w in lost]
             raise WorkerLostError(
                 f"Dask worker(s) {', '.join(lost)} left during the fit; they held "
-                f"block(s) {held} of its rows on their devices: fit again")
+                f"block(s) {held} of its rows on their devices: fit again") from None
+        finally:
+            done.set()
 
     def close(self):
         """Free the fit's blocks on every worker (those still there)."""

@@ -88,6 +88,16 @@ def test_without_a_client_the_rows_are_computed_here(devices):
     assert isinstance(km.labels_, np.ndarray)
 
 
+def test_workers_of_a_host_take_one_gpu_each(client, profile):
+    """As MPI's local ranks: the workers of a host, by address, one GPU each."""
+    local = oc.parallel.dask.local_indices(client)
+    assert sorted(local.values()) == [(0, 2), (1, 2)]
+    gpus = [profile.replace(type="gpu", device_index=i) for i in range(2)]
+    bind = oc.parallel.placement.bind_by_index
+    assert [bind(gpus + [profile], *local[w]) for w in sorted(local)] == [gpus[:1], gpus[1:]]
+    assert bind([profile], 0, 2) == [profile]   # CPU workers share the CPU
+
+
 def test_import_oclclust_does_not_import_dask():
     code = ("import sys, oclclust; import oclclust.cluster.kmeans; "
             "sys.exit(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")
