@@ -186,7 +186,7 @@ def test_fuzzy_cmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices):
     assert np.isclose(cm.score(X), ref.score(X.compute()), rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("init_params", ["k-means++", "kmeans"])
+@pytest.mark.parametrize("init_params", ["k-means++", "kmeans", "random", "random_from_data"])
 def test_gaussian_mixture_equals_the_numpy_fit_of_the_same_chunks(client, devices,
                                                                   init_params):
     X = blobs()
