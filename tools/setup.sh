@@ -14,7 +14,7 @@ case "${1:-}" in
 esac
 
 # the tests exercise every optional extra, so --test installs them all
-extras=${test_extra:+$test_extra,formats,plot,progress,}mpi
+extras=${test_extra:+$test_extra,formats,plot,progress,dask,}mpi
 
 say()  { echo "setup: $*"; }
 warn() { echo "setup: WARNING: $*" >&2; }

@@ -6,6 +6,7 @@ With scikit-learn installed the estimators derive from its BaseEstimator and
 mixins (so they pass check_estimator and work in pipelines); without it, a
 minimal stand-in gives get_params/set_params and the same mixin methods.
 """
+import copy
 import inspect
 import numbers
 
@@ -14,7 +15,8 @@ import pyopencl.array as cla
 
 from .inits import draw_centers
 from ..parallel.manager import DeviceManager, surviving
-from ..parallel.placement import fit_data, joined_moments, new_data
+from ..parallel.comm import Ranks
+from ..parallel.placement import fit_data, is_dask_array, joined_moments, new_data
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
 try:
@@ -96,8 +98,15 @@ class KCluster(BaseEstimator):
         every rank, then ``_fit``; a device that fails is dropped and the fit
         starts over on the others from the same random state."""
         self._check_params()
-        data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype, self.comm,
-                                       self._calibration_pass, type(self).__name__)
+        if is_dask_array(X):   # the rows stay on a Dask cluster's workers
+            from ..parallel.dask import dask_fit_data
+            data, host_w = dask_fit_data(X, sample_weight, self.devices, self.dtype,
+                                         self.comm, type(self).__name__)
+            ranks = Ranks.alone(data)
+        else:
+            data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype,
+                                           self.comm, self._calibration_pass,
+                                           type(self).__name__)
         rng = check_random_state(self.random_state)
 
         def attempt():
@@ -144,6 +153,37 @@ class KCluster(BaseEstimator):
                                  "Call 'fit' with appropriate arguments before using this "
                                  "estimator.")
 
+    def _on_workers(self):
+        """bound(devices): a copy of this fitted estimator on a Dask worker's
+        *devices*; what travels leaves the per-row attributes behind."""
+        self._check_fitted()
+        model = copy.copy(self)
+        for name in ("labels_", "u_", "history_"):
+            model.__dict__.pop(name, None)
+
+        def bound(devices):
+            here = copy.copy(model)
+            here.devices = devices
+            return here
+        return bound
+
+    def _dask_rows(self, X, method, dtype, columns=None):
+        """``method(block)`` of this fitted estimator on each block of rows
+        of a dask array X, on the worker holding it with that worker's
+        devices: a dask array, never gathered (parallel/dask.map_rows)."""
+        from ..parallel.dask import map_rows
+        bound = self._on_workers()
+        return map_rows(X, lambda block, devices: getattr(bound(devices), method)(block),
+                        self.devices, dtype, columns)
+
+    def _dask_score(self, X, sample_weight):
+        """score(block, sample_weight=its weights) (a sum over the rows) of
+        each block of rows of a dask array X on its worker, summed."""
+        from ..parallel.dask import block_total
+        bound = self._on_workers()
+        return block_total(X, lambda block, devices, w: bound(devices).score(
+            block, sample_weight=w), self.devices, sample_weight)
+
     def _on_devices(self, X, sample_weight, pass_):
         """pass_(data) over X spread on the devices, in the fitted dtype; a
         device that fails is dropped and the pass runs again on the others."""
@@ -174,8 +214,8 @@ def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
     """scikit-learn's rule: empty clusters take the rows farthest from their
     centres (*dist*, *labels*: this rank's rows); *sums* and *weights*, over
     all ranks, are mended in place.  Over ranks (``comm``): the farthest of
-    all ranks' farthest (of equals, the first row).  When every row sits on
-    its centre, none moves and False is returned (see place_left_empty)."""
+    all ranks' farthest (of equals, the first row).  Whether any moved
+    (see move_rows)."""
     empty = np.flatnonzero(weights == 0)
     take = min(len(empty), data.n)
     far = np.argpartition(dist, -take)[:-take - 1:-1]
@@ -185,9 +225,18 @@ def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
         every = [(r, c) for r, cands in enumerate(comm.allgather(mine)) for c in cands]
         # ranks hold the rows in order: (rank, local row) sorts as the global row
         mine = [c for _, c in sorted(every, key=lambda rc: (-rc[1][0], rc[0], rc[1][1]))]
-    if not mine or max(c[0] for c in mine) == 0:
-        return False   # more clusters than distinct rows: none moves (sklearn's)
-    for new_id, (_, _, old_id, w, row) in zip(empty, mine):
+    return move_rows(sums, weights, empty, mine)
+
+
+def move_rows(sums, weights, empty, candidates):
+    """Empty clusters *empty* take the rows of *candidates* in order:
+    (distance, row index, its cluster, its weight, the row), out of their
+    clusters into the empty ones.  When every candidate sits on its centre
+    (no more distinct rows than clusters) none moves and False is returned
+    (see place_left_empty)."""
+    if not candidates or max(c[0] for c in candidates) == 0:
+        return False   # moving a row would not help (scikit-learn's rule)
+    for new_id, (_, _, old_id, w, row) in zip(empty, candidates):
         sums[old_id] -= row * w
         weights[old_id] -= w
         sums[new_id] = row * w

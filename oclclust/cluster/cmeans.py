@@ -30,7 +30,8 @@ import numpy as np
 
 from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, centers_update
 from ..passes.cmeans import CMeansPass
-from ..parallel.sharded import CMeansShards
+from ..parallel.placement import is_dask_array
+from ..parallel.sharded import CMeansShards, Memberships
 from ..runtime.progress import Progress, history_entry
 
 
@@ -121,7 +122,7 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         u_ is never read never copies n x c values)."""
         if "_u" not in self.__dict__:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute 'u_'")
-        if not isinstance(self._u, np.ndarray):
+        if isinstance(self._u, Memberships):   # a dask array stays one
             self._u = self._u.get()
         return self._u
 
@@ -138,7 +139,7 @@ class FuzzyCMeans(ClusterMixin, KCluster):
                 raise AttributeError(f"'{type(self).__name__}' object has no attribute "
                                      "'labels_'")
             u = self._u
-            self._labels = u.argmax(axis=1) if isinstance(u, np.ndarray) else u.labels()
+            self._labels = u.labels() if isinstance(u, Memberships) else u.argmax(axis=1)
         return self._labels
 
     @labels_.setter
@@ -172,6 +173,9 @@ class FuzzyCMeans(ClusterMixin, KCluster):
 
     def predict_proba(self, X):
         """Memberships (n x n_clusters, rows sum to 1) of X at the fitted centres."""
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict_proba", self.cluster_centers_.dtype,
+                                   self.n_clusters)
         return self._memberships(X, None, True)[1]
 
     def predict(self, X):
@@ -187,4 +191,6 @@ class FuzzyCMeans(ClusterMixin, KCluster):
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the objective J_m of X at the fitted centres."""
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
         return -self._memberships(X, sample_weight, False)[0]

@@ -20,6 +20,7 @@ from ..passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
 from .inits import draw_centers
 from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.comm import Ranks
+from ..parallel.placement import is_dask_array
 from ..parallel.sharded_ensemble import EnsembleShards
 
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
@@ -39,8 +40,10 @@ def ensemble_passes(data, fixed, ks, strategy="auto", kdtree=None, ranks=None,
     """The ensemble passes over *data* (parallel.sharded_ensemble): on each
     chunk the pass choose() picks for its device and the models' K values
     *ks*; *fixed*: the fit's FixedPoint."""
+    n = data.n   # not data: over remote data `make` travels to the rows
+
     def make(chunk):
-        chosen, mapping = choose(chunk.profile, chunk.d, ks, data.n, strategy, kdtree)
+        chosen, mapping = choose(chunk.profile, chunk.d, ks, n, strategy, kdtree)
         if mapping is None:
             return (chosen, mapping), EnsemblePass(chunk, chosen, fixed, distributed)
         leaf = leaf_size or chunk.profile.terms(KdTreeTerms).leaf_size
@@ -104,6 +107,9 @@ class EnsembleModels(LloydBackend):
     def finish(self, centers):
         inertia, labels, _ = self.engine.assign(centers, labels=True)
         return inertia, labels
+
+    def farthest(self, centers, take):
+        return self.engine.farthest(centers, take)
 
     def device_step(self, centers, active, tol, following):
         return self.engine.device_step(centers, active, tol, following)
@@ -208,7 +214,7 @@ class EnsembleKMeans(ClusterMixin, KCluster):
         self.inertia_ = float(self.inertias_[self.best_index_])
         self.labels_ = labels[self.best_index_]
         self.n_features_in_ = data.d
-        self.strategy_ = dict(engine.choices)
+        self.strategy_ = dict(engine.chosen())
         self.devices_ = data.rows_per_device
         if self.verbose and ranks.rank == 0:
             print(f"ensemble of {len(ks)} models: {self.strategy_}; inertias {self.inertias_}, "
@@ -243,8 +249,12 @@ class EnsembleKMeans(ClusterMixin, KCluster):
 
     def predict(self, X, sample_weight=None):
         """The nearest centre of the best model for each row of X."""
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int32)
         return self._assign(X)[0]
 
     def score(self, X, y=None, sample_weight=None):
         """Minus the best model's inertia on X."""
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
         return -self._assign(X, sample_weight)[1]

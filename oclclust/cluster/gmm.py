@@ -20,6 +20,7 @@ from . import mdl
 from ..parallel import comm as mpi
 from ._base import KCluster
 from .inits import kmeans_plusplus
+from ..parallel.placement import is_dask_array
 from ..parallel.sharded import GmmShards, LloydShards
 from ..runtime.progress import Progress, history_entry
 from ..runtime.validation import check_random_state
@@ -257,12 +258,17 @@ class GaussianMixture(DensityMixin, KCluster):
             skip(ranks.n - ranks.offset - data.n)
         elif self.init_params == "kmeans":   # a fit of all ranks' rows, on these devices
             from .kmeans import KMeans
-            lloyd = LloydShards(data, k, ranks)
-            KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
-                   dtype=data.dtype, comm=self.comm)._fit(data, host_w, rng, ranks, lloyd)
-            # its labels, still on the devices (as its labels_, this rank's rows)
-            gm.resp_from_labels(dict(zip(data.chunks, lloyd.map(
-                lambda chunk, st: st.current_labels()))))
+            if getattr(data, "remote", False):   # rows on Dask's workers: labels come here
+                labels = KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
+                                dtype=data.dtype, comm=self.comm).fit(data.source).labels_
+                gm.resp_from_label_rows(np.asarray(labels))
+            else:
+                lloyd = LloydShards(data, k, ranks)
+                KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
+                       dtype=data.dtype, comm=self.comm)._fit(data, host_w, rng, ranks, lloyd)
+                # its labels, still on the devices (as its labels_, this rank's rows)
+                gm.resp_from_labels(dict(zip(data.chunks, lloyd.map(
+                    lambda chunk, st: st.current_labels()))))
         else:   # k rows of all ranks' (global indices, made this rank's)
             if self.init_params == "random_from_data":
                 idx = rng.choice(ranks.n, size=k, replace=False)
@@ -295,15 +301,21 @@ class GaussianMixture(DensityMixin, KCluster):
         return arrays
 
     def score_samples(self, X):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "score_samples", np.float64)
         return self._score(X, ("lse",))["lse"]
 
     def score(self, X, y=None):
         return float(np.mean(self.score_samples(X)))
 
     def predict(self, X):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int64)
         return self._score(X, ("labels",))["labels"]
 
     def predict_proba(self, X):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict_proba", np.float64, self.n_components_)
         return self._score(X, ("resp",))["resp"]
 
     def fit_predict(self, X, y=None):

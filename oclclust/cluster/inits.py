@@ -4,6 +4,7 @@ and prefix sums on the devices (ChunkSeeding)."""
 import numpy as np
 
 from ..parallel.comm import Ranks
+from ..parallel.sharded import ShardedPass
 from ..passes.kmeanspp import ChunkSeeding
 
 
@@ -15,12 +16,12 @@ def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials
     indices global, and every rank draws the same numbers: the choice is that
     of one process seeding the concatenated data."""
     trials = n_local_trials or 2 + int(np.log(n_clusters))
-    seeds = data.map(lambda c: ChunkSeeding(c, trials))
-    by_chunk = dict(zip(map(id, data.chunks), seeds))
     ranks = ranks or Ranks(None, data.n, data.d, data.dtype)
+    # each chunk's seeding state stays beside its rows (a Dask worker's too)
+    seeds = ShardedPass(data, ranks, lambda c: ChunkSeeding(c, trials))
 
     def on_chunks(method, *args):
-        return data.map(lambda c: getattr(by_chunk[id(c)], method)(*args))
+        return seeds.map(lambda c, seed: getattr(seed, method)(*args))
 
     def choose(rows, best_of):
         pots = np.array(on_chunks("potentials", rows))   # chunks x candidates
@@ -59,17 +60,22 @@ def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials
 def _locate(data, seeds, chunk_pot, targets):
     """numpy.searchsorted over the global prefix sums, chunk by chunk."""
     ends = np.cumsum(chunk_pot)
-    owner = np.minimum(np.searchsorted(ends, targets, side="left"), len(seeds) - 1)
+    owner = np.minimum(np.searchsorted(ends, targets, side="left"), len(chunk_pot) - 1)
     found = np.empty(len(targets), dtype=np.int64)
-    wanted = {c: np.flatnonzero(owner == c) for c in np.unique(owner)}
+    # each owning chunk's targets, by its first row (what the chunk knows of itself)
+    offsets = [c.offset for c in data.chunks]
+    wanted = {offsets[c]: (np.flatnonzero(owner == c),
+                           targets[owner == c] - (ends[c - 1] if c else 0.0))
+              for c in np.unique(owner)}
+    local = {offset: t for offset, (_, t) in wanted.items()}
 
-    def search(chunk):
-        c = data.chunks.index(chunk)
-        if c not in wanted:
+    def search(chunk, seed):
+        if chunk.offset not in local:
             return None
-        local = targets[wanted[c]] - (ends[c - 1] if c else 0.0)
-        found[wanted[c]] = chunk.offset + seeds[c].search(local)
-    data.map(search)
+        return chunk.offset + seed.search(local[chunk.offset])
+    for chunk, rows in zip(data.chunks, seeds.map(search)):
+        if rows is not None:
+            found[wanted[chunk.offset][0]] = rows
     return found
 
 

@@ -15,6 +15,7 @@ from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from .lloyd_loop import LloydBackend, fit_lloyd
+from ..parallel.placement import is_dask_array
 from ..parallel.sharded import LloydShards
 from ..passes.lloyd import LloydPass
 
@@ -139,12 +140,19 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         return self._on_devices(X, sample_weight, assign)
 
     def predict(self, X, sample_weight=None):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int32)
         return self._assign(X)[0]
 
     def score(self, X, y=None, sample_weight=None):
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
         return -self._assign(X, sample_weight)[1]
 
     def transform(self, X):
+        if is_dask_array(X):
+            return self._dask_rows(X, "transform", self.cluster_centers_.dtype,
+                                   len(self.cluster_centers_))
         distances = self._on_devices(X, None, lambda data: np.concatenate(data.map(
             lambda c: pairwise_euclidean(c, self.cluster_centers_))))
         if not np.isfinite(distances).all():
@@ -206,6 +214,9 @@ class LloydModel(LloydBackend):
         return (dict(inertia=self.last.inertia, center_shift=shift,
                      n_changed=self.last.n_changed),
                 f"inertia {self.last.inertia:.6g}, shift {shift:.3g}")
+
+    def farthest(self, centers, take):
+        return self.lloyd.farthest(take)   # of the pass just run
 
     def rebalance(self):
         self.lloyd.rebalance()

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from ._base import centers_update, place_left_empty, relocate_empty
+from ._base import centers_update, move_rows, place_left_empty, relocate_empty
 from ..runtime.progress import Progress, history_entry
 
 
@@ -38,6 +38,23 @@ class LloydBackend:
         nearest of *centers*: a model of the last stats() with an empty
         cluster."""
         raise NotImplementedError
+
+    def farthest(self, centers, take):
+        """The *take* rows of all chunks farthest from their nearest of
+        *centers* (sharded.farthest_of): relocation over remote rows."""
+        raise NotImplementedError
+
+    def relocate(self, sums, weights, centers, data, host_w):
+        """One model's empty clusters (of *sums*, *weights*, mended in
+        place) take the rows farthest from their *centers* (relocate_empty);
+        over rows on a Dask cluster's workers, each chunk's farthest merged
+        as MPI's ranks merge theirs."""
+        if getattr(data, "remote", False):
+            empty = np.flatnonzero(weights == 0)
+            return move_rows(sums, weights, empty,
+                             self.farthest(centers, min(len(empty), data.n)))
+        dist, labels = self.nearest(centers)
+        return relocate_empty(sums, weights, dist, labels, data, host_w, self.ranks.comm)
 
     def record(self, shifts, moving, n_models):
         """(the statistics of this iteration for history_ and the bar, the
@@ -121,9 +138,7 @@ def host_update(backend, centers, active, tol, data, host_w):
     left = []    # models whose empty clusters stay empty (no row to move)
     for i in np.unique(np.searchsorted(off, np.flatnonzero(weights == 0), side="right") - 1):
         a, b = off[i], off[i + 1]    # a model with an empty cluster: its rows mended
-        dist, labels = backend.nearest(centers[active[i]])
-        if not relocate_empty(sums[a:b], weights[a:b], dist, labels, data, host_w,
-                              backend.ranks.comm):
+        if not backend.relocate(sums[a:b], weights[a:b], centers[active[i]], data, host_w):
             left.append((a, b))
     new = centers_update(sums, weights, old)
     for a, b in left:

@@ -157,9 +157,13 @@ class Ranks:
         """Global rows *indices* of the data, float64, on every rank: each
         rank fills in the rows it owns (the others add zeros, exactly)."""
         out = np.zeros((len(indices), data.d), np.float64)
-        for j, i in enumerate(indices):
-            rank, local = self.owner(int(i))
-            if rank == self.rank:
+        mine = [(j, local) for j, (rank, local) in
+                enumerate(self.owner(int(i)) for i in indices) if rank == self.rank]
+        if hasattr(data, "rows"):   # rows held elsewhere (Dask): asked for at once
+            if mine:
+                out[[j for j, _ in mine]] = data.rows([local for _, local in mine])
+        else:
+            for j, local in mine:
                 out[j] = data.row(local)
         return self.sum(out)
 

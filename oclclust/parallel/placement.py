@@ -1,5 +1,6 @@
 """Where an estimator's data goes: the devices, the compute dtype, the shards."""
 import copy
+import sys
 import warnings
 
 import numpy as np
@@ -81,7 +82,12 @@ def bind_devices(profiles, comm):
     *profiles* (ranks sharing a CPU share its cores)."""
     if comm is None or comm.Get_size() == 1:
         return profiles
-    index, count = local_rank(comm)
+    return bind_by_index(profiles, *local_rank(comm))
+
+
+def bind_by_index(profiles, index, count):
+    """The devices of the process of local *index* among *count* on its
+    host (an MPI rank, a Dask worker): see bind_devices."""
     gpus = [p for p in profiles if p.type == "gpu"]
     if count > 1 and gpus:
         return [gpus[index % len(gpus)]]
@@ -122,3 +128,10 @@ def joined_moments(data, ranks):
     m2 = ranks.sum(n * (var + (mean - total_mean) ** 2))
     bad = ranks.sum(float(not finite))
     return total_mean, m2 / ranks.n, bool(bad == 0)
+
+
+def is_dask_array(X):
+    """Whether X is a dask array (without importing dask: a process that
+    never imported it holds none)."""
+    array = sys.modules.get("dask.array")
+    return array is not None and isinstance(X, array.Array)

@@ -6,6 +6,7 @@ rows are split; an error on any rank raises on every rank.  The passes of
 k-means, fuzzy c-means and Gaussian-mixture EM are thin backends of it (the
 ensemble's is in sharded_ensemble.py)."""
 import dataclasses
+import itertools
 
 import numpy as np
 import pyopencl as cl
@@ -19,17 +20,24 @@ from ..runtime.reduce import Stats
 from ..runtime.transfer import download
 from .comm import Ranks
 
+_KEYS = itertools.count()
+
 
 class ShardedPass:
     """A pass over every chunk of *data* (a ShardedData) and the *ranks* of
     a fit (comm.Ranks; None: one process).  ``make(chunk)`` builds a chunk's
     state (its device passes and buffers), kept here for the chunk's life:
-    a re-split of the rows makes the new chunks' state afresh."""
+    a re-split of the rows makes the new chunks' state afresh.  Over data
+    whose chunks are elsewhere (``data.remote``: parallel/dask.py's, on a
+    cluster's workers) the states live beside the chunks, under ``key``:
+    *make* and the mapped functions travel there, so they hold no client
+    object (this pass included)."""
 
     def __init__(self, data, ranks, make):
         self.data, self.make = data, make
         self.ranks = ranks if ranks is not None else Ranks.alone(data)
         self._states, self._chunks = {}, data.chunks
+        self.key = next(_KEYS)
 
     def state(self, chunk):
         if chunk not in self._states:
@@ -39,6 +47,8 @@ class ShardedPass:
     def map(self, fn, timed=False):
         """[fn(chunk, its state)] for this rank's chunks in row order, all
         devices at once (*timed*: see ShardedData.map)."""
+        if getattr(self.data, "remote", False):
+            return self.data.map_states(self.key, self.make, fn, timed)
         if self.data.chunks is not self._chunks:   # laid out anew: the old chunks' state goes
             self._states, self._chunks = {}, self.data.chunks
         return self.data.map(lambda chunk: fn(chunk, self.state(chunk)), timed)
@@ -55,6 +65,33 @@ class ShardedPass:
         total, kept = self.ranks.together(local)
         total = total.from_flat(self.ranks.sum(total.flat()))
         return (total, kept) if keep else total
+
+    def rows(self, fn):
+        """fn(chunk, state) -> one value per row of the chunk, joined in row
+        order: a host array, or over remote data an array that stays where
+        the rows are (a dask array)."""
+        if getattr(self.data, "remote", False):
+            return self.data.rows_states(self.key, self.make, fn)
+        return np.concatenate(self.map(fn))
+
+
+def chunk_farthest(chunk, dist, labels, take):
+    """A chunk's *take* rows of largest *dist* (its rows' distances to their
+    centres, *labels* their clusters): [(distance, global row, label,
+    weight, the row float64)]."""
+    dist = np.asarray(dist, np.float64)
+    w = None if chunk.weights is None else chunk.weights.get(chunk.queue)
+    far = np.argpartition(dist, -min(take, chunk.n))[-min(take, chunk.n):]
+    return [(float(dist[i]), chunk.offset + int(i), int(labels[i]),
+             1.0 if w is None else float(w[i]), chunk.row(i).astype(np.float64)) for i in far]
+
+
+def farthest_of(per_chunk, take):
+    """The *take* farthest of every chunk's chunk_farthest, by distance, then
+    row (as MPI ranks merge theirs: the first of equals); only these rows
+    leave their chunks."""
+    every = [c for cands in per_chunk for c in cands]
+    return sorted(every, key=lambda c: (-c[0], c[1]))[:take]
 
 
 @dataclasses.dataclass
@@ -133,7 +170,10 @@ class LloydShards(ShardedPass):
 
     def labels(self):
         """This rank's labels, each chunk's straight into its rows through
-        pinned memory (runtime.transfer.download)."""
+        pinned memory (runtime.transfer.download); over a Dask cluster's
+        workers, a dask array of them."""
+        if getattr(self.data, "remote", False):
+            return self.rows(lambda c, st: st.current_labels().get(c.queue))
         return self._rows(np.int32, lambda st: st.current_labels())
 
     def set_labels(self, labels):
@@ -149,6 +189,13 @@ class LloydShards(ShardedPass):
         out = np.empty(self.data.n, dtype)
         self.map(lambda c, st: download(c.queue, array(st)[:c.n], out[c.offset:c.offset + c.n]))
         return out
+
+    def farthest(self, take):
+        """The *take* rows farthest from their centres in the last updating
+        pass, of all chunks (see farthest_of)."""
+        return farthest_of(self.map(lambda chunk, st: chunk_farthest(
+            chunk, st.passes[True].min_dist.get(chunk.queue), st.current_labels().get(
+                chunk.queue), take)), take)
 
     def rebalance(self):
         """Measured weights: re-split between iterations, labels kept."""
@@ -176,25 +223,30 @@ class CMeansShards(ShardedPass):
         """(CMeansStats of all ranks' rows; with *write_u* the memberships
         of this rank's rows, host n x c, else None)."""
         stats, u = self._run(centers, update, write_u)
-        return stats, (u.get() if write_u else None)
+        return stats, (u.get() if write_u and isinstance(u, Memberships) else u)
 
     def memberships(self, centers):
         """The final pass at *centers*: (CMeansStats, Memberships of this
-        rank's rows, left on the devices until first read)."""
+        rank's rows, left on the devices until first read; over a Dask
+        cluster's workers, a dask array of them, beside their rows)."""
         return self._run(centers, False, True)
 
     def _run(self, centers, update, write_u):
-        kept = []
+        kept, remote = [], getattr(self.data, "remote", False)
+        c, m = self.c, self.m   # not self: over remote data `one` travels to the rows
 
         def one(chunk, passes):
             if (update, write_u) not in passes:
-                passes[update, write_u] = CMeansPass(chunk, self.c, self.m, update, write_u)
+                passes[update, write_u] = CMeansPass(chunk, c, m, update, write_u)
             p = passes[update, write_u]
             stats = CMeansStats(*p.run(centers))
-            if write_u:   # not the chunk: its rows need not stay on the device
+            if write_u and not remote:   # not the chunk: its rows need not stay on the device
                 kept.append((chunk.offset, chunk.n, chunk.profile, chunk.queue, p.u))
             return stats
         stats = self.reduce(one, timed=update)
+        if write_u and remote:   # the memberships stay beside their rows (a dask array)
+            return stats, self.rows(lambda chunk, passes: passes[update, True].u
+                                    .get(chunk.queue).reshape(chunk.n, c))
         return stats, (Memberships(self.data.n, self.c, self.data.dtype, kept) if write_u
                        else None)
 
@@ -252,6 +304,17 @@ class GmmShards(ShardedPass):
         labels, a device int32 array} (k-means' labels, kept on the device)."""
         self.map(lambda chunk, gp: gp.onehot(gp.k, labels=labels[chunk]))
 
+    def resp_from_label_rows(self, labels):
+        """One-hot responsibilities on the device from host *labels* (this
+        rank's rows'; over a Dask cluster's workers each chunk takes its own
+        from them there)."""
+        labels = np.asarray(labels, np.int32)
+
+        def one(chunk, gp):
+            mine = np.ascontiguousarray(labels[chunk.offset:chunk.offset + chunk.n])
+            gp.onehot(gp.k, labels=cla.to_device(chunk.queue, mine))
+        self.map(one)
+
     def resp_from_rows(self, rows):
         """One-hot responsibilities on the device: component j is the one
         row rows[j] (this rank's row numbers; others' lie outside 0..n-1)."""
@@ -262,7 +325,13 @@ class GmmShards(ShardedPass):
         """Responsibilities drawn on the host: draw(b) -> the next b x k rows
         of this rank's, in row order, asked for *block* rows at most at a
         time (never n x k at once).  The chunks are filled one after the
-        other on this thread, so the draws come in row order."""
+        other on this thread, so the draws come in row order.  Over a Dask
+        cluster's workers the draws (in the same order) travel to them."""
+        if getattr(self.data, "remote", False):
+            resp = draw(self.data.n)
+            self.map(lambda chunk, gp: gp.set_resp(resp[chunk.offset:chunk.offset + chunk.n],
+                                                   0))
+            return
         self.map(lambda chunk, gp: None)   # each chunk's state, for the present layout
         for chunk in self.data.chunks:
             gp = self.state(chunk)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..passes import ensemble_update
 from ..runtime.reduce import Stats
-from .sharded import ShardedPass, Sums
+from .sharded import ShardedPass, Sums, chunk_farthest, farthest_of
 
 
 @dataclasses.dataclass
@@ -42,8 +42,8 @@ class ModelInertia(Sums):
 class _EnsembleChunk:
     """A chunk's statistics pass and, once asked for, its resident centres."""
 
-    def __init__(self, stats_pass):
-        self.stats_pass, self.update = stats_pass, None
+    def __init__(self, stats_pass, choice=None):
+        self.stats_pass, self.update, self.choice = stats_pass, None, choice
 
     def resident(self):
         if self.update is None:
@@ -58,13 +58,22 @@ class EnsembleShards(ShardedPass):
 
     def __init__(self, data, fixed, make, ranks=None, device_update=True):
         self.fixed, self.choices = fixed, {}
+        choices = self.choices   # not self: over remote data `state` travels to the rows
 
         def state(chunk):
             choice, stats_pass = make(chunk)
-            self.choices[str(chunk.profile)] = choice
-            return _EnsembleChunk(stats_pass)
+            choices[str(chunk.profile)] = choice
+            return _EnsembleChunk(stats_pass, choice)
         super().__init__(data, ranks, state)
-        self.device_update = device_update and ensemble_update.usable(data, self.ranks.comm)
+        # remote rows (Dask) keep their centres on the client between passes
+        self.device_update = (device_update and not getattr(data, "remote", False) and
+                              ensemble_update.usable(data, self.ranks.comm))
+
+    def chosen(self):
+        """{device: (strategy, KD-tree mapping)} of the chunks' passes."""
+        if getattr(self.data, "remote", False):
+            return dict(self.map(lambda chunk, st: (str(chunk.profile), st.choice)))
+        return self.choices
 
     def stats_pass(self, chunk):
         return self.state(chunk).stats_pass
@@ -102,8 +111,9 @@ class EnsembleShards(ShardedPass):
 
     def stats_packed(self, centers_list):
         """(sums C x d, weights C) float64 of all centroids, models packed."""
+        fixed = self.fixed
         return self.reduce(lambda chunk, st: FixedSums(*st.stats_pass.stats(centers_list),
-                                                       self.fixed))
+                                                       fixed))
 
     def stats(self, centers_list):
         """[(sums K x d, weights K) float64] of each model of *centers_list*."""
@@ -112,7 +122,15 @@ class EnsembleShards(ShardedPass):
         return [(sums[a:b], weights[a:b]) for a, b in zip(off[:-1], off[1:])]
 
     def assign(self, centers_list, labels=True, min_dist=False):
-        """(inertia per model, labels M x n, distances M x n) of this rank's rows."""
+        """(inertia per model, labels M x n, distances M x n) of this rank's rows
+        (over remote data: labels a dask array that stays there, no distances)."""
+        if getattr(self.data, "remote", False):
+            inertia = self.reduce(lambda chunk, st: ModelInertia(
+                st.stats_pass.assign(centers_list, False, False)[0]))
+            lab = self.rows(lambda chunk, st: st.stats_pass.assign(
+                centers_list, True, False)[1].T).T if labels else None
+            return inertia.values, lab, None
+
         def one(chunk, st):
             inertia, lab, dist = st.stats_pass.assign(centers_list, labels, min_dist)
             return ModelInertia(inertia), (lab, dist)
@@ -120,3 +138,11 @@ class EnsembleShards(ShardedPass):
         lab = np.concatenate([k[0] for k in kept], axis=1) if labels else None
         dist = np.concatenate([k[1] for k in kept], axis=1) if min_dist else None
         return inertia.values, lab, dist
+
+    def farthest(self, centers, take):
+        """The *take* rows of all chunks farthest from their nearest of
+        *centers* (sharded.farthest_of)."""
+        def mine(chunk, st):
+            _, lab, dist = st.stats_pass.assign([centers], True, True)
+            return chunk_farthest(chunk, dist[0], lab[0], take)
+        return farthest_of(self.map(mine), take)

@@ -1,0 +1,230 @@
+"""Fits on a Dask cluster's workers (parallel/dask.py): a LocalCluster of 2
+worker processes, started once for the module.
+
+A dask fit sums its chunks' statistics in chunk order, the chunks being the
+blocks of rows; a numpy fit whose rows stream through one device in chunks
+of the block size (DeviceManager's memory_budget) sums the same chunks in
+the same order, so the two models are equal bit for bit.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import oclclust as oc
+
+dask = pytest.importorskip("dask")   # the [dask] extra: tools/setup.sh installs it
+import dask.array as da  # noqa: E402
+from distributed import Client, LocalCluster, get_task_stream  # noqa: E402
+
+import oclclust.parallel.dask  # noqa: E402
+from oclclust.parallel.dask import WorkerLostError  # noqa: E402
+
+N, D, K, BLOCK = 2400, 4, 5, 600   # 4 blocks: 2 on each worker
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        yield c
+
+
+def blobs(dtype=np.float64, seed=0):
+    """A dask array made on the workers (the client never has its rows)."""
+    centres = np.random.RandomState(seed).uniform(-20, 20, size=(K, D))
+    rows = da.random.RandomState(seed).normal(size=(N, D), chunks=(BLOCK, D))
+    labels = da.arange(N, chunks=BLOCK) % K
+    return (rows + da.from_array(centres)[labels]).astype(dtype)
+
+
+def streamed(devices, n, d, dtype, rows=BLOCK):
+    """A DeviceManager streaming n x d rows through one device in chunks of
+    *rows* rows (the dask blocks' boundaries): see manager.Shard."""
+    item = np.dtype(dtype).itemsize
+    return oc.DeviceManager(devices[:1], memory_budget=n * (4 + 3 * item) + 2 * d * item * rows)
+
+
+def fitted_on_workers(client, make, X, monkeypatch, **fit):
+    """make().fit(X) on the workers; checks the statistics tasks ran on both
+    workers and that nothing the client gathered came near a block of rows."""
+    gathered = []
+    real = client.gather
+
+    def gather(futures, *args, **kwargs):
+        out = real(futures, *args, **kwargs)
+        gathered.append(dask.sizeof.sizeof(out))
+        return out
+    monkeypatch.setattr(client, "gather", gather)
+    with get_task_stream(client) as stream:
+        est = make().fit(X, **fit)
+    monkeypatch.undo()
+    ran = {t["worker"] for t in stream.data if str(t["key"]).startswith("_on_block")}
+    assert ran == set(client.scheduler_info()["workers"]), ran
+    row_bytes = X.shape[1] * X.dtype.itemsize
+    assert max(gathered) < BLOCK * row_bytes / 2, gathered   # not even half a block
+    assert not any(held(client).values())   # the fit freed its blocks
+    return est
+
+
+def held(client):
+    """{worker: blocks of fits its registry holds}."""
+    od = oc.parallel.dask
+    return client.run(lambda: len(od._BLOCKS))
+
+
+def test_without_a_client_the_rows_are_computed_here(devices):
+    """First: before the module's cluster (and its default Client) starts."""
+    assert oc.parallel.dask.active_client() is None
+    X = blobs()
+    km = oc.KMeans(K, random_state=0, devices=devices).fit(X)
+    ref = oc.KMeans(K, random_state=0, devices=devices).fit(X.compute())
+    assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
+    assert isinstance(km.labels_, np.ndarray)
+
+
+def test_workers_of_a_host_take_one_gpu_each(client, profile):
+    """As MPI's local ranks: the workers of a host, by address, one GPU each."""
+    local = oc.parallel.dask.local_indices(client)
+    assert sorted(local.values()) == [(0, 2), (1, 2)]
+    gpus = [profile.replace(type="gpu", device_index=i) for i in range(2)]
+    bind = oc.parallel.placement.bind_by_index
+    assert [bind(gpus + [profile], *local[w]) for w in sorted(local)] == [gpus[:1], gpus[1:]]
+    assert bind([profile], 0, 2) == [profile]   # CPU workers share the CPU
+
+
+def test_import_oclclust_does_not_import_dask():
+    code = ("import sys, oclclust; import oclclust.cluster.kmeans; "
+            "sys.exit(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.parametrize("init,dtype", [("k-means++", np.float64), ("random", np.float32)])
+def test_kmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices, init, dtype,
+                                                        monkeypatch):
+    X = blobs(dtype)
+    host = X.compute()
+    kw = dict(n_clusters=K, init=init, n_init=1, random_state=3, tol=0, max_iter=30)
+    km = fitted_on_workers(client, lambda: oc.KMeans(devices=devices, **kw), X, monkeypatch)
+    ref = oc.KMeans(devices=streamed(devices, N, D, dtype), **kw).fit(host)
+    assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
+    assert km.inertia_ == ref.inertia_ and km.n_iter_ == ref.n_iter_
+    assert isinstance(km.labels_, da.Array)
+    assert np.array_equal(km.labels_.compute(), ref.labels_)
+    one = oc.KMeans(devices=devices, **kw).fit(host)   # rows in one chunk: the last bits
+    assert np.allclose(km.cluster_centers_, one.cluster_centers_, rtol=1e-12 if
+                       dtype == np.float64 else 1e-6, atol=0)
+    assert len(km.devices_) == 2 and sum(km.devices_.values()) == N   # each worker's device
+
+
+def test_kmeans_relocates_empty_clusters_as_the_numpy_fit(client, devices):
+    X = blobs()
+    init = np.vstack([X[:K - 1].compute(), np.full((1, D), 1e4)])   # one centre far off
+    kw = dict(n_clusters=K, init=init, n_init=1, tol=0, max_iter=20)
+    km = oc.KMeans(devices=devices, **kw).fit(X)
+    ref = oc.KMeans(devices=streamed(devices, N, D, np.float64), **kw).fit(X.compute())
+    assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
+    assert km.inertia_ == ref.inertia_
+
+
+@pytest.mark.parametrize("make", [
+    lambda devices: oc.KMeans(K, init="random", n_init=3, random_state=4, tol=0, max_iter=20,
+                              devices=devices),
+    lambda devices: oc.EnsembleKMeans([3, K], n_models=2, random_state=4, max_iter=20,
+                                      devices=devices)], ids=["restarts", "ensemble"])
+def test_ensembles_equal_the_numpy_fit_of_the_same_chunks(client, devices, make):
+    X = blobs()
+    est = make(devices).fit(X)
+    ref = make(streamed(devices, N, D, np.float64)).fit(X.compute())
+    assert np.array_equal(est.cluster_centers_, ref.cluster_centers_)
+    assert est.inertia_ == ref.inertia_
+    assert np.array_equal(est.n_iter_, ref.n_iter_)
+    assert isinstance(est.labels_, da.Array)
+    assert np.array_equal(est.labels_.compute(), ref.labels_)
+    pred = est.predict(X)
+    assert isinstance(pred, da.Array) and np.array_equal(pred.compute(), ref.labels_)
+
+
+def test_a_fit_that_fails_frees_its_blocks(client, devices):
+    X = da.where(da.arange(N, chunks=BLOCK)[:, None] == N - 1, np.nan, blobs())
+    with pytest.raises(ValueError, match="NaN"):
+        oc.KMeans(K, devices=devices).fit(X)
+    assert not any(held(client).values())
+
+
+def test_predict_and_fit_predict_stay_on_the_workers(client, devices):
+    X = blobs()
+    km = oc.KMeans(K, random_state=0, devices=devices)
+    labels = km.fit_predict(X)
+    assert isinstance(labels, da.Array)
+    pred = km.predict(X)
+    assert isinstance(pred, da.Array) and pred.dtype == np.int32
+    assert np.array_equal(pred.compute(), km.predict(X.compute()))
+    assert np.array_equal(labels.compute(), pred.compute())
+    dist = km.transform(X)
+    assert np.array_equal(dist.compute(), km.transform(X.compute()))
+    w = da.random.RandomState(1).uniform(size=N, chunks=BLOCK)
+    assert np.isclose(km.score(X, sample_weight=w),
+                      km.score(X.compute(), sample_weight=w.compute()), rtol=1e-12, atol=0)
+
+
+def test_fuzzy_cmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices):
+    X = blobs()
+    kw = dict(n_clusters=K, random_state=1, max_iter=15, tol=0)
+    cm = oc.FuzzyCMeans(devices=devices, **kw).fit(X)
+    ref = oc.FuzzyCMeans(devices=streamed(devices, N, D, np.float64), **kw).fit(X.compute())
+    assert np.array_equal(cm.cluster_centers_, ref.cluster_centers_)
+    assert cm.objective_ == ref.objective_
+    assert isinstance(cm.u_, da.Array) and np.array_equal(cm.u_.compute(), ref.u_)
+    assert np.array_equal(cm.labels_.compute(), ref.labels_)
+    assert np.array_equal(cm.predict_proba(X).compute(), ref.predict_proba(X.compute()))
+    assert np.isclose(cm.score(X), ref.score(X.compute()), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("init_params", ["k-means++", "kmeans", "random", "random_from_data"])
+def test_gaussian_mixture_equals_the_numpy_fit_of_the_same_chunks(client, devices,
+                                                                  init_params):
+    X = blobs()
+    kw = dict(n_components=K, random_state=2, max_iter=10, init_params=init_params)
+    gm = oc.GaussianMixture(devices=devices, **kw).fit(X)
+    ref = oc.GaussianMixture(devices=streamed(devices, N, D, np.float64), **kw).fit(
+        X.compute())
+    for name in ("weights_", "means_", "covariances_"):
+        assert np.array_equal(getattr(gm, name), getattr(ref, name)), name
+    assert gm.lower_bound_ == ref.lower_bound_
+    pred = gm.predict(X)
+    assert isinstance(pred, da.Array)
+    assert np.array_equal(pred.compute(), ref.predict(X.compute()))
+    assert np.isclose(gm.score(X), ref.score(X.compute()), rtol=1e-12, atol=0)
+
+
+def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices):
+    """Last: it kills one of the module's workers (its nanny starts another)."""
+    X = da.random.RandomState(5).uniform(size=(40000, 2), chunks=(10000, 2))
+    outcome = {}
+
+    def fit():
+        try:
+            oc.KMeans(64, init="random", n_init=1, random_state=0, tol=0, max_iter=100000,
+                      devices=devices).fit(X)
+            outcome["fitted"] = True
+        except Exception as exc:   # noqa: BLE001 -- what the test inspects
+            outcome["error"], outcome["at"] = exc, time.monotonic()
+    thread = threading.Thread(target=fit)
+    thread.start()
+    while thread.is_alive() and not all(held(client).values()):
+        time.sleep(0.1)   # until both workers hold blocks: the fit iterates
+    pids = client.run(os.getpid)
+    victim = sorted(pids)[0]
+    os.kill(pids[victim], signal.SIGKILL)
+    killed = time.monotonic()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the fit hangs after its worker died"
+    assert isinstance(outcome.get("error"), WorkerLostError), outcome
+    assert victim in str(outcome["error"])
+    assert outcome["at"] - killed < 10
