@@ -47,7 +47,7 @@ def streamed(devices, n, d, dtype, rows=BLOCK):
     """A DeviceManager streaming n x d rows through one device in chunks of
     *rows* rows (the dask blocks' boundaries): see manager.Shard."""
     item = np.dtype(dtype).itemsize
-    return oc.DeviceManager(devices[:1], memory_budget=n * (4 + 3 * item) + 2 * d * item * rows)
+    return oc.DeviceManager(devices[:1], memory_budget=2 * d * item * rows)   # rows only
 
 
 def fitted_on_workers(client, make, X, monkeypatch, **fit):
