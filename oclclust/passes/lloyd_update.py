@@ -94,7 +94,12 @@ class ResidentCenters:
         self.moved = cla.empty(q, k * d, np.float64)
         self.results = [cla.empty(q, 5, np.float64) for _ in range(2)]
         self.host_results = [pinned_empty(q, 5, np.float64) for _ in range(2)]
+        # what a pass enqueued ahead overwrites of the one before it, saved:
+        # a flagged iteration's host update reads them (no pass again)
         self.saved_labels = cla.empty(q, part.n, np.int32)
+        self.saved_dist = cla.empty(q, part.n, part.dtype)
+        self.saved_sums = cla.empty(q, k * d, np.float64)
+        self.saved_weights = cla.empty(q, k, np.float64)
         self.reader = cl.CommandQueue(q.context, q.device)   # the read holds no pass back
         self.active = False
         self.current = 0
@@ -133,8 +138,11 @@ class ResidentCenters:
         """The pass and update of the iteration after the last enqueued."""
         lp, q = self.lloyd, self.lloyd.part.queue
         part, k, d = lp.part, lp.k, lp.part.d
-        if self.pending:     # the labels of the pass before, should this one be dropped
-            cl.enqueue_copy(q, self.saved_labels.data, labels.data)
+        if self.pending:     # the outputs of the pass before, should this one be dropped
+            for saved, now in ((self.saved_labels, labels), (self.saved_dist, lp.min_dist),
+                               (self.saved_sums, self.sums),
+                               (self.saved_weights, self.weights)):
+                cl.enqueue_copy(q, saved.data, now.data)
         source = self.pending[-1][0] if self.pending else self.current
         target = min({0, 1, 2} - {self.current, *(p[0] for p in self.pending)})
         slot = (self.pending[-1][1] + 1) % 2 if self.pending else 0
@@ -175,12 +183,14 @@ class ResidentCenters:
         return self.last, float(got[SHIFT]), flagged
 
     def drop(self):
-        """Forget the iterations enqueued ahead; the labels of the last one
-        read are put back."""
+        """Forget the iterations enqueued ahead; the labels and distances of
+        the last one read are put back."""
         if not self.pending:
             return
         q = self.lloyd.part.queue
-        cl.enqueue_copy(q, self.labels.data, self.saved_labels.data)
+        for now, saved in ((self.labels, self.saved_labels),
+                           (self.lloyd.min_dist, self.saved_dist)):
+            cl.enqueue_copy(q, now.data, saved.data)
         q.finish()
         self.reader.finish()
         self.pending = []
@@ -200,16 +210,14 @@ class ResidentCenters:
     def stats(self):
         """The last read pass's LloydStats with its sums and weights (as
         LloydPass.run returns them), its distances and labels in the pass's
-        buffers.  When a dropped pass overwrote them, the pass runs again
-        on the host's path over the same centres (the same inputs, bit for
-        bit: lloyd.center_norms), its count of changed labels the first's."""
+        buffers.  When a dropped pass overwrote them, the copies saved
+        before it was enqueued (drop() put the labels and distances back):
+        a flagged iteration costs its reads, not a pass again."""
         lp, q = self.lloyd, self.lloyd.part.queue
-        if self.clobbered:
-            centers = self.buffers[self.current].get(q).reshape(lp.k, -1)
-            again = lp.run(centers, self.labels)
-            return dataclasses.replace(again, n_changed=self.last.n_changed)
-        return dataclasses.replace(self.last, sums=self.sums.get(q).reshape(lp.k, -1),
-                                   weights=self.weights.get(q))
+        sums, weights = ((self.saved_sums, self.saved_weights) if self.clobbered else
+                         (self.sums, self.weights))
+        return dataclasses.replace(self.last, sums=sums.get(q).reshape(lp.k, -1),
+                                   weights=weights.get(q))
 
     def hand_back(self):
         """The current centres (k x d float64); none resident after."""
