@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import add_devices_argument, blobs, import_oclclust, table
+from _common import add_devices_argument, import_oclclust, large_blobs, table
 
 GIB = 1 << 30
 
@@ -58,21 +58,6 @@ QUICK = {
 }
 DEFAULT = ["small-1k", "small-10k", "small-100k", "kmeans-1m", "cmeans-1m", "gmm-diag-1m",
            "kmeans-10m", "stream-20m", "flash-16m"]   # out of core: ask with --only
-
-
-def rows_of(n, d, k):
-    """Blobs (../shared/bench's recipe); past 20M rows the noise repeats
-    every 4M rows (making 50 GB of normal draws would take minutes)."""
-    if n <= 20_000_000:
-        return blobs(n, d, k)
-    rng = np.random.default_rng(0)
-    centres = rng.uniform(-10, 10, (k, d)).astype(np.float32)
-    noise = rng.standard_normal((1 << 22, d), dtype=np.float32)
-    X = np.empty((n, d), np.float32)
-    for s in range(0, n, 1 << 22):
-        e = min(n, s + (1 << 22))
-        np.add(centres[rng.integers(0, k, e - s)], noise[:e - s], out=X[s:e])
-    return X
 
 
 def initial_centres(X, k):
@@ -181,7 +166,7 @@ def run(args):
     for name in names:
         spec = shapes[name]
         est_name, n, d, k, iters, budget = spec
-        X = rows_of(n, d, k)
+        X = large_blobs(n, d, k)
         C0 = initial_centres(X, k)
         shape = f"{n}x{d}x{k}" + (f" budget {budget / GIB:.1f} GiB" if budget else "")
         figures = {}

@@ -28,22 +28,9 @@ import time
 
 import numpy as np
 
-from _common import blobs, import_oclclust, table
+from _common import import_oclclust, large_blobs, table
 
 GIB = 1 << 30
-
-
-def rows_of(n, d, k):
-    if n <= 20_000_000:
-        return blobs(n, d, k)
-    rng = np.random.default_rng(0)
-    centres = rng.uniform(-10, 10, (k, d)).astype(np.float32)
-    noise = rng.standard_normal((1 << 22, d), dtype=np.float32)
-    X = np.empty((n, d), np.float32)
-    for s in range(0, n, 1 << 22):
-        e = min(n, s + (1 << 22))
-        np.add(centres[rng.integers(0, k, e - s)], noise[:e - s], out=X[s:e])
-    return X
 
 
 SMOKE = []   # --smoke PLATFORM: sub-devices of a CPU stand in for the GPUs (a check here)
@@ -93,7 +80,7 @@ def mpi_body(args):
     from mpi4py import MPI
     oc = import_oclclust()
     comm = MPI.COMM_WORLD
-    X = rows_of(args.n, 128, 1024)
+    X = large_blobs(args.n, 128, 1024)
     C0 = X[np.random.default_rng(1).choice(len(X), 1024, replace=False)].copy()
     from oclclust.parallel.shares import split_rows
     counts = split_rows(len(X), np.ones(comm.Get_size()))
@@ -114,7 +101,7 @@ def run(args):
     only = set(args.only.split(","))
     rows, count = [], args.gpus
     if only & {"kmeans", "mpi"}:
-        X = rows_of(args.n, 128, 1024)
+        X = large_blobs(args.n, 128, 1024)
         C0 = X[np.random.default_rng(1).choice(len(X), 1024, replace=False)].copy()
         joint = compare(oc, "KMeans 10M x 128 x 1024", kmeans_maker(1024, args.iters, C0), X,
                         count, rows) if "kmeans" in only else None
@@ -137,7 +124,7 @@ def run(args):
                 print(json.dumps(rows[-1]), flush=True)
         del X
     if only & {"gmm", "cmeans"}:
-        X = rows_of(args.n, 24, 100)
+        X = large_blobs(args.n, 24, 100)
         V0 = X[np.random.default_rng(2).choice(len(X), 100, replace=False)].copy()
         if "gmm" in only:
             compare(oc, "GaussianMixture full 10M x 24 x 100", lambda devs: oc.GaussianMixture(
@@ -149,7 +136,7 @@ def run(args):
                 100, init=V0, max_iter=6, tol=0, devices=devs), X, count, rows)
         del X
     if "stream" in only:
-        X = rows_of(args.stream_rows, 128, 1024)
+        X = large_blobs(args.stream_rows, 128, 1024)
         C0 = X[np.random.default_rng(1).choice(len(X), 1024, replace=False)].copy()
         many = gpus(oc, count)
         resident = fit(oc, kmeans_maker(1024, 3, C0), X[:20_000_000], many)[1]

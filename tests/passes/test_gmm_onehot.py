@@ -7,18 +7,7 @@ import pytest
 
 from oclclust.passes import gmm as gmm_pass
 from oclclust.runtime.partition import DevicePartition
-
-
-def host_onehot(n, k, labels=None, rows=None):
-    """The n x k matrix cluster/gmm.py built on the host before."""
-    out = np.zeros((n, k))
-    if labels is not None:
-        mine = (labels >= 0) & (labels < k)
-        out[np.flatnonzero(mine), labels[mine]] = 1
-    else:
-        sel = (rows >= 0) & (rows < n)
-        out[rows[sel], np.flatnonzero(sel)] = 1
-    return out
+from oclgrind_ex_gmm import onehot_reference as host_onehot   # the harness's, on sys.path
 
 
 def device_resp(gp, k):
