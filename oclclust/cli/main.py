@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import warnings
 
 PROG = "oclclust"
 
@@ -240,6 +241,8 @@ def _delegate(module, argv):
 def main(argv=None):
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    # a compiler's remarks on a kernel that built are noise on a command line
+    warnings.filterwarnings("ignore", message="Non-empty compiler output encountered")
     try:
         if argv and argv[0] in DELEGATED:
             return _delegate(argv[0], argv[1:])

@@ -22,6 +22,7 @@ from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.comm import Ranks
 from ..parallel.placement import is_dask_array
 from ..parallel.sharded_ensemble import EnsembleShards
+from ..runtime.codegen import quiet_build
 
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
     """(strategy, KD-tree mapping or None) for a device and problem shape."""
@@ -54,7 +55,8 @@ def ensemble_passes(data, fixed, ks, strategy="auto", kdtree=None, ranks=None,
 def fixed_point(data, host_w, mean, ranks=None):
     """The FixedPoint of a fit: origin at the data mean, scales from bounds
     (summed over *ranks*, so every rank has the same ones)."""
-    ext = data.map(lambda c: (float(cla.min(c.x).get()), float(cla.max(c.x).get())))
+    with quiet_build():   # pyopencl's own min/max kernels build on first use
+        ext = data.map(lambda c: (float(cla.min(c.x).get()), float(cla.max(c.x).get())))
     lo, hi = min(e[0] for e in ext), max(e[1] for e in ext)
     spread = max(hi - float(np.min(mean)), float(np.max(mean)) - lo, 0.0)
     # rows whose squared distances overflow the compute dtype have no fixed
