@@ -29,8 +29,10 @@ class UpdateSpec(Spec):
 
 
 def usable(data, comm):
-    """Whether the fit's centres can stay on its one device between passes."""
-    return (len(data.chunks) == 1 and (comm is None or comm.Get_size() == 1) and data.chunks[0].acc_double
+    """Whether the fit's centres can stay on its one device between passes
+    (not for rows on Dask workers: their one block is on another process)."""
+    return (not getattr(data, "remote", False) and len(data.chunks) == 1
+            and (comm is None or comm.Get_size() == 1) and data.chunks[0].acc_double
             and not any(shard.streamed for shard in data.shards))
 
 

@@ -133,6 +133,20 @@ def test_kmeans_relocates_empty_clusters_as_the_numpy_fit(client, devices):
 
 
 @pytest.mark.parametrize("make", [
+    lambda devices: oc.KMeans(K, n_init=1, random_state=3, tol=0, max_iter=20, devices=devices),
+    lambda devices: oc.EnsembleKMeans([3, K], n_models=2, random_state=4, max_iter=20,
+                                      devices=devices)], ids=["kmeans", "ensemble"])
+def test_one_block_fits_on_its_worker(client, devices, make):
+    # one block is one chunk, as one local device's rows are, but on another
+    # process: the fit's centres cannot stay on the client's device
+    X = blobs().rechunk((N, D))
+    est = make(devices).fit(X)
+    ref = make(devices).fit(X.compute())
+    assert np.allclose(est.cluster_centers_, ref.cluster_centers_, rtol=1e-12, atol=0)
+    assert np.array_equal(est.labels_.compute(), ref.labels_)
+
+
+@pytest.mark.parametrize("make", [
     lambda devices: oc.KMeans(K, init="random", n_init=3, random_state=4, tol=0, max_iter=20,
                               devices=devices),
     lambda devices: oc.EnsembleKMeans([3, K], n_models=2, random_state=4, max_iter=20,
