@@ -154,3 +154,16 @@ def mpiexec():
     if found is None:
         pytest.fail("no mpiexec: bash tools/setup.sh --test installs mpich (the [mpi] extra)")
     return found
+
+
+MPI_SCRIPT = Path(__file__).resolve().parent / "harness" / "mpi_script.py"
+
+
+def mpirun(ranks, *args, platform, cwd, timeout=120, module=False):
+    """``mpiexec -n ranks`` of tests/harness/mpi_script.py (or ``-m oclclust``
+    with *module*) on *platform*; a hang fails through the timeout."""
+    env = dict(os.environ, OCLCLUST_TEST_PLATFORM=platform)
+    env.pop("OCLCLUST_DEVICES", None)
+    target = ["-m", "oclclust"] if module else [str(MPI_SCRIPT)]
+    return subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, *target, *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -112,7 +112,15 @@ class KCluster(BaseEstimator):
         def attempt():
             self._check_n_samples(ranks.n, data.d)
             return self._fit(data, host_w, rng, ranks)
-        return surviving(data, attempt, rng)
+        try:
+            fitted = surviving(data, attempt, rng)
+        except BaseException as exc:   # an interrupt too: no rank may be left waiting
+            raised = ranks.left(exc)
+            if raised is exc:
+                raise
+            raise raised from exc
+        ranks.close()
+        return fitted
 
     def _check_n_samples(self, n, d):
         k = int(np.max(self.n_clusters))   # EnsembleKMeans: the largest of its K

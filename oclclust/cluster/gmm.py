@@ -111,7 +111,7 @@ class GaussianMixture(DensityMixin, KCluster):
         # a pass that raises on one rank raises on all (self._ranks.together)
         self._ranks, n = ranks, ranks.n
         *_, finite = data.moments()
-        mpi.check_together(self.comm, None if finite else
+        mpi.check_together(ranks.comm, None if finite else
                            ValueError("Input X contains NaN or infinity."))
         full, d = self._full, data.d
         given = self._checked_inits(d)

@@ -6,6 +6,7 @@ communicator's own methods are all it calls, so nothing here imports mpi4py
 (and with ``comm=None`` every function is the identity on one rank).
 """
 import builtins
+import pickle
 
 import numpy as np
 
@@ -92,6 +93,69 @@ def check_together(comm, error=None):
     raise kind(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}")
 
 
+_FAILED = 17   # the tag of a failure notice on a fit's side communicator
+
+
+class FitComm:
+    """A fit's own communicator (a duplicate of the caller's, so a collective
+    a failed fit left half done never meets the next fit's), whose
+    collectives wait by polling and give up when another rank reports that
+    it left the fit (fail): a rank that raised, or was interrupted, outside
+    a collective check would otherwise leave the others waiting forever.
+    Notices travel on a second duplicate, never mixed with the fit's data."""
+
+    def __init__(self, comm):
+        self._comm, self._side = comm.Dup(), comm.Dup()
+        self._sent = []
+
+    def Get_size(self):
+        return self._comm.Get_size()
+
+    def Get_rank(self):
+        return self._comm.Get_rank()
+
+    def _wait(self, request):
+        from mpi4py import MPI
+        while not request.Test():
+            if self._side.Iprobe(source=MPI.ANY_SOURCE, tag=_FAILED):
+                rank, message, kind = self._side.recv(source=MPI.ANY_SOURCE, tag=_FAILED)
+                raise rank_error_type(kind)(self.failure(rank, message))
+
+    def failure(self, rank, message):
+        return f"fit failed on rank {rank} of {self.Get_size()}: {message}"
+
+    def Allgather(self, sendbuf, recvbuf):
+        self._wait(self._comm.Iallgather(sendbuf, recvbuf))
+
+    def allgather(self, value):
+        """Every rank's picklable *value*, in rank order."""
+        mine = np.frombuffer(pickle.dumps(value), np.uint8)
+        sizes = np.empty(self.Get_size(), np.int64)
+        self.Allgather(np.array([mine.size], np.int64), sizes)
+        joined = np.empty(int(sizes.sum()), np.uint8)
+        self._wait(self._comm.Iallgatherv(mine, [joined, sizes]))
+        ends = np.cumsum(sizes)
+        return [pickle.loads(joined[e - n:e].tobytes()) for n, e in zip(sizes, ends)]
+
+    def fail(self, exc):
+        """Tells every other rank that this one leaves the fit with *exc*
+        (they raise a RankError at their next collective, or at once), and
+        returns the RankError this rank raises with them (a KeyboardInterrupt
+        stays one)."""
+        kind = builtin_base(exc) if isinstance(exc, Exception) else "RuntimeError"
+        note = (self.Get_rank(), f"{type(exc).__name__}: {exc}", kind)
+        if not self._sent:   # once: an error is re-raised through several frames
+            self._sent = [self._side.isend(note, dest=r, tag=_FAILED)
+                          for r in range(self.Get_size()) if r != self.Get_rank()]
+        if not isinstance(exc, Exception):
+            return exc
+        return rank_error_type(kind)(self.failure(*note[:2]))
+
+    def free(self):
+        self._comm.Free()
+        self._side.Free()
+
+
 class Ranks:
     """This rank's place in a fit: the communicator (None: a fit of one
     process), every rank's row count, the global row count ``n`` and this
@@ -100,24 +164,46 @@ class Ranks:
     has another n_features or dtype makes every rank raise RankError."""
 
     def __init__(self, comm, n_local, d, dtype, error=None):
-        self.comm = comm if comm is not None and comm.Get_size() > 1 else None
+        self.comm = FitComm(comm) if comm is not None and comm.Get_size() > 1 else None
         if self.comm is None:
             if error is not None:
                 raise error
             self.counts = np.array([n_local], dtype=np.int64)
             self.rank = 0
         else:
-            check_together(self.comm, error)
-            shapes = self.comm.allgather((int(n_local), int(d), np.dtype(dtype).name))
-            for what, i in (("n_features", 1), ("dtype", 2)):
-                if len({s[i] for s in shapes}) > 1:
-                    raise rank_error_type("ValueError")(
-                        f"the ranks' shards disagree on {what}: " + ", ".join(
-                        f"rank {r}: {s[i]}" for r, s in enumerate(shapes)))
-            self.counts = np.array([s[0] for s in shapes], dtype=np.int64)
-            self.rank = self.comm.Get_rank()
+            try:
+                self._agree(error, (int(n_local), int(d), np.dtype(dtype).name))
+            except RankError:   # every rank raises here: the fit's communicator goes
+                self.close()
+                raise
         self.n = int(self.counts.sum())
         self.offset = int(self.counts[:self.rank].sum())
+
+    def _agree(self, error, shape):
+        check_together(self.comm, error)
+        shapes = self.comm.allgather(shape)
+        for what, i in (("n_features", 1), ("dtype", 2)):
+            if len({s[i] for s in shapes}) > 1:
+                raise rank_error_type("ValueError")(
+                    f"the ranks' shards disagree on {what}: " + ", ".join(
+                    f"rank {r}: {s[i]}" for r, s in enumerate(shapes)))
+        self.counts = np.array([s[0] for s in shapes], dtype=np.int64)
+        self.rank = self.comm.Get_rank()
+
+    def left(self, exc):
+        """This rank leaves the fit with *exc*: the other ranks are told
+        (unless it is a RankError, which every rank raises already), and the
+        error to raise is returned: a RankError naming this rank, of exc's
+        built-in type, the one the others raise."""
+        if self.comm is None or isinstance(exc, RankError):
+            return exc
+        return self.comm.fail(exc)
+
+    def close(self):
+        """The end of a fit every rank completed."""
+        if self.comm is not None:
+            self.comm.free()
+            self.comm = None
 
     @classmethod
     def alone(cls, data):
@@ -133,16 +219,18 @@ class Ranks:
         return sum_across(self.comm, *arrays)
 
     def together(self, fn):
-        """fn() on this rank; an exception on any rank raises on all of them
-        (a RankError naming each), so none is left waiting."""
+        """fn() on this rank; an exception raised by it here raises on every
+        rank (a RankError naming this one), so none is left waiting: the
+        others learn it in the collective they are in, whichever it is."""
         if self.comm is None:
             return fn()
         try:
-            result, error = fn(), None
-        except Exception as exc:   # noqa: BLE001 -- every error must reach the other ranks
-            result, error = None, exc
-        check_together(self.comm, error)
-        return result
+            return fn()
+        except BaseException as exc:   # noqa: BLE001 -- an interrupt must reach them too
+            raised = self.left(exc)
+            if raised is exc:
+                raise
+            raise raised from exc
 
     def gather(self, value):
         """Every rank's *value* (small Python objects), in rank order."""

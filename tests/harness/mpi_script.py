@@ -12,11 +12,15 @@ Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
 raised (type and message).  Cases:
 fit (each rank fits its slice of one data set), mismatch (rank 1's shard
 has a feature fewer), empty (rank 1 has no rows), fail_mid (rank 1 raises
-in its third pass), shards (each rank loads its slice of three .npy files).
+in its third pass), interrupt_mid (a KeyboardInterrupt there), exit_mid /
+kill_mid (rank 1's process ends there: os._exit, SIGKILL), fail_between
+(rank 1 raises before its third sum over the ranks, outside any pass),
+shards (each rank loads its slice of three .npy files).
 """
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -24,6 +28,7 @@ import numpy as np
 from mpi4py import MPI
 
 import oclclust as oc
+from oclclust.parallel.comm import Ranks
 from oclclust.parallel.manager import ShardedData
 from oclclust.io.shards import load_shard, shard_range
 
@@ -69,10 +74,18 @@ def estimator(name, devices, comm, init=None):
 
 
 class FailingData(ShardedData):
-    """Rows whose third main pass (the algorithm's, timed) raises."""
+    """Rows whose third main pass (the algorithm's, timed) fails as FAULT says:
+    raises, is interrupted, or the process ends at once (no MPI_Finalize)."""
+    FAULT = "fail_mid"
 
     def map(self, fn, timed=False):
         if timed and self.passes == 2:
+            if self.FAULT == "interrupt_mid":
+                raise KeyboardInterrupt
+            if self.FAULT == "exit_mid":
+                os._exit(3)
+            if self.FAULT == "kill_mid":
+                os.kill(os.getpid(), signal.SIGKILL)
             raise RuntimeError("injected failure on rank 1")
         return super().map(fn, timed)
 
@@ -82,6 +95,19 @@ class FailingDevices(oc.DeviceManager):
 
     def scatter(self, X, sample_weight=None, calibration=None, dtype=None):
         return FailingData(self, X, sample_weight, calibration, dtype)
+
+
+def fail_before_sum(nth):
+    """This rank raises instead of entering its *nth* sum over the ranks
+    (the others are already in it, or about to be)."""
+    real, calls = Ranks.sum, []
+
+    def sum_(self, *arrays):
+        calls.append(1)
+        if len(calls) == nth:
+            raise ValueError("injected failure between passes on rank 1")
+        return real(self, *arrays)
+    Ranks.sum = sum_
 
 
 def model_of(est):
@@ -115,15 +141,18 @@ def main():
         X = X[:, :-1]
     if args.case == "empty" and rank == 1:
         X, w = X[:0], w[:0]
-    if args.case == "fail_mid" and rank == 1:
+    if args.case in ("fail_mid", "interrupt_mid", "exit_mid", "kill_mid") and rank == 1:
+        FailingData.FAULT = args.case
         devices = FailingDevices(devices)
+    if args.case == "fail_between" and rank == 1:
+        fail_before_sum(3)
     km = estimator(args.estimator, devices, comm, args.init)
     try:
         if args.weighted:
             km.fit(X, sample_weight=w)
         else:
             km.fit(X)
-    except Exception as exc:   # noqa: BLE001 -- the test reads what each rank raised
+    except BaseException as exc:   # noqa: BLE001 -- the test reads what each rank raised
         result = {"error": type(exc).__name__, "message": str(exc),
                   "value_error": isinstance(exc, ValueError)}
     else:

@@ -5,29 +5,15 @@ under test; every rank reports what it fitted or raised.  A hang fails the
 test through the subprocess timeout.
 """
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import oclclust as oc
-from conftest import mpiexec
+from conftest import mpirun
 from oclclust.io.modelio import load_model
 
 import mpi_script  # noqa: E402 -- beside this file, as conftest
-
-SCRIPT = Path(mpi_script.__file__).resolve()
-
-
-def mpirun(ranks, *args, platform, cwd, timeout=120, module=False):
-    env = dict(os.environ, OCLCLUST_TEST_PLATFORM=platform)
-    env.pop("OCLCLUST_DEVICES", None)
-    target = ["-m", "oclclust"] if module else [str(SCRIPT)]
-    return subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, *target, *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def results(out, ranks):
