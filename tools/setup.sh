@@ -13,8 +13,8 @@ case "${1:-}" in
   *) echo "usage: bash tools/setup.sh [--test]" >&2; exit 2 ;;
 esac
 
-# the tests exercise every optional extra, so --test installs them all
-extras=${test_extra:+$test_extra,formats,plot,progress,dask,}mpi
+# the tests exercise every optional extra (and build the docs), so --test installs them all
+extras=${test_extra:+$test_extra,formats,plot,progress,dask,docs,}mpi
 
 say()  { echo "setup: $*"; }
 warn() { echo "setup: WARNING: $*" >&2; }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the test suite once per OpenCL CPU runtime (PoCL, Intel), then print one closing total line.
+# Run the test suite once per OpenCL CPU runtime (PoCL, Intel), build the documentation (docs/),
+# then print one closing total line.
 # The tests pick their platform from OCLCLUST_TEST_PLATFORM, set to the full platform name: a
 # short "pocl" matches no PoCL platform or device name, and "intel" also matches PoCL's device
 # name on Intel CPUs ("pthread-haswell-Intel(R) Xeon ..."). Extra arguments go to pytest.
@@ -45,6 +46,19 @@ for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
   if [ "$rc" -eq 0 ] && [ "$p" -gt 0 ]; then summary+=("$key: ok ($p passed, $s skipped)")
   else summary+=("$key: FAILED (pytest exit $rc: ${line:-no summary})"); status=1; fi
 done
+
+# The documentation, with warnings as errors; its examples run (on PoCL: one runtime is enough
+# to show they run, and the suite above already covered both).
+echo "=== docs: python -m sphinx -W docs ==="
+if ! "$py" -c 'import sphinx, numpydoc, sphinx_gallery' 2>/dev/null; then
+  missing "the docs extra is not installed (bash tools/setup.sh --test installs it)"
+  summary+=("docs: MISSING")
+elif OCLCLUST_DEVICES="Portable Computing Language" PYTHONSAFEPATH=1 MPLBACKEND=Agg \
+    "$py" -m sphinx -W --keep-going -q -E -b html docs docs/_build/html; then
+  summary+=("docs: ok (docs/_build/html)")
+else
+  summary+=("docs: FAILED (sphinx -W)"); status=1
+fi
 
 echo "=== summary ==="
 printf '%s\n' "${summary[@]}"

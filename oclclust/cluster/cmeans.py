@@ -119,7 +119,7 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     def u_(self):
         """The fit's memberships (n x n_clusters): the final pass leaves them
         on the devices; the first read brings them to the host (a fit whose
-        u_ is never read never copies n x c values)."""
+        ``u_`` is never read never copies n x c values)."""
         if "_u" not in self.__dict__:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute 'u_'")
         if isinstance(self._u, Memberships):   # a dask array stays one
@@ -133,7 +133,7 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     @property
     def labels_(self):
         """Each row's largest membership (the first of equals): taken on the
-        devices while u_ is there, else from u_."""
+        devices while ``u_`` is there, else from ``u_``."""
         if self.__dict__.get("_labels") is None:
             if "_u" not in self.__dict__:
                 raise AttributeError(f"'{type(self).__name__}' object has no attribute "

@@ -13,7 +13,7 @@ def _matplotlib_axes(ax):
 
 def linkage_matrix(model):
     """scipy's linkage matrix Z of a fitted AgglomerativeClustering (or any
-    model with children_ and distances_, as scikit-learn's)."""
+    model with ``children_`` and ``distances_``, as scikit-learn's)."""
     if not hasattr(model, "children_"):
         raise ValueError("the model is not fitted: call fit first")
     if not hasattr(model, "distances_"):
