@@ -14,6 +14,7 @@ import pyopencl.array as cla
 from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
+from .kmeans_csr import assign_csr, fit_csr, is_sparse, transform_csr
 from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.placement import is_dask_array
 from ..parallel.sharded import LloydShards
@@ -64,7 +65,17 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         self.dtype = dtype
         self.comm = comm
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True   # scipy.sparse rows: kmeans_csr
+        return tags
+
     # ---------------------------------------------------------------- fitting
+    def fit(self, X, y=None, sample_weight=None):
+        if is_sparse(X):   # the rows stay sparse (kmeans_csr)
+            return fit_csr(self, X, sample_weight)
+        return super().fit(X, y, sample_weight)
+
     def _fit(self, data, host_w, rng, ranks, lloyd=None):
         """*lloyd*: the LloydShards a single run uses (GaussianMixture's
         "kmeans" init reads the labels it leaves on the devices)."""
@@ -142,14 +153,20 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
     def predict(self, X, sample_weight=None):
         if is_dask_array(X):   # on the workers, beside the blocks
             return self._dask_rows(X, "predict", np.int32)
+        if is_sparse(X):
+            return assign_csr(self, X)[0]
         return self._assign(X)[0]
 
     def score(self, X, y=None, sample_weight=None):
         if is_dask_array(X):   # each block's on its worker, summed
             return self._dask_score(X, sample_weight)
+        if is_sparse(X):
+            return -assign_csr(self, X, sample_weight)[1]
         return -self._assign(X, sample_weight)[1]
 
     def transform(self, X):
+        if is_sparse(X):
+            return transform_csr(self, X)
         if is_dask_array(X):
             return self._dask_rows(X, "transform", self.cluster_centers_.dtype,
                                    len(self.cluster_centers_))
