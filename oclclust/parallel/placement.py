@@ -9,7 +9,7 @@ import pyopencl.array as cla
 from ..runtime.devices import profile_of_queue, select_devices
 from .comm import Ranks, local_rank
 from .manager import DeviceManager
-from ..runtime.validation import as_dtype, check_data, check_sample_weight
+from ..runtime.validation import as_dtype, check_data, check_sample_weight, packed_type
 
 FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -43,7 +43,10 @@ def compute_dtype(requested, X, profiles):
         if dtype not in FLOAT_TYPES:
             raise ValueError(f"dtype must be float32 or float64, got {dtype}")
     else:
-        dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
+        # float32 stays, 2-byte floats are computed in float32 (and kept at 2
+        # bytes where they would not fit: parallel.shard), the rest in float64
+        single = X.dtype == np.float32 or packed_type(X.dtype) is not None
+        dtype = np.dtype(np.float32 if single else np.float64)
         if dtype == np.float64 and no_fp64:
             warnings.warn(f"{no_fp64[0]} has no fp64: computing in float32", RuntimeWarning,
                           stacklevel=3)

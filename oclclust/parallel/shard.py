@@ -7,9 +7,15 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from ..passes.widen import widen_rows
+from ..runtime.validation import packed_type
 from ..runtime import transfer
 from ..runtime.partition import DevicePartition
-from ..runtime.transfer import Staging, write_rows
+from ..runtime.transfer import Staging, upload, write_rows
+
+# a packed shard's float32 chunk: at most this, and a sixteenth of the budget
+# (the two chunks leave 7/8 of it to the rows: 1.75x the float32 rows, ~2x on a GPU)
+PACKED_STAGE_BYTES = 128 << 20
 
 
 class Shard:
@@ -23,7 +29,13 @@ class Shard:
     it is what the algorithm needs whatever the rows' place.  A streamed
     chunk is filled through two page-locked host pieces (runtime.transfer),
     several threads at once and converted to *dtype* there, then copied on
-    a transfer queue while the kernels of the chunk before run."""
+    a transfer queue while the kernels of the chunk before run.
+
+    Rows of 2-byte floats (float16; bfloat16 from ml_dtypes) computed in
+    float32 that would stream as float32 but fit the budget at 2 bytes a
+    value are *packed*: they stay on the device as they are, and each chunk
+    is widened there into float32 staging (passes.widen) instead of copied
+    from the host: twice the rows resident, the link crossed once."""
 
     def __init__(self, profile, X, w, offset, budget, previous=None, dtype=None,
                  executor=ThreadPoolExecutor):
@@ -36,16 +48,22 @@ class Shard:
         self.streamed = n * row > budget
         # one buffer may not exceed the device's largest allocation either
         largest = max(1, profile.max_alloc_size // row)
+        self.packed = None
         if self.streamed:
-            if budget < row:
-                raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
-                                  f"{budget} bytes even streamed: one row takes {row} bytes")
-            buffers = 2 if budget >= 2 * row else 1
-            rows = min(largest, budget // (buffers * row))
+            stage = self._pack(X, budget)   # rows per chunk, when the rows stay packed
+            if stage:
+                buffers, rows = 2, stage
+            else:
+                if budget < row:
+                    raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
+                                      f"{budget} bytes even streamed: one row takes {row} "
+                                      "bytes")
+                buffers = 2 if budget >= 2 * row else 1
+                rows = min(largest, budget // (buffers * row))
+                self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
             self.transfers = cl.CommandQueue(self.queue.context)
             self.staging = [cla.empty(self.queue, (min(rows, n), d), self.dtype)
                             for _ in range(buffers)]
-            self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
             self.released = [None] * buffers   # the last kernels reading each buffer
             self.feeder = executor(1)          # fills and copies the next chunk
             self.first = None                  # the next pass's first chunk, under way
@@ -63,6 +81,20 @@ class Shard:
                                    offset + start, self.dtype)
             part.host_rows = (start, stop)
             self.chunks.append(part)
+
+    def _pack(self, X, budget):
+        """Rows per float32 chunk when X's rows stay on the device at 2 bytes
+        a value (``self.packed``, a uint16 array): they and two chunks fit
+        the budget.  0 otherwise."""
+        kind = None if isinstance(X, cla.Array) else packed_type(X.dtype)
+        if kind is None or self.dtype != np.float32:
+            return 0
+        n, d = X.shape
+        stage = min(n, max(1, min(PACKED_STAGE_BYTES, budget // 16) // (4 * d)))
+        if n * d * 2 + 2 * stage * d * 4 > budget or n * d * 2 > self.profile.max_alloc_size:
+            return 0
+        self.packed, self.packed_type = upload(self.queue, X.view(np.uint16)), kind
+        return stage
 
     @property
     def single_resident(self):
@@ -93,6 +125,12 @@ class Shard:
         part = self.chunks[i]
         start, stop = part.host_rows
         last = self.released[i % len(self.staging)]
+        if self.packed is not None:   # widened on the device, from its own copy
+            d = part.d
+            event = widen_rows(self.transfers, self.packed, start * d, (stop - start) * d,
+                               part.x, self.packed_type, None if last is None else [last])
+            self.transfers.flush()
+            return event
         return self.pinned.to_device(self.transfers, part.x, self.host[start:stop],
                                      wait_for=None if last is None else [last])
 

@@ -51,6 +51,17 @@ def _describe(allowed):
     return ", ".join(parts)
 
 
+# 2-byte float types host rows may hold, by numpy's name for them (bfloat16:
+# ml_dtypes'): kept at 2 bytes a value on the devices, computed in float32
+PACKED_FLOATS = ("float16", "bfloat16")
+
+
+def packed_type(dtype):
+    """The 2-byte float type's name of *dtype*, or None."""
+    name = np.dtype(dtype).name
+    return name if name in PACKED_FLOATS else None
+
+
 def check_data(X, estimator="estimator", min_samples=1):
     """X as a numeric 2-D host array (any float/int dtype) or a device array."""
     if isinstance(X, cla.Array):
@@ -67,7 +78,7 @@ def check_data(X, estimator="estimator", min_samples=1):
         X = np.asarray(X)
         if np.iscomplexobj(X):
             raise ValueError("Complex data not supported")
-        if X.dtype.kind not in "fiub":
+        if X.dtype.kind not in "fiub" and packed_type(X.dtype) is None:
             try:   # a TypeError (a dict among the numbers, say) stays one, as in sklearn
                 X = X.astype(np.float64)
             except ValueError as exc:
