@@ -80,7 +80,14 @@ def _not_finite(plan, metric):
 def boruvka(plan, x, n, d, metric, core=None):
     """Boruvka's rounds: (lo, hi, w) of the tree's n-1 edges, lo < hi, in
     the order they were found.  Edges compare by (w, lo, hi), a total order,
-    so the tree is unique and no round makes a cycle."""
+    so the tree is unique and no round makes a cycle.
+
+    A row's nearest row of another component, once found, stays so while
+    that row is in another component (the candidates only shrink), and its
+    distance only grows: a round scans only the rows whose nearest row
+    joined their own component, and of those only the ones whose last
+    distance (a lower bound) does not exceed their component's least edge
+    among the rows that stand."""
     q = plan.queue
     spec = nearest_spec(plan, d, metric, core is not None)
     kern = _kernel(q, spec, "nearest_other")
@@ -88,24 +95,34 @@ def boruvka(plan, x, n, d, metric, core=None):
     comp = np.zeros(n, np.int32) if n == 1 else rows.astype(np.int32)
     comp_dev = cla.to_device(q, comp)
     w_dev, j_dev = cla.empty(q, n, plan.dtype), cla.empty(q, n, np.int32)
+    active_dev = cla.empty(q, n, np.int32)
     extra = (core.data,) if core is not None else ()
-    groups = -(-n // spec.wg)
+    w, j = np.full(n, -np.inf, plan.dtype), np.zeros(n, np.int32)
+    exact = np.zeros(n, bool)          # (w, j) is the row's for today's components
     found, ncomp = [], n
     while ncomp > 1:
-        kern(q, (groups * spec.wg,), (spec.wg,), x.data, np.int32(n), comp_dev.data,
-             *extra, w_dev.data, j_dev.data)
+        exact &= comp[j] != comp
+        least = np.full(ncomp, np.inf)
+        np.minimum.at(least, comp[exact], w[exact])
+        active = np.flatnonzero(~exact & (w <= least[comp])).astype(np.int32)
+        active_dev[:active.size].set(active, queue=q)
+        groups = -(-active.size // spec.wg)
+        kern(q, (groups * spec.wg,), (spec.wg,), x.data, np.int32(n), active_dev.data,
+             np.int32(active.size), comp_dev.data, *extra, w_dev.data, j_dev.data)
         w, j = w_dev.get(q), j_dev.get(q)
-        if np.any(j >= n) or not np.all(np.isfinite(w)):
+        if np.any(j[active] >= n) or not np.all(np.isfinite(w[active])):
             raise _not_finite(plan, metric)
-        lo, hi = np.minimum(rows, j), np.maximum(rows, j)
-        # each component's least edge: the first of its rows by (w, lo, hi)
-        order = np.lexsort((hi, lo, w, comp))
-        heads = np.flatnonzero(np.r_[True, comp[order][1:] != comp[order][:-1]])
-        first = order[heads]
+        exact[active] = True
+        # each component's least edge: the first of its exact rows by (w, lo, hi)
+        sure = np.flatnonzero(exact)
+        lo, hi = np.minimum(sure, j[sure]), np.maximum(sure, j[sure])
+        order = np.lexsort((hi, lo, w[sure], comp[sure]))
+        c_sorted = comp[sure][order]
+        first = order[np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])]
         # an edge that both of its components chose comes once
         _, once = np.unique(lo[first].astype(np.int64) * n + hi[first], return_index=True)
         e = first[once]
-        found.append((lo[e], hi[e], w[e].astype(np.float64)))
+        found.append((lo[e], hi[e], w[sure][e].astype(np.float64)))
         graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
                            shape=(ncomp, ncomp))
         ncomp, relabel = connected_components(graph, directed=False)

@@ -6,7 +6,9 @@ side staged in local memory per block; 0: read them from global memory,
 where they do not fit), private_row (the work-item's own row in registers),
 core (edge weights max(core[i], core[j], d(i, j)): mutual reachability).
 
-A work-item per row i; the work-group walks all rows j in ascending blocks.
+A work-item per row i of the active list (the rows whose nearest row
+joined their own component last round, and that could still beat their
+component's least edge: the host's choice); the work-group walks all rows j in ascending blocks.
 Rows of i's own component are skipped.  The first strict minimum wins, so
 ties go to the lowest j: with the host's per-component choice by
 (w, min(i, j), max(i, j)) every edge has one place in a total order and the
@@ -26,14 +28,16 @@ refuses it, as scipy refuses a non-finite distance matrix.
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void nearest_other(__global const real_t *restrict x, const int n,
+                   __global const int *restrict active, const int m_active,
                    __global const int *restrict comp,
 % if core:
                    __global const real_t *restrict core,
 % endif
                    __global real_t *restrict out_w, __global int *restrict out_j)
 {
-    const int i = get_global_id(0);
-    const int live = i < n;
+    const int t = get_global_id(0);
+    const int live = t < m_active;
+    const int i = live ? active[t] : 0;
     const int ci = live ? comp[i] : -1;
 % if core:
     const real_t core_i = live ? core[i] : 0;
