@@ -4,7 +4,8 @@ component, distances computed from the rows (mst_distance.cl.mako), never
 stored.  Reads spec: d, metric, wg (work-group size), tj (rows of the other
 side staged in local memory per block; 0: read them from global memory,
 where they do not fit), private_row (the work-item's own row in registers),
-core (edge weights max(core[i], core[j], d(i, j)): mutual reachability).
+core (edge weights max(core[i], core[j], d(i, j)): mutual reachability),
+k (each row's k nearest rows of other components are written, ascending).
 
 A work-item per row i of the active list (the rows whose nearest row
 joined their own component last round, and that could still beat their
@@ -13,10 +14,27 @@ Rows of i's own component are skipped.  The first strict minimum wins, so
 ties go to the lowest j: with the host's per-component choice by
 (w, min(i, j), max(i, j)) every edge has one place in a total order and the
 rounds make no cycle.  A row with no finite distance to another component
-(cosine's zero vector, an overflow) keeps w = inf and j = n: the host
+(cosine's zero vector, an overflow) keeps w = inf and j = n in its first slot: the host
 refuses it, as scipy refuses a non-finite distance matrix.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
+## (w, j) into the sorted list best0.. / bj0..: after every entry it does
+## not beat (the rows ascend, so an equal w keeps the lower j first)
+<%def name="insert()">
+% for s in range(k - 1, 0, -1):
+            if (w < best${s - 1}) {
+                best${s} = best${s - 1};
+                bj${s} = bj${s - 1};
+            } else if (w < best${s}) {
+                best${s} = w;
+                bj${s} = j;
+            }
+% endfor
+            if (w < best0) {
+                best0 = w;
+                bj0 = j;
+            }
+</%def>
 <%namespace name="dist" file="mst_distance.cl.mako"/>
 /* pdist rounds every product and sum: no fused multiply-adds */
 #pragma OPENCL FP_CONTRACT OFF
@@ -49,8 +67,11 @@ void nearest_other(__global const real_t *restrict x, const int n,
 % else:
     __global const real_t *u = x + (long)(live ? i : 0) * D;
 % endif
-    real_t best = INFINITY;
-    int bj = n;
+    /* the k nearest so far, ascending by (w, j); j = n: none yet */
+% for s in range(k):
+    real_t best${s} = INFINITY;
+    int bj${s} = n;
+% endfor
 % if tj:
     __local real_t lx[TJ * D];
     __local int lcomp[TJ];
@@ -81,9 +102,9 @@ ${dist.pair_distance("u", "v", "w")}\
             if (w < core_i || w < lcore[jj])    /* NaN stays NaN (fmax would drop it) */
                 w = core_i > lcore[jj] ? core_i : lcore[jj];
   % endif
-            if (w < best) {
-                best = w;
-                bj = j0 + jj;
+            if (w < best${k - 1}) {
+                const int j = j0 + jj;
+${insert()}\
             }
         }
     }
@@ -97,14 +118,15 @@ ${dist.pair_distance("u", "v", "w")}\
         if (w < core_i || w < core[j])
             w = core_i > core[j] ? core_i : core[j];
   % endif
-        if (w < best) {
-            best = w;
-            bj = j;
+        if (w < best${k - 1}) {
+${insert()}\
         }
     }
 % endif
     if (live) {
-        out_w[i] = best;
-        out_j[i] = bj;
+% for s in range(k):
+        out_w[(long)i * ${k} + ${s}] = best${s};
+        out_j[(long)i * ${k} + ${s}] = bj${s};
+% endfor
     }
 }
