@@ -16,11 +16,10 @@ import dataclasses
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ..runtime import codegen
 from ..runtime.codegen import Spec
+from ..runtime.profiles import declare_terms, term
 from .linkage import EXACT_OPTIONS
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
@@ -33,6 +32,15 @@ PRIVATE_ROW_FEATURES = 64
 # first round most rows' nearest joined their component; 8 kept 4,000
 # gaussian rows' second round to a tenth of them)
 KEEP = 8
+
+
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class MstTerms:
+    """single_rows_from: single linkage runs on the rows (this engine)
+    from this many observations on, where the condensed matrix would still
+    fit (cluster/hierarchical.py)."""
+    single_rows_from: int = term("mst_single_rows_from", 2, 2**62)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +102,8 @@ def boruvka(plan, x, n, d, metric, core=None):
     distance bounds the row's from below.  A round scans only the rows with
     no such row whose bound does not exceed their component's least edge
     among the rows that need none."""
+    from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
+    from scipy.sparse.csgraph import connected_components
     q = plan.queue
     spec = nearest_spec(plan, d, metric, core is not None)
     kern = _kernel(q, spec, "nearest_other")
@@ -192,6 +202,8 @@ def prim_rows(plan, x, n, d, metric, core=None):
 def toward_root(n, lo, hi):
     """Each tree edge as (a, b), a the end nearer node 0: the end Prim's
     algorithm from node 0 reaches first."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import breadth_first_order
     tree = coo_matrix((np.ones(lo.size, np.int8), (lo, hi)), shape=(n, n)).tocsr()
     _, parent = breadth_first_order(tree, 0, directed=False, return_predecessors=True)
     flip = parent[lo] == hi
