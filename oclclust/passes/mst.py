@@ -73,14 +73,26 @@ def _kernel(queue, spec, name):
         cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)))
 
 
-def nearest_spec(plan, d, metric, core):
+def nearest_spec(plan, d, metric, core, wg=None):
     """Rows staged in blocks of up to a work-group's size, as many as the
     local memory budget holds (none where not one row fits)."""
-    item = plan.dtype.itemsize
+    item, wg = plan.dtype.itemsize, wg or plan.wg
     fits = plan.profile.local_memory_budget // (d * item + 4 + (item if core else 0))
-    tj = 1 << (min(fits, plan.wg).bit_length() - 1) if fits >= 1 else 0
-    return NearestSpec(d=d, metric=metric, wg=plan.wg, tj=tj, k=KEEP,
+    tj = 1 << (min(fits, wg).bit_length() - 1) if fits >= 1 else 0
+    return NearestSpec(d=d, metric=metric, wg=wg, tj=tj, k=KEEP,
                        private_row=d <= PRIVATE_ROW_FEATURES, core=core, **plan.base)
+
+
+def nearest_kernel(plan, d, metric, core):
+    """(spec, kernel) of Boruvka's round, the work-group halved until the
+    built kernel runs it (its registers may allow fewer work-items)."""
+    wg = plan.wg
+    while True:
+        spec = nearest_spec(plan, d, metric, core, wg)
+        kern = _kernel(plan.queue, spec, "nearest_other")
+        if wg == 1 or codegen.kernel_work_group_limit(kern, plan.queue.device) >= wg:
+            return spec, kern
+        wg //= 2
 
 
 def _not_finite(plan, metric):
@@ -105,8 +117,7 @@ def boruvka(plan, x, n, d, metric, core=None):
     from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
     from scipy.sparse.csgraph import connected_components
     q = plan.queue
-    spec = nearest_spec(plan, d, metric, core is not None)
-    kern = _kernel(q, spec, "nearest_other")
+    spec, kern = nearest_kernel(plan, d, metric, core is not None)
     keep = spec.k
     rows = np.arange(n)
     comp = np.zeros(n, np.int32) if n == 1 else rows.astype(np.int32)
