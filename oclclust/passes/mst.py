@@ -20,7 +20,7 @@ import pyopencl.array as cla
 from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
-from .linkage import EXACT_OPTIONS
+from .linkage import EXACT_OPTIONS, Plan
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -245,7 +245,7 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
     """The n-1 edges (a, b, w) of a minimum spanning tree of the rows of X.
 
     *plan*: a passes.linkage.Plan (device, queue, value type; float64 where
-    the device has fp64).  *metric*: euclidean, sqeuclidean, cityblock,
+    the device has fp64), or a DeviceProfile to make one for.  *metric*: euclidean, sqeuclidean, cityblock,
     chebyshev or cosine, computed as scipy's pdist computes it (the same
     float64 rounding).  *core*: None, or n per-row core distances: the edge
     weight is then the mutual-reachability distance max(core[a], core[b],
@@ -270,6 +270,8 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
         per round and O(log n) rounds, whatever the ties.
     """
     X, core = check_args(X, metric, core, ties)
+    if not isinstance(plan, Plan):
+        plan = Plan(plan, np.float64 if plan.fp64 else np.float32)
     n, d = X.shape
     q = plan.queue
     x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))

@@ -126,6 +126,8 @@ def test_bad_input(profile):
         mst.minimum_spanning_tree(plan, X, core=np.full(6, np.nan))
     with pytest.raises(ValueError, match="2-D"):
         mst.minimum_spanning_tree(plan, X[0])
+    a, b, w = mst.minimum_spanning_tree(profile, X)    # a profile makes its own plan
+    np.testing.assert_array_equal(z_of(a, b, w, 6), hierarchy.linkage(X, "single"))
     X[2] = 0                                       # a zero vector: scipy refuses it too
     with pytest.raises(ValueError, match="finite"):
         mst.minimum_spanning_tree(plan, X, "cosine")
