@@ -123,8 +123,9 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     duplicate points merge as scipy merges them.  Single linkage of
     observations runs on the rows (passes/mst.py: Boruvka's MST, distances
     never stored) where the condensed matrix does not fit the device and
-    from the profile's mst_single_rows_from observations on; the same Z.  ``devices``: as in every
-    oclclust estimator (the first GPU of them, else the largest device).
+    from the profile's mst_single_rows_from observations on; the same Z.
+    ``devices``: as in every oclclust estimator (the first GPU of them, else
+    the largest device).
     """
     if method not in METHODS:
         raise ValueError(f"Invalid method: {method}")
@@ -158,6 +159,7 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     nonnegative = X is not None or bool(np.all(y >= 0))
     plan = _plan(devices)
     _check_range(y if X is None else X, plan)
+    # single linkage past the matrix (or where the rows are faster): the MST
     on_rows = method == "single" and X is not None and _single_on_rows(plan, X.shape[0])
     if not on_rows:
         dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
