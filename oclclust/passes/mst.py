@@ -147,16 +147,20 @@ def boruvka(plan, x, n, d, metric, core=None):
             raise _not_finite(plan, metric)
         exact[active] = True
         w[active], j[active] = W[active, 0], J[active, 0]
-        # each component's least edge: the first of its exact rows by (w, lo, hi)
+        # each component's least edge: of its exact rows at its least w (a
+        # linear pass, not a sort of all rows), the first by (lo, hi)
         sure = np.flatnonzero(exact)
-        lo, hi = np.minimum(sure, j[sure]), np.maximum(sure, j[sure])
-        order = np.lexsort((hi, lo, w[sure], comp[sure]))
-        c_sorted = comp[sure][order]
+        least = np.full(ncomp, np.inf)
+        np.minimum.at(least, comp[sure], w[sure])
+        cand = sure[w[sure] == least[comp[sure]]]
+        lo, hi = np.minimum(cand, j[cand]), np.maximum(cand, j[cand])
+        order = np.lexsort((hi, lo, comp[cand]))
+        c_sorted = comp[cand][order]
         first = order[np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])]
         # an edge that both of its components chose comes once
         _, once = np.unique(lo[first].astype(np.int64) * n + hi[first], return_index=True)
         e = first[once]
-        found.append((lo[e], hi[e], w[sure][e].astype(np.float64)))
+        found.append((lo[e], hi[e], w[cand][e].astype(np.float64)))
         graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
                            shape=(ncomp, ncomp))
         ncomp, relabel = connected_components(graph, directed=False)
