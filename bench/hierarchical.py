@@ -3,6 +3,12 @@
     python3 bench/hierarchical.py --n 20000 50000 --d 32 \
         --methods ward average single --devices NVIDIA
     python3 bench/hierarchical.py --quick --devices Intel
+    python3 bench/hierarchical.py --sizes 20000 100000 1000000 --d 32 \
+        --methods single --devices NVIDIA --phases
+
+Single linkage runs on the rows (passes/mst.py: Boruvka's MST, O(N d)
+memory) past the condensed matrix and from the profile's
+mst_single_rows_from observations on; the "engine" column says which ran.
 
 The data are ../shared/bench/gpu_host_anchors.py's (blobs(n, d, 50), seed 0,
 float32 made float64), fastcluster is called as there (linkage_vector for
@@ -34,8 +40,17 @@ def fastcluster_fn(method):
     return fastcluster.linkage
 
 
+def engine(method, n, device):
+    """Which engine oclclust.linkage runs: the rows' MST or the matrix."""
+    from oclclust.cluster import hierarchical as hc
+    from oclclust.passes.linkage import Plan
+    plan = Plan(device, np.float64 if device.fp64 else np.float32)
+    return "rows" if method == "single" and hc._single_on_rows(plan, n) else "matrix"
+
+
 def phases(X, method, device):
-    """(distance-matrix s, merges s, host sort+relabel s) of one oclclust run."""
+    """(distance-matrix or MST s, merges s, host sort+relabel s) of one
+    oclclust run (the rows' MST: (MST s, 0, labelling s))."""
     from oclclust.cluster import hierarchical as hc
     from oclclust.passes.linkage import (
         NN_CHAIN,
@@ -45,7 +60,16 @@ def phases(X, method, device):
         prim_single,
     )
     from oclclust.passes.linkage_generic import generic_linkage
+    from oclclust.passes.mst import minimum_spanning_tree
     plan = Plan(device, np.float64 if device.fp64 else np.float32)
+    if engine(method, len(X), device) == "rows":
+        t0 = time.perf_counter()
+        a, b, w = minimum_spanning_tree(plan, X)
+        t1 = time.perf_counter()
+        Z = np.empty((len(w), 4))
+        Z[:, 0], Z[:, 1], Z[:, 2] = a, b, w
+        hc.label(Z, len(X))
+        return t1 - t0, 0.0, time.perf_counter() - t1
     t0 = time.perf_counter()
     dist, n = condensed_distances(plan, X=X)
     plan.queue.finish()
@@ -71,7 +95,7 @@ def compare(Z, ref, rtol):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, nargs="+", default=[20000, 50000])
+    ap.add_argument("--n", "--sizes", type=int, nargs="+", default=[20000, 50000])
     ap.add_argument("--d", type=int, default=32)
     ap.add_argument("--methods", nargs="+", default=["ward", "average", "single"],
                     choices=["single", "complete", "average", "weighted", "centroid",
@@ -110,9 +134,13 @@ def main(argv=None):
     warm = blobs(300, args.d, 5).astype(np.float64)
     for method in args.methods:                 # build the kernels outside the timings
         oc.linkage(warm, method, devices=args.devices)
+    if "single" in args.methods:                # and the rows' MST kernels
+        from oclclust.passes.linkage import Plan
+        from oclclust.passes.mst import minimum_spanning_tree
+        minimum_spanning_tree(Plan(device, np.float64 if device.fp64 else np.float32), warm)
 
     rows = []
-    header = (f"{'n':>7} {'method':>9} {'oclclust s':>11} {'scipy s':>9} {'fastcl. s':>10} "
+    header = (f"{'n':>7} {'method':>9} {'engine':>6} {'oclclust s':>11} {'scipy s':>9} {'fastcl. s':>10} "
               f"{'x scipy':>8} {'x fastcl.':>9} {'vs':>11} {'merges':>7} {'max rel dh':>10}")
     print(header)
     print("-" * len(header), flush=True)
@@ -133,7 +161,8 @@ def main(argv=None):
                     ref, ref_name = Zf, "fastcluster"
                 del Zf
             same, dh = compare(Z, ref, args.rtol) if ref is not None else (None, None)
-            row = dict(n=n, d=args.d, method=method, device=str(device), oclclust_s=t_oc,
+            row = dict(n=n, d=args.d, method=method, device=str(device),
+                       engine=engine(method, n, device), oclclust_s=t_oc,
                        scipy_s=t_sp, fastcluster_s=t_fc, reference=ref_name,
                        same_merges=same, max_rel_height_diff=dh,
                        heights_ok=None if dh is None else dh <= args.rtol)
@@ -141,14 +170,15 @@ def main(argv=None):
 
             def fmt(v, spec):
                 return format(v, spec) if v is not None else "-"
-            print(f"{n:>7} {method:>9} {t_oc:>11.3f} {fmt(t_sp, '9.3f'):>9} "
+            print(f"{n:>7} {method:>9} {row['engine']:>6} {t_oc:>11.3f} {fmt(t_sp, '9.3f'):>9} "
                   f"{fmt(t_fc, '10.3f'):>10} {fmt(t_sp and t_sp / t_oc, '8.1f'):>8} "
                   f"{fmt(t_fc and t_fc / t_oc, '9.1f'):>9} {ref_name:>11} "
                   f"{fmt(same, ''):>7} {fmt(dh, '10.1e'):>10}", flush=True)
             if args.phases:
                 t_d, t_m, t_h = phases(X, method, device)
                 row.update(distances_s=t_d, merges_s=t_m, host_s=t_h)
-                print(f"{'':>7} {'':>9} phases: distance matrix {t_d:.3f} s, merges "
+                first = "MST" if row["engine"] == "rows" else "distance matrix"
+                print(f"{'':>7} {'':>9} phases: {first} {t_d:.3f} s, merges "
                       f"{t_m:.3f} s, host sort+relabel {t_h:.3f} s", flush=True)
             if dh is not None and (not same or dh > args.rtol):
                 print(f"  !! {method} n={n}: oclclust differs from {ref_name}", flush=True)

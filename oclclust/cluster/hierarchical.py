@@ -16,6 +16,7 @@ from ..parallel.manager import DeviceManager
 from ..runtime.devices import preferred, select_devices
 from ..passes.linkage import NN_CHAIN, Plan, condensed_distances, nn_chain, prim_single
 from ..passes.linkage_generic import generic_linkage
+from ..passes.mst import MstTerms, minimum_spanning_tree
 from ..runtime.validation import check_data, check_params
 
 METHODS = ("single", "complete", "average", "weighted", "centroid", "median", "ward")
@@ -91,6 +92,25 @@ def _sorted_linkage(pairs, heights, n):
     return label(Z[np.argsort(heights, kind="mergesort")], n)
 
 
+def _single_on_rows(plan, n):
+    """Whether single linkage of n observations runs on the rows
+    (passes/mst.py, O(n d) memory): where the condensed matrix exceeds the
+    device (its largest buffer or the memory budget), and from the profile's
+    mst_single_rows_from observations on, where the rows are faster."""
+    p = plan.profile
+    need = n * (n - 1) // 2 * plan.dtype.itemsize
+    return (need > min(p.max_alloc_size, p.memory_budget)
+            or n >= p.terms(MstTerms).single_rows_from)
+
+
+def _single_from_rows(plan, X, metric):
+    """scipy's single-linkage Z from the device's MST of the rows."""
+    a, b, w = minimum_spanning_tree(plan, X, metric)
+    Z = np.empty((len(w), 4))
+    Z[:, 0], Z[:, 1], Z[:, 2] = a, b, w
+    return label(Z, X.shape[0])
+
+
 def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devices=None):
     """scipy.cluster.hierarchy.linkage on an OpenCL device: the same Z.
 
@@ -100,8 +120,12 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     or cosine (observations only).  Single linkage runs Prim's MST,
     complete/average/weighted/ward the nearest-neighbour chain and
     centroid/median the generic algorithm, as scipy does, so ties and
-    duplicate points merge as scipy merges them.  ``devices``: as in every
-    oclclust estimator (the first GPU of them, else the largest device).
+    duplicate points merge as scipy merges them.  Single linkage of
+    observations runs on the rows (passes/mst.py: Boruvka's MST, distances
+    never stored) where the condensed matrix does not fit the device and
+    from the profile's mst_single_rows_from observations on; the same Z.
+    ``devices``: as in every oclclust estimator (the first GPU of them, else
+    the largest device).
     """
     if method not in METHODS:
         raise ValueError(f"Invalid method: {method}")
@@ -135,8 +159,13 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     nonnegative = X is not None or bool(np.all(y >= 0))
     plan = _plan(devices)
     _check_range(y if X is None else X, plan)
-    dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
-    if method == "single":
+    # single linkage past the matrix (or where the rows are faster): the MST
+    on_rows = method == "single" and X is not None and _single_on_rows(plan, X.shape[0])
+    if not on_rows:
+        dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
+    if on_rows:
+        Z = _single_from_rows(plan, X, metric)
+    elif method == "single":
         Z = _sorted_linkage(*prim_single(plan, dist, n), n)
     elif method in NN_CHAIN:
         Z = _sorted_linkage(*nn_chain(plan, dist, n, method), n)
@@ -219,6 +248,9 @@ def _tree(X, method, metric, devices):
         # scikit-learn runs its own Prim (the same edges) and labels unswapped
         plan = _plan(devices)
         _check_range(X, plan)
+        if _single_on_rows(plan, X.shape[0]):
+            a, b, w = minimum_spanning_tree(plan, X, metric)
+            return sklearn_single_children(np.column_stack([a, b]), X.shape[0]), w
         dist, n = condensed_distances(plan, X=X, metric=metric)
         pairs, heights = prim_single(plan, dist, n)
         order = np.argsort(heights, kind="mergesort")

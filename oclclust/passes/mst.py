@@ -1,0 +1,294 @@
+"""Minimum spanning trees of observations on the device, distances computed
+from the rows as they are needed (never an n x n matrix): O(n d) memory.
+
+Pairs with templates/mst/: mst_distance.cl.mako (a def library: one pair's
+distance, pdist's arithmetic), mst_nearest.cl.mako (Boruvka's round: every
+row's nearest row of another component) and mst_prim.cl.mako (scipy's Prim
+from node 0, for the tie order).  The host keeps the O(n) part of each
+Boruvka round: each component's least edge and the union of components.
+
+The engine of single linkage past the condensed matrix (cluster/
+hierarchical.py) and of HDBSCAN (mutual-reachability weights through
+``core``).
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ..runtime import codegen
+from ..runtime.codegen import Spec
+from ..runtime.profiles import declare_terms, term
+from .linkage import EXACT_OPTIONS, Plan
+
+MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
+TIES = ("scipy", "any")
+# a row kept in registers up to this many features (beyond, it is read
+# from global memory, where caches serve it as well as spilled registers)
+PRIVATE_ROW_FEATURES = 64
+# rows of other components a scan keeps per row: a later round needs no
+# scan of a row while one of them stays in another component (after the
+# first round most rows' nearest joined their component; 8 kept 4,000
+# gaussian rows' second round to a tenth of them)
+KEEP = 8
+
+
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class MstTerms:
+    """single_rows_from: single linkage runs on the rows (this engine)
+    from this many observations on, where the condensed matrix would still
+    fit (cluster/hierarchical.py)."""
+    single_rows_from: int = term("mst_single_rows_from", 2, 2**62)
+
+
+@dataclasses.dataclass(frozen=True)
+class NearestSpec(Spec):
+    """``tj`` rows of the other side staged in local memory per block (0:
+    read from global memory); ``private_row``: a work-item's own row in
+    registers; ``core``: mutual-reachability weights."""
+    template = "mst_nearest.cl.mako"
+    d: int = 1
+    metric: str = "euclidean"
+    wg: int = 64
+    tj: int = 0
+    private_row: bool = True
+    core: bool = False
+    k: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class PrimRowsSpec(Spec):
+    template = "mst_prim.cl.mako"
+    d: int = 1
+    metric: str = "euclidean"
+    wg: int = 64
+    core: bool = False
+
+
+def _kernel(queue, spec, name):
+    """Kernel *name* of *spec*'s program built with EXACT_OPTIONS (memoised)."""
+    return codegen.plan("mst", queue.context, (spec, name), lambda: codegen.SharedKernel(
+        cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)))
+
+
+def nearest_spec(plan, d, metric, core, wg=None):
+    """Rows staged in blocks of up to a work-group's size, as many as the
+    local memory budget holds (none where not one row fits)."""
+    item, wg = plan.dtype.itemsize, wg or plan.wg
+    fits = plan.profile.local_memory_budget // (d * item + 4 + (item if core else 0))
+    tj = 1 << (min(fits, wg).bit_length() - 1) if fits >= 1 else 0
+    return NearestSpec(d=d, metric=metric, wg=wg, tj=tj, k=KEEP,
+                       private_row=d <= PRIVATE_ROW_FEATURES, core=core, **plan.base)
+
+
+def nearest_kernel(plan, d, metric, core):
+    """(spec, kernel) of Boruvka's round, the work-group halved until the
+    built kernel runs it (its registers may allow fewer work-items)."""
+    wg = plan.wg
+    while True:
+        spec = nearest_spec(plan, d, metric, core, wg)
+        kern = _kernel(plan.queue, spec, "nearest_other")
+        if wg == 1 or codegen.kernel_work_group_limit(kern, plan.queue.device) >= wg:
+            return spec, kern
+        wg //= 2
+
+
+def _not_finite(plan, metric):
+    # scipy's words (it refuses a non-finite distance matrix); from finite
+    # rows only an overflow or cosine's zero vector makes one
+    return ValueError("The condensed distance matrix must contain only finite values"
+                      f" ({metric} distances of finite {plan.dtype.name} observations "
+                      "overflow, or a zero vector under cosine).")
+
+
+def boruvka(plan, x, n, d, metric, core=None):
+    """Boruvka's rounds: (lo, hi, w) of the tree's n-1 edges, lo < hi, in
+    the order they were found.  Edges compare by (w, lo, hi), a total order,
+    so the tree is unique and no round makes a cycle.
+
+    A scan keeps each row's KEEP nearest rows of other components: while
+    one of them stays in another component (the candidates only shrink),
+    the first such is the row's nearest; where none does, the last one's
+    distance bounds the row's from below.  A round scans only the rows with
+    no such row whose bound does not exceed their component's least edge
+    among the rows that need none."""
+    from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
+    from scipy.sparse.csgraph import connected_components
+    q = plan.queue
+    spec, kern = nearest_kernel(plan, d, metric, core is not None)
+    keep = spec.k
+    rows = np.arange(n)
+    comp = np.zeros(n, np.int32) if n == 1 else rows.astype(np.int32)
+    comp_dev = cla.to_device(q, comp)
+    w_dev, j_dev = cla.empty(q, n * keep, plan.dtype), cla.empty(q, n * keep, np.int32)
+    active_dev = cla.empty(q, n, np.int32)
+    extra = (core.data,) if core is not None else ()
+    W = np.full((n, keep), -np.inf, plan.dtype)     # -inf: never scanned
+    J = np.full((n, keep), n, np.int32)
+    found, ncomp = [], n
+    while ncomp > 1:
+        # the first kept row still in another component (j = n: none kept)
+        apart = (J < n) & (comp[np.minimum(J, n - 1)] != comp[:, None])
+        exact = apart.any(axis=1)
+        slot = apart.argmax(axis=1)
+        w, j = W[rows, slot], J[rows, slot]
+        least = np.full(ncomp, np.inf)
+        np.minimum.at(least, comp[exact], w[exact])
+        active = np.flatnonzero(~exact & (W[:, -1] <= least[comp])).astype(np.int32)
+        if active.size:
+            cl.enqueue_copy(q, active_dev.data, active)
+            groups = -(-active.size // spec.wg)
+            kern(q, (groups * spec.wg,), (spec.wg,), x.data, np.int32(n), active_dev.data,
+                 np.int32(active.size), comp_dev.data, *extra, w_dev.data, j_dev.data)
+            W, J = w_dev.get(q).reshape(n, keep), j_dev.get(q).reshape(n, keep)
+        if np.any(J[active, 0] >= n) or not np.all(np.isfinite(W[active, 0])):
+            raise _not_finite(plan, metric)
+        exact[active] = True
+        w[active], j[active] = W[active, 0], J[active, 0]
+        # each component's least edge: of its exact rows at its least w (a
+        # linear pass, not a sort of all rows), the first by (lo, hi)
+        sure = np.flatnonzero(exact)
+        least = np.full(ncomp, np.inf)
+        np.minimum.at(least, comp[sure], w[sure])
+        cand = sure[w[sure] == least[comp[sure]]]
+        lo, hi = np.minimum(cand, j[cand]), np.maximum(cand, j[cand])
+        order = np.lexsort((hi, lo, comp[cand]))
+        c_sorted = comp[cand][order]
+        first = order[np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])]
+        # an edge that both of its components chose comes once
+        _, once = np.unique(lo[first].astype(np.int64) * n + hi[first], return_index=True)
+        e = first[once]
+        found.append((lo[e], hi[e], w[cand][e].astype(np.float64)))
+        graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
+                           shape=(ncomp, ncomp))
+        ncomp, relabel = connected_components(graph, directed=False)
+        comp = relabel[comp].astype(np.int32)
+        comp_dev.set(comp, queue=q)
+    if not found:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    lo, hi, w = (np.concatenate(parts) for parts in zip(*found))
+    return lo.astype(np.int64), hi.astype(np.int64), w
+
+
+def prim_rows(plan, x, n, d, metric, core=None):
+    """scipy's mst_single_linkage on the rows: (x_k, y_k, h_k), k < n-1, in
+    Prim's order from node 0 (x_k the node added the step before y_k)."""
+    q = plan.queue
+    spec = PrimRowsSpec(d=d, metric=metric, wg=plan.wg, core=core is not None, **plan.base)
+    extra = (core.data,) if core is not None else ()
+    merged = np.zeros(n, np.uint8)
+    merged[0] = 1
+    merged, best = cla.to_device(q, merged), cla.to_device(q, np.full(n, np.inf, plan.dtype))
+    edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
+    if plan.persistent:
+        state = cla.to_device(q, np.zeros(2, np.int32))             # [node, unused]
+        _kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), x.data, np.int32(n),
+                                     state.data, merged.data, best.data, edges.data,
+                                     heights.data, *extra)
+    else:
+        groups = plan.groups(n)
+        state = cla.to_device(q, np.array([0, -1], np.int32))   # [newest node, edges made]
+        # partial minima in two buffers, read and written alternately; launch
+        # 0 reads the seed (0, node 0): the tree starts at node 0
+        seed_v, seed_i = np.full(groups, np.inf, plan.dtype), np.full(groups, n, np.int32)
+        seed_v[0], seed_i[0] = 0, 0
+        parts = [(cla.to_device(q, seed_v), cla.to_device(q, seed_i)),
+                 (cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32))]
+        steps = []
+        for p in range(2):      # two kernel objects: the same kernel, buffers swapped
+            step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_step")
+            (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
+            step.set_args(x.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
+                          out_v.data, out_i.data, state.data, merged.data, best.data,
+                          edges.data, heights.data, *extra)
+            steps.append(step)
+        for k in range(n):      # launch k records edge k-1 and scans from its node
+            plan.launch(steps[k % 2], groups)
+            if k % 1024 == 1023:
+                q.flush()       # let the device start while the host enqueues the rest
+    pairs, h = edges.get(q).reshape(-1, 2).astype(np.int64), heights.get(q)
+    if not np.all(np.isfinite(h)):
+        raise _not_finite(plan, metric)
+    return pairs[:, 0], pairs[:, 1], h.astype(np.float64)
+
+
+def toward_root(n, lo, hi):
+    """Each tree edge as (a, b), a the end nearer node 0: the end Prim's
+    algorithm from node 0 reaches first."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import breadth_first_order
+    tree = coo_matrix((np.ones(lo.size, np.int8), (lo, hi)), shape=(n, n)).tocsr()
+    _, parent = breadth_first_order(tree, 0, directed=False, return_predecessors=True)
+    flip = parent[lo] == hi
+    return np.where(flip, hi, lo), np.where(flip, lo, hi)
+
+
+def check_args(X, metric, core, ties):
+    """ValueError naming the problem, before any device work."""
+    if metric not in MST_METRICS:
+        raise ValueError(f"Unknown or unsupported metric {metric!r}: the MST engine "
+                         f"supports {', '.join(MST_METRICS)}")
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}")
+    if core is not None:
+        core = np.asarray(core)
+        if core.shape != (X.shape[0],):
+            raise ValueError(f"core must hold one distance per row ({X.shape[0]}), "
+                             f"got shape {core.shape}")
+        if not np.all(np.isfinite(core)):
+            raise ValueError("core distances must be finite")
+    return X, core
+
+
+def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
+    """The n-1 edges (a, b, w) of a minimum spanning tree of the rows of X.
+
+    *plan*: a passes.linkage.Plan (device, queue, value type; float64 where
+    the device has fp64), or a DeviceProfile to make one for.  *metric*: euclidean, sqeuclidean, cityblock,
+    chebyshev or cosine, computed as scipy's pdist computes it (the same
+    float64 rounding).  *core*: None, or n per-row core distances: the edge
+    weight is then the mutual-reachability distance max(core[a], core[b],
+    d(a, b)).
+
+    Returns int64 a, b and float64 w, sorted by w (a stable sort), in the
+    order single linkage needs: hierarchical.label on them gives scipy's Z.
+    Tie rule:
+      ties="scipy": the edges are scipy's mst_single_linkage rows exactly
+        (Prim's algorithm from node 0: each step adds the unmerged row of
+        least distance to the tree, the lowest index among equals; a is the
+        row added the step before, b the new one), stably sorted by w --
+        scikit-learn's HDBSCAN and AgglomerativeClustering build the same
+        sequence.  Where the tree's weights are all distinct, Boruvka's tree
+        gives that Z (the merges are then fixed by the heights alone) and
+        a is the end nearer node 0 in the tree (the end Prim reaches
+        first); where weights tie, Prim's algorithm runs on the rows (n
+        steps of O(n d)) to keep scipy's order.
+      ties="any": Boruvka's tree (edge order (w, min(a, b), max(a, b)), so
+        the tree is unique), a the end nearer node 0; sorted by that order.
+        The same clusters at every height as scipy's, in O(n^2 d) work
+        per round and O(log n) rounds, whatever the ties.
+    """
+    X, core = check_args(X, metric, core, ties)
+    if not isinstance(plan, Plan):
+        plan = Plan(plan, np.float64 if plan.fp64 else np.float32)
+    n, d = X.shape
+    q = plan.queue
+    x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
+    core_dev = None if core is None else cla.to_device(q, np.ascontiguousarray(core, plan.dtype))
+    lo, hi, w = boruvka(plan, x, n, d, metric, core_dev)
+    if ties == "any":
+        order = np.lexsort((hi, lo, w))
+        a, b = toward_root(n, lo[order], hi[order])
+        return a, b, w[order]
+    order = np.argsort(w, kind="mergesort")
+    if np.any(w[order][1:] == w[order][:-1]):
+        a, b, w = prim_rows(plan, x, n, d, metric, core_dev)
+        order = np.argsort(w, kind="mergesort")
+        return a[order], b[order], w[order]
+    a, b = toward_root(n, lo[order], hi[order])
+    return a, b, w[order]

@@ -1,0 +1,190 @@
+"""The MST engine (passes/mst.py) against scipy: single linkage's Z exactly
+(merges, sizes and float64 heights, ties included), mutual-reachability
+trees against scipy's single linkage of the mutual-reachability matrix, tree
+weights against scipy.sparse.csgraph.minimum_spanning_tree; and
+oclclust.linkage / AgglomerativeClustering on the rows where the condensed
+matrix does not fit the device's budget.
+
+Ragged sizes (rows not a multiple of the work-group or of the staged
+block), continuous data (distinct weights: Boruvka's tree alone), integer
+grids and duplicates (tied weights: scipy's Prim order on the rows).
+"""
+import numpy as np
+import pytest
+from scipy.cluster import hierarchy
+from scipy.sparse.csgraph import minimum_spanning_tree as csgraph_mst
+from scipy.spatial.distance import cdist, pdist, squareform
+
+import oclclust as oc
+import oclclust.cluster.hierarchical as hier
+import oclclust.passes.mst as mst
+from oclclust.cluster.hierarchical import METRICS, label
+from oclclust.passes.linkage import Plan
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.cluster import AgglomerativeClustering as SkAgglomerative
+
+
+def data(kind, n, seed):
+    rng = np.random.RandomState(seed)
+    if kind == "random":
+        return rng.randn(n, 3 + seed % 3) * 2
+    if kind == "grid":                     # many equal distances
+        return rng.randint(0, 4, (n, 2 + seed % 2)).astype(np.float64) + 1
+    base = rng.randn(n // 3 + 1, 4)        # duplicate rows
+    return base[rng.randint(0, len(base), n)]
+
+
+def z_of(a, b, w, n):
+    Z = np.empty((len(w), 4))
+    Z[:, 0], Z[:, 1], Z[:, 2] = a, b, w
+    return label(Z, n)
+
+
+@pytest.fixture(params=["persistent", "launches"])
+def plan(request, profile):
+    """Both Prim strategies (one launch; a launch a step with many groups)."""
+    p = Plan(profile.replace(work_group_size=16), np.float64)
+    p.persistent = request.param == "persistent"
+    return p
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("kind", ["random", "grid", "duplicates"])
+@pytest.mark.parametrize("n", [2, 37, 130])
+def test_single_linkage_is_scipys(plan, metric, kind, n):
+    X = data(kind, n, seed=n)
+    a, b, w = mst.minimum_spanning_tree(plan, X, metric)
+    assert a.dtype == b.dtype == np.int64 and w.dtype == np.float64 and len(w) == n - 1
+    np.testing.assert_array_equal(z_of(a, b, w, n), hierarchy.linkage(X, "single", metric))
+
+
+@pytest.mark.parametrize("staging", ["local rows", "global rows", "row not in registers"])
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "chebyshev"])
+def test_boruvka_variants(profile, monkeypatch, staging, metric):
+    """Every way a round reads the rows gives the same tree; ties="any"
+    keeps scipy's heights and the csgraph tree's weight whatever the ties."""
+    if staging == "global rows":
+        profile = profile.replace(local_memory_fraction=0.0)
+    if staging == "row not in registers":
+        monkeypatch.setattr(mst, "PRIVATE_ROW_FEATURES", 0)
+    plan = Plan(profile.replace(work_group_size=8), np.float64)
+    for kind in ("random", "grid", "duplicates"):
+        X = data(kind, 61, seed=3)
+        ref = hierarchy.linkage(X, "single", metric)
+        a, b, w = mst.minimum_spanning_tree(plan, X, metric, ties="any")
+        np.testing.assert_array_equal(w, ref[:, 2])
+        D = squareform(pdist(X, metric))
+        assert w.sum() == pytest.approx(csgraph_weight(D), rel=1e-12)
+        assert np.all(D[a, b] == w)
+        Z = z_of(a, b, w, len(X))                 # a tree: every merge joins two clusters
+        assert Z[-1, 3] == len(X)
+        if kind == "random":                      # distinct weights: scipy's Z
+            np.testing.assert_array_equal(Z, ref)
+
+
+def csgraph_weight(D):
+    """The weight of csgraph's minimum spanning tree of the dense distances
+    D: shifted by 1, as csgraph takes (near-)zero entries for no edge."""
+    return csgraph_mst(np.triu(D + 1, 1)).sum() - (len(D) - 1)
+
+
+def mutual_reachability(X, metric, core):
+    D = cdist(X, X, metric)
+    M = np.maximum(D, np.maximum.outer(core, core))
+    np.fill_diagonal(M, 0)
+    return M
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("kind", ["random", "grid"])
+def test_core_distances_mutual_reachability(plan, metric, kind):
+    """core: scipy's single linkage of the mutual-reachability matrix, the
+    same Prim order (ties are the rule here: many weights are a core)."""
+    X = data(kind, 53, seed=7) + 0.5
+    D = squareform(pdist(X, metric))
+    core = np.sort(D, axis=1)[:, 4]               # 5th nearest (self included)
+    M = mutual_reachability(X, metric, core)
+    a, b, w = mst.minimum_spanning_tree(plan, X, metric, core=core)
+    np.testing.assert_array_equal(z_of(a, b, w, len(X)),
+                                  hierarchy.linkage(squareform(M, checks=False), "single"))
+    a, b, w = mst.minimum_spanning_tree(plan, X, metric, core=core, ties="any")
+    assert np.all(M[a, b] == w) and np.all(np.diff(w) >= 0)
+    assert w.sum() == pytest.approx(csgraph_weight(M), rel=1e-12)
+
+
+def test_bad_input(profile):
+    plan = Plan(profile, np.float64)
+    X = np.arange(12.0).reshape(6, 2)
+    with pytest.raises(ValueError, match="metric"):
+        mst.minimum_spanning_tree(plan, X, "minkowski")
+    with pytest.raises(ValueError, match="ties"):
+        mst.minimum_spanning_tree(plan, X, ties="first")
+    with pytest.raises(ValueError, match="core"):
+        mst.minimum_spanning_tree(plan, X, core=np.ones(5))
+    with pytest.raises(ValueError, match="core"):
+        mst.minimum_spanning_tree(plan, X, core=np.full(6, np.nan))
+    with pytest.raises(ValueError, match="2-D"):
+        mst.minimum_spanning_tree(plan, X[0])
+    a, b, w = mst.minimum_spanning_tree(profile, X)    # a profile makes its own plan
+    np.testing.assert_array_equal(z_of(a, b, w, 6), hierarchy.linkage(X, "single"))
+    X[2] = 0                                       # a zero vector: scipy refuses it too
+    with pytest.raises(ValueError, match="finite"):
+        mst.minimum_spanning_tree(plan, X, "cosine")
+
+
+@pytest.fixture
+def small_budget(devices, monkeypatch):
+    """Devices whose memory budget holds no condensed matrix of 30 points
+    (about 3 KiB), and a count of the engine's runs."""
+    calls = []
+    engine = hier.minimum_spanning_tree
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return engine(*args, **kwargs)
+    monkeypatch.setattr(hier, "minimum_spanning_tree", counted)
+    return [p.replace(global_mem_size=2**20, memory_fraction=0.002) for p in devices], calls
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_small_budget_runs_on_rows(small_budget, metric):
+    devices, calls = small_budget
+    for kind in ("random", "grid", "duplicates"):
+        X = data(kind, 40, seed=11)
+        if metric == "cosine":
+            X = X + 0.25
+        Z = oc.linkage(X, "single", metric, devices=devices)
+        np.testing.assert_array_equal(Z, hierarchy.linkage(X, "single", metric))
+    assert len(calls) == 3
+    with pytest.raises(MemoryError):               # the matrix methods still say so
+        oc.linkage(X, "complete", metric, devices=devices)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "manhattan", "chebyshev", "cosine"])
+def test_small_budget_agglomerative_is_sklearns(small_budget, metric):
+    devices, calls = small_budget
+    for kind in ("random", "grid", "duplicates"):
+        X = data(kind, 45, seed=5) + 0.25
+        ref = SkAgglomerative(linkage="single", metric=metric, n_clusters=4,
+                              compute_distances=True).fit(X)
+        got = oc.AgglomerativeClustering(linkage="single", metric=metric, n_clusters=4,
+                                         compute_distances=True, devices=devices).fit(X)
+        np.testing.assert_array_equal(got.children_, ref.children_)
+        np.testing.assert_array_equal(got.labels_, ref.labels_)
+        np.testing.assert_allclose(got.distances_, ref.distances_, rtol=1e-12)
+    assert len(calls) == 3
+
+
+def test_rows_from_the_profiles_size(devices, monkeypatch):
+    """mst_single_rows_from picks the rows where the matrix would fit."""
+    calls = []
+    engine = hier.minimum_spanning_tree
+    monkeypatch.setattr(hier, "minimum_spanning_tree",
+                        lambda *a, **k: calls.append(1) or engine(*a, **k))
+    X = data("grid", 50, seed=1)
+    ref = hierarchy.linkage(X, "single")
+    for rows_from, runs in ((51, 0), (50, 1)):
+        near = [p.replace(mst_single_rows_from=rows_from) for p in devices]
+        np.testing.assert_array_equal(oc.linkage(X, "single", devices=near), ref)
+        assert len(calls) == runs
