@@ -11,12 +11,14 @@ import inspect
 import numbers
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from .inits import draw_centers
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, is_dask_array, joined_moments, new_data
+from ..runtime.devices import DeviceProfile
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
 try:
@@ -62,7 +64,7 @@ SHARED_RULES = {
     "tol": [(numbers.Real, 0, None)],
     "verbose": [(numbers.Integral, 0, None), bool],
     "random_state": [None, numbers.Integral, np.random.RandomState],
-    "devices": [None, str, list, tuple, DeviceManager],
+    "devices": [None, str, list, tuple, DeviceManager, DeviceProfile, cl.Device],
     "dtype": [None, "float32", "float64", type, np.dtype],
     "comm": [None, object],
 }
@@ -160,6 +162,7 @@ class KCluster(BaseEstimator):
         model = copy.copy(self)
         for name in ("labels_", "u_", "history_"):
             model.__dict__.pop(name, None)
+        model.devices = None   # bound() sets the worker's; a pyopencl Device does not pickle
 
         def bound(devices):
             here = copy.copy(model)

@@ -35,8 +35,8 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
     """k-means clustering on OpenCL devices (scikit-learn's KMeans API).
 
     ``devices``: "all", "gpu", "cpu", platform/device name substrings, a
-    list of DeviceProfile, or a DeviceManager (None: $OCLCLUST_DEVICES, else
-    all); the rows are split over all of them.  ``dtype``: float32 or
+    DeviceProfile or pyopencl Device or a list of them, or a DeviceManager
+    (None: $OCLCLUST_DEVICES, else all); the rows are split over all of them.  ``dtype``: float32 or
     float64 (None: float32 input stays float32, anything else float64 where
     the device has fp64).  ``comm``: an mpi4py communicator; each rank fits
     its own rows (X is this rank's shard), every rank ends with the same

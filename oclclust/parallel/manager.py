@@ -72,8 +72,8 @@ class DeviceManager:
         if isinstance(devices, DeviceManager):
             raise ValueError("devices is already a DeviceManager")
         if isinstance(devices, (list, tuple)) and devices and \
-                all(isinstance(p, DeviceProfile) for p in devices):
-            self.profiles = list(devices)   # as given: the caller knows best
+                all(isinstance(p, (DeviceProfile, cl.Device)) for p in devices):
+            self.profiles = select_devices(devices)   # as given: the caller knows best
             twice = [p for i, p in enumerate(self.profiles) if p.key in
                      [q.key for q in self.profiles[:i]]]
             if twice:

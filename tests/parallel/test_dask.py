@@ -228,3 +228,13 @@ def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices):
     assert isinstance(outcome.get("error"), WorkerLostError), outcome
     assert victim in str(outcome["error"])
     assert outcome["at"] - killed < 10
+
+
+def test_pyopencl_devices_travel_as_their_profiles(client, devices):
+    """pyopencl Devices do not pickle: the workers receive their profiles,
+    and the fit and predict equal those given the profiles themselves."""
+    X = blobs()
+    want = oc.KMeans(K, n_init=1, random_state=0, devices=devices[:1]).fit(X)
+    got = oc.KMeans(K, n_init=1, random_state=0, devices=[devices[0].cl_device()]).fit(X)
+    np.testing.assert_array_equal(got.cluster_centers_, want.cluster_centers_)
+    np.testing.assert_array_equal(got.predict(X).compute(), want.predict(X).compute())
