@@ -69,7 +69,26 @@ SHARED_RULES = {
     "comm": [None, object],
 }
 # ``init`` of the estimators that take one set of centres
-CENTERS_INIT_RULE = ["k-means++", "random", np.ndarray, list, cla.Array]
+CENTERS_INIT_RULE = ["k-means++", "k-means||", "random", np.ndarray, list, cla.Array]
+# k-means||'s options (cuML's oversampling_factor, Dask-ML's init_max_iter: the
+# rounds, None for inits.DEFAULT_ROUNDS), rules of the estimators that take them
+KMEANS_PARALLEL_RULES = {"oversampling_factor": [(numbers.Real, 0, None)],
+                         "init_max_iter": [None, (numbers.Integral, 1, None)]}
+
+
+def check_oversampling(estimator):
+    """oversampling_factor positive and finite (the rule's interval is closed)."""
+    factor = estimator.oversampling_factor
+    if not 0 < factor < np.inf:
+        raise ValueError(f"The 'oversampling_factor' parameter of {type(estimator).__name__} "
+                         f"must be a positive finite number. Got {factor!r} instead.")
+
+
+def init_options(estimator):
+    """draw_centers' options for k-means|| from *estimator*'s parameters
+    (the defaults where it has none: FuzzyCMeans)."""
+    return {"oversampling_factor": getattr(estimator, "oversampling_factor", 2.0),
+            "rounds": getattr(estimator, "init_max_iter", None)}
 
 
 class KCluster(BaseEstimator):
@@ -146,7 +165,8 @@ class KCluster(BaseEstimator):
         ``_checked_init`` gave it."""
         if not isinstance(init, str):
             return init
-        return draw_centers(data, init, self.n_clusters, rng, host_w, ranks)
+        return draw_centers(data, init, self.n_clusters, rng, host_w, ranks,
+                            **init_options(self))
 
     # ------------------------------------------------------------- inference
     def _check_fitted(self):

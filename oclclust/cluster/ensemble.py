@@ -14,7 +14,8 @@ import numbers
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import ClusterMixin, KCluster
+from ._base import (KMEANS_PARALLEL_RULES, ClusterMixin, KCluster, check_oversampling,
+                    init_options)
 from ..passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
 from ..passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
 from .inits import draw_centers
@@ -146,7 +147,8 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     data pass) or "auto" (from the device profile).  ``kdtree``: None (brute
     force), "direct", "distributed", "replicated" (KD-tree pruning with that
     leaf mapping; concatenated parallelism) or "auto".  ``init``:
-    "k-means++", "random", or an array M x K x d (a list of M arrays for
+    "k-means++", "k-means||" (``oversampling_factor``, ``init_max_iter``: as
+    KMeans'), "random", or an array M x K x d (a list of M arrays for
     different K).  Each model stops at its own ``tol`` (scikit-learn's: on
     the centre shift, relative to the data variance).
 
@@ -162,12 +164,15 @@ class EnsembleKMeans(ClusterMixin, KCluster):
         "n_models": [(numbers.Integral, 1, None)],
         "strategy": ["auto", *STRATEGIES],
         "kdtree": [None, "auto", *MAPPINGS],
-        "init": ["k-means++", "random", np.ndarray, list, tuple],
+        "init": ["k-means++", "k-means||", "random", np.ndarray, list, tuple],
+        **KMEANS_PARALLEL_RULES,
     }
 
     def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
                  init="k-means++", max_iter=300, tol=1e-4, random_state=None, devices=None,
-                 dtype=None, comm=None, verbose=0):
+                 dtype=None, comm=None, verbose=0, oversampling_factor=2.0, init_max_iter=None):
+        self.oversampling_factor = oversampling_factor
+        self.init_max_iter = init_max_iter
         self.n_clusters = n_clusters
         self.n_models = n_models
         self.strategy = strategy
@@ -192,6 +197,7 @@ class EnsembleKMeans(ClusterMixin, KCluster):
 
     def _check_params(self):
         super()._check_params()
+        check_oversampling(self)
         self._ks()
         if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
             raise ValueError("the KD-tree mappings are concatenated parallelism: use "
@@ -227,7 +233,8 @@ class EnsembleKMeans(ClusterMixin, KCluster):
         """The models' initial centres, the same on every rank (as KMeans
         draws them, one model after another from one random state)."""
         if isinstance(self.init, str):
-            return [draw_centers(data, self.init, k, rng, host_w, ranks) for k in ks]
+            return [draw_centers(data, self.init, k, rng, host_w, ranks, **init_options(self))
+                    for k in ks]
         inits = [np.asarray(c, np.float64) for c in self.init]
         shapes = [c.shape for c in inits]
         if len(inits) != len(ks) or any(s != (k, data.d) for s, k in zip(shapes, ks)):

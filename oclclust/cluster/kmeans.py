@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
+from ._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterMixin, KCluster,
+                    TransformerMixin, check_oversampling)
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from .lloyd_loop import LloydBackend, fit_lloyd
@@ -42,19 +43,28 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
     its own rows (X is this rank's shard), every rank ends with the same
     model, that of one process fitting all ranks' rows; ``labels_`` are
     this rank's.  predict, score and transform stay local.
+
+    ``init``: "k-means++" (greedy, scikit-learn's), "k-means||" (Bahmani et
+    al.'s scalable k-means++: ``init_max_iter`` rounds, None for 5, that each
+    draw ``oversampling_factor`` x n_clusters candidates, then greedy
+    k-means++ on the candidates weighted by their nearest rows; fewer
+    passes over the rows for large n_clusters), "random", or the centres.
     """
 
     _parameter_rules = {
         "n_clusters": [(numbers.Integral, 1, None)],
         "init": CENTERS_INIT_RULE,
         "n_init": ["auto", (numbers.Integral, 1, None)],
+        **KMEANS_PARALLEL_RULES,
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None,
-                 comm=None):
+                 comm=None, oversampling_factor=2.0, init_max_iter=None):
         self.n_clusters = n_clusters
         self.init = init
+        self.oversampling_factor = oversampling_factor
+        self.init_max_iter = init_max_iter
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -119,6 +129,10 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
         lloyd = LloydPass(part, k)
         return lambda: lloyd.run(centers, labels)
+
+    def _check_params(self):
+        super()._check_params()
+        check_oversampling(self)
 
     def _n_init(self, init):
         if not isinstance(init, str) and self.n_init not in ("auto", 1):

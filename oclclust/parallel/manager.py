@@ -243,6 +243,13 @@ class ShardedData:
         chunk, local = self.locate(i)
         return chunk.row(local)
 
+    def rows(self, indices):
+        """Rows *indices* to the host, at once where there is a host copy
+        (k-means|| fetches thousands a round)."""
+        if not isinstance(self.source, cla.Array):
+            return np.asarray(self.source[np.asarray(indices, np.int64)], dtype=self.dtype)
+        return np.array([self.row(i) for i in indices], dtype=self.dtype).reshape(-1, self.d)
+
     def moments(self):
         """(means, variances, finite) over all rows, combined in float64."""
         parts = self.map(lambda c: (c.n,) + c.moments())
