@@ -15,6 +15,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from .inits import draw_centers
+from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, is_dask_array, joined_moments, new_data
@@ -119,6 +120,8 @@ class KCluster(BaseEstimator):
         every rank, then ``_fit``; a device that fails is dropped and the fit
         starts over on the others from the same random state."""
         self._check_params()
+        if getattr(self, "spherical", False):   # compared by cosine: unit rows (a copy)
+            X = unit_rows(X, type(self).__name__)
         if is_dask_array(X):   # the rows stay on a Dask cluster's workers
             from ..parallel.dask import dask_fit_data
             data, host_w = dask_fit_data(X, sample_weight, self.devices, self.dtype,
@@ -158,6 +161,8 @@ class KCluster(BaseEstimator):
                              f"the number of clusters {self.n_clusters} and features {d}.")
         if not np.isfinite(init).all():
             raise ValueError("The initial centers contain NaN or infinity.")
+        if getattr(self, "spherical", False):   # centres on the sphere, as the rows
+            return renormalised(init)
         return init.astype(np.float64)
 
     def _init_centers(self, data, init, rng, host_w, ranks):
@@ -211,6 +216,8 @@ class KCluster(BaseEstimator):
         """pass_(data) over X spread on the devices, in the fitted dtype; a
         device that fails is dropped and the pass runs again on the others."""
         self._check_fitted()
+        if getattr(self, "spherical", False):
+            X = unit_rows(X, type(self).__name__)
         data = new_data(X, sample_weight, self.devices,
                         getattr(self, self._fitted_attribute).dtype, self.n_features_in_,
                         type(self).__name__, self.comm)
