@@ -22,6 +22,7 @@ PARAMS = {
     "min_components": "min_components", "linkage": "linkage", "metric": "metric",
     "distance_threshold": "distance_threshold", "n_models": "n_models",
     "strategy": "strategy", "kdtree": "kdtree", "verbose": "verbose",
+    "spherical": "spherical", "oversampling_factor": "oversampling_factor",
 }
 
 
@@ -58,7 +59,11 @@ def add_fit_arguments(p, int_at_least, positive_float):
     g = p.add_argument_group("estimator parameters (each algorithm takes those it has)")
     g.add_argument("--max-iter", type=int_at_least(1))
     g.add_argument("--tol", type=float)
-    g.add_argument("--init", help="k-means++, random, ...")
+    g.add_argument("--init", help="k-means++, k-means||, random, ...")
+    g.add_argument("--spherical", action="store_true", default=None,
+                   help="k-means by cosine: unit rows, renormalised centres")
+    g.add_argument("--oversampling-factor", type=positive_float,
+                   help="k-means||'s candidates a round, times k")
     g.add_argument("--n-init", type=int_at_least(1))
     g.add_argument("--random-state", type=int_at_least(0))
     g.add_argument("--devices", help='"all", "cpu", "gpu" or name substrings')

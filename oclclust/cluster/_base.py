@@ -11,12 +11,15 @@ import inspect
 import numbers
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from .inits import draw_centers
+from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, is_dask_array, joined_moments, new_data
+from ..runtime.devices import DeviceProfile
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
 try:
@@ -62,12 +65,31 @@ SHARED_RULES = {
     "tol": [(numbers.Real, 0, None)],
     "verbose": [(numbers.Integral, 0, None), bool],
     "random_state": [None, numbers.Integral, np.random.RandomState],
-    "devices": [None, str, list, tuple, DeviceManager],
+    "devices": [None, str, list, tuple, DeviceManager, DeviceProfile, cl.Device],
     "dtype": [None, "float32", "float64", type, np.dtype],
     "comm": [None, object],
 }
 # ``init`` of the estimators that take one set of centres
-CENTERS_INIT_RULE = ["k-means++", "random", np.ndarray, list, cla.Array]
+CENTERS_INIT_RULE = ["k-means++", "k-means||", "random", np.ndarray, list, cla.Array]
+# k-means||'s options (cuML's oversampling_factor, Dask-ML's init_max_iter: the
+# rounds, None for inits.DEFAULT_ROUNDS), rules of the estimators that take them
+KMEANS_PARALLEL_RULES = {"oversampling_factor": [(numbers.Real, 0, None)],
+                         "init_max_iter": [None, (numbers.Integral, 1, None)]}
+
+
+def check_oversampling(estimator):
+    """oversampling_factor positive and finite (the rule's interval is closed)."""
+    factor = estimator.oversampling_factor
+    if not 0 < factor < np.inf:
+        raise ValueError(f"The 'oversampling_factor' parameter of {type(estimator).__name__} "
+                         f"must be a positive finite number. Got {factor!r} instead.")
+
+
+def init_options(estimator):
+    """draw_centers' options for k-means|| from *estimator*'s parameters
+    (the defaults where it has none: FuzzyCMeans)."""
+    return {"oversampling_factor": getattr(estimator, "oversampling_factor", 2.0),
+            "rounds": getattr(estimator, "init_max_iter", None)}
 
 
 class KCluster(BaseEstimator):
@@ -98,6 +120,8 @@ class KCluster(BaseEstimator):
         every rank, then ``_fit``; a device that fails is dropped and the fit
         starts over on the others from the same random state."""
         self._check_params()
+        if getattr(self, "spherical", False):   # compared by cosine: unit rows (a copy)
+            X = unit_rows(X, type(self).__name__)
         if is_dask_array(X):   # the rows stay on a Dask cluster's workers
             from ..parallel.dask import dask_fit_data
             data, host_w = dask_fit_data(X, sample_weight, self.devices, self.dtype,
@@ -145,6 +169,8 @@ class KCluster(BaseEstimator):
                              f"the number of clusters {self.n_clusters} and features {d}.")
         if not np.isfinite(init).all():
             raise ValueError("The initial centers contain NaN or infinity.")
+        if getattr(self, "spherical", False):   # centres on the sphere, as the rows
+            return renormalised(init)
         return init.astype(np.float64)
 
     def _init_centers(self, data, init, rng, host_w, ranks):
@@ -152,7 +178,8 @@ class KCluster(BaseEstimator):
         ``_checked_init`` gave it."""
         if not isinstance(init, str):
             return init
-        return draw_centers(data, init, self.n_clusters, rng, host_w, ranks)
+        return draw_centers(data, init, self.n_clusters, rng, host_w, ranks,
+                            **init_options(self))
 
     # ------------------------------------------------------------- inference
     def _check_fitted(self):
@@ -168,6 +195,7 @@ class KCluster(BaseEstimator):
         model = copy.copy(self)
         for name in ("labels_", "u_", "history_"):
             model.__dict__.pop(name, None)
+        model.devices = None   # bound() sets the worker's; a pyopencl Device does not pickle
 
         def bound(devices):
             here = copy.copy(model)
@@ -196,6 +224,8 @@ class KCluster(BaseEstimator):
         """pass_(data) over X spread on the devices, in the fitted dtype; a
         device that fails is dropped and the pass runs again on the others."""
         self._check_fitted()
+        if getattr(self, "spherical", False):
+            X = unit_rows(X, type(self).__name__)
         data = new_data(X, sample_weight, self.devices,
                         getattr(self, self._fitted_attribute).dtype, self.n_features_in_,
                         type(self).__name__, self.comm)

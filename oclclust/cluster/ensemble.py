@@ -14,10 +14,12 @@ import numbers
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import ClusterMixin, KCluster
+from ._base import (KMEANS_PARALLEL_RULES, ClusterMixin, KCluster, check_oversampling,
+                    init_options)
 from ..passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
 from ..passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
 from .inits import draw_centers
+from .spherical import renormalised
 from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.comm import Ranks
 from ..parallel.placement import is_dask_array
@@ -92,8 +94,9 @@ class EnsembleModels(LloydBackend):
 
     name = "ensemble k-means"
 
-    def __init__(self, engine):
+    def __init__(self, engine, spherical=False):
         self.engine, self.ranks = engine, engine.ranks
+        self.spherical = spherical
 
     def stats(self, centers_list):
         return self.engine.stats_packed(centers_list)
@@ -121,7 +124,7 @@ class EnsembleModels(LloydBackend):
 
 
 def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
-                 ranks=None, mean=None):
+                 ranks=None, mean=None, spherical=False):
     """KMeans(n_init=R) restarts (or a sweep of K values) as one ensemble over
     an existing ShardedData: *inits* are R initial centre arrays (any K each),
     *tol* absolute (KMeans's mean(var) * tol).  Returns a list of
@@ -131,8 +134,8 @@ def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="au
     ks = [len(c) for c in inits]
     engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks, strategy,
                              kdtree, ranks)
-    centers, inertia, n_iter, labels = fit_lloyd(EnsembleModels(engine), inits, max_iter, tol,
-                                                 data, host_w)
+    centers, inertia, n_iter, labels = fit_lloyd(EnsembleModels(engine, spherical), inits,
+                                                 max_iter, tol, data, host_w)
     return [(c, float(i), int(t), lab) for c, i, t, lab in zip(centers, inertia, n_iter, labels)]
 
 
@@ -146,9 +149,11 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     data pass) or "auto" (from the device profile).  ``kdtree``: None (brute
     force), "direct", "distributed", "replicated" (KD-tree pruning with that
     leaf mapping; concatenated parallelism) or "auto".  ``init``:
-    "k-means++", "random", or an array M x K x d (a list of M arrays for
+    "k-means++", "k-means||" (``oversampling_factor``, ``init_max_iter``: as
+    KMeans'), "random", or an array M x K x d (a list of M arrays for
     different K).  Each model stops at its own ``tol`` (scikit-learn's: on
-    the centre shift, relative to the data variance).
+    the centre shift, relative to the data variance).  ``spherical``: as
+    KMeans' (cluster/spherical.py); given inits are renormalised.
 
     Attributes: ``models_`` M x K x d (with different K: a list of M
     K_m x d arrays), ``inertias_``, ``n_iter_`` (per model), ``best_index_``
@@ -162,12 +167,18 @@ class EnsembleKMeans(ClusterMixin, KCluster):
         "n_models": [(numbers.Integral, 1, None)],
         "strategy": ["auto", *STRATEGIES],
         "kdtree": [None, "auto", *MAPPINGS],
-        "init": ["k-means++", "random", np.ndarray, list, tuple],
+        "init": ["k-means++", "k-means||", "random", np.ndarray, list, tuple],
+        "spherical": [bool],
+        **KMEANS_PARALLEL_RULES,
     }
 
     def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
                  init="k-means++", max_iter=300, tol=1e-4, random_state=None, devices=None,
-                 dtype=None, comm=None, verbose=0):
+                 dtype=None, comm=None, verbose=0, oversampling_factor=2.0, init_max_iter=None,
+                 spherical=False):
+        self.spherical = spherical
+        self.oversampling_factor = oversampling_factor
+        self.init_max_iter = init_max_iter
         self.n_clusters = n_clusters
         self.n_models = n_models
         self.strategy = strategy
@@ -192,6 +203,7 @@ class EnsembleKMeans(ClusterMixin, KCluster):
 
     def _check_params(self):
         super()._check_params()
+        check_oversampling(self)
         self._ks()
         if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
             raise ValueError("the KD-tree mappings are concatenated parallelism: use "
@@ -205,7 +217,7 @@ class EnsembleKMeans(ClusterMixin, KCluster):
                                  self.strategy, self.kdtree, ranks)
         self.history_ = []
         centers, inertia, n_iter, labels = fit_lloyd(
-            EnsembleModels(engine), inits, self.max_iter, tol, data, host_w,
+            EnsembleModels(engine, self.spherical), inits, self.max_iter, tol, data, host_w,
             self.verbose if ranks.rank == 0 else 0, self.history_)
         centers = [c.astype(data.dtype) for c in centers]
         self.models_ = np.stack(centers) if len(set(ks)) == 1 else centers
@@ -227,7 +239,8 @@ class EnsembleKMeans(ClusterMixin, KCluster):
         """The models' initial centres, the same on every rank (as KMeans
         draws them, one model after another from one random state)."""
         if isinstance(self.init, str):
-            return [draw_centers(data, self.init, k, rng, host_w, ranks) for k in ks]
+            return [draw_centers(data, self.init, k, rng, host_w, ranks, **init_options(self))
+                    for k in ks]
         inits = [np.asarray(c, np.float64) for c in self.init]
         shapes = [c.shape for c in inits]
         if len(inits) != len(ks) or any(s != (k, data.d) for s, k in zip(shapes, ks)):
@@ -235,6 +248,8 @@ class EnsembleKMeans(ClusterMixin, KCluster):
                              f"{data.d}) with K = {ks}; got shapes {shapes}")
         if not all(np.isfinite(c).all() for c in inits):
             raise ValueError("The initial centers contain NaN or infinity.")
+        if self.spherical:   # centres on the sphere, as the rows
+            return [renormalised(c) for c in inits]
         return inits
 
     def _assign(self, X, sample_weight=None):

@@ -1,11 +1,14 @@
 """Initial centres drawn from a fit's rows on all its devices and ranks
-(draw_centers), and greedy k-means++ seeding: the draws here, the potentials
-and prefix sums on the devices (ChunkSeeding)."""
+(draw_centers), greedy k-means++ seeding (the draws here, the potentials and
+prefix sums on the devices: ChunkSeeding) and k-means|| seeding (the draws
+here, the candidates' distances and weights on the devices: ChunkOversampling)."""
 import numpy as np
 
 from ..parallel.comm import Ranks
+from ..parallel.manager import DeviceManager
 from ..parallel.sharded import ShardedPass
-from ..passes.kmeanspp import ChunkSeeding
+from ..passes.kmeanspp import ChunkOversampling, ChunkSeeding
+from ..runtime.devices import preferred
 
 
 def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials=None,
@@ -30,23 +33,9 @@ def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials
         return best, pots[:, best]
 
     def pick(targets, chunk_pot):
-        """Global rows whose prefix sums of potentials reach *targets*."""
-        owner, local = ranks.locate(chunk_pot.sum(), targets)
-        mine = owner == ranks.rank
-        found = np.zeros(len(targets))
-        if mine.any():
-            found[mine] = ranks.offset + _locate(data, seeds, chunk_pot, local[mine])
-        return ranks.sum(found).astype(np.int64)
+        return _pick(data, seeds, ranks, targets, chunk_pot)
 
-    if ranks.comm is None:
-        first = int(random_state.choice(data.n, p=host_weights / host_weights.sum()))
-    else:   # numpy's choice(p=...): one uniform draw against the weights' cumsum
-        cdf = np.cumsum(host_weights, dtype=np.float64)
-        target = random_state.random_sample() * float(ranks.sum(cdf[-1]))
-        owner, local = ranks.locate(cdf[-1], np.array([target]))
-        here = (ranks.offset + min(int(np.searchsorted(cdf, local[0], side="right")),
-                                   data.n - 1)) if owner[0] == ranks.rank else 0
-        first = int(ranks.sum(float(here)))
+    first = _first_row(data, random_state, host_weights, ranks)
     indices = [first]
     _, chunk_pot = choose(ranks.rows(data, [first]), lambda total: 0)
     for _ in range(1, n_clusters):
@@ -55,6 +44,31 @@ def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials
         best, chunk_pot = choose(ranks.rows(data, candidates), np.argmin)
         indices.append(int(candidates[best]))
     return np.array(indices)
+
+
+def _first_row(data, random_state, host_weights, ranks):
+    """The first centre's global row, drawn by the rows' weights."""
+    if ranks.comm is None:
+        return int(random_state.choice(data.n, p=host_weights / host_weights.sum()))
+    # numpy's choice(p=...): one uniform draw against the weights' cumsum
+    cdf = np.cumsum(host_weights, dtype=np.float64)
+    target = random_state.random_sample() * float(ranks.sum(cdf[-1]))
+    owner, local = ranks.locate(cdf[-1], np.array([target]))
+    here = (ranks.offset + min(int(np.searchsorted(cdf, local[0], side="right")),
+                               data.n - 1)) if owner[0] == ranks.rank else 0
+    return int(ranks.sum(float(here)))
+
+
+def _pick(data, seeds, ranks, targets, chunk_pot):
+    """Global rows whose prefix sums of potentials (over all ranks' rows,
+    *chunk_pot* this rank's chunks' totals) reach *targets*: the same on
+    every rank, whatever the split."""
+    owner, local = ranks.locate(chunk_pot.sum(), targets)
+    mine = owner == ranks.rank
+    found = np.zeros(len(targets))
+    if mine.any():
+        found[mine] = ranks.offset + _locate(data, seeds, chunk_pot, local[mine])
+    return ranks.sum(found).astype(np.int64)
 
 
 def _locate(data, seeds, chunk_pot, targets):
@@ -79,10 +93,88 @@ def _locate(data, seeds, chunk_pot, targets):
     return found
 
 
-def draw_centers(data, how, n_clusters, random_state, host_weights, ranks):
+DEFAULT_ROUNDS = 5   # Bahmani et al.'s experiments: 5 rounds of l = 2k are enough
+
+
+def kmeans_parallel(data, n_clusters, random_state, host_weights, oversampling_factor=2.0,
+                    rounds=None, ranks=None):
+    """*n_clusters* centres (float64) of all ranks' rows of *data* seeded by
+    k-means|| (Bahmani et al. 2012, scalable k-means++).
+
+    A first row drawn by weight, then *rounds* rounds (None: DEFAULT_ROUNDS)
+    that each draw l = ceil(oversampling_factor * n_clusters) rows with
+    probability proportional to weight x squared distance to the nearest
+    candidate so far, and lower those distances by the new candidates (a
+    Lloyd pass on the devices); each candidate is weighted by the rows
+    nearest to it (another pass), and greedy k-means++ on the weighted
+    candidates picks the centres.  The draws are l uniform numbers on the
+    host located in the prefix sums of the potentials over all ranks' rows
+    in row order (Ranks.locate, as greedy k-means++ locates its trials), not
+    per-row coin flips: every rank draws the same candidates whatever the
+    split of the rows over ranks and devices, without a per-row stream."""
+    ranks = ranks or Ranks(None, data.n, data.d, data.dtype)
+    rounds = DEFAULT_ROUNDS if rounds is None else rounds
+    draws = int(np.ceil(oversampling_factor * n_clusters))
+    # a seed for the weighted k-means++, drawn on every rank alike (only rank 0 runs it)
+    seed = random_state.randint(np.iinfo(np.int32).max)
+    states = ShardedPass(data, ranks, ChunkOversampling)
+    first = _first_row(data, random_state, host_weights, ranks)
+    chosen, rows = np.array([first]), ranks.rows(data, [first])
+    chunk_pot = np.array(states.map(lambda c, st: st.start(rows[0])))
+    for _ in range(rounds):
+        total = float(ranks.sum(chunk_pot.sum()))
+        if not total > 0:   # every row is a copy of a candidate
+            break
+        drawn = _pick(data, states, ranks, random_state.uniform(size=draws) * total, chunk_pot)
+        new = np.setdiff1d(drawn, chosen)   # sorted: the candidates' order is the split's too
+        if not len(new):
+            continue
+        new_rows = ranks.rows(data, new)
+        chosen, rows = np.concatenate([chosen, new]), np.vstack([rows, new_rows])
+        # padded with copies to one size a pass (one kernel build a fit)
+        chunk_pot = np.array(states.map(lambda c, st: st.lower(_padded(new_rows, draws))))
+    # one size for the weighing pass of every fit with these parameters
+    size = min(1 + rounds * draws, ranks.n)
+    weights = states.reduce(lambda c, st: st.weigh(_padded(rows, size))).weights[:len(rows)]
+    idx = ranks.together(lambda: _weighted_plusplus(data, rows, weights, n_clusters, seed)
+                         if ranks.rank == 0 else np.zeros(n_clusters, np.int64))
+    return rows[ranks.sum(idx.astype(np.float64)).astype(np.int64)]
+
+
+def _padded(rows, size):
+    """*rows* followed by copies of the first, *size* in all: a copy is never
+    the nearest (the first of equal distances wins), its distances the same."""
+    return np.vstack([rows, np.repeat(rows[:1], size - len(rows), axis=0)])
+
+
+def _weighted_plusplus(data, candidates, weights, n_clusters, seed):
+    """Indices of *n_clusters* of the weighted candidates by greedy k-means++
+    on one device of the fit (fewer candidates than clusters: all, and the
+    rest drawn again by weight, as k-means++ does on data with fewer
+    distinct rows than clusters)."""
+    rng = np.random.RandomState(seed)
+    if len(candidates) < n_clusters:
+        more = rng.choice(len(candidates), n_clusters - len(candidates), p=weights / weights.sum())
+        return np.concatenate([np.arange(len(candidates)), more])
+    profiles = getattr(data.manager, "profiles", None)
+    manager = DeviceManager(preferred(profiles)[:1] if profiles else None)
+    cand = manager.scatter(candidates.astype(data.dtype), weights.astype(data.dtype),
+                           dtype=data.dtype)
+    try:
+        return kmeans_plusplus(cand, n_clusters, rng, weights.astype(data.dtype))
+    finally:
+        cand.close()
+
+
+def draw_centers(data, how, n_clusters, random_state, host_weights, ranks, **options):
     """*n_clusters* initial centres (float64), the same on every rank, drawn
-    from all ranks' rows: ``how`` "k-means++" (greedy, on the devices) or
-    "random" (rows drawn with probability proportional to their weights)."""
+    from all ranks' rows: ``how`` "k-means++" (greedy, on the devices),
+    "k-means||" (kmeans_parallel, with *options* oversampling_factor and
+    rounds) or "random" (rows drawn with probability proportional to their
+    weights)."""
+    if how == "k-means||":
+        return kmeans_parallel(data, n_clusters, random_state, host_weights, ranks=ranks,
+                               **options)
     if how == "k-means++":
         idx = kmeans_plusplus(data, n_clusters, random_state, host_weights, ranks=ranks)
     else:   # every rank draws from all weights (1/d of the data)

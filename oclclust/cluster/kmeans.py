@@ -11,7 +11,8 @@ import warnings
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
+from ._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterMixin, KCluster,
+                    TransformerMixin, check_oversampling)
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from .kmeans_csr import assign_csr, fit_csr, is_sparse, transform_csr
@@ -36,26 +37,46 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
     """k-means clustering on OpenCL devices (scikit-learn's KMeans API).
 
     ``devices``: "all", "gpu", "cpu", platform/device name substrings, a
-    list of DeviceProfile, or a DeviceManager (None: $OCLCLUST_DEVICES, else
-    all); the rows are split over all of them.  ``dtype``: float32 or
+    DeviceProfile or pyopencl Device or a list of them, or a DeviceManager
+    (None: $OCLCLUST_DEVICES, else all); the rows are split over all of them.  ``dtype``: float32 or
     float64 (None: float32 input stays float32, anything else float64 where
     the device has fp64).  ``comm``: an mpi4py communicator; each rank fits
     its own rows (X is this rank's shard), every rank ends with the same
     model, that of one process fitting all ranks' rows; ``labels_`` are
     this rank's.  predict, score and transform stay local.
+
+    ``init``: "k-means++" (greedy, scikit-learn's), "k-means||" (Bahmani et
+    al.'s scalable k-means++: ``init_max_iter`` rounds, None for 5, that each
+    draw ``oversampling_factor`` x n_clusters candidates, then greedy
+    k-means++ on the candidates weighted by their nearest rows; fewer
+    passes over the rows for large n_clusters), "random", or the centres.
+
+    ``spherical`` (faiss' option): rows compared by cosine.  They are scaled
+    to unit length (a copy; a row of norm 0 stays 0, as in faiss), the
+    centres are the renormalised means of the unit rows (updated on the
+    host), labels the argmax of the dot products.  ``inertia_`` is the sum
+    of squared distances between the unit rows and their unit centres,
+    sum w (2 - 2 cos), as scikit-learn's KMeans reports it on normalised
+    rows; predict, score and transform normalise their rows too, and given
+    initial centres are renormalised.
     """
 
     _parameter_rules = {
         "n_clusters": [(numbers.Integral, 1, None)],
         "init": CENTERS_INIT_RULE,
         "n_init": ["auto", (numbers.Integral, 1, None)],
+        "spherical": [bool],
+        **KMEANS_PARALLEL_RULES,
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None,
-                 comm=None):
+                 comm=None, oversampling_factor=2.0, init_max_iter=None, spherical=False):
         self.n_clusters = n_clusters
+        self.spherical = spherical
         self.init = init
+        self.oversampling_factor = oversampling_factor
+        self.init_max_iter = init_max_iter
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
@@ -89,15 +110,15 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         if runs == 1:   # the fused Lloyd pass, with its per-iteration history
             history = []
             lloyd = lloyd or LloydShards(data, self.n_clusters, ranks,
-                                         device_update=DEVICE_UPDATE)
-            fitted = fit_lloyd(LloydModel(lloyd), starts,
+                                         device_update=DEVICE_UPDATE and not self.spherical)
+            fitted = fit_lloyd(LloydModel(lloyd, self.spherical), starts,
                                self.max_iter, tol, data, host_w,
                                self.verbose if ranks.rank == 0 else 0, history)
             results = [(c, i, int(t), history, lab) for c, i, t, lab in zip(*fitted)]
         else:           # the restarts as one ensemble: one data pass for all of them
             results = [(c, i, t, None, lab) for c, i, t, lab in ranks.together(
                 lambda: fit_ensemble(data, starts, self.max_iter, tol, host_w,
-                                     ranks=ranks, mean=mean))]
+                                     ranks=ranks, mean=mean, spherical=self.spherical))]
         if self.verbose and ranks.rank == 0:
             for run, result in enumerate(results):
                 print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations")
@@ -130,6 +151,10 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
         lloyd = LloydPass(part, k)
         return lambda: lloyd.run(centers, labels)
+
+    def _check_params(self):
+        super()._check_params()
+        check_oversampling(self)
 
     def _n_init(self, init):
         if not isinstance(init, str) and self.n_init not in ("auto", 1):
@@ -189,8 +214,9 @@ class LloydModel(LloydBackend):
 
     exact_shifts = True     # its shift is recorded: in numpy's order, always
 
-    def __init__(self, lloyd):
+    def __init__(self, lloyd, spherical=False):
         self.lloyd, self.ranks, self.last = lloyd, lloyd.ranks, None
+        self.spherical = spherical
         self.replay = None   # a flagged device iteration's statistics, for the host's update
 
     def device_step(self, centers, active, tol, following):

@@ -32,10 +32,11 @@ def is_sparse(X):
     return sparse is not None and sparse.issparse(X)
 
 
-def csr_rows(X, devices, dtype, name, n_features=None):
+def csr_rows(X, devices, dtype, name, n_features=None, unit=False):
     """X validated as scikit-learn validates sparse input, as canonical CSR
     (float32 stays float32, other types become float64) on the preferred
-    device of *devices*."""
+    device of *devices*; *unit*: each row scaled to unit length (spherical
+    k-means; a row of norm 0 stays 0, as cluster/spherical.py's)."""
     if X.ndim != 2:
         raise ValueError(f"Expected 2D input, got {X.ndim}D sparse input instead.")
     n, d = X.shape
@@ -56,6 +57,13 @@ def csr_rows(X, devices, dtype, name, n_features=None):
     X.sort_indices()
     if not np.isfinite(X.data).all():
         raise ValueError("Input X contains NaN or infinity.")
+    if unit:
+        wide = X.data.astype(np.float64)
+        norms = np.sqrt(np.add.reduceat(wide * wide, X.indptr[:-1]) if X.nnz else
+                        np.zeros(n))
+        norms[np.diff(X.indptr) == 0] = 1.0   # reduceat's value for an empty row is not 0
+        X.data = (wide / np.repeat(np.where(norms > 0, norms, 1.0),
+                                   np.diff(X.indptr))).astype(X.dtype)
     profiles = DeviceManager(devices.profiles if isinstance(devices, DeviceManager)
                              else devices).profiles
     return CsrRows(preferred(profiles)[0], X)
@@ -88,8 +96,8 @@ class CsrModel(LloydBackend):
 
     exact_shifts = True
 
-    def __init__(self, rows, w, k):
-        self.rows, self.w, self.k = rows, w, k
+    def __init__(self, rows, w, k, spherical=False):
+        self.rows, self.w, self.k, self.spherical = rows, w, k, spherical
         self.ranks = Ranks(None, rows.n, rows.d, rows.dtype)
         self.x64 = rows.host.astype(np.float64)
         self.labels = self.dist = None
@@ -139,7 +147,8 @@ def sparse_tol(X, tol):
 def fit_csr(est, X, sample_weight):
     """KMeans *est* fitted to sparse X (see the module)."""
     est._check_params()
-    rows = csr_rows(X, est.devices, est.dtype, type(est).__name__)
+    spherical = bool(getattr(est, "spherical", False))
+    rows = csr_rows(X, est.devices, est.dtype, type(est).__name__, unit=spherical)
     w = check_sample_weight(sample_weight, rows.n, rows.dtype)
     w = np.ones(rows.n, rows.dtype) if w is None else w
     est._check_n_samples(rows.n, rows.d)
@@ -156,7 +165,7 @@ def fit_csr(est, X, sample_weight):
     for start in starts:
         history = []
         centers, inertia, n_iter, labels = fit_lloyd(
-            CsrModel(rows, w, est.n_clusters), [start], est.max_iter, tol, rows, w,
+            CsrModel(rows, w, est.n_clusters, spherical), [start], est.max_iter, tol, rows, w,
             est.verbose, history)
         if best is None or inertia[0] < best[1]:
             best = (centers[0], inertia[0], int(n_iter[0]), labels[0], history)
@@ -179,7 +188,7 @@ def assign_csr(est, X, sample_weight=None):
     """(labels, weighted inertia) of sparse X about the fitted centres."""
     est._check_fitted()
     rows = csr_rows(X, est.devices, est.cluster_centers_.dtype, type(est).__name__,
-                    est.n_features_in_)
+                    est.n_features_in_, unit=bool(getattr(est, "spherical", False)))
     w = check_sample_weight(sample_weight, rows.n, np.float64)
     labels, dist = rows.assign(est.cluster_centers_)
     return labels, float((np.ones(rows.n) if w is None else w) @ dist)
@@ -189,5 +198,5 @@ def transform_csr(est, X):
     """Euclidean distances of sparse X's rows to the fitted centres."""
     est._check_fitted()
     rows = csr_rows(X, est.devices, est.cluster_centers_.dtype, type(est).__name__,
-                    est.n_features_in_)
+                    est.n_features_in_, unit=bool(getattr(est, "spherical", False)))
     return np.sqrt(rows.distances(est.cluster_centers_)).astype(est.cluster_centers_.dtype)

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from ._base import centers_update, move_rows, place_left_empty, relocate_empty
+from .spherical import renormalised
 from ..runtime.progress import Progress, history_entry
 
 
@@ -27,6 +28,7 @@ class LloydBackend:
 
     name = "k-means"
     exact_shifts = False
+    spherical = False   # centres renormalised after each update (on the host)
 
     def stats(self, centers_list):
         """(sums C x d, weights C) float64 of all ranks' rows about the
@@ -123,7 +125,9 @@ def lloyd_step(backend, centers, active, tol, data, host_w, following=None):
     """One pass for the *active* models: their centres (on the device, or
     in *centers*) updated; returns their shifts.  *following*: how many
     iterations may follow (None: any number)."""
-    shifts = backend.device_step(centers, active, tol, following)
+    # the device-resident updates know no renormalisation: a spherical fit's is the host's
+    shifts = None if backend.spherical else backend.device_step(centers, active, tol,
+                                                                  following)
     if shifts is None:
         shifts = host_update(backend, centers, active, tol, data, host_w)
     return shifts
@@ -143,6 +147,8 @@ def host_update(backend, centers, active, tol, data, host_w):
     new = centers_update(sums, weights, old)
     for a, b in left:
         place_left_empty(new[a:b], weights[a:b])
+    if backend.spherical:
+        new = renormalised(new)
     moved = (new - old) ** 2
     shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])
     # KMeans sums its shift in numpy's pairwise order: near tol, so does each

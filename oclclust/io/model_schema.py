@@ -294,7 +294,7 @@ def check(name, params, attributes):
 # ------------------------------------------------------------ the classes
 ROWS_PER_DEVICE = MapOf(Int(0))
 HISTORY = ListOf(MapOf(Plain()))           # one record per iteration
-INIT_NAMES = Choice(("k-means++", "random"))
+INIT_NAMES = Choice(("k-means++", "k-means||", "random"))
 LISTED = ListOf(Plain())                   # an init given as a list (checked by fit)
 INIT = AnyOf((INIT_NAMES, Array("real", ("n_clusters", "n_features_in_")), LISTED))
 

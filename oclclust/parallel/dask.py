@@ -25,9 +25,11 @@ import warnings
 
 import cloudpickle
 import numpy as np
+import pyopencl as cl
 import dask.array as da
 from distributed import get_client, get_worker, wait
 
+from ..runtime.devices import select_devices
 from ..runtime.validation import as_dtype, check_data, check_sample_weight
 from .manager import DeviceManager, ShardedData
 from .placement import bind_by_index, compute_dtype
@@ -92,6 +94,7 @@ class DaskData:
             raise ValueError("the dask array's row chunks must be known (compute_chunk_sizes())")
         self.client, self.fit = client, uuid.uuid4().hex
         self.manager = self
+        devices = picklable_devices(devices)
         X = X.rechunk({1: -1})   # whole rows per block
         parts = client.compute(list(X.to_delayed().ravel()))
         weights = [None] * len(parts)
@@ -278,6 +281,16 @@ def local_indices(client):
                    len(hosts[info[addr].get("host")])) for addr in info}
 
 
+def picklable_devices(devices):
+    """*devices* as the workers receive them: pyopencl Devices (which do not
+    pickle) as their profiles; names, profiles and managers as they are."""
+    if isinstance(devices, cl.Device):
+        return select_devices(devices)[0]
+    if isinstance(devices, (list, tuple)) and any(isinstance(d, cl.Device) for d in devices):
+        return select_devices(devices)
+    return devices
+
+
 def worker_devices(devices, local):
     """The devices of this worker (*local*: its index and count on its
     host): a list or a DeviceManager as given; a name (or None) resolved
@@ -371,6 +384,7 @@ def _on_blocks(X, fn, devices, weights):
         raise ValueError(f"Expected 2D array, got {X.ndim}D dask array instead.")
     client = active_client()
     local = local_indices(client) if client is not None else {}
+    devices = picklable_devices(devices)
 
     def on_block(block, *w):
         here = local.get(get_worker().address, (0, 1)) if local else (0, 1)

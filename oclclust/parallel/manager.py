@@ -72,8 +72,8 @@ class DeviceManager:
         if isinstance(devices, DeviceManager):
             raise ValueError("devices is already a DeviceManager")
         if isinstance(devices, (list, tuple)) and devices and \
-                all(isinstance(p, DeviceProfile) for p in devices):
-            self.profiles = list(devices)   # as given: the caller knows best
+                all(isinstance(p, (DeviceProfile, cl.Device)) for p in devices):
+            self.profiles = select_devices(devices)   # as given: the caller knows best
             twice = [p for i, p in enumerate(self.profiles) if p.key in
                      [q.key for q in self.profiles[:i]]]
             if twice:
@@ -242,6 +242,13 @@ class ShardedData:
             return np.asarray(self.source[int(i)], dtype=self.dtype)
         chunk, local = self.locate(i)
         return chunk.row(local)
+
+    def rows(self, indices):
+        """Rows *indices* to the host, at once where there is a host copy
+        (k-means|| fetches thousands a round)."""
+        if not isinstance(self.source, cla.Array):
+            return np.asarray(self.source[np.asarray(indices, np.int64)], dtype=self.dtype)
+        return np.array([self.row(i) for i in indices], dtype=self.dtype).reshape(-1, self.d)
 
     def moments(self):
         """(means, variances, finite) over all rows, combined in float64."""

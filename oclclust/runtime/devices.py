@@ -240,17 +240,19 @@ def match_names(parts, available):
 
 def select_devices(devices=None):
     """Profiles picked by *devices*: "all", "gpu", "cpu", "accelerator", a
-    comma-separated list of platform/device name substrings, or a list of
-    DeviceProfile.  None means $OCLCLUST_DEVICES, else "all"."""
+    comma-separated list of platform/device name substrings, a DeviceProfile
+    or pyopencl Device, or a list of them (mixed too: a Device stands for
+    its profile).  None means $OCLCLUST_DEVICES, else "all"."""
     if devices is None:
         devices = os.environ.get("OCLCLUST_DEVICES", "all")
-    if isinstance(devices, DeviceProfile):
-        return [devices]
+    if isinstance(devices, (DeviceProfile, cl.Device)):
+        return [as_profile(devices)]
     if not isinstance(devices, str):
         chosen = list(devices)
-        if not chosen or not all(isinstance(d, DeviceProfile) for d in chosen):
-            raise ValueError("devices must be a string or a non-empty list of DeviceProfile")
-        return chosen
+        if not chosen or not all(isinstance(d, (DeviceProfile, cl.Device)) for d in chosen):
+            raise ValueError("devices must be a string or a non-empty list of DeviceProfile "
+                             "or pyopencl Device")
+        return [as_profile(d) for d in chosen]
     available = list_devices()
     want = devices.strip().lower()
     if want == "all":
@@ -300,6 +302,29 @@ def _queue(key):
         ctx = cl.Context([_cl_device(key)])
         _QUEUES[key] = (ctx, cl.CommandQueue(ctx))
     return _QUEUES[key][1]
+
+
+def as_profile(device):
+    """The profile of *device*: a DeviceProfile as it is; a pyopencl Device
+    resolved by its handle (a root device's handle is fixed for the process,
+    a sub-device's is the one sub_devices made), never by its name: the GPUs
+    of one host share a name."""
+    if isinstance(device, DeviceProfile):
+        return device
+    for p in list_devices():
+        if p.cl_device().int_ptr == device.int_ptr:
+            return p
+    for key, dev in _DEVICES.items():
+        if key[4] and dev.int_ptr == device.int_ptr:
+            return next(dataclasses.replace(p, compute_units=dev.max_compute_units,
+                                            sub_device=key[4])
+                        for p in list_devices() if p.key == key[:4] + ((),))
+    if device.parent_device is not None:
+        raise ValueError(f"devices: the sub-device of {device.name.strip()!r} was not made "
+                         "by oclclust.sub_devices (its profile is unknown): split the device "
+                         "with oclclust.sub_devices")
+    raise ValueError(f"devices: the pyopencl Device {device.name.strip()!r} is not among "
+                     "oclclust's devices")
 
 
 def profile_of_queue(queue):

@@ -143,12 +143,27 @@ def test_fit_then_predict_round_trip(devices, tmp_path):
     assert (fitted == ref.labels_).all()
 
 
+def test_fit_spherical_with_kmeans_parallel(devices, tmp_path):
+    X = make_blobs(300, 3, 4, seed=1)[0]
+    np.save(tmp_path / "x.npy", X)
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-k", "4", "--random-state", "0",
+                   "--init", "k-means||", "--oversampling-factor", "1.5", "--spherical",
+                   "--devices", devices[0].platform, "--out", str(tmp_path / "m.npz"),
+                   "--labels", str(tmp_path / "fit.csv"))
+    assert proc.returncode == 0, proc.stderr
+    ref = oc.KMeans(n_clusters=4, random_state=0, init="k-means||", oversampling_factor=1.5,
+                    spherical=True, devices=devices).fit(X)
+    assert (np.loadtxt(tmp_path / "fit.csv", dtype=np.int64) == ref.labels_).all()
+
+
 @pytest.mark.parametrize("args,status,message", [
     (["fit", "{x}"], 2, "-k is needed"),
     (["fit", "{x}", "-k", "2", "--linkage", "ward"], 2, "does not apply to --algorithm kmeans"),
     (["fit", "{bad}", "-k", "2"], 1, "bad.npy: not a valid .npy"),
     (["fit", "{x}", "-k", "999"], 1, "should be >= n_clusters=999"),
     (["predict", "{x}", "{x}"], 1, "not a readable .npz model"),
+    (["fit", "{x}", "-k", "2", "-a", "gmm", "--spherical"], 2,
+     "--spherical does not apply to --algorithm gmm"),
 ])
 def test_fit_mistakes_give_one_line(args, status, message, devices, tmp_path):
     np.save(tmp_path / "x.npy", make_blobs(40, 2, 2)[0])

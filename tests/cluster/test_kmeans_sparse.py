@@ -90,3 +90,21 @@ def test_estimators_without_a_sparse_path_refuse_sparse_rows(devices, name):
     # as scikit-learn's GaussianMixture: a TypeError naming the way out
     with pytest.raises(TypeError, match="sparse"):
         getattr(oc, name)(3, devices=devices).fit(sparse_blobs())
+
+
+def test_spherical_sparse_fit_equals_the_dense_one(devices):
+    X = sparse_blobs()
+    X[5] = 0                               # a row of norm 0 stays 0
+    kw = dict(n_clusters=5, init=X[10:15].toarray(), n_init=1, spherical=True, tol=0,
+              max_iter=30, devices=devices)
+    ours = oc.KMeans(**kw).fit(X)
+    dense = oc.KMeans(**kw).fit(X.toarray())
+    np.testing.assert_allclose(ours.cluster_centers_, dense.cluster_centers_, rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(ours.cluster_centers_, axis=1), 1.0)
+    assert ours.inertia_ == pytest.approx(dense.inertia_, rel=1e-10)
+    keep = np.arange(X.shape[0]) != 5      # the zero row's label is the rounding's
+    assert np.array_equal(ours.labels_[keep], dense.labels_[keep])
+    new = sparse_blobs(n=40, seed=4) * 3
+    assert np.array_equal(ours.predict(new), dense.predict(new.toarray()))
+    np.testing.assert_allclose(ours.transform(new), dense.transform(new.toarray()), rtol=1e-10)

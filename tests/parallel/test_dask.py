@@ -242,3 +242,28 @@ def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices):
     assert isinstance(outcome.get("error"), WorkerLostError), outcome
     assert victim in str(outcome["error"])
     assert outcome["at"] - killed < 10
+
+
+def test_pyopencl_devices_travel_as_their_profiles(client, devices):
+    """pyopencl Devices do not pickle: the workers receive their profiles,
+    and the fit and predict equal those given the profiles themselves."""
+    X = blobs()
+    want = oc.KMeans(K, n_init=1, random_state=0, devices=devices[:1]).fit(X)
+    got = oc.KMeans(K, n_init=1, random_state=0, devices=[devices[0].cl_device()]).fit(X)
+    np.testing.assert_array_equal(got.cluster_centers_, want.cluster_centers_)
+    np.testing.assert_array_equal(got.predict(X).compute(), want.predict(X).compute())
+
+
+@pytest.mark.parametrize("init", ["k-means||", "k-means++"])
+def test_spherical_and_kmeans_parallel_on_the_workers(client, devices, init, monkeypatch):
+    """The rows normalised lazily block by block, k-means|| seeded over the
+    workers' blocks: the numpy fit of the same chunks, bit for bit."""
+    X = blobs()
+    host = X.compute()
+    kw = dict(n_clusters=K, init=init, n_init=1, random_state=3, tol=0, max_iter=30,
+              spherical=init == "k-means++")
+    km = fitted_on_workers(client, lambda: oc.KMeans(devices=devices, **kw), X, monkeypatch)
+    ref = oc.KMeans(devices=streamed(devices, N, D, np.float64), **kw).fit(host)
+    assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
+    assert km.inertia_ == ref.inertia_
+    assert np.array_equal(km.predict(X).compute(), ref.labels_)

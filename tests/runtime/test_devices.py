@@ -130,6 +130,44 @@ def test_select_profiles_passes_them_through(profile):
             oc.select_devices(bad)
 
 
+def test_select_pyopencl_devices(devices, profile):
+    """A pyopencl Device stands for its profile: alone, in a list, mixed with
+    profiles; the one the caller got from pyopencl is matched by handle."""
+    users = cl.get_platforms()[profile.platform_index].get_devices()[profile.device_index]
+    assert oc.select_devices(users) == [profile]
+    assert oc.select_devices([users]) == [profile]
+    tweaked = dataclasses.replace(profile, work_group_size=2)
+    assert oc.select_devices((tweaked, users)) == [tweaked, profile]
+    every = [p.cl_device() for p in devices]
+    assert oc.select_devices(every) == devices
+    assert oc.DeviceManager([users]).profiles == [profile]
+    with pytest.raises(ValueError, match="lists .* twice"):
+        oc.DeviceManager([users, profile])
+    with pytest.raises(ValueError, match="non-empty list of DeviceProfile or pyopencl Device"):
+        oc.select_devices([users, "cpu"])
+
+
+def test_select_pyopencl_sub_devices(profile):
+    """A sub-device that oclclust.sub_devices made resolves to its profile;
+    one the user split is refused by name (its profile is unknown)."""
+    subs = split_or_skip(profile, (1, 1))
+    assert oc.select_devices([s.cl_device() for s in subs]) == subs
+    mine = profile.cl_device().create_sub_devices(
+        [cl.device_partition_property.BY_COUNTS, 1, cl.device_partition_property.BY_COUNTS_LIST_END])
+    with pytest.raises(ValueError, match="not made by oclclust.sub_devices"):
+        oc.select_devices(mine)
+
+
+def test_estimator_takes_pyopencl_devices(profile, blobs):
+    X = blobs[0]
+    want = oc.KMeans(3, n_init=1, random_state=0, devices=[profile]).fit(X)
+    got = oc.KMeans(3, n_init=1, random_state=0, devices=[profile.cl_device()]).fit(X)
+    assert list(got.devices_) == list(want.devices_) == [str(profile)]
+    assert (got.labels_ == want.labels_).all() and got.inertia_ == want.inertia_
+    alone = oc.KMeans(3, n_init=1, random_state=0, devices=profile.cl_device()).fit(X)
+    assert (alone.labels_ == want.labels_).all()
+
+
 def test_preferred_order(profile):
     def dev(kind, cu, i):
         return dataclasses.replace(profile, type=kind, compute_units=cu, device_index=i)

@@ -1,0 +1,133 @@
+"""k-means|| seeding (cluster/inits.kmeans_parallel): determinism, the
+candidates' weights against numpy, seeding quality against greedy k-means++,
+the same centres over one device and two sub-devices, parameter errors."""
+import numpy as np
+import pytest
+
+import oclclust as oc
+from conftest import make_blobs, split_or_skip
+from oclclust.cluster import inits
+
+
+def seeded(devices, X, k, seed, **params):
+    """The k-means|| centres of a fit (caught where they are drawn: a fit
+    keeps only its final centres)."""
+    got = {}
+    real = inits.kmeans_parallel
+
+    def spy(*args, **kwargs):
+        got["centers"] = real(*args, **kwargs)
+        return got["centers"]
+    mp = pytest.MonkeyPatch()
+    mp.setattr(inits, "kmeans_parallel", spy)
+    try:
+        oc.KMeans(k, init="k-means||", n_init=1, max_iter=1, random_state=seed,
+                  devices=devices, **params).fit(X)
+    finally:
+        mp.undo()
+    return got["centers"]
+
+
+@pytest.mark.parametrize("factor, rounds", [(2.0, None), (0.5, 2), (3, 1)])
+def test_the_same_seed_draws_the_same_centres(devices, factor, rounds):
+    X, _ = make_blobs(n=500, d=3, k=6, seed=1)
+    a = seeded(devices, X, 6, 7, oversampling_factor=factor, init_max_iter=rounds)
+    b = seeded(devices, X, 6, 7, oversampling_factor=factor, init_max_iter=rounds)
+    assert a.shape == (6, 3)
+    np.testing.assert_array_equal(a, b)
+    # the centres are rows of X, distinct ones (the blobs have no copies)
+    assert all((X == c).all(axis=1).any() for c in a)
+    assert len(np.unique(a, axis=0)) == 6
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_candidates_are_weighted_by_their_nearest_rows(devices, monkeypatch, weighted):
+    """The weights handed to the weighted k-means++ are the (sample-weighted)
+    counts of the rows nearest to each candidate, first of equals, as numpy
+    finds them; every row counts once."""
+    X, _ = make_blobs(n=400, d=4, k=5, seed=2)
+    w = np.random.RandomState(3).uniform(0.5, 2, len(X)) if weighted else None
+    seen = {}
+    real = inits._weighted_plusplus
+
+    def spy(data, candidates, weights, n_clusters, seed):
+        seen.update(candidates=candidates, weights=weights)
+        return real(data, candidates, weights, n_clusters, seed)
+    monkeypatch.setattr(inits, "_weighted_plusplus", spy)
+    oc.KMeans(5, init="k-means||", n_init=1, max_iter=1, random_state=0,
+              devices=devices).fit(X, sample_weight=w)
+    cand = seen["candidates"]
+    assert len(cand) > 5   # several rounds of 10 draws
+    assert len(np.unique(cand, axis=0)) == len(cand)
+    nearest = ((X[:, None, :] - cand[None]) ** 2).sum(-1).argmin(1)
+    want = np.bincount(nearest, weights=w, minlength=len(cand))
+    np.testing.assert_allclose(seen["weights"], want, rtol=1e-6)
+    assert np.isclose(seen["weights"].sum(), len(X) if w is None else w.sum())
+
+
+def test_inertia_after_lloyd_is_that_of_kmeans_plusplus(devices):
+    """Seeding quality: after Lloyd, k-means|| ends within a few per cent of
+    greedy k-means++ (the mean of a few seeds, on overlapping blobs)."""
+    from sklearn.datasets import make_blobs as sk_blobs
+    X, _ = sk_blobs(3000, 5, centers=25, cluster_std=2.0, random_state=0)
+    X = X.astype(np.float32)
+
+    def inertia(init):
+        return np.mean([oc.KMeans(25, init=init, n_init=1, random_state=s,
+                                  devices=devices).fit(X).inertia_ for s in range(3)])
+    assert inertia("k-means||") <= 1.03 * inertia("k-means++")
+
+
+def test_one_device_and_two_sub_devices_seed_alike(profile):
+    X, _ = make_blobs(n=600, d=3, k=5, seed=4)
+    subs = split_or_skip(profile, (1, 1))
+    whole = seeded([profile], X, 5, 11)
+    split = seeded(subs, X, 5, 11)
+    np.testing.assert_array_equal(whole, split)
+    a = oc.KMeans(5, init="k-means||", n_init=1, random_state=11, devices=[profile]).fit(X)
+    b = oc.KMeans(5, init="k-means||", n_init=1, random_state=11, devices=subs).fit(X)
+    # the same labels; the centres' sums in float64 by chunk: equal to rounding
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-12)
+
+
+def test_fewer_distinct_rows_than_clusters(devices):
+    """All rows become candidates (the potential reaches 0): the centres are
+    every distinct row, then repeats, with scikit-learn's warning."""
+    X = np.repeat(np.arange(3.0)[:, None] * 10, 20, axis=0)
+    with pytest.warns(UserWarning, match="Number of distinct clusters"):
+        km = oc.KMeans(5, init="k-means||", n_init=1, random_state=0, devices=devices).fit(X)
+    assert set(np.unique(km.cluster_centers_)) == {0.0, 10.0, 20.0}
+
+
+def test_ensemble_takes_kmeans_parallel(devices):
+    X, _ = make_blobs(n=500, d=3, k=4, seed=5)
+    ens = oc.EnsembleKMeans(4, n_models=2, init="k-means||", random_state=0,
+                            devices=devices).fit(X)
+    again = oc.EnsembleKMeans(4, n_models=2, init="k-means||", random_state=0,
+                              devices=devices).fit(X)
+    np.testing.assert_array_equal(ens.models_, again.models_)
+    ref = oc.KMeans(4, n_init=1, random_state=0, devices=devices).fit(X)
+    assert np.isclose(ens.inertia_, ref.inertia_, rtol=1e-6)   # the blobs' one optimum
+
+
+@pytest.mark.parametrize("make", [oc.KMeans, lambda **p: oc.EnsembleKMeans(n_models=2, **p)],
+                         ids=["KMeans", "EnsembleKMeans"])
+@pytest.mark.parametrize("param, value, match", [
+    ("oversampling_factor", 0, "positive finite"),
+    ("oversampling_factor", -1.0, "'oversampling_factor' parameter"),
+    ("oversampling_factor", float("inf"), "positive finite"),
+    ("oversampling_factor", float("nan"), "'oversampling_factor' parameter"),
+    ("oversampling_factor", "2", "'oversampling_factor' parameter"),
+    ("init_max_iter", 0, "'init_max_iter' parameter"),
+    ("init_max_iter", 1.5, "'init_max_iter' parameter"),
+    ("init", "k-means|", "'init' parameter"),
+])
+def test_bad_parameters_are_refused_before_device_work(make, param, value, match,
+                                                       monkeypatch):
+    def no_devices(*args, **kwargs):
+        raise AssertionError("device work before the parameters were checked")
+    monkeypatch.setattr("oclclust.cluster._base.fit_data", no_devices)
+    X, _ = make_blobs(n=50)
+    with pytest.raises(ValueError, match=match):
+        make(n_clusters=3, **{"init": "k-means||", param: value}).fit(X)
