@@ -32,14 +32,23 @@ void candidate_potentials(
 % else:
         const acc_t wi = 1;
 % endif
-        for (int t = 0; t < T; ++t) {
-            __global const real_t *c = cand_rows + t * D;
-            acc_t s = 0;
-            for (int k = 0; k < D; ++k) {
-                const acc_t diff = (acc_t)x[i * stride + k] - (acc_t)c[k];
-                s += diff * diff;
+        /* the row is read once, each value against every candidate: reading it
+           once per candidate cost T times the traffic of a row that no cache
+           keeps (55 ms a step at 10M x 128, T = 10, on an H200); each
+           candidate's sum still adds its features in order */
+        acc_t s[T];
+        for (int t = 0; t < T; ++t)
+            s[t] = 0;
+        for (int k = 0; k < D; ++k) {
+            const acc_t xk = x[i * stride + k];
+            for (int t = 0; t < T; ++t) {
+                const acc_t diff = xk - (acc_t)cand_rows[t * D + k];
+                s[t] += diff * diff;
             }
-            const acc_t dist = fmin(s, closest[i]);
+        }
+        const acc_t near = closest[i];
+        for (int t = 0; t < T; ++t) {
+            const acc_t dist = fmin(s[t], near);
             cand_dist[t * n + i] = dist;
             pot[t] += wi * dist;
         }
