@@ -11,7 +11,7 @@ from ._base import BaseEstimator, ClusterMixin
 from .hdbscan_tree import hdbscan_labels
 from .hierarchical import _check_range, _plan
 from ..passes.mst import minimum_spanning_tree
-from ..passes.neighbours import core_distances
+from ..passes.neighbours import core_distances, prim_edges
 from ..runtime.validation import check_data, check_params
 
 # scikit-learn's metric names -> the device's (pdist's) names
@@ -26,10 +26,11 @@ HOMOGENEITY = {"euclidean": 1, "cityblock": 1, "chebyshev": 1, "sqeuclidean": 2}
 # scikit-learn's encoding of rows it cannot place (label, probability)
 INFINITE = (-2, 0.0)
 MISSING = (-3, np.nan)
-# with weights tied (core distances make many), the MST that matches
-# scikit-learn's Prim order is Prim's on the rows, n launches; past this
-# many rows Boruvka's tree (the same clusters at every height) is taken
-SCIPY_TIES_UP_TO = 20000
+# with heights tied (core distances make many), scikit-learn's tree
+# condenses by its Prim's edges in its order: Prim's on the rows, n
+# launches; past this many rows Boruvka's tree is taken (the same clusters
+# at every height; a tied height may condense otherwise)
+PRIM_TIES_UP_TO = 20000
 
 
 class HDBSCAN(ClusterMixin, BaseEstimator):
@@ -94,7 +95,8 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         metric = self._check_params()
         X = np.asarray(check_data(X, type(self).__name__, min_samples=1), np.float64)
         self.n_features_in_ = X.shape[1]
-        sums = X.sum(axis=1)
+        with np.errstate(invalid="ignore"):     # inf - inf: a missing row, as sklearn counts it
+            sums = X.sum(axis=1)
         missing, infinite = np.isnan(sums), np.isinf(sums)
         finite = ~(missing | infinite)
         Xf = X[finite] if not finite.all() else X
@@ -108,8 +110,9 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         _check_range(Xf, plan)
         core = core_distances(plan, Xf, int(min_samples), metric)
         rows = Xf if self.alpha == 1.0 else Xf / self.alpha ** (1.0 / HOMOGENEITY[metric])
-        ties = "scipy" if Xf.shape[0] <= SCIPY_TIES_UP_TO else "any"
-        a, b, w = minimum_spanning_tree(plan, rows, metric, core=core, ties=ties)
+        a, b, w = minimum_spanning_tree(plan, rows, metric, core=core, ties="any")
+        if np.any(w[1:] == w[:-1]) and Xf.shape[0] <= PRIM_TIES_UP_TO:
+            a, b, w = prim_edges(plan, rows, metric, core)
         labels, probs = hdbscan_labels(
             a, b, w, int(self.min_cluster_size), self.cluster_selection_method,
             bool(self.allow_single_cluster), float(self.cluster_selection_epsilon),

@@ -69,3 +69,35 @@ def k_nearest_distances(plan, X, k, metric="euclidean"):
 def core_distances(plan, X, min_samples, metric="euclidean"):
     """Each row's distance to its min_samples-th nearest row, itself counted."""
     return k_nearest_distances(plan, X, min_samples, metric)[:, -1]
+
+
+@dataclasses.dataclass(frozen=True)
+class PrimSourceSpec(Spec):
+    template = "prim_source.cl.mako"
+    d: int = 1
+    metric: str = "euclidean"
+
+
+def prim_edges(plan, X, metric, core):
+    """The mutual-reachability MST as scikit-learn's Prim records it: (source,
+    new, height) in Prim's order from node 0, source the first tree node at
+    the height (templates/neighbours/prim_source.cl.mako).  Prim's steps are
+    the MST engine's (passes/mst.py prim_rows): n launches, for trees whose
+    heights tie."""
+    from . import mst                       # the engine's Prim on the rows
+    if not isinstance(plan, Plan):
+        plan = Plan(plan, np.float64 if plan.fp64 else np.float32)
+    q = plan.queue
+    n, d = X.shape
+    x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
+    core_dev = cla.to_device(q, np.ascontiguousarray(core, plan.dtype))
+    _, new, h = mst.prim_rows(plan, x, n, d, metric, core_dev)
+    seq = cla.to_device(q, np.concatenate([[0], new]).astype(np.int32))
+    height = cla.to_device(q, h.astype(plan.dtype))
+    src = cla.empty(q, n - 1, np.int32)
+    spec = PrimSourceSpec(d=d, metric=metric, **plan.base)
+    kern = codegen.plan("neighbours", q.context, spec, lambda: codegen.SharedKernel(
+        cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_source")))
+    kern(q, (max(1, n - 1),), None, x.data, np.int32(n), core_dev.data, seq.data,
+         height.data, src.data)
+    return src.get(q).astype(np.int64), new, h
