@@ -144,3 +144,9 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
 
     def fit_predict(self, X, y=None):
         return self.fit(X).labels_
+
+    def __sklearn_tags__(self):
+        # NaN / inf rows are labelled (-3 / -2), not refused, as in scikit-learn
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
