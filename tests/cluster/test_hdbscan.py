@@ -29,6 +29,7 @@ def sk_blobs(n=200):
 def sk_fit(X, **params):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)   # its sums of inf rows
         return SkHDBSCAN(copy=False, **params).fit(X)
 
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from oclclust.passes.neighbours import NEIGHBOUR_METRICS, core_distances, k_nearest_distances
+from oclclust.passes.neighbours import (NEIGHBOUR_METRICS, core_distances,
+                                        k_nearest_distances, prim_edges)
 
 
 @pytest.mark.parametrize("metric", NEIGHBOUR_METRICS)
@@ -27,3 +28,34 @@ def test_core_distance_counts_the_row_itself(profile):
 def test_bad_k(profile, k):
     with pytest.raises(ValueError, match="k must be"):
         k_nearest_distances(profile, np.zeros((4, 2)), k)
+
+
+def _sklearn_prim(M):
+    """scikit-learn's Prim from node 0 over the matrix M: (source, new, height);
+    a node's best distance falls only where strictly smaller."""
+    n = len(M)
+    in_tree, best, src = np.zeros(n, bool), np.full(n, np.inf), np.zeros(n, int)
+    node, out = 0, []
+    for _ in range(n - 1):
+        in_tree[node] = True
+        lower = ~in_tree & (M[node] < best)
+        best[lower], src[lower] = M[node][lower], node
+        node = int(np.argmin(np.where(in_tree, np.inf, best)))
+        out.append((src[node], node, best[node]))
+    return np.array(out).T
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock", "chebyshev"])
+@pytest.mark.parametrize("n, seed", [(40, 0), (67, 1)])
+def test_prim_edges_are_sklearns(profile, metric, n, seed):
+    """Integer rows: heights tie everywhere, the source is the first tree node."""
+    if not profile.fp64:
+        pytest.skip("exact heights need fp64")
+    X = np.random.RandomState(seed).randint(0, 5, (n, 2)).astype(np.float64)
+    core = core_distances(profile, X, 4, metric)
+    D = cdist(X, X, metric)
+    src, new, h = prim_edges(profile, X, metric, core)
+    ref_src, ref_new, ref_h = _sklearn_prim(np.maximum(D, np.maximum.outer(core, core)))
+    np.testing.assert_array_equal(new, ref_new)
+    np.testing.assert_array_equal(src, ref_src)
+    np.testing.assert_array_equal(h, ref_h)
