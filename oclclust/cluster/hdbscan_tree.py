@@ -244,14 +244,15 @@ def labels_and_probabilities(condensed, clusters, allow_single=False, epsilon=0.
     for p, c in zip(parent[size > 1].tolist(), child[size > 1].tolist()):
         owner[c] = c if c in clusters else owner[p]
     pts = child < n
-    labels = np.full(n, -1, np.int64)
     point_lambda = np.empty(n)
     point_lambda[child[pts]] = lam[pts]
     point_owner = np.empty(n, np.int64)
     point_owner[child[pts]] = [owner[p] for p in parent[pts].tolist()]
+    number_of = np.full(int(parent.max()) + 1, -1, np.int64)
     for c, k in numbers.items():
         if c != root:
-            labels[point_owner == c] = k
+            number_of[c] = k
+    labels = number_of[point_owner]
     at_root = point_owner == root
     if len(clusters) == 1 and allow_single and root in numbers:
         threshold = 1.0 / epsilon if epsilon != 0.0 else lam[parent == root].max()
