@@ -150,3 +150,14 @@ def test_host_tree_on_sklearns_own_tree():
     lambda name: oc.HDBSCAN(devices=name))))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
+
+
+def test_boruvka_tree_past_prim_limit(devices, monkeypatch):
+    """Past PRIM_TIES_UP_TO rows the tree is Boruvka's (tied heights in the
+    engine's order): on continuous blobs, where ties are only core distances
+    shared by a row's edges, still scikit-learn's labels and probabilities."""
+    import oclclust.cluster.hdbscan as hdbscan_module
+    monkeypatch.setattr(hdbscan_module, "PRIM_TIES_UP_TO", 0)
+    X = sk_blobs(300)
+    params = dict(min_cluster_size=10, min_samples=4)
+    assert_same(oc.HDBSCAN(devices=devices, **params).fit(X), sk_fit(X, **params))
