@@ -43,8 +43,9 @@ def add_fit_arguments(p, int_at_least, positive_float):
     p.add_argument("--algorithm", "-a", choices=sorted(ALGORITHMS), default="kmeans",
                    help="the estimator (default kmeans)")
     p.add_argument("-k", "--n-clusters", dest="k", type=int_at_least(1),
-                   help="number of clusters (components for gmm); needed except for "
-                        "hierarchical with --distance-threshold")
+                   help="number of clusters (components for gmm; the smallest cluster for "
+                        "hdbscan); needed except for hierarchical with --distance-threshold "
+                        "and hdbscan")
     p.add_argument("--out", "-o", metavar="MODEL.npz", help="write the fitted model here")
     p.add_argument("--labels", metavar="FILE", help="write the labels (.npy or .csv); under "
                    "MPI '{rank}' in the name is the rank (else .rankN is added)")
@@ -109,6 +110,8 @@ def _estimator(args, usage_error, comm):
         params[name] = value
     if args.k is not None:
         params[k_name] = args.k
+    elif args.algorithm == "hdbscan":
+        pass    # -k is its smallest cluster, default 5: the clusters are found, not asked for
     elif args.algorithm != "hierarchical" or args.distance_threshold is None:
         raise usage_error(f"-k is needed for --algorithm {args.algorithm}")
     elif args.algorithm == "hierarchical":

@@ -17,6 +17,8 @@ ESTIMATORS = {
     "FuzzyCMeans": Entry("cmeans", "cmeans", "n_clusters"),
     "GaussianMixture": Entry("gmm", "gmm", "n_components"),
     "AgglomerativeClustering": Entry("hierarchical", "hierarchical", "n_clusters"),
+    # no number of clusters: -k is the smallest cluster it keeps
+    "HDBSCAN": Entry("hdbscan", "hdbscan", "min_cluster_size"),
 }
 # algorithm -> (estimator class name, its parameter for the number of clusters)
 ALGORITHMS = {e.algorithm: (name, e.size_param) for name, e in ESTIMATORS.items()}

@@ -204,11 +204,13 @@ DTYPES = {"float": lambda t: t in (np.dtype(np.float32), np.dtype(np.float64)),
 @dataclasses.dataclass(frozen=True)
 class Array:
     """An array of *dtype* (a DTYPES key) and *shape* (numbers and symbols);
-    float values finite, values at least *low* and below *below*."""
+    float values finite (or NaN, where *nan* allows it), values at least
+    *low* and below *below*."""
     dtype: str
     shape: tuple
     low: object = None
     below: object = None
+    nan: bool = False
 
     def problem(self, value, symbols):
         if not isinstance(value, np.ndarray):
@@ -226,7 +228,9 @@ class Array:
                                  for d, w in zip(self.shape, want))
             return f"has shape {value.shape}, expected ({expected})"
         if value.dtype.kind == "f" and not np.isfinite(value).all():
-            return "holds NaN or infinity"
+            if not self.nan or np.isinf(value).any():
+                return "holds NaN or infinity"
+            value = value[~np.isnan(value)]
         if value.size:
             lowest, highest = value.min().item(), value.max().item()
             return (_range_problem(lowest, self.low, None, None, symbols, "holds") or
@@ -383,4 +387,15 @@ SCHEMAS = {
         derived={"n_merges": lambda s: s["n_leaves_"] - 1,
                  "root": lambda s: 2 * s["n_leaves_"] - 2},   # node ids below the root's
         optional=("distances_",)),   # kept with distance_threshold or compute_distances
+    "HDBSCAN": Schema(
+        params={"min_cluster_size": Int(2)},
+        # labels -1 noise, -2 / -3 rows with inf / NaN (probability NaN), as in sklearn
+        attributes={"n_features_in_": Int(1),
+                    "labels_": Array("int", ("n_samples",), low=-3),
+                    "probabilities_": Array("float", ("n_samples",), low=0, below=1.5,
+                                            nan=True),
+                    "centroids_": Array("float", ("n_centers", "n_features_in_")),
+                    "medoids_": Array("float", ("n_centers", "n_features_in_"))},
+        derived={"n_centers": lambda s: int(max(s["labels_"].max(initial=-1), -1)) + 1},
+        optional=("centroids_", "medoids_")),   # kept with store_centers
 }

@@ -219,3 +219,27 @@ def test_fit_plot(algorithm, extra, devices, tmp_path):
     assert proc.returncode == 0, proc.stderr
     png = (tmp_path / "p.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+@pytest.mark.parametrize("k", [None, "12"])
+def test_fit_hdbscan(k, devices, tmp_path):
+    """fit -a hdbscan: -k is min_cluster_size (optional); the labels and the
+    model file are oc.HDBSCAN's; --plot draws its clusters."""
+    from oclclust.io.modelio import load_model
+    X = make_blobs(200, 3, 4, seed=2)[0]
+    np.save(tmp_path / "x.npy", X)
+    platform = devices[0].platform
+    args = ["fit", str(tmp_path / "x.npy"), "-a", "hdbscan", "--devices", platform,
+            "--out", str(tmp_path / "m.npz"), "--labels", str(tmp_path / "l.npy")]
+    if k is not None:
+        args += ["-k", k]
+    if k is None and __import__("importlib.util").util.find_spec("matplotlib"):
+        args += ["--plot", str(tmp_path / "p.png")]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    if "--plot" in args:
+        assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    want = oc.HDBSCAN(min_cluster_size=int(k or 5), devices=devices).fit(X)
+    np.testing.assert_array_equal(np.load(tmp_path / "l.npy"), want.labels_)
+    model = load_model(tmp_path / "m.npz")
+    np.testing.assert_array_equal(model.probabilities_, want.probabilities_)

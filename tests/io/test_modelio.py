@@ -63,6 +63,7 @@ ESTIMATORS = [
     ("GaussianMixture", dict(n_components=4, random_state=0)),
     ("GaussianMixture", dict(n_components=6, min_components=2, random_state=0)),
     ("AgglomerativeClustering", dict(n_clusters=4, linkage="average")),
+    ("HDBSCAN", dict(min_cluster_size=8, store_centers="both")),
 ]
 
 

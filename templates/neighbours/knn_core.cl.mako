@@ -1,0 +1,55 @@
+<%doc>
+The k smallest distances of every row to all rows (itself included, at
+distance 0): HDBSCAN's core distance is the last of them (scikit-learn's
+kneighbors of the fitted rows, which counts the row itself).  Distances are
+computed from the rows on the fly (mst_distance.cl.mako, pdist's arithmetic,
+the MST engine's), never stored: the other rows pass through local memory a
+work-group's tile at a time.  Reads spec: d, metric, k, wg.
+  knn_core: one work-item a row; its k smallest so far in a private sorted
+            list (insertion: k is small, min_samples); out[i*k .. i*k+k-1]
+            ascending.
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+<%namespace name="dist" file="mst_distance.cl.mako"/>
+/* pdist rounds every product and sum: no fused multiply-adds, so the
+   distances are the MST engine's and a core distance ties as they do */
+#pragma OPENCL FP_CONTRACT OFF
+#define D ${d}
+#define K ${k}
+#define WG ${wg}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void knn_core(__global const real_t *restrict x, const int n,
+              __global real_t *restrict out)
+{
+    __local real_t tile[WG * D];
+    const int i = get_global_id(0), lid = get_local_id(0);
+    const int row = i < n ? i : n - 1;   /* items past n stage tiles, write nothing */
+    real_t own[D];
+    for (int c = 0; c < D; ++c)
+        own[c] = x[(size_t)row * D + c];
+    real_t best[K];
+    for (int m = 0; m < K; ++m)
+        best[m] = INFINITY;
+    for (int base = 0; base < n; base += WG) {
+        const int j0 = base + lid;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int c = 0; c < D; ++c)
+            tile[lid * D + c] = j0 < n ? x[(size_t)j0 * D + c] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int top = min(WG, n - base);
+        for (int t = 0; t < top; ++t) {
+            __local const real_t *other = tile + t * D;
+${dist.pair_distance("own", "other", "dd")}\
+            if (dd < best[K - 1]) {
+                int m = K - 1;
+                for (; m > 0 && best[m - 1] > dd; --m)
+                    best[m] = best[m - 1];
+                best[m] = dd;
+            }
+        }
+    }
+    if (i < n)
+        for (int m = 0; m < K; ++m)
+            out[(size_t)i * K + m] = best[m];
+}

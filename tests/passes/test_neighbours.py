@@ -1,0 +1,61 @@
+"""k nearest distances on the device (passes/neighbours.py) against numpy:
+every metric, k from 1 (the row itself) to n, ragged row counts."""
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from oclclust.passes.neighbours import (NEIGHBOUR_METRICS, core_distances,
+                                        k_nearest_distances, prim_edges)
+
+
+@pytest.mark.parametrize("metric", NEIGHBOUR_METRICS)
+@pytest.mark.parametrize("n, d, k", [(1, 2, 1), (37, 3, 5), (130, 8, 1), (70, 5, 70)])
+def test_k_nearest_vs_numpy(profile, metric, n, d, k):
+    X = np.random.RandomState(n + d).randn(n, d) + 0.5
+    ref = np.sort(cdist(X, X, metric), axis=1)[:, :k]
+    got = k_nearest_distances(profile, X, k, metric)
+    rtol = 1e-12 if profile.fp64 else 1e-5
+    np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol)
+
+
+def test_core_distance_counts_the_row_itself(profile):
+    X = np.array([[0.0], [1.0], [3.0], [3.0]])
+    np.testing.assert_array_equal(core_distances(profile, X, 1), 0)
+    np.testing.assert_array_equal(core_distances(profile, X, 2), [1, 1, 0, 0])
+
+
+@pytest.mark.parametrize("k", [0, 5])
+def test_bad_k(profile, k):
+    with pytest.raises(ValueError, match="k must be"):
+        k_nearest_distances(profile, np.zeros((4, 2)), k)
+
+
+def _sklearn_prim(M):
+    """scikit-learn's Prim from node 0 over the matrix M: (source, new, height);
+    a node's best distance falls only where strictly smaller."""
+    n = len(M)
+    in_tree, best, src = np.zeros(n, bool), np.full(n, np.inf), np.zeros(n, int)
+    node, out = 0, []
+    for _ in range(n - 1):
+        in_tree[node] = True
+        lower = ~in_tree & (M[node] < best)
+        best[lower], src[lower] = M[node][lower], node
+        node = int(np.argmin(np.where(in_tree, np.inf, best)))
+        out.append((src[node], node, best[node]))
+    return np.array(out).T
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock", "chebyshev"])
+@pytest.mark.parametrize("n, seed", [(40, 0), (67, 1)])
+def test_prim_edges_are_sklearns(profile, metric, n, seed):
+    """Integer rows: heights tie everywhere, the source is the first tree node."""
+    if not profile.fp64:
+        pytest.skip("exact heights need fp64")
+    X = np.random.RandomState(seed).randint(0, 5, (n, 2)).astype(np.float64)
+    core = core_distances(profile, X, 4, metric)
+    D = cdist(X, X, metric)
+    src, new, h = prim_edges(profile, X, metric, core)
+    ref_src, ref_new, ref_h = _sklearn_prim(np.maximum(D, np.maximum.outer(core, core)))
+    np.testing.assert_array_equal(new, ref_new)
+    np.testing.assert_array_equal(src, ref_src)
+    np.testing.assert_array_equal(h, ref_h)
