@@ -14,6 +14,7 @@ import numpy as np
 from ._base import BaseEstimator, ClusterMixin
 from ..parallel.manager import DeviceManager
 from ..runtime.devices import preferred, select_devices
+from ..passes.linkage_rows import ward_rows
 from ..passes.linkage import NN_CHAIN, Plan, condensed_distances, nn_chain, prim_single
 from ..passes.linkage_generic import generic_linkage
 from ..passes.mst import MstTerms, minimum_spanning_tree
@@ -161,10 +162,13 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     _check_range(y if X is None else X, plan)
     # single linkage past the matrix (or where the rows are faster): the MST
     on_rows = method == "single" and X is not None and _single_on_rows(plan, X.shape[0])
-    if not on_rows:
+    ward_rows_ = method == "ward" and X is not None and not plan.matrix_fits(X.shape[0])
+    if not (on_rows or ward_rows_):
         dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
     if on_rows:
         Z = _single_from_rows(plan, X, metric)
+    elif ward_rows_:   # past the matrix: the chain over centroids (passes/linkage_rows.py)
+        Z = _sorted_linkage(*ward_rows(plan, X), X.shape[0])
     elif method == "single":
         Z = _sorted_linkage(*prim_single(plan, dist, n), n)
     elif method in NN_CHAIN:

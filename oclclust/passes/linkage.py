@@ -116,6 +116,11 @@ class Plan:
         cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * self.wg,),
                                    (self.wg,) if local else None)
 
+    def matrix_fits(self, n):
+        """Whether the condensed matrix of n observations fits the device."""
+        need = n * (n - 1) // 2 * self.dtype.itemsize
+        return need <= min(self.profile.max_alloc_size, self.profile.memory_budget)
+
     def check_fits(self, n):
         """MemoryError when the condensed matrix exceeds what the device holds."""
         need = n * (n - 1) // 2 * self.dtype.itemsize
@@ -126,7 +131,9 @@ class Plan:
                 raise MemoryError(
                     f"the condensed {self.dtype.name} distance matrix of {n} observations "
                     f"needs {need / 2**30:.2f} GiB, beyond {p}'s {what} of "
-                    f"{limit / 2**30:.2f} GiB: use fewer observations or float32 data")
+                    f"{limit / 2**30:.2f} GiB: single and ward linkage of observations "
+                    "run past it on the rows (O(n d) memory); for the other methods use "
+                    "fewer observations")
 
 
 def _distance_plan(plan, n, d, metric):
