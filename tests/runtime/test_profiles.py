@@ -13,6 +13,7 @@ from oclclust.passes.gmm import GmmTerms
 from oclclust.passes.kdtree import KdTreeTerms
 from oclclust.passes.linkage import LinkageTerms
 from oclclust.passes.lloyd import LloydTerms
+from oclclust.passes.mst import MstTerms
 from oclclust.runtime import profiles as pf
 from oclclust.runtime.profiles import PROFILE_TERMS, ProfileError
 
@@ -153,7 +154,7 @@ def test_every_pass_declares_its_terms(profile):
     """Each terms class reads back what the profile resolved; together with
     the generic terms they are every term, each declared once."""
     declared = [LloydTerms, TileTerms, EnsembleTerms, KdTreeTerms, CMeansTerms, GmmTerms,
-                LinkageTerms]
+                LinkageTerms, MstTerms]
     keys = [f.metadata["profile_key"] for cls in declared for f in dataclasses.fields(cls)]
     assert sorted(keys + list(pf.GENERIC_TERMS)) == sorted(PROFILE_TERMS)
     assert set(profile.term_values) == set(keys)
