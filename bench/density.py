@@ -35,9 +35,16 @@ def _sk_hdbscan(params):
     return HDBSCAN(copy=False, **params)
 
 
+def _sk_dbscan(params):
+    from sklearn.cluster import DBSCAN
+    return DBSCAN(n_jobs=-1, **params)
+
+
 ESTIMATORS = [
     Bench("HDBSCAN", lambda oc, p, dev: oc.HDBSCAN(devices=dev, **p), _sk_hdbscan,
           dict(min_cluster_size=20, min_samples=10)),
+    Bench("DBSCAN", lambda oc, p, dev: oc.DBSCAN(devices=dev, **p), _sk_dbscan,
+          dict(eps=2.0, min_samples=10)),
 ]
 
 

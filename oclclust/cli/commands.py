@@ -22,7 +22,7 @@ PARAMS = {
     "min_components": "min_components", "linkage": "linkage", "metric": "metric",
     "distance_threshold": "distance_threshold", "n_models": "n_models",
     "strategy": "strategy", "kdtree": "kdtree", "verbose": "verbose",
-    "spherical": "spherical", "oversampling_factor": "oversampling_factor",
+    "spherical": "spherical", "oversampling_factor": "oversampling_factor", "eps": "eps",
 }
 
 
@@ -44,8 +44,8 @@ def add_fit_arguments(p, int_at_least, positive_float):
                    help="the estimator (default kmeans)")
     p.add_argument("-k", "--n-clusters", dest="k", type=int_at_least(1),
                    help="number of clusters (components for gmm; the smallest cluster for "
-                        "hdbscan); needed except for hierarchical with --distance-threshold "
-                        "and hdbscan")
+                        "hdbscan; min_samples for dbscan); needed except for hierarchical "
+                        "with --distance-threshold, hdbscan and dbscan")
     p.add_argument("--out", "-o", metavar="MODEL.npz", help="write the fitted model here")
     p.add_argument("--labels", metavar="FILE", help="write the labels (.npy or .csv); under "
                    "MPI '{rank}' in the name is the rank (else .rankN is added)")
@@ -77,6 +77,7 @@ def add_fit_arguments(p, int_at_least, positive_float):
     g.add_argument("--linkage", choices=("single", "complete", "average", "weighted",
                                          "centroid", "median", "ward"))
     g.add_argument("--metric")
+    g.add_argument("--eps", type=positive_float, help="dbscan: the neighbourhood radius")
     g.add_argument("--distance-threshold", type=float)
     g.add_argument("--n-models", type=int_at_least(1))
     g.add_argument("--strategy", choices=("auto", "task", "data", "concatenated"))
@@ -110,8 +111,8 @@ def _estimator(args, usage_error, comm):
         params[name] = value
     if args.k is not None:
         params[k_name] = args.k
-    elif args.algorithm == "hdbscan":
-        pass    # -k is its smallest cluster, default 5: the clusters are found, not asked for
+    elif args.algorithm in ("hdbscan", "dbscan"):
+        pass    # -k is the smallest cluster / core neighbourhood: the clusters are found
     elif args.algorithm != "hierarchical" or args.distance_threshold is None:
         raise usage_error(f"-k is needed for --algorithm {args.algorithm}")
     elif args.algorithm == "hierarchical":

@@ -19,6 +19,7 @@ ESTIMATORS = {
     "AgglomerativeClustering": Entry("hierarchical", "hierarchical", "n_clusters"),
     # no number of clusters: -k is the smallest cluster it keeps
     "HDBSCAN": Entry("hdbscan", "hdbscan", "min_cluster_size"),
+    "DBSCAN": Entry("dbscan", "dbscan", "min_samples"),
 }
 # algorithm -> (estimator class name, its parameter for the number of clusters)
 ALGORITHMS = {e.algorithm: (name, e.size_param) for name, e in ESTIMATORS.items()}

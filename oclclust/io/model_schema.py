@@ -387,6 +387,13 @@ SCHEMAS = {
         derived={"n_merges": lambda s: s["n_leaves_"] - 1,
                  "root": lambda s: 2 * s["n_leaves_"] - 2},   # node ids below the root's
         optional=("distances_",)),   # kept with distance_threshold or compute_distances
+    "DBSCAN": Schema(
+        params={"min_samples": Int(1)},
+        attributes={"n_features_in_": Int(1),
+                    "labels_": Array("int", ("n_samples",), low=-1),
+                    "core_sample_indices_": Array("int", ("n_core",), low=0),
+                    "components_": Array("float", ("n_core", "n_features_in_"))},
+        derived={"n_core": lambda s: len(s["core_sample_indices_"])}),
     "HDBSCAN": Schema(
         params={"min_cluster_size": Int(2)},
         # labels -1 noise, -2 / -3 rows with inf / NaN (probability NaN), as in sklearn

@@ -243,3 +243,19 @@ def test_fit_hdbscan(k, devices, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "l.npy"), want.labels_)
     model = load_model(tmp_path / "m.npz")
     np.testing.assert_array_equal(model.probabilities_, want.probabilities_)
+
+
+def test_fit_dbscan(devices, tmp_path):
+    """fit -a dbscan: --eps and -k (min_samples); the labels and the model
+    file are oc.DBSCAN's."""
+    from oclclust.io.modelio import load_model
+    X = make_blobs(200, 3, 4, seed=2)[0]
+    np.save(tmp_path / "x.npy", X)
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", "dbscan", "--eps", "0.9", "-k", "4",
+                   "--devices", devices[0].platform, "--out", str(tmp_path / "m.npz"),
+                   "--labels", str(tmp_path / "l.npy"))
+    assert proc.returncode == 0, proc.stderr
+    want = oc.DBSCAN(0.9, min_samples=4, devices=devices).fit(X)
+    np.testing.assert_array_equal(np.load(tmp_path / "l.npy"), want.labels_)
+    model = load_model(tmp_path / "m.npz")
+    np.testing.assert_array_equal(model.core_sample_indices_, want.core_sample_indices_)
