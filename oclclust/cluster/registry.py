@@ -13,6 +13,7 @@ class Entry(NamedTuple):
 
 ESTIMATORS = {
     "KMeans": Entry("kmeans", "kmeans", "n_clusters"),
+    "MiniBatchKMeans": Entry("minibatch", "minibatch", "n_clusters"),
     "EnsembleKMeans": Entry("ensemble", "ensemble", "n_clusters"),
     "FuzzyCMeans": Entry("cmeans", "cmeans", "n_clusters"),
     "GaussianMixture": Entry("gmm", "gmm", "n_components"),

@@ -335,6 +335,12 @@ SCHEMAS = {
                     "labels_": _labels("n_clusters"), "inertia_": Number(low=0),
                     "n_iter_": Int(1), "history_": Optional(HISTORY),
                     "devices_": ROWS_PER_DEVICE, "reshards_": Int(0)}),
+    "MiniBatchKMeans": Schema(
+        params={"n_clusters": Int(1), "init": INIT},
+        attributes={"n_features_in_": Int(1), "cluster_centers_": _centres("n_clusters"),
+                    "labels_": _labels("n_clusters"), "inertia_": Number(low=0),
+                    "n_iter_": Int(0), "n_steps_": Int(0)},
+        optional=("labels_", "inertia_", "n_iter_")),   # partial_fit with compute_labels off
     "FuzzyCMeans": Schema(
         params={"n_clusters": Int(1), "m": Number(above=1), "init": INIT},
         attributes={"n_features_in_": Int(1), "cluster_centers_": _centres("n_clusters"),

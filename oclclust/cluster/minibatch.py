@@ -1,0 +1,281 @@
+"""Mini-batch k-means, scikit-learn's MiniBatchKMeans on OpenCL devices.
+
+scikit-learn's algorithm and random stream: the inits drawn from init_size
+rows and compared on a validation draw, the batches ``randint(0, n,
+batch_size)``, the streaming centre update with per-centre weight sums,
+the reassignment of centres whose weight falls below reassignment_ratio of
+the largest, and the early stop on the exponentially weighted batch inertia
+(max_no_improvement) or the centre change (tol).  Each batch is assigned on
+the devices by the fused Lloyd pass (parallel.sharded.LloydShards), which
+returns its per-cluster sums and weights in float64; the update is the
+host's.  ``partial_fit`` takes one step on each chunk it is given (a data
+stream, a file read in pieces).
+"""
+import numbers
+import warnings
+
+import numpy as np
+
+from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
+from .inits import draw_centers
+from .spherical import renormalised, unit_rows
+from ..parallel.placement import fit_data, new_data
+from ..parallel.sharded import LloydShards
+from ..passes.distances import pairwise_euclidean
+from ..runtime.validation import check_data, check_random_state, check_sample_weight
+
+
+class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
+    """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans
+    API and results from the same random_state).  ``devices``, ``dtype``,
+    ``spherical``: as KMeans'."""
+
+    comm = None   # the shared rules read it: one process (MPI: KMeans)
+
+    _parameter_rules = {
+        "n_clusters": [(numbers.Integral, 1, None)],
+        "init": CENTERS_INIT_RULE,
+        "batch_size": [(numbers.Integral, 1, None)],
+        "max_iter": [(numbers.Integral, 0, None)],
+        "max_no_improvement": [(numbers.Integral, 0, None), None],
+        "init_size": [(numbers.Integral, 1, None), None],
+        "n_init": ["auto", (numbers.Integral, 1, None)],
+        "reassignment_ratio": [(numbers.Real, 0, None)],
+        "compute_labels": [bool],
+        "spherical": [bool],
+    }
+
+    def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
+                 verbose=0, compute_labels=True, random_state=None, tol=0.0,
+                 max_no_improvement=10, init_size=None, n_init="auto",
+                 reassignment_ratio=0.01, devices=None, dtype=None, spherical=False):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.verbose = verbose
+        self.compute_labels = compute_labels
+        self.random_state = random_state
+        self.tol = tol
+        self.max_no_improvement = max_no_improvement
+        self.init_size = init_size
+        self.n_init = n_init
+        self.reassignment_ratio = reassignment_ratio
+        self.devices = devices
+        self.dtype = dtype
+        self.spherical = spherical
+
+    # ------------------------------------------------------------- helpers
+    def _host_rows(self, X, sample_weight, fitted=False):
+        """X (unit rows when spherical) and its weights, validated, on the host
+        (*fitted*: X's features must be the fit's)."""
+        X = unit_rows(X, type(self).__name__) if self.spherical else \
+            check_data(X, type(self).__name__)
+        if not isinstance(X, np.ndarray):
+            X = X.get()
+        if not np.isfinite(X).all():
+            raise ValueError("Input X contains NaN or infinity.")
+        dtype = np.dtype(self.dtype) if self.dtype is not None else (
+            np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64))
+        X = np.ascontiguousarray(X, dtype)
+        if fitted and X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but MiniBatchKMeans is "
+                             f"expecting {self.n_features_in_} features as input.")
+        w = check_sample_weight(sample_weight, X.shape[0], dtype)
+        return X, (np.ones(X.shape[0], dtype) if w is None else w)
+
+    def _prepare(self, X):
+        """scikit-learn's _check_params_vs_input: batch and init sizes, n_init, tol."""
+        n = X.shape[0]
+        self._check_n_samples(n, X.shape[1])
+        self._batch_size = min(self.batch_size, n)
+        init_size = self.init_size if self.init_size is not None else 3 * self._batch_size
+        if init_size < self.n_clusters:
+            init_size = 3 * self.n_clusters
+        self._init_size = min(init_size, n)
+        if self.n_init == "auto":   # 3 random draws; one k-means++ or given start
+            self._n_init = 3 if isinstance(self.init, str) and self.init == "random" else 1
+        else:
+            self._n_init = self.n_init
+        if not isinstance(self.init, str) and self._n_init != 1:
+            warnings.warn("Explicit initial center position passed: performing only one "
+                          f"init in MiniBatchKMeans instead of n_init={self._n_init}.",
+                          RuntimeWarning, stacklevel=3)
+            self._n_init = 1
+        variances = X.var(axis=0, dtype=np.float64) if self.tol else np.zeros(1)
+        self._tol = float(np.mean(variances) * self.tol)
+
+    def _labels_inertia(self, X, w, centers):
+        """(labels, inertia) of X about *centers*, assigned on the devices."""
+        data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
+        try:
+            lloyd = LloydShards(data, len(centers))
+            stats = lloyd.run(np.asarray(centers, np.float64), update=False)
+            return lloyd.labels(), float(stats.inertia)
+        finally:
+            data.close()
+
+    def _init_centroids(self, X, w, rng):
+        """scikit-learn's: the init drawn from init_size rows (random indices,
+        drawn whatever the init, as scikit-learn draws them)."""
+        n = X.shape[0]
+        if self._init_size < n:
+            pick = rng.randint(0, n, self._init_size)
+            X, w = X[pick], w[pick]
+        if not isinstance(self.init, str):
+            return self._checked_init(X.shape[1]).astype(X.dtype)
+        data, host_w, ranks = fit_data(X, w, self.devices, X.dtype, None, None,
+                                       type(self).__name__)
+        try:
+            centers = draw_centers(data, self.init, self.n_clusters, rng, host_w, ranks)
+        finally:
+            data.close()
+        return (renormalised(centers) if self.spherical else centers).astype(X.dtype)
+
+    def _random_reassign(self):
+        self._n_since_last_reassign += self._batch_size
+        if (self._counts == 0).any() or self._n_since_last_reassign >= 10 * self.n_clusters:
+            self._n_since_last_reassign = 0
+            return True
+        return False
+
+    def _step(self, X, w, centers, rng, reassign):
+        """scikit-learn's _mini_batch_step on batch X: the new centres (float64
+        update, then X's dtype) and the batch inertia."""
+        data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
+        try:
+            stats = LloydShards(data, len(centers)).run(np.asarray(centers, np.float64))
+        finally:
+            data.close()
+        counts = self._counts
+        new = np.array(centers, np.float64)
+        hit = stats.weights > 0
+        total = counts[hit].astype(np.float64) + stats.weights[hit]
+        new[hit] = (new[hit] * counts[hit, None] + stats.sums[hit]) / total[:, None]
+        counts[hit] = total
+        if self.spherical:
+            new = renormalised(new)
+        new = new.astype(X.dtype)
+        if reassign and self.reassignment_ratio > 0:
+            to_reassign = counts < self.reassignment_ratio * counts.max()
+            if to_reassign.sum() > 0.5 * X.shape[0]:
+                keep = np.argsort(counts)[int(0.5 * X.shape[0]):]
+                to_reassign[keep] = False
+            n_reassigns = int(to_reassign.sum())
+            if n_reassigns:
+                rows = rng.choice(X.shape[0], replace=False, size=n_reassigns)
+                new[to_reassign] = X[rows]
+            counts[to_reassign] = np.min(counts[~to_reassign])
+        return new, float(stats.inertia)
+
+    def _converged(self, step, n, shift, batch_inertia):
+        """scikit-learn's _mini_batch_convergence."""
+        batch_inertia /= self._batch_size
+        step += 1
+        if step == 1:
+            return False
+        if self._ewa_inertia is None:
+            self._ewa_inertia = batch_inertia
+        else:
+            alpha = min(self._batch_size * 2.0 / (n + 1), 1)
+            self._ewa_inertia = self._ewa_inertia * (1 - alpha) + batch_inertia * alpha
+        if self.verbose:
+            print(f"Minibatch step {step}: mean batch inertia: {batch_inertia}, "
+                  f"ewa inertia: {self._ewa_inertia}")
+        if self._tol > 0.0 and shift <= self._tol:
+            return True
+        if self._ewa_inertia_min is None or self._ewa_inertia < self._ewa_inertia_min:
+            self._no_improvement = 0
+            self._ewa_inertia_min = self._ewa_inertia
+        else:
+            self._no_improvement += 1
+        return (self.max_no_improvement is not None
+                and self._no_improvement >= self.max_no_improvement)
+
+    def _finish(self, X, w):
+        self.n_features_in_ = X.shape[1]
+        if self.compute_labels:
+            self.labels_, self.inertia_ = self._labels_inertia(X, w, self.cluster_centers_)
+
+    # ------------------------------------------------------------- fitting
+    def fit(self, X, y=None, sample_weight=None):
+        self._check_params()
+        X, w = self._host_rows(X, sample_weight)
+        self._prepare(X)
+        n = X.shape[0]
+        rng = check_random_state(self.random_state)
+        valid = rng.randint(0, n, self._init_size)
+        best, best_inertia = None, None
+        for _ in range(self._n_init):
+            centers = self._init_centroids(X, w, rng)
+            _, inertia = self._labels_inertia(X[valid], w[valid], centers)
+            if best_inertia is None or inertia < best_inertia:
+                best, best_inertia = centers, inertia
+        centers = best
+        self._counts = np.zeros(self.n_clusters, X.dtype)
+        self._ewa_inertia = self._ewa_inertia_min = None
+        self._no_improvement = self._n_since_last_reassign = 0
+        n_steps = (self.max_iter * n) // self._batch_size
+        # batches drawn by weight, each row of one then counted once (scikit-learn's)
+        p = w / np.sum(w)
+        unit = np.ones(self._batch_size, X.dtype)
+        step = -1
+        for step in range(n_steps):
+            batch = rng.choice(n, self._batch_size, p=p, replace=True)
+            new, inertia = self._step(X[batch], unit, centers, rng, self._random_reassign())
+            shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) if self._tol else 0.0
+            centers = new
+            if self._converged(step, n, shift, inertia):
+                break
+        self.cluster_centers_ = centers
+        self.n_steps_ = step + 1
+        self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
+        self._finish(X, w)
+        if not self.compute_labels:
+            self.inertia_ = self._ewa_inertia * float(np.sum(w))
+        return self
+
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """One mini-batch step on X (the next chunk of a stream)."""
+        first = not hasattr(self, "cluster_centers_")
+        if first:
+            self._check_params()
+        X, w = self._host_rows(X, sample_weight, fitted=not first)
+        self._random_state = getattr(self, "_random_state", None) or \
+            check_random_state(self.random_state)
+        self.n_steps_ = getattr(self, "n_steps_", 0)
+        if first:
+            self._prepare(X)
+            self.cluster_centers_ = self._init_centroids(X, w, self._random_state)
+            self._counts = np.zeros(self.n_clusters, X.dtype)
+            self._n_since_last_reassign = 0
+        if not hasattr(self, "_counts"):   # a model read from a file: its centres go on
+            self._counts = np.zeros(self.n_clusters, X.dtype)
+            self._n_since_last_reassign = 0
+        self._batch_size = min(self.batch_size, X.shape[0])
+        self.cluster_centers_, _ = self._step(X, w, self.cluster_centers_, self._random_state,
+                                              self._random_reassign())
+        self._finish(X, w)
+        self.n_steps_ += 1
+        return self
+
+    # ------------------------------------------------------------- inference
+    def predict(self, X, sample_weight=None):
+        self._check_fitted()
+        X, w = self._host_rows(X, None, fitted=True)
+        return self._labels_inertia(X, w, self.cluster_centers_)[0]
+
+    def score(self, X, y=None, sample_weight=None):
+        self._check_fitted()
+        X, w = self._host_rows(X, sample_weight, fitted=True)
+        return -self._labels_inertia(X, w, self.cluster_centers_)[1]
+
+    def transform(self, X):
+        self._check_fitted()
+        X, _ = self._host_rows(X, None, fitted=True)   # unit rows already when spherical
+        data = new_data(X, None, self.devices, X.dtype, X.shape[1], type(self).__name__)
+        try:
+            return np.concatenate(data.map(
+                lambda chunk: pairwise_euclidean(chunk, self.cluster_centers_)))
+        finally:
+            data.close()

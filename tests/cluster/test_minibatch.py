@@ -1,0 +1,95 @@
+"""oc.MiniBatchKMeans against scikit-learn's MiniBatchKMeans from the same
+random_state: the same draws (inits, validation rows, batches,
+reassignments), so the same centres, steps, labels and inertia."""
+import numpy as np
+import pytest
+from sklearn.cluster import MiniBatchKMeans as SKMiniBatchKMeans
+from sklearn.datasets import make_blobs
+
+import oclclust as oc
+from conftest import SAMPLE_WEIGHT_XFAIL, sklearn_checks
+
+
+def blobs(n=2000, d=5, seed=0):
+    return make_blobs(n, n_features=d, centers=8, random_state=seed)[0]
+
+
+def assert_same(ours, ref, dtype):
+    rtol = 1e-10 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=rtol,
+                               atol=rtol)
+    assert ours.cluster_centers_.dtype == ref.cluster_centers_.dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("init", ["k-means++", "random", "array"])
+@pytest.mark.parametrize("params", [dict(), dict(tol=1e-3), dict(reassignment_ratio=0.3),
+                                    dict(max_no_improvement=None, max_iter=3)])
+def test_fit_equals_sklearn(devices, dtype, init, params):
+    X = blobs().astype(dtype)
+    init = X[:8].copy() if init == "array" else init
+    kw = dict(dict(n_clusters=8, init=init, batch_size=200, random_state=3, max_iter=20), **params)
+    ours = oc.MiniBatchKMeans(devices=devices, **kw).fit(X)
+    ref = SKMiniBatchKMeans(**kw).fit(X)
+    assert ours.n_steps_ == ref.n_steps_ and ours.n_iter_ == ref.n_iter_
+    assert_same(ours, ref, dtype)
+    assert np.array_equal(ours.labels_, ref.labels_)
+    assert ours.inertia_ == pytest.approx(ref.inertia_, rel=1e-6)
+
+
+def test_sample_weight_draws_as_sklearn(devices):
+    X = blobs()
+    w = np.random.default_rng(2).uniform(0.1, 3.0, len(X))
+    kw = dict(n_clusters=8, batch_size=256, random_state=1, max_iter=10)
+    ours = oc.MiniBatchKMeans(devices=devices, **kw).fit(X, sample_weight=w)
+    ref = SKMiniBatchKMeans(**kw).fit(X, sample_weight=w)
+    assert_same(ours, ref, np.float64)
+
+
+def test_partial_fit_over_chunks_equals_sklearn(devices):
+    X = blobs(3000)
+    ours = oc.MiniBatchKMeans(8, random_state=0, devices=devices)
+    ref = SKMiniBatchKMeans(8, random_state=0)
+    for start in range(0, len(X), 500):
+        ours.partial_fit(X[start:start + 500])
+        ref.partial_fit(X[start:start + 500])
+    assert ours.n_steps_ == ref.n_steps_ == 6
+    assert_same(ours, ref, np.float64)
+    assert np.array_equal(ours.predict(X), ref.predict(X))
+    np.testing.assert_allclose(ours.transform(X[:20]), ref.transform(X[:20]), rtol=1e-10)
+    assert ours.score(X) == pytest.approx(ref.score(X), rel=1e-10)
+
+
+def test_quality_within_a_few_percent_of_sklearn(devices):
+    X = blobs(20000, 8, seed=4)
+    ours = oc.MiniBatchKMeans(16, batch_size=1024, random_state=7, devices=devices).fit(X)
+    ref = SKMiniBatchKMeans(16, batch_size=1024, random_state=7).fit(X)
+    assert ours.inertia_ <= 1.03 * ref.inertia_
+
+
+@pytest.mark.parametrize("params,X,match", [
+    (dict(batch_size=0), blobs(50), "batch_size"),
+    (dict(n_clusters=100), blobs(50), "n_samples=50 should be >= n_clusters=100"),
+    (dict(reassignment_ratio=-1.0), blobs(50), "reassignment_ratio"),
+    (dict(), np.array([[np.nan, 1.0]] * 20), "NaN"),
+])
+def test_bad_input_is_refused(devices, params, X, match):
+    with pytest.raises(ValueError, match=match):
+        oc.MiniBatchKMeans(devices=devices, **params).fit(X)
+
+
+def test_a_model_file_goes_on_with_partial_fit(devices, tmp_path):
+    from oclclust.io.modelio import load_model, save_model
+    X = blobs()
+    km = oc.MiniBatchKMeans(8, random_state=0, devices=devices).fit(X)
+    save_model(km, tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    assert np.array_equal(loaded.predict(X), km.predict(X))
+    loaded.partial_fit(X[:300])
+    assert loaded.n_steps_ == km.n_steps_ + 1
+
+
+@pytest.mark.parametrize("estimator, check", list(sklearn_checks(
+    lambda name: oc.MiniBatchKMeans(devices=name), SAMPLE_WEIGHT_XFAIL)))
+def test_sklearn_check_estimator(estimator, check):
+    check(estimator)
