@@ -8,6 +8,8 @@ which is over the (few) condensed clusters.
 """
 import numpy as np
 
+from .hierarchical import merged_clusters
+
 
 def single_linkage(a, b, w):
     """(left, right, value, size) of the n-1 merges of the MST edges (a, b, w)
@@ -16,24 +18,7 @@ def single_linkage(a, b, w):
     cluster n+i)."""
     order = np.argsort(w)
     a, b, w = a[order], b[order], np.asarray(w, np.float64)[order]
-    n = a.shape[0] + 1
-    parent = list(range(2 * n - 1))
-    size = [1] * (2 * n - 1)
-    left, right, sizes = [0] * (n - 1), [0] * (n - 1), [0] * (n - 1)
-
-    def find(x):
-        root = x
-        while parent[root] != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
-        return root
-    for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
-        rx, ry = find(x), find(y)
-        left[i], right[i] = rx, ry
-        sizes[i] = size[rx] + size[ry]
-        parent[rx] = parent[ry] = n + i
-        size[n + i] = sizes[i]
+    left, right, sizes = merged_clusters(a.tolist(), b.tolist(), a.shape[0] + 1)
     return np.array(left), np.array(right), w, np.array(sizes)
 
 

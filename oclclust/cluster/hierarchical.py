@@ -64,11 +64,13 @@ def _overflow(plan, method):
                       f"{plan.dtype.name} on {plan.profile}: scale the data down")
 
 
-def label(Z, n):
-    """scipy's _hierarchy.label: merges of point/cluster indices (sorted by
-    height) become cluster ids, the smaller id first, with cluster sizes."""
-    parent = np.arange(2 * n - 1).tolist()
+def merged_clusters(xs, ys, n):
+    """Union-find over the merges of points xs[k], ys[k] of n points taken in
+    order (merge k makes cluster n + k): each merge's two current clusters
+    (left, right lists) and the merged size."""
+    parent = list(range(2 * n - 1))
     size = [1] * (2 * n - 1)
+    left, right, sizes = [0] * (n - 1), [0] * (n - 1), [0] * (n - 1)
 
     def find(x):
         root = x
@@ -77,13 +79,21 @@ def label(Z, n):
         while parent[x] != root:
             parent[x], x = root, parent[x]
         return root
-    pairs = Z[:, :2].astype(np.int64).tolist()
-    for k, (x, y) in enumerate(pairs):
+    for k, (x, y) in enumerate(zip(xs, ys)):
         a, b = find(x), find(y)
-        Z[k, 0], Z[k, 1] = min(a, b), max(a, b)
+        left[k], right[k] = a, b
         parent[a] = parent[b] = n + k
-        size[n + k] = size[a] + size[b]
-        Z[k, 3] = size[n + k]
+        size[n + k] = sizes[k] = size[a] + size[b]
+    return left, right, sizes
+
+
+def label(Z, n):
+    """scipy's _hierarchy.label: merges of point/cluster indices (sorted by
+    height) become cluster ids, the smaller id first, with cluster sizes."""
+    pairs = Z[:, :2].astype(np.int64)
+    left, right, sizes = (np.array(v) for v in merged_clusters(
+        pairs[:, 0].tolist(), pairs[:, 1].tolist(), n))
+    Z[:, 0], Z[:, 1], Z[:, 3] = np.minimum(left, right), np.maximum(left, right), sizes
     return Z
 
 

@@ -97,9 +97,9 @@ class CsrModel(LloydBackend):
     exact_shifts = True
 
     def __init__(self, rows, w, k, spherical=False):
-        self.rows, self.w, self.k, self.spherical = rows, w, k, spherical
+        self.rows, self.k, self.spherical = rows, k, spherical
+        self.w = np.asarray(w, np.float64)
         self.ranks = Ranks(None, rows.n, rows.d, rows.dtype)
-        self.x64 = rows.host.astype(np.float64)
         self.labels = self.dist = None
         self.n_changed = rows.n
 
@@ -110,11 +110,11 @@ class CsrModel(LloydBackend):
         rows = self.rows
         self.n_changed = rows.n if self.labels is None else int((labels != self.labels).sum())
         self.labels = labels
-        assign = csr_matrix((self.w.astype(np.float64), (labels, np.arange(rows.n))),
+        assign = csr_matrix((self.w, (labels, np.arange(rows.n))),
                             shape=(self.k, rows.n))
-        self.inertia = float(self.w.astype(np.float64) @ self.dist)
-        sums = np.asarray((assign @ self.x64).todense(), np.float64)
-        weights = np.bincount(labels, weights=self.w, minlength=self.k).astype(np.float64)
+        self.inertia = float(self.w @ self.dist)
+        sums = np.asarray((assign @ rows.wide).todense(), np.float64)
+        weights = np.bincount(labels, weights=self.w, minlength=self.k)
         return sums, weights
 
     def nearest(self, centers):
@@ -131,14 +131,13 @@ class CsrModel(LloydBackend):
     def finish(self, centers):
         if self.n_changed:
             self.labels, self.dist = self.rows.assign(centers[0])
-            self.inertia = float(self.w.astype(np.float64) @ self.dist)
+            self.inertia = float(self.w @ self.dist)
         return [self.inertia], [self.labels]
 
 
-def sparse_tol(X, tol):
-    """scikit-learn's tolerance of sparse data: tol times the mean of the
-    columns' variances."""
-    x = X.astype(np.float64)
+def sparse_tol(x, tol):
+    """scikit-learn's tolerance of sparse data (*x*: float64): tol times the
+    mean of the columns' variances."""
     mean = np.asarray(x.mean(axis=0)).ravel()
     var = np.asarray(x.multiply(x).mean(axis=0)).ravel() - mean ** 2
     return float(np.mean(var) * tol)
@@ -153,7 +152,7 @@ def fit_csr(est, X, sample_weight):
     w = np.ones(rows.n, rows.dtype) if w is None else w
     est._check_n_samples(rows.n, rows.d)
     rng = check_random_state(est.random_state)
-    tol = sparse_tol(rows.host, est.tol)
+    tol = sparse_tol(rows.wide, est.tol)
     init = est._checked_init(rows.d)
     runs = est._n_init(init)
     starts = [init if not isinstance(init, str) else

@@ -6,12 +6,11 @@ round."""
 import dataclasses
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime import codegen
 from ..runtime.codegen import Spec
-from .linkage import EXACT_OPTIONS
+from .linkage import exact_kernel
+from .neighbours import row_tile_work_group
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,11 +30,6 @@ class MinLabelSpec(Spec):
     wg: int = 64
 
 
-def _kernel(queue, spec, name):
-    return codegen.plan("dbscan", queue.context, (spec, name), lambda: codegen.SharedKernel(
-        cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)))
-
-
 class Neighbourhoods:
     """The rows of X (float64 where the device has it) on *plan*'s device and
     the radius eps in *metric* (euclidean compared squared, as
@@ -47,13 +41,11 @@ class Neighbourhoods:
         self.metric = "sqeuclidean" if metric == "euclidean" else metric
         self.radius = plan.dtype.type(eps * eps if metric == "euclidean" else eps)
         self.x = cla.to_device(self.q, np.ascontiguousarray(X, plan.dtype))
-        item = plan.dtype.itemsize
-        fits = max(1, plan.profile.local_memory_budget // (self.d * item + 8))
-        self.wg = 1 << (min(fits, plan.wg).bit_length() - 1)
+        self.wg = row_tile_work_group(plan, self.d, extra_bytes=8)   # + its weight or label
         self.groups = -(-self.n // self.wg)
 
     def _launch(self, spec, name, *args):
-        _kernel(self.q, spec, name)(self.q, (self.groups * self.wg,), (self.wg,),
+        exact_kernel(self.q, spec, name)(self.q, (self.groups * self.wg,), (self.wg,),
                                     self.x.data, np.int32(self.n), self.radius, *args)
 
     def counts(self, w=None):

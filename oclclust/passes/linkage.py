@@ -87,9 +87,11 @@ class LinkageSpec(Spec):
     wg: int = 64
 
 
-def _kernel(queue, spec, name):
-    """Kernel *name* of *spec*'s program built with EXACT_OPTIONS (memoised)."""
-    return codegen.plan("linkage", queue.context, (spec, name), lambda: codegen.SharedKernel(
+def exact_kernel(queue, spec, name):
+    """Kernel *name* of *spec*'s program built with EXACT_OPTIONS (memoised):
+    the kernels whose distances must round as scipy's (linkage, MST,
+    neighbours, DBSCAN)."""
+    return codegen.plan("exact", queue.context, (spec, name), lambda: codegen.SharedKernel(
         cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)))
 
 
@@ -140,7 +142,7 @@ def _distance_plan(plan, n, d, metric):
     """(spec, kernel) of the first distance spec that builds and fits."""
     for spec in distance_specs(plan.profile, plan.base, n, d, metric, plan.tiled):
         try:
-            kern = _kernel(plan.queue, spec, "condensed_distances")
+            kern = exact_kernel(plan.queue, spec, "condensed_distances")
         except codegen.KernelBuildError:
             if not spec.tiled:
                 raise
@@ -194,7 +196,7 @@ def prim_single(plan, dist, n):
     spec = PrimSpec(wg=plan.wg, **plan.base)
     if plan.persistent:
         state = cla.to_device(q, np.zeros(2, np.int32))             # [x, unused]
-        _kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
+        exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
                                      state.data, b["merged"].data, b["best"].data,
                                      edges.data, heights.data)
         return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
@@ -236,7 +238,7 @@ def nn_chain(plan, dist, n, method):
         state[LEN] = 1                              # the chain starts at cluster 0
         state, chain = cla.to_device(q, state), cla.to_device(q, np.zeros(n, np.int32))
         merge_dist = cla.zeros(q, 1, plan.dtype)
-        _kernel(q, spec, "nn_chain_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
+        exact_kernel(q, spec, "nn_chain_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
                                          state.data, chain.data, size.data, merge_dist.data,
                                          pairs.data, heights.data)
         if not state.get(q)[DONE]:

@@ -12,7 +12,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .linkage import LinkageSpec, _kernel
+from .linkage import LinkageSpec, exact_kernel
 
 
 class Heap:
@@ -84,7 +84,7 @@ class _Rows:
         self.plan, self.q, self.dist, self.n = plan, plan.queue, dist, n
         self.groups = plan.groups(n)
         spec = LinkageSpec(method=method, wg=plan.wg, **plan.base)
-        self.k = {name: _kernel(self.q, spec, name) for name in
+        self.k = {name: exact_kernel(self.q, spec, name) for name in
                   ("row_init", "row_scan", "row_pick", "merge_update")}
         q, dt = self.q, plan.dtype
         self.size = cla.to_device(q, np.ones(n, np.int32))

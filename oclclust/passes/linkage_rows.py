@@ -15,12 +15,10 @@ the per-group minima; a merge writes one centroid row.
 import dataclasses
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime import codegen
 from ..runtime.codegen import Spec
-from .linkage import EXACT_OPTIONS
+from .linkage import exact_kernel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,8 +36,7 @@ def ward_rows(plan, X):
     n, d = X.shape
     groups = plan.groups(n)
     spec = WardSpec(d=d, wg=plan.wg, **plan.base)
-    step = codegen.plan("linkage_rows", q.context, spec, lambda: codegen.SharedKernel(
-        cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "ward_nearest")))
+    step = exact_kernel(q, spec, "ward_nearest")
     centroids = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
     sizes_h = np.ones(n, plan.dtype)
     sizes = cla.to_device(q, sizes_h)

@@ -32,7 +32,7 @@ def _groups(n, wg):
 class CsrRows:
     """A CSR matrix (scipy.sparse, float32 or float64, canonical) resident on
     the device of *profile*, with its rows' squared norms (float64, from the
-    host's values).  ``n``, ``d``, ``dtype`` as a ShardedData's; ``row(i)``
+    host's values) and its float64 copy on the host (``wide``).  ``n``, ``d``, ``dtype`` as a ShardedData's; ``row(i)``
     is a dense float64 row (for empty-cluster relocation)."""
 
     def __init__(self, profile, X):
@@ -45,8 +45,10 @@ class CsrRows:
         self.indptr = cla.to_device(q, X.indptr.astype(np.int64))
         self.indices = cla.to_device(q, X.indices.astype(np.int32))
         self.values = cla.to_device(q, X.data if X.nnz else np.zeros(1, X.dtype))
-        x64 = X.astype(np.float64)   # float32 values squared and summed in float64
-        self.norms = np.asarray(x64.multiply(x64).sum(axis=1), np.float64).ravel()
+        # float64: float32 values squared and summed in float64; the fit's
+        # per-cluster sums read it too
+        self.wide = X.astype(np.float64)
+        self.norms = np.asarray(self.wide.multiply(self.wide).sum(axis=1), np.float64).ravel()
         self._norms = cla.to_device(q, self.norms.astype(acc))
         self.rows_per_device = {str(profile): self.n}
         self._acc = acc

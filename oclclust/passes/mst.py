@@ -20,7 +20,7 @@ import pyopencl.array as cla
 from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
-from .linkage import EXACT_OPTIONS, Plan
+from .linkage import EXACT_OPTIONS, Plan, exact_kernel
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -67,12 +67,6 @@ class PrimRowsSpec(Spec):
     core: bool = False
 
 
-def _kernel(queue, spec, name):
-    """Kernel *name* of *spec*'s program built with EXACT_OPTIONS (memoised)."""
-    return codegen.plan("mst", queue.context, (spec, name), lambda: codegen.SharedKernel(
-        cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)))
-
-
 def nearest_spec(plan, d, metric, core, wg=None):
     """Rows staged in blocks of up to a work-group's size, as many as the
     local memory budget holds (none where not one row fits)."""
@@ -89,7 +83,7 @@ def nearest_kernel(plan, d, metric, core):
     wg = plan.wg
     while True:
         spec = nearest_spec(plan, d, metric, core, wg)
-        kern = _kernel(plan.queue, spec, "nearest_other")
+        kern = exact_kernel(plan.queue, spec, "nearest_other")
         if wg == 1 or codegen.kernel_work_group_limit(kern, plan.queue.device) >= wg:
             return spec, kern
         wg //= 2
@@ -184,7 +178,7 @@ def prim_rows(plan, x, n, d, metric, core=None):
     edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
     if plan.persistent:
         state = cla.to_device(q, np.zeros(2, np.int32))             # [node, unused]
-        _kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), x.data, np.int32(n),
+        exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), x.data, np.int32(n),
                                      state.data, merged.data, best.data, edges.data,
                                      heights.data, *extra)
     else:

@@ -8,12 +8,10 @@ reachability weights round alike.  O(n k) memory, O(n^2 d) work.
 import dataclasses
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime import codegen
 from ..runtime.codegen import Spec
-from .linkage import EXACT_OPTIONS, Plan
+from .linkage import Plan, exact_kernel
 from .mst import MST_METRICS
 
 NEIGHBOUR_METRICS = MST_METRICS
@@ -28,18 +26,17 @@ class KnnCoreSpec(Spec):
     wg: int = 64
 
 
-def _kernel(queue, spec):
-    return codegen.plan("neighbours", queue.context, spec, lambda: codegen.SharedKernel(
-        cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), "knn_core")))
+def row_tile_work_group(plan, d, extra_bytes=0):
+    """Work-items of a kernel that stages one row of d values (and
+    *extra_bytes*) per work-item in local memory: as many as the local
+    memory budget holds (a power of two, the plan's at most)."""
+    fits = max(1, plan.profile.local_memory_budget // (d * plan.dtype.itemsize + extra_bytes))
+    return 1 << (min(fits, plan.wg).bit_length() - 1)
 
 
 def knn_spec(plan, d, metric, k):
-    """A work-group's tile of rows in local memory: as many work-items as
-    the local memory budget holds rows (a power of two, the plan's at most)."""
-    item = plan.dtype.itemsize
-    fits = max(1, plan.profile.local_memory_budget // (d * item))
-    wg = 1 << (min(fits, plan.wg).bit_length() - 1)
-    return KnnCoreSpec(d=d, metric=metric, k=k, wg=wg, **plan.base)
+    """A work-group's tile of rows in local memory (row_tile_work_group)."""
+    return KnnCoreSpec(d=d, metric=metric, k=k, wg=row_tile_work_group(plan, d), **plan.base)
 
 
 def k_nearest_distances(plan, X, k, metric="euclidean"):
@@ -58,7 +55,7 @@ def k_nearest_distances(plan, X, k, metric="euclidean"):
         plan = Plan(plan, np.float64 if plan.fp64 else np.float32)
     q = plan.queue
     spec = knn_spec(plan, d, metric, int(k))
-    kern = _kernel(q, spec)
+    kern = exact_kernel(q, spec, "knn_core")
     x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
     out = cla.empty(q, (n, k), plan.dtype)
     groups = -(-n // spec.wg)
@@ -96,8 +93,6 @@ def prim_edges(plan, X, metric, core):
     height = cla.to_device(q, h.astype(plan.dtype))
     src = cla.empty(q, n - 1, np.int32)
     spec = PrimSourceSpec(d=d, metric=metric, **plan.base)
-    kern = codegen.plan("neighbours", q.context, spec, lambda: codegen.SharedKernel(
-        cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_source")))
-    kern(q, (max(1, n - 1),), None, x.data, np.int32(n), core_dev.data, seq.data,
+    exact_kernel(q, spec, "prim_source")(q, (max(1, n - 1),), None, x.data, np.int32(n), core_dev.data, seq.data,
          height.data, src.data)
     return src.get(q).astype(np.int64), new, h
