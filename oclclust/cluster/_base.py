@@ -57,6 +57,24 @@ except ImportError:  # scikit-learn is optional
             return self.fit(X, **kwargs).transform(X)
 
 
+class ClusterDistancesOut:
+    """scikit-learn's get_feature_names_out of the transformers whose output
+    columns are the distances to the cluster centres: "<class name>0", ...
+    (its ClassNamePrefixFeaturesOutMixin's names)."""
+
+    @property
+    def _n_features_out(self):
+        return self.cluster_centers_.shape[0]
+
+    def get_feature_names_out(self, input_features=None):
+        self._check_fitted()
+        if input_features is not None and len(input_features) != self.n_features_in_:
+            raise ValueError(f"input_features should have length equal to number of "
+                             f"features ({self.n_features_in_}), got {len(input_features)}")
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(self._n_features_out)], dtype=object)
+
+
 # ------------------------------------------------------------ the k-family
 # the rules every k-family estimator shares; an estimator's own rule of the
 # same name (GaussianMixture's max_iter >= 0) replaces the shared one
@@ -69,8 +87,9 @@ SHARED_RULES = {
     "dtype": [None, "float32", "float64", type, np.dtype],
     "comm": [None, object],
 }
-# ``init`` of the estimators that take one set of centres
-CENTERS_INIT_RULE = ["k-means++", "k-means||", "random", np.ndarray, list, cla.Array]
+# ``init`` of the estimators that take one set of centres (a callable is
+# scikit-learn's: init(X, n_clusters, random_state=...) -> the centres)
+CENTERS_INIT_RULE = ["k-means++", "k-means||", "random", np.ndarray, list, cla.Array, callable]
 # k-means||'s options (cuML's oversampling_factor, Dask-ML's init_max_iter: the
 # rounds, None for inits.DEFAULT_ROUNDS), rules of the estimators that take them
 KMEANS_PARALLEL_RULES = {"oversampling_factor": [(numbers.Real, 0, None)],
@@ -160,28 +179,53 @@ class KCluster(BaseEstimator):
         return mean, float(np.mean(var) * self.tol)
 
     def _checked_init(self, d):
-        """``init``: its name, or the given (n_clusters, d) centres in float64."""
-        if isinstance(self.init, str):
+        """``init``: its name or callable, or the given (n_clusters, d)
+        centres in float64."""
+        if isinstance(self.init, str) or callable(self.init):
             return self.init
         init = self.init.get() if isinstance(self.init, cla.Array) else np.asarray(self.init)
-        if init.shape != (self.n_clusters, d):
+        return self._valid_centers(init, d)
+
+    def _valid_centers(self, init, d):
+        """Given or called-for initial centres checked as scikit-learn checks
+        them, on the sphere where the rows are, in float64."""
+        if init.ndim != 2 or init.shape[0] != self.n_clusters:
             raise ValueError(f"The shape of the initial centers {init.shape} does not match "
-                             f"the number of clusters {self.n_clusters} and features {d}.")
+                             f"the number of clusters {self.n_clusters}.")
+        if init.shape[1] != d:
+            raise ValueError(f"The shape of the initial centers {init.shape} does not match "
+                             f"the number of features of the data {d}.")
         if not np.isfinite(init).all():
             raise ValueError("The initial centers contain NaN or infinity.")
         if getattr(self, "spherical", False):   # centres on the sphere, as the rows
             return renormalised(init)
         return init.astype(np.float64)
 
+    def _called_init(self, X, rng):
+        """scikit-learn's callable init on the host rows X (they must all be
+        in this process): its centres in X's dtype, checked."""
+        centers = np.asarray(self.init(X, self.n_clusters, random_state=rng))
+        if centers.dtype.kind not in "fiub":
+            raise ValueError(f"The initial centers returned by init must be numeric, got "
+                             f"dtype {centers.dtype}.")
+        return self._valid_centers(centers.astype(X.dtype), X.shape[1])
+
     def _init_centers(self, data, init, rng, host_w, ranks):
         """Initial centres (float64), the same on every rank: *init* as
         ``_checked_init`` gave it."""
+        if callable(init):
+            if getattr(data, "remote", False) or ranks.size > 1:
+                raise ValueError(f"A callable init needs all rows in one process: "
+                                 f"{type(self).__name__} got them spread over "
+                                 f"{'Dask workers' if ranks.size == 1 else 'MPI ranks'}; "
+                                 "pass the initial centres as an array.")
+            X = data.source.get() if isinstance(data.source, cla.Array) else data.source
+            return self._called_init(np.asarray(X, data.dtype), rng)
         if not isinstance(init, str):
             return init
         return draw_centers(data, init, self.n_clusters, rng, host_w, ranks,
                             **init_options(self))
 
-    # ------------------------------------------------------------- inference
     def _check_fitted(self):
         if not hasattr(self, self._fitted_attribute):
             raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet. "

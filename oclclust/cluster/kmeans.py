@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 import pyopencl.array as cla
 
-from ._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterMixin, KCluster,
-                    TransformerMixin, check_oversampling)
+from ._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterDistancesOut, ClusterMixin,
+                    KCluster,                     TransformerMixin, check_oversampling)
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from .kmeans_csr import assign_csr, fit_csr, is_sparse, transform_csr
@@ -33,7 +33,7 @@ except ImportError:
 DEVICE_UPDATE = True
 
 
-class KMeans(ClusterMixin, TransformerMixin, KCluster):
+class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     """k-means clustering on OpenCL devices (scikit-learn's KMeans API).
 
     ``devices``: "all", "gpu", "cpu", platform/device name substrings, a
@@ -59,6 +59,11 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
     sum w (2 - 2 cos), as scikit-learn's KMeans reports it on normalised
     rows; predict, score and transform normalise their rows too, and given
     initial centres are renormalised.
+
+    ``algorithm`` ("lloyd" or "elkan") and ``copy_x`` are accepted for
+    scikit-learn's API: every fit runs the fused Lloyd pass (Elkan's bounds
+    save distance computations on a CPU core, not on a device's tiles, and
+    give the same model), and X is never modified (the devices hold a copy).
     """
 
     _parameter_rules = {
@@ -66,13 +71,18 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         "init": CENTERS_INIT_RULE,
         "n_init": ["auto", (numbers.Integral, 1, None)],
         "spherical": [bool],
+        "algorithm": ["lloyd", "elkan"],
+        "copy_x": [bool],
         **KMEANS_PARALLEL_RULES,
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None,
-                 comm=None, oversampling_factor=2.0, init_max_iter=None, spherical=False):
+                 comm=None, oversampling_factor=2.0, init_max_iter=None, spherical=False,
+                 copy_x=True, algorithm="lloyd"):
         self.n_clusters = n_clusters
+        self.copy_x = copy_x
+        self.algorithm = algorithm
         self.spherical = spherical
         self.init = init
         self.oversampling_factor = oversampling_factor
@@ -93,6 +103,12 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
 
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
+        self._check_params()
+        self._algorithm = self.algorithm
+        if self.algorithm == "elkan" and self.n_clusters == 1:
+            warnings.warn("algorithm='elkan' doesn't make sense for a single cluster. Using "
+                          "'lloyd' instead.", RuntimeWarning)
+            self._algorithm = "lloyd"
         if is_sparse(X):   # the rows stay sparse (kmeans_csr)
             return fit_csr(self, X, sample_weight)
         return super().fit(X, y, sample_weight)
@@ -102,10 +118,12 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         "kmeans" init reads the labels it leaves on the devices)."""
         mean, tol = self._mean_and_tol(data, ranks)
         init = self._checked_init(data.d)
-        runs = self._n_init(init)
+        runs = self._runs(init)
         # every run's start first: the same random draws as one run after another
         starts = [ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
                   for _ in range(runs)]
+        if self.verbose and ranks.rank == 0:
+            print("Initialization complete")
         start = time.perf_counter()
         if runs == 1:   # the fused Lloyd pass, with its per-iteration history
             history = []
@@ -156,14 +174,19 @@ class KMeans(ClusterMixin, TransformerMixin, KCluster):
         super()._check_params()
         check_oversampling(self)
 
-    def _n_init(self, init):
-        if not isinstance(init, str) and self.n_init not in ("auto", 1):
+    def _runs(self, init):
+        """The number of runs (scikit-learn's ``_n_init``, set here too)."""
+        self._n_init = self._count_runs(init)
+        return self._n_init
+
+    def _count_runs(self, init):
+        if not isinstance(init, str) and not callable(init) and self.n_init not in ("auto", 1):
             warnings.warn("Explicit initial center position passed: performing only one "
                           f"init in {type(self).__name__} instead of n_init={self.n_init}.",
                           RuntimeWarning, stacklevel=3)
         if self.n_init != "auto":
             return self.n_init
-        return 10 if isinstance(init, str) and init == "random" else 1
+        return 10 if callable(init) or isinstance(init, str) and init == "random" else 1
 
     # ------------------------------------------------------------- inference
     def _assign(self, X, sample_weight=None):

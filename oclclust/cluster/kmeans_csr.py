@@ -33,10 +33,22 @@ def is_sparse(X):
 
 
 def csr_rows(X, devices, dtype, name, n_features=None, unit=False):
+    """checked_csr(X, ...) on the preferred device of *devices* (CsrRows)."""
+    return rows_on_device(checked_csr(X, dtype, name, n_features, unit), devices)
+
+
+def rows_on_device(X, devices):
+    """Canonical CSR rows X on the preferred device of *devices*."""
+    profiles = DeviceManager(devices.profiles if isinstance(devices, DeviceManager)
+                             else devices).profiles
+    return CsrRows(preferred(profiles)[0], X)
+
+
+def checked_csr(X, dtype, name, n_features=None, unit=False):
     """X validated as scikit-learn validates sparse input, as canonical CSR
-    (float32 stays float32, other types become float64) on the preferred
-    device of *devices*; *unit*: each row scaled to unit length (spherical
-    k-means; a row of norm 0 stays 0, as cluster/spherical.py's)."""
+    (float32 stays float32, other types become float64; a copy); *unit*:
+    each row scaled to unit length (spherical k-means; a row of norm 0
+    stays 0, as cluster/spherical.py's)."""
     if X.ndim != 2:
         raise ValueError(f"Expected 2D input, got {X.ndim}D sparse input instead.")
     n, d = X.shape
@@ -64,9 +76,7 @@ def csr_rows(X, devices, dtype, name, n_features=None, unit=False):
         norms[np.diff(X.indptr) == 0] = 1.0   # reduceat's value for an empty row is not 0
         X.data = (wide / np.repeat(np.where(norms > 0, norms, 1.0),
                                    np.diff(X.indptr))).astype(X.dtype)
-    profiles = DeviceManager(devices.profiles if isinstance(devices, DeviceManager)
-                             else devices).profiles
-    return CsrRows(preferred(profiles)[0], X)
+    return X
 
 
 def kmeans_plusplus_csr(rows, n_clusters, rng, w, n_local_trials=None):
@@ -143,8 +153,26 @@ def sparse_tol(x, tol):
     return float(np.mean(var) * tol)
 
 
+def csr_start(est, init, rows, rng, w):
+    """One run's initial centres (float64) as scikit-learn draws them from
+    sparse rows; a callable init gets the (unit, if spherical) CSR rows."""
+    if callable(init):
+        centers = init(rows.host, est.n_clusters, random_state=rng)
+        centers = centers.toarray() if hasattr(centers, "toarray") else np.asarray(centers)
+        return est._valid_centers(centers.astype(rows.dtype), rows.d)
+    if not isinstance(init, str):
+        return init
+    if init == "k-means++":
+        return kmeans_plusplus_csr(rows, est.n_clusters, rng, w)
+    return np.array([rows.row(i) for i in rng.choice(rows.n, size=est.n_clusters,
+                                                    replace=False, p=w / w.sum())])
+
+
 def fit_csr(est, X, sample_weight):
     """KMeans *est* fitted to sparse X (see the module)."""
+    if isinstance(est.init, str) and est.init == "k-means||":
+        raise ValueError("init='k-means||' is not available for sparse input; use "
+                         "'k-means++', 'random', a callable or the centres.")
     est._check_params()
     spherical = bool(getattr(est, "spherical", False))
     rows = csr_rows(X, est.devices, est.dtype, type(est).__name__, unit=spherical)
@@ -154,12 +182,8 @@ def fit_csr(est, X, sample_weight):
     rng = check_random_state(est.random_state)
     tol = sparse_tol(rows.wide, est.tol)
     init = est._checked_init(rows.d)
-    runs = est._n_init(init)
-    starts = [init if not isinstance(init, str) else
-              kmeans_plusplus_csr(rows, est.n_clusters, rng, w) if init == "k-means++" else
-              np.array([rows.row(i) for i in rng.choice(rows.n, size=est.n_clusters,
-                                                         replace=False, p=w / w.sum())])
-              for _ in range(runs)]
+    runs = est._runs(init)
+    starts = [csr_start(est, init, rows, rng, w) for _ in range(runs)]
     best = None
     for start in starts:
         history = []

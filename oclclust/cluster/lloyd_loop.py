@@ -111,8 +111,12 @@ def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=No
             if history is not None:
                 history.append(history_entry(it + 1, start, data, **stats))
             bar.step(**stats)
-            if verbose > 1:
-                print(f"  iteration {it}: {line}")
+            if verbose:   # scikit-learn's lines
+                print(f"Iteration {it}, {line}.")
+                if len(centers) == 1 and not moving:
+                    print(f"Converged at iteration {it}: " + (
+                        "strict convergence." if backend.settled(active)[0] else
+                        f"center shift {shifts[0]} within tolerance {tol}."))
             active = moving
             if active:
                 backend.rebalance()

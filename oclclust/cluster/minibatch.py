@@ -16,8 +16,11 @@ import warnings
 
 import numpy as np
 
-from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
+from ._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KCluster,
+                    TransformerMixin)
 from .inits import draw_centers
+from .kmeans_csr import (CsrModel, checked_csr, csr_start, is_sparse, rows_on_device,
+                         sparse_tol, transform_csr)
 from .spherical import renormalised, unit_rows
 from ..parallel.placement import fit_data, new_data
 from ..parallel.sharded import LloydShards
@@ -25,7 +28,7 @@ from ..passes.distances import pairwise_euclidean
 from ..runtime.validation import check_data, check_random_state, check_sample_weight
 
 
-class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
+class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans
     API and results from the same random_state).  ``devices``, ``dtype``,
     ``spherical``: as KMeans'."""
@@ -65,10 +68,21 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         self.dtype = dtype
         self.spherical = spherical
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True   # scipy.sparse rows: kmeans_csr's assignment
+        return tags
+
     # ------------------------------------------------------------- helpers
     def _host_rows(self, X, sample_weight, fitted=False):
         """X (unit rows when spherical) and its weights, validated, on the host
-        (*fitted*: X's features must be the fit's)."""
+        (*fitted*: X's features must be the fit's); sparse X stays sparse
+        (canonical CSR)."""
+        if is_sparse(X):
+            X = checked_csr(X, self.dtype, type(self).__name__,
+                            self.n_features_in_ if fitted else None, unit=self.spherical)
+            w = check_sample_weight(sample_weight, X.shape[0], X.dtype)
+            return X, (np.ones(X.shape[0], X.dtype) if w is None else w)
         X = unit_rows(X, type(self).__name__) if self.spherical else \
             check_data(X, type(self).__name__)
         if not isinstance(X, np.ndarray):
@@ -89,24 +103,39 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         n = X.shape[0]
         self._check_n_samples(n, X.shape[1])
         self._batch_size = min(self.batch_size, n)
-        init_size = self.init_size if self.init_size is not None else 3 * self._batch_size
-        if init_size < self.n_clusters:
+        init_size = self.init_size
+        if init_size is None:
+            init_size = 3 * self._batch_size
+            if init_size < self.n_clusters:
+                init_size = 3 * self.n_clusters
+        elif init_size < self.n_clusters:
+            warnings.warn(f"init_size={init_size} should be larger than n_clusters="
+                          f"{self.n_clusters}. Setting it to min(3*n_clusters, n_samples)",
+                          RuntimeWarning, stacklevel=3)
             init_size = 3 * self.n_clusters
         self._init_size = min(init_size, n)
-        if self.n_init == "auto":   # 3 random draws; one k-means++ or given start
-            self._n_init = 3 if isinstance(self.init, str) and self.init == "random" else 1
+        init = self.init
+        if self.n_init == "auto":   # 3 random or called draws; one k-means++ or given start
+            self._n_init = 3 if callable(init) or isinstance(init, str) and init == "random" \
+                else 1
         else:
             self._n_init = self.n_init
-        if not isinstance(self.init, str) and self._n_init != 1:
+        if not isinstance(init, str) and not callable(init) and self._n_init != 1:
             warnings.warn("Explicit initial center position passed: performing only one "
                           f"init in MiniBatchKMeans instead of n_init={self._n_init}.",
                           RuntimeWarning, stacklevel=3)
             self._n_init = 1
-        variances = X.var(axis=0, dtype=np.float64) if self.tol else np.zeros(1)
-        self._tol = float(np.mean(variances) * self.tol)
+        if is_sparse(X):
+            self._tol = sparse_tol(X.astype(np.float64), self.tol) if self.tol else 0.0
+        else:
+            variances = X.var(axis=0, dtype=np.float64) if self.tol else np.zeros(1)
+            self._tol = float(np.mean(variances) * self.tol)
 
     def _labels_inertia(self, X, w, centers):
         """(labels, inertia) of X about *centers*, assigned on the devices."""
+        if is_sparse(X):
+            labels, dist = rows_on_device(X, self.devices).assign(centers)
+            return labels, float(np.asarray(w, np.float64) @ dist)
         data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
         try:
             lloyd = LloydShards(data, len(centers))
@@ -122,6 +151,15 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         if self._init_size < n:
             pick = rng.randint(0, n, self._init_size)
             X, w = X[pick], w[pick]
+        if is_sparse(X):
+            if isinstance(self.init, str) and self.init == "k-means||":
+                raise ValueError("init='k-means||' is not available for sparse input; use "
+                                 "'k-means++', 'random', a callable or the centres.")
+            centers = csr_start(self, self._checked_init(X.shape[1]),
+                                rows_on_device(X, self.devices), rng, w)
+            return centers.astype(X.dtype)
+        if callable(self.init):
+            return self._called_init(X, rng).astype(X.dtype)
         if not isinstance(self.init, str):
             return self._checked_init(X.shape[1]).astype(X.dtype)
         data, host_w, ranks = fit_data(X, w, self.devices, X.dtype, None, None,
@@ -142,16 +180,12 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
     def _step(self, X, w, centers, rng, reassign):
         """scikit-learn's _mini_batch_step on batch X: the new centres (float64
         update, then X's dtype) and the batch inertia."""
-        data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
-        try:
-            stats = LloydShards(data, len(centers)).run(np.asarray(centers, np.float64))
-        finally:
-            data.close()
+        sums, weights, inertia = self._batch_stats(X, w, centers)
         counts = self._counts
         new = np.array(centers, np.float64)
-        hit = stats.weights > 0
-        total = counts[hit].astype(np.float64) + stats.weights[hit]
-        new[hit] = (new[hit] * counts[hit, None] + stats.sums[hit]) / total[:, None]
+        hit = weights > 0
+        total = counts[hit].astype(np.float64) + weights[hit]
+        new[hit] = (new[hit] * counts[hit, None] + sums[hit]) / total[:, None]
         counts[hit] = total
         if self.spherical:
             new = renormalised(new)
@@ -164,11 +198,26 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
             n_reassigns = int(to_reassign.sum())
             if n_reassigns:
                 rows = rng.choice(X.shape[0], replace=False, size=n_reassigns)
-                new[to_reassign] = X[rows]
+                new[to_reassign] = X[rows].toarray() if is_sparse(X) else X[rows]
             counts[to_reassign] = np.min(counts[~to_reassign])
-        return new, float(stats.inertia)
+        return new, inertia
 
-    def _converged(self, step, n, shift, batch_inertia):
+    def _batch_stats(self, X, w, centers):
+        """(per-cluster float64 sums and weights, inertia) of batch X about
+        *centers*, assigned on the devices."""
+        centers = np.asarray(centers, np.float64)
+        if is_sparse(X):
+            model = CsrModel(rows_on_device(X, self.devices), w, len(centers))
+            sums, weights = model.stats([centers])
+            return sums, weights, model.inertia
+        data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
+        try:
+            stats = LloydShards(data, len(centers)).run(centers)
+        finally:
+            data.close()
+        return stats.sums, stats.weights, float(stats.inertia)
+
+    def _converged(self, step, n_steps, n, shift, batch_inertia):
         """scikit-learn's _mini_batch_convergence."""
         batch_inertia /= self._batch_size
         step += 1
@@ -183,14 +232,20 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
             print(f"Minibatch step {step}: mean batch inertia: {batch_inertia}, "
                   f"ewa inertia: {self._ewa_inertia}")
         if self._tol > 0.0 and shift <= self._tol:
+            if self.verbose:
+                print(f"Converged (small centers change) at step {step}/{n_steps}")
             return True
         if self._ewa_inertia_min is None or self._ewa_inertia < self._ewa_inertia_min:
             self._no_improvement = 0
             self._ewa_inertia_min = self._ewa_inertia
         else:
             self._no_improvement += 1
-        return (self.max_no_improvement is not None
-                and self._no_improvement >= self.max_no_improvement)
+        if (self.max_no_improvement is not None
+                and self._no_improvement >= self.max_no_improvement):
+            if self.verbose:
+                print(f"Converged (lack of improvement in inertia) at step {step}/{n_steps}")
+            return True
+        return False
 
     def _finish(self, X, w):
         self.n_features_in_ = X.shape[1]
@@ -225,7 +280,7 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
             new, inertia = self._step(X[batch], unit, centers, rng, self._random_reassign())
             shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) if self._tol else 0.0
             centers = new
-            if self._converged(step, n, shift, inertia):
+            if self._converged(step, n_steps, n, shift, inertia):
                 break
         self.cluster_centers_ = centers
         self.n_steps_ = step + 1
@@ -272,6 +327,8 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
 
     def transform(self, X):
         self._check_fitted()
+        if is_sparse(X):
+            return transform_csr(self, X)
         X, _ = self._host_rows(X, None, fitted=True)   # unit rows already when spherical
         data = new_data(X, None, self.devices, X.dtype, X.shape[1], type(self).__name__)
         try:

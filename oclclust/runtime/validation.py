@@ -29,6 +29,9 @@ def check_params(estimator, rules):
             elif isinstance(rule, type):
                 if isinstance(value, rule):
                     break
+            elif rule is callable:   # a function (a callable init)
+                if callable(value) and not isinstance(value, type):
+                    break
             elif isinstance(value, str) and value == rule:
                 break
             elif rule is None and value is None:
@@ -46,6 +49,8 @@ def _describe(allowed):
             parts.append(f"{kind.__name__} in [{lo}, {hi}]")
         elif isinstance(rule, type):
             parts.append(f"an instance of {rule.__name__}")
+        elif rule is callable:
+            parts.append("a callable")
         else:
             parts.append(repr(rule))
     return ", ".join(parts)
