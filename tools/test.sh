@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run the test suite once per OpenCL CPU runtime (PoCL, Intel), build the documentation (docs/),
-# then print one closing total line.
+# Run the test suite once per OpenCL CPU runtime (PoCL, Intel), and scikit-learn's own test
+# modules with oclclust's estimators substituted (tests/sklearn_suite), build the documentation
+# (docs/), then print one closing total line.
 # The tests pick their platform from OCLCLUST_TEST_PLATFORM, set to the full platform name: a
 # short "pocl" matches no PoCL platform or device name, and "intel" also matches PoCL's device
 # name on Intel CPUs ("pthread-haswell-Intel(R) Xeon ..."). Extra arguments go to pytest.
@@ -26,6 +27,8 @@ except cl.Error:
     pass') || { echo "test: cannot import pyopencl from .venv" >&2; exit 2; }
 
 log=$(mktemp); trap 'rm -f "$log"' EXIT
+sklearn_modules=(sklearn.cluster.tests.test_k_means sklearn.mixture.tests.test_gaussian_mixture
+                 sklearn.cluster.tests.test_dbscan sklearn.cluster.tests.test_hdbscan)
 count() { grep -oE "[0-9]+ $1" <<<"$line" | awk '{n += $1} END {print n + 0}'; }   # "N word" in $line
 passed=0; failed=0; skipped=0; ran=0; summary=()
 for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
@@ -45,6 +48,21 @@ for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
   # A run where nothing passed (all skipped, say) measured nothing: count it as a failure too.
   if [ "$rc" -eq 0 ] && [ "$p" -gt 0 ]; then summary+=("$key: ok ($p passed, $s skipped)")
   else summary+=("$key: FAILED (pytest exit $rc: ${line:-no summary})"); status=1; fi
+
+  # scikit-learn's own test modules with our estimators in their place (tests/sklearn_suite:
+  # the plugin, its exclusion list and its strict known failures). Their skips are
+  # scikit-learn's own (array libraries it can test against and that are not installed).
+  echo "=== $key: scikit-learn's test modules, oclclust substituted: ${sklearn_modules[*]} ==="
+  OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 SKLEARN_RUN_FLOAT32_TESTS=1 \
+    PYTHONPATH=tests/sklearn_suite "$py" -m pytest -q -p oclclust_substitute -p no:cacheprovider \
+    --pyargs "${sklearn_modules[@]}" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  line=$(grep -E '^(=+ )?([0-9]+ [a-z]+|no tests ran).* in [0-9.]+s' "$log" | tail -n 1)
+  p=$(count passed); f=$(( $(count failed) + $(count 'errors?') )); s=$(count skipped)
+  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+  if [ "$rc" -eq 0 ] && [ "$p" -gt 0 ]; then
+    summary+=("$key sklearn-suite: ok ($line)")
+  else summary+=("$key sklearn-suite: FAILED (pytest exit $rc: ${line:-no summary})"); status=1; fi
 done
 
 # The documentation, with warnings as errors; its examples run (on PoCL: one runtime is enough

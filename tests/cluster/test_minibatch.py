@@ -96,3 +96,17 @@ def test_a_model_file_goes_on_with_partial_fit(devices, tmp_path):
             SAMPLE_WEIGHT_XFAIL["check_sample_weight_equivalence_on_dense_data"]})))
 def test_sklearn_check_estimator(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_weighted_draws_are_numpys_choice(dtype):
+    """The batches' draws: numpy's choice with p, its cumulative table made once."""
+    from oclclust.cluster.minibatch import weighted_draws
+    w = np.random.default_rng(1).uniform(0, 3, 10007).astype(dtype)
+    w[[0, 5, -1]] = 0
+    ref, ours = np.random.RandomState(7), np.random.RandomState(7)
+    draw = weighted_draws(ours, w / np.sum(w))
+    for size in (1, 100, 4096):
+        assert np.array_equal(ref.choice(len(w), size, p=w / np.sum(w), replace=True),
+                              draw(size))
+    assert ref.random_sample() == ours.random_sample()   # the streams stay level
