@@ -25,6 +25,7 @@ from .spherical import renormalised, unit_rows
 from ..parallel.placement import fit_data, new_data
 from ..parallel.sharded import LloydShards
 from ..passes.distances import pairwise_euclidean
+from ..passes.minibatch import BatchPass
 from ..runtime.validation import check_data, check_random_state, check_sample_weight
 
 
@@ -177,10 +178,12 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             return True
         return False
 
-    def _step(self, X, w, centers, rng, reassign):
+    def _step(self, X, w, centers, rng, reassign, stats=None):
         """scikit-learn's _mini_batch_step on batch X: the new centres (float64
-        update, then X's dtype) and the batch inertia."""
-        sums, weights, inertia = self._batch_stats(X, w, centers)
+        update, then X's dtype) and the batch inertia.  *stats*: the batch's
+        (sums, weights, inertia), made already (resident rows: X is then a
+        BatchRows, read only where a centre is reassigned)."""
+        sums, weights, inertia = stats or self._batch_stats(X, w, centers)
         counts = self._counts
         new = np.array(centers, np.float64)
         hit = weights > 0
@@ -247,10 +250,12 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             return True
         return False
 
-    def _finish(self, X, w):
+    def _finish(self, X, w, resident=None):
         self.n_features_in_ = X.shape[1]
         if self.compute_labels:
-            self.labels_, self.inertia_ = self._labels_inertia(X, w, self.cluster_centers_)
+            self.labels_, self.inertia_ = (
+                self._labels_inertia(X, w, self.cluster_centers_) if resident is None else
+                resident.labels_inertia(self.cluster_centers_))
 
     # ------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
@@ -274,18 +279,31 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         # batches drawn by weight, each row of one then counted once (scikit-learn's)
         draw = weighted_draws(rng, w / np.sum(w))
         unit = np.ones(self._batch_size, X.dtype)
-        step = -1
-        for step in range(n_steps):
-            batch = draw(self._batch_size)
-            new, inertia = self._step(X[batch], unit, centers, rng, self._random_reassign())
-            shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) if self._tol else 0.0
-            centers = new
-            if self._converged(step, n_steps, n, shift, inertia):
-                break
-        self.cluster_centers_ = centers
-        self.n_steps_ = step + 1
-        self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
-        self._finish(X, w)
+        resident = None if is_sparse(X) else ResidentRows.place(X, w, self.devices,
+                                                                self.n_clusters)
+        try:
+            step = -1
+            for step in range(n_steps):
+                batch = draw(self._batch_size)
+                if resident is None:   # the batch's rows go to the device
+                    new, inertia = self._step(X[batch], unit, centers, rng,
+                                              self._random_reassign())
+                else:                  # only its indices do
+                    new, inertia = self._step(
+                        BatchRows(X, batch), unit, centers, rng, self._random_reassign(),
+                        stats=resident.batch(batch, unit, centers))
+                shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) \
+                    if self._tol else 0.0
+                centers = new
+                if self._converged(step, n_steps, n, shift, inertia):
+                    break
+            self.cluster_centers_ = centers
+            self.n_steps_ = step + 1
+            self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
+            self._finish(X, w, resident)
+        finally:
+            if resident is not None:
+                resident.close()
         if not self.compute_labels:
             self.inertia_ = self._ewa_inertia * float(np.sum(w))
         return self
@@ -346,5 +364,67 @@ def weighted_draws(rng, p):
     cdf /= cdf[-1]
 
     def draw(size):
-        return cdf.searchsorted(rng.random_sample(size), side="right")
+        uniforms = rng.random_sample(size)
+        # searched in the uniforms' sorted order: a walk forwards through the
+        # table stays in cache (several times faster over 10M rows)
+        order = np.argsort(uniforms)
+        idx = np.empty(size, np.intp)
+        idx[order] = cdf.searchsorted(uniforms[order], side="right")
+        return idx
     return draw
+
+
+class BatchRows:
+    """The batch X[idx] of host rows X, taken from the host only where read
+    (a reassigned centre's row): its rows are on the device already."""
+
+    def __init__(self, X, idx):
+        self.X, self.idx = X, idx
+        self.shape = (len(idx), X.shape[1])
+        self.dtype = X.dtype
+
+    def __getitem__(self, rows):
+        return self.X[self.idx[rows]]
+
+
+class ResidentRows:
+    """A fit's rows placed once on its devices; each batch gathered there by
+    its indices (passes/minibatch.BatchPass, per chunk of the rows), the
+    statistics summed over the chunks in their order."""
+
+    @classmethod
+    def place(cls, X, w, devices, k):
+        """The rows on *devices*, or None where they do not stay resident
+        (streamed through a memory budget: the batches go from the host)."""
+        data, _, _ = fit_data(X, w, devices, X.dtype, None, None, "MiniBatchKMeans")
+        if any(getattr(shard, "streamed", False) for shard in data.shards):
+            data.close()
+            return None
+        return cls(data, k)
+
+    def __init__(self, data, k):
+        self.data, self.k, self.passes = data, k, {}
+
+    def batch(self, idx, weights, centers):
+        """(per-cluster float64 sums, weights, inertia) of rows *idx*."""
+        data, centers = self.data, np.asarray(centers, np.float64)
+        owner = np.searchsorted(data.starts, idx, side="right") - 1
+
+        def one(j, chunk):
+            mine = owner == j
+            key = (j, len(idx))
+            if key not in self.passes:
+                self.passes[key] = BatchPass(chunk, self.k, len(idx))
+            return self.passes[key].run(idx[mine] - chunk.offset, weights[mine], centers)
+        parts = [one(j, chunk) for j, chunk in enumerate(data.chunks)]
+        stats = type(parts[0]).total(parts)
+        return stats.sums, stats.weights, float(stats.inertia)
+
+    def labels_inertia(self, centers):
+        """(labels, weighted inertia) of every row about *centers*."""
+        lloyd = LloydShards(self.data, self.k)
+        stats = lloyd.run(np.asarray(centers, np.float64), update=False)
+        return lloyd.labels(), float(stats.inertia)
+
+    def close(self):
+        self.data.close()

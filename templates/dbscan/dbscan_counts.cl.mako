@@ -16,7 +16,8 @@ wg, weighted.
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void dbscan_counts(__global const real_t *restrict x, const int n, const real_t radius,
-                   __global const real_t *restrict w, __global real_t *restrict counts)
+                   __global const real_t *restrict w, __global real_t *restrict counts,
+                   __global int *restrict sizes)
 {
     __local real_t tile[WG * D];
     __local real_t tile_w[WG];
@@ -26,6 +27,7 @@ void dbscan_counts(__global const real_t *restrict x, const int n, const real_t 
     for (int c = 0; c < D; ++c)
         own[c] = x[(size_t)row * D + c];
     real_t total = 0;
+    int size = 0;
     for (int base = 0; base < n; base += WG) {
         const int j0 = base + lid;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -41,10 +43,14 @@ void dbscan_counts(__global const real_t *restrict x, const int n, const real_t 
         for (int t = 0; t < top; ++t) {
             __local const real_t *other = tile + t * D;
 ${dist.pair_distance("own", "other", "dd")}\
-            if (dd <= radius)
+            if (dd <= radius) {
                 total += tile_w[t];
+                ++size;
+            }
         }
     }
-    if (i < n)
+    if (i < n) {
         counts[i] = total;
+        sizes[i] = size;
+    }
 }
