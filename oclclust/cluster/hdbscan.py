@@ -158,9 +158,9 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
                 return sparse_mst(X, min_samples, self.alpha, params.get("max_distance", 0.0))
             return dense_mst(X, min_samples, self.alpha)
         if not on_device(self.metric, params, sparse):
-            D = distance_matrix(X, self.metric, params)
-            return dense_mst(D, min_samples, self.alpha,
-                             prim_on_rows(self.algorithm, self.metric, sparse))
+            on_rows = prim_on_rows(self.algorithm, self.metric, sparse)
+            D = distance_matrix(X, self.metric, params, on_rows)
+            return dense_mst(D, min_samples, self.alpha, on_rows)
         metric = DEVICE[self.metric]
         plan = _plan(self.devices)
         _check_range(X, plan)

@@ -38,9 +38,9 @@ SCIPY = {"l1": "cityblock", "manhattan": "cityblock", "l2": "euclidean", "infini
 # compared as booleans (non-zero is true), as scikit-learn compares them
 BOOLEAN = {"dice", "jaccard", "rogerstanimoto", "russellrao", "sokalsneath", "sokalmichener",
            "yule"}
-# through the Gram matrix, as scikit-learn computes them (and the only way
-# that keeps sparse rows sparse)
-GRAM = {"euclidean", "sqeuclidean", "cosine"}
+# through the Gram matrix, as scikit-learn's pairwise_distances computes them
+# (sqeuclidean only for sparse rows, which scipy does not take)
+GRAM = {"euclidean", "cosine"}
 
 
 def on_device(metric, params, sparse):
@@ -66,8 +66,11 @@ def prim_on_rows(algorithm, metric, sparse):
             and metric in BALL_TREE)
 
 
-def distance_matrix(X, metric, params=None):
-    """n x n float64 distances between the rows of X (dense or sparse)."""
+def distance_matrix(X, metric, params=None, on_rows=False):
+    """n x n float64 distances between the rows of X (dense or sparse), as
+    pairwise_distances gives them; *on_rows*: as scikit-learn's neighbour
+    trees measure them (its Bray-Curtis divides by sum |x| + |y|, scipy's by
+    sum |x + y|)."""
     from scipy.spatial.distance import pdist, squareform
     params = dict(params or {})
     if metric == "pyfunc":                  # BallTree's name for a callable in params
@@ -76,11 +79,13 @@ def distance_matrix(X, metric, params=None):
         raise ValueError("Unknown Distance Metric: wminkowski (scipy removed it: use "
                          "metric='minkowski' with metric_params={'w': ...})")
     name = metric if callable(metric) else SCIPY.get(metric, metric)
-    if name in GRAM and not params:
+    if not params and (name in GRAM or (name == "sqeuclidean" and is_sparse(X))):
         return _gram_distances(X, name)
     rows = X.toarray() if is_sparse(X) else np.asarray(X)
     if name == "haversine":
         return _haversine(rows)
+    if name == "braycurtis" and on_rows and not params:
+        return _tree_braycurtis(rows)
     if not callable(name) and name in BOOLEAN:
         rows = rows != 0
     if name == "mahalanobis" and "V" in params:     # scikit-learn takes V, scipy its inverse
@@ -101,7 +106,11 @@ def _gram_distances(X, name):
     if name == "cosine":
         norms = np.sqrt(_squared_norms(X))
         norms[norms == 0.0] = 1.0          # a row of zeros stays zeros
-        Xn = X.multiply(1.0 / norms[:, None]).tocsr() if is_sparse(X) else X / norms[:, None]
+        if is_sparse(X):                    # each row's values divided by its norm
+            Xn = X.copy()
+            Xn.data /= np.repeat(norms, np.diff(X.indptr))
+        else:
+            Xn = X / norms[:, None]
         D = np.asarray((Xn @ Xn.T).toarray() if is_sparse(Xn) else Xn @ Xn.T, np.float64)
         D *= -1
         D += 1
@@ -126,3 +135,15 @@ def _haversine(rows):
     half_lon = np.sin(0.5 * (lon[:, None] - lon[None, :]))
     inner = half_lat ** 2 + np.cos(lat)[:, None] * np.cos(lat)[None, :] * half_lon ** 2
     return 2 * np.arcsin(np.sqrt(inner))
+
+
+def _tree_braycurtis(rows):
+    """sum |x - y| / sum (|x| + |y|), summed feature by feature as
+    scikit-learn's trees sum them (0 where both rows are 0)."""
+    n = rows.shape[0]
+    num, den = np.zeros((n, n)), np.zeros((n, n))
+    for col in rows.T:
+        num += np.abs(col[:, None] - col[None, :])
+        den += np.abs(col)[:, None] + np.abs(col)[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / den, 0.0)
