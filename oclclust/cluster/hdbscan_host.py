@@ -87,7 +87,7 @@ def sparse_mst(D, min_samples, alpha=1.0, max_distance=0.0):
     errors for rows with too few distances and for a disconnected graph."""
     from scipy.sparse import csgraph
     D = D.tocsr().astype(np.float64, copy=True)
-    D.data /= alpha
+    D /= alpha           # scipy's sparse division (by the reciprocal), as scikit-learn's
     n = D.shape[0]
     counts = np.diff(D.indptr)
     if (counts < min_samples).any():

@@ -97,7 +97,8 @@ def stability(condensed):
     births[child] = lam
     births[root] = 0.0
     out = np.zeros(int(parent.max()) + 1)
-    np.add.at(out, parent, (lam - births[parent]) * size)
+    with np.errstate(invalid="ignore"):   # born at distance 0: inf - inf, NaN as scikit-learn's
+        np.add.at(out, parent, (lam - births[parent]) * size)
     return {c: out[c] for c in range(root, int(parent.max()) + 1)}
 
 
