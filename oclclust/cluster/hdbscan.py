@@ -197,6 +197,10 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         clusters of the single-linkage tree of mutual reachability cut
         there, those smaller than min_cluster_size noise (-1); rows with
         inf -2, with NaN -3."""
+        if not hasattr(self, "_single_linkage_tree_"):
+            # a model file keeps the labels, not the tree they came from
+            raise AttributeError("dbscan_clustering needs the single-linkage tree of a fit in "
+                                 "this process (a loaded model has none): fit again")
         labels = labels_at_cut(self._single_linkage_tree_, cut_distance, min_cluster_size)
         labels[self.labels_ == INFINITE[0]] = INFINITE[0]
         labels[self.labels_ == MISSING[0]] = MISSING[0]
