@@ -98,9 +98,12 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
             if self.metric == "precomputed" and np.isnan(X).any():
                 raise ValueError("np.nan values found in precomputed-dense")
             return X
-        if X.ndim != 2 or min(X.shape) < 1:
-            raise ValueError(f"Found array with shape {X.shape} while a 2D array of at least "
-                             "one sample and one feature is required by HDBSCAN.")
+        if X.ndim != 2:
+            raise ValueError(f"Expected 2D input, got {X.ndim}D sparse input instead.")
+        if min(X.shape) < 1:
+            raise ValueError(f"Found array with {X.shape[0]} sample(s) and {X.shape[1]} "
+                             f"feature(s) (shape={X.shape}) while a minimum of 1 is required "
+                             "by HDBSCAN.")
         if np.iscomplexobj(X):
             raise ValueError("Complex data not supported")
         X = X.tocsr().astype(np.float64, copy=True)
