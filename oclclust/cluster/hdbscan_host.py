@@ -61,20 +61,25 @@ def dense_mst(D, min_samples, alpha=1.0, on_rows=False):
     np.maximum(D, core[None, :], out=D)
     n = D.shape[0]
     a, b, w = np.empty(n - 1, np.int64), np.empty(n - 1, np.int64), np.empty(n - 1)
-    rest = np.arange(1, n)                  # nodes outside the tree, ascending
-    reach = np.full(n - 1, np.inf)          # their least weight to the tree
-    source = np.zeros(n - 1, np.int64)
+    reach = np.full(n, np.inf)              # each node's least weight to the tree
+    source = np.zeros(n, np.int64)
+    outside = np.ones(n, bool)
+    pick = np.empty(n)
     current = 0
     for i in range(n - 1):
-        row = D[current, rest]
-        lower = row < reach
-        reach = np.where(lower, row, reach)
-        source = np.where(lower, current, source)
-        j = int(np.argmin(reach))           # the first of tied minima
+        outside[current] = False
+        row = D[current]
+        lower = (row < reach) & outside
+        np.copyto(reach, row, where=lower)
+        np.copyto(source, current, where=lower)
+        np.copyto(pick, np.inf)
+        np.copyto(pick, reach, where=outside)
+        j = int(np.argmin(pick))            # the first of tied minima outside the tree
+        if not outside[j]:                  # all outside at infinity: the first of them
+            j = int(np.argmax(outside))
         a[i] = source[j] if on_rows else current
-        b[i], w[i] = rest[j], reach[j]
-        current = int(rest[j])
-        rest, reach, source = np.delete(rest, j), np.delete(reach, j), np.delete(source, j)
+        b[i], w[i] = j, reach[j]
+        current = j
     _warn_infinite(w)
     return a, b, w
 
