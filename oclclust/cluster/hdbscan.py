@@ -163,7 +163,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
         if not on_device(self.metric, params, sparse):
             on_rows = prim_on_rows(self.algorithm, self.metric, sparse)
             D = distance_matrix(X, self.metric, params, on_rows)
-            return dense_mst(D, min_samples, self.alpha, on_rows)
+            return dense_mst(D, min_samples, self.alpha, on_rows, own=True)
         metric = DEVICE[self.metric]
         plan = _plan(self.devices)
         _check_range(X, plan)

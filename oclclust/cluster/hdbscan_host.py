@@ -40,18 +40,19 @@ def check_precomputed(D):
 
 
 def _warn_infinite(w):
-    if np.isinf(w).any():
-        warnings.warn(INFINITE_EDGES, UserWarning, stacklevel=3)
+    if np.isinf(w).any():   # stack: here, *_mst, HDBSCAN._mst, fit, the caller
+        warnings.warn(INFINITE_EDGES, UserWarning, stacklevel=5)
 
 
-def dense_mst(D, min_samples, alpha=1.0, on_rows=False):
+def dense_mst(D, min_samples, alpha=1.0, on_rows=False, own=False):
     """(a, b, w) MST edges of the mutual reachability of distances D, in
     Prim's order.  Core distance: each row's min_samples-th smallest
     distance (its own 0 counted).  on_rows: alpha divides the pair distances
     only and edges come from their tree source (scikit-learn's Prim's on
     the rows); else alpha divides D first and each edge comes from the node
-    added last (its Prim's over the distance matrix)."""
-    D = np.array(D, np.float64)             # a copy: the caller's stays as it is
+    added last (its Prim's over the distance matrix).  own: D (float64) is
+    the caller's to spend, else a copy is worked on."""
+    D = D if own else np.array(D, np.float64)
     if not on_rows:
         D /= alpha
     core = np.partition(D, min_samples - 1, axis=1)[:, min_samples - 1]
