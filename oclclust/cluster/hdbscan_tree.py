@@ -97,7 +97,8 @@ def stability(condensed):
     births[child] = lam
     births[root] = 0.0
     out = np.zeros(int(parent.max()) + 1)
-    np.add.at(out, parent, (lam - births[parent]) * size)
+    with np.errstate(invalid="ignore"):   # born at distance 0: inf - inf, NaN as scikit-learn's
+        np.add.at(out, parent, (lam - births[parent]) * size)
     return {c: out[c] for c in range(root, int(parent.max()) + 1)}
 
 
@@ -275,8 +276,78 @@ def _probabilities(condensed, numbers, labels):
 def hdbscan_labels(a, b, w, min_cluster_size, method="eom", allow_single=False,
                    epsilon=0.0, max_cluster_size=None):
     """labels, probabilities of the MST edges (a, b, w)."""
-    tree = single_linkage(a, b, w)
+    return tree_labels(single_linkage(a, b, w), min_cluster_size, method, allow_single,
+                       epsilon, max_cluster_size)
+
+
+def tree_labels(tree, min_cluster_size, method="eom", allow_single=False, epsilon=0.0,
+                max_cluster_size=None):
+    """labels, probabilities of a single-linkage tree (single_linkage's)."""
     condensed = condense(tree, min_cluster_size)
     clusters = select(condensed, stability(condensed), method, allow_single, epsilon,
                       max_cluster_size)
     return labels_and_probabilities(condensed, clusters, allow_single, epsilon)
+
+
+# scikit-learn's record of a single-linkage tree (its HIERARCHY_dtype), kept
+# as HDBSCAN's _single_linkage_tree_
+TREE_DTYPE = np.dtype([("left_node", np.intp), ("right_node", np.intp), ("value", np.float64),
+                       ("cluster_size", np.intp)])
+
+
+def tree_record(tree, rows=None, n_rows=None):
+    """The tree as a TREE_DTYPE array over all *n_rows* rows of the data:
+    point k of the tree is row rows[k]; the rows left out (not finite) join
+    the root one by one at an infinite height, as scikit-learn adds them."""
+    left, right, value, size = (np.asarray(t) for t in tree)
+    n = left.shape[0] + 1
+    rows = np.arange(n) if rows is None else np.asarray(rows, np.intp)
+    n_rows = n if n_rows is None else n_rows
+    out_rows = np.setdiff1d(np.arange(n_rows), rows)
+    shift = out_rows.shape[0]
+    record = np.zeros(n_rows - 1, TREE_DTYPE)
+
+    def node(x):   # a point -> its row; a cluster -> its number past the rows
+        return np.where(x < n, rows[np.minimum(x, n - 1)], x + shift)
+    record["left_node"][:n - 1], record["right_node"][:n - 1] = node(left), node(right)
+    record["value"][:n - 1], record["cluster_size"][:n - 1] = value, size
+    # scikit-learn numbers them on from the root merge's larger child
+    top = max(int(record["left_node"][n - 2]), int(record["right_node"][n - 2]))
+    for i, row in enumerate(out_rows.tolist()):
+        record[n - 1 + i] = (row, top + 1 + i, np.inf, n + 1 + i)
+    return record
+
+
+def labels_at_cut(record, cut, min_cluster_size):
+    """scikit-learn's labelling_at_cut of a TREE_DTYPE record: the merges
+    below *cut* make the clusters, one of fewer than min_cluster_size points
+    is noise (-1), and clusters are numbered in order of the point that
+    represents them in scikit-learn's union-find (union by rank)."""
+    n = record.shape[0] + 1
+    left, right = record["left_node"].tolist(), record["right_node"].tolist()
+    below = (record["value"] < cut).tolist()
+    rep = list(range(n)) + [-1] * (n - 1)   # a merged node's representative point
+    rank = [0] * n
+    for i in range(n - 1):
+        if not below[i]:
+            continue
+        rl, rr = rep[left[i]], rep[right[i]]
+        # union(left, merge) keeps left's point, its rank at least 1; then
+        # union(right, merge) keeps the higher rank's point, right's on a tie
+        rank[rl] = max(rank[rl], 1)
+        if rank[rr] < rank[rl]:
+            rep[n + i] = rl
+        else:
+            rank[rr] += rank[rr] == rank[rl]
+            rep[n + i] = rr
+    # every point takes its topmost merge below the cut's point (top down:
+    # a merge's parent comes after it)
+    final = rep[:]
+    for i in range(n - 2, -1, -1):
+        if below[i]:
+            final[left[i]] = final[right[i]] = final[n + i]
+    points = np.array(final[:n], np.intp)
+    reps, inverse, counts = np.unique(points, return_inverse=True, return_counts=True)
+    big = counts >= min_cluster_size
+    number = np.where(big, np.cumsum(big) - 1, -1)
+    return number[inverse].astype(np.intp)

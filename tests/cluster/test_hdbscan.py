@@ -4,12 +4,15 @@ method, epsilon, allow_single_cluster and max_cluster_size, on scikit-learn's
 own test data (make_blobs as its test_hdbscan.py makes them) and on tied
 integer grids; NaN / inf rows; bad input gets scikit-learn's errors; the
 host's tree (cluster/hdbscan_tree.py) on scikit-learn's own single-linkage
-tree."""
+tree.  The host's paths too: precomputed distances (dense, sparse), sparse
+rows, scipy's metrics and callables; store_centers and dbscan_clustering."""
 import itertools
 import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from scipy.spatial import distance
 
 import oclclust as oc
 from conftest import sklearn_checks
@@ -161,3 +164,123 @@ def test_boruvka_tree_past_prim_limit(devices, monkeypatch):
     X = sk_blobs(300)
     params = dict(min_cluster_size=10, min_samples=4)
     assert_same(oc.HDBSCAN(devices=devices, **params).fit(X), sk_fit(X, **params))
+
+
+def grid():
+    # integer rows: mutual-reachability weights tie everywhere
+    return np.random.RandomState(3).randint(0, 6, (150, 2)).astype(np.float64)
+
+
+def sparse_distances(X, container):
+    # test_hdbscan.py's sparse matrix: the larger half of the distances dropped
+    D = distance.squareform(distance.pdist(X))
+    D[D >= np.percentile(D, 50)] = 0.0
+    D = container(D)
+    D.eliminate_zeros()
+    return D
+
+
+@pytest.mark.parametrize("form", ["dense", "csr", "csc"])
+@pytest.mark.parametrize("data, params", [
+    (sk_blobs, {}), (sk_blobs, dict(min_samples=3, alpha=1.5)),
+    (grid, dict(min_cluster_size=6)), (grid, dict(min_samples=2, cluster_selection_method="leaf"))])
+def test_precomputed_matches_sklearn(devices, form, data, params):
+    X = data()
+    D = (distance.squareform(distance.pdist(X)) if form == "dense" else
+         sparse_distances(X, {"csr": sp.csr_matrix, "csc": sp.csc_matrix}[form]))
+    kept = D.copy()
+    ours = oc.HDBSCAN(metric="precomputed", devices=devices, **params).fit(D)
+    assert_same(ours, sk_fit(D.copy(), metric="precomputed", **params))
+    assert (abs(D - kept)).max() == 0       # the caller's matrix is never written to
+
+
+@pytest.mark.parametrize("metric, metric_params, algorithm", [
+    ("canberra", None, "auto"), ("braycurtis", None, "ball_tree"),
+    ("braycurtis", None, "brute"), ("seuclidean", {"V": [2.0, 0.5]}, "auto"),
+    ("cosine", None, "auto"), ("hamming", None, "ball_tree"),
+    ("minkowski", {"p": 1}, "brute"), ("minkowski", {"p": 1.5, "w": [1.0, 3.0]}, "brute"),
+    (distance.cityblock, None, "auto"), (lambda u, v: np.abs(u - v).max(), None, "brute")])
+@pytest.mark.parametrize("data, params", [
+    (sk_blobs, dict(min_samples=4)), (grid, dict(min_cluster_size=6, alpha=1.3))])
+def test_host_metrics_match_sklearn(devices, metric, metric_params, algorithm, data, params):
+    """Metrics the devices lack: the host's distances, scikit-learn's Prim's
+    orders (its trees' on the rows, its matrix's for brute), exactly."""
+    X = data()
+    kw = dict(metric=metric, metric_params=metric_params, algorithm=algorithm, **params)
+    assert_same(oc.HDBSCAN(devices=devices, **kw).fit(X), sk_fit(X, **kw))
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cosine", "manhattan"])
+@pytest.mark.parametrize("container", [sp.csr_matrix, sp.csr_array, sp.coo_matrix])
+def test_sparse_rows_match_sklearn(devices, metric, container):
+    X = sk_blobs()
+    X[::7, 1] = 0.0
+    X[5, 0], X[8, 1] = np.inf, np.nan
+    ours = oc.HDBSCAN(metric=metric, devices=devices).fit(container(X))
+    theirs = sk_fit(sp.csr_matrix(X), metric=metric)
+    np.testing.assert_array_equal(ours.labels_, theirs.labels_)
+    np.testing.assert_array_equal(ours.probabilities_, theirs.probabilities_)
+    finite = np.isfinite(X).all(axis=1)   # as the dense rows (the device's), exactly
+    dense = oc.HDBSCAN(metric=metric, devices=devices).fit(X[finite])
+    np.testing.assert_array_equal(ours.labels_[finite], dense.labels_)
+
+
+@pytest.mark.parametrize("metric, metric_params", [
+    ("euclidean", None), ("chebyshev", None), ("canberra", None),
+    ("seuclidean", {"V": [2.0, 0.5]}), (distance.braycurtis, None)])
+@pytest.mark.parametrize("store", ["centroid", "medoid", "both"])
+def test_store_centers_match_sklearn(devices, metric, metric_params, store):
+    X = sk_blobs()
+    X[4, 1] = np.inf
+    kw = dict(metric=metric, metric_params=metric_params, store_centers=store)
+    ours = oc.HDBSCAN(devices=devices, **kw).fit(X)
+    theirs = sk_fit(X[np.isfinite(X).all(axis=1)], **kw)   # its centres fail on inf rows
+    for name in ("centroids_", "medoids_"):
+        assert hasattr(ours, name) == hasattr(theirs, name)
+        if hasattr(ours, name):
+            np.testing.assert_allclose(getattr(ours, name), getattr(theirs, name), rtol=1e-14)
+
+
+@pytest.mark.parametrize("data, params", [
+    (sk_blobs, {}), (sk_blobs, dict(min_samples=3, metric="canberra")),
+    (grid, dict(min_cluster_size=6))])
+@pytest.mark.parametrize("cut", [0.3, 1.0, 2.5])
+@pytest.mark.parametrize("min_cluster_size", [2, 5, 30])
+def test_dbscan_clustering_matches_sklearn(devices, data, params, cut, min_cluster_size):
+    X = data()
+    X[3, 0], X[7] = np.inf, [np.nan, np.inf]
+    ours, theirs = oc.HDBSCAN(devices=devices, **params).fit(X), sk_fit(X, **params)
+    np.testing.assert_array_equal(ours.dbscan_clustering(cut, min_cluster_size),
+                                  theirs.dbscan_clustering(cut, min_cluster_size))
+    record = ours._single_linkage_tree_         # scikit-learn's record, rows remapped
+    assert record.dtype == theirs._single_linkage_tree_.dtype
+    np.testing.assert_array_equal(record, theirs._single_linkage_tree_)
+
+
+def _disconnected():
+    X = np.zeros((20, 20))
+    X[:5, :5] = 1
+    X[5:, 15:] = 1
+    return sp.csr_matrix(X + X.T)
+
+
+@pytest.mark.parametrize("params, X, match", [
+    (dict(metric="precomputed"), np.ones((6, 2)), "expected to be symmetric, however it has"),
+    (dict(metric="precomputed"), np.arange(36.0).reshape(6, 6), "appear to be asymmetric"),
+    (dict(metric="precomputed"), np.full((6, 6), np.nan), "np.nan values found"),
+    (dict(metric="precomputed", store_centers="medoid"), np.zeros((6, 6)), "Cannot store"),
+    (dict(metric="precomputed"), sp.csr_matrix(np.zeros((10, 10))), "fewer than 5 neighbors"),
+    (dict(metric="precomputed"), _disconnected(), "2 connected components"),
+    (dict(metric="precomputed", algorithm="kd_tree"), np.zeros((6, 6)),
+     "precomputed is not a valid metric for a KDTree"),
+    (dict(metric="cosine", algorithm="ball_tree"), None, "cosine is not a valid metric"),
+    (dict(metric="seuclidean", algorithm="kd_tree"), None, "seuclidean is not a valid"),
+    (dict(metric=distance.euclidean, algorithm="ball_tree"), None, "BallTree-based"),
+    (dict(algorithm="kd_tree"), sp.csr_matrix(sk_blobs()), "only support algorithm `brute`"),
+])
+def test_host_errors_match_sklearn(devices, params, X, match):
+    X = sk_blobs() if X is None else X
+    with pytest.raises(ValueError, match=match):
+        oc.HDBSCAN(devices=devices, **params).fit(X)
+    with pytest.raises(ValueError, match=match):
+        sk_fit(X, **params)
