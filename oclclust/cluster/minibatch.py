@@ -88,7 +88,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             check_data(X, type(self).__name__)
         if not isinstance(X, np.ndarray):
             X = X.get()
-        if not np.isfinite(X).all():
+        if not all_finite(X):
             raise ValueError("Input X contains NaN or infinity.")
         dtype = np.dtype(self.dtype) if self.dtype is not None else (
             np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64))
@@ -359,19 +359,54 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
 def weighted_draws(rng, p):
     """draw(size): the indices ``rng.choice(len(p), size, p=p)`` draws, the
     same random stream and values, with numpy's cumulative distribution
-    made once rather than at every call (O(size log n) a batch, not O(n))."""
+    made once rather than at every call, and searched from a coarse table
+    of it (a few cached steps a draw, not a binary search over all n)."""
     cdf = np.asarray(p, np.float64).cumsum()
     cdf /= cdf[-1]
+    n = len(cdf)
+    buckets = max(1, n // 64)
+    # first[b]: the first index whose cdf passes b / buckets
+    first = np.minimum(cdf.searchsorted(np.arange(buckets + 1) / buckets, side="right"),
+                       n - 1)
 
     def draw(size):
-        uniforms = rng.random_sample(size)
-        # searched in the uniforms' sorted order: a walk forwards through the
-        # table stays in cache (several times faster over 10M rows)
-        order = np.argsort(uniforms)
-        idx = np.empty(size, np.intp)
-        idx[order] = cdf.searchsorted(uniforms[order], side="right")
+        u = rng.random_sample(size)
+        scaled = u * buckets
+        b = np.minimum(scaled.astype(np.intp), buckets - 1)
+        # a guess between the bucket's first indices, in proportion (exact
+        # but for rounding where p is uniform), then checked
+        span = first[np.minimum(b + 1, buckets)] - first[b]
+        idx = np.minimum(first[b] + ((scaled - b) * span).astype(np.intp), n - 1)
+        for _ in range(2):   # off by one either way: stepped
+            idx += cdf[idx] <= u
+            idx = np.minimum(idx, n - 1)
+            idx -= (idx > 0) & (cdf[np.maximum(idx - 1, 0)] > u)
+        wrong = np.flatnonzero((cdf[idx] <= u) | ((idx > 0) & (cdf[np.maximum(idx - 1, 0)] > u)))
+        if wrong.size:   # the rest (skewed p): a binary search from the bucket's bounds
+            idx[wrong] = _search(cdf, u[wrong], first[np.maximum(b[wrong] - 1, 0)],
+                                 first[np.minimum(b[wrong] + 2, buckets)])
         return idx
     return draw
+
+
+def _search(cdf, u, lo, hi):
+    """The first index whose cdf passes u, known to lie in [lo, hi], for
+    each u (a binary search, all at once); numpy's where that fails."""
+    lo, hi = lo.copy(), hi.copy()
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            break
+        mid = (lo + hi) >> 1
+        right = open_ & (cdf[mid] <= u)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(open_ & ~right, mid, hi)
+    # u is past (b - 1) / buckets and short of (b + 2) / buckets whatever u *
+    # buckets rounded to, so [lo, hi] held it; checked all the same
+    wrong = (cdf[lo] <= u) | ((lo > 0) & (cdf[np.maximum(lo - 1, 0)] > u))
+    if wrong.any():
+        lo[wrong] = cdf.searchsorted(u[wrong], side="right")
+    return lo
 
 
 class BatchRows:
@@ -428,3 +463,8 @@ class ResidentRows:
 
     def close(self):
         self.data.close()
+
+
+def all_finite(X, block=1 << 20):
+    """np.isfinite(X).all(), a block of rows at a time (no n x d temporary)."""
+    return all(np.isfinite(X[start:start + block]).all() for start in range(0, len(X), block))

@@ -99,14 +99,20 @@ def test_sklearn_check_estimator(estimator, check):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_weighted_draws_are_numpys_choice(dtype):
-    """The batches' draws: numpy's choice with p, its cumulative table made once."""
+@pytest.mark.parametrize("weights", ["unit", "uniform", "skewed", "sparse", "one"])
+def test_weighted_draws_are_numpys_choice(dtype, weights):
+    """The batches' draws: numpy's choice with p, its cumulative table made
+    once and searched from a coarse table of it."""
     from oclclust.cluster.minibatch import weighted_draws
-    w = np.random.default_rng(1).uniform(0, 3, 10007).astype(dtype)
-    w[[0, 5, -1]] = 0
+    rng = np.random.default_rng(1)
+    n = 1 if weights == "one" else 200_003
+    w = {"unit": lambda: np.ones(n), "one": lambda: np.ones(n),
+         "uniform": lambda: rng.uniform(0, 3, n),
+         "skewed": lambda: rng.pareto(0.5, n),               # a few rows hold most weight
+         "sparse": lambda: np.where(rng.random(n) < 0.001, rng.uniform(0, 3, n), 0.0)}[
+        weights]().astype(dtype)
     ref, ours = np.random.RandomState(7), np.random.RandomState(7)
     draw = weighted_draws(ours, w / np.sum(w))
     for size in (1, 100, 4096):
-        assert np.array_equal(ref.choice(len(w), size, p=w / np.sum(w), replace=True),
-                              draw(size))
+        assert np.array_equal(ref.choice(n, size, p=w / np.sum(w), replace=True), draw(size))
     assert ref.random_sample() == ours.random_sample()   # the streams stay level
