@@ -6,11 +6,17 @@ batch_size)``, the streaming centre update with per-centre weight sums,
 the reassignment of centres whose weight falls below reassignment_ratio of
 the largest, and the early stop on the exponentially weighted batch inertia
 (max_no_improvement) or the centre change (tol).  Each batch is assigned on
-the devices by the fused Lloyd pass (parallel.sharded.LloydShards), which
-returns its per-cluster sums and weights in float64; the update is the
-host's.  ``partial_fit`` takes one step on each chunk it is given (a data
+the devices by the Lloyd pass (parallel.sharded.LloydShards); its
+per-cluster sums, weights and inertia are added in float64 and the update
+is the host's.  ``partial_fit`` takes one step on each chunk it is given (a data
 stream, a file read in pieces).
+
+A batch's sums, weights and inertia are added on the host in row order
+(parallel/batches), so a dask array's fit, whose batches are assigned on
+the workers holding their rows (minibatch_rows.WorkerRows), is the numpy
+fit of the same rows bit for bit.
 """
+import contextlib
 import numbers
 import warnings
 
@@ -18,9 +24,9 @@ import numpy as np
 
 from ._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, TransformerMixin
 from .inits import draw_centers
+from .minibatch_rows import HostRows, WorkerRows
 from .spherical import renormalised, unit_rows
-from ..parallel.placement import fit_data, new_data
-from ..parallel.sharded import LloydShards
+from ..parallel.placement import is_dask_array, new_data
 from ..passes.distances import pairwise_euclidean
 from ..runtime.validation import check_data, check_random_state, check_sample_weight
 
@@ -84,10 +90,41 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         w = check_sample_weight(sample_weight, X.shape[0], dtype)
         return X, (np.ones(X.shape[0], dtype) if w is None else w)
 
-    def _prepare(self, X):
+    @contextlib.contextmanager
+    def _rows(self, X, sample_weight, fitted=False):
+        """HostRows or, for a dask array with a distributed Client active,
+        WorkerRows (the blocks freed on the workers when the block ends)."""
+        if is_dask_array(X):
+            from ..parallel.dask import _computed, active_client, dask_fit_data
+            if active_client() is None:   # as any array: the one-process fit
+                X, sample_weight = X.compute(), _computed(sample_weight)
+            else:
+                if fitted and X.shape[1] != self.n_features_in_:
+                    raise ValueError(f"X has {X.shape[1]} features, but MiniBatchKMeans is "
+                                     f"expecting {self.n_features_in_} features as input.")
+                if not fitted:
+                    self._check_n_samples(X.shape[0], X.shape[1])
+                if self.spherical:
+                    X = unit_rows(X, type(self).__name__)
+                data, w = dask_fit_data(X, sample_weight, self.devices, self.dtype, None,
+                                        type(self).__name__)
+                try:
+                    rows = WorkerRows(data, w, self.devices, type(self).__name__)
+                except BaseException:
+                    data.close()
+                    raise
+                try:
+                    yield rows
+                finally:
+                    rows.close()
+                return
+        X, w = self._host_rows(X, sample_weight, fitted)
+        yield HostRows(X, w, self.devices, type(self).__name__)
+
+    def _prepare(self, rows):
         """scikit-learn's _check_params_vs_input: batch and init sizes, n_init, tol."""
-        n = X.shape[0]
-        self._check_n_samples(n, X.shape[1])
+        n = rows.n
+        self._check_n_samples(n, rows.d)
         self._batch_size = min(self.batch_size, n)
         init_size = self.init_size if self.init_size is not None else 3 * self._batch_size
         if init_size < self.n_clusters:
@@ -102,35 +139,25 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
                           f"init in MiniBatchKMeans instead of n_init={self._n_init}.",
                           RuntimeWarning, stacklevel=3)
             self._n_init = 1
-        variances = X.var(axis=0, dtype=np.float64) if self.tol else np.zeros(1)
+        variances = rows.variances() if self.tol else np.zeros(1)
         self._tol = float(np.mean(variances) * self.tol)
 
-    def _labels_inertia(self, X, w, centers):
-        """(labels, inertia) of X about *centers*, assigned on the devices."""
-        data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
-        try:
-            lloyd = LloydShards(data, len(centers))
-            stats = lloyd.run(np.asarray(centers, np.float64), update=False)
-            return lloyd.labels(), float(stats.inertia)
-        finally:
-            data.close()
-
-    def _init_centroids(self, X, w, rng):
+    def _init_centroids(self, rows, rng):
         """scikit-learn's: the init drawn from init_size rows (random indices,
         drawn whatever the init, as scikit-learn draws them)."""
-        n = X.shape[0]
-        if self._init_size < n:
-            pick = rng.randint(0, n, self._init_size)
-            X, w = X[pick], w[pick]
+        pick = rng.randint(0, rows.n, self._init_size) if self._init_size < rows.n else None
         if not isinstance(self.init, str):
-            return self._checked_init(X.shape[1]).astype(X.dtype)
-        data, host_w, ranks = fit_data(X, w, self.devices, X.dtype, None, None,
-                                       type(self).__name__)
-        try:
+            return self._checked_init(rows.d).astype(rows.dtype)
+        with rows.seeding(pick) as (data, host_w, ranks):
             centers = draw_centers(data, self.init, self.n_clusters, rng, host_w, ranks)
-        finally:
-            data.close()
-        return (renormalised(centers) if self.spherical else centers).astype(X.dtype)
+        return (renormalised(centers) if self.spherical else centers).astype(rows.dtype)
+
+    @staticmethod
+    def _batch(rows, indices, weights, centers):
+        """BatchSums of rows *indices* (drawn, repeats allowed) of *weights*:
+        added in the order of their indices (parallel/batches)."""
+        order = np.argsort(indices, kind="stable")
+        return rows.batch(indices[order], np.asarray(weights)[order], centers)
 
     def _random_reassign(self):
         self._n_since_last_reassign += self._batch_size
@@ -139,14 +166,11 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
             return True
         return False
 
-    def _step(self, X, w, centers, rng, reassign):
-        """scikit-learn's _mini_batch_step on batch X: the new centres (float64
-        update, then X's dtype) and the batch inertia."""
-        data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
-        try:
-            stats = LloydShards(data, len(centers)).run(np.asarray(centers, np.float64))
-        finally:
-            data.close()
+    def _step(self, rows, batch, w, centers, rng, reassign):
+        """scikit-learn's _mini_batch_step on rows *batch* (of weights *w*):
+        the new centres (float64 update, then the rows' dtype) and the batch
+        inertia."""
+        stats = self._batch(rows, batch, w, centers)
         counts = self._counts
         new = np.array(centers, np.float64)
         hit = stats.weights > 0
@@ -155,16 +179,16 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         counts[hit] = total
         if self.spherical:
             new = renormalised(new)
-        new = new.astype(X.dtype)
+        new = new.astype(rows.dtype)
         if reassign and self.reassignment_ratio > 0:
             to_reassign = counts < self.reassignment_ratio * counts.max()
-            if to_reassign.sum() > 0.5 * X.shape[0]:
-                keep = np.argsort(counts)[int(0.5 * X.shape[0]):]
+            if to_reassign.sum() > 0.5 * len(batch):
+                keep = np.argsort(counts)[int(0.5 * len(batch)):]
                 to_reassign[keep] = False
             n_reassigns = int(to_reassign.sum())
             if n_reassigns:
-                rows = rng.choice(X.shape[0], replace=False, size=n_reassigns)
-                new[to_reassign] = X[rows]
+                picked = rng.choice(len(batch), replace=False, size=n_reassigns)
+                new[to_reassign] = rows.rows(batch[picked])
             counts[to_reassign] = np.min(counts[~to_reassign])
         return new, float(stats.inertia)
 
@@ -192,37 +216,40 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         return (self.max_no_improvement is not None
                 and self._no_improvement >= self.max_no_improvement)
 
-    def _finish(self, X, w):
-        self.n_features_in_ = X.shape[1]
+    def _finish(self, rows):
+        self.n_features_in_ = rows.d
         if self.compute_labels:
-            self.labels_, self.inertia_ = self._labels_inertia(X, w, self.cluster_centers_)
+            self.labels_, self.inertia_ = rows.labels_inertia(self.cluster_centers_)
 
     # ------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
-        X, w = self._host_rows(X, sample_weight)
-        self._prepare(X)
-        n = X.shape[0]
+        with self._rows(X, sample_weight) as rows:
+            return self._fit(rows)
+
+    def _fit(self, rows):
+        self._prepare(rows)
+        n, w = rows.n, rows.w
         rng = check_random_state(self.random_state)
         valid = rng.randint(0, n, self._init_size)
         best, best_inertia = None, None
         for _ in range(self._n_init):
-            centers = self._init_centroids(X, w, rng)
-            _, inertia = self._labels_inertia(X[valid], w[valid], centers)
+            centers = self._init_centroids(rows, rng)
+            inertia = self._batch(rows, valid, w[valid], centers).inertia
             if best_inertia is None or inertia < best_inertia:
                 best, best_inertia = centers, inertia
         centers = best
-        self._counts = np.zeros(self.n_clusters, X.dtype)
+        self._counts = np.zeros(self.n_clusters, rows.dtype)
         self._ewa_inertia = self._ewa_inertia_min = None
         self._no_improvement = self._n_since_last_reassign = 0
         n_steps = (self.max_iter * n) // self._batch_size
         # batches drawn by weight, each row of one then counted once (scikit-learn's)
         p = w / np.sum(w)
-        unit = np.ones(self._batch_size, X.dtype)
+        unit = np.ones(self._batch_size, rows.dtype)
         step = -1
         for step in range(n_steps):
             batch = rng.choice(n, self._batch_size, p=p, replace=True)
-            new, inertia = self._step(X[batch], unit, centers, rng, self._random_reassign())
+            new, inertia = self._step(rows, batch, unit, centers, rng, self._random_reassign())
             shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) if self._tol else 0.0
             centers = new
             if self._converged(step, n, shift, inertia):
@@ -230,7 +257,7 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         self.cluster_centers_ = centers
         self.n_steps_ = step + 1
         self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
-        self._finish(X, w)
+        self._finish(rows)
         if not self.compute_labels:
             self.inertia_ = self._ewa_inertia * float(np.sum(w))
         return self
@@ -240,38 +267,51 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         first = not hasattr(self, "cluster_centers_")
         if first:
             self._check_params()
-        X, w = self._host_rows(X, sample_weight, fitted=not first)
+        with self._rows(X, sample_weight, fitted=not first) as rows:
+            return self._partial_fit(rows, first)
+
+    def _partial_fit(self, rows, first):
         self._random_state = getattr(self, "_random_state", None) or \
             check_random_state(self.random_state)
         self.n_steps_ = getattr(self, "n_steps_", 0)
         if first:
-            self._prepare(X)
-            self.cluster_centers_ = self._init_centroids(X, w, self._random_state)
-            self._counts = np.zeros(self.n_clusters, X.dtype)
+            self._prepare(rows)
+            self.cluster_centers_ = self._init_centroids(rows, self._random_state)
+            self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._n_since_last_reassign = 0
         if not hasattr(self, "_counts"):   # a model read from a file: its centres go on
-            self._counts = np.zeros(self.n_clusters, X.dtype)
+            self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._n_since_last_reassign = 0
-        self._batch_size = min(self.batch_size, X.shape[0])
-        self.cluster_centers_, _ = self._step(X, w, self.cluster_centers_, self._random_state,
+        self._batch_size = min(self.batch_size, rows.n)
+        self.cluster_centers_, _ = self._step(rows, np.arange(rows.n), rows.w,
+                                              self.cluster_centers_, self._random_state,
                                               self._random_reassign())
-        self._finish(X, w)
+        self._finish(rows)
         self.n_steps_ += 1
         return self
 
     # ------------------------------------------------------------- inference
     def predict(self, X, sample_weight=None):
         self._check_fitted()
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int32)
         X, w = self._host_rows(X, None, fitted=True)
-        return self._labels_inertia(X, w, self.cluster_centers_)[0]
+        return HostRows(X, w, self.devices, type(self).__name__).labels_inertia(
+            self.cluster_centers_)[0]
 
     def score(self, X, y=None, sample_weight=None):
         self._check_fitted()
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
         X, w = self._host_rows(X, sample_weight, fitted=True)
-        return -self._labels_inertia(X, w, self.cluster_centers_)[1]
+        return -HostRows(X, w, self.devices, type(self).__name__).labels_inertia(
+            self.cluster_centers_)[1]
 
     def transform(self, X):
         self._check_fitted()
+        if is_dask_array(X):
+            return self._dask_rows(X, "transform", self.cluster_centers_.dtype,
+                                   self.n_clusters)
         X, _ = self._host_rows(X, None, fitted=True)   # unit rows already when spherical
         data = new_data(X, None, self.devices, X.dtype, X.shape[1], type(self).__name__)
         try:
