@@ -42,14 +42,17 @@ def fold(total, rows, weights, labels, dist):
     """*total* (BatchSums) continued with *rows* (their *weights*, *labels*
     and *dist*), one row after the other in order: a new BatchSums."""
     k, d = total.sums.shape
+    m, kd = len(labels), k * d
     w = np.asarray(weights, np.float64)
-    values = np.asarray(rows, np.float64) * w[:, None]
     labels = np.asarray(labels, np.intp)
     # the running totals enter first, as bincount's first terms (0 + t is t:
-    # totals that start at +0 never become -0), then the rows in order
-    cells = np.concatenate([np.arange(k * d), (labels[:, None] * d + np.arange(d)).ravel()])
-    sums = np.bincount(cells, np.concatenate([total.sums.ravel(), values.ravel()]),
-                       minlength=k * d).reshape(k, d)
+    # totals that start at +0 never become -0), then the rows in order; one
+    # buffer each, filled in place (a batch is m x d values)
+    values, cells = np.empty(kd + m * d), np.empty(kd + m * d, np.intp)
+    values[:kd], cells[:kd] = total.sums.ravel(), np.arange(kd)
+    np.multiply(rows, w[:, None], out=values[kd:].reshape(m, d))
+    np.add(labels[:, None] * d, np.arange(d), out=cells[kd:].reshape(m, d))
+    sums = np.bincount(cells, values, minlength=kd).reshape(k, d)
     wsum = np.bincount(np.concatenate([np.arange(k), labels]),
                        np.concatenate([total.weights, w]), minlength=k)
     inertia = np.cumsum(np.concatenate([[total.inertia], w * np.asarray(dist, np.float64)]))
