@@ -8,8 +8,8 @@ the largest, and the early stop on the exponentially weighted batch inertia
 (max_no_improvement) or the centre change (tol).  Each batch is assigned on
 the devices by the Lloyd pass (parallel.sharded.LloydShards); its
 per-cluster sums, weights and inertia are added in float64 and the update
-is the host's.  ``partial_fit`` takes one step on each chunk it is given (a data
-stream, a file read in pieces).
+is the host's.  ``partial_fit`` takes one step on each chunk it is given
+(a data stream, a file read in pieces).
 
 A batch's sums, weights and inertia are added on the host in row order
 (parallel/batches), so a dask array's fit, whose batches are assigned on
@@ -95,9 +95,11 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
         """HostRows or, for a dask array with a distributed Client active,
         WorkerRows (the blocks freed on the workers when the block ends)."""
         if is_dask_array(X):
-            from ..parallel.dask import _computed, active_client, dask_fit_data
+            from ..parallel.dask import active_client
             if active_client() is None:   # as any array: the one-process fit
-                X, sample_weight = X.compute(), _computed(sample_weight)
+                X = X.compute()
+                if is_dask_array(sample_weight):
+                    sample_weight = sample_weight.compute()
             else:
                 if fitted and X.shape[1] != self.n_features_in_:
                     raise ValueError(f"X has {X.shape[1]} features, but MiniBatchKMeans is "
@@ -106,17 +108,9 @@ class MiniBatchKMeans(ClusterMixin, TransformerMixin, KCluster):
                     self._check_n_samples(X.shape[0], X.shape[1])
                 if self.spherical:
                     X = unit_rows(X, type(self).__name__)
-                data, w = dask_fit_data(X, sample_weight, self.devices, self.dtype, None,
-                                        type(self).__name__)
-                try:
-                    rows = WorkerRows(data, w, self.devices, type(self).__name__)
-                except BaseException:
-                    data.close()
-                    raise
-                try:
+                with WorkerRows.loaded(X, sample_weight, self.devices, self.dtype,
+                                       type(self).__name__) as rows:
                     yield rows
-                finally:
-                    rows.close()
                 return
         X, w = self._host_rows(X, sample_weight, fitted)
         yield HostRows(X, w, self.devices, type(self).__name__)

@@ -59,9 +59,6 @@ class HostRows:
         finally:
             data.close()
 
-    def close(self):
-        pass
-
 
 class WorkerRows(HostRows):
     """A dask array's rows on the workers (*data*: a parallel.dask.DaskData)
@@ -73,6 +70,18 @@ class WorkerRows(HostRows):
         _, self._var, finite = data.moments()
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
+
+    @classmethod
+    @contextlib.contextmanager
+    def loaded(cls, X, sample_weight, devices, dtype, name):
+        """The rows of dask array X on the active Client's workers while the
+        block runs (freed there after it, also on error)."""
+        from ..parallel.dask import dask_fit_data
+        data, w = dask_fit_data(X, sample_weight, devices, dtype, None, name)
+        try:
+            yield cls(data, w, devices, name)
+        finally:
+            data.close()
 
     def rows(self, indices):
         return self.data.rows(indices)
@@ -101,6 +110,3 @@ class WorkerRows(HostRows):
                 yield seeded
             return
         yield self.data, self.w, Ranks.alone(self.data)
-
-    def close(self):
-        self.data.close()
