@@ -57,6 +57,17 @@ def assert_same_model(got, ref):
     assert np.array_equal(got.labels_.compute(), ref.labels_)
 
 
+def test_without_a_client_the_rows_are_computed_here(devices):
+    """First: before the module's cluster (and its default Client) starts."""
+    assert oc.parallel.dask.active_client() is None
+    X = blobs()
+    kw = dict(n_clusters=K, random_state=0, batch_size=200, max_iter=1, devices=devices)
+    mb = oc.MiniBatchKMeans(**kw).fit(X)
+    ref = oc.MiniBatchKMeans(**kw).fit(X.compute())
+    assert np.array_equal(mb.cluster_centers_, ref.cluster_centers_)
+    assert isinstance(mb.labels_, np.ndarray)
+
+
 def test_a_batch_folded_block_after_block_is_the_whole_batch_folded():
     rng = np.random.RandomState(0)
     rows, w = rng.normal(size=(500, 3)) * 1e3, rng.uniform(0.1, 2, 500)
@@ -82,10 +93,13 @@ def test_a_batch_folded_block_after_block_is_the_whole_batch_folded():
     (np.float64, dict(n_clusters=8, batch_size=64, reassignment_ratio=0.5, tol=1e-4,
                       max_no_improvement=None, max_iter=2)),   # reassignments, tol's stop
     (np.float64, dict(batch_size=128, compute_labels=False)),
-], ids=["f64", "f32-random-3", "all-rows-init", "reassign-tol", "no-labels"])
+    (np.float32, dict(batch_size=100, init="array")),
+], ids=["f64", "f32-random-3", "all-rows-init", "reassign-tol", "no-labels", "array-init"])
 def test_fit_equals_the_numpy_fit(client, devices, dtype, kw):
     X = blobs(dtype)
     kw = dict(dict(n_clusters=K, random_state=3, max_iter=1), **kw)
+    if kw.get("init") == "array":   # given centres: no seeding, no rows to the client
+        kw["init"] = np.random.RandomState(1).uniform(-20, 20, size=(K, D))
     gathered, real = [], client.gather
 
     def gather(futures, *args, **kwargs):
