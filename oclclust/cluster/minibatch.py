@@ -6,11 +6,17 @@ batch_size)``, the streaming centre update with per-centre weight sums,
 the reassignment of centres whose weight falls below reassignment_ratio of
 the largest, and the early stop on the exponentially weighted batch inertia
 (max_no_improvement) or the centre change (tol).  Each batch is assigned on
-the devices by the fused Lloyd pass (parallel.sharded.LloydShards), which
-returns its per-cluster sums and weights in float64; the update is the
-host's.  ``partial_fit`` takes one step on each chunk it is given (a data
-stream, a file read in pieces).
+the devices by the Lloyd pass (parallel.sharded.LloydShards); its
+per-cluster sums, weights and inertia are added in float64 and the update
+is the host's.  ``partial_fit`` takes one step on each chunk it is given
+(a data stream, a file read in pieces).
+
+A batch's sums, weights and inertia are added on the host in row order
+(parallel/batches), so a dask array's fit, whose batches are assigned on
+the workers holding their rows (minibatch_rows.WorkerRows), is the numpy
+fit of the same rows bit for bit.
 """
+import contextlib
 import numbers
 import warnings
 
@@ -19,13 +25,11 @@ import numpy as np
 from ._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KCluster,
                     TransformerMixin)
 from .inits import draw_centers
-from .kmeans_csr import (CsrModel, checked_csr, csr_start, is_sparse, rows_on_device,
-                         sparse_tol, transform_csr)
+from .kmeans_csr import checked_csr, csr_start, is_sparse, rows_on_device, transform_csr
+from .minibatch_rows import HostRows, SparseRows, WorkerRows
 from .spherical import renormalised, unit_rows
-from ..parallel.placement import fit_data, new_data
-from ..parallel.sharded import LloydShards
+from ..parallel.placement import is_dask_array, new_data
 from ..passes.distances import pairwise_euclidean
-from ..passes.minibatch import BatchPass
 from ..runtime.validation import check_data, check_random_state, check_sample_weight
 
 
@@ -99,10 +103,36 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         w = check_sample_weight(sample_weight, X.shape[0], dtype)
         return X, (np.ones(X.shape[0], dtype) if w is None else w)
 
-    def _prepare(self, X):
+    @contextlib.contextmanager
+    def _rows(self, X, sample_weight, fitted=False):
+        """HostRows or, for a dask array with a distributed Client active,
+        WorkerRows (the blocks freed on the workers when the block ends)."""
+        if is_dask_array(X):
+            from ..parallel.dask import active_client
+            if active_client() is None:   # as any array: the one-process fit
+                X = X.compute()
+                if is_dask_array(sample_weight):
+                    sample_weight = sample_weight.compute()
+            else:
+                if fitted and X.shape[1] != self.n_features_in_:
+                    raise ValueError(f"X has {X.shape[1]} features, but MiniBatchKMeans is "
+                                     f"expecting {self.n_features_in_} features as input.")
+                if not fitted:
+                    self._check_n_samples(X.shape[0], X.shape[1])
+                if self.spherical:
+                    X = unit_rows(X, type(self).__name__)
+                with WorkerRows.loaded(X, sample_weight, self.devices, self.dtype,
+                                       type(self).__name__) as rows:
+                    yield rows
+                return
+        X, w = self._host_rows(X, sample_weight, fitted)
+        yield (SparseRows if is_sparse(X) else HostRows)(X, w, self.devices,
+                                                          type(self).__name__)
+
+    def _prepare(self, rows):
         """scikit-learn's _check_params_vs_input: batch and init sizes, n_init, tol."""
-        n = X.shape[0]
-        self._check_n_samples(n, X.shape[1])
+        n = rows.n
+        self._check_n_samples(n, rows.d)
         self._batch_size = min(self.batch_size, n)
         init_size = self.init_size
         if init_size is None:
@@ -126,50 +156,38 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
                           f"init in MiniBatchKMeans instead of n_init={self._n_init}.",
                           RuntimeWarning, stacklevel=3)
             self._n_init = 1
-        if is_sparse(X):
-            self._tol = sparse_tol(X.astype(np.float64), self.tol) if self.tol else 0.0
-        else:
-            variances = X.var(axis=0, dtype=np.float64) if self.tol else np.zeros(1)
-            self._tol = float(np.mean(variances) * self.tol)
+        variances = rows.variances() if self.tol else np.zeros(1)
+        self._tol = float(np.mean(variances) * self.tol)
 
-    def _labels_inertia(self, X, w, centers):
-        """(labels, inertia) of X about *centers*, assigned on the devices."""
-        if is_sparse(X):
-            labels, dist = rows_on_device(X, self.devices).assign(centers)
-            return labels, float(np.asarray(w, np.float64) @ dist)
-        data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
-        try:
-            lloyd = LloydShards(data, len(centers))
-            stats = lloyd.run(np.asarray(centers, np.float64), update=False)
-            return lloyd.labels(), float(stats.inertia)
-        finally:
-            data.close()
-
-    def _init_centroids(self, X, w, rng):
+    def _init_centroids(self, rows, rng):
         """scikit-learn's: the init drawn from init_size rows (random indices,
         drawn whatever the init, as scikit-learn draws them)."""
-        n = X.shape[0]
-        if self._init_size < n:
-            pick = rng.randint(0, n, self._init_size)
-            X, w = X[pick], w[pick]
-        if is_sparse(X):
-            if isinstance(self.init, str) and self.init == "k-means||":
+        pick = rng.randint(0, rows.n, self._init_size) if self._init_size < rows.n else None
+        if callable(self.init):   # scikit-learn calls it on the init_size rows
+            sample = rows.rows(np.arange(rows.n) if pick is None else pick)
+            if isinstance(rows, SparseRows):
+                return csr_start(self, self.init, rows_on_device(sample, self.devices), rng,
+                                 None).astype(rows.dtype)
+            return self._called_init(sample, rng).astype(rows.dtype)
+        if not isinstance(self.init, str):
+            return self._checked_init(rows.d).astype(rows.dtype)
+        if isinstance(rows, SparseRows):
+            if self.init == "k-means||":
                 raise ValueError("init='k-means||' is not available for sparse input; use "
                                  "'k-means++', 'random', a callable or the centres.")
-            centers = csr_start(self, self._checked_init(X.shape[1]),
-                                rows_on_device(X, self.devices), rng, w)
-            return centers.astype(X.dtype)
-        if callable(self.init):
-            return self._called_init(X, rng).astype(X.dtype)
-        if not isinstance(self.init, str):
-            return self._checked_init(X.shape[1]).astype(X.dtype)
-        data, host_w, ranks = fit_data(X, w, self.devices, X.dtype, None, None,
-                                       type(self).__name__)
-        try:
+            X, w = (rows.X, rows.w) if pick is None else (rows.X[pick], rows.w[pick])
+            return csr_start(self, self.init, rows_on_device(X, self.devices), rng,
+                             np.asarray(w, np.float64)).astype(rows.dtype)
+        with rows.seeding(pick) as (data, host_w, ranks):
             centers = draw_centers(data, self.init, self.n_clusters, rng, host_w, ranks)
-        finally:
-            data.close()
-        return (renormalised(centers) if self.spherical else centers).astype(X.dtype)
+        return (renormalised(centers) if self.spherical else centers).astype(rows.dtype)
+
+    @staticmethod
+    def _batch(rows, indices, weights, centers):
+        """BatchSums of rows *indices* (drawn, repeats allowed) of *weights*:
+        added in the order of their indices (parallel/batches)."""
+        order = np.argsort(indices, kind="stable")
+        return rows.batch(indices[order], np.asarray(weights)[order], centers)
 
     def _random_reassign(self):
         self._n_since_last_reassign += self._batch_size
@@ -178,47 +196,31 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             return True
         return False
 
-    def _step(self, X, w, centers, rng, reassign, stats=None):
-        """scikit-learn's _mini_batch_step on batch X: the new centres (float64
-        update, then X's dtype) and the batch inertia.  *stats*: the batch's
-        (sums, weights, inertia), made already (resident rows: X is then a
-        BatchRows, read only where a centre is reassigned)."""
-        sums, weights, inertia = stats or self._batch_stats(X, w, centers)
+    def _step(self, rows, batch, w, centers, rng, reassign):
+        """scikit-learn's _mini_batch_step on rows *batch* (of weights *w*):
+        the new centres (float64 update, then the rows' dtype) and the batch
+        inertia."""
+        stats = self._batch(rows, batch, w, centers)
         counts = self._counts
         new = np.array(centers, np.float64)
-        hit = weights > 0
-        total = counts[hit].astype(np.float64) + weights[hit]
-        new[hit] = (new[hit] * counts[hit, None] + sums[hit]) / total[:, None]
+        hit = stats.weights > 0
+        total = counts[hit].astype(np.float64) + stats.weights[hit]
+        new[hit] = (new[hit] * counts[hit, None] + stats.sums[hit]) / total[:, None]
         counts[hit] = total
         if self.spherical:
             new = renormalised(new)
-        new = new.astype(X.dtype)
+        new = new.astype(rows.dtype)
         if reassign and self.reassignment_ratio > 0:
             to_reassign = counts < self.reassignment_ratio * counts.max()
-            if to_reassign.sum() > 0.5 * X.shape[0]:
-                keep = np.argsort(counts)[int(0.5 * X.shape[0]):]
+            if to_reassign.sum() > 0.5 * len(batch):
+                keep = np.argsort(counts)[int(0.5 * len(batch)):]
                 to_reassign[keep] = False
             n_reassigns = int(to_reassign.sum())
             if n_reassigns:
-                rows = rng.choice(X.shape[0], replace=False, size=n_reassigns)
-                new[to_reassign] = X[rows].toarray() if is_sparse(X) else X[rows]
+                picked = rng.choice(len(batch), replace=False, size=n_reassigns)
+                new[to_reassign] = rows.dense_rows(batch[picked])
             counts[to_reassign] = np.min(counts[~to_reassign])
-        return new, inertia
-
-    def _batch_stats(self, X, w, centers):
-        """(per-cluster float64 sums and weights, inertia) of batch X about
-        *centers*, assigned on the devices."""
-        centers = np.asarray(centers, np.float64)
-        if is_sparse(X):
-            model = CsrModel(rows_on_device(X, self.devices), w, len(centers))
-            sums, weights = model.stats([centers])
-            return sums, weights, model.inertia
-        data = new_data(X, w, self.devices, X.dtype, X.shape[1], type(self).__name__)
-        try:
-            stats = LloydShards(data, len(centers)).run(centers)
-        finally:
-            data.close()
-        return stats.sums, stats.weights, float(stats.inertia)
+        return new, float(stats.inertia)
 
     def _converged(self, step, n_steps, n, shift, batch_inertia):
         """scikit-learn's _mini_batch_convergence."""
@@ -250,60 +252,48 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             return True
         return False
 
-    def _finish(self, X, w, resident=None):
-        self.n_features_in_ = X.shape[1]
+    def _finish(self, rows):
+        self.n_features_in_ = rows.d
         if self.compute_labels:
-            self.labels_, self.inertia_ = (
-                self._labels_inertia(X, w, self.cluster_centers_) if resident is None else
-                resident.labels_inertia(self.cluster_centers_))
+            self.labels_, self.inertia_ = rows.labels_inertia(self.cluster_centers_)
 
     # ------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
-        X, w = self._host_rows(X, sample_weight)
-        self._prepare(X)
-        n = X.shape[0]
+        with self._rows(X, sample_weight) as rows:
+            return self._fit(rows)
+
+    def _fit(self, rows):
+        self._prepare(rows)
+        n, w = rows.n, rows.w
         rng = check_random_state(self.random_state)
         valid = rng.randint(0, n, self._init_size)
         best, best_inertia = None, None
         for _ in range(self._n_init):
-            centers = self._init_centroids(X, w, rng)
-            _, inertia = self._labels_inertia(X[valid], w[valid], centers)
+            centers = self._init_centroids(rows, rng)
+            inertia = self._batch(rows, valid, w[valid], centers).inertia
             if best_inertia is None or inertia < best_inertia:
                 best, best_inertia = centers, inertia
         centers = best
-        self._counts = np.zeros(self.n_clusters, X.dtype)
+        self._counts = np.zeros(self.n_clusters, rows.dtype)
         self._ewa_inertia = self._ewa_inertia_min = None
         self._no_improvement = self._n_since_last_reassign = 0
         n_steps = (self.max_iter * n) // self._batch_size
         # batches drawn by weight, each row of one then counted once (scikit-learn's)
         draw = weighted_draws(rng, w / np.sum(w))
-        unit = np.ones(self._batch_size, X.dtype)
-        resident = None if is_sparse(X) else ResidentRows.place(X, w, self.devices,
-                                                                self.n_clusters)
-        try:
-            step = -1
-            for step in range(n_steps):
-                batch = draw(self._batch_size)
-                if resident is None:   # the batch's rows go to the device
-                    new, inertia = self._step(X[batch], unit, centers, rng,
-                                              self._random_reassign())
-                else:                  # only its indices do
-                    new, inertia = self._step(
-                        BatchRows(X, batch), unit, centers, rng, self._random_reassign(),
-                        stats=resident.batch(batch, unit, centers))
-                shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) \
-                    if self._tol else 0.0
-                centers = new
-                if self._converged(step, n_steps, n, shift, inertia):
-                    break
-            self.cluster_centers_ = centers
-            self.n_steps_ = step + 1
-            self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
-            self._finish(X, w, resident)
-        finally:
-            if resident is not None:
-                resident.close()
+        unit = np.ones(self._batch_size, rows.dtype)
+        step = -1
+        for step in range(n_steps):
+            batch = draw(self._batch_size)
+            new, inertia = self._step(rows, batch, unit, centers, rng, self._random_reassign())
+            shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) if self._tol else 0.0
+            centers = new
+            if self._converged(step, n_steps, n, shift, inertia):
+                break
+        self.cluster_centers_ = centers
+        self.n_steps_ = step + 1
+        self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
+        self._finish(rows)
         if not self.compute_labels:
             self.inertia_ = self._ewa_inertia * float(np.sum(w))
         return self
@@ -313,38 +303,51 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         first = not hasattr(self, "cluster_centers_")
         if first:
             self._check_params()
-        X, w = self._host_rows(X, sample_weight, fitted=not first)
+        with self._rows(X, sample_weight, fitted=not first) as rows:
+            return self._partial_fit(rows, first)
+
+    def _partial_fit(self, rows, first):
         self._random_state = getattr(self, "_random_state", None) or \
             check_random_state(self.random_state)
         self.n_steps_ = getattr(self, "n_steps_", 0)
         if first:
-            self._prepare(X)
-            self.cluster_centers_ = self._init_centroids(X, w, self._random_state)
-            self._counts = np.zeros(self.n_clusters, X.dtype)
+            self._prepare(rows)
+            self.cluster_centers_ = self._init_centroids(rows, self._random_state)
+            self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._n_since_last_reassign = 0
         if not hasattr(self, "_counts"):   # a model read from a file: its centres go on
-            self._counts = np.zeros(self.n_clusters, X.dtype)
+            self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._n_since_last_reassign = 0
-        self._batch_size = min(self.batch_size, X.shape[0])
-        self.cluster_centers_, _ = self._step(X, w, self.cluster_centers_, self._random_state,
+        self._batch_size = min(self.batch_size, rows.n)
+        self.cluster_centers_, _ = self._step(rows, np.arange(rows.n), rows.w,
+                                              self.cluster_centers_, self._random_state,
                                               self._random_reassign())
-        self._finish(X, w)
+        self._finish(rows)
         self.n_steps_ += 1
         return self
 
     # ------------------------------------------------------------- inference
     def predict(self, X, sample_weight=None):
         self._check_fitted()
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int32)
         X, w = self._host_rows(X, None, fitted=True)
-        return self._labels_inertia(X, w, self.cluster_centers_)[0]
+        return (SparseRows if is_sparse(X) else HostRows)(
+            X, w, self.devices, type(self).__name__).labels_inertia(self.cluster_centers_)[0]
 
     def score(self, X, y=None, sample_weight=None):
         self._check_fitted()
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
         X, w = self._host_rows(X, sample_weight, fitted=True)
-        return -self._labels_inertia(X, w, self.cluster_centers_)[1]
+        return -(SparseRows if is_sparse(X) else HostRows)(
+            X, w, self.devices, type(self).__name__).labels_inertia(self.cluster_centers_)[1]
 
     def transform(self, X):
         self._check_fitted()
+        if is_dask_array(X):
+            return self._dask_rows(X, "transform", self.cluster_centers_.dtype,
+                                   self.n_clusters)
         if is_sparse(X):
             return transform_csr(self, X)
         X, _ = self._host_rows(X, None, fitted=True)   # unit rows already when spherical
@@ -407,62 +410,6 @@ def _search(cdf, u, lo, hi):
     if wrong.any():
         lo[wrong] = cdf.searchsorted(u[wrong], side="right")
     return lo
-
-
-class BatchRows:
-    """The batch X[idx] of host rows X, taken from the host only where read
-    (a reassigned centre's row): its rows are on the device already."""
-
-    def __init__(self, X, idx):
-        self.X, self.idx = X, idx
-        self.shape = (len(idx), X.shape[1])
-        self.dtype = X.dtype
-
-    def __getitem__(self, rows):
-        return self.X[self.idx[rows]]
-
-
-class ResidentRows:
-    """A fit's rows placed once on its devices; each batch gathered there by
-    its indices (passes/minibatch.BatchPass, per chunk of the rows), the
-    statistics summed over the chunks in their order."""
-
-    @classmethod
-    def place(cls, X, w, devices, k):
-        """The rows on *devices*, or None where they do not stay resident
-        (streamed through a memory budget: the batches go from the host)."""
-        data, _, _ = fit_data(X, w, devices, X.dtype, None, None, "MiniBatchKMeans")
-        if any(getattr(shard, "streamed", False) for shard in data.shards):
-            data.close()
-            return None
-        return cls(data, k)
-
-    def __init__(self, data, k):
-        self.data, self.k, self.passes = data, k, {}
-
-    def batch(self, idx, weights, centers):
-        """(per-cluster float64 sums, weights, inertia) of rows *idx*."""
-        data, centers = self.data, np.asarray(centers, np.float64)
-        owner = np.searchsorted(data.starts, idx, side="right") - 1
-
-        def one(j, chunk):
-            mine = owner == j
-            key = (j, len(idx))
-            if key not in self.passes:
-                self.passes[key] = BatchPass(chunk, self.k, len(idx))
-            return self.passes[key].run(idx[mine] - chunk.offset, weights[mine], centers)
-        parts = [one(j, chunk) for j, chunk in enumerate(data.chunks)]
-        stats = type(parts[0]).total(parts)
-        return stats.sums, stats.weights, float(stats.inertia)
-
-    def labels_inertia(self, centers):
-        """(labels, weighted inertia) of every row about *centers*."""
-        lloyd = LloydShards(self.data, self.k)
-        stats = lloyd.run(np.asarray(centers, np.float64), update=False)
-        return lloyd.labels(), float(stats.inertia)
-
-    def close(self):
-        self.data.close()
 
 
 def all_finite(X, block=1 << 20):

@@ -31,6 +31,7 @@ from distributed import get_client, get_worker, wait
 
 from ..runtime.devices import select_devices
 from ..runtime.validation import as_dtype, check_data, check_sample_weight
+from . import batches
 from .manager import DeviceManager, ShardedData
 from .placement import bind_by_index, compute_dtype
 
@@ -190,6 +191,31 @@ class DaskData:
 
     def row(self, i):
         return self.rows([i])[0]
+
+    def fold_rows(self, indices, weights, centers, total):
+        """*total* (batches.BatchSums) continued with rows *indices* (global,
+        ascending) of *weights*, assigned about *centers* (batches.fold):
+        every block holding some assigns its own on its worker's devices at
+        once, then the blocks fold theirs in block order, each handing the
+        running totals (k x d) to the next; the rows stay where they are."""
+        indices = np.asarray(indices, np.int64)
+        weights = np.asarray(weights, np.float64)
+        block = np.searchsorted(self.block_starts, indices, side="right") - 1
+        ends = np.searchsorted(block, np.arange(len(self.workers)), side="right")
+        futures, lo = [], 0
+        for b, (addr, hi) in enumerate(zip(self.workers, ends)):
+            if hi > lo:
+                pinned = dict(workers=[addr], allow_other_workers=False, pure=False)
+                part = self.client.submit(_with_block, self.fit, b, batches.assign_rows,
+                                          indices[lo:hi] - self.block_starts[b],
+                                          weights[lo:hi], centers, **pinned)
+                total = self.client.submit(batches.fold_assigned, total, part, **pinned)
+                futures += [part, total]
+            lo = hi
+        if not futures:
+            return total
+        with self._watched(futures):
+            return self.client.gather(futures[-1])
 
     def moments(self):
         """(means, variances, finite) combined over the chunks as ShardedData's."""
@@ -369,6 +395,10 @@ def _meta(a):
 def _block_rows(fit, index, local):
     data = _block(fit, index).data
     return np.array([data.row(int(i)) for i in local]).reshape(len(local), data.d)
+
+
+def _with_block(fit, index, fn, *args):
+    return fn(_block(fit, index).data, *args)
 
 
 def _free(fit):

@@ -181,9 +181,10 @@ class LloydShards(ShardedPass):
             st.labels = cla.to_device(chunk.queue, labels[chunk.offset:chunk.offset + chunk.n])
         self.map(put)
 
-    def min_dist(self):
-        """Each row's distance to its centre in the last updating pass."""
-        return self._rows(np.float64, lambda st: st.passes[True].min_dist)
+    def min_dist(self, update=True):
+        """Each row's distance to its centre in the last pass (the updating
+        one, or with *update* False the one without the update)."""
+        return self._rows(np.float64, lambda st: st.passes[update].min_dist)
 
     def _rows(self, dtype, array):
         out = np.empty(self.data.n, dtype)
