@@ -26,11 +26,16 @@ from ._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KClust
                     TransformerMixin)
 from .inits import draw_centers
 from .kmeans_csr import checked_csr, csr_start, is_sparse, rows_on_device, transform_csr
-from .minibatch_rows import HostRows, SparseRows, WorkerRows
+from .minibatch_rows import DeviceRows, HostRows, SparseRows, WorkerRows
 from .spherical import renormalised, unit_rows
 from ..parallel.placement import is_dask_array, new_data
 from ..passes.distances import pairwise_euclidean
 from ..runtime.validation import check_data, check_random_state, check_sample_weight
+
+
+# whether a fit gathers and folds its batches on the device where its rows
+# sit whole (DeviceRows: the same bits as HostRows; the tests compare both)
+DEVICE_BATCHES = True
 
 
 class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
@@ -104,7 +109,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         return X, (np.ones(X.shape[0], dtype) if w is None else w)
 
     @contextlib.contextmanager
-    def _rows(self, X, sample_weight, fitted=False):
+    def _rows(self, X, sample_weight, fitted=False, resident=False):
         """HostRows or, for a dask array with a distributed Client active,
         WorkerRows (the blocks freed on the workers when the block ends)."""
         if is_dask_array(X):
@@ -126,8 +131,19 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
                     yield rows
                 return
         X, w = self._host_rows(X, sample_weight, fitted)
-        yield (SparseRows if is_sparse(X) else HostRows)(X, w, self.devices,
-                                                          type(self).__name__)
+        name = type(self).__name__
+        if is_sparse(X):
+            yield SparseRows(X, w, self.devices, name)
+            return
+        # *resident*: a fit's rows placed once where they stay whole on one
+        # device (a partial_fit's chunk is its one batch: nothing to gain)
+        placed = DeviceRows.placed(X, w, self.devices, name) if resident and \
+            DEVICE_BATCHES else None
+        try:
+            yield placed or HostRows(X, w, self.devices, name)
+        finally:
+            if placed is not None:
+                placed.close()
 
     def _prepare(self, rows):
         """scikit-learn's _check_params_vs_input: batch and init sizes, n_init, tol."""
@@ -260,7 +276,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     # ------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
-        with self._rows(X, sample_weight) as rows:
+        with self._rows(X, sample_weight, resident=True) as rows:
             return self._fit(rows)
 
     def _fit(self, rows):

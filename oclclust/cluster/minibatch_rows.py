@@ -10,10 +10,11 @@ import contextlib
 import numpy as np
 
 from .kmeans_csr import rows_on_device
-from ..parallel.batches import BatchSums, assign, fold
+from ..parallel.batches import BatchSums, assign, fold, fold_weights
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, new_data
 from ..parallel.sharded import LloydShards
+from ..passes.minibatch import BatchPass
 
 
 class HostRows:
@@ -63,6 +64,49 @@ class HostRows:
             yield data, host_w, ranks
         finally:
             data.close()
+
+
+class DeviceRows(HostRows):
+    """Host rows X also placed once, whole, on one device with fp64 (*data*:
+    their ShardedData of one resident chunk): each batch gathered, assigned
+    and folded there (passes/minibatch.BatchPass), the additions of the
+    host's fold, so the same bits; only indices, labels, distances and the
+    k x d sums cross the link a step."""
+
+    def __init__(self, X, w, devices, name, data):
+        super().__init__(X, w, devices, name)
+        self.data, self.passes = data, {}
+
+    @classmethod
+    def placed(cls, X, w, devices, name):
+        """DeviceRows of X, or None where the rows would not sit whole on one
+        device with fp64 (several devices, streamed, no fp64)."""
+        data, _, _ = fit_data(X, w, devices, X.dtype, None, None, name)
+        chunks = data.chunks
+        if (len(chunks) != 1 or not chunks[0].acc_double
+                or any(getattr(shard, "streamed", False) for shard in data.shards)):
+            data.close()
+            return None
+        return cls(X, w, devices, name, data)
+
+    def batch(self, indices, weights, centers):
+        key = (len(indices), len(centers))
+        if key not in self.passes:
+            self.passes[key] = BatchPass(self.data.chunks[0], len(centers), len(indices))
+        batch = self.passes[key]
+        labels, dist = batch.assign(indices, centers)
+        total = BatchSums.zeros(len(centers), self.d)
+        w = np.asarray(weights, np.float64)
+        return BatchSums(batch.fold(total.sums, labels, w),
+                         *fold_weights(total, w, labels, dist))
+
+    def labels_inertia(self, centers):
+        lloyd = LloydShards(self.data, len(centers))
+        stats = lloyd.run(np.asarray(centers, np.float64), update=False)
+        return lloyd.labels(), float(stats.inertia)
+
+    def close(self):
+        self.data.close()
 
 
 class SparseRows(HostRows):

@@ -60,10 +60,17 @@ def fold(total, rows, weights, labels, dist):
         np.multiply(rows, w[:, None], out=values[kd:].reshape(m, d))
         np.add(labels[:, None] * d, np.arange(d), out=cells[kd:].reshape(m, d))
     sums = np.bincount(cells, values, minlength=kd).reshape(k, d)
+    return BatchSums(sums, *fold_weights(total, w, labels, dist))
+
+
+def fold_weights(total, w, labels, dist):
+    """(weights, inertia) of *total* continued with rows of float64 weights
+    *w*, *labels* and *dist*, in order (fold's, apart from the sums)."""
+    k = len(total.weights)
     wsum = np.bincount(np.concatenate([np.arange(k), labels]),
                        np.concatenate([total.weights, w]), minlength=k)
     inertia = np.cumsum(np.concatenate([[total.inertia], w * np.asarray(dist, np.float64)]))
-    return BatchSums(sums, wsum, float(inertia[-1]))
+    return wsum, float(inertia[-1])
 
 
 def assign_rows(data, local, weights, centers):

@@ -1,17 +1,16 @@
 """A mini-batch of the rows resident on one device partition (pairs with
-templates/minibatch/): the batch's rows gathered on the device by an index
-array, then the fused Lloyd pass (passes/lloyd.py) over them, weighted:
-the per-cluster sums and weights and the inertia.  Only the indices go to
-the device a step, not the rows.
-
-The batch buffer has a fixed capacity (its LloydPass is planned for that
-many rows); a batch of fewer rows is padded with row 0 at weight 0, which
-adds nothing to the sums, the weights or the inertia.
+templates/minibatch/): the batch's rows gathered on the device by their
+indices, assigned by the Lloyd pass without its update (each row's label
+and distance, as the host path's pass over the same rows gives them), and
+its per-cluster sums continued from running totals on the device, one row
+after another in the batch's order (minibatch_fold) -- the additions the
+host's fold makes (parallel/batches.fold), so the same bits.  Only the
+indices go to the device a step, and the labels, distances and k x d sums
+come back: never the rows.
 """
 import dataclasses
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, kernel
@@ -19,6 +18,7 @@ from ..runtime.partition import DevicePartition
 from .lloyd import LloydPass
 
 _WG = 256
+EXACT = ()    # build options: IEEE products and sums (no -cl-mad-enable)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,51 +27,72 @@ class GatherSpec(Spec):
     d: int = 1
 
 
+@dataclasses.dataclass(frozen=True)
+class FoldSpec(Spec):
+    template = "minibatch_fold.cl.mako"
+    build_options = EXACT
+    d: int = 1
+
+
+def _global(count):
+    return (max(1, -(-count // _WG)) * _WG,)
+
+
 def gather_rows(part, indices, out, count):
     """Rows *indices* (a device int64 array, local to *part*) of *part* into
     the device array *out* (at least count x d, C order); the event."""
     spec = GatherSpec(dtype=part.dtype.name, acc_double=part.acc_double, d=part.d)
-    total = count * part.d
     return kernel(part.queue.context, spec, "minibatch_gather")(
-        part.queue, (max(1, -(-total // _WG)) * _WG,), (_WG,), part.x.data,
-        np.int64(part.stride), indices.data, np.int64(count), out.data)
+        part.queue, _global(count * part.d), (_WG,), part.x.data, np.int64(part.stride),
+        indices.data, np.int64(count), out.data)
+
+
+def fold_rows(q, spec, rows, members, start, w, k, sums):
+    """Cell (c, j) of the device float64 array *sums* (k x d) continued with
+    rows[m][j] * w[m] for the batch positions m of *members* from start[c]
+    to start[c + 1], in that order (minibatch_fold.cl.mako); the event."""
+    return kernel(q.context, spec, "minibatch_fold")(
+        q, _global(k * spec.d), (_WG,), rows.data, members.data, start.data, w.data,
+        np.int32(k), sums.data)
 
 
 class BatchPass:
-    """Mini-batches of up to *capacity* rows of one partition *part*
-    against *k* centres: ``run(local indices, their weights, centres)``
-    gives the batch's LloydStats."""
+    """Batches of exactly *size* rows of one partition *part* (fp64) against
+    *k* centres: ``assign(local indices, centres)`` gathers and assigns
+    them; ``fold(totals, weights)`` then continues the totals."""
 
-    def __init__(self, part, k, capacity):
-        self.part, self.capacity = part, capacity
+    def __init__(self, part, k, size):
+        if not part.acc_double:
+            raise ValueError("the device fold needs fp64")
+        self.part, self.k, self.size = part, k, size
         q = part.queue
-        self.indices = cla.zeros(q, capacity, np.int64)
-        self.rows = cla.empty(q, (capacity, part.d), part.dtype)
-        self.weights = np.zeros(capacity, part.dtype)
-        self.count = None   # the rows the uploaded weights are for
-        self.batch = DevicePartition(part.profile, self.rows, self.weights)
-        self.lloyd = LloydPass(self.batch, k)
-        self.labels = cla.empty(q, capacity, np.int32)
-        cl.enqueue_fill_buffer(q, self.labels.data, np.int32(-1), 0, self.labels.nbytes)
+        self.indices = cla.empty(q, size, np.int64)
+        self.rows = cla.empty(q, (size, part.d), part.dtype)
+        # unweighted, no update: the pass the host path runs over these rows
+        self.lloyd = LloydPass(DevicePartition(part.profile, self.rows), k, update=False)
+        self.labels = cla.empty(q, size, np.int32)
+        self.fold_spec = FoldSpec(dtype=part.dtype.name, acc_double=True, d=part.d)
 
-    def run(self, indices, weights, centers):
-        """The batch of the partition's rows *indices* (local)."""
+    def assign(self, indices, centers):
+        """(labels, distances in float64) of the partition's rows *indices*
+        (local, *size* of them) about *centers*."""
         q = self.part.queue
-        padded = np.zeros(self.capacity, np.int64)
-        padded[:self._weigh(weights)] = indices
-        self.indices.set(padded, q)
-        # the padding too: its rows must be finite (0 x NaN is NaN)
-        gather_rows(self.part, self.indices, self.rows, self.capacity)
-        return self.lloyd.run(centers, self.labels)
+        self.indices.set(np.ascontiguousarray(indices, np.int64), q)
+        self.labels.fill(-1, q)
+        gather_rows(self.part, self.indices, self.rows, self.size)
+        self.lloyd.run(np.asarray(centers, np.float64), self.labels)
+        return (self.labels.get(q).astype(np.intp),
+                self.lloyd.min_dist.get(q).astype(np.float64))
 
-    def _weigh(self, weights):
-        count = len(weights)
-        if count > self.capacity:
-            raise ValueError(f"a batch of {count} rows past the capacity {self.capacity}")
-        if count == self.count and np.array_equal(self.weights[:count], weights):
-            return count   # a fit's unit batch weights: uploaded once
-        self.weights[:] = 0
-        self.weights[:count] = weights
-        self.batch.weights.set(self.weights, self.part.queue)
-        self.count = count
-        return count
+    def fold(self, sums, labels, weights):
+        """The k x d float64 *sums* continued with the assigned rows, each
+        cluster's in the batch's order, by their float64 *weights*."""
+        q = self.part.queue
+        members = np.argsort(labels, kind="stable").astype(np.int32)
+        start = np.zeros(self.k + 1, np.int32)
+        np.cumsum(np.bincount(labels, minlength=self.k), out=start[1:])
+        out = cla.to_device(q, np.ascontiguousarray(sums, np.float64))
+        fold_rows(q, self.fold_spec, self.rows, cla.to_device(q, members),
+                  cla.to_device(q, start), cla.to_device(q, np.asarray(weights, np.float64)),
+                  self.k, out)
+        return out.get(q).reshape(self.k, self.part.d)

@@ -116,3 +116,46 @@ def test_weighted_draws_are_numpys_choice(dtype, weights):
     for size in (1, 100, 4096):
         assert np.array_equal(ref.choice(n, size, p=w / np.sum(w), replace=True), draw(size))
     assert ref.random_sample() == ours.random_sample()   # the streams stay level
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("params", [dict(), dict(reassignment_ratio=0.3, tol=1e-3),
+                                    dict(init="random", n_init=2)])
+def test_device_batches_are_the_host_fold_bit_for_bit(devices, monkeypatch, dtype, params):
+    """A fit's batches gathered, assigned and folded on the device
+    (DeviceRows) give the host fold's model (HostRows) bit for bit."""
+    import oclclust.cluster.minibatch as minibatch
+    X = blobs(3000, 6).astype(dtype)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, len(X))
+    kw = dict(dict(n_clusters=8, batch_size=256, random_state=5, max_iter=5), **params)
+    fits = []
+    for on in (True, False):
+        monkeypatch.setattr(minibatch, "DEVICE_BATCHES", on)
+        fits.append(oc.MiniBatchKMeans(devices=devices, **kw).fit(X, sample_weight=w))
+    device, host = fits
+    assert np.array_equal(device.cluster_centers_, host.cluster_centers_)
+    assert device.n_steps_ == host.n_steps_ and device.inertia_ == host.inertia_
+    assert np.array_equal(device.labels_, host.labels_)
+
+
+def test_device_fold_is_the_host_fold(devices):
+    """passes/minibatch's fold kernel: the host fold's additions, in order."""
+    from oclclust.cluster.hierarchical import _plan
+    from oclclust.parallel.batches import BatchSums, fold
+    from oclclust.passes.minibatch import BatchPass
+    from oclclust.runtime.partition import DevicePartition
+    rng = np.random.default_rng(0)
+    X = (rng.standard_normal((500, 7)) * 10 ** rng.uniform(-3, 3, (500, 1))).astype(np.float32)
+    part = DevicePartition(_plan(devices).profile, X)
+    if not part.acc_double:
+        pytest.skip("the device fold needs fp64")
+    idx = np.sort(rng.integers(0, 500, 97))
+    centers = X[:5].astype(np.float64)
+    batch = BatchPass(part, 5, len(idx))
+    labels, dist = batch.assign(idx, centers)
+    weights = rng.uniform(0, 3, len(idx))
+    total = BatchSums(rng.standard_normal((5, 7)), np.zeros(5), 0.0)
+    host = fold(total, X[idx], weights, labels, dist)
+    assert np.array_equal(batch.fold(total.sums, labels, weights), host.sums)
+    d2 = ((X[idx, None].astype(np.float64) - centers[None]) ** 2).sum(-1)
+    assert np.array_equal(labels, d2.argmin(1))

@@ -1,7 +1,8 @@
-"""oclgrind plugin: mini-batch rows gathered on the device (passes/minibatch.py)
--- a padded batch with repeated rows of a strided partition against numpy, in
-both precisions; and a MiniBatchKMeans fit (a few steps, a reassignment)
-against scikit-learn's from the same random state.
+"""oclgrind plugin: mini-batch rows gathered on the device, assigned, and
+folded there (passes/minibatch.py) -- a batch with repeated rows against
+numpy and against the host's fold (parallel/batches.fold), bit for bit;
+and a MiniBatchKMeans fit (its batches on the device) against
+scikit-learn's from the same random state.
 
 Run:  cd /tmp && PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized \
       --check-api --build-options -cl-opt-disable python tests/harness/oclgrind_driver.py --only minibatch
@@ -11,27 +12,33 @@ import pyopencl.array as cla
 
 import oclclust as oc
 from oclgrind_driver import close, data, device_manager, mark, profile_for
+from oclclust.parallel.batches import BatchSums, fold
 from oclclust.passes.minibatch import BatchPass, gather_rows
 from oclclust.runtime.partition import DevicePartition
 
 
-def exercise_gather(device, log):
+def exercise_batch(device, log):
     for dtype in (np.float32, np.float64):
-        mark(f"minibatch gather {np.dtype(dtype).name}")
+        mark(f"minibatch gather and fold {np.dtype(dtype).name}")
         X, _ = data(dtype)
         part = DevicePartition(profile_for(device, True), X)
         q = part.queue
-        idx = np.array([3, 0, 3, len(X) - 1, 7], np.int64)
+        idx = np.array([0, 3, 3, 7, len(X) - 1], np.int64)
         out = cla.empty(q, (len(idx), X.shape[1]), X.dtype)
         gather_rows(part, cla.to_device(q, idx), out, len(idx)).wait()
         if not np.array_equal(out.get(), X[idx]):
             raise AssertionError(f"minibatch gather {np.dtype(dtype).name}: differs from numpy")
         centers = X[:3].astype(np.float64)
-        stats = BatchPass(part, 3, 8).run(idx, np.ones(len(idx)), centers)
+        batch = BatchPass(part, 3, len(idx))
+        labels, dist = batch.assign(idx, centers)
         d2 = ((X[idx, None].astype(np.float64) - centers[None]) ** 2).sum(-1)
-        close(stats.weights, np.bincount(d2.argmin(1), minlength=3), "batch weights", 1e-6)
-        close(stats.inertia, d2.min(1).sum(), "batch inertia", 1e-4)
-    log("minibatch gather: ok")
+        close(dist, d2.min(1), "batch distances", 1e-4)
+        weights = np.array([1.0, 0.5, 2.0, 1.0, 3.0])
+        total = BatchSums(np.arange(3.0 * X.shape[1]).reshape(3, -1), np.zeros(3), 0.0)
+        if not np.array_equal(batch.fold(total.sums, labels, weights),
+                              fold(total, X[idx], weights, labels, dist).sums):
+            raise AssertionError("minibatch fold: differs from the host's fold")
+    log("minibatch gather and fold: ok")
 
 
 def exercise_fit(device, log):
@@ -45,4 +52,5 @@ def exercise_fit(device, log):
     log("minibatch fit: ok")
 
 
-EXERCISERS = {"minibatch_gather.cl.mako": [exercise_gather, exercise_fit]}
+EXERCISERS = {"minibatch_gather.cl.mako": [exercise_batch, exercise_fit],
+              "minibatch_fold.cl.mako": [exercise_batch]}
