@@ -27,6 +27,7 @@ from ._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KClust
 from .inits import draw_centers
 from .kmeans_csr import checked_csr, csr_start, is_sparse, rows_on_device, transform_csr
 from .minibatch_rows import DeviceRows, HostRows, SparseRows, WorkerRows
+from ..parallel.batches import index_order
 from .spherical import renormalised, unit_rows
 from ..parallel.placement import is_dask_array, new_data
 from ..passes.distances import pairwise_euclidean
@@ -84,7 +85,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         return tags
 
     # ------------------------------------------------------------- helpers
-    def _host_rows(self, X, sample_weight, fitted=False):
+    def _host_rows(self, X, sample_weight, fitted=False, check_finite=True):
         """X (unit rows when spherical) and its weights, validated, on the host
         (*fitted*: X's features must be the fit's); sparse X stays sparse
         (canonical CSR)."""
@@ -97,7 +98,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             check_data(X, type(self).__name__)
         if not isinstance(X, np.ndarray):
             X = X.get()
-        if not all_finite(X):
+        if check_finite and not all_finite(X):
             raise ValueError("Input X contains NaN or infinity.")
         dtype = np.dtype(self.dtype) if self.dtype is not None else (
             np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64))
@@ -130,15 +131,21 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
                                        type(self).__name__) as rows:
                     yield rows
                 return
-        X, w = self._host_rows(X, sample_weight, fitted)
+        # rows placed on a device are checked there (moments: one pass at the
+        # device's bandwidth, not the host's)
+        placing = resident and DEVICE_BATCHES and not is_sparse(X)
+        X, w = self._host_rows(X, sample_weight, fitted, check_finite=not placing)
         name = type(self).__name__
         if is_sparse(X):
             yield SparseRows(X, w, self.devices, name)
             return
         # *resident*: a fit's rows placed once where they stay whole on one
         # device (a partial_fit's chunk is its one batch: nothing to gain)
-        placed = DeviceRows.placed(X, w, self.devices, name) if resident and \
-            DEVICE_BATCHES else None
+        placed = DeviceRows.placed(X, w, self.devices, name) if placing else None
+        if placing and (not all_finite(X) if placed is None else not placed.finite()):
+            if placed is not None:
+                placed.close()
+            raise ValueError("Input X contains NaN or infinity.")
         try:
             yield placed or HostRows(X, w, self.devices, name)
         finally:
@@ -202,8 +209,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     def _batch(rows, indices, weights, centers):
         """BatchSums of rows *indices* (drawn, repeats allowed) of *weights*:
         added in the order of their indices (parallel/batches)."""
-        order = np.argsort(indices, kind="stable")
-        return rows.batch(indices[order], np.asarray(weights)[order], centers)
+        return rows.batch(indices, np.asarray(weights), centers, index_order(indices))
 
     def _random_reassign(self):
         self._n_since_last_reassign += self._batch_size

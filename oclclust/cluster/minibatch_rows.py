@@ -10,7 +10,7 @@ import contextlib
 import numpy as np
 
 from .kmeans_csr import rows_on_device
-from ..parallel.batches import BatchSums, assign, fold, fold_weights
+from ..parallel.batches import BatchSums, assign, fold, fold_weights, index_order
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, new_data
 from ..parallel.sharded import LloydShards
@@ -31,8 +31,10 @@ class HostRows:
         """rows(indices) as a dense array (a reassigned centre's rows)."""
         return self.rows(indices)
 
-    def batch(self, indices, weights, centers):
-        """BatchSums of rows *indices* (ascending) of *weights* about *centers*."""
+    def batch(self, indices, weights, centers, order):
+        """BatchSums of rows *indices* of *weights* about *centers*, folded in
+        *order* (index_order(indices): ascending indices)."""
+        indices, weights = indices[order], weights[order]
         rows = self.X[indices]
         data = new_data(rows, None, self.devices, self.dtype, self.d, self.name)
         try:
@@ -89,7 +91,10 @@ class DeviceRows(HostRows):
             return None
         return cls(X, w, devices, name, data)
 
-    def batch(self, indices, weights, centers):
+    def batch(self, indices, weights, centers, order):
+        # gathered and assigned as drawn; folded in the host's order: each
+        # cluster's rows by ascending index (ties as drawn), the weights and
+        # inertia over all rows in *order*
         key = (len(indices), len(centers))
         if key not in self.passes:
             self.passes[key] = BatchPass(self.data.chunks[0], len(centers), len(indices))
@@ -97,13 +102,18 @@ class DeviceRows(HostRows):
         labels, dist = batch.assign(indices, centers)
         total = BatchSums.zeros(len(centers), self.d)
         w = np.asarray(weights, np.float64)
-        return BatchSums(batch.fold(total.sums, labels, w),
-                         *fold_weights(total, w, labels, dist))
+        members = index_order(indices, then=labels)
+        return BatchSums(batch.fold(total.sums, labels, w, members),
+                         *fold_weights(total, w[order], labels[order], dist[order]))
 
     def labels_inertia(self, centers):
         lloyd = LloydShards(self.data, len(centers))
         stats = lloyd.run(np.asarray(centers, np.float64), update=False)
         return lloyd.labels(), float(stats.inertia)
+
+    def finite(self):
+        """Whether every row is finite (the device's moments pass)."""
+        return bool(self.data.moments()[2])
 
     def close(self):
         self.data.close()
@@ -118,7 +128,8 @@ class SparseRows(HostRows):
     def dense_rows(self, indices):
         return self.X[indices].toarray()
 
-    def batch(self, indices, weights, centers):
+    def batch(self, indices, weights, centers, order):
+        indices, weights = indices[order], weights[order]
         rows = self.X[indices]
         labels, dist = rows_on_device(rows, self.devices).assign(centers)
         return fold(BatchSums.zeros(len(centers), self.d), rows, weights, labels, dist)
@@ -159,8 +170,8 @@ class WorkerRows(HostRows):
     def rows(self, indices):
         return self.data.rows(indices)
 
-    def batch(self, indices, weights, centers):
-        return self.data.fold_rows(indices, weights, np.asarray(centers),
+    def batch(self, indices, weights, centers, order):
+        return self.data.fold_rows(indices[order], weights[order], np.asarray(centers),
                                    BatchSums.zeros(len(centers), self.d))
 
     def labels_inertia(self, centers):

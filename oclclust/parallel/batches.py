@@ -38,6 +38,29 @@ def assign(data, centers):
     return lloyd.labels(), lloyd.min_dist(update=False)
 
 
+def index_order(indices, then=None):
+    """The stable order of *indices* (non-negative ints) -- np.argsort(kind=
+    "stable")'s -- by 16-bit radix passes (numpy sorts 16-bit keys by
+    radix: a few linear passes instead of a comparison sort); with *then*
+    (small non-negative ints, the clusters' labels) the stable order by
+    (then, indices)."""
+    indices = np.asarray(indices, np.int64)
+    order = np.arange(len(indices))
+    shift, top = 0, int(indices.max(initial=0))
+    while True:
+        digit = ((indices[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += 16
+        if top >> shift == 0:
+            break
+    if then is not None:
+        key = np.asarray(then)[order]
+        if int(key.max(initial=0)) > 0xFFFF:
+            return order[np.argsort(key, kind="stable")]
+        order = order[np.argsort(key.astype(np.uint16), kind="stable")]
+    return order
+
+
 def fold(total, rows, weights, labels, dist):
     """*total* (BatchSums) continued with *rows* (their *weights*, *labels*
     and *dist*), one row after the other in order: a new BatchSums.  Sparse

@@ -84,11 +84,12 @@ class BatchPass:
         return (self.labels.get(q).astype(np.intp),
                 self.lloyd.min_dist.get(q).astype(np.float64))
 
-    def fold(self, sums, labels, weights):
-        """The k x d float64 *sums* continued with the assigned rows, each
-        cluster's in the batch's order, by their float64 *weights*."""
+    def fold(self, sums, labels, weights, members):
+        """The k x d float64 *sums* continued with the assigned rows (their
+        *labels*, float64 *weights*): each cluster's in the order of
+        *members* (the batch positions, grouped by label)."""
         q = self.part.queue
-        members = np.argsort(labels, kind="stable").astype(np.int32)
+        members = np.ascontiguousarray(members, np.int32)
         start = np.zeros(self.k + 1, np.int32)
         np.cumsum(np.bincount(labels, minlength=self.k), out=start[1:])
         out = cla.to_device(q, np.ascontiguousarray(sums, np.float64))

@@ -156,6 +156,16 @@ def test_device_fold_is_the_host_fold(devices):
     weights = rng.uniform(0, 3, len(idx))
     total = BatchSums(rng.standard_normal((5, 7)), np.zeros(5), 0.0)
     host = fold(total, X[idx], weights, labels, dist)
-    assert np.array_equal(batch.fold(total.sums, labels, weights), host.sums)
+    assert np.array_equal(batch.fold(total.sums, labels, weights, np.argsort(labels, kind="stable")), host.sums)
     d2 = ((X[idx, None].astype(np.float64) - centers[None]) ** 2).sum(-1)
     assert np.array_equal(labels, d2.argmin(1))
+
+
+@pytest.mark.parametrize("top", [1, 70_000, 10_000_000, 2 ** 40])
+def test_index_order_is_a_stable_argsort(top):
+    from oclclust.parallel.batches import index_order
+    rng = np.random.default_rng(top)
+    idx = rng.integers(0, top, 5000)
+    labels = rng.integers(0, 300, 5000)
+    assert np.array_equal(index_order(idx), np.argsort(idx, kind="stable"))
+    assert np.array_equal(index_order(idx, then=labels), np.lexsort((idx, labels)))
