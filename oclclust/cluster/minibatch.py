@@ -402,16 +402,23 @@ def weighted_draws(rng, p):
         # but for rounding where p is uniform), then checked
         span = first[np.minimum(b + 1, buckets)] - first[b]
         idx = np.minimum(first[b] + ((scaled - b) * span).astype(np.intp), n - 1)
-        for _ in range(2):   # off by one either way: stepped
-            idx += cdf[idx] <= u
-            idx = np.minimum(idx, n - 1)
-            idx -= (idx > 0) & (cdf[np.maximum(idx - 1, 0)] > u)
-        wrong = np.flatnonzero((cdf[idx] <= u) | ((idx > 0) & (cdf[np.maximum(idx - 1, 0)] > u)))
+        wrong = np.flatnonzero(_missed(cdf, idx, u))
+        if wrong.size:   # off by one either way: stepped
+            near, uw = idx[wrong], u[wrong]
+            near = np.minimum(near + (cdf[near] <= uw), n - 1)
+            near -= (near > 0) & (cdf[np.maximum(near - 1, 0)] > uw)
+            idx[wrong] = near
+            wrong = wrong[_missed(cdf, near, uw)]
         if wrong.size:   # the rest (skewed p): a binary search from the bucket's bounds
             idx[wrong] = _search(cdf, u[wrong], first[np.maximum(b[wrong] - 1, 0)],
                                  first[np.minimum(b[wrong] + 2, buckets)])
         return idx
     return draw
+
+
+def _missed(cdf, idx, u):
+    """Where idx is not the first index whose cdf passes u."""
+    return (cdf[idx] <= u) | ((idx > 0) & (cdf[np.maximum(idx - 1, 0)] > u))
 
 
 def _search(cdf, u, lo, hi):
@@ -428,7 +435,7 @@ def _search(cdf, u, lo, hi):
         hi = np.where(open_ & ~right, mid, hi)
     # u is past (b - 1) / buckets and short of (b + 2) / buckets whatever u *
     # buckets rounded to, so [lo, hi] held it; checked all the same
-    wrong = (cdf[lo] <= u) | ((lo > 0) & (cdf[np.maximum(lo - 1, 0)] > u))
+    wrong = _missed(cdf, lo, u)
     if wrong.any():
         lo[wrong] = cdf.searchsorted(u[wrong], side="right")
     return lo

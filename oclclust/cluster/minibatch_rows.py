@@ -10,7 +10,7 @@ import contextlib
 import numpy as np
 
 from .kmeans_csr import rows_on_device
-from ..parallel.batches import BatchSums, assign, fold, fold_weights, index_order
+from ..parallel.batches import BatchSums, assign, fold, fold_weights, grouped
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, new_data
 from ..parallel.sharded import LloydShards
@@ -102,7 +102,7 @@ class DeviceRows(HostRows):
         labels, dist = batch.assign(indices, centers)
         total = BatchSums.zeros(len(centers), self.d)
         w = np.asarray(weights, np.float64)
-        members = index_order(indices, then=labels)
+        members = grouped(order, labels)
         return BatchSums(batch.fold(total.sums, labels, w, members),
                          *fold_weights(total, w[order], labels[order], dist[order]))
 

@@ -38,27 +38,31 @@ def assign(data, centers):
     return lloyd.labels(), lloyd.min_dist(update=False)
 
 
-def index_order(indices, then=None):
+def index_order(indices):
     """The stable order of *indices* (non-negative ints) -- np.argsort(kind=
     "stable")'s -- by 16-bit radix passes (numpy sorts 16-bit keys by
-    radix: a few linear passes instead of a comparison sort); with *then*
-    (small non-negative ints, the clusters' labels) the stable order by
-    (then, indices)."""
+    radix: a few linear passes instead of a comparison sort)."""
     indices = np.asarray(indices, np.int64)
     order = np.arange(len(indices))
     shift, top = 0, int(indices.max(initial=0))
     while True:
-        digit = ((indices[order] >> shift) & 0xFFFF).astype(np.uint16)
-        order = order[np.argsort(digit, kind="stable")]
+        order = _radix_pass(order, (indices[order] >> shift) & 0xFFFF)
         shift += 16
         if top >> shift == 0:
-            break
-    if then is not None:
-        key = np.asarray(then)[order]
-        if int(key.max(initial=0)) > 0xFFFF:
-            return order[np.argsort(key, kind="stable")]
-        order = order[np.argsort(key.astype(np.uint16), kind="stable")]
-    return order
+            return order
+
+
+def grouped(order, labels):
+    """*order* made stable by *labels* first (small non-negative ints):
+    each cluster's positions in *order*'s order, cluster after cluster."""
+    key = np.asarray(labels)[order]
+    if int(key.max(initial=0)) > 0xFFFF:
+        return order[np.argsort(key, kind="stable")]
+    return _radix_pass(order, key)
+
+
+def _radix_pass(order, digit):
+    return order[np.argsort(np.asarray(digit).astype(np.uint16), kind="stable")]
 
 
 def fold(total, rows, weights, labels, dist):

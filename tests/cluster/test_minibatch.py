@@ -163,9 +163,10 @@ def test_device_fold_is_the_host_fold(devices):
 
 @pytest.mark.parametrize("top", [1, 70_000, 10_000_000, 2 ** 40])
 def test_index_order_is_a_stable_argsort(top):
-    from oclclust.parallel.batches import index_order
+    from oclclust.parallel.batches import grouped, index_order
     rng = np.random.default_rng(top)
     idx = rng.integers(0, top, 5000)
-    labels = rng.integers(0, 300, 5000)
     assert np.array_equal(index_order(idx), np.argsort(idx, kind="stable"))
-    assert np.array_equal(index_order(idx, then=labels), np.lexsort((idx, labels)))
+    for k in (300, 70_000):
+        labels = rng.integers(0, k, 5000)
+        assert np.array_equal(grouped(index_order(idx), labels), np.lexsort((idx, labels)))
