@@ -167,3 +167,13 @@ def mpirun(ranks, *args, platform, cwd, timeout=120, module=False):
     target = ["-m", "oclclust"] if module else [str(MPI_SCRIPT)]
     return subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, *target, *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A Dask LocalCluster of 2 worker processes and its Client, once for the
+    module that asks (tests/parallel/test_dask*.py)."""
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as c:
+        yield c

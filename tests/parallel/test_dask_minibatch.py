@@ -15,28 +15,11 @@ import oclclust as oc
 
 dask = pytest.importorskip("dask")   # the [dask] extra: tools/setup.sh installs it
 import dask.array as da  # noqa: E402
-from distributed import Client, LocalCluster, get_task_stream  # noqa: E402
+from distributed import get_task_stream  # noqa: E402
 
 import oclclust.parallel.dask  # noqa: E402
+from dask_cluster import BLOCK, D, K, N, blobs  # noqa: E402
 from oclclust.parallel.batches import BatchSums, fold  # noqa: E402
-
-N, D, K, BLOCK = 2400, 4, 5, 600   # 4 blocks: 2 on each worker
-
-
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as c:
-        yield c
-
-
-def blobs(dtype=np.float64, seed=0, n=N):
-    """A dask array made on the workers (the client never has its rows)."""
-    centres = np.random.RandomState(seed).uniform(-20, 20, size=(K, D))
-    rows = da.random.RandomState(seed).normal(size=(n, D), chunks=(BLOCK, D))
-    labels = da.arange(n, chunks=BLOCK) % K
-    return (rows + da.from_array(centres)[labels]).astype(dtype)
-
 
 def streamed(devices, dtype):
     """One device, its rows streamed in chunks of BLOCK rows (a block's)."""
