@@ -66,8 +66,8 @@ def metric_graph(X, eps, metric, params):
     n = X.shape[0]
     params = host_metric_arguments(X, metric, params)
     if callable(metric) and params:
-        function, metric = metric, (lambda u, v: function(u, v, **params))
-        params = {}
+        function, kwargs = metric, params
+        metric, params = (lambda u, v: function(u, v, **kwargs)), {}
     b = _block_rows(n, X.shape[1])
     if not sparse.issparse(X):
         return _from_blocks(n, (cdist(X[i:i + b], X, metric, **params) <= eps
