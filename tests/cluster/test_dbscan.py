@@ -138,17 +138,20 @@ def test_minkowski_p_equals_sklearns(devices, p):
 
 @pytest.mark.parametrize("metric,params,eps", [
     ("cosine", None, 0.002), ("canberra", None, 0.3), ("braycurtis", None, 0.05),
+    ("mahalanobis", None, 0.3), ("seuclidean", {"V": np.array([0.5, 2.0])}, 0.5),
     ("minkowski", {"p": 3}, 0.8), ("minkowski", {"p": 1, "w": np.array([1.0, 2.0])}, 1.0),
     (lambda u, v: np.abs(u - v).sum(), None, 1.0),
     (lambda u, v, scale: scale * np.abs(u - v).max(), {"scale": 2.0}, 1.0),
-], ids=["cosine", "canberra", "braycurtis", "p3_in_params", "weighted_minkowski",
+], ids=["cosine", "canberra", "braycurtis", "mahalanobis", "seuclidean", "p3_in_params", "weighted_minkowski",
         "callable", "callable_params"])
 def test_host_metrics_equal_sklearns(devices, metric, params, eps):
     X = blobs(150)
     ours = oc.DBSCAN(eps, min_samples=5, metric=metric, metric_params=params,
                      devices=devices).fit(X)
+    # brute: scikit-learn's trees want mahalanobis' V or VI; its brute search
+    # gets them from scipy, estimated from the rows as ours are
     assert_same_as_sklearns(ours, SKDBSCAN(eps=eps, min_samples=5, metric=metric,
-                                           metric_params=params).fit(X))
+                                           metric_params=params, algorithm="brute").fit(X))
 
 
 @pytest.mark.parametrize("container", [sparse.csr_matrix, sparse.lil_matrix, sparse.csr_array])
