@@ -71,10 +71,14 @@ class DBSCAN(ClusterMixin, BaseEstimator):
     """Density-based clustering (DBSCAN) on an OpenCL device.
 
     scikit-learn's parameters and attributes (``labels_``,
-    ``core_sample_indices_``, ``components_``); ``algorithm``, ``leaf_size``,
-    ``p`` and ``n_jobs`` are accepted and checked (the device computes every
-    distance, no tree is built); ``devices``: as in every oclclust estimator.
-    Memory O(n d): the eps-graph is never stored.
+    ``core_sample_indices_``, ``components_``); ``algorithm``, ``leaf_size``
+    and ``n_jobs`` are accepted and checked (no tree is built); ``devices``:
+    as in every oclclust estimator.  euclidean, manhattan, chebyshev (and
+    minkowski with p 1, 2, inf) on dense rows run on the device in O(n d)
+    memory, the eps-graph never stored; the other metrics, callables,
+    metric_params and ``metric="precomputed"`` (dense or sparse) build the
+    eps-graph on the host a block of rows at a time (memory: its pairs);
+    sparse rows: euclidean distances on the device, the others on the host.
     """
 
     _parameter_rules = {
