@@ -45,7 +45,7 @@ def _column_blocks(X, b):
         yield _rows(X, start, start + b)
 
 
-def host_metric_arguments(X, metric, params):
+def _cdist_arguments(X, metric, params):
     """cdist's keyword arguments: scipy estimates seuclidean's V and
     mahalanobis' VI from the rows it is given, so a block-wise cdist is given
     those of cdist(X, X) (the whole stack of X twice), as scikit-learn's
@@ -64,7 +64,7 @@ def host_metric_arguments(X, metric, params):
 def metric_graph(X, eps, metric, params):
     """The pairs of rows of X (dense or sparse) within eps by cdist(metric, **params)."""
     n = X.shape[0]
-    params = host_metric_arguments(X, metric, params)
+    params = _cdist_arguments(X, metric, params)
     if callable(metric) and params:
         function, kwargs = metric, params
         metric, params = (lambda u, v: function(u, v, **kwargs)), {}
@@ -72,7 +72,8 @@ def metric_graph(X, eps, metric, params):
     if not sparse.issparse(X):
         return _from_blocks(n, (cdist(X[i:i + b], X, metric, **params) <= eps
                                 for i in range(0, n, b)))
-    # sparse rows: a dense block of rows against dense blocks of all rows
+    # sparse rows: a dense block of b rows against dense blocks of b rows (b x d
+    # values, b x b distances at a time)
     b = max(1, int(np.sqrt(BLOCK_BYTES // 8 // max(1, X.shape[1]))))
 
     def rows(i):
