@@ -142,8 +142,8 @@ def test_minkowski_p_equals_sklearns(devices, p):
     ("minkowski", {"p": 3}, 0.8), ("minkowski", {"p": 1, "w": np.array([1.0, 2.0])}, 1.0),
     (lambda u, v: np.abs(u - v).sum(), None, 1.0),
     (lambda u, v, scale: scale * np.abs(u - v).max(), {"scale": 2.0}, 1.0),
-], ids=["cosine", "canberra", "braycurtis", "mahalanobis", "seuclidean", "p3_in_params", "weighted_minkowski",
-        "callable", "callable_params"])
+], ids=["cosine", "canberra", "braycurtis", "mahalanobis", "seuclidean", "p3_in_params",
+        "weighted_minkowski", "callable", "callable_params"])
 def test_host_metrics_equal_sklearns(devices, metric, params, eps):
     X = blobs(150)
     ours = oc.DBSCAN(eps, min_samples=5, metric=metric, metric_params=params,
