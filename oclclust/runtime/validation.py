@@ -17,7 +17,8 @@ except ImportError:
 
 def check_params(estimator, rules):
     """Check estimator parameters against *rules*: name -> list of allowed
-    values, types, or (type, low, high) closed intervals."""
+    values, types, ``callable`` (any callable), or (type, low, high) closed
+    intervals."""
     for name, allowed in rules.items():
         value = getattr(estimator, name)
         for rule in allowed:
@@ -29,7 +30,7 @@ def check_params(estimator, rules):
             elif isinstance(rule, type):
                 if isinstance(value, rule):
                     break
-            elif rule is callable:   # a function (a callable init)
+            elif rule is callable:   # a function (a callable init or metric)
                 if callable(value) and not isinstance(value, type):
                     break
             elif isinstance(value, str) and value == rule:
@@ -111,8 +112,10 @@ def as_dtype(X, dtype):
     return X
 
 
-def check_sample_weight(sample_weight, n, dtype):
-    """Host weights of length n (None stays None: unit weights)."""
+def check_sample_weight(sample_weight, n, dtype, signed=False):
+    """Host weights of length n (None stays None: unit weights); *signed*:
+    any real weights (DBSCAN's: a negative weight keeps a neighbour from
+    being core, as scikit-learn allows)."""
     if sample_weight is None:
         return None
     if isinstance(sample_weight, numbers.Number):
@@ -128,9 +131,9 @@ def check_sample_weight(sample_weight, n, dtype):
         raise ValueError(f"sample_weight must be numbers: {exc}") from None
     if not np.isfinite(w).all():
         raise ValueError("Input sample_weight contains NaN or infinity.")
-    if (w < 0).any():
+    if not signed and (w < 0).any():
         raise ValueError("Negative values in data passed to `sample_weight`")
-    if w.sum() <= 0:
+    if (w.sum() <= 0) if not signed else not w.any():
         raise ValueError("Sample weights must contain at least one non-zero number.")
     return w
 

@@ -13,14 +13,15 @@ from oclclust.runtime.validation import (as_dtype, check_data, check_params, che
 
 class Toy:
     rules = {"n": [(numbers.Integral, 1, 10)], "mode": ["a", "b", None],
-             "x": [(numbers.Real, 0, None), np.ndarray]}
+             "x": [(numbers.Real, 0, None), np.ndarray], "f": ["sum", callable]}
 
-    def __init__(self, n=1, mode="a", x=0.5):
-        self.n, self.mode, self.x = n, mode, x
+    def __init__(self, n=1, mode="a", x=0.5, f="sum"):
+        self.n, self.mode, self.x, self.f = n, mode, x, f
 
 
 @pytest.mark.parametrize("params", [dict(), dict(n=10), dict(mode=None), dict(mode="b"),
-                                    dict(x=np.zeros(2)), dict(x=0), dict(n=np.int64(3))])
+                                    dict(x=np.zeros(2)), dict(x=0), dict(n=np.int64(3)),
+                                    dict(f=np.max), dict(f=lambda a: a)])
 def test_check_params_accepts(params):
     check_params(Toy(**params), Toy.rules)
 
@@ -33,6 +34,7 @@ def test_check_params_accepts(params):
     (dict(mode="c"), r"'mode' parameter of Toy must be one of 'a', 'b', None. Got 'c'"),
     (dict(x=-1), "Real in \\[0, None\\], an instance of ndarray"),
     (dict(x="1"), "Got '1'"),
+    (dict(f="max"), r"'f' parameter of Toy must be one of 'sum', a callable. Got 'max'"),
 ])
 def test_check_params_rejects(params, match):
     with pytest.raises(ValueError, match=match):
@@ -80,6 +82,10 @@ def test_check_sample_weight():
     assert w.dtype == np.float32 and list(w) == [2, 2, 2]
     assert check_sample_weight([0, 1, 0], 3, np.float64).dtype == np.float64
     assert list(check_sample_weight(np.array([1, 2], object), 2, np.float64)) == [1, 2]
+    # signed (DBSCAN's): negative weights and a zero sum pass, all zeros does not
+    assert list(check_sample_weight([1, -1, 0], 3, np.float64, signed=True)) == [1, -1, 0]
+    with pytest.raises(ValueError, match="at least one non-zero"):
+        check_sample_weight([0, 0, 0], 3, np.float64, signed=True)
 
 
 @pytest.mark.parametrize("weights, message", [
