@@ -25,7 +25,7 @@ from .hierarchical import _check_range, _plan
 from .dbscan_graph import (check_precomputed, metric_graph, precomputed_graph,
                            sparse_euclidean_graph)
 from .dbscan_rules import graph_labels
-from .kmeans_csr import is_sparse
+from .kmeans_csr import checked_csr, is_sparse
 from ..passes.dbscan import Neighbourhoods
 from ..passes.lloyd_csr import CsrRows
 from ..runtime.validation import check_data, check_params, check_sample_weight
@@ -177,20 +177,7 @@ def _rows(X, name):
     """Dense rows as float64, or sparse rows as a float64 CSR copy (the
     caller's matrix untouched), checked as scikit-learn checks them."""
     if is_sparse(X):
-        if X.ndim != 2:
-            raise ValueError(f"Expected 2D input, got {X.ndim}D sparse input instead.")
-        if X.shape[0] < 1 or X.shape[1] < 1:
-            raise ValueError(f"Found array with {X.shape[0]} sample(s) and {X.shape[1]} "
-                             f"feature(s) (shape={X.shape}) while a minimum of 1 is required "
-                             f"by {name}.")
-        if np.iscomplexobj(X):
-            raise ValueError("Complex data not supported")
-        X = X.tocsr().astype(np.float64, copy=True)
-        X.sum_duplicates()
-        X.sort_indices()
-        if not np.isfinite(X.data).all():
-            raise ValueError("Input X contains NaN or infinity.")
-        return X
+        return checked_csr(X, np.float64, name)
     X = np.asarray(check_data(X, name), np.float64)
     if not np.isfinite(X).all():
         raise ValueError("Input X contains NaN or infinity.")
