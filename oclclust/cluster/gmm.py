@@ -209,12 +209,15 @@ class GaussianMixture(DensityMixin, KCluster):
         out = []
         for name, value, shape in (("weights", self.weights_init, (k,)),
                                    ("means", self.means_init, (k, d)),
-                                   ("precisions", self.precisions_init,
+                                   (f"{kind} precision", self.precisions_init,
                                     _shape(kind, k, d))):
             if value is None:
                 out.append(None)
                 continue
             value = np.array(value, dtype=np.float64)
+            if value.ndim > 2 and kind != "full":   # scikit-learn's check_array
+                raise ValueError(f"Found array with dim {value.ndim}, while dim <= 2 is "
+                                 "required.")
             if value.shape != shape:
                 raise ValueError(f"The parameter '{name}' should have the shape of {shape}, "
                                  f"but got {value.shape}")
