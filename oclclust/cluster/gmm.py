@@ -143,7 +143,8 @@ class GaussianMixture(DensityMixin, KCluster):
         for init in range(n_init):
             model = warm if warm is not None else self._initial_model(gm, data, given, rng,
                                                                       host_w)
-            fitted = self._em(gm, model, n)
+            # a warm start's first change is from the last fit's lower bound
+            fitted = self._em(gm, model, n, -np.inf if warm is None else self.lower_bound_)
             if self.verbose:
                 print(f"GaussianMixture init {init}: lower bound {fitted.lower_bound:.6g}, "
                       f"{fitted.n_iter} iterations, converged={fitted.converged}")
@@ -161,18 +162,21 @@ class GaussianMixture(DensityMixin, KCluster):
         self._set_model(best.model, data.dtype)
         self.converged_, self.n_iter_ = best.converged, best.n_iter
         self.lower_bound_ = best.lower_bound
+        self.lower_bounds_ = best.lower_bounds   # each iteration's, of the best run
         self.n_features_in_ = d
         self.devices_ = data.rows_per_device
         return self
 
-    def _em(self, gm, model, n):
+    def _em(self, gm, model, n, lower_bound=-np.inf):
         """EM iterations from *model* (scikit-learn's loop): a Fitted."""
         with Progress(self.max_iter, f"GMM K={len(model.weights)}",
                       bool(self.verbose) and self._ranks.rank == 0) as bar:
-            return self._em_steps(gm, model, n, bar)
+            return self._em_steps(gm, model, n, bar, lower_bound)
 
-    def _em_steps(self, gm, model, n, bar):
-        lower_bound, converged, it = -np.inf, False, 0
+    def _em_steps(self, gm, model, n, bar, lower_bound):
+        if self.max_iter == 0:   # scikit-learn: the start, no lower bound (warm too)
+            return mdl.Fitted(model, -np.inf, 0, False)
+        converged, it, bounds = False, 0, []
         for it in range(1, self.max_iter + 1):
             start = time.perf_counter()
             prev = lower_bound
@@ -184,6 +188,7 @@ class GaussianMixture(DensityMixin, KCluster):
             model = mdl.m_step(stats, model.means, self.reg_covar, self._full, self._eps,
                                self._float32, self._pooled)
             lower_bound = float(ll) / n
+            bounds.append(lower_bound)
             self.history_.append(history_entry(it, start, gm.data, lower_bound=lower_bound,
                                                n_components=len(model.weights)))
             bar.step(lower_bound=lower_bound)
@@ -193,7 +198,7 @@ class GaussianMixture(DensityMixin, KCluster):
                 converged = True
                 break
             gm.data.rebalance()
-        return mdl.Fitted(model, lower_bound, it, converged)
+        return mdl.Fitted(model, lower_bound, it, converged, lower_bounds=bounds)
 
     def _loglik(self, gm, model):
         scored, _ = gm.score(mdl.records(model, self._full), want=())

@@ -194,6 +194,7 @@ class Fitted:
     n_iter: int
     converged: bool
     mdl: float = math.nan
+    lower_bounds: list = dataclasses.field(default_factory=list)   # one per iteration
 
 
 def select_order(first, refit, loglik, min_components, n, d, full):

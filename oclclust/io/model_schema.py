@@ -384,8 +384,10 @@ SCHEMAS = {
                     "precisions_cholesky_": _by_covariance("float", "n_components_"),
                     "precisions_": _by_covariance("float", "n_components_"),
                     "converged_": Bool(), "n_iter_": Int(0), "lower_bound_": Number(),
+                    "lower_bounds_": ListOf(Number()),
                     "mdl_path_": Optional(ListOf(Items((Int(1), Number())))),
-                    "history_": HISTORY, "devices_": ROWS_PER_DEVICE}),
+                    "history_": HISTORY, "devices_": ROWS_PER_DEVICE},
+        optional=("lower_bounds_",)),   # files written before it was kept
     "AgglomerativeClustering": Schema(
         params={"n_clusters": Optional(Int(1))},
         attributes={"n_features_in_": Int(1), "n_leaves_": Int(2),

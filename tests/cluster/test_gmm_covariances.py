@@ -122,6 +122,29 @@ def test_warm_start_sequence(devices, cov, dtype):
     assert cold.lower_bound_ != ours.lower_bound_   # the warm fits went further
 
 
+@pytest.mark.parametrize("cov", POOLED)
+def test_warm_start_converges_as_sklearn(devices, cov):
+    """A warm fit's first change is from the last fit's lower bound: one
+    iteration a fit, converged (tol) in the same fit as scikit-learn's."""
+    X = blobs(seed=6)
+    params = dict(covariance_type=cov, max_iter=1, tol=1e-4, warm_start=True,
+                  init_params="random", random_state=1)
+    sk, ours = SkGMM(K, **params), oc.GaussianMixture(K, devices=devices, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for _ in range(200):
+            sk.fit(X)
+            ours.fit(X)
+            assert ours.converged_ == sk.converged_
+            assert ours.lower_bounds_ == pytest.approx(sk.lower_bounds_, rel=1e-10)
+            if sk.converged_:
+                break
+    assert ours.converged_ and ours.n_iter_ == 1
+    assert_parity(ours, sk, X, np.float64)
+    ours.set_params(max_iter=0).fit(X)   # no iteration: scikit-learn's -inf
+    assert ours.lower_bound_ == sk.set_params(max_iter=0).fit(X).lower_bound_ == -np.inf
+
+
 def test_warm_start_on_other_shapes_raises(devices):
     X = blobs()
     gm = oc.GaussianMixture(K, warm_start=True, max_iter=2, devices=devices)
