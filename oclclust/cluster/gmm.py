@@ -50,8 +50,9 @@ class GaussianMixture(DensityMixin, KCluster):
     each component's one precision broadcast over the features; the host
     pools their statistics as scikit-learn's M step does.
     ``min_components``: MDL order selection from n_components down to it
-    (``mdl_path_``, ``n_components_``; "full" and "diag" only).  ``devices``, ``dtype``, ``comm``: as
-    in KMeans.
+    (``mdl_path_``, ``n_components_``; "full" and "diag" only).  ``warm_start``:
+    each fit goes on from the last one's parameters (one init, scikit-learn's
+    rule).  ``devices``, ``dtype``, ``comm``: as in KMeans.
     """
 
     _parameter_rules = {
@@ -72,7 +73,8 @@ class GaussianMixture(DensityMixin, KCluster):
     def __init__(self, n_components=1, *, covariance_type="full", tol=1e-3, reg_covar=1e-6,
                  max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
                  means_init=None, precisions_init=None, random_state=None,
-                 warm_start=False, min_components=None, devices=None, dtype=None, comm=None, verbose=0):
+                 warm_start=False, min_components=None, devices=None, dtype=None, comm=None,
+                 verbose=0):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.tol = tol

@@ -3,7 +3,8 @@
     mpiexec -n 3 python tests/harness/mpi_script.py CASE OUTDIR [--estimator KMeans]
                                             [--init k-means++] [--weighted]
 
-``--covariance-type``: GaussianMixture's.  ``--init``: the estimator's initialisation (GaussianMixture's init_params;
+``--covariance-type``: GaussianMixture's.
+``--init``: the estimator's initialisation (GaussianMixture's init_params;
 without it, GaussianMixture starts from a whole given model); "repeated"
 (KMeans, EnsembleKMeans): one iteration from given centres of which two are
 equal, so a row fills the empty cluster and stays its centre.
