@@ -70,7 +70,7 @@ def add_fit_arguments(p, int_at_least, positive_float):
     g.add_argument("--devices", help='"all", "cpu", "gpu" or name substrings')
     g.add_argument("--dtype", choices=("float32", "float64"))
     g.add_argument("-m", "--fuzziness", type=positive_float, help="c-means fuzzifier m > 1")
-    g.add_argument("--covariance-type", choices=("full", "diag"))
+    g.add_argument("--covariance-type", choices=("full", "diag", "tied", "spherical"))
     g.add_argument("--reg-covar", type=float)
     g.add_argument("--min-components", type=int_at_least(1),
                    help="gmm: MDL order selection down to this many components")

@@ -45,14 +45,19 @@ class GaussianMixture(DensityMixin, KCluster):
 
     The E step (log-densities, log-sum-exp, responsibilities) and the M-step
     statistics run on the devices; the host computes the new parameters.
+    ``covariance_type`` "tied" runs the "full" passes with one precision
+    factor broadcast to every component, "spherical" the "diag" passes with
+    each component's one precision broadcast over the features; the host
+    pools their statistics as scikit-learn's M step does.
     ``min_components``: MDL order selection from n_components down to it
-    (``mdl_path_``, ``n_components_``).  ``devices``, ``dtype``, ``comm``: as
-    in KMeans.
+    (``mdl_path_``, ``n_components_``; "full" and "diag" only).  ``warm_start``:
+    each fit goes on from the last one's parameters (one init, scikit-learn's
+    rule).  ``devices``, ``dtype``, ``comm``: as in KMeans.
     """
 
     _parameter_rules = {
         "n_components": [(numbers.Integral, 1, None)],
-        "covariance_type": ["full", "diag"],
+        "covariance_type": ["full", "diag", "tied", "spherical"],
         "reg_covar": [(numbers.Real, 0, None)],
         "max_iter": [(numbers.Integral, 0, None)],
         "n_init": [(numbers.Integral, 1, None)],
@@ -60,6 +65,7 @@ class GaussianMixture(DensityMixin, KCluster):
         "weights_init": [None, np.ndarray, list, tuple],
         "means_init": [None, np.ndarray, list, tuple],
         "precisions_init": [None, np.ndarray, list, tuple],
+        "warm_start": [bool],
         "min_components": [None, (numbers.Integral, 1, None)],
     }
     _fitted_attribute = "means_"
@@ -67,7 +73,8 @@ class GaussianMixture(DensityMixin, KCluster):
     def __init__(self, n_components=1, *, covariance_type="full", tol=1e-3, reg_covar=1e-6,
                  max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
                  means_init=None, precisions_init=None, random_state=None,
-                 min_components=None, devices=None, dtype=None, comm=None, verbose=0):
+                 warm_start=False, min_components=None, devices=None, dtype=None, comm=None,
+                 verbose=0):
         self.n_components = n_components
         self.covariance_type = covariance_type
         self.tol = tol
@@ -79,6 +86,7 @@ class GaussianMixture(DensityMixin, KCluster):
         self.means_init = means_init
         self.precisions_init = precisions_init
         self.random_state = random_state
+        self.warm_start = warm_start
         self.min_components = min_components
         self.devices = devices
         self.dtype = dtype
@@ -87,7 +95,13 @@ class GaussianMixture(DensityMixin, KCluster):
 
     @property
     def _full(self):
-        return self.covariance_type == "full"
+        """The device passes' layout: "tied" is "full" with equal factors."""
+        return self.covariance_type in ("full", "tied")
+
+    @property
+    def _pooled(self):
+        """One covariance for all components (tied) or for all features (spherical)."""
+        return self.covariance_type in ("tied", "spherical")
 
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None):
@@ -98,6 +112,11 @@ class GaussianMixture(DensityMixin, KCluster):
         if self.min_components is not None and self.min_components > self.n_components:
             raise ValueError(f"min_components={self.min_components} must be <= "
                              f"n_components={self.n_components}")
+        if self.min_components is not None and self._pooled:
+            # merging two components of a tied / spherical mixture leaves one
+            # that is neither: Bouman's merge is defined on full / diag only
+            raise ValueError("min_components (MDL order selection) needs covariance_type "
+                             f"'full' or 'diag', got '{self.covariance_type}'")
 
     def _check_n_samples(self, n, d):
         if n < 2:
@@ -120,9 +139,14 @@ class GaussianMixture(DensityMixin, KCluster):
         self._eps = float(np.finfo(data.dtype).eps)
         self._float32 = data.dtype == np.float32
         best = None
-        for init in range(self.n_init if not all(g is not None for g in given) else 1):
-            model = self._initial_model(gm, data, given, rng, host_w)
-            fitted = self._em(gm, model, n)
+        # scikit-learn's warm start: one EM run from the last fit's parameters
+        warm = self._warm_model(d) if self.warm_start and hasattr(self, "converged_") else None
+        n_init = 1 if warm is not None or all(g is not None for g in given) else self.n_init
+        for init in range(n_init):
+            model = warm if warm is not None else self._initial_model(gm, data, given, rng,
+                                                                      host_w)
+            # a warm start's first change is from the last fit's lower bound
+            fitted = self._em(gm, model, n, -np.inf if warm is None else self.lower_bound_)
             if self.verbose:
                 print(f"GaussianMixture init {init}: lower bound {fitted.lower_bound:.6g}, "
                       f"{fitted.n_iter} iterations, converged={fitted.converged}")
@@ -140,18 +164,21 @@ class GaussianMixture(DensityMixin, KCluster):
         self._set_model(best.model, data.dtype)
         self.converged_, self.n_iter_ = best.converged, best.n_iter
         self.lower_bound_ = best.lower_bound
+        self.lower_bounds_ = best.lower_bounds   # each iteration's, of the best run
         self.n_features_in_ = d
         self.devices_ = data.rows_per_device
         return self
 
-    def _em(self, gm, model, n):
+    def _em(self, gm, model, n, lower_bound=-np.inf):
         """EM iterations from *model* (scikit-learn's loop): a Fitted."""
         with Progress(self.max_iter, f"GMM K={len(model.weights)}",
                       bool(self.verbose) and self._ranks.rank == 0) as bar:
-            return self._em_steps(gm, model, n, bar)
+            return self._em_steps(gm, model, n, bar, lower_bound)
 
-    def _em_steps(self, gm, model, n, bar):
-        lower_bound, converged, it = -np.inf, False, 0
+    def _em_steps(self, gm, model, n, bar, lower_bound):
+        if self.max_iter == 0:   # scikit-learn: the start, no lower bound (warm too)
+            return mdl.Fitted(model, -np.inf, 0, False)
+        converged, it, bounds = False, 0, []
         for it in range(1, self.max_iter + 1):
             start = time.perf_counter()
             prev = lower_bound
@@ -161,8 +188,9 @@ class GaussianMixture(DensityMixin, KCluster):
                 raise ValueError("Input X contains NaN or infinity (or values whose "
                                  "log-density is not finite).")
             model = mdl.m_step(stats, model.means, self.reg_covar, self._full, self._eps,
-                               self._float32)
+                               self._float32, self._pooled)
             lower_bound = float(ll) / n
+            bounds.append(lower_bound)
             self.history_.append(history_entry(it, start, gm.data, lower_bound=lower_bound,
                                                n_components=len(model.weights)))
             bar.step(lower_bound=lower_bound)
@@ -172,7 +200,7 @@ class GaussianMixture(DensityMixin, KCluster):
                 converged = True
                 break
             gm.data.rebalance()
-        return mdl.Fitted(model, lower_bound, it, converged)
+        return mdl.Fitted(model, lower_bound, it, converged, lower_bounds=bounds)
 
     def _loglik(self, gm, model):
         scored, _ = gm.score(mdl.records(model, self._full), want=())
@@ -184,16 +212,19 @@ class GaussianMixture(DensityMixin, KCluster):
     def _checked_inits(self, d):
         """weights_init, means_init, precisions_init as float64 (None stays None),
         checked as scikit-learn checks them."""
-        k, full = self.n_components, self._full
+        k, kind = self.n_components, self.covariance_type
         out = []
         for name, value, shape in (("weights", self.weights_init, (k,)),
                                    ("means", self.means_init, (k, d)),
-                                   ("precisions", self.precisions_init,
-                                    (k, d, d) if full else (k, d))):
+                                   (f"{kind} precision", self.precisions_init,
+                                    _shape(kind, k, d))):
             if value is None:
                 out.append(None)
                 continue
             value = np.array(value, dtype=np.float64)
+            if value.ndim > 2 and kind != "full":   # scikit-learn's check_array
+                raise ValueError(f"Found array with dim {value.ndim}, while dim <= 2 is "
+                                 "required.")
             if value.shape != shape:
                 raise ValueError(f"The parameter '{name}' should have the shape of {shape}, "
                                  f"but got {value.shape}")
@@ -209,28 +240,47 @@ class GaussianMixture(DensityMixin, KCluster):
                 raise ValueError("The parameter 'weights' should be normalized, but got "
                                  f"sum(weights) = {w.sum():.5f}")
         if p is not None:
-            if full:
-                sym = np.allclose(p, np.swapaxes(p, 1, 2))
+            if self._full:
+                sym = np.allclose(p, np.swapaxes(p, -1, -2))
                 if not sym or np.any(np.linalg.eigvalsh(p) <= 0):
-                    raise ValueError("'full precision' should be symmetric, positive-definite")
+                    raise ValueError(f"'{kind} precision' should be symmetric, "
+                                     "positive-definite")
             elif np.any(p <= 0):
-                raise ValueError("'diag precision' should be positive")
+                raise ValueError(f"'{kind} precision' should be positive")
+            out[2] = _broadcast(kind, p, k, d)   # the device layout
         return out
+
+    def _warm_model(self, d):
+        """The last fit's model (float64, device layout), as warm start's start."""
+        model = self._model()
+        if model.means.shape != (self.n_components, d):
+            raise ValueError(f"warm_start: the fitted means_ have shape {model.means.shape}, "
+                             f"but n_components={self.n_components} and X has {d} features")
+        return model
 
     def _initial_model(self, gm, data, given, rng, host_w):
         full, k = self._full, self.n_components
         w0, m0, p0 = given
         if w0 is None or m0 is None or p0 is None:
-            self._initial_resp(gm, data, rng, host_w)
             local_mean = data.moments()[0]
             n = float(self._ranks.sum(np.array([data.n]))[0])
             center = np.broadcast_to(self._ranks.sum(local_mean * data.n) / n, (k, data.d))
+            xtx = None
+            if self.covariance_type == "tied" and self.init_params in ("k-means++",
+                                                                        "random_from_data"):
+                # one-hot on k rows is no partition: scikit-learn's tied
+                # covariance counts every row's x x' (X'X, all in component 0)
+                gm.resp_from_label_rows(np.zeros(data.n, dtype=np.int64))
+                xtx = mdl.raw_second_moment(gm.resp_stats(center)[:1], center[:1])
+            self._initial_resp(gm, data, rng, host_w)
             # means first (about the data mean), then the scatter about them
             stats = gm.resp_stats(center)
             nk = stats[:, 0] + 10 * self._eps
             means = (stats[:, 1:1 + data.d] + stats[:, :1] * center) / nk[:, None]
             stats = gm.resp_stats(means)
-            est = mdl.m_step(stats, means, self.reg_covar, full, self._eps, self._float32)
+            extra = None if xtx is None else xtx - mdl.raw_second_moment(stats, means)
+            est = mdl.m_step(stats, means, self.reg_covar, full, self._eps, self._float32,
+                             self._pooled, extra)
             est.weights = (stats[:, 0] + 10 * self._eps) / n
             w0 = est.weights if w0 is None else w0
             m0 = est.means if m0 is None else m0
@@ -277,20 +327,21 @@ class GaussianMixture(DensityMixin, KCluster):
             gm.resp_from_rows(idx - ranks.offset)
 
     def _set_model(self, model, dtype):
-        full = self._full
+        full, kind = self._full, self.covariance_type
         self.weights_ = model.weights.astype(dtype)
         self.means_ = model.means.astype(dtype)
-        self.covariances_ = model.covariances.astype(dtype)
-        self.precisions_cholesky_ = model.prec_chol.astype(dtype)
-        self.precisions_ = mdl.precisions_of(model.prec_chol, full).astype(dtype)
+        self.covariances_ = _compact(kind, model.covariances).astype(dtype)
+        self.precisions_cholesky_ = _compact(kind, model.prec_chol).astype(dtype)
+        self.precisions_ = _compact(kind, mdl.precisions_of(model.prec_chol, full)).astype(dtype)
         self.n_components_ = model.k
 
     # ------------------------------------------------------------- inference
     def _model(self):
         self._check_fitted()
+        kind, (k, d) = self.covariance_type, self.means_.shape
         return mdl.Model(self.weights_.astype(np.float64), self.means_.astype(np.float64),
-                         self.covariances_.astype(np.float64),
-                         self.precisions_cholesky_.astype(np.float64))
+                         _broadcast(kind, self.covariances_.astype(np.float64), k, d),
+                         _broadcast(kind, self.precisions_cholesky_.astype(np.float64), k, d))
 
     def _score(self, X, want):
         model = self._model()
@@ -322,7 +373,11 @@ class GaussianMixture(DensityMixin, KCluster):
         return self.fit(X).predict(X)
 
     def _n_parameters(self):
-        return mdl.n_parameters(self.n_components_, self.n_features_in_, self._full)
+        """scikit-learn's count: covariances + means + weights - 1."""
+        k, d = self.n_components_, self.n_features_in_
+        cov = {"full": k * d * (d + 1) // 2, "diag": k * d, "tied": d * (d + 1) // 2,
+               "spherical": k}[self.covariance_type]
+        return int(cov + k * d + k - 1)
 
     def bic(self, X):
         n = len(X)
@@ -334,8 +389,7 @@ class GaussianMixture(DensityMixin, KCluster):
     def mdl(self, X):
         """Rissanen's MDL of the model on X: -log L + 1/2 P log(N D)."""
         n = len(X)
-        return mdl.mdl_value(self.score(X) * n, self.n_components_, n, self.n_features_in_,
-                             self._full)
+        return -self.score(X) * n + 0.5 * self._n_parameters() * math.log(n * self.n_features_in_)
 
     def sample(self, n_samples=1):
         """Random samples from the fitted mixture: (X, component labels)."""
@@ -352,6 +406,30 @@ class GaussianMixture(DensityMixin, KCluster):
             X = np.vstack([m + rng.standard_normal(size=(s, len(m))) * np.sqrt(c)
                            for m, c, s in zip(model.means, model.covariances, counts)])
         return X, np.repeat(np.arange(model.k), counts)
+
+
+def _shape(kind, k, d):
+    """scikit-learn's shape of covariances / precisions of each type."""
+    return {"full": (k, d, d), "diag": (k, d), "tied": (d, d), "spherical": (k,)}[kind]
+
+
+def _broadcast(kind, value, k, d):
+    """A tied / spherical array in the device layout (k copies of the tied
+    matrix, each spherical value over d features); full / diag as they are."""
+    if kind == "tied":
+        return np.broadcast_to(value, (k, d, d)).copy()
+    if kind == "spherical":
+        return np.broadcast_to(value[:, None], (k, d)).copy()
+    return value
+
+
+def _compact(kind, value):
+    """The inverse of _broadcast: scikit-learn's shape of the device layout."""
+    if kind == "tied":
+        return value[0]
+    if kind == "spherical":
+        return value[:, 0]
+    return value
 
 
 def _discard(rng, k, block):

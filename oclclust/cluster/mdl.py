@@ -93,8 +93,26 @@ def records(model, full):
     return np.concatenate([c[:, None], model.means, factor], axis=1)
 
 
-def m_step(stats, means_old, reg_covar, full, eps, float32=False):
-    """The model of scikit-learn's M step from statistics about *means_old*."""
+def raw_second_moment(stats, about):
+    """sum_k sum_i r_ik x_i x_i^T (d x d) from full statistics about *about*
+    (k x d): S2 + S1 c' + c S1' + N c c' of every component, summed."""
+    k, d = about.shape
+    n_raw, s1 = stats[:, 0], stats[:, 1:1 + d]
+    s2 = stats[:, 1 + d:].reshape(k, d, d)
+    cross = s1[:, :, None] * about[:, None, :]
+    return (s2 + cross + np.swapaxes(cross, 1, 2)
+            + n_raw[:, None, None] * about[:, :, None] * about[:, None, :]).sum(0)
+
+
+def m_step(stats, means_old, reg_covar, full, eps, float32=False, pooled=False, extra=None):
+    """The model of scikit-learn's M step from statistics about *means_old*.
+    *pooled*: scikit-learn's 'tied' (full) or 'spherical' (diag) covariances,
+    kept broadcast to the full / diag layout the device passes read: tied is
+    every component's scatter over the total weight, spherical each
+    component's diag covariance averaged over the d features.  *extra*
+    (tied): sum_i (1 - sum_k r_ik) x_i x_i^T, the rows that responsibilities
+    which are no partition (one-hot on k chosen rows) leave out; scikit-learn's
+    X'X - sum_k N_k mu_k mu_k' counts them."""
     k, d = means_old.shape
     n_raw, s1 = stats[:, 0], stats[:, 1:1 + d]
     nk = n_raw + 10 * eps
@@ -106,10 +124,17 @@ def m_step(stats, means_old, reg_covar, full, eps, float32=False):
         outer = s1[:, :, None] * dm[:, None, :]
         scatter = (s2 - outer - np.swapaxes(outer, 1, 2)
                    + n_raw[:, None, None] * dm[:, :, None] * dm[:, None, :])
-        cov = scatter / nk[:, None, None] + reg_covar * np.eye(d)
+        if pooled:
+            pooled_scatter = scatter.sum(0) if extra is None else scatter.sum(0) + extra
+            tied = pooled_scatter / nk.sum() + reg_covar * np.eye(d)
+            cov = np.broadcast_to(tied, (k, d, d)).copy()
+        else:
+            cov = scatter / nk[:, None, None] + reg_covar * np.eye(d)
     else:
         scatter = stats[:, 1 + d:] - 2 * s1 * dm + n_raw[:, None] * dm ** 2
         cov = scatter / nk[:, None] + reg_covar
+        if pooled:
+            cov = np.broadcast_to(cov.mean(1, keepdims=True), (k, d)).copy()
     return Model(nk / nk.sum(), means, cov, precision_cholesky(cov, full, float32))
 
 
@@ -169,6 +194,7 @@ class Fitted:
     n_iter: int
     converged: bool
     mdl: float = math.nan
+    lower_bounds: list = dataclasses.field(default_factory=list)   # one per iteration
 
 
 def select_order(first, refit, loglik, min_components, n, d, full):

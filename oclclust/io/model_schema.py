@@ -314,7 +314,10 @@ def _labels(k, n="n_samples"):
 def _by_covariance(dtype, k):
     return Switch("covariance_type", {"full": Array(dtype, (k, "n_features_in_",
                                                             "n_features_in_")),
-                                      "diag": Array(dtype, (k, "n_features_in_"))})
+                                      "diag": Array(dtype, (k, "n_features_in_")),
+                                      "tied": Array(dtype, ("n_features_in_",
+                                                            "n_features_in_")),
+                                      "spherical": Array(dtype, (k,))})
 
 
 def _ensemble_ks(symbols):
@@ -366,7 +369,8 @@ SCHEMAS = {
                  "k_common": _common_k},
         optional=("models_",)),
     "GaussianMixture": Schema(
-        params={"n_components": Int(1), "covariance_type": Choice(("full", "diag")),
+        params={"n_components": Int(1), "covariance_type": Choice(("full", "diag", "tied",
+                                                                   "spherical")),
                 "min_components": Optional(Int(1, high="n_components")),
                 "weights_init": Optional(AnyOf((Array("real", ("n_components",)), LISTED))),
                 "means_init": Optional(AnyOf((Array("real", ("n_components",
@@ -380,8 +384,10 @@ SCHEMAS = {
                     "precisions_cholesky_": _by_covariance("float", "n_components_"),
                     "precisions_": _by_covariance("float", "n_components_"),
                     "converged_": Bool(), "n_iter_": Int(0), "lower_bound_": Number(),
+                    "lower_bounds_": ListOf(Number()),
                     "mdl_path_": Optional(ListOf(Items((Int(1), Number())))),
-                    "history_": HISTORY, "devices_": ROWS_PER_DEVICE}),
+                    "history_": HISTORY, "devices_": ROWS_PER_DEVICE},
+        optional=("lower_bounds_",)),   # files written before it was kept
     "AgglomerativeClustering": Schema(
         params={"n_clusters": Optional(Int(1))},
         attributes={"n_features_in_": Int(1), "n_leaves_": Int(2),

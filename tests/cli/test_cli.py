@@ -177,7 +177,8 @@ def test_fit_mistakes_give_one_line(args, status, message, devices, tmp_path):
 
 @pytest.mark.parametrize("algorithm,extra", [
     ("ensemble", ["--n-models", "3"]), ("cmeans", ["-m", "1.5"]),
-    ("gmm", ["--covariance-type", "diag"]), ("hierarchical", ["--linkage", "average"])])
+    ("gmm", ["--covariance-type", "diag"]), ("gmm", ["--covariance-type", "tied"]),
+    ("gmm", ["--covariance-type", "spherical"]), ("hierarchical", ["--linkage", "average"])])
 def test_fit_every_algorithm(algorithm, extra, devices, tmp_path):
     """Each algorithm fits from the command line; its model file (or, for
     hierarchical, its labels and linkage matrix) comes back usable."""

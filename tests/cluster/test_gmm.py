@@ -287,7 +287,7 @@ def test_singular_covariances(devices):
 
 @pytest.mark.parametrize("params, X, match", [
     (dict(n_components=5), np.ones((4, 2)), "n_samples >= n_components"),
-    (dict(covariance_type="spherical"), None, "covariance_type"),
+    (dict(covariance_type="sphere"), None, "covariance_type"),
     (dict(tol=-1), None, "tol"),
     (dict(init_params="nope"), None, "init_params"),
     (dict(min_components=4), None, "min_components"),

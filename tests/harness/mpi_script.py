@@ -3,6 +3,7 @@
     mpiexec -n 3 python tests/harness/mpi_script.py CASE OUTDIR [--estimator KMeans]
                                             [--init k-means++] [--weighted]
 
+``--covariance-type``: GaussianMixture's.
 ``--init``: the estimator's initialisation (GaussianMixture's init_params;
 without it, GaussianMixture starts from a whole given model); "repeated"
 (KMeans, EnsembleKMeans): one iteration from given centres of which two are
@@ -125,6 +126,7 @@ def main():
     ap.add_argument("--weighted", action="store_true")
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--estimator", default="KMeans")
+    ap.add_argument("--covariance-type")   # GaussianMixture's, when not its default
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -147,6 +149,8 @@ def main():
     if args.case == "fail_between" and rank == 1:
         fail_before_sum(3)
     km = estimator(args.estimator, devices, comm, args.init)
+    if args.covariance_type:
+        km.set_params(covariance_type=args.covariance_type)
     try:
         if args.weighted:
             km.fit(X, sample_weight=w)
@@ -159,6 +163,8 @@ def main():
         result = {"model": np.asarray(model_of(km)).tolist(), "start": start,
                   "labels": km.predict(X).tolist() if args.estimator == "GaussianMixture"
                   else km.labels_.tolist()}
+        if args.estimator == "GaussianMixture":
+            result.update(covariances=km.covariances_.tolist())
         if args.estimator == "KMeans":
             result.update(centers=km.cluster_centers_.tolist(), inertia=km.inertia_,
                           n_iter=km.n_iter_)

@@ -62,6 +62,8 @@ ESTIMATORS = [
     ("FuzzyCMeans", dict(n_clusters=4, random_state=0)),
     ("GaussianMixture", dict(n_components=4, random_state=0)),
     ("GaussianMixture", dict(n_components=6, min_components=2, random_state=0)),
+    ("GaussianMixture", dict(n_components=4, covariance_type="tied", random_state=0)),
+    ("GaussianMixture", dict(n_components=4, covariance_type="spherical", random_state=0)),
     ("AgglomerativeClustering", dict(n_clusters=4, linkage="average")),
     ("HDBSCAN", dict(min_cluster_size=8, store_centers="both")),
 ]

@@ -138,6 +138,25 @@ def test_gaussian_mixture_starts_from_all_ranks_rows(init, platform, devices, tm
     assert (labels == one.predict(X)).all()
 
 
+@pytest.mark.parametrize("cov,init", [("tied", "k-means++"), ("tied", "random_from_data"),
+                                      ("spherical", "kmeans")])
+def test_tied_and_spherical_mixtures_across_ranks(cov, init, platform, devices, tmp_path):
+    """2 ranks fit the tied / spherical model one process fits on all rows
+    (tied's one-hot row starts need X'X of every rank's rows)."""
+    X, _ = mpi_script.data()
+    one = mpi_script.estimator("GaussianMixture", devices, None, init).set_params(
+        covariance_type=cov).fit(X)
+    out = tmp_path / "fit"
+    out.mkdir()
+    proc = mpirun(2, "fit", str(out), "--estimator", "GaussianMixture", "--init", init,
+                  "--covariance-type", cov, platform=platform, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for r in results(out, 2):
+        assert "error" not in r, r
+        np.testing.assert_allclose(r["model"], one.means_, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(r["covariances"], one.covariances_, rtol=1e-6, atol=1e-8)
+
+
 @pytest.mark.parametrize("name", ["KMeans", "EnsembleKMeans"])
 def test_an_empty_cluster_takes_the_farthest_row_of_all_ranks(name, platform, devices,
                                                               tmp_path):
