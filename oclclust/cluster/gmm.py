@@ -352,12 +352,17 @@ class GaussianMixture(DensityMixin, KCluster):
         return arrays
 
     def score_samples(self, X):
+        """Each row's log-likelihood, in the model's dtype (scikit-learn's);
+        computed in float64 on the devices."""
+        self._check_fitted()
         if is_dask_array(X):   # on the workers, beside the blocks
-            return self._dask_rows(X, "score_samples", np.float64)
-        return self._score(X, ("lse",))["lse"]
+            return self._dask_rows(X, "score_samples", self.means_.dtype)
+        return self._score(X, ("lse",))["lse"].astype(self.means_.dtype)
 
     def score(self, X, y=None):
-        return float(np.mean(self.score_samples(X)))
+        """The mean log-likelihood: scikit-learn's, the mean of score_samples
+        (a numpy scalar of the model's dtype)."""
+        return self.score_samples(X).mean()
 
     def predict(self, X):
         if is_dask_array(X):   # on the workers, beside the blocks
