@@ -11,7 +11,6 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pytest
-import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 from sklearn.cluster import KMeans as SKMeans
 from sklearn.exceptions import ConvergenceWarning, NotFittedError

@@ -1,7 +1,6 @@
 """KMeans on scipy.sparse input (cluster/kmeans_csr.py) against scikit-learn's
 KMeans on the same sparse matrix, from the same random_state: the same
 seeding draws, so the same centres, labels, inertia and iterations."""
-import warnings
 
 import numpy as np
 import pytest

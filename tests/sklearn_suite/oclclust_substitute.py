@@ -14,7 +14,6 @@ skipped silently.  known_failures.yaml names what we do not do yet, each
 with its reason: strict xfails, so one that starts passing fails the run
 until it leaves the list.
 """
-import fnmatch
 import os
 from pathlib import Path
 
