@@ -32,9 +32,13 @@ ${select.work_group_argmin()}\
 /* best[i] = min(best[i], d(node, i)) over unmerged rows first, first +
    stride, ...; the work-group minimum of best ends in v[0], idx[0].  node
    itself counts as merged; where mark is set, its own item records that. */
+/* merged and best are not restrict: prim_all's scan (mark 0) only reads
+   merged, which item 0 writes between scans; a restrict pointer the
+   inlined scan never writes may be read through a non-coherent cache
+   (NVIDIA's), missing that write even after the barrier */
 inline void prim_scan_rows(__global const real_t *restrict x, const int n, const int node,
-                           const int mark, __global uchar *restrict merged,
-                           __global real_t *restrict best, const int first,
+                           const int mark, __global uchar *merged,
+                           __global real_t *best, const int first,
                            const int stride, __local real_t *v, __local int *idx CORE_ARG)
 {
     const int lid = get_local_id(0);
@@ -110,8 +114,8 @@ void prim_step(__global const real_t *restrict x, const int n, const int groups,
 /* one work-group, one launch, every step (CPUs: no launch per step);
    state: [node, unused] */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void prim_all(__global const real_t *restrict x, const int n, __global int *restrict state,
-              __global uchar *restrict merged, __global real_t *restrict best,
+void prim_all(__global const real_t *restrict x, const int n, __global int *state,
+              __global uchar *merged, __global real_t *best,
               __global int *restrict edges, __global real_t *restrict heights CORE_ARG)
 {
     __local real_t v[WG];
