@@ -9,6 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture as SkGMM
 
 import oclclust as oc
+from gmm_parity import assert_gmm_parity
 from conftest import sklearn_checks, split_or_skip
 from oclclust.passes import gmm as gmm_pass
 from oclclust.runtime import codegen
@@ -46,26 +47,6 @@ def fit_both(devices, X, cov, dtype, max_iter=8, tol=0.0, **params):
     return ours, sk
 
 
-def assert_parity(ours, sk, X, dtype):
-    f32 = dtype == np.float32
-    np.testing.assert_allclose(ours.means_, sk.means_, atol=1e-3 if f32 else 1e-9)
-    np.testing.assert_allclose(ours.weights_, sk.weights_, atol=1e-4 if f32 else 1e-10)
-    np.testing.assert_allclose(ours.covariances_, sk.covariances_, atol=1e-3 if f32 else 1e-9)
-    np.testing.assert_allclose(ours.precisions_cholesky_, sk.precisions_cholesky_,
-                               rtol=1e-3 if f32 else 1e-8, atol=1e-3 if f32 else 1e-9)
-    assert ours.lower_bound_ == pytest.approx(sk.lower_bound_, rel=1e-4 if f32 else 1e-10)
-    assert ours.n_iter_ == sk.n_iter_ and ours.converged_ == sk.converged_
-    Xd = X.astype(dtype)
-    rel = 1e-5 if f32 else 1e-10
-    assert ours.bic(Xd) == pytest.approx(sk.bic(X), rel=rel)
-    assert ours.aic(Xd) == pytest.approx(sk.aic(X), rel=rel)
-    np.testing.assert_allclose(ours.predict_proba(Xd), sk.predict_proba(X),
-                               atol=1e-4 if f32 else 1e-9)
-    np.testing.assert_allclose(ours.score_samples(Xd), sk.score_samples(X),
-                               rtol=1e-5 if f32 else 1e-10)
-    np.testing.assert_array_equal(ours.predict(Xd), sk.predict(X))
-
-
 # ------------------------------------------------------ parity with sklearn
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 @pytest.mark.parametrize("cov", COVS)
@@ -73,7 +54,7 @@ def test_parity_from_given_parameters(devices, cov, dtype):
     X, _ = blobs()
     ours, sk = fit_both(devices, X, cov, dtype, **start(X, cov))
     assert ours.weights_.dtype == dtype and ours.n_features_in_ == 3
-    assert_parity(ours, sk, X, dtype)
+    assert_gmm_parity(ours, sk, X, dtype)
 
 
 @pytest.mark.parametrize("init", ["random", "random_from_data"])
@@ -83,7 +64,7 @@ def test_parity_from_random_inits(devices, cov, init):
     X, _ = blobs(seed=1)
     ours, sk = fit_both(devices, X, cov, np.float64, max_iter=6, init_params=init,
                         random_state=3)
-    assert_parity(ours, sk, X, np.float64)
+    assert_gmm_parity(ours, sk, X, np.float64)
 
 
 def test_parity_until_converged(devices):
@@ -91,7 +72,7 @@ def test_parity_until_converged(devices):
     ours, sk = fit_both(devices, X, "full", np.float64, max_iter=200, tol=1e-6,
                         **start(X, "full"))
     assert ours.converged_ and ours.n_iter_ < 200
-    assert_parity(ours, sk, X, np.float64)
+    assert_gmm_parity(ours, sk, X, np.float64)
 
 
 def test_kahan_sums_without_fp64(profile):
@@ -99,7 +80,7 @@ def test_kahan_sums_without_fp64(profile):
     X, _ = blobs(seed=4)
     no_fp64 = oc.DeviceManager([dataclasses.replace(profile, fp64=False)])
     ours, sk = fit_both(no_fp64, X, "full", np.float32, **start(X, "full"))
-    assert_parity(ours, sk, X, np.float32)
+    assert_gmm_parity(ours, sk, X, np.float32)
 
 
 # register tiles (tm, tn, rm, rn, kc, vw) of the tiled diag E step: n = 203,
@@ -158,7 +139,7 @@ def test_tiled_diag_fit_equals_sklearn(profile, dtype):
     used = [plan[0] for key, plan in codegen.plans("gmm").items()
             if isinstance(plan[0], gmm_pass.EStepSpec) and key[0].term("gmm_distance_tiles")]
     assert used and all(spec.tiled for spec in used)
-    assert_parity(ours, sk, X, dtype)
+    assert_gmm_parity(ours, sk, X, dtype)
 
 
 def test_no_underflow_d24_k100(devices):
