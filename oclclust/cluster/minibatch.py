@@ -1,8 +1,8 @@
 """Mini-batch k-means, scikit-learn's MiniBatchKMeans on OpenCL devices.
 
 scikit-learn's algorithm and random stream: the inits drawn from init_size
-rows and compared on a validation draw, the batches ``randint(0, n,
-batch_size)``, the streaming centre update with per-centre weight sums,
+rows and compared on a validation draw, the batches drawn by weight as
+``choice(n, batch_size, p=w / w.sum())`` draws them, the streaming centre update with per-centre weight sums,
 the reassignment of centres whose weight falls below reassignment_ratio of
 the largest, and the early stop on the exponentially weighted batch inertia
 (max_no_improvement) or the centre change (tol).  Each batch is assigned on
@@ -11,10 +11,14 @@ per-cluster sums, weights and inertia are added in float64 and the update
 is the host's.  ``partial_fit`` takes one step on each chunk it is given
 (a data stream, a file read in pieces).
 
-A batch's sums, weights and inertia are added on the host in row order
+A batch's sums, weights and inertia are added in float64 in row order
 (parallel/batches), so a dask array's fit, whose batches are assigned on
 the workers holding their rows (minibatch_rows.WorkerRows), is the numpy
-fit of the same rows bit for bit.
+fit of the same rows bit for bit.  Where a fit's rows sit whole on one fp64
+device they are placed once and each batch is gathered, assigned and
+folded there in that order (minibatch_rows.DeviceRows): the same bits,
+with only indices, labels, distances and k x d sums crossing the link.
+Sparse rows are assigned by the CSR pass (minibatch_rows.SparseRows).
 """
 import contextlib
 import numbers

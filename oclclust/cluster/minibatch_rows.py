@@ -1,10 +1,12 @@
-"""Where a mini-batch fit's rows are: on the host (HostRows) or in a dask
-array's blocks on a Dask cluster's workers (WorkerRows, parallel/dask.py).
-Both answer alike, so the fit is one code: rows by index (the inits'
-sample, reassigned centres), a batch's totals (parallel/batches: the same
-bits either way), the labels and inertia of all rows, the features'
-variances.  A WorkerRows never brings more rows to the client than an
-index asks for (the init's init_size rows, a reassignment's few)."""
+"""Where a mini-batch fit's rows are: on the host (HostRows: each batch
+placed on the devices), on the host and once, whole, on one fp64 device
+(DeviceRows: each batch gathered there), sparse on the host (SparseRows),
+or in a dask array's blocks on a Dask cluster's workers (WorkerRows,
+parallel/dask.py).  All answer alike, so the fit is one code: rows by index
+(the inits' sample, reassigned centres), a batch's totals (parallel/batches:
+the same bits every way), the labels and inertia of all rows, the
+features' variances.  A WorkerRows never brings more rows to the client
+than an index asks for (the init's init_size rows, a reassignment's few)."""
 import contextlib
 
 import numpy as np
