@@ -2,6 +2,7 @@
 """Whole fits on several GPUs of one host against one GPU (issue 20).
 
     python bench/multi_gpu.py --gpus 2                    # KMeans, GMM, c-means, MPI
+    python bench/multi_gpu.py --gpus 2 4                  # 2 and 4 GPUs against one 1-GPU run
     python bench/multi_gpu.py --gpus 2 --only kmeans,mpi
     python bench/multi_gpu.py --gpus 2 --only stream --stream-rows 200000000
 
@@ -57,16 +58,21 @@ def fit(oc, make, X, devices):
     return time.perf_counter() - start, median_iteration(est), est
 
 
-def compare(oc, name, make, X, count, rows):
-    one, many = gpus(oc, 1), gpus(oc, count)
-    fit(oc, make, X[:min(len(X), 200_000)], many)        # builds (every GPU's context)
-    t1, i1, e1 = fit(oc, make, X, one)
-    tn, i_n, en = fit(oc, make, X, many)
-    rows.append(dict(case=name, gpus=count, whole_1=t1, whole_n=tn,
-                     efficiency=t1 / (count * tn), iter_1=i1, iter_n=i_n,
-                     iter_speedup=i1 / i_n))
-    print(json.dumps(rows[-1]), flush=True)
-    return en
+def compare(oc, name, make, X, counts, rows):
+    """One 1-GPU fit, then one fit on each count of GPUs: their models.  Each
+    configuration is warmed first (its kernels built: one device alone runs
+    the resident update, several the host's)."""
+    for count in (1, *counts):
+        fit(oc, make, X[:min(len(X), 200_000)], gpus(oc, count))
+    t1, i1, _ = fit(oc, make, X, gpus(oc, 1))
+    models = {}
+    for count in counts:
+        tn, i_n, models[count] = fit(oc, make, X, gpus(oc, count))
+        rows.append(dict(case=name, gpus=count, whole_1=t1, whole_n=tn,
+                         efficiency=t1 / (count * tn), iter_1=i1, iter_n=i_n,
+                         iter_speedup=i1 / i_n))
+        print(json.dumps(rows[-1]), flush=True)
+    return models
 
 
 def kmeans_maker(k, iters, C0):
@@ -99,15 +105,16 @@ def mpi_body(args):
 def run(args):
     oc = import_oclclust()
     only = set(args.only.split(","))
-    rows, count = [], args.gpus
+    rows, counts = [], args.gpus
     if only & {"kmeans", "mpi"}:
         X = large_blobs(args.n, 128, 1024)
         C0 = X[np.random.default_rng(1).choice(len(X), 1024, replace=False)].copy()
         joint = compare(oc, "KMeans 10M x 128 x 1024", kmeans_maker(1024, args.iters, C0), X,
-                        count, rows) if "kmeans" in only else None
-        if "mpi" in only:
-            if joint is None:
-                joint = fit(oc, kmeans_maker(1024, args.iters, C0), X, gpus(oc, count))[2]
+                        counts, rows) if "kmeans" in only else {}
+        for count in counts if "mpi" in only else ():
+            if count not in joint:
+                joint[count] = fit(oc, kmeans_maker(1024, args.iters, C0), X,
+                                   gpus(oc, count))[2]
             out = os.path.join(tempfile.mkdtemp(), "centres.npy")
             env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -117,10 +124,10 @@ def run(args):
                                   capture_output=True, text=True, env=env, timeout=600)
             print(proc.stdout.strip()[-2000:], proc.stderr.strip()[-2000:], flush=True)
             if proc.returncode == 0:
-                ranks = np.load(out)
+                ranks, ref = np.load(out), joint[count].cluster_centers_
                 rows.append(dict(case=f"MPI {count} ranks (one GPU each)", gpus=count,
-                                 same_bits=bool(np.array_equal(ranks, joint.cluster_centers_)),
-                                 max_diff=float(np.abs(ranks - joint.cluster_centers_).max())))
+                                 same_bits=bool(np.array_equal(ranks, ref)),
+                                 max_diff=float(np.abs(ranks - ref).max())))
                 print(json.dumps(rows[-1]), flush=True)
         del X
     if only & {"gmm", "cmeans"}:
@@ -130,14 +137,15 @@ def run(args):
             compare(oc, "GaussianMixture full 10M x 24 x 100", lambda devs: oc.GaussianMixture(
                 100, covariance_type="full", means_init=V0.astype(np.float64),
                 init_params="random_from_data", random_state=0, max_iter=4, tol=0,
-                devices=devs), X, count, rows)
+                devices=devs), X, counts, rows)
         if "cmeans" in only:
             compare(oc, "FuzzyCMeans 10M x 24 x 100", lambda devs: oc.FuzzyCMeans(
-                100, init=V0, max_iter=6, tol=0, devices=devs), X, count, rows)
+                100, init=V0, max_iter=6, tol=0, devices=devs), X, counts, rows)
         del X
     if "stream" in only:
         X = large_blobs(args.stream_rows, 128, 1024)
         C0 = X[np.random.default_rng(1).choice(len(X), 1024, replace=False)].copy()
+        count = max(counts)
         many = gpus(oc, count)
         resident = fit(oc, kmeans_maker(1024, 3, C0), X[:20_000_000], many)[1]
         budget = int(args.budget_gib * GIB)
@@ -167,7 +175,8 @@ def run(args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--gpus", type=int, default=2)
+    ap.add_argument("--gpus", type=int, nargs="+", default=[2],
+                    help="counts of GPUs, each against the same 1-GPU run")
     ap.add_argument("--only", default="kmeans,mpi,gmm,cmeans")
     ap.add_argument("--n", type=int, default=10_000_000)
     ap.add_argument("--iters", type=int, default=20)
