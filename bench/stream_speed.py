@@ -133,7 +133,7 @@ def main(argv=None):
     if not shard.streamed:
         raise SystemExit(f"the budget {budget} holds all {X.nbytes} bytes: nothing streams")
     staging = sum(s.nbytes for s in shard.staging)
-    pinned = sum(p.nbytes for p in shard.pinned.pieces)
+    pinned = sum(p.nbytes for p in shard.pinned.pieces if p is not None)
     chunks = len(shard.chunks)
     layout.close()
     iteration_seconds(oc, [profile], X[:max(args.k, 20000)], C0, 2)   # kernels built

@@ -16,8 +16,9 @@ dtype a piece at a time, so a memmap is read once and never whole.
 
 ``upload`` / ``write_rows`` (rows resident on a device) and ``download``
 (per-row results back into the caller's array) use one Staging per queue,
-made on first use and kept (2 x PIECE_BYTES of page-locked memory); copies
-under DIRECT_BYTES go straight, where the staging would cost more.
+made on first use and kept (at most 2 x PIECE_BYTES of page-locked memory:
+each piece grows to the largest copy it has staged); copies under
+DIRECT_BYTES go straight, where the staging would cost more.
 """
 import os
 import threading
@@ -27,7 +28,10 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-PIECE_BYTES = 32 << 20   # a pinned piece: ~0.6 ms of DMA on PCIe 5, ~1 ms of fill
+# a pinned piece: ~2.5 ms of DMA on PCIe 5.  bench/upload_speed.py on 4 H100s: 10M x 128
+# float32 rows scattered in 0.154 / 0.114 / 0.116 s on 1 / 2 / 4 GPUs with 128 MiB pieces,
+# 0.228 / 0.190 / 0.210 s with 32 MiB (each piece's fill and DMA have a fixed cost)
+PIECE_BYTES = 128 << 20
 DIRECT_BYTES = 1 << 20   # below this a pageable copy costs less than the staging
 FILL_SPLIT = 1 << 20     # bytes a fill thread takes at least
 FILL_THREADS = max(1, min(16, os.cpu_count() or 1))
@@ -74,12 +78,14 @@ def copy_rows(dst, src):
 class Staging:
     """Two page-locked pieces of *piece_bytes* (at most) in *queue*'s context,
     and the DMA event of each: a piece is refilled once its last copy is done.
-    One user at a time (``lock``)."""
+    A piece is made on first use as large as that copy needs and grows with
+    later ones (small copies pin little memory).  One user at a time
+    (``lock``)."""
 
     def __init__(self, queue, piece_bytes=None):
         self.queue = queue
         self.piece_bytes = max(1, int(piece_bytes or PIECE_BYTES))
-        self.pieces = [pinned_empty(queue, (self.piece_bytes,), np.uint8) for _ in (0, 1)]
+        self.pieces = [None, None]
         self.events = [None, None]
         self.turn = 0
         self.lock = threading.Lock()
@@ -92,6 +98,8 @@ class Staging:
             self.events[j].wait()
             self.events[j] = None
         nbytes = rows * int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if self.pieces[j] is None or len(self.pieces[j]) < nbytes:   # its DMA is done
+            self.pieces[j] = pinned_empty(self.queue, (nbytes,), np.uint8)
         return j, self.pieces[j][:nbytes].view(dtype).reshape((rows,) + tuple(row_shape))
 
     def rows_per_piece(self, row_bytes):
