@@ -227,9 +227,10 @@ class ChunkOversampling:
         lloyd = self._pass(len(centers))
         lloyd.upload(centers)
         lloyd.enqueue(self.labels)
-        _lower_kernel(q.context, self.seeding.acc, part.dtype)(
-            self.seeding.closest, self.nearest, lloyd.min_dist, self.labels, np.int32(base),
-            range=slice(part.n), queue=q)
+        with quiet_build():   # pyopencl builds it on its first call
+            _lower_kernel(q.context, self.seeding.acc, part.dtype)(
+                self.seeding.closest, self.nearest, lloyd.min_dist, self.labels,
+                np.int32(base), range=slice(part.n), queue=q)
         return self.seeding.potential()
 
     def search(self, targets):
@@ -245,7 +246,8 @@ class ChunkOversampling:
             w = part.weights.get(q).astype(np.float64)
             return np.bincount(self.nearest.get(q), weights=w, minlength=count)[:count]
         counts = cla.zeros(q, count, np.int32)
-        _count_kernel(q.context)(self.nearest, counts, range=slice(part.n), queue=q)
+        with quiet_build():
+            _count_kernel(q.context)(self.nearest, counts, range=slice(part.n), queue=q)
         return counts.get(q).astype(np.float64)
 
 
