@@ -279,7 +279,9 @@ class DeviceGreedy:
 
     def _draw_kernel(self):
         part, q = self.part, self.part.queue
-        wg = 1 << (min(256, part.profile.max_work_group_size).bit_length() - 1)
+        # one work-group; 64 work-items: the item that scans the spans' sums
+        # in order waits on fewer of them
+        wg = 1 << (min(64, part.profile.max_work_group_size).bit_length() - 1)
         while True:
             spec = DrawSpec(dtype=part.dtype.name, acc_double=part.acc_double,
                             trials=self.trials, wg=wg, blocks=self.BLOCKS,

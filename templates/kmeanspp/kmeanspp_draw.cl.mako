@@ -18,6 +18,7 @@ Reads spec: trials, wg, blocks (most candidate groups), weighted.
 #define T ${trials}
 #define WG ${wg}
 #define BLOCKS ${blocks}
+#define LOADS 8
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void draw_trials(
@@ -44,15 +45,22 @@ void draw_trials(
 #if !ACC_DOUBLE
         acc_t comp = 0;
 #endif
-        for (int g = 0; g < groups; ++g) {
+        /* LOADS values read before they are added (in order): that many
+           reads in flight, not one a dependent add */
+        for (int g0 = 0; g0 < groups; g0 += LOADS) {
+            acc_t v[LOADS];
+            for (int j = 0; j < LOADS; ++j)
+                v[j] = g0 + j < groups ? part_pot[(g0 + j) * T + t] : 0;
+            for (int j = 0; j < LOADS && g0 + j < groups; ++j) {
 #if ACC_DOUBLE
-            s += part_pot[g * T + t];
+                s += v[j];
 #else
-            const acc_t y = part_pot[g * T + t] - comp;
-            const acc_t sum = s + y;
-            comp = (sum - s) - y;
-            s = sum;
+                const acc_t y = v[j] - comp;
+                const acc_t sum = s + y;
+                comp = (sum - s) - y;
+                s = sum;
 #endif
+            }
         }
         pots[t] = s;
     }
@@ -109,15 +117,24 @@ void draw_trials(
             acc_t run = block ? prefix[block - 1] : 0;
             const long r0 = block * rows_per_group, r1 = min(n, r0 + rows_per_group);
             long found = r1 - 1;
-            for (long i = r0; i < r1; ++i) {
+            bool done = false;
+            for (long i0 = r0; i0 < r1 && !done; i0 += LOADS) {
+                acc_t v[LOADS];
+                for (int j = 0; j < LOADS; ++j) {
+                    const long i = min(i0 + j, r1 - 1);
 % if weighted:
-                run += (acc_t)w[i] * cand_dist[near_row + i];
+                    v[j] = (acc_t)w[i] * cand_dist[near_row + i];
 % else:
-                run += cand_dist[near_row + i];
+                    v[j] = cand_dist[near_row + i];
 % endif
-                if (run >= target) {
-                    found = i;
-                    break;
+                }
+                for (int j = 0; j < LOADS && i0 + j < r1; ++j) {
+                    run += v[j];
+                    if (run >= target) {
+                        found = i0 + j;
+                        done = true;
+                        break;
+                    }
                 }
             }
             trial_rows[t] = (int)found;
