@@ -160,3 +160,33 @@ def test_bad_parameters_are_refused_before_device_work(make, param, value, match
     X, _ = make_blobs(n=50)
     with pytest.raises(ValueError, match=match):
         make(n_clusters=3, **{"init": "k-means||", param: value}).fit(X)
+
+
+def test_a_round_reads_one_potential_a_chunk(profile, monkeypatch):
+    """A round's Lloyd pass, the lowering of the closest and nearest and
+    their prefix sums run on the device; of them the host reads the chunk's
+    potential, one number (the draws' search and rows are read apart)."""
+    import pyopencl as cl
+    from oclclust.passes import kmeanspp
+    X, _ = make_blobs(n=500, d=3, k=5, seed=6)
+    reads, inside = [], []
+    real_lower, real_copy = kmeanspp.ChunkOversampling.lower, cl.enqueue_copy
+
+    def lower(self, centers, base):
+        reads.append([])
+        inside.append(True)
+        try:
+            return real_lower(self, centers, base)
+        finally:
+            inside.pop()
+
+    def copy(queue, dest, src, **kwargs):   # every device-to-host read goes through it
+        if inside and isinstance(dest, np.ndarray) and isinstance(src, cl.MemoryObjectHolder):
+            reads[-1].append(dest.size)
+        return real_copy(queue, dest, src, **kwargs)
+    monkeypatch.setattr(kmeanspp.ChunkOversampling, "lower", lower)
+    monkeypatch.setattr(cl, "enqueue_copy", copy)
+    monkeypatch.setattr(inits, "_weighted_plusplus", lambda d, c, w, k, seed: np.arange(k))
+    seeded([profile], X, 5, 3)
+    assert len(reads) == 5                       # the default rounds, one chunk
+    assert all(r == [1] for r in reads)

@@ -136,3 +136,31 @@ def test_device_greedy_of_copies(profile):
     X = np.repeat(np.eye(3), 10, axis=0)
     mine, _ = device_greedy(profile, X, 5, 0)
     np.testing.assert_array_equal(mine, theirs(X, 5, 0)[0])
+
+
+def test_device_greedy_reads_the_host_once(profile, make_blobs, monkeypatch):
+    """The k steps enqueue kernels only: the one read is of the k indices."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+    X, _ = make_blobs(n=500, d=3, k=4, seed=2)
+    greedy = kmeanspp.DeviceGreedy(DevicePartition(profile, X), 3)
+    reads, inside_get = [], []
+    real_get, real_copy = cla.Array.get, cl.enqueue_copy
+
+    def get(self, *args, **kwargs):
+        reads.append(self.size)
+        inside_get.append(True)   # its own copy is not another read
+        try:
+            return real_get(self, *args, **kwargs)
+        finally:
+            inside_get.pop()
+
+    def copy(queue, dest, src, **kwargs):
+        if isinstance(dest, np.ndarray) and not inside_get:   # device to host
+            reads.append(dest.size)
+        return real_copy(queue, dest, src, **kwargs)
+    monkeypatch.setattr(cla.Array, "get", get)
+    monkeypatch.setattr(cl, "enqueue_copy", copy)
+    idx = greedy.run(0, np.random.RandomState(0).uniform(size=9 * 3), 10)
+    assert len(idx) == 10 and len(set(idx.tolist())) == 10
+    assert reads == [10]
