@@ -64,7 +64,7 @@ def add_fit_arguments(p, int_at_least, positive_float):
     g.add_argument("--spherical", action="store_true", default=None,
                    help="k-means by cosine: unit rows, renormalised centres")
     g.add_argument("--oversampling-factor", type=positive_float,
-                   help="k-means||'s candidates a round, times k")
+                   help="k-means||'s candidates a round, times k (default 0.5)")
     g.add_argument("--n-init", type=int_at_least(1))
     g.add_argument("--random-state", type=int_at_least(0))
     g.add_argument("--devices", help='"all", "cpu", "gpu" or name substrings')

@@ -14,7 +14,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from .inits import draw_centers
+from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
@@ -107,7 +107,8 @@ def check_oversampling(estimator):
 def init_options(estimator):
     """draw_centers' options for k-means|| from *estimator*'s parameters
     (the defaults where it has none: FuzzyCMeans)."""
-    return {"oversampling_factor": getattr(estimator, "oversampling_factor", 2.0),
+    return {"oversampling_factor": getattr(estimator, "oversampling_factor",
+                                           DEFAULT_OVERSAMPLING),
             "rounds": getattr(estimator, "init_max_iter", None)}
 
 

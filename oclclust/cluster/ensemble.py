@@ -18,7 +18,7 @@ from ._base import (KMEANS_PARALLEL_RULES, ClusterMixin, KCluster, check_oversam
                     init_options)
 from ..passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
 from ..passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
-from .inits import draw_centers
+from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised
 from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.comm import Ranks
@@ -174,8 +174,8 @@ class EnsembleKMeans(ClusterMixin, KCluster):
 
     def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
                  init="k-means++", max_iter=300, tol=1e-4, random_state=None, devices=None,
-                 dtype=None, comm=None, verbose=0, oversampling_factor=2.0, init_max_iter=None,
-                 spherical=False):
+                 dtype=None, comm=None, verbose=0, oversampling_factor=DEFAULT_OVERSAMPLING,
+                 init_max_iter=None, spherical=False):
         self.spherical = spherical
         self.oversampling_factor = oversampling_factor
         self.init_max_iter = init_max_iter

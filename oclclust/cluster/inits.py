@@ -1,14 +1,16 @@
 """Initial centres drawn from a fit's rows on all its devices and ranks
 (draw_centers), greedy k-means++ seeding (the draws here, the potentials and
 prefix sums on the devices: ChunkSeeding) and k-means|| seeding (the draws
-here, the candidates' distances and weights on the devices: ChunkOversampling)."""
+here, the candidates' distances and weights on the devices: ChunkOversampling;
+the weighted k-means++ over the candidates on one device: DeviceGreedy)."""
 import numpy as np
 
 from ..parallel.comm import Ranks
 from ..parallel.manager import DeviceManager
-from ..parallel.sharded import ShardedPass
-from ..passes.kmeanspp import ChunkOversampling, ChunkSeeding
+from ..parallel.sharded import ShardedPass, Sums
+from ..passes.kmeanspp import ChunkOversampling, ChunkSeeding, DeviceGreedy
 from ..runtime.devices import preferred
+from ..runtime.partition import DevicePartition
 
 
 def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials=None,
@@ -93,25 +95,35 @@ def _locate(data, seeds, chunk_pot, targets):
     return found
 
 
-DEFAULT_ROUNDS = 5   # Bahmani et al.'s experiments: 5 rounds of l = 2k are enough
+# k-means||'s defaults, re-tuned for issue 23 (H200, 10M x 128, k=4096, inertia
+# after 20 Lloyd iterations over greedy k-means++'s, measured before the rounds
+# kept the nearest candidate: the same candidates): l = 0.5k over 5 rounds
+# 0.973, l = 2k over 3 rounds 0.982, l = 2k over 5 rounds 1.010 -- l = 0.5k
+# scores a quarter of the distances and leaves a quarter of the candidates
+# to the greedy steps.  bench/kmeans_init.py sweeps them.
+DEFAULT_ROUNDS = 5
+DEFAULT_OVERSAMPLING = 0.5
 
 
-def kmeans_parallel(data, n_clusters, random_state, host_weights, oversampling_factor=2.0,
-                    rounds=None, ranks=None):
+def kmeans_parallel(data, n_clusters, random_state, host_weights,
+                    oversampling_factor=DEFAULT_OVERSAMPLING, rounds=None, ranks=None):
     """*n_clusters* centres (float64) of all ranks' rows of *data* seeded by
     k-means|| (Bahmani et al. 2012, scalable k-means++).
 
     A first row drawn by weight, then *rounds* rounds (None: DEFAULT_ROUNDS)
     that each draw l = ceil(oversampling_factor * n_clusters) rows with
     probability proportional to weight x squared distance to the nearest
-    candidate so far, and lower those distances by the new candidates (a
-    Lloyd pass on the devices); each candidate is weighted by the rows
-    nearest to it (another pass), and greedy k-means++ on the weighted
-    candidates picks the centres.  The draws are l uniform numbers on the
-    host located in the prefix sums of the potentials over all ranks' rows
-    in row order (Ranks.locate, as greedy k-means++ locates its trials), not
-    per-row coin flips: every rank draws the same candidates whatever the
-    split of the rows over ranks and devices, without a per-row stream."""
+    candidate so far, and lower those distances by the new candidates (the
+    Lloyd pass's assignment over them on the devices, which also keeps each
+    row's nearest candidate); each candidate is weighted by the rows nearest
+    to it (a count of those indices, no pass over all the candidates), and
+    greedy k-means++ on the weighted candidates picks the centres, every
+    step on one device (DeviceGreedy).  The draws are l uniform numbers on
+    the host located in the prefix sums of the potentials over all ranks'
+    rows in row order (Ranks.locate, as greedy k-means++ locates its
+    trials), not per-row coin flips: every rank draws the same candidates
+    whatever the split of the rows over ranks and devices, without a per-row
+    stream.  The host reads one potential per chunk a round."""
     ranks = ranks or Ranks(None, data.n, data.d, data.dtype)
     rounds = DEFAULT_ROUNDS if rounds is None else rounds
     draws = int(np.ceil(oversampling_factor * n_clusters))
@@ -129,13 +141,13 @@ def kmeans_parallel(data, n_clusters, random_state, host_weights, oversampling_f
         new = np.setdiff1d(drawn, chosen)   # sorted: the candidates' order is the split's too
         if not len(new):
             continue
-        new_rows = ranks.rows(data, new)
+        new_rows, base = ranks.rows(data, new), len(chosen)
         chosen, rows = np.concatenate([chosen, new]), np.vstack([rows, new_rows])
         # padded with copies to one size a pass (one kernel build a fit)
-        chunk_pot = np.array(states.map(lambda c, st: st.lower(_padded(new_rows, draws))))
-    # one size for the weighing pass of every fit with these parameters
-    size = min(1 + rounds * draws, ranks.n)
-    weights = states.reduce(lambda c, st: st.weigh(_padded(rows, size))).weights[:len(rows)]
+        chunk_pot = np.array(states.map(
+            lambda c, st: st.lower(_padded(new_rows, draws), base)))
+    count = len(rows)
+    weights = states.reduce(lambda c, st: Sums(st.weigh(count))).values
     idx = ranks.together(lambda: _weighted_plusplus(data, rows, weights, n_clusters, seed)
                          if ranks.rank == 0 else np.zeros(n_clusters, np.int64))
     return rows[ranks.sum(idx.astype(np.float64)).astype(np.int64)]
@@ -149,21 +161,23 @@ def _padded(rows, size):
 
 def _weighted_plusplus(data, candidates, weights, n_clusters, seed):
     """Indices of *n_clusters* of the weighted candidates by greedy k-means++
-    on one device of the fit (fewer candidates than clusters: all, and the
-    rest drawn again by weight, as k-means++ does on data with fewer
-    distinct rows than clusters)."""
+    on one device of the fit, every step there (DeviceGreedy: the draws
+    those of kmeans_plusplus from RandomState(*seed*), made up front; fewer
+    candidates than clusters: all, and the rest drawn again by weight, as
+    k-means++ does on data with fewer distinct rows than clusters)."""
     rng = np.random.RandomState(seed)
     if len(candidates) < n_clusters:
         more = rng.choice(len(candidates), n_clusters - len(candidates), p=weights / weights.sum())
         return np.concatenate([np.arange(len(candidates)), more])
     profiles = getattr(data.manager, "profiles", None)
-    manager = DeviceManager(preferred(profiles)[:1] if profiles else None)
-    cand = manager.scatter(candidates.astype(data.dtype), weights.astype(data.dtype),
-                           dtype=data.dtype)
-    try:
-        return kmeans_plusplus(cand, n_clusters, rng, weights.astype(data.dtype))
-    finally:
-        cand.close()
+    profile = preferred(profiles or DeviceManager(None).profiles)[0]
+    trials = 2 + int(np.log(n_clusters))
+    part = DevicePartition(profile, candidates.astype(data.dtype), weights.astype(data.dtype))
+    # kmeans_plusplus's draws in its order: the first row, then trials a step
+    first = _first_row(part, rng, weights.astype(data.dtype), Ranks(None, part.n, part.d,
+                                                                    part.dtype))
+    uniforms = rng.uniform(size=(n_clusters - 1) * trials)
+    return DeviceGreedy(part, trials).run(first, uniforms, n_clusters)
 
 
 def draw_centers(data, how, n_clusters, random_state, host_weights, ranks, **options):

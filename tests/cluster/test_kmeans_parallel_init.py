@@ -57,7 +57,7 @@ def test_candidates_are_weighted_by_their_nearest_rows(devices, monkeypatch, wei
     oc.KMeans(5, init="k-means||", n_init=1, max_iter=1, random_state=0,
               devices=devices).fit(X, sample_weight=w)
     cand = seen["candidates"]
-    assert len(cand) > 5   # several rounds of 10 draws
+    assert len(cand) > 5   # several rounds of 3 draws (l = 0.5 k)
     assert len(np.unique(cand, axis=0)) == len(cand)
     nearest = ((X[:, None, :] - cand[None]) ** 2).sum(-1).argmin(1)
     want = np.bincount(nearest, weights=w, minlength=len(cand))
@@ -65,17 +65,46 @@ def test_candidates_are_weighted_by_their_nearest_rows(devices, monkeypatch, wei
     assert np.isclose(seen["weights"].sum(), len(X) if w is None else w.sum())
 
 
-def test_inertia_after_lloyd_is_that_of_kmeans_plusplus(devices):
-    """Seeding quality: after Lloyd, k-means|| ends within a few per cent of
-    greedy k-means++ (the mean of a few seeds, on overlapping blobs)."""
+@pytest.mark.parametrize("factor, rounds", [(None, None), (2.0, 3), (1.0, 2)],
+                         ids=["defaults", "l=2k-3", "l=k-2"])
+def test_inertia_after_lloyd_is_that_of_kmeans_plusplus(devices, factor, rounds):
+    """Seeding quality: after Lloyd, k-means|| (its defaults, and fewer
+    rounds of more candidates) ends within a few per cent of greedy
+    k-means++ (the mean of a few seeds, on overlapping blobs)."""
     from sklearn.datasets import make_blobs as sk_blobs
     X, _ = sk_blobs(3000, 5, centers=25, cluster_std=2.0, random_state=0)
     X = X.astype(np.float32)
+    params = {} if factor is None else {"oversampling_factor": factor, "init_max_iter": rounds}
 
-    def inertia(init):
-        return np.mean([oc.KMeans(25, init=init, n_init=1, random_state=s,
-                                  devices=devices).fit(X).inertia_ for s in range(3)])
-    assert inertia("k-means||") <= 1.03 * inertia("k-means++")
+    def inertia(init, **params):
+        return np.mean([oc.KMeans(25, init=init, n_init=1, random_state=s, devices=devices,
+                                  **params).fit(X).inertia_ for s in range(3)])
+    assert inertia("k-means||", **params) <= 1.03 * inertia("k-means++")
+
+
+def test_rounds_take_the_lloyd_passs_variant(profile, monkeypatch):
+    """The rounds' distances come from the Lloyd pass the planner picks for
+    the profile (row-wise, tiled or GEMM-tiled here; tensor cores on NVIDIA),
+    one pass size a fit (the round's l candidates, no pass over all the
+    candidates): the same centres from each variant."""
+    from oclclust.passes import kmeanspp
+    X, _ = make_blobs(n=800, d=4, k=6, seed=8)
+    built = []
+    real = kmeanspp.LloydPass
+
+    def spy(part, k, update=True, spec=None):
+        made = real(part, k, update, spec)
+        built.append((k, update, made.spec.variant))
+        return made
+    monkeypatch.setattr(kmeanspp, "LloydPass", spy)
+    got = {}
+    for variant in ("rowwise", "tiled", "gemm"):
+        built.clear()
+        got[variant] = seeded([profile.replace(lloyd_variant=variant)], X, 6, 5)
+        assert {b[:2] for b in built} == {(3, False)}   # l = ceil(0.5 x 6), no sums
+        assert {b[2] for b in built} == {variant}
+    np.testing.assert_array_equal(got["tiled"], got["rowwise"])
+    np.testing.assert_array_equal(got["gemm"], got["rowwise"])
 
 
 def test_one_device_and_two_sub_devices_seed_alike(profile):
@@ -131,3 +160,33 @@ def test_bad_parameters_are_refused_before_device_work(make, param, value, match
     X, _ = make_blobs(n=50)
     with pytest.raises(ValueError, match=match):
         make(n_clusters=3, **{"init": "k-means||", param: value}).fit(X)
+
+
+def test_a_round_reads_one_potential_a_chunk(profile, monkeypatch):
+    """A round's Lloyd pass, the lowering of the closest and nearest and
+    their prefix sums run on the device; of them the host reads the chunk's
+    potential, one number (the draws' search and rows are read apart)."""
+    import pyopencl as cl
+    from oclclust.passes import kmeanspp
+    X, _ = make_blobs(n=500, d=3, k=5, seed=6)
+    reads, inside = [], []
+    real_lower, real_copy = kmeanspp.ChunkOversampling.lower, cl.enqueue_copy
+
+    def lower(self, centers, base):
+        reads.append([])
+        inside.append(True)
+        try:
+            return real_lower(self, centers, base)
+        finally:
+            inside.pop()
+
+    def copy(queue, dest, src, **kwargs):   # every device-to-host read goes through it
+        if inside and isinstance(dest, np.ndarray) and isinstance(src, cl.MemoryObjectHolder):
+            reads[-1].append(dest.size)
+        return real_copy(queue, dest, src, **kwargs)
+    monkeypatch.setattr(kmeanspp.ChunkOversampling, "lower", lower)
+    monkeypatch.setattr(cl, "enqueue_copy", copy)
+    monkeypatch.setattr(inits, "_weighted_plusplus", lambda d, c, w, k, seed: np.arange(k))
+    seeded([profile], X, 5, 3)
+    assert len(reads) == 5                       # the default rounds, one chunk
+    assert all(r == [1] for r in reads)

@@ -28,7 +28,8 @@ def platform(devices):
 @pytest.mark.parametrize("init,weighted,dtype", [("k-means++", False, "float64"),
                                                   ("k-means++", True, "float32"),
                                                   ("random", True, "float64"),
-                                                  ("k-means||", True, "float64")])
+                                                  ("k-means||", True, "float64"),
+                                                  ("k-means||", False, "float32")])
 def test_ranks_fit_the_model_of_one_process(init, weighted, dtype, platform, devices,
                                             tmp_path):
     """1, 2 and 3 ranks: the same model on every rank, equal to one process

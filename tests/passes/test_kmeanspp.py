@@ -11,6 +11,8 @@ import pytest
 from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
 
 import oclclust as oc
+from oclclust.passes import kmeanspp
+from oclclust.runtime.partition import DevicePartition
 
 FLOATS = [np.float32, np.float64]
 
@@ -77,3 +79,88 @@ def test_kahan_sums_without_fp64(profile, make_blobs, seed):
     no_fp64 = dataclasses.replace(profile, fp64=False)
     mine, _ = ours(no_fp64, X, 10, seed)
     np.testing.assert_array_equal(mine, theirs(X, 10, seed)[0])
+
+
+def device_greedy(profile, X, k, seed, w=None, trials=None):
+    """DeviceGreedy's picks (k-means||'s weighted k-means++, every step on
+    the device) with kmeans_plusplus's draws from RandomState(*seed*): the
+    first row by weight, then trials uniforms a step, all drawn up front."""
+    rs = np.random.RandomState(seed)
+    host_w = np.ones(len(X), X.dtype) if w is None else w
+    trials = trials or 2 + int(np.log(k))
+    first = int(rs.choice(len(X), p=host_w / host_w.sum()))
+    uniforms = rs.uniform(size=(k - 1) * trials)
+    part = DevicePartition(profile, X, w)
+    return kmeanspp.DeviceGreedy(part, trials).run(first, uniforms, k), rs
+
+
+@pytest.mark.parametrize("weighting", ["unweighted", "weighted"])
+@pytest.mark.parametrize("k", [1, 2, 25])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_device_greedy_picks_the_host_loops_rows(profile, make_blobs, dtype, k, weighting):
+    """The device loop picks what the host-driven loop (kmeans_plusplus)
+    and scikit-learn pick from the same draws, and uses up the same
+    numbers of the stream."""
+    X, _ = make_blobs(n=3000, d=5, k=4, seed=3, dtype=dtype)
+    w = weights_for(X, weighting)
+    mine, my_rs = device_greedy(profile, X, k, 7, w)
+    host, host_rs = ours(profile, X, k, 7, w)
+    ref, _ = theirs(X, k, 7, w)
+    np.testing.assert_array_equal(mine, host)
+    np.testing.assert_array_equal(mine, ref)
+    assert my_rs.randint(1 << 30) == host_rs.randint(1 << 30)
+    if w is not None:
+        assert (w[mine] > 0).all()
+
+
+@pytest.mark.parametrize("blocks", [1, 4])
+@pytest.mark.parametrize("fp64", [True, False], ids=["fp64", "kahan"])
+def test_device_greedy_over_groups_of_many_rows(profile, monkeypatch, make_blobs, blocks,
+                                                fp64):
+    """Fewer candidate groups than the rows need (a group's rows walked in
+    draw_trials), and float sums with Kahan compensation: the same picks."""
+    monkeypatch.setattr(kmeanspp.DeviceGreedy, "BLOCKS", blocks)
+    X, _ = make_blobs(n=700, d=3, k=5, seed=1, dtype=np.float32)
+    w = weights_for(X, "weighted")
+    dev = dataclasses.replace(profile, fp64=fp64)
+    greedy = kmeanspp.DeviceGreedy(DevicePartition(dev, X, w), 4)
+    assert greedy.groups == min(blocks, 11) and greedy.rows_per_group * greedy.groups >= 700
+    mine, _ = device_greedy(dev, X, 12, 2, w, trials=4)
+    np.testing.assert_array_equal(mine, theirs(X, 12, 2, w, n_local_trials=4)[0])
+
+
+def test_device_greedy_of_copies(profile):
+    """Rows that are all copies of fewer points than k: once every point is
+    chosen the potential is 0 and the draws take the first row, as
+    scikit-learn's searchsorted does."""
+    X = np.repeat(np.eye(3), 10, axis=0)
+    mine, _ = device_greedy(profile, X, 5, 0)
+    np.testing.assert_array_equal(mine, theirs(X, 5, 0)[0])
+
+
+def test_device_greedy_reads_the_host_once(profile, make_blobs, monkeypatch):
+    """The k steps enqueue kernels only: the one read is of the k indices."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+    X, _ = make_blobs(n=500, d=3, k=4, seed=2)
+    greedy = kmeanspp.DeviceGreedy(DevicePartition(profile, X), 3)
+    reads, inside_get = [], []
+    real_get, real_copy = cla.Array.get, cl.enqueue_copy
+
+    def get(self, *args, **kwargs):
+        reads.append(self.size)
+        inside_get.append(True)   # its own copy is not another read
+        try:
+            return real_get(self, *args, **kwargs)
+        finally:
+            inside_get.pop()
+
+    def copy(queue, dest, src, **kwargs):
+        if isinstance(dest, np.ndarray) and not inside_get:   # device to host
+            reads.append(dest.size)
+        return real_copy(queue, dest, src, **kwargs)
+    monkeypatch.setattr(cla.Array, "get", get)
+    monkeypatch.setattr(cl, "enqueue_copy", copy)
+    idx = greedy.run(0, np.random.RandomState(0).uniform(size=9 * 3), 10)
+    assert len(idx) == 10 and len(set(idx.tolist())) == 10
+    assert reads == [10]
