@@ -8,7 +8,13 @@
 
 Single linkage runs on the rows (passes/mst.py: Boruvka's MST, O(N d)
 memory) past the condensed matrix and from the profile's
-mst_single_rows_from observations on; the "engine" column says which ran.
+mst_single_rows_from observations on; ward, centroid and median past the
+matrix (passes/linkage_rows.py: the chain and the generic algorithm over
+centroids); the "engine" column says which ran.  --rows runs every method
+that can on the rows whatever the matrix needs (the others are left out):
+
+    python3 bench/hierarchical.py --n 20000 50000 --d 32 \
+        --methods centroid median ward --rows --devices NVIDIA
 
 The data are ../shared/bench/gpu_host_anchors.py's (blobs(n, d, 50), seed 0,
 float32 made float64), fastcluster is called as there (linkage_vector for
@@ -45,7 +51,11 @@ def engine(method, n, device):
     from oclclust.cluster import hierarchical as hc
     from oclclust.passes.linkage import Plan
     plan = Plan(device, np.float64 if device.fp64 else np.float32)
-    return "rows" if method == "single" and hc._single_on_rows(plan, n) else "matrix"
+    if method == "single":
+        return "rows" if hc._single_on_rows(plan, n) else "matrix"
+    if method in hc.EUCLIDEAN_METHODS and not plan.matrix_fits(n):
+        return "rows"
+    return "matrix"
 
 
 def phases(X, method, device):
@@ -60,8 +70,18 @@ def phases(X, method, device):
         prim_single,
     )
     from oclclust.passes.linkage_generic import generic_linkage
+    from oclclust.passes.linkage_rows import generic_rows, ward_rows
     from oclclust.passes.mst import minimum_spanning_tree
     plan = Plan(device, np.float64 if device.fp64 else np.float32)
+    if engine(method, len(X), device) == "rows" and method != "single":
+        t0 = time.perf_counter()
+        if method == "ward":
+            merges = ward_rows(plan, X)
+            t1 = time.perf_counter()
+            hc._sorted_linkage(*merges, len(X))
+            return 0.0, t1 - t0, time.perf_counter() - t1
+        generic_rows(plan, X, method)
+        return 0.0, time.perf_counter() - t0, 0.0
     if engine(method, len(X), device) == "rows":
         t0 = time.perf_counter()
         a, b, w = minimum_spanning_tree(plan, X)
@@ -113,10 +133,18 @@ def main(argv=None):
     ap.add_argument("--phases", action="store_true",
                     help="run oclclust once more, timing the distance matrix and the merges "
                          "apart (device work finished before each clock read)")
+    ap.add_argument("--rows", action="store_true",
+                    help="run single, ward, centroid and median on the rows (O(N d) "
+                         "memory) whatever the matrix needs; leave out the other methods")
     ap.add_argument("--json", help="also write the rows here (JSON lines)")
     args = ap.parse_args(argv)
     if args.quick:
         args.n, args.d = [1000, 2000], 8
+    if args.rows:
+        from oclclust.passes.linkage import Plan
+        Plan.matrix_fits = lambda self, n: False
+        args.methods = [m for m in args.methods
+                        if m in ("single", "ward", "centroid", "median")]
 
     oc = import_oclclust()
     from oclclust.runtime.devices import preferred, select_devices
@@ -177,7 +205,8 @@ def main(argv=None):
             if args.phases:
                 t_d, t_m, t_h = phases(X, method, device)
                 row.update(distances_s=t_d, merges_s=t_m, host_s=t_h)
-                first = "MST" if row["engine"] == "rows" else "distance matrix"
+                first = ("distance matrix" if row["engine"] == "matrix" else
+                         "MST" if method == "single" else "matrix (none: rows)")
                 print(f"{'':>7} {'':>9} phases: {first} {t_d:.3f} s, merges "
                       f"{t_m:.3f} s, host sort+relabel {t_h:.3f} s", flush=True)
             if dh is not None and (not same or dh > args.rtol):

@@ -133,9 +133,9 @@ class Plan:
                 raise MemoryError(
                     f"the condensed {self.dtype.name} distance matrix of {n} observations "
                     f"needs {need / 2**30:.2f} GiB, beyond {p}'s {what} of "
-                    f"{limit / 2**30:.2f} GiB: single and ward linkage of observations "
-                    "run past it on the rows (O(n d) memory); for the other methods use "
-                    "fewer observations")
+                    f"{limit / 2**30:.2f} GiB: single, ward, centroid and median linkage of "
+                    "observations run past it on the rows (O(n d) memory); for the other "
+                    "methods use fewer observations")
 
 
 def _distance_plan(plan, n, d, metric):

@@ -1,12 +1,14 @@
-"""Ward linkage on the rows (passes/linkage_rows.py): scipy's merges, its
-heights to rounding, where the condensed matrix does not fit the device."""
+"""Ward, centroid and median linkage on the rows (passes/linkage_rows.py):
+scipy's merges, its heights to rounding, where the condensed matrix does not
+fit the device; centroid and median against fastcluster's linkage_vector
+too (the same direct centroid distances) where it is installed."""
 import numpy as np
 import pytest
 from scipy.cluster import hierarchy
 
 import oclclust as oc
 from oclclust.cluster import hierarchical as hier
-from oclclust.passes.linkage_rows import ward_rows
+from oclclust.passes.linkage_rows import generic_rows, ward_rows
 
 
 def rows(kind, n, d, seed=0):
@@ -19,10 +21,10 @@ def rows(kind, n, d, seed=0):
     return rng.uniform(size=(n, d))
 
 
-def assert_scipys(Z, X):
-    want = hierarchy.linkage(X, "ward")
+def assert_scipys(Z, X, method="ward", rtol=1e-12):
+    want = hierarchy.linkage(X, method)
     np.testing.assert_array_equal(Z[:, [0, 1, 3]], want[:, [0, 1, 3]])
-    np.testing.assert_allclose(Z[:, 2], want[:, 2], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Z[:, 2], want[:, 2], rtol=rtol, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["blobs", "uniform", "duplicates"])
@@ -50,5 +52,56 @@ def test_past_the_budget_ward_runs_on_the_rows(small_budget, monkeypatch):
     ours = oc.AgglomerativeClustering(4, linkage="ward", devices=small_budget).fit(X)
     assert np.array_equal(ours.labels_, SK(4, linkage="ward").fit(X).labels_)
     assert len(calls) == 2
-    with pytest.raises(MemoryError, match="single and ward linkage of observations run"):
+    with pytest.raises(MemoryError, match="single, ward, centroid and median linkage of "
+                                          "observations run past it on the rows"):
         oc.linkage(X, "average", devices=small_budget)
+
+
+# ------------------------------------------------ centroid and median linkage
+@pytest.mark.parametrize("method", ["centroid", "median"])
+@pytest.mark.parametrize("kind", ["blobs", "uniform", "duplicates"])
+@pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (64, 3), (301, 7)])
+def test_generic_rows_give_scipys_tree(devices, kind, n, d, method):
+    """The same merges as scipy's generic algorithm on the matrix (ties and
+    duplicates included), the heights within 1e-13 relative: scipy updates
+    distances by Lance-Williams, the rows measure them between centroids
+    (generic_rows' docstring; about 3e-15 at most measured on these sets)."""
+    X = rows(kind, n, d)
+    Z = generic_rows(hier._plan(devices), X, method)
+    assert Z.shape == (len(X) - 1, 4) and Z.dtype == np.float64
+    assert_scipys(Z, X, method, rtol=1e-13)
+
+
+@pytest.mark.parametrize("method", ["centroid", "median"])
+@pytest.mark.parametrize("kind", ["blobs", "uniform"])
+def test_generic_rows_give_fastclusters_tree(devices, kind, method):
+    """fastcluster's linkage_vector computes the same centroid distances (a
+    sequential sum of squares, then the root): the same merges on data
+    without ties, the heights to the last ulp."""
+    fastcluster = pytest.importorskip("fastcluster")
+    X = rows(kind, 257, 5, seed=1)
+    Z = generic_rows(hier._plan(devices), X, method)
+    want = fastcluster.linkage_vector(X, method)
+    np.testing.assert_array_equal(Z[:, [0, 1, 3]], want[:, [0, 1, 3]])
+    np.testing.assert_allclose(Z[:, 2], want[:, 2], rtol=1e-15, atol=0)
+
+
+def test_generic_rows_ties_go_to_the_lower_index(devices):
+    """An integer grid: many equal distances, equal heights of merges that
+    scipy takes in its heap's order; the rows take them in the same one."""
+    X = np.random.default_rng(5).integers(0, 3, (40, 2)).astype(np.float64)
+    for method in ("centroid", "median"):
+        assert_scipys(generic_rows(hier._plan(devices), X, method), X, method, rtol=1e-13)
+
+
+@pytest.mark.parametrize("method", ["centroid", "median"])
+def test_past_the_budget_centroid_and_median_run_on_the_rows(small_budget, monkeypatch,
+                                                             method):
+    calls = []
+    real = hier.generic_rows
+    monkeypatch.setattr(hier, "generic_rows", lambda *a: calls.append(a[2]) or real(*a))
+    X = rows("blobs", 120, 4)
+    assert_scipys(oc.linkage(X, method, devices=small_budget), X, method, rtol=1e-13)
+    assert calls == [method]
+    with pytest.raises(ValueError, match=f"the {method} linkage's merge heights overflow"):
+        oc.linkage(X * 1e200, method, devices=small_budget)
