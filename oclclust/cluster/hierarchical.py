@@ -137,6 +137,11 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     algorithm over cluster centroids, O(n d) memory): scipy's merges, the
     heights computed from the centroids rather than by scipy's
     Lance-Williams updates, so equal to rounding (a few ulps here).
+    Complete, average and weighted (and the others up to there) keep the
+    matrix on the device across as many buffers as it needs (the device's
+    largest buffer, or the profile's linkage_buffer_bytes, each) up to the
+    matrix budget (global memory x linkage_memory_fraction, else
+    memory_fraction); past it they raise MemoryError naming the limit.
     ``devices``: as in every oclclust estimator (the first GPU of them, else
     the largest device).
     """
