@@ -226,10 +226,20 @@ def generic_rows(plan, X, method):
     relative), and the two may differ more there.  Where two candidate
     distances are closer than that, the merges may be taken in the other
     order (fastcluster's linkage_vector, which also computes centroid
-    distances, has the same property).  Exact ties (duplicate points, equal
-    distances) go as in scipy: the lowest index first, a bound replaced only
-    by a strictly smaller distance.  ValueError(NO_NEIGHBOUR) where the
-    distances overflow.
+    distances, has the same property; its heights are these bit for bit).
+
+    Ties are deterministic and follow scipy's rules on the direct values:
+    its heap order, a scan's first strict minimum (the lowest index), a
+    bound replaced only by a strictly smaller distance.  Duplicate points
+    (zero distances; a merged pair's centroid is the point again) and the
+    integer sets of the tests merge as in scipy.  Where distances are equal
+    in exact arithmetic, the direct values often are exactly equal too (on
+    integer or dyadic data always), while scipy's Lance-Williams values may
+    differ in their last bits; there scipy resolves the tie by that
+    rounding and its tree may differ from this one (median on a 3-D
+    integer grid, tests/passes/test_linkage_rows.py), this one being
+    scipy's algorithm on the exact distances.  ValueError(NO_NEIGHBOUR)
+    where the distances overflow.
     """
     if method not in ROWS_METHODS:
         raise ValueError(f"generic_rows runs centroid and median, not {method!r}")
