@@ -101,7 +101,8 @@ def _distance(a, b):
 
 class _Centroids:
     """The device side of the generic algorithm on the rows: the centroids
-    (host copy kept in step), sizes and lower bounds, and the scans."""
+    (host copy kept in step), activity flags (sizes: 0 merged away) and
+    lower bounds, and the scans."""
 
     HEAD = 64       # this many lowered bounds travel with a merge's one read
     INIT_ROWS = 1 << 16     # rows a launch of the initial nearest-neighbour search
@@ -118,7 +119,8 @@ class _Centroids:
         self.centroids = cla.to_device(q, self.host)
         self.sizes = cla.to_device(q, np.ones(self.n, np.int32))
         self.min_dist = cla.empty(q, self.n, dt)
-        self.changed = cla.empty(q, 1, np.int32)
+        self.changed = cla.zeros(q, 2, np.int32)    # counts of lowered bounds, alternate
+        self.merges = 0
         self.changed_i, self.changed_v = cla.empty(q, self.n, np.int32), cla.empty(q, self.n, dt)
         self.part_v, self.part_i = cla.empty(q, self.groups, dt), cla.empty(q, self.groups,
                                                                             np.int32)
@@ -155,12 +157,13 @@ class _Centroids:
     def set_bound(self, x, d):
         self._write(self.min_dist, x, np.array([d], self.plan.dtype))
 
-    def _scan(self, y, update):
+    def _scan(self, y, removed=-1):
+        """Scan from y (removed >= 0: the merge of removed into y, which
+        lowers bounds; else y's nearest above alone)."""
         q, g, wg = self.q, self.groups, self.plan.wg
-        if update:
-            self.changed.fill(0)
         self.k["rows_scan"](q, (g * wg,), (wg,), self.centroids.data, self.sizes.data,
-                            np.int32(self.n), np.int32(y), np.int32(update),
+                            np.int32(self.n), np.int32(y), np.int32(removed >= 0),
+                            np.int32(removed), np.int32(self.merges % 2),
                             self.min_dist.data, self.changed.data, self.changed_i.data,
                             self.changed_v.data, self.part_v.data, self.part_i.data)
         cl.enqueue_copy(q, self.pv, self.part_v.data, is_blocking=False)
@@ -175,7 +178,7 @@ class _Centroids:
 
     def nearest_above(self, x):
         """scipy's find_min_dist: (y, d) of x's nearest active y > x."""
-        self._scan(x, 0).wait()
+        self._scan(x).wait()
         self.keep.clear()
         return self._nearest()
 
@@ -192,10 +195,10 @@ class _Centroids:
             c = (cx + cy) * dt.type(0.5)
         self.host[y] = c
         self._write(self.centroids, y * len(c), c)
-        self._write(self.sizes, x, np.zeros(1, np.int32))
-        self._write(self.sizes, y, np.array([nx + ny], np.int32))
-        self._scan(y, 1)
-        cl.enqueue_copy(q, self.count, self.changed.data, is_blocking=False)
+        self._scan(y, removed=x)
+        cl.enqueue_copy(q, self.count, self.changed.data,
+                        src_offset=self.merges % 2 * self.count.itemsize, is_blocking=False)
+        self.merges += 1
         cl.enqueue_copy(q, self.head_i, self.changed_i.data, is_blocking=False)
         cl.enqueue_copy(q, self.head_v, self.changed_v.data, is_blocking=True)
         self.keep.clear()

@@ -9,8 +9,10 @@ Reads spec: d, wg.
               (ties to the lower index: scipy's find_min_dist)
   rows_scan:  every active i != y at once: where update is set, the lower
               bounds of i < y that d(i, y) beats (lowered, listed for the
-              host's heap: the merge into y); each work-group's (distance,
-              index) minimum over i > y (scipy's find_min_dist of y)
+              host's heap: the merge of removed into y, whose item marks it
+              merged away); each work-group's (distance, index) minimum over
+              i > y (scipy's find_min_dist of y).  The list's count is
+              changed[c]; the launch zeroes changed[1 - c] for the next merge.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="select" file="select.cl.mako"/>
@@ -60,8 +62,9 @@ void nearest_above_init(__global const real_t *restrict centroids, const int n,
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void rows_scan(__global const real_t *restrict centroids,
-               __global const int *restrict sizes,       /* 0: merged away */
-               const int n, const int y, const int update,
+               __global int *restrict sizes,       /* 0: merged away */
+               const int n, const int y, const int update, const int removed,
+               const int c,
                __global real_t *restrict min_dist, __global int *restrict changed,
                __global int *restrict changed_i, __global real_t *restrict changed_v,
                __global real_t *restrict part_v, __global int *restrict part_i)
@@ -71,14 +74,20 @@ void rows_scan(__global const real_t *restrict centroids,
     const int lid = get_local_id(0);
     real_t best = INFINITY;
     int best_i = 0x7fffffff;
+    if (update && get_global_id(0) == 0)
+        changed[1 - c] = 0;
     for (int i = (update ? 0 : y + 1) + get_global_id(0); i < n; i += get_global_size(0)) {
+        if (i == removed) {           /* only item i touches sizes[i] */
+            sizes[i] = 0;
+            continue;
+        }
         if (sizes[i] == 0 || i == y)
             continue;
         const real_t dist = centroid_distance(centroids, y, i);
         if (i < y) {                  /* only item i touches min_dist[i] */
             if (dist < min_dist[i]) {
                 min_dist[i] = dist;
-                const int slot = atomic_inc(changed);
+                const int slot = atomic_inc(changed + c);
                 changed_i[slot] = i;
                 changed_v[slot] = dist;
             }
