@@ -40,7 +40,8 @@ def test_ward_rows_give_scipys_tree(devices, kind, n, d):
 @pytest.fixture
 def small_budget(devices):
     """Devices whose budget holds no condensed matrix of 40 points."""
-    return [p.replace(global_mem_size=2**20, memory_fraction=0.002) for p in devices]
+    return [p.replace(global_mem_size=2**20, memory_fraction=0.002, linkage_memory_fraction=0)
+            for p in devices]
 
 
 def test_past_the_budget_ward_runs_on_the_rows(small_budget, monkeypatch):
