@@ -92,11 +92,11 @@ ROWS_METHODS = ("centroid", "median")
 
 
 def _distance(a, b):
-    """|a - b| rounded as generic_nearest.cl.mako's centroid_distance: the
-    squared differences summed in feature order (cumsum is sequential), then
-    the square root, all in the rows' type."""
+    """|a - b|^2 rounded as generic_nearest.cl.mako's centroid_sqdistance:
+    the squared differences summed in feature order (cumsum is sequential),
+    in the rows' type."""
     diff = a - b
-    return np.sqrt(np.cumsum(diff * diff)[-1])
+    return np.cumsum(diff * diff)[-1]
 
 
 class _Centroids:
@@ -221,7 +221,9 @@ def generic_rows(plan, X, method):
     host, each cluster's nearest higher-indexed neighbour searched on the
     device), with the distances computed from the centroids rather than by
     Lance-Williams updates of a matrix: the same values in exact arithmetic,
-    rounded differently.  On the test sets here (blobs, uniform, duplicate
+    rounded differently.  Clusters compare by squared distance (as
+    fastcluster's do: the host checks a bound with the device's rounding,
+    no square root involved) and a merge's height is its root.  On the test sets here (blobs, uniform, duplicate
     points; n up to a few hundred) the heights are within 1e-13 relative of
     scipy's (float64; 3e-15 at most measured, about a dozen ulps, and 1e-15
     on bench/hierarchical.py's blobs of 2000 x 8); scipy's updates square and subtract distances, so
@@ -267,7 +269,7 @@ def generic_rows(plan, X, method):
         heap.remove_min()
         nx, ny = int(size[x]), int(size[y])
         Z[k] = (min(cluster_id[x], cluster_id[y]), max(cluster_id[x], cluster_id[y]),
-                dist_x, nx + ny)
+                np.sqrt(plan.dtype.type(dist_x)), nx + ny)
         size[x], size[y], cluster_id[y] = 0, nx + ny, n + k
         lowered, above = rows.merge(x, y, nx, ny, method)
         head = neighbor[:x]                      # candidates x had become y's

@@ -1,9 +1,11 @@
 <%doc>
 The generic algorithm (scipy's fast_linkage) for centroid and median on the
-rows: the distance of clusters i, j is |c_i - c_j| over their centroids
+rows: clusters i, j compare by |c_i - c_j|^2 over their centroids
 (centroid) or their merge midpoints (median), a sequential sum of squared
-differences and a square root, so the host's check of a bound
-(passes/linkage_rows.py: _distance) rounds the same.
+differences with no fused multiply-add, so the host's check of a bound
+(passes/linkage_rows.py: _distance) rounds the same on every device (no
+square root here, whose single-precision rounding OpenCL leaves open; the
+host takes the heights' roots).
 Reads spec: d, wg.
   nearest_above_init: one work-group a row x < n-1, the nearest y > x
               (ties to the lower index: scipy's find_min_dist)
@@ -22,7 +24,7 @@ Reads spec: d, wg.
 #define WG ${wg}
 ${select.work_group_argmin()}
 
-inline real_t centroid_distance(__global const real_t *restrict centroids, const long a,
+inline real_t centroid_sqdistance(__global const real_t *restrict centroids, const long a,
                                 const long b)
 {
     real_t s = 0;
@@ -30,7 +32,7 @@ inline real_t centroid_distance(__global const real_t *restrict centroids, const
         const real_t diff = centroids[a * D + k] - centroids[b * D + k];
         s += diff * diff;
     }
-    return sqrt(s);
+    return s;
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -45,7 +47,7 @@ void nearest_above_init(__global const real_t *restrict centroids, const int n,
     real_t best = INFINITY;
     int best_i = 0x7fffffff;
     for (int i = x + 1 + lid; i < n; i += WG) {
-        const real_t dist = centroid_distance(centroids, x, i);
+        const real_t dist = centroid_sqdistance(centroids, x, i);
         if (dist < best) {            /* i ascends: the first of equals stays */
             best = dist;
             best_i = i;
@@ -83,7 +85,7 @@ void rows_scan(__global const real_t *restrict centroids,
         }
         if (sizes[i] == 0 || i == y)
             continue;
-        const real_t dist = centroid_distance(centroids, y, i);
+        const real_t dist = centroid_sqdistance(centroids, y, i);
         if (i < y) {                  /* only item i touches min_dist[i] */
             if (dist < min_dist[i]) {
                 min_dist[i] = dist;

@@ -98,8 +98,9 @@ def test_generic_rows_ties_go_to_the_lower_index(devices):
 
 def host_generic_rows(X, method):
     """scipy's fast_linkage step for step on the host, its matrix entries
-    replaced by the centroid distances generic_rows computes (_distance):
-    the reference for the device's scans, ties included."""
+    replaced by the squared centroid distances generic_rows computes
+    (_distance; the heights their roots): the reference for the device's
+    scans, ties included."""
     n = len(X)
     C, size, cluster_id = X.astype(np.float64).copy(), np.ones(n, np.int64), np.arange(n)
 
@@ -125,7 +126,8 @@ def host_generic_rows(X, method):
             heap.change_value(x, dist)
         heap.remove_min()
         nx, ny = size[x], size[y]
-        Z[k] = min(cluster_id[x], cluster_id[y]), max(cluster_id[x], cluster_id[y]), dist, nx + ny
+        Z[k] = (min(cluster_id[x], cluster_id[y]), max(cluster_id[x], cluster_id[y]),
+                np.sqrt(dist), nx + ny)
         C[y] = (nx * C[x] + ny * C[y]) / float(nx + ny) if method == "centroid" else \
             (C[x] + C[y]) * 0.5
         size[x], size[y], cluster_id[y] = 0, nx + ny, n + k
