@@ -8,7 +8,21 @@
 
 Single linkage runs on the rows (passes/mst.py: Boruvka's MST, O(N d)
 memory) past the condensed matrix and from the profile's
-mst_single_rows_from observations on; the "engine" column says which ran.
+mst_single_rows_from observations on; ward, centroid and median past the
+matrix (passes/linkage_rows.py: the chain and the generic algorithm over
+centroids); the "engine" column says which ran ("matrix/3": the condensed
+matrix across 3 device buffers, as complete / average / weighted run past
+the device's largest buffer).  --rows runs every method
+that can on the rows whatever the matrix needs (the others are left out):
+
+    python3 bench/hierarchical.py --n 20000 50000 --d 32 \
+        --methods centroid median ward --rows --devices NVIDIA
+    python3 bench/hierarchical.py --n 100000 190000 --d 32 \
+        --methods complete average weighted --no-fastcluster --devices NVIDIA
+    python3 bench/hierarchical.py --n 20000 --d 32 --methods complete average \
+        --buffer-bytes 400000000 --devices NVIDIA      # 4 buffers
+(with --buffer-bytes the warm-up set's matrix spans fewer buffers than the
+timed ones: their kernels' builds are timed; run a size twice to see them apart)
 
 The data are ../shared/bench/gpu_host_anchors.py's (blobs(n, d, 50), seed 0,
 float32 made float64), fastcluster is called as there (linkage_vector for
@@ -45,7 +59,11 @@ def engine(method, n, device):
     from oclclust.cluster import hierarchical as hc
     from oclclust.passes.linkage import Plan
     plan = Plan(device, np.float64 if device.fp64 else np.float32)
-    return "rows" if method == "single" and hc._single_on_rows(plan, n) else "matrix"
+    if method == "single" and hc._single_on_rows(plan, n):
+        return "rows"
+    if method in hc.EUCLIDEAN_METHODS and not plan.matrix_fits(n):
+        return "rows"
+    return "matrix" if plan.buffers(n) == 1 else f"matrix/{plan.buffers(n)}"
 
 
 def phases(X, method, device):
@@ -60,9 +78,19 @@ def phases(X, method, device):
         prim_single,
     )
     from oclclust.passes.linkage_generic import generic_linkage
+    from oclclust.passes.linkage_rows import generic_rows, ward_rows
     from oclclust.passes.mst import minimum_spanning_tree
     plan = Plan(device, np.float64 if device.fp64 else np.float32)
-    if engine(method, len(X), device) == "rows":
+    if engine(method, len(X), device) == "rows" and method != "single":
+        t0 = time.perf_counter()
+        if method == "ward":
+            merges = ward_rows(plan, X)
+            t1 = time.perf_counter()
+            hc._sorted_linkage(*merges, len(X))
+            return 0.0, t1 - t0, time.perf_counter() - t1
+        generic_rows(plan, X, method)
+        return 0.0, time.perf_counter() - t0, 0.0
+    if engine(method, len(X), device) == "rows":     # single: the MST
         t0 = time.perf_counter()
         a, b, w = minimum_spanning_tree(plan, X)
         t1 = time.perf_counter()
@@ -113,10 +141,21 @@ def main(argv=None):
     ap.add_argument("--phases", action="store_true",
                     help="run oclclust once more, timing the distance matrix and the merges "
                          "apart (device work finished before each clock read)")
+    ap.add_argument("--rows", action="store_true",
+                    help="run single, ward, centroid and median on the rows (O(N d) "
+                         "memory) whatever the matrix needs; leave out the other methods")
+    ap.add_argument("--buffer-bytes", type=int, default=0,
+                    help="the matrix's largest buffer (the linkage_buffer_bytes term; "
+                         "0: the device's): split the matrix to time the split")
     ap.add_argument("--json", help="also write the rows here (JSON lines)")
     args = ap.parse_args(argv)
     if args.quick:
         args.n, args.d = [1000, 2000], 8
+    if args.rows:
+        from oclclust.passes.linkage import Plan
+        Plan.matrix_fits = lambda self, n: False
+        args.methods = [m for m in args.methods
+                        if m in ("single", "ward", "centroid", "median")]
 
     oc = import_oclclust()
     from oclclust.runtime.devices import preferred, select_devices
@@ -129,6 +168,9 @@ def main(argv=None):
             self.persistent = args.strategy == "persistent"
         Plan.__init__ = forced
     device = preferred(select_devices(args.devices))[0]
+    if args.buffer_bytes:
+        device = device.replace(linkage_buffer_bytes=args.buffer_bytes)
+    args.devices = [device]
     print(f"oclclust on {device}; d={args.d}; methods {', '.join(args.methods)}; "
           f"strategy {args.strategy}", flush=True)
     warm = blobs(300, args.d, 5).astype(np.float64)
@@ -140,7 +182,7 @@ def main(argv=None):
         minimum_spanning_tree(Plan(device, np.float64 if device.fp64 else np.float32), warm)
 
     rows = []
-    header = (f"{'n':>7} {'method':>9} {'engine':>6} {'oclclust s':>11} {'scipy s':>9} {'fastcl. s':>10} "
+    header = (f"{'n':>7} {'method':>9} {'engine':>9} {'oclclust s':>11} {'scipy s':>9} {'fastcl. s':>10} "
               f"{'x scipy':>8} {'x fastcl.':>9} {'vs':>11} {'merges':>7} {'max rel dh':>10}")
     print(header)
     print("-" * len(header), flush=True)
@@ -170,14 +212,15 @@ def main(argv=None):
 
             def fmt(v, spec):
                 return format(v, spec) if v is not None else "-"
-            print(f"{n:>7} {method:>9} {row['engine']:>6} {t_oc:>11.3f} {fmt(t_sp, '9.3f'):>9} "
+            print(f"{n:>7} {method:>9} {row['engine']:>9} {t_oc:>11.3f} {fmt(t_sp, '9.3f'):>9} "
                   f"{fmt(t_fc, '10.3f'):>10} {fmt(t_sp and t_sp / t_oc, '8.1f'):>8} "
                   f"{fmt(t_fc and t_fc / t_oc, '9.1f'):>9} {ref_name:>11} "
                   f"{fmt(same, ''):>7} {fmt(dh, '10.1e'):>10}", flush=True)
             if args.phases:
                 t_d, t_m, t_h = phases(X, method, device)
                 row.update(distances_s=t_d, merges_s=t_m, host_s=t_h)
-                first = "MST" if row["engine"] == "rows" else "distance matrix"
+                first = ("distance matrix" if row["engine"].startswith("matrix") else
+                         "MST" if method == "single" else "matrix (none: rows)")
                 print(f"{'':>7} {'':>9} phases: {first} {t_d:.3f} s, merges "
                       f"{t_m:.3f} s, host sort+relabel {t_h:.3f} s", flush=True)
             if dh is not None and (not same or dh > args.rtol):

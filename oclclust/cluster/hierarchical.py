@@ -14,7 +14,7 @@ import numpy as np
 from ._base import BaseEstimator, ClusterMixin
 from ..parallel.manager import DeviceManager
 from ..runtime.devices import preferred, select_devices
-from ..passes.linkage_rows import ward_rows
+from ..passes.linkage_rows import generic_rows, ward_rows
 from ..passes.linkage import NN_CHAIN, Plan, condensed_distances, nn_chain, prim_single
 from ..passes.linkage_generic import generic_linkage
 from ..passes.mst import MstTerms, minimum_spanning_tree
@@ -108,10 +108,7 @@ def _single_on_rows(plan, n):
     (passes/mst.py, O(n d) memory): where the condensed matrix exceeds the
     device (its largest buffer or the memory budget), and from the profile's
     mst_single_rows_from observations on, where the rows are faster."""
-    p = plan.profile
-    need = n * (n - 1) // 2 * plan.dtype.itemsize
-    return (need > min(p.max_alloc_size, p.memory_budget)
-            or n >= p.terms(MstTerms).single_rows_from)
+    return not plan.matrix_fits(n) or n >= plan.profile.terms(MstTerms).single_rows_from
 
 
 def _single_from_rows(plan, X, metric):
@@ -135,6 +132,16 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     observations runs on the rows (passes/mst.py: Boruvka's MST, distances
     never stored) where the condensed matrix does not fit the device and
     from the profile's mst_single_rows_from observations on; the same Z.
+    Ward, centroid and median of observations run on the rows too where the
+    matrix does not fit (passes/linkage_rows.py: the chain and the generic
+    algorithm over cluster centroids, O(n d) memory): scipy's merges, the
+    heights computed from the centroids rather than by scipy's
+    Lance-Williams updates, so equal to rounding (a few ulps here).
+    Complete, average and weighted (and the others up to there) keep the
+    matrix on the device across as many buffers as it needs (the device's
+    largest buffer, or the profile's linkage_buffer_bytes, each) up to the
+    matrix budget (global memory x linkage_memory_fraction, else
+    memory_fraction); past it they raise MemoryError naming the limit.
     ``devices``: as in every oclclust estimator (the first GPU of them, else
     the largest device).
     """
@@ -172,13 +179,20 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     _check_range(y if X is None else X, plan)
     # single linkage past the matrix (or where the rows are faster): the MST
     on_rows = method == "single" and X is not None and _single_on_rows(plan, X.shape[0])
-    ward_rows_ = method == "ward" and X is not None and not plan.matrix_fits(X.shape[0])
-    if not (on_rows or ward_rows_):
+    # ward, centroid and median past the matrix: over centroids (passes/linkage_rows.py)
+    rows_ = (method in EUCLIDEAN_METHODS and X is not None
+             and not plan.matrix_fits(X.shape[0]))
+    if not (on_rows or rows_):
         dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
     if on_rows:
         Z = _single_from_rows(plan, X, metric)
-    elif ward_rows_:   # past the matrix: the chain over centroids (passes/linkage_rows.py)
+    elif rows_ and method == "ward":     # the nearest-neighbour chain
         Z = _sorted_linkage(*ward_rows(plan, X), X.shape[0])
+    elif rows_:                          # the generic algorithm
+        try:
+            Z = generic_rows(plan, X, method)
+        except ValueError as exc:        # no neighbour closer than inf: an overflow
+            raise _overflow(plan, method) from exc
     elif method == "single":
         Z = _sorted_linkage(*prim_single(plan, dist, n), n)
     elif method in NN_CHAIN:

@@ -1,7 +1,8 @@
 """Hierarchical clustering on the device: scipy's three linkage algorithms.
 
 Pairs with templates/hierarchical_distances.cl.mako (the condensed distance
-matrix), hierarchical_prim.cl.mako (single linkage: Prim's MST) and
+matrix, across as many device buffers as it needs: condensed.cl.mako and
+Condensed below), hierarchical_prim.cl.mako (single linkage: Prim's MST) and
 hierarchical_linkage.cl.mako (nearest-neighbour chain for complete, average,
 weighted and ward; the generic algorithm for centroid and median).  The
 matrix stays on the device; the host enqueues steps and reads back only the
@@ -27,12 +28,32 @@ NN_CHAIN = ("complete", "average", "weighted", "ward")
 @declare_terms
 @dataclasses.dataclass(frozen=True)
 class LinkageTerms:
-    """distance_tiles 1: the distance matrix as register tiles (TileTerms)."""
+    """distance_tiles 1: the distance matrix as register tiles (TileTerms).
+    buffer_bytes: the most bytes of the condensed matrix one device buffer
+    holds (0: the device's largest buffer, CL_DEVICE_MAX_MEM_ALLOC_SIZE; a
+    smaller one splits the matrix sooner).  memory_fraction: the share of
+    global memory the matrix may take (0: the profile's memory_fraction)."""
     distance_tiles: int = term("linkage_distance_tiles", 0, 1)
+    buffer_bytes: int = term("linkage_buffer_bytes", 0, 2**62)
+    memory_fraction: float = term("linkage_memory_fraction", 0.0, 1.0)
+
+
+# the most buffers a matrix spans: kernels take one argument a buffer
+MAX_BUFFERS = 32
+# the methods that run past the matrix (O(n d) memory on the rows)
+ROW_METHODS = "single, ward, centroid and median"
 
 
 @dataclasses.dataclass(frozen=True)
-class DistanceSpec(TileFields, Spec):
+class MatrixFields:
+    """The condensed matrix's layout (condensed.cl.mako): *buffers* device
+    buffers of *buffer_elems* entries each but the last (0: one buffer)."""
+    buffers: int = 1
+    buffer_elems: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class DistanceSpec(TileFields, MatrixFields, Spec):
     """``tiled``: square tiles of tm x tn (= tm) observation pairs per
     work-group, rm x rn per work-item, kc features (of dp) per local-memory
     chunk, vw-wide local reads (the register tile of distance_tile.cl.mako);
@@ -75,13 +96,13 @@ def distance_specs(profile, base, n, d, metric, tiled=True):
 
 
 @dataclasses.dataclass(frozen=True)
-class PrimSpec(Spec):
+class PrimSpec(MatrixFields, Spec):
     template = "hierarchical_prim.cl.mako"
     wg: int = 64
 
 
 @dataclasses.dataclass(frozen=True)
-class LinkageSpec(Spec):
+class LinkageSpec(MatrixFields, Spec):
     template = "hierarchical_linkage.cl.mako"
     method: str = "ward"
     wg: int = 64
@@ -93,6 +114,13 @@ def exact_kernel(queue, spec, name):
     neighbours, DBSCAN)."""
     return codegen.plan("exact", queue.context, (spec, name), lambda: codegen.SharedKernel(
         cl.Kernel(codegen.build(queue.context, spec, EXACT_OPTIONS), name)))
+
+
+def _size(nbytes):
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.2f} {unit}"
+    return f"{nbytes} bytes"
 
 
 class Plan:
@@ -109,7 +137,15 @@ class Plan:
         # register-tiled distances where they pay (GPUs); on the CPU runtimes
         # here the one-pair-per-work-item kernel is as fast for small d (its
         # stores are contiguous and the n^2/2 stores dominate)
-        self.tiled = bool(profile.terms(LinkageTerms).distance_tiles)
+        terms = profile.terms(LinkageTerms)
+        self.tiled = bool(terms.distance_tiles)
+        # the matrix's buffers: entries a buffer, and the bytes all may take
+        largest = profile.max_alloc_size
+        if terms.buffer_bytes:
+            largest = min(largest, terms.buffer_bytes)
+        self.buffer_elems = max(1, largest // self.dtype.itemsize)
+        fraction = terms.memory_fraction or profile.memory_fraction
+        self.matrix_budget = int(profile.global_mem_size * fraction)
 
     def groups(self, n):
         return max(1, min(-(-n // self.wg), 8 * self.profile.compute_units))
@@ -118,29 +154,73 @@ class Plan:
         cl.enqueue_nd_range_kernel(self.queue, kernel, (groups * self.wg,),
                                    (self.wg,) if local else None)
 
+    def matrix_bytes(self, n):
+        return n * (n - 1) // 2 * self.dtype.itemsize
+
+    def buffers(self, n):
+        """How many device buffers the condensed matrix of n observations spans."""
+        return max(1, -(-(n * (n - 1) // 2) // self.buffer_elems))
+
     def matrix_fits(self, n):
-        """Whether the condensed matrix of n observations fits the device."""
-        need = n * (n - 1) // 2 * self.dtype.itemsize
-        return need <= min(self.profile.max_alloc_size, self.profile.memory_budget)
+        """Whether the condensed matrix of n observations fits the device
+        (its buffers together within the matrix budget)."""
+        return self.matrix_bytes(n) <= self.matrix_budget and self.buffers(n) <= MAX_BUFFERS
 
     def check_fits(self, n):
         """MemoryError when the condensed matrix exceeds what the device holds."""
-        need = n * (n - 1) // 2 * self.dtype.itemsize
-        p = self.profile
-        for limit, what in ((p.max_alloc_size, "largest buffer (CL_DEVICE_MAX_MEM_ALLOC_SIZE)"),
-                            (p.memory_budget, "memory budget (global memory x memory_fraction)")):
-            if need > limit:
-                raise MemoryError(
-                    f"the condensed {self.dtype.name} distance matrix of {n} observations "
-                    f"needs {need / 2**30:.2f} GiB, beyond {p}'s {what} of "
-                    f"{limit / 2**30:.2f} GiB: single and ward linkage of observations "
-                    "run past it on the rows (O(n d) memory); for the other methods use "
-                    "fewer observations")
+        need, p = self.matrix_bytes(n), self.profile
+        what = (f"beyond {p}'s memory budget for it of {_size(self.matrix_budget)} "
+                f"(global memory x linkage_memory_fraction, else memory_fraction)"
+                if need > self.matrix_budget else
+                f"more than {MAX_BUFFERS} buffers of {self.buffer_elems} entries "
+                "(CL_DEVICE_MAX_MEM_ALLOC_SIZE or linkage_buffer_bytes)")
+        if not self.matrix_fits(n):
+            raise MemoryError(
+                f"the condensed {self.dtype.name} distance matrix of {n} observations "
+                f"needs {_size(need)}, {what}: {ROW_METHODS} linkage of "
+                "observations run past it on the rows (O(n d) memory); for complete, "
+                "average and weighted use fewer observations")
 
 
-def _distance_plan(plan, n, d, metric):
-    """(spec, kernel) of the first distance spec that builds and fits."""
-    for spec in distance_specs(plan.profile, plan.base, n, d, metric, plan.tiled):
+class Condensed:
+    """The condensed distance matrix on the device (pdist's layout), in as
+    many buffers as it needs: all but the last hold plan.buffer_elems
+    entries.  ``args``: the buffers, a kernel's arguments dist0, dist1, ...;
+    ``fields``: the specs' MatrixFields."""
+
+    def __init__(self, plan, n):
+        plan.check_fits(n)
+        self.queue, self.n, self.dtype = plan.queue, n, plan.dtype
+        m = max(1, n * (n - 1) // 2)
+        per = plan.buffer_elems
+        self.buffers = [cla.empty(plan.queue, min(per, m - s), plan.dtype)
+                        for s in range(0, m, per)]
+        self.per = per if len(self.buffers) > 1 else 0
+        self.fields = dict(buffers=len(self.buffers), buffer_elems=self.per)
+        self.args = [b.data for b in self.buffers]
+
+    def where(self, e):
+        """(buffer, offset) of entry e."""
+        return (e // self.per, e % self.per) if self.per else (0, e)
+
+    def set(self, y):
+        """Upload a host condensed vector."""
+        y = np.ascontiguousarray(y, self.dtype)
+        start = 0
+        for buf in self.buffers:
+            buf.set(y[start:start + buf.size], self.queue)
+            start += buf.size
+
+    def get(self, queue=None):
+        """The whole matrix on the host (pdist's vector: tests, small n)."""
+        return np.concatenate([b.get(queue or self.queue) for b in self.buffers])
+
+
+def _distance_plan(plan, n, d, metric, fields=None):
+    """(spec, kernel) of the first distance spec that builds and fits;
+    *fields*: the matrix's MatrixFields (one buffer where None)."""
+    base = dict(plan.base, **(fields or {}))
+    for spec in distance_specs(plan.profile, base, n, d, metric, plan.tiled):
         try:
             kern = exact_kernel(plan.queue, spec, "condensed_distances")
         except codegen.KernelBuildError:
@@ -152,20 +232,21 @@ def _distance_plan(plan, n, d, metric):
 
 
 def condensed_distances(plan, X=None, y=None, metric="euclidean"):
-    """The condensed distance matrix on the device, from observations X
-    (built by a kernel) or from a host condensed vector y; and n."""
+    """The condensed distance matrix on the device (a Condensed: as many
+    buffers as it needs), from observations X (built by a kernel) or from a
+    host condensed vector y; and n."""
     q = plan.queue
     if y is not None:
         n = round((1 + np.sqrt(1 + 8 * y.shape[0])) / 2)
-        plan.check_fits(n)
-        return cla.to_device(q, np.ascontiguousarray(y, plan.dtype)), n
+        out = Condensed(plan, n)
+        out.set(y)
+        return out, n
     n, d = X.shape
-    plan.check_fits(n)
+    out = Condensed(plan, n)
     x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
-    out = cla.empty(q, max(1, n * (n - 1) // 2), plan.dtype)
     flag = cla.zeros(q, 1, np.int32)
-    spec, kern = _distance_plan(plan, n, d, metric)
-    args = (x.data, np.int64(n), out.data, flag.data)
+    spec, kern = _distance_plan(plan, n, d, metric, out.fields)
+    args = (x.data, np.int64(n), *out.args, flag.data)
     if spec.tiled:
         tiles = -(-n // spec.tm)
         kern(q, (tiles * (tiles + 1) // 2 * spec.wg,), (spec.wg,), *args)
@@ -193,10 +274,10 @@ def prim_single(plan, dist, n):
     merged[0] = 1
     b = _buffers(q, merged=merged, best=np.full(n, np.inf, plan.dtype))
     edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
-    spec = PrimSpec(wg=plan.wg, **plan.base)
+    spec = PrimSpec(wg=plan.wg, **plan.base, **dist.fields)
     if plan.persistent:
         state = cla.to_device(q, np.zeros(2, np.int32))             # [x, unused]
-        exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
+        exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), *dist.args, np.int32(n),
                                      state.data, b["merged"].data, b["best"].data,
                                      edges.data, heights.data)
         return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
@@ -211,7 +292,7 @@ def prim_single(plan, dist, n):
     for p in range(2):      # two kernel objects: the same kernel, buffers swapped
         step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_step")
         (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
-        step.set_args(dist.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
+        step.set_args(*dist.args, np.int32(n), np.int32(groups), in_v.data, in_i.data,
                       out_v.data, out_i.data, state.data, b["merged"].data, b["best"].data,
                       edges.data, heights.data)
         steps.append(step)
@@ -232,13 +313,13 @@ def nn_chain(plan, dist, n, method):
     q, groups = plan.queue, plan.groups(n)
     pairs, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
     size = cla.to_device(q, np.ones(n, np.int32))
-    spec = LinkageSpec(method=method, wg=plan.wg, **plan.base)
+    spec = LinkageSpec(method=method, wg=plan.wg, **plan.base, **dist.fields)
     if plan.persistent:
         state = np.zeros(STATE_SIZE, np.int32)
         state[LEN] = 1                              # the chain starts at cluster 0
         state, chain = cla.to_device(q, state), cla.to_device(q, np.zeros(n, np.int32))
         merge_dist = cla.zeros(q, 1, plan.dtype)
-        exact_kernel(q, spec, "nn_chain_all")(q, (plan.wg,), (plan.wg,), dist.data, np.int32(n),
+        exact_kernel(q, spec, "nn_chain_all")(q, (plan.wg,), (plan.wg,), *dist.args, np.int32(n),
                                          state.data, chain.data, size.data, merge_dist.data,
                                          pairs.data, heights.data)
         if not state.get(q)[DONE]:
@@ -257,7 +338,7 @@ def nn_chain(plan, dist, n, method):
     for p in range(2):      # two kernel objects: the same kernel, buffers swapped
         step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "nn_step")
         (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
-        step.set_args(dist.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
+        step.set_args(*dist.args, np.int32(n), np.int32(groups), in_v.data, in_i.data,
                       out_v.data, out_i.data, states[p].data, states[1 - p].data, chain.data,
                       size.data, pairs.data, heights.data)
         steps_k.append(step)

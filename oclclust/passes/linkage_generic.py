@@ -83,7 +83,7 @@ class _Rows:
     def __init__(self, plan, dist, n, method):
         self.plan, self.q, self.dist, self.n = plan, plan.queue, dist, n
         self.groups = plan.groups(n)
-        spec = LinkageSpec(method=method, wg=plan.wg, **plan.base)
+        spec = LinkageSpec(method=method, wg=plan.wg, **plan.base, **dist.fields)
         self.k = {name: exact_kernel(self.q, spec, name) for name in
                   ("row_init", "row_scan", "row_pick", "merge_update")}
         q, dt = self.q, plan.dtype
@@ -102,7 +102,7 @@ class _Rows:
         n, q = self.n, self.q
         neighbor, min_dist = cla.empty(q, n, np.int32), cla.empty(q, n, self.plan.dtype)
         wg = self.plan.wg
-        self.k["row_init"](q, (-(-n // wg) * wg,), (wg,), self.dist.data, np.int32(n),
+        self.k["row_init"](q, (-(-n // wg) * wg,), (wg,), *self.dist.args, np.int32(n),
                            neighbor.data, min_dist.data)
         self.min_dist = min_dist     # the device's copy of the bounds (n-1 used)
         neighbor = neighbor.get(q)[:n - 1].copy()
@@ -112,7 +112,7 @@ class _Rows:
 
     def _enqueue_nearest_above(self, x):
         q, g = self.q, self.groups
-        self.k["row_scan"](q, (g * self.plan.wg,), (self.plan.wg,), self.dist.data,
+        self.k["row_scan"](q, (g * self.plan.wg,), (self.plan.wg,), *self.dist.args,
                            np.int32(self.n), np.int32(x), self.size.data, self.part_v.data,
                            self.part_i.data)
         self.k["row_pick"](q, (self.plan.wg,), (self.plan.wg,), np.int32(g), self.part_v.data,
@@ -133,8 +133,8 @@ class _Rows:
 
     def distance(self, x, y):
         a, b = min(x, y), max(x, y)
-        cl.enqueue_copy(self.q, self.one, self.dist.data,
-                        src_offset=(self.n * a - a * (a + 1) // 2 + b - a - 1) * self.one.itemsize)
+        buf, at = self.dist.where(self.n * a - a * (a + 1) // 2 + b - a - 1)
+        cl.enqueue_copy(self.q, self.one, self.dist.args[buf], src_offset=at * self.one.itemsize)
         return float(self.one[0])
 
     def set_bound(self, x, d):
@@ -149,7 +149,7 @@ class _Rows:
         q = self.q
         self.changed.fill(0)
         wg = self.plan.wg
-        self.k["merge_update"](q, (self.groups * wg,), (wg,), self.dist.data, np.int32(self.n),
+        self.k["merge_update"](q, (self.groups * wg,), (wg,), *self.dist.args, np.int32(self.n),
                                np.int32(x), np.int32(y), np.int32(nx), np.int32(ny),
                                self.plan.dtype.type(d), self.size.data,
                                self.min_dist.data, self.changed.data, self.changed_i.data,

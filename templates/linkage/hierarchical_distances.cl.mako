@@ -2,7 +2,7 @@
 The condensed pairwise distance matrix of the observations, as scipy's pdist
 lays it out: entry (i, j), i < j, at n*i - i*(i+1)/2 + (j - i - 1).
 Reads spec: d, metric (euclidean, sqeuclidean, cityblock, chebyshev, cosine),
-tiled; with tiled also dp (d padded to kc) and the register tile's fields
+buffers, buffer_elems (the matrix across buffers: condensed.cl.mako), tiled; with tiled also dp (d padded to kc) and the register tile's fields
 that distance_tile.cl.mako reads (tm == tn, rm, rn, kc, vw).
 
 tiled: a work-group per square tile of TM rows i by TN rows j, only the
@@ -22,9 +22,11 @@ matrix.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="tile" file="distance_tile.cl.mako"/>
+<%namespace name="cm" file="condensed.cl.mako"/>
 /* pdist rounds every product and sum: no fused multiply-adds */
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
+${cm.accessor(False)}
 % if tiled:
 ${tile.defines(c_pad=True)}\
 #define DP ${dp}
@@ -36,7 +38,7 @@ ${tile.defines(c_pad=True)}\
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void condensed_distances(__global const real_t *restrict x, const long n,
-                         __global real_t *restrict out,
+                         ${cm.params(False)},
                          __global int *restrict not_finite)
 {
     const int lid = get_local_id(0);
@@ -76,7 +78,7 @@ ${tile.multiply(form)}\
                 const real_t dist = acc_${r}_${q};
     % endif
                 bad |= !isfinite(dist);
-                out[n * i - i * (i + 1) / 2 + (j - i - 1)] = dist;
+                DIST(n * i - i * (i + 1) / 2 + (j - i - 1)) = dist;
             }
         }
   % endfor
@@ -88,7 +90,7 @@ ${tile.multiply(form)}\
 % else:
 
 __kernel void condensed_distances(__global const real_t *restrict x, const long n,
-                                  __global real_t *restrict out,
+                                  ${cm.params(False)},
                                   __global int *restrict not_finite)
 {
     const long i = get_global_id(1);
@@ -138,6 +140,6 @@ __kernel void condensed_distances(__global const real_t *restrict x, const long 
 % endif
     if (!isfinite(dist))
         atomic_or(not_finite, 1);
-    out[n * i - i * (i + 1) / 2 + (j - i - 1)] = dist;
+    DIST(n * i - i * (i + 1) / 2 + (j - i - 1)) = dist;
 }
 % endif

@@ -1,7 +1,8 @@
 <%doc>
 Lance-Williams linkages on the condensed distance matrix, as scipy runs them.
 Reads spec: method (complete, average, weighted, ward, centroid, median), wg
-(work-group size, a power of two).
+(work-group size, a power of two), buffers, buffer_elems (the matrix across
+buffers: condensed.cl.mako).
 
 Nearest-neighbour chain (scipy's nn_chain: complete, average, weighted, ward),
 all control on the device (the host only enqueues steps and now and then
@@ -23,6 +24,7 @@ operation; contraction into fma is off so ties in the data stay ties.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="select" file="select.cl.mako"/>
+<%namespace name="cm" file="condensed.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define WG ${wg}
 /* nn-chain state slots */
@@ -35,6 +37,7 @@ operation; contraction into fma is off so ties in the data stay ties.
 #define MERGING 6
 #define FIRST 7
 #define DONE 8
+${cm.accessor(False)}
 
 inline long condensed_index(const long n, const long i, const long j)
 {
@@ -67,7 +70,7 @@ inline real_t new_distance(const real_t d_xi, const real_t d_yi, const real_t d_
 ${select.work_group_argmin()}\
 
 /* each work-group's minimum of d(x, i) over active i in [lo, n), i != x */
-inline void row_partial(__global const real_t *restrict dist, const int n, const int x,
+inline void row_partial(${cm.params(False)}, const int n, const int x,
                         const int lo, __global const int *restrict size,
                         __global real_t *restrict part_v, __global int *restrict part_i,
                         __local real_t *v, __local int *idx)
@@ -78,7 +81,7 @@ inline void row_partial(__global const real_t *restrict dist, const int n, const
     for (int i = lo + get_global_id(0); i < n; i += get_global_size(0)) {
         if (size[i] == 0 || i == x)
             continue;
-        const real_t d = dist[condensed_index(n, x, i)];
+        const real_t d = DIST(condensed_index(n, x, i));
         if (d < mv) {            /* rows ascend: the first strict minimum */
             mv = d;
             mi = i;
@@ -105,7 +108,7 @@ inline void row_partial(__global const real_t *restrict dist, const int n, const
 
 /* The pending merge's update and the scan of row x = chain top over items
    first, first + stride, ...; the work-group minimum ends in v[0], idx[0]. */
-inline void nn_scan_items(__global real_t *restrict dist, const int n,
+inline void nn_scan_items(${cm.params(False)}, const int n,
                           __global const int *restrict state,
                           __global const int *restrict chain,
                           __global const int *restrict size,
@@ -128,17 +131,17 @@ inline void nn_scan_items(__global real_t *restrict dist, const int n,
             /* item i alone writes d(i, b); d(x, i) for i != b is not written
                here, and d(x, b) is offered by item x, which makes it */
             const long ib = condensed_index(n, i, b);
-            const real_t d = new_distance(dist[condensed_index(n, i, a)], dist[ib], d_ab,
+            const real_t d = new_distance(DIST(condensed_index(n, i, a)), DIST(ib), d_ab,
                                           na, nb, ni);
-            dist[ib] = d;
+            DIST(ib) = d;
             if (x == b)
                 OFFER(d, i);
             else if (i == x)
                 OFFER(d, b);
             else
-                OFFER(dist[condensed_index(n, x, i)], i);
+                OFFER(DIST(condensed_index(n, x, i)), i);
         } else if (i != x && !merging) {
-            OFFER(dist[condensed_index(n, x, i)], i);
+            OFFER(DIST(condensed_index(n, x, i)), i);
         }
     }
     v[lid] = mv;
@@ -148,7 +151,7 @@ inline void nn_scan_items(__global real_t *restrict dist, const int n,
 
 /* One item: the chain step for row minimum (current_min, y) of the chain top. */
 inline void nn_decide(real_t current_min, int y, const int n,
-                      __global const real_t *restrict dist, __global int *restrict state,
+                      ${cm.params(False)}, __global int *restrict state,
                       __global int *restrict chain, __global int *restrict size,
                       __global real_t *restrict merge_dist, __global int *restrict pairs,
                       __global real_t *restrict heights)
@@ -160,7 +163,7 @@ inline void nn_decide(real_t current_min, int y, const int n,
         /* scipy starts from the previous chain element and takes only a
            strictly smaller distance: no cycles among equal distances */
         const int prev = chain[len - 2];
-        const real_t d_prev = dist[condensed_index(n, x, prev)];
+        const real_t d_prev = DIST(condensed_index(n, x, prev));
         if (!(current_min < d_prev)) {
             y = prev;
             current_min = d_prev;
@@ -229,7 +232,7 @@ inline void nn_decide(real_t current_min, int y, const int n,
    - the Lance-Williams update writes d(i, b), which the decision (d(a, b))
      never reads. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nn_step(__global real_t *restrict dist, const int n, const int groups,
+void nn_step(${cm.params(False)}, const int n, const int groups,
              __global const real_t *restrict in_v, __global const int *restrict in_i,
              __global real_t *restrict out_v, __global int *restrict out_i,
              __global const int *restrict st_in, __global int *restrict st_out,
@@ -259,7 +262,7 @@ void nn_step(__global real_t *restrict dist, const int n, const int groups,
             /* scipy starts from the previous chain element and takes only a
                strictly smaller distance: no cycles among equal distances */
             const int prev = chain[base + len - 2];
-            const real_t d_prev = dist[condensed_index(n, x, prev)];
+            const real_t d_prev = DIST(condensed_index(n, x, prev));
             if (!(current_min < d_prev)) {
                 y = prev;
                 current_min = d_prev;
@@ -332,17 +335,17 @@ void nn_step(__global real_t *restrict dist, const int n, const int groups,
             continue;
         if (merging && i != b) {
             const long ib = condensed_index(n, i, b);
-            const real_t d = new_distance(dist[condensed_index(n, i, a)], dist[ib], d_ab,
+            const real_t d = new_distance(DIST(condensed_index(n, i, a)), DIST(ib), d_ab,
                                           na, nb, ni);
-            dist[ib] = d;
+            DIST(ib) = d;
             if (x == b)
                 OFFER(d, i);
             else if (i == x)
                 OFFER(d, b);
             else
-                OFFER(dist[condensed_index(n, x, i)], i);
+                OFFER(DIST(condensed_index(n, x, i)), i);
         } else if (i != x && !merging) {
-            OFFER(dist[condensed_index(n, x, i)], i);
+            OFFER(DIST(condensed_index(n, x, i)), i);
         }
     }
 #undef SIZE_OF
@@ -358,7 +361,7 @@ void nn_step(__global real_t *restrict dist, const int n, const int groups,
 /* one work-group runs the whole chain in one launch: no launch per step
    (CPUs, where a launch costs more than a small row's scan) */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nn_chain_all(__global real_t *restrict dist, const int n, __global int *restrict state,
+void nn_chain_all(${cm.params(False)}, const int n, __global int *restrict state,
                   __global int *restrict chain, __global int *restrict size,
                   __global real_t *restrict merge_dist, __global int *restrict pairs,
                   __global real_t *restrict heights)
@@ -371,16 +374,16 @@ void nn_chain_all(__global real_t *restrict dist, const int n, __global int *res
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         if (state[DONE])
             break;
-        nn_scan_items(dist, n, state, chain, size, merge_dist, lid, WG, v, idx);
+        nn_scan_items(DIST_ARGS, n, state, chain, size, merge_dist, lid, WG, v, idx);
         barrier(CLK_GLOBAL_MEM_FENCE);
         if (lid == 0)
-            nn_decide(v[0], idx[0], n, dist, state, chain, size, merge_dist, pairs, heights);
+            nn_decide(v[0], idx[0], n, DIST_ARGS, state, chain, size, merge_dist, pairs, heights);
     }
 }
 
 /* ------------------------------------------------------ generic algorithm */
 
-__kernel void row_init(__global const real_t *restrict dist, const int n,
+__kernel void row_init(${cm.params(False)}, const int n,
                        __global int *restrict neighbor, __global real_t *restrict min_dist)
 {
     const int x = get_global_id(0);
@@ -389,7 +392,7 @@ __kernel void row_init(__global const real_t *restrict dist, const int n,
     real_t mv = INFINITY;
     int mi = -1;
     for (int i = x + 1; i < n; ++i) {
-        const real_t d = dist[condensed_index(n, x, i)];
+        const real_t d = DIST(condensed_index(n, x, i));
         if (d < mv) {
             mv = d;
             mi = i;
@@ -400,13 +403,13 @@ __kernel void row_init(__global const real_t *restrict dist, const int n,
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void row_scan(__global const real_t *restrict dist, const int n, const int x,
+void row_scan(${cm.params(False)}, const int n, const int x,
               __global const int *restrict size, __global real_t *restrict part_v,
               __global int *restrict part_i)
 {
     __local real_t v[WG];
     __local int idx[WG];
-    row_partial(dist, n, x, x + 1, size, part_v, part_i, v, idx);
+    row_partial(DIST_ARGS, n, x, x + 1, size, part_v, part_i, v, idx);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -422,7 +425,7 @@ void row_pick(const int groups, __global const real_t *restrict part_v,
     }
 }
 
-__kernel void merge_update(__global real_t *restrict dist, const int n, const int a,
+__kernel void merge_update(${cm.params(False)}, const int n, const int a,
                            const int b, const int na, const int nb, const real_t d_ab,
                            __global int *restrict size, __global real_t *restrict min_dist,
                            __global int *restrict changed, __global int *restrict changed_i,
@@ -444,9 +447,9 @@ __kernel void merge_update(__global real_t *restrict dist, const int n, const in
         if (nz == 0)
             continue;
         const long zb = condensed_index(n, z, b);
-        const real_t d = new_distance(dist[condensed_index(n, z, a)], dist[zb], d_ab,
+        const real_t d = new_distance(DIST(condensed_index(n, z, a)), DIST(zb), d_ab,
                                       na, nb, nz);
-        dist[zb] = d;
+        DIST(zb) = d;
         if (z < b && d < min_dist[z]) {
             min_dist[z] = d;
             const int slot = atomic_inc(changed);

@@ -2,7 +2,8 @@
 Single linkage as scipy's mst_single_linkage computes it: Prim's algorithm on
 the condensed distance matrix, one merge per iteration and no host round
 trip (the tree's newest node lives on the device).
-Reads spec: wg (work-group size, a power of two).
+Reads spec: wg (work-group size, a power of two); buffers, buffer_elems
+(the matrix across buffers: condensed.cl.mako).
   prim_step:  one launch a merge over many work-groups: each reduces the
               last launch's minima to the new node y, then every unmerged i
               lowers best[i] to d(y, i) and each work-group writes its
@@ -12,7 +13,9 @@ Ties go to the lowest index: scipy's loop keeps the first strict minimum.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="select" file="select.cl.mako"/>
+<%namespace name="cm" file="condensed.cl.mako"/>
 #define WG ${wg}
+${cm.accessor(True)}
 
 inline long condensed_index(const long n, const long i, const long j)
 {
@@ -25,7 +28,7 @@ ${select.work_group_argmin()}\
 /* best[i] = min(best[i], d(x, i)) over unmerged items first, first + stride,
    ...; the work-group minimum of best ends in v[0], idx[0].  x itself counts
    as merged; where mark is set, its own item records that. */
-inline void prim_scan_items(__global const real_t *restrict dist, const int n, const int x,
+inline void prim_scan_items(${cm.params(True)}, const int n, const int x,
                             const int mark, __global uchar *restrict merged,
                             __global real_t *restrict best, const int first,
                             const int stride, __local real_t *v, __local int *idx)
@@ -42,7 +45,7 @@ inline void prim_scan_items(__global const real_t *restrict dist, const int n, c
         if (merged[i])
             continue;
         real_t b = best[i];
-        const real_t d = dist[condensed_index(n, x, i)];
+        const real_t d = DIST(condensed_index(n, x, i));
         if (d < b) {
             b = d;
             best[i] = b;
@@ -62,7 +65,7 @@ inline void prim_scan_items(__global const real_t *restrict dist, const int n, c
    to the other buffer.  Launch 0 reads a seeded (0, node 0); launch n-1
    records the last edge. */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void prim_step(__global const real_t *restrict dist, const int n, const int groups,
+void prim_step(${cm.params(True)}, const int n, const int groups,
                __global const real_t *restrict in_v, __global const int *restrict in_i,
                __global real_t *restrict out_v, __global int *restrict out_i,
                __global int *restrict state, __global uchar *restrict merged,
@@ -86,7 +89,7 @@ void prim_step(__global const real_t *restrict dist, const int n, const int grou
         state[0] = y;
         state[1] = k + 1;
     }
-    prim_scan_items(dist, n, y, 1, merged, best, get_global_id(0), get_global_size(0), v, idx);
+    prim_scan_items(DIST_ARGS, n, y, 1, merged, best, get_global_id(0), get_global_size(0), v, idx);
     if (lid == 0) {
         out_v[get_group_id(0)] = v[0];
         out_i[get_group_id(0)] = idx[0];
@@ -96,7 +99,7 @@ void prim_step(__global const real_t *restrict dist, const int n, const int grou
 /* one work-group, one launch, every merge (CPUs: no launch per merge);
    state: [x, edges made] */
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void prim_all(__global const real_t *restrict dist, const int n, __global int *restrict state,
+void prim_all(${cm.params(True)}, const int n, __global int *restrict state,
               __global uchar *restrict merged, __global real_t *restrict best,
               __global int *restrict edges, __global real_t *restrict heights)
 {
@@ -107,7 +110,7 @@ void prim_all(__global const real_t *restrict dist, const int n, __global int *r
         /* item 0's new x and merged flag, seen by all */
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         const int x = state[0];
-        prim_scan_items(dist, n, x, 0, merged, best, lid, WG, v, idx);
+        prim_scan_items(DIST_ARGS, n, x, 0, merged, best, lid, WG, v, idx);
         barrier(CLK_GLOBAL_MEM_FENCE);      /* every item has read state[0] */
         if (lid == 0) {
             const int y = min(idx[0], n - 1);   /* always an unmerged one: see above */

@@ -9,6 +9,10 @@ centroid/median, in each precision of PRECISIONS, with a work-group of 4 so
 the row searches span several work-groups.  Results are checked against
 scipy (merges equal, heights to rounding).
 
+The matrix across three device buffers (exercise_buffers: every kernel
+above reaching entries through condensed.cl.mako's accessor), against the
+one-buffer result bit for bit.
+
 Bad data too (exercise_bad_data): linkage() takes negative distances as
 scipy does, and the passes' entry points check nothing, so negative and NaN
 distances reach every linkage kernel here, with ties and duplicate points:
@@ -94,6 +98,49 @@ def exercise_linkages(device, log):
     log("hierarchical linkages: ok")
 
 
+def exercise_buffers(device, log):
+    """The matrix across three buffers (linkage_buffer_bytes of 16 entries,
+    9 points: 36 entries, the last buffer short): distances one pair a
+    work-item and tiled, every linkage in both strategies, against scipy and
+    the one-buffer result bit for bit."""
+    for dtype, fp64 in PRECISIONS:
+        X = _points(9, 3, seed=5).astype(dtype).astype(np.float64)
+        y = pdist(X)
+        rtol = 1e-4 if dtype == "float32" else 1e-12
+        plans = [Plan(profile_for(device, fp64, work_group_size=4, linkage_buffer_bytes=b,
+                                  **DISTANCE_TILES), dtype)
+                 for b in (0, 16 * np.dtype(dtype).itemsize)]
+        if plans[1].buffers(9) != 3:
+            raise AssertionError(f"{plans[1].buffers(9)} buffers, expected 3")
+        for tiled in (False, True):
+            tag = f"{dtype} fp64={fp64} tiled={tiled}"
+            mark(f"hierarchical buffers distances {tag}")
+            got = []
+            for plan in plans:
+                plan.tiled = tiled
+                got.append(condensed_distances(plan, X=X.astype(dtype))[0].get())
+            np.testing.assert_array_equal(got[1], got[0])
+            close(got[1], y, f"buffers distances {tag}", rtol)
+        for persistent in (True, False):
+            tag = f"{dtype} fp64={fp64} persistent={persistent}"
+            for method in ("single", "complete", "average", "weighted", "ward",
+                           "centroid", "median"):
+                mark(f"hierarchical buffers {method} {tag}")
+                Zs = []
+                for plan in plans:
+                    plan.persistent = persistent
+                    dist, n = condensed_distances(plan, y=y)
+                    if method == "single":
+                        Zs.append(_sorted_linkage(*prim_single(plan, dist, n), n))
+                    elif method in ("centroid", "median"):
+                        Zs.append(generic_linkage(plan, dist, n, method))
+                    else:
+                        Zs.append(_sorted_linkage(*nn_chain(plan, dist, n, method), n))
+                np.testing.assert_array_equal(Zs[1], Zs[0])
+                _check_z(Zs[1], X, method, rtol, f"buffers {method} {tag}")
+    log("hierarchical buffers: ok")
+
+
 def _check_tree(Z, n, what):
     """Z is a tree whatever its heights: every cluster id merged once, all n
     points in the last merge."""
@@ -171,7 +218,7 @@ def exercise_bad_data(device, log):
 
 
 EXERCISERS = {
-    "hierarchical_distances.cl.mako": [exercise_distances],
-    "hierarchical_prim.cl.mako": [exercise_linkages, exercise_bad_data],
-    "hierarchical_linkage.cl.mako": [exercise_linkages, exercise_bad_data],
+    "hierarchical_distances.cl.mako": [exercise_distances, exercise_buffers],
+    "hierarchical_prim.cl.mako": [exercise_linkages, exercise_bad_data, exercise_buffers],
+    "hierarchical_linkage.cl.mako": [exercise_linkages, exercise_bad_data, exercise_buffers],
 }

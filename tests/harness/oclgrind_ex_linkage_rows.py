@@ -1,6 +1,9 @@
-"""oclgrind plugin: ward linkage on the rows (passes/linkage_rows.py) -- the
-chain's nearest-cluster kernel through a whole tree of ragged size, against
-scipy's merges.
+"""oclgrind plugin: ward, centroid and median linkage on the rows
+(passes/linkage_rows.py) -- the chain's nearest-cluster kernel and the
+generic algorithm's nearest-above and merge scans through whole trees of
+ragged size (work-groups of 4: many groups a scan), against scipy's merges;
+duplicate points too (zero distances, ties to the lower index), and an
+overflow (no neighbour closer than inf: every index stays in its buffer).
 
 Run:  cd /tmp && PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized \
       --check-api --build-options -cl-opt-disable python tests/harness/oclgrind_driver.py --only linkage_rows
@@ -10,7 +13,8 @@ from scipy.cluster import hierarchy
 
 from oclgrind_driver import mark, profile_for
 from oclclust.cluster import hierarchical as hier
-from oclclust.passes.linkage_rows import ward_rows
+from oclclust.passes.linkage_generic import NO_NEIGHBOUR
+from oclclust.passes.linkage_rows import generic_rows, ward_rows
 
 
 def exercise_ward_rows(device, log):
@@ -24,4 +28,30 @@ def exercise_ward_rows(device, log):
     log("ward rows: ok")
 
 
-EXERCISERS = {"ward_nearest.cl.mako": [exercise_ward_rows]}
+def exercise_generic_rows(device, log):
+    rng = np.random.RandomState(4)
+    half = rng.randn(9, 3)
+    sets = [("blobs", rng.randn(23, 3) + rng.randint(0, 3, (23, 1)) * 4),
+            ("duplicates", np.concatenate([half, half])[rng.permutation(18)])]
+    for fp64 in (True, False):
+        plan = hier._plan([profile_for(device, fp64, work_group_size=4)])
+        for method in ("centroid", "median"):
+            for name, X in sets:
+                mark(f"generic rows {method} {name} fp64={fp64}")
+                Z = generic_rows(plan, X, method)
+                ref = hierarchy.linkage(X, method)
+                if fp64 and not np.array_equal(Z[:, [0, 1, 3]], ref[:, [0, 1, 3]]):
+                    raise AssertionError(f"generic rows {method} {name}: merges differ")
+            mark(f"generic rows {method} overflow fp64={fp64}")
+            try:
+                generic_rows(plan, sets[0][1] * 1e300, method)
+            except ValueError as exc:
+                if str(exc) != NO_NEIGHBOUR:
+                    raise
+            else:
+                raise AssertionError("generic rows: no error on overflowing distances")
+    log("generic rows: ok")
+
+
+EXERCISERS = {"ward_nearest.cl.mako": [exercise_ward_rows],
+              "generic_nearest.cl.mako": [exercise_generic_rows]}

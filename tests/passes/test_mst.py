@@ -144,7 +144,8 @@ def small_budget(devices, monkeypatch):
         calls.append(1)
         return engine(*args, **kwargs)
     monkeypatch.setattr(hier, "minimum_spanning_tree", counted)
-    return [p.replace(global_mem_size=2**20, memory_fraction=0.002) for p in devices], calls
+    return [p.replace(global_mem_size=2**20, memory_fraction=0.002, linkage_memory_fraction=0)
+            for p in devices], calls
 
 
 @pytest.mark.parametrize("metric", METRICS)
