@@ -267,15 +267,6 @@ def _buffers(q, **arrays):
     return {k: cla.to_device(q, v) for k, v in arrays.items()}
 
 
-def persistent(plan, dist):
-    """Whether a run is one persistent launch (the plan's strategy) over
-    *dist*: only on a one-buffer matrix.  Across buffers the persistent
-    kernels built wrong trees on the H200 (every method; the launches
-    strategy and every CPU gave scipy's), so a split matrix takes the
-    launches everywhere."""
-    return plan.persistent and len(dist.buffers) == 1
-
-
 def prim_single(plan, dist, n):
     """scipy's mst_single_linkage: (n-1, 2) point pairs and heights, in merge order."""
     q, groups = plan.queue, plan.groups(n)
@@ -284,7 +275,7 @@ def prim_single(plan, dist, n):
     b = _buffers(q, merged=merged, best=np.full(n, np.inf, plan.dtype))
     edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
     spec = PrimSpec(wg=plan.wg, **plan.base, **dist.fields)
-    if persistent(plan, dist):
+    if plan.persistent:
         state = cla.to_device(q, np.zeros(2, np.int32))             # [x, unused]
         exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), *dist.args, np.int32(n),
                                      state.data, b["merged"].data, b["best"].data,
@@ -323,7 +314,7 @@ def nn_chain(plan, dist, n, method):
     pairs, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
     size = cla.to_device(q, np.ones(n, np.int32))
     spec = LinkageSpec(method=method, wg=plan.wg, **plan.base, **dist.fields)
-    if persistent(plan, dist):
+    if plan.persistent:
         state = np.zeros(STATE_SIZE, np.int32)
         state[LEN] = 1                              # the chain starts at cluster 0
         state, chain = cla.to_device(q, state), cla.to_device(q, np.zeros(n, np.int32))

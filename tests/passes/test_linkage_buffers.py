@@ -37,9 +37,8 @@ def split(devices, buffers, **changes):
 
 @pytest.fixture(params=["persistent", "launches"])
 def strategy(request, monkeypatch):
-    """One launch for the whole run (CPUs' default; a split matrix takes the
-    launches: linkage.persistent) and a few launches a merge with
-    register-tiled distances (GPUs')."""
+    """One launch for the whole run (CPUs' default) and a few launches a
+    merge with register-tiled distances (GPUs')."""
     init = Plan.__init__
 
     def forced(self, *args, **kwargs):
