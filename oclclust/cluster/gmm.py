@@ -270,7 +270,7 @@ class GaussianMixture(DensityMixin, KCluster):
                                                                         "random_from_data"):
                 # one-hot on k rows is no partition: scikit-learn's tied
                 # covariance counts every row's x x' (X'X, all in component 0)
-                gm.resp_from_label_rows(np.zeros(data.n, dtype=np.int64))
+                gm.resp_in_first()
                 xtx = mdl.raw_second_moment(gm.resp_stats(center)[:1], center[:1])
             self._initial_resp(gm, data, rng, host_w)
             # means first (about the data mean), then the scatter about them
@@ -296,29 +296,18 @@ class GaussianMixture(DensityMixin, KCluster):
         at a time); the others are one-hot rows made on the devices."""
         k, ranks = self.n_components, self._ranks
         if self.init_params == "random":   # all ranks' draws, in row order
-            block = max(1, RANDOM_BLOCK // k)
-            skip = _discard(rng, k, block)
-            skip(ranks.offset)
-
-            def draw(rows):
-                resp = rng.uniform(size=(rows, k))
-                resp /= resp.sum(axis=1)[:, None]
-                return resp
-            gm.resp_from_host(draw, block)
-            skip(ranks.n - ranks.offset - data.n)
+            skip = _skipper(k)
+            skip(rng, ranks.offset)
+            gm.resp_from_stream(rng, lambda own, rows: _uniform_resp(own, rows, k), skip,
+                                max(1, RANDOM_BLOCK // k))
+            skip(rng, ranks.n - ranks.offset - data.n)
         elif self.init_params == "kmeans":   # a fit of all ranks' rows, on these devices
             from .kmeans import KMeans
-            if getattr(data, "remote", False):   # rows on Dask's workers: labels come here
-                labels = KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
-                                dtype=data.dtype, comm=self.comm).fit(data.source).labels_
-                gm.resp_from_label_rows(np.asarray(labels))
-            else:
-                lloyd = LloydShards(data, k, ranks)
-                KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
-                       dtype=data.dtype, comm=self.comm)._fit(data, host_w, rng, ranks, lloyd)
-                # its labels, still on the devices (as its labels_, this rank's rows)
-                gm.resp_from_labels(dict(zip(data.chunks, lloyd.map(
-                    lambda chunk, st: st.current_labels()))))
+            lloyd = LloydShards(data, k, ranks)
+            KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
+                   dtype=data.dtype, comm=self.comm)._fit(data, host_w, rng, ranks, lloyd)
+            # its labels, still on the devices (as its labels_, this rank's rows)
+            gm.resp_from_lloyd(lloyd)
         else:   # k rows of all ranks' (global indices, made this rank's)
             if self.init_params == "random_from_data":
                 idx = rng.choice(ranks.n, size=k, replace=False)
@@ -437,10 +426,41 @@ def _compact(kind, value):
     return value
 
 
-def _discard(rng, k, block):
-    """skip(rows): draw and drop the uniform rows of another rank, *block*
-    rows at a time (numpy's stream has no jump to a place)."""
-    def skip(rows):
-        for start in range(0, rows, block):
-            rng.uniform(size=(min(block, rows - start), k))
+def _uniform_resp(rng, rows, k):
+    """The "random" init's next *rows* responsibilities from *rng*
+    (scikit-learn's: uniform draws, each row normalised)."""
+    resp = rng.uniform(size=(rows, k))
+    resp /= resp.sum(axis=1)[:, None]
+    return resp
+
+
+# raw outputs of a bit generator that one uniform double takes (numpy's next_double)
+_RAWS_PER_DOUBLE = {"MT19937": 2, "PCG64": 1, "PCG64DXSM": 1, "Philox": 1, "SFC64": 1}
+
+
+def _skipper(k):
+    """skip(rng, rows): move the RandomState *rng* past the uniform rows
+    (k values each) of other ranks or chunks without drawing them: numpy's
+    PCG64 jumps there (advance), the others run their raw stream on
+    without output; an unknown bit generator draws and drops them."""
+    def skip(rng, rows):
+        values = int(rows) * k
+        if values <= 0:
+            return
+        state = rng.get_state(legacy=False)
+        kind = state["bit_generator"]
+        if kind not in _RAWS_PER_DOUBLE:
+            block = max(1, RANDOM_BLOCK // k)
+            for start in range(0, rows, block):
+                rng.uniform(size=(min(block, rows - start), k))
+            return
+        bits = getattr(np.random, kind)()
+        bits.state = state
+        if hasattr(bits, "advance") and kind.startswith("PCG64"):
+            bits.advance(values)
+        else:
+            bits.random_raw(values * _RAWS_PER_DOUBLE[kind], output=False)
+        # a double never takes the buffered 32 bits: the stream's own stay
+        rng.set_state({**state, **{key: value for key, value in bits.state.items()
+                                   if key not in ("has_uint32", "uinteger")}})
     return skip

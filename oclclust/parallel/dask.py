@@ -150,11 +150,23 @@ class DaskData:
                         "workers must not hold it")
 
     # ------------------------------------------------------------- passes
-    def map_states(self, key, make, fn, timed=False):
-        """[fn(chunk, its state)] over every chunk in row order, on the
-        workers; a chunk's state is make(chunk), made there once per *key*."""
+    def map_states(self, key, make, fn, timed=False, others=(), each=None):
+        """[fn(chunk, its state, *its states of the keys *others*[, each[i]])]
+        over every chunk i in row order, on the workers; a chunk's state is
+        make(chunk), made there once per *key* (those of *others*: made by
+        earlier maps).  *each*: one value per chunk, each block sent only
+        its own chunks'."""
         payload = cloudpickle.dumps((make, fn))
-        results = self._gather(self._each_block(_on_block, key, payload, timed))
+        if each is None:
+            mine = [None] * len(self.blocks)
+        else:
+            ends = np.cumsum([len(block) for block in self.blocks])
+            mine = [list(each[lo:hi]) for lo, hi in zip(np.r_[0, ends[:-1]], ends)]
+        futures = [self.client.submit(_on_block, self.fit, i, key, payload, timed,
+                                      tuple(others), values, workers=[addr],
+                                      allow_other_workers=False, pure=False)
+                   for i, (addr, values) in enumerate(zip(self.workers, mine))]
+        results = self._gather(futures)
         return [r for block in results for r in block]
 
     def map(self, fn, timed=False):
@@ -364,22 +376,29 @@ def _load(fit, index, rows, weights, start, devices, dtype, local, name):
                 warnings=[str(c.message) for c in caught])
 
 
-def _states_fn(fit, index, key, payload):
+def _states_fn(fit, index, key, payload, others=(), values=None):
     block = _block(fit, index)
     make, fn = cloudpickle.loads(payload)
     if key is None:
         return block, lambda chunk: fn(chunk, None)
     states = block.states.setdefault(key, {})
+    try:
+        theirs = [block.states[other] for other in others]
+    except KeyError as missing:
+        raise RuntimeError(f"block {index} of the fit has no state of pass {missing} on "
+                           f"Dask worker {get_worker().address}") from None
+    extra = {} if values is None else dict(zip(block.data.chunks, values))
 
     def one(chunk):
         if chunk not in states:
             states[chunk] = make(chunk)
-        return fn(chunk, states[chunk])
+        return fn(chunk, states[chunk], *[t[chunk] for t in theirs],
+                  *([extra[chunk]] if values is not None else []))
     return block, one
 
 
-def _on_block(fit, index, key, payload, timed):
-    block, one = _states_fn(fit, index, key, payload)
+def _on_block(fit, index, key, payload, timed, others=(), values=None):
+    block, one = _states_fn(fit, index, key, payload, others, values)
     return block.data.map(one, timed)
 
 

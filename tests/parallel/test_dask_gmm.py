@@ -1,0 +1,55 @@
+"""GaussianMixture on a Dask cluster's workers (parallel/dask.py): a
+LocalCluster of 2 worker processes, started once for the module.
+
+Every init leaves its responsibilities on the workers: one-hot rows of the
+"kmeans" init's labels (its KMeans fit of the same blocks, whose labels
+stay on the devices), of k rows (k-means++, random_from_data), or uniform
+rows each block draws on its worker from the fit's random stream moved to
+its first row ("random").  The model is the numpy fit's of the same chunks
+(test_dask.streamed) bit for bit, and no array of the rows' size travels
+either way between the client and the workers.
+"""
+import numpy as np
+import pytest
+
+import oclclust as oc
+
+dask = pytest.importorskip("dask")   # the [dask] extra: tools/setup.sh installs it
+import dask.array as da  # noqa: E402
+
+from dask_cluster import BLOCK, D, K, Transfers, blobs  # noqa: E402
+
+N = 16 * BLOCK   # 16 blocks, 8 on each worker: n bytes are more than any statistics'
+
+
+def streamed(devices, dtype):
+    """One device, its rows streamed in chunks of BLOCK rows (a block's)."""
+    return oc.DeviceManager(devices[:1], memory_budget=2 * D * np.dtype(dtype).itemsize * BLOCK)
+
+
+def held(client):
+    od = oc.parallel.dask
+    return client.run(lambda: len(od._BLOCKS))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
+@pytest.mark.parametrize("cov", ["full", "diag"])
+@pytest.mark.parametrize("init_params", ["kmeans", "k-means++", "random", "random_from_data"])
+def test_every_init_equals_the_numpy_fit_and_no_row_sized_array_travels(
+        client, devices, init_params, cov, dtype, monkeypatch):
+    X = blobs(dtype, n=N)
+    kw = dict(n_components=K, covariance_type=cov, random_state=2, max_iter=8, tol=0,
+              init_params=init_params)
+    moved = Transfers(client, monkeypatch)
+    gm = oc.GaussianMixture(devices=devices, **kw).fit(X)
+    monkeypatch.undo()
+    for way in ("sent", "received"):
+        size, array = moved.most(way)
+        # not a byte a row, no array of a block's rows (n x k draws, n labels: far more)
+        assert size < N and array < BLOCK, (way, size, array)
+    assert not any(held(client).values())   # the fit freed its blocks
+    ref = oc.GaussianMixture(devices=streamed(devices, dtype), **kw).fit(X.compute())
+    for name in ("weights_", "means_", "covariances_", "precisions_cholesky_"):
+        got, want = getattr(gm, name), getattr(ref, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
+    assert gm.lower_bound_ == ref.lower_bound_ and gm.n_iter_ == ref.n_iter_
