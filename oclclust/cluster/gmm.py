@@ -23,7 +23,7 @@ from .inits import kmeans_plusplus
 from ..parallel.placement import is_dask_array
 from ..parallel.sharded import GmmShards, LloydShards
 from ..runtime.progress import Progress, history_entry
-from ..runtime.validation import check_random_state
+from ..runtime.validation import check_random_state, skip_uniform
 
 try:
     from sklearn.base import DensityMixin
@@ -296,7 +296,8 @@ class GaussianMixture(DensityMixin, KCluster):
         at a time); the others are one-hot rows made on the devices."""
         k, ranks = self.n_components, self._ranks
         if self.init_params == "random":   # all ranks' draws, in row order
-            skip = _skipper(k)
+            def skip(stream, rows):
+                skip_uniform(stream, rows * k, RANDOM_BLOCK)
             skip(rng, ranks.offset)
             gm.resp_from_stream(rng, lambda own, rows: _uniform_resp(own, rows, k), skip,
                                 max(1, RANDOM_BLOCK // k))
@@ -432,35 +433,3 @@ def _uniform_resp(rng, rows, k):
     resp = rng.uniform(size=(rows, k))
     resp /= resp.sum(axis=1)[:, None]
     return resp
-
-
-# raw outputs of a bit generator that one uniform double takes (numpy's next_double)
-_RAWS_PER_DOUBLE = {"MT19937": 2, "PCG64": 1, "PCG64DXSM": 1, "Philox": 1, "SFC64": 1}
-
-
-def _skipper(k):
-    """skip(rng, rows): move the RandomState *rng* past the uniform rows
-    (k values each) of other ranks or chunks without drawing them: numpy's
-    PCG64 jumps there (advance), the others run their raw stream on
-    without output; an unknown bit generator draws and drops them."""
-    def skip(rng, rows):
-        values = int(rows) * k
-        if values <= 0:
-            return
-        state = rng.get_state(legacy=False)
-        kind = state["bit_generator"]
-        if kind not in _RAWS_PER_DOUBLE:
-            block = max(1, RANDOM_BLOCK // k)
-            for start in range(0, rows, block):
-                rng.uniform(size=(min(block, rows - start), k))
-            return
-        bits = getattr(np.random, kind)()
-        bits.state = state
-        if hasattr(bits, "advance") and kind.startswith("PCG64"):
-            bits.advance(values)
-        else:
-            bits.random_raw(values * _RAWS_PER_DOUBLE[kind], output=False)
-        # a double never takes the buffered 32 bits: the stream's own stay
-        rng.set_state({**state, **{key: value for key, value in bits.state.items()
-                                   if key not in ("has_uint32", "uinteger")}})
-    return skip

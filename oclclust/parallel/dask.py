@@ -156,17 +156,11 @@ class DaskData:
         make(chunk), made there once per *key* (those of *others*: made by
         earlier maps).  *each*: one value per chunk, each block sent only
         its own chunks'."""
-        payload = cloudpickle.dumps((make, fn))
-        if each is None:
-            mine = [None] * len(self.blocks)
-        else:
-            ends = np.cumsum([len(block) for block in self.blocks])
-            mine = [list(each[lo:hi]) for lo, hi in zip(np.r_[0, ends[:-1]], ends)]
-        futures = [self.client.submit(_on_block, self.fit, i, key, payload, timed,
-                                      tuple(others), values, workers=[addr],
-                                      allow_other_workers=False, pure=False)
-                   for i, (addr, values) in enumerate(zip(self.workers, mine))]
-        results = self._gather(futures)
+        payload, ends = cloudpickle.dumps((make, fn)), np.cumsum([0] + [len(b) for b in
+                                                                    self.blocks])
+        mine = [None if each is None else list(each[lo:hi]) for lo, hi in zip(ends, ends[1:])]
+        results = self._gather(self._each_block(_on_block, key, payload, timed, tuple(others),
+                                                per_block=mine))
         return [r for block in results for r in block]
 
     def map(self, fn, timed=False):
@@ -182,9 +176,11 @@ class DaskData:
         return da.concatenate([da.from_delayed(f, shape=shape, dtype=dtype)
                                for f, (shape, dtype) in zip(futures, metas)])
 
-    def _each_block(self, task, *args):
-        return [self.client.submit(task, self.fit, i, *args, workers=[addr],
-                                   allow_other_workers=False, pure=False)
+    def _each_block(self, task, *args, per_block=None):
+        """task(fit, i, *args[, per_block[i]]) on each block i's worker."""
+        return [self.client.submit(task, self.fit, i, *args, *([] if per_block is None else
+                                                                [per_block[i]]),
+                                   workers=[addr], allow_other_workers=False, pure=False)
                 for i, addr in enumerate(self.workers)]
 
     def rows(self, indices):
