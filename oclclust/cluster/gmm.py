@@ -351,8 +351,12 @@ class GaussianMixture(DensityMixin, KCluster):
 
     def score(self, X, y=None):
         """The mean log-likelihood: scikit-learn's, the mean of score_samples
-        (a numpy scalar of the model's dtype)."""
-        return self.score_samples(X).mean()
+        (a numpy scalar of the model's dtype; of a dask array, each block's
+        sum made on its worker, in float64)."""
+        samples = self.score_samples(X)
+        if is_dask_array(samples):
+            return self.means_.dtype.type(samples.astype(np.float64).mean().compute())
+        return samples.mean()
 
     def predict(self, X):
         if is_dask_array(X):   # on the workers, beside the blocks

@@ -53,3 +53,64 @@ def test_every_init_equals_the_numpy_fit_and_no_row_sized_array_travels(
         got, want = getattr(gm, name), getattr(ref, name)
         assert got.dtype == want.dtype and np.array_equal(got, want), name
     assert gm.lower_bound_ == ref.lower_bound_ and gm.n_iter_ == ref.n_iter_
+
+
+ESTIMATORS = {
+    "KMeans": lambda devices: oc.KMeans(K, n_init=1, random_state=0, devices=devices),
+    "MiniBatchKMeans": lambda devices: oc.MiniBatchKMeans(K, batch_size=256, random_state=0,
+                                                          devices=devices),
+    "EnsembleKMeans": lambda devices: oc.EnsembleKMeans([3, K], n_models=2, random_state=0,
+                                                        devices=devices),
+    "FuzzyCMeans": lambda devices: oc.FuzzyCMeans(K, random_state=0, max_iter=20,
+                                                  devices=devices),
+    "GaussianMixture": lambda devices: oc.GaussianMixture(K, random_state=0, max_iter=10,
+                                                          devices=devices),
+}
+PER_ROW = [("KMeans", "predict"), ("KMeans", "transform"), ("MiniBatchKMeans", "predict"),
+           ("MiniBatchKMeans", "transform"), ("EnsembleKMeans", "predict"),
+           ("FuzzyCMeans", "predict"), ("FuzzyCMeans", "predict_proba"),
+           ("GaussianMixture", "predict"), ("GaussianMixture", "predict_proba"),
+           ("GaussianMixture", "score_samples")]
+
+
+@pytest.mark.parametrize("name,method", PER_ROW, ids=[f"{n}.{m}" for n, m in PER_ROW])
+def test_per_row_outputs_of_a_dask_array_stay_on_the_workers(client, devices, name, method,
+                                                             monkeypatch):
+    """A model's per-row output of a dask array is a dask array made on the
+    workers (nothing of the rows' size comes to the client before the user
+    computes it), equal to the numpy array's output."""
+    X = blobs(n=N)
+    host = X.compute()
+    est = ESTIMATORS[name](devices).fit(host)
+    moved = Transfers(client, monkeypatch)
+    out = getattr(est, method)(X)
+    monkeypatch.undo()
+    assert isinstance(out, da.Array), type(out)
+    assert moved.most("received")[1] < BLOCK and moved.most("sent")[0] < N
+    with dask.config.set(scheduler=client.get):
+        got = out.compute()
+    want = getattr(est, method)(host)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_fit_predict_and_labels_of_a_dask_array_stay_on_the_workers(client, devices, name,
+                                                                    monkeypatch):
+    X = blobs(n=N)
+    moved = Transfers(client, monkeypatch)
+    labels = ESTIMATORS[name](devices).fit_predict(X)
+    monkeypatch.undo()
+    assert isinstance(labels, da.Array)
+    size, array = moved.most("received")
+    assert size < N and array < BLOCK, (size, array)
+    ref = ESTIMATORS[name](devices).fit(X)
+    assert np.array_equal(labels.compute(), ref.predict(X).compute())
+
+
+def test_gmm_score_of_a_dask_array_is_a_number(client, devices):
+    X = blobs(n=N)
+    gm = ESTIMATORS["GaussianMixture"](devices).fit(X.compute())
+    score = gm.score(X)
+    assert isinstance(score, np.floating) and score.dtype == gm.means_.dtype
+    assert np.isclose(score, gm.score(X.compute()), rtol=1e-12 if score.dtype == np.float64
+                      else 1e-6, atol=0)
