@@ -183,15 +183,21 @@ def test_fuzzy_cmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices):
     assert np.isclose(cm.score(X), ref.score(X.compute()), rtol=1e-12, atol=0)
 
 
-def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices):
+@pytest.mark.parametrize("make", [
+    lambda devices: oc.KMeans(64, init="random", n_init=1, random_state=0, tol=0,
+                              max_iter=100000, devices=devices),
+    lambda devices: oc.GaussianMixture(8, covariance_type="diag", init_params="random",
+                                       random_state=0, tol=0, max_iter=100000,
+                                       devices=devices)], ids=["kmeans", "gmm"])
+def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices, make):
     """Last: it kills one of the module's workers (its nanny starts another)."""
+    client.wait_for_workers(2, timeout=60)   # the last kill's worker back
     X = da.random.RandomState(5).uniform(size=(40000, 2), chunks=(10000, 2))
     outcome = {}
 
     def fit():
         try:
-            oc.KMeans(64, init="random", n_init=1, random_state=0, tol=0, max_iter=100000,
-                      devices=devices).fit(X)
+            make(devices).fit(X)
             outcome["fitted"] = True
         except Exception as exc:   # noqa: BLE001 -- what the test inspects
             outcome["error"], outcome["at"] = exc, time.monotonic()
