@@ -6,8 +6,9 @@ then the M kernel on the responsibilities it left on the device); only the reduc
 which updates the model and its Cholesky factors (the model's math, beside
 the MDL merge, is in mdl.py).  The data-driven starts leave their
 responsibilities on the devices: one-hot rows made there from k-means'
-labels (a KMeans fit of these same rows) or from k chosen rows; only
-"random" draws them on the host, a block of rows at a time.
+labels (a KMeans fit of these same rows) or from k chosen rows; "random"
+draws them on the rows' host, a block of rows at a time (on a Dask worker
+from the random stream moved to its rows: no per-row value travels).
 """
 import math
 import numbers
@@ -292,8 +293,9 @@ class GaussianMixture(DensityMixin, KCluster):
     def _initial_resp(self, gm, data, rng, host_w):
         """The initial responsibilities of this rank's rows, left on the
         devices (gm: the fit's GmmShards); drawn from all ranks' rows, as
-        one process would.  Only "random" draws on the host (a block of rows
-        at a time); the others are one-hot rows made on the devices."""
+        one process would.  Only "random" draws on a host (a block of rows
+        at a time, where the rows are); the others are one-hot rows made on
+        the devices."""
         k, ranks = self.n_components, self._ranks
         if self.init_params == "random":   # all ranks' draws, in row order
             def skip(stream, rows):

@@ -156,8 +156,8 @@ class DaskData:
         make(chunk), made there once per *key* (those of *others*: made by
         earlier maps).  *each*: one value per chunk, each block sent only
         its own chunks'."""
-        payload, ends = cloudpickle.dumps((make, fn)), np.cumsum([0] + [len(b) for b in
-                                                                    self.blocks])
+        payload, ends = cloudpickle.dumps((make, fn)), np.cumsum([0] + list(map(len,
+                                                                                self.blocks)))
         mine = [None if each is None else list(each[lo:hi]) for lo, hi in zip(ends, ends[1:])]
         results = self._gather(self._each_block(_on_block, key, payload, timed, tuple(others),
                                                 per_block=mine))
@@ -172,15 +172,16 @@ class DaskData:
         payload = cloudpickle.dumps((make, fn))
         futures = self._each_block(_rows_of_block, key, payload)
         self._wait(futures)
-        metas = self._gather([self.client.submit(_meta, f, pure=False) for f in futures])
+        metas = self._gather([self.client.submit(lambda a: (a.shape, a.dtype), f, pure=False)
+                              for f in futures])
         return da.concatenate([da.from_delayed(f, shape=shape, dtype=dtype)
                                for f, (shape, dtype) in zip(futures, metas)])
 
     def _each_block(self, task, *args, per_block=None):
         """task(fit, i, *args[, per_block[i]]) on each block i's worker."""
-        return [self.client.submit(task, self.fit, i, *args, *([] if per_block is None else
-                                                                [per_block[i]]),
-                                   workers=[addr], allow_other_workers=False, pure=False)
+        last = [()] * len(self.workers) if per_block is None else [(v,) for v in per_block]
+        return [self.client.submit(task, self.fit, i, *args, *last[i], workers=[addr],
+                                   allow_other_workers=False, pure=False)
                 for i, addr in enumerate(self.workers)]
 
     def rows(self, indices):
@@ -229,8 +230,7 @@ class DaskData:
         """(means, variances, finite) combined over the chunks as ShardedData's."""
         return ShardedData.moments(self)
 
-    def rebalance(self, save=None, min_gain=0.05):
-        """The blocks stay where Dask put them."""
+    def rebalance(self, save=None, min_gain=0.05):   # the blocks stay where Dask put them
         return None
 
     def reshard(self):
@@ -307,12 +307,10 @@ def workers_info(client):
 def local_indices(client):
     """{worker address: (its index among its host's workers, their number)}:
     as MPI's local ranks, by address."""
-    info = workers_info(client)
-    hosts = {}
+    info, hosts = workers_info(client), {}
     for addr in sorted(info):
         hosts.setdefault(info[addr].get("host"), []).append(addr)
-    return {addr: (hosts[info[addr].get("host")].index(addr),
-                   len(hosts[info[addr].get("host")])) for addr in info}
+    return {addr: (same.index(addr), len(same)) for same in hosts.values() for addr in same}
 
 
 def picklable_devices(devices):
@@ -378,11 +376,7 @@ def _states_fn(fit, index, key, payload, others=(), values=None):
     if key is None:
         return block, lambda chunk: fn(chunk, None)
     states = block.states.setdefault(key, {})
-    try:
-        theirs = [block.states[other] for other in others]
-    except KeyError as missing:
-        raise RuntimeError(f"block {index} of the fit has no state of pass {missing} on "
-                           f"Dask worker {get_worker().address}") from None
+    theirs = [block.states[other] for other in others]   # made by earlier maps
     extra = {} if values is None else dict(zip(block.data.chunks, values))
 
     def one(chunk):
@@ -401,10 +395,6 @@ def _on_block(fit, index, key, payload, timed, others=(), values=None):
 def _rows_of_block(fit, index, key, payload):
     block, one = _states_fn(fit, index, key, payload)
     return np.concatenate(block.data.map(one))
-
-
-def _meta(a):
-    return a.shape, a.dtype
 
 
 def _block_rows(fit, index, local):
