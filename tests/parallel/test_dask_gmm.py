@@ -32,9 +32,14 @@ def held(client):
     return client.run(lambda: len(od._BLOCKS))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
-@pytest.mark.parametrize("cov", ["full", "diag"])
-@pytest.mark.parametrize("init_params", ["kmeans", "k-means++", "random", "random_from_data"])
+CASES = [(init, cov, dtype) for init in ("kmeans", "k-means++", "random", "random_from_data")
+         for cov in ("full", "diag") for dtype in (np.float32, np.float64)] + [
+    ("k-means++", "tied", np.float64),   # the tied start's X'X: every row in component 0
+    ("random_from_data", "tied", np.float32), ("random", "spherical", np.float64)]
+
+
+@pytest.mark.parametrize("init_params,cov,dtype", CASES,
+                         ids=[f"{i}-{c}-{np.dtype(t).name}" for i, c, t in CASES])
 def test_every_init_equals_the_numpy_fit_and_no_row_sized_array_travels(
         client, devices, init_params, cov, dtype, monkeypatch):
     X = blobs(dtype, n=N)
