@@ -16,6 +16,7 @@ import oclclust as oc
 
 dask = pytest.importorskip("dask")   # the [dask] extra: tools/setup.sh installs it
 import dask.array as da  # noqa: E402
+from distributed import get_task_stream  # noqa: E402
 
 from dask_cluster import BLOCK, D, K, Transfers, blobs  # noqa: E402
 
@@ -46,8 +47,11 @@ def test_every_init_equals_the_numpy_fit_and_no_row_sized_array_travels(
     kw = dict(n_components=K, covariance_type=cov, random_state=2, max_iter=8, tol=0,
               init_params=init_params)
     moved = Transfers(client, monkeypatch)
-    gm = oc.GaussianMixture(devices=devices, **kw).fit(X)
+    with get_task_stream(client) as stream:
+        gm = oc.GaussianMixture(devices=devices, **kw).fit(X)
     monkeypatch.undo()
+    ran = {t["worker"] for t in stream.data if str(t["key"]).startswith("_on_block")}
+    assert ran == set(client.scheduler_info()["workers"]), ran   # the passes ran on both
     for way in ("sent", "received"):
         size, array = moved.most(way)
         # not a byte a row, no array of a block's rows (n x k draws, n labels: far more)
