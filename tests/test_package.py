@@ -122,3 +122,35 @@ def test_installed_console_script(installed):
     proc = _run([script, "devices"], cwd=tmp)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "OpenCL devices:" in proc.stdout and "devices.yaml#0" in proc.stdout
+
+
+def test_without_dask_every_fit_runs_and_nothing_asks_for_dask(devices):
+    """The [dask] extra is optional: with dask and distributed not installed
+    (an import of either fails, and is recorded) the package imports, every
+    iterative estimator fits and predicts numpy rows, and no import of dask
+    was even tried."""
+    code = textwrap.dedent("""
+        import sys
+        import numpy as np
+        tried = []
+
+        class NoDask:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("dask", "distributed"):
+                    tried.append(name)
+                    raise ModuleNotFoundError(f"No module named {name!r}")
+        sys.meta_path.insert(0, NoDask())
+        import oclclust as oc
+        devices = [p for p in oc.list_devices() if p.platform == sys.argv[1]][:1]
+        X = np.random.RandomState(0).normal(size=(300, 3))
+        for est in (oc.KMeans(3, n_init=2, random_state=0, devices=devices),
+                    oc.MiniBatchKMeans(3, batch_size=64, random_state=0, devices=devices),
+                    oc.EnsembleKMeans([2, 3], n_models=2, random_state=0, devices=devices),
+                    oc.FuzzyCMeans(3, random_state=0, devices=devices),
+                    oc.GaussianMixture(3, random_state=0, devices=devices)):
+            assert est.fit(X).predict(X).shape == (300,)
+        sys.exit(f"tried to import {tried}" if tried else 0)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code, devices[0].platform],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]

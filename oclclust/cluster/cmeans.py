@@ -181,6 +181,8 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     def predict(self, X):
         """Index of each row's largest membership (its nearest centre),
         taken on the devices (the memberships stay there)."""
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int64)
         def attempt(data):
             passes = CMeansShards(data, self.n_clusters, float(self.m))
             stats, u = passes.memberships(self.cluster_centers_)

@@ -6,8 +6,9 @@ then the M kernel on the responsibilities it left on the device); only the reduc
 which updates the model and its Cholesky factors (the model's math, beside
 the MDL merge, is in mdl.py).  The data-driven starts leave their
 responsibilities on the devices: one-hot rows made there from k-means'
-labels (a KMeans fit of these same rows) or from k chosen rows; only
-"random" draws them on the host, a block of rows at a time.
+labels (a KMeans fit of these same rows) or from k chosen rows; "random"
+draws them on the rows' host, a block of rows at a time (on a Dask worker
+from the random stream moved to its rows: no per-row value travels).
 """
 import math
 import numbers
@@ -23,7 +24,7 @@ from .inits import kmeans_plusplus
 from ..parallel.placement import is_dask_array
 from ..parallel.sharded import GmmShards, LloydShards
 from ..runtime.progress import Progress, history_entry
-from ..runtime.validation import check_random_state
+from ..runtime.validation import check_random_state, skip_uniform
 
 try:
     from sklearn.base import DensityMixin
@@ -270,7 +271,7 @@ class GaussianMixture(DensityMixin, KCluster):
                                                                         "random_from_data"):
                 # one-hot on k rows is no partition: scikit-learn's tied
                 # covariance counts every row's x x' (X'X, all in component 0)
-                gm.resp_from_label_rows(np.zeros(data.n, dtype=np.int64))
+                gm.resp_in_first()
                 xtx = mdl.raw_second_moment(gm.resp_stats(center)[:1], center[:1])
             self._initial_resp(gm, data, rng, host_w)
             # means first (about the data mean), then the scatter about them
@@ -292,33 +293,24 @@ class GaussianMixture(DensityMixin, KCluster):
     def _initial_resp(self, gm, data, rng, host_w):
         """The initial responsibilities of this rank's rows, left on the
         devices (gm: the fit's GmmShards); drawn from all ranks' rows, as
-        one process would.  Only "random" draws on the host (a block of rows
-        at a time); the others are one-hot rows made on the devices."""
+        one process would.  Only "random" draws on a host (a block of rows
+        at a time, where the rows are); the others are one-hot rows made on
+        the devices."""
         k, ranks = self.n_components, self._ranks
         if self.init_params == "random":   # all ranks' draws, in row order
-            block = max(1, RANDOM_BLOCK // k)
-            skip = _discard(rng, k, block)
-            skip(ranks.offset)
-
-            def draw(rows):
-                resp = rng.uniform(size=(rows, k))
-                resp /= resp.sum(axis=1)[:, None]
-                return resp
-            gm.resp_from_host(draw, block)
-            skip(ranks.n - ranks.offset - data.n)
+            def skip(stream, rows):
+                skip_uniform(stream, rows * k, RANDOM_BLOCK)
+            skip(rng, ranks.offset)
+            gm.resp_from_stream(rng, lambda own, rows: _uniform_resp(own, rows, k), skip,
+                                max(1, RANDOM_BLOCK // k))
+            skip(rng, ranks.n - ranks.offset - data.n)
         elif self.init_params == "kmeans":   # a fit of all ranks' rows, on these devices
             from .kmeans import KMeans
-            if getattr(data, "remote", False):   # rows on Dask's workers: labels come here
-                labels = KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
-                                dtype=data.dtype, comm=self.comm).fit(data.source).labels_
-                gm.resp_from_label_rows(np.asarray(labels))
-            else:
-                lloyd = LloydShards(data, k, ranks)
-                KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
-                       dtype=data.dtype, comm=self.comm)._fit(data, host_w, rng, ranks, lloyd)
-                # its labels, still on the devices (as its labels_, this rank's rows)
-                gm.resp_from_labels(dict(zip(data.chunks, lloyd.map(
-                    lambda chunk, st: st.current_labels()))))
+            lloyd = LloydShards(data, k, ranks)
+            KMeans(n_clusters=k, n_init=1, random_state=rng, devices=self.devices,
+                   dtype=data.dtype, comm=self.comm)._fit(data, host_w, rng, ranks, lloyd)
+            # its labels, still on the devices (as its labels_, this rank's rows)
+            gm.resp_from_lloyd(lloyd)
         else:   # k rows of all ranks' (global indices, made this rank's)
             if self.init_params == "random_from_data":
                 idx = rng.choice(ranks.n, size=k, replace=False)
@@ -361,8 +353,12 @@ class GaussianMixture(DensityMixin, KCluster):
 
     def score(self, X, y=None):
         """The mean log-likelihood: scikit-learn's, the mean of score_samples
-        (a numpy scalar of the model's dtype)."""
-        return self.score_samples(X).mean()
+        (a numpy scalar of the model's dtype; of a dask array, each block's
+        sum made on its worker, in float64)."""
+        samples = self.score_samples(X)
+        if is_dask_array(samples):
+            return self.means_.dtype.type(samples.astype(np.float64).mean().compute())
+        return samples.mean()
 
     def predict(self, X):
         if is_dask_array(X):   # on the workers, beside the blocks
@@ -437,10 +433,9 @@ def _compact(kind, value):
     return value
 
 
-def _discard(rng, k, block):
-    """skip(rows): draw and drop the uniform rows of another rank, *block*
-    rows at a time (numpy's stream has no jump to a place)."""
-    def skip(rows):
-        for start in range(0, rows, block):
-            rng.uniform(size=(min(block, rows - start), k))
-    return skip
+def _uniform_resp(rng, rows, k):
+    """The "random" init's next *rows* responsibilities from *rng*
+    (scikit-learn's: uniform draws, each row normalised)."""
+    resp = rng.uniform(size=(rows, k))
+    resp /= resp.sum(axis=1)[:, None]
+    return resp

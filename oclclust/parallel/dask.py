@@ -150,11 +150,17 @@ class DaskData:
                         "workers must not hold it")
 
     # ------------------------------------------------------------- passes
-    def map_states(self, key, make, fn, timed=False):
-        """[fn(chunk, its state)] over every chunk in row order, on the
-        workers; a chunk's state is make(chunk), made there once per *key*."""
-        payload = cloudpickle.dumps((make, fn))
-        results = self._gather(self._each_block(_on_block, key, payload, timed))
+    def map_states(self, key, make, fn, timed=False, others=(), each=None):
+        """[fn(chunk, its state, *its states of the keys *others*[, each[i]])]
+        over every chunk i in row order, on the workers; a chunk's state is
+        make(chunk), made there once per *key* (those of *others*: made by
+        earlier maps).  *each*: one value per chunk, each block sent only
+        its own chunks'."""
+        payload, ends = cloudpickle.dumps((make, fn)), np.cumsum([0] + list(map(len,
+                                                                                self.blocks)))
+        mine = [None if each is None else list(each[lo:hi]) for lo, hi in zip(ends, ends[1:])]
+        results = self._gather(self._each_block(_on_block, key, payload, timed, tuple(others),
+                                                per_block=mine))
         return [r for block in results for r in block]
 
     def map(self, fn, timed=False):
@@ -166,12 +172,15 @@ class DaskData:
         payload = cloudpickle.dumps((make, fn))
         futures = self._each_block(_rows_of_block, key, payload)
         self._wait(futures)
-        metas = self._gather([self.client.submit(_meta, f, pure=False) for f in futures])
+        metas = self._gather([self.client.submit(lambda a: (a.shape, a.dtype), f, pure=False)
+                              for f in futures])
         return da.concatenate([da.from_delayed(f, shape=shape, dtype=dtype)
                                for f, (shape, dtype) in zip(futures, metas)])
 
-    def _each_block(self, task, *args):
-        return [self.client.submit(task, self.fit, i, *args, workers=[addr],
+    def _each_block(self, task, *args, per_block=None):
+        """task(fit, i, *args[, per_block[i]]) on each block i's worker."""
+        last = [()] * len(self.workers) if per_block is None else [(v,) for v in per_block]
+        return [self.client.submit(task, self.fit, i, *args, *last[i], workers=[addr],
                                    allow_other_workers=False, pure=False)
                 for i, addr in enumerate(self.workers)]
 
@@ -221,8 +230,7 @@ class DaskData:
         """(means, variances, finite) combined over the chunks as ShardedData's."""
         return ShardedData.moments(self)
 
-    def rebalance(self, save=None, min_gain=0.05):
-        """The blocks stay where Dask put them."""
+    def rebalance(self, save=None, min_gain=0.05):   # the blocks stay where Dask put them
         return None
 
     def reshard(self):
@@ -299,12 +307,10 @@ def workers_info(client):
 def local_indices(client):
     """{worker address: (its index among its host's workers, their number)}:
     as MPI's local ranks, by address."""
-    info = workers_info(client)
-    hosts = {}
+    info, hosts = workers_info(client), {}
     for addr in sorted(info):
         hosts.setdefault(info[addr].get("host"), []).append(addr)
-    return {addr: (hosts[info[addr].get("host")].index(addr),
-                   len(hosts[info[addr].get("host")])) for addr in info}
+    return {addr: (same.index(addr), len(same)) for same in hosts.values() for addr in same}
 
 
 def picklable_devices(devices):
@@ -364,32 +370,31 @@ def _load(fit, index, rows, weights, start, devices, dtype, local, name):
                 warnings=[str(c.message) for c in caught])
 
 
-def _states_fn(fit, index, key, payload):
+def _states_fn(fit, index, key, payload, others=(), values=None):
     block = _block(fit, index)
     make, fn = cloudpickle.loads(payload)
     if key is None:
         return block, lambda chunk: fn(chunk, None)
     states = block.states.setdefault(key, {})
+    theirs = [block.states[other] for other in others]   # made by earlier maps
+    extra = {} if values is None else dict(zip(block.data.chunks, values))
 
     def one(chunk):
         if chunk not in states:
             states[chunk] = make(chunk)
-        return fn(chunk, states[chunk])
+        return fn(chunk, states[chunk], *[t[chunk] for t in theirs],
+                  *([extra[chunk]] if values is not None else []))
     return block, one
 
 
-def _on_block(fit, index, key, payload, timed):
-    block, one = _states_fn(fit, index, key, payload)
+def _on_block(fit, index, key, payload, timed, others=(), values=None):
+    block, one = _states_fn(fit, index, key, payload, others, values)
     return block.data.map(one, timed)
 
 
 def _rows_of_block(fit, index, key, payload):
     block, one = _states_fn(fit, index, key, payload)
     return np.concatenate(block.data.map(one))
-
-
-def _meta(a):
-    return a.shape, a.dtype
 
 
 def _block_rows(fit, index, local):

@@ -5,6 +5,7 @@ then over the ranks in rank order, so the model does not depend on how the
 rows are split; an error on any rank raises on every rank.  The passes of
 k-means, fuzzy c-means and Gaussian-mixture EM are thin backends of it (the
 ensemble's is in sharded_ensemble.py)."""
+import copy
 import dataclasses
 import itertools
 
@@ -52,6 +53,21 @@ class ShardedPass:
         if self.data.chunks is not self._chunks:   # laid out anew: the old chunks' state goes
             self._states, self._chunks = {}, self.data.chunks
         return self.data.map(lambda chunk: fn(chunk, self.state(chunk)), timed)
+
+    def map_with(self, fn, others=(), each=None, timed=False):
+        """[fn(chunk, its state, *its states of the passes *others*[,
+        each[i]])] for this rank's chunks i in row order: another pass's
+        per-chunk state (left beside the rows by its earlier maps) and one
+        value per chunk go to the chunk, wherever it is (over remote data
+        each chunk gets only its own value)."""
+        if getattr(self.data, "remote", False):
+            return self.data.map_states(self.key, self.make, fn, timed,
+                                        [other.key for other in others], each)
+        theirs = [dict(zip(self.data.chunks, other.map(lambda chunk, st: st)))
+                  for other in others]
+        values = None if each is None else dict(zip(self.data.chunks, each))
+        return self.map(lambda chunk, st: fn(chunk, st, *[t[chunk] for t in theirs],
+                                             *([values[chunk]] if values is not None else [])), timed)
 
     def reduce(self, fn, timed=False, keep=False):
         """fn(chunk, state) -> Stats on every chunk, summed over the chunks
@@ -300,21 +316,18 @@ class GmmShards(ShardedPass):
             return GmmStats(ll, bad, gp.mstep(means))
         return self.reduce(one, timed=True)
 
-    def resp_from_labels(self, labels):
-        """One-hot responsibilities on the device: *labels* {chunk: its rows'
-        labels, a device int32 array} (k-means' labels, kept on the device)."""
-        self.map(lambda chunk, gp: gp.onehot(gp.k, labels=labels[chunk]))
+    def resp_from_lloyd(self, lloyd):
+        """One-hot responsibilities on the device from the labels a k-means
+        fit (*lloyd*: its LloydShards over these rows) left there, each
+        chunk's from its own (on a Dask worker too: no label travels)."""
+        self.map_with(lambda chunk, gp, st: gp.onehot(gp.k, labels=st.current_labels()),
+                      others=[lloyd])
 
-    def resp_from_label_rows(self, labels):
-        """One-hot responsibilities on the device from host *labels* (this
-        rank's rows'; over a Dask cluster's workers each chunk takes its own
-        from them there)."""
-        labels = np.asarray(labels, np.int32)
-
-        def one(chunk, gp):
-            mine = np.ascontiguousarray(labels[chunk.offset:chunk.offset + chunk.n])
-            gp.onehot(gp.k, labels=cla.to_device(chunk.queue, mine))
-        self.map(one)
+    def resp_in_first(self):
+        """Every row's whole responsibility in component 0 (one-hot rows of
+        zero labels, made on the device)."""
+        self.map(lambda chunk, gp: gp.onehot(gp.k, labels=cla.zeros(chunk.queue, chunk.n,
+                                                                     np.int32)))
 
     def resp_from_rows(self, rows):
         """One-hot responsibilities on the device: component j is the one
@@ -322,22 +335,31 @@ class GmmShards(ShardedPass):
         rows = np.asarray(rows, np.int64)
         self.map(lambda chunk, gp: gp.onehot(gp.k, rows=rows - chunk.offset))
 
-    def resp_from_host(self, draw, block):
-        """Responsibilities drawn on the host: draw(b) -> the next b x k rows
-        of this rank's, in row order, asked for *block* rows at most at a
-        time (never n x k at once).  The chunks are filled one after the
-        other on this thread, so the draws come in row order.  Over a Dask
-        cluster's workers the draws (in the same order) travel to them."""
+    def resp_from_stream(self, rng, draw, skip, block):
+        """Responsibilities drawn from the random stream *rng* (a numpy
+        RandomState) in row order: draw(rng, b) -> the next b x k rows,
+        asked for *block* rows at most at a time (never n x k at once);
+        skip(rng, b) moves the stream past b rows without drawing them.
+        Here the chunks draw one after the other on this thread; over a
+        Dask cluster's workers each chunk draws its own rows there, from a
+        copy of the stream moved (skip) to its first row: the same numbers,
+        and only the streams' states travel.  *rng* ends past the rows."""
         if getattr(self.data, "remote", False):
-            resp = draw(self.data.n)
-            self.map(lambda chunk, gp: gp.set_resp(resp[chunk.offset:chunk.offset + chunk.n],
-                                                   0))
+            starts = []
+            for chunk in self.data.chunks:
+                starts.append(copy.deepcopy(rng))
+                skip(rng, chunk.n)
+
+            def one(chunk, gp, own):
+                for start in range(0, chunk.n, block):
+                    gp.set_resp(draw(own, min(block, chunk.n - start)), start)
+            self.map_with(one, each=starts)
             return
         self.map(lambda chunk, gp: None)   # each chunk's state, for the present layout
         for chunk in self.data.chunks:
             gp = self.state(chunk)
             for start in range(0, chunk.n, block):
-                gp.set_resp(draw(min(block, chunk.n - start)), start)
+                gp.set_resp(draw(rng, min(block, chunk.n - start)), start)
 
     def resp_stats(self, means):
         """M statistics (k x SZ) of the responsibilities on the devices

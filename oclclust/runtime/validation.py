@@ -146,3 +146,32 @@ def check_random_state(seed):
     if isinstance(seed, np.random.RandomState):
         return seed
     raise ValueError(f"{seed!r} cannot be used to seed a numpy.random.RandomState instance")
+
+
+# raw outputs of a bit generator that one uniform double takes (numpy's next_double)
+_RAWS_PER_DOUBLE = {"MT19937": 2, "PCG64": 1, "PCG64DXSM": 1, "Philox": 1, "SFC64": 1}
+
+
+def skip_uniform(rng, values, block=1 << 20):
+    """Move the RandomState *rng* past *values* uniform doubles without
+    drawing them (another rank's or chunk's): numpy's PCG64 jumps there
+    (advance), the others run their raw stream on without output; an
+    unknown bit generator draws and drops them, *block* values at a time."""
+    values = int(values)
+    if values <= 0:
+        return
+    state = rng.get_state(legacy=False)
+    kind = state["bit_generator"]
+    if kind not in _RAWS_PER_DOUBLE:
+        for start in range(0, values, block):
+            rng.uniform(size=min(block, values - start))
+        return
+    bits = getattr(np.random, kind)()
+    bits.state = state
+    if kind.startswith("PCG64"):
+        bits.advance(values)
+    else:
+        bits.random_raw(values * _RAWS_PER_DOUBLE[kind], output=False)
+    # a double never takes the buffered 32 bits: the stream's own stay
+    rng.set_state({**state, **{key: value for key, value in bits.state.items()
+                               if key not in ("has_uint32", "uinteger")}})

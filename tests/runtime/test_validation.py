@@ -7,8 +7,9 @@ import pyopencl.array as cla
 import pytest
 
 from oclclust.parallel.placement import compute_dtype
+from oclclust.runtime import validation
 from oclclust.runtime.validation import (as_dtype, check_data, check_params, check_random_state,
-                                 check_sample_weight)
+                                 check_sample_weight, skip_uniform)
 
 
 class Toy:
@@ -133,3 +134,27 @@ def test_check_random_state():
     assert check_random_state(3).randint(1000) == np.random.RandomState(3).randint(1000)
     with pytest.raises(ValueError, match="cannot be used to seed"):
         check_random_state("seed")
+
+
+@pytest.mark.parametrize("kind", ["MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64", None])
+@pytest.mark.parametrize("values", [0, 1, 7, 1000, 4099])
+def test_skip_uniform_leaves_the_stream_where_the_draws_would(kind, values, monkeypatch):
+    """Past *values* uniform doubles without drawing them: every later draw
+    (doubles, 32- and 64-bit integers, normals) is the drawn stream's.
+    (None: a bit generator it does not know, whose values it draws and drops.)"""
+    if kind is None:
+        monkeypatch.setattr(validation, "_RAWS_PER_DOUBLE", {})
+
+    def stream():
+        bits = np.random.MT19937(7) if kind is None else getattr(np.random, kind)(7)
+        rng = np.random.RandomState(bits)
+        rng.randint(10, size=3), rng.standard_normal()   # a buffered 32 bits, a cached normal
+        return rng
+    drawn, skipped = stream(), stream()
+    drawn.uniform(size=values)
+    skip_uniform(skipped, values, block=100)
+    assert np.array_equal(drawn.uniform(size=50), skipped.uniform(size=50))
+    assert np.array_equal(drawn.randint(1 << 30, size=9), skipped.randint(1 << 30, size=9))
+    assert np.array_equal(drawn.randint(1 << 60, size=9, dtype=np.int64),
+                          skipped.randint(1 << 60, size=9, dtype=np.int64))
+    assert drawn.standard_normal() == skipped.standard_normal()
