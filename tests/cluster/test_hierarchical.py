@@ -286,3 +286,16 @@ def test_plot_dendrogram(devices, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match="pip install matplotlib"):
         plot_dendrogram(Z)
+
+
+@pytest.mark.parametrize("method", ["single", "ward", "complete"])
+@pytest.mark.parametrize("n", [2, 7, 300])
+def test_hc_cut_is_scikit_learns(method, n):
+    """The cut's labels (pointer jumping to the top nodes) equal
+    scikit-learn's _hc_cut for every number of clusters."""
+    from sklearn.cluster._agglomerative import _hc_cut
+    from oclclust.cluster.hierarchical import hc_cut
+    X = np.random.default_rng(n).normal(size=(n, 3))
+    children = hierarchy.linkage(X, method)[:, :2].astype(np.intp)
+    for k in sorted({1, 2, max(1, n // 3), n - 1 or 1, n}):
+        np.testing.assert_array_equal(hc_cut(k, children, n), _hc_cut(k, children, n))
