@@ -177,3 +177,22 @@ def client():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as c:
         yield c
+
+
+@pytest.fixture(params=["persistent", "launches"])
+def linkage_strategy(request, monkeypatch, devices):
+    """Both device strategies: one launch for the whole run with one work-item
+    per distance (CPUs' default; never chosen on a GPU, where NVIDIA's driver
+    stops such a launch with OUT_OF_RESOURCES) and a few launches a merge
+    with register-tiled distances (GPUs' default, on every device)."""
+    if request.param == "persistent" and any(p.type == "gpu" for p in devices):
+        pytest.skip("the one-launch strategy is for CPUs")
+    from oclclust.passes.linkage import Plan
+    init = Plan.__init__
+
+    def forced(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.persistent = request.param == "persistent"
+        self.tiled = request.param == "launches"
+    monkeypatch.setattr(Plan, "__init__", forced)
+    return request.param

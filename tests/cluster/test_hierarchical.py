@@ -41,27 +41,9 @@ def assert_same_linkage(Z, ref):
     np.testing.assert_allclose(Z[:, 2], ref[:, 2], rtol=1e-10, atol=1e-12)
 
 
-@pytest.fixture(params=["persistent", "launches"])
-def strategy(request, monkeypatch, devices):
-    """Both device strategies: one launch for the whole run with one work-item
-    per distance (CPUs' default; never chosen on a GPU, where NVIDIA's driver
-    stops such a launch with OUT_OF_RESOURCES) and a few launches a merge
-    with register-tiled distances (GPUs' default, on every device)."""
-    if request.param == "persistent" and any(p.type == "gpu" for p in devices):
-        pytest.skip("the one-launch strategy is for CPUs")
-    init = Plan.__init__
-
-    def forced(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        self.persistent = request.param == "persistent"
-        self.tiled = request.param == "launches"
-    monkeypatch.setattr(Plan, "__init__", forced)
-    return request.param
-
-
 @pytest.mark.parametrize("method, metric", PAIRS)
 @pytest.mark.parametrize("seed", range(3))
-def test_linkage_equals_scipy(devices, strategy, method, metric, seed):
+def test_linkage_equals_scipy(devices, linkage_strategy, method, metric, seed):
     for name, X in point_sets(seed):
         for dtype in (np.float64, np.float32):
             Xd = X.astype(dtype)
@@ -81,7 +63,7 @@ def test_linkage_equals_scipy(devices, strategy, method, metric, seed):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_tiny_sets_and_all_duplicates(devices, strategy, method):
+def test_tiny_sets_and_all_duplicates(devices, linkage_strategy, method):
     for n in (2, 3, 4):
         X = np.arange(2 * n, dtype=np.float64).reshape(n, 2) ** 1.5
         assert_same_linkage(oc.linkage(X, method, devices=devices), hierarchy.linkage(X, method))

@@ -35,22 +35,8 @@ def split(devices, buffers, **changes):
     return out
 
 
-@pytest.fixture(params=["persistent", "launches"])
-def strategy(request, monkeypatch):
-    """One launch for the whole run (CPUs' default) and a few launches a
-    merge with register-tiled distances (GPUs')."""
-    init = Plan.__init__
-
-    def forced(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        self.persistent = request.param == "persistent"
-        self.tiled = request.param == "launches"
-    monkeypatch.setattr(Plan, "__init__", forced)
-    return request.param
-
-
 @pytest.mark.parametrize("kind", ["blobs", "grid", "duplicates"])
-def test_every_method_across_buffers_is_one_buffers_and_scipys(devices, strategy, kind):
+def test_every_method_across_buffers_is_one_buffers_and_scipys(devices, linkage_strategy, kind):
     X = data(kind)
     for method in METHODS:
         one = oc.linkage(X, method, devices=split(devices, 1))
@@ -62,7 +48,7 @@ def test_every_method_across_buffers_is_one_buffers_and_scipys(devices, strategy
                                           one, err_msg=f"{method}, {buffers} buffers")
 
 
-def test_condensed_input_across_buffers(devices, strategy):
+def test_condensed_input_across_buffers(devices, linkage_strategy):
     y = pdist(data("blobs"), "cityblock")
     for method in METHODS:
         one = oc.linkage(y, method, devices=split(devices, 1))
@@ -71,7 +57,7 @@ def test_condensed_input_across_buffers(devices, strategy):
 
 
 @pytest.mark.parametrize("metric", METRICS)
-def test_distances_across_buffers_are_pdists(devices, strategy, metric):
+def test_distances_across_buffers_are_pdists(devices, linkage_strategy, metric):
     """Every entry lands in its buffer at its offset: the matrix read back
     is pdist's exactly (float64), each buffer but the last full."""
     X = data("blobs", d=5) + 0.5
