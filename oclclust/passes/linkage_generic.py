@@ -173,6 +173,16 @@ class _Rows:
 def generic_linkage(plan, dist, n, method):
     """scipy's fast_linkage: the final Z (ids n+k for new clusters, not sorted)."""
     rows = _Rows(plan, dist, n, method)
+    return generic_merges(rows, n)
+
+
+def generic_merges(rows, n, height=None, merge=None):
+    """scipy's generic algorithm (fast_linkage) over *rows* (their nearest
+    searches, bounds and merges on the device; the heap of lower bounds
+    here): Z with ids n+k for new clusters, not sorted.  *height* makes a
+    merge's distance its Z height (default: as it is); *merge*(x, y, nx,
+    ny, d) merges x into y (default rows.merge)."""
+    merge = merge or rows.merge
     neighbor, min_dist = rows.init_neighbours()
     heap = Heap(min_dist)
     size = np.ones(n, np.int64)
@@ -191,9 +201,9 @@ def generic_linkage(plan, dist, n, method):
         heap.remove_min()
         nx, ny = int(size[x]), int(size[y])
         Z[k] = (min(cluster_id[x], cluster_id[y]), max(cluster_id[x], cluster_id[y]),
-                dist_x, nx + ny)
+                dist_x if height is None else height(dist_x), nx + ny)
         size[x], size[y], cluster_id[y] = 0, nx + ny, n + k
-        lowered, above = rows.merge(x, y, nx, ny, dist_x)
+        lowered, above = merge(x, y, nx, ny, dist_x)
         head = neighbor[:x]                      # candidates x had become y's
         head[(size[:x] > 0) & (head == x)] = y
         for z, d in lowered:

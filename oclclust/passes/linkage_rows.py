@@ -21,7 +21,7 @@ import pyopencl.array as cla
 
 from ..runtime.codegen import Spec
 from .linkage import exact_kernel
-from .linkage_generic import NO_NEIGHBOUR, Heap
+from .linkage_generic import NO_NEIGHBOUR, generic_merges
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,36 +250,5 @@ def generic_rows(plan, X, method):
     if method not in ROWS_METHODS:
         raise ValueError(f"generic_rows runs centroid and median, not {method!r}")
     rows = _Centroids(plan, X)
-    n = rows.n
-    neighbor, min_dist = rows.init_neighbours()
-    heap = Heap(min_dist)
-    size = np.ones(n, np.int64)
-    cluster_id = np.arange(n)
-    Z = np.empty((n - 1, 4))
-    for k in range(n - 1):
-        for _ in range(n - k):
-            x, dist_x = heap.get_min()
-            y = int(neighbor[x])
-            if dist_x == rows.distance(x, y):
-                break
-            y, dist_x = rows.nearest_above(x)
-            neighbor[x], min_dist[x] = y, dist_x
-            rows.set_bound(x, dist_x)
-            heap.change_value(x, dist_x)
-        heap.remove_min()
-        nx, ny = int(size[x]), int(size[y])
-        Z[k] = (min(cluster_id[x], cluster_id[y]), max(cluster_id[x], cluster_id[y]),
-                np.sqrt(plan.dtype.type(dist_x)), nx + ny)
-        size[x], size[y], cluster_id[y] = 0, nx + ny, n + k
-        lowered, above = rows.merge(x, y, nx, ny, method)
-        head = neighbor[:x]                      # candidates x had become y's
-        head[(size[:x] > 0) & (head == x)] = y
-        for z, d in lowered:
-            neighbor[z], min_dist[z] = y, d
-            heap.change_value(z, d)
-        if above is not None:
-            z, d = above
-            neighbor[y], min_dist[y] = z, d
-            rows.set_bound(y, d)
-            heap.change_value(y, d)
-    return Z
+    return generic_merges(rows, rows.n, lambda d: np.sqrt(plan.dtype.type(d)),
+                          lambda x, y, nx, ny, d: rows.merge(x, y, nx, ny, method))
