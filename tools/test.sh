@@ -26,57 +26,105 @@ try:
 except cl.Error:
     pass') || { echo "test: cannot import pyopencl from .venv" >&2; exit 2; }
 
-log=$(mktemp); trap 'rm -f "$log"' EXIT
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 sklearn_modules=(sklearn.cluster.tests.test_k_means sklearn.mixture.tests.test_gaussian_mixture
                  sklearn.cluster.tests.test_dbscan sklearn.cluster.tests.test_hdbscan)
-count() { grep -oE "[0-9]+ $1" <<<"$line" | awk '{n += $1} END {print n + 0}'; }   # "N word" in $line
-passed=0; failed=0; skipped=0; ran=0; summary=()
+
+# One pytest run ($1: its label, then the command): its output goes to the job's log, one
+# result line "label<TAB>rc<TAB>pytest's closing line" to the job's results.
+run_pytest() {
+  local label=$1; shift
+  "$@" >"$joblog.run" 2>&1; local rc=$?
+  cat "$joblog.run" >>"$joblog"
+  # pytest's closing line, e.g. "3 failed, 120 passed, 2 skipped in 41.2s"; rc 5 = nothing collected.
+  local line; line=$(grep -E '^(=+ )?([0-9]+ [a-z]+|no tests ran).* in [0-9.]+s' "$joblog.run" | tail -n 1)
+  printf '%s\t%s\t%s\n' "$label" "$rc" "$line" >>"$jobres"
+}
+
+# One runtime: the suite, then scikit-learn's own test modules with our estimators in their
+# place (tests/sklearn_suite: the plugin, its exclusion list and its strict known failures;
+# their skips are scikit-learn's own: array libraries it can test against, not installed).
+# PYTHONSAFEPATH keeps the repo root off sys.path, so the tests import the *installed*
+# oclclust (as users do) rather than the source tree.
+# The oclgrind check runs its kernels on the simulator, its own platform, whatever
+# OCLCLUST_TEST_PLATFORM says: it runs once, in the last runtime's job (Intel's, the
+# shorter; the simulator takes minutes, and a second run would check the same thing).
+runtime_job() {
+  local key=$1 name=$2 last=$3; shift 3
+  local once=(); $last || once=(--ignore tests/passes/test_oclgrind.py)
+  echo "=== $key: OCLCLUST_TEST_PLATFORM='$name' pytest -q tests ${once[*]}${*:+ $*} ===" >>"$joblog"
+  OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 run_pytest "$key" \
+    "$py" -m pytest -q tests "${once[@]}" "$@"
+  echo "=== $key: scikit-learn's test modules, oclclust substituted: ${sklearn_modules[*]} ===" >>"$joblog"
+  OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 SKLEARN_RUN_FLOAT32_TESTS=1 \
+    PYTHONPATH=tests/sklearn_suite run_pytest "$key sklearn-suite" \
+    "$py" -m pytest -q -p oclclust_substitute -p no:cacheprovider --pyargs "${sklearn_modules[@]}"
+}
+
+# The documentation, with warnings as errors; its examples run (on PoCL: one runtime is
+# enough to show they run, and the suites cover both).
+docs_job() {
+  echo "=== docs: python -m sphinx -W docs ===" >>"$joblog"
+  if ! "$py" -c 'import sphinx, numpydoc, sphinx_gallery' 2>/dev/null; then
+    printf 'docs\tmissing\t\n' >>"$jobres"
+  elif OCLCLUST_DEVICES="Portable Computing Language" PYTHONSAFEPATH=1 MPLBACKEND=Agg \
+      "$py" -m sphinx -W --keep-going -q -E -b html docs docs/_build/html >>"$joblog" 2>&1; then
+    printf 'docs\t0\t\n' >>"$jobres"
+  else printf 'docs\t1\t\n' >>"$jobres"; fi
+}
+
+# The two runtimes run at once, each in its own processes (the docs after Intel's, the
+# shorter run): building kernels is single-threaded and, on a fresh machine, most of the
+# suite's time, so two jobs take about half the wall time on two or more cores.
+# OCLCLUST_TEST_JOBS=1 runs them one after the other.
+jobs=()
 for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
   key=${entry%%=*}; name=${entry#*=}
   if ! grep -qxF "$name" <<<"$platforms"; then
-    missing "platform '$name' not found"; summary+=("$key: MISSING"); continue
+    missing "platform '$name' not found"; printf '%s\tmissing\t\n' "$key" >"$work/$key.res"
+    continue
   fi
-  echo "=== $key: OCLCLUST_TEST_PLATFORM='$name' pytest -q tests${*:+ $*} ==="
-  # PYTHONSAFEPATH keeps the repo root off sys.path, so the tests import the *installed* oclclust
-  # (as users do) rather than the source tree.
-  OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 "$py" -m pytest -q tests "$@" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}; ran=$((ran + 1))
-  # pytest's closing line, e.g. "3 failed, 120 passed, 2 skipped in 41.2s"; rc 5 = nothing collected.
-  line=$(grep -E '^(=+ )?([0-9]+ [a-z]+|no tests ran).* in [0-9.]+s' "$log" | tail -n 1)
-  p=$(count passed); f=$(( $(count failed) + $(count 'errors?') )); s=$(count skipped)
-  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-  # A run where nothing passed (all skipped, say) measured nothing: count it as a failure too.
-  if [ "$rc" -eq 0 ] && [ "$p" -gt 0 ]; then summary+=("$key: ok ($p passed, $s skipped)")
-  else summary+=("$key: FAILED (pytest exit $rc: ${line:-no summary})"); status=1; fi
-
-  # scikit-learn's own test modules with our estimators in their place (tests/sklearn_suite:
-  # the plugin, its exclusion list and its strict known failures). Their skips are
-  # scikit-learn's own (array libraries it can test against and that are not installed).
-  echo "=== $key: scikit-learn's test modules, oclclust substituted: ${sklearn_modules[*]} ==="
-  OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 SKLEARN_RUN_FLOAT32_TESTS=1 \
-    PYTHONPATH=tests/sklearn_suite "$py" -m pytest -q -p oclclust_substitute -p no:cacheprovider \
-    --pyargs "${sklearn_modules[@]}" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  line=$(grep -E '^(=+ )?([0-9]+ [a-z]+|no tests ran).* in [0-9.]+s' "$log" | tail -n 1)
-  p=$(count passed); f=$(( $(count failed) + $(count 'errors?') )); s=$(count skipped)
-  passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-  if [ "$rc" -eq 0 ] && [ "$p" -gt 0 ]; then
-    summary+=("$key sklearn-suite: ok ($line)")
-  else summary+=("$key sklearn-suite: FAILED (pytest exit $rc: ${line:-no summary})"); status=1; fi
+  last=true; [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms" && last=false
+  jobs+=("$key"); : >"$work/$key.log"; : >"$work/$key.res"
+  (
+    joblog=$work/$key.log jobres=$work/$key.res
+    runtime_job "$key" "$name" "$last" "$@"
+    if [ "$key" = intel ]; then docs_job; fi
+  ) &
+  # the first job's log streams as it grows (CI shows progress); the others print at the end
+  [ "${#jobs[@]}" -eq 1 ] && { tail -n +1 -f "$work/$key.log" --pid=$! 2>/dev/null & }
+  [ "${OCLCLUST_TEST_JOBS:-2}" = 1 ] && wait
 done
-
-# The documentation, with warnings as errors; its examples run (on PoCL: one runtime is enough
-# to show they run, and the suite above already covered both).
-echo "=== docs: python -m sphinx -W docs ==="
-if ! "$py" -c 'import sphinx, numpydoc, sphinx_gallery' 2>/dev/null; then
-  missing "the docs extra is not installed (bash tools/setup.sh --test installs it)"
-  summary+=("docs: MISSING")
-elif OCLCLUST_DEVICES="Portable Computing Language" PYTHONSAFEPATH=1 MPLBACKEND=Agg \
-    "$py" -m sphinx -W --keep-going -q -E -b html docs docs/_build/html; then
-  summary+=("docs: ok (docs/_build/html)")
-else
-  summary+=("docs: FAILED (sphinx -W)"); status=1
+if ! grep -qxF "Intel(R) OpenCL" <<<"$platforms"; then   # the docs still build
+  (joblog=$work/docs.log jobres=$work/docs.res; : >"$joblog"; : >"$jobres"; docs_job) &
+  jobs+=(docs)
 fi
+wait
+
+count() { grep -oE "[0-9]+ $1" <<<"$line" | awk '{n += $1} END {print n + 0}'; }   # "N word" in $line
+passed=0; failed=0; skipped=0; ran=0; summary=()
+for key in pocl intel docs; do
+  [ -f "$work/$key.log" ] && [ "$key" != "${jobs[0]:-}" ] && cat "$work/$key.log"
+  [ -f "$work/$key.res" ] || continue
+  while IFS=$'\t' read -r label rc line; do
+    if [ "$label" = docs ]; then
+      case $rc in
+        0) summary+=("docs: ok (docs/_build/html)") ;;
+        missing) missing "the docs extra is not installed (bash tools/setup.sh --test installs it)"
+                 summary+=("docs: MISSING") ;;
+        *) summary+=("docs: FAILED (sphinx -W)"); status=1 ;;
+      esac
+      continue
+    fi
+    [ "$rc" = missing ] && { summary+=("$label: MISSING"); continue; }
+    p=$(count passed); f=$(( $(count failed) + $(count 'errors?') )); s=$(count skipped)
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    case $label in *sklearn-suite) ;; *) ran=$((ran + 1)) ;; esac
+    # A run where nothing passed (all skipped, say) measured nothing: count it as a failure too.
+    if [ "$rc" -eq 0 ] && [ "$p" -gt 0 ]; then summary+=("$label: ok (${line:-no summary})")
+    else summary+=("$label: FAILED (pytest exit $rc: ${line:-no summary})"); status=1; fi
+  done <"$work/$key.res"
+done
 
 echo "=== summary ==="
 printf '%s\n' "${summary[@]}"
