@@ -128,15 +128,26 @@ def spatial_order(X, metric, tb):
     return tree.indices.astype(np.int32)
 
 
-def _known(rows, comp, W, J, B, n):
+def _known(rows, comp_ext, W, J, B):
     """(exact, w, j) of *rows*: a row's first kept row still in another
     component (the kept rows are ascending by (w, j)) is its nearest there
-    where no row left out can beat it: its w is at most the row's bound B."""
-    Jr = J[rows]
-    apart = (Jr < n) & (comp[np.minimum(Jr, n - 1)] != comp[rows, None])
-    slot = apart.argmax(axis=1)
-    w, j = W[rows, slot], Jr[np.arange(len(rows)), slot]
-    return apart.any(axis=1) & (w <= B[rows]), w, j
+    where no row left out can beat it: its w is at most the row's bound B.
+    *comp_ext*: the components with -1 appended (J = n: none kept).  Slot
+    by slot over the rows not yet decided (most are at the first slots)."""
+    keep = W.shape[1]
+    exact = np.zeros(rows.size, bool)
+    w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, len(B), np.int32)
+    todo = np.arange(rows.size)
+    for slot in range(keep):
+        r = rows[todo]
+        js = J[r, slot]
+        apart = (comp_ext[js] != comp_ext[r]) & (js < len(B))
+        hit, todo = todo[apart], todo[~apart]
+        w[hit], j[hit] = W[r[apart], slot], js[apart]
+        exact[hit] = w[hit] <= B[r[apart]]
+        if not todo.size:
+            break
+    return exact, w, j
 
 
 def _least(ncomp, comp, w, exact):
@@ -145,17 +156,21 @@ def _least(ncomp, comp, w, exact):
     return least
 
 
-def _probes(rows, comp, pos):
-    """Of *rows* (of components with no known edge), up to PROBE spread over
-    each component of more than 4 PROBE of them: scanned first (uncapped),
-    they give the component's least edge a bound that caps the others."""
-    rows = rows[np.lexsort((pos[rows], comp[rows]))]
-    c = comp[rows]
+def _probes(rows, comp):
+    """Of *rows* (of components with no known edge, in the spatial order),
+    up to PROBE spread over each component of more than 4 PROBE of them:
+    scanned first (uncapped), they give the component's least edge a bound
+    that caps the others.  Returned in the spatial order."""
+    if not rows.size:
+        return rows
+    order = np.argsort(comp[rows], kind="stable")
+    c = comp[rows[order]]
     start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     counts = np.diff(np.r_[start, len(rows)])
     rank = np.arange(len(rows)) - np.repeat(start, counts)
     step = np.repeat(np.maximum(counts // PROBE, 1), counts)
-    pick = np.repeat(counts > 4 * PROBE, counts) & (rank % step == 0)
+    pick = np.zeros(len(rows), bool)
+    pick[order] = np.repeat(counts > 4 * PROBE, counts) & (rank % step == 0)
     return rows[pick]
 
 
@@ -202,8 +217,7 @@ def boruvka(plan, X, n, d, metric, core=None):
     B = np.full(n, -np.inf, plan.dtype)             # -inf: never scanned
 
     def scan(rows, caps):
-        order = np.argsort(pos[rows], kind="stable")
-        rows, caps = rows[order], caps[order]
+        """Scan *rows* (ascending by place in the spatial order) capped by *caps*."""
         m = rows.size
         cl.enqueue_copy(q, active_dev.data, pos[rows])
         cl.enqueue_copy(q, cap_dev.data, np.ascontiguousarray(caps, plan.dtype))
@@ -220,28 +234,31 @@ def boruvka(plan, X, n, d, metric, core=None):
             raise _not_finite(plan, metric)
 
     found, ncomp, every = [], n, np.arange(n)
+    comp_ext = np.empty(n + 1, np.int32)
     while ncomp > 1:
+        comp_ext[:n], comp_ext[n] = comp, -1
         comp_pos = comp[ids]
         cl.enqueue_copy(q, comp_dev.data, comp_pos)
         low = np.minimum.reduceat(comp_pos, starts)
         cl.enqueue_copy(q, tile_dev.data, np.where(
             low == np.maximum.reduceat(comp_pos, starts), low, -1).astype(np.int32))
-        exact, w, j = _known(every, comp, W, J, B, n)
+        exact, w, j = _known(every, comp_ext, W, J, B)
         least = _least(ncomp, comp, w, exact)
-        need = ~exact & (B <= least[comp])
-        probe = _probes(np.flatnonzero(need & np.isinf(least[comp])), comp, pos)
+        # rows in the spatial order (ids), so a scan's rows come ascending
+        need = ~exact[ids] & (B[ids] <= least[comp_pos])
+        probe = _probes(ids[need & np.isinf(least[comp_pos])], comp)
         for rows in (probe, None):
             if rows is None:
-                rows = np.flatnonzero(need)
+                rows = ids[need]
                 caps = least[comp[rows]]
             else:
                 caps = np.full(rows.size, np.inf)
             if not rows.size:
                 continue
             scan(rows, caps)
-            exact[rows], w[rows], j[rows] = _known(rows, comp, W, J, B, n)
+            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B)
             least = _least(ncomp, comp, w, exact)
-            need = ~exact & (B <= least[comp])
+            need = ~exact[ids] & (B[ids] <= least[comp_pos])
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi)
         sure = np.flatnonzero(exact)
