@@ -120,8 +120,9 @@ def spatial_order(X, metric, tb):
     if d > ORDER_AXES:
         sample = Y[np.linspace(0, n - 1, min(n, 20000)).astype(np.int64)]
         sample = sample - sample.mean(axis=0)
-        axes = np.linalg.svd(sample, full_matrices=False)[2][:ORDER_AXES]
-        Y = Y @ axes.T
+        # the covariance's leading eigenvectors (eigh: ascending)
+        axes = np.linalg.eigh(sample.T @ sample)[1][:, ::-1][:, :ORDER_AXES]
+        Y = Y @ axes
     if not np.all(np.isfinite(Y)):          # an overflow: any order is right
         return np.arange(n, dtype=np.int32)
     tree = cKDTree(Y, leafsize=max(8, tb), balanced_tree=False, compact_nodes=False)
@@ -149,7 +150,7 @@ def _known(rows, comp_ext, W, J, B):
     keep = W.shape[1]
     exact = np.zeros(rows.size, bool)
     w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, len(B), np.int32)
-    todo = np.arange(rows.size)
+    todo = np.flatnonzero(J[rows, 0] < len(B))     # none kept: not exact
     for slot in range(keep):
         r = rows[todo]
         js = J[r, slot]
@@ -271,16 +272,23 @@ def boruvka(plan, X, n, d, metric, core=None):
             least = _least(ncomp, comp, w, exact)
             need = ~exact[ids] & (B[ids] <= least[comp_pos])
         # each component's least edge: of its exact rows at its least w (a
-        # linear pass, not a sort of all rows), the first by (lo, hi)
+        # linear pass, not a sort of all rows), the first by (lo, hi): a
+        # sort only among the components with several (tied) such rows
         sure = np.flatnonzero(exact)
         cand = sure[w[sure] == least[comp[sure]]]
         lo, hi = np.minimum(cand, j[cand]), np.maximum(cand, j[cand])
-        order = np.lexsort((hi, lo, comp[cand]))
+        several = np.bincount(comp[cand], minlength=ncomp)[comp[cand]] > 1
+        tied = np.flatnonzero(several)
+        order = tied[np.lexsort((hi[tied], lo[tied], comp[cand][tied]))]
         c_sorted = comp[cand][order]
-        first = order[np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])]
-        # an edge that both of its components chose comes once
-        _, once = np.unique(lo[first].astype(np.int64) * n + hi[first], return_index=True)
-        e = first[once]
+        heads = np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]]) if tied.size else tied
+        first = np.r_[np.flatnonzero(~several), order[heads]]
+        # an edge that both of its components chose comes once: from the
+        # component of its lower end
+        chose = np.full(ncomp, -1, np.int64)
+        chose[comp[cand][first]] = lo[first].astype(np.int64) * n + hi[first]
+        key = lo[first].astype(np.int64) * n + hi[first]
+        e = first[(comp[cand][first] == comp[lo[first]]) | (chose[comp[lo[first]]] != key)]
         found.append((lo[e], hi[e], w[cand][e].astype(np.float64)))
         graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
                            shape=(ncomp, ncomp))
