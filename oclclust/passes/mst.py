@@ -32,6 +32,10 @@ PRIVATE_ROW_FEATURES = 64
 # first round most rows' nearest joined their component; 8 kept 4,000
 # gaussian rows' second round to a tenth of them)
 KEEP = 8
+# rows of a large component with no known edge scanned first, uncapped
+PROBE = 32
+# principal axes the rows' spatial order is taken over
+ORDER_AXES = 8
 
 
 @declare_terms
@@ -45,17 +49,21 @@ class MstTerms:
 
 @dataclasses.dataclass(frozen=True)
 class NearestSpec(Spec):
-    """``tj`` rows of the other side staged in local memory per block (0:
-    read from global memory); ``private_row``: a work-item's own row in
-    registers; ``core``: mutual-reachability weights."""
+    """``tj`` rows of the other side staged in local memory per tile (0:
+    read from global memory); ``tb`` rows a tile (its bounding box and
+    component); ``private_row``: a work-item's own row in registers;
+    ``core``: mutual-reachability weights; ``bound``: tiles skipped by
+    their bounding box (no box bound for cosine)."""
     template = "mst_nearest.cl.mako"
     d: int = 1
     metric: str = "euclidean"
     wg: int = 64
     tj: int = 0
+    tb: int = 64
     private_row: bool = True
     core: bool = False
     k: int = 1
+    bound: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,10 +79,11 @@ def nearest_spec(plan, d, metric, core, wg=None):
     """Rows staged in blocks of up to a work-group's size, as many as the
     local memory budget holds (none where not one row fits)."""
     item, wg = plan.dtype.itemsize, wg or plan.wg
-    fits = plan.profile.local_memory_budget // (d * item + 4 + (item if core else 0))
+    fits = plan.profile.local_memory_budget // (d * item + 8 + (item if core else 0))
     tj = 1 << (min(fits, wg).bit_length() - 1) if fits >= 1 else 0
-    return NearestSpec(d=d, metric=metric, wg=wg, tj=tj, k=KEEP,
-                       private_row=d <= PRIVATE_ROW_FEATURES, core=core, **plan.base)
+    return NearestSpec(d=d, metric=metric, wg=wg, tj=tj, tb=tj or wg, k=KEEP,
+                       private_row=d <= PRIVATE_ROW_FEATURES, core=core,
+                       bound=metric != "cosine", **plan.base)
 
 
 def nearest_kernel(plan, d, metric, core):
@@ -97,69 +106,194 @@ def _not_finite(plan, metric):
                       "overflow, or a zero vector under cosine).")
 
 
-def boruvka(plan, x, n, d, metric, core=None):
+def spatial_order(X, metric, tb):
+    """A permutation of the rows that keeps near rows together: a k-d tree's
+    leaf order (scipy's cKDTree) over the rows' leading principal axes (at
+    most 8, from a sample of the rows; cosine: of the unit rows), so a tile
+    of tb consecutive rows is compact and its bounding box tight."""
+    from scipy.spatial import cKDTree
+    n, d = X.shape
+    Y = np.asarray(X, np.float64)
+    if metric == "cosine":
+        norm = np.sqrt(np.einsum("ij,ij->i", Y, Y))
+        Y = Y / np.where(norm > 0, norm, 1)[:, None]
+    if d > ORDER_AXES:
+        sample = Y[np.linspace(0, n - 1, min(n, 20000)).astype(np.int64)]
+        sample = sample - sample.mean(axis=0)
+        # the covariance's leading eigenvectors (eigh: ascending)
+        axes = np.linalg.eigh(sample.T @ sample)[1][:, ::-1][:, :ORDER_AXES]
+        Y = Y @ axes
+    if not np.all(np.isfinite(Y)):          # an overflow: any order is right
+        return np.arange(n, dtype=np.int32)
+    tree = cKDTree(Y, leafsize=max(8, tb), balanced_tree=False, compact_nodes=False)
+    return tree.indices.astype(np.int32)
+
+
+def _boxes(xp, tb):
+    """Each tile's bounding box (lo, hi): tiles of tb rows, the last ragged
+    (a reshape: reduceat along the rows is ten times slower)."""
+    full = len(xp) // tb * tb
+    lo, hi = (xp[:full].reshape(-1, tb, xp.shape[1]).min(axis=1),
+              xp[:full].reshape(-1, tb, xp.shape[1]).max(axis=1))
+    if full < len(xp):
+        lo = np.vstack([lo, xp[full:].min(axis=0)])
+        hi = np.vstack([hi, xp[full:].max(axis=0)])
+    return np.ascontiguousarray(lo), np.ascontiguousarray(hi)
+
+
+def _known(rows, comp_ext, W, J, B):
+    """(exact, w, j) of *rows*: a row's first kept row still in another
+    component (the kept rows are ascending by (w, j)) is its nearest there
+    where no row left out can beat it: its w is at most the row's bound B.
+    *comp_ext*: the components with -1 appended (J = n: none kept).  Slot
+    by slot over the rows not yet decided (most are at the first slots)."""
+    keep = W.shape[1]
+    exact = np.zeros(rows.size, bool)
+    w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, len(B), np.int32)
+    todo = np.flatnonzero(J[rows, 0] < len(B))     # none kept: not exact
+    for slot in range(keep):
+        r = rows[todo]
+        js = J[r, slot]
+        apart = (comp_ext[js] != comp_ext[r]) & (js < len(B))
+        hit, todo = todo[apart], todo[~apart]
+        w[hit], j[hit] = W[r[apart], slot], js[apart]
+        exact[hit] = w[hit] <= B[r[apart]]
+        if not todo.size:
+            break
+    return exact, w, j
+
+
+def _least(ncomp, comp, w, exact):
+    least = np.full(ncomp, np.inf)
+    np.minimum.at(least, comp[exact], w[exact])
+    return least
+
+
+def _probes(rows, comp):
+    """Of *rows* (of components with no known edge, in the spatial order),
+    up to PROBE spread over each component of more than 4 PROBE of them:
+    scanned first (uncapped), they give the component's least edge a bound
+    that caps the others.  Returned in the spatial order."""
+    if not rows.size:
+        return rows
+    order = np.argsort(comp[rows], kind="stable")
+    c = comp[rows[order]]
+    start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    counts = np.diff(np.r_[start, len(rows)])
+    rank = np.arange(len(rows)) - np.repeat(start, counts)
+    step = np.repeat(np.maximum(counts // PROBE, 1), counts)
+    pick = np.zeros(len(rows), bool)
+    pick[order] = np.repeat(counts > 4 * PROBE, counts) & (rank % step == 0)
+    return rows[pick]
+
+
+def boruvka(plan, X, n, d, metric, core=None):
     """Boruvka's rounds: (lo, hi, w) of the tree's n-1 edges, lo < hi, in
     the order they were found.  Edges compare by (w, lo, hi), a total order,
     so the tree is unique and no round makes a cycle.
 
-    A scan keeps each row's KEEP nearest rows of other components: while
-    one of them stays in another component (the candidates only shrink),
-    the first such is the row's nearest; where none does, the last one's
-    distance bounds the row's from below.  A round scans only the rows with
-    no such row whose bound does not exceed their component's least edge
-    among the rows that need none."""
+    The device holds the rows in spatial_order, in tiles with their bounding
+    boxes (mst_nearest.cl.mako skips a tile of the row's own component and
+    one farther than the row needs).  A scan keeps each row's KEEP nearest
+    rows of other components and a bound B: every other row of another
+    component is at least B away.  While one kept row stays in another
+    component (the candidates only shrink) and is no farther than B, the
+    first such is the row's nearest; else B bounds the row's from below.  A
+    round scans only the rows whose bound does not exceed their component's
+    least edge among the rows known exactly, capped by that edge (a row
+    farther needs no more than the bound); a large component with no known
+    edge first has a few of its rows scanned uncapped (_probes)."""
     from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
     from scipy.sparse.csgraph import connected_components
     q = plan.queue
     spec, kern = nearest_kernel(plan, d, metric, core is not None)
-    keep = spec.k
-    rows = np.arange(n)
-    comp = np.zeros(n, np.int32) if n == 1 else rows.astype(np.int32)
-    comp_dev = cla.to_device(q, comp)
-    w_dev, j_dev = cla.empty(q, n * keep, plan.dtype), cla.empty(q, n * keep, np.int32)
-    active_dev = cla.empty(q, n, np.int32)
-    extra = (core.data,) if core is not None else ()
-    W = np.full((n, keep), -np.inf, plan.dtype)     # -inf: never scanned
+    keep, tb = spec.k, spec.tb
+    ids = spatial_order(X, metric, tb)
+    pos = np.empty(n, np.int32)
+    pos[ids] = np.arange(n, dtype=np.int32)
+    xp = np.ascontiguousarray(X[ids], plan.dtype)
+    starts = np.arange(0, n, tb)
+    args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n)]
+    extra = []
+    if core is not None:
+        extra.append(cla.to_device(q, np.ascontiguousarray(core[ids], plan.dtype)).data)
+    if spec.bound:
+        extra += [cla.to_device(q, box).data for box in _boxes(xp, tb)]
+    active_dev, cap_dev = cla.empty(q, n, np.int32), cla.empty(q, n, plan.dtype)
+    comp_dev, tile_dev = cla.empty(q, n, np.int32), cla.empty(q, len(starts), np.int32)
+    out = (cla.empty(q, n * keep, plan.dtype), cla.empty(q, n * keep, np.int32),
+           cla.empty(q, n, plan.dtype))
+    comp = np.zeros(n, np.int32) if n == 1 else np.arange(n, dtype=np.int32)
+    W = np.full((n, keep), np.inf, plan.dtype)
     J = np.full((n, keep), n, np.int32)
-    found, ncomp = [], n
-    while ncomp > 1:
-        # the first kept row still in another component (j = n: none kept)
-        apart = (J < n) & (comp[np.minimum(J, n - 1)] != comp[:, None])
-        exact = apart.any(axis=1)
-        slot = apart.argmax(axis=1)
-        w, j = W[rows, slot], J[rows, slot]
-        least = np.full(ncomp, np.inf)
-        np.minimum.at(least, comp[exact], w[exact])
-        active = np.flatnonzero(~exact & (W[:, -1] <= least[comp])).astype(np.int32)
-        if active.size:
-            cl.enqueue_copy(q, active_dev.data, active)
-            groups = -(-active.size // spec.wg)
-            kern(q, (groups * spec.wg,), (spec.wg,), x.data, np.int32(n), active_dev.data,
-                 np.int32(active.size), comp_dev.data, *extra, w_dev.data, j_dev.data)
-            W, J = w_dev.get(q).reshape(n, keep), j_dev.get(q).reshape(n, keep)
-        if np.any(J[active, 0] >= n) or not np.all(np.isfinite(W[active, 0])):
+    B = np.full(n, -np.inf, plan.dtype)             # -inf: never scanned
+
+    def scan(rows, caps):
+        """Scan *rows* (ascending by place in the spatial order) capped by *caps*."""
+        m = rows.size
+        cl.enqueue_copy(q, active_dev.data, pos[rows])
+        cl.enqueue_copy(q, cap_dev.data, np.ascontiguousarray(caps, plan.dtype))
+        groups = -(-m // spec.wg)
+        kern(q, (groups * spec.wg,), (spec.wg,), *args, active_dev.data, np.int32(m),
+             cap_dev.data, comp_dev.data, *extra, tile_dev.data, *(o.data for o in out))
+        w, j, b = (np.empty(m * keep, plan.dtype), np.empty(m * keep, np.int32),
+                   np.empty(m, plan.dtype))
+        for host, dev in zip((w, j, b), out):
+            cl.enqueue_copy(q, host, dev.data)
+        W[rows], J[rows], B[rows] = w.reshape(m, keep), j.reshape(m, keep), b
+        free = np.isinf(caps)
+        if np.any(J[rows[free], 0] >= n) or not np.all(np.isfinite(W[rows[free], 0])):
             raise _not_finite(plan, metric)
-        exact[active] = True
-        w[active], j[active] = W[active, 0], J[active, 0]
+
+    found, ncomp, every = [], n, np.arange(n)
+    comp_ext = np.empty(n + 1, np.int32)
+    while ncomp > 1:
+        comp_ext[:n], comp_ext[n] = comp, -1
+        comp_pos = comp[ids]
+        cl.enqueue_copy(q, comp_dev.data, comp_pos)
+        low = np.minimum.reduceat(comp_pos, starts)
+        cl.enqueue_copy(q, tile_dev.data, np.where(
+            low == np.maximum.reduceat(comp_pos, starts), low, -1).astype(np.int32))
+        exact, w, j = _known(every, comp_ext, W, J, B)
+        least = _least(ncomp, comp, w, exact)
+        # rows in the spatial order (ids), so a scan's rows come ascending
+        need = ~exact[ids] & (B[ids] <= least[comp_pos])
+        probe = _probes(ids[need & np.isinf(least[comp_pos])], comp)
+        for rows in (probe, None):
+            if rows is None:
+                rows = ids[need]
+                caps = least[comp[rows]]
+            else:
+                caps = np.full(rows.size, np.inf)
+            if not rows.size:
+                continue
+            scan(rows, caps)
+            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B)
+            least = _least(ncomp, comp, w, exact)
+            need = ~exact[ids] & (B[ids] <= least[comp_pos])
         # each component's least edge: of its exact rows at its least w (a
-        # linear pass, not a sort of all rows), the first by (lo, hi)
+        # linear pass, not a sort of all rows), the first by (lo, hi): a
+        # sort only among the components with several (tied) such rows
         sure = np.flatnonzero(exact)
-        least = np.full(ncomp, np.inf)
-        np.minimum.at(least, comp[sure], w[sure])
         cand = sure[w[sure] == least[comp[sure]]]
         lo, hi = np.minimum(cand, j[cand]), np.maximum(cand, j[cand])
-        order = np.lexsort((hi, lo, comp[cand]))
+        several = np.bincount(comp[cand], minlength=ncomp)[comp[cand]] > 1
+        tied = np.flatnonzero(several)
+        order = tied[np.lexsort((hi[tied], lo[tied], comp[cand][tied]))]
         c_sorted = comp[cand][order]
-        first = order[np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])]
-        # an edge that both of its components chose comes once
-        _, once = np.unique(lo[first].astype(np.int64) * n + hi[first], return_index=True)
-        e = first[once]
+        heads = np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]]) if tied.size else tied
+        first = np.r_[np.flatnonzero(~several), order[heads]]
+        # an edge that both of its components chose comes once: from the
+        # component of its lower end
+        chose = np.full(ncomp, -1, np.int64)
+        chose[comp[cand][first]] = lo[first].astype(np.int64) * n + hi[first]
+        key = lo[first].astype(np.int64) * n + hi[first]
+        e = first[(comp[cand][first] == comp[lo[first]]) | (chose[comp[lo[first]]] != key)]
         found.append((lo[e], hi[e], w[cand][e].astype(np.float64)))
         graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
                            shape=(ncomp, ncomp))
         ncomp, relabel = connected_components(graph, directed=False)
         comp = relabel[comp].astype(np.int32)
-        comp_dev.set(comp, queue=q)
     if not found:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     lo, hi, w = (np.concatenate(parts) for parts in zip(*found))
@@ -272,15 +406,17 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
         plan = Plan(plan, np.float64 if plan.fp64 else np.float32)
     n, d = X.shape
     q = plan.queue
-    x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
-    core_dev = None if core is None else cla.to_device(q, np.ascontiguousarray(core, plan.dtype))
-    lo, hi, w = boruvka(plan, x, n, d, metric, core_dev)
+    X = np.ascontiguousarray(X, plan.dtype)
+    lo, hi, w = boruvka(plan, X, n, d, metric, core)
     if ties == "any":
         order = np.lexsort((hi, lo, w))
         a, b = toward_root(n, lo[order], hi[order])
         return a, b, w[order]
     order = np.argsort(w, kind="mergesort")
     if np.any(w[order][1:] == w[order][:-1]):
+        x = cla.to_device(q, X)
+        core_dev = None if core is None else cla.to_device(q, np.ascontiguousarray(
+            core, plan.dtype))
         a, b, w = prim_rows(plan, x, n, d, metric, core_dev)
         order = np.argsort(w, kind="mergesort")
         return a[order], b[order], w[order]

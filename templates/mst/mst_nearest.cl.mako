@@ -1,38 +1,69 @@
 <%doc>
-One round of Boruvka's algorithm: every row's nearest row in another
+One round of Boruvka's algorithm: every active row's nearest rows in another
 component, distances computed from the rows (mst_distance.cl.mako), never
-stored.  Reads spec: d, metric, wg (work-group size), tj (rows of the other
-side staged in local memory per block; 0: read them from global memory,
-where they do not fit), private_row (the work-item's own row in registers),
-core (edge weights max(core[i], core[j], d(i, j)): mutual reachability),
-k (each row's k nearest rows of other components are written, ascending).
+stored.  Reads spec: d, metric, wg (work-group size), tj (rows of a tile
+staged in local memory; 0: read from global memory, where they do not
+fit), tb (rows of a tile: tj, else wg), private_row (the work-item's own
+row in registers), core (edge weights max(core[i], core[j], d(i, j)):
+mutual reachability), k (each row's k nearest rows of other components are
+written, ascending), bound (tiles skipped by their bounding box: every
+metric but cosine).
 
-A work-item per row i of the active list (the rows whose nearest row
-joined their own component last round, and that could still beat their
-component's least edge: the host's choice); the work-group walks all rows j in ascending blocks.
-Rows of i's own component are skipped.  The first strict minimum wins, so
-ties go to the lowest j: with the host's per-component choice by
-(w, min(i, j), max(i, j)) every edge has one place in a total order and the
-rounds make no cycle.  A row with no finite distance to another component
-(cosine's zero vector, an overflow) keeps w = inf and j = n in its first slot: the host
-refuses it, as scipy refuses a non-finite distance matrix.
+The rows come in the host's spatial order (x[p] is observation ids[p]: a
+k-d tree's leaf order) and in tiles of tb rows, each with its bounding box
+(lo, hi) and its component (tile_comp: the one component of all its rows,
+-1 where they differ).  A work-item per active row i (positions, ascending:
+neighbouring rows share a work-group); the work-group walks the tiles
+outward from its first row's tile.  A work-item skips a tile of its own
+component and one whose box is farther than its threshold: its k-th kept
+distance, or its cap (the host's bound on its component's least edge)
+where lower.  The box's distance is a lower bound of every row's in it (the
+same operations in the same order on gaps no larger than the rows'; rounded
+operations are monotone; a margin of 8 ulps covers a sqrt rounded
+otherwise).  A tile is staged where any work-item of the group needs it.
+
+Candidates compare by (w, ids[j]) (ties to the lower observation), so the
+scan order does not matter and with the host's per-component choice by
+(w, min(i, j), max(i, j)) every edge has one place in a total order.  Out:
+by active place t, out_w/out_j its k nearest kept (j an observation; n:
+none) and out_b a bound: every row of another component not kept is at
+least that far (min of the k-th distance and the cap).  A row with no finite
+distance to another component (cosine's zero vector, an overflow) keeps
+w = inf or j = n in its first slot: the host refuses it, as scipy refuses a
+non-finite distance matrix.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
-## (w, j) into the sorted list best0.. / bj0..: after every entry it does
-## not beat (the rows ascend, so an equal w keeps the lower j first)
+## (w, jid) into the sorted list best0.. / bj0..: after every entry that is
+## before it by (w, observation)
 <%def name="insert()">
 % for s in range(k - 1, 0, -1):
-            if (w < best${s - 1}) {
-                best${s} = best${s - 1};
-                bj${s} = bj${s - 1};
-            } else if (w < best${s}) {
-                best${s} = w;
-                bj${s} = j;
-            }
+                if (BEFORE(w, jid, best${s - 1}, bj${s - 1})) {
+                    best${s} = best${s - 1};
+                    bj${s} = bj${s - 1};
+                } else if (BEFORE(w, jid, best${s}, bj${s})) {
+                    best${s} = w;
+                    bj${s} = jid;
+                }
 % endfor
-            if (w < best0) {
-                best0 = w;
-                bj0 = j;
+                if (BEFORE(w, jid, best0, bj0)) {
+                    best0 = w;
+                    bj0 = jid;
+                }
+</%def>
+## one candidate row: its values v, component vc, observation jid, core vcore
+<%def name="candidate(v, vc, jid, vcore)">
+            if (${vc} == ci)
+                continue;
+${dist.pair_distance("u", v, "w")}\
+  % if core:
+            if (w < core_i || w < ${vcore})    /* NaN stays NaN (fmax would drop it) */
+                w = core_i > ${vcore} ? core_i : ${vcore};
+  % endif
+            {
+                const int jid = ${jid};
+                if (BEFORE(w, jid, best${k - 1}, bj${k - 1})) {
+${insert()}\
+                }
             }
 </%def>
 <%namespace name="dist" file="mst_distance.cl.mako"/>
@@ -40,23 +71,34 @@ refuses it, as scipy refuses a non-finite distance matrix.
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define WG ${wg}
+#define TB ${tb}
+#define EPS ${"DBL_EPSILON" if real_t == "double" else "FLT_EPSILON"}
+#define BEFORE(w, j, bw, bj) ((w) < (bw) || ((w) == (bw) && (j) < (bj)))
 % if tj:
 #define TJ ${tj}
 % endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void nearest_other(__global const real_t *restrict x, const int n,
-                   __global const int *restrict active, const int m_active,
-                   __global const int *restrict comp,
+void nearest_other(__global const real_t *restrict x, __global const int *restrict ids,
+                   const int n, __global const int *restrict active, const int m_active,
+                   __global const real_t *restrict cap, __global const int *restrict comp,
 % if core:
                    __global const real_t *restrict core,
 % endif
-                   __global real_t *restrict out_w, __global int *restrict out_j)
+% if bound:
+                   __global const real_t *restrict box_lo,
+                   __global const real_t *restrict box_hi,
+% endif
+                   __global const int *restrict tile_comp,
+                   __global real_t *restrict out_w, __global int *restrict out_j,
+                   __global real_t *restrict out_b)
 {
     const int t = get_global_id(0);
+    const int lid = get_local_id(0);
     const int live = t < m_active;
     const int i = live ? active[t] : 0;
     const int ci = live ? comp[i] : -1;
+    const real_t cap_i = live ? cap[t] : 0;
 % if core:
     const real_t core_i = live ? core[i] : 0;
 % endif
@@ -67,7 +109,7 @@ void nearest_other(__global const real_t *restrict x, const int n,
 % else:
     __global const real_t *u = x + (long)(live ? i : 0) * D;
 % endif
-    /* the k nearest so far, ascending by (w, j); j = n: none yet */
+    /* the k nearest so far, ascending by (w, observation); n: none yet */
 % for s in range(k):
     real_t best${s} = INFINITY;
     int bj${s} = n;
@@ -75,58 +117,83 @@ void nearest_other(__global const real_t *restrict x, const int n,
 % if tj:
     __local real_t lx[TJ * D];
     __local int lcomp[TJ];
+    __local int lids[TJ];
   % if core:
     __local real_t lcore[TJ];
   % endif
-    const int lid = get_local_id(0);
-    for (int j0 = 0; j0 < n; j0 += TJ) {
-        const int m = min(TJ, n - j0);
-        barrier(CLK_LOCAL_MEM_FENCE);      /* the last block's readers are done */
+% endif
+    __local int need;
+    const int tiles = (n + TB - 1) / TB;
+    /* the group's first row's tile, then outward: near tiles first */
+    const int t0 = active[min((int)get_group_id(0) * WG, m_active - 1)] / TB;
+    const int near = min(t0, tiles - 1 - t0);
+    for (int s = 0; s < tiles; ++s) {
+        const int tile = s <= 2 * near ? ((s & 1) ? t0 - (s + 1) / 2 : t0 + s / 2)
+                                       : (t0 > near ? t0 - (s - near) : t0 + (s - near));
+        barrier(CLK_LOCAL_MEM_FENCE);      /* the last tile's readers are done */
+        if (lid == 0)
+            need = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int mine = live && tile_comp[tile] != ci;
+% if bound:
+        if (mine) {
+            const real_t thr = best${k - 1} < cap_i ? best${k - 1} : cap_i;
+            __global const real_t *lo = box_lo + (long)tile * D;
+            __global const real_t *hi = box_hi + (long)tile * D;
+            real_t lb = 0;
+            for (int c = 0; c < D; ++c) {
+                real_t g = lo[c] - u[c];
+                const real_t g2 = u[c] - hi[c];
+                g = g2 > g ? g2 : g;
+                g = g > 0 ? g : 0;
+  % if metric == "chebyshev":
+                lb = lb > g ? lb : g;
+  % elif metric == "cityblock":
+                lb += g;
+  % else:
+                lb += g * g;
+  % endif
+            }
+  % if metric == "euclidean":
+            lb = sqrt(lb);
+  % endif
+            mine = !(lb * (1 - 8 * EPS) > thr);
+        }
+% endif
+        if (mine)
+            need = 1;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* every iteration meets the same barriers: a tile no one needs
+           stages and scans no rows */
+        const int j0 = tile * TB;
+        const int m = need ? min(TB, n - j0) : 0;
+% if tj:
         for (int e = lid; e < m * D; e += WG)
             lx[e] = x[(long)j0 * D + e];
         for (int e = lid; e < m; e += WG) {
             lcomp[e] = comp[j0 + e];
+            lids[e] = ids[j0 + e];
   % if core:
             lcore[e] = core[j0 + e];
   % endif
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        if (!live)
-            continue;
-        for (int jj = 0; jj < m; ++jj) {
-            if (lcomp[jj] == ci)
-                continue;
-            __local const real_t *v = lx + jj * D;
-${dist.pair_distance("u", "v", "w")}\
-  % if core:
-            if (w < core_i || w < lcore[jj])    /* NaN stays NaN (fmax would drop it) */
-                w = core_i > lcore[jj] ? core_i : lcore[jj];
-  % endif
-            if (w < best${k - 1}) {
-                const int j = j0 + jj;
-${insert()}\
-            }
+        for (int jj = 0; mine && jj < m; ++jj) {
+            __local const real_t *v_ = lx + jj * D;
+${candidate("v_", "lcomp[jj]", "lids[jj]", "lcore[jj]")}\
         }
-    }
 % else:
-    for (int j = 0; live && j < n; ++j) {
-        if (comp[j] == ci)
-            continue;
-        __global const real_t *v = x + (long)j * D;
-${dist.pair_distance("u", "v", "w")}\
-  % if core:
-        if (w < core_i || w < core[j])
-            w = core_i > core[j] ? core_i : core[j];
-  % endif
-        if (w < best${k - 1}) {
-${insert()}\
+        for (int j = j0; mine && j < j0 + m; ++j) {
+            __global const real_t *v_ = x + (long)j * D;
+${candidate("v_", "comp[j]", "ids[j]", "core[j]")}\
         }
-    }
 % endif
+    }
     if (live) {
 % for s in range(k):
-        out_w[(long)i * ${k} + ${s}] = best${s};
-        out_j[(long)i * ${k} + ${s}] = bj${s};
+        out_w[(long)t * ${k} + ${s}] = best${s};
+        out_j[(long)t * ${k} + ${s}] = bj${s};
 % endfor
+        out_b[t] = best${k - 1} < cap_i ? best${k - 1} : cap_i;
     }
 }

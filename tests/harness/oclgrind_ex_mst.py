@@ -2,7 +2,9 @@
 
 Boruvka's round (mst_nearest.cl.mako) with the other rows staged in local
 memory and read from global memory, the row in registers and not, with and
-without core distances; scipy's Prim on the rows (mst_prim.cl.mako) in one
+without core distances, tiles skipped by their box (every metric but
+cosine) and by their component, probes and capped scans (PROBE = 1);
+scipy's Prim on the rows (mst_prim.cl.mako) in one
 persistent launch and in a launch a step; every metric (odd and even d: the
 cosine tail), in each precision of PRECISIONS, a work-group of 4 so the
 rows span several work-groups and blocks.  Continuous rows give Boruvka's
@@ -45,8 +47,9 @@ def exercise_mst(device, log):
                 extra = {} if staged else {"local_memory_fraction": 0.0}
                 plan = Plan(profile_for(device, fp64, work_group_size=4, **extra), dtype)
                 plan.persistent = persistent
-                saved = mst.PRIVATE_ROW_FEATURES
-                mst.PRIVATE_ROW_FEATURES = 64 if private else 0
+                saved = mst.PRIVATE_ROW_FEATURES, mst.PROBE
+                # probes of components past 4 rows: capped scans too
+                mst.PRIVATE_ROW_FEATURES, mst.PROBE = (64 if private else 0), 1
                 try:
                     for kind, n in (("random", 9), ("grid", 10)):
                         X = _rows(kind, n, d, seed=d).astype(dtype)
@@ -65,7 +68,7 @@ def exercise_mst(device, log):
                         _check(*mst.minimum_spanning_tree(plan, X, metric, core=core),
                                ref, f"core {tag}", rtol)
                 finally:
-                    mst.PRIVATE_ROW_FEATURES = saved
+                    mst.PRIVATE_ROW_FEATURES, mst.PROBE = saved
     log("mst: ok")
 
 

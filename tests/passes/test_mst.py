@@ -83,6 +83,33 @@ def test_boruvka_variants(profile, monkeypatch, staging, metric):
             np.testing.assert_array_equal(Z, ref)
 
 
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("core", [False, True])
+def test_probes_caps_and_tiles(profile, monkeypatch, metric, core):
+    """Blobs in the rows' spatial order: tiles skipped by their component and
+    their box, large components probed (PROBE = 2: past 8 rows) and the rest
+    scanned capped by the probes' edge: scipy's Z (core: ties, the MST's
+    weight and edges)."""
+    monkeypatch.setattr(mst, "PROBE", 2)
+    probes, pick = [], mst._probes
+    monkeypatch.setattr(mst, "_probes", lambda *a: probes.append(pick(*a).size) or pick(*a))
+    rng = np.random.RandomState(4)
+    X = np.repeat(rng.randn(4, 5) * 8, 30, axis=0) + rng.randn(120, 5)
+    X = X[rng.permutation(len(X))] + 0.5
+    plan = Plan(profile.replace(work_group_size=8), np.float64)
+    if core:                   # tied weights: the tree's weight and edges
+        D = squareform(pdist(X, metric))
+        M = mutual_reachability(X, metric, np.sort(D, axis=1)[:, 3])
+        a, b, w = mst.minimum_spanning_tree(plan, X, metric, core=np.sort(D, axis=1)[:, 3],
+                                            ties="any")
+        assert np.all(M[a, b] == w) and w.sum() == pytest.approx(csgraph_weight(M), rel=1e-12)
+    else:
+        a, b, w = mst.minimum_spanning_tree(plan, X, metric)
+        np.testing.assert_array_equal(z_of(a, b, w, len(X)),
+                                      hierarchy.linkage(X, "single", metric))
+    assert max(probes) > 0
+
+
 def csgraph_weight(D):
     """The weight of csgraph's minimum spanning tree of the dense distances
     D: shifted by 1, as csgraph takes (near-)zero entries for no edge."""
