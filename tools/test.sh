@@ -34,8 +34,7 @@ sklearn_modules=(sklearn.cluster.tests.test_k_means sklearn.mixture.tests.test_g
 # result line "label<TAB>rc<TAB>pytest's closing line" to the job's results.
 run_pytest() {
   local label=$1; shift
-  "$@" >"$joblog.run" 2>&1; local rc=$?
-  cat "$joblog.run" >>"$joblog"
+  "$@" 2>&1 | tee "$joblog.run" >>"$joblog"; local rc=${PIPESTATUS[0]}
   # pytest's closing line, e.g. "3 failed, 120 passed, 2 skipped in 41.2s"; rc 5 = nothing collected.
   local line; line=$(grep -E '^(=+ )?([0-9]+ [a-z]+|no tests ran).* in [0-9.]+s' "$joblog.run" | tail -n 1)
   printf '%s\t%s\t%s\n' "$label" "$rc" "$line" >>"$jobres"
