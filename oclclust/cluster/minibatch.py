@@ -46,7 +46,9 @@ DEVICE_BATCHES = True
 class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans
     API and results from the same random_state).  ``devices``, ``dtype``,
-    ``spherical``: as KMeans'."""
+    ``spherical``: as KMeans'.  ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); its batch pass
+    has no tensor-core path yet, so every mode runs as "float32" (the same
+    model, bit for bit)."""
 
     comm = None   # the shared rules read it: one process (MPI: KMeans)
 
@@ -66,8 +68,10 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
                  verbose=0, compute_labels=True, random_state=None, tol=0.0,
                  max_no_improvement=10, init_size=None, n_init="auto",
-                 reassignment_ratio=0.01, devices=None, dtype=None, spherical=False):
+                 reassignment_ratio=0.01, devices=None, dtype=None, spherical=False,
+                 precision="float32"):
         self.n_clusters = n_clusters
+        self.precision = precision
         self.init = init
         self.max_iter = max_iter
         self.batch_size = batch_size
