@@ -105,7 +105,7 @@ class LloydSpec(Spec):
         sums = self.accumulate_spec().local_bytes() if self.update else 0
         if self.variant == "mma":    # as lloyd_mma_assign.cl.mako lays it out
             chunks = self.tn * tile_words(self) // self.kp * 2   # two copies, uint32 words
-            winners = (16 if self.rechecks else 8) * self.tm
+            winners = (12 if self.rechecks else 8) * self.tm
             return max(max(chunks, winners) * 4 + self.wg * acc, sums)
         if self.variant == "gemm":   # as lloyd_gemm_assign.cl.mako lays it out
             winners = self.tm * (self.tn // self.rn)
@@ -134,7 +134,8 @@ class LloydSpec(Spec):
 
     def template_args(self):
         args = dict(super().template_args(), copies=self.copies, aliased=self.aliased)
-        tie_a, tie_b = tie_bound(self.precision, self.d) if self.rechecks else (0, 0)
+        tie_a, tie_b = (tie_bound(self.precision, self.d, self.kp) if self.rechecks
+                        else (0, 0))
         return dict(args, tie_a=f"{tie_a:.9e}f", tie_b=f"{tie_b:.9e}f")
 
     def private_floats(self):

@@ -23,10 +23,19 @@ PRECISIONS = ("float32", "tf32", "bf16")
 MANTISSA_BITS = {"tf32": 10, "bf16": 7}
 
 
-def tie_bound(precision, d):
+MAX_INDEX_BITS = 16   # a fast mode's keys keep 23 - 16 bits of the score at least
+
+
+def index_bits(kp):
+    """The low mantissa bits of a fast mode's key that hold the centroid."""
+    return max(1, (kp - 1).bit_length())
+
+
+def tie_bound(precision, d, kp):
     """(a, b): a fast mode's bound on the gap between a row's two best
-    scores below which the row is re-checked, gap <= a ||x|| max||c|| +
-    b max||c||^2 (lloyd_mma_assign.cl.mako takes max||c|| on the device).
+    keys below which the row is re-checked, gap <= a ||x|| max||c|| +
+    b max||c||^2 (lloyd_mma_assign.cl.mako takes max||c|| on the device);
+    kp centroids (padded).
 
     A score is ||c||^2 - 2 x.c.  The operands are rounded to nearest: with
     p mantissa bits, x~ = x (1 + e), |e| <= u = 2^-(p+1) (tf32 2^-11, bf16
@@ -36,14 +45,17 @@ def tie_bound(precision, d):
     d 2^-23 (1 + 2u + u^2) sum |x_i c_i| <= (..) ||x|| ||c||.  So x.c is off
     by at most g ||x|| ||c||, g = 2u + u^2 + 2 d 2^-23, and the score by
     2 g ||x|| ||c|| plus its last rounding, 2^-23 (||c||^2 + 2 ||x|| ||c||)
-    (the 3xTF32 float32 model rounds there too).  Two scores each that far
-    off cross only if their gap is within twice the sum: the row's winner
-    is exact when its gap to the second best exceeds
-        (8 g + 4 2^-23) ||x|| max||c|| + 2 2^-23 max||c||^2.
+    (the 3xTF32 float32 model rounds there too).  The key (the score with
+    its low q = index_bits(kp) mantissa bits replaced by the index) is off
+    by less than 2^(q-23) |score| <= 2^(q-23) (||c||^2 + 2 ||x|| ||c||).
+    Two keys each that far off cross only if their gap is within twice the
+    sum: the row's winner is exact when its gap to the second best exceeds
+        (8 g + 4 (2^-23 + 2^(q-23))) ||x|| max||c|| + 2 (2^-23 + 2^(q-23)) max||c||^2.
     Both are rounded up; the kernel adds 1e-4 for its float evaluation."""
     u = 2.0 ** -(MANTISSA_BITS[precision] + 1)
     g = 2 * u + u * u + 2 * d * 2.0 ** -23
-    return (8 * g + 4 * 2.0 ** -23) * (1 + 2.0 ** -20), 2 * 2.0 ** -23 * (1 + 2.0 ** -20)
+    last = 2.0 ** -23 + 2.0 ** (index_bits(kp) - 23)
+    return (8 * g + 4 * last) * (1 + 2.0 ** -20), 2 * last * (1 + 2.0 ** -20)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,13 +82,18 @@ def mma_specs(profile, base, spec_class, precision="float32"):
     row tiles as its registers hold (3xTF32: one at d=128, four at d <= 32;
     the fast modes' rows take half the registers or less: two at d=128).
     The sums are the gemm variant's.  *precision*: PRECISIONS ("bf16" pads
-    d to 32, the m16n8k16 steps in pairs)."""
+    d to 32, the m16n8k16 steps in pairs); a fast mode's keys hold the
+    centroid in MAX_INDEX_BITS bits at most: past 65536 centroids it runs
+    as "float32"."""
     d, k = base["d"], base["k"]
     if base["dtype"] != "float32" or d > MAX_D or not tensor_cores(profile):
         return
     slice_, acc_wg = sums_plan(profile, d, k)
     if slice_ < 1:
         return
+    tn = CHUNK_CENTROIDS
+    if index_bits(-(-k // tn) * tn) > MAX_INDEX_BITS:
+        precision = "float32"
     pad = 32 if precision == "bf16" else 8
     dp = -(-d // pad) * pad
     mt = max(1, min(4, (128 if precision == "float32" else 256) // dp))

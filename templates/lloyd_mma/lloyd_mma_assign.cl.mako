@@ -22,15 +22,19 @@ The fast modes make one product a step, float32 accumulation: "tf32" the
 big x big one (dp = d padded to 8; the split centres' small parts unread),
 "bf16" mma.sync m16n8k16 bf16 products (dp = d padded to 32; centres in the
 bf16 layout of lloyd_mma_split.cl.mako, rows rounded by bf16_pack.cl).
-Each lane keeps its two best scores of a row, the rows their two best of
-all; a row whose two best are within the mode's bound of each other,
-tie_a ||x|| + tie_b (tie_a carries max ||c||, taken from center_norms
-here), is re-checked: both candidates' exact float32 (x - c)^2 distances,
-the smaller (lower index on ties) wins.  A row not re-checked has its
-winner's score ahead of every other by more than both scores' errors, so
-its winner is the exact argmin; labels differ from the float32 model's only
-where three centres are within the bound of a tie.  part_rechecked counts
-the re-checked rows of each work-group.
+A score and its centroid's index are one key: the index in the score's
+low IBITS mantissa bits (bits of kp - 1), so each lane keeps its three
+best keys of a row with five fmin / fmax (no index registers, no
+branches), and the rows their three best of all.  A row whose two best
+keys are within the mode's bound of each other, tie_a ||x|| max||c|| +
+tie_b max||c||^2 (lloyd_mma.tie_bound: the operands' rounding and the keys'
+quantisation; max||c|| from center_norms here), is re-checked: the exact
+float32 (x - c)^2 distances of the best and of each of the others within
+the bound of it; the smallest (lower index on ties) wins.  A row not
+re-checked has its winner's score ahead of every other by more than both
+scores' errors, so its winner is the exact argmin; labels differ from the
+float32 model's only where four centres are within the bound of a tie.
+part_rechecked counts the re-checked rows of each work-group.
 
 A warp's rows stay in registers as the products' A fragments, split once per
 row tile (16 * mt rows x dp dimensions: mt * dp registers), so the only
@@ -56,6 +60,7 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
     groups = dp // 32 if bf16 else dp // 8     # a centroid's uint4 of 4 lanes
     nt = tn // 8
     slots = dp // 8 if bf16 else dp // 2
+    ibits = max(1, (kp - 1).bit_length())      # a key's index bits
     chunk_vecs = tn * slots
     copy_iters = -(-chunk_vecs // wg)
 %>
@@ -67,6 +72,10 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
 #define SLOTS ${slots}                 /* a centroid's uint4 (lloyd_mma_split.cl.mako) */
 #define CHUNKS (KP / TN)
 #define CHUNK_VECS ${chunk_vecs}
+% if fast:
+#define KEY_MASK ${hex(2 ** 32 - 2 ** ibits)}u    /* a key's score bits */
+#define KEY_INDEX(key) ((int)(as_uint(key) & ${hex(2 ** ibits - 1)}u))
+% endif
 % if weighted:
 #define WEIGHT(i) w[i]
 % else:
@@ -117,12 +126,12 @@ void assign_gemm(
     const long g = get_group_id(0);
     /* the chunks' memory is free once a row tile's last chunk is read: the
        rows' partial winners share it (it is made large enough for them) */
-    __local uint4 lc[${max(2 * chunk_vecs, tm * (4 if fast else 2))}];
+    __local uint4 lc[${max(2 * chunk_vecs, tm * (3 if fast else 2))}];
+% if fast:
+    __local float *row_keys = (__local float *)lc;      /* TM x 4 lanes x 3 */
+% else:
     __local float *row_best = (__local float *)lc;
     __local int *row_index = (__local int *)lc + TM * 4;
-% if fast:
-    __local float *row_second = (__local float *)lc + TM * 8;
-    __local int *row_second_index = (__local int *)lc + TM * 12;
 % endif
     __local acc_t scratch[WG];
 
@@ -194,11 +203,11 @@ void assign_gemm(
 % endfor
 % for mi in range(mt):
   % for r in range(2):
+    % if fast:
+        float key1_${mi}_${r} = INFINITY, key2_${mi}_${r} = INFINITY, key3_${mi}_${r} = INFINITY;
+    % else:
         float best_${mi}_${r} = INFINITY;
         int index_${mi}_${r} = 0;
-    % if fast:
-        float second_${mi}_${r} = INFINITY;
-        int second_index_${mi}_${r} = 0;
     % endif
   % endfor
 % endfor
@@ -281,11 +290,14 @@ void assign_gemm(
       % endfor
       % if fast:
         % for e in range(2):
-                    if (s${e} < best_${mi}_${r}) {
-                        second_${mi}_${r} = best_${mi}_${r}; second_index_${mi}_${r} = index_${mi}_${r};
-                        best_${mi}_${r} = s${e}; index_${mi}_${r} = j + ${e};
-                    } else if (s${e} < second_${mi}_${r}) {
-                        second_${mi}_${r} = s${e}; second_index_${mi}_${r} = j + ${e};
+                    {   /* the key into the lane's three best (a NaN key, a padding
+                           centre's, repeats key1: the row merge drops repeats) */
+                        const float key = as_float((as_uint(s${e}) & KEY_MASK) | (uint)(j + ${e}));
+                        const float t = fmax(key1_${mi}_${r}, key);
+                        key1_${mi}_${r} = fmin(key1_${mi}_${r}, key);
+                        const float u = fmax(key2_${mi}_${r}, t);
+                        key2_${mi}_${r} = fmin(key2_${mi}_${r}, t);
+                        key3_${mi}_${r} = fmin(key3_${mi}_${r}, u);
                     }
         % endfor
       % else:
@@ -313,52 +325,62 @@ void assign_gemm(
   % for r in range(2):
         {
             const int row = warp * ${16 * mt} + ${16 * mi + 8 * r} + gq;
+% if fast:
+            row_keys[row * 12 + tq * 3] = key1_${mi}_${r};
+            row_keys[row * 12 + tq * 3 + 1] = key2_${mi}_${r};
+            row_keys[row * 12 + tq * 3 + 2] = key3_${mi}_${r};
+% else:
             row_best[row * 4 + tq] = best_${mi}_${r};
             row_index[row * 4 + tq] = index_${mi}_${r};
-% if fast:
-            row_second[row * 4 + tq] = second_${mi}_${r};
-            row_second_index[row * 4 + tq] = second_index_${mi}_${r};
 % endif
         }
   % endfor
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
 % if fast:
-        /* the two best of each row's 8 candidates, then the re-check */
+        /* the three best distinct keys of each row's 12, then the re-check */
         for (int r = lid; r < TM; r += WG) {
-            float b = INFINITY, b2 = INFINITY;
-            int j = 0, j2 = 0;
-            for (int s = 0; s < 8; ++s) {
-                const float v = s < 4 ? row_best[r * 4 + s] : row_second[r * 4 + s - 4];
-                const int vj = s < 4 ? row_index[r * 4 + s] : row_second_index[r * 4 + s - 4];
-                if (v < b || (v == b && vj < j)) {
-                    b2 = b; j2 = j; b = v; j = vj;
-                } else if (v < b2 || (v == b2 && vj < j2)) {
-                    b2 = v; j2 = vj;
-                }
+            float k1 = INFINITY, k2 = INFINITY, k3 = INFINITY;
+            for (int s = 0; s < 12; ++s) {
+                const float v = row_keys[r * 12 + s];
+                if (isnan(v) || v == k1 || v == k2 || v == k3)
+                    continue;
+                const float t = fmax(k1, v);
+                k1 = fmin(k1, v);
+                const float u = fmax(k2, t);
+                k2 = fmin(k2, t);
+                k3 = fmin(k3, u);
             }
             const long i = base + r;
             if (i < n) {
                 __global const float *row = x + i * stride;
-                float xx = 0;
-                for (int c = 0; c < D; ++c)
-                    xx = fma(row[c], row[c], xx);
+                int j = KEY_INDEX(k1);
                 float exact = 0;
                 for (int c = 0; c < D; ++c) {
                     const float diff = row[c] - centers[(long)j * D + c];
                     exact = fma(diff, diff, exact);
                 }
-                if (b2 - b <= fma(tie_a, sqrt(xx), tie_b)) {   /* within the bound: exact */
-                    float other = 0;
-                    for (int c = 0; c < D; ++c) {
-                        const float diff = row[c] - centers[(long)j2 * D + c];
-                        other = fma(diff, diff, other);
-                    }
-                    if (other < exact || (other == exact && j2 < j)) {
-                        exact = other;
-                        j = j2;
-                    }
+                float xx = 0;
+                for (int c = 0; c < D; ++c)
+                    xx = fma(row[c], row[c], xx);
+                const float bound = fma(tie_a, sqrt(xx), tie_b);
+                if (k2 - k1 <= bound) {   /* a near tie: the exact distances decide */
                     ++rechecked;
+                    for (int m = 0; m < 2; ++m) {
+                        const float km = m ? k3 : k2;
+                        if (!(km - k1 <= bound))
+                            break;
+                        const int jm = KEY_INDEX(km);
+                        float other = 0;
+                        for (int c = 0; c < D; ++c) {
+                            const float diff = row[c] - centers[(long)jm * D + c];
+                            other = fma(diff, diff, other);
+                        }
+                        if (other < exact || (other == exact && jm < j)) {
+                            exact = other;
+                            j = jm;
+                        }
+                    }
                 }
 ${select.record_winner("i", "j")}\
             }

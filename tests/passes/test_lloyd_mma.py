@@ -71,11 +71,14 @@ def test_bf16_split_matches_its_layout(queue, d, k):
 
 
 def test_tie_bound_follows_the_operand_rounding():
-    """u = 2^-(p+1) for p mantissa bits; the gap bound is about 16 u ||x|| max||c||."""
+    """u = 2^-(p+1) for p mantissa bits; the gap bound is about 16 u ||x||
+    max||c||, plus the keys' quantisation: 4 2^(q-23), q index bits."""
     for precision, bits in (("tf32", 10), ("bf16", 7)):
-        a, b = tie_bound(precision, 128)
         u = 2.0 ** -(bits + 1)
-        assert 16 * u < a < 16 * u * 1.05 and b < 1e-6
+        a, b = tie_bound(precision, 128, 64)
+        assert 16 * u < a < 16 * u * 1.05 and b < 1e-5
+        a, b = tie_bound(precision, 128, 4096)
+        assert a - tie_bound(precision, 128, 64)[0] > 4 * (2.0 ** -11 - 2.0 ** -17)
 
 
 def near_ties(d=48, n=2051, pairs=40, seed=0):
@@ -112,11 +115,13 @@ def test_fast_modes_are_the_float64_argmin_off_ties(profile, precision):
     X64, C64 = X.astype(np.float64), C.astype(np.float64)
     d2 = ((X64[:, None] - C64[None]) ** 2).sum(-1)
     best = d2.min(1)
-    a, b = tie_bound(precision, X.shape[1])
+    a, b = tie_bound(precision, X.shape[1], fast[2].spec.kp)
     cmax = np.sqrt((C64 ** 2).sum(1).max())
     bound = a * np.linalg.norm(X64, axis=1) * cmax + b * cmax ** 2
     off = labels != d2.argmin(1)
     assert np.all(d2[np.arange(len(X)), labels] - best <= bound)   # only near ties differ
+    assert np.all(labels[bound < np.sort(d2, 1)[:, 1] - best] ==
+                  d2.argmin(1)[bound < np.sort(d2, 1)[:, 1] - best])
     assert off.mean() < 0.01, off.sum()
     assert 0 < fast[0].n_rechecked <= len(X)
     np.testing.assert_allclose(fast[2].min_dist.get(), d2[np.arange(len(X)), labels],
