@@ -15,8 +15,8 @@ the ratio of every baseline's time to oclclust's.  --precisions times
 oclclust at each of KMeans's precision modes (float32, tf32, bf16), with the
 rows re-checked per iteration and the fraction of labels equal to the
 float64 argmin at the fit's final centres on --agree-rows rows.  --flash
-is flash-kmeans' shape, 2^24 x 128, k=4096 (data: bench/_common.large_blobs,
-float32 draws; the first k rows the initial centres).  --sweep first times the
+is flash-kmeans' shape, 2^24 x 128, k=4096 (flash_blobs: blobs whose noise
+repeats every 2^22 rows, float32 draws; the first k rows the initial centres).  --sweep first times the
 Lloyd pass alone over the tuner's configurations (oclclust.cli.tune) on the first
 workload, and fits with the fastest.
 
@@ -35,7 +35,7 @@ import warnings
 import numpy as np
 
 import kmeans as bk
-from _common import DEFAULT_BASELINES, data_functions, import_oclclust, large_blobs
+from _common import DEFAULT_BASELINES, blob_centres, data_functions, import_oclclust
 
 WORKLOADS = ["10000000,128,4096,5", "6000000,128,4096,5", "1000000,32,256,10"]
 QUICK = ["20000,16,64,3"]
@@ -106,6 +106,19 @@ def parse_args(argv):
     return args
 
 
+def flash_blobs(n, d, k, block=1 << 22):
+    """bench/_common.blobs' rows (k centres uniform in [-10, 10]^d plus unit
+    normal noise) with the noise drawn for *block* rows and repeated: 2^31
+    normal draws take most of a minute, 2^29 a quarter of it."""
+    rng = np.random.default_rng(0)
+    centres = blob_centres(k, d, rng)
+    noise = rng.standard_normal((min(block, n), d), dtype=np.float32)
+    X = centres[rng.integers(0, k, n)]
+    for s in range(0, n, len(noise)):
+        X[s:s + len(noise)] += noise[:n - s]
+    return X
+
+
 def agreement(profile, X, centres, precision):
     """The fraction of *X*'s rows whose Lloyd label (at *centres*, in
     *precision*) is the float64 argmin, and the rows the pass re-checked."""
@@ -140,7 +153,7 @@ def main(argv=None):
     for w, (n, d, k, iters) in enumerate(args.workloads):
         start = time.perf_counter()
         if args.flash:   # float32 draws: make_blobs' float64 would take minutes here
-            X = large_blobs(n, d, k)
+            X = flash_blobs(n, d, k)
             C0 = X[:k].copy()
         else:
             X, _, _ = make_blobs(n, d, k)
