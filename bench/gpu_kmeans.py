@@ -87,6 +87,9 @@ def parse_args(argv):
     ap.add_argument("--flash", action="store_true", help="flash-kmeans' shape " + FLASH[0])
     ap.add_argument("--precisions", default="float32",
                     help="KMeans precision modes to time, comma-separated (default float32)")
+    ap.add_argument("--mma-sweep", action="store_true",
+                    help="time the planned mma spec of each --precisions mode and its "
+                         "neighbours (kpar, mt, wg) on the first workload's Lloyd pass")
     ap.add_argument("--agree-rows", type=int, default=1 << 16,
                     help="rows of the float64-argmin agreement check (default 65536)")
     ap.add_argument("--sweep", action="store_true", help="time the tuner's configurations "
@@ -117,6 +120,47 @@ def flash_blobs(n, d, k, block=1 << 22):
     for s in range(0, n, len(noise)):
         X[s:s + len(noise)] += noise[:n - s]
     return X
+
+
+def mma_sweep(profile, X, C0, precisions):
+    """The planned mma spec of each precision and its neighbours (kpar 1 or
+    2, mt halved or doubled, work-groups of 128 or 256), each offered alone
+    to LloydPass (checked and built as the planner's pick), timed on X."""
+    import dataclasses
+    import pyopencl.array as cla
+    from oclclust.passes.lloyd import LloydPass
+    from oclclust.runtime.partition import DevicePartition
+    part = DevicePartition(profile, cla.to_device(profile.queue(), X))
+    for precision in precisions:
+        planned = LloydPass(part, len(C0), precision=precision).spec
+        if planned.variant != "mma":
+            print(f"  sweep {precision}: planned {planned.variant}, no mma variant")
+            continue
+        trials = [planned]
+        for kw in (dict(kpar=3 - planned.kpar), dict(mt=max(1, planned.mt // 2)),
+                   dict(mt=planned.mt * 2), dict(wg=128)):
+            spec = dataclasses.replace(planned, **kw)
+            spec = dataclasses.replace(spec, tm=spec.wg // 32 * 16 * spec.mt)
+            if spec not in trials:
+                trials.append(spec)
+        for spec in trials:
+            try:
+                lloyd = LloydPass(part, len(C0), spec=spec)
+                labels = cla.empty(part.queue, part.n, np.int32)
+                labels.fill(-1)
+                lloyd.run(C0.astype(np.float64), labels)
+                best = np.inf
+                for _ in range(2):
+                    part.queue.finish()
+                    start = time.perf_counter()
+                    lloyd.run(C0.astype(np.float64), labels)
+                    part.queue.finish()
+                    best = min(best, time.perf_counter() - start)
+                print(f"  sweep {precision}: wg={spec.wg} mt={spec.mt} kpar={spec.kpar}: "
+                      f"{best:.4f} s/pass", flush=True)
+            except Exception as exc:   # over the registers or local memory: say so
+                print(f"  sweep {precision}: wg={spec.wg} mt={spec.mt} kpar={spec.kpar}: "
+                      f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}", flush=True)
 
 
 def agreement(profile, X, centres, precision):
@@ -165,6 +209,8 @@ def main(argv=None):
             best, _ = tune.tune_device(profile, [(n, d, k)], args.sweep_quick, repeats=2)
             profile = profile.replace(**best)
             print(f"sweep: fitting with {tune._label(best)}", flush=True)
+        if args.mma_sweep and w == 0:
+            mma_sweep(profile, X, C0, args.precisions)
         results = {}
         sub = X[-min(args.agree_rows, n):]
         for precision in args.precisions:

@@ -45,8 +45,9 @@ def equal_fits(a, b):
 @pytest.mark.parametrize("precision", FAST)
 def test_kmeans_fast_modes(devices, profile, precision, device_update):
     """No tensor cores: the float32 model bit for bit, each iteration's
-    ``rechecked`` 0.  Tensor cores: labels within a hair of float32's, and
-    the re-checked rows recorded."""
+    ``rechecked`` 0.  Tensor cores: the re-checked rows recorded, the labels
+    the float64 argmin of the fit's centres off near ties, the inertia near
+    float32's (the runs part at near ties, as any two float orders do)."""
     X = blobs(3000, 16)
     saved, kmeans.DEVICE_UPDATE = kmeans.DEVICE_UPDATE, device_update
     try:
@@ -63,9 +64,13 @@ def test_kmeans_fast_modes(devices, profile, precision, device_update):
         assert [h["rechecked"] for h in fast.history_] == [0] * fast.n_iter_
         np.testing.assert_array_equal(fast.predict(X), ref.predict(X))
         assert fast.score(X) == ref.score(X)
-    else:
+    else:   # near ties part the runs' ways: each run's labels are its centres' argmin
         assert all(0 <= h["rechecked"] <= len(X) for h in fast.history_)
-        assert np.mean(fast.labels_ == ref.labels_) > 0.99
+        assert sum(h["rechecked"] for h in fast.history_) > 0
+        C = fast.cluster_centers_.astype(np.float64)
+        nearest = ((X[:, None].astype(np.float64) - C[None]) ** 2).sum(-1).argmin(1)
+        assert np.mean(fast.labels_ == nearest) > 0.999
+        assert fast.inertia_ == pytest.approx(ref.inertia_, rel=0.05)
 
 
 @pytest.mark.parametrize("estimator, kw", [
