@@ -218,8 +218,8 @@ def main(argv=None):
             ns = argparse.Namespace(k=k, iters=iters, repeats=args.repeats, precision=precision)
             rec = bk.run_oclclust(oc, profile, X, C0, ns, resident=True)
             from oclclust.runtime.codegen import plans
-            spec = [s for (p, *rest), (s, _) in plans("lloyd").items()
-                    if p == profile and s.update and rest[-1] == precision]
+            spec = [s for (p, *rest), (s, _) in plans("lloyd").items()   # the fit's plan
+                    if p == profile and s.update and rest[-2] is None and rest[-1] == precision]
             # the whole fit over its iterations (validation, moments and the final
             # labels pass included), and the median Lloyd iteration of history_
             results["oclclust" + tag] = (rec["seconds_per_iter"], rec["inertia"])
