@@ -16,9 +16,9 @@ oclclust at each of KMeans's precision modes (float32, tf32, bf16), with the
 rows re-checked per iteration and the fraction of labels equal to the
 float64 argmin at the fit's final centres on --agree-rows rows.  --flash
 is flash-kmeans' shape, 2^24 x 128, k=4096 (flash_blobs: blobs whose noise
-repeats every 2^22 rows, float32 draws; the first k rows the initial centres).  --sweep first times the
-Lloyd pass alone over the tuner's configurations (oclclust.cli.tune) on the first
-workload, and fits with the fastest.
+repeats every 2^22 rows, float32 draws; the first k rows the initial centres).
+--sweep first times the Lloyd pass alone over the tuner's configurations
+(oclclust.cli.tune) on the first workload, and fits with the fastest.
 
     python bench/gpu_kmeans.py --devices NVIDIA                 # the three workloads
     python bench/gpu_kmeans.py --devices NVIDIA --sweep --workloads 10000000,128,4096,5
