@@ -81,9 +81,10 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     for bf16) is re-checked with the exact float32 distances of its three
     best candidates within that bound of the best; labels equal the float32
     argmin except where four centres are within the bound of a tie.
-    ``history_`` then records each iteration's ``rechecked`` rows.  Everywhere else (CPU runtimes, other GPUs, more
-    than 128 features or 65536 clusters, float64) the fast modes run as
-    float32: the same kernels, bit for bit the "float32" model; so do restarts run as one
+    ``history_`` then records each iteration's ``rechecked`` rows.
+    Everywhere else (CPU runtimes, other GPUs, more than 128 features or
+    65536 clusters, float64) the fast modes run as float32: the same
+    kernels, bit for bit the "float32" model; so do restarts run as one
     ensemble (n_init > 1).  predict and score use the fit's precision.
 
     ``algorithm`` ("lloyd" or "elkan") and ``copy_x`` are accepted for
