@@ -49,7 +49,7 @@ class UsageError(Exception):
 def run_oclclust(oc, profile, X, C0, args, resident):
     import pyopencl.array as cla
     params = dict(n_clusters=args.k, init=C0, n_init=1, max_iter=args.iters, tol=0.0,
-                  devices=[profile])
+                  devices=[profile], precision=getattr(args, "precision", "float32"))
     data = X
     upload_s = None
     if resident:
@@ -68,6 +68,7 @@ def run_oclclust(oc, profile, X, C0, args, resident):
                 seconds=best, times=times, n_iter=int(km.n_iter_),
                 seconds_per_iter=best / km.n_iter_, inertia=float(km.inertia_),
                 iteration_median_s=float(np.median([h["seconds"] for h in km.history_])),
+                rechecked=[h.get("rechecked") for h in km.history_],
                 warmup_s=warmup_s, upload_s=upload_s, foreign_cores=max(FOREIGN, default=None),
                 centers=km.cluster_centers_, labels=km.labels_)
 

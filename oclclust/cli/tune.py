@@ -71,8 +71,9 @@ def blobs(n, d, k, seed=0):
     return X, X[:k].astype(np.float64)
 
 
-def time_pass(profile, x_dev, centres, repeats=3, update=True):
-    """(best seconds of one Lloyd pass, the spec it ran), or (None, reason)."""
+def time_pass(profile, x_dev, centres, repeats=3, update=True, precision="float32"):
+    """(best seconds of one Lloyd pass, the spec it ran), or (None, reason);
+    *precision*: LloydPass's (the mma variant's fast modes)."""
     import pyopencl as cl
     import pyopencl.array as cla
     from ..runtime.codegen import KernelBuildError
@@ -80,7 +81,7 @@ def time_pass(profile, x_dev, centres, repeats=3, update=True):
     from ..runtime.partition import DevicePartition
     try:
         part = DevicePartition(profile, x_dev)
-        lloyd = LloydPass(part, len(centres), update=update)
+        lloyd = LloydPass(part, len(centres), update=update, precision=precision)
         labels = cla.empty(part.queue, part.n, np.int32)
         labels.fill(-1)
         lloyd.run(centres, labels)                 # first touches

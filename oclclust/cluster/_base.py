@@ -86,6 +86,9 @@ SHARED_RULES = {
     "devices": [None, str, list, tuple, DeviceManager, DeviceProfile, cl.Device],
     "dtype": [None, "float32", "float64", type, np.dtype],
     "comm": [None, object],
+    # the distance products' precision (passes.lloyd_mma.PRECISIONS): read
+    # by KMeans's Lloyd pass on NVIDIA tensor cores; float32 everywhere else
+    "precision": ["float32", "tf32", "bf16"],
 }
 # ``init`` of the estimators that take one set of centres (a callable is
 # scikit-learn's: init(X, n_clusters, random_state=...) -> the centres)

@@ -48,6 +48,9 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     sample_weight) or an (n_clusters, n_features) array.  ``devices``,
     ``dtype``: as KMeans.  ``comm``: an mpi4py communicator (each rank passes
     its own rows).  ``sample_weight`` in fit/score multiplies u^m.
+    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the c-means pass
+    has no tensor-core path yet, so every mode runs as "float32" (the same
+    model, bit for bit).
     """
 
     _parameter_rules = {
@@ -57,8 +60,10 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     }
 
     def __init__(self, n_clusters=8, *, m=2.0, tol=1e-4, max_iter=300, init="k-means++",
-                 random_state=None, devices=None, dtype=None, comm=None, verbose=0):
+                 random_state=None, devices=None, dtype=None, comm=None, verbose=0,
+                 precision="float32"):
         self.n_clusters = n_clusters
+        self.precision = precision
         self.m = m
         self.tol = tol
         self.max_iter = max_iter

@@ -154,6 +154,9 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     different K).  Each model stops at its own ``tol`` (scikit-learn's: on
     the centre shift, relative to the data variance).  ``spherical``: as
     KMeans' (cluster/spherical.py); given inits are renormalised.
+    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the ensemble pass
+    has no tensor-core path yet, so every mode runs as "float32" (the same
+    model, bit for bit).
 
     Attributes: ``models_`` M x K x d (with different K: a list of M
     K_m x d arrays), ``inertias_``, ``n_iter_`` (per model), ``best_index_``
@@ -175,8 +178,9 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
                  init="k-means++", max_iter=300, tol=1e-4, random_state=None, devices=None,
                  dtype=None, comm=None, verbose=0, oversampling_factor=DEFAULT_OVERSAMPLING,
-                 init_max_iter=None, spherical=False):
+                 init_max_iter=None, spherical=False, precision="float32"):
         self.spherical = spherical
+        self.precision = precision
         self.oversampling_factor = oversampling_factor
         self.init_max_iter = init_max_iter
         self.n_clusters = n_clusters

@@ -54,6 +54,9 @@ class GaussianMixture(DensityMixin, KCluster):
     (``mdl_path_``, ``n_components_``; "full" and "diag" only).  ``warm_start``:
     each fit goes on from the last one's parameters (one init, scikit-learn's
     rule).  ``devices``, ``dtype``, ``comm``: as in KMeans.
+    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the E step
+    has no tensor-core path yet, so every mode runs as "float32" (the same
+    model, bit for bit).
     """
 
     _parameter_rules = {
@@ -75,8 +78,9 @@ class GaussianMixture(DensityMixin, KCluster):
                  max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
                  means_init=None, precisions_init=None, random_state=None,
                  warm_start=False, min_components=None, devices=None, dtype=None, comm=None,
-                 verbose=0):
+                 verbose=0, precision="float32"):
         self.n_components = n_components
+        self.precision = precision
         self.covariance_type = covariance_type
         self.tol = tol
         self.reg_covar = reg_covar

@@ -71,6 +71,22 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     rows; predict, score and transform normalise their rows too, and given
     initial centres are renormalised.
 
+    ``precision``: "float32" (the default: float32 accuracy; on NVIDIA
+    tensor cores 3xTF32 products), "tf32" or "bf16": on an NVIDIA GPU with
+    tensor cores (compute capability 8+), float32 data of at most 128
+    features, the distances' products are one TF32 or BF16 product with
+    float32 accumulation (bf16: mma m16n8k16), and every row whose two best
+    candidates are within the mode's error bound of each other
+    (passes.lloyd_mma.tie_bound: about 2^-7 ||x|| max||c|| for tf32, 2^-4
+    for bf16) is re-checked with the exact float32 distances of its three
+    best candidates within that bound of the best; labels equal the float32
+    argmin except where four centres are within the bound of a tie.
+    ``history_`` then records each iteration's ``rechecked`` rows.
+    Everywhere else (CPU runtimes, other GPUs, more than 128 features or
+    65536 clusters, float64) the fast modes run as float32: the same
+    kernels, bit for bit the "float32" model; so do restarts run as one
+    ensemble (n_init > 1).  predict and score use the fit's precision.
+
     ``algorithm`` ("lloyd" or "elkan") and ``copy_x`` are accepted for
     scikit-learn's API: every fit runs the fused Lloyd pass (Elkan's bounds
     save distance computations on a CPU core, not on a device's tiles, and
@@ -90,8 +106,9 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None,
                  comm=None, oversampling_factor=DEFAULT_OVERSAMPLING, init_max_iter=None,
-                 spherical=False, copy_x=True, algorithm="lloyd"):
+                 spherical=False, copy_x=True, algorithm="lloyd", precision="float32"):
         self.n_clusters = n_clusters
+        self.precision = precision
         self.copy_x = copy_x
         self.algorithm = algorithm
         self.spherical = spherical
@@ -139,8 +156,10 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         if runs == 1:   # the fused Lloyd pass, with its per-iteration history
             history = []
             lloyd = lloyd or LloydShards(data, self.n_clusters, ranks,
-                                         device_update=DEVICE_UPDATE and not self.spherical)
-            fitted = fit_lloyd(LloydModel(lloyd, self.spherical), starts,
+                                         device_update=DEVICE_UPDATE and not self.spherical,
+                                         precision=self.precision)
+            fitted = fit_lloyd(LloydModel(lloyd, self.spherical,
+                                          rechecks=self.precision != "float32"), starts,
                                self.max_iter, tol, data, host_w,
                                self.verbose if ranks.rank == 0 else 0, history)
             results = [(c, i, int(t), history, lab) for c, i, t, lab in zip(*fitted)]
@@ -202,7 +221,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     # ------------------------------------------------------------- inference
     def _assign(self, X, sample_weight=None):
         def assign(data):
-            lloyd = LloydShards(data, self.n_clusters)
+            lloyd = LloydShards(data, self.n_clusters, precision=self.precision)
             stats = lloyd.run(self.cluster_centers_.astype(np.float64), update=False)
             if stats.n_nonfinite:
                 raise ValueError("Input X contains NaN or infinity.")
@@ -248,9 +267,10 @@ class LloydModel(LloydBackend):
 
     exact_shifts = True     # its shift is recorded: in numpy's order, always
 
-    def __init__(self, lloyd, spherical=False):
+    def __init__(self, lloyd, spherical=False, rechecks=False):
         self.lloyd, self.ranks, self.last = lloyd, lloyd.ranks, None
         self.spherical = spherical
+        self.rechecks = rechecks   # a fast precision: history_ records the re-checked rows
         self.replay = None   # a flagged device iteration's statistics, for the host's update
 
     def device_step(self, centers, active, tol, following):
@@ -288,8 +308,11 @@ class LloydModel(LloydBackend):
     def record(self, shifts, moving, n_models):
         # inertia of the centres this pass assigned to (as sklearn's verbose output)
         shift = float(shifts[0])
-        return (dict(inertia=self.last.inertia, center_shift=shift,
-                     n_changed=self.last.n_changed),
+        stats = dict(inertia=self.last.inertia, center_shift=shift,
+                     n_changed=self.last.n_changed)
+        if self.rechecks:   # 0 where the fast mode runs as float32
+            stats["rechecked"] = self.last.n_rechecked
+        return (stats,
                 f"inertia {self.last.inertia:.6g}, shift {shift:.3g}")
 
     def farthest(self, centers, take):

@@ -44,9 +44,9 @@ DEVICE_BATCHES = True
 
 
 class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
-    """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans
-    API and results from the same random_state).  ``devices``, ``dtype``,
-    ``spherical``: as KMeans'."""
+    """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans API and
+    results from the same random_state).  ``devices``, ``dtype``, ``spherical``,
+    ``precision``: as KMeans' (no tensor-core path here: every mode runs float32)."""
 
     comm = None   # the shared rules read it: one process (MPI: KMeans)
 
@@ -64,10 +64,11 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
-                 verbose=0, compute_labels=True, random_state=None, tol=0.0,
-                 max_no_improvement=10, init_size=None, n_init="auto",
-                 reassignment_ratio=0.01, devices=None, dtype=None, spherical=False):
+                 verbose=0, compute_labels=True, random_state=None, tol=0.0, max_no_improvement=10,
+                 init_size=None, n_init="auto", reassignment_ratio=0.01, devices=None, dtype=None,
+                 spherical=False, precision="float32"):
         self.n_clusters = n_clusters
+        self.precision = precision
         self.init = init
         self.max_iter = max_iter
         self.batch_size = batch_size
@@ -91,8 +92,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     # ------------------------------------------------------------- helpers
     def _host_rows(self, X, sample_weight, fitted=False, check_finite=True):
         """X (unit rows when spherical) and its weights, validated, on the host
-        (*fitted*: X's features must be the fit's); sparse X stays sparse
-        (canonical CSR)."""
+        (*fitted*: X's features must be the fit's); sparse X stays sparse (canonical CSR)."""
         if is_sparse(X):
             X = checked_csr(X, self.dtype, type(self).__name__,
                             self.n_features_in_ if fitted else None, unit=self.spherical)

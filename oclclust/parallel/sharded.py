@@ -121,13 +121,15 @@ class _LloydChunk:
     """A chunk's Lloyd passes (with and without the update) and its labels,
     which stay on the device between passes."""
 
-    def __init__(self, chunk, k):
+    def __init__(self, chunk, k, precision="float32"):
         self.chunk, self.k, self.passes, self.labels = chunk, k, {}, None
+        self.precision = precision
         self.resident = None     # the centres kept on the device (lloyd_update)
 
     def lloyd_pass(self, update):
         if update not in self.passes:
-            self.passes[update] = LloydPass(self.chunk, self.k, update)
+            self.passes[update] = LloydPass(self.chunk, self.k, update,
+                                            precision=self.precision)
         return self.passes[update]
 
     def run(self, centers, update):
@@ -162,10 +164,11 @@ class _LloydChunk:
 
 class LloydShards(ShardedPass):
     """The fused Lloyd pass (passes.lloyd) over a fit's rows: LloydStats
-    of all ranks' rows; labels and distances of this rank's."""
+    of all ranks' rows; labels and distances of this rank's.  *precision*:
+    the estimators' (passes.lloyd_mma.PRECISIONS), for the chunks' passes."""
 
-    def __init__(self, data, k, ranks=None, device_update=True):
-        super().__init__(data, ranks, lambda chunk: _LloydChunk(chunk, k))
+    def __init__(self, data, k, ranks=None, device_update=True, precision="float32"):
+        super().__init__(data, ranks, lambda chunk: _LloydChunk(chunk, k, precision))
         self.device_update = device_update and lloyd_update.usable(data, self.ranks.comm)
 
     def run(self, centers, update=True):

@@ -17,7 +17,7 @@ from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
-from .lloyd_mma import mma_specs, split_centers, tile_words
+from .lloyd_mma import mma_specs, split_centers, tie_bound, tile_words
 from ..runtime.reduce import Stats, partial_buffer, reduce_partials
 
 VARIANTS = ("tiled", "rowwise", "gemm", "mma")
@@ -48,7 +48,9 @@ class LloydSpec(Spec):
     reads; the sums follow from the labels, ``slice`` clusters per work-group
     of ``acc_wg`` work-items (AccumulateSpec).  "mma": the gemm variant's
     outputs from NVIDIA tensor cores (lloyd_mma.py): wg / 32 warps of mt m16
-    row tiles, chunks of tn centroids, kpar accumulator sets."""
+    row tiles, chunks of tn centroids, kpar accumulator sets, ``precision``
+    "float32" (3xTF32), "tf32" or "bf16" (one product, near ties re-checked);
+    every other variant is float32 alone (its precision stays "float32")."""
     variant: str = "tiled"
     vw: int = 1
     d: int = 1
@@ -73,6 +75,7 @@ class LloydSpec(Spec):
     prefetch: int = 0
     mt: int = 1
     kpar: int = 1
+    precision: str = "float32"
 
     @property
     def template(self):
@@ -101,7 +104,9 @@ class LloydSpec(Spec):
             return 0
         sums = self.accumulate_spec().local_bytes() if self.update else 0
         if self.variant == "mma":    # as lloyd_mma_assign.cl.mako lays it out
-            return max(max(self.tn * self.dp * 4, 8 * self.tm) * 4 + self.wg * acc, sums)
+            chunks = self.tn * tile_words(self) // self.kp * 2   # two copies, uint32 words
+            winners = (12 if self.rechecks else 8) * self.tm
+            return max(max(chunks, winners) * 4 + self.wg * acc, sums)
         if self.variant == "gemm":   # as lloyd_gemm_assign.cl.mako lays it out
             winners = self.tm * (self.tn // self.rn)
             chunks = self.copies * self.kc * (self.tm + self.vw + self.tn) * item
@@ -122,17 +127,27 @@ class LloydSpec(Spec):
         winners = self.tm * (self.tn // self.rn)
         return winners <= self.copies * self.kc * min(self.tm + self.vw, self.tn)
 
+    @property
+    def rechecks(self):
+        """Whether the pass re-checks near ties (the mma variant's fast modes)."""
+        return self.variant == "mma" and self.precision != "float32"
+
     def template_args(self):
-        return dict(super().template_args(), copies=self.copies, aliased=self.aliased)
+        args = dict(super().template_args(), copies=self.copies, aliased=self.aliased)
+        tie_a, tie_b = (tie_bound(self.precision, self.d, self.kp) if self.rechecks
+                        else (0, 0))
+        return dict(args, tie_a=f"{tie_a:.9e}f", tie_b=f"{tie_b:.9e}f")
 
     def private_floats(self):
         return self.ppi * (self.ctile + (self.d if self.stage_point else 0))
 
 
-def candidate_specs(profile, dtype, d, k, update, weighted):
+def candidate_specs(profile, dtype, d, k, update, weighted, precision="float32"):
     """Specs from the profile's choice down to the smallest; the first that
     fits the device is used.  The profile's variant comes first, the other
-    after it: the row-wise one needs no local memory, so one always fits."""
+    after it: the row-wise one needs no local memory, so one always fits.
+    *precision* reaches the mma variant alone (lloyd_mma.PRECISIONS): the
+    others are float32, whatever it says."""
     base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, k=k,
                 update=update, weighted=weighted)
     variants = (_rowwise_specs, _tiled_specs)
@@ -144,7 +159,10 @@ def candidate_specs(profile, dtype, d, k, update, weighted):
     elif variant == "mma":    # where tensor cores are; else gemm
         variants = (_mma_specs, _gemm_specs, _tiled_specs, _rowwise_specs)
     for specs in variants:
-        yield from specs(profile, base)
+        if specs is _mma_specs:
+            yield from mma_specs(profile, base, LloydSpec, precision)
+        else:
+            yield from specs(profile, base)
 
 
 def _rowwise_specs(profile, base):
@@ -199,7 +217,7 @@ def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
     return cchunk, chunks * cchunk
 
 
-def plan(profile, queue, dtype, d, k, update, weighted, spec=None):
+def plan(profile, queue, dtype, d, k, update, weighted, spec=None, precision="float32"):
     """The built kernel and spec of the first candidate that fits the device
     (built in *queue*'s context); *spec*: offered alone instead of the
     candidates (see LloydPass)."""
@@ -209,9 +227,10 @@ def plan(profile, queue, dtype, d, k, update, weighted, spec=None):
         sums = kernel(queue.context, spec.accumulate_spec(), "accumulate_sums")
         return kernel_work_group_limit(sums, queue.device) >= spec.acc_wg
     specs = ([spec] if spec is not None else
-             candidate_specs(profile, dtype, d, k, update, weighted))
+             candidate_specs(profile, dtype, d, k, update, weighted, precision))
     return codegen.plan("lloyd", queue.context,
-                        (profile, np.dtype(dtype).name, d, k, update, weighted, spec),
+                        (profile, np.dtype(dtype).name, d, k, update, weighted, spec,
+                         precision),
                         lambda: first_fitting(profile, queue, specs,
                                               lambda spec: spec.kernel_name, "Lloyd", sums_fit))
 
@@ -233,6 +252,7 @@ class LloydStats(Stats):
     inertia: float
     n_changed: int
     n_nonfinite: int
+    n_rechecked: int = 0    # rows whose near tie was re-checked (fast precisions)
 
 
 class LloydPass:
@@ -241,18 +261,22 @@ class LloydPass:
     ``spec``: a LloydSpec of this problem (as candidate_specs makes them,
     for the partition's dtype, d, weights and *k*, *update*) offered alone
     instead of the candidates: still checked against the device and built
-    as the planner's pick would be (a harness runs every variant)."""
+    as the planner's pick would be (a harness runs every variant).
+    ``precision``: lloyd_mma.PRECISIONS, read by the mma variant alone (a
+    fast mode's pass counts its re-checked rows: n_rechecked)."""
 
-    def __init__(self, part, k, update=True, spec=None):
+    def __init__(self, part, k, update=True, spec=None, precision="float32"):
         self.part, self.k, self.update = part, k, update
         self.spec, self.kernel = plan(part.profile, part.queue, part.dtype, part.d, k, update,
-                                       part.weighted, spec)
+                                       part.weighted, spec, precision)
         gemm = self.spec.labels_first
         rows = self.spec.tm if gemm else self.spec.wg * self.spec.ppi
         self.groups, self.tiles = part.groups(self.spec.wg, rows)
         q, acc = part.queue, part.acc_double
         self.part_inertia = partial_buffer(q, self.groups, 1, acc)
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
+        self.part_rechecked = (cla.empty(q, self.groups, np.int32) if self.spec.rechecks
+                               else None)
         self.min_dist = cla.empty(q, part.n, part.dtype)
         self.norms = cla.empty(q, self.spec.kp, part.dtype)
         if gemm:   # mma: the centres split in its fragments' order (lloyd_mma.split_centers)
@@ -301,10 +325,11 @@ class LloydPass:
                         self.part_sums.data, self.part_weights.data, self.part_inertia.data,
                         self.part_flags.data, np.int64(self.tiles))
             return
+        rechecked = (self.part_rechecked.data,) if spec.rechecks else ()
         self.kernel(q, (self.groups * spec.wg,), (spec.wg,), *data,
                     self.centers.data, self.center_rows.data, self.norms.data, labels.data,
                     self.min_dist.data, self.part_inertia.data, self.part_flags.data,
-                    np.int64(self.tiles))
+                    *rechecked, np.int64(self.tiles))
         if self.update:
             sums = kernel(q.context, spec.accumulate_spec(), "accumulate_sums")
             sums(q, (self.segments * self.slices * spec.acc_wg,), (spec.acc_wg,), *data,
@@ -326,4 +351,11 @@ class LloydPass:
                                       part.dtype, acc)
         flags = self.part_flags.get(q).reshape(-1, 2)
         inertia = float(np.sum(self.part_inertia.get(q)[:self.groups], dtype=np.float64))
-        return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()), int(flags[:, 1].sum()))
+        return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()), int(flags[:, 1].sum()),
+                          self.rechecked())
+
+    def rechecked(self):
+        """The rows the last pass re-checked (0 without a fast mode's pass)."""
+        if not self.spec.rechecks:
+            return 0
+        return int(self.part_rechecked.get(self.part.queue).sum())

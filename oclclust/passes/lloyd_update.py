@@ -8,7 +8,8 @@ cluster._base.centers_update computes them, with the next pass's inputs
 (rounded centres in the variant's layout, their norms as
 lloyd.center_norms sums them), and one work-group sums the shift and the
 inertia in numpy's pairwise order and counts the changed and non-finite
-rows and the empty clusters.  The host reads those five numbers, on a
+rows and the empty clusters (and a fast precision's re-checked rows).
+The host reads those six numbers, on a
 queue of its own into page-locked memory, and uploads nothing.  The shift
 and inertia are np.sum's bits, so the host's convergence test on them and
 history_ are the host update's; an iteration with an empty cluster or a
@@ -63,7 +64,8 @@ class SummarySpec(Spec):
 
 
 # what summarize writes, in order
-SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY = range(5)
+SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY, RECHECKED = range(6)
+RESULTS = 6
 
 
 class ResidentCenters:
@@ -92,8 +94,8 @@ class ResidentCenters:
         self.sums = cla.empty(q, k * d, np.float64)
         self.weights = cla.empty(q, k, np.float64)
         self.moved = cla.empty(q, k * d, np.float64)
-        self.results = [cla.empty(q, 5, np.float64) for _ in range(2)]
-        self.host_results = [pinned_empty(q, 5, np.float64) for _ in range(2)]
+        self.results = [cla.empty(q, RESULTS, np.float64) for _ in range(2)]
+        self.host_results = [pinned_empty(q, RESULTS, np.float64) for _ in range(2)]
         # what a pass enqueued ahead overwrites of the one before it, saved:
         # a flagged iteration's host update reads them (no pass again)
         self.saved_labels = cla.empty(q, part.n, np.int32)
@@ -151,9 +153,11 @@ class ResidentCenters:
         enqueue_reduce(q, lp.part_weights, lp.partials, k, part.dtype, True, self.weights)
         self.new_centers(self.buffers[source], self.buffers[target])
         ss = self.summary_spec
+        rechecked = lp.part_rechecked if lp.spec.rechecks else lp.part_flags   # unread: 0
         done = kernel(q.context, ss, "summarize")(
             q, (ss.wg,), (ss.wg,), self.moved.data, np.int64(k * d), lp.part_inertia.data,
-            lp.part_flags.data, np.int64(lp.groups), self.weights.data,
+            lp.part_flags.data, np.int64(lp.groups), rechecked.data,
+            np.int64(lp.groups if lp.spec.rechecks else 0), self.weights.data,
             self.results[slot].data)
         q.flush()                       # the reader waits for it
         read = cl.enqueue_copy(self.reader, self.host_results[slot], self.results[slot].data,
@@ -173,7 +177,7 @@ class ResidentCenters:
         read.wait()
         got = self.host_results[slot]
         self.last = LloydStats(None, None, float(got[INERTIA]), int(got[CHANGED]),
-                               int(got[NONFINITE]))
+                               int(got[NONFINITE]), int(got[RECHECKED]))
         flagged = bool(got[EMPTY]) or self.last.n_nonfinite > 0
         self.clobbered = False
         if flagged:

@@ -9,12 +9,32 @@ not build.
 Reads spec: d, dp (d padded to 8), kp (k padded to tn), tm (rows of a
 work-group tile: wg / 32 warps of 16 * mt), tn (centroids of a local-memory
 chunk), wg (work-items), mt (m16 row tiles a warp owns), kpar (accumulator
-sets over the k8 steps: 1, or 2 for even and odd ones), weighted.
+sets over the k steps: 1, or 2 for even and odd ones), weighted, k,
+precision ("float32", "tf32", "bf16"), tie_a, tie_b (the fast modes' tie
+bound: lloyd_mma.tie_bound).
 
 The dot products x.c run as inline-PTX mma.sync m16n8k8 TF32 products in the
 3xTF32 split: each float v = big + small, both TF32 (round to nearest), and
 x.c = xb.cb + xb.cs + xs.cb (the small x small term, 2^-22 relative, dropped):
-float32-level products at tensor-core rates.
+float32-level products at tensor-core rates (precision "float32").
+
+The fast modes make one product a step, float32 accumulation: "tf32" the
+big x big one (dp = d padded to 8; the split centres' small parts unread),
+"bf16" mma.sync m16n8k16 bf16 products (dp = d padded to 32; centres in the
+bf16 layout of lloyd_mma_split.cl.mako, rows rounded by bf16_pack.cl).
+A score and its centroid's index are one key: the index in the score's
+low IBITS mantissa bits (bits of kp - 1), so each lane keeps its three
+best keys of a row with five fmin / fmax (no index registers, no
+branches), and the rows their three best of all.  A row whose two best
+keys are within the mode's bound of each other, tie_a ||x|| max||c|| +
+tie_b max||c||^2 (lloyd_mma.tie_bound: the operands' rounding and the keys'
+quantisation; max||c|| from center_norms here), is re-checked: the exact
+float32 (x - c)^2 distances of the best and of each of the others within
+the bound of it; the smallest (lower index on ties) wins.  A row not
+re-checked has its winner's score ahead of every other by more than both
+scores' errors, so its winner is the exact argmin; labels differ from the
+float32 model's only where four centres are within the bound of a tie.
+part_rechecked counts the re-checked rows of each work-group.
 
 A warp's rows stay in registers as the products' A fragments, split once per
 row tile (16 * mt rows x dp dimensions: mt * dp registers), so the only
@@ -29,11 +49,18 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%include file="tf32_split.cl"/>
+% if precision == "bf16":
+<%include file="bf16_pack.cl"/>
+% endif
 <%namespace name="select" file="select.cl.mako"/>
 <%
-    steps = dp // 8
+    fast = precision != "float32"
+    bf16 = precision == "bf16"
+    steps = dp // 16 if bf16 else dp // 8      # mma k steps (k16 or k8)
+    groups = dp // 32 if bf16 else dp // 8     # a centroid's uint4 of 4 lanes
     nt = tn // 8
-    slots = dp // 2
+    slots = dp // 8 if bf16 else dp // 2
+    ibits = max(1, (kp - 1).bit_length())      # a key's index bits
     chunk_vecs = tn * slots
     copy_iters = -(-chunk_vecs // wg)
 %>
@@ -45,6 +72,10 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
 #define SLOTS ${slots}                 /* a centroid's uint4 (lloyd_mma_split.cl.mako) */
 #define CHUNKS (KP / TN)
 #define CHUNK_VECS ${chunk_vecs}
+% if fast:
+#define KEY_MASK ${hex(2 ** 32 - 2 ** ibits)}u    /* a key's score bits */
+#define KEY_INDEX(key) ((int)(as_uint(key) & ${hex(2 ** ibits - 1)}u))
+% endif
 % if weighted:
 #define WEIGHT(i) w[i]
 % else:
@@ -57,6 +88,14 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
         : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+% if bf16:
+/* the same with m16n8k16 bf16 operands (two packed values a register) */
+#define MMA16(d, a0, a1, a2, a3, b0, b1) \
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 " \
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
+        : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+% endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void assign_gemm(
@@ -69,6 +108,9 @@ void assign_gemm(
     __global float *restrict min_dist,            /* exact distance to own centre */
     __global acc_t *restrict part_inertia,        /* groups */
     __global int *restrict part_flags,            /* groups x 2: changed, non-finite */
+% if fast:
+    __global int *restrict part_rechecked,        /* groups: rows re-checked */
+% endif
     const long tiles_per_group)
 {
     const int lid = get_local_id(0);
@@ -76,7 +118,7 @@ void assign_gemm(
     const int gq = lane / 4, tq = lane % 4;      /* the fragments' row group, thread */
     /* this lane's slot of even and odd k8 steps in a row (swizzled: see
        lloyd_mma_split.cl.mako) */
-% if dp // 8 % 2 == 0:
+% if groups % 2 == 0:
     const int slot_even = tq + ((gq & 1) << 2), slot_odd = tq - ((gq & 1) << 2);
 % else:
     const int slot_even = tq, slot_odd = tq;
@@ -84,13 +126,37 @@ void assign_gemm(
     const long g = get_group_id(0);
     /* the chunks' memory is free once a row tile's last chunk is read: the
        rows' partial winners share it (it is made large enough for them) */
-    __local uint4 lc[${max(2 * chunk_vecs, tm * 2)}];
+    __local uint4 lc[${max(2 * chunk_vecs, tm * (3 if fast else 2))}];
+% if fast:
+    __local float *row_keys = (__local float *)lc;      /* TM x 4 lanes x 3 */
+% else:
     __local float *row_best = (__local float *)lc;
     __local int *row_index = (__local int *)lc + TM * 4;
+% endif
     __local acc_t scratch[WG];
 
     acc_t inertia = 0;
     int changed = 0, nonfinite = 0;
+% if fast:
+    int rechecked = 0;
+    /* max ||c||^2 over the real centres (the bound's): a work-group's max */
+    {
+        float most = 0.0f;
+        for (int j = lid; j < ${k}; j += WG)
+            most = fmax(most, center_norms[j]);
+        scratch[lid] = most;
+        for (int s = WG / 2; s > 0; s >>= 1) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid < s)
+                scratch[lid] = fmax(scratch[lid], scratch[lid + s]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float cmax2 = scratch[0];
+    /* the bound's terms, rounded up past its float evaluation */
+    const float tie_a = ${tie_a} * sqrt(cmax2) * 1.0001f, tie_b = ${tie_b} * cmax2 * 1.0001f;
+    barrier(CLK_LOCAL_MEM_FENCE);   /* scratch is free again */
+% endif
     const long first = g * tiles_per_group * TM;
     for (long t = 0; t < tiles_per_group; ++t) {
         const long base = first + t * TM;
@@ -101,7 +167,9 @@ void assign_gemm(
 % for mi in range(mt):
   % for s in range(steps):
         uint xb_${mi}_${s}_0, xb_${mi}_${s}_1, xb_${mi}_${s}_2, xb_${mi}_${s}_3;
+    % if not fast:
         uint xs_${mi}_${s}_0, xs_${mi}_${s}_1, xs_${mi}_${s}_2, xs_${mi}_${s}_3;
+    % endif
   % endfor
         {
   % for h in range(2):
@@ -110,21 +178,37 @@ void assign_gemm(
             const int ok${h} = i${h} < n;
   % endfor
   % for s in range(steps):
-    % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 4), (1, 4))):
+    % if bf16:
+      % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 8), (1, 8))):
+            {   /* dimensions c and c + 1, packed */
+                const int c = ${16 * s + kk} + 2 * tq;
+                xb_${mi}_${s}_${e} = bf16_pack(ok${h} && c < D ? r${h}[c] : 0.0f,
+                                               ok${h} && c + 1 < D ? r${h}[c + 1] : 0.0f);
+            }
+      % endfor
+    % else:
+      % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 4), (1, 4))):
             {
                 const int c = ${8 * s + kk} + tq;
                 const float v = ok${h} && c < D ? r${h}[c] : 0.0f;
                 xb_${mi}_${s}_${e} = tf32_bits(v);
+        % if not fast:
                 xs_${mi}_${s}_${e} = tf32_bits(v - as_float(xb_${mi}_${s}_${e}));
+        % endif
             }
-    % endfor
+      % endfor
+    % endif
   % endfor
         }
 % endfor
 % for mi in range(mt):
   % for r in range(2):
+    % if fast:
+        float key1_${mi}_${r} = INFINITY, key2_${mi}_${r} = INFINITY, key3_${mi}_${r} = INFINITY;
+    % else:
         float best_${mi}_${r} = INFINITY;
         int index_${mi}_${r} = 0;
+    % endif
   % endfor
 % endfor
         /* chunk 0 staged; then each chunk's successor is read into registers
@@ -148,22 +232,36 @@ void assign_gemm(
             __local const uint4 *cur = lc + (chunk & 1) * CHUNK_VECS;
 % for mi in range(mt):
   % for ni in range(nt):
-    % for a in ("big", "fix"):
+    % for a in (("big",) if fast else ("big", "fix")):
       % for par in range(kpar):
             float ${a}_${mi}_${ni}_${par}_0 = 0, ${a}_${mi}_${ni}_${par}_1 = 0, ${a}_${mi}_${ni}_${par}_2 = 0, ${a}_${mi}_${ni}_${par}_3 = 0;
       % endfor
     % endfor
   % endfor
 % endfor
-% for s in range(steps):
+% for q in range(groups):
   % for ni in range(nt):
             {
+    % if bf16:
+                /* the lane's B registers of k16 steps 2q and 2q + 1 */
+    % else:
                 /* big and small parts of the lane's two B values */
-                const uint4 b = cur[(${8 * ni} + gq) * SLOTS + ${4 * s} + slot_${"odd" if s % 2 else "even"}];
+    % endif
+                const uint4 b = cur[(${8 * ni} + gq) * SLOTS + ${4 * q} + slot_${"odd" if q % 2 else "even"}];
     % for mi in range(mt):
+      % if bf16:
+        % for h in range(2):
+<% s = 2 * q + h %>\
+                MMA16(big_${mi}_${ni}_${s % kpar}_, xb_${mi}_${s}_0, xb_${mi}_${s}_1, xb_${mi}_${s}_2, xb_${mi}_${s}_3, b.s${2 * h}, b.s${2 * h + 1});
+        % endfor
+      % else:
+<% s = q %>\
                 MMA(big_${mi}_${ni}_${s % kpar}_, xb_${mi}_${s}_0, xb_${mi}_${s}_1, xb_${mi}_${s}_2, xb_${mi}_${s}_3, b.s0, b.s2);
+        % if not fast:
                 MMA(fix_${mi}_${ni}_${s % kpar}_, xb_${mi}_${s}_0, xb_${mi}_${s}_1, xb_${mi}_${s}_2, xb_${mi}_${s}_3, b.s1, b.s3);
                 MMA(fix_${mi}_${ni}_${s % kpar}_, xs_${mi}_${s}_0, xs_${mi}_${s}_1, xs_${mi}_${s}_2, xs_${mi}_${s}_3, b.s0, b.s2);
+        % endif
+      % endif
     % endfor
             }
   % endfor
@@ -179,15 +277,33 @@ void assign_gemm(
                 {
       % for e in range(2):
 <% q = 2 * r + e %>\
-% if kpar == 2:
+% if fast and kpar == 2:
+                    const float s${e} = fma(-2.0f, big_${mi}_${ni}_0_${q} + big_${mi}_${ni}_1_${q}, n${e});
+% elif fast:
+                    const float s${e} = fma(-2.0f, big_${mi}_${ni}_0_${q}, n${e});
+% elif kpar == 2:
                     const float s${e} = fma(-2.0f, (big_${mi}_${ni}_0_${q} + big_${mi}_${ni}_1_${q})
                                                  + (fix_${mi}_${ni}_0_${q} + fix_${mi}_${ni}_1_${q}), n${e});
 % else:
                     const float s${e} = fma(-2.0f, big_${mi}_${ni}_0_${q} + fix_${mi}_${ni}_0_${q}, n${e});
 % endif
       % endfor
+      % if fast:
+        % for e in range(2):
+                    {   /* the key into the lane's three best (a NaN key, a padding
+                           centre's, repeats key1: the row merge drops repeats) */
+                        const float key = as_float((as_uint(s${e}) & KEY_MASK) | (uint)(j + ${e}));
+                        const float t = fmax(key1_${mi}_${r}, key);
+                        key1_${mi}_${r} = fmin(key1_${mi}_${r}, key);
+                        const float u = fmax(key2_${mi}_${r}, t);
+                        key2_${mi}_${r} = fmin(key2_${mi}_${r}, t);
+                        key3_${mi}_${r} = fmin(key3_${mi}_${r}, u);
+                    }
+        % endfor
+      % else:
                     if (s0 < best_${mi}_${r}) { best_${mi}_${r} = s0; index_${mi}_${r} = j; }
                     if (s1 < best_${mi}_${r}) { best_${mi}_${r} = s1; index_${mi}_${r} = j + 1; }
+      % endif
                 }
     % endfor
   % endfor
@@ -209,14 +325,77 @@ void assign_gemm(
   % for r in range(2):
         {
             const int row = warp * ${16 * mt} + ${16 * mi + 8 * r} + gq;
+% if fast:
+            row_keys[row * 12 + tq * 3] = key1_${mi}_${r};
+            row_keys[row * 12 + tq * 3 + 1] = key2_${mi}_${r};
+            row_keys[row * 12 + tq * 3 + 2] = key3_${mi}_${r};
+% else:
             row_best[row * 4 + tq] = best_${mi}_${r};
             row_index[row * 4 + tq] = index_${mi}_${r};
+% endif
         }
   % endfor
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
+% if fast:
+        /* the three best distinct keys of each row's 12, then the re-check */
+        for (int r = lid; r < TM; r += WG) {
+            float k1 = INFINITY, k2 = INFINITY, k3 = INFINITY;
+            for (int s = 0; s < 12; ++s) {
+                const float v = row_keys[r * 12 + s];
+                if (isnan(v) || v == k1 || v == k2 || v == k3)
+                    continue;
+                const float t = fmax(k1, v);
+                k1 = fmin(k1, v);
+                const float u = fmax(k2, t);
+                k2 = fmin(k2, t);
+                k3 = fmin(k3, u);
+            }
+            const long i = base + r;
+            if (i < n) {
+                __global const float *row = x + i * stride;
+                int j = KEY_INDEX(k1);
+                float exact = 0;
+                for (int c = 0; c < D; ++c) {
+                    const float diff = row[c] - centers[(long)j * D + c];
+                    exact = fma(diff, diff, exact);
+                }
+                float xx = 0;
+                for (int c = 0; c < D; ++c)
+                    xx = fma(row[c], row[c], xx);
+                const float bound = fma(tie_a, sqrt(xx), tie_b);
+                if (k2 - k1 <= bound) {   /* a near tie: the exact distances decide */
+                    ++rechecked;
+                    for (int m = 0; m < 2; ++m) {
+                        const float km = m ? k3 : k2;
+                        if (!(km - k1 <= bound))
+                            break;
+                        const int jm = KEY_INDEX(km);
+                        float other = 0;
+                        for (int c = 0; c < D; ++c) {
+                            const float diff = row[c] - centers[(long)jm * D + c];
+                            other = fma(diff, diff, other);
+                        }
+                        if (other < exact || (other == exact && jm < j)) {
+                            exact = other;
+                            j = jm;
+                        }
+                    }
+                }
+${select.record_winner("i", "j")}\
+            }
+        }
+% else:
 ${select.row_winners(4, "float")}\
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);   /* row winners read before the next tile's */
     }
 ${select.assignment_partials()}\
+% if fast:
+    {
+        const int total_rechecked = (int)group_sum((acc_t)rechecked, scratch);
+        if (lid == 0)
+            part_rechecked[g] = total_rechecked;
+    }
+% endif
 }

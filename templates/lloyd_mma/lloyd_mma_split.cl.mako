@@ -1,21 +1,34 @@
 <%doc>
 The centres of the "mma" Lloyd variant in its B fragments' order
 (center_tiles of lloyd_mma_assign.cl.mako), split once an iteration.
-Reads spec: d, k, dp (d padded to 8), kp (k padded to the chunk).
+Reads spec: d, k, dp (d padded to 8; 32 in bf16), kp (k padded to the
+chunk), precision.
 
-Centroid j's row holds DP / 2 uint4 slots; slot p is the lane tq = s % 4 of
-k8 step s / 4, where s = p ^ SWIZZLE(j): big and small parts of dimension
-8 (s / 4) + tq, then of that + 4.  With an even number of k8 steps the rows'
-length is a multiple of 32 banks, and odd rows swap the slots of even and
-odd steps, so that the fragment reads of a warp's 8 rows do not collide.
+"float32" and "tf32": centroid j's row holds DP / 2 uint4 slots; slot p is
+the lane tq = s % 4 of k8 step s / 4, where s = p ^ SWIZZLE(j): big and
+small parts of dimension 8 (s / 4) + tq, then of that + 4 ("tf32" reads the
+big parts only).  "bf16": DP / 8 slots; slot p (s = p ^ SWIZZLE(j)) is lane
+tq = s % 4's B registers of k16 steps 2 (s / 4) and 2 (s / 4) + 1, each two
+registers of two bf16 values (the m16n8k16 B fragment): dimensions
+16 t + 2 tq and + 1, then 16 t + 2 tq + 8 and + 9, for step t.  With an even
+number of slot groups (4 slots each) the rows' length is a multiple of 32
+banks, and odd rows swap the slots of even and odd groups, so that the
+fragment reads of a warp's 8 rows do not collide.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%include file="tf32_split.cl"/>
+% if precision == "bf16":
+<%include file="bf16_pack.cl"/>
+% endif
+<% groups = dp // 32 if precision == "bf16" else dp // 8 %>\
 #define D ${d}
 #define K ${k}
 #define KP ${kp}
-#define SLOTS ${dp // 2}
-#define SWIZZLE(j) (${int(dp // 8 % 2 == 0)} * ((j) & 1) << 2)
+#define SLOTS ${dp // 8 if precision == "bf16" else dp // 2}
+#define SWIZZLE(j) (${int(groups % 2 == 0)} * ((j) & 1) << 2)
+
+/* dimension c of centroid j, zero outside the centres */
+#define AT(j, c) ((j) < K && (c) < D ? centers[(long)(j) * D + (c)] : 0.0f)
 
 __kernel void split_centers(
     __global const float *restrict centers,   /* K x D */
@@ -25,8 +38,14 @@ __kernel void split_centers(
     if (e >= KP * SLOTS)
         return;
     const int j = e / SLOTS, s = (e % SLOTS) ^ SWIZZLE(j);
+% if precision == "bf16":
+    const int c0 = s / 4 * 32 + 2 * (s % 4), c1 = c0 + 16;
+    center_tiles[e] = (uint4)(bf16_pack(AT(j, c0), AT(j, c0 + 1)),
+                              bf16_pack(AT(j, c0 + 8), AT(j, c0 + 9)),
+                              bf16_pack(AT(j, c1), AT(j, c1 + 1)),
+                              bf16_pack(AT(j, c1 + 8), AT(j, c1 + 9)));
+% else:
     const int c = s / 4 * 8 + s % 4;
-    __global const float *row = centers + (long)j * D;
-    center_tiles[e] = tf32_split2(j < K && c < D ? row[c] : 0.0f,
-                                  j < K && c + 4 < D ? row[c + 4] : 0.0f);
+    center_tiles[e] = tf32_split2(AT(j, c), AT(j, c + 4));
+% endif
 }

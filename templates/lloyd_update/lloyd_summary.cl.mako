@@ -3,7 +3,9 @@ What the host reads of a k-means iteration kept on the device
 (passes/lloyd_update.py), by one work-group: the centre shift (the squared
 moves summed) and the inertia (the pass's partials summed), each in numpy's
 pairwise order, so that they are np.sum's bits (history_ records both); the
-labels changed and the non-finite rows; whether a cluster is empty.
+labels changed and the non-finite rows; whether a cluster is empty; the
+rows a fast precision's pass re-checked (lloyd_mma_assign.cl.mako's
+part_rechecked; none without).
 
 numpy's pairwise sum of n values: n < 8 in order; n <= 128 in eight
 interleaved accumulators, combined ((0+1)+(2+3))+((4+5)+(6+7)), then the
@@ -130,23 +132,28 @@ void summarize(
     __global const double *restrict part_inertia,   /* groups */
     __global const int *restrict part_flags,        /* groups x 2: changed, non-finite */
     const long groups,
+    __global const int *restrict part_rechecked,    /* rechecked_groups: re-checked rows */
+    const long rechecked_groups,                    /* 0 (the pass re-checks none) or groups */
     __global const double *restrict weights,        /* K */
     __global double *restrict result)               /* shift, inertia, changed,
-                                                       non-finite, empty */
+                                                       non-finite, empty, re-checked */
 {
     __local double vals[WG];
-    __local long counts[2 * WG];
+    __local long counts[3 * WG];
     __local int empty;
     const int lid = get_local_id(0);
     const double shift = group_pairwise(moved, n_moved, vals);
     const double inertia = group_pairwise(part_inertia, groups, vals);
-    long changed = 0, nonfinite = 0;
+    long changed = 0, nonfinite = 0, rechecked = 0;
     for (long g = lid; g < groups; g += WG) {
         changed += part_flags[2 * g];
         nonfinite += part_flags[2 * g + 1];
     }
+    for (long g = lid; g < rechecked_groups; g += WG)
+        rechecked += part_rechecked[g];
     counts[lid] = changed;
     counts[WG + lid] = nonfinite;
+    counts[2 * WG + lid] = rechecked;
     if (lid == 0)
         empty = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -157,6 +164,7 @@ void summarize(
         if (lid < s) {
             counts[lid] += counts[lid + s];
             counts[WG + lid] += counts[WG + lid + s];
+            counts[2 * WG + lid] += counts[2 * WG + lid + s];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -166,5 +174,6 @@ void summarize(
         result[2] = (double)counts[0];
         result[3] = (double)counts[WG];
         result[4] = empty;
+        result[5] = (double)counts[2 * WG];
     }
 }

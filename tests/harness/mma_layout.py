@@ -24,18 +24,47 @@ def tf32(v):
     return (v.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
 
 
-def check_split(queue, C):
-    """Split *C* (k x d float32) on *queue*'s device; assert the words are
-    the documented layout's."""
+def bf16(v):
+    """float32 to bf16 bits (the upper half): to nearest, ties to even."""
+    bits = v.view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint32)
+
+
+def bf16_slot_dims(spec):
+    """kp x dp / 8: the first dimension of each uint4 slot of the bf16
+    layout (lloyd_mma_split.cl.mako): 32 (s / 4) + 2 (s % 4); its words hold
+    that + (0, 1), (8, 9), (16, 17), (24, 25)."""
+    swizzle = 4 if spec.dp // 32 % 2 == 0 else 0
+    p = np.arange(spec.dp // 8)
+    s = p[None, :] ^ (swizzle * (np.arange(spec.kp)[:, None] & 1))
+    return s // 4 * 32 + 2 * (s % 4)
+
+
+def check_split(queue, C, precision="float32"):
+    """Split *C* (k x d float32) on *queue*'s device for *precision*; assert
+    the words are the documented layout's."""
     k, d = C.shape
-    dp = -(-d // 8) * 8
-    spec = LloydSpec(variant="mma", dtype="float32", d=d, k=k, kp=-(-k // 16) * 16, dp=dp)
+    pad = 32 if precision == "bf16" else 8
+    dp = -(-d // pad) * pad
+    spec = LloydSpec(variant="mma", dtype="float32", d=d, k=k, kp=-(-k // 16) * 16, dp=dp,
+                     precision=precision)
     tiles = cla.empty(queue, tile_words(spec), np.uint32)
     split_centers(queue, spec, cla.to_device(queue, C.ravel()), tiles)
-    got = tiles.get().reshape(spec.kp, dp // 2, 4)
     padded = np.zeros((spec.kp, dp), np.float32)
     padded[:k, :d] = C
-    rows, dims = np.arange(spec.kp)[:, None], slot_dims(spec)
+    rows = np.arange(spec.kp)[:, None]
+    if precision == "bf16":
+        got = tiles.get().reshape(spec.kp, dp // 8, 4)
+        dims = bf16_slot_dims(spec)
+        for word, off in enumerate((0, 8, 16, 24)):
+            lo, hi = padded[rows, dims + off], padded[rows, dims + off + 1]
+            np.testing.assert_array_equal(got[..., word], bf16(lo) | (bf16(hi) << 16))
+            # the value kept is v to 2^-8 relative: the bf16 products' operands
+            kept = (got[..., word] << 16).view(np.float32)
+            assert np.all(np.abs(kept - lo) <= 2.0 ** -8 * np.abs(lo))
+        return
+    got = tiles.get().reshape(spec.kp, dp // 2, 4)
+    dims = slot_dims(spec)
     for half in range(2):
         v = padded[rows, dims + 4 * half]
         big = tf32(v)

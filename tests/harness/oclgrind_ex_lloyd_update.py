@@ -34,12 +34,17 @@ def exercise_summary(device, log):
             inertia = rng.rand(groups) * np.exp(rng.uniform(-20, 20, groups))
             flags = rng.randint(0, 3, (groups, 2)).astype(np.int32)
             weights = np.array([1.0, 0.0, 2.0, 3.0, 1.0]) if groups % 2 else np.ones(K)
-            dev = [cla.to_device(q, a) for a in (moved, inertia, flags.ravel(), weights)]
-            result = cla.empty(q, 5, np.float64)
+            # re-checked rows counted in one case of two (a fast precision's pass)
+            rechecked = rng.randint(0, 50, groups).astype(np.int32)
+            counted = groups if groups % 2 else 0
+            dev = [cla.to_device(q, a) for a in (moved, inertia, flags.ravel(), weights,
+                                                 rechecked)]
+            result = cla.empty(q, lloyd_update.RESULTS, np.float64)
             summarize(q, (wg,), (wg,), dev[0].data, np.int64(n_moved), dev[1].data,
-                      dev[2].data, np.int64(groups), dev[3].data, result.data)
+                      dev[2].data, np.int64(groups), dev[4].data, np.int64(counted),
+                      dev[3].data, result.data)
             want = [np.sum(moved), np.sum(inertia), flags[:, 0].sum(), flags[:, 1].sum(),
-                    float((weights == 0).any())]
+                    float((weights == 0).any()), rechecked[:counted].sum()]
             if result.get(q).tolist() != want:
                 raise AssertionError(f"summary wg={wg} of {n_moved}, {groups}: "
                                      f"{result.get(q)} != {want}")

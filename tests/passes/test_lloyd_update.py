@@ -48,13 +48,18 @@ def test_summary_is_numpys_pairwise_sum(profile, queue, wg):
         weights = rng.rand(k)
         if n_moved % 2:
             weights[rng.randint(k)] = 0
-        dev = [cla.to_device(queue, a) for a in (moved, inertia, flags.ravel(), weights)]
-        result = cla.empty(queue, 5, np.float64)
+        # a fast precision's re-checked rows, counted in one case of two
+        rechecked = rng.randint(0, 100, groups).astype(np.int32)
+        counted = groups if groups % 2 else 0
+        dev = [cla.to_device(queue, a) for a in (moved, inertia, flags.ravel(), weights,
+                                                 rechecked)]
+        result = cla.empty(queue, lloyd_update.RESULTS, np.float64)
         summarize(queue, (wg,), (wg,), dev[0].data, np.int64(n_moved), dev[1].data,
-                  dev[2].data, np.int64(groups), dev[3].data, result.data)
+                  dev[2].data, np.int64(groups), dev[4].data, np.int64(counted),
+                  dev[3].data, result.data)
         got = result.get(queue)
         want = [np.sum(moved), np.sum(inertia), flags[:, 0].sum(), flags[:, 1].sum(),
-                float((weights == 0).any())]
+                float((weights == 0).any()), rechecked[:counted].sum()]
         assert got.tolist() == want, (n_moved, groups)
 
 
