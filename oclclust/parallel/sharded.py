@@ -8,6 +8,8 @@ ensemble's is in sharded_ensemble.py)."""
 import copy
 import dataclasses
 import itertools
+import threading
+import weakref
 
 import numpy as np
 import pyopencl as cl
@@ -117,13 +119,62 @@ class Sums(Stats):
 
 
 # ------------------------------------------------------------------ k-means
+class _LloydState:
+    """What a chunk's Lloyd passes allocate (passes, resident centres, a
+    labels buffer): pooled across fits per (queue, rows' shape and dtype,
+    weights, k), one fit's at a time (_LloydChunk takes one and gives it
+    back when it is collected), so a warm fit allocates nothing and makes
+    no queue (two threads fitting at once each take their own)."""
+    __slots__ = ("passes", "resident", "labels")
+
+    def __init__(self):
+        self.passes, self.resident, self.labels = {}, None, None
+
+
+_LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.Lock()
+_POOL_PER_KEY = 4     # states kept per key (threads fitting the same shape at once)
+
+
+def _take_state(key):
+    with _LLOYD_POOL_LOCK:
+        free = _LLOYD_POOL.get(key)
+        return free.pop() if free else _LloydState()
+
+
+def _give_state(key, state):
+    with _LLOYD_POOL_LOCK:
+        free = _LLOYD_POOL.setdefault(key, [])
+        if len(free) < _POOL_PER_KEY:
+            free.append(state)
+
+
 class _LloydChunk:
     """A chunk's Lloyd passes (with and without the update) and its labels,
     which stay on the device between passes."""
 
     def __init__(self, chunk, k):
-        self.chunk, self.k, self.passes, self.labels = chunk, k, {}, None
-        self.resident = None     # the centres kept on the device (lloyd_update)
+        self.chunk, self.k, self._labels = chunk, k, None
+        key = (chunk.queue.int_ptr, chunk.profile, chunk.n, chunk.d, chunk.stride,
+               chunk.dtype.str, chunk.weighted, k)
+        self.state = _take_state(key)
+        for lp in self.state.passes.values():   # a pooled state's passes: over these rows
+            lp.part = chunk
+        if self.state.resident is not None:      # whatever an earlier fit left (an error)
+            self.state.resident.drop()
+            self.state.resident.active = False
+        weakref.finalize(self, _give_state, key, self.state)
+
+    @property
+    def passes(self):
+        return self.state.passes
+
+    @property
+    def labels(self):
+        return self._labels
+
+    @labels.setter
+    def labels(self, labels):
+        self._labels = labels
 
     def lloyd_pass(self, update):
         if update not in self.passes:
@@ -133,31 +184,41 @@ class _LloydChunk:
     def run(self, centers, update):
         return self.lloyd_pass(update).run(centers, self.current_labels())
 
-    def device_step(self, centers, ahead):
+    def device_step(self, centers, following):
         """The resident update's step (lloyd_update.ResidentCenters.step),
         starting from *centers* when none are resident; flagged, the
-        current (this iteration's) centres are handed back into them."""
-        if self.resident is None:
-            self.resident = lloyd_update.ResidentCenters(self.lloyd_pass(True))
-        if not self.resident.active:
-            self.resident.start(centers[0])
-        stats, shift, flagged = self.resident.step(self.current_labels(), ahead)
+        current (this iteration's) centres are handed back into them.
+        *following*: how many iterations may follow (None: any number)."""
+        st = self.state
+        lp = self.lloyd_pass(True)
+        if st.resident is None or st.resident.depth != lloyd_update.default_depth(lp.part,
+                                                                                   self.k):
+            st.resident = lloyd_update.ResidentCenters(
+                lp, lloyd_update.default_depth(lp.part, self.k))
+        resident = st.resident
+        if not resident.active:
+            resident.start(centers[0], self.current_labels())
+        stats, shift, flagged = resident.step(resident.depth if following is None
+                                              else following)
         if flagged:
-            centers[0] = self.resident.hand_back()
-            stats = self.resident.stats()
+            centers[0] = resident.hand_back()
+            stats = resident.stats(centers[0])
         return stats, shift, flagged
 
     def hand_back(self, centers):
-        if self.resident is not None and self.resident.active:
-            centers[0] = self.resident.hand_back()
+        resident = self.state.resident
+        if resident is not None and resident.active:
+            centers[0] = resident.hand_back()
 
     def current_labels(self):
         """The labels of the last pass (-1 before the first)."""
-        if self.labels is None:
+        if self._labels is None:
             q = self.chunk.queue
-            self.labels = cla.empty(q, self.chunk.n, np.int32)
-            cl.enqueue_fill_buffer(q, self.labels.data, np.int32(-1), 0, self.labels.nbytes)
-        return self.labels
+            if self.state.labels is None:
+                self.state.labels = cla.empty(q, self.chunk.n, np.int32)
+            self._labels = self.state.labels
+            cl.enqueue_fill_buffer(q, self._labels.data, np.int32(-1), 0, self._labels.nbytes)
+        return self._labels
 
 
 class LloydShards(ShardedPass):
@@ -171,13 +232,14 @@ class LloydShards(ShardedPass):
     def run(self, centers, update=True):
         return self.reduce(lambda chunk, st: st.run(centers, update), timed=update)
 
-    def device_step(self, centers, ahead=False):
+    def device_step(self, centers, following=None):
         """One pass and update with the centres kept on the one device
         (``device_update``): (LloydStats, shift, flagged); flagged (the
         host's update must take the iteration), the stats are the full
         ones and *centers* [k x d] hold this iteration's centres.  With
-        *ahead* the next iteration is enqueued before this one is read."""
-        return self.map(lambda chunk, st: st.device_step(centers, ahead))[0]
+        *following* (how many iterations may follow; None: any number) the
+        next ones are enqueued before this one is read."""
+        return self.map(lambda chunk, st: st.device_step(centers, following))[0]
 
     def hand_back(self, centers):
         """The centres kept on the device, if any, into *centers* [k x d]."""

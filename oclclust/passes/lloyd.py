@@ -292,24 +292,32 @@ class LloydPass:
                 padded = np.ascontiguousarray(padded.T)
         self.centers.set(padded.ravel(), q)
 
-    def enqueue(self, labels):
-        part, q, spec = self.part, self.part.queue, self.spec
+    def launches(self, labels):
+        """The pass's kernel launches into *labels*, in order: (spec, kernel
+        name, global size, local size, arguments)."""
+        part, spec = self.part, self.spec
         data = (part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg())
         if not spec.labels_first:
-            self.kernel(q, (self.groups * spec.wg,), (spec.wg,), *data,
-                        self.centers.data, self.norms.data, labels.data, self.min_dist.data,
-                        self.part_sums.data, self.part_weights.data, self.part_inertia.data,
-                        self.part_flags.data, np.int64(self.tiles))
-            return
-        self.kernel(q, (self.groups * spec.wg,), (spec.wg,), *data,
-                    self.centers.data, self.center_rows.data, self.norms.data, labels.data,
-                    self.min_dist.data, self.part_inertia.data, self.part_flags.data,
-                    np.int64(self.tiles))
+            return [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
+                *data, self.centers.data, self.norms.data, labels.data, self.min_dist.data,
+                self.part_sums.data, self.part_weights.data, self.part_inertia.data,
+                self.part_flags.data, np.int64(self.tiles)))]
+        out = [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
+            *data, self.centers.data, self.center_rows.data, self.norms.data, labels.data,
+            self.min_dist.data, self.part_inertia.data, self.part_flags.data,
+            np.int64(self.tiles)))]
         if self.update:
-            sums = kernel(q.context, spec.accumulate_spec(), "accumulate_sums")
-            sums(q, (self.segments * self.slices * spec.acc_wg,), (spec.acc_wg,), *data,
-                 labels.data, self.part_sums.data, self.part_weights.data,
-                 np.int64(self.rows_per_segment), np.int32(self.slices))
+            out.append((spec.accumulate_spec(), "accumulate_sums",
+                        (self.segments * self.slices * spec.acc_wg,), (spec.acc_wg,), (
+                            *data, labels.data, self.part_sums.data, self.part_weights.data,
+                            np.int64(self.rows_per_segment), np.int32(self.slices))))
+        return out
+
+    def enqueue(self, labels):
+        q = self.part.queue
+        for spec, name, global_size, local_size, args in self.launches(labels):
+            kern = self.kernel if spec is self.spec else kernel(q.context, spec, name)
+            kern(q, global_size, local_size, *args)
 
     def run(self, centers, labels):
         """Assign every row to its nearest centre of *centers* (k x d), writing

@@ -131,9 +131,11 @@ void summarize(
     __global const int *restrict part_flags,        /* groups x 2: changed, non-finite */
     const long groups,
     __global const double *restrict weights,        /* K */
-    __global double *restrict result)               /* shift, inertia, changed,
-                                                       non-finite, empty */
+    __global double *restrict results,              /* slots x 5: shift, inertia,
+                                                       changed, non-finite, empty */
+    const long slot)                                /* the slot this one writes */
 {
+    __global double *restrict result = results + 5 * slot;
     __local double vals[WG];
     __local long counts[2 * WG];
     __local int empty;

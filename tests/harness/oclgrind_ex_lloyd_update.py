@@ -35,14 +35,14 @@ def exercise_summary(device, log):
             flags = rng.randint(0, 3, (groups, 2)).astype(np.int32)
             weights = np.array([1.0, 0.0, 2.0, 3.0, 1.0]) if groups % 2 else np.ones(K)
             dev = [cla.to_device(q, a) for a in (moved, inertia, flags.ravel(), weights)]
-            result = cla.empty(q, 5, np.float64)
+            results = cla.zeros(q, 3 * 5, np.float64)   # written in slot 1 of 3
             summarize(q, (wg,), (wg,), dev[0].data, np.int64(n_moved), dev[1].data,
-                      dev[2].data, np.int64(groups), dev[3].data, result.data)
-            want = [np.sum(moved), np.sum(inertia), flags[:, 0].sum(), flags[:, 1].sum(),
-                    float((weights == 0).any())]
-            if result.get(q).tolist() != want:
+                      dev[2].data, np.int64(groups), dev[3].data, results.data, np.int64(1))
+            want = [0.0] * 5 + [np.sum(moved), np.sum(inertia), flags[:, 0].sum(),
+                                flags[:, 1].sum(), float((weights == 0).any())] + [0.0] * 5
+            if results.get(q).tolist() != want:
                 raise AssertionError(f"summary wg={wg} of {n_moved}, {groups}: "
-                                     f"{result.get(q)} != {want}")
+                                     f"{results.get(q)} != {want}")
     log("lloyd summary: ok")
 
 
