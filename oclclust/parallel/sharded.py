@@ -8,7 +8,6 @@ ensemble's is in sharded_ensemble.py)."""
 import copy
 import dataclasses
 import itertools
-import threading
 import weakref
 
 import numpy as np
@@ -22,6 +21,7 @@ from ..passes.lloyd import LloydPass
 from ..runtime.reduce import Stats
 from ..runtime.transfer import download
 from .comm import Ranks
+from .manager import DEVICE_ERRORS, DeviceFailure
 
 _KEYS = itertools.count()
 
@@ -119,35 +119,6 @@ class Sums(Stats):
 
 
 # ------------------------------------------------------------------ k-means
-class _LloydState:
-    """What a chunk's Lloyd passes allocate (passes, resident centres, a
-    labels buffer): pooled across fits per (queue, rows' shape and dtype,
-    weights, k), one fit's at a time (_LloydChunk takes one and gives it
-    back when it is collected), so a warm fit allocates nothing and makes
-    no queue (two threads fitting at once each take their own)."""
-    __slots__ = ("passes", "resident", "labels")
-
-    def __init__(self):
-        self.passes, self.resident, self.labels = {}, None, None
-
-
-_LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.Lock()
-_POOL_PER_KEY = 4     # states kept per key (threads fitting the same shape at once)
-
-
-def _take_state(key):
-    with _LLOYD_POOL_LOCK:
-        free = _LLOYD_POOL.get(key)
-        return free.pop() if free else _LloydState()
-
-
-def _give_state(key, state):
-    with _LLOYD_POOL_LOCK:
-        free = _LLOYD_POOL.setdefault(key, [])
-        if len(free) < _POOL_PER_KEY:
-            free.append(state)
-
-
 class _LloydChunk:
     """A chunk's Lloyd passes (with and without the update) and its labels,
     which stay on the device between passes."""
@@ -156,13 +127,13 @@ class _LloydChunk:
         self.chunk, self.k, self._labels = chunk, k, None
         key = (chunk.queue.int_ptr, chunk.profile, chunk.n, chunk.d, chunk.stride,
                chunk.dtype.str, chunk.weighted, k)
-        self.state = _take_state(key)
+        self.state = lloyd_update.take_state(key)
         for lp in self.state.passes.values():   # a pooled state's passes: over these rows
             lp.part = chunk
         if self.state.resident is not None:      # whatever an earlier fit left (an error)
             self.state.resident.drop()
             self.state.resident.active = False
-        weakref.finalize(self, _give_state, key, self.state)
+        weakref.finalize(self, lloyd_update.give_state, key, self.state)
 
     @property
     def passes(self):
@@ -239,6 +210,14 @@ class LloydShards(ShardedPass):
         ones and *centers* [k x d] hold this iteration's centres.  With
         *following* (how many iterations may follow; None: any number) the
         next ones are enqueued before this one is read."""
+        data = self.data
+        shards = getattr(data, "shards", None)
+        if (shards and len(shards) == 1 and data.chunks is self._chunks
+                and len(data.chunks) == 1):   # one resident chunk: no map (each iteration)
+            try:
+                return self.state(data.chunks[0]).device_step(centers, following)
+            except DEVICE_ERRORS as exc:     # as data.map raises it: the device dropped
+                raise DeviceFailure(shards[0].profile, exc) from exc
         return self.map(lambda chunk, st: st.device_step(centers, following))[0]
 
     def hand_back(self, centers):

@@ -20,6 +20,7 @@ ahead, speculatively); a stop or the host's iteration drops it and puts
 back the labels it overwrote (ResidentCenters).
 """
 import dataclasses
+import threading
 
 import numpy as np
 import pyopencl as cl
@@ -64,6 +65,37 @@ class SummarySpec(Spec):
 
 # what summarize writes, in order
 SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY = range(5)
+
+
+# ------------------------------------------------ per-fit state, pooled
+class LloydState:
+    """What a chunk's Lloyd passes allocate (passes, resident centres, a
+    labels buffer): pooled across fits per (queue, rows' shape and dtype,
+    weights, k), one fit's at a time (parallel.sharded's _LloydChunk takes one and gives it
+    back when it is collected), so a warm fit allocates nothing and makes
+    no queue (two threads fitting at once each take their own)."""
+    __slots__ = ("passes", "resident", "labels")
+
+    def __init__(self):
+        self.passes, self.resident, self.labels = {}, None, None
+
+
+_LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.Lock()
+_POOL_PER_KEY = 4     # states kept per key (threads fitting the same shape at once)
+
+
+def take_state(key):
+    with _LLOYD_POOL_LOCK:
+        free = _LLOYD_POOL.get(key)
+        return free.pop() if free else LloydState()
+
+
+def give_state(key, state):
+    with _LLOYD_POOL_LOCK:
+        free = _LLOYD_POOL.setdefault(key, [])
+        if len(free) < _POOL_PER_KEY:
+            free.append(state)
+
 
 
 def default_depth(part, k):
