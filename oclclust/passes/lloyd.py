@@ -271,17 +271,22 @@ class LloydPass:
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
 
-    def upload(self, centers):
+    def upload(self, centers, blocking=True):
+        """*centers* (k x d) as the pass reads them; not *blocking*: the
+        copies are enqueued and the host arrays they read returned (the
+        caller keeps them until the queue has passed them)."""
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
         norms = np.full(spec.kp, np.inf, dtype)
         norms[:self.k] = center_norms(centers, dtype)
         q = self.part.queue
-        self.norms.set(norms, q)
+        kept = [norms]
+        self.norms.set(norms, q, async_=not blocking)
         if spec.labels_first:
-            self.center_rows.set(np.ascontiguousarray(centers, dtype).ravel(), q)
+            kept.append(np.ascontiguousarray(centers, dtype).ravel())
+            self.center_rows.set(kept[-1], q, async_=not blocking)
         if spec.variant == "mma":   # split on the device, in its fragments' order
             split_centers(q, spec, self.center_rows, self.centers)
-            return
+            return kept
         if spec.variant == "gemm":
             padded = np.zeros((spec.dp, spec.kp), dtype)   # transposed, zero padding
             padded[:d, :self.k] = centers.T
@@ -290,7 +295,9 @@ class LloydPass:
             padded[:self.k] = centers
             if spec.variant == "rowwise":
                 padded = np.ascontiguousarray(padded.T)
-        self.centers.set(padded.ravel(), q)
+        kept.append(padded.ravel())
+        self.centers.set(kept[-1], q, async_=not blocking)
+        return kept
 
     def launches(self, labels):
         """The pass's kernel launches into *labels*, in order: (spec, kernel

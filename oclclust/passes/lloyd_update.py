@@ -32,7 +32,7 @@ from ..runtime.transfer import pinned_empty
 from .distance_tile import power_of_two_at_most
 from .ensemble_update import usable  # noqa: F401 -- the same condition: one chunk, one rank, fp64
 from .lloyd import LloydStats
-from .lloyd_mma import split_centers
+from .lloyd_mma import split_plan
 
 EXACT = ()    # build options: IEEE products and sums (no -cl-mad-enable)
 
@@ -201,6 +201,12 @@ class ResidentCenters:
                           self.results.data, np.int64(slot))
             self.summaries.append(kern)
         self.pass_kernels = {}   # (spec, name) -> its kernel object, bound in start
+        self.split = None        # mma: the new centres split in its fragments' order
+        if spec.variant == "mma":
+            split, global_size, local_size = split_plan(spec)
+            kern = own_kernel(ctx, split, "split_centers")
+            kern.set_args(lp.center_rows.data, lp.centers.data)
+            self.split = (kern, global_size, local_size)
 
     def start(self, centers, labels):
         """Upload *centers* (k x d float64): the pass's inputs and the
@@ -216,10 +222,12 @@ class ResidentCenters:
             kern = self.pass_kernels[spec, name]
             kern.set_args(*args)
             self.launches.append((kern, global_size, local_size))
-        self.lloyd.upload(centers)
+        # no wait for the copies: their host arrays kept until the first read
+        self.kept = self.lloyd.upload(centers, blocking=False)
+        self.kept.append(np.ascontiguousarray(centers, np.float64).ravel())
+        self.buffers[0].set(self.kept[-1], q, async_=True)
         self.current = 0
         self.next_slot = 0
-        self.buffers[0].set(np.ascontiguousarray(centers, np.float64).ravel(), q)
         self.active = True
         self.clobbered = False
 
@@ -267,6 +275,7 @@ class ResidentCenters:
             self._read(-(-len(self.pending) // 2) if self.depth > 1 else 1)
         target, slot, _, read = self.pending.pop(0)
         read.wait()
+        self.kept = None   # the queue has passed start's copies
         got = self.host_results[slot].tolist()
         self.last = LloydStats(None, None, got[INERTIA], int(got[CHANGED]),
                                int(got[NONFINITE]))
@@ -282,10 +291,10 @@ class ResidentCenters:
         """Enqueue the update of ring buffer *source*'s centres into the
         next one from the reduced sums and weights, and the next pass's
         inputs from the new centres."""
-        lp, q = self.lloyd, self.lloyd.part.queue
+        q = self.lloyd.part.queue
         cl.enqueue_nd_range_kernel(q, self.updates[source], *self.update_size)
-        if lp.spec.variant == "mma":
-            split_centers(q, lp.spec, lp.center_rows, lp.centers)
+        if self.split is not None:
+            cl.enqueue_nd_range_kernel(q, *self.split)
 
     def drop(self):
         """Forget the iterations enqueued ahead (they still run, in order,
