@@ -133,7 +133,7 @@ class _LloydChunk:
         if self.state.resident is not None:      # whatever an earlier fit left (an error)
             self.state.resident.drop()
             self.state.resident.active = False
-        weakref.finalize(self, lloyd_update.give_state, key, self.state)
+        weakref.finalize(self, lloyd_update.give_state, key, self.state, chunk.n)
 
     @property
     def passes(self):

@@ -81,16 +81,30 @@ class LloydState:
 
 
 _LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.Lock()
-_POOL_PER_KEY = 4     # states kept per key (threads fitting the same shape at once)
+_POOL_PER_KEY = 4        # states kept per key (threads fitting the same shape at once)
+POOL_MAX_ROWS = 1 << 22  # larger chunks' states are not kept: their per-row buffers
+#                          would hold device memory after the fit, for a fixed cost
+#                          that is small beside their passes
 
 
 def take_state(key):
+    """A pooled LloydState of *key* (a new one when none is free)."""
     with _LLOYD_POOL_LOCK:
         free = _LLOYD_POOL.get(key)
         return free.pop() if free else LloydState()
 
 
-def give_state(key, state):
+def give_state(key, state, rows):
+    """*state* back to the pool, unless its chunk had more than POOL_MAX_ROWS
+    *rows*; it keeps no reference to the fit's rows (their device buffer)."""
+    for lp in state.passes.values():
+        lp.part = None
+    if state.resident is not None:
+        state.resident.drop()
+        state.resident.active = False
+        state.resident.labels = state.resident.launches = state.resident.kept = None
+    if rows > POOL_MAX_ROWS:
+        return
     with _LLOYD_POOL_LOCK:
         free = _LLOYD_POOL.setdefault(key, [])
         if len(free) < _POOL_PER_KEY:
@@ -201,6 +215,7 @@ class ResidentCenters:
                           self.results.data, np.int64(slot))
             self.summaries.append(kern)
         self.pass_kernels = {}   # (spec, name) -> its kernel object, bound in start
+        self.launches = self.kept = None
         self.split = None        # mma: the new centres split in its fragments' order
         if spec.variant == "mma":
             split, global_size, local_size = split_plan(spec)

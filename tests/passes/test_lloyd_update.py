@@ -282,3 +282,31 @@ def test_without_fp64_the_host_updates(profile):
     X = blobs(800, 4, 5, np.float32, seed=7)
     host, steps = fit(profile.replace(fp64=False), X, True, n_clusters=5, random_state=0)
     assert not steps and host.n_iter_ > 1
+
+
+def pooled_states():
+    return {id(s): s for free in lloyd_update._LLOYD_POOL.values() for s in free}
+
+
+def test_a_later_fit_takes_the_pooled_state(profile, monkeypatch):
+    """A warm fit takes the buffers, queue and kernels an earlier fit of the
+    same shape left (the same model, bit for bit); a pooled state holds no
+    reference to the rows; chunks over POOL_MAX_ROWS leave none."""
+    import gc
+    X = blobs(700, 3, 4, np.float32, seed=8)
+    params = dict(n_clusters=4, init=X[[0, 200, 400, 600]].astype(np.float64), tol=0.0)
+    first, _ = fit(profile, X, True, **params)
+    gc.collect()
+    before = pooled_states()
+    assert before and all(lp.part is None for s in before.values() for lp in s.passes.values())
+    second, steps = fit(profile, X, True, **params)
+    gc.collect()
+    assert_same_fit(second, first)
+    assert pooled_states().keys() == before.keys()   # taken, then given back
+    if profile.fp64:
+        assert steps and any(s.resident is not None for s in before.values())
+    monkeypatch.setattr(lloyd_update, "POOL_MAX_ROWS", 100)
+    Y = blobs(701, 3, 4, np.float32, seed=8)          # a new shape: a new state
+    fit(profile, Y, True, **params)
+    gc.collect()
+    assert pooled_states().keys() == before.keys()
