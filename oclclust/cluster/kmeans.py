@@ -144,7 +144,13 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     def _fit(self, data, host_w, rng, ranks, lloyd=None):
         """*lloyd*: the LloydShards a single run uses (GaussianMixture's
         "kmeans" init reads the labels it leaves on the devices)."""
-        mean, tol = self._mean_and_tol(data, ranks)
+        if self.tol == 0 and self.n_init in ("auto", 1) and not (
+                isinstance(self.init, str) or callable(self.init)):
+            # one run from given centres with tol=0: the moments would only
+            # scale tol (and check the rows, which the first pass does too)
+            mean, tol = None, 0.0
+        else:
+            mean, tol = self._mean_and_tol(data, ranks)
         init = self._checked_init(data.d)
         runs = self._runs(init)
         # every run's start first: the same random draws as one run after another
@@ -277,8 +283,7 @@ class LloydModel(LloydBackend):
         if not self.lloyd.device_update:
             return None
         # the next iteration enqueued before this one is read, when one may follow
-        stats, shift, flagged = self.lloyd.device_step(centers,
-                                                       following is None or following > 0)
+        stats, shift, flagged = self.lloyd.device_step(centers, following)
         if flagged:          # centers hold this iteration's centres: the host takes it
             self.replay = stats
             return None

@@ -202,9 +202,14 @@ class ShardedData:
     def rows_per_device(self):
         """{device: rows}; like-named devices (two GPUs of a model) told
         apart by their index on the platform."""
+        cached = getattr(self, "_rows_per_device", None)
+        if cached is not None and cached[0] is self.shards:   # each iteration's history_
+            return dict(cached[1])
         names = [str(s.profile) for s in self.shards]
-        return {(f"{name} #{s.profile.device_index}" if names.count(name) > 1 else name):
+        rows = {(f"{name} #{s.profile.device_index}" if names.count(name) > 1 else name):
                 sum(c.n for c in s.chunks) for name, s in zip(names, self.shards)}
+        self._rows_per_device = (self.shards, rows)
+        return dict(rows)
 
     def map(self, fn, timed=False):
         """[fn(chunk) for every chunk] in row order, all devices at once.

@@ -8,6 +8,7 @@ ensemble's is in sharded_ensemble.py)."""
 import copy
 import dataclasses
 import itertools
+import weakref
 
 import numpy as np
 import pyopencl as cl
@@ -20,6 +21,7 @@ from ..passes.lloyd import LloydPass
 from ..runtime.reduce import Stats
 from ..runtime.transfer import download
 from .comm import Ranks
+from .manager import DEVICE_ERRORS, DeviceFailure
 
 _KEYS = itertools.count()
 
@@ -122,9 +124,29 @@ class _LloydChunk:
     which stay on the device between passes."""
 
     def __init__(self, chunk, k, precision="float32"):
-        self.chunk, self.k, self.passes, self.labels = chunk, k, {}, None
+        self.chunk, self.k, self._labels = chunk, k, None
         self.precision = precision
-        self.resident = None     # the centres kept on the device (lloyd_update)
+        key = (chunk.queue.int_ptr, chunk.profile, chunk.n, chunk.d, chunk.stride,
+               chunk.dtype.str, chunk.weighted, k, precision)
+        self.state = lloyd_update.take_state(key)
+        for lp in self.state.passes.values():   # a pooled state's passes: over these rows
+            lp.part = chunk
+        if self.state.resident is not None:      # whatever an earlier fit left (an error)
+            self.state.resident.drop()
+            self.state.resident.active = False
+        weakref.finalize(self, lloyd_update.give_state, key, self.state, chunk.n)
+
+    @property
+    def passes(self):
+        return self.state.passes
+
+    @property
+    def labels(self):
+        return self._labels
+
+    @labels.setter
+    def labels(self, labels):
+        self._labels = labels
 
     def lloyd_pass(self, update):
         if update not in self.passes:
@@ -135,31 +157,41 @@ class _LloydChunk:
     def run(self, centers, update):
         return self.lloyd_pass(update).run(centers, self.current_labels())
 
-    def device_step(self, centers, ahead):
+    def device_step(self, centers, following):
         """The resident update's step (lloyd_update.ResidentCenters.step),
         starting from *centers* when none are resident; flagged, the
-        current (this iteration's) centres are handed back into them."""
-        if self.resident is None:
-            self.resident = lloyd_update.ResidentCenters(self.lloyd_pass(True))
-        if not self.resident.active:
-            self.resident.start(centers[0])
-        stats, shift, flagged = self.resident.step(self.current_labels(), ahead)
+        current (this iteration's) centres are handed back into them.
+        *following*: how many iterations may follow (None: any number)."""
+        st = self.state
+        lp = self.lloyd_pass(True)
+        if st.resident is None or st.resident.depth != lloyd_update.default_depth(lp.part,
+                                                                                   self.k):
+            st.resident = lloyd_update.ResidentCenters(
+                lp, lloyd_update.default_depth(lp.part, self.k))
+        resident = st.resident
+        if not resident.active:
+            resident.start(centers[0], self.current_labels())
+        stats, shift, flagged = resident.step(resident.depth if following is None
+                                              else following)
         if flagged:
-            centers[0] = self.resident.hand_back()
-            stats = self.resident.stats()
+            centers[0] = resident.hand_back()
+            stats = resident.stats(centers[0])
         return stats, shift, flagged
 
     def hand_back(self, centers):
-        if self.resident is not None and self.resident.active:
-            centers[0] = self.resident.hand_back()
+        resident = self.state.resident
+        if resident is not None and resident.active:
+            centers[0] = resident.hand_back()
 
     def current_labels(self):
         """The labels of the last pass (-1 before the first)."""
-        if self.labels is None:
+        if self._labels is None:
             q = self.chunk.queue
-            self.labels = cla.empty(q, self.chunk.n, np.int32)
-            cl.enqueue_fill_buffer(q, self.labels.data, np.int32(-1), 0, self.labels.nbytes)
-        return self.labels
+            if self.state.labels is None:
+                self.state.labels = cla.empty(q, self.chunk.n, np.int32)
+            self._labels = self.state.labels
+            cl.enqueue_fill_buffer(q, self._labels.data, np.int32(-1), 0, self._labels.nbytes)
+        return self._labels
 
 
 class LloydShards(ShardedPass):
@@ -174,13 +206,22 @@ class LloydShards(ShardedPass):
     def run(self, centers, update=True):
         return self.reduce(lambda chunk, st: st.run(centers, update), timed=update)
 
-    def device_step(self, centers, ahead=False):
+    def device_step(self, centers, following=None):
         """One pass and update with the centres kept on the one device
         (``device_update``): (LloydStats, shift, flagged); flagged (the
         host's update must take the iteration), the stats are the full
         ones and *centers* [k x d] hold this iteration's centres.  With
-        *ahead* the next iteration is enqueued before this one is read."""
-        return self.map(lambda chunk, st: st.device_step(centers, ahead))[0]
+        *following* (how many iterations may follow; None: any number) the
+        next ones are enqueued before this one is read."""
+        data = self.data
+        shards = getattr(data, "shards", None)
+        if (shards and len(shards) == 1 and data.chunks is self._chunks
+                and len(data.chunks) == 1):   # one resident chunk: no map (each iteration)
+            try:
+                return self.state(data.chunks[0]).device_step(centers, following)
+            except DEVICE_ERRORS as exc:     # as data.map raises it: the device dropped
+                raise DeviceFailure(shards[0].profile, exc) from exc
+        return self.map(lambda chunk, st: st.device_step(centers, following))[0]
 
     def hand_back(self, centers):
         """The centres kept on the device, if any, into *centers* [k x d]."""

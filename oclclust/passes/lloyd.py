@@ -299,7 +299,12 @@ class LloydPass:
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
 
-    def upload(self, centers):
+    def upload(self, centers, blocking=True):
+        """*centers* (k x d) as the pass reads them, copied from the pass's
+        page-locked arrays and not waited on (the pass after them on the
+        queue reads them; the next upload waits for them before refilling
+        the arrays), so *blocking* changes nothing: the copies are in the
+        queue's order either way.  Returns the host arrays the copies read."""
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
         host = self._host()
         if self._writes:   # the last upload's copies still read these arrays
@@ -313,7 +318,7 @@ class LloydPass:
             self._write(self.center_rows, host["center_rows"])
         if spec.variant == "mma":   # split on the device, in its fragments' order
             split_centers(self.part.queue, spec, self.center_rows, self.centers)
-            return
+            return [host["norms"], host.get("center_rows")]
         padded = host["centers"]
         padded[:] = 0
         if spec.variant == "gemm":   # transposed, zero padding
@@ -323,6 +328,7 @@ class LloydPass:
         else:
             padded.reshape(spec.kp, d)[:self.k] = centers
         self._write(self.centers, padded)
+        return [host["norms"], host.get("center_rows"), padded]
 
     def _host(self):
         """The pass's page-locked host arrays (made on first use): the
@@ -356,25 +362,33 @@ class LloydPass:
         self._writes.append(cl.enqueue_copy(self.part.queue, dst.data, host,
                                             is_blocking=False))
 
-    def enqueue(self, labels):
-        part, q, spec = self.part, self.part.queue, self.spec
+    def launches(self, labels):
+        """The pass's kernel launches into *labels*, in order: (spec, kernel
+        name, global size, local size, arguments)."""
+        part, spec = self.part, self.spec
         data = (part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg())
         if not spec.labels_first:
-            self.kernel(q, (self.groups * spec.wg,), (spec.wg,), *data,
-                        self.centers.data, self.norms.data, labels.data, self.min_dist.data,
-                        self.part_sums.data, self.part_weights.data, self.part_inertia.data,
-                        self.part_flags.data, np.int64(self.tiles))
-            return
+            return [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
+                *data, self.centers.data, self.norms.data, labels.data, self.min_dist.data,
+                self.part_sums.data, self.part_weights.data, self.part_inertia.data,
+                self.part_flags.data, np.int64(self.tiles)))]
         rechecked = (self.part_rechecked.data,) if spec.rechecks else ()
-        self.kernel(q, (self.groups * spec.wg,), (spec.wg,), *data,
-                    self.centers.data, self.center_rows.data, self.norms.data, labels.data,
-                    self.min_dist.data, self.part_inertia.data, self.part_flags.data,
-                    *rechecked, np.int64(self.tiles))
+        out = [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
+            *data, self.centers.data, self.center_rows.data, self.norms.data, labels.data,
+            self.min_dist.data, self.part_inertia.data, self.part_flags.data,
+            *rechecked, np.int64(self.tiles)))]
         if self.update:
-            sums = kernel(q.context, spec.accumulate_spec(), "accumulate_sums")
-            sums(q, (self.segments * self.slices * spec.acc_wg,), (spec.acc_wg,), *data,
-                 labels.data, self.part_sums.data, self.part_weights.data,
-                 np.int64(self.rows_per_segment), np.int32(self.slices))
+            out.append((spec.accumulate_spec(), "accumulate_sums",
+                        (self.segments * self.slices * spec.acc_wg,), (spec.acc_wg,), (
+                            *data, labels.data, self.part_sums.data, self.part_weights.data,
+                            np.int64(self.rows_per_segment), np.int32(self.slices))))
+        return out
+
+    def enqueue(self, labels):
+        q = self.part.queue
+        for spec, name, global_size, local_size, args in self.launches(labels):
+            kern = self.kernel if spec is self.spec else kernel(q.context, spec, name)
+            kern(q, global_size, local_size, *args)
 
     def run(self, centers, labels):
         """Assign every row to its nearest centre of *centers* (k x d), writing

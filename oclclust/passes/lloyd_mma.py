@@ -107,15 +107,21 @@ def mma_specs(profile, base, spec_class, precision="float32"):
                              slice=slice_, acc_wg=acc_wg, **base)
 
 
-def split_centers(queue, spec, center_rows, center_tiles):
-    """Enqueue the split of *center_rows* (k x d float32) into *center_tiles*
-    (kp x dp / 2 uint4, bf16 kp x dp / 8: the layout of lloyd_mma_split.cl.mako)."""
+def split_plan(spec):
+    """(SplitSpec, global size, local size) of split_centers' launch."""
     split = SplitSpec(dtype=spec.dtype, acc_double=spec.acc_double, d=spec.d, k=spec.k,
                       dp=spec.dp, kp=spec.kp, precision=spec.precision)
     size = tile_words(spec) // 4
     wg = 64
+    return split, (-(-size // wg) * wg,), (wg,)
+
+
+def split_centers(queue, spec, center_rows, center_tiles):
+    """Enqueue the split of *center_rows* (k x d float32) into *center_tiles*
+    (kp x dp / 2 uint4, bf16 kp x dp / 8: the layout of lloyd_mma_split.cl.mako)."""
+    split, global_size, local_size = split_plan(spec)
     kernel(queue.context, split, "split_centers")(
-        queue, (-(-size // wg) * wg,), (wg,), center_rows.data, center_tiles.data)
+        queue, global_size, local_size, center_rows.data, center_tiles.data)
 
 
 def tile_words(spec):

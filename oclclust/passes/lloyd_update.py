@@ -21,18 +21,19 @@ ahead, speculatively); a stop or the host's iteration drops it and puts
 back the labels it overwrote (ResidentCenters).
 """
 import dataclasses
+import threading
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime.codegen import Spec, kernel
-from ..runtime.reduce import enqueue_reduce
+from ..runtime.codegen import Spec, own_kernel
+from ..runtime.reduce import ReduceSpec
 from ..runtime.transfer import pinned_empty
 from .distance_tile import power_of_two_at_most
 from .ensemble_update import usable  # noqa: F401 -- the same condition: one chunk, one rank, fp64
 from .lloyd import LloydStats
-from .lloyd_mma import split_centers
+from .lloyd_mma import split_plan
 
 EXACT = ()    # build options: IEEE products and sums (no -cl-mad-enable)
 
@@ -68,45 +69,108 @@ SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY, RECHECKED = range(6)
 RESULTS = 6
 
 
+# ------------------------------------------------ per-fit state, pooled
+class LloydState:
+    """What a chunk's Lloyd passes allocate (passes, resident centres, a
+    labels buffer): pooled across fits per (queue, rows' shape and dtype,
+    weights, k), one fit's at a time (parallel.sharded's _LloydChunk takes one and gives it
+    back when it is collected), so a warm fit allocates nothing and makes
+    no queue (two threads fitting at once each take their own)."""
+    __slots__ = ("passes", "resident", "labels")
+
+    def __init__(self):
+        self.passes, self.resident, self.labels = {}, None, None
+
+
+_LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.Lock()
+_POOL_PER_KEY = 4        # states kept per key (threads fitting the same shape at once)
+POOL_MAX_ROWS = 1 << 22  # larger chunks' states are not kept: their per-row buffers
+#                          would hold device memory after the fit, for a fixed cost
+#                          that is small beside their passes
+
+
+def take_state(key):
+    """A pooled LloydState of *key* (a new one when none is free)."""
+    with _LLOYD_POOL_LOCK:
+        free = _LLOYD_POOL.get(key)
+        return free.pop() if free else LloydState()
+
+
+def give_state(key, state, rows):
+    """*state* back to the pool, unless its chunk had more than POOL_MAX_ROWS
+    *rows*; it keeps no reference to the fit's rows (their device buffer)."""
+    for lp in state.passes.values():
+        lp.part = None
+    if state.resident is not None:
+        state.resident.drop()
+        state.resident.active = False
+        state.resident.labels = state.resident.launches = state.resident.kept = None
+    if rows > POOL_MAX_ROWS:
+        return
+    with _LLOYD_POOL_LOCK:
+        free = _LLOYD_POOL.setdefault(key, [])
+        if len(free) < _POOL_PER_KEY:
+            free.append(state)
+
+
+
+def default_depth(part, k):
+    """Iterations enqueued ahead of the one read: a GPU's short passes
+    (n x d x k under 2^27) are shorter than their launches, so several are
+    queued and read a few at a time; a long pass hides one read (and a
+    stop wastes the passes ahead); a CPU runtime's passes share its cores
+    with the host."""
+    if part.profile.type == "cpu" or part.n * part.d * k >= 1 << 27:
+        return 1
+    return 6
+
+
 class ResidentCenters:
     """The centres of one LloydPass (with the update) kept on its device.
 
-    ``start(centers)`` uploads them (the host's are current); each
-    ``step(labels, ahead)`` runs the pass over them and the update, and
-    returns (LloydStats without sums, shift, whether the host must take this
+    ``start(centers, labels)`` uploads them (the host's are current); each
+    ``step(ahead)`` runs the pass over them and the update, and returns
+    (LloydStats without sums, shift, whether the host must take this
     iteration: an empty cluster or a non-finite row).  Unflagged, the new
     centres are the current ones; flagged, the current ones stay this
-    iteration's, and ``stats()`` gives the pass's full statistics.
+    iteration's, and ``stats(centers)`` gives the pass's full statistics.
 
-    With *ahead*, the next iteration is enqueued before this one is read
-    (speculatively), so the device does not wait for the host's read and
-    decision.  Its pass overwrites the labels this one wrote, so they are
-    copied aside first: when the fit stops here or the host takes this
-    iteration, the next one is dropped (``drop``) and the labels put back.
-    Three centre buffers turn: this iteration's input, its output, and the
-    next one's output; each iteration has its own result slot."""
+    Up to *depth* iterations are enqueued ahead of the one read
+    (speculatively, at most *ahead* a step), so the device does not wait
+    for the host's reads and decisions, and their numbers are read a few
+    iterations at a time (one copy into page-locked memory, on a queue of
+    its own).  The passes ahead overwrite the labels, distances and sums of
+    the one read, and none is saved: when the fit stops at an iteration
+    with no label changed, the passes after it are over the same centres
+    (the same labels give the same sums, bit for bit) and leave the same
+    labels and distances; a stop on the shift is followed by a pass over
+    the final centres anyway (the labels; KMeans' finish); and a flagged
+    iteration's statistics come from its pass run again over its centres
+    (``stats``; its changed-label count is the one read).  *depth* + 2
+    centre buffers turn in a ring (the current centres, each pending
+    iteration's output), and 2 (depth + 1) result slots.
 
-    def __init__(self, lloyd_pass):
+    Its buffers, queue and kernel objects (arguments bound once) are one
+    fit's at a time; parallel.sharded pools them across fits."""
+
+    def __init__(self, lloyd_pass, depth=1):
         self.lloyd = lp = lloyd_pass
         part, spec, q = lp.part, lp.spec, lp.part.queue
-        k, d = lp.k, part.d
-        self.buffers = [cla.empty(q, k * d, np.float64) for _ in range(3)]
+        ctx, k, d = q.context, lp.k, part.d
+        self.depth = depth
+        self.buffers = [cla.empty(q, k * d, np.float64) for _ in range(depth + 2)]
         self.sums = cla.empty(q, k * d, np.float64)
         self.weights = cla.empty(q, k, np.float64)
         self.moved = cla.empty(q, k * d, np.float64)
-        self.results = [cla.empty(q, RESULTS, np.float64) for _ in range(2)]
-        self.host_results = [pinned_empty(q, RESULTS, np.float64) for _ in range(2)]
-        # what a pass enqueued ahead overwrites of the one before it, saved:
-        # a flagged iteration's host update reads them (no pass again)
-        self.saved_labels = cla.empty(q, part.n, np.int32)
-        self.saved_dist = cla.empty(q, part.n, part.dtype)
-        self.saved_sums = cla.empty(q, k * d, np.float64)
-        self.saved_weights = cla.empty(q, k, np.float64)
-        self.reader = cl.CommandQueue(q.context, q.device)   # the read holds no pass back
+        self.n_slots = 2 * (depth + 1)
+        self.results = cla.empty(q, RESULTS * self.n_slots, np.float64)
+        self.host_results = pinned_empty(q, (self.n_slots, RESULTS), np.float64)
+        self.reader = cl.CommandQueue(ctx, q.device)   # the read holds no pass back
         self.active = False
         self.current = 0
-        self.pending = []        # enqueued iterations not read: (target buffer, slot, event)
-        self.clobbered = False   # a dropped pass overwrote the last read one's outputs
+        # enqueued iterations not consumed: [target buffer, slot, done event, read event]
+        self.pending = []
+        self.clobbered = False   # a pass ran after the last read one (flagged: run again)
         self.labels = None
         wg = power_of_two_at_most(min(64, part.profile.max_work_group_size))
         # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); mma: the
@@ -116,112 +180,160 @@ class ResidentCenters:
                                         kp=spec.kp, layout=layout, rows=spec.variant == "gemm",
                                         wg=wg)
         # the buffers new_centers writes: (layout, rows; unwritten without rows)
-        self.targets = ((lp.center_rows, lp.center_rows) if spec.variant == "mma" else
-                        (lp.centers, lp.center_rows if spec.variant == "gemm" else lp.centers))
+        layout_buf, rows_buf = ((lp.center_rows, lp.center_rows) if spec.variant == "mma" else
+                                (lp.centers, lp.center_rows if spec.variant == "gemm" else
+                                 lp.centers))
         # a CPU runtime runs a work-group's items in turn, switching at each
         # barrier: one item sums alone there (Intel, 1k x 2: 5 ms an iteration
         # with 256 items)
-        wg = (1 if part.profile.type == "cpu" else
-              power_of_two_at_most(min(256, part.profile.max_work_group_size)))
-        self.summary_spec = SummarySpec(dtype=part.dtype.name, acc_double=True, k=k, wg=wg)
+        swg = (1 if part.profile.type == "cpu" else
+               power_of_two_at_most(min(256, part.profile.max_work_group_size)))
+        self.summary_spec = ss = SummarySpec(dtype=part.dtype.name, acc_double=True, k=k,
+                                             wg=swg)
         self.last = None
+        # the launches, their arguments bound once: the reductions, the
+        # update from each ring buffer into the next, the summary into each slot
+        rs = ReduceSpec(dtype=part.dtype.name, acc_double=True)
+        self.reduces = []
+        for partial, size, out in ((lp.part_sums, k * d, self.sums),
+                                   (lp.part_weights, k, self.weights)):
+            kern = own_kernel(ctx, rs, "reduce_partials")
+            kern.set_args(partial.data, np.int64(lp.partials), np.int64(size), out.data)
+            self.reduces.append((kern, (-(-size // 64) * 64,), (64,)))
+        cs = self.centers_spec
+        self.updates = []
+        for i, old in enumerate(self.buffers):
+            kern = own_kernel(ctx, cs, "new_centers")
+            kern.set_args(self.sums.data, self.weights.data, old.data,
+                          self.buffers[(i + 1) % len(self.buffers)].data, self.moved.data,
+                          layout_buf.data, rows_buf.data, lp.norms.data)
+            self.updates.append(kern)
+        self.update_size = ((-(-k // cs.wg) * cs.wg,), (cs.wg,))
+        self.summaries = []
+        for slot in range(self.n_slots):
+            kern = own_kernel(ctx, ss, "summarize")
+            rechecked = lp.part_rechecked if spec.rechecks else lp.part_flags   # unread: 0
+            kern.set_args(self.moved.data, np.int64(k * d), lp.part_inertia.data,
+                          lp.part_flags.data, np.int64(lp.groups), rechecked.data,
+                          np.int64(lp.groups if spec.rechecks else 0), self.weights.data,
+                          self.results.data, np.int64(slot))
+            self.summaries.append(kern)
+        self.pass_kernels = {}   # (spec, name) -> its kernel object, bound in start
+        self.launches = self.kept = None
+        self.split = None        # mma: the new centres split in its fragments' order
+        if spec.variant == "mma":
+            split, global_size, local_size = split_plan(spec)
+            kern = own_kernel(ctx, split, "split_centers")
+            kern.set_args(lp.center_rows.data, lp.centers.data)
+            self.split = (kern, global_size, local_size)
 
-    def start(self, centers):
-        """Upload *centers* (k x d float64): the pass's inputs and the update's."""
+    def start(self, centers, labels):
+        """Upload *centers* (k x d float64): the pass's inputs and the
+        update's; the pass reads and writes *labels* (this fit's rows: the
+        pass's arguments bound here)."""
         q = self.lloyd.part.queue
         self.drop()
-        self.lloyd.upload(centers)
+        self.labels = labels
+        self.launches = []
+        for spec, name, global_size, local_size, args in self.lloyd.launches(labels):
+            if (spec, name) not in self.pass_kernels:
+                self.pass_kernels[spec, name] = own_kernel(q.context, spec, name)
+            kern = self.pass_kernels[spec, name]
+            kern.set_args(*args)
+            self.launches.append((kern, global_size, local_size))
+        # no wait for the copies: their host arrays kept until the first read
+        self.kept = self.lloyd.upload(centers, blocking=False)
+        self.kept.append(np.ascontiguousarray(centers, np.float64).ravel())
+        self.buffers[0].set(self.kept[-1], q, async_=True)
         self.current = 0
-        self.buffers[0].set(np.ascontiguousarray(centers, np.float64).ravel(), q)
+        self.next_slot = 0
         self.active = True
         self.clobbered = False
 
-    def _enqueue(self, labels):
+    def _enqueue(self):
         """The pass and update of the iteration after the last enqueued."""
-        lp, q = self.lloyd, self.lloyd.part.queue
-        part, k, d = lp.part, lp.k, lp.part.d
-        if self.pending:     # the outputs of the pass before, should this one be dropped
-            for saved, now in ((self.saved_labels, labels), (self.saved_dist, lp.min_dist),
-                               (self.saved_sums, self.sums),
-                               (self.saved_weights, self.weights)):
-                cl.enqueue_copy(q, saved.data, now.data)
+        q = self.lloyd.part.queue
         source = self.pending[-1][0] if self.pending else self.current
-        target = min({0, 1, 2} - {self.current, *(p[0] for p in self.pending)})
-        slot = (self.pending[-1][1] + 1) % 2 if self.pending else 0
-        lp.enqueue(labels)
-        enqueue_reduce(q, lp.part_sums, lp.partials, k * d, part.dtype, True, self.sums)
-        enqueue_reduce(q, lp.part_weights, lp.partials, k, part.dtype, True, self.weights)
-        self.new_centers(self.buffers[source], self.buffers[target])
+        target = (source + 1) % len(self.buffers)
+        slot = self.next_slot
+        self.next_slot = (slot + 1) % self.n_slots
+        enqueue = cl.enqueue_nd_range_kernel
+        for kern, global_size, local_size in self.launches:
+            enqueue(q, kern, global_size, local_size)
+        for kern, global_size, local_size in self.reduces:
+            enqueue(q, kern, global_size, local_size)
+        self.new_centers(source)
         ss = self.summary_spec
-        rechecked = lp.part_rechecked if lp.spec.rechecks else lp.part_flags   # unread: 0
-        done = kernel(q.context, ss, "summarize")(
-            q, (ss.wg,), (ss.wg,), self.moved.data, np.int64(k * d), lp.part_inertia.data,
-            lp.part_flags.data, np.int64(lp.groups), rechecked.data,
-            np.int64(lp.groups if lp.spec.rechecks else 0), self.weights.data,
-            self.results[slot].data)
-        q.flush()                       # the reader waits for it
-        read = cl.enqueue_copy(self.reader, self.host_results[slot], self.results[slot].data,
-                               wait_for=[done], is_blocking=False)
-        self.pending.append((target, slot, read))
+        done = enqueue(q, self.summaries[slot], (ss.wg,), (ss.wg,))
+        self.pending.append([target, slot, done, None])
 
-    def step(self, labels, ahead=False):
-        """One pass over the current centres (previous *labels* in, new ones
-        out) and the update: (LloydStats with no sums, shift, flagged); with
-        *ahead*, the next iteration is enqueued before this one is read."""
-        self.labels = labels
-        if not self.pending:
-            self._enqueue(labels)
-        if ahead:
-            self._enqueue(labels)
-        target, slot, read = self.pending.pop(0)
+    def _read(self, count):
+        """One read (two where the slots wrap) of the first *count* pending
+        iterations' numbers not read yet."""
+        todo = [p for p in self.pending if p[3] is None][:count]
+        q = self.lloyd.part.queue
+        q.flush()                       # the reader waits for them
+        first, last = todo[0][1], todo[-1][1]
+        spans = ([(first, last + 1)] if first <= last else
+                 [(first, self.n_slots), (0, last + 1)])
+        for a, b in spans:
+            read = cl.enqueue_copy(self.reader, self.host_results[a:b], self.results.data,
+                                   src_offset=a * RESULTS * 8, wait_for=[todo[-1][2]],
+                                   is_blocking=False)
+        for p in todo:
+            p[3] = read
+
+    def step(self, ahead=0):
+        """One pass over the current centres and the update: (LloydStats
+        with no sums, shift, flagged); up to *ahead* (at most depth) more
+        iterations are enqueued first."""
+        want = 1 + min(self.depth, ahead)
+        while len(self.pending) < want:
+            self._enqueue()
+        if self.pending[0][3] is None:    # read half the pending ones: the rest keep it busy
+            self._read(-(-len(self.pending) // 2) if self.depth > 1 else 1)
+        target, slot, _, read = self.pending.pop(0)
         read.wait()
-        got = self.host_results[slot]
-        self.last = LloydStats(None, None, float(got[INERTIA]), int(got[CHANGED]),
+        self.kept = None   # the queue has passed start's copies
+        got = self.host_results[slot].tolist()
+        self.last = LloydStats(None, None, got[INERTIA], int(got[CHANGED]),
                                int(got[NONFINITE]), int(got[RECHECKED]))
         flagged = bool(got[EMPTY]) or self.last.n_nonfinite > 0
-        self.clobbered = False
+        self.clobbered = bool(self.pending)
         if flagged:
             self.drop()
         else:
             self.current = target
-        return self.last, float(got[SHIFT]), flagged
+        return self.last, got[SHIFT], flagged
+
+    def new_centers(self, source):
+        """Enqueue the update of ring buffer *source*'s centres into the
+        next one from the reduced sums and weights, and the next pass's
+        inputs from the new centres."""
+        q = self.lloyd.part.queue
+        cl.enqueue_nd_range_kernel(q, self.updates[source], *self.update_size)
+        if self.split is not None:
+            cl.enqueue_nd_range_kernel(q, *self.split)
 
     def drop(self):
-        """Forget the iterations enqueued ahead; the labels and distances of
-        the last one read are put back."""
+        """Forget the iterations enqueued ahead (they still run, in order,
+        before anything enqueued after them)."""
         if not self.pending:
             return
-        q = self.lloyd.part.queue
-        for now, saved in ((self.labels, self.saved_labels),
-                           (self.lloyd.min_dist, self.saved_dist)):
-            cl.enqueue_copy(q, now.data, saved.data)
-        q.finish()
-        self.reader.finish()
+        self.reader.finish()    # no read left writing the page-locked slots
         self.pending = []
-        self.clobbered = True
 
-    def new_centers(self, old, new):
-        """Enqueue the update of *old* centres into *new* from the reduced
-        sums and weights, and the next pass's inputs from *new*."""
-        lp, q = self.lloyd, self.lloyd.part.queue
-        cs, (layout, rows) = self.centers_spec, self.targets
-        kernel(q.context, cs, "new_centers")(
-            q, (-(-lp.k // cs.wg) * cs.wg,), (cs.wg,), self.sums.data, self.weights.data,
-            old.data, new.data, self.moved.data, layout.data, rows.data, lp.norms.data)
-        if lp.spec.variant == "mma":
-            split_centers(q, lp.spec, lp.center_rows, lp.centers)
-
-    def stats(self):
+    def stats(self, centers):
         """The last read pass's LloydStats with its sums and weights (as
         LloydPass.run returns them), its distances and labels in the pass's
-        buffers.  When a dropped pass overwrote them, the copies saved
-        before it was enqueued (drop() put the labels and distances back):
-        a flagged iteration costs its reads, not a pass again."""
+        buffers; *centers*: its centres (hand_back's).  Where a pass ran
+        after it, it runs again over them (rare: flagged iterations)."""
         lp, q = self.lloyd, self.lloyd.part.queue
-        sums, weights = ((self.saved_sums, self.saved_weights) if self.clobbered else
-                         (self.sums, self.weights))
-        return dataclasses.replace(self.last, sums=sums.get(q).reshape(lp.k, -1),
-                                   weights=weights.get(q))
+        if self.clobbered:
+            again = lp.run(centers, self.labels)
+            return dataclasses.replace(self.last, sums=again.sums, weights=again.weights)
+        return dataclasses.replace(self.last, sums=self.sums.get(q).reshape(lp.k, -1),
+                                   weights=self.weights.get(q))
 
     def hand_back(self):
         """The current centres (k x d float64); none resident after."""

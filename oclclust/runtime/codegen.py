@@ -181,6 +181,19 @@ def kernel(context, spec, name, instance=0):
     return _KERNELS[key]
 
 
+def own_kernel(context, spec, name):
+    """A new kernel object *name* of *spec*'s (memoised) program, typed as
+    kernel()'s, for one owner alone: it sets the arguments once and
+    enqueues it with cl.enqueue_nd_range_kernel, no lock and no argument
+    setting per launch (a pooled per-fit state: passes.lloyd_update)."""
+    source = spec.render()
+    kern = cl.Kernel(build(context, spec, spec.build_options, source), name)
+    dtypes = scalar_arg_dtypes(source, name, spec)
+    if dtypes is not None:
+        kern.set_scalar_arg_dtypes(dtypes)
+    return kern
+
+
 _LAST_SET = {}     # id(kernel) -> weak reference to the Launch that last set its arguments
 
 

@@ -35,6 +35,8 @@ class Progress:
     def step(self, n=1, **stats):
         """One more step done; *stats* (objective, shift ...) shown and logged."""
         self.count += n
+        if self.bar is None and not log.isEnabledFor(logging.DEBUG):
+            return
         shown = {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in stats.items()}
         if self.bar is not None:
             self.bar.set_postfix(shown, refresh=False)

@@ -135,9 +135,11 @@ void summarize(
     __global const int *restrict part_rechecked,    /* rechecked_groups: re-checked rows */
     const long rechecked_groups,                    /* 0 (the pass re-checks none) or groups */
     __global const double *restrict weights,        /* K */
-    __global double *restrict result)               /* shift, inertia, changed,
+    __global double *restrict results,              /* slots x 6: shift, inertia, changed,
                                                        non-finite, empty, re-checked */
+    const long slot)                                /* the slot this one writes */
 {
+    __global double *restrict result = results + 6 * slot;
     __local double vals[WG];
     __local long counts[3 * WG];
     __local int empty;

@@ -39,15 +39,17 @@ def exercise_summary(device, log):
             counted = groups if groups % 2 else 0
             dev = [cla.to_device(q, a) for a in (moved, inertia, flags.ravel(), weights,
                                                  rechecked)]
-            result = cla.empty(q, lloyd_update.RESULTS, np.float64)
+            R = lloyd_update.RESULTS
+            results = cla.zeros(q, 3 * R, np.float64)   # written in slot 1 of 3
             summarize(q, (wg,), (wg,), dev[0].data, np.int64(n_moved), dev[1].data,
                       dev[2].data, np.int64(groups), dev[4].data, np.int64(counted),
-                      dev[3].data, result.data)
-            want = [np.sum(moved), np.sum(inertia), flags[:, 0].sum(), flags[:, 1].sum(),
-                    float((weights == 0).any()), rechecked[:counted].sum()]
-            if result.get(q).tolist() != want:
+                      dev[3].data, results.data, np.int64(1))
+            want = [0.0] * R + [np.sum(moved), np.sum(inertia), flags[:, 0].sum(),
+                                flags[:, 1].sum(), float((weights == 0).any()),
+                                rechecked[:counted].sum()] + [0.0] * R
+            if results.get(q).tolist() != want:
                 raise AssertionError(f"summary wg={wg} of {n_moved}, {groups}: "
-                                     f"{result.get(q)} != {want}")
+                                     f"{results.get(q)} != {want}")
     log("lloyd summary: ok")
 
 

@@ -53,11 +53,14 @@ def test_summary_is_numpys_pairwise_sum(profile, queue, wg):
         counted = groups if groups % 2 else 0
         dev = [cla.to_device(queue, a) for a in (moved, inertia, flags.ravel(), weights,
                                                  rechecked)]
-        result = cla.empty(queue, lloyd_update.RESULTS, np.float64)
+        R = lloyd_update.RESULTS
+        result = cla.zeros(queue, 2 * R, np.float64)    # slot 1 of 2 written
         summarize(queue, (wg,), (wg,), dev[0].data, np.int64(n_moved), dev[1].data,
                   dev[2].data, np.int64(groups), dev[4].data, np.int64(counted),
-                  dev[3].data, result.data)
+                  dev[3].data, result.data, np.int64(1))
         got = result.get(queue)
+        assert not got[:R].any()
+        got = got[R:]
         want = [np.sum(moved), np.sum(inertia), flags[:, 0].sum(), flags[:, 1].sum(),
                 float((weights == 0).any()), rechecked[:counted].sum()]
         assert got.tolist() == want, (n_moved, groups)
@@ -82,11 +85,11 @@ def test_new_centers_are_the_host_update_and_upload(profile, variant, dtype):
     weights[[2, 5]] = 0
     if dtype == np.float32:
         sums[7] = 3e38 * weights[7]            # its norm overflows float32
-    resident.start(old)
     q = part.queue
+    resident.start(old, cla.empty(q, n, np.int32))
     resident.sums.set(sums.ravel(), q)
     resident.weights.set(weights, q)
-    resident.new_centers(*resident.buffers[:2])
+    resident.new_centers(0)
     new = centers_update(sums, weights, old)
     np.testing.assert_array_equal(resident.buffers[1].get(q).reshape(k, d), new)
     np.testing.assert_array_equal(resident.moved.get(q).reshape(k, d), (new - old) ** 2)
@@ -110,26 +113,32 @@ def fit(profile, X, device, sw=None, variant=None, **params):
     """KMeans on *profile* (its Lloyd *variant* forced) with the device
     update on or off; returns the estimator and the device steps taken
     (True where flagged: the host's iteration); *ahead*, if given, gets
-    whether each step enqueued the next iteration before its read."""
+    whether each step enqueued the next iteration before its read; *depth*:
+    the iterations the device update enqueues ahead (default_depth's else)."""
     steps = []
     original = lloyd_update.ResidentCenters.step
+    default_depth = lloyd_update.default_depth
 
-    def counted(self, labels, ahead=False):
-        out = original(self, labels, ahead)
+    def counted(self, ahead=0):
+        out = original(self, ahead)
         steps.append(out[2])
         if spec is not None:
-            spec.append(ahead)
+            spec.append(ahead > 0)
         return out
     spec = params.pop("ahead", None)
+    depth = params.pop("depth", None)
     prof = profile if variant is None else profile.replace(lloyd_variant=variant)
     saved = kmeans.DEVICE_UPDATE
     try:
         kmeans.DEVICE_UPDATE = device
         lloyd_update.ResidentCenters.step = counted
+        if depth is not None:
+            lloyd_update.default_depth = lambda part, k: depth
         km = oc.KMeans(devices=[prof], n_init=1, **params).fit(X, sample_weight=sw)
     finally:
         kmeans.DEVICE_UPDATE = saved
         lloyd_update.ResidentCenters.step = original
+        lloyd_update.default_depth = default_depth
     return km, steps
 
 
@@ -166,17 +175,23 @@ def test_resident_fit_is_the_host_fit(profile, variant, shape, dtype, weighted):
         assert not steps
 
 
+# iterations enqueued ahead of the one read: a CPU's, and a GPU's short passes'
+DEPTHS = [1, 4]
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("stop", ["tol", "no change", "max_iter"])
-def test_every_way_to_stop(profile, variant, stop):
+def test_every_way_to_stop(profile, variant, stop, depth):
     """Stopped by the shift (tol), by a pass that changes no label (tol=0:
-    the inertia is that pass's) and by max_iter (the final pass's)."""
+    the inertia is that pass's) and by max_iter (the final pass's); the
+    passes enqueued past the stop change nothing the fit returns."""
     X = blobs(2000, 5, 12, np.float32, seed=2)
     params = dict(n_clusters=12, random_state=1, tol={"tol": 1e-2}.get(stop, 0.0),
                   max_iter=4 if stop == "max_iter" else 300)
     host, _ = fit(profile, X, False, None, variant, **params)
     ahead = []
-    device, steps = fit(profile, X, True, None, variant, ahead=ahead, **params)
+    device, steps = fit(profile, X, True, None, variant, ahead=ahead, depth=depth, **params)
     assert_same_fit(device, host)
     assert (host.n_iter_ == 4) == (stop == "max_iter")
     assert (host.history_[-1]["n_changed"] == 0) == (stop == "no change")
@@ -185,9 +200,10 @@ def test_every_way_to_stop(profile, variant, stop):
         assert ahead == [True] * (len(steps) - 1) + [stop != "max_iter"]
 
 
+@pytest.mark.parametrize("depth", DEPTHS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
-def test_empty_clusters_first_iteration(profile, variant, weighted):
+def test_empty_clusters_first_iteration(profile, variant, weighted, depth):
     """Centres far from every row: the first iteration's clusters are
     empty, that iteration is the host's (relocation), the others the device's."""
     X = blobs(800, 3, 6, np.float64, seed=3)
@@ -196,7 +212,7 @@ def test_empty_clusters_first_iteration(profile, variant, weighted):
     init[-2:] = 1e4 + np.arange(2)[:, None]
     params = dict(n_clusters=6, init=init, tol=0.0)
     host, _ = fit(profile, X, False, sw, variant, **params)
-    device, steps = fit(profile, X, True, sw, variant, **params)
+    device, steps = fit(profile, X, True, sw, variant, depth=depth, **params)
     assert_same_fit(device, host)
     if profile.fp64:
         assert steps[0] and len(steps) == host.n_iter_ and not any(steps[1:])
@@ -218,9 +234,10 @@ def test_empty_clusters_in_the_last_iteration(profile, variant):
         assert steps == [True] and ahead == [False]
 
 
+@pytest.mark.parametrize("depth", DEPTHS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("seed", [51, 66, 120])
-def test_empty_clusters_mid_fit(profile, variant, seed):
+def test_empty_clusters_mid_fit(profile, variant, seed, depth):
     """A cluster that empties after device iterations (found by search: 12
     centres near 40 rows): the host takes that iteration, then the device
     again."""
@@ -229,7 +246,7 @@ def test_empty_clusters_mid_fit(profile, variant, seed):
     init = X[rng.choice(40, 12, replace=False)].astype(np.float64) + rng.randn(12, 2) * 0.05
     params = dict(n_clusters=12, init=init, tol=0.0)
     host, _ = fit(profile, X, False, None, variant, **params)
-    device, steps = fit(profile, X, True, None, variant, **params)
+    device, steps = fit(profile, X, True, None, variant, depth=depth, **params)
     assert_same_fit(device, host)
     if profile.fp64:
         pattern = "".join("F" if s else "." for s in steps)
@@ -271,3 +288,31 @@ def test_without_fp64_the_host_updates(profile):
     X = blobs(800, 4, 5, np.float32, seed=7)
     host, steps = fit(profile.replace(fp64=False), X, True, n_clusters=5, random_state=0)
     assert not steps and host.n_iter_ > 1
+
+
+def pooled_states():
+    return {id(s): s for free in lloyd_update._LLOYD_POOL.values() for s in free}
+
+
+def test_a_later_fit_takes_the_pooled_state(profile, monkeypatch):
+    """A warm fit takes the buffers, queue and kernels an earlier fit of the
+    same shape left (the same model, bit for bit); a pooled state holds no
+    reference to the rows; chunks over POOL_MAX_ROWS leave none."""
+    import gc
+    X = blobs(700, 3, 4, np.float32, seed=8)
+    params = dict(n_clusters=4, init=X[[0, 200, 400, 600]].astype(np.float64), tol=0.0)
+    first, _ = fit(profile, X, True, **params)
+    gc.collect()
+    before = pooled_states()
+    assert before and all(lp.part is None for s in before.values() for lp in s.passes.values())
+    second, steps = fit(profile, X, True, **params)
+    gc.collect()
+    assert_same_fit(second, first)
+    assert pooled_states().keys() == before.keys()   # taken, then given back
+    if profile.fp64:
+        assert steps and any(s.resident is not None for s in before.values())
+    monkeypatch.setattr(lloyd_update, "POOL_MAX_ROWS", 100)
+    Y = blobs(701, 3, 4, np.float32, seed=8)          # a new shape: a new state
+    fit(profile, Y, True, **params)
+    gc.collect()
+    assert pooled_states().keys() == before.keys()
