@@ -16,11 +16,12 @@ from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_lim
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
+from .lloyd_blocked import blocked_specs, pack_centers
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import mma_specs, split_centers, tile_words
 from ..runtime.reduce import Stats, partial_buffer, reduce_partials
 
-VARIANTS = ("tiled", "rowwise", "gemm", "mma")
+VARIANTS = ("tiled", "rowwise", "blocked", "gemm", "mma")
 
 
 @declare_terms
@@ -60,6 +61,9 @@ class LloydSpec(Spec):
     stage_centers: bool = False
     cchunk: int = 1
     stage_point: bool = False
+    rb: int = 1
+    cv: int = 1
+    unroll: int = 1
     update: bool = True
     weighted: bool = False
     tm: int = 1
@@ -78,6 +82,7 @@ class LloydSpec(Spec):
     def template(self):
         return {"tiled": "lloyd_assign_accumulate.cl.mako",
                 "rowwise": "lloyd_assign_accumulate_rowwise.cl.mako",
+                "blocked": "lloyd_blocked.cl.mako",
                 "gemm": "lloyd_gemm_assign.cl.mako",
                 "mma": "lloyd_mma_assign.cl.mako"}[self.variant]
 
@@ -97,7 +102,7 @@ class LloydSpec(Spec):
     def local_bytes(self):
         item = np.dtype(self.dtype).itemsize
         acc = 8 if self.acc_double else 4
-        if self.variant == "rowwise":
+        if self.variant in ("rowwise", "blocked"):
             return 0
         sums = self.accumulate_spec().local_bytes() if self.update else 0
         if self.variant == "mma":    # as lloyd_mma_assign.cl.mako lays it out
@@ -126,6 +131,8 @@ class LloydSpec(Spec):
         return dict(super().template_args(), copies=self.copies, aliased=self.aliased)
 
     def private_floats(self):
+        if self.variant == "blocked":   # accumulators, a panel's vectors, the winners
+            return (self.rb * self.cv + self.cv + 2 * self.rb) * self.vw
         return self.ppi * (self.ctile + (self.d if self.stage_point else 0))
 
 
@@ -139,6 +146,8 @@ def candidate_specs(profile, dtype, d, k, update, weighted):
     variant = profile.terms(LloydTerms).variant
     if variant == "tiled":
         variants = variants[::-1]
+    elif variant == "blocked":   # then the row-wise one (it always fits)
+        variants = (_blocked_specs, _rowwise_specs)
     elif variant == "gemm":   # then the fused ones
         variants = (_gemm_specs, _tiled_specs, _rowwise_specs)
     elif variant == "mma":    # where tensor cores are; else gemm
@@ -174,6 +183,10 @@ def _tiled_specs(profile, base):
         if wg == 1:
             return
         wg //= 2
+
+
+def _blocked_specs(profile, base):
+    return blocked_specs(profile, base, LloydSpec)
 
 
 def _gemm_specs(profile, base):
@@ -290,6 +303,8 @@ class LloydPass:
             padded[:self.k] = centers
             if spec.variant == "rowwise":
                 padded = np.ascontiguousarray(padded.T)
+            elif spec.variant == "blocked":
+                padded = pack_centers(np.asarray(centers, dtype), spec)
         self.centers.set(padded.ravel(), q)
 
     def enqueue(self, labels):
