@@ -31,8 +31,9 @@ class LloydTerms:
     the gemm and mma variants take their tiles from TileTerms).
     ``points_per_item`` x ``centroid_tile``: the points a work-item keeps in
     registers and the centroids it scores per pass over them (tiled and
-    rowwise).  ``prefetch`` (gemm): 1 reads the next chunk into registers
-    early, 2 also double-buffers the local chunks (one barrier a chunk)."""
+    rowwise; the blocked variant's blocks are BlockedTerms, lloyd_blocked.py).
+    ``prefetch`` (gemm): 1 reads the next chunk into registers early, 2 also
+    double-buffers the local chunks (one barrier a chunk)."""
     variant: str = term("lloyd_variant", VARIANTS)
     points_per_item: int = term("points_per_item", 1, 16)
     centroid_tile: int = term("centroid_tile", 1, 64)
@@ -44,6 +45,10 @@ class LloydSpec(Spec):
     """``variant`` "tiled": a point per work-item, a slab per work-group
     (GPUs); "rowwise": a work-item walks its rows with vw-wide vectors over
     the centroids (CPUs).  The two give bitwise-equal sums and labels.
+    "blocked" (lloyd_blocked.py): rowwise's work-items, scoring chunks of nb
+    blocks of rb rows x cv vw-wide vectors of centroids in registers against
+    centroid panels packed D x (cv * vw); ppi = rb * nb rows a step; the same
+    labels as rowwise (the same scores, in the same order).
     "gemm": tm x tn tiles of points x centroids per work-group, rm x rn per
     work-item, kc dimensions (of dp) per local-memory chunk, vw-wide local
     reads; the sums follow from the labels, ``slice`` clusters per work-group
@@ -62,6 +67,7 @@ class LloydSpec(Spec):
     cchunk: int = 1
     stage_point: bool = False
     rb: int = 1
+    nb: int = 1
     cv: int = 1
     unroll: int = 1
     update: bool = True
@@ -132,7 +138,7 @@ class LloydSpec(Spec):
 
     def private_floats(self):
         if self.variant == "blocked":   # accumulators, a panel's vectors, the winners
-            return (self.rb * self.cv + self.cv + 2 * self.rb) * self.vw
+            return (self.rb * self.cv + self.cv + 2 * self.rb * self.nb) * self.vw
         return self.ppi * (self.ctile + (self.d if self.stage_point else 0))
 
 

@@ -12,9 +12,12 @@ its running argmin as VW lanes (lowest index on ties, as a sequential argmin),
 reduced once a row is scored; its sums go to the work-item's own slab, rows
 in order (no sharing, no barrier, no atomics), as the rowwise variant does.
 Same arguments and results as lloyd_assign_accumulate_rowwise.cl.mako.
-Reads spec: d, k, kp (multiple of vw * cv), vw, rb (rows a block), cv
-(vectors of centroids a panel), unroll (dimensions a step of the dot loop),
-update, weighted.
+Rows go in chunks of NB blocks: a panel is scored against every block of
+the chunk before the next panel (it stays in the L1 cache: k x d centroids
+often do not), the blocks' running argmins waiting in private memory.
+Reads spec: d, k, kp (multiple of vw * cv), vw, rb (rows a block), nb
+(blocks a chunk), cv (vectors of centroids a panel), unroll (dimensions a
+step of the dot loop), update, weighted.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="select" file="select.cl.mako"/>
@@ -25,6 +28,8 @@ update, weighted.
 #define VW ${vw}
 #define CB ${cb}
 #define RB ${rb}
+#define NB ${nb}
+#define RC (RB * NB)
 typedef ${real_t}${vw} realv;
 typedef ${"int" if real_t == "float" else "long"}${vw} idxv;   /* select() wants equal widths */
 #define LANES ((idxv)(${", ".join(str(i) for i in range(vw))}))
@@ -64,70 +69,85 @@ __kernel void assign_and_accumulate(
 % endif
     acc_t inertia = 0;
     int changed = 0, nonfinite = 0;
-    const long lo = g * steps_per_item * RB, hi = min(n, lo + steps_per_item * RB);
-    for (long i0 = lo; i0 < hi; i0 += RB) {
-        /* edge: a missing row rescores the last valid one (not recorded) */
-% for r in range(rb):
-        __global const real_t *const x${r} = x + min(i0 + ${r}, hi - 1) * stride;
-        realv best${r} = (realv)(INFINITY);
-        idxv best_j${r} = (idxv)(0);
-% endfor
+    const long lo = g * steps_per_item * RC, hi = min(n, lo + steps_per_item * RC);
+    for (long c0 = lo; c0 < hi; c0 += RC) {
+        /* a chunk of NB blocks of RB rows: each panel is scored against all
+           its blocks while it sits in the L1 cache; the rows' running argmins
+           (VW lanes each) wait in private memory between panels */
+        realv best[RC];
+        idxv best_j[RC];
+        for (int e = 0; e < RC; ++e) {
+            best[e] = (realv)(INFINITY);
+            best_j[e] = (idxv)(0);
+        }
+        const int blocks = (int)min((long)NB, (hi - c0 + RB - 1) / RB);
         for (int j0 = 0; j0 < KP; j0 += CB) {
             __global const real_t *const panel = centers + (long)j0 * D;
+            for (int b = 0; b < blocks; ++b) {
+                const long i0 = c0 + b * RB;
+                /* edge: a missing row rescores the last valid one (not recorded) */
+% for r in range(rb):
+                __global const real_t *const x${r} = x + min(i0 + ${r}, hi - 1) * stride;
+% endfor
 % for r in range(rb):
   % for v in range(cv):
-            realv dot${r}_${v} = (realv)(0);
+                realv dot${r}_${v} = (realv)(0);
   % endfor
 % endfor
-            #pragma unroll ${unroll}
-            for (int c = 0; c < D; ++c) {
+                #pragma unroll ${unroll}
+                for (int c = 0; c < D; ++c) {
 % for v in range(cv):
-                const realv c${v} = vload${vw}(${v}, panel + c * CB);
+                    const realv c${v} = vload${vw}(${v}, panel + c * CB);
 % endfor
 % for r in range(rb):
-                const realv x${r}c = (realv)(x${r}[c]);
+                    const realv x${r}c = (realv)(x${r}[c]);
   % for v in range(cv):
-                dot${r}_${v} = fma(x${r}c, c${v}, dot${r}_${v});
+                    dot${r}_${v} = fma(x${r}c, c${v}, dot${r}_${v});
   % endfor
 % endfor
-            }
-% for v in range(cv):
-            {
-                const realv norm = vload${vw}(0, center_norms + j0 + ${v * vw});
-                const idxv j = LANES + (idxv)(j0 + ${v * vw});
-  % for r in range(rb):
-                /* ||c||^2 - 2 x.c ranks centroids like ||x - c||^2 */
-                const realv score${r} = fma((realv)(-2), dot${r}_${v}, norm);
-                const idxv better${r} = score${r} < best${r};
-                best${r} = select(best${r}, score${r}, better${r});
-                best_j${r} = select(best_j${r}, j, better${r});
+                }
+% for r in range(rb):
+                {
+                    realv best_r = best[b * RB + ${r}];
+                    idxv best_jr = best_j[b * RB + ${r}];
+  % for v in range(cv):
+                    {   /* ||c||^2 - 2 x.c ranks centroids like ||x - c||^2 */
+                        const realv score = fma((realv)(-2), dot${r}_${v},
+                                                vload${vw}(0, center_norms + j0 + ${v * vw}));
+                        const idxv better = score < best_r;
+                        best_r = select(best_r, score, better);
+                        best_jr = select(best_jr, LANES + (idxv)(j0 + ${v * vw}), better);
+                    }
   % endfor
-            }
+                    best[b * RB + ${r}] = best_r;
+                    best_j[b * RB + ${r}] = best_jr;
+                }
 % endfor
+            }
         }
-% for r in range(rb):
-        if (i0 + ${r} < hi) {
-            const long i = i0 + ${r};
-            __global const real_t *const row = x${r};
+        for (int e = 0; e < RC; ++e) {
+            const long i = c0 + e;
+            if (i >= hi)
+                break;
+            __global const real_t *const row = x + i * stride;
             /* lowest index among the lanes' minima, as a sequential argmin */
             real_t b[VW];
             ${"int" if real_t == "float" else "long"} bj[VW];
-            vstore${vw}(best${r}, 0, b);
-            vstore${vw}(best_j${r}, 0, bj);
+            vstore${vw}(best[e], 0, b);
+            vstore${vw}(best_j[e], 0, bj);
             int j = bj[0];
             real_t s = b[0];
             for (int l = 1; l < VW; ++l)
                 ${select.lower("b[l]", "bj[l]", "s", "j")}
 ${select.exact_distance("row[c]", "centers[(long)(j / CB) * CB * D + c * CB + j % CB]")}\
 ${select.record_winner("i", "j")}\
-  % if update:
+% if update:
             for (int c = 0; c < D; ++c)
                 acc_add_global(sums, (long)j * D + c, items * K * D,
                                (acc_t)WEIGHT(i) * row[c]);
             acc_add_global(wsum, j, items * K, (acc_t)WEIGHT(i));
-  % endif
+% endif
         }
-% endfor
     }
     part_inertia[g] = inertia;
     part_flags[2 * g] = changed;

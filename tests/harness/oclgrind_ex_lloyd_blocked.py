@@ -1,8 +1,10 @@
 """oclgrind plugin: the register-blocked Lloyd variant (passes/lloyd_blocked.py)
 -- labels, inertia, distances and sums against numpy for every precision,
-with and without the update and weights, blocks of 3 rows (N=37: a ragged
-last block) x 2 vectors of 4 (2 in double) centroids (K=5: padded panels),
-and the smallest block; then a whole fit against the rowwise variant's.
+with and without the update and weights, chunks of 2 blocks of 3 rows
+(N=37: a ragged last block and chunk) x 2 vectors of 4 (2 in double)
+centroids (K=5: padded panels), and the smallest block; then a whole
+weighted fit (the centres updated on the device, in panels) against the
+rowwise variant's.
 
 Run:  cd /tmp && PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized \
       --check-api --build-options -cl-opt-disable python tests/harness/oclgrind_driver.py --only lloyd_blocked
@@ -18,14 +20,16 @@ from oclclust.passes import lloyd
 from oclclust.runtime.partition import DevicePartition
 
 BLOCKED = dict(LLOYD_PROFILE, lloyd_variant="blocked", blocked_rows=3, blocked_vectors=2,
-               blocked_unroll=2)
+               blocked_unroll=2, blocked_chunk=2)
 
 
 def exercise_blocked(device, log):
     count = 0
-    for (dtype, fp64), (rows, vectors) in itertools.product(PRECISIONS, ((3, 2), (1, 1))):
+    for (dtype, fp64), (rows, vectors, chunk) in itertools.product(
+            PRECISIONS, ((3, 2, 2), (1, 1, 1))):
         profile = profile_for(device, fp64, **dict(BLOCKED, blocked_rows=rows,
-                                                   blocked_vectors=vectors))
+                                                   blocked_vectors=vectors,
+                                                   blocked_chunk=chunk))
         X, w = data(dtype, seed=3)
         centers = X[[0, 9, 18, 27, 36]].astype(np.float64)
         d2 = ((X[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
@@ -33,7 +37,8 @@ def exercise_blocked(device, log):
         rtol = 1e-4 if dtype == "float32" else 1e-10
         for update, weighted in itertools.product((True, False), (False, True)):
             spec = next(lloyd.candidate_specs(profile, dtype, D, K, update, weighted))
-            assert (spec.variant, spec.rb, spec.cv) == ("blocked", rows, vectors), spec
+            assert (spec.variant, spec.rb, spec.cv, spec.nb) == ("blocked", rows, vectors,
+                                                                 chunk), spec
             mark(f"lloyd blocked fp64={fp64} {spec}")
             part = DevicePartition(profile, X, w if weighted else None)
             lp = lloyd.LloydPass(part, K, update=update, spec=spec)

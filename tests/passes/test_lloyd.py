@@ -31,10 +31,12 @@ VARIANTS = {   # profile tweaks: name -> replace(profile, **tweak)
     "gemm-kahan": dict(fp64=False, lloyd_variant="gemm"),
     "gemm-scalar": dict(lloyd_variant="gemm", lloyd_vector_width=1),
     "mma": dict(lloyd_variant="mma"),     # tensor cores where there are, else gemm
-    # register blocks of 3 rows x 3 vectors of centroids: k=13 pads a panel
+    # register blocks of 3 rows x 3 vectors of centroids, chunks of 2 blocks:
+    # k=13 pads a panel, n=1001 leaves a ragged block and chunk
     "blocked": dict(lloyd_variant="blocked", blocked_rows=3, blocked_vectors=3,
-                    blocked_unroll=3),
-    "blocked-kahan": dict(fp64=False, lloyd_variant="blocked", blocked_rows=3),
+                    blocked_unroll=3, blocked_chunk=2),
+    "blocked-kahan": dict(fp64=False, lloyd_variant="blocked", blocked_rows=3,
+                          blocked_chunk=5),
 }
 
 
