@@ -37,8 +37,8 @@ def _gemm(tm, tn, rm, rn, kc, vw, prefetch=None):
 def configurations(profile, quick=False):
     """Candidate profile terms for *profile*'s kind of device."""
     if quick:
-        return [dict(lloyd_variant="rowwise"), dict(lloyd_variant="tiled"),
-                _gemm(16, 16, 2, 2, 8, 2)]
+        return [dict(lloyd_variant="rowwise"), dict(lloyd_variant="blocked"),
+                dict(lloyd_variant="tiled"), _gemm(16, 16, 2, 2, 8, 2)]
     if profile.type == "gpu":
         gemm = [_gemm(*t) for t in itertools.product(
             (64, 128), (64, 128), (4, 8), (4, 8), (8, 16), (4, 1))
@@ -58,7 +58,14 @@ def configurations(profile, quick=False):
         return [dict(lloyd_variant="mma")] + gemm + tiled
     rowwise = [dict(lloyd_variant="rowwise", points_per_item=p, centroid_tile=c)
                for p, c in ((3, 3), (2, 4), (4, 2), (1, 4), (2, 2))]
-    return rowwise + [_gemm(32, 32, 4, 4, 16, 4), _gemm(64, 64, 8, 8, 16, 8),
+    # register blocks: rows x native vectors of centroids (AVX-512's 32
+    # registers hold 6 x 4; AVX2's 16 hold 3 x 4 or 4 x 2), chunks of blocks
+    # per panel
+    blocked = [dict(lloyd_variant="blocked", blocked_rows=r, blocked_vectors=v,
+                    blocked_chunk=c)
+               for r, v, c in ((6, 4, 8), (6, 4, 1), (4, 4, 16), (8, 2, 8), (3, 4, 8),
+                               (4, 2, 8))]
+    return blocked + rowwise + [_gemm(32, 32, 4, 4, 16, 4), _gemm(64, 64, 8, 8, 16, 8),
                       dict(lloyd_variant="tiled")]
 
 

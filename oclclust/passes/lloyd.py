@@ -17,12 +17,13 @@ from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_lim
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
+from .lloyd_blocked import blocked_specs, pack_centers
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import mma_specs, split_centers, tie_bound, tile_words
 from ..runtime.reduce import Stats, acc_dtype, enqueue_reduce, partial_buffer
 from ..runtime.transfer import pinned_empty
 
-VARIANTS = ("tiled", "rowwise", "gemm", "mma")
+VARIANTS = ("tiled", "rowwise", "blocked", "gemm", "mma")
 
 
 @declare_terms
@@ -32,8 +33,9 @@ class LloydTerms:
     the gemm and mma variants take their tiles from TileTerms).
     ``points_per_item`` x ``centroid_tile``: the points a work-item keeps in
     registers and the centroids it scores per pass over them (tiled and
-    rowwise).  ``prefetch`` (gemm): 1 reads the next chunk into registers
-    early, 2 also double-buffers the local chunks (one barrier a chunk)."""
+    rowwise; the blocked variant's blocks are BlockedTerms, lloyd_blocked.py).
+    ``prefetch`` (gemm): 1 reads the next chunk into registers early, 2 also
+    double-buffers the local chunks (one barrier a chunk)."""
     variant: str = term("lloyd_variant", VARIANTS)
     points_per_item: int = term("points_per_item", 1, 16)
     centroid_tile: int = term("centroid_tile", 1, 64)
@@ -45,6 +47,10 @@ class LloydSpec(Spec):
     """``variant`` "tiled": a point per work-item, a slab per work-group
     (GPUs); "rowwise": a work-item walks its rows with vw-wide vectors over
     the centroids (CPUs).  The two give bitwise-equal sums and labels.
+    "blocked" (lloyd_blocked.py): rowwise's work-items, scoring chunks of nb
+    blocks of rb rows x cv vw-wide vectors of centroids in registers against
+    centroid panels packed D x (cv * vw); ppi = rb * nb rows a step; the same
+    labels as rowwise (the same scores, in the same order).
     "gemm": tm x tn tiles of points x centroids per work-group, rm x rn per
     work-item, kc dimensions (of dp) per local-memory chunk, vw-wide local
     reads; the sums follow from the labels, ``slice`` clusters per work-group
@@ -64,6 +70,10 @@ class LloydSpec(Spec):
     stage_centers: bool = False
     cchunk: int = 1
     stage_point: bool = False
+    rb: int = 1
+    nb: int = 1
+    cv: int = 1
+    unroll: int = 1
     update: bool = True
     weighted: bool = False
     tm: int = 1
@@ -83,6 +93,7 @@ class LloydSpec(Spec):
     def template(self):
         return {"tiled": "lloyd_assign_accumulate.cl.mako",
                 "rowwise": "lloyd_assign_accumulate_rowwise.cl.mako",
+                "blocked": "lloyd_blocked.cl.mako",
                 "gemm": "lloyd_gemm_assign.cl.mako",
                 "mma": "lloyd_mma_assign.cl.mako"}[self.variant]
 
@@ -102,7 +113,7 @@ class LloydSpec(Spec):
     def local_bytes(self):
         item = np.dtype(self.dtype).itemsize
         acc = 8 if self.acc_double else 4
-        if self.variant == "rowwise":
+        if self.variant in ("rowwise", "blocked"):
             return 0
         sums = self.accumulate_spec().local_bytes() if self.update else 0
         if self.variant == "mma":    # as lloyd_mma_assign.cl.mako lays it out
@@ -141,6 +152,8 @@ class LloydSpec(Spec):
         return dict(args, tie_a=f"{tie_a:.9e}f", tie_b=f"{tie_b:.9e}f")
 
     def private_floats(self):
+        if self.variant == "blocked":   # accumulators, a panel's vectors, the winners
+            return (self.rb * self.cv + self.cv + 2 * self.rb * self.nb) * self.vw
         return self.ppi * (self.ctile + (self.d if self.stage_point else 0))
 
 
@@ -156,6 +169,8 @@ def candidate_specs(profile, dtype, d, k, update, weighted, precision="float32")
     variant = profile.terms(LloydTerms).variant
     if variant == "tiled":
         variants = variants[::-1]
+    elif variant == "blocked":   # then the row-wise one (it always fits)
+        variants = (_blocked_specs, _rowwise_specs)
     elif variant == "gemm":   # then the fused ones
         variants = (_gemm_specs, _tiled_specs, _rowwise_specs)
     elif variant == "mma":    # where tensor cores are; else gemm
@@ -194,6 +209,10 @@ def _tiled_specs(profile, base):
         if wg == 1:
             return
         wg //= 2
+
+
+def _blocked_specs(profile, base):
+    return blocked_specs(profile, base, LloydSpec)
 
 
 def _gemm_specs(profile, base):
@@ -325,6 +344,8 @@ class LloydPass:
             padded.reshape(spec.dp, spec.kp)[:d, :self.k] = centers.T
         elif spec.variant == "rowwise":
             padded.reshape(d, spec.kp)[:, :self.k] = centers.T
+        elif spec.variant == "blocked":   # panels of cv vectors of centroids
+            padded[:] = pack_centers(np.asarray(centers, dtype), spec)
         else:
             padded.reshape(spec.kp, d)[:self.k] = centers
         self._write(self.centers, padded)

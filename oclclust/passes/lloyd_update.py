@@ -41,7 +41,8 @@ EXACT = ()    # build options: IEEE products and sums (no -cl-mad-enable)
 @dataclasses.dataclass(frozen=True)
 class CentersSpec(Spec):
     """``layout`` "rows" (K x D: the tiled variant, and the mma variant's
-    rows before their split) or "columns" (D x KP: rowwise, gemm);
+    rows before their split), "columns" (D x KP: rowwise, gemm) or
+    "panels" (KP / cb panels of D x cb: blocked, lloyd_blocked.pack_centers);
     ``rows``: also the K x D rows (gemm)."""
     template = "lloyd_new_centers.cl.mako"
     build_options = EXACT
@@ -49,6 +50,7 @@ class CentersSpec(Spec):
     k: int = 1
     kp: int = 1
     layout: str = "rows"
+    cb: int = 1
     rows: bool = False
     wg: int = 64
 
@@ -173,12 +175,15 @@ class ResidentCenters:
         self.clobbered = False   # a pass ran after the last read one (flagged: run again)
         self.labels = None
         wg = power_of_two_at_most(min(64, part.profile.max_work_group_size))
-        # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); mma: the
-        # rows, which split_centers lays out in its fragments' order
-        layout = "columns" if spec.variant in ("rowwise", "gemm") else "rows"
+        # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); blocked:
+        # panels of D x cv * vw; mma: the rows, which split_centers lays out
+        # in its fragments' order
+        layout = ("columns" if spec.variant in ("rowwise", "gemm") else
+                  "panels" if spec.variant == "blocked" else "rows")
         self.centers_spec = CentersSpec(dtype=part.dtype.name, acc_double=True, d=d, k=k,
-                                        kp=spec.kp, layout=layout, rows=spec.variant == "gemm",
-                                        wg=wg)
+                                        kp=spec.kp, layout=layout,
+                                        cb=spec.cv * spec.vw if layout == "panels" else 1,
+                                        rows=spec.variant == "gemm", wg=wg)
         # the buffers new_centers writes: (layout, rows; unwritten without rows)
         layout_buf, rows_buf = ((lp.center_rows, lp.center_rows) if spec.variant == "mma" else
                                 (lp.centers, lp.center_rows if spec.variant == "gemm" else

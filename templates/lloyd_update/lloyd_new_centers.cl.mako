@@ -7,7 +7,8 @@ next pass's inputs from the new centres -- rounded to the data's type in the
 variant's layout, and their squared norms summed in float64 in dimension
 order (as lloyd.center_norms sums them on the host), so nothing is uploaded.
 Reads spec: d, k, kp, layout ("rows": K x D, the tiled variant; "columns":
-D x KP, rowwise and gemm; gemm and mma also want the K x D rows), rows
+D x KP, rowwise and gemm; "panels": KP / CB panels of D x CB, the blocked
+variant; gemm and mma also want the K x D rows), cb (panel width), rows
 (whether to write them), wg.
 No contraction into FMAs (and built without -cl-mad-enable): every product
 and sum rounds as numpy's.
@@ -47,6 +48,8 @@ void new_centers(
         norm += rr * rr;
 % if layout == "rows":
         centers[e] = r;
+% elif layout == "panels":
+        centers[(long)(j / ${cb}) * ${cb} * D + c * ${cb} + j % ${cb}] = r;
 % else:
         centers[(long)c * KP + j] = r;
 % endif

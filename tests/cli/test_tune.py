@@ -34,7 +34,7 @@ def test_quick_tune_writes_a_profile_the_next_fit_uses(profile, tmp_path, monkey
     (match, terms, _), = load_profile_file(out)
     assert match == {"name": profile.name.lower(), "platform": profile.platform.lower(),
                      "driver": profile.driver_version.lower()}
-    assert terms["lloyd_variant"] in ("rowwise", "tiled", "gemm")
+    assert terms["lloyd_variant"] in ("rowwise", "blocked", "tiled", "gemm")
     assert terms in tune.configurations(profile, quick=True)
     monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(out))
     resolved = tuned_profile(profile)

@@ -123,6 +123,24 @@ def test_exact_ties_go_to_the_lowest_index(profile, blobs, dtype, rows, variant)
     assert_same_fit(ours, SKMeans(**params).fit(X))
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_blocked_variant_matches_sklearn_and_rowwise(profile, make_blobs, dtype, weighted):
+    """The register-blocked variant on a ragged shape (n, d, k no multiple
+    of its 4-row x 2-vector blocks, 3-block chunks or of a panel):
+    scikit-learn's model from
+    the same initial centres, and the rowwise variant's labels."""
+    X, _ = make_blobs(n=1203, d=7, k=37, seed=2, dtype=dtype)
+    sw = np.random.RandomState(1).uniform(0.5, 3, len(X)).astype(dtype) if weighted else None
+    params = dict(n_clusters=37, init=X[:37].copy(), n_init=1, max_iter=6, tol=0)
+    blocked = profile.replace(lloyd_variant="blocked", blocked_rows=4, blocked_vectors=2,
+                              blocked_chunk=3)
+    ours = oc.KMeans(devices=[blocked], **params).fit(X, sample_weight=sw)
+    assert_same_fit(ours, SKMeans(**params).fit(X, sample_weight=sw))
+    rowwise = oc.KMeans(devices=[profile.replace(lloyd_variant="rowwise")], **params)
+    np.testing.assert_array_equal(ours.labels_, rowwise.fit(X, sample_weight=sw).labels_)
+
+
 @pytest.mark.parametrize("rows, init", [
     ([0, 0, 1, 1], [0, 0, 1, 1]), ([0.25, 0.25], [0.25, 0.25]), ([1, 1, 1], [5, 1, 1]),
     ([2, 2, 3, 3, 3], [2, 3, 3, 9, 2])], ids=["pairs", "one-row-twice", "far-first", "far-last"])

@@ -31,6 +31,12 @@ VARIANTS = {   # profile tweaks: name -> replace(profile, **tweak)
     "gemm-kahan": dict(fp64=False, lloyd_variant="gemm"),
     "gemm-scalar": dict(lloyd_variant="gemm", lloyd_vector_width=1),
     "mma": dict(lloyd_variant="mma"),     # tensor cores where there are, else gemm
+    # register blocks of 3 rows x 3 vectors of centroids, chunks of 2 blocks:
+    # k=13 pads a panel, n=1001 leaves a ragged block and chunk
+    "blocked": dict(lloyd_variant="blocked", blocked_rows=3, blocked_vectors=3,
+                    blocked_unroll=3, blocked_chunk=2),
+    "blocked-kahan": dict(fp64=False, lloyd_variant="blocked", blocked_rows=3,
+                          blocked_chunk=5),
 }
 
 
@@ -102,7 +108,9 @@ PASS_CASES = [("shipped", np.float32, False), ("shipped", np.float64, False),
               ("gemm", np.float32, False), ("gemm", np.float64, True),
               ("gemm", np.float32, True), ("gemm-kahan", np.float32, True),
               ("gemm-scalar", np.float32, False), ("mma", np.float32, False),
-              ("mma", np.float32, True), ("mma", np.float64, False)]
+              ("mma", np.float32, True), ("mma", np.float64, False),
+              ("blocked", np.float32, False), ("blocked", np.float64, True),
+              ("blocked-kahan", np.float32, True)]
 
 
 @pytest.mark.parametrize("name, dtype, weighted", [
@@ -115,7 +123,7 @@ def test_pass_matches_numpy(profile, make_blobs, name, dtype, weighted):
     w = np.random.RandomState(0).uniform(0, 3, len(X)).astype(dtype) if weighted else None
     spec = check_against_reference(prof, X, centres, w, 1e-12 if prof.fp64 else 1e-6)
     assert spec.acc_double == prof.fp64
-    if name.startswith(("tiled", "rowwise", "gemm", "mma")):
+    if name.startswith(("tiled", "rowwise", "blocked", "gemm", "mma")):
         assert spec.variant == planned_variant(prof, dtype, X.shape[1])
     if name == "tiled-global":
         assert not spec.stage_centers
@@ -129,7 +137,7 @@ SHAPES = {   # n, d, k
 }
 
 
-@pytest.mark.parametrize("name", ["shipped", "tiled", "gemm", "mma"])
+@pytest.mark.parametrize("name", ["shipped", "tiled", "gemm", "mma", "blocked"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_edge_shapes(profile, make_blobs, shape, name):
     n, d, k = SHAPES[shape]

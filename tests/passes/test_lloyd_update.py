@@ -18,7 +18,7 @@ from oclclust.runtime.codegen import kernel
 from oclclust.runtime.partition import DevicePartition
 
 # "mma" where there are tensor cores (NVIDIA); elsewhere it is the gemm variant
-VARIANTS = ["tiled", "rowwise", "gemm", "mma"]
+VARIANTS = ["tiled", "rowwise", "blocked", "gemm", "mma"]
 
 
 def needs_fp64(profile):
