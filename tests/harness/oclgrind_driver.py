@@ -291,6 +291,35 @@ def lloyd_specs(profile, dtype):
 
 
 # ----------------------------------------------------------------- exercisers
+def check_lloyd_pass(profile, spec, X, w, centers, rtol):
+    """One LloydPass of *spec* over X (weights w where the spec is weighted)
+    from *centers*: labels, inertia, distances, flags and sums against
+    numpy, and a rerun over the same centres changes no label."""
+    d2 = ((X[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
+    want = d2.argmin(1)
+    part = DevicePartition(profile, X, w if spec.weighted else None)
+    lp = lloyd.LloydPass(part, K, update=spec.update, spec=spec)
+    assert lp.spec == spec
+    labels = oc_labels(part)
+    stats = lp.run(centers, labels)
+    got = labels.get(part.queue)
+    ww = w.astype(np.float64) if spec.weighted else np.ones(N)
+    if not np.array_equal(got, want):
+        raise AssertionError(f"{spec}: labels {got} != {want}")
+    close(stats.inertia, (ww * d2[np.arange(N), got]).sum(), f"{spec}: inertia", rtol)
+    close(lp.min_dist.get(part.queue), d2[np.arange(N), got], f"{spec}: min_dist", rtol)
+    if stats.n_changed != N or stats.n_nonfinite != 0:
+        raise AssertionError(f"{spec}: flags {stats.n_changed}, {stats.n_nonfinite}")
+    if spec.update:
+        sums = np.zeros((K, D))
+        np.add.at(sums, got, X.astype(np.float64) * ww[:, None])
+        close(stats.sums, sums, f"{spec}: sums", rtol)
+        close(stats.weights, np.bincount(got, ww, K), f"{spec}: weights", rtol)
+    again = lp.run(centers, labels)          # same centres: nothing changes
+    if again.n_changed != 0:
+        raise AssertionError(f"{spec}: {again.n_changed} labels changed on a rerun")
+
+
 def exercise_lloyd(device, log):
     """Every Lloyd variant: labels, inertia and sums against numpy."""
     count = 0
@@ -299,33 +328,11 @@ def exercise_lloyd(device, log):
         X, w = data(dtype)
         rtol = 1e-4 if dtype == "float32" else 1e-10
         centers = X[[0, 9, 18, 27, 36]].astype(np.float64)
-        d2 = ((X[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
-        want_labels = d2.argmin(1)
         for spec in list(lloyd_specs(profile, dtype)):
             if terms is GEMM_PROFILE and spec.variant != "gemm":
                 continue                # the fused variants: run with LLOYD_PROFILE
             mark(f"lloyd fp64={fp64} {spec}")
-            part = DevicePartition(profile, X, w if spec.weighted else None)
-            lp = lloyd.LloydPass(part, K, update=spec.update, spec=spec)
-            assert lp.spec == spec
-            labels = oc_labels(part)
-            stats = lp.run(centers, labels)
-            got = labels.get(part.queue)
-            ww = w.astype(np.float64) if spec.weighted else np.ones(N)
-            if not np.array_equal(got, want_labels):
-                raise AssertionError(f"{spec}: labels {got} != {want_labels}")
-            close(stats.inertia, (ww * d2[np.arange(N), got]).sum(), f"{spec}: inertia", rtol)
-            close(lp.min_dist.get(part.queue), d2[np.arange(N), got], f"{spec}: min_dist", rtol)
-            if stats.n_changed != N or stats.n_nonfinite != 0:
-                raise AssertionError(f"{spec}: flags {stats.n_changed}, {stats.n_nonfinite}")
-            if spec.update:
-                sums = np.zeros((K, D))
-                np.add.at(sums, got, X.astype(np.float64) * ww[:, None])
-                close(stats.sums, sums, f"{spec}: sums", rtol)
-                close(stats.weights, np.bincount(got, ww, K), f"{spec}: weights", rtol)
-            again = lp.run(centers, labels)          # same centres: nothing changes
-            if again.n_changed != 0:
-                raise AssertionError(f"{spec}: {again.n_changed} labels changed on a rerun")
+            check_lloyd_pass(profile, spec, X, w, centers, rtol)
             count += 1
     log(f"lloyd: {count} variants")
 

@@ -14,10 +14,9 @@ import itertools
 import numpy as np
 
 import oclclust as oc
-from oclgrind_driver import (D, K, LLOYD_PROFILE, N, PRECISIONS, close, data, device_manager,
-                             mark, oc_labels, profile_for)
+from oclgrind_driver import (D, K, LLOYD_PROFILE, PRECISIONS, check_lloyd_pass, close, data,
+                             device_manager, mark, profile_for)
 from oclclust.passes import lloyd
-from oclclust.runtime.partition import DevicePartition
 
 BLOCKED = dict(LLOYD_PROFILE, lloyd_variant="blocked", blocked_rows=3, blocked_vectors=2,
                blocked_unroll=2, blocked_chunk=2)
@@ -32,33 +31,13 @@ def exercise_blocked(device, log):
                                                    blocked_chunk=chunk))
         X, w = data(dtype, seed=3)
         centers = X[[0, 9, 18, 27, 36]].astype(np.float64)
-        d2 = ((X[:, None, :].astype(np.float64) - centers[None]) ** 2).sum(-1)
-        want = d2.argmin(1)
         rtol = 1e-4 if dtype == "float32" else 1e-10
         for update, weighted in itertools.product((True, False), (False, True)):
             spec = next(lloyd.candidate_specs(profile, dtype, D, K, update, weighted))
             assert (spec.variant, spec.rb, spec.cv, spec.nb) == ("blocked", rows, vectors,
                                                                  chunk), spec
             mark(f"lloyd blocked fp64={fp64} {spec}")
-            part = DevicePartition(profile, X, w if weighted else None)
-            lp = lloyd.LloydPass(part, K, update=update, spec=spec)
-            labels = oc_labels(part)
-            stats = lp.run(centers, labels)
-            got = labels.get(part.queue)
-            ww = w.astype(np.float64) if weighted else np.ones(N)
-            if not np.array_equal(got, want):
-                raise AssertionError(f"{spec}: labels {got} != {want}")
-            close(stats.inertia, (ww * d2[np.arange(N), got]).sum(), f"{spec}: inertia", rtol)
-            close(lp.min_dist.get(part.queue), d2[np.arange(N), got], f"{spec}: min_dist", rtol)
-            if stats.n_changed != N or stats.n_nonfinite != 0:
-                raise AssertionError(f"{spec}: flags {stats.n_changed}, {stats.n_nonfinite}")
-            if update:
-                sums = np.zeros((K, D))
-                np.add.at(sums, got, X.astype(np.float64) * ww[:, None])
-                close(stats.sums, sums, f"{spec}: sums", rtol)
-                close(stats.weights, np.bincount(got, ww, K), f"{spec}: weights", rtol)
-            if lp.run(centers, labels).n_changed != 0:
-                raise AssertionError(f"{spec}: labels changed on a rerun")
+            check_lloyd_pass(profile, spec, X, w, centers, rtol)
             count += 1
     log(f"lloyd blocked: {count} specs")
 
