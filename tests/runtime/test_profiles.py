@@ -12,6 +12,7 @@ from oclclust.passes.ensemble import EnsembleTerms
 from oclclust.passes.gmm import GmmTerms
 from oclclust.passes.kdtree import KdTreeTerms
 from oclclust.passes.linkage import LinkageTerms
+from oclclust.passes.lloyd_blocked import BlockedTerms
 from oclclust.passes.lloyd import LloydTerms
 from oclclust.passes.mst import MstTerms
 from oclclust.runtime import profiles as pf
@@ -153,8 +154,8 @@ def test_a_term_set_under_both_names_is_an_error(tmp_path):
 def test_every_pass_declares_its_terms(profile):
     """Each terms class reads back what the profile resolved; together with
     the generic terms they are every term, each declared once."""
-    declared = [LloydTerms, TileTerms, EnsembleTerms, KdTreeTerms, CMeansTerms, GmmTerms,
-                LinkageTerms, MstTerms]
+    declared = [LloydTerms, BlockedTerms, TileTerms, EnsembleTerms, KdTreeTerms, CMeansTerms,
+                GmmTerms, LinkageTerms, MstTerms]
     keys = [f.metadata["profile_key"] for cls in declared for f in dataclasses.fields(cls)]
     assert sorted(keys + list(pf.GENERIC_TERMS)) == sorted(PROFILE_TERMS)
     assert set(profile.term_values) == set(keys)
