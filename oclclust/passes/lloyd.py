@@ -318,12 +318,11 @@ class LloydPass:
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
 
-    def upload(self, centers, blocking=True):
+    def upload(self, centers):
         """*centers* (k x d) as the pass reads them, copied from the pass's
-        page-locked arrays and not waited on (the pass after them on the
-        queue reads them; the next upload waits for them before refilling
-        the arrays), so *blocking* changes nothing: the copies are in the
-        queue's order either way.  Returns the host arrays the copies read."""
+        page-locked arrays and not waited on: the pass after them on the
+        queue reads them, and the next upload waits for them before
+        refilling the arrays."""
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
         host = self._host()
         if self._writes:   # the last upload's copies still read these arrays
@@ -337,7 +336,7 @@ class LloydPass:
             self._write(self.center_rows, host["center_rows"])
         if spec.variant == "mma":   # split on the device, in its fragments' order
             split_centers(self.part.queue, spec, self.center_rows, self.centers)
-            return [host["norms"], host.get("center_rows")]
+            return
         padded = host["centers"]
         padded[:] = 0
         if spec.variant == "gemm":   # transposed, zero padding
@@ -349,7 +348,6 @@ class LloydPass:
         else:
             padded.reshape(spec.kp, d)[:self.k] = centers
         self._write(self.centers, padded)
-        return [host["norms"], host.get("center_rows"), padded]
 
     def _host(self):
         """The pass's page-locked host arrays (made on first use): the

@@ -246,10 +246,10 @@ class ResidentCenters:
             kern = self.pass_kernels[spec, name]
             kern.set_args(*args)
             self.launches.append((kern, global_size, local_size))
-        # no wait for the copies: their host arrays kept until the first read
-        self.kept = self.lloyd.upload(centers, blocking=False)
-        self.kept.append(np.ascontiguousarray(centers, np.float64).ravel())
-        self.buffers[0].set(self.kept[-1], q, async_=True)
+        self.lloyd.upload(centers)   # from the pass's own page-locked arrays
+        # no wait for this copy: its host array kept until the first read
+        self.kept = np.ascontiguousarray(centers, np.float64).ravel()
+        self.buffers[0].set(self.kept, q, async_=True)
         self.current = 0
         self.next_slot = 0
         self.active = True
