@@ -124,7 +124,7 @@ class _LloydChunk:
     which stay on the device between passes."""
 
     def __init__(self, chunk, k, precision="float32"):
-        self.chunk, self.k, self._labels = chunk, k, None
+        self.chunk, self.k, self.labels = chunk, k, None
         self.precision = precision
         key = (chunk.queue.int_ptr, chunk.profile, chunk.n, chunk.d, chunk.stride,
                chunk.dtype.str, chunk.weighted, k, precision)
@@ -139,14 +139,6 @@ class _LloydChunk:
     @property
     def passes(self):
         return self.state.passes
-
-    @property
-    def labels(self):
-        return self._labels
-
-    @labels.setter
-    def labels(self, labels):
-        self._labels = labels
 
     def lloyd_pass(self, update):
         if update not in self.passes:
@@ -185,13 +177,13 @@ class _LloydChunk:
 
     def current_labels(self):
         """The labels of the last pass (-1 before the first)."""
-        if self._labels is None:
+        if self.labels is None:
             q = self.chunk.queue
             if self.state.labels is None:
                 self.state.labels = cla.empty(q, self.chunk.n, np.int32)
-            self._labels = self.state.labels
-            cl.enqueue_fill_buffer(q, self._labels.data, np.int32(-1), 0, self._labels.nbytes)
-        return self._labels
+            self.labels = self.state.labels
+            cl.enqueue_fill_buffer(q, self.labels.data, np.int32(-1), 0, self.labels.nbytes)
+        return self.labels
 
 
 class LloydShards(ShardedPass):
