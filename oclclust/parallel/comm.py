@@ -6,6 +6,7 @@ communicator's own methods are all it calls, so nothing here imports mpi4py
 (and with ``comm=None`` every function is the identity on one rank).
 """
 import builtins
+import ctypes
 import pickle
 
 import numpy as np
@@ -96,6 +97,18 @@ def check_together(comm, error=None):
 _FAILED = 17   # the tag of a failure notice on a fit's side communicator
 
 
+def _abandon(request):
+    """Keep *request* (an mpi4py Request: it owns its buffers) alive until
+    the process ends.  A collective a failed rank never joins cannot be
+    cancelled, and MPI may still write into its receive buffer at any
+    later call, up to MPI_Finalize (which runs after the interpreter's
+    teardown); freed with the exception's frames, that buffer was reused,
+    and Open MPI's late writes corrupted the heap (an abort at exit, 5 of
+    12 three-rank runs on the lent GPU host).  The reference is never
+    released: a few bytes a failed fit."""
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(request))
+
+
 class FitComm:
     """A fit's own communicator (a duplicate of the caller's, so a collective
     a failed fit left half done never meets the next fit's), whose
@@ -116,10 +129,14 @@ class FitComm:
 
     def _wait(self, request):
         from mpi4py import MPI
-        while not request.Test():
-            if self._side.Iprobe(source=MPI.ANY_SOURCE, tag=_FAILED):
-                rank, message, kind = self._side.recv(source=MPI.ANY_SOURCE, tag=_FAILED)
-                raise rank_error_type(kind)(self.failure(rank, message))
+        try:
+            while not request.Test():
+                if self._side.Iprobe(source=MPI.ANY_SOURCE, tag=_FAILED):
+                    rank, message, kind = self._side.recv(source=MPI.ANY_SOURCE, tag=_FAILED)
+                    raise rank_error_type(kind)(self.failure(rank, message))
+        except BaseException:   # a notice, or an interrupt between two tests
+            _abandon(request)
+            raise
 
     def failure(self, rank, message):
         return f"fit failed on rank {rank} of {self.Get_size()}: {message}"
@@ -147,6 +164,8 @@ class FitComm:
         if not self._sent:   # once: an error is re-raised through several frames
             self._sent = [self._side.isend(note, dest=r, tag=_FAILED)
                           for r in range(self.Get_size()) if r != self.Get_rank()]
+            for request in self._sent:   # a rank may take its notice after this fit
+                _abandon(request)
         if not isinstance(exc, Exception):
             return exc
         return rank_error_type(kind)(self.failure(*note[:2]))
