@@ -14,7 +14,7 @@ import numpy as np
 from ._base import BaseEstimator, ClusterMixin
 from ..parallel.manager import DeviceManager
 from ..runtime.devices import preferred, select_devices
-from ..passes.linkage_rows import WardRowsTerms, generic_rows, ward_rows
+from ..passes.linkage_rows import WardRowsTerms, generic_rows, ward_rounds, ward_rows
 from ..passes.linkage import NN_CHAIN, Plan, condensed_distances, nn_chain, prim_single
 from ..passes.linkage_generic import generic_linkage
 from ..passes.mst import MstTerms, minimum_spanning_tree
@@ -142,8 +142,9 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     Ward, centroid and median of observations run on the rows too where the
     matrix does not fit, ward also from the profile's linkage_ward_rows_from
     observations on (passes/linkage_rows.py: ward by rounds of reciprocal
-    nearest neighbours -- scipy's chain where nearest neighbours tie --
-    and the generic algorithm, over cluster centroids, O(n d) memory):
+    nearest neighbours -- where nearest neighbours or heights tie, the
+    matrix's chain where it fits, else scipy's chain on the rows -- and the
+    generic algorithm, over cluster centroids, O(n d) memory):
     scipy's merges, the heights computed from the centroids rather than by
     scipy's Lance-Williams updates, so equal to rounding (a few ulps here).
     Complete, average and weighted (and the others up to there) keep the
@@ -190,12 +191,21 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     on_rows = method == "single" and X is not None and _single_on_rows(plan, X.shape[0])
     # ward, centroid and median past the matrix: over centroids (passes/linkage_rows.py)
     rows_ = (method in EUCLIDEAN_METHODS and X is not None
-             and (not plan.matrix_fits(X.shape[0])
-                  or method == "ward" and _ward_on_rows(plan, X.shape[0])))
-    if not (on_rows or rows_):
+             and not plan.matrix_fits(X.shape[0]))
+    # ward where the matrix fits, from linkage_ward_rows_from on: the rows'
+    # rounds, else (nearest neighbours tie) the matrix's chain, the faster
+    found = None
+    if method == "ward" and X is not None and not rows_ and _ward_on_rows(plan, X.shape[0]):
+        try:
+            found = ward_rounds(plan, X)
+        except ValueError as exc:        # no neighbour closer than inf: an overflow
+            raise _overflow(plan, method) from exc
+    if not (on_rows or rows_ or found):
         dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
     if on_rows:
         Z = _single_from_rows(plan, X, metric)
+    elif found:
+        Z = _sorted_linkage(*found, X.shape[0])
     elif rows_ and method == "ward":     # reciprocal nearest neighbours, or the chain
         try:
             Z = _sorted_linkage(*ward_rows(plan, X), X.shape[0])

@@ -140,14 +140,35 @@ def test_past_the_budget_ward_runs_on_the_rows(small_budget, monkeypatch):
 
 @pytest.mark.parametrize("rows_from,on_rows", [(100, True), (121, False)])
 def test_ward_rows_from_the_profiles_term(devices, monkeypatch, rows_from, on_rows):
-    """linkage_ward_rows_from picks the rows where the matrix would fit."""
-    calls = []
-    real = hier.ward_rows
-    monkeypatch.setattr(hier, "ward_rows", lambda *a: calls.append(1) or real(*a))
+    """linkage_ward_rows_from picks the rows' rounds where the matrix would
+    fit (the chain on the rows runs only past the matrix)."""
+    calls, rounds, matrix = [], [], []
+    for name, seen in (("ward_rows", calls), ("ward_rounds", rounds), ("nn_chain", matrix)):
+        real = getattr(hier, name)
+        monkeypatch.setattr(hier, name, lambda *a, real=real, seen=seen: seen.append(1)
+                            or real(*a))
     X = rows("blobs", 120, 4, seed=3)
     near = [p.replace(linkage_ward_rows_from=rows_from) for p in devices]
     assert_scipys(oc.linkage(X, "ward", devices=near), X)
-    assert len(calls) == on_rows
+    assert len(calls) == 0
+    assert len(rounds) == on_rows and len(matrix) == (not on_rows)
+
+
+def test_ward_ties_where_the_matrix_fits_run_its_chain(devices, monkeypatch):
+    """Past linkage_ward_rows_from, where the rounds give up (ties) and the
+    matrix fits, the matrix's chain runs (scipy's Z bit for bit), not the
+    chain on the rows (n launches)."""
+    calls = {name: [] for name in ("ward_rounds", "nn_chain", "ward_rows")}
+    for name, seen in calls.items():
+        real = getattr(hier, name)
+        monkeypatch.setattr(hier, name, lambda *a, real=real, seen=seen: seen.append(1)
+                            or real(*a))
+    X = TIES["duplicates"]
+    near = [p.replace(linkage_ward_rows_from=100) for p in devices]
+    np.testing.assert_array_equal(oc.linkage(X, "ward", devices=near),
+                                  hierarchy.linkage(X, "ward"))
+    assert {name: len(seen) for name, seen in calls.items()} == dict(
+        ward_rounds=1, nn_chain=1, ward_rows=0)
 
 
 # ------------------------------------------------ centroid and median linkage
