@@ -19,6 +19,8 @@ that can on the rows whatever the matrix needs (the others are left out):
         --methods centroid median ward --rows --devices NVIDIA
     python3 bench/hierarchical.py --n 50000 1000000 --d 32 --methods ward \
         --rows --fastcluster-max-n 50000 --devices NVIDIA
+    python3 bench/hierarchical.py --n 5000 20000 50000 --d 32 --methods ward \
+        --ward-rows-from 10000000 --no-fastcluster --devices NVIDIA   # the matrix
     python3 bench/hierarchical.py --n 100000 190000 --d 32 \
         --methods complete average weighted --no-fastcluster --devices NVIDIA
     python3 bench/hierarchical.py --n 20000 --d 32 --methods complete average \
@@ -156,6 +158,10 @@ def main(argv=None):
     ap.add_argument("--buffer-bytes", type=int, default=0,
                     help="the matrix's largest buffer (the linkage_buffer_bytes term; "
                          "0: the device's): split the matrix to time the split")
+    ap.add_argument("--ward-rows-from", type=int, default=0,
+                    help="the linkage_ward_rows_from term (0: the profile's): ward from "
+                         "this many observations on the rows where the matrix fits; a "
+                         "large value times the matrix's chain")
     ap.add_argument("--json", help="also write the rows here (JSON lines)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -179,6 +185,8 @@ def main(argv=None):
     device = preferred(select_devices(args.devices))[0]
     if args.buffer_bytes:
         device = device.replace(linkage_buffer_bytes=args.buffer_bytes)
+    if args.ward_rows_from:
+        device = device.replace(linkage_ward_rows_from=args.ward_rows_from)
     args.devices = [device]
     print(f"oclclust on {device}; d={args.d}; methods {', '.join(args.methods)}; "
           f"strategy {args.strategy}", flush=True)
