@@ -178,7 +178,10 @@ def ward_rounds(plan, X):
     tb, wg = spec.tb, spec.wg
     C = np.array(X, np.float64)
     size = np.ones(n)
-    order = spatial_order(C, "euclidean", tb)      # active clusters, in the k-d order
+    # active clusters, in the k-d order (of the rows scaled down where their
+    # products would overflow: the order is the same, the axes' fit finite)
+    top = float(np.max(np.abs(C)))
+    order = spatial_order(C / top if top > 1e100 else C, "euclidean", tb)
     alive = np.ones(n, bool)
     nn, nnv = np.full(n, -1, np.int64), np.zeros(n, np.float64)
     query, hint = order.astype(np.int64), np.full(n, -1, np.int64)

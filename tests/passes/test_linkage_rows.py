@@ -108,8 +108,11 @@ def test_ward_ties_run_scipys_chain(devices, name, monkeypatch):
     assert_scipys(Z, X)
 
 
-def test_ward_rows_overflow(devices):
-    X = rows("blobs", 50, 3) * 1e200
+@pytest.mark.parametrize("d", [3, 12])
+def test_ward_rows_overflow(devices, d):
+    """Distances past float64: scipy's find_min_dist error (the k-d order
+    of more than 8 features fits its axes to the rows scaled down)."""
+    X = rows("blobs", 50, d) * 1e200
     with pytest.raises(ValueError, match=linkage_rows.NO_NEIGHBOUR[:20]):
         ward_rounds(hier._plan(devices), X)
 
