@@ -17,12 +17,18 @@ that can on the rows whatever the matrix needs (the others are left out):
 
     python3 bench/hierarchical.py --n 20000 50000 --d 32 \
         --methods centroid median ward --rows --devices NVIDIA
+    python3 bench/hierarchical.py --n 50000 1000000 --d 32 --methods ward \
+        --rows --fastcluster-max-n 50000 --devices NVIDIA
+    python3 bench/hierarchical.py --n 5000 20000 50000 --d 32 --methods ward \
+        --ward-rows-from 10000000 --no-fastcluster --devices NVIDIA   # the matrix
     python3 bench/hierarchical.py --n 100000 190000 --d 32 \
         --methods complete average weighted --no-fastcluster --devices NVIDIA
     python3 bench/hierarchical.py --n 20000 --d 32 --methods complete average \
         --buffer-bytes 400000000 --devices NVIDIA      # 4 buffers
 (with --buffer-bytes the warm-up set's matrix spans fewer buffers than the
 timed ones: their kernels' builds are timed; run a size twice to see them apart)
+Ward on the rows runs rounds of reciprocal nearest neighbours, scipy's chain
+where nearest neighbours tie: the engine column then says "rows/chain".
 
 The data are ../shared/bench/gpu_host_anchors.py's (blobs(n, d, 50), seed 0,
 float32 made float64), fastcluster is called as there (linkage_vector for
@@ -62,6 +68,8 @@ def engine(method, n, device):
     if method == "single" and hc._single_on_rows(plan, n):
         return "rows"
     if method in hc.EUCLIDEAN_METHODS and not plan.matrix_fits(n):
+        return "rows"
+    if method == "ward" and hc._ward_on_rows(plan, n):
         return "rows"
     return "matrix" if plan.buffers(n) == 1 else f"matrix/{plan.buffers(n)}"
 
@@ -133,6 +141,9 @@ def main(argv=None):
                     help="run scipy only up to this n (default 20000)")
     ap.add_argument("--no-scipy", action="store_true", help="skip scipy")
     ap.add_argument("--no-fastcluster", action="store_true", help="skip fastcluster")
+    ap.add_argument("--fastcluster-max-n", type=int, default=0,
+                    help="run fastcluster only up to this n (0: every n); ward's "
+                         "linkage_vector is O(N^2) time, hours at 1,000,000")
     ap.add_argument("--rtol", type=float, default=1e-9, help="height tolerance (relative)")
     ap.add_argument("--quick", action="store_true", help="small sizes (n=1000, 2000; d=8)")
     ap.add_argument("--strategy", choices=["auto", "persistent", "launches"], default="auto",
@@ -147,6 +158,10 @@ def main(argv=None):
     ap.add_argument("--buffer-bytes", type=int, default=0,
                     help="the matrix's largest buffer (the linkage_buffer_bytes term; "
                          "0: the device's): split the matrix to time the split")
+    ap.add_argument("--ward-rows-from", type=int, default=0,
+                    help="the linkage_ward_rows_from term (0: the profile's): ward from "
+                         "this many observations on the rows where the matrix fits; a "
+                         "large value times the matrix's chain")
     ap.add_argument("--json", help="also write the rows here (JSON lines)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -170,6 +185,8 @@ def main(argv=None):
     device = preferred(select_devices(args.devices))[0]
     if args.buffer_bytes:
         device = device.replace(linkage_buffer_bytes=args.buffer_bytes)
+    if args.ward_rows_from:
+        device = device.replace(linkage_ward_rows_from=args.ward_rows_from)
     args.devices = [device]
     print(f"oclclust on {device}; d={args.d}; methods {', '.join(args.methods)}; "
           f"strategy {args.strategy}", flush=True)
@@ -186,9 +203,13 @@ def main(argv=None):
               f"{'x scipy':>8} {'x fastcl.':>9} {'vs':>11} {'merges':>7} {'max rel dh':>10}")
     print(header)
     print("-" * len(header), flush=True)
+    from oclclust.passes import linkage_rows
+    chained, chain = [], linkage_rows.ward_chain
+    linkage_rows.ward_chain = lambda *a: chained.append(1) or chain(*a)
     for n in args.n:
         X = blobs(n, args.d, 50).astype(np.float64)
         for method in args.methods:
+            chained.clear()
             t_oc, Z = timed(oc.linkage, X, method, devices=args.devices)
             t_sp = t_fc = None
             ref, ref_name = None, "-"
@@ -197,6 +218,8 @@ def main(argv=None):
                 t_sp, ref = timed(linkage, X, method)
                 ref_name = "scipy"
             fn = None if args.no_fastcluster else fastcluster_fn(method)
+            if args.fastcluster_max_n and n > args.fastcluster_max_n:
+                fn = None
             if fn is not None:
                 t_fc, Zf = timed(fn, X, method=method, metric="euclidean")
                 if ref is None:
@@ -204,7 +227,8 @@ def main(argv=None):
                 del Zf
             same, dh = compare(Z, ref, args.rtol) if ref is not None else (None, None)
             row = dict(n=n, d=args.d, method=method, device=str(device),
-                       engine=engine(method, n, device), oclclust_s=t_oc,
+                       engine=engine(method, n, device) + ("/chain" if chained else ""),
+                       oclclust_s=t_oc,
                        scipy_s=t_sp, fastcluster_s=t_fc, reference=ref_name,
                        same_merges=same, max_rel_height_diff=dh,
                        heights_ok=None if dh is None else dh <= args.rtol)

@@ -14,7 +14,7 @@ import numpy as np
 from ._base import BaseEstimator, ClusterMixin
 from ..parallel.manager import DeviceManager
 from ..runtime.devices import preferred, select_devices
-from ..passes.linkage_rows import generic_rows, ward_rows
+from ..passes.linkage_rows import WardRowsTerms, generic_rows, ward_rounds, ward_rows
 from ..passes.linkage import NN_CHAIN, Plan, condensed_distances, nn_chain, prim_single
 from ..passes.linkage_generic import generic_linkage
 from ..passes.mst import MstTerms, minimum_spanning_tree
@@ -111,6 +111,13 @@ def _single_on_rows(plan, n):
     return not plan.matrix_fits(n) or n >= plan.profile.terms(MstTerms).single_rows_from
 
 
+def _ward_on_rows(plan, n):
+    """Whether ward linkage of n observations runs on the rows
+    (passes/linkage_rows.py, O(n d) memory): past the condensed matrix, and
+    from the profile's linkage_ward_rows_from observations on."""
+    return not plan.matrix_fits(n) or n >= plan.profile.terms(WardRowsTerms).ward_rows_from
+
+
 def _single_from_rows(plan, X, metric):
     """scipy's single-linkage Z from the device's MST of the rows."""
     a, b, w = minimum_spanning_tree(plan, X, metric)
@@ -133,10 +140,13 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     never stored) where the condensed matrix does not fit the device and
     from the profile's mst_single_rows_from observations on; the same Z.
     Ward, centroid and median of observations run on the rows too where the
-    matrix does not fit (passes/linkage_rows.py: the chain and the generic
-    algorithm over cluster centroids, O(n d) memory): scipy's merges, the
-    heights computed from the centroids rather than by scipy's
-    Lance-Williams updates, so equal to rounding (a few ulps here).
+    matrix does not fit, ward also from the profile's linkage_ward_rows_from
+    observations on (passes/linkage_rows.py: ward by rounds of reciprocal
+    nearest neighbours -- where nearest neighbours or heights tie, the
+    matrix's chain where it fits, else scipy's chain on the rows -- and the
+    generic algorithm, over cluster centroids, O(n d) memory):
+    scipy's merges, the heights computed from the centroids rather than by
+    scipy's Lance-Williams updates, so equal to rounding (a few ulps here).
     Complete, average and weighted (and the others up to there) keep the
     matrix on the device across as many buffers as it needs (the device's
     largest buffer, or the profile's linkage_buffer_bytes, each) up to the
@@ -182,12 +192,25 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     # ward, centroid and median past the matrix: over centroids (passes/linkage_rows.py)
     rows_ = (method in EUCLIDEAN_METHODS and X is not None
              and not plan.matrix_fits(X.shape[0]))
-    if not (on_rows or rows_):
+    # ward where the matrix fits, from linkage_ward_rows_from on: the rows'
+    # rounds, else (nearest neighbours tie) the matrix's chain, the faster
+    found = None
+    if method == "ward" and X is not None and not rows_ and _ward_on_rows(plan, X.shape[0]):
+        try:
+            found = ward_rounds(plan, X)
+        except ValueError as exc:        # no neighbour closer than inf: an overflow
+            raise _overflow(plan, method) from exc
+    if not (on_rows or rows_ or found):
         dist, n = condensed_distances(plan, X=X, y=y, metric=metric)
     if on_rows:
         Z = _single_from_rows(plan, X, metric)
-    elif rows_ and method == "ward":     # the nearest-neighbour chain
-        Z = _sorted_linkage(*ward_rows(plan, X), X.shape[0])
+    elif found:
+        Z = _sorted_linkage(*found, X.shape[0])
+    elif rows_ and method == "ward":     # reciprocal nearest neighbours, or the chain
+        try:
+            Z = _sorted_linkage(*ward_rows(plan, X), X.shape[0])
+        except ValueError as exc:        # no neighbour closer than inf: an overflow
+            raise _overflow(plan, method) from exc
     elif rows_:                          # the generic algorithm
         try:
             Z = generic_rows(plan, X, method)

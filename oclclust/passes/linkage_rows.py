@@ -1,7 +1,9 @@
 """Ward, centroid and median linkage on the rows, in O(n d) device memory
 where the condensed matrix does not fit (pairs with templates/linkage_rows/):
-ward by scipy's nearest-neighbour chain, centroid and median by its generic
-algorithm, both over cluster centroids and sizes.
+ward by rounds of reciprocal nearest neighbours (ward_rounds; scipy's
+nearest-neighbour chain, ward_chain, where nearest neighbours tie),
+centroid and median by scipy's generic algorithm, all over cluster
+centroids and sizes.
 
 Ward's distance between clusters A and B is sqrt(2 |A| |B| / (|A| + |B|)) |c_A - c_B|
 (c: the centroids): the Lance-Williams recurrence scipy applies to the
@@ -11,7 +13,9 @@ heights agree to a few ulps, and two candidate distances closer than that
 may be taken in the other order (fastcluster's linkage_vector has the same
 property).  Each chain step is one kernel over the active clusters (the
 tip's distance to every other, the minimum per work-group) and a read of
-the per-group minima; a merge writes one centroid row.
+the per-group minima; a merge writes one centroid row (ward_chain: n
+launches and host round trips at least, so ward_rounds serves ward wherever
+its conditions hold).
 """
 import dataclasses
 
@@ -19,9 +23,21 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from ..runtime import codegen
 from ..runtime.codegen import Spec
+from ..runtime.profiles import declare_terms, term
 from .linkage import exact_kernel
 from .linkage_generic import NO_NEIGHBOUR, generic_merges
+from .mst import _boxes, spatial_order
+
+
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class WardRowsTerms:
+    """ward_rows_from: ward linkage of observations runs on the rows
+    (ward_rows) from this many observations on, where the condensed matrix
+    would still fit (cluster/hierarchical.py; past the matrix always)."""
+    ward_rows_from: int = term("linkage_ward_rows_from", 2, 2**62)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +47,7 @@ class WardSpec(Spec):
     wg: int = 64
 
 
-def ward_rows(plan, X):
+def ward_chain(plan, X):
     """scipy's nn_chain for ward over the rows of X (n x d float64): the
     (n-1, 2) merged cluster pairs and their heights, in merge order (as
     passes.linkage.nn_chain returns them)."""
@@ -78,6 +94,164 @@ def ward_rows(plan, X):
         sizes[x:x + 1].set(sizes_h[x:x + 1], q)
         sizes[y:y + 1].set(sizes_h[y:y + 1], q)
     return pairs, heights
+
+
+@dataclasses.dataclass(frozen=True)
+class WardRoundSpec(Spec):
+    """``tb`` clusters a tile (its bounding box and least size), staged in
+    local memory."""
+    template = "ward_rounds.cl.mako"
+    d: int = 1
+    wg: int = 64
+    tb: int = 64
+
+
+def ward_round_kernel(plan, d):
+    """(spec, kernel) of a round, or None where not one centroid fits the
+    local memory budget; tiles of up to a work-group's size, as many
+    centroids as the budget holds, the work-group halved until the built
+    kernel runs it."""
+    item, wg = plan.dtype.itemsize, plan.wg
+    while True:
+        fits = plan.profile.local_memory_budget // (d * item + item + 4)
+        if fits < 1:
+            return None
+        tb = 1 << (min(fits, wg).bit_length() - 1)
+        spec = WardRoundSpec(d=d, wg=wg, tb=tb, **plan.base)
+        kern = exact_kernel(plan.queue, spec, "ward_round")
+        if wg == 1 or codegen.kernel_work_group_limit(kern, plan.queue.device) >= wg:
+            return spec, kern
+        wg //= 2
+
+
+def _tile_min(values, tb):
+    """Each tile's least value (tiles of tb, the last ragged)."""
+    full = len(values) // tb * tb
+    least = values[:full].reshape(-1, tb).min(axis=1)
+    if full < len(values):
+        least = np.r_[least, values[full:].min()]
+    return np.ascontiguousarray(least)
+
+
+def ward_height(v):
+    """A merge's height from its ward value v = |c_i - c_j|^2 n_i n_j /
+    (n_i + n_j): sqrt(2 v), fastcluster linkage_vector's."""
+    return np.sqrt(2 * np.asarray(v, np.float64))
+
+
+def ward_rounds(plan, X):
+    """Ward's tree by rounds of reciprocal nearest neighbours: (pairs,
+    heights) as ward_chain returns them (clusters named by their highest
+    row, merges in a children-first order), or None where nearest
+    neighbours tie (the caller runs ward_chain then).
+
+    Each round the device finds the nearest active cluster of every cluster
+    whose nearest may have changed (templates/linkage_rows/
+    ward_rounds.cl.mako: the ward values from the centroids and sizes,
+    tiles of the centroids in a k-d order skipped by their bounding boxes);
+    the host merges every reciprocal pair at once, in float64: centroid
+    (n_x c_x + n_y c_y) / (n_x + n_y) (fastcluster's), height sqrt(2 v).
+
+    Why scipy's tree: ward is reducible -- a merged cluster is no nearer to
+    any other than the nearer of its parts, and strictly farther where the
+    pair was a strict nearest pair (Lance-Williams: d(k, xy)^2 = ((n_x +
+    n_k) d_kx^2 + (n_y + n_k) d_ky^2 - n_k d_xy^2) / (n_x + n_y + n_k) >
+    min(d_kx, d_ky)^2 where d_xy < min(d_kx, d_ky)).  So a strict
+    reciprocal pair stays one until the chain reaches it, the chain merges
+    exactly these pairs, and a cluster whose nearest did not merge keeps
+    it (only the others are searched again).  The chain's own tie rules
+    (its previous link kept among equals, else the lowest index) cannot be
+    replayed by rounds, so any exact tie of a searched nearest neighbour
+    (duplicate points, lattices) returns None, as do two merges of equal
+    height (their order in scipy's Z is the chain's).  Like ward_chain and
+    fastcluster's linkage_vector this measures distances between centroids,
+    where scipy updates a matrix by Lance-Williams: the heights agree to
+    rounding (a few ulps), and two candidates closer than that may be taken
+    in the other order.
+    """
+    q = plan.queue
+    n, d = X.shape
+    made = ward_round_kernel(plan, d)
+    if made is None:
+        return None
+    spec, kern = made
+    tb, wg = spec.tb, spec.wg
+    C = np.array(X, np.float64)
+    size = np.ones(n)
+    # active clusters, in the k-d order (of the rows scaled down where their
+    # products would overflow: the order is the same, the axes' fit finite)
+    top = float(np.max(np.abs(C)))
+    order = spatial_order(C / top if top > 1e100 else C, "euclidean", tb)
+    alive = np.ones(n, bool)
+    nn, nnv = np.full(n, -1, np.int64), np.zeros(n, np.float64)
+    query, hint = order.astype(np.int64), np.full(n, -1, np.int64)
+    pos = np.empty(n, np.int64)
+    pairs, heights = [], []
+    while len(order) > 1:
+        m = len(order)
+        pos[order] = np.arange(m)
+        cc = np.ascontiguousarray(C[order], plan.dtype)
+        sc = np.ascontiguousarray(size[order], plan.dtype)
+        lo, hi = _boxes(cc, tb)
+        qp = pos[query]
+        sort = np.argsort(qp, kind="stable")
+        query, qp = query[sort], qp[sort].astype(np.int32)
+        hq = hint[query]
+        hp = np.where(hq >= 0, pos[np.maximum(hq, 0)], -1).astype(np.int32)
+        bufs = [cla.to_device(q, a) for a in (cc, sc, order.astype(np.int32), qp, hp,
+                                             lo, hi, _tile_min(sc, tb))]
+        mq = len(query)
+        out_v, out_j, out_t = (cla.empty(q, mq, plan.dtype), cla.empty(q, mq, np.int32),
+                               cla.empty(q, mq, np.int32))
+        groups = -(-mq // wg)
+        kern(q, (groups * wg,), (wg,), bufs[0].data, bufs[1].data, bufs[2].data,
+             np.int32(m), bufs[3].data, bufs[4].data, np.int32(mq), bufs[5].data,
+             bufs[6].data, bufs[7].data, out_v.data, out_j.data, out_t.data)
+        v, j, tie = out_v.get(q), out_j.get(q), out_t.get(q)
+        if np.any(j < 0) or not np.all(np.isfinite(v)):
+            raise ValueError(NO_NEIGHBOUR)
+        if np.any(tie):
+            return None
+        nn[query], nnv[query] = order[j], v
+        # every reciprocal pair, x < y; the merged cluster takes y (scipy's)
+        b = nn[order]
+        rec = (nn[b] == order) & (order < b)
+        xs, ys = order[rec], b[rec]
+        if not xs.size:         # only where ties were missed: never silently wrong
+            return None
+        nx, ny = size[xs], size[ys]
+        C[ys] = (C[xs] * nx[:, None] + C[ys] * ny[:, None]) / (nx + ny)[:, None]
+        size[ys] = nx + ny
+        alive[xs] = False
+        pairs.append(np.column_stack([xs, ys]))
+        heights.append(ward_height(nnv[xs]))
+        # searched again: the new clusters, and those whose nearest merged
+        # (from the cluster it merged into, a bound to start from)
+        into = np.arange(n)
+        into[xs] = ys
+        changed = np.zeros(n, bool)
+        changed[xs] = changed[ys] = True
+        order = order[alive[order]]
+        query = order[changed[nn[order]]]
+        hint[query] = np.where(into[nn[query]] == query, -1, into[nn[query]])
+    pairs = np.concatenate(pairs) if pairs else np.empty((0, 2), np.int64)
+    heights = np.concatenate(heights) if heights else np.empty(0)
+    hs = np.sort(heights)
+    if np.any(hs[1:] == hs[:-1]):
+        return None
+    return pairs, heights
+
+
+def ward_rows(plan, X):
+    """Ward linkage over the rows of X (n x d): (pairs, heights) in a
+    children-first order (hierarchical._sorted_linkage makes scipy's Z of
+    them).  ward_rounds, else (nearest neighbours tie) scipy's chain."""
+    X = np.ascontiguousarray(X, np.float64)
+    if X.shape[0] > 1:
+        found = ward_rounds(plan, X)
+        if found is not None:
+            return found
+    return ward_chain(plan, X)
 
 
 # ------------------------------------------------ centroid and median linkage

@@ -9,7 +9,14 @@ from scipy.cluster import hierarchy
 import oclclust as oc
 from oclclust.cluster import hierarchical as hier
 from oclclust.passes.linkage_generic import Heap
-from oclclust.passes.linkage_rows import _distance, generic_rows, ward_rows
+from oclclust.passes import linkage_rows
+from oclclust.passes.linkage_rows import (
+    _distance,
+    generic_rows,
+    ward_chain,
+    ward_rounds,
+    ward_rows,
+)
 
 
 def rows(kind, n, d, seed=0):
@@ -28,13 +35,86 @@ def assert_scipys(Z, X, method="ward", rtol=1e-12):
     np.testing.assert_allclose(Z[:, 2], want[:, 2], rtol=rtol, atol=1e-12)
 
 
+@pytest.mark.parametrize("engine", [ward_rows, ward_chain])
 @pytest.mark.parametrize("kind", ["blobs", "uniform", "duplicates"])
 @pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (64, 3), (301, 7)])
-def test_ward_rows_give_scipys_tree(devices, kind, n, d):
+def test_ward_rows_give_scipys_tree(devices, kind, n, d, engine):
     X = rows(kind, n, d)
     plan = hier._plan(devices)
-    Z = hier._sorted_linkage(*ward_rows(plan, X), len(X))
+    Z = hier._sorted_linkage(*engine(plan, X), len(X))
     assert_scipys(Z, X)
+
+
+@pytest.mark.parametrize("kind", ["blobs", "uniform"])
+@pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (5, 1), (64, 3), (301, 7), (700, 1),
+                                 (1500, 12)])
+def test_ward_rounds_give_scipys_tree(devices, kind, n, d):
+    """Without ties the rounds of reciprocal pairs run to the end (no
+    fallback) and make scipy's tree, heights to rounding."""
+    X = rows(kind, n, d, seed=n)
+    found = ward_rounds(hier._plan(devices), X)
+    assert found is not None
+    assert_scipys(hier._sorted_linkage(*found, n), X)
+
+
+def test_ward_rounds_heights_are_fastclusters(devices):
+    """fastcluster's linkage_vector measures the same centroid distances
+    (sqrt(2 |c_i - c_j|^2 n_i n_j / (n_i + n_j)), its centroids merged as
+    here): the same merges, the heights equal or within an ulp or two (it
+    multiplies the squared distance by one size, then the other, in its
+    chain's order; here by their exact product: 1959 of 1999 equal, 39 an
+    ulp apart, one 2)."""
+    fastcluster = pytest.importorskip("fastcluster")
+    X = rows("blobs", 2000, 8, seed=7)
+    found = ward_rounds(hier._plan(devices), X)
+    assert found is not None
+    Z = hier._sorted_linkage(*found, len(X))
+    want = fastcluster.linkage_vector(X, "ward")
+    np.testing.assert_array_equal(Z[:, [0, 1, 3]], want[:, [0, 1, 3]])
+    np.testing.assert_array_max_ulp(Z[:, 2], want[:, 2], maxulp=3)
+
+
+TIES = {
+    # 1's nearest ties between 2 and 3... the chain comes from 0 -> 3 -> 2
+    # and keeps its previous link: it merges (2, 3), where rounds taking the
+    # lowest index among equals would merge (1, 2) -- a different tree
+    "chain order": np.array([[3.5], [0.], [1.], [2.]]),
+    # two strict pairs of equal height: their order in Z is the chain's
+    "equal heights": np.array([[0., 0], [1, 0], [10, 0], [11, 0]]),
+    "duplicates": rows("duplicates", 120, 3),
+    "triplicates": np.repeat(rows("uniform", 30, 2), 3, axis=0)[
+        np.random.default_rng(1).permutation(90)],
+    "line": np.arange(40, dtype=np.float64)[:, None],
+    # a lattice: many equal distances (on some lattices scipy's
+    # Lance-Williams values of equal distances differ in their last bits and
+    # its tree from the chain on the centroids, as for centroid and median)
+    "grid": np.random.default_rng(1).integers(0, 5, (30, 2)).astype(np.float64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIES))
+def test_ward_ties_run_scipys_chain(devices, name, monkeypatch):
+    """Exact ties of nearest neighbours (or of heights) are not replayed by
+    rounds: ward_rounds gives up (None) and ward_rows runs scipy's chain,
+    whose Z is scipy's, ties included."""
+    X = TIES[name]
+    plan = hier._plan(devices)
+    assert ward_rounds(plan, X) is None
+    calls = []
+    real = linkage_rows.ward_chain
+    monkeypatch.setattr(linkage_rows, "ward_chain", lambda *a: calls.append(1) or real(*a))
+    Z = hier._sorted_linkage(*ward_rows(plan, X), len(X))
+    assert calls == [1]
+    assert_scipys(Z, X)
+
+
+@pytest.mark.parametrize("d", [3, 12])
+def test_ward_rows_overflow(devices, d):
+    """Distances past float64: scipy's find_min_dist error (the k-d order
+    of more than 8 features fits its axes to the rows scaled down)."""
+    X = rows("blobs", 50, d) * 1e200
+    with pytest.raises(ValueError, match=linkage_rows.NO_NEIGHBOUR[:20]):
+        ward_rounds(hier._plan(devices), X)
 
 
 @pytest.fixture
@@ -57,6 +137,41 @@ def test_past_the_budget_ward_runs_on_the_rows(small_budget, monkeypatch):
     with pytest.raises(MemoryError, match="single, ward, centroid and median linkage of "
                                           "observations run past it on the rows"):
         oc.linkage(X, "average", devices=small_budget)
+    with pytest.raises(ValueError, match="the ward linkage's merge heights overflow"):
+        oc.linkage(X * 1e200, "ward", devices=small_budget)
+
+
+@pytest.mark.parametrize("rows_from,on_rows", [(100, True), (121, False)])
+def test_ward_rows_from_the_profiles_term(devices, monkeypatch, rows_from, on_rows):
+    """linkage_ward_rows_from picks the rows' rounds where the matrix would
+    fit (the chain on the rows runs only past the matrix)."""
+    calls, rounds, matrix = [], [], []
+    for name, seen in (("ward_rows", calls), ("ward_rounds", rounds), ("nn_chain", matrix)):
+        real = getattr(hier, name)
+        monkeypatch.setattr(hier, name, lambda *a, real=real, seen=seen: seen.append(1)
+                            or real(*a))
+    X = rows("blobs", 120, 4, seed=3)
+    near = [p.replace(linkage_ward_rows_from=rows_from) for p in devices]
+    assert_scipys(oc.linkage(X, "ward", devices=near), X)
+    assert len(calls) == 0
+    assert len(rounds) == on_rows and len(matrix) == (not on_rows)
+
+
+def test_ward_ties_where_the_matrix_fits_run_its_chain(devices, monkeypatch):
+    """Past linkage_ward_rows_from, where the rounds give up (ties) and the
+    matrix fits, the matrix's chain runs (scipy's Z bit for bit), not the
+    chain on the rows (n launches)."""
+    calls = {name: [] for name in ("ward_rounds", "nn_chain", "ward_rows")}
+    for name, seen in calls.items():
+        real = getattr(hier, name)
+        monkeypatch.setattr(hier, name, lambda *a, real=real, seen=seen: seen.append(1)
+                            or real(*a))
+    X = TIES["duplicates"]
+    near = [p.replace(linkage_ward_rows_from=100) for p in devices]
+    np.testing.assert_array_equal(oc.linkage(X, "ward", devices=near),
+                                  hierarchy.linkage(X, "ward"))
+    assert {name: len(seen) for name, seen in calls.items()} == dict(
+        ward_rounds=1, nn_chain=1, ward_rows=0)
 
 
 # ------------------------------------------------ centroid and median linkage

@@ -12,6 +12,7 @@ from oclclust.passes.ensemble import EnsembleTerms
 from oclclust.passes.gmm import GmmTerms
 from oclclust.passes.kdtree import KdTreeTerms
 from oclclust.passes.linkage import LinkageTerms
+from oclclust.passes.linkage_rows import WardRowsTerms
 from oclclust.passes.lloyd_blocked import BlockedTerms
 from oclclust.passes.lloyd import LloydTerms
 from oclclust.passes.mst import MstTerms
@@ -155,7 +156,7 @@ def test_every_pass_declares_its_terms(profile):
     """Each terms class reads back what the profile resolved; together with
     the generic terms they are every term, each declared once."""
     declared = [LloydTerms, BlockedTerms, TileTerms, EnsembleTerms, KdTreeTerms, CMeansTerms,
-                GmmTerms, LinkageTerms, MstTerms]
+                GmmTerms, LinkageTerms, MstTerms, WardRowsTerms]
     keys = [f.metadata["profile_key"] for cls in declared for f in dataclasses.fields(cls)]
     assert sorted(keys + list(pf.GENERIC_TERMS)) == sorted(PROFILE_TERMS)
     assert set(profile.term_values) == set(keys)
