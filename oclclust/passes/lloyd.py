@@ -103,6 +103,12 @@ class LloydSpec(Spec):
         return self.variant in ("gemm", "mma")
 
     @property
+    def reads_rows(self):
+        """Whether the pass also reads the centres as K x D rows (gemm, mma
+        before their split; blocked: its winners' exact distances)."""
+        return self.labels_first or self.variant == "blocked"
+
+    @property
     def kernel_name(self):
         return "assign_gemm" if self.labels_first else "assign_and_accumulate"
 
@@ -313,6 +319,8 @@ class LloydPass:
             partials = self.segments
         else:
             self.centers = cla.empty(q, self.spec.kp * part.d, part.dtype)
+            if self.spec.reads_rows:
+                self.center_rows = cla.empty(q, k * part.d, part.dtype)
             partials = self.groups
         self.partials = partials
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
@@ -331,7 +339,7 @@ class LloydPass:
         host["norms"][:] = np.inf
         host["norms"][:self.k] = center_norms(centers, dtype)
         self._write(self.norms, host["norms"])
-        if spec.labels_first:
+        if spec.reads_rows:
             host["center_rows"][:] = centers.reshape(-1)
             self._write(self.center_rows, host["center_rows"])
         if spec.variant == "mma":   # split on the device, in its fragments' order
@@ -362,7 +370,7 @@ class LloydPass:
             shapes = {"norms": (spec.kp, dtype),
                       "inertia": (self.part_inertia.size, self.part_inertia.dtype),
                       "flags": (self.part_flags.size, np.int32)}
-            if spec.labels_first:
+            if spec.reads_rows:
                 shapes["center_rows"] = (k * d, dtype)
             if spec.variant != "mma":
                 shapes["centers"] = (self.centers.size, dtype)
@@ -387,8 +395,10 @@ class LloydPass:
         part, spec = self.part, self.spec
         data = (part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg())
         if not spec.labels_first:
+            rows = (self.center_rows.data,) if spec.reads_rows else ()
             return [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
-                *data, self.centers.data, self.norms.data, labels.data, self.min_dist.data,
+                *data, self.centers.data, *rows, self.norms.data, labels.data,
+                self.min_dist.data,
                 self.part_sums.data, self.part_weights.data, self.part_inertia.data,
                 self.part_flags.data, np.int64(self.tiles)))]
         rechecked = (self.part_rechecked.data,) if spec.rechecks else ()
