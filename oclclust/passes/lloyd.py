@@ -17,7 +17,7 @@ from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_lim
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
-from .lloyd_blocked import blocked_specs, pack_centers
+from .lloyd_blocked import BlockedTerms, blocked_specs, pack_centers
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import mma_specs, split_centers, tie_bound, tile_words
 from ..runtime.reduce import Stats, acc_dtype, enqueue_reduce, partial_buffer
@@ -300,7 +300,9 @@ class LloydPass:
                                        part.weighted, spec, precision)
         gemm = self.spec.labels_first
         rows = self.spec.tm if gemm else self.spec.wg * self.spec.ppi
-        self.groups, self.tiles = part.groups(self.spec.wg, rows)
+        per_unit = (part.profile.terms(BlockedTerms).items if self.spec.variant == "blocked"
+                    else 0)   # 0: the profile's groups_per_compute_unit
+        self.groups, self.tiles = part.groups(self.spec.wg, rows, per_unit)
         q, acc = part.queue, part.acc_double
         self.part_inertia = partial_buffer(q, self.groups, 1, acc)
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)

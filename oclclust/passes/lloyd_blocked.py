@@ -20,11 +20,15 @@ class BlockedTerms:
     """``rows`` x ``vectors``: the rows a work-item scores together and the
     vectors of centroids (of the profile's native width) it scores them
     against per panel; ``unroll``: dimensions a step of the dot loop;
-    ``chunk``: blocks of rows scored against a panel before the next one."""
+    ``chunk``: blocks of rows scored against a panel before the next one;
+    ``items``: work-items a compute unit (0: the profile's
+    groups_per_compute_unit), each a slab of sums: more of them balance a
+    runtime's threads when other work holds a core."""
     rows: int = term("blocked_rows", 1, 16)
     vectors: int = term("blocked_vectors", 1, 8)
     unroll: int = term("blocked_unroll", 1, 32)
     chunk: int = term("blocked_chunk", 1, 64)
+    items: int = term("blocked_items_per_unit", 0, 256)
 
 
 def vector_width(profile, dtype):
