@@ -6,6 +6,9 @@ A work-item scores ``rb`` rows against a panel of ``cv`` vectors of ``vw``
 centroids at a time, all rb x cv accumulators in registers, the centroids
 packed panel by panel so each dimension's vectors are one contiguous load;
 the sums follow the rowwise variant (a slab per work-item, rows in order).
+A row's epilogue (its lanes' argmin, the winner's exact distance from the
+K x D rows, its sums) runs in vectors too: at d = 32 it cost a fifth of the
+distances as scalar loops.
 """
 import dataclasses
 
@@ -32,8 +35,10 @@ class BlockedTerms:
 
 
 def vector_width(profile, dtype):
-    """The centroid vectors' width: the device's native vector, 2 to 16 lanes."""
-    return min(16, max(2, profile.native_vector_bytes // np.dtype(dtype).itemsize))
+    """The centroid vectors' width: the device's native vector, 2 to 16
+    lanes, a power of two (the kernel halves the lanes to reduce them)."""
+    lanes = min(16, max(2, profile.native_vector_bytes // np.dtype(dtype).itemsize))
+    return 1 << (lanes.bit_length() - 1)
 
 
 def vector_registers(profile):

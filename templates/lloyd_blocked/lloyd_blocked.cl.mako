@@ -9,13 +9,17 @@ values, CB = CV * VW), so a dimension's CV vectors are one contiguous run and
 a panel is one contiguous D x CB block: x.c of RB rows x CB centroids costs
 D x (RB broadcasts + CV vector loads) for RB x CV vector FMAs.  Each row keeps
 its running argmin as VW lanes (lowest index on ties, as a sequential argmin),
-reduced once a row is scored; its sums go to the work-item's own slab, rows
-in order (no sharing, no barrier, no atomics), as the rowwise variant does.
-Same arguments and results as lloyd_assign_accumulate_rowwise.cl.mako.
+reduced once a row is scored, in halves of the lanes, branch-free; the
+winner's exact distance is taken from the K x D rows (center_rows) VW
+dimensions a vector, and its sums go to the work-item's own slab 8 doubles
+a vector, rows in order (no sharing, no barrier, no atomics), as the rowwise
+variant does: at d = 32 that per-row epilogue, scalar, cost a fifth of the
+distances.  The rowwise variant's arguments with center_rows after centers;
+its results (min_dist to rounding: the vector sum's order).
 Rows go in chunks of NB blocks: a panel is scored against every block of
 the chunk before the next panel (it stays in the L1 cache: k x d centroids
 often do not), the blocks' running argmins waiting in private memory.
-Reads spec: d, k, kp (multiple of vw * cv), vw, rb (rows a block), nb
+Reads spec: d, k, kp (multiple of vw * cv), vw (a power of two), rb (rows a block), nb
 (blocks a chunk), cv (vectors of centroids a panel), unroll (dimensions a
 step of the dot loop), update, weighted.
 </%doc>
