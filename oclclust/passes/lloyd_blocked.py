@@ -71,6 +71,12 @@ def blocked_specs(profile, base, spec_class):
                          **base)
 
 
+def items_per_unit(profile, spec):
+    """Work-items a compute unit of *spec*'s pass: the blocked variant's
+    term (0 there, and for the other variants: groups_per_compute_unit)."""
+    return profile.terms(BlockedTerms).items if spec.variant == "blocked" else 0
+
+
 def pack_centers(centers, spec):
     """*centers* (k x d) as the kernel reads them: kp / (cv * vw) panels of
     d x (cv * vw) values, zero padding (their norms are +inf)."""
