@@ -18,7 +18,8 @@ this process per iteration (the work done, whatever else ran).
 
 A variant is "rowwise", "rowwise:PxC" (points_per_item x centroid_tile),
 "blocked", "blocked:RxV" (blocked_rows x blocked_vectors) or "shipped" (the
-device's own profile).
+device's own profile), each with optional "+term=value" profile terms
+(shipped+blocked_items_per_unit=8).
 """
 import argparse
 import multiprocessing
@@ -33,9 +34,16 @@ from _common import DEFAULT_BASELINES, data_functions, import_oclclust, table
 
 
 def terms_of(name):
-    """Profile terms of a --variants name."""
+    """Profile terms of a --variants name (its "+term=value" tail included)."""
+    name, *extra = name.split("+")
+    more = {}
+    for item in extra:
+        key, eq, value = item.partition("=")
+        if not eq or not value.isdigit():
+            raise ValueError(f"--variants: {item!r} is no term=integer")
+        more[key] = int(value)
     if name == "shipped":
-        return {}
+        return more
     variant, _, size = name.partition(":")
     if variant not in ("rowwise", "blocked", "tiled", "gemm"):
         raise ValueError(f"--variants: unknown variant {variant!r}")
@@ -47,7 +55,7 @@ def terms_of(name):
         if keys is None:
             raise ValueError(f"--variants: {variant} takes no size")
         terms.update(zip(keys, (a, b)))
-    return terms
+    return dict(terms, **more)
 
 
 # ------------------------------------------------------------ faiss worker

@@ -59,12 +59,12 @@ def configurations(profile, quick=False):
     rowwise = [dict(lloyd_variant="rowwise", points_per_item=p, centroid_tile=c)
                for p, c in ((3, 3), (2, 4), (4, 2), (1, 4), (2, 2))]
     # register blocks: rows x native vectors of centroids (AVX-512's 32
-    # registers hold 6 x 4; AVX2's 16 hold 3 x 4 or 4 x 2), chunks of blocks
-    # per panel
+    # registers hold 6 x 4 or 12 x 2; AVX2's 16 hold 3 x 4 or 4 x 2), chunks
+    # of blocks per panel, work-items a compute unit (0: the profile's)
     blocked = [dict(lloyd_variant="blocked", blocked_rows=r, blocked_vectors=v,
-                    blocked_chunk=c)
-               for r, v, c in ((6, 4, 8), (6, 4, 1), (4, 4, 16), (8, 2, 8), (3, 4, 8),
-                               (4, 2, 8))]
+                    blocked_chunk=c, blocked_items_per_unit=i)
+               for r, v, c, i in ((6, 4, 8, 0), (6, 4, 4, 0), (6, 4, 8, 8), (12, 2, 8, 0),
+                                  (4, 4, 16, 0), (8, 2, 8, 0), (3, 4, 8, 0), (4, 2, 8, 0))]
     return blocked + rowwise + [_gemm(32, 32, 4, 4, 16, 4), _gemm(64, 64, 8, 8, 16, 8),
                       dict(lloyd_variant="tiled")]
 

@@ -17,7 +17,7 @@ from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_lim
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
-from .lloyd_blocked import blocked_specs, pack_centers
+from .lloyd_blocked import blocked_specs, items_per_unit, pack_centers
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import mma_specs, split_centers, tie_bound, tile_words
 from ..runtime.reduce import Stats, acc_dtype, enqueue_reduce, partial_buffer
@@ -101,6 +101,10 @@ class LloydSpec(Spec):
     def labels_first(self):
         """Whether the pass is two kernels: the labels, then the sums from them."""
         return self.variant in ("gemm", "mma")
+
+    @property
+    def reads_rows(self):   # the K x D rows too: gemm, mma's split, blocked's winners
+        return self.labels_first or self.variant == "blocked"
 
     @property
     def kernel_name(self):
@@ -294,7 +298,8 @@ class LloydPass:
                                        part.weighted, spec, precision)
         gemm = self.spec.labels_first
         rows = self.spec.tm if gemm else self.spec.wg * self.spec.ppi
-        self.groups, self.tiles = part.groups(self.spec.wg, rows)
+        self.groups, self.tiles = part.groups(self.spec.wg, rows,
+                                              items_per_unit(part.profile, self.spec))
         q, acc = part.queue, part.acc_double
         self.part_inertia = partial_buffer(q, self.groups, 1, acc)
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
@@ -302,11 +307,11 @@ class LloydPass:
                                else None)
         self.min_dist = cla.empty(q, part.n, part.dtype)
         self.norms = cla.empty(q, self.spec.kp, part.dtype)
+        self.center_rows = cla.empty(q, k * part.d, part.dtype) if self.spec.reads_rows else None
         if gemm:   # mma: the centres split in its fragments' order (lloyd_mma.split_centers)
             self.centers = (cla.empty(q, tile_words(self.spec), np.uint32)
                             if self.spec.variant == "mma" else
                             cla.empty(q, self.spec.dp * self.spec.kp, part.dtype))
-            self.center_rows = cla.empty(q, k * part.d, part.dtype)
             self.slices = -(-k // self.spec.slice)
             self.segments = segments(part, k, self.spec.accumulate_spec()) if update else 1
             self.rows_per_segment = -(-part.n // self.segments)
@@ -331,7 +336,7 @@ class LloydPass:
         host["norms"][:] = np.inf
         host["norms"][:self.k] = center_norms(centers, dtype)
         self._write(self.norms, host["norms"])
-        if spec.labels_first:
+        if spec.reads_rows:
             host["center_rows"][:] = centers.reshape(-1)
             self._write(self.center_rows, host["center_rows"])
         if spec.variant == "mma":   # split on the device, in its fragments' order
@@ -362,7 +367,7 @@ class LloydPass:
             shapes = {"norms": (spec.kp, dtype),
                       "inertia": (self.part_inertia.size, self.part_inertia.dtype),
                       "flags": (self.part_flags.size, np.int32)}
-            if spec.labels_first:
+            if spec.reads_rows:
                 shapes["center_rows"] = (k * d, dtype)
             if spec.variant != "mma":
                 shapes["centers"] = (self.centers.size, dtype)
@@ -387,8 +392,9 @@ class LloydPass:
         part, spec = self.part, self.spec
         data = (part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg())
         if not spec.labels_first:
+            rows = (self.center_rows.data,) if spec.reads_rows else ()
             return [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
-                *data, self.centers.data, self.norms.data, labels.data, self.min_dist.data,
+                *data, self.centers.data, *rows, self.norms.data, labels.data, self.min_dist.data,
                 self.part_sums.data, self.part_weights.data, self.part_inertia.data,
                 self.part_flags.data, np.int64(self.tiles)))]
         rechecked = (self.part_rechecked.data,) if spec.rechecks else ()

@@ -176,18 +176,18 @@ class ResidentCenters:
         self.labels = None
         wg = power_of_two_at_most(min(64, part.profile.max_work_group_size))
         # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); blocked:
-        # panels of D x cv * vw; mma: the rows, which split_centers lays out
+        # panels of D x cv * vw (and the rows); mma: the rows, which split_centers lays out
         # in its fragments' order
         layout = ("columns" if spec.variant in ("rowwise", "gemm") else
                   "panels" if spec.variant == "blocked" else "rows")
         self.centers_spec = CentersSpec(dtype=part.dtype.name, acc_double=True, d=d, k=k,
                                         kp=spec.kp, layout=layout,
                                         cb=spec.cv * spec.vw if layout == "panels" else 1,
-                                        rows=spec.variant == "gemm", wg=wg)
+                                        rows=spec.variant in ("gemm", "blocked"), wg=wg)
         # the buffers new_centers writes: (layout, rows; unwritten without rows)
         layout_buf, rows_buf = ((lp.center_rows, lp.center_rows) if spec.variant == "mma" else
-                                (lp.centers, lp.center_rows if spec.variant == "gemm" else
-                                 lp.centers))
+                                (lp.centers, lp.center_rows if spec.variant in ("gemm", "blocked")
+                                 else lp.centers))
         # a CPU runtime runs a work-group's items in turn, switching at each
         # barrier: one item sums alone there (Intel, 1k x 2: 5 ms an iteration
         # with 256 items)

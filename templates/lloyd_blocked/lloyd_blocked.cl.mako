@@ -9,19 +9,31 @@ values, CB = CV * VW), so a dimension's CV vectors are one contiguous run and
 a panel is one contiguous D x CB block: x.c of RB rows x CB centroids costs
 D x (RB broadcasts + CV vector loads) for RB x CV vector FMAs.  Each row keeps
 its running argmin as VW lanes (lowest index on ties, as a sequential argmin),
-reduced once a row is scored; its sums go to the work-item's own slab, rows
-in order (no sharing, no barrier, no atomics), as the rowwise variant does.
-Same arguments and results as lloyd_assign_accumulate_rowwise.cl.mako.
+reduced once a row is scored, in halves of the lanes, branch-free; the
+winner's exact distance is taken from the K x D rows (center_rows) VW
+dimensions a vector, and its sums go to the work-item's own slab 8 doubles
+a vector, rows in order (no sharing, no barrier, no atomics), as the rowwise
+variant does: at d = 32 that per-row epilogue, scalar, cost a fifth of the
+distances.  The rowwise variant's arguments with center_rows after centers;
+its results (min_dist to rounding: the vector sum's order).
 Rows go in chunks of NB blocks: a panel is scored against every block of
 the chunk before the next panel (it stays in the L1 cache: k x d centroids
 often do not), the blocks' running argmins waiting in private memory.
-Reads spec: d, k, kp (multiple of vw * cv), vw, rb (rows a block), nb
+Reads spec: d, k, kp (multiple of vw * cv), vw (a power of two), rb (rows a block), nb
 (blocks a chunk), cv (vectors of centroids a panel), unroll (dimensions a
 step of the dot loop), update, weighted.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="select" file="select.cl.mako"/>
-<% cb = cv * vw %>\
+<%
+    cb = cv * vw
+    itype = "int" if real_t == "float" else "long"
+    widths = []
+    w = vw
+    while w > 1:
+        w //= 2
+        widths.append(w)
+%>\
 #define D ${d}
 #define K ${k}
 #define KP ${kp}
@@ -43,6 +55,7 @@ __kernel void assign_and_accumulate(
     __global const real_t *restrict x, const long n, const long stride,
     __global const real_t *restrict w,
     __global const real_t *restrict centers,      /* KP / CB panels of D x CB */
+    __global const real_t *restrict center_rows,  /* K x D */
     __global const real_t *restrict center_norms, /* KP, +inf on padding */
     __global int *restrict labels,
     __global real_t *restrict min_dist,
@@ -130,18 +143,64 @@ __kernel void assign_and_accumulate(
             if (i >= hi)
                 break;
             __global const real_t *const row = x + i * stride;
-            /* lowest index among the lanes' minima, as a sequential argmin */
-            real_t b[VW];
-            ${"int" if real_t == "float" else "long"} bj[VW];
-            vstore${vw}(best[e], 0, b);
-            vstore${vw}(best_j[e], 0, bj);
-            int j = bj[0];
-            real_t s = b[0];
-            for (int l = 1; l < VW; ++l)
-                ${select.lower("b[l]", "bj[l]", "s", "j")}
-${select.exact_distance("row[c]", "centers[(long)(j / CB) * CB * D + c * CB + j % CB]")}\
+            /* lowest index among the lanes' minima, as a sequential argmin:
+               halves of the lanes in turn, branch-free (the lanes' minima are
+               never NaN, so the lowest (value, index) pair is the same) */
+            const realv v${vw} = best[e];
+            const idxv j${vw} = best_j[e];
+% for w in widths:
+  % if w > 1:
+            const ${itype}${w} take${w} = (v${2 * w}.hi < v${2 * w}.lo) |
+                ((v${2 * w}.hi == v${2 * w}.lo) & (j${2 * w}.hi < j${2 * w}.lo));
+            const ${real_t}${w} v${w} = select(v${2 * w}.lo, v${2 * w}.hi, take${w});
+            const ${itype}${w} j${w} = select(j${2 * w}.lo, j${2 * w}.hi, take${w});
+  % else:
+            const int j = (int)((v2.hi < v2.lo || (v2.hi == v2.lo && j2.hi < j2.lo))
+                                ? j2.hi : j2.lo);
+  % endif
+% endfor
+            /* the exact (x - c)^2 distance of the winner (no cancellation in
+               the inertia): VW dimensions a vector, their lanes summed in halves */
+            __global const real_t *const crow = center_rows + (long)j * D;
+            real_t exact = 0;
+% if d >= vw:
+            {
+                realv e${vw} = (realv)(0);
+                for (int q = 0; q < D / VW; ++q) {
+                    const realv diff = vload${vw}(q, row) - vload${vw}(q, crow);
+                    e${vw} = fma(diff, diff, e${vw});
+                }
+  % for w in widths:
+    % if w > 1:
+                const ${real_t}${w} e${w} = e${2 * w}.lo + e${2 * w}.hi;
+    % else:
+                exact = e2.lo + e2.hi;
+    % endif
+  % endfor
+            }
+% endif
+% if d % vw:
+            for (int c = D / VW * VW; c < D; ++c) {
+                const real_t diff = row[c] - crow[c];
+                exact = fma(diff, diff, exact);
+            }
+% endif
 ${select.record_winner("i", "j")}\
-% if update:
+% if update and acc_double:
+            {   /* the row into its centroid's sums, 8 dimensions a vector */
+                __global acc_t *const s = sums + (long)j * D;
+                const acc_t wi = (acc_t)WEIGHT(i);
+  % if d >= 8:
+                for (int q = 0; q < D / 8; ++q)
+                    vstore8(vload8(q, s) + wi * convert_double8(vload8(q, row)), q, s);
+  % endif
+  % if d % 8:
+                for (int c = D / 8 * 8; c < D; ++c)
+                    s[c] += wi * row[c];
+  % endif
+                wsum[j] += wi;
+            }
+% elif update:
             for (int c = 0; c < D; ++c)
                 acc_add_global(sums, (long)j * D + c, items * K * D,
                                (acc_t)WEIGHT(i) * row[c]);

@@ -129,6 +129,42 @@ def test_pass_matches_numpy(profile, make_blobs, name, dtype, weighted):
         assert not spec.stage_centers
 
 
+@pytest.mark.parametrize("dtype, d", [(np.float32, 19), (np.float64, 19), (np.float32, 32)],
+                         ids=["float32-d19", "float64-d19", "float32-d32"])
+def test_blocked_vector_epilogue_matches_numpy(profile, make_blobs, dtype, d):
+    """The blocked variant's per-row epilogue in vectors: the winner's exact
+    distance and its sums a vector of dimensions at a time, d = 19 leaving a
+    scalar tail of both (16 or 8 lanes, sums 8 a vector), weighted rows."""
+    prof = profile.replace(lloyd_variant="blocked", blocked_rows=3, blocked_vectors=2,
+                           blocked_chunk=2)
+    X, _ = make_blobs(n=517, d=d, k=37, seed=d, dtype=dtype)
+    centres = X[:37] + dtype(0.25)
+    w = np.random.RandomState(2).uniform(0, 3, len(X)).astype(dtype)
+    spec = check_against_reference(prof, X, centres, w, 1e-12, predict=False)
+    assert (spec.variant, spec.rb) == ("blocked", 3)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_blocked_exact_ties_go_to_the_lowest_index(profile, make_blobs, dtype):
+    """Duplicate centres in neighbouring lanes, in the same lane of other
+    vectors and in other panels: the lanes' minima, reduced in halves, give
+    the lowest index, as numpy's argmin and the rowwise variant."""
+    prof = profile.replace(lloyd_variant="blocked", blocked_rows=2, blocked_vectors=2,
+                           blocked_chunk=3)
+    X, _ = make_blobs(n=301, d=6, k=5, seed=7, dtype=dtype)
+    base = X[:5] + dtype(0.1)
+    order = np.random.RandomState(3).randint(0, 5, 70)
+    order[:5] = [4, 3, 2, 1, 0]
+    centres = base[order]
+    ref = ((X[:, None].astype(np.float64) - centres[None]) ** 2).sum(-1).argmin(1)
+    stats, labels, lloyd = run_pass(prof, X, centres)
+    assert lloyd.spec.variant == "blocked" and lloyd.spec.kp > lloyd.spec.cv * lloyd.spec.vw
+    np.testing.assert_array_equal(labels.get(), ref)
+    assert set(ref) <= set(range(5))
+    _, rowwise, _ = run_pass(profile.replace(lloyd_variant="rowwise"), X, centres)
+    np.testing.assert_array_equal(labels.get(), rowwise.get())
+
+
 SHAPES = {   # n, d, k
     "one-point": (1, 3, 1),
     "fewer-points-than-work-items": (3, 1, 2),
