@@ -16,6 +16,8 @@ from ..runtime.transfer import Staging, upload, write_rows
 # a packed shard's float32 chunk: at most this, and a sixteenth of the budget
 # (the two chunks leave 7/8 of it to the rows: 1.75x the float32 rows, ~2x on a GPU)
 PACKED_STAGE_BYTES = 128 << 20
+# pinned pieces a streamed shard fills ahead of its DMA (runtime.transfer.Staging)
+STREAM_PIECES = 4
 
 
 class Shard:
@@ -60,7 +62,12 @@ class Shard:
                                       "bytes")
                 buffers = 2 if budget >= 2 * row else 1
                 rows = min(largest, budget // (buffers * row))
-                self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
+                chunk_bytes = min(rows, n) * row
+                piece = min(transfer.PIECE_BYTES, chunk_bytes)
+                # the fills run count - 1 pieces ahead of the DMA; at most two
+                # chunks' worth of page-locked memory
+                self.pinned = Staging(self.queue, piece,
+                                      max(2, min(STREAM_PIECES, 2 * chunk_bytes // piece)))
             self.transfers = cl.CommandQueue(self.queue.context)
             self.staging = [cla.empty(self.queue, (min(rows, n), d), self.dtype)
                             for _ in range(buffers)]
@@ -134,14 +141,16 @@ class Shard:
         return self.pinned.to_device(self.transfers, part.x, self.host[start:stop],
                                      wait_for=None if last is None else [last])
 
-    def run(self, fn):
+    def run(self, fn, rows=True):
         """fn on each chunk in order; a streamed chunk i+1 is filled and
         copied while chunk i's kernels run (with one staging buffer, after),
         and the first chunk of the next pass (the same rows) as soon as its
         buffer is free: while the last chunk runs when that one is in the
-        other buffer, and while the host works between passes."""
+        other buffer, and while the host works between passes.  *rows*
+        False: fn reads none of the rows (only the chunks' own state, such
+        as their labels): nothing streams."""
         start = time.perf_counter()
-        if not self.streamed:
+        if not self.streamed or not rows:
             return [fn(part) for part in self.chunks], time.perf_counter() - start
         results, count, buffers = [], len(self.chunks), len(self.staging)
         ahead = buffers > 1

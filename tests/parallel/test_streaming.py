@@ -87,9 +87,9 @@ def test_streamed_through_an_eighth_equals_resident(profile, name, dtype):
 @pytest.fixture
 def counted(monkeypatch):
     """count(source) -> [rows of every piece filled from the host], each
-    one read from *source* itself (runtime.transfer.copy_rows): never from
+    one read from *source* itself (runtime.transfer.fill_rows): never from
     a copy of it, converted or whole, nor more than a chunk at once."""
-    fill = transfer.copy_rows
+    fill = transfer.fill_rows
 
     def count(source):
         rows = []
@@ -97,8 +97,8 @@ def counted(monkeypatch):
         def counting(dst, src):
             assert np.shares_memory(src, source) and len(src) <= N // 16
             rows.append(len(src))
-            fill(dst, src)
-        monkeypatch.setattr(transfer, "copy_rows", counting)
+            return fill(dst, src)
+        monkeypatch.setattr(transfer, "fill_rows", counting)
         return rows
     return count
 
@@ -149,3 +149,66 @@ def test_uploads_and_downloads_through_pinned_pieces(profile, monkeypatch, name)
     assert transfer._shared   # the staging served
     assert_same_model(name, got, want, np.float32, exact=True)   # the same rows, one chunk
     np.testing.assert_array_equal(got.predict(X), want.predict(X.astype(np.float32)))
+
+
+def test_labels_and_distances_come_back_without_streaming_the_rows(profile, counted):
+    """Reading the chunks' own arrays (labels, distances) streams no rows:
+    after a pass, LloydShards.labels / min_dist read nothing from the host
+    rows beyond the next pass's first chunk, read ahead once."""
+    from oclclust.parallel.sharded import LloydShards
+    X = data(np.float32, seed=4)
+    layout = eighth(profile, X, np.float32).scatter(X)
+    lloyd = LloydShards(layout, 4)
+    rows = counted(X)
+    centers = X[:4].astype(np.float64)
+    lloyd.run(centers)
+    assert sum(rows) == N + N // 16   # the pass and the next one's first chunk
+    labels, dist = lloyd.labels(), lloyd.min_dist()
+    lloyd.set_labels(labels)
+    assert sum(rows) == N + N // 16
+    layout.close()
+    want = oc.KMeans(4, init=centers, n_init=1, max_iter=1, tol=0,
+                     devices=[profile]).fit(X)
+    d2 = ((X.astype(np.float64)[:, None] - centers[None]) ** 2).sum(-1)
+    assert labels.shape == (N,) and dist.shape == (N,)
+    np.testing.assert_array_equal(labels, d2.argmin(1))
+    assert want.n_iter_ == 1
+
+
+@pytest.mark.parametrize("count", [2, 3, 5])
+def test_streamed_from_page_locked_rows_and_deeper_rings(profile, counted, monkeypatch, count):
+    """Rows in oc.page_locked memory stream with no host copy (each chunk
+    one DMA from the array itself); rows in numpy memory through rings of
+    2, 3 or 5 pinned pieces: both the resident model, bit for bit."""
+    from oclclust.parallel import shard
+    X = data(np.float32, seed=6)
+    resident = fit(ESTIMATORS["KMeans"], [profile], X)
+    monkeypatch.setattr(shard, "STREAM_PIECES", count)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 7 * D * 4)   # several pieces a chunk
+    P = oc.page_locked(X.shape, X.dtype, device=profile)
+    P[:] = X
+    assert transfer.pinned_source(P[5:9], P.dtype, profile.queue().context)
+    assert not transfer.pinned_source(X, X.dtype, profile.queue().context)
+    rows = counted(P)
+    pinned = fit(ESTIMATORS["KMeans"], eighth(profile, X, np.float32), P)
+    assert rows == []   # no host copy: DMA straight from the page-locked rows
+    assert_same_model("KMeans", pinned, resident, np.float32)
+    monkeypatch.undo()
+    monkeypatch.setattr(shard, "STREAM_PIECES", count)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 7 * D * 4)
+    rows = counted(X)
+    mgr = eighth(profile, X, np.float32)
+    streamed = fit(ESTIMATORS["KMeans"], mgr, X)
+    assert rows and max(rows) <= 7
+    assert_same_model("KMeans", streamed, resident, np.float32)
+
+
+def test_page_locked_rejects_bad_shapes_and_sizes(profile):
+    with pytest.raises(ValueError, match="negative dimension"):
+        oc.page_locked((-1, 3), device=profile)
+    with pytest.raises(ValueError, match="largest allocation"):
+        oc.page_locked((profile.max_alloc_size // 4 + 1,), np.float32, device=profile)
+    with pytest.raises(TypeError, match="Python objects"):
+        oc.page_locked((3,), object, device=profile)
+    A = oc.page_locked(7, np.int16, device=profile)
+    assert A.shape == (7,) and A.dtype == np.int16
