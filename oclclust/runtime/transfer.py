@@ -34,6 +34,8 @@ import pyopencl.array as cla
 # 0.228 / 0.190 / 0.210 s with 32 MiB (each piece's fill and DMA have a fixed cost)
 PIECE_BYTES = 128 << 20
 DIRECT_BYTES = 1 << 20   # below this a pageable copy costs less than the staging
+UPLOAD_SPLIT = 4          # pieces a copy is cut in at least (fill and DMA overlap) ...
+MIN_PIECE_BYTES = 4 << 20   # ... none smaller than this
 FILL_SPLIT = 1 << 20     # bytes a fill thread takes at least
 FILL_THREADS = max(1, min(16, os.cpu_count() or 1))
 # parts a large fill is split in: more than the threads, so that none waits
@@ -168,7 +170,10 @@ class Staging:
                                     is_blocking=False, wait_for=wait_for)
             queue.flush()
             return event
-        step = self.rows_per_piece(row_bytes)
+        # at least UPLOAD_SPLIT pieces for a copy that fits one: the DMA of one
+        # overlaps the fill of the next (a piece no smaller than MIN_PIECE_BYTES)
+        step = min(self.rows_per_piece(row_bytes),
+                   max(-(-n // UPLOAD_SPLIT), MIN_PIECE_BYTES // max(1, row_bytes), 1))
         starts = list(range(0, n, step))
         filling = {}   # piece index -> (ring slot, pinned piece, its fill's futures)
 
