@@ -104,10 +104,6 @@ def main(argv=None):
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--piece", default=None,
                     help="bytes of a pinned piece (runtime.transfer.PIECE_BYTES; 32MiB)")
-    ap.add_argument("--pieces", type=int, default=0,
-                    help="pinned pieces a streamed shard fills ahead (parallel.shard.STREAM_PIECES)")
-    ap.add_argument("--pinned", action="store_true",
-                    help="also stream from a copy of the rows in oc.page_locked memory")
     ap.add_argument("--no-resident", action="store_true",
                     help="skip the resident fit (data over the device's memory)")
     ap.add_argument("--quick", action="store_true",
@@ -132,8 +128,6 @@ def main(argv=None):
     print(table(["host -> device", "GB/s"], [[k, f"{v:.1f}"] for k, v in rates.items()],
                 left=1), flush=True)
 
-    if args.pieces:
-        oc.parallel.shard.STREAM_PIECES = args.pieces
     streamed = oc.DeviceManager([profile], memory_budget=budget)
     layout = streamed.scatter(X)
     shard, = layout.shards
@@ -141,8 +135,7 @@ def main(argv=None):
         raise SystemExit(f"the budget {budget} holds all {X.nbytes} bytes: nothing streams")
     layout.map(lambda chunk: None)   # one pass: the pinned pieces made
     staging = sum(s.nbytes for s in shard.staging)
-    pinned = shard.pinned.pinned_bytes if hasattr(shard.pinned, "pinned_bytes") else sum(
-        p.nbytes for p in shard.pinned.pieces if p is not None)
+    pinned = sum(p.nbytes for p in shard.pinned.pieces if p is not None)
     chunks, chunk_bytes = len(shard.chunks), shard.staging[0].nbytes
     layout.close()
     iteration_seconds(oc, [profile], X[:max(args.k, 20000)], C0, 2)   # kernels built
@@ -151,15 +144,6 @@ def main(argv=None):
         results.append(("resident", *iteration_seconds(oc, [profile], X, C0, args.iters)))
     results.append((f"streamed ({chunks} chunks)",
                     *iteration_seconds(oc, streamed, X, C0, args.iters)))
-    if args.pinned:   # the user's rows in page-locked memory: no host copy
-        before = gpu_memory()
-        P = oc.page_locked(X.shape, X.dtype, device=profile)
-        print(f"page_locked {P.nbytes / 1e9:.2f} GB: GPU memory used {before} -> "
-              f"{gpu_memory()} MiB", flush=True)
-        np.copyto(P, X)
-        results.append(("streamed from page_locked X",
-                        *iteration_seconds(oc, streamed, P, C0, args.iters)))
-        del P
     base = results[0][1]
     print(table(["KMeans", "s/iteration", "x resident" if not args.no_resident else "x first",
                  "GB/s streamed", "whole fit s"],
@@ -169,16 +153,6 @@ def main(argv=None):
           f"{budget / 1e6:.1f} MB, chunk {chunk_bytes / 1e6:.1f} MB), pinned host "
           f"{pinned / 1e6:.1f} MB")
 
-
-def gpu_memory():
-    """nvidia-smi's memory.used (MiB) of the first GPU, or '?'."""
-    import subprocess
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=memory.used",
-                               "--format=csv,noheader,nounits"], capture_output=True,
-                              text=True, timeout=20).stdout.split()[0]
-    except Exception:   # noqa: BLE001 -- no NVIDIA tool: no figure
-        return "?"
 
 if __name__ == "__main__":
     main()

@@ -16,7 +16,6 @@ from .cluster.registry import ESTIMATORS, estimator_class
 from .parallel.manager import DeviceFailure, DeviceManager
 from .runtime.codegen import KernelBuildError
 from .runtime.devices import DeviceProfile, list_devices, select_devices, sub_devices
-from .runtime.transfer import page_locked
 
 __version__ = "0.1.0"
 
@@ -52,4 +51,4 @@ for _old, _homes in {"mpi": ("parallel.comm", "io.shards"), "plots": ("io.plots"
     sys.modules.setdefault(f"{__name__}.{_old}", _Moved(f"{__name__}.{_old}", _homes))
 
 __all__ = ["DeviceFailure", "DeviceManager", "DeviceProfile", "KMeans", "KernelBuildError",
-           "kmeans_plusplus", "list_devices", "page_locked", "select_devices", "sub_devices"]
+           "kmeans_plusplus", "list_devices", "select_devices", "sub_devices"]

@@ -16,8 +16,6 @@ from ..runtime.transfer import Staging, upload, write_rows
 # a packed shard's float32 chunk: at most this, and a sixteenth of the budget
 # (the two chunks leave 7/8 of it to the rows: 1.75x the float32 rows, ~2x on a GPU)
 PACKED_STAGE_BYTES = 128 << 20
-# pinned pieces a streamed shard fills ahead of its DMA (runtime.transfer.Staging)
-STREAM_PIECES = 4
 
 
 class Shard:
@@ -62,12 +60,7 @@ class Shard:
                                       "bytes")
                 buffers = 2 if budget >= 2 * row else 1
                 rows = min(largest, budget // (buffers * row))
-                chunk_bytes = min(rows, n) * row
-                piece = min(transfer.PIECE_BYTES, chunk_bytes)
-                # the fills run count - 1 pieces ahead of the DMA; at most two
-                # chunks' worth of page-locked memory
-                self.pinned = Staging(self.queue, piece,
-                                      max(2, min(STREAM_PIECES, 2 * chunk_bytes // piece)))
+                self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
             self.transfers = cl.CommandQueue(self.queue.context)
             self.staging = [cla.empty(self.queue, (min(rows, n), d), self.dtype)
                             for _ in range(buffers)]

@@ -173,7 +173,6 @@ class ResidentCenters:
         # enqueued iterations not consumed: [target buffer, slot, done event, read event]
         self.pending = []
         self.clobbered = False   # a pass ran after the last read one (flagged: run again)
-        self.steps = 0
         self.labels = None
         wg = power_of_two_at_most(min(64, part.profile.max_work_group_size))
         # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); blocked:
@@ -254,7 +253,6 @@ class ResidentCenters:
         self.current = 0
         self.next_slot = 0
         self.active = True
-        self.steps = 0   # since the start: the iterations ahead ramp up (step)
         self.clobbered = False
 
     def _enqueue(self):
@@ -294,11 +292,7 @@ class ResidentCenters:
         """One pass over the current centres and the update: (LloydStats
         with no sums, shift, flagged); up to *ahead* (at most depth) more
         iterations are enqueued first."""
-        # 0, 1, 3, 7 ... ahead of the first steps after a start: an early
-        # iteration is the likeliest to be flagged (an empty cluster of the
-        # initial centres), and the passes queued past it would run for nothing
-        want = 1 + min(self.depth, ahead, (1 << min(self.steps, 8)) - 1)
-        self.steps += 1
+        want = 1 + min(self.depth, ahead)
         while len(self.pending) < want:
             self._enqueue()
         if self.pending[0][3] is None:    # read half the pending ones: the rest keep it busy

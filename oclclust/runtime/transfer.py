@@ -22,7 +22,6 @@ DIRECT_BYTES go straight, where the staging would cost more.
 """
 import os
 import threading
-import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -34,53 +33,19 @@ import pyopencl.array as cla
 # 0.228 / 0.190 / 0.210 s with 32 MiB (each piece's fill and DMA have a fixed cost)
 PIECE_BYTES = 128 << 20
 DIRECT_BYTES = 1 << 20   # below this a pageable copy costs less than the staging
-UPLOAD_SPLIT = 4          # pieces a copy is cut in at least (fill and DMA overlap) ...
-MIN_PIECE_BYTES = 4 << 20   # ... none smaller than this
 FILL_SPLIT = 1 << 20     # bytes a fill thread takes at least
 FILL_THREADS = max(1, min(16, os.cpu_count() or 1))
-# parts a large fill is split in: more than the threads, so that none waits
-# long for the slowest (H200 host, 1 GiB: 16 threads 39 GB/s in 16 parts, 45 in 64)
-FILL_PARTS = 4 * FILL_THREADS
-
-
-_pinned_spans, _pinned_lock = {}, threading.Lock()   # id -> (address, end, context)
 
 
 def pinned_empty(queue, shape, dtype):
     """A host array in page-locked memory (kept mapped): a read into it is
     one DMA; into pageable memory NVIDIA's runtime stages it and holds the
-    in-order queue ~50 us (H100).  Its span is remembered while it lives:
-    rows copied from it (or a view of it) to *queue*'s context go up as they
-    are, with no host copy (pinned_source)."""
-    nbytes = max(1, int(np.prod(shape))) * np.dtype(dtype).itemsize
+    in-order queue ~50 us (H100)."""
     buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
-                    nbytes)
+                    max(1, int(np.prod(shape))) * np.dtype(dtype).itemsize)
     host, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
                                     shape, dtype, is_blocking=True)
-    address = host.__array_interface__["data"][0]
-    key = id(host)
-    with _pinned_lock:
-        _pinned_spans[key] = (address, address + nbytes, queue.context.int_ptr)
-    weakref.finalize(host, _forget_pinned, key)
     return host
-
-
-def _forget_pinned(key):
-    with _pinned_lock:
-        _pinned_spans.pop(key, None)
-
-
-def pinned_source(src, dtype, context):
-    """Whether host rows *src* can be DMA'd to a device array of *dtype*
-    in *context* as they are: C-contiguous, of that dtype, inside a live
-    pinned_empty array of that context."""
-    if not isinstance(src, np.ndarray) or src.dtype != dtype or not src.flags.c_contiguous \
-            or src.size == 0:
-        return False
-    start = src.__array_interface__["data"][0]
-    end, ctx = start + src.nbytes, context.int_ptr
-    with _pinned_lock:
-        return any(a <= start and end <= b and c == ctx for a, b, c in _pinned_spans.values())
 
 
 _fill_pool, _fill_lock = None, threading.Lock()
@@ -95,49 +60,40 @@ def _pool():
         return _fill_pool
 
 
-def fill_rows(dst, src):
-    """Start dst[:] = src (same first dimension, converted to dst's dtype)
-    on the fill threads, split by rows when it is large: the futures to
-    wait for (none: done already, on this thread)."""
-    n = len(dst)
-    parts = min(FILL_PARTS, max(1, dst.nbytes // FILL_SPLIT), n)
-    if parts <= 1:
-        np.copyto(dst, src, casting="unsafe")
-        return []
-    cuts = np.linspace(0, n, parts + 1).astype(np.int64)
-    return [_pool().submit(np.copyto, dst[a:b], src[a:b], casting="unsafe")
-            for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-
-
 def copy_rows(dst, src):
     """dst[:] = src (same first dimension), converted to dst's dtype, split
     by rows over the fill threads when it is large."""
-    for f in fill_rows(dst, src):
+    n = len(dst)
+    parts = min(FILL_THREADS, max(1, dst.nbytes // FILL_SPLIT), n)
+    if parts <= 1:
+        np.copyto(dst, src, casting="unsafe")
+        return
+    cuts = np.linspace(0, n, parts + 1).astype(np.int64)
+    futures = [_pool().submit(np.copyto, dst[a:b], src[a:b], casting="unsafe")
+               for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    for f in futures:
         f.result()
 
 
 class Staging:
-    """*count* (at least 2) page-locked pieces of *piece_bytes* (at most) in
-    *queue*'s context, and the DMA event of each: a piece is refilled once
-    its last copy is done.  A piece is made on first use as large as that
-    copy needs and grows with later ones (small copies pin little memory).
-    Going up, the fills of the next count - 1 pieces are queued on the fill
-    threads while a piece's DMA runs, so the threads never wait at a piece's
-    end for the slowest of them.  One user at a time (``lock``)."""
+    """Two page-locked pieces of *piece_bytes* (at most) in *queue*'s context,
+    and the DMA event of each: a piece is refilled once its last copy is done.
+    A piece is made on first use as large as that copy needs and grows with
+    later ones (small copies pin little memory).  One user at a time
+    (``lock``)."""
 
-    def __init__(self, queue, piece_bytes=None, count=2):
+    def __init__(self, queue, piece_bytes=None):
         self.queue = queue
         self.piece_bytes = max(1, int(piece_bytes or PIECE_BYTES))
-        self.count = max(2, int(count))
-        self.pieces = [None] * self.count
-        self.events = [None] * self.count
+        self.pieces = [None, None]
+        self.events = [None, None]
         self.turn = 0
         self.lock = threading.Lock()
 
     def _piece(self, rows, row_shape, dtype):
         """The next pinned piece as *rows* rows of *dtype*, once it is free."""
         j = self.turn
-        self.turn = (j + 1) % self.count
+        self.turn ^= 1
         if self.events[j] is not None:
             self.events[j].wait()
             self.events[j] = None
@@ -146,11 +102,6 @@ class Staging:
             self.pieces[j] = pinned_empty(self.queue, (nbytes,), np.uint8)
         return j, self.pieces[j][:nbytes].view(dtype).reshape((rows,) + tuple(row_shape))
 
-    @property
-    def pinned_bytes(self):
-        """Page-locked bytes held now."""
-        return sum(p.nbytes for p in self.pieces if p is not None)
-
     def rows_per_piece(self, row_bytes):
         return max(1, self.piece_bytes // max(1, row_bytes))
 
@@ -158,48 +109,21 @@ class Staging:
         """Enqueue src (host rows, any layout or dtype) into device array *dst*
         from row *dst_row* on, without blocking on the last DMA; the first
         waits for *wait_for* (events: the kernels still reading *dst*).
-        Rows already in page-locked memory of this context (pinned_source)
-        go up in one DMA, with no host copy.  Returns the last copy's event
-        (None for no rows)."""
+        Returns the last copy's event (None for no rows)."""
         n = len(src)
         row_shape, dtype = dst.shape[1:], dst.dtype
         row_bytes = int(np.prod(row_shape, dtype=np.int64)) * dtype.itemsize
-        if n and pinned_source(src, dtype, queue.context):
-            event = cl.enqueue_copy(queue, dst.base_data, src,
-                                    dst_offset=dst.offset + dst_row * row_bytes,
-                                    is_blocking=False, wait_for=wait_for)
-            queue.flush()
-            return event
-        # at least UPLOAD_SPLIT pieces for a copy that fits one: the DMA of one
-        # overlaps the fill of the next (a piece no smaller than MIN_PIECE_BYTES)
-        step = min(self.rows_per_piece(row_bytes),
-                   max(-(-n // UPLOAD_SPLIT), MIN_PIECE_BYTES // max(1, row_bytes), 1))
-        starts = list(range(0, n, step))
-        filling = {}   # piece index -> (ring slot, pinned piece, its fill's futures)
-
-        def fill(i):
-            start, stop = starts[i], min(n, starts[i] + step)
-            j, piece = self._piece(stop - start, row_shape, dtype)
-            filling[i] = (j, piece, fill_rows(piece, src[start:stop]))
+        step = self.rows_per_piece(row_bytes)
         event = None
-        try:
-            for i in range(min(self.count - 1, len(starts))):
-                fill(i)
-            for i, start in enumerate(starts):
-                j, piece, futures = filling.pop(i)
-                for f in futures:
-                    f.result()
-                event = cl.enqueue_copy(queue, dst.base_data, piece,
-                                        dst_offset=dst.offset + (dst_row + start) * row_bytes,
-                                        is_blocking=False, wait_for=wait_for)
-                queue.flush()   # submitted now: it runs while the next pieces fill
-                self.events[j] = event
-                if i + self.count - 1 < len(starts):   # its slot's last DMA is this one's
-                    fill(i + self.count - 1)            # predecessor: done or nearly
-        finally:   # no fill may still be writing a piece when a failure leaves
-            for _, _, futures in filling.values():
-                for f in futures:
-                    f.exception()
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            j, piece = self._piece(stop - start, row_shape, dtype)
+            copy_rows(piece, src[start:stop])
+            event = cl.enqueue_copy(queue, dst.base_data, piece,
+                                    dst_offset=dst.offset + (dst_row + start) * row_bytes,
+                                    is_blocking=False, wait_for=wait_for)
+            queue.flush()   # submitted now: it runs while the next piece fills
+            self.events[j] = event
         return event
 
     def to_host(self, queue, src, out, wait_for=None):
@@ -284,26 +208,3 @@ def download(queue, src, out=None):
     staging = shared_staging(queue)
     with staging.lock:
         return staging.to_host(queue, src, out)
-
-
-def page_locked(shape, dtype=np.float32, device=None):
-    """An uninitialised host array of *shape* and *dtype* in page-locked
-    memory of *device*'s context (a DeviceProfile, a pyopencl Device or a
-    name as devices= takes it; None: the preferred device).  Rows fitted
-    from it (or from a C-contiguous view of it) go to that device with no
-    host copy: a data set over the device's budget streams at the link's
-    speed (DMA alone), as flash-kmeans streams from pinned host memory.
-    Page-locked memory is taken from the host's RAM for the array's life."""
-    from .devices import preferred, select_devices
-    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"page_locked: negative dimension in shape {shape}")
-    dtype = np.dtype(dtype)
-    if dtype.hasobject:
-        raise TypeError(f"page_locked: dtype {dtype} holds Python objects")
-    profile = preferred(select_devices(device))[0]
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if nbytes > profile.max_alloc_size:
-        raise ValueError(f"page_locked: {nbytes} bytes pass {profile}'s largest allocation "
-                         f"({profile.max_alloc_size} bytes); take several arrays")
-    return pinned_empty(profile.queue(), shape, dtype)

@@ -87,9 +87,9 @@ def test_streamed_through_an_eighth_equals_resident(profile, name, dtype):
 @pytest.fixture
 def counted(monkeypatch):
     """count(source) -> [rows of every piece filled from the host], each
-    one read from *source* itself (runtime.transfer.fill_rows): never from
+    one read from *source* itself (runtime.transfer.copy_rows): never from
     a copy of it, converted or whole, nor more than a chunk at once."""
-    fill = transfer.fill_rows
+    fill = transfer.copy_rows
 
     def count(source):
         rows = []
@@ -97,8 +97,8 @@ def counted(monkeypatch):
         def counting(dst, src):
             assert np.shares_memory(src, source) and len(src) <= N // 16
             rows.append(len(src))
-            return fill(dst, src)
-        monkeypatch.setattr(transfer, "fill_rows", counting)
+            fill(dst, src)
+        monkeypatch.setattr(transfer, "copy_rows", counting)
         return rows
     return count
 
@@ -175,40 +175,14 @@ def test_labels_and_distances_come_back_without_streaming_the_rows(profile, coun
     assert want.n_iter_ == 1
 
 
-@pytest.mark.parametrize("count", [2, 3, 5])
-def test_streamed_from_page_locked_rows_and_deeper_rings(profile, counted, monkeypatch, count):
-    """Rows in oc.page_locked memory stream with no host copy (each chunk
-    one DMA from the array itself); rows in numpy memory through rings of
-    2, 3 or 5 pinned pieces: both the resident model, bit for bit."""
-    from oclclust.parallel import shard
-    X = data(np.float32, seed=6)
-    resident = fit(ESTIMATORS["KMeans"], [profile], X)
-    monkeypatch.setattr(shard, "STREAM_PIECES", count)
-    monkeypatch.setattr(transfer, "PIECE_BYTES", 7 * D * 4)   # several pieces a chunk
-    P = oc.page_locked(X.shape, X.dtype, device=profile)
-    P[:] = X
-    assert transfer.pinned_source(P[5:9], P.dtype, profile.queue().context)
-    assert not transfer.pinned_source(X, X.dtype, profile.queue().context)
-    rows = counted(P)
-    pinned = fit(ESTIMATORS["KMeans"], eighth(profile, X, np.float32), P)
-    assert rows == []   # no host copy: DMA straight from the page-locked rows
-    assert_same_model("KMeans", pinned, resident, np.float32)
-    monkeypatch.undo()
-    monkeypatch.setattr(shard, "STREAM_PIECES", count)
-    monkeypatch.setattr(transfer, "PIECE_BYTES", 7 * D * 4)
-    rows = counted(X)
-    mgr = eighth(profile, X, np.float32)
-    streamed = fit(ESTIMATORS["KMeans"], mgr, X)
-    assert rows and max(rows) <= 7
-    assert_same_model("KMeans", streamed, resident, np.float32)
-
-
-def test_page_locked_rejects_bad_shapes_and_sizes(profile):
-    with pytest.raises(ValueError, match="negative dimension"):
-        oc.page_locked((-1, 3), device=profile)
-    with pytest.raises(ValueError, match="largest allocation"):
-        oc.page_locked((profile.max_alloc_size // 4 + 1,), np.float32, device=profile)
-    with pytest.raises(TypeError, match="Python objects"):
-        oc.page_locked((3,), object, device=profile)
-    A = oc.page_locked(7, np.int16, device=profile)
-    assert A.shape == (7,) and A.dtype == np.int16
+def test_farthest_rows_is_sklearns_argpartition():
+    """The one-row fast path (a maximum no other row reaches) picks the row
+    argpartition picks; ties, NaN and several rows keep argpartition."""
+    from oclclust.cluster._base import farthest_rows
+    rng = np.random.RandomState(8)
+    for dist in (rng.rand(1000), rng.rand(5), np.array([3.0]), rng.randint(0, 4, 50) * 1.0,
+                 np.array([1.0, np.nan, 2.0]), np.array([2.0, 1.0, 2.0])):
+        for take in (1, 2, 3):
+            if take <= len(dist):
+                want = np.argpartition(dist, -take)[:-take - 1:-1]
+                np.testing.assert_array_equal(farthest_rows(dist, take), want)

@@ -102,15 +102,3 @@ def test_upload_download_and_write_rows(queue, monkeypatch, direct):
     assert bool(transfer._shared) != direct   # a staging made only when needed
     with pytest.raises(ValueError, match="download of"):
         download(queue, labels, np.empty(32, np.int32))
-
-
-def test_a_copy_within_one_piece_goes_up_in_several(queue, monkeypatch):
-    """A copy that fits one piece is cut in UPLOAD_SPLIT pieces (no smaller
-    than MIN_PIECE_BYTES), so its DMAs overlap its fills: exact all the same."""
-    monkeypatch.setattr(transfer, "MIN_PIECE_BYTES", 16)
-    X = np.random.RandomState(4).randn(101, 6).astype(np.float32)
-    staging = Staging(queue, 1 << 20)
-    dst = cla.empty(queue, X.shape, np.float32)
-    staging.to_device(queue, dst, X).wait()
-    np.testing.assert_array_equal(dst.get(), X)
-    assert 0 < max(p.nbytes for p in staging.pieces if p is not None) <= 26 * 6 * 4
