@@ -120,6 +120,7 @@ def main(argv=None):
     X, _ = blobs(args.rows, args.d, args.k)
     C0 = X[np.random.default_rng(1).choice(len(X), args.k, replace=False)].astype(np.float64)
     print(f"stream_speed: {profile}; {args.rows:,} x {args.d} float32 "
+          f"[{oc.__file__}] "
           f"({X.nbytes / 1e9:.2f} GB), k={args.k}, budget {budget / 1e9:.3f} GB, pinned "
           f"pieces of {oc.runtime.transfer.PIECE_BYTES / 2 ** 20:g} MiB", flush=True)
 
@@ -132,9 +133,10 @@ def main(argv=None):
     shard, = layout.shards
     if not shard.streamed:
         raise SystemExit(f"the budget {budget} holds all {X.nbytes} bytes: nothing streams")
+    layout.map(lambda chunk: None)   # one pass: the pinned pieces made
     staging = sum(s.nbytes for s in shard.staging)
     pinned = sum(p.nbytes for p in shard.pinned.pieces if p is not None)
-    chunks = len(shard.chunks)
+    chunks, chunk_bytes = len(shard.chunks), shard.staging[0].nbytes
     layout.close()
     iteration_seconds(oc, [profile], X[:max(args.k, 20000)], C0, 2)   # kernels built
     results = []
@@ -148,7 +150,8 @@ def main(argv=None):
                 [[name, f"{it:.4f}", f"{it / base:.2f}", f"{X.nbytes / it / 1e9:.1f}",
                   f"{whole:.2f}"] for name, it, whole in results], left=1))
     print(f"streaming memory: device staging {staging / 1e6:.1f} MB (budget "
-          f"{budget / 1e6:.1f} MB), pinned host {pinned / 1e6:.1f} MB")
+          f"{budget / 1e6:.1f} MB, chunk {chunk_bytes / 1e6:.1f} MB), pinned host "
+          f"{pinned / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":

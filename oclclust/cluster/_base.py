@@ -304,7 +304,7 @@ def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
     (see move_rows)."""
     empty = np.flatnonzero(weights == 0)
     take = min(len(empty), data.n)
-    far = np.argpartition(dist, -take)[:-take - 1:-1]
+    far = farthest_rows(dist, take)
     mine = [(float(dist[i]), int(i), int(labels[i]), float(host_w[i]),
              data.row(i).astype(np.float64)) for i in far]
     if comm is not None and comm.Get_size() > 1:   # one process: argpartition's (sklearn's)
@@ -312,6 +312,18 @@ def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
         # ranks hold the rows in order: (rank, local row) sorts as the global row
         mine = [c for _, c in sorted(every, key=lambda rc: (-rc[1][0], rc[0], rc[1][1]))]
     return move_rows(sums, weights, empty, mine)
+
+
+def farthest_rows(dist, take):
+    """np.argpartition(dist, -take)[:-take - 1:-1]: the *take* rows of largest
+    *dist*, in scikit-learn's order.  One row of a maximum no other row
+    reaches is the argmax (that is what the partition puts last): one pass
+    instead of a selection (1M rows: ~0.5 ms, argpartition ~6 ms)."""
+    if take == 1 and len(dist):
+        top = int(np.argmax(dist))
+        if np.count_nonzero(dist == dist[top]) == 1:   # no tie, no NaN (NaN != NaN)
+            return np.array([top])
+    return np.argpartition(dist, -take)[:-take - 1:-1]
 
 
 def move_rows(sums, weights, empty, candidates):

@@ -211,16 +211,17 @@ class ShardedData:
         self._rows_per_device = (self.shards, rows)
         return dict(rows)
 
-    def map(self, fn, timed=False):
+    def map(self, fn, timed=False, rows=True):
         """[fn(chunk) for every chunk] in row order, all devices at once.
         *timed*: the pass is the algorithm's main one, whose per-device
-        times guide rebalancing."""
+        times guide rebalancing.  *rows* False: fn reads only the chunks'
+        own state, not their rows (a streamed shard streams nothing)."""
         if not self.shards:
             return [fn(self.chunks[0])]
         if len(self.shards) == 1:   # no thread hand-off (tens of us) for one device
-            futures = [_Done(self.shards[0].run, fn)]
+            futures = [_Done(self.shards[0].run, fn, rows)]
         else:
-            futures = [self._pool.submit(shard.run, fn) for shard in self.shards]
+            futures = [self._pool.submit(shard.run, fn, rows) for shard in self.shards]
         results, times, failure = [], [], None
         for shard, future in zip(self.shards, futures):
             try:

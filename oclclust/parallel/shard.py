@@ -134,14 +134,16 @@ class Shard:
         return self.pinned.to_device(self.transfers, part.x, self.host[start:stop],
                                      wait_for=None if last is None else [last])
 
-    def run(self, fn):
+    def run(self, fn, rows=True):
         """fn on each chunk in order; a streamed chunk i+1 is filled and
         copied while chunk i's kernels run (with one staging buffer, after),
         and the first chunk of the next pass (the same rows) as soon as its
         buffer is free: while the last chunk runs when that one is in the
-        other buffer, and while the host works between passes."""
+        other buffer, and while the host works between passes.  *rows*
+        False: fn reads none of the rows (only the chunks' own state, such
+        as their labels): nothing streams."""
         start = time.perf_counter()
-        if not self.streamed:
+        if not self.streamed or not rows:
             return [fn(part) for part in self.chunks], time.perf_counter() - start
         results, count, buffers = [], len(self.chunks), len(self.staging)
         ahead = buffers > 1

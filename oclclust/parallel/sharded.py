@@ -47,14 +47,16 @@ class ShardedPass:
             self._states[chunk] = self.make(chunk)
         return self._states[chunk]
 
-    def map(self, fn, timed=False):
+    def map(self, fn, timed=False, rows=True):
         """[fn(chunk, its state)] for this rank's chunks in row order, all
-        devices at once (*timed*: see ShardedData.map)."""
+        devices at once (*timed*, *rows*: see ShardedData.map; *rows* False:
+        fn reads the chunk's state alone, and streamed rows stay where they
+        are)."""
         if getattr(self.data, "remote", False):
             return self.data.map_states(self.key, self.make, fn, timed)
         if self.data.chunks is not self._chunks:   # laid out anew: the old chunks' state goes
             self._states, self._chunks = {}, self.data.chunks
-        return self.data.map(lambda chunk: fn(chunk, self.state(chunk)), timed)
+        return self.data.map(lambda chunk: fn(chunk, self.state(chunk)), timed, rows)
 
     def map_with(self, fn, others=(), each=None, timed=False):
         """[fn(chunk, its state, *its states of the passes *others*[,
@@ -65,7 +67,7 @@ class ShardedPass:
         if getattr(self.data, "remote", False):
             return self.data.map_states(self.key, self.make, fn, timed,
                                         [other.key for other in others], each)
-        theirs = [dict(zip(self.data.chunks, other.map(lambda chunk, st: st)))
+        theirs = [dict(zip(self.data.chunks, other.map(lambda chunk, st: st, rows=False)))
                   for other in others]
         values = None if each is None else dict(zip(self.data.chunks, each))
         return self.map(lambda chunk, st: fn(chunk, st, *[t[chunk] for t in theirs],
@@ -218,7 +220,7 @@ class LloydShards(ShardedPass):
     def hand_back(self, centers):
         """The centres kept on the device, if any, into *centers* [k x d]."""
         if self.device_update:
-            self.map(lambda chunk, st: st.hand_back(centers))
+            self.map(lambda chunk, st: st.hand_back(centers), rows=False)
 
     def labels(self):
         """This rank's labels, each chunk's straight into its rows through
@@ -231,7 +233,7 @@ class LloydShards(ShardedPass):
     def set_labels(self, labels):
         def put(chunk, st):
             st.labels = cla.to_device(chunk.queue, labels[chunk.offset:chunk.offset + chunk.n])
-        self.map(put)
+        self.map(put, rows=False)
 
     def min_dist(self, update=True):
         """Each row's distance to its centre in the last pass (the updating
@@ -240,7 +242,8 @@ class LloydShards(ShardedPass):
 
     def _rows(self, dtype, array):
         out = np.empty(self.data.n, dtype)
-        self.map(lambda c, st: download(c.queue, array(st)[:c.n], out[c.offset:c.offset + c.n]))
+        self.map(lambda c, st: download(c.queue, array(st)[:c.n], out[c.offset:c.offset + c.n]),
+                 rows=False)   # the chunks' own arrays: streamed rows need not come
         return out
 
     def farthest(self, take):

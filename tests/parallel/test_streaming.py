@@ -149,3 +149,40 @@ def test_uploads_and_downloads_through_pinned_pieces(profile, monkeypatch, name)
     assert transfer._shared   # the staging served
     assert_same_model(name, got, want, np.float32, exact=True)   # the same rows, one chunk
     np.testing.assert_array_equal(got.predict(X), want.predict(X.astype(np.float32)))
+
+
+def test_labels_and_distances_come_back_without_streaming_the_rows(profile, counted):
+    """Reading the chunks' own arrays (labels, distances) streams no rows:
+    after a pass, LloydShards.labels / min_dist read nothing from the host
+    rows beyond the next pass's first chunk, read ahead once."""
+    from oclclust.parallel.sharded import LloydShards
+    X = data(np.float32, seed=4)
+    layout = eighth(profile, X, np.float32).scatter(X)
+    lloyd = LloydShards(layout, 4)
+    rows = counted(X)
+    centers = X[:4].astype(np.float64)
+    lloyd.run(centers)
+    assert sum(rows) == N + N // 16   # the pass and the next one's first chunk
+    labels, dist = lloyd.labels(), lloyd.min_dist()
+    lloyd.set_labels(labels)
+    assert sum(rows) == N + N // 16
+    layout.close()
+    want = oc.KMeans(4, init=centers, n_init=1, max_iter=1, tol=0,
+                     devices=[profile]).fit(X)
+    d2 = ((X.astype(np.float64)[:, None] - centers[None]) ** 2).sum(-1)
+    assert labels.shape == (N,) and dist.shape == (N,)
+    np.testing.assert_array_equal(labels, d2.argmin(1))
+    assert want.n_iter_ == 1
+
+
+def test_farthest_rows_is_sklearns_argpartition():
+    """The one-row fast path (a maximum no other row reaches) picks the row
+    argpartition picks; ties, NaN and several rows keep argpartition."""
+    from oclclust.cluster._base import farthest_rows
+    rng = np.random.RandomState(8)
+    for dist in (rng.rand(1000), rng.rand(5), np.array([3.0]), rng.randint(0, 4, 50) * 1.0,
+                 np.array([1.0, np.nan, 2.0]), np.array([2.0, 1.0, 2.0])):
+        for take in (1, 2, 3):
+            if take <= len(dist):
+                want = np.argpartition(dist, -take)[:-take - 1:-1]
+                np.testing.assert_array_equal(farthest_rows(dist, take), want)
