@@ -245,19 +245,13 @@ SKLEARN_METRICS = {"euclidean": "euclidean", "l2": "euclidean", "l1": "cityblock
 
 def sklearn_single_children(Z_points, n):
     """scikit-learn's children of single linkage: its MST edges (the same Prim
-    order) labelled by union-find without scipy's smaller-id-first swap."""
-    parent = list(range(2 * n - 1))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    order) labelled by union-find without scipy's smaller-id-first swap:
+    merged_clusters' (left, right) as they come (its list loop; a numpy row
+    stored per edge took 5.3 s at a million edges, the lists 3.2 s)."""
+    pairs = np.asarray(Z_points, np.int64)
+    left, right, _ = merged_clusters(pairs[:, 0].tolist(), pairs[:, 1].tolist(), n)
     children = np.empty((n - 1, 2), np.intp)
-    for k, (x, y) in enumerate(Z_points.tolist()):
-        a, b = find(x), find(y)
-        children[k] = a, b
-        parent[a] = parent[b] = n + k
+    children[:, 0], children[:, 1] = left, right
     return children
 
 

@@ -204,6 +204,26 @@ def test_small_budget_agglomerative_is_sklearns(small_budget, metric):
     assert len(calls) == 3
 
 
+@pytest.mark.parametrize("kind", ["chain", "ties", "duplicates"])
+def test_small_budget_agglomerative_children_shapes(small_budget, kind):
+    """The children (merged_clusters' unswapped left/right) equal
+    scikit-learn's on a chain (each merge absorbs one point: deep union-find
+    paths), integer ties and duplicate rows, on the rows' MST."""
+    devices, calls = small_budget
+    rng = np.random.RandomState(7)
+    if kind == "chain":
+        X = np.cumsum(rng.rand(50, 2) + 0.5, axis=0)
+    elif kind == "ties":
+        X = rng.randint(0, 3, (50, 2)).astype(np.float64)
+    else:
+        X = rng.randn(10, 3)[rng.randint(0, 10, 50)]
+    ref = SkAgglomerative(linkage="single", n_clusters=3).fit(X)
+    got = oc.AgglomerativeClustering(linkage="single", n_clusters=3, devices=devices).fit(X)
+    np.testing.assert_array_equal(got.children_, ref.children_)
+    np.testing.assert_array_equal(got.labels_, ref.labels_)
+    assert len(calls) == 1
+
+
 def test_rows_from_the_profiles_size(devices, monkeypatch):
     """mst_single_rows_from picks the rows where the matrix would fit."""
     calls = []
