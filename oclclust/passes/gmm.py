@@ -19,6 +19,7 @@ import pyopencl.array as cla
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
+from . import gmm_mma
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import partial_buffer, reduce_partials
 
@@ -27,8 +28,10 @@ from ..runtime.reduce import partial_buffer, reduce_partials
 @dataclasses.dataclass(frozen=True)
 class GmmTerms:
     """distance_tiles 1: the diagonal E-step's distances as register tiles
-    (TileTerms) first."""
+    (TileTerms) first.  mma 1: the diagonal E-step on NVIDIA tensor cores
+    (gmm_mma.py) first where the device has them."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
+    mma: int = term("gmm_mma", 0, 1)
 
 
 # ------------------------------------------------------------ kernel specs
@@ -147,7 +150,10 @@ def _estep_specs(profile, dtype, d, full, k=1):
     tiled kernel first.  GPUs: records staged in local memory, two points
     per work-item.  CPUs: small groups reading the records from memory (their
     caches serve; 2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on
-    both runtimes)."""
+    both runtimes).  The tensor-core kernel (gmm_mma.py) before all where
+    the profile asks (gmm_mma) and the device, dtype and d allow."""
+    if not full and profile.terms(GmmTerms).mma:
+        yield from gmm_mma.estep_specs(profile, dtype, d, k)
     if not full and profile.terms(GmmTerms).distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize
@@ -224,6 +230,11 @@ class GmmPass:
         self.part_ll = partial_buffer(q, self.groups, 1, part.acc_double)
         self.part_bad = cla.empty(q, self.groups, np.int32)
         self.resp = None
+        self.mma = isinstance(self.espec, gmm_mma.MmaEStepSpec)
+        if self.mma:   # the GEMM form's operands (gmm_mma.operands)
+            self.coefs = cla.empty(q, self.espec.kp * 2 * self.espec.dp, np.float32)
+            self.consts = cla.empty(q, self.espec.kp, np.float32)
+            self.shift = cla.empty(q, self.espec.dp, np.float32)
         if chunks is None:
             target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
             per_chunk = self.mspec.groups_per_chunk(k)
@@ -252,12 +263,20 @@ class GmmPass:
         """Run the E kernel for the k x CP *records*; (sum of log p(x), bad rows)."""
         part, q = self.part, self.part.queue
         k = records.shape[0]
-        self.params[:records.size].set(np.ascontiguousarray(records, part.dtype).ravel(), q)
         spec = self.espec
+        if self.mma:
+            coefs, consts, shift = gmm_mma.operands(records, part.d, spec.dp, spec.kp)
+            self.coefs.set(coefs.ravel(), q)
+            self.consts.set(consts, q)
+            self.shift.set(shift, q)
+            params = (self.coefs.data, self.consts.data, self.shift.data)
+        else:
+            self.params[:records.size].set(np.ascontiguousarray(records, part.dtype).ravel(), q)
+            params = (self.params.data,)
         groups, tiles = self._groups(spec)
         resp = self._resp(k) if store_resp else self.lse   # (not written)
         self.ekernel(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
-                     np.int64(part.stride), self.params.data, np.int32(k), self.lse.data,
+                     np.int64(part.stride), *params, np.int32(k), self.lse.data,
                      self.labels.data, np.int32(store_resp), resp.data,
                      self.part_ll.data, self.part_bad.data, np.int64(tiles))
         ll = self.part_ll.get(q).astype(np.float64)

@@ -1,0 +1,129 @@
+"""The tensor-core diagonal GMM E-step (oclclust/passes/gmm_mma.py): its
+GEMM form's operands on every runtime (numpy, float64); on NVIDIA GPUs
+with tensor cores the kernel against the per-point E kernel and a fit
+against scikit-learn's; elsewhere the same cases check that the planner
+offers it nowhere else (the per-point kernel runs, the same bits as before).
+"""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.mixture import GaussianMixture as SkGMM
+
+import oclclust as oc
+from gmm_parity import assert_gmm_parity
+from oclclust.cluster import mdl
+from oclclust.passes import gmm as gmm_pass
+from oclclust.passes import gmm_mma
+from oclclust.passes.lloyd_mma import tensor_cores
+from oclclust.runtime import codegen
+from oclclust.runtime.partition import DevicePartition
+
+
+def model(rng, k, d, spread=3.0):
+    cov = rng.uniform(0.5, 2, (k, d))
+    w = rng.uniform(0.5, 1.5, k)
+    return mdl.Model(w / w.sum(), rng.uniform(-spread, spread, (k, d)) + 5.0, cov,
+                     mdl.precision_cholesky(cov, False))
+
+
+@pytest.mark.parametrize("d, k", [(5, 13), (24, 100), (128, 40)])
+def test_operands_give_the_log_densities(d, k):
+    """const_j - 1/2 [x'^2 | x'] . [P_j | -2 mu'_j P_j] is log w_j + log
+    N(x | mu_j, diag): the records' per-point form, in float64 (the data far
+    from the origin: the shift keeps the expansion's digits)."""
+    rng = np.random.RandomState(d)
+    m = model(rng, k, d)
+    X = rng.normal(size=(50, d)) * 2 + 5.0
+    rec = mdl.records(m, False)
+    dp, kp = -(-d // 8) * 8, -(-k // 16) * 16
+    coefs, consts, shift = gmm_mma.operands(rec, d, dp, kp)
+    assert coefs.shape == (kp, 2 * dp) and consts.shape == (kp,) and shift.shape == (dp,)
+    assert not coefs[k:].any() and not coefs[:, d:dp].any() and not coefs[:, dp + d:].any()
+    xs = np.zeros((len(X), dp))
+    xs[:, :d] = X - shift[:d].astype(np.float64)
+    gemm = consts[:k].astype(np.float64) - 0.5 * (
+        np.concatenate([xs * xs, xs], axis=1) @ coefs[:k].astype(np.float64).T)
+    prec = m.prec_chol ** 2
+    direct = rec[:, 0] - 0.5 * (((X[:, None, :] - m.means[None]) ** 2) * prec[None]).sum(-1)
+    np.testing.assert_allclose(gemm, direct, rtol=1e-5, atol=1e-4)
+
+
+def test_offered_only_with_tensor_cores(profile):
+    """First where gmm_mma asks and the device has tensor cores; never for
+    full covariances, float64 or d above MAX_D."""
+    on = profile.replace(gmm_mma=1)
+    first = next(gmm_pass._estep_specs(on, np.float32, 24, False, 100))
+    assert isinstance(first, gmm_mma.MmaEStepSpec) == tensor_cores(profile)
+    for args in ((np.float32, 24, True), (np.float64, 24, False),
+                 (np.float32, gmm_mma.MAX_D + 1, False)):
+        assert not isinstance(next(gmm_pass._estep_specs(on, *args, 100)),
+                              gmm_mma.MmaEStepSpec)
+    off = next(gmm_pass._estep_specs(profile.replace(gmm_mma=0), np.float32, 24, False, 100))
+    assert not isinstance(off, gmm_mma.MmaEStepSpec)
+
+
+def estep(profile, X, m, store):
+    codegen.forget_plans("gmm")
+    part = DevicePartition(profile, X)
+    k = m.means.shape[0]
+    gp = gmm_pass.GmmPass(part, k, False)
+    ll, bad = gp.estep(mdl.records(m, False), store_resp=store)
+    q = part.queue
+    resp = gp.resp[:k * len(X)].get(q).reshape(k, -1) if store else None
+    return gp.espec, gp.lse.get(q), gp.labels.get(q), resp, ll, bad
+
+
+# several row tiles and chunks, ragged d (dp > 64: one m16 tile a warp) and k
+SHAPES = [(203, 5, 13), (3001, 128, 300), (1000, 37, 33), (4099, 24, 100), (517, 64, 17)]
+
+
+@pytest.mark.parametrize("n, d, k", SHAPES)
+def test_estep_matches_the_per_point_kernel(profile, n, d, k):
+    """lse, responsibilities and the log-likelihood within float32 rounding
+    of the per-point kernel's, the labels equal off near ties, NaN rows
+    counted alike; the mma kernel planned exactly where tensor cores are."""
+    rng = np.random.RandomState(n)
+    m = model(rng, k, d)
+    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    X[7] = np.nan
+    for store in (True, False):
+        got = estep(profile.replace(gmm_mma=1), X, m, store)
+        want = estep(profile.replace(gmm_mma=0, gmm_distance_tiles=0), X, m, store)
+        assert isinstance(got[0], gmm_mma.MmaEStepSpec) == tensor_cores(profile)
+        assert got[5] == want[5] == 1
+        ok = np.isfinite(want[1])
+        np.testing.assert_allclose(got[1][ok], want[1][ok], rtol=1e-5, atol=1e-3)
+        # labels: equal wherever the best two log-densities are not within rounding
+        lp = want[3] if want[3] is not None else None
+        same = got[2] == want[2]
+        if lp is not None:
+            top = np.sort(np.log(np.maximum(lp[:, ok].astype(np.float64), 1e-300)), axis=0)[-2:]
+            assert same[ok][top[1] - top[0] > 1e-3].all()
+            np.testing.assert_allclose(got[3][:, ok], want[3][:, ok], atol=1e-3)
+        else:
+            assert same.mean() > 0.99
+        assert got[4] == pytest.approx(want[4], rel=1e-5)
+
+
+@pytest.mark.parametrize("d", [3, 40])
+def test_fit_matches_sklearn(profile, d):
+    """A diag fit with the tensor-core E step (where there are tensor cores)
+    from the same start as scikit-learn's, at the GMM float32 tolerances."""
+    rng = np.random.RandomState(d)
+    k, n = 3, 300
+    X = rng.uniform(-4, 4, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))
+    start = dict(weights_init=np.full(k, 1.0 / k), means_init=X[:k] + 0.1,
+                 precisions_init=np.ones((k, d)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkGMM(k, covariance_type="diag", tol=0, max_iter=8, **start).fit(X)
+        ours = oc.GaussianMixture(k, covariance_type="diag", tol=0, max_iter=8,
+                                  devices=oc.DeviceManager([profile.replace(gmm_mma=1)]),
+                                  **start).fit(X.astype(np.float32))
+    used = [plan[0] for key, plan in codegen.plans("gmm").items()
+            if key[0].term("gmm_mma") and key[2] == "gmm_estep"]
+    assert used and all(isinstance(s, gmm_mma.MmaEStepSpec) == tensor_cores(profile)
+                        for s in used)
+    assert_gmm_parity(ours, sk, X, np.float32)
