@@ -1,6 +1,6 @@
 <%doc>
 The diagonal GMM E-step on NVIDIA tensor cores (compute capability 8 or
-more, float32 data, d <= 128): the outputs of gmm_estep.cl.mako -- lse,
+more, float32 data, d <= 128): the outputs (and kernel name) of gmm_estep.cl.mako -- lse,
 labels, responsibilities (component-major), the work-groups' log-likelihood
 sums and bad-row counts -- with the log-densities as one GEMM in inline-PTX
 mma.sync m16n8k8 TF32 products, 3xTF32 as lloyd_mma_assign.cl.mako's
@@ -68,8 +68,8 @@ inline uint tf32(const float v)
 #define SPLIT(b, s, v) const uint b = tf32(v), s = tf32((v) - as_float(b))
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gmm_mma_estep(__global const float *restrict x, const long n, const long stride,
-                   __global const float4 *restrict coefs,   /* KP x 2 DP: [P | -2 mu' P] */
+void gmm_estep(__global const float *restrict x, const long n, const long stride,
+               __global const float4 *restrict coefs,   /* KP x 2 DP: [P | -2 mu' P] */
                    __global const float *restrict consts,   /* KP */
                    __global const float *restrict shift,    /* DP */
                    const int k,
