@@ -175,7 +175,11 @@ def _mstep_specs(profile, dtype, d, full):
     """GPUs: ~64 work-items, each a small register block (2 tb local reads
     feed tb^2 fmas).  CPUs: a work-item per component (2 EPYC cores, 20k x
     24, K=100: ~10x the tiled kernel), else (larger d) few work-items with
-    large blocks and long tiles (1.5-3x the GPU shape there)."""
+    large blocks and long tiles (1.5-3x the GPU shape there).  The
+    tensor-core kernel (gmm_mma.py) before all where the profile asks
+    (gmm_mma) and the device, dtype and d allow."""
+    if not full and profile.terms(GmmTerms).mma:
+        yield from gmm_mma.mstep_specs(profile, dtype, d)
     limit = min(profile.max_work_group_size, 256)
     cpu = profile.type == "cpu"
     if cpu and d <= (32 if full else 64) and limit >= 16:
@@ -235,6 +239,9 @@ class GmmPass:
             self.coefs = cla.empty(q, self.espec.kp * 2 * self.espec.dp, np.float32)
             self.consts = cla.empty(q, self.espec.kp, np.float32)
             self.shift = cla.empty(q, self.espec.dp, np.float32)
+        self.mma_m = isinstance(self.mspec, gmm_mma.MmaMStepSpec)
+        if self.mma_m:   # the M kernel's sums are about a shift of its own
+            self.mshift = cla.empty(q, self.mspec.dp, np.float32)
         if chunks is None:
             target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
             per_chunk = self.mspec.groups_per_chunk(k)
@@ -287,16 +294,23 @@ class GmmPass:
         """The M kernel on the responsibilities in place: k x SZ float64 stats."""
         part, q, spec = self.part, self.part.queue, self.mspec
         k = means.shape[0]
-        self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
+        if self.mma_m:
+            shift = gmm_mma.shift_of(means, spec.dp)
+            self.mshift.set(shift, q)
+            about = self.mshift
+        else:
+            self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
+            about = self.means
         rows = -(-part.n // self.chunks)
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
                      part.x.data,
                      np.int64(part.n), np.int64(part.stride), self._resp(k).data,
-                     self.means.data, np.int32(k), np.int64(rows), self.part_stats.data)
+                     about.data, np.int32(k), np.int64(rows), self.part_stats.data)
         size = k * stats_size(part.d, self.full)
         # the kernel packs the slabs for this k (Kahan: then the compensations)
-        return reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
-                               part.acc_double).reshape(k, -1)
+        stats = reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
+                                part.acc_double).reshape(k, -1)
+        return gmm_mma.central_stats(stats, means, shift) if self.mma_m else stats
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their

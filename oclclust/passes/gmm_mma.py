@@ -47,7 +47,7 @@ class MmaEStepSpec(Spec):
 
     def local_bytes(self):
         floats = max(2 * self.tn * (2 * self.dp + 4), self.tm * 16)
-        return floats * 4 + self.wg * 8
+        return (floats + self.tm) * 4 + self.wg * 8
 
 
 def estep_specs(profile, dtype, d, k):
@@ -85,3 +85,75 @@ def operands(records, d, dp, kp):
     padded = np.zeros(dp, np.float32)
     padded[:d] = shift
     return coefs, consts, padded
+
+
+STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaMStepSpec(Spec):
+    """The tensor-core M kernel (gmm_mma_mstep.cl.mako): a work-group per
+    (chunk of rows, block of cb = 16 mb components); each warp one m16
+    component tile and ntw n8 column tiles of one half (x' or x'^2), g
+    column groups a half.  tile: the fewest rows a chunk is given."""
+    template = "gmm_mma_mstep.cl.mako"
+    d: int = 1
+    dp: int = 8
+    wg: int = 256
+    g: int = 1
+    ntw: int = 1
+    mb: int = 1
+    tile: int = 2048
+    stage: int = STAGE
+    reps = 1
+
+    @property
+    def cb(self):
+        return 16 * self.mb
+
+    def groups_per_chunk(self, k):
+        return -(-k // self.cb)
+
+    def local_bytes(self):
+        xs, rs = self.dp + (8 - self.dp) % 32, self.stage + 4
+        return (self.stage * xs + self.cb * rs) * 4 + self.cb * 4 * 8
+
+
+def mstep_specs(profile, dtype, d):
+    """The tensor-core M kernel for diagonal float32 data of at most MAX_D
+    dimensions on a device with tensor cores and fp64 (its partial sums are
+    double): per-component N, sum r x' and sum r x'^2 about the E step's
+    shift, made the statistics about the means on the host (GmmPass.mstep)."""
+    if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
+            or not tensor_cores(profile)):
+        return
+    dp = -(-d // 8) * 8
+    steps = dp // 8
+    g = -(-steps // 8)
+    ntw = -(-steps // g)
+    mb = max(1, 8 // (2 * g))
+    wg = 32 * 2 * g * mb
+    if wg <= profile.max_work_group_size:
+        yield MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
+                           ntw=ntw, mb=mb)
+
+
+def shift_of(means, dp):
+    """The shift the M kernel's sums are taken about: the means' mean, float32,
+    zero past d (as operands' for the E step)."""
+    means = np.asarray(means, np.float64)
+    out = np.zeros(dp, np.float32)
+    out[:means.shape[1]] = means.mean(axis=0)
+    return out
+
+
+def central_stats(raw, means, shift):
+    """[N, S1, S2] about *means* (gmm_mstep.cl.mako's statistics, k x (1 + 2d)
+    float64) from the M kernel's reduced [N, sum r x', sum r x'^2] (x' = x -
+    shift): S1 = Sx - N mu', S2 = Sxx - 2 mu' Sx + N mu'^2, mu' = mu - shift."""
+    means = np.asarray(means, np.float64)
+    d = means.shape[1]
+    n = raw[:, :1]
+    sx, sxx = raw[:, 1:1 + d], raw[:, 1 + d:1 + 2 * d]
+    mu = means - shift[:d].astype(np.float64)
+    return np.concatenate([n, sx - n * mu, sxx - 2 * mu * sx + n * mu * mu], axis=1)

@@ -27,8 +27,9 @@ two rows of each m16 tile over its columns, in increasing component order;
 the four lanes of a row are merged in local memory (largest maximum, the
 lowest component among equal maxima, sums rescaled to it), and each row's
 owner finishes as gmm_estep.cl.mako's point_result: lse, label, the
-log-likelihood term, and the responsibilities normalised in place (the
-log-densities were stored as they were made; a global fence orders them).
+log-likelihood term; then the whole work-group normalises the tile's
+responsibilities in place, component by component (the log-densities were
+stored as they were made; a global fence orders them).
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%namespace name="select" file="select.cl.mako"/>
@@ -70,16 +71,16 @@ inline uint tf32(const float v)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gmm_estep(__global const float *restrict x, const long n, const long stride,
                __global const float4 *restrict coefs,   /* KP x 2 DP: [P | -2 mu' P] */
-                   __global const float *restrict consts,   /* KP */
-                   __global const float *restrict shift,    /* DP */
-                   const int k,
-                   __global float *restrict lse,            /* n */
-                   __global int *restrict labels,           /* n */
-                   const int store_resp,
-                   __global float *restrict resp,           /* k x n (store_resp) */
-                   __global acc_t *restrict part_ll,        /* groups (x2 if Kahan) */
-                   __global int *restrict part_bad,         /* groups */
-                   const long tiles_per_group)
+               __global const float *restrict consts,   /* KP */
+               __global const float *restrict shift,    /* DP */
+               const int k,
+               __global float *restrict lse,            /* n */
+               __global int *restrict labels,           /* n */
+               const int store_resp,
+               __global float *restrict resp,           /* k x n (store_resp) */
+               __global acc_t *restrict part_ll,        /* groups (x2 if Kahan) */
+               __global int *restrict part_bad,         /* groups */
+               const long tiles_per_group)
 {
     const int lid = get_local_id(0);
     const int lane = lid % 32, warp = lid / 32;
@@ -90,6 +91,7 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
     __local float lc[${local_floats}];
     __local float *lane_max = lc, *lane_sum = lc + TM * 4;
     __local int *lane_best = (__local int *)(lc + TM * 8), *lane_nan = (__local int *)(lc + TM * 12);
+    __local float row_total[TM];      /* each row's lse (NaN: a bad row or past n) */
     __local acc_t scratch[WG];
     acc_t ll = 0;
 % if not acc_double:
@@ -243,8 +245,6 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         for (int row = lid; row < TM; row += WG) {
             const long i = base + row;
-            if (i >= n)
-                break;
             float most = -INFINITY, sum = 0;
             int best = 0, bad_row = 0;
             for (int l = 0; l < 4; ++l) {   /* the largest maximum, its lowest component */
@@ -262,9 +262,13 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
                     sum = fma(lane_sum[row * 4 + l], exp(m - most), sum);
             }
             const float total = most + log(sum);
+            bad_row = bad_row || !isfinite(total);
+            row_total[row] = i < n && !bad_row ? total : NAN;   /* NaN: not normalised */
+            if (i >= n)
+                continue;
             lse[i] = total;
             labels[i] = best;
-            if (bad_row || !isfinite(total)) {
+            if (bad_row) {
                 ++bad;
                 continue;
             }
@@ -273,9 +277,20 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
 % else:
 ${select.kahan_add("ll", "ll_comp", "total")}\
 % endif
-            if (store_resp)
-                for (int j = 0; j < k; ++j)
-                    resp[(long)j * n + i] = exp(resp[(long)j * n + i] - total);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* the tile's responsibilities normalised in place: consecutive rows
+           of a component together, many independent reads in flight */
+        if (store_resp) {
+            /* TM is WG or WG / 2: WG / TM components a step */
+            const int row = lid % TM;
+            const float total = row_total[row];
+            if (!isnan(total)) {
+                __global float *r = resp + base + row;
+                #pragma unroll 8
+                for (int j = lid / TM; j < k; j += WG / TM)
+                    r[(long)j * n] = exp(r[(long)j * n] - total);
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);   /* lc is the next tile's chunk copy again */
     }

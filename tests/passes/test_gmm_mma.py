@@ -50,9 +50,27 @@ def test_operands_give_the_log_densities(d, k):
     np.testing.assert_allclose(gemm, direct, rtol=1e-5, atol=1e-4)
 
 
+def test_central_stats_from_raw_sums():
+    """The M kernel's [N, sum r x', sum r x'^2] about the shift, made
+    gmm_mstep.cl.mako's [N, S1, S2] about the means (float64, numpy)."""
+    rng = np.random.RandomState(1)
+    n, d, k = 200, 7, 5
+    X = rng.normal(size=(n, d)) + 10.0
+    r = rng.dirichlet(np.ones(k), n)
+    means = rng.normal(size=(k, d)) + 10.0
+    shift = gmm_mma.shift_of(means, 8)
+    xs = X - shift[:d].astype(np.float64)
+    raw = np.concatenate([r.sum(0)[:, None], r.T @ xs, r.T @ (xs * xs)], axis=1)
+    z = X[None] - means[:, None]                      # k x n x d
+    want = np.concatenate([r.sum(0)[:, None], np.einsum("nk,knd->kd", r, z),
+                           np.einsum("nk,knd->kd", r, z * z)], axis=1)
+    np.testing.assert_allclose(gmm_mma.central_stats(raw, means, shift), want,
+                               rtol=1e-9, atol=1e-9)
+
+
 def test_offered_only_with_tensor_cores(profile):
     """First where gmm_mma asks and the device has tensor cores; never for
-    full covariances, float64 or d above MAX_D."""
+    full covariances, float64 or d above MAX_D (the M kernel likewise)."""
     on = profile.replace(gmm_mma=1)
     first = next(gmm_pass._estep_specs(on, np.float32, 24, False, 100))
     assert isinstance(first, gmm_mma.MmaEStepSpec) == tensor_cores(profile)
@@ -62,6 +80,11 @@ def test_offered_only_with_tensor_cores(profile):
                               gmm_mma.MmaEStepSpec)
     off = next(gmm_pass._estep_specs(profile.replace(gmm_mma=0), np.float32, 24, False, 100))
     assert not isinstance(off, gmm_mma.MmaEStepSpec)
+    first = next(gmm_pass._mstep_specs(on, np.float32, 24, False))
+    assert isinstance(first, gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
+    for args in ((np.float32, 24, True), (np.float64, 24, False),
+                 (np.float32, gmm_mma.MAX_D + 1, False)):
+        assert not isinstance(next(gmm_pass._mstep_specs(on, *args)), gmm_mma.MmaMStepSpec)
 
 
 def estep(profile, X, m, store):
@@ -105,6 +128,29 @@ def test_estep_matches_the_per_point_kernel(profile, n, d, k):
         else:
             assert same.mean() > 0.99
         assert got[4] == pytest.approx(want[4], rel=1e-5)
+
+
+@pytest.mark.parametrize("n, d, k", SHAPES)
+def test_mstep_matches_the_tiled_kernel(profile, n, d, k):
+    """The M statistics from the same responsibilities (set from the host)
+    about the same means: within float32 rounding of the
+    portable kernel's sums (relative to their scale); the mma kernel planned
+    exactly where tensor cores (and fp64) are."""
+    rng = np.random.RandomState(n + 1)
+    m = model(rng, k, d)
+    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    resp = rng.dirichlet(np.ones(k), n).astype(np.float32)
+    got, want = [], []
+    for mma, out in ((1, got), (0, want)):
+        codegen.forget_plans("gmm")
+        prof = profile.replace(gmm_mma=mma, gmm_distance_tiles=0)
+        gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, chunks=3)
+        gp.set_resp(resp)
+        out.append(gp.mstep(m.means + 0.25))
+        out.append(gp.mspec)
+    assert isinstance(got[1], gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
+    scale = np.abs(want[0]).max(axis=0, keepdims=True) + 1.0
+    np.testing.assert_allclose(got[0] / scale, want[0] / scale, rtol=0, atol=2e-6)
 
 
 @pytest.mark.parametrize("d", [3, 40])
