@@ -24,12 +24,12 @@ beside scikit-learn's (they should agree to ~1e-5 relative).
     python bench/gmm.py --quick                           # small, for CI
     python3 bench/gmm.py --devices NVIDIA                 # on the GPU host
     python3 bench/gmm.py --devices NVIDIA --n 1000000 --d 128 --k 1024 --cov diag \
-        --no-sklearn --variants per-point,mma --parts     # old and new E step, one run
+        --no-sklearn --variants per-point,mma-e,mma --parts   # old and new, one run
 
---variants: the E kernels to compare (profiles' gmm_mma term): "default"
-(the devices' profiles as they are), "per-point" (gmm_mma 0: gmm_estep.cl.mako)
-and "mma" (gmm_mma 1: the tensor-core diag E step where the device has tensor
-cores).  --precision: the estimators' precision modes to run.  --parts: the
+--variants: the kernels to compare (profiles' gmm_mma, gmm_mma_mstep terms):
+"default" (the devices' profiles as they are), "per-point" (both 0: the
+portable E and M kernels), "mma-e" (the tensor-core diag E step where the
+device has tensor cores) and "mma" (its M-step statistics too).  --precision: the estimators' precision modes to run.  --parts: the
 E and M passes alone (GmmPass on the first device, the data resident; the
 median of 5) beside each fit.
 """
@@ -88,7 +88,9 @@ def variant_devices(oc, devices, variant):
     if variant == "default":
         return devices
     profiles = oc.select_devices(devices)
-    return oc.DeviceManager([p.replace(gmm_mma=int(variant == "mma")) for p in profiles])
+    terms = {"per-point": (0, 0), "mma-e": (1, 0), "mma": (1, 1)}[variant]
+    return oc.DeviceManager([p.replace(gmm_mma=terms[0], gmm_mma_mstep=terms[1])
+                             for p in profiles])
 
 
 def main(argv=None):
@@ -106,7 +108,7 @@ def main(argv=None):
     ap.add_argument("--no-sklearn", action="store_true")
     ap.add_argument("--baselines", default=str(DEFAULT_BASELINES))
     ap.add_argument("--variants", default="default",
-                    help="E kernels: default, per-point, mma (comma-separated)")
+                    help="kernels: default, per-point, mma-e, mma (comma-separated)")
     ap.add_argument("--precision", default="float32",
                     help="precision modes (float32, tf32, bf16; comma-separated)")
     ap.add_argument("--parts", action="store_true", help="time the E and M passes alone")

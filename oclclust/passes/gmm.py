@@ -29,9 +29,11 @@ from ..runtime.reduce import partial_buffer, reduce_partials
 class GmmTerms:
     """distance_tiles 1: the diagonal E-step's distances as register tiles
     (TileTerms) first.  mma 1: the diagonal E-step on NVIDIA tensor cores
-    (gmm_mma.py) first where the device has them."""
+    (gmm_mma.py) first where the device has them; mma_mstep 1: the
+    diagonal M-step statistics there too."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
     mma: int = term("gmm_mma", 0, 1)
+    mma_mstep: int = term("gmm_mma_mstep", 0, 1)
 
 
 # ------------------------------------------------------------ kernel specs
@@ -177,8 +179,8 @@ def _mstep_specs(profile, dtype, d, full):
     24, K=100: ~10x the tiled kernel), else (larger d) few work-items with
     large blocks and long tiles (1.5-3x the GPU shape there).  The
     tensor-core kernel (gmm_mma.py) before all where the profile asks
-    (gmm_mma) and the device, dtype and d allow."""
-    if not full and profile.terms(GmmTerms).mma:
+    (gmm_mma_mstep) and the device, dtype and d allow."""
+    if not full and profile.terms(GmmTerms).mma_mstep:
         yield from gmm_mma.mstep_specs(profile, dtype, d)
     limit = min(profile.max_work_group_size, 256)
     cpu = profile.type == "cpu"

@@ -80,7 +80,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     const long chunk = g / blocks;
     const long lo = chunk * rows_per_chunk, hi = min(n, lo + rows_per_chunk);
     const int mtile = warp / (2 * G), cg = warp % (2 * G);
-    const int half = cg / G, t0 = (cg % G) * NTW;   /* x' (0) or x'^2 (1); first tile */
+    const int sq = cg / G, t0 = (cg % G) * NTW;   /* x' (0) or x'^2 (1); first tile */
     __local float xl[S * XS];
     __local float rl[CB * RS];
     __local double nl[CB * 4];
@@ -119,7 +119,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
             if (t0 + ${t} < STEPS) {   /* uniform over the warp */
                 const int c = (t0 + ${t}) * 8 + gq;
                 float v0 = xl[(${8 * s} + tq) * XS + c], v1 = xl[(${8 * s + 4} + tq) * XS + c];
-                if (half) {
+                if (sq) {
                     v0 *= v0;
                     v1 *= v1;
                 }
@@ -159,7 +159,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
             const int j = j0 + mtile * 16 + gq + ${8 * (q // 2)};
             const int c = (t0 + ${t}) * 8 + 2 * tq + ${q % 2};
             if (j < k && c < D)
-                part[(slab * k + j) * SZ + 1 + half * D + c] = sum_${t}_${q};
+                part[(slab * k + j) * SZ + 1 + sq * D + c] = sum_${t}_${q};
         }
   % endfor
     }

@@ -1,8 +1,9 @@
-"""The tensor-core diagonal GMM E-step (oclclust/passes/gmm_mma.py): its
-GEMM form's operands on every runtime (numpy, float64); on NVIDIA GPUs
-with tensor cores the kernel against the per-point E kernel and a fit
-against scikit-learn's; elsewhere the same cases check that the planner
-offers it nowhere else (the per-point kernel runs, the same bits as before).
+"""The tensor-core diagonal GMM E and M steps (oclclust/passes/gmm_mma.py):
+their GEMM forms' operands and statistics on every runtime (numpy,
+float64); on NVIDIA GPUs with tensor cores the kernels against the
+portable ones and a fit against scikit-learn's; elsewhere the same cases
+check that the planner offers them nowhere else (the portable kernels run,
+the same bits as before).
 """
 import warnings
 
@@ -80,6 +81,7 @@ def test_offered_only_with_tensor_cores(profile):
                               gmm_mma.MmaEStepSpec)
     off = next(gmm_pass._estep_specs(profile.replace(gmm_mma=0), np.float32, 24, False, 100))
     assert not isinstance(off, gmm_mma.MmaEStepSpec)
+    on = profile.replace(gmm_mma_mstep=1)
     first = next(gmm_pass._mstep_specs(on, np.float32, 24, False))
     assert isinstance(first, gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
     for args in ((np.float32, 24, True), (np.float64, 24, False),
@@ -143,7 +145,7 @@ def test_mstep_matches_the_tiled_kernel(profile, n, d, k):
     got, want = [], []
     for mma, out in ((1, got), (0, want)):
         codegen.forget_plans("gmm")
-        prof = profile.replace(gmm_mma=mma, gmm_distance_tiles=0)
+        prof = profile.replace(gmm_mma=mma, gmm_mma_mstep=mma, gmm_distance_tiles=0)
         gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, chunks=3)
         gp.set_resp(resp)
         out.append(gp.mstep(m.means + 0.25))
@@ -166,10 +168,12 @@ def test_fit_matches_sklearn(profile, d):
         warnings.simplefilter("ignore", ConvergenceWarning)
         sk = SkGMM(k, covariance_type="diag", tol=0, max_iter=8, **start).fit(X)
         ours = oc.GaussianMixture(k, covariance_type="diag", tol=0, max_iter=8,
-                                  devices=oc.DeviceManager([profile.replace(gmm_mma=1)]),
+                                  devices=oc.DeviceManager([profile.replace(
+                                      gmm_mma=1, gmm_mma_mstep=1)]),
                                   **start).fit(X.astype(np.float32))
-    used = [plan[0] for key, plan in codegen.plans("gmm").items()
-            if key[0].term("gmm_mma") and key[2] == "gmm_estep"]
-    assert used and all(isinstance(s, gmm_mma.MmaEStepSpec) == tensor_cores(profile)
-                        for s in used)
+    used = {key[2]: plan[0] for key, plan in codegen.plans("gmm").items()
+            if key[0].term("gmm_mma_mstep") and key[1] is not None and key[1].d == d}
+    assert isinstance(used["gmm_estep"], gmm_mma.MmaEStepSpec) == tensor_cores(profile)
+    assert isinstance(used["gmm_mstep"], gmm_mma.MmaMStepSpec) == (
+        tensor_cores(profile) and profile.fp64)
     assert_gmm_parity(ours, sk, X, np.float32)
