@@ -39,6 +39,7 @@ class MmaEStepSpec(Spec):
     mt: int = 1
     tn: int = CHUNK
     tm: int = 128
+    emulate: bool = False
 
     @property
     def rows(self):
@@ -47,15 +48,17 @@ class MmaEStepSpec(Spec):
 
     def local_bytes(self):
         floats = max(2 * self.tn * (2 * self.dp + 4), self.tm * 16)
-        return (floats + self.tm) * 4 + self.wg * 8
+        return (floats + self.tm) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
 
 
-def estep_specs(profile, dtype, d, k):
+def estep_specs(profile, dtype, d, k, emulate=False):
     """The tensor-core E kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores (else nothing: gmm.py's kernels
     serve).  Rows: one m16 tile a warp at dp > 64, two below (a warp's
-    x' values take dp / 2 registers a tile); work-groups of 8 warps, then 4."""
-    if np.dtype(dtype) != np.float32 or d > MAX_D or not tensor_cores(profile):
+    x' values take dp / 2 registers a tile); work-groups of 8 warps, then 4.
+    *emulate*: the same kernels with the products in plain OpenCL, on any
+    device (tests on CPUs)."""
+    if np.dtype(dtype) != np.float32 or d > MAX_D or not (emulate or tensor_cores(profile)):
         return
     dp = -(-d // 8) * 8
     mt = 1 if dp > 64 else 2
@@ -63,7 +66,8 @@ def estep_specs(profile, dtype, d, k):
     for wg in (256, 128):
         if wg <= profile.max_work_group_size:
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
-                               wg=wg, mt=mt, tn=CHUNK, tm=wg // 32 * 16 * mt)
+                               wg=wg, mt=mt, tn=CHUNK, tm=wg // 32 * 16 * mt,
+                               emulate=emulate)
 
 
 def operands(records, d, dp, kp):
@@ -105,6 +109,7 @@ class MmaMStepSpec(Spec):
     mb: int = 1
     tile: int = 2048
     stage: int = STAGE
+    emulate: bool = False
     reps = 1
 
     @property
@@ -116,16 +121,18 @@ class MmaMStepSpec(Spec):
 
     def local_bytes(self):
         xs, rs = self.dp + (8 - self.dp) % 32, self.stage + 4
-        return (self.stage * xs + self.cb * rs) * 4 + self.cb * 4 * 8
+        return ((self.stage * xs + self.cb * rs) * 4 + self.cb * 4 * 8
+                + (self.wg * 24 if self.emulate else 0))
 
 
-def mstep_specs(profile, dtype, d):
+def mstep_specs(profile, dtype, d, emulate=False):
     """The tensor-core M kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores and fp64 (its partial sums are
     double): per-component N, sum r x' and sum r x'^2 about the E step's
-    shift, made the statistics about the means on the host (GmmPass.mstep)."""
+    shift, made the statistics about the means on the host (GmmPass.mstep).
+    *emulate*: as estep_specs'."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
-            or not tensor_cores(profile)):
+            or not (emulate or tensor_cores(profile))):
         return
     dp = -(-d // 8) * 8
     steps = dp // 8
@@ -135,7 +142,7 @@ def mstep_specs(profile, dtype, d):
     wg = 32 * 2 * g * mb
     if wg <= profile.max_work_group_size:
         yield MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
-                           ntw=ntw, mb=mb)
+                           ntw=ntw, mb=mb, emulate=emulate)
 
 
 def shift_of(means, dp):

@@ -9,7 +9,7 @@ small TF32 parts).  gmm_mma.py offers it only where NVIDIA's runtime reports
 tensor cores; gmm_estep.cl.mako serves everywhere else.
 Reads spec: d, dp (d padded to 8), tn (components of a local-memory chunk),
 tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
-tiles a warp owns).  The number of components k is a kernel argument.
+tiles a warp owns), emulate (the products in plain OpenCL: tests on CPUs).  The number of components k is a kernel argument.
 
     log p_j(x) = const_j - 1/2 (sum_c x'_c^2 P_jc + sum_c x'_c (-2 mu'_jc P_jc))
 with x' = x - shift: the GEMM of the rows [x'^2 | x'] and the coefficient
@@ -50,6 +50,46 @@ stored as they were made; a global fence orders them).
 #define CHUNK_F4 ${chunk_f4}            /* float4 of a chunk's coefficients */
 #define CHUNK_LOCAL (TN * ROWW)
 
+% if emulate:
+<%include file="tf32_split.cl"/>
+/* emulate: the m16n8k8 product through local memory (the fragments' PTX
+   layout), so that CPU runtimes run the kernel's every other line; every
+   work-item of the group reaches every MMA (no MMA under a branch) */
+#define MMA(d, a0, a1, a2, a3, b0, b1) \
+    mma_emulated(&d##0, &d##1, &d##2, &d##3, a0, a1, a2, a3, b0, b1, emulated + warp * 192, lane)
+inline void mma_emulated(float *d0, float *d1, float *d2, float *d3, const uint a0,
+                         const uint a1, const uint a2, const uint a3, const uint b0,
+                         const uint b1, __local uint *s, const int lane)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    s[lane * 6] = a0;
+    s[lane * 6 + 1] = a1;
+    s[lane * 6 + 2] = a2;
+    s[lane * 6 + 3] = a3;
+    s[lane * 6 + 4] = b0;
+    s[lane * 6 + 5] = b1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int gq = lane / 4, tq = lane % 4;
+    /* A[r][c]: lane (r % 8) * 4 + c % 4, register a0 / a1 (r >= 8) / a2 (c >= 4) / a3;
+       B[c][col]: lane col * 4 + c % 4, register b0 / b1 (c >= 4) */
+    for (int c = 0; c < 8; ++c) {
+        const float lo = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 2 : 0)]);
+        const float hi = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 3 : 1)]);
+        const float e0 = as_float(s[((2 * tq) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
+        const float e1 = as_float(s[((2 * tq + 1) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
+        *d0 = fma(lo, e0, *d0);
+        *d1 = fma(lo, e1, *d1);
+        *d2 = fma(hi, e0, *d2);
+        *d3 = fma(hi, e1, *d3);
+    }
+}
+
+/* v rounded to TF32, nearest, ties away */
+inline uint tf32(const float v)
+{
+    return tf32_bits(v);
+}
+% else:
 /* d##0 ... d##3 += A (a0..a3) x B (b0, b1), one m16n8k8 product */
 #define MMA(d, a0, a1, a2, a3, b0, b1) \
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 " \
@@ -64,6 +104,7 @@ inline uint tf32(const float v)
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
     return r;
 }
+% endif
 
 /* big and small TF32 parts of v */
 #define SPLIT(b, s, v) const uint b = tf32(v), s = tf32((v) - as_float(b))
@@ -85,6 +126,9 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
     const int lid = get_local_id(0);
     const int lane = lid % 32, warp = lid / 32;
     const int gq = lane / 4, tq = lane % 4;      /* the fragments' row group, thread */
+% if emulate:
+    __local uint emulated[WG * 6];
+% endif
     const long g = get_group_id(0), groups = get_num_groups(0);
     /* two chunks of coefficients; once a tile's last chunk is read, the
        lanes' partial log-sum-exps (TM x 4 lanes x 4) */

@@ -10,7 +10,8 @@ offers this kernel only where NVIDIA's runtime reports tensor cores, and
 gmm_mstep.cl.mako / gmm_mstep_rowwise.cl.mako serve everywhere else.
 Reads spec: d, dp (d padded to 8), wg, g (column groups of a half: x' or
 x'^2), ntw (n8 column tiles a warp owns), mb (m16 component tiles a
-work-group: cb = 16 mb components), stage (rows a local-memory stage).
+work-group: cb = 16 mb components), stage (rows a local-memory stage),
+emulate (the products in plain OpenCL: tests on CPUs).
 
 A work-group owns one chunk of rows (slab) and one block of cb components
 (group id = chunk * blocks + block; k, the number of components, is a
@@ -45,6 +46,46 @@ reduce_partials.
 #define NTW ${ntw}
 #define SZ (1 + 2 * D)
 
+% if emulate:
+<%include file="tf32_split.cl"/>
+/* emulate: the m16n8k8 product through local memory (the fragments' PTX
+   layout), so that CPU runtimes run the kernel's every other line; every
+   work-item of the group reaches every MMA (no MMA under a branch) */
+#define MMA(d, a0, a1, a2, a3, b0, b1) \
+    mma_emulated(&d##0, &d##1, &d##2, &d##3, a0, a1, a2, a3, b0, b1, emulated + warp * 192, lane)
+inline void mma_emulated(float *d0, float *d1, float *d2, float *d3, const uint a0,
+                         const uint a1, const uint a2, const uint a3, const uint b0,
+                         const uint b1, __local uint *s, const int lane)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    s[lane * 6] = a0;
+    s[lane * 6 + 1] = a1;
+    s[lane * 6 + 2] = a2;
+    s[lane * 6 + 3] = a3;
+    s[lane * 6 + 4] = b0;
+    s[lane * 6 + 5] = b1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int gq = lane / 4, tq = lane % 4;
+    /* A[r][c]: lane (r % 8) * 4 + c % 4, register a0 / a1 (r >= 8) / a2 (c >= 4) / a3;
+       B[c][col]: lane col * 4 + c % 4, register b0 / b1 (c >= 4) */
+    for (int c = 0; c < 8; ++c) {
+        const float lo = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 2 : 0)]);
+        const float hi = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 3 : 1)]);
+        const float e0 = as_float(s[((2 * tq) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
+        const float e1 = as_float(s[((2 * tq + 1) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
+        *d0 = fma(lo, e0, *d0);
+        *d1 = fma(lo, e1, *d1);
+        *d2 = fma(hi, e0, *d2);
+        *d3 = fma(hi, e1, *d3);
+    }
+}
+
+/* v rounded to TF32, nearest, ties away */
+inline uint tf32(const float v)
+{
+    return tf32_bits(v);
+}
+% else:
 /* d##0 ... d##3 += A (a0..a3) x B (b0, b1), one m16n8k8 product */
 #define MMA(d, a0, a1, a2, a3, b0, b1) \
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 " \
@@ -59,6 +100,7 @@ inline uint tf32(const float v)
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
     return r;
 }
+% endif
 
 /* big and small TF32 parts of v */
 #define SPLIT(b, s, v) const uint b = tf32(v), s = tf32((v) - as_float(b))
@@ -74,6 +116,9 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     const int lid = get_local_id(0);
     const int lane = lid % 32, warp = lid / 32;
     const int gq = lane / 4, tq = lane % 4;      /* the fragments' row group, thread */
+% if emulate:
+    __local uint emulated[WG * 6];
+% endif
     const int blocks = (k + CB - 1) / CB;
     const long g = get_group_id(0);
     const int j0 = (int)(g % blocks) * CB;       /* the block's first component */
@@ -116,8 +161,8 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
             SPLIT(ab2, as2, a2);
             SPLIT(ab3, as3, a3);
   % for t in range(ntw):
-            if (t0 + ${t} < STEPS) {   /* uniform over the warp */
-                const int c = (t0 + ${t}) * 8 + gq;
+            {   /* a tile past STEPS (ragged groups) reads column DP - 1: unwritten */
+                const int c = min((t0 + ${t}) * 8 + gq, DP - 1);
                 float v0 = xl[(${8 * s} + tq) * XS + c], v1 = xl[(${8 * s + 4} + tq) * XS + c];
                 if (sq) {
                     v0 *= v0;
