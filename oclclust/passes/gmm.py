@@ -19,7 +19,8 @@ import pyopencl.array as cla
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
-from . import gmm_mma
+from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, estep_specs as mma_estep_specs,
+                      mstep_specs as mma_mstep_specs, operands, shift_of)
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import partial_buffer, reduce_partials
 
@@ -155,7 +156,7 @@ def _estep_specs(profile, dtype, d, full, k=1):
     both runtimes).  The tensor-core kernel (gmm_mma.py) before all where
     the profile asks (gmm_mma) and the device, dtype and d allow."""
     if not full and profile.terms(GmmTerms).mma:
-        yield from gmm_mma.estep_specs(profile, dtype, d, k)
+        yield from mma_estep_specs(profile, dtype, d, k)
     if not full and profile.terms(GmmTerms).distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize
@@ -181,7 +182,7 @@ def _mstep_specs(profile, dtype, d, full):
     tensor-core kernel (gmm_mma.py) before all where the profile asks
     (gmm_mma_mstep) and the device, dtype and d allow."""
     if not full and profile.terms(GmmTerms).mma_mstep:
-        yield from gmm_mma.mstep_specs(profile, dtype, d)
+        yield from mma_mstep_specs(profile, dtype, d)
     limit = min(profile.max_work_group_size, 256)
     cpu = profile.type == "cpu"
     if cpu and d <= (32 if full else 64) and limit >= 16:
@@ -236,12 +237,12 @@ class GmmPass:
         self.part_ll = partial_buffer(q, self.groups, 1, part.acc_double)
         self.part_bad = cla.empty(q, self.groups, np.int32)
         self.resp = None
-        self.mma = isinstance(self.espec, gmm_mma.MmaEStepSpec)
+        self.mma = isinstance(self.espec, MmaEStepSpec)
         if self.mma:   # the GEMM form's operands (gmm_mma.operands)
             self.coefs = cla.empty(q, self.espec.kp * 2 * self.espec.dp, np.float32)
             self.consts = cla.empty(q, self.espec.kp, np.float32)
             self.shift = cla.empty(q, self.espec.dp, np.float32)
-        self.mma_m = isinstance(self.mspec, gmm_mma.MmaMStepSpec)
+        self.mma_m = isinstance(self.mspec, MmaMStepSpec)
         if self.mma_m:   # the M kernel's sums are about a shift of its own
             self.mshift = cla.empty(q, self.mspec.dp, np.float32)
         if chunks is None:
@@ -274,7 +275,7 @@ class GmmPass:
         k = records.shape[0]
         spec = self.espec
         if self.mma:
-            coefs, consts, shift = gmm_mma.operands(records, part.d, spec.dp, spec.kp)
+            coefs, consts, shift = operands(records, part.d, spec.dp, spec.kp)
             self.coefs.set(coefs.ravel(), q)
             self.consts.set(consts, q)
             self.shift.set(shift, q)
@@ -297,7 +298,7 @@ class GmmPass:
         part, q, spec = self.part, self.part.queue, self.mspec
         k = means.shape[0]
         if self.mma_m:
-            shift = gmm_mma.shift_of(means, spec.dp)
+            shift = shift_of(means, spec.dp)
             self.mshift.set(shift, q)
             about = self.mshift
         else:
@@ -312,7 +313,7 @@ class GmmPass:
         # the kernel packs the slabs for this k (Kahan: then the compensations)
         stats = reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
                                 part.acc_double).reshape(k, -1)
-        return gmm_mma.central_stats(stats, means, shift) if self.mma_m else stats
+        return central_stats(stats, means, shift) if self.mma_m else stats
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their

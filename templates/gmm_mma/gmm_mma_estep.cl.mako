@@ -9,7 +9,8 @@ small TF32 parts).  gmm_mma.py offers it only where NVIDIA's runtime reports
 tensor cores; gmm_estep.cl.mako serves everywhere else.
 Reads spec: d, dp (d padded to 8), tn (components of a local-memory chunk),
 tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
-tiles a warp owns), emulate (the products in plain OpenCL: tests on CPUs).  The number of components k is a kernel argument.
+tiles a warp owns), emulate (the products in plain OpenCL: tests on CPUs).
+The number of components k is a kernel argument.
 
     log p_j(x) = const_j - 1/2 (sum_c x'_c^2 P_jc + sum_c x'_c (-2 mu'_jc P_jc))
 with x' = x - shift: the GEMM of the rows [x'^2 | x'] and the coefficient
