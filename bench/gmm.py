@@ -23,10 +23,23 @@ beside scikit-learn's (they should agree to ~1e-5 relative).
     python bench/gmm.py                                   # 1M x 24, K=100, full and diag
     python bench/gmm.py --quick                           # small, for CI
     python3 bench/gmm.py --devices NVIDIA                 # on the GPU host
+    python3 bench/gmm.py --devices NVIDIA --n 1000000 --d 128 --k 1024 --cov diag \
+        --no-sklearn --variants per-point,mma-e,mma --parts   # old and new, one run
+
+--variants: the kernels to compare (profiles' gmm_mma, gmm_mma_mstep terms):
+"default" (the devices' profiles as they are), "per-point" (both 0: the
+portable E and M kernels), "mma-e" (the tensor-core diag E step where the
+device has tensor cores) and "mma" (its M-step statistics too).  --precision: the estimators' precision modes to run.  --parts: the
+E and M passes alone (GmmPass on the first device, the data resident; the
+median of 5) beside each fit.
 """
 import argparse
+import statistics
 import sys
+import time
 import warnings
+
+import numpy as np
 
 from _common import DEFAULT_BASELINES, baselines, import_oclclust, seconds
 
@@ -43,6 +56,43 @@ def fit(cls, X, iters, cov, init, **kw):
         return seconds(gm.fit, X)
 
 
+def parts(oc, profile, X, cov, init, repeats=5):
+    """(E s, M s, E kernel spec) of one E and one M pass on *profile*'s
+    device, the data resident: medians of *repeats* after one untimed pass."""
+    from oclclust.cluster import mdl
+    from oclclust.passes.gmm import GmmPass
+    from oclclust.runtime.partition import DevicePartition
+    w0, m0, p0 = init
+    full = cov == "full"
+    chol = mdl.cholesky_of_precisions(p0, full)
+    cov_ = np.linalg.inv(p0) if full else 1.0 / p0
+    records = mdl.records(mdl.Model(w0, m0, cov_, chol), full)
+    gp = GmmPass(DevicePartition(profile, X), len(w0), full)
+    times = {"E": [], "M": []}
+    for r in range(repeats + 1):
+        t = time.perf_counter()
+        gp.estep(records)
+        gp.part.queue.finish()
+        e = time.perf_counter() - t
+        t = time.perf_counter()
+        gp.mstep(m0)
+        gp.part.queue.finish()
+        if r:
+            times["E"].append(e)
+            times["M"].append(time.perf_counter() - t)
+    return statistics.median(times["E"]), statistics.median(times["M"]), gp.espec
+
+
+def variant_devices(oc, devices, variant):
+    """The devices with the E kernel of *variant* (see the module doc)."""
+    if variant == "default":
+        return devices
+    profiles = oc.select_devices(devices)
+    terms = {"per-point": (0, 0), "mma-e": (1, 0), "mma": (1, 1)}[variant]
+    return oc.DeviceManager([p.replace(gmm_mma=terms[0], gmm_mma_mstep=terms[1])
+                             for p in profiles])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--devices", default=None, help="oclclust devices (default: all / "
@@ -57,6 +107,11 @@ def main(argv=None):
     ap.add_argument("--sk-dtype", default="float64", choices=["float32", "float64"])
     ap.add_argument("--no-sklearn", action="store_true")
     ap.add_argument("--baselines", default=str(DEFAULT_BASELINES))
+    ap.add_argument("--variants", default="default",
+                    help="kernels: default, per-point, mma-e, mma (comma-separated)")
+    ap.add_argument("--precision", default="float32",
+                    help="precision modes (float32, tf32, bf16; comma-separated)")
+    ap.add_argument("--parts", action="store_true", help="time the E and M passes alone")
     ap.add_argument("--quick", action="store_true",
                     help="n=20000, d=8, K=16, 4 iterations (CI smoke run)")
     args = ap.parse_args(argv)
@@ -72,31 +127,42 @@ def main(argv=None):
     print(f"GaussianMixture EM: n={args.n} d={args.d} K={args.k}, oclclust {args.dtype} "
           f"{args.iters} it, scikit-learn {args.sk_dtype} {args.sk_iters} it", flush=True)
     rows = []
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    precisions = [v.strip() for v in args.precision.split(",") if v.strip()]
     for cov in [c.strip() for c in args.cov.split(",") if c.strip()]:
-        init = data.gmm_init(X, args.k, cov)
-        kw = dict(devices=args.devices)
+      init = data.gmm_init(X, args.k, cov)
+      for variant in variants:
+       for precision in precisions:
+        devs = variant_devices(oc, args.devices, variant)
+        kw = dict(devices=devs, precision=precision)
         fit(oc.GaussianMixture, X, 1, cov, init, **kw)              # builds
         t1, _ = fit(oc.GaussianMixture, X, 1, cov, init, **kw)
         t, gm = fit(oc.GaussianMixture, X, args.iters, cov, init, **kw)
         em = (t - t1) / (args.iters - 1)
         device = ", ".join(gm.devices_)
-        first = oc.select_devices(args.devices)
+        first = devs.profiles if hasattr(devs, "profiles") else oc.select_devices(devs)
         first = oc.runtime.devices.preferred(first)[0]
         Xd = cla.to_device(first.queue(), X)
-        fit(oc.GaussianMixture, Xd, 1, cov, init)
-        tr, _ = fit(oc.GaussianMixture, Xd, args.iters, cov, init)
+        fit(oc.GaussianMixture, Xd, 1, cov, init, devices=[first], precision=precision)
+        tr, _ = fit(oc.GaussianMixture, Xd, args.iters, cov, init, devices=[first],
+                    precision=precision)
         del Xd
-        row = dict(cov=cov, ocl=t / gm.n_iter_, em=em, res=tr / args.iters, device=device,
-                   sk=None)
+        label = f"{cov} {variant} {precision}"
+        row = dict(cov=cov, label=label, ocl=t / gm.n_iter_, em=em, res=tr / args.iters,
+                   device=device, sk=None)
+        if args.parts:
+            e, m, spec = parts(oc, first, X, cov, init)
+            print(f"  {label}: E pass {e:.5f} s, M pass {m:.5f} s, E kernel "
+                  f"{type(spec).__name__} {spec}", flush=True)
         if not args.no_sklearn:
             from sklearn.mixture import GaussianMixture
             ts, sk = fit(GaussianMixture, X.astype(args.sk_dtype), args.sk_iters, cov, init)
             _, same = fit(oc.GaussianMixture, X, args.sk_iters, cov, init, **kw)
             row.update(sk=ts / sk.n_iter_, lb=(same.lower_bound_, sk.lower_bound_))
         rows.append(row)
-        print(f"  {cov}: done on {device}", flush=True)
+        print(f"  {label}: done on {device}", flush=True)
     print()
-    head = f"{'cov':5} {'oclclust s/iter':>16} {'EM s/it':>10} {'resident':>10} " \
+    head = f"{'cov variant precision':26} {'oclclust s/iter':>16} {'EM s/it':>10} {'resident':>10} " \
            f"{'sklearn s/iter':>15} {'speedup':>9} {'(EM)':>9} {'(res.)':>9}  " \
            "lower bounds (oclclust / sklearn, same iters)"
     print(head)
@@ -106,7 +172,7 @@ def main(argv=None):
         sp = (f"{sk / r['ocl']:9.1f} {sk / r['em']:9.1f} {sk / r['res']:9.1f}" if sk
               else f"{'-':>9} {'-':>9} {'-':>9}")
         lb = f"{r['lb'][0]:.8g} / {r['lb'][1]:.8g}" if sk else ""
-        print(f"{r['cov']:5} {r['ocl']:16.5f} {r['em']:10.5f} {r['res']:10.5f} "
+        print(f"{r['label']:26} {r['ocl']:16.5f} {r['em']:10.5f} {r['res']:10.5f} "
               f"{(f'{sk:.3f}' if sk else '-'):>15} {sp}  {lb}")
     if (args.n, args.d, args.k) == (1_000_000, 24, 100):
         for r in rows:

@@ -54,8 +54,9 @@ class GaussianMixture(DensityMixin, KCluster):
     (``mdl_path_``, ``n_components_``; "full" and "diag" only).  ``warm_start``:
     each fit goes on from the last one's parameters (one init, scikit-learn's
     rule).  ``devices``, ``dtype``, ``comm``: as in KMeans.
-    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the E step
-    has no tensor-core path yet, so every mode runs as "float32" (the same
+    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the diag
+    E and M steps' tensor-core kernels (passes/gmm_mma.py, NVIDIA) are 3xTF32
+    and have no faster mode yet, so every mode runs as "float32" (the same
     model, bit for bit).
     """
 

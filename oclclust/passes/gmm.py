@@ -19,6 +19,8 @@ import pyopencl.array as cla
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
+from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, estep_specs as mma_estep_specs,
+                      mstep_specs as mma_mstep_specs, operands, shift_of)
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import partial_buffer, reduce_partials
 
@@ -27,8 +29,12 @@ from ..runtime.reduce import partial_buffer, reduce_partials
 @dataclasses.dataclass(frozen=True)
 class GmmTerms:
     """distance_tiles 1: the diagonal E-step's distances as register tiles
-    (TileTerms) first."""
+    (TileTerms) first.  mma 1: the diagonal E-step on NVIDIA tensor cores
+    (gmm_mma.py) first where the device has them; mma_mstep 1: the
+    diagonal M-step statistics there too."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
+    mma: int = term("gmm_mma", 0, 1)
+    mma_mstep: int = term("gmm_mma_mstep", 0, 1)
 
 
 # ------------------------------------------------------------ kernel specs
@@ -147,7 +153,10 @@ def _estep_specs(profile, dtype, d, full, k=1):
     tiled kernel first.  GPUs: records staged in local memory, two points
     per work-item.  CPUs: small groups reading the records from memory (their
     caches serve; 2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on
-    both runtimes)."""
+    both runtimes).  The tensor-core kernel (gmm_mma.py) before all where
+    the profile asks (gmm_mma) and the device, dtype and d allow."""
+    if not full and profile.terms(GmmTerms).mma:
+        yield from mma_estep_specs(profile, dtype, d, k)
     if not full and profile.terms(GmmTerms).distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize
@@ -169,7 +178,11 @@ def _mstep_specs(profile, dtype, d, full):
     """GPUs: ~64 work-items, each a small register block (2 tb local reads
     feed tb^2 fmas).  CPUs: a work-item per component (2 EPYC cores, 20k x
     24, K=100: ~10x the tiled kernel), else (larger d) few work-items with
-    large blocks and long tiles (1.5-3x the GPU shape there)."""
+    large blocks and long tiles (1.5-3x the GPU shape there).  The
+    tensor-core kernel (gmm_mma.py) before all where the profile asks
+    (gmm_mma_mstep) and the device, dtype and d allow."""
+    if not full and profile.terms(GmmTerms).mma_mstep:
+        yield from mma_mstep_specs(profile, dtype, d)
     limit = min(profile.max_work_group_size, 256)
     cpu = profile.type == "cpu"
     if cpu and d <= (32 if full else 64) and limit >= 16:
@@ -224,6 +237,14 @@ class GmmPass:
         self.part_ll = partial_buffer(q, self.groups, 1, part.acc_double)
         self.part_bad = cla.empty(q, self.groups, np.int32)
         self.resp = None
+        self.mma = isinstance(self.espec, MmaEStepSpec)
+        if self.mma:   # the GEMM form's operands (gmm_mma.operands)
+            self.coefs = cla.empty(q, self.espec.kp * 2 * self.espec.dp, np.float32)
+            self.consts = cla.empty(q, self.espec.kp, np.float32)
+            self.shift = cla.empty(q, self.espec.dp, np.float32)
+        self.mma_m = isinstance(self.mspec, MmaMStepSpec)
+        if self.mma_m:   # the M kernel's sums are about a shift of its own
+            self.mshift = cla.empty(q, self.mspec.dp, np.float32)
         if chunks is None:
             target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
             per_chunk = self.mspec.groups_per_chunk(k)
@@ -252,12 +273,20 @@ class GmmPass:
         """Run the E kernel for the k x CP *records*; (sum of log p(x), bad rows)."""
         part, q = self.part, self.part.queue
         k = records.shape[0]
-        self.params[:records.size].set(np.ascontiguousarray(records, part.dtype).ravel(), q)
         spec = self.espec
+        if self.mma:
+            coefs, consts, shift = operands(records, part.d, spec.dp, spec.kp)
+            self.coefs.set(coefs.ravel(), q)
+            self.consts.set(consts, q)
+            self.shift.set(shift, q)
+            params = (self.coefs.data, self.consts.data, self.shift.data)
+        else:
+            self.params[:records.size].set(np.ascontiguousarray(records, part.dtype).ravel(), q)
+            params = (self.params.data,)
         groups, tiles = self._groups(spec)
         resp = self._resp(k) if store_resp else self.lse   # (not written)
         self.ekernel(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
-                     np.int64(part.stride), self.params.data, np.int32(k), self.lse.data,
+                     np.int64(part.stride), *params, np.int32(k), self.lse.data,
                      self.labels.data, np.int32(store_resp), resp.data,
                      self.part_ll.data, self.part_bad.data, np.int64(tiles))
         ll = self.part_ll.get(q).astype(np.float64)
@@ -268,16 +297,23 @@ class GmmPass:
         """The M kernel on the responsibilities in place: k x SZ float64 stats."""
         part, q, spec = self.part, self.part.queue, self.mspec
         k = means.shape[0]
-        self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
+        if self.mma_m:
+            shift = shift_of(means, spec.dp)
+            self.mshift.set(shift, q)
+            about = self.mshift
+        else:
+            self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
+            about = self.means
         rows = -(-part.n // self.chunks)
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
                      part.x.data,
                      np.int64(part.n), np.int64(part.stride), self._resp(k).data,
-                     self.means.data, np.int32(k), np.int64(rows), self.part_stats.data)
+                     about.data, np.int32(k), np.int64(rows), self.part_stats.data)
         size = k * stats_size(part.d, self.full)
         # the kernel packs the slabs for this k (Kahan: then the compensations)
-        return reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
-                               part.acc_double).reshape(k, -1)
+        stats = reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
+                                part.acc_double).reshape(k, -1)
+        return central_stats(stats, means, shift) if self.mma_m else stats
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their

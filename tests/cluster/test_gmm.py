@@ -108,10 +108,10 @@ def test_tiled_diag_estep_equals_per_point(profile, tiles, d):
     every point's lse, label and responsibilities are the per-point kernel's
     bit for bit, the log-likelihood equal to rounding."""
     tm, tn, rm, rn, kc, vw = tiles
-    tiled = profile.replace(gmm_distance_tiles=1, lloyd_tile_rows=tm,
+    tiled = profile.replace(gmm_distance_tiles=1, gmm_mma=0, lloyd_tile_rows=tm,
                             lloyd_tile_centroids=tn, lloyd_reg_rows=rm,
                             lloyd_reg_centroids=rn, lloyd_depth=kc, lloyd_vector_width=vw)
-    plain = profile.replace(gmm_distance_tiles=0)
+    plain = profile.replace(gmm_distance_tiles=0, gmm_mma=0)   # (mma: test_gmm_mma.py)
     k, rng = 13, np.random.RandomState(d)
     X = (rng.randn(203, d) * 3).astype(np.float32)
     cov = rng.uniform(0.5, 2, (k, d))
@@ -134,7 +134,7 @@ def test_tiled_diag_estep_equals_per_point(profile, tiles, d):
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 def test_tiled_diag_fit_equals_sklearn(profile, dtype):
     X, _ = blobs(seed=6)
-    gemm = oc.DeviceManager([profile.replace(gmm_distance_tiles=1)])
+    gemm = oc.DeviceManager([profile.replace(gmm_distance_tiles=1, gmm_mma=0)])
     ours, sk = fit_both(gemm, X, "diag", dtype, **start(X, "diag"))
     used = [plan[0] for key, plan in codegen.plans("gmm").items()
             if isinstance(plan[0], gmm_pass.EStepSpec) and key[0].term("gmm_distance_tiles")]
@@ -313,7 +313,7 @@ def test_gpu_kernel_shapes_on_this_device(profile, cov):
     scikit-learn's."""
     as_gpu = dataclasses.replace(profile, type="gpu", work_group_size=32,
                                  groups_per_compute_unit=2, local_mem_size=16384,
-                                 local_memory_fraction=1.0)
+                                 local_memory_fraction=1.0).replace(gmm_mma=0)
     rng = np.random.RandomState(3)
     n, d, k = 600, 24, 12
     X = rng.uniform(-6, 6, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))

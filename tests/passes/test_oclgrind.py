@@ -166,8 +166,9 @@ def test_no_oclgrind_reports(driver_run):
 
 
 # inline PTX for NVIDIA tensor cores: no other runtime builds them;
-# tests/passes/test_lloyd_mma.py runs them on NVIDIA GPUs
-NVIDIA_ONLY = {"lloyd_mma_assign.cl.mako"}
+# tests/passes/test_lloyd_mma.py and test_gmm_mma.py run them on NVIDIA GPUs
+# (test_gmm_mma.py also runs the gmm_mma kernels emulated on every runtime)
+NVIDIA_ONLY = {"lloyd_mma_assign.cl.mako", "gmm_mma_estep.cl.mako", "gmm_mma_mstep.cl.mako"}
 
 
 def test_every_template_is_exercised(tmp_path_factory):

@@ -1,0 +1,166 @@
+"""Planning of the tensor-core diagonal GMM E-step (templates/gmm_mma/
+gmm_mma_estep.cl.mako): the log-densities as one GEMM on NVIDIA tensor
+cores, 3xTF32 as the "mma" Lloyd variant's (lloyd_mma.py), with the
+per-point and tiled E kernels of gmm.py beside it for every other device,
+dtype, covariance and shape.
+
+A diagonal component's Mahalanobis term is a GEMM shape (scikit-learn's
+_estimate_log_gaussian_prob uses the same expansion):
+    sum_c P_jc (x_c - mu_jc)^2 = sum_c x'_c^2 P_jc - 2 sum_c x'_c mu'_jc P_jc
+                                 + sum_c mu'_jc^2 P_jc,
+P_j = u_j^2 (u the precision Cholesky diagonal), x' = x - s and mu' = mu - s
+about one shift s (the components' mean of means): the expansion cancels
+digits as |x'| grows against |x' - mu'|, and the shift keeps |x'| at the
+data's spread instead of its distance from the origin.  The host makes the
+kp x 2dp coefficients [P | -2 mu' P] and the constants c_j - 1/2 sum mu'^2 P
+in float64 (then float32): k x 2d values, no larger than the records it
+already uploads.
+"""
+import dataclasses
+
+import numpy as np
+
+from ..runtime.codegen import Spec
+from .lloyd_mma import tensor_cores
+
+MAX_D = 128       # a warp's rows stay in registers as raw floats: dp / 2 a m16 tile
+CHUNK = 16        # components of a local-memory chunk (two copies at d=128: 33 KB)
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaEStepSpec(Spec):
+    """The tensor-core E kernel: wg work-items (wg / 32 warps), each warp mt
+    m16 row tiles (tm rows a work-group tile), chunks of tn components."""
+    template = "gmm_mma_estep.cl.mako"
+    d: int = 1
+    dp: int = 8
+    kp: int = 16
+    wg: int = 256
+    mt: int = 1
+    tn: int = CHUNK
+    tm: int = 128
+    emulate: bool = False
+
+    @property
+    def rows(self):
+        """Points of a work-group tile (GmmPass._groups)."""
+        return self.tm
+
+    def local_bytes(self):
+        floats = max(2 * self.tn * (2 * self.dp + 4), self.tm * 16)
+        return (floats + self.tm) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
+
+
+def estep_specs(profile, dtype, d, k, emulate=False):
+    """The tensor-core E kernel for diagonal float32 data of at most MAX_D
+    dimensions on a device with tensor cores (else nothing: gmm.py's kernels
+    serve).  Rows: one m16 tile a warp at dp > 64, two below (a warp's
+    x' values take dp / 2 registers a tile); work-groups of 8 warps, then 4.
+    *emulate*: the same kernels with the products in plain OpenCL, on any
+    device (tests on CPUs)."""
+    if np.dtype(dtype) != np.float32 or d > MAX_D or not (emulate or tensor_cores(profile)):
+        return
+    dp = -(-d // 8) * 8
+    mt = 1 if dp > 64 else 2
+    kp = -(-k // CHUNK) * CHUNK
+    for wg in (256, 128):
+        if wg <= profile.max_work_group_size:
+            yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
+                               wg=wg, mt=mt, tn=CHUNK, tm=wg // 32 * 16 * mt,
+                               emulate=emulate)
+
+
+def operands(records, d, dp, kp):
+    """(coefs kp x 2dp, consts kp, shift dp), float32, from the k x (1 + 2d)
+    diagonal *records* (gmm.record_size: c_j, mu_j, u_j): coefficient rows
+    [P_j | -2 mu'_j P_j] (zero past d and past k), consts c_j - 1/2 sum
+    mu'_j^2 P_j, the shift s the mean of the means (zero past d)."""
+    records = np.asarray(records, np.float64)
+    k = records.shape[0]
+    c, mu, u = records[:, 0], records[:, 1:1 + d], records[:, 1 + d:1 + 2 * d]
+    prec = u * u
+    shift = mu.mean(axis=0)
+    centred = mu - shift
+    coefs = np.zeros((kp, 2 * dp), np.float32)
+    coefs[:k, :d] = prec
+    coefs[:k, dp:dp + d] = -2.0 * centred * prec
+    consts = np.zeros(kp, np.float32)
+    consts[:k] = c - 0.5 * (centred * centred * prec).sum(axis=1)
+    padded = np.zeros(dp, np.float32)
+    padded[:d] = shift
+    return coefs, consts, padded
+
+
+STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaMStepSpec(Spec):
+    """The tensor-core M kernel (gmm_mma_mstep.cl.mako): a work-group per
+    (chunk of rows, block of cb = 16 mb components); each warp one m16
+    component tile and ntw n8 column tiles of one half (x' or x'^2), g
+    column groups a half.  tile: the fewest rows a chunk is given."""
+    template = "gmm_mma_mstep.cl.mako"
+    d: int = 1
+    dp: int = 8
+    wg: int = 256
+    g: int = 1
+    ntw: int = 1
+    mb: int = 1
+    tile: int = 2048
+    stage: int = STAGE
+    emulate: bool = False
+    reps = 1
+
+    @property
+    def cb(self):
+        return 16 * self.mb
+
+    def groups_per_chunk(self, k):
+        return -(-k // self.cb)
+
+    def local_bytes(self):
+        xs, rs = self.dp + (8 - self.dp) % 32, self.stage + 4
+        return ((self.stage * xs + self.cb * rs) * 4 + self.cb * 4 * 8
+                + (self.wg * 24 if self.emulate else 0))
+
+
+def mstep_specs(profile, dtype, d, emulate=False):
+    """The tensor-core M kernel for diagonal float32 data of at most MAX_D
+    dimensions on a device with tensor cores and fp64 (its partial sums are
+    double): per-component N, sum r x' and sum r x'^2 about the E step's
+    shift, made the statistics about the means on the host (GmmPass.mstep).
+    *emulate*: as estep_specs'."""
+    if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
+            or not (emulate or tensor_cores(profile))):
+        return
+    dp = -(-d // 8) * 8
+    steps = dp // 8
+    g = -(-steps // 8)
+    ntw = -(-steps // g)
+    mb = max(1, 8 // (2 * g))
+    wg = 32 * 2 * g * mb
+    if wg <= profile.max_work_group_size:
+        yield MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
+                           ntw=ntw, mb=mb, emulate=emulate)
+
+
+def shift_of(means, dp):
+    """The shift the M kernel's sums are taken about: the means' mean, float32,
+    zero past d (as operands' for the E step)."""
+    means = np.asarray(means, np.float64)
+    out = np.zeros(dp, np.float32)
+    out[:means.shape[1]] = means.mean(axis=0)
+    return out
+
+
+def central_stats(raw, means, shift):
+    """[N, S1, S2] about *means* (gmm_mstep.cl.mako's statistics, k x (1 + 2d)
+    float64) from the M kernel's reduced [N, sum r x', sum r x'^2] (x' = x -
+    shift): S1 = Sx - N mu', S2 = Sxx - 2 mu' Sx + N mu'^2, mu' = mu - shift."""
+    means = np.asarray(means, np.float64)
+    d = means.shape[1]
+    n = raw[:, :1]
+    sx, sxx = raw[:, 1:1 + d], raw[:, 1 + d:1 + 2 * d]
+    mu = means - shift[:d].astype(np.float64)
+    return np.concatenate([n, sx - n * mu, sxx - 2 * mu * sx + n * mu * mu], axis=1)

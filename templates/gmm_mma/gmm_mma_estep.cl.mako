@@ -1,0 +1,354 @@
+<%doc>
+The diagonal GMM E-step on NVIDIA tensor cores (compute capability 8 or
+more, float32 data, d <= 128): the outputs (and kernel name) of gmm_estep.cl.mako -- lse,
+labels, responsibilities (component-major), the work-groups' log-likelihood
+sums and bad-row counts -- with the log-densities as one GEMM in inline-PTX
+mma.sync m16n8k8 TF32 products, 3xTF32 as lloyd_mma_assign.cl.mako's
+(x.c = xb.cb + xb.cs + xs.cb, each float split by cvt.rna.tf32 into big and
+small TF32 parts).  gmm_mma.py offers it only where NVIDIA's runtime reports
+tensor cores; gmm_estep.cl.mako serves everywhere else.
+Reads spec: d, dp (d padded to 8), tn (components of a local-memory chunk),
+tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
+tiles a warp owns), emulate (the products in plain OpenCL: tests on CPUs).
+The number of components k is a kernel argument.
+
+    log p_j(x) = const_j - 1/2 (sum_c x'_c^2 P_jc + sum_c x'_c (-2 mu'_jc P_jc))
+with x' = x - shift: the GEMM of the rows [x'^2 | x'] and the coefficient
+rows [P_j | -2 mu'_j P_j] (gmm_mma.operands: the host's float64 made
+float32).  A warp's rows stay in registers as raw x' values (dp / 2 a row
+tile); each chunk's k8 steps split x' and x'^2 into the A fragments, the
+coefficients come from a local-memory chunk of tn components (rows padded
+by 4 floats: conflict-free fragment reads), copied double-buffered -- one
+barrier a chunk -- and split as they are read.  The square and linear
+halves' big products and corrections go to four accumulator sets.
+
+Each lane keeps the online log-sum-exp of gmm_estep.cl.mako (running
+maximum and rescaled sum, the first maximum's component, a NaN flag) of its
+two rows of each m16 tile over its columns, in increasing component order;
+the four lanes of a row are merged in local memory (largest maximum, the
+lowest component among equal maxima, sums rescaled to it), and each row's
+owner finishes as gmm_estep.cl.mako's point_result: lse, label, the
+log-likelihood term; then the whole work-group normalises the tile's
+responsibilities in place, component by component (the log-densities were
+stored as they were made; a global fence orders them).
+</%doc>
+<%inherit file="prelude.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
+<%
+    steps = dp // 8
+    nt = tn // 8
+    roww = 2 * dp + 4
+    chunk_f4 = tn * 2 * dp // 4
+    copy_iters = -(-chunk_f4 // wg)
+    local_floats = max(2 * tn * roww, tm * 16)
+%>
+#define D ${d}
+#define DP ${dp}
+#define TN ${tn}
+#define TM ${tm}
+#define WG ${wg}
+#define ROWW ${roww}                    /* a component's local row: 2 DP + 4 */
+#define CHUNK_F4 ${chunk_f4}            /* float4 of a chunk's coefficients */
+#define CHUNK_LOCAL (TN * ROWW)
+
+% if emulate:
+<%include file="tf32_split.cl"/>
+/* emulate: the m16n8k8 product through local memory (the fragments' PTX
+   layout), so that CPU runtimes run the kernel's every other line; every
+   work-item of the group reaches every MMA (no MMA under a branch) */
+#define MMA(d, a0, a1, a2, a3, b0, b1) \
+    mma_emulated(&d##0, &d##1, &d##2, &d##3, a0, a1, a2, a3, b0, b1, emulated + warp * 192, lane)
+inline void mma_emulated(float *d0, float *d1, float *d2, float *d3, const uint a0,
+                         const uint a1, const uint a2, const uint a3, const uint b0,
+                         const uint b1, __local uint *s, const int lane)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    s[lane * 6] = a0;
+    s[lane * 6 + 1] = a1;
+    s[lane * 6 + 2] = a2;
+    s[lane * 6 + 3] = a3;
+    s[lane * 6 + 4] = b0;
+    s[lane * 6 + 5] = b1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int gq = lane / 4, tq = lane % 4;
+    /* A[r][c]: lane (r % 8) * 4 + c % 4, register a0 / a1 (r >= 8) / a2 (c >= 4) / a3;
+       B[c][col]: lane col * 4 + c % 4, register b0 / b1 (c >= 4) */
+    for (int c = 0; c < 8; ++c) {
+        const float lo = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 2 : 0)]);
+        const float hi = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 3 : 1)]);
+        const float e0 = as_float(s[((2 * tq) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
+        const float e1 = as_float(s[((2 * tq + 1) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
+        *d0 = fma(lo, e0, *d0);
+        *d1 = fma(lo, e1, *d1);
+        *d2 = fma(hi, e0, *d2);
+        *d3 = fma(hi, e1, *d3);
+    }
+}
+
+/* v rounded to TF32, nearest, ties away */
+inline uint tf32(const float v)
+{
+    return tf32_bits(v);
+}
+% else:
+/* d##0 ... d##3 += A (a0..a3) x B (b0, b1), one m16n8k8 product */
+#define MMA(d, a0, a1, a2, a3, b0, b1) \
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 " \
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
+        : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+
+/* v rounded to TF32, nearest, ties away (tf32_split.cl's tf32_bits, one instruction) */
+inline uint tf32(const float v)
+{
+    uint r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(v));
+    return r;
+}
+% endif
+
+/* big and small TF32 parts of v */
+#define SPLIT(b, s, v) const uint b = tf32(v), s = tf32((v) - as_float(b))
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gmm_estep(__global const float *restrict x, const long n, const long stride,
+               __global const float4 *restrict coefs,   /* KP x 2 DP: [P | -2 mu' P] */
+               __global const float *restrict consts,   /* KP */
+               __global const float *restrict shift,    /* DP */
+               const int k,
+               __global float *restrict lse,            /* n */
+               __global int *restrict labels,           /* n */
+               const int store_resp,
+               __global float *restrict resp,           /* k x n (store_resp) */
+               __global acc_t *restrict part_ll,        /* groups (x2 if Kahan) */
+               __global int *restrict part_bad,         /* groups */
+               const long tiles_per_group)
+{
+    const int lid = get_local_id(0);
+    const int lane = lid % 32, warp = lid / 32;
+    const int gq = lane / 4, tq = lane % 4;      /* the fragments' row group, thread */
+% if emulate:
+    __local uint emulated[WG * 6];
+% endif
+    const long g = get_group_id(0), groups = get_num_groups(0);
+    /* two chunks of coefficients; once a tile's last chunk is read, the
+       lanes' partial log-sum-exps (TM x 4 lanes x 4) */
+    __local float lc[${local_floats}];
+    __local float *lane_max = lc, *lane_sum = lc + TM * 4;
+    __local int *lane_best = (__local int *)(lc + TM * 8), *lane_nan = (__local int *)(lc + TM * 12);
+    __local float row_total[TM];      /* each row's lse (NaN: a bad row or past n) */
+    __local acc_t scratch[WG];
+    acc_t ll = 0;
+% if not acc_double:
+    acc_t ll_comp = 0;
+% endif
+    int bad = 0;
+    const int chunks = (k + TN - 1) / TN;
+    const long first = g * tiles_per_group * TM;
+    for (long t = 0; t < tiles_per_group; ++t) {
+        const long base = first + t * TM;
+        if (base >= n)
+            break;                      /* uniform over the group */
+        /* this lane's x' values: rows gq and gq + 8 of each m16 tile,
+           dimensions tq and tq + 4 of each k8 step; zero outside the data */
+% for mi in range(mt):
+  % for s in range(steps):
+        float xr_${mi}_${s}_0, xr_${mi}_${s}_1, xr_${mi}_${s}_2, xr_${mi}_${s}_3;
+  % endfor
+        {
+  % for h in range(2):
+            const long i${h} = base + warp * ${16 * mt} + ${16 * mi + 8 * h} + gq;
+            __global const float *r${h} = x + (i${h} < n ? i${h} : 0) * stride;
+            const int ok${h} = i${h} < n;
+  % endfor
+  % for s in range(steps):
+    % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 4), (1, 4))):
+            {
+                const int c = ${8 * s + kk} + tq;
+                xr_${mi}_${s}_${e} = ok${h} && c < D ? r${h}[c] - shift[c] : 0.0f;
+            }
+    % endfor
+  % endfor
+        }
+% endfor
+% for mi in range(mt):
+  % for r in range(2):
+        float run_max_${mi}_${r} = -INFINITY, run_sum_${mi}_${r} = 0;
+        int best_${mi}_${r} = 0, saw_nan_${mi}_${r} = 0;
+  % endfor
+% endfor
+        /* chunk 0 staged; then each chunk's successor is read into registers
+           while it is multiplied, and stored in the other copy */
+        float4 p[${copy_iters}];
+        for (int u = 0; u < ${copy_iters}; ++u) {
+            const int e = lid + u * WG;
+            if (e < CHUNK_F4)
+                vstore4(coefs[e], 0, lc + (e / (DP / 2)) * ROWW + (e % (DP / 2)) * 4);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int chunk = 0; chunk < chunks; ++chunk) {
+            const int more = chunk + 1 < chunks;
+            if (more) {
+                for (int u = 0; u < ${copy_iters}; ++u) {
+                    const int e = lid + u * WG;
+                    if (e < CHUNK_F4)
+                        p[u] = coefs[(long)(chunk + 1) * CHUNK_F4 + e];
+                }
+            }
+            __local const float *cur = lc + (chunk & 1) * CHUNK_LOCAL;
+% for mi in range(mt):
+  % for ni in range(nt):
+    % for a in ("sqb", "sqf", "lnb", "lnf"):
+            float ${a}_${mi}_${ni}_0 = 0, ${a}_${mi}_${ni}_1 = 0, ${a}_${mi}_${ni}_2 = 0, ${a}_${mi}_${ni}_3 = 0;
+    % endfor
+  % endfor
+% endfor
+% for s in range(steps):
+            {
+  % for mi in range(mt):
+    % for e in range(4):
+                SPLIT(lb_${mi}_${e}, ls_${mi}_${e}, xr_${mi}_${s}_${e});
+                const float v2_${mi}_${e} = xr_${mi}_${s}_${e} * xr_${mi}_${s}_${e};
+                SPLIT(qb_${mi}_${e}, qs_${mi}_${e}, v2_${mi}_${e});
+    % endfor
+  % endfor
+  % for ni in range(nt):
+                {   /* component 8 ni + gq's coefficients of dimensions tq, tq + 4 */
+                    __local const float *bq = cur + (${8 * ni} + gq) * ROWW + ${8 * s} + tq;
+                    const float p0 = bq[0], p1 = bq[4], m0 = bq[DP], m1 = bq[DP + 4];
+                    SPLIT(pb0, ps0, p0);
+                    SPLIT(pb1, ps1, p1);
+                    SPLIT(mb0, ms0, m0);
+                    SPLIT(mb1, ms1, m1);
+    % for mi in range(mt):
+                    MMA(sqb_${mi}_${ni}_, qb_${mi}_0, qb_${mi}_1, qb_${mi}_2, qb_${mi}_3, pb0, pb1);
+                    MMA(lnb_${mi}_${ni}_, lb_${mi}_0, lb_${mi}_1, lb_${mi}_2, lb_${mi}_3, mb0, mb1);
+                    MMA(sqf_${mi}_${ni}_, qb_${mi}_0, qb_${mi}_1, qb_${mi}_2, qb_${mi}_3, ps0, ps1);
+                    MMA(lnf_${mi}_${ni}_, lb_${mi}_0, lb_${mi}_1, lb_${mi}_2, lb_${mi}_3, ms0, ms1);
+                    MMA(sqf_${mi}_${ni}_, qs_${mi}_0, qs_${mi}_1, qs_${mi}_2, qs_${mi}_3, pb0, pb1);
+                    MMA(lnf_${mi}_${ni}_, ls_${mi}_0, ls_${mi}_1, ls_${mi}_2, ls_${mi}_3, mb0, mb1);
+    % endfor
+                }
+  % endfor
+            }
+% endfor
+            /* this lane's components in increasing index (element 0 before 1) */
+% for ni in range(nt):
+            {
+                const int j0 = chunk * TN + ${8 * ni} + 2 * tq;
+                const float c0 = consts[j0], c1 = consts[j0 + 1];
+  % for mi in range(mt):
+    % for r in range(2):
+                {
+                    const long i = base + warp * ${16 * mt} + ${16 * mi + 8 * r} + gq;
+      % for e in range(2):
+<% q = 2 * r + e %>\
+                    if (j0 + ${e} < k) {
+                        const float logp = fma(-0.5f, (sqb_${mi}_${ni}_${q} + lnb_${mi}_${ni}_${q})
+                                                      + (sqf_${mi}_${ni}_${q} + lnf_${mi}_${ni}_${q}), c${e});
+                        saw_nan_${mi}_${r} |= isnan(logp);
+                        if (store_resp && i < n)
+                            resp[(long)(j0 + ${e}) * n + i] = logp;
+                        if (logp > run_max_${mi}_${r}) {
+                            run_sum_${mi}_${r} = fma(run_sum_${mi}_${r}, exp(run_max_${mi}_${r} - logp), 1.0f);
+                            run_max_${mi}_${r} = logp;
+                            best_${mi}_${r} = j0 + ${e};
+                        } else if (logp > -INFINITY) {
+                            run_sum_${mi}_${r} += exp(logp - run_max_${mi}_${r});
+                        }
+                    }
+      % endfor
+                }
+    % endfor
+  % endfor
+            }
+% endfor
+            if (more) {
+                /* the other copy was last read before the previous barrier */
+                __local float *next = lc + ((chunk + 1) & 1) * CHUNK_LOCAL;
+                for (int u = 0; u < ${copy_iters}; ++u) {
+                    const int e = lid + u * WG;
+                    if (e < CHUNK_F4)
+                        vstore4(p[u], 0, next + (e / (DP / 2)) * ROWW + (e % (DP / 2)) * 4);
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        /* the 4 lanes' partial log-sum-exps of each row */
+% for mi in range(mt):
+  % for r in range(2):
+        {
+            const int s = (warp * ${16 * mt} + ${16 * mi + 8 * r} + gq) * 4 + tq;
+            lane_max[s] = run_max_${mi}_${r};
+            lane_sum[s] = run_sum_${mi}_${r};
+            lane_best[s] = best_${mi}_${r};
+            lane_nan[s] = saw_nan_${mi}_${r};
+        }
+  % endfor
+% endfor
+        /* the log-densities in resp are read below by other work-items */
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        for (int row = lid; row < TM; row += WG) {
+            const long i = base + row;
+            float most = -INFINITY, sum = 0;
+            int best = 0, bad_row = 0;
+            for (int l = 0; l < 4; ++l) {   /* the largest maximum, its lowest component */
+                const float m = lane_max[row * 4 + l];
+                const int b = lane_best[row * 4 + l];
+                bad_row |= lane_nan[row * 4 + l];
+                if (m > most || (m == most && b < best)) {
+                    most = m;
+                    best = b;
+                }
+            }
+            for (int l = 0; l < 4; ++l) {
+                const float m = lane_max[row * 4 + l];
+                if (m > -INFINITY)
+                    sum = fma(lane_sum[row * 4 + l], exp(m - most), sum);
+            }
+            const float total = most + log(sum);
+            bad_row = bad_row || !isfinite(total);
+            row_total[row] = i < n && !bad_row ? total : NAN;   /* NaN: not normalised */
+            if (i >= n)
+                continue;
+            lse[i] = total;
+            labels[i] = best;
+            if (bad_row) {
+                ++bad;
+                continue;
+            }
+% if acc_double:
+            ll += (acc_t)total;
+% else:
+${select.kahan_add("ll", "ll_comp", "total")}\
+% endif
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        /* the tile's responsibilities normalised in place: consecutive rows
+           of a component together, many independent reads in flight */
+        if (store_resp) {
+            /* TM is WG or WG / 2: WG / TM components a step */
+            const int row = lid % TM;
+            const float total = row_total[row];
+            if (!isnan(total)) {
+                __global float *r = resp + base + row;
+                #pragma unroll 8
+                for (int j = lid / TM; j < k; j += WG / TM)
+                    r[(long)j * n] = exp(r[(long)j * n] - total);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);   /* lc is the next tile's chunk copy again */
+    }
+    ll = group_sum(ll, scratch);
+% if not acc_double:
+    ll_comp = group_sum(ll_comp, scratch);
+% endif
+    const int total_bad = (int)group_sum((acc_t)bad, scratch);
+    if (lid == 0) {
+        part_ll[g] = ll;
+% if not acc_double:
+        part_ll[groups + g] = ll_comp;
+% endif
+        part_bad[g] = total_bad;
+    }
+}

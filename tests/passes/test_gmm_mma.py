@@ -1,0 +1,231 @@
+"""The tensor-core diagonal GMM E and M steps (oclclust/passes/gmm_mma.py):
+their GEMM forms' operands and statistics on every runtime (numpy,
+float64); on NVIDIA GPUs with tensor cores the kernels against the
+portable ones and a fit against scikit-learn's; elsewhere the same cases
+check that the planner offers them nowhere else (the portable kernels run,
+the same bits as before).
+"""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.mixture import GaussianMixture as SkGMM
+
+import oclclust as oc
+from gmm_parity import assert_gmm_parity
+from oclclust.cluster import mdl
+from oclclust.passes import gmm as gmm_pass
+from oclclust.passes import gmm_mma
+from oclclust.passes.lloyd_mma import tensor_cores
+from oclclust.runtime import codegen
+from oclclust.runtime.partition import DevicePartition
+
+
+def model(rng, k, d, spread=3.0):
+    cov = rng.uniform(0.5, 2, (k, d))
+    w = rng.uniform(0.5, 1.5, k)
+    return mdl.Model(w / w.sum(), rng.uniform(-spread, spread, (k, d)) + 5.0, cov,
+                     mdl.precision_cholesky(cov, False))
+
+
+@pytest.mark.parametrize("d, k", [(5, 13), (24, 100), (128, 40)])
+def test_operands_give_the_log_densities(d, k):
+    """const_j - 1/2 [x'^2 | x'] . [P_j | -2 mu'_j P_j] is log w_j + log
+    N(x | mu_j, diag): the records' per-point form, in float64 (the data far
+    from the origin: the shift keeps the expansion's digits)."""
+    rng = np.random.RandomState(d)
+    m = model(rng, k, d)
+    X = rng.normal(size=(50, d)) * 2 + 5.0
+    rec = mdl.records(m, False)
+    dp, kp = -(-d // 8) * 8, -(-k // 16) * 16
+    coefs, consts, shift = gmm_mma.operands(rec, d, dp, kp)
+    assert coefs.shape == (kp, 2 * dp) and consts.shape == (kp,) and shift.shape == (dp,)
+    assert not coefs[k:].any() and not coefs[:, d:dp].any() and not coefs[:, dp + d:].any()
+    xs = np.zeros((len(X), dp))
+    xs[:, :d] = X - shift[:d].astype(np.float64)
+    gemm = consts[:k].astype(np.float64) - 0.5 * (
+        np.concatenate([xs * xs, xs], axis=1) @ coefs[:k].astype(np.float64).T)
+    prec = m.prec_chol ** 2
+    direct = rec[:, 0] - 0.5 * (((X[:, None, :] - m.means[None]) ** 2) * prec[None]).sum(-1)
+    np.testing.assert_allclose(gemm, direct, rtol=1e-5, atol=1e-4)
+
+
+def test_central_stats_from_raw_sums():
+    """The M kernel's [N, sum r x', sum r x'^2] about the shift, made
+    gmm_mstep.cl.mako's [N, S1, S2] about the means (float64, numpy)."""
+    rng = np.random.RandomState(1)
+    n, d, k = 200, 7, 5
+    X = rng.normal(size=(n, d)) + 10.0
+    r = rng.dirichlet(np.ones(k), n)
+    means = rng.normal(size=(k, d)) + 10.0
+    shift = gmm_mma.shift_of(means, 8)
+    xs = X - shift[:d].astype(np.float64)
+    raw = np.concatenate([r.sum(0)[:, None], r.T @ xs, r.T @ (xs * xs)], axis=1)
+    z = X[None] - means[:, None]                      # k x n x d
+    want = np.concatenate([r.sum(0)[:, None], np.einsum("nk,knd->kd", r, z),
+                           np.einsum("nk,knd->kd", r, z * z)], axis=1)
+    np.testing.assert_allclose(gmm_mma.central_stats(raw, means, shift), want,
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_offered_only_with_tensor_cores(profile):
+    """First where gmm_mma asks and the device has tensor cores; never for
+    full covariances, float64 or d above MAX_D (the M kernel likewise)."""
+    on = profile.replace(gmm_mma=1)
+    first = next(gmm_pass._estep_specs(on, np.float32, 24, False, 100))
+    assert isinstance(first, gmm_mma.MmaEStepSpec) == tensor_cores(profile)
+    for args in ((np.float32, 24, True), (np.float64, 24, False),
+                 (np.float32, gmm_mma.MAX_D + 1, False)):
+        assert not isinstance(next(gmm_pass._estep_specs(on, *args, 100)),
+                              gmm_mma.MmaEStepSpec)
+    off = next(gmm_pass._estep_specs(profile.replace(gmm_mma=0), np.float32, 24, False, 100))
+    assert not isinstance(off, gmm_mma.MmaEStepSpec)
+    on = profile.replace(gmm_mma_mstep=1)
+    first = next(gmm_pass._mstep_specs(on, np.float32, 24, False))
+    assert isinstance(first, gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
+    for args in ((np.float32, 24, True), (np.float64, 24, False),
+                 (np.float32, gmm_mma.MAX_D + 1, False)):
+        assert not isinstance(next(gmm_pass._mstep_specs(on, *args)), gmm_mma.MmaMStepSpec)
+
+
+def estep(profile, X, m, store):
+    codegen.forget_plans("gmm")
+    part = DevicePartition(profile, X)
+    k = m.means.shape[0]
+    gp = gmm_pass.GmmPass(part, k, False)
+    ll, bad = gp.estep(mdl.records(m, False), store_resp=store)
+    q = part.queue
+    resp = gp.resp[:k * len(X)].get(q).reshape(k, -1) if store else None
+    return gp.espec, gp.lse.get(q), gp.labels.get(q), resp, ll, bad
+
+
+# several row tiles and chunks, ragged d (dp > 64: one m16 tile a warp) and k
+SHAPES = [(203, 5, 13), (3001, 128, 300), (1000, 37, 33), (4099, 24, 100), (517, 64, 17)]
+
+
+@pytest.mark.parametrize("n, d, k", SHAPES)
+def test_estep_matches_the_per_point_kernel(profile, n, d, k):
+    """lse, responsibilities and the log-likelihood within float32 rounding
+    of the per-point kernel's, the labels equal off near ties, NaN rows
+    counted alike; the mma kernel planned exactly where tensor cores are."""
+    rng = np.random.RandomState(n)
+    m = model(rng, k, d)
+    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    X[7] = np.nan
+    for store in (True, False):
+        got = estep(profile.replace(gmm_mma=1), X, m, store)
+        want = estep(profile.replace(gmm_mma=0, gmm_distance_tiles=0), X, m, store)
+        assert isinstance(got[0], gmm_mma.MmaEStepSpec) == tensor_cores(profile)
+        assert got[5] == want[5] == 1
+        ok = np.isfinite(want[1])
+        np.testing.assert_allclose(got[1][ok], want[1][ok], rtol=1e-5, atol=1e-3)
+        # labels: equal wherever the best two log-densities are not within rounding
+        lp = want[3] if want[3] is not None else None
+        same = got[2] == want[2]
+        if lp is not None:
+            top = np.sort(np.log(np.maximum(lp[:, ok].astype(np.float64), 1e-300)), axis=0)[-2:]
+            assert same[ok][top[1] - top[0] > 1e-3].all()
+            np.testing.assert_allclose(got[3][:, ok], want[3][:, ok], atol=1e-3)
+        else:
+            assert same.mean() > 0.99
+        assert got[4] == pytest.approx(want[4], rel=1e-5)
+
+
+@pytest.mark.parametrize("n, d, k", SHAPES)
+def test_mstep_matches_the_tiled_kernel(profile, n, d, k):
+    """The M statistics from the same responsibilities (set from the host)
+    about the same means: within float32 rounding of the
+    portable kernel's sums (relative to their scale); the mma kernel planned
+    exactly where tensor cores (and fp64) are."""
+    rng = np.random.RandomState(n + 1)
+    m = model(rng, k, d)
+    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    resp = rng.dirichlet(np.ones(k), n).astype(np.float32)
+    got, want = [], []
+    for mma, out in ((1, got), (0, want)):
+        codegen.forget_plans("gmm")
+        prof = profile.replace(gmm_mma=mma, gmm_mma_mstep=mma, gmm_distance_tiles=0)
+        gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, chunks=3)
+        gp.set_resp(resp)
+        out.append(gp.mstep(m.means + 0.25))
+        out.append(gp.mspec)
+    assert isinstance(got[1], gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
+    scale = np.abs(want[0]).max(axis=0, keepdims=True) + 1.0
+    np.testing.assert_allclose(got[0] / scale, want[0] / scale, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("d", [3, 40])
+def test_fit_matches_sklearn(profile, d):
+    """A diag fit with the tensor-core E step (where there are tensor cores)
+    from the same start as scikit-learn's, at the GMM float32 tolerances."""
+    rng = np.random.RandomState(d)
+    k, n = 3, 300
+    X = rng.uniform(-4, 4, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))
+    start = dict(weights_init=np.full(k, 1.0 / k), means_init=X[:k] + 0.1,
+                 precisions_init=np.ones((k, d)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkGMM(k, covariance_type="diag", tol=0, max_iter=8, **start).fit(X)
+        ours = oc.GaussianMixture(k, covariance_type="diag", tol=0, max_iter=8,
+                                  devices=oc.DeviceManager([profile.replace(
+                                      gmm_mma=1, gmm_mma_mstep=1)]),
+                                  **start).fit(X.astype(np.float32))
+    used = {key[2]: plan[0] for key, plan in codegen.plans("gmm").items()
+            if key[0].term("gmm_mma_mstep") and key[1] is not None and key[1].d == d}
+    assert isinstance(used["gmm_estep"], gmm_mma.MmaEStepSpec) == tensor_cores(profile)
+    assert isinstance(used["gmm_mstep"], gmm_mma.MmaMStepSpec) == (
+        tensor_cores(profile) and profile.fp64)
+    assert_gmm_parity(ours, sk, X, np.float32)
+
+
+def portable_specs(profile, d, k):
+    """The (E, M) specs the planners give without tensor cores."""
+    off = profile.replace(gmm_mma=0, gmm_mma_mstep=0, gmm_distance_tiles=0)
+    return (next(gmm_pass._estep_specs(off, np.float32, d, False, k)),
+            next(gmm_pass._mstep_specs(off, np.float32, d, False)))
+
+
+# the emulated products run slowly (two barriers a product): small shapes;
+# two m16 tiles a warp, padded components, one and several M column tiles
+EMULATED = [(203, 5, 13), (300, 37, 33)]
+
+
+@pytest.mark.parametrize("n, d, k", EMULATED)
+def test_emulated_kernels_match_the_portable_ones(profile, n, d, k):
+    """Both tensor-core kernels with their products emulated in plain OpenCL
+    (the PTX fragment layout through local memory), on every runtime: every
+    line but the PTX against the portable kernels -- the E outputs (NaN row
+    included) and the M statistics from the same responsibilities."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    rng = np.random.RandomState(n + d)
+    m = model(rng, k, d)
+    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    X[5] = np.nan
+    pe, pm = portable_specs(profile, d, k)
+    ee = next(gmm_mma.estep_specs(profile, np.float32, d, k, emulate=True))
+    me = next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True))
+    assert ee.emulate and me.emulate
+    records = mdl.records(m, False)
+    out = {}
+    for name, specs in (("emulated", (ee, me)), ("portable", (pe, pm))):
+        gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
+        ll, bad = gp.estep(records)
+        q = gp.part.queue
+        e = (gp.lse.get(q), gp.labels.get(q), gp.resp[:k * n].get(q).reshape(k, n), ll, bad)
+        gp.set_resp(rng.dirichlet(np.ones(k), n).astype(np.float32) if name == "emulated"
+                    else resp)
+        out[name] = e + (gp.mstep(m.means + 0.25),)
+        resp = gp.resp[:k * n].get(q).reshape(k, n).T.copy()
+    got, want = out["emulated"], out["portable"]
+    ok = np.isfinite(want[0])
+    assert got[4] == want[4] == 1 and not ok[5] and ok.sum() == n - 1
+    np.testing.assert_allclose(got[0][ok], want[0][ok], rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(got[2][:, ok], want[2][:, ok], atol=1e-3)
+    lp = np.log(np.maximum(want[2][:, ok].astype(np.float64), 1e-300))
+    top = np.sort(lp, axis=0)[-2:]
+    assert (got[1] == want[1])[ok][top[1] - top[0] > 1e-3].all()
+    assert got[3] == pytest.approx(want[3], rel=1e-5)
+    scale = np.abs(want[5]).max(axis=0, keepdims=True) + 1.0
+    np.testing.assert_allclose(got[5] / scale, want[5] / scale, rtol=0, atol=2e-6)
