@@ -79,7 +79,7 @@ class FailingData(ShardedData):
     raises, is interrupted, or the process ends at once (no MPI_Finalize)."""
     FAULT = "fail_mid"
 
-    def map(self, fn, timed=False):
+    def map(self, fn, timed=False, rows=True):
         if timed and self.passes == 2:
             if self.FAULT == "interrupt_mid":
                 raise KeyboardInterrupt
@@ -88,7 +88,7 @@ class FailingData(ShardedData):
             if self.FAULT == "kill_mid":
                 os.kill(os.getpid(), signal.SIGKILL)
             raise RuntimeError("injected failure on rank 1")
-        return super().map(fn, timed)
+        return super().map(fn, timed, rows)
 
 
 class FailingDevices(oc.DeviceManager):
