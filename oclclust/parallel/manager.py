@@ -238,6 +238,42 @@ class ShardedData:
             self.passes += 1
         return results
 
+    def map_enqueued(self, launch, collect, timed=False):
+        """[collect(chunk, launch(chunk))] for every chunk in row order, as
+        map does, for a pass whose *launch* only enqueues (returns without
+        waiting) and whose *collect* waits for it and reads its results.
+        Over several devices that each hold their rows in one resident
+        chunk (weights not measured: no per-device time is wanted), every
+        launch comes first, from this thread, then every collect: no thread
+        hand-off, and no pass's host work waits for the others' under the
+        GIL (1.5 ms of a 22 ms pass on 4 H100s).  Else map's threads."""
+        shards = self.shards
+        if (len(shards) < 2 or measuring(self.manager)
+                or not all(s.single_resident for s in shards)):
+            return self.map(lambda chunk: collect(chunk, launch(chunk)), timed)
+        launched, results = [], []
+        try:
+            for step, args in ((launch, ()), (collect, None)):
+                for i, shard in enumerate(shards):
+                    try:
+                        if args is None:
+                            results.append(step(shard.chunks[0], launched[i]))
+                        else:
+                            launched.append(step(shard.chunks[0]))
+                    except DEVICE_ERRORS as exc:
+                        raise DeviceFailure(shard.profile, exc) from exc
+        except BaseException:   # nothing may still run on a device the fit leaves
+            for shard in shards:
+                try:
+                    shard.queue.finish()
+                except DEVICE_ERRORS:
+                    pass
+            raise
+        if timed:
+            self.last_times = None
+            self.passes += 1
+        return results
+
     def locate(self, i):
         c = int(np.searchsorted(self.starts, i, side="right") - 1)
         return self.chunks[c], int(i - self.starts[c])
@@ -286,7 +322,7 @@ class ShardedData:
         (once to build, then timed), before the rows are laid out.  The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
         busy, so launch latency does not pass for slowness."""
         m = self.manager
-        if not _measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
+        if not measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
             return
         rows = min(self.n, rows or int(np.clip(self.n // 64, 1 << 16, 1 << 18)))
         sample = np.ascontiguousarray(self.source[:rows], dtype=self.dtype)
@@ -327,7 +363,7 @@ class ShardedData:
         save()'s value, taken before the chunks (and their state) are laid
         out anew, or None."""
         m = self.manager
-        if not _measuring(m) or not self.last_times or len(self.shards) < 2:
+        if not measuring(m) or not self.last_times or len(self.shards) < 2:
             return None
         times = np.array(self.last_times)
         rows = np.array([sum(c.n for c in s.chunks) for s in self.shards], dtype=np.float64)
@@ -376,5 +412,5 @@ def reserve_host_cores(profiles, per_gpu=1):
             else p for p in profiles]
 
 
-def _measuring(manager):
+def measuring(manager):
     return isinstance(manager.weights, str) and manager.weights == "measured"

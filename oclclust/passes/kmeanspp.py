@@ -90,7 +90,7 @@ def _lower_kernel(context, acc, real_t):
                 (np.dtype(acc).name, np.dtype(real_t).name), make)
 
 
-def _count_kernel(context):
+def count_kernel(context):
     """counts[nearest[i]] += 1 (integer atomics: exact, in any order)."""
     def make():
         with quiet_build():
@@ -247,7 +247,7 @@ class ChunkOversampling:
             return np.bincount(self.nearest.get(q), weights=w, minlength=count)[:count]
         counts = cla.zeros(q, count, np.int32)
         with quiet_build():
-            _count_kernel(q.context)(self.nearest, counts, range=slice(part.n), queue=q)
+            count_kernel(q.context)(self.nearest, counts, range=slice(part.n), queue=q)
         return counts.get(q).astype(np.float64)
 
 

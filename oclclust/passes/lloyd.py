@@ -323,18 +323,19 @@ class LloydPass:
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
 
-    def upload(self, centers):
+    def upload(self, centers, norms=None):
         """*centers* (k x d) as the pass reads them, copied from the pass's
         page-locked arrays and not waited on: the pass after them on the
         queue reads them, and the next upload waits for them before
-        refilling the arrays."""
+        refilling the arrays.  *norms*: center_norms(centers, the rows'
+        dtype) when the caller has them (the same for every device)."""
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
         host = self._host()
         if self._writes:   # the last upload's copies still read these arrays
             cl.wait_for_events(self._writes)
             self._writes = []
         host["norms"][:] = np.inf
-        host["norms"][:self.k] = center_norms(centers, dtype)
+        host["norms"][:self.k] = center_norms(centers, dtype) if norms is None else norms
         self._write(self.norms, host["norms"])
         if spec.reads_rows:
             host["center_rows"][:] = centers.reshape(-1)
@@ -415,22 +416,39 @@ class LloydPass:
             kern = self.kernel if spec is self.spec else kernel(q.context, spec, name)
             kern(q, global_size, local_size, *args)
 
-    def run(self, centers, labels):
+    def run(self, centers, labels, norms=None):
         """Assign every row to its nearest centre of *centers* (k x d), writing
-        *labels* (a device int32 array holding the previous labels)."""
+        *labels* (a device int32 array holding the previous labels); *norms*:
+        see upload."""
+        return self.collect(self.launch(centers, labels, norms))
+
+    def launch(self, centers, labels, norms=None):
+        """run's device work enqueued, its results' reads too, not waited
+        on (flushed: it starts now): what collect() waits for.  *centers*
+        None: the pass's centre buffers hold them already (written on the
+        device: lloyd_update)."""
         part, q = self.part, self.part.queue
-        self.upload(centers)
+        if centers is not None:
+            self.upload(centers, norms)
         self.enqueue(labels)
         host = self._host()
         reads = [("inertia", self.part_inertia), ("flags", self.part_flags)]
-        sizes = {"sums": self.k * part.d, "weights": self.k}
         if self.update:   # the slabs summed on the device (fixed order), the totals read
-            for name, part_buf in (("sums", self.part_sums), ("weights", self.part_weights)):
-                enqueue_reduce(q, part_buf, self.partials, sizes[name], part.dtype,
+            for name, part_buf, size in (("sums", self.part_sums, self.k * part.d),
+                                         ("weights", self.part_weights, self.k)):
+                enqueue_reduce(q, part_buf, self.partials, size, part.dtype,
                                part.acc_double, self.reduced[name])
                 reads.append((name, self.reduced[name]))
-        cl.wait_for_events([cl.enqueue_copy(q, host[name], src.data, is_blocking=False)
-                            for name, src in reads])   # one wait for all of them
+        events = [cl.enqueue_copy(q, host[name], src.data, is_blocking=False)
+                  for name, src in reads]
+        q.flush()
+        return events
+
+    def collect(self, events):
+        """The LloydStats of the pass launch() enqueued (*events*: its reads)."""
+        part, host = self.part, self._host()
+        cl.wait_for_events(events)   # one wait for all of them
+        sizes = {"sums": self.k * part.d, "weights": self.k}
         sums = weights = None
         if self.update:
             total = {}

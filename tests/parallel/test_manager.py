@@ -479,14 +479,14 @@ def _fail_on(monkeypatch, where, failing, on_call):
             calls[profile] += 1
             return calls[profile] >= on_call
         return False
-    if where == "run":
-        original = lloyd.LloydPass.run
+    if where == "run":   # every pass is launched (run is launch, then collect)
+        original = lloyd.LloydPass.launch
 
-        def run(self, centers, labels):
+        def launch(self, *args, **kwargs):
             if should_fail(self.part.profile):
                 raise cl.RuntimeError("injected fault: kernel launch failed")
-            return original(self, centers, labels)
-        monkeypatch.setattr(lloyd.LloydPass, "run", run)
+            return original(self, *args, **kwargs)
+        monkeypatch.setattr(lloyd.LloydPass, "launch", launch)
     elif where == "build":
         original = lloyd.plan
 

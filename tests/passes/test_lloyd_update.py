@@ -316,3 +316,100 @@ def test_a_later_fit_takes_the_pooled_state(profile, monkeypatch):
     fit(profile, Y, True, **params)
     gc.collect()
     assert pooled_states().keys() == before.keys()
+
+
+# ---------------------------------------- several devices: one shared update
+def two_sub_devices(profile):
+    """The device split in two 1-unit sub-devices (the CPU runtimes of CI;
+    a device that cannot be split: skipped)."""
+    if profile.type != "cpu" or profile.compute_units < 2:
+        pytest.skip(f"{profile} is not split into sub-devices here")
+    return oc.sub_devices(profile, [1, 1])
+
+
+def shared_fit(devices, X, device, variant, **params):
+    """KMeans over *devices* (each its rows' one chunk) with the device
+    update on or off: the estimator and, per shared step, whether it was
+    flagged (the host's iteration)."""
+    from oclclust.parallel.sharded import LloydShards
+    steps, original = [], LloydShards._shared_step
+
+    def counted(self, centers):
+        out = original(self, centers)
+        steps.append(out[2])
+        return out
+    saved = kmeans.DEVICE_UPDATE
+    try:
+        kmeans.DEVICE_UPDATE, LloydShards._shared_step = device, counted
+        devs = [p.replace(lloyd_variant=variant) for p in devices]
+        km = oc.KMeans(devices=oc.DeviceManager(devs, weights="compute_units"), n_init=1,
+                       **params).fit(X)
+    finally:
+        kmeans.DEVICE_UPDATE, LloydShards._shared_step = saved, original
+    return km, steps
+
+
+def shared_case(name):
+    """(X, KMeans parameters, the flag pattern the steps must show)."""
+    if name == "blobs":
+        X = blobs(3000, 17, 40, np.float32, seed=5)
+        return X, dict(n_clusters=40, random_state=0, tol=1e-4), r"^\.+$"
+    if name == "empty first":   # two centres far from every row
+        X = blobs(800, 3, 6, np.float64, seed=3)
+        init = X[:6].copy()
+        init[-2:] = 1e4 + np.arange(2)[:, None]
+        return X, dict(n_clusters=6, init=init, tol=0.0), r"^F\.+$"
+    if name == "empty mid":     # test_empty_clusters_mid_fit's seed 51
+        rng = np.random.RandomState(51)
+        X = (rng.rand(40, 2) ** 2).astype(np.float32)
+        init = X[rng.choice(40, 12, replace=False)].astype(np.float64) + rng.randn(12, 2) * 0.05
+        return X, dict(n_clusters=12, init=init, tol=0.0), r"\.F\."
+    X = blobs(2000, 5, 12, np.float32, seed=2)   # stopped by max_iter
+    return X, dict(n_clusters=12, random_state=1, tol=0.0, max_iter=4), r"^\.{4}$"
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", ["blobs", "empty first", "empty mid", "max_iter"])
+def test_shared_update_over_devices_is_the_host_fit(profile, variant, case):
+    """Two devices sharing one update (lloyd_update.SharedCenters): every
+    iteration the devices', except the flagged ones (empty clusters), and
+    the model the host update's over the same devices, bit for bit."""
+    import re
+    needs_fp64(profile)
+    subs = two_sub_devices(profile)
+    X, params, pattern = shared_case(case)
+    host, none = shared_fit(subs, X, False, variant, **params)
+    shared, steps = shared_fit(subs, X, True, variant, **params)
+    assert not none and len(steps) == shared.n_iter_
+    assert re.search(pattern, "".join("F" if s else "." for s in steps)), steps
+    assert_same_fit(shared, host)
+
+
+def test_shared_update_only_where_every_device_holds_its_rows(profile):
+    """Shared: several devices, each its rows in one resident chunk, fp64,
+    one process; not with measured weights, streamed rows, one device or
+    no fp64."""
+    from oclclust.parallel.sharded import LloydShards
+    needs_fp64(profile)
+    subs = two_sub_devices(profile)
+    X = blobs(600, 3, 3, np.float64)
+    made = {name: oc.DeviceManager(devs, **kw).scatter(X, None) for name, devs, kw in (
+        ("two", subs, {}), ("one", subs[:1], {}),
+        ("streamed", subs, dict(memory_budget=100 * 24)),
+        ("no fp64", [p.replace(fp64=False) for p in subs], {}))}
+    made["no fp64"].close()
+    made["no fp64"] = oc.DeviceManager([p.replace(fp64=False) for p in subs]).scatter(
+        X.astype(np.float32), None)
+    try:
+        assert LloydShards(made["two"], 3).shared_update
+        assert LloydShards(made["two"], 3).device_update
+        assert not LloydShards(made["two"], 3, device_update=False).shared_update
+        assert not LloydShards(made["one"], 3).shared_update
+        assert LloydShards(made["one"], 3).device_update   # its own resident update
+        assert not LloydShards(made["streamed"], 3).shared_update
+        assert not LloydShards(made["no fp64"], 3).shared_update
+    finally:
+        for data in made.values():
+            data.close()
+    measured = oc.DeviceManager(subs, weights="measured")
+    assert not LloydShards(measured.scatter(X, None), 3).shared_update
