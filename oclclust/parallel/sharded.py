@@ -19,6 +19,7 @@ from ..passes.gmm import GmmPass
 from ..passes.kmeanspp import count_kernel
 from ..passes import lloyd_update
 from ..passes.lloyd import LloydPass, center_norms
+from ..runtime.codegen import quiet_build
 from ..runtime.reduce import Stats
 from ..runtime.transfer import download
 from .comm import Ranks
@@ -343,8 +344,9 @@ class LloydShards(ShardedPass):
             q = chunk.queue
             counts = cla.zeros(q, st.k, np.int32)
             if chunk.n:
-                count_kernel(q.context)(st.current_labels(), counts, range=slice(chunk.n),
-                                        queue=q)
+                with quiet_build():   # built at its first call
+                    count_kernel(q.context)(st.current_labels(), counts,
+                                            range=slice(chunk.n), queue=q)
             return counts.get(q).astype(np.float64)
         local = self.ranks.together(lambda: np.sum(self.map(count, rows=False), axis=0))
         return self.ranks.sum(local)   # integers: exact in any order
