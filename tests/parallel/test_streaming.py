@@ -188,3 +188,35 @@ def test_farthest_rows_is_sklearns_argpartition():
             if take <= len(dist):
                 want = np.argpartition(dist, -take)[:-take - 1:-1]
                 np.testing.assert_array_equal(farthest_rows(dist, take), want)
+
+
+@pytest.mark.parametrize("name", ["KMeans", "FuzzyCMeans", "GMM-diag"])
+def test_a_resident_tail_streams_only_the_other_rows(profile, counted, monkeypatch, name):
+    """Chunks capped under half the budget (shard.STREAM_CHUNK_BYTES): the
+    rest of the budget keeps the shard's last rows resident (the tail), the
+    device holds no more rows than the budget, each pass reads only the
+    other rows from the host, and the model is the resident one's."""
+    from oclclust.parallel import shard as shard_mod
+    X = data(np.float32, seed=6)
+    budget, row = N * D * 4 // 8, D * 4
+    monkeypatch.setattr(shard_mod, "STREAM_CHUNK_BYTES", budget // 8)
+    mgr = oc.DeviceManager([profile], memory_budget=budget)
+    layout = mgr.scatter(X)
+    shard, = layout.shards
+    chunk = budget // 8 // row
+    tail = (budget - 2 * chunk * row) // row
+    assert shard.streamed and [c.n for c in shard.chunks[shard.fed:]] == [tail]
+    assert shard.fed == -(-(N - tail) // chunk) and shard.staging[0].shape[0] == chunk
+    assert sum(s.nbytes for s in shard.staging) + tail * row <= budget
+    assert shard.chunks[-1].offset == N - tail
+    layout.close()
+    want = fit(ESTIMATORS[name], [profile], X)
+    rows = counted(X)
+    got = fit(ESTIMATORS[name], mgr, X)
+    assert_same_model(name, got, want, np.float32)
+    np.testing.assert_array_equal(got.predict(X), want.predict(X))
+    # every pass reads the streamed rows, and a fit's last the next one's first
+    # chunk ahead (n_init fits); the tail went up once (direct: under DIRECT_BYTES)
+    streamed = sum(rows)
+    assert streamed >= 2 * (N - tail) and streamed % (N - tail) % chunk == 0
+    assert streamed % (N - tail) // chunk <= 2
