@@ -78,7 +78,7 @@ class Shard:
                             for _ in range(buffers)]
             self.released = [None] * buffers   # the last kernels reading each buffer
             self.feeder = executor(1)          # fills and copies the next chunk
-            self.first = None                  # the next pass's first chunk, under way
+            self.ahead = {}                    # the next pass's first chunks, under way
         else:
             rows = max(1, min(n, largest))
         self.host = X
@@ -155,11 +155,12 @@ class Shard:
     def run(self, fn, rows=True):
         """fn on each chunk in order; a streamed chunk i+1 is filled and
         copied while chunk i's kernels run (with one staging buffer, after),
-        and the first chunk of the next pass (the same rows) as soon as its
-        buffer is free: while the last streamed chunk runs when that one is
-        in the other buffer, and while the tail's kernels and the host's
-        work between passes run.  *rows* False: fn reads none of the rows
-        (only the chunks' own state, such as their labels): nothing streams.
+        and the first chunks of the next pass (the same rows; one per
+        staging buffer) as soon as their buffers are free: while the last
+        streamed chunk runs when that one is in the other buffer, and while
+        the tail's kernels and the host's work between passes run.  *rows*
+        False: fn reads none of the rows (only the chunks' own state, such
+        as their labels): nothing streams.
 
         The commands of chunk i (buffer b = i % buffers): the feeder thread
         waits (host) for each pinned piece's last DMA, fills it (the fill
@@ -173,17 +174,19 @@ class Shard:
             return [fn(part) for part in self.chunks], time.perf_counter() - start
         results, count, buffers = [], self.fed, len(self.staging)
         ahead = buffers > 1
-        pending = {0: self.first or self.feeder.submit(self._feed, 0)}
-        self.first = None
+        pending, self.ahead = self.ahead, {}
+        if 0 not in pending:
+            pending[0] = self.feeder.submit(self._feed, 0)
         try:
             for i, part in enumerate(self.chunks):
                 if i >= count:   # the resident tail
                     results.append(fn(part))
                     continue
                 if ahead and i + 1 < count:   # its buffer was released by chunk i-1
-                    pending[i + 1] = self.feeder.submit(self._feed, i + 1)
+                    if i + 1 not in pending:
+                        pending[i + 1] = self.feeder.submit(self._feed, i + 1)
                 elif ahead and i % buffers:   # the last chunk is not in the first's buffer
-                    self.first = self.feeder.submit(self._feed, 0)
+                    self.ahead[0] = self.feeder.submit(self._feed, 0)
                 copied = pending.pop(i).result()
                 if copied is not None:
                     copied.wait()
@@ -192,15 +195,16 @@ class Shard:
                 self.queue.flush()   # the transfer queue's copies wait for it
                 if not ahead and i + 1 < count:
                     pending[i + 1] = self.feeder.submit(self._feed, i + 1)
-                elif i + 1 == count and self.first is None:   # during the tail, if any
-                    self.first = self.feeder.submit(self._feed, 0)
+                elif i + 1 == count:   # every buffer free: the next pass's first chunks
+                    for j in range(min(buffers, count)):   # during the tail, if any
+                        if j not in self.ahead:
+                            self.ahead[j] = self.feeder.submit(self._feed, j)
         finally:   # no copy may still be filling a buffer when a failure leaves
             for future in pending.values():
                 future.exception()
-        self.first = self.first or self.feeder.submit(self._feed, 0)
         return results, time.perf_counter() - start
 
     def close(self):
         if self.streamed:
-            self.feeder.shutdown()   # after the next pass's first chunk: nothing in flight
-            self.first = None
+            self.feeder.shutdown()   # after the next pass's first chunks: nothing in flight
+            self.ahead = {}
