@@ -222,7 +222,8 @@ def main():
             fl = fills.get(p, [])
             fbusy, _ = union([(a, b) for a, b, _ in fl])
             fgb = sum(s for _, _, s in fl) / 1e9
-            rows.append((span, cbusy / 1e6, kbusy / 1e6))
+            rows.append((span, cbusy / 1e6, kbusy / 1e6, both / 1e6, fbusy / 1e6,
+                         fgb / (fbusy / 1e9) if fbusy else 0))
             print(f"{p:4d} {span:8.1f} {cbusy / 1e6:9.1f} {kbusy / 1e6:9.1f} {both / 1e6:7.1f} "
                   f"{gb / (cbusy / 1e9) if cbusy else 0:9.1f} {fbusy / 1e6:8.1f} "
                   f"{fgb / (fbusy / 1e9) if fbusy else 0:9.1f} {gb:6.2f}")
@@ -250,13 +251,14 @@ def main():
                 print(line)
         mid = rows[1:] or rows
         summary.append((name, float(np.median(its[1:] or its)), whole,
-                        *(float(np.median([r[i] for r in mid])) if mid else 0 for i in range(3))))
+                        *(float(np.median([r[i] for r in mid])) if mid else 0 for i in range(6))))
         for mod, attr, value in saved:
             setattr(mod, attr, value)
-    print(f"\n{'variant':<16} {'s/iter':>8} {'fit s':>7} {'span ms':>8} {'copy ms':>8} "
-          f"{'kern ms':>8}")
-    for name, it, whole, span, cb, kb in summary:
-        print(f"{name:<16} {it:8.4f} {whole:7.3f} {span:8.1f} {cb:8.1f} {kb:8.1f}")
+    print(f"\nmedians over passes 2..: {'variant':<10} {'s/iter':>7} {'fit s':>6} {'span ms':>7} "
+          f"{'copy ms':>7} {'kern ms':>7} {'both ms':>7} {'fill ms':>7} {'fill GB/s':>9}")
+    for name, it, whole, span, cb, kb, both, fb, fr in summary:
+        print(f"{'':24} {name:<10} {it:7.4f} {whole:6.3f} {span:7.1f} {cb:7.1f} {kb:7.1f} "
+              f"{both:7.1f} {fb:7.1f} {fr:9.1f}")
 
 
 if __name__ == "__main__":
