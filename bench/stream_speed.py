@@ -17,6 +17,7 @@ streamed fit's device staging and pinned host memory are printed too.
 --quick: a CPU-sized problem with a budget of 1/8 of the data.
 """
 import argparse
+import os
 import time
 
 import numpy as np
@@ -122,7 +123,8 @@ def main(argv=None):
     print(f"stream_speed: {profile}; {args.rows:,} x {args.d} float32 "
           f"[{oc.__file__}] "
           f"({X.nbytes / 1e9:.2f} GB), k={args.k}, budget {budget / 1e9:.3f} GB, pinned "
-          f"pieces of {oc.runtime.transfer.PIECE_BYTES / 2 ** 20:g} MiB", flush=True)
+          f"pieces of {oc.runtime.transfer.PIECE_BYTES / 2 ** 20:g} MiB; GLIBC_TUNABLES="
+          f"{os.environ.get('GLIBC_TUNABLES', '')!r}", flush=True)
 
     rates = link_rates(oc, profile, X, min(X.nbytes, 1 << 30))
     print(table(["host -> device", "GB/s"], [[k, f"{v:.1f}"] for k, v in rates.items()],

@@ -24,6 +24,7 @@ start, last end], and the copy's wait on the kernel before.
 transfer.X=V,shard.Y=W), all variants on the same data in one process.
 """
 import argparse
+import os
 import sys
 import threading
 import time
@@ -164,7 +165,8 @@ def main():
     X, _ = blobs(args.rows, args.d, args.k)
     C0 = X[np.random.default_rng(1).choice(len(X), args.k, replace=False)].astype(np.float64)
     print(f"stream_timeline: {profile} [{oc.__file__}]; {args.rows:,} x {args.d} "
-          f"({X.nbytes / 1e9:.2f} GB), k={args.k}, budget {budget / 2 ** 30:g} GiB", flush=True)
+          f"({X.nbytes / 1e9:.2f} GB), k={args.k}, budget {budget / 2 ** 30:g} GiB; GLIBC_TUNABLES="
+          f"{os.environ.get('GLIBC_TUNABLES', '')!r}", flush=True)
     km = oc.KMeans(args.k, init=C0, n_init=1, max_iter=2, tol=0, devices=[profile])
     km.fit(X[:max(args.k, 20000)])   # kernels built
     variants = [("base", _parse_sets(args.set))]
