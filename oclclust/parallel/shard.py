@@ -16,6 +16,9 @@ from ..runtime.transfer import Staging, upload, write_rows
 # a packed shard's float32 chunk: at most this, and a sixteenth of the budget
 # (the two chunks leave 7/8 of it to the rows: 1.75x the float32 rows, ~2x on a GPU)
 PACKED_STAGE_BYTES = 128 << 20
+# a streamed chunk: at most this, the rest of the budget kept resident (the tail).
+# None: two chunks of half the budget each, nothing resident
+STREAM_CHUNK_BYTES = 512 << 20
 
 
 class Shard:
@@ -24,9 +27,14 @@ class Shard:
 
     The budget is the bytes of rows the device holds at once: all of them
     when they fit, else two staging buffers of half of it each (one, when
-    only one row fits).  The passes' per-row state (labels, distances,
-    weights, memberships) lives beside it, per chunk, and is not counted:
-    it is what the algorithm needs whatever the rows' place.  A streamed
+    only one row fits), or, where half the budget is over
+    STREAM_CHUNK_BYTES, two staging buffers of STREAM_CHUNK_BYTES and the
+    rest of the budget as a resident *tail*: the shard's last rows, copied
+    once and never streamed (the link carries only the other rows each
+    pass; the tail's kernels run while the next pass's first chunk comes).
+    The passes' per-row state (labels, distances, weights, memberships)
+    lives beside it, per chunk, and is not counted: it is what the
+    algorithm needs whatever the rows' place.  A streamed
     chunk is filled through two page-locked host pieces (runtime.transfer),
     several threads at once and converted to *dtype* there, then copied on
     a transfer queue while the kernels of the chunk before run.
@@ -46,6 +54,7 @@ class Shard:
         n, d = X.shape
         row = d * self.dtype.itemsize
         self.streamed = n * row > budget
+        tail = 0   # the last rows, resident in a streamed shard
         # one buffer may not exceed the device's largest allocation either
         largest = max(1, profile.max_alloc_size // row)
         self.packed = None
@@ -60,19 +69,22 @@ class Shard:
                                       "bytes")
                 buffers = 2 if budget >= 2 * row else 1
                 rows = min(largest, budget // (buffers * row))
+                if buffers == 2 and STREAM_CHUNK_BYTES and rows * row > STREAM_CHUNK_BYTES:
+                    rows = max(1, STREAM_CHUNK_BYTES // row)
+                    tail = min(n - 1, largest, (budget - 2 * rows * row) // row)
                 self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
             self.transfers = cl.CommandQueue(self.queue.context)
-            self.staging = [cla.empty(self.queue, (min(rows, n), d), self.dtype)
+            self.staging = [cla.empty(self.queue, (min(rows, n - tail), d), self.dtype)
                             for _ in range(buffers)]
             self.released = [None] * buffers   # the last kernels reading each buffer
             self.feeder = executor(1)          # fills and copies the next chunk
-            self.first = None                  # the next pass's first chunk, under way
+            self.ahead = {}                    # the next pass's first chunks, under way
         else:
             rows = max(1, min(n, largest))
         self.host = X
         self.chunks = []
-        for start in range(0, n, rows):
-            stop = min(n, start + rows)
+        for start in range(0, n - tail, rows):
+            stop = min(n - tail, start + rows)
             data = (self.staging[len(self.chunks) % len(self.staging)][:stop - start]
                     if self.streamed else X[start:stop])
             if not self.streamed and rows >= n and previous is not None:
@@ -80,6 +92,12 @@ class Shard:
             part = DevicePartition(profile, data, None if w is None else w[start:stop],
                                    offset + start, self.dtype)
             part.host_rows = (start, stop)
+            self.chunks.append(part)
+        self.fed = len(self.chunks)   # the chunks that stream (the tail's follow)
+        if tail:
+            part = DevicePartition(profile, X[n - tail:], None if w is None else w[n - tail:],
+                                   offset + n - tail, self.dtype)
+            part.host_rows = (n - tail, n)
             self.chunks.append(part)
 
     def _pack(self, X, budget):
@@ -137,38 +155,56 @@ class Shard:
     def run(self, fn, rows=True):
         """fn on each chunk in order; a streamed chunk i+1 is filled and
         copied while chunk i's kernels run (with one staging buffer, after),
-        and the first chunk of the next pass (the same rows) as soon as its
-        buffer is free: while the last chunk runs when that one is in the
-        other buffer, and while the host works between passes.  *rows*
+        and the first chunks of the next pass (the same rows; one per
+        staging buffer) as soon as their buffers are free: while the last
+        streamed chunk runs when that one is in the other buffer, and while
+        the tail's kernels and the host's work between passes run.  *rows*
         False: fn reads none of the rows (only the chunks' own state, such
-        as their labels): nothing streams."""
+        as their labels): nothing streams.
+
+        The commands of chunk i (buffer b = i % buffers): the feeder thread
+        waits (host) for each pinned piece's last DMA, fills it (the fill
+        threads) and enqueues its DMA on the transfer queue, waiting (device)
+        for ``released[b]``, the marker after the kernels that read b last;
+        this thread waits (host) for chunk i's last DMA, enqueues fn's
+        kernels on the shard's queue, then the marker ``released[b]``, and
+        flushes it so that the transfer queue sees it at once."""
         start = time.perf_counter()
         if not self.streamed or not rows:
             return [fn(part) for part in self.chunks], time.perf_counter() - start
-        results, count, buffers = [], len(self.chunks), len(self.staging)
+        results, count, buffers = [], self.fed, len(self.staging)
         ahead = buffers > 1
-        pending = {0: self.first or self.feeder.submit(self._feed, 0)}
-        self.first = None
+        pending, self.ahead = self.ahead, {}
+        if 0 not in pending:
+            pending[0] = self.feeder.submit(self._feed, 0)
         try:
             for i, part in enumerate(self.chunks):
+                if i >= count:   # the resident tail
+                    results.append(fn(part))
+                    continue
                 if ahead and i + 1 < count:   # its buffer was released by chunk i-1
-                    pending[i + 1] = self.feeder.submit(self._feed, i + 1)
+                    if i + 1 not in pending:
+                        pending[i + 1] = self.feeder.submit(self._feed, i + 1)
                 elif ahead and i % buffers:   # the last chunk is not in the first's buffer
-                    self.first = self.feeder.submit(self._feed, 0)
+                    self.ahead[0] = self.feeder.submit(self._feed, 0)
                 copied = pending.pop(i).result()
                 if copied is not None:
                     copied.wait()
                 results.append(fn(part))
                 self.released[i % buffers] = cl.enqueue_marker(self.queue)
+                self.queue.flush()   # the transfer queue's copies wait for it
                 if not ahead and i + 1 < count:
                     pending[i + 1] = self.feeder.submit(self._feed, i + 1)
+                elif i + 1 == count:   # every buffer free: the next pass's first chunks
+                    for j in range(min(buffers, count)):   # during the tail, if any
+                        if j not in self.ahead:
+                            self.ahead[j] = self.feeder.submit(self._feed, j)
         finally:   # no copy may still be filling a buffer when a failure leaves
             for future in pending.values():
                 future.exception()
-        self.first = self.first or self.feeder.submit(self._feed, 0)
         return results, time.perf_counter() - start
 
     def close(self):
         if self.streamed:
-            self.feeder.shutdown()   # after the next pass's first chunk: nothing in flight
-            self.first = None
+            self.feeder.shutdown()   # after the next pass's first chunks: nothing in flight
+            self.ahead = {}

@@ -14,6 +14,15 @@ with the kernels of the chunk before (Shard.run).  The fill converts any
 host source (numpy, np.memmap, F order, any dtype) to the device array's
 dtype a piece at a time, so a memmap is read once and never whole.
 
+The fill is what bounds a streamed pass (bench/stream_timeline.py on an H100
+host: the DMA and the kernels overlap, the fill threads never rest): numpy's
+copy is glibc's memmove, whose cached stores below its non-temporal threshold
+(151 MiB on a 300 MiB-L3 host; a fill thread copies a few MiB) read each
+destination line before writing it, so a byte crosses host memory four times
+with the DMA's read.  ``GLIBC_TUNABLES=glibc.cpu.x86_non_temporal_threshold=
+0x100000`` at the process's start (it cannot be set later) makes them
+streaming stores: fill alone 52.6 -> 63.1 GB/s, fill + DMA 32.6 -> 41.2.
+
 ``upload`` / ``write_rows`` (rows resident on a device) and ``download``
 (per-row results back into the caller's array) use one Staging per queue,
 made on first use and kept (at most 2 x PIECE_BYTES of page-locked memory:

@@ -123,9 +123,9 @@ def test_a_memmap_fit_streams_each_chunk_once_per_pass(profile, tmp_path, counte
     want = oc.KMeans(4, random_state=0, n_init=1, max_iter=8, dtype=np.float32,
                      devices=[profile]).fit(np.ascontiguousarray(X, np.float32))
     assert_same_model("KMeans", km, want, np.float32)
-    # every pass reads each row once; the last one reads the first chunk of a
-    # next pass ahead too (while the host decides there is none)
-    ahead = N // 16
+    # every pass reads each row once; the last one reads the first two chunks
+    # of a next pass ahead too (while the host decides there is none)
+    ahead = 2 * (N // 16)
     assert (sum(rows) - ahead) % N == 0 and (sum(rows) - ahead) // N >= km.n_iter_
 
 
@@ -153,9 +153,9 @@ def test_uploads_and_downloads_through_pinned_pieces(profile, monkeypatch, name)
 
 def test_labels_and_distances_come_back_without_streaming_the_rows(profile, counted):
     """Reading the chunks' own arrays (labels, distances) streams no rows:
-    after a pass (every row read, and the next pass's first chunk where
-    the feeder read ahead), LloydShards.labels / min_dist / set_labels read
-    nothing more from the host rows."""
+    after a pass (every row read, and the next pass's first two chunks,
+    read ahead), LloydShards.labels / min_dist / set_labels read nothing
+    more from the host rows."""
     from oclclust.parallel.sharded import LloydShards
     X = data(np.float32, seed=4)
     layout = eighth(profile, X, np.float32).scatter(X)
@@ -163,8 +163,10 @@ def test_labels_and_distances_come_back_without_streaming_the_rows(profile, coun
     rows = counted(X)
     centers = X[:4].astype(np.float64)
     lloyd.run(centers)
+    for future in layout.shards[0].ahead.values():   # the next pass's first chunks
+        future.result()
     after_pass = sum(rows)
-    assert after_pass in (N, N + N // 16)   # the pass (and the next one's first chunk)
+    assert after_pass == N + 2 * (N // 16)   # the pass and the next one's first two chunks
     labels, dist = lloyd.labels(), lloyd.min_dist()
     lloyd.set_labels(labels)
     assert sum(rows) == after_pass
@@ -188,3 +190,36 @@ def test_farthest_rows_is_sklearns_argpartition():
             if take <= len(dist):
                 want = np.argpartition(dist, -take)[:-take - 1:-1]
                 np.testing.assert_array_equal(farthest_rows(dist, take), want)
+
+
+@pytest.mark.parametrize("name", ["KMeans", "FuzzyCMeans", "GMM-diag"])
+def test_a_resident_tail_streams_only_the_other_rows(profile, counted, monkeypatch, name):
+    """Chunks capped under half the budget (shard.STREAM_CHUNK_BYTES): the
+    rest of the budget keeps the shard's last rows resident (the tail), the
+    device holds no more rows than the budget, each pass reads only the
+    other rows from the host, and the model is the resident one's."""
+    from oclclust.parallel import shard as shard_mod
+    X = data(np.float32, seed=6)
+    budget, row = N * D * 4 // 8, D * 4
+    monkeypatch.setattr(shard_mod, "STREAM_CHUNK_BYTES", budget // 8)
+    mgr = oc.DeviceManager([profile], memory_budget=budget)
+    layout = mgr.scatter(X)
+    shard, = layout.shards
+    chunk = budget // 8 // row
+    tail = (budget - 2 * chunk * row) // row
+    assert shard.streamed and [c.n for c in shard.chunks[shard.fed:]] == [tail]
+    assert shard.fed == -(-(N - tail) // chunk) and shard.staging[0].shape[0] == chunk
+    assert sum(s.nbytes for s in shard.staging) + tail * row <= budget
+    assert shard.chunks[-1].offset == N - tail
+    layout.close()
+    want = fit(ESTIMATORS[name], [profile], X)
+    rows = counted(X)
+    got = fit(ESTIMATORS[name], mgr, X)
+    assert_same_model(name, got, want, np.float32)
+    np.testing.assert_array_equal(got.predict(X), want.predict(X))
+    # every pass reads the streamed rows, and a fit's last the next one's first
+    # two chunks ahead (KMeans: two fits, n_init=2); the tail went up once
+    # (direct: under DIRECT_BYTES)
+    streamed = sum(rows)
+    assert streamed >= 2 * (N - tail) and streamed % (N - tail) % chunk == 0
+    assert streamed % (N - tail) // chunk <= 2 * 2
