@@ -17,13 +17,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p /tmp/icd && echo /usr/lib/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
 [ -f /etc/OpenCL/vendors/pocl.icd ] && cp /etc/OpenCL/vendors/pocl.icd /tmp/icd/
 export OCL_ICD_VENDORS=/tmp/icd
-# glibc's copies of a MiB and more with streaming stores: the fill of pinned pieces
-# (runtime/transfer.py) is what bounds streaming; H100 host, 20M x 128 through 2 GiB:
-# 0.315 -> 0.264 s an iteration (bench/stream_speed.py).  OCLCLUST_CACHED_FILL=1 leaves
-# glibc's default.
-if [ -z "${OCLCLUST_CACHED_FILL:-}" ]; then
-  export GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.cpu.x86_non_temporal_threshold=0x100000
-fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 mode=${1:-tests}; shift
 case $mode in
