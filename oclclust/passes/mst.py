@@ -141,25 +141,30 @@ def _boxes(xp, tb):
     return np.ascontiguousarray(lo), np.ascontiguousarray(hi)
 
 
-def _known(rows, comp_ext, W, J, B):
+def _known(rows, comp_ext, W, J, B, slot):
     """(exact, w, j) of *rows*: a row's first kept row still in another
     component (the kept rows are ascending by (w, j)) is its nearest there
     where no row left out can beat it: its w is at most the row's bound B.
-    *comp_ext*: the components with -1 appended (J = n: none kept).  Slot
-    by slot over the rows not yet decided (most are at the first slots)."""
-    keep = W.shape[1]
+    *comp_ext*: the components with -1 appended (J = n: none kept).
+    *slot*: each row's first kept row not yet seen in its own component
+    (components only merge, so a kept row found inside stays inside: a
+    round starts there, not at the first; KEEP: none left), advanced here
+    (a scan of a row starts it at 0 again)."""
+    keep, n = W.shape[1], len(B)
     exact = np.zeros(rows.size, bool)
-    w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, len(B), np.int32)
-    todo = np.flatnonzero(J[rows, 0] < len(B))     # none kept: not exact
-    for slot in range(keep):
+    w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, n, np.int32)
+    todo = np.flatnonzero(slot[rows] < keep)
+    while todo.size:
         r = rows[todo]
-        js = J[r, slot]
-        apart = (comp_ext[js] != comp_ext[r]) & (js < len(B))
-        hit, todo = todo[apart], todo[~apart]
-        w[hit], j[hit] = W[r[apart], slot], js[apart]
+        s = slot[r]
+        js = J[r, s]
+        apart = (comp_ext[js] != comp_ext[r]) & (js < n)
+        hit = todo[apart]
+        w[hit], j[hit] = W[r[apart], s[apart]], js[apart]
         exact[hit] = w[hit] <= B[r[apart]]
-        if not todo.size:
-            break
+        inside = r[~apart]
+        slot[inside] = s[~apart] + 1
+        todo = todo[~apart][slot[inside] < keep]
     return exact, w, j
 
 
@@ -227,6 +232,7 @@ def boruvka(plan, X, n, d, metric, core=None):
     W = np.full((n, keep), np.inf, plan.dtype)
     J = np.full((n, keep), n, np.int32)
     B = np.full(n, -np.inf, plan.dtype)             # -inf: never scanned
+    slot = np.full(n, keep, np.int8)                # _known's start (KEEP: none kept)
 
     def scan(rows, caps):
         """Scan *rows* (ascending by place in the spatial order) capped by *caps*."""
@@ -241,6 +247,7 @@ def boruvka(plan, X, n, d, metric, core=None):
         for host, dev in zip((w, j, b), out):
             cl.enqueue_copy(q, host, dev.data)
         W[rows], J[rows], B[rows] = w.reshape(m, keep), j.reshape(m, keep), b
+        slot[rows] = 0
         free = np.isinf(caps)
         if np.any(J[rows[free], 0] >= n) or not np.all(np.isfinite(W[rows[free], 0])):
             raise _not_finite(plan, metric)
@@ -254,7 +261,7 @@ def boruvka(plan, X, n, d, metric, core=None):
         low = np.minimum.reduceat(comp_pos, starts)
         cl.enqueue_copy(q, tile_dev.data, np.where(
             low == np.maximum.reduceat(comp_pos, starts), low, -1).astype(np.int32))
-        exact, w, j = _known(every, comp_ext, W, J, B)
+        exact, w, j = _known(every, comp_ext, W, J, B, slot)
         least = _least(ncomp, comp, w, exact)
         # rows in the spatial order (ids), so a scan's rows come ascending
         need = ~exact[ids] & (B[ids] <= least[comp_pos])
@@ -268,7 +275,7 @@ def boruvka(plan, X, n, d, metric, core=None):
             if not rows.size:
                 continue
             scan(rows, caps)
-            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B)
+            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B, slot)
             least = _least(ncomp, comp, w, exact)
             need = ~exact[ids] & (B[ids] <= least[comp_pos])
         # each component's least edge: of its exact rows at its least w (a
