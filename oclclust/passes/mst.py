@@ -153,18 +153,20 @@ def _known(rows, comp_ext, W, J, B, slot):
     keep, n = W.shape[1], len(B)
     exact = np.zeros(rows.size, bool)
     w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, n, np.int32)
+    Jf, Wf = J.reshape(-1), W.reshape(-1)             # flat: one gather a slot
     todo = np.flatnonzero(slot[rows] < keep)
     while todo.size:
         r = rows[todo]
-        s = slot[r]
-        js = J[r, s]
+        at = r * keep + slot[r]
+        js = Jf[at]
         apart = (comp_ext[js] != comp_ext[r]) & (js < n)
         hit = todo[apart]
-        w[hit], j[hit] = W[r[apart], s[apart]], js[apart]
+        w[hit], j[hit] = Wf[at[apart]], js[apart]
         exact[hit] = w[hit] <= B[r[apart]]
-        inside = r[~apart]
-        slot[inside] = s[~apart] + 1
-        todo = todo[~apart][slot[inside] < keep]
+        out = ~apart
+        inside = r[out]
+        slot[inside] += 1
+        todo = todo[out][slot[inside] < keep]
     return exact, w, j
 
 
