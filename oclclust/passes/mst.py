@@ -181,10 +181,13 @@ def _probes(rows, comp):
     up to PROBE spread over each component of more than 4 PROBE of them:
     scanned first (uncapped), they give the component's least edge a bound
     that caps the others.  Returned in the spatial order."""
+    if rows.size:                       # the sort only over rows that may be picked
+        c = comp[rows]
+        rows = rows[(np.bincount(c) > 4 * PROBE)[c]]
     if not rows.size:
         return rows
-    order = np.argsort(comp[rows], kind="stable")
-    c = comp[rows[order]]
+    m = len(rows)                       # by component, in the spatial order
+    c, order = np.divmod(np.sort(comp[rows].astype(np.int64) * m + np.arange(m)), m)
     start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     counts = np.diff(np.r_[start, len(rows)])
     rank = np.arange(len(rows)) - np.repeat(start, counts)
@@ -268,18 +271,19 @@ def boruvka(plan, X, n, d, metric, core=None):
         # rows in the spatial order (ids), so a scan's rows come ascending
         need = ~exact[ids] & (B[ids] <= least[comp_pos])
         probe = _probes(ids[need & np.isinf(least[comp_pos])], comp)
-        for rows in (probe, None):
-            if rows is None:
+        for probing in (True, False):
+            if probing:
+                rows, caps = probe, np.full(probe.size, np.inf)
+            else:
                 rows = ids[need]
                 caps = least[comp[rows]]
-            else:
-                caps = np.full(rows.size, np.inf)
             if not rows.size:
                 continue
             scan(rows, caps)
             exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B, slot)
             least = _least(ncomp, comp, w, exact)
-            need = ~exact[ids] & (B[ids] <= least[comp_pos])
+            if probing:
+                need = ~exact[ids] & (B[ids] <= least[comp_pos])
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi): a
         # sort only among the components with several (tied) such rows
