@@ -18,8 +18,8 @@ def single_linkage(a, b, w):
     cluster n+i)."""
     order = np.argsort(w)
     a, b, w = a[order], b[order], np.asarray(w, np.float64)[order]
-    left, right, sizes = merged_clusters(a.tolist(), b.tolist(), a.shape[0] + 1)
-    return np.array(left), np.array(right), w, np.array(sizes)
+    left, right, sizes = merged_clusters(a, b, a.shape[0] + 1)
+    return left, right, w, sizes
 
 
 def _points_bfs(node, n, left, right):

@@ -141,25 +141,32 @@ def _boxes(xp, tb):
     return np.ascontiguousarray(lo), np.ascontiguousarray(hi)
 
 
-def _known(rows, comp_ext, W, J, B):
+def _known(rows, comp_ext, W, J, B, slot):
     """(exact, w, j) of *rows*: a row's first kept row still in another
     component (the kept rows are ascending by (w, j)) is its nearest there
     where no row left out can beat it: its w is at most the row's bound B.
-    *comp_ext*: the components with -1 appended (J = n: none kept).  Slot
-    by slot over the rows not yet decided (most are at the first slots)."""
-    keep = W.shape[1]
+    *comp_ext*: the components with -1 appended (J = n: none kept).
+    *slot*: each row's first kept row not yet seen in its own component
+    (components only merge, so a kept row found inside stays inside: a
+    round starts there, not at the first; KEEP: none left), advanced here
+    (a scan of a row starts it at 0 again)."""
+    keep, n = W.shape[1], len(B)
     exact = np.zeros(rows.size, bool)
-    w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, len(B), np.int32)
-    todo = np.flatnonzero(J[rows, 0] < len(B))     # none kept: not exact
-    for slot in range(keep):
+    w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, n, np.int32)
+    Jf, Wf = J.reshape(-1), W.reshape(-1)             # flat: one gather a slot
+    todo = np.flatnonzero(slot[rows] < keep)
+    while todo.size:
         r = rows[todo]
-        js = J[r, slot]
-        apart = (comp_ext[js] != comp_ext[r]) & (js < len(B))
-        hit, todo = todo[apart], todo[~apart]
-        w[hit], j[hit] = W[r[apart], slot], js[apart]
+        at = r * keep + slot[r]
+        js = Jf[at]
+        apart = (comp_ext[js] != comp_ext[r]) & (js < n)
+        hit = todo[apart]
+        w[hit], j[hit] = Wf[at[apart]], js[apart]
         exact[hit] = w[hit] <= B[r[apart]]
-        if not todo.size:
-            break
+        out = ~apart
+        inside = r[out]
+        slot[inside] += 1
+        todo = todo[out][slot[inside] < keep]
     return exact, w, j
 
 
@@ -174,10 +181,13 @@ def _probes(rows, comp):
     up to PROBE spread over each component of more than 4 PROBE of them:
     scanned first (uncapped), they give the component's least edge a bound
     that caps the others.  Returned in the spatial order."""
+    if rows.size:                       # the sort only over rows that may be picked
+        c = comp[rows]
+        rows = rows[(np.bincount(c) > 4 * PROBE)[c]]
     if not rows.size:
         return rows
-    order = np.argsort(comp[rows], kind="stable")
-    c = comp[rows[order]]
+    m = len(rows)                       # by component, in the spatial order
+    c, order = np.divmod(np.sort(comp[rows].astype(np.int64) * m + np.arange(m)), m)
     start = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
     counts = np.diff(np.r_[start, len(rows)])
     rank = np.arange(len(rows)) - np.repeat(start, counts)
@@ -227,6 +237,7 @@ def boruvka(plan, X, n, d, metric, core=None):
     W = np.full((n, keep), np.inf, plan.dtype)
     J = np.full((n, keep), n, np.int32)
     B = np.full(n, -np.inf, plan.dtype)             # -inf: never scanned
+    slot = np.full(n, keep, np.int8)                # _known's start (KEEP: none kept)
 
     def scan(rows, caps):
         """Scan *rows* (ascending by place in the spatial order) capped by *caps*."""
@@ -241,6 +252,7 @@ def boruvka(plan, X, n, d, metric, core=None):
         for host, dev in zip((w, j, b), out):
             cl.enqueue_copy(q, host, dev.data)
         W[rows], J[rows], B[rows] = w.reshape(m, keep), j.reshape(m, keep), b
+        slot[rows] = 0
         free = np.isinf(caps)
         if np.any(J[rows[free], 0] >= n) or not np.all(np.isfinite(W[rows[free], 0])):
             raise _not_finite(plan, metric)
@@ -254,23 +266,24 @@ def boruvka(plan, X, n, d, metric, core=None):
         low = np.minimum.reduceat(comp_pos, starts)
         cl.enqueue_copy(q, tile_dev.data, np.where(
             low == np.maximum.reduceat(comp_pos, starts), low, -1).astype(np.int32))
-        exact, w, j = _known(every, comp_ext, W, J, B)
+        exact, w, j = _known(every, comp_ext, W, J, B, slot)
         least = _least(ncomp, comp, w, exact)
         # rows in the spatial order (ids), so a scan's rows come ascending
         need = ~exact[ids] & (B[ids] <= least[comp_pos])
         probe = _probes(ids[need & np.isinf(least[comp_pos])], comp)
-        for rows in (probe, None):
-            if rows is None:
+        for probing in (True, False):
+            if probing:
+                rows, caps = probe, np.full(probe.size, np.inf)
+            else:
                 rows = ids[need]
                 caps = least[comp[rows]]
-            else:
-                caps = np.full(rows.size, np.inf)
             if not rows.size:
                 continue
             scan(rows, caps)
-            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B)
+            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B, slot)
             least = _least(ncomp, comp, w, exact)
-            need = ~exact[ids] & (B[ids] <= least[comp_pos])
+            if probing:
+                need = ~exact[ids] & (B[ids] <= least[comp_pos])
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi): a
         # sort only among the components with several (tied) such rows
