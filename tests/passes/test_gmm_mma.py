@@ -305,8 +305,9 @@ def test_mstep_matches_numpy(profile, kind, n, d, k):
     prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1)
     gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, chunks=3)
     assert isinstance(gp.mspec, gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
-    if rows is None:
-        gp.set_resp(resp)
+    if rows is None:   # in two blocks of rows (the second at an offset)
+        gp.set_resp(resp[:n // 3])
+        gp.set_resp(resp[n // 3:], n // 3)
     else:
         gp.onehot(k, rows=rows)
         resp = np.zeros((n, k), np.float32)
@@ -325,8 +326,9 @@ def test_emulated_mstep_matches_numpy(profile, kind):
     specs = (portable_specs(profile, d, k)[0],
              next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
     gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
-    if rows is None:
-        gp.set_resp(resp)
+    if rows is None:   # in two blocks of rows (the second at an offset)
+        gp.set_resp(resp[:n // 3])
+        gp.set_resp(resp[n // 3:], n // 3)
     else:
         gp.onehot(k, rows=rows)
         resp = np.zeros((n, k), np.float32)
