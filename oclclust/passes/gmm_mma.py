@@ -15,6 +15,15 @@ data's spread instead of its distance from the origin.  The host makes the
 kp x 2dp coefficients [P | -2 mu' P] and the constants c_j - 1/2 sum mu'^2 P
 in float64 (then float32): k x 2d values, no larger than the records it
 already uploads.
+
+The M-step statistics (gmm_mma_mstep.cl.mako) are GEMMs of the
+responsibilities too, split by each row's own component (its label): a
+component's own rows summed about its mean, the others about the shift.
+Sums about one shift alone cancel: sum r x'^2 - 2 mu' sum r x' + N mu'^2
+loses |mu'|^2 / var of float32's digits (a one-hot start, var 0 and
+reg_covar 1e-6, came out negative: "ill-defined covariance").  What is left
+to cancel is the shared rows' part: a component's mass on rows another one
+owns, large only where components overlap far from the shift.
 """
 import dataclasses
 
