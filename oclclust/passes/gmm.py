@@ -20,7 +20,7 @@ from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, estep_specs as mma_estep_specs,
-                      mstep_specs as mma_mstep_specs, operands, shift_of)
+                      means_of, mstep_size, mstep_specs as mma_mstep_specs, operands, shift_of)
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import partial_buffer, reduce_partials
 
@@ -243,16 +243,25 @@ class GmmPass:
             self.consts = cla.empty(q, self.espec.kp, np.float32)
             self.shift = cla.empty(q, self.espec.dp, np.float32)
         self.mma_m = isinstance(self.mspec, MmaMStepSpec)
-        if self.mma_m:   # the M kernel's sums are about a shift of its own
+        if self.mma_m:   # the M kernel's other sums are about a shift of its own,
+            # its own sums about the means (float32): each row's own component
+            # is its label when the responsibilities were made (self.own)
             self.mshift = cla.empty(q, self.mspec.dp, np.float32)
+            self.mmeans = cla.empty(q, k * self.mspec.dp, np.float32)
+            self.own = cla.zeros(q, max(part.n, 1), np.int32)
+        else:
+            self.own = self.labels   # (the one-hot kernel's output: unread)
         if chunks is None:
             target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
             per_chunk = self.mspec.groups_per_chunk(k)
             chunks = int(max(1, min(-(-target // per_chunk), -(-part.n // self.mspec.tile))))
         self.chunks = chunks
         slabs = self.chunks * self.mspec.reps
-        self.part_stats = partial_buffer(q, slabs, k * stats_size(part.d, full),
-                                         part.acc_double)
+        self.part_stats = partial_buffer(q, slabs, k * self._mstats_size(), part.acc_double)
+
+    def _mstats_size(self):
+        """Reals per component of the M kernel's statistics."""
+        return mstep_size(self.part.d) if self.mma_m else stats_size(self.part.d, self.full)
 
     def _groups(self, spec):
         """(persistent work-groups, tiles each): on a GPU four times the
@@ -289,6 +298,8 @@ class GmmPass:
                      np.int64(part.stride), *params, np.int32(k), self.lse.data,
                      self.labels.data, np.int32(store_resp), resp.data,
                      self.part_ll.data, self.part_bad.data, np.int64(tiles))
+        if store_resp and self.mma_m and part.n:   # the rows' own components
+            cl.enqueue_copy(q, self.own.data, self.labels.data, byte_count=part.n * 4)
         ll = self.part_ll.get(q).astype(np.float64)
         ll = ll[:groups].sum() - (0 if part.acc_double else ll[groups:2 * groups].sum())
         return float(ll), int(self.part_bad.get(q)[:groups].sum())
@@ -297,23 +308,24 @@ class GmmPass:
         """The M kernel on the responsibilities in place: k x SZ float64 stats."""
         part, q, spec = self.part, self.part.queue, self.mspec
         k = means.shape[0]
-        if self.mma_m:
-            shift = shift_of(means, spec.dp)
+        if self.mma_m:   # about the shift and about the means (float32)
+            shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
             self.mshift.set(shift, q)
-            about = self.mshift
+            self.mmeans[:means32.size].set(means32.ravel(), q)
+            about = (self.mshift.data, self.mmeans.data, self.own.data)
         else:
             self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
-            about = self.means
+            about = (self.means.data,)
         rows = -(-part.n // self.chunks)
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
                      part.x.data,
                      np.int64(part.n), np.int64(part.stride), self._resp(k).data,
-                     about.data, np.int32(k), np.int64(rows), self.part_stats.data)
-        size = k * stats_size(part.d, self.full)
+                     *about, np.int32(k), np.int64(rows), self.part_stats.data)
+        size = k * self._mstats_size()
         # the kernel packs the slabs for this k (Kahan: then the compensations)
         stats = reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
                                 part.acc_double).reshape(k, -1)
-        return central_stats(stats, means, shift) if self.mma_m else stats
+        return central_stats(stats, means, shift, means32) if self.mma_m else stats
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their
@@ -321,6 +333,9 @@ class GmmPass:
         part, (b, k) = self.part, rows.shape
         item = part.dtype.itemsize
         block = np.ascontiguousarray(rows.T, part.dtype)   # k x b
+        if self.mma_m and b:   # each row's own component: its largest responsibility
+            cl.enqueue_copy(part.queue, self.own.data, block.argmax(axis=0).astype(np.int32),
+                            dst_offset=start * 4)
         cl.enqueue_copy(part.queue, self._resp(k).data, block,
                         buffer_origin=(start * item, 0), host_origin=(0, 0),
                         region=(b * item, k), buffer_pitches=(part.n * item,),
@@ -341,4 +356,4 @@ class GmmPass:
             self.rows = cla.to_device(q, np.asarray(rows, np.int64))
         kern(q, (-(-part.n // spec.wg) * spec.wg,), (spec.wg,), resp.data, np.int64(part.n),
              np.int32(k), (self.labels if labels is None else labels).data,
-             (resp if labels is not None else self.rows).data)
+             (resp if labels is not None else self.rows).data, self.own.data)

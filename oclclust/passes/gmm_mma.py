@@ -15,6 +15,15 @@ data's spread instead of its distance from the origin.  The host makes the
 kp x 2dp coefficients [P | -2 mu' P] and the constants c_j - 1/2 sum mu'^2 P
 in float64 (then float32): k x 2d values, no larger than the records it
 already uploads.
+
+The M-step statistics (gmm_mma_mstep.cl.mako) are GEMMs of the
+responsibilities too, split by each row's own component (its label): a
+component's own rows summed about its mean, the others about the shift.
+Sums about one shift alone cancel: sum r x'^2 - 2 mu' sum r x' + N mu'^2
+loses |mu'|^2 / var of float32's digits (a one-hot start, var 0 and
+reg_covar 1e-6, came out negative: "ill-defined covariance").  What is left
+to cancel is the shared rows' part: a component's mass on rows another one
+owns, large only where components overlap far from the shift.
 """
 import dataclasses
 
@@ -92,13 +101,14 @@ def operands(records, d, dp, kp):
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)
+NTW = 4           # the M kernel's n8 column tiles a warp (two sets of float and double sums each)
 
 
 @dataclasses.dataclass(frozen=True)
 class MmaMStepSpec(Spec):
     """The tensor-core M kernel (gmm_mma_mstep.cl.mako): a work-group per
     (chunk of rows, block of cb = 16 mb components); each warp one m16
-    component tile and ntw n8 column tiles of one half (x' or x'^2), g
+    component tile and ntw n8 column tiles of one half (x or x^2), g
     column groups a half.  tile: the fewest rows a chunk is given."""
     template = "gmm_mma_mstep.cl.mako"
     d: int = 1
@@ -120,47 +130,81 @@ class MmaMStepSpec(Spec):
         return -(-k // self.cb)
 
     def local_bytes(self):
+        """x stage, the block's means (both rows of xs floats), the
+        responsibilities, own components and step flags, the N sums."""
         xs, rs = self.dp + (8 - self.dp) % 32, self.stage + 4
-        return ((self.stage * xs + self.cb * rs) * 4 + self.cb * 4 * 8
+        floats = self.stage * xs + self.cb * xs + self.cb * rs
+        ints = self.stage + self.stage // 8
+        return ((floats + ints) * 4 + self.cb * 8 * 8
                 + (self.wg * 24 if self.emulate else 0))
+
+
+def mstep_size(d):
+    """Doubles per component of the M kernel's statistics: [N other, N own,
+    other sum r x' (d), sum r x'^2 (d), own sum r x'' (d), sum r x''^2 (d)]."""
+    return 2 + 4 * d
 
 
 def mstep_specs(profile, dtype, d, emulate=False):
     """The tensor-core M kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores and fp64 (its partial sums are
-    double): per-component N, sum r x' and sum r x'^2 about the E step's
-    shift, made the statistics about the means on the host (GmmPass.mstep).
-    *emulate*: as estep_specs'."""
+    double): per component the sums over the rows it does not own about a
+    shift and over the rows it owns about its mean (gmm_mma_mstep.cl.mako),
+    made the statistics about the means on the host (central_stats).
+    Column groups of at most NTW tiles a warp (its registers hold 2 x 4
+    float and 2 x 4 double sums a tile), work-groups of 8 warps, component
+    blocks halved until local memory fits.  *emulate*: as estep_specs'."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
             or not (emulate or tensor_cores(profile))):
         return
     dp = -(-d // 8) * 8
     steps = dp // 8
-    g = -(-steps // 8)
+    g = -(-steps // NTW)
     ntw = -(-steps // g)
     mb = max(1, 8 // (2 * g))
-    wg = 32 * 2 * g * mb
-    if wg <= profile.max_work_group_size:
-        yield MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
-                           ntw=ntw, mb=mb, emulate=emulate)
+    while mb >= 1:
+        wg = 32 * 2 * g * mb
+        spec = MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
+                            ntw=ntw, mb=mb, emulate=emulate)
+        if wg <= profile.max_work_group_size and spec.local_bytes() <= profile.local_memory_budget:
+            yield spec
+            return
+        mb //= 2
 
 
 def shift_of(means, dp):
-    """The shift the M kernel's sums are taken about: the means' mean, float32,
-    zero past d (as operands' for the E step)."""
+    """The shift the M kernel's other sums are taken about: the means' mean,
+    float32, zero past d (as operands' for the E step)."""
     means = np.asarray(means, np.float64)
     out = np.zeros(dp, np.float32)
     out[:means.shape[1]] = means.mean(axis=0)
     return out
 
 
-def central_stats(raw, means, shift):
+def means_of(means, dp):
+    """The means the M kernel's own sums are taken about: float32, k x dp,
+    zero past d."""
+    means = np.asarray(means)
+    out = np.zeros((means.shape[0], dp), np.float32)
+    out[:, :means.shape[1]] = means
+    return out
+
+
+def central_stats(raw, means, shift, means32=None):
     """[N, S1, S2] about *means* (gmm_mstep.cl.mako's statistics, k x (1 + 2d)
-    float64) from the M kernel's reduced [N, sum r x', sum r x'^2] (x' = x -
-    shift): S1 = Sx - N mu', S2 = Sxx - 2 mu' Sx + N mu'^2, mu' = mu - shift."""
+    float64) from the M kernel's reduced sums (mstep_size): the other rows'
+    [N, sum r x', sum r x'^2] about the shift made about the means (S1 =
+    Sx - N mu', S2 = Sxx - 2 mu' Sx + N mu'^2, mu' = mu - shift), the own
+    rows' about *means32* (the float32 means the kernel read; default the
+    means) made about the float64 means (dm = mu - mu32: S1 - N dm, S2 -
+    2 dm S1 + N dm^2), the two added."""
     means = np.asarray(means, np.float64)
     d = means.shape[1]
-    n = raw[:, :1]
-    sx, sxx = raw[:, 1:1 + d], raw[:, 1 + d:1 + 2 * d]
+    m32 = means if means32 is None else np.asarray(means32, np.float64)[:, :d]
+    n_other, n_own = raw[:, :1], raw[:, 1:2]
+    sx, sxx, s1o, s2o = (raw[:, 2 + q * d:2 + (q + 1) * d] for q in range(4))
     mu = means - shift[:d].astype(np.float64)
-    return np.concatenate([n, sx - n * mu, sxx - 2 * mu * sx + n * mu * mu], axis=1)
+    dm = means - m32
+    s1 = (sx - n_other * mu) + (s1o - n_own * dm)
+    s2 = (sxx - 2 * mu * sx + n_other * mu * mu) + (s2o - 2 * dm * s1o + n_own * dm * dm)
+    return np.concatenate([n_other + n_own, s1, s2], axis=1)

@@ -11,6 +11,9 @@ outside 0..n-1 when another chunk or rank holds it); a row chosen by several
 components is one in each of them.
 A work-item per row writes its k entries, neighbouring rows side by side
 (coalesced on GPUs, vector stores on CPUs); every entry is written, 1 or 0.
+It also writes each row's own component (own; the tensor-core M kernel,
+gmm_mma_mstep.cl.mako, sums a component's own rows about its mean): its
+label, or the first component whose row it is (0 for a row of none).
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 
@@ -18,7 +21,8 @@ __kernel __attribute__((reqd_work_group_size(${wg}, 1, 1)))
 void gmm_onehot(__global real_t *restrict resp,         /* k x n */
                 const long n, const int k,
                 __global const int *restrict labels,    /* n (from_labels) */
-                __global const long *restrict rows)     /* k (else) */
+                __global const long *restrict rows,     /* k (else) */
+                __global int *restrict own)             /* n */
 {
     const long i = get_global_id(0);
     if (i >= n)
@@ -27,8 +31,14 @@ void gmm_onehot(__global real_t *restrict resp,         /* k x n */
     const int label = labels[i];
     for (int j = 0; j < k; ++j)
         resp[(long)j * n + i] = j == label ? (real_t)1 : (real_t)0;
+    own[i] = label;
 % else:
-    for (int j = 0; j < k; ++j)
-        resp[(long)j * n + i] = rows[j] == i ? (real_t)1 : (real_t)0;
+    int first = -1;
+    for (int j = 0; j < k; ++j) {
+        const int mine = rows[j] == i;
+        resp[(long)j * n + i] = mine ? (real_t)1 : (real_t)0;
+        first = first < 0 && mine ? j : first;
+    }
+    own[i] = first < 0 ? 0 : first;
 % endif
 }

@@ -1,31 +1,46 @@
 <%doc>
 The diagonal GMM M-step statistics on NVIDIA tensor cores (compute
-capability 8 or more, float32 data, d <= 128, fp64): per component j the
-raw sums N_j = sum_i r_ij, Sx_j = sum_i r_ij x'_i and Sxx_j = sum_i r_ij x'_i^2
-(x' = x - shift, elementwise squares), as the GEMM R^T [x' | x'^2] in
-inline-PTX mma.sync m16n8k8 TF32 products, 3xTF32 (as
-gmm_mma_estep.cl.mako).  gmm_mma.central_stats makes them the statistics
-about the means of gmm_mstep.cl.mako on the host, in float64; gmm_mma.py
-offers this kernel only where NVIDIA's runtime reports tensor cores, and
+capability 8 or more, float32 data, d <= 128, fp64), as GEMMs in inline-PTX
+mma.sync m16n8k8 TF32 products, 3xTF32 (as gmm_mma_estep.cl.mako).  Each
+row's responsibilities are split in two by the row's own component o_i (the
+E step's label, gmm_mma.py): r_ij = [j = o_i] r_ij + [j != o_i] r_ij, and
+per component j
+  other: N_j = sum r_ij,  sum r_ij x'_i,   sum r_ij x'_i^2   (x' = x - shift)
+  own:   N_j = sum r_ij,  sum r_ij x''_i,  sum r_ij x''_i^2  (x'' = x - mu_j)
+the first over the rows j does not own (R_other^T [x' | x'^2]), the second
+over the rows it owns (R_own^T [x'' | x''^2]; mu_j the current mean in
+float32), elementwise squares.  Raw sums about one shift lose digits as
+|x'| grows against |x - mu_j| (the scatter is sum r x'^2 - 2 mu' sum r x' +
+N mu'^2: a one-hot start's scatter, zero, came out +-1e-5 at |x'| ~ 10);
+about each row's own mean the bulk of every scatter is summed without that
+cancellation, and the rest -- rows a component shares but does not own --
+is the small part.  gmm_mma.central_stats makes both the statistics about
+the means of gmm_mstep.cl.mako on the host, in float64; gmm_mma.py offers
+this kernel only where NVIDIA's runtime reports tensor cores, and
 gmm_mstep.cl.mako / gmm_mstep_rowwise.cl.mako serve everywhere else.
-Reads spec: d, dp (d padded to 8), wg, g (column groups of a half: x' or
-x'^2), ntw (n8 column tiles a warp owns), mb (m16 component tiles a
+Reads spec: d, dp (d padded to 8), wg, g (column groups of a half: x or
+x^2), ntw (n8 column tiles a warp owns), mb (m16 component tiles a
 work-group: cb = 16 mb components), stage (rows a local-memory stage),
 emulate (the products in plain OpenCL: tests on CPUs).
 
 A work-group owns one chunk of rows (slab) and one block of cb components
 (group id = chunk * blocks + block; k, the number of components, is a
-kernel argument).  Each stage copies stage rows of x' (row stride
-dp + pad = 8 mod 32 floats) and the block's stage responsibilities (stride
-stage + 4) to local memory, both zero outside the data: the fragment reads
-of a warp touch 32 distinct banks.  Warp w owns component tile w / (2 g)
-and the ntw column tiles of group w % (2 g): the first g groups the x'
-columns, the others x'^2 (squared as read).  Products accumulate in float
-over a stage and are added into double registers after it, so precision
-does not depend on n; N_j is the warps of group 0's sums of their A
-values, in the same stages.  Output: slab x k x SZ doubles (SZ = 1 + 2 d:
-[N, Sx (d), Sxx (d)]), every entry of every slab written, no atomics, for
-reduce_partials.
+kernel argument); it copies the block's means (float32, zero past d) to
+local memory once.  Each stage copies stage rows of x (row stride dp + pad
+= 8 mod 32 floats), the block's stage responsibilities (stride stage + 4),
+each row's own component if the block holds it (else -1) and, per k8 step
+of 8 rows, whether any row of it is the block's: all zero outside the data.
+Warp w owns component tile w / (2 g) and the ntw column tiles of group w %
+(2 g): the first g groups the x columns, the others x^2 (squared as read,
+after the shift or the own mean is taken off).  The own products run only
+in the k8 steps with a row of the block (a flag uniform over the
+work-group; emulated: in every step, the flag masking A).  Products
+accumulate in float over a stage and are added into double registers
+after it, so precision does not depend on n; the N sums
+are the warps of group 0's sums of their A values, in the same stages.
+Output: slab x k x SZ doubles (SZ = 2 + 4 d: [N other, N own, other sum r
+x' (d), sum r x'^2 (d), own sum r x'' (d), sum r x''^2 (d)]), every entry
+of every slab written, no atomics, for reduce_partials.
 </%doc>
 <%inherit file="prelude.cl.mako"/>
 <%
@@ -44,7 +59,7 @@ reduce_partials.
 #define RS ${rs}                        /* responsibility row stride */
 #define G ${g}
 #define NTW ${ntw}
-#define SZ (1 + 2 * D)
+#define SZ (2 + 4 * D)
 
 % if emulate:
 <%include file="tf32_split.cl"/>
@@ -109,6 +124,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gmm_mstep(__global const float *restrict x, const long n, const long stride,
                __global const float *restrict resp,     /* k x n */
                __global const float *restrict shift,    /* DP */
+               __global const float *restrict means,    /* k x DP, zero past D */
+               __global const int *restrict own,        /* n: each row's own component */
                const int k,
                const long rows_per_chunk,
                __global double *restrict part)          /* slabs x k x SZ */
@@ -122,89 +139,162 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     const int blocks = (k + CB - 1) / CB;
     const long g = get_group_id(0);
     const int j0 = (int)(g % blocks) * CB;       /* the block's first component */
+    const int jn = min(CB, k - j0);              /* its components */
     const long chunk = g / blocks;
     const long lo = chunk * rows_per_chunk, hi = min(n, lo + rows_per_chunk);
     const int mtile = warp / (2 * G), cg = warp % (2 * G);
-    const int sq = cg / G, t0 = (cg % G) * NTW;   /* x' (0) or x'^2 (1); first tile */
+    const int sq = cg / G, t0 = (cg % G) * NTW;   /* x (0) or x^2 (1); first tile */
+    const int jlo = mtile * 16 + gq, jhi = jlo + 8;   /* this lane's A rows (block-relative) */
     __local float xl[S * XS];
     __local float rl[CB * RS];
-    __local double nl[CB * 4];
+    __local float ml[CB * XS];                   /* the block's means */
+    __local int ol[S];                           /* a row's own component - j0, or -1 */
+    __local int fl[S / 8];                       /* a k8 step has a row of the block */
+    __local double nl[CB * 4 * 2];
+    for (int e = lid; e < CB * DP; e += WG) {
+        const int jj = e / DP, c = e % DP;
+        ml[jj * XS + c] = jj < jn ? means[(long)(j0 + jj) * DP + c] : 0.0f;
+    }
 % for t in range(ntw):
+    /* column tile t0 + ${t}'s shift (a tile past STEPS reads column DP - 1) */
+    const float sc_${t} = shift[min((t0 + ${t}) * 8 + gq, DP - 1)];
     double sum_${t}_0 = 0, sum_${t}_1 = 0, sum_${t}_2 = 0, sum_${t}_3 = 0;
+    double own_${t}_0 = 0, own_${t}_1 = 0, own_${t}_2 = 0, own_${t}_3 = 0;
 % endfor
-    double n_lo = 0, n_hi = 0;                   /* components gq, gq + 8 */
+    double n_lo = 0, n_hi = 0, on_lo = 0, on_hi = 0;   /* components jlo, jhi */
     for (long start = lo; start < hi; start += S) {
         barrier(CLK_LOCAL_MEM_FENCE);            /* the last stage's readers are done */
         for (int e = lid; e < S * DP; e += WG) {
             const int r = e / DP, c = e % DP;
             const long i = start + r;
-            xl[r * XS + c] = i < hi && c < D ? x[i * stride + c] - shift[c] : 0.0f;
+            xl[r * XS + c] = i < hi && c < D ? x[i * stride + c] : 0.0f;
         }
         for (int e = lid; e < CB * S; e += WG) {
             const int jj = e / S, r = e % S;
             const long i = start + r;
-            rl[jj * RS + r] = i < hi && j0 + jj < k ? resp[(long)(j0 + jj) * n + i] : 0.0f;
+            rl[jj * RS + r] = i < hi && jj < jn ? resp[(long)(j0 + jj) * n + i] : 0.0f;
+        }
+        for (int r = lid; r < S; r += WG) {
+            const long i = start + r;
+            const int o = i < hi ? own[i] - j0 : -1;
+            ol[r] = o >= 0 && o < jn ? o : -1;
+        }
+        for (int s = lid; s < S / 8; s += WG) {
+            int any = 0;
+            for (int r = 0; r < 8; ++r) {
+                const long i = start + 8 * s + r;
+                const int o = i < hi ? own[i] - j0 : -1;
+                any |= o >= 0 && o < jn;
+            }
+            fl[s] = any;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 % for t in range(ntw):
         float acc_${t}_0 = 0, acc_${t}_1 = 0, acc_${t}_2 = 0, acc_${t}_3 = 0;
+        float oac_${t}_0 = 0, oac_${t}_1 = 0, oac_${t}_2 = 0, oac_${t}_3 = 0;
 % endfor
-        float part_lo = 0, part_hi = 0;
+        float part_lo = 0, part_hi = 0, opart_lo = 0, opart_hi = 0;
 % for s in range(stage // 8):
         {   /* k8 step ${s}: rows ${8 * s}.. of the stage */
-            __local const float *ra = rl + (mtile * 16 + gq) * RS + ${8 * s} + tq;
+            __local const float *ra = rl + jlo * RS + ${8 * s} + tq;
             const float a0 = ra[0], a1 = ra[8 * RS], a2 = ra[4], a3 = ra[8 * RS + 4];
-            part_lo += a0 + a2;
-            part_hi += a1 + a3;
-            SPLIT(ab0, as0, a0);
-            SPLIT(ab1, as1, a1);
-            SPLIT(ab2, as2, a2);
-            SPLIT(ab3, as3, a3);
+            const int o0 = ol[${8 * s} + tq], o1 = ol[${8 * s + 4} + tq];   /* rows tq, tq + 4 */
+            /* A[component][row]: a0 (jlo, tq), a1 (jhi, tq), a2 (jlo, tq + 4), a3 (jhi, tq + 4) */
+            const float w0 = o0 == jlo ? a0 : 0.0f, w1 = o0 == jhi ? a1 : 0.0f;
+            const float w2 = o1 == jlo ? a2 : 0.0f, w3 = o1 == jhi ? a3 : 0.0f;
+            const float f0 = a0 - w0, f1 = a1 - w1, f2 = a2 - w2, f3 = a3 - w3;   /* exact */
+            part_lo += f0 + f2;
+            part_hi += f1 + f3;
+            opart_lo += w0 + w2;
+            opart_hi += w1 + w3;
+            SPLIT(fb0, fs0, f0);
+            SPLIT(fb1, fs1, f1);
+            SPLIT(fb2, fs2, f2);
+            SPLIT(fb3, fs3, f3);
   % for t in range(ntw):
-            {   /* a tile past STEPS (ragged groups) reads column DP - 1: unwritten */
+            {
                 const int c = min((t0 + ${t}) * 8 + gq, DP - 1);
-                float v0 = xl[(${8 * s} + tq) * XS + c], v1 = xl[(${8 * s + 4} + tq) * XS + c];
+                float v0 = xl[(${8 * s} + tq) * XS + c] - sc_${t};
+                float v1 = xl[(${8 * s + 4} + tq) * XS + c] - sc_${t};
                 if (sq) {
                     v0 *= v0;
                     v1 *= v1;
                 }
                 SPLIT(bb0, bs0, v0);
                 SPLIT(bb1, bs1, v1);
-                MMA(acc_${t}_, ab0, ab1, ab2, ab3, bb0, bb1);
-                MMA(acc_${t}_, ab0, ab1, ab2, ab3, bs0, bs1);
-                MMA(acc_${t}_, as0, as1, as2, as3, bb0, bb1);
+                MMA(acc_${t}_, fb0, fb1, fb2, fb3, bb0, bb1);
+                MMA(acc_${t}_, fb0, fb1, fb2, fb3, bs0, bs1);
+                MMA(acc_${t}_, fs0, fs1, fs2, fs3, bb0, bb1);
             }
   % endfor
+  % if emulate:
+            {   /* emulated: no MMA under a branch (PoCL builds it in minutes); the
+                   flag masks the A values instead, so that a wrong flag shows */
+                const float on = fl[${s}] ? 1.0f : 0.0f;
+  % else:
+            if (fl[${s}]) {   /* the same in every work-item */
+                const float on = 1.0f;
+  % endif
+                SPLIT(wb0, ws0, w0 * on);
+                SPLIT(wb1, ws1, w1 * on);
+                SPLIT(wb2, ws2, w2 * on);
+                SPLIT(wb3, ws3, w3 * on);
+  % for t in range(ntw):
+                {   /* x'' = x - the row's own mean (0 where the block does not own it) */
+                    const int c = min((t0 + ${t}) * 8 + gq, DP - 1);
+                    float v0 = o0 >= 0 ? xl[(${8 * s} + tq) * XS + c] - ml[o0 * XS + c] : 0.0f;
+                    float v1 = o1 >= 0 ? xl[(${8 * s + 4} + tq) * XS + c] - ml[o1 * XS + c] : 0.0f;
+                    if (sq) {
+                        v0 *= v0;
+                        v1 *= v1;
+                    }
+                    SPLIT(bb0, bs0, v0);
+                    SPLIT(bb1, bs1, v1);
+                    MMA(oac_${t}_, wb0, wb1, wb2, wb3, bb0, bb1);
+                    MMA(oac_${t}_, wb0, wb1, wb2, wb3, bs0, bs1);
+                    MMA(oac_${t}_, ws0, ws1, ws2, ws3, bb0, bb1);
+                }
+  % endfor
+            }
         }
 % endfor
 % for t in range(ntw):
-        sum_${t}_0 += acc_${t}_0;
-        sum_${t}_1 += acc_${t}_1;
-        sum_${t}_2 += acc_${t}_2;
-        sum_${t}_3 += acc_${t}_3;
+  % for q in range(4):
+        sum_${t}_${q} += acc_${t}_${q};
+        own_${t}_${q} += oac_${t}_${q};
+  % endfor
 % endfor
         n_lo += part_lo;
         n_hi += part_hi;
+        on_lo += opart_lo;
+        on_hi += opart_hi;
     }
     const long slab = chunk;
     /* N: group 0's lanes, the 4 of each component added in a fixed order */
     if (cg == 0) {
-        nl[(mtile * 16 + gq) * 4 + tq] = n_lo;
-        nl[(mtile * 16 + gq + 8) * 4 + tq] = n_hi;
+        nl[jlo * 4 + tq] = n_lo;
+        nl[jhi * 4 + tq] = n_hi;
+        nl[(CB + jlo) * 4 + tq] = on_lo;
+        nl[(CB + jhi) * 4 + tq] = on_hi;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int jj = lid; jj < CB; jj += WG)
-        if (j0 + jj < k)
-            part[(slab * k + j0 + jj) * SZ] = ((nl[jj * 4] + nl[jj * 4 + 1]) + nl[jj * 4 + 2])
-                                              + nl[jj * 4 + 3];
+    for (int e = lid; e < 2 * CB; e += WG) {
+        const int jj = e % CB, which = e / CB;   /* N other, N own */
+        __local const double *v = nl + e * 4;
+        if (jj < jn)
+            part[(slab * k + j0 + jj) * SZ + which] = ((v[0] + v[1]) + v[2]) + v[3];
+    }
 % for t in range(ntw):
     if (t0 + ${t} < STEPS) {
   % for q in range(4):
         {
-            const int j = j0 + mtile * 16 + gq + ${8 * (q // 2)};
+            const int j = j0 + (${q} < 2 ? jlo : jhi);
             const int c = (t0 + ${t}) * 8 + 2 * tq + ${q % 2};
-            if (j < k && c < D)
-                part[(slab * k + j) * SZ + 1 + sq * D + c] = sum_${t}_${q};
+            if (j < k && c < D) {
+                __global double *out = part + (slab * k + j) * SZ + 2 + sq * D + c;
+                out[0] = sum_${t}_${q};
+                out[2 * D] = own_${t}_${q};
+            }
         }
   % endfor
     }

@@ -11,7 +11,8 @@ PRECISIONS (float64 sums, float64 data, Kahan-compensated float sums) and
 are checked against numpy; then whole fits through the device manager,
 resident and streamed in chunks (same model); the initialisations' one-hot
 responsibilities (gmm_onehot.cl.mako, from labels and from k rows, a
-work-group past the last row) against the host's one-hot matrix, and fits
+work-group past the last row) against the host's one-hot matrix (and each
+row's own component it writes), and fits
 from every init_params, resident and streamed.
 """
 import warnings
@@ -182,6 +183,10 @@ def exercise_onehot(device, log):
             got = gp.resp[:K * n].get(q).reshape(K, n).T
             if not np.array_equal(got, ref):
                 raise AssertionError(f"gmm_onehot {dtype} from {what}: {got} != {ref}")
+            # each row's own component: its label; or the first column of its one
+            own = labels if what == "labels" else np.where(ref.any(1), ref.argmax(1), 0)
+            if not np.array_equal(gp.own.get(q), own):
+                raise AssertionError(f"gmm_onehot {dtype} from {what}: own components")
             count += 1
     log(f"gmm one-hot: {count} variants")
 

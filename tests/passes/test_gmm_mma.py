@@ -51,22 +51,38 @@ def test_operands_give_the_log_densities(d, k):
     np.testing.assert_allclose(gemm, direct, rtol=1e-5, atol=1e-4)
 
 
+def numpy_mstep(X, resp, means):
+    """The M statistics [N, S1, S2] about *means* in float64 (n x d rows,
+    n x k responsibilities): gmm_mstep.cl.mako's, directly."""
+    X, r = np.asarray(X, np.float64), np.asarray(resp, np.float64)
+    z = X[None] - np.asarray(means, np.float64)[:, None]          # k x n x d
+    return np.concatenate([r.sum(0)[:, None], np.einsum("nk,knd->kd", r, z),
+                           np.einsum("nk,knd->kd", r, z * z)], axis=1)
+
+
 def test_central_stats_from_raw_sums():
-    """The M kernel's [N, sum r x', sum r x'^2] about the shift, made
-    gmm_mstep.cl.mako's [N, S1, S2] about the means (float64, numpy)."""
+    """The M kernel's sums -- the rows a component does not own about the
+    shift, those it owns about its float32 mean -- made gmm_mstep.cl.mako's
+    [N, S1, S2] about the float64 means (numpy, float64)."""
     rng = np.random.RandomState(1)
     n, d, k = 200, 7, 5
     X = rng.normal(size=(n, d)) + 10.0
     r = rng.dirichlet(np.ones(k), n)
+    own = rng.randint(0, k, n)
     means = rng.normal(size=(k, d)) + 10.0
     shift = gmm_mma.shift_of(means, 8)
+    m32 = gmm_mma.means_of(means, 8)
+    assert m32.dtype == np.float32 and m32.shape == (k, 8) and not m32[:, d:].any()
+    mine = own[:, None] == np.arange(k)[None]
+    ro, rt = np.where(mine, r, 0), np.where(mine, 0, r)
     xs = X - shift[:d].astype(np.float64)
-    raw = np.concatenate([r.sum(0)[:, None], r.T @ xs, r.T @ (xs * xs)], axis=1)
-    z = X[None] - means[:, None]                      # k x n x d
-    want = np.concatenate([r.sum(0)[:, None], np.einsum("nk,knd->kd", r, z),
-                           np.einsum("nk,knd->kd", r, z * z)], axis=1)
-    np.testing.assert_allclose(gmm_mma.central_stats(raw, means, shift), want,
-                               rtol=1e-9, atol=1e-9)
+    zo = X[None] - m32[:, None, :d].astype(np.float64)           # k x n x d
+    raw = np.concatenate([rt.sum(0)[:, None], ro.sum(0)[:, None], rt.T @ xs, rt.T @ (xs * xs),
+                          np.einsum("nk,knd->kd", ro, zo), np.einsum("nk,knd->kd", ro, zo * zo)],
+                         axis=1)
+    assert raw.shape == (k, gmm_mma.mstep_size(d))
+    np.testing.assert_allclose(gmm_mma.central_stats(raw, means, shift, m32),
+                               numpy_mstep(X, r, means), rtol=1e-9, atol=1e-9)
 
 
 def test_offered_only_with_tensor_cores(profile):
@@ -229,3 +245,92 @@ def test_emulated_kernels_match_the_portable_ones(profile, n, d, k):
     assert got[3] == pytest.approx(want[3], rel=1e-5)
     scale = np.abs(want[5]).max(axis=0, keepdims=True) + 1.0
     np.testing.assert_allclose(got[5] / scale, want[5] / scale, rtol=0, atol=2e-6)
+
+
+def f32(a):
+    return np.asarray(a, np.float32).astype(np.float64)
+
+
+def reference_mstep(X, resp, means, block=8):
+    """numpy_mstep a few components at a time (k x n x d stays small)."""
+    return np.concatenate([numpy_mstep(X, resp[:, j:j + block], means[j:j + block])
+                           for j in range(0, len(means), block)])
+
+
+def mstep_case(kind, n, d, k):
+    """(X float32, responsibilities n x k float32 or None, one-hot rows or
+    None, means float64): "soft" Dirichlet rows over components spread
+    about 50; "hard" each row one-hot in its component, the components
+    narrow (sd 1e-3) and far from the origin -- about one shift the scatter
+    cancels 9 digits; "rows" the one-hot start of k distinct rows (each
+    component's scatter zero) about those rows.  The means are float32
+    values (the portable kernel takes z = x - mu in float32: a mean's own
+    rounding, 4e-6 at 50, is not what is tested here)."""
+    rng = np.random.RandomState(n + d + k)
+    centres = rng.uniform(-10, 10, (k, d)) + 50.0
+    labels = np.arange(n) % k
+    rng.shuffle(labels)
+    if kind == "soft":
+        X = (centres[labels] + rng.normal(size=(n, d))).astype(np.float32)
+        resp = rng.dirichlet(np.full(k, 0.3), n).astype(np.float32)
+        return X, resp, None, f32(centres + rng.normal(size=(k, d)))
+    X = (centres[labels] + 1e-3 * rng.normal(size=(n, d))).astype(np.float32)
+    if kind == "hard":
+        resp = np.zeros((n, k), np.float32)
+        resp[np.arange(n), labels] = 1
+        return X, resp, None, f32(centres + 1e-4 * rng.normal(size=(k, d)))
+    rows = rng.choice(n, k, replace=False)
+    return X, None, rows, X[rows].astype(np.float64)
+
+
+def check_mstep(got, want):
+    """N to float32 rounding; S1 and S2 within 1e-5 of each component's own
+    scale (sqrt(N S2), S2): relative to the scatter, not to the raw sums."""
+    d = (want.shape[1] - 1) // 2
+    n, s1, s2 = want[:, :1], want[:, 1:1 + d], want[:, 1 + d:]
+    np.testing.assert_allclose(got[:, :1], n, rtol=1e-6, atol=1e-6)
+    assert np.all(np.abs(got[:, 1:1 + d] - s1) <= 1e-5 * np.sqrt(n * s2) + 1e-9)
+    assert np.all(np.abs(got[:, 1 + d:] - s2) <= 1e-5 * s2 + 1e-9)
+
+
+@pytest.mark.parametrize("kind", ["soft", "hard", "rows"])
+@pytest.mark.parametrize("n, d, k", SHAPES)
+def test_mstep_matches_numpy(profile, kind, n, d, k):
+    """The M pass the planner gives where gmm_mma_mstep asks (tensor cores:
+    the mma kernel, else the portable one) against float64 numpy on ragged
+    shapes: responsibilities set from the host, made one-hot on the device
+    from k rows; narrow components far from the origin included."""
+    X, resp, rows, means = mstep_case(kind, n, d, k)
+    codegen.forget_plans("gmm")
+    prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1)
+    gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, chunks=3)
+    assert isinstance(gp.mspec, gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
+    if rows is None:   # in two blocks of rows (the second at an offset)
+        gp.set_resp(resp[:n // 3])
+        gp.set_resp(resp[n // 3:], n // 3)
+    else:
+        gp.onehot(k, rows=rows)
+        resp = np.zeros((n, k), np.float32)
+        resp[rows, np.arange(k)] = 1
+    check_mstep(gp.mstep(means), reference_mstep(X, resp, means))
+
+
+@pytest.mark.parametrize("kind", ["hard", "rows"])
+def test_emulated_mstep_matches_numpy(profile, kind):
+    """The tensor-core M kernel with its products emulated (every runtime):
+    the cases the raw sums about one shift got wrong, against numpy."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    n, d, k = 203, 13, 21
+    X, resp, rows, means = mstep_case(kind, n, d, k)
+    specs = (portable_specs(profile, d, k)[0],
+             next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
+    gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
+    if rows is None:   # in two blocks of rows (the second at an offset)
+        gp.set_resp(resp[:n // 3])
+        gp.set_resp(resp[n // 3:], n // 3)
+    else:
+        gp.onehot(k, rows=rows)
+        resp = np.zeros((n, k), np.float32)
+        resp[rows, np.arange(k)] = 1
+    check_mstep(gp.mstep(means), reference_mstep(X, resp, means))
