@@ -115,6 +115,7 @@ ${tile.defines(c_pad=True, with_wg=False)}\
 #define S_POW(v) pow(v, (real_t)1 - m)
 % endif
 
+<%block name="more_defines"></%block>\
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void cmeans_pass(
     __global const real_t *restrict x, const long n, const long stride,
@@ -152,6 +153,7 @@ ${tile.local_chunks()}\
 % if stage_centers:
     __local real_t lc[CCH * D];
 % endif
+<%block name="more_locals"></%block>\
 % if update:
   % if acc_private:
     acc_t acc[QA];
@@ -210,6 +212,7 @@ ${tile.local_chunks()}\
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
+<%block name="distances">\
 % if tiled:
         /* 1. squared distances of the tile's rows to all centres, TN centres
            a step, then my row's minimum over my centres */
@@ -265,6 +268,7 @@ ${tile.multiply("sqdiff")}\
             }
         }
 % endif
+</%block>\
         part_min[lid] = dmin;
         barrier(CLK_LOCAL_MEM_FENCE);
         real_t low = part_min[r];

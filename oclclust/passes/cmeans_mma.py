@@ -1,0 +1,47 @@
+"""Planning of the tensor-core c-means pass (templates/cmeans_mma/
+cmeans_mma_pass.cl.mako): cmeans_pass.cl.mako's fused pass with the
+distances of a tile as one 3xTF32 GEMM on NVIDIA tensor cores (the
+fragments of lloyd_mma.py and gmm_mma.py, templates/common/
+mma_fragments.cl.mako), its memberships and statistics as the portable
+kernel's.  cmeans.py plans it first where the profile asks (cmeans_mma)
+and the device has tensor cores; the portable specs serve everywhere else.
+
+The distances expand about one shift s (the centres' mean):
+    ||x - c_j||^2 = ||x'||^2 + ||c'_j||^2 - 2 x'.c'_j,  x' = x - s, c' = c - s,
+so that the expansion cancels digits as the data's spread, not its distance
+from the origin; the host makes c', ||c'||^2 (in float64, then float32) and
+s each pass (operands): kp x dp + kp + dp values.
+"""
+import numpy as np
+
+from .lloyd_mma import tensor_cores
+
+MAX_D = 128       # a warp's x' fragments stay in registers: 2 x dp / 2 a row tile
+ROW_TILES = (4, 2, 1)   # m16 row tiles of a work-group tile (P = 16, 32, 64 rows)
+
+
+def shape_fields(profile, dtype, d, c, emulate=False):
+    """(dp, kp, [(wg, p), ...] in order of preference) of the tensor-core
+    pass for float32 data of at most MAX_D dimensions on a device with
+    tensor cores (*emulate*: the products in plain OpenCL, any device), else
+    None.  Work-groups of 8 warps, then 4; tiles of 64 rows, then fewer."""
+    if np.dtype(dtype) != np.float32 or d > MAX_D or not (emulate or tensor_cores(profile)):
+        return None
+    shapes = [(wg, 16 * rt) for wg in (256, 128) if wg <= profile.max_work_group_size
+              for rt in ROW_TILES if (wg // 32) % rt == 0]
+    return -(-d // 8) * 8, -(-c // 8) * 8, shapes
+
+
+def operands(centers, dp, kp):
+    """The pass's ``centers`` buffer, float32: c' = c - s (kp x dp, zero
+    padded), ||c'||^2 (kp: float64 sums, then float32) and s (dp), s the
+    centres' mean (zero past d)."""
+    centers = np.asarray(centers, np.float64)
+    c, d = centers.shape
+    shift = centers.mean(axis=0)
+    centred = centers - shift
+    out = np.zeros(kp * dp + kp + dp, np.float32)
+    out[:kp * dp].reshape(kp, dp)[:c, :d] = centred
+    out[kp * dp:kp * dp + c] = (centred * centred).sum(axis=1)
+    out[kp * dp + kp:kp * dp + kp + d] = shift
+    return out
