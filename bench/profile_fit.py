@@ -32,8 +32,10 @@ MAKERS = {
         devices=dev),
     "KMeans": lambda oc, dev, a: oc.KMeans(a.k, init=a.init, n_init=1, max_iter=20, tol=0,
                                            devices=dev),
+    "FuzzyCMeans": lambda oc, dev, a: oc.FuzzyCMeans(a.k, init=a.init, max_iter=20, tol=0,
+                                                     devices=dev),
 }
-ROWS = ("MiniBatchKMeans", "KMeans")   # float32 rows, as the k-means benches'
+ROWS = ("MiniBatchKMeans", "KMeans", "FuzzyCMeans")   # float32 rows, as the k-means benches'
 
 
 
