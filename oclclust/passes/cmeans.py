@@ -265,7 +265,8 @@ class CMeansPass:
         self.scratch = (None if self.spec.local_u else
                         cla.empty(q, self.groups * self.spec.dt_size(), part.dtype))
         self.mma = isinstance(self.spec, MmaCMeansSpec)
-        self.centers = cla.empty(q, (self.spec.kp * self.spec.dp + self.spec.kp + self.spec.dp
+        self.centers = cla.empty(q, (cmeans_mma.operand_size(c, part.d, self.spec.dp,
+                                                             self.spec.kp)
                                      if self.mma else c * part.d), part.dtype)
         self.u = cla.empty(q, part.n * c, part.dtype) if write_u else None
 

@@ -32,16 +32,22 @@ def shape_fields(profile, dtype, d, c, emulate=False):
     return -(-d // 8) * 8, -(-c // 8) * 8, shapes
 
 
+def operand_size(c, d, dp, kp):
+    return kp * dp + kp + dp + c * d
+
+
 def operands(centers, dp, kp):
     """The pass's ``centers`` buffer, float32: c' = c - s (kp x dp, zero
-    padded), ||c'||^2 (kp: float64 sums, then float32) and s (dp), s the
-    centres' mean (zero past d)."""
+    padded), ||c'||^2 (kp: float64 sums, then float32), s (dp), s the
+    centres' mean (zero past d), then the centres (c x d, made float32 as the
+    portable pass's: the re-check near 0)."""
     centers = np.asarray(centers, np.float64)
     c, d = centers.shape
     shift = centers.mean(axis=0)
     centred = centers - shift
-    out = np.zeros(kp * dp + kp + dp, np.float32)
+    out = np.zeros(operand_size(c, d, dp, kp), np.float32)
     out[:kp * dp].reshape(kp, dp)[:c, :d] = centred
     out[kp * dp:kp * dp + c] = (centred * centred).sum(axis=1)
     out[kp * dp + kp:kp * dp + kp + d] = shift
+    out[kp * dp + kp + dp:] = centers.astype(np.float32).ravel()
     return out

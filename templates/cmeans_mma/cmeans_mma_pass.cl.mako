@@ -20,9 +20,11 @@ The ``centers`` argument holds the operands cmeans_mma.operands makes:
 c' = c - s (kp x dp, zero padded), ||c'||^2 (kp, float64 made float32) and
 the shift s (dp, the centres' mean): the distance is ||x'||^2 + ||c'||^2 -
 2 x'.c' with x' = x - s, the data's spread instead of its distance from the
-origin.  The expansion is not exactly 0 where a row coincides with a centre
-(the portable sum of squared differences is): within float32 rounding of
-||x'||^2, clamped at 0 (NaN kept: such rows are counted as non-finite).
+origin, and the centres themselves (c x d, float32) follow them.  Where
+the expansion is within its rounding error of 0 (a row at or near a
+centre), the distance is the portable kernel's in-order sum of squared
+differences instead: a row that coincides with a centre has distance
+exactly 0, as cmeans_pass.cl.mako gives it (the estimator's convention).
 </%doc>
 <%inherit file="cmeans_pass.cl.mako"/>
 <%namespace name="mma" file="mma_fragments.cl.mako"/>
@@ -37,16 +39,31 @@ origin.  The expansion is not exactly 0 where a row coincides with a centre
 #define CP centers                  /* c' (KP x DP) */
 #define CN (centers + KP * DP)      /* ||c'||^2 (KP) */
 #define SHIFT (centers + KP * DP + KP)
+#define CRAW (centers + KP * DP + KP + DP)   /* the centres as the portable pass reads them */
 /* x'[row][k] of the tile (zero past d) */
 #define A_AT(row, k) ((k) < D ? xt[(row) * XS + (k)] - SHIFT[k] : 0.0f)
-/* a squared distance from its dot product, clamped at 0 (NaN kept) */
+/* a squared distance from its dot product; within the expansion's error
+   of 0 (at most (d + 4) 2^-22 (||x'||^2 + ||c'||^2) for d <= 128), the
+   portable pass's in-order sum of squared differences instead (NaN kept) */
 #define STORE(row, j, dot) \
     if ((j) < C) { \
         float v_ = xn[row] + CN[j] - 2.0f * (dot); \
-        v_ = v_ > 0 ? v_ : (isnan(v_) ? v_ : 0.0f); \
+        if (v_ <= (xn[row] + CN[j]) * 0x1p-12f) \
+            v_ = exact_sqdiff(xt + (row) * XS, CRAW + (j) * D); \
         DT(row, j) = v_; \
         bad |= !isfinite(v_); \
     }
+
+/* cmeans_pass.cl.mako's per-row distance, the same bits */
+inline float exact_sqdiff(__local const float *x, __global const float *c)
+{
+    float d2 = 0;
+    for (int k = 0; k < D; ++k) {
+        const float diff = x[k] - c[k];
+        d2 = fma(diff, diff, d2);
+    }
+    return d2;
+}
 ${mma.products(emulate)}\
 </%block>
 <%block name="more_locals">\

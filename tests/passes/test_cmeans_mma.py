@@ -70,7 +70,9 @@ def test_operands_give_the_distances():
     X, _, C = data(300, 37, 13, 3)
     dp, kp = 40, 16
     ops = cmeans_mma.operands(C, dp, kp).astype(np.float64)
-    cp, cn, shift = ops[:kp * dp].reshape(kp, dp), ops[kp * dp:kp * dp + kp], ops[-dp:]
+    cp, cn = ops[:kp * dp].reshape(kp, dp), ops[kp * dp:kp * dp + kp]
+    shift, raw = ops[kp * dp + kp:kp * dp + kp + dp], ops[kp * dp + kp + dp:]
+    np.testing.assert_array_equal(raw, C.astype(np.float32).ravel())
     assert not cp[13:].any() and not cp[:, 37:].any() and not cn[13:].any()
     assert not shift[37:].any()
     xs = np.zeros((len(X), dp))
@@ -112,6 +114,24 @@ def test_pass_matches_float64(profile, n, d, c, m):
         got = run(on, X, w, C, m, update, write_u)
         assert isinstance(got[0], cmeans.MmaCMeansSpec) == tensor_cores(profile)
         check(got, X, w, C, m)
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
+def test_rows_at_centres_are_exact(profile, emulate):
+    """Rows that coincide with a centre have distance exactly 0 (the
+    re-check near 0): membership exactly 1 there, 1/2 at two equal centres,
+    0 elsewhere; as the portable pass gives them."""
+    X, w, C = data(500, 21, 9, 11)
+    C[:4] = X[[3, 50, 77, 77]]                  # rows 3, 50 at a centre; 77 at two
+    spec = (next(cmeans.mma_specs(profile, np.float32, 21, 9, False, True, True, True,
+                                  emulate=True)) if emulate else None)
+    codegen.forget_plans("cmeans")
+    got = run(profile.replace(cmeans_mma=1), X, w, C, 2.0, False, True, spec=spec)
+    assert isinstance(got[0], cmeans.MmaCMeansSpec) == (emulate or tensor_cores(profile))
+    u = got[4]
+    np.testing.assert_array_equal(u[[3, 50]], np.eye(9, dtype=np.float32)[:2])
+    np.testing.assert_array_equal(u[77], np.array([0, 0, .5, .5] + [0] * 5, np.float32))
+    check(got, X, w, C, 2.0)
 
 
 def test_nonfinite_rows_are_counted(profile):
