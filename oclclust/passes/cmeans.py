@@ -69,11 +69,13 @@ class CMeansSpec(TileFields, Spec):
 class MmaCMeansSpec(CMeansSpec):
     """The tensor-core pass (cmeans_mma.py): the portable kernel's fields
     with its distances as 3xTF32 GEMM tiles; dp, kp: d and c padded to 8;
-    emulate: the products in plain OpenCL (tests on CPUs)."""
+    emulate: the products in plain OpenCL (tests on CPUs); stats_mma: the
+    statistics (update) on the tensor cores too."""
     template = "cmeans_mma_pass.cl.mako"
     dp: int = 8
     kp: int = 8
     emulate: bool = False
+    stats_mma: bool = False
 
     def local_bytes(self):
         return super().local_bytes() + self.p * 4 + (self.wg * 24 if self.emulate else 0)
@@ -88,7 +90,8 @@ def mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two, emulate=Fa
     dp, kp, shapes = shape
     for local_u in (True, False):
         for wg, p in shapes:
-            spec = MmaCMeansSpec(dtype="float32", acc_double=profile.fp64, d=d, c=c, wg=wg,
+            stats_mma = update and cmeans_mma.stats_slots(d, c, wg) <= cmeans_mma.MAX_SLOTS
+            spec = MmaCMeansSpec(stats_mma=stats_mma, dtype="float32", acc_double=profile.fp64, d=d, c=c, wg=wg,
                                  p=p, ps=_odd(p), local_u=local_u, stage_centers=False,
                                  cchunk=c, update=update, write_u=write_u, weighted=weighted,
                                  m_two=m_two, dp=dp, kp=kp, emulate=emulate,

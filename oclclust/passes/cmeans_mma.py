@@ -2,9 +2,11 @@
 cmeans_mma_pass.cl.mako): cmeans_pass.cl.mako's fused pass with the
 distances of a tile as one 3xTF32 GEMM on NVIDIA tensor cores (the
 fragments of lloyd_mma.py and gmm_mma.py, templates/common/
-mma_fragments.cl.mako), its memberships and statistics as the portable
-kernel's.  cmeans.py plans it first where the profile asks (cmeans_mma)
-and the device has tensor cores; the portable specs serve everywhere else.
+mma_fragments.cl.mako), its memberships as the portable kernel's, and its
+statistics (update) as a second GEMM where each warp's share of them fits
+its registers (stats_mma, MAX_SLOTS; else the portable kernel's).
+cmeans.py plans it first where the profile asks (cmeans_mma) and the device
+has tensor cores; the portable specs serve everywhere else.
 
 The distances expand about one shift s (the centres' mean):
     ||x - c_j||^2 = ||x'||^2 + ||c'_j||^2 - 2 x'.c'_j,  x' = x - s, c' = c - s,
@@ -17,6 +19,7 @@ import numpy as np
 from .lloyd_mma import tensor_cores
 
 MAX_D = 128       # a warp's x' fragments stay in registers: 2 x dp / 2 a row tile
+MAX_SLOTS = 8     # (m16, n8) statistics tiles a warp keeps: 4 acc_t each, in registers
 ROW_TILES = (4, 2, 1)   # m16 row tiles of a work-group tile (P = 16, 32, 64 rows)
 
 
@@ -30,6 +33,12 @@ def shape_fields(profile, dtype, d, c, emulate=False):
     shapes = [(wg, 16 * rt) for wg in (256, 128) if wg <= profile.max_work_group_size
               for rt in ROW_TILES if (wg // 32) % rt == 0]
     return -(-d // 8) * 8, -(-c // 8) * 8, shapes
+
+
+def stats_slots(d, c, wg):
+    """(m16 centres, n8 columns of [x | 1]) statistics tiles of each warp."""
+    tiles = -(-c // 16) * -(-(d + 1) // 8)
+    return -(-tiles // (wg // 32))
 
 
 def operand_size(c, d, dp, kp):

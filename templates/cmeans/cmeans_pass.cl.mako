@@ -154,6 +154,7 @@ ${tile.local_chunks()}\
     __local real_t lc[CCH * D];
 % endif
 <%block name="more_locals"></%block>\
+<%block name="stats_init">\
 % if update:
   % if acc_private:
     acc_t acc[QA];
@@ -182,6 +183,7 @@ ${tile.local_chunks()}\
     }
   % endif
 % endif
+</%block>\
 % if stage_centers and cchunk >= c:
     for (int e = lid; e < C * D; e += WG)      /* all centres, once */
         lc[e] = centers[e];
@@ -310,6 +312,7 @@ ${tile.multiply("sqdiff")}\
                 u[(base + rr) * C + j] = DT(rr, j);
         }
 % endif
+<%block name="statistics">\
 % if update:
         barrier(U_FENCE);
         /* 4. slot (centre j, columns k0..k0+KW): the tile's sums of u^m x_k,
@@ -344,7 +347,9 @@ ${select.kahan_add("acc[a]", "comp[a]", "sum[kk]")}\
             }
         }
 % endif
+</%block>\
     }
+<%block name="stats_out">\
 % if update and acc_private:
     #pragma unroll
     for (int q = 0; q < QS; ++q) {
@@ -359,6 +364,7 @@ ${select.kahan_add("acc[a]", "comp[a]", "sum[kk]")}\
         }
     }
 % endif
+</%block>\
     obj = group_sum(obj, scratch_acc);
     const int total_bad = (int)group_sum((acc_t)bad, scratch_acc);
     if (lid == 0) {

@@ -10,7 +10,8 @@ runtime reports tensor cores (or, with ``emulate``, the products in plain
 OpenCL: CPU runtimes and oclgrind run every other line).
 
 Reads spec: the portable kernel's fields (tiled, stage_centers, stage_point
-and row_major off), dp (d padded to 8), kp (c padded to 8), emulate.
+and row_major off), dp (d padded to 8), kp (c padded to 8), emulate,
+stats_mma (the statistics too: below).
 P = 16 RT rows a tile (RT m16 row tiles, dividing the WG / 32 warps); warp
 w owns row tile w % RT and every (WG / 32 / RT)-th n8 tile of centres from
 w / RT, the same number of steps for every warp (steps past the last tile
@@ -25,8 +26,18 @@ the expansion is within its rounding error of 0 (a row at or near a
 centre), the distance is the portable kernel's in-order sum of squared
 differences instead: a row that coincides with a centre has distance
 exactly 0, as cmeans_pass.cl.mako gives it (the estimator's convention).
+
+With ``stats_mma`` (update), phase 4 -- a tile's sums of w u^m [x | 1],
+c x (d + 1) -- is one more GEMM on the tensor cores, 3xTF32 likewise: the
+tile's weighted u^m (centre-major in local memory) times its rows with
+their constant column; (m16 centres, n8 columns) tiles dealt to the warps
+in turn, each lane owning 4 statistics of each of its SP tiles, added in
+tile order to acc_t accumulators in registers (double, or Kahan pairs of
+floats) -- one owner a statistic, written to the group's partial sums as
+the portable kernel's.
 </%doc>
 <%inherit file="cmeans_pass.cl.mako"/>
+<%namespace name="select" file="select.cl.mako"/>
 <%namespace name="mma" file="mma_fragments.cl.mako"/>
 <%block name="more_defines">\
 #define DP ${dp}
@@ -64,6 +75,13 @@ inline float exact_sqdiff(__local const float *x, __global const float *c)
     }
     return d2;
 }
+% if stats_mma:
+#define MS ((C + 15) / 16)          /* m16 tiles of centres */
+#define NS ((DA + 7) / 8)           /* n8 tiles of the columns [x | 1] */
+#define SP ((MS * NS + WARPS - 1) / WARPS)   /* (MS, NS) tiles of a warp */
+#define U_AT(j, rr) ((j) < C ? DT(rr, j) : 0.0f)
+#define X_AT(rr, k) ((k) < DA ? xt[(rr) * XS + (k)] : 0.0f)
+% endif
 ${mma.products(emulate)}\
 </%block>
 <%block name="more_locals">\
@@ -122,4 +140,89 @@ ${mma.products(emulate)}\
         real_t dmin = INFINITY;
         for (int j = gi; j < C; j += G)
             dmin = fmin(dmin, DT(r, j));
+</%block>
+<%block name="stats_init">\
+% if stats_mma:
+    acc_t sacc[SP * 4];
+    #pragma unroll
+    for (int a = 0; a < SP * 4; ++a)
+        sacc[a] = 0;
+  % if not acc_double:
+    acc_t scomp[SP * 4];
+    #pragma unroll
+    for (int a = 0; a < SP * 4; ++a)
+        scomp[a] = 0;
+  % endif
+% else:
+${parent.stats_init()}\
+% endif
+</%block>
+<%block name="statistics">\
+% if stats_mma:
+        barrier(U_FENCE);
+        /* 4. the tile's w u^m [x | 1] sums on tensor cores: my tiles
+           warp + q WARPS of (m16 centres, n8 columns) */
+        {
+            const int lane = lid % 32, warp = lid / 32;
+            const int gq = lane / 4, tq = lane % 4;
+            #pragma unroll
+            for (int q = 0; q < SP; ++q) {
+                /* past the last tile: the last again, not added (no MMA under a branch) */
+                const int pair = min(warp + q * WARPS, MS * NS - 1);
+                const int jb = (pair / NS) * 16, kb = (pair % NS) * 8;
+                float big0 = 0, big1 = 0, big2 = 0, big3 = 0;
+                float small0 = 0, small1 = 0, small2 = 0, small3 = 0;
+                for (int rb = 0; rb < P; rb += 8) {
+                    SPLIT(ab0, al0, U_AT(jb + gq, rb + tq));
+                    SPLIT(ab1, al1, U_AT(jb + gq + 8, rb + tq));
+                    SPLIT(ab2, al2, U_AT(jb + gq, rb + tq + 4));
+                    SPLIT(ab3, al3, U_AT(jb + gq + 8, rb + tq + 4));
+                    SPLIT(bb0, bl0, X_AT(rb + tq, kb + gq));
+                    SPLIT(bb1, bl1, X_AT(rb + tq + 4, kb + gq));
+                    MMA(big, ab0, ab1, ab2, ab3, bb0, bb1);
+                    MMA(small, ab0, ab1, ab2, ab3, bl0, bl1);
+                    MMA(small, al0, al1, al2, al3, bb0, bb1);
+                }
+                if (warp + q * WARPS < MS * NS) {
+  % for e in range(4):
+    % if acc_double:
+                    sacc[q * 4 + ${e}] += (acc_t)(big${e} + small${e});
+    % else:
+                    {
+                        const float sum = big${e} + small${e};
+${select.kahan_add("sacc[q * 4 + %d]" % e, "scomp[q * 4 + %d]" % e, "sum")}\
+                    }
+    % endif
+  % endfor
+                }
+            }
+        }
+% else:
+${parent.statistics()}\
+% endif
+</%block>
+<%block name="stats_out">\
+% if stats_mma:
+    {   /* my statistics: centres jb + gq (+8), columns kb + 2 tq (+1) */
+        const int lane = lid % 32, warp = lid / 32;
+        const int gq = lane / 4, tq = lane % 4;
+        for (int q = 0; q < SP; ++q) {
+            const int pair = warp + q * WARPS;
+            if (pair >= MS * NS)
+                break;
+            for (int e = 0; e < 4; ++e) {
+                const int j = (pair / NS) * 16 + gq + (e >> 1) * 8;
+                const int k = (pair % NS) * 8 + 2 * tq + (e & 1);
+                if (j < C && k < DA) {
+                    part_stats[g * S + j * DA + k] = sacc[q * 4 + e];
+  % if not acc_double:
+                    part_stats[(groups + g) * S + j * DA + k] = scomp[q * 4 + e];
+  % endif
+                }
+            }
+        }
+    }
+% else:
+${parent.stats_out()}\
+% endif
 </%block>

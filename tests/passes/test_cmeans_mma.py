@@ -6,6 +6,8 @@ same cases check that the planner offers it nowhere else (the portable
 kernels then meet the same reference), and the kernel with its products
 emulated in plain OpenCL runs on every runtime.
 """
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -113,6 +115,9 @@ def test_pass_matches_float64(profile, n, d, c, m):
     for update, write_u in ((True, False), (False, True)):
         got = run(on, X, w, C, m, update, write_u)
         assert isinstance(got[0], cmeans.MmaCMeansSpec) == tensor_cores(profile)
+        if tensor_cores(profile):   # the statistics' GEMM where its tiles fit the registers
+            assert got[0].stats_mma == (update and cmeans_mma.stats_slots(
+                d, c, got[0].wg) <= cmeans_mma.MAX_SLOTS)
         check(got, X, w, C, m)
 
 
@@ -174,8 +179,16 @@ def test_emulated_pass_matches_float64(profile, n, d, c, m):
     (the PTX fragment layout through local memory), on every runtime: every
     line but the PTX against the float64 reference, each mode."""
     X, w, C = data(n, d, c, n + d)
-    for update, write_u in ((True, False), (False, True), (False, False)):
+    for update, write_u, stats_mma in ((True, False, True), (True, False, False),
+                                       (False, True, False), (False, False, False)):
         spec = next(cmeans.mma_specs(profile, np.float32, d, c, update, write_u, True,
                                      m == 2.0, emulate=True))
-        assert spec.emulate
+        assert spec.emulate and spec.stats_mma == update
+        spec = dataclasses.replace(spec, stats_mma=stats_mma)
         check(run(profile, X, w, C, m, update, write_u, spec=spec), X, w, C, m)
+    if not profile.fp64:
+        return
+    # the statistics' Kahan pairs (devices without fp64), emulated
+    spec = dataclasses.replace(spec, update=True, write_u=False, stats_mma=True,
+                               acc_double=False)
+    check(run(profile.replace(fp64=False), X, w, C, m, True, False, spec=spec), X, w, C, m)
