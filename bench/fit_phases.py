@@ -92,7 +92,8 @@ def main():
           f"{its[0] * 1e3:.2f} ms, max {max(its) * 1e3:.2f} ms")
     for label, s in runs[i].items():
         print(f"  {label:42s} {s * 1e3:8.2f} ms")
-    print(f"  {'outside these':42s} {(walls[i] - runs[i].get('rows placed (fit_data)', 0) - runs[i].get(loop, 0)) * 1e3:8.2f} ms")
+    outside = walls[i] - runs[i].get("rows placed (fit_data)", 0) - runs[i].get(loop, 0)
+    print(f"  {'outside these':42s} {outside * 1e3:8.2f} ms")
 
 
 if __name__ == "__main__":

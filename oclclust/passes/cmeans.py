@@ -13,7 +13,7 @@ import pyopencl.array as cla
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
-from . import cmeans_mma
+from .cmeans_mma import MAX_SLOTS, operand_size, operands, shape_fields, stats_slots
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import acc_dtype, partial_buffer, reduce_partials
 
@@ -84,15 +84,15 @@ class MmaCMeansSpec(CMeansSpec):
 def mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two, emulate=False):
     """The tensor-core specs where cmeans_mma.shape_fields allows them
     (memberships in local memory first, as candidate_specs)."""
-    shape = cmeans_mma.shape_fields(profile, dtype, d, c, emulate)
+    shape = shape_fields(profile, dtype, d, c, emulate)
     if shape is None:
         return
     dp, kp, shapes = shape
     for local_u in (True, False):
         for wg, p in shapes:
-            stats_mma = update and cmeans_mma.stats_slots(d, c, wg) <= cmeans_mma.MAX_SLOTS
-            spec = MmaCMeansSpec(stats_mma=stats_mma, dtype="float32", acc_double=profile.fp64, d=d, c=c, wg=wg,
-                                 p=p, ps=_odd(p), local_u=local_u, stage_centers=False,
+            stats_mma = update and stats_slots(d, c, wg) <= MAX_SLOTS
+            spec = MmaCMeansSpec(dtype="float32", acc_double=profile.fp64, d=d, c=c, wg=wg,
+                                 stats_mma=stats_mma, p=p, ps=_odd(p), local_u=local_u, stage_centers=False,
                                  cchunk=c, update=update, write_u=write_u, weighted=weighted,
                                  m_two=m_two, dp=dp, kp=kp, emulate=emulate,
                                  **dict(_layout(profile, d, c, wg, False, update),
@@ -268,7 +268,7 @@ class CMeansPass:
         self.scratch = (None if self.spec.local_u else
                         cla.empty(q, self.groups * self.spec.dt_size(), part.dtype))
         self.mma = isinstance(self.spec, MmaCMeansSpec)
-        self.centers = cla.empty(q, (cmeans_mma.operand_size(c, part.d, self.spec.dp,
+        self.centers = cla.empty(q, (operand_size(c, part.d, self.spec.dp,
                                                              self.spec.kp)
                                      if self.mma else c * part.d), part.dtype)
         self.u = cla.empty(q, part.n * c, part.dtype) if write_u else None
@@ -276,7 +276,7 @@ class CMeansPass:
     def run(self, centers):
         """(statistics c x (d+1) float64 or None, objective, non-finite count)."""
         part, q = self.part, self.part.queue
-        self.centers.set(cmeans_mma.operands(centers, self.spec.dp, self.spec.kp) if self.mma
+        self.centers.set(operands(centers, self.spec.dp, self.spec.kp) if self.mma
                          else np.ascontiguousarray(centers, part.dtype).ravel(), q)
         real = part.dtype.type
         self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),
