@@ -86,7 +86,8 @@ def main():
         runs.append(dict(spent))
     i = int(np.argmin(walls))
     its = [h["seconds"] for h in km.history_]
-    print(f"{args.estimator} {args.n} x {args.d} x {args.k}, {args.iters} iterations: best warm fit "
+    print(f"{args.estimator} {args.n} x {args.d} x {args.k}, {args.iters} iterations: "
+          "best warm fit "
           f"{walls[i] * 1e3:.1f} ms (median {np.median(walls) * 1e3:.1f}); iterations: "
           f"median {np.median(its) * 1e3:.3f} ms, sum {sum(its) * 1e3:.1f} ms, first "
           f"{its[0] * 1e3:.2f} ms, max {max(its) * 1e3:.2f} ms")
