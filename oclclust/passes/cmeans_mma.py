@@ -48,9 +48,12 @@ def operand_size(c, d, dp, kp):
 def operands(centers, dp, kp):
     """The pass's ``centers`` buffer, float32: c' = c - s (kp x dp, zero
     padded), ||c'||^2 (kp: float64 sums, then float32), s (dp), s the
-    centres' mean (zero past d), then the centres (c x d, made float32 as the
-    portable pass's: the re-check near 0)."""
-    centers = np.asarray(centers, np.float64)
+    centres' mean (zero past d), then the centres (c x d: the re-check near
+    0); all from the centres made float32, as the portable pass reads them."""
+    # from the float32 centres, as the portable pass reads them: a pass at
+    # float64 centres equals one at the same centres made float32 (the
+    # fit's final pass and predict_proba / score at cluster_centers_)
+    centers = np.asarray(centers, np.float32).astype(np.float64)
     c, d = centers.shape
     shift = centers.mean(axis=0)
     centred = centers - shift

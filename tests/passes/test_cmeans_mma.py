@@ -139,6 +139,24 @@ def test_rows_at_centres_are_exact(profile, emulate):
     check(got, X, w, C, 2.0)
 
 
+@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
+def test_float64_centres_as_float32(profile, emulate):
+    """A pass at float64 centres gives the bits of one at the same centres
+    made float32 (as the portable pass: the fit's final pass against
+    predict_proba and score at cluster_centers_)."""
+    X, w, C = data(400, 13, 11, 13)
+    C = C + 1e-9 * np.arange(C.size).reshape(C.shape)     # not float32 values
+    spec = (next(cmeans.mma_specs(profile, np.float32, 13, 11, False, True, True, True,
+                                  emulate=True)) if emulate else None)
+    codegen.forget_plans("cmeans")
+    on = profile.replace(cmeans_mma=1)
+    a = run(on, X, w, C, 2.0, False, True, spec=spec)
+    b = run(on, X, w, C.astype(np.float32).astype(np.float64), 2.0, False, True, spec=spec)
+    assert isinstance(a[0], cmeans.MmaCMeansSpec) == (emulate or tensor_cores(profile))
+    assert a[2] == b[2]
+    np.testing.assert_array_equal(a[4], b[4])
+
+
 def test_nonfinite_rows_are_counted(profile):
     """A NaN row is counted as the portable pass counts it (not clamped)."""
     X, w, C = data(300, 11, 7, 5)
