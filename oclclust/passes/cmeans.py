@@ -93,8 +93,9 @@ def mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two, emulate=Fa
             stats_mma = update and stats_slots(d, c, wg) <= MAX_SLOTS
             spec = MmaCMeansSpec(dtype="float32", acc_double=profile.fp64, d=d, c=c, wg=wg,
                                  stats_mma=stats_mma, p=p, ps=_odd(p), local_u=local_u,
-                                 stage_centers=False, cchunk=c, update=update, write_u=write_u, weighted=weighted,
-                                 m_two=m_two, dp=dp, kp=kp, emulate=emulate,
+                                 stage_centers=False, cchunk=c, update=update,
+                                 write_u=write_u, weighted=weighted, m_two=m_two, dp=dp,
+                                 kp=kp, emulate=emulate,
                                  **dict(_layout(profile, d, c, wg, False, update),
                                         stage_point=False))
             if spec.local_bytes() <= profile.local_memory_budget:
