@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Where a warm KMeans fit from host rows spends its time, phase by phase
-(the fit's functions wrapped with timers, nothing changed): placing the rows,
-the Lloyd loop (its host-update iterations apart), the final pass and labels,
-the rest; and the garbage collector's pauses.
+"""Where a warm KMeans or FuzzyCMeans fit from host rows spends its time,
+phase by phase (the fit's functions wrapped with timers, nothing changed):
+placing the rows, the Lloyd loop (its host-update iterations apart), the
+final pass and labels, the rest; c-means: the rows, the moments, the start,
+the iterations, the final memberships pass (and the passes' set-up in it);
+and the garbage collector's pauses.
 
     python bench/fit_phases.py --devices NVIDIA --n 1000000 --d 32 --k 256 --iters 50
+    python bench/fit_phases.py --devices NVIDIA --estimator FuzzyCMeans --n 1000000 --d 24 \
+        --k 100 --iters 20
 """
 import argparse
 import gc
@@ -24,9 +28,10 @@ def main():
     ap.add_argument("--k", type=int, default=256)
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--estimator", choices=("KMeans", "FuzzyCMeans"), default="KMeans")
     args = ap.parse_args()
     oc = import_oclclust()
-    from oclclust.cluster import _base, kmeans, lloyd_loop
+    from oclclust.cluster import _base, cmeans, kmeans, lloyd_loop
     from oclclust.parallel import sharded
     spent = defaultdict(float)
 
@@ -41,10 +46,20 @@ def main():
                 spent[label] += time.perf_counter() - t
         setattr(owner, name, wrapper)
     timed(_base, "fit_data", "rows placed (fit_data)")
-    timed(kmeans, "fit_lloyd", "Lloyd loop (fit_lloyd)")
-    timed(lloyd_loop, "host_update", "  of which host-update iterations")
-    timed(kmeans.LloydModel, "finish", "  of which finish (final pass, labels)")
-    timed(sharded.LloydShards, "hand_back", "  of which hand_back")
+    if args.estimator == "KMeans":
+        timed(kmeans, "fit_lloyd", "Lloyd loop (fit_lloyd)")
+        timed(lloyd_loop, "host_update", "  of which host-update iterations")
+        timed(kmeans.LloydModel, "finish", "  of which finish (final pass, labels)")
+        timed(sharded.LloydShards, "hand_back", "  of which hand_back")
+        loop = "Lloyd loop (fit_lloyd)"
+    else:
+        timed(cmeans.FuzzyCMeans, "_fit", "c-means (_fit)")
+        timed(cmeans.FuzzyCMeans, "_mean_and_tol", "  of which moments (_mean_and_tol)")
+        timed(cmeans.FuzzyCMeans, "_init_centers", "  of which start (_init_centers)")
+        timed(sharded.CMeansShards, "run", "  of which iterations (CMeansShards.run)")
+        timed(sharded.CMeansShards, "memberships", "  of which final pass (memberships)")
+        timed(cmeans.CMeansPass, "__init__", "    passes made (CMeansPass.__init__)")
+        loop = "c-means (_fit)"
     gc_t = {}
 
     def on_gc(phase, info):
@@ -55,8 +70,12 @@ def main():
     gc.callbacks.append(on_gc)
     X = large_blobs(args.n, args.d, args.k)
     C0 = X[np.random.default_rng(1).choice(len(X), args.k, replace=False)].copy()
-    make = lambda: oc.KMeans(args.k, init=C0, n_init=1, max_iter=args.iters, tol=0,   # noqa
-                             devices=args.devices)
+    if args.estimator == "KMeans":
+        make = lambda: oc.KMeans(args.k, init=C0, n_init=1, max_iter=args.iters,   # noqa
+                                 tol=0, devices=args.devices)
+    else:
+        make = lambda: oc.FuzzyCMeans(args.k, m=2.0, init=C0, max_iter=args.iters,   # noqa
+                                      tol=0, devices=args.devices)
     make().fit(X)
     walls, runs = [], []
     for _ in range(args.repeats):
@@ -67,13 +86,15 @@ def main():
         runs.append(dict(spent))
     i = int(np.argmin(walls))
     its = [h["seconds"] for h in km.history_]
-    print(f"KMeans {args.n} x {args.d} x {args.k}, {args.iters} iterations: best warm fit "
+    print(f"{args.estimator} {args.n} x {args.d} x {args.k}, {args.iters} iterations: "
+          "best warm fit "
           f"{walls[i] * 1e3:.1f} ms (median {np.median(walls) * 1e3:.1f}); iterations: "
           f"median {np.median(its) * 1e3:.3f} ms, sum {sum(its) * 1e3:.1f} ms, first "
           f"{its[0] * 1e3:.2f} ms, max {max(its) * 1e3:.2f} ms")
     for label, s in runs[i].items():
         print(f"  {label:42s} {s * 1e3:8.2f} ms")
-    print(f"  {'outside these':42s} {(walls[i] - runs[i].get('rows placed (fit_data)', 0) - runs[i].get('Lloyd loop (fit_lloyd)', 0)) * 1e3:8.2f} ms")
+    outside = walls[i] - runs[i].get("rows placed (fit_data)", 0) - runs[i].get(loop, 0)
+    print(f"  {'outside these':42s} {outside * 1e3:8.2f} ms")
 
 
 if __name__ == "__main__":

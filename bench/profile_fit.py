@@ -32,8 +32,10 @@ MAKERS = {
         devices=dev),
     "KMeans": lambda oc, dev, a: oc.KMeans(a.k, init=a.init, n_init=1, max_iter=20, tol=0,
                                            devices=dev),
+    "FuzzyCMeans": lambda oc, dev, a: oc.FuzzyCMeans(a.k, init=a.init, max_iter=20, tol=0,
+                                                     devices=dev),
 }
-ROWS = ("MiniBatchKMeans", "KMeans")   # float32 rows, as the k-means benches'
+ROWS = ("MiniBatchKMeans", "KMeans", "FuzzyCMeans")   # float32 rows, as the k-means benches'
 
 
 
@@ -47,6 +49,9 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--count", type=int, default=0, help="the first N matching devices")
     ap.add_argument("--host-update", action="store_true", help="KMeans: the host's update")
+    ap.add_argument("--cold", action="store_true",
+                    help="profile the process's first fit (devices, contexts, programs from "
+                         "the on-disk cache, pinned staging) instead of a warm one")
     add_devices_argument(ap)
     args = ap.parse_args()
     oc = import_oclclust()
@@ -60,6 +65,14 @@ def main():
     if args.estimator in ROWS:
         X = large_blobs(args.n, args.d, args.k)
         args.init = X[np.random.default_rng(1).choice(len(X), args.k, replace=False)].copy()
+        if args.cold:
+            prof = cProfile.Profile()
+            start = time.perf_counter()
+            prof.runcall(make(oc, args.devices, args).fit, X)
+            print(f"{args.estimator} {args.n} x {args.d}: {time.perf_counter() - start:.3f} s "
+                  "(the process's first fit, under cProfile)")
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
+            return
         make(oc, args.devices, args).fit(X[:max(4 * args.batch, 2 * args.k)])   # builds
     else:
         make(oc, args.devices, args).fit(blobs(600, args.d, args.k).astype(np.float64))

@@ -48,9 +48,11 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     sample_weight) or an (n_clusters, n_features) array.  ``devices``,
     ``dtype``: as KMeans.  ``comm``: an mpi4py communicator (each rank passes
     its own rows).  ``sample_weight`` in fit/score multiplies u^m.
-    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the c-means pass
-    has no tensor-core path yet, so every mode runs as "float32" (the same
-    model, bit for bit).
+    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); every
+    mode runs as "float32" (the same model, bit for bit): on NVIDIA tensor
+    cores the pass's distances and statistics are 3xTF32 GEMM tiles
+    (passes/cmeans_mma.py, where the device profile's cmeans_mma asks),
+    float32 accuracy; the portable float32 kernels elsewhere.
     """
 
     _parameter_rules = {

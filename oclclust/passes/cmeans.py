@@ -13,6 +13,7 @@ import pyopencl.array as cla
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
+from .cmeans_mma import MAX_SLOTS, operand_size, operands, shape_fields, stats_slots
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import acc_dtype, partial_buffer, reduce_partials
 
@@ -20,8 +21,11 @@ from ..runtime.reduce import acc_dtype, partial_buffer, reduce_partials
 @declare_terms
 @dataclasses.dataclass(frozen=True)
 class CMeansTerms:
-    """distance_tiles 1: the distances as register tiles (TileTerms) first."""
+    """distance_tiles 1: the distances as register tiles (TileTerms) first;
+    mma 1: on NVIDIA tensor cores (cmeans_mma.py) before all where the
+    device has them."""
     distance_tiles: int = term("cmeans_distance_tiles", 0, 1)
+    mma: int = term("cmeans_mma", 0, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +63,43 @@ class CMeansSpec(TileFields, Spec):
         reals += self.cchunk * self.d if self.stage_centers else 0
         reals += self.kc * (self.tm + self.tn + 2 * self.vw) if self.tiled else 0
         return reals * item + self.wg * acc
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaCMeansSpec(CMeansSpec):
+    """The tensor-core pass (cmeans_mma.py): the portable kernel's fields
+    with its distances as 3xTF32 GEMM tiles; dp, kp: d and c padded to 8;
+    emulate: the products in plain OpenCL (tests on CPUs); stats_mma: the
+    statistics (update) on the tensor cores too."""
+    template = "cmeans_mma_pass.cl.mako"
+    dp: int = 8
+    kp: int = 8
+    emulate: bool = False
+    stats_mma: bool = False
+
+    def local_bytes(self):
+        return super().local_bytes() + self.p * 4 + (self.wg * 24 if self.emulate else 0)
+
+
+def mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two, emulate=False):
+    """The tensor-core specs where cmeans_mma.shape_fields allows them
+    (memberships in local memory first, as candidate_specs)."""
+    shape = shape_fields(profile, dtype, d, c, emulate)
+    if shape is None:
+        return
+    dp, kp, shapes = shape
+    for local_u in (True, False):
+        for wg, p in shapes:
+            stats_mma = update and stats_slots(d, c, wg) <= MAX_SLOTS
+            spec = MmaCMeansSpec(dtype="float32", acc_double=profile.fp64, d=d, c=c, wg=wg,
+                                 stats_mma=stats_mma, p=p, ps=_odd(p), local_u=local_u,
+                                 stage_centers=False, cchunk=c, update=update,
+                                 write_u=write_u, weighted=weighted, m_two=m_two, dp=dp,
+                                 kp=kp, emulate=emulate,
+                                 **dict(_layout(profile, d, c, wg, False, update),
+                                        stage_point=False))
+            if spec.local_bytes() <= profile.local_memory_budget:
+                yield spec
 
 
 def _odd(v):
@@ -122,7 +163,11 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
     """Specs in order of preference; the first that fits the device is used.
     Tile memberships in local memory before a global scratch; all centres
     staged before chunks of them before none; big tiles (several rows per
-    statistic update) first; then smaller work-groups."""
+    statistic update) first; then smaller work-groups.  The tensor-core pass
+    (cmeans_mma.py) before all where the profile asks (cmeans_mma) and the
+    device, dtype and d allow."""
+    if profile.terms(CMeansTerms).mma:
+        yield from mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two)
     item = np.dtype(dtype).itemsize
     wg = 1 << (max(1, min(profile.work_group_size, profile.max_work_group_size)).bit_length() - 1)
     while True:
@@ -223,13 +268,17 @@ class CMeansPass:
         self.part_flags = cla.empty(q, self.groups, np.int32)
         self.scratch = (None if self.spec.local_u else
                         cla.empty(q, self.groups * self.spec.dt_size(), part.dtype))
-        self.centers = cla.empty(q, c * part.d, part.dtype)
+        self.mma = isinstance(self.spec, MmaCMeansSpec)
+        self.centers = cla.empty(q, (operand_size(c, part.d, self.spec.dp,
+                                                             self.spec.kp)
+                                     if self.mma else c * part.d), part.dtype)
         self.u = cla.empty(q, part.n * c, part.dtype) if write_u else None
 
     def run(self, centers):
         """(statistics c x (d+1) float64 or None, objective, non-finite count)."""
         part, q = self.part, self.part.queue
-        self.centers.set(np.ascontiguousarray(centers, part.dtype).ravel(), q)
+        self.centers.set(operands(centers, self.spec.dp, self.spec.kp) if self.mma
+                         else np.ascontiguousarray(centers, part.dtype).ravel(), q)
         real = part.dtype.type
         self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),
                     part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg(),

@@ -53,10 +53,43 @@ class _ByName(TemplateLookup):
         return super().get_template(self.paths.get(uri.lstrip("/"), uri))
 
 
+def template_module_dir(directories):
+    """Where Mako keeps the templates compiled to Python modules, so that a
+    fresh process renders without lexing and compiling them again (a cold
+    c-means fit on the H100 spent 0.17 s of 0.8 compiling 9 templates):
+    under $OCLCLUST_CACHE_DIR/mako, else the user's own cache folder (the
+    modules are code this process runs: never a folder others can write), a
+    folder per content of the template *directories* (another checkout or
+    version never meets these modules, whatever its files' times).  None
+    where it cannot be made (then templates compile in memory, as before)."""
+    digest = hashlib.sha1()
+    for top in directories:
+        for path in sorted(Path(top).rglob("*.cl*")):
+            digest.update(path.relative_to(top).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    root = os.environ.get("OCLCLUST_CACHE_DIR")
+    if root:
+        base = Path(root) / "mako"
+    else:
+        try:
+            import platformdirs
+            base = Path(platformdirs.user_cache_dir("oclclust")) / "mako"
+        except ImportError:
+            base = Path.home() / ".cache" / "oclclust" / "mako"
+    path = base / digest.hexdigest()[:16]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(path) if os.access(path, os.W_OK) else None
+
+
 def lookup():
     global _LOOKUP
     if _LOOKUP is None:
-        _LOOKUP = _ByName(template_dirs(), strict_undefined=True, input_encoding="utf-8")
+        dirs = template_dirs()
+        _LOOKUP = _ByName(dirs, strict_undefined=True, input_encoding="utf-8",
+                          module_directory=template_module_dir(dirs))
     return _LOOKUP
 
 

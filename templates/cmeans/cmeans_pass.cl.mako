@@ -115,6 +115,7 @@ ${tile.defines(c_pad=True, with_wg=False)}\
 #define S_POW(v) pow(v, (real_t)1 - m)
 % endif
 
+<%block name="more_defines"></%block>\
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void cmeans_pass(
     __global const real_t *restrict x, const long n, const long stride,
@@ -152,6 +153,8 @@ ${tile.local_chunks()}\
 % if stage_centers:
     __local real_t lc[CCH * D];
 % endif
+<%block name="more_locals"></%block>\
+<%block name="stats_init">\
 % if update:
   % if acc_private:
     acc_t acc[QA];
@@ -180,6 +183,7 @@ ${tile.local_chunks()}\
     }
   % endif
 % endif
+</%block>\
 % if stage_centers and cchunk >= c:
     for (int e = lid; e < C * D; e += WG)      /* all centres, once */
         lc[e] = centers[e];
@@ -210,6 +214,7 @@ ${tile.local_chunks()}\
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
+<%block name="distances">\
 % if tiled:
         /* 1. squared distances of the tile's rows to all centres, TN centres
            a step, then my row's minimum over my centres */
@@ -265,6 +270,7 @@ ${tile.multiply("sqdiff")}\
             }
         }
 % endif
+</%block>\
         part_min[lid] = dmin;
         barrier(CLK_LOCAL_MEM_FENCE);
         real_t low = part_min[r];
@@ -306,6 +312,7 @@ ${tile.multiply("sqdiff")}\
                 u[(base + rr) * C + j] = DT(rr, j);
         }
 % endif
+<%block name="statistics">\
 % if update:
         barrier(U_FENCE);
         /* 4. slot (centre j, columns k0..k0+KW): the tile's sums of u^m x_k,
@@ -340,7 +347,9 @@ ${select.kahan_add("acc[a]", "comp[a]", "sum[kk]")}\
             }
         }
 % endif
+</%block>\
     }
+<%block name="stats_out">\
 % if update and acc_private:
     #pragma unroll
     for (int q = 0; q < QS; ++q) {
@@ -355,6 +364,7 @@ ${select.kahan_add("acc[a]", "comp[a]", "sum[kk]")}\
         }
     }
 % endif
+</%block>\
     obj = group_sum(obj, scratch_acc);
     const int total_bad = (int)group_sum((acc_t)bad, scratch_acc);
     if (lid == 0) {

@@ -13,7 +13,12 @@ order (CPUs)), each with the distances per row and as register tiles
 row; results are checked against numpy.  Whole fits (k-means++ seeding,
 the manager, resident and streamed in chunks) follow.  The labels kernel
 (cmeans_labels.cl.mako) against numpy's argmax: ties, NaN, a ragged
-last work-group.
+last work-group.  The tensor-core pass (cmeans_mma_pass.cl.mako) with its
+products emulated in plain OpenCL (its PTX runs on NVIDIA GPUs only:
+tests/passes/test_cmeans_mma.py), float32 with double and with Kahan sums,
+every mode, weighted and not, m == 2 and not, memberships in local and in
+global memory, work-groups of 8 and 4 warps, the statistics on the
+(emulated) tensor cores and the portable way.
 """
 import dataclasses
 import itertools
@@ -120,6 +125,43 @@ def exercise_cmeans_pass(device, log):
     log(f"cmeans pass: {count} variants")
 
 
+def exercise_cmeans_mma(device, log):
+    count = 0
+    for dtype, fp64 in PRECISIONS:
+        if dtype != "float32":
+            continue
+        profile = profile_for(device, fp64, **PROFILE)
+        X, w = data(dtype)
+        d = X.shape[1]
+        centers = X[[0, 9, 18, 27, 36]].astype(np.float64) + 0.25
+        centers[1] = X[9]                   # row 9 coincides with centre 1
+        combos = itertools.product(MODES.items(), (False, True), (True, False))
+        for i, ((mode, (update, write_u)), weighted, m_two) in enumerate(combos):
+            first = list(cmeans_pass.mma_specs(profile, dtype, d, C, update, write_u,
+                                               weighted, m_two, emulate=True))
+            spec = first[i % 2 * (len(first) - 1)]   # local memberships, 8 warps; global, 4
+            if update and i % 4 == 2:                # the portable statistics after the GEMM's
+                spec = dataclasses.replace(spec, stats_mma=False)
+            m = 2.0 if m_two else 1.6
+            mark(f"cmeans_mma fp64={fp64} {spec}")
+            part = DevicePartition(profile, X, w if weighted else None)
+            cpass = cmeans_pass.CMeansPass(part, C, m, update, write_u, spec=spec)
+            assert cpass.spec == spec
+            U, stats, obj = reference(X, centers, m, w.astype(np.float64) if weighted
+                                      else np.ones(len(X)))
+            got_stats, got_obj, bad = cpass.run(centers)
+            if bad:
+                raise AssertionError(f"{spec}: {bad} non-finite distances reported")
+            close(got_obj, obj, f"{spec}: objective", 2e-4)
+            if update:
+                close(got_stats, stats, f"{spec}: statistics", 2e-4)
+            if write_u:
+                close(cpass.u.get(part.queue).reshape(len(X), C), U, f"{spec}: memberships",
+                      2e-4)
+            count += 1
+    log(f"cmeans mma pass (emulated): {count} variants")
+
+
 def exercise_cmeans_fit(device, log):
     """FuzzyCMeans fits through the manager (resident and streamed: the same
     model), then predict_proba and score, in every precision."""
@@ -168,4 +210,5 @@ def exercise_cmeans_labels(device, log):
 
 
 EXERCISERS = {"cmeans_pass.cl.mako": [exercise_cmeans_pass, exercise_cmeans_fit],
-              "cmeans_labels.cl.mako": [exercise_cmeans_labels, exercise_cmeans_fit]}
+              "cmeans_labels.cl.mako": [exercise_cmeans_labels, exercise_cmeans_fit],
+              "cmeans_mma_pass.cl.mako": [exercise_cmeans_mma]}
