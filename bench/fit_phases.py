@@ -32,7 +32,7 @@ def main():
     args = ap.parse_args()
     oc = import_oclclust()
     from oclclust.cluster import _base, cmeans, kmeans, lloyd_loop
-    from oclclust.parallel import sharded
+    from oclclust.parallel import sharded, sharded_lloyd
     spent = defaultdict(float)
 
     def timed(owner, name, label):
@@ -50,7 +50,7 @@ def main():
         timed(kmeans, "fit_lloyd", "Lloyd loop (fit_lloyd)")
         timed(lloyd_loop, "host_update", "  of which host-update iterations")
         timed(kmeans.LloydModel, "finish", "  of which finish (final pass, labels)")
-        timed(sharded.LloydShards, "hand_back", "  of which hand_back")
+        timed(sharded_lloyd.LloydShards, "hand_back", "  of which hand_back")
         loop = "Lloyd loop (fit_lloyd)"
     else:
         timed(cmeans.FuzzyCMeans, "_fit", "c-means (_fit)")

@@ -97,7 +97,7 @@ def main():
     cl.CommandQueue = ProfiledQueue
 
     from oclclust.runtime import codegen, transfer
-    from oclclust.parallel import shard as shard_mod, sharded
+    from oclclust.parallel import shard as shard_mod, sharded_lloyd as sharded
     modules = {"transfer": transfer, "shard": shard_mod, "sharded": sharded}
     tl = threading.local()
     log = {"events": [], "fills": [], "passes": 0, "fed": {}, "on": False}

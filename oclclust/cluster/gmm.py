@@ -22,7 +22,8 @@ from ..parallel import comm as mpi
 from ._base import KCluster
 from .inits import kmeans_plusplus
 from ..parallel.placement import is_dask_array
-from ..parallel.sharded import GmmShards, LloydShards
+from ..parallel.sharded import GmmShards
+from ..parallel.sharded_lloyd import LloydShards
 from ..runtime.progress import Progress, history_entry
 from ..runtime.validation import check_random_state, skip_uniform
 

@@ -1,7 +1,7 @@
 """k-means (Lloyd) with k-means++ seeding, scikit-learn's KMeans API.
 
 The loop here is the *model update*: it sees only the reduced statistics of
-the fused pass (passes/lloyd.py, over the fit's rows by parallel/sharded.py's
+the fused pass (passes/lloyd.py, over the fit's rows by parallel/sharded_lloyd.py's
 LloydShards) and never where distances are computed.
 """
 import numbers
@@ -19,7 +19,7 @@ from .inits import DEFAULT_OVERSAMPLING
 from .kmeans_csr import assign_csr, fit_csr, is_sparse, transform_csr
 from .lloyd_loop import LloydBackend, fit_lloyd
 from ..parallel.placement import is_dask_array
-from ..parallel.sharded import LloydShards
+from ..parallel.sharded_lloyd import LloydShards
 from ..passes.lloyd import LloydPass
 
 try:
@@ -265,7 +265,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
 
 class LloydModel(LloydBackend):
-    """One model over the fused Lloyd pass (parallel.sharded.LloydShards):
+    """One model over the fused Lloyd pass (parallel.sharded_lloyd.LloydShards):
     the backend of fit_lloyd for KMeans.  On one resident device with
     double precision the update is the device's (passes.lloyd_update), its
     shift and inertia np.sum's bits; else, and for an iteration with an

@@ -6,7 +6,7 @@ rows and compared on a validation draw, the batches drawn by weight as
 the reassignment of centres whose weight falls below reassignment_ratio of
 the largest, and the early stop on the exponentially weighted batch inertia
 (max_no_improvement) or the centre change (tol).  Each batch is assigned on
-the devices by the Lloyd pass (parallel.sharded.LloydShards); its
+the devices by the Lloyd pass (parallel.sharded_lloyd.LloydShards); its
 per-cluster sums, weights and inertia are added in float64 and the update
 is the host's.  ``partial_fit`` takes one step on each chunk it is given
 (a data stream, a file read in pieces).

@@ -15,7 +15,7 @@ from .kmeans_csr import rows_on_device
 from ..parallel.batches import BatchSums, assign, fold, fold_weights, grouped
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, new_data
-from ..parallel.sharded import LloydShards
+from ..parallel.sharded_lloyd import LloydShards
 from ..passes.minibatch import BatchPass
 
 

@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from .sharded import LloydShards
+from .sharded_lloyd import LloydShards
 
 
 @dataclasses.dataclass

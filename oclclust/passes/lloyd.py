@@ -169,21 +169,23 @@ def candidate_specs(profile, dtype, d, k, update, weighted, precision="float32")
     others are float32, whatever it says."""
     base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, k=k,
                 update=update, weighted=weighted)
-    variants = (_rowwise_specs, _tiled_specs)
-    variant = profile.terms(LloydTerms).variant
-    if variant == "tiled":
-        variants = variants[::-1]
-    elif variant == "blocked":   # then the row-wise one (it always fits)
-        variants = (_blocked_specs, _rowwise_specs)
-    elif variant == "gemm":   # then the fused ones
-        variants = (_gemm_specs, _tiled_specs, _rowwise_specs)
-    elif variant == "mma":    # where tensor cores are; else gemm
-        variants = (_mma_specs, _gemm_specs, _tiled_specs, _rowwise_specs)
+    terms = profile.terms(LloydTerms)
+
+    def blocked(profile, base):
+        return blocked_specs(profile, base, LloydSpec)
+
+    def gemm(profile, base):
+        return gemm_specs(profile, dict(base, prefetch=terms.prefetch), LloydSpec)
+
+    def mma(profile, base):
+        return mma_specs(profile, base, LloydSpec, precision)
+    variants = {"tiled": (_tiled_specs, _rowwise_specs),
+                "blocked": (blocked, _rowwise_specs),   # then the row-wise one (always fits)
+                "gemm": (gemm, _tiled_specs, _rowwise_specs),   # then the fused ones
+                "mma": (mma, gemm, _tiled_specs, _rowwise_specs),   # where tensor cores are
+                }.get(terms.variant, (_rowwise_specs, _tiled_specs))
     for specs in variants:
-        if specs is _mma_specs:
-            yield from mma_specs(profile, base, LloydSpec, precision)
-        else:
-            yield from specs(profile, base)
+        yield from specs(profile, base)
 
 
 def _rowwise_specs(profile, base):
@@ -213,19 +215,6 @@ def _tiled_specs(profile, base):
         if wg == 1:
             return
         wg //= 2
-
-
-def _blocked_specs(profile, base):
-    return blocked_specs(profile, base, LloydSpec)
-
-
-def _gemm_specs(profile, base):
-    return gemm_specs(profile, dict(base, prefetch=profile.terms(LloydTerms).prefetch),
-                      LloydSpec)
-
-
-def _mma_specs(profile, base):
-    return mma_specs(profile, base, LloydSpec)
 
 
 def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
@@ -324,11 +313,9 @@ class LloydPass:
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
 
     def upload(self, centers, norms=None):
-        """*centers* (k x d) as the pass reads them, copied from the pass's
-        page-locked arrays and not waited on: the pass after them on the
-        queue reads them, and the next upload waits for them before
-        refilling the arrays.  *norms*: center_norms(centers, the rows'
-        dtype) when the caller has them (the same for every device)."""
+        """*centers* (k x d) as the pass reads them, from its page-locked
+        arrays, not waited on (the next upload waits before refilling them);
+        *norms*: center_norms(centers, the rows' dtype) if the caller has them."""
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
         host = self._host()
         if self._writes:   # the last upload's copies still read these arrays
@@ -357,10 +344,8 @@ class LloydPass:
 
     def _host(self):
         """The pass's page-locked host arrays (made on first use): the
-        centres' layouts going up, the statistics coming back.  A blocking
-        copy from pageable memory holds its queue and, with several devices
-        driven at once, NVIDIA's driver: on 4 H100s a pass's six such copies
-        cost 4 ms of a 23 ms iteration (bench/profile_fit.py)."""
+        centres' layouts going up, the statistics coming back (6 blocking
+        pageable copies a pass cost 4 H100s 4 ms of a 23 ms iteration)."""
         if self._pinned is None:
             q, spec, d, k = self.part.queue, self.spec, self.part.d, self.k
             dtype, acc = self.part.dtype, self.part.acc_double
@@ -418,20 +403,17 @@ class LloydPass:
 
     def run(self, centers, labels, norms=None):
         """Assign every row to its nearest centre of *centers* (k x d), writing
-        *labels* (a device int32 array holding the previous labels); *norms*:
-        see upload."""
+        *labels* (a device int32 array holding the previous labels)."""
         return self.collect(self.launch(centers, labels, norms))
 
     def launch(self, centers, labels, norms=None):
-        """run's device work enqueued, its results' reads too, not waited
-        on (flushed: it starts now): what collect() waits for.  *centers*
-        None: the pass's centre buffers hold them already (written on the
-        device: lloyd_update)."""
-        part, q = self.part, self.part.queue
+        """run's work and its results' reads enqueued and flushed, not waited
+        on (collect() does); *centers* None: the pass's centre buffers hold
+        them already (lloyd_update wrote them); *norms*: see upload."""
+        part, q, host = self.part, self.part.queue, self._host()
         if centers is not None:
             self.upload(centers, norms)
         self.enqueue(labels)
-        host = self._host()
         reads = [("inertia", self.part_inertia), ("flags", self.part_flags)]
         if self.update:   # the slabs summed on the device (fixed order), the totals read
             for name, part_buf, size in (("sums", self.part_sums, self.k * part.d),
@@ -446,20 +428,19 @@ class LloydPass:
 
     def collect(self, events):
         """The LloydStats of the pass launch() enqueued (*events*: its reads)."""
-        part, host = self.part, self._host()
+        part, host, sums, weights = self.part, self._host(), None, None
         cl.wait_for_events(events)   # one wait for all of them
-        sizes = {"sums": self.k * part.d, "weights": self.k}
-        sums = weights = None
         if self.update:
-            total = {}
-            for name, size in sizes.items():
-                got = host[name].astype(np.float64)
-                total[name] = got if part.acc_double else got[:size] + got[size:]
-            sums, weights = total["sums"].reshape(self.k, part.d), total["weights"]
+            sums = self._read("sums", self.k * part.d).reshape(self.k, part.d)
+            weights = self._read("weights", self.k)
         flags = host["flags"].reshape(-1, 2)
         inertia = float(np.sum(host["inertia"][:self.groups], dtype=np.float64))
         return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()), int(flags[:, 1].sum()),
                           self.rechecked())
+
+    def _read(self, name, size):   # float64 (Kahan: plus their compensations)
+        got = self._host()[name].astype(np.float64)
+        return got if self.part.acc_double else got[:size] + got[size:]
 
     def rechecked(self):
         """The rows the last pass re-checked (0 without a fast mode's pass)."""
