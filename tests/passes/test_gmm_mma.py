@@ -305,7 +305,15 @@ def test_mstep_matches_numpy(profile, kind, n, d, k):
     prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1)
     gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, chunks=3)
     assert isinstance(gp.mspec, gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
-    if rows is None:   # in two blocks of rows (the second at an offset)
+    check_mstep_of(gp, X, resp, rows, means)
+
+
+def check_mstep_of(gp, X, resp, rows, means):
+    """gp's M step against numpy's, its responsibilities set from the host
+    (rows None: in two blocks, the second at an offset) or made one-hot on
+    the device from *rows*."""
+    n, k = len(X), len(means)
+    if rows is None:
         gp.set_resp(resp[:n // 3])
         gp.set_resp(resp[n // 3:], n // 3)
     else:
@@ -326,11 +334,4 @@ def test_emulated_mstep_matches_numpy(profile, kind):
     specs = (portable_specs(profile, d, k)[0],
              next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
     gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
-    if rows is None:   # in two blocks of rows (the second at an offset)
-        gp.set_resp(resp[:n // 3])
-        gp.set_resp(resp[n // 3:], n // 3)
-    else:
-        gp.onehot(k, rows=rows)
-        resp = np.zeros((n, k), np.float32)
-        resp[rows, np.arange(k)] = 1
-    check_mstep(gp.mstep(means), reference_mstep(X, resp, means))
+    check_mstep_of(gp, X, resp, rows, means)
