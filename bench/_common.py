@@ -144,6 +144,20 @@ def timed(fn, repeats=1):
     return min(times), times, result
 
 
+def time_calls(owner, name, record):
+    """owner.name replaced by a wrapper that calls record(start, end)
+    (time.perf_counter) after each call, raised or not."""
+    original = getattr(owner, name)
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            record(start, time.perf_counter())
+    setattr(owner, name, wrapper)
+
+
 def seconds(fn, *args, **kwargs):
     """(wall seconds, result) of one call fn(*args, **kwargs)."""
     start = time.perf_counter()

@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from _common import add_devices_argument, import_oclclust, large_blobs
+from _common import add_devices_argument, import_oclclust, large_blobs, time_calls
 
 
 def main():
@@ -36,15 +36,9 @@ def main():
     spent = defaultdict(float)
 
     def timed(owner, name, label):
-        orig = getattr(owner, name)
-
-        def wrapper(*a, **kw):
-            t = time.perf_counter()
-            try:
-                return orig(*a, **kw)
-            finally:
-                spent[label] += time.perf_counter() - t
-        setattr(owner, name, wrapper)
+        def add(start, end):
+            spent[label] += end - start
+        time_calls(owner, name, add)
     timed(_base, "fit_data", "rows placed (fit_data)")
     if args.estimator == "KMeans":
         timed(kmeans, "fit_lloyd", "Lloyd loop (fit_lloyd)")

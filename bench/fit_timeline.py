@@ -15,22 +15,15 @@ from collections import defaultdict
 
 import numpy as np
 
-from _common import add_devices_argument, import_oclclust, large_blobs, select_profiles
+from _common import (add_devices_argument, import_oclclust, large_blobs, select_profiles,
+                     time_calls)
 
 EVENTS = []   # (name, thread name, start, end)
 
 
 def wrap(owner, name, label=None):
-    orig = getattr(owner, name)
-
-    def timed(*a, **kw):
-        start = time.perf_counter()
-        try:
-            return orig(*a, **kw)
-        finally:
-            EVENTS.append((label or name, threading.current_thread().name, start,
-                           time.perf_counter()))
-    setattr(owner, name, timed)
+    time_calls(owner, name, lambda start, end: EVENTS.append(
+        (label or name, threading.current_thread().name, start, end)))
 
 
 def instrument():
@@ -69,15 +62,7 @@ def instrument():
         EVENTS.append((f"empty {int((weights == 0).sum())}", "", 0.0, 0.0))
         return orig_relocate(sums, weights, *a, **kw)
     lloyd_loop.relocate_empty = relocate_empty
-    orig_wait = cl.wait_for_events
-
-    def wait(events):   # the pass's one wait for its kernels and reads
-        start = time.perf_counter()
-        try:
-            return orig_wait(events)
-        finally:
-            EVENTS.append(("wait", threading.current_thread().name, start, time.perf_counter()))
-    lloyd.cl.wait_for_events = wait
+    wrap(cl, "wait_for_events", "wait")   # a pass's one wait for its kernels and reads
 
 
 def summarise(fit_start, fit_end):

@@ -66,12 +66,8 @@ def main():
         X = large_blobs(args.n, args.d, args.k)
         args.init = X[np.random.default_rng(1).choice(len(X), args.k, replace=False)].copy()
         if args.cold:
-            prof = cProfile.Profile()
-            start = time.perf_counter()
-            prof.runcall(make(oc, args.devices, args).fit, X)
-            print(f"{args.estimator} {args.n} x {args.d}: {time.perf_counter() - start:.3f} s "
-                  "(the process's first fit, under cProfile)")
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
+            profiled(make(oc, args.devices, args).fit, X, args,
+                     "the process's first fit, under cProfile", ("cumulative",))
             return
         make(oc, args.devices, args).fit(X[:max(4 * args.batch, 2 * args.k)])   # builds
     else:
@@ -84,13 +80,18 @@ def main():
     if getattr(est, "history_", None):
         its = [h["seconds"] for h in est.history_[1:] if "seconds" in h]
         print(f"  per iteration (median of {len(its)}): {np.median(its) * 1e3:.2f} ms")
+    profiled(make(oc, args.devices, args).fit, X, args, "under cProfile",
+             ("cumulative", "tottime"))
+
+
+def profiled(fit, X, args, what, orders):
+    """fit(X) under cProfile: its time, then the top calls in each order."""
     prof = cProfile.Profile()
     start = time.perf_counter()
-    prof.runcall(make(oc, args.devices, args).fit, X)
-    print(f"{args.estimator} {args.n} x {args.d}: {time.perf_counter() - start:.3f} s "
-          "(under cProfile)")
-    pstats.Stats(prof).sort_stats("cumulative").print_stats(args.top)
-    pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
+    prof.runcall(fit, X)
+    print(f"{args.estimator} {args.n} x {args.d}: {time.perf_counter() - start:.3f} s ({what})")
+    for order in orders:
+        pstats.Stats(prof).sort_stats(order).print_stats(args.top)
 
 
 if __name__ == "__main__":

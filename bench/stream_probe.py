@@ -104,7 +104,8 @@ def streamed(oc, profile, args):
     C0 = X[np.random.default_rng(1).choice(len(X), args.k, replace=False)].astype(np.float64)
     log = {"fill": 0.0, "piece_wait": 0.0, "feed": [], "chunk": [], "copied_wait": 0.0}
     orig_copy, orig_piece = transfer.copy_rows, transfer.Staging._piece
-    orig_feed, orig_chunk_run = shard_mod.Shard._feed, sharded._LloydChunk.run
+    orig_feed = shard_mod.Shard._feed
+    orig_launch, orig_collect = sharded._LloydChunk.launch, sharded._LloydChunk.collect
 
     def copy_rows(dst, src):
         t = time.perf_counter()
@@ -123,13 +124,17 @@ def streamed(oc, profile, args):
         log["feed"].append((i, t, time.perf_counter()))
         return ev
 
-    def chunk_run(self, centers, update):
-        t = time.perf_counter()
-        out = orig_chunk_run(self, centers, update)
-        log["chunk"].append((t, time.perf_counter()))
+    def launch(self, *a, **kw):   # a chunk's pass: from its launch to its collect's end
+        self.launched_at = time.perf_counter()
+        return orig_launch(self, *a, **kw)
+
+    def collect(self, *a, **kw):
+        out = orig_collect(self, *a, **kw)
+        log["chunk"].append((self.launched_at, time.perf_counter()))
         return out
     transfer.copy_rows, transfer.Staging._piece = copy_rows, piece
-    shard_mod.Shard._feed, sharded._LloydChunk.run = feed, chunk_run
+    shard_mod.Shard._feed = feed
+    sharded._LloydChunk.launch, sharded._LloydChunk.collect = launch, collect
     # the pass alone, on one resident chunk of the streamed size
     rows = nbytes(args.budget) // 2 // (args.d * 4)
     km = oc.KMeans(args.k, init=C0, n_init=1, max_iter=5, tol=0, devices=[profile])

@@ -97,7 +97,11 @@ def main():
     cl.CommandQueue = ProfiledQueue
 
     from oclclust.runtime import codegen, transfer
-    from oclclust.parallel import shard as shard_mod, sharded_lloyd as sharded
+    from oclclust.parallel import shard as shard_mod
+    try:
+        from oclclust.parallel import sharded_lloyd as sharded
+    except ImportError:   # a tree from before sharded_lloyd.py (--tree)
+        from oclclust.parallel import sharded
     modules = {"transfer": transfer, "shard": shard_mod, "sharded": sharded}
     tl = threading.local()
     log = {"events": [], "fills": [], "passes": 0, "fed": {}, "on": False}
@@ -150,15 +154,17 @@ def main():
             log["passes"] += 1
         return real_run(self, fn, rows)
     shard_mod.Shard.run = run
-    real_chunk = sharded._LloydChunk.run
+    # a chunk's pass is enqueued by _LloydChunk.launch (run, in a tree from before it)
+    enqueues = "launch" if hasattr(sharded._LloydChunk, "launch") else "run"
+    real_chunk = getattr(sharded._LloydChunk, enqueues)
 
-    def chunk_run(self, centers, update):
+    def chunk_pass(self, *a, **kw):
         tl.tag = ("pass", (log["passes"], self.chunk.host_rows[0]))
         try:
-            return real_chunk(self, centers, update)
+            return real_chunk(self, *a, **kw)
         finally:
             tl.tag = None
-    sharded._LloydChunk.run = chunk_run
+    setattr(sharded._LloydChunk, enqueues, chunk_pass)
 
     profile = oc.runtime.devices.preferred(select_profiles(oc, args.devices))[0]
     budget = nbytes(args.budget)

@@ -49,9 +49,12 @@ class ShardedPass:
         are)."""
         if getattr(self.data, "remote", False):
             return self.data.map_states(self.key, self.make, fn, timed)
+        self._follow_layout()
+        return self.data.map(lambda chunk: fn(chunk, self.state(chunk)), timed, rows)
+
+    def _follow_layout(self):
         if self.data.chunks is not self._chunks:   # laid out anew: the old chunks' state goes
             self._states, self._chunks = {}, self.data.chunks
-        return self.data.map(lambda chunk: fn(chunk, self.state(chunk)), timed, rows)
 
     def map_enqueued(self, launch, collect, timed=False):
         """[collect(chunk, state, launch(chunk, state))] for this rank's
@@ -59,8 +62,7 @@ class ShardedPass:
         from this thread, where the rows allow)."""
         if getattr(self.data, "remote", False):
             return self.map(lambda chunk, st: collect(chunk, st, launch(chunk, st)), timed)
-        if self.data.chunks is not self._chunks:   # laid out anew: the old chunks' state goes
-            self._states, self._chunks = {}, self.data.chunks
+        self._follow_layout()
         return self.data.map_enqueued(lambda chunk: launch(chunk, self.state(chunk)),
                                       lambda chunk, got: collect(chunk, self.state(chunk), got),
                                       timed)

@@ -59,9 +59,6 @@ class _LloydChunk:
                                             precision=self.precision)
         return self.passes[update]
 
-    def run(self, centers, update, norms=None):
-        return self.collect(update, self.launch(centers, update, norms))
-
     def launch(self, centers, update, norms=None):
         return self.lloyd_pass(update).launch(centers, self.current_labels(), norms)
 
