@@ -84,7 +84,10 @@ class LloydState:
         self.passes, self.resident, self.labels, self.shared = {}, None, None, None
 
 
-_LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.Lock()
+# Reentrant: give_state runs as a finalizer, so a garbage collection on this
+# thread while it holds the lock (any allocation may start one) gives a state
+# back under it.  A plain Lock deadlocked there (a CI run hung on PoCL).
+_LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.RLock()
 _POOL_PER_KEY = 4        # states kept per key (threads fitting the same shape at once)
 POOL_MAX_ROWS = 1 << 22  # larger chunks' states are not kept: their per-row buffers
 #                          would hold device memory after the fit, for a fixed cost
@@ -95,7 +98,9 @@ def take_state(key):
     """A pooled LloydState of *key* (a new one when none is free)."""
     with _LLOYD_POOL_LOCK:
         free = _LLOYD_POOL.get(key)
-        return free.pop() if free else LloydState()
+        if free:
+            return free.pop()
+    return LloydState()
 
 
 def give_state(key, state, rows):

@@ -318,6 +318,36 @@ def test_a_later_fit_takes_the_pooled_state(profile, monkeypatch):
     assert pooled_states().keys() == before.keys()
 
 
+def test_a_collection_under_the_pool_lock_gives_back():
+    """A chunk collected (its finalizer gives its state back) by a garbage
+    collection that starts while this thread holds the pool's lock, as an
+    allocation inside take_state may start one: no deadlock, the state pooled."""
+    import gc
+    import threading
+    import weakref
+
+    class Cycle:   # freed only by the cyclic collector, as a fit's chunks can be
+        pass
+    key = ("collected under the lock",)
+    state = lloyd_update.LloydState()
+    garbage = Cycle()
+    garbage.self = garbage
+    weakref.finalize(garbage, lloyd_update.give_state, key, state, 1)
+    del garbage
+
+    def collect_under_lock():
+        with lloyd_update._LLOYD_POOL_LOCK:
+            gc.collect()
+    worker = threading.Thread(target=collect_under_lock, daemon=True)
+    worker.start()
+    worker.join(30)
+    try:
+        assert not worker.is_alive(), "a finalizer deadlocked on the pool's lock"
+        assert lloyd_update.take_state(key) is state
+    finally:
+        lloyd_update._LLOYD_POOL.pop(key, None)
+
+
 # ---------------------------------------- several devices: one shared update
 def two_sub_devices(profile):
     """The device split in two 1-unit sub-devices (the CPU runtimes of CI;
