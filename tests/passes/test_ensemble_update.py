@@ -13,6 +13,8 @@ from oclclust.cluster.lloyd_loop import fit_lloyd
 VARIANTS = [("task", None), ("data", None), ("concatenated", None),
             ("concatenated", "direct"), ("concatenated", "distributed"),
             ("concatenated", "replicated")]
+# iterations enqueued ahead of the one read: a CPU runtime's, a GPU's
+AHEADS = [0, ensemble_update.AHEAD]
 
 
 def blobs(n, d, dtype, seed=0):
@@ -21,13 +23,15 @@ def blobs(n, d, dtype, seed=0):
 
 
 def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None,
-        max_iter=60, enqueued=None):
+        max_iter=60, enqueued=None, ahead=None):
     """fit_lloyd's (centres, inertia, n_iter, labels) and the device
     update's steps: (taken, flagged); the passes enqueued appended to
-    *enqueued*."""
+    *enqueued*; *ahead*: the iterations enqueued ahead (the device's
+    default_ahead's else)."""
     data = oc.DeviceManager([profile]).scatter(X, None)
     steps = []
     original, enqueue = ensemble_update.DeviceUpdate.step, ensemble_update.DeviceUpdate._enqueue
+    default_ahead = ensemble_update.default_ahead
 
     def counted(self, tol, ahead=ensemble_update.AHEAD):
         shifts, flags = original(self, tol, ahead)
@@ -41,6 +45,8 @@ def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None,
     try:
         ensemble_update.DeviceUpdate.step = counted
         ensemble_update.DeviceUpdate._enqueue = enqueue_counted
+        if ahead is not None:
+            ensemble_update.default_ahead = lambda profile: ahead
         host_w = np.ones(len(X))
         engine = ensemble_passes(data, fixed_point(data, host_w, data_moments(data)[0]),
                                  [len(c) for c in inits], strategy, kdtree,
@@ -51,6 +57,7 @@ def fit(profile, X, inits, device_update, strategy="concatenated", kdtree=None,
     finally:
         ensemble_update.DeviceUpdate.step, ensemble_update.DeviceUpdate._enqueue = \
             original, enqueue
+        ensemble_update.default_ahead = default_ahead
         data.close()
     return out, (len(steps), sum(steps))
 
@@ -63,21 +70,23 @@ def assert_same(got, want):
     np.testing.assert_array_equal(got[3], want[3])
 
 
+@pytest.mark.parametrize("ahead", AHEADS)
 @pytest.mark.parametrize("strategy, kdtree", VARIANTS)
 @pytest.mark.parametrize("dtype, ks", [(np.float32, (7, 7, 7, 7)), (np.float64, (3, 9, 5))])
-def test_device_update_is_the_host_update(profile, strategy, kdtree, dtype, ks):
+def test_device_update_is_the_host_update(profile, strategy, kdtree, dtype, ks, ahead):
     X = blobs(1200, 3, dtype)
     rng = np.random.RandomState(1)
     inits = [X[rng.choice(len(X), k, replace=False)].astype(np.float64) for k in ks]
     host, (taken, _) = fit(profile, X, inits, False, strategy, kdtree)
     assert taken == 0
-    device, (taken, flagged) = fit(profile, X, inits, True, strategy, kdtree)
+    device, (taken, flagged) = fit(profile, X, inits, True, strategy, kdtree, ahead=ahead)
     assert_same(device, host)
     assert (taken >= max(host[2]) if profile.fp64 else taken == 0) and flagged == 0
     assert len(set(host[2])) > 1          # models left the passes at their own iteration
 
 
-def test_empty_clusters_go_to_the_host_and_back(profile):
+@pytest.mark.parametrize("ahead", AHEADS)
+def test_empty_clusters_go_to_the_host_and_back(profile, ahead):
     """A centroid far from every point: its cluster is empty, that
     iteration is the host's (relocation), the next ones the device's."""
     X = blobs(900, 2, np.float32, seed=4)
@@ -85,24 +94,25 @@ def test_empty_clusters_go_to_the_host_and_back(profile):
     inits = [X[rng.choice(len(X), 6, replace=False)].astype(np.float64) for _ in range(3)]
     inits[1][2] = 1e3
     host, _ = fit(profile, X, inits, False)
-    device, (taken, flagged) = fit(profile, X, inits, True)
+    device, (taken, flagged) = fit(profile, X, inits, True, ahead=ahead)
     assert_same(device, host)
     assert flagged >= 1 and taken > flagged or not profile.fp64
 
 
-def test_passes_run_ahead_but_not_past_max_iter(profile):
-    """Iterations are enqueued AHEAD beyond the one read, none beyond
+@pytest.mark.parametrize("ahead", AHEADS)
+def test_passes_run_ahead_but_not_past_max_iter(profile, ahead):
+    """Iterations are enqueued *ahead* beyond the one read, none beyond
     max_iter: no pass is wasted when the fit stops there."""
     X = blobs(1500, 2, np.float32, seed=2)
     rng = np.random.RandomState(3)
     inits = [X[rng.choice(len(X), 40, replace=False)].astype(np.float64) for _ in range(2)]
     enqueued = []
     (_, _, n_iter, _), (taken, flagged) = fit(profile, X, inits, True, max_iter=6,
-                                              enqueued=enqueued)
+                                              enqueued=enqueued, ahead=ahead)
     assert list(n_iter) == [6, 6]
     if profile.fp64:
         assert (taken, flagged) == (6, 0)
-        assert len(enqueued) == 6 and max(enqueued) == 1 + ensemble_update.AHEAD
+        assert len(enqueued) == 6 and max(enqueued) == 1 + ahead
     else:
         assert taken == 0 and not enqueued
 

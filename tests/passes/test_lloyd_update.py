@@ -175,8 +175,9 @@ def test_resident_fit_is_the_host_fit(profile, variant, shape, dtype, weighted):
         assert not steps
 
 
-# iterations enqueued ahead of the one read: a CPU's, and a GPU's short passes'
-DEPTHS = [1, 4]
+# iterations enqueued ahead of the one read: a CPU's long passes', a CPU's
+# short ones' or a GPU's long ones', and a GPU's short passes'
+DEPTHS = [0, 1, 4]
 
 
 @pytest.mark.parametrize("depth", DEPTHS)

@@ -102,3 +102,32 @@ def test_upload_download_and_write_rows(queue, monkeypatch, direct):
     assert bool(transfer._shared) != direct   # a staging made only when needed
     with pytest.raises(ValueError, match="download of"):
         download(queue, labels, np.empty(32, np.int32))
+
+
+@pytest.mark.parametrize("unified", [True, False], ids=["host memory", "own memory"])
+def test_a_device_on_host_memory_copies_straight(queue, monkeypatch, unified):
+    """Past DIRECT_BYTES, rows that need no conversion go straight where the
+    device shares the host's memory (one memcpy, not two), through the
+    staging elsewhere; a conversion always stages, a piece at a time."""
+    monkeypatch.setattr(transfer, "_shared", {})
+    monkeypatch.setattr(transfer, "DIRECT_BYTES", 0)
+    monkeypatch.setattr(transfer, "PIECE_BYTES", 64)
+
+    class Device:   # the queue's device as the other kind of device reports it
+        host_unified_memory = unified
+
+    class Queue:
+        device = Device()
+
+    X = np.random.RandomState(4).rand(40, 3).astype(np.float32)
+    assert transfer.straight(Queue, X, np.dtype(np.float32), X.nbytes) == unified
+    assert not transfer.straight(Queue, X, np.dtype(np.float64), X.nbytes)
+    assert not transfer.straight(Queue, np.asfortranarray(X), np.dtype(np.float32), X.nbytes)
+    if queue.device.host_unified_memory:   # the CPU runtimes: the real queue
+        x = upload(queue, X)
+        np.testing.assert_array_equal(x.get(), X)
+        write_rows(queue, x, X[:7] + 1, dst_row=33)
+        out = download(queue, x)
+        assert not transfer._shared                 # no staging made
+        np.testing.assert_array_equal(out[:33], X[:33])
+        np.testing.assert_array_equal(out[33:], X[:7] + 1)
