@@ -51,11 +51,12 @@ class DeviceUpdate:
     KDTreePass, whose ``brute`` holds the buffers).
 
     While the host reads iteration i's shifts, iterations i + 1 ... i +
-    ``ahead`` (default_ahead) run: they are enqueued before i's result is waited for (speculatively:
-    i's result may stop a model or flag one, and they are then dropped).  One
-    ahead, the next pass is enqueued only once the host has handled this
-    one's result, and a short pass leaves the device idle meanwhile (the
-    KD-tree pass, H100: 88 us an iteration one ahead, 77 two ahead).
+    ``ahead`` (default_ahead) run: they are enqueued before i's result is
+    waited for (speculatively: i's result may stop a model or flag one, and
+    they are then dropped).  One ahead, the next pass is enqueued only once
+    the host has handled this one's result, and a short pass leaves the
+    device idle meanwhile (the KD-tree pass, H100: 88 us an iteration one
+    ahead, 77 two ahead).
     ``ahead`` + 2 centre buffers turn: i's input (handed back if i is
     flagged), its output (the current centres once i is read), and the
     outputs of the iterations ahead.  Each output buffer has its own result

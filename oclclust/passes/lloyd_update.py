@@ -153,11 +153,11 @@ class ResidentCenters:
     (speculatively, at most *ahead* a step), so the device does not wait
     for the host's reads and decisions, and their numbers are read a few
     iterations at a time (one copy into page-locked memory, on a queue of
-    its own where passes are ahead).  The passes ahead overwrite the labels, distances and sums of
-    the one read, and none is saved: when the fit stops at an iteration
-    with no label changed, the passes after it are over the same centres
-    (the same labels give the same sums, bit for bit) and leave the same
-    labels and distances; a stop on the shift is followed by a pass over
+    its own where passes are ahead).  The passes ahead overwrite the
+    labels, distances and sums of the one read, and none is saved: when
+    the fit stops at an iteration with no label changed, the passes after
+    it are over the same centres (the same labels give the same sums, bit
+    for bit) and leave the same labels and distances; a stop on the shift is followed by a pass over
     the final centres anyway (the labels; KMeans' finish); and a flagged
     iteration's statistics come from its pass run again over its centres
     (``stats``; its changed-label count is the one read).  *depth* + 2

@@ -186,8 +186,8 @@ def straight(queue, src, dtype, nbytes):
     piece at a time, never a whole copy)."""
     if nbytes < DIRECT_BYTES:
         return True
-    return (queue.device.host_unified_memory and src.dtype == dtype
-            and src.flags.c_contiguous)
+    return (isinstance(src, np.ndarray) and src.dtype == dtype and src.flags.c_contiguous
+            and bool(queue.device.host_unified_memory))
 
 
 def write_rows(queue, dst, src, dst_row=0):
