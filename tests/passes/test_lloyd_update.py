@@ -175,8 +175,8 @@ def test_resident_fit_is_the_host_fit(profile, variant, shape, dtype, weighted):
         assert not steps
 
 
-# iterations enqueued ahead of the one read: a CPU's long passes', a CPU's
-# short ones' or a GPU's long ones', and a GPU's short passes'
+# iterations enqueued ahead of the one read: a CPU runtime's, a GPU's long
+# passes', and a GPU's short passes'
 DEPTHS = [0, 1, 4]
 
 
