@@ -50,11 +50,12 @@ ESTIMATORS = [
 
 def hdbscan_phases(oc, X, params, devices):
     """(core distances s, MST s, host tree s) of one HDBSCAN fit's parts."""
-    from oclclust.cluster.hdbscan import PRIM_TIES_UP_TO, _plan
-    from oclclust.cluster.hdbscan_tree import hdbscan_labels
+    from oclclust.cluster.density.hdbscan.hdbscan import PRIM_TIES_UP_TO
+    from oclclust.passes.linkage import plan_for
+    from oclclust.cluster.density.hdbscan.tree import hdbscan_labels
     from oclclust.passes.mst import minimum_spanning_tree
     from oclclust.passes.neighbours import core_distances, prim_edges
-    plan = _plan(devices)
+    plan = plan_for(devices)
     t0 = time.perf_counter()
     core = core_distances(plan, X, params["min_samples"])
     t1 = time.perf_counter()

@@ -24,7 +24,7 @@ import numpy as np
 from _common import import_oclclust
 
 oc = import_oclclust()
-from oclclust.cluster import mdl                                  # noqa: E402
+from oclclust.cluster.mixture import mdl  # noqa: E402
 from oclclust.passes import cmeans as cmeans_pass                 # noqa: E402
 from oclclust.passes import gmm as gmm_pass                       # noqa: E402
 from oclclust.passes.linkage import Plan, condensed_distances     # noqa: E402

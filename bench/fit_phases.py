@@ -31,8 +31,11 @@ def main():
     ap.add_argument("--estimator", choices=("KMeans", "FuzzyCMeans"), default="KMeans")
     args = ap.parse_args()
     oc = import_oclclust()
-    from oclclust.cluster import _base, cmeans, kmeans, lloyd_loop
-    from oclclust.parallel import sharded, sharded_lloyd
+    from oclclust.cluster import _base
+    from oclclust.cluster.mixture import cmeans
+    from oclclust.cluster.kmeans import kmeans, lloyd_loop
+    from oclclust.parallel import sharded
+    from oclclust.cluster.kmeans import lloyd_shards as sharded_lloyd
     spent = defaultdict(float)
 
     def timed(owner, name, label):

@@ -28,7 +28,7 @@ def wrap(owner, name, label=None):
 
 def instrument():
     import pyopencl as cl
-    from oclclust.cluster import lloyd_loop, kmeans
+    from oclclust.cluster.kmeans import lloyd_loop, kmeans
     from oclclust.parallel import manager
     from oclclust.passes import lloyd
     wrap(manager.ShardedData, "_layout", "layout")
@@ -127,7 +127,7 @@ def main():
     args = ap.parse_args()
     oc = import_oclclust()
     if args.host_update:
-        from oclclust.cluster import kmeans
+        from oclclust.cluster.kmeans import kmeans
         kmeans.DEVICE_UPDATE = False
     instrument()
     X = large_blobs(args.n, args.d, args.k)

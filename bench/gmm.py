@@ -59,7 +59,7 @@ def fit(cls, X, iters, cov, init, **kw):
 def parts(oc, profile, X, cov, init, repeats=5):
     """(E s, M s, E kernel spec) of one E and one M pass on *profile*'s
     device, the data resident: medians of *repeats* after one untimed pass."""
-    from oclclust.cluster import mdl
+    from oclclust.cluster.mixture import mdl
     from oclclust.passes.gmm import GmmPass
     from oclclust.runtime.partition import DevicePartition
     w0, m0, p0 = init

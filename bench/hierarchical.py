@@ -62,7 +62,7 @@ def fastcluster_fn(method):
 
 def engine(method, n, device):
     """Which engine oclclust.linkage runs: the rows' MST or the matrix."""
-    from oclclust.cluster import hierarchical as hc
+    from oclclust.cluster.hierarchy import linkage_matrix as hc
     from oclclust.passes.linkage import Plan
     plan = Plan(device, np.float64 if device.fp64 else np.float32)
     if method == "single" and hc._single_on_rows(plan, n):
@@ -77,7 +77,7 @@ def engine(method, n, device):
 def phases(X, method, device):
     """(distance-matrix or MST s, merges s, host sort+relabel s) of one
     oclclust run (the rows' MST: (MST s, 0, labelling s))."""
-    from oclclust.cluster import hierarchical as hc
+    from oclclust.cluster.hierarchy import linkage_matrix as hc
     from oclclust.passes.linkage import (
         NN_CHAIN,
         Plan,

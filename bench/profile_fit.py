@@ -60,7 +60,7 @@ def main():
         args.devices = oc.DeviceManager(select_profiles(oc, args.devices)[:args.count],
                                         weights="compute_units")
     if args.host_update:
-        from oclclust.cluster import kmeans
+        from oclclust.cluster.kmeans import kmeans
         kmeans.DEVICE_UPDATE = False
     if args.estimator in ROWS:
         X = large_blobs(args.n, args.d, args.k)

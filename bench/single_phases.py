@@ -25,7 +25,7 @@ def main():
     import_oclclust()
     import scipy.sparse.csgraph as csgraph
     import oclclust.passes.mst as mst
-    import oclclust.cluster.hierarchical as hc
+    import oclclust.cluster.hierarchy.linkage_matrix as hc
     from oclclust.passes.linkage import Plan
     from oclclust.runtime.devices import preferred, select_devices
     dev = preferred(select_devices(args.devices))[0]

@@ -99,7 +99,8 @@ def link(oc, profile, size):
 
 def streamed(oc, profile, args):
     from oclclust.runtime import transfer
-    from oclclust.parallel import shard as shard_mod, sharded_lloyd as sharded
+    from oclclust.parallel import shard as shard_mod
+    from oclclust.cluster.kmeans import lloyd_shards as sharded
     X, _ = blobs(args.rows, args.d, args.k)
     C0 = X[np.random.default_rng(1).choice(len(X), args.k, replace=False)].astype(np.float64)
     log = {"fill": 0.0, "piece_wait": 0.0, "feed": [], "chunk": [], "copied_wait": 0.0}

@@ -99,7 +99,7 @@ def main():
     from oclclust.runtime import codegen, transfer
     from oclclust.parallel import shard as shard_mod
     try:
-        from oclclust.parallel import sharded_lloyd as sharded
+        from oclclust.cluster.kmeans import lloyd_shards as sharded
     except ImportError:   # a tree from before sharded_lloyd.py (--tree)
         from oclclust.parallel import sharded
     modules = {"transfer": transfer, "shard": shard_mod, "sharded": sharded}

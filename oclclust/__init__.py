@@ -11,7 +11,7 @@ import types
 
 from . import passes  # noqa: F401  (declares every pass's devices.yaml terms)
 from .cluster.inits import kmeans_plusplus
-from .cluster.kmeans import KMeans
+from .cluster.kmeans.kmeans import KMeans
 from .cluster.registry import ESTIMATORS, estimator_class
 from .parallel.manager import DeviceFailure, DeviceManager
 from .runtime.codegen import KernelBuildError
@@ -25,7 +25,7 @@ def __getattr__(name):
     if name in ESTIMATORS:
         return estimator_class(name)
     if name == "linkage":
-        return importlib.import_module(f"{__name__}.cluster.hierarchical").linkage
+        return importlib.import_module(f"{__name__}.cluster.hierarchy.linkage_matrix").linkage
     raise AttributeError(f"module 'oclclust' has no attribute {name!r}")
 
 

@@ -175,7 +175,8 @@ def cmd_fit(args, usage_error):
         write_array(labels_path(args.labels, r, n_ranks), labels)
     Z = None
     if args.tree or (args.plot and args.algorithm == "hierarchical" and r == 0):
-        from ..cluster.hierarchical import SKLEARN_METRICS, linkage
+        from ..cluster.hierarchy.agglomerative import SKLEARN_METRICS
+        from ..cluster.hierarchy.linkage_matrix import linkage
         Z = linkage(X, method=estimator.linkage, devices=estimator.devices,
                     metric=SKLEARN_METRICS.get(estimator.metric, estimator.metric))
     if args.tree:

@@ -73,7 +73,7 @@ class Progress:
 def ensemble_on(profile, X, M, K, strategy, kdtree, leaf_size, order):
     """(data, engine, host weights) of a setting on *X*: host rows, or a
     device array taken as it is (on its own queue)."""
-    from ..cluster.ensemble import data_moments, ensemble_passes, fixed_point
+    from ..cluster.kmeans.ensemble import data_moments, ensemble_passes, fixed_point
     from ..parallel.manager import DeviceManager
     data = DeviceManager([profile]).scatter(X, None)
     try:
@@ -94,8 +94,8 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
     one setting."""
     import pyopencl as cl
     import pyopencl.array as cla
-    from ..cluster.ensemble import EnsembleModels
-    from ..cluster.lloyd_loop import lloyd_step
+    from ..cluster.kmeans.ensemble import EnsembleModels
+    from ..cluster.kmeans.lloyd_loop import lloyd_step
     from ..passes.ensemble import model_tiles, pack
     rng = np.random.default_rng(seed)
     centers = [X[rng.choice(len(X), K, replace=False)].astype(np.float64) for _ in range(M)]

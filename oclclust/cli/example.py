@@ -49,7 +49,7 @@ def adjusted_rand_index(labels_true, labels_pred):
 
 def fit_on_device(profile, X, k, truth, warm_up=True):
     """Cluster X with oc.KMeans on one device: a dict of what the example prints."""
-    from ..cluster.kmeans import KMeans
+    from ..cluster.kmeans.kmeans import KMeans
     result = {"device": profile.name, "platform": profile.platform, "type": profile.type}
     if warm_up:   # build the kernels on a slice with the same d and k, so the fit time is the fit
         start = time.perf_counter()

@@ -6,21 +6,21 @@ from typing import NamedTuple
 
 
 class Entry(NamedTuple):
-    module: str       # its module in oclclust.cluster
+    module: str       # its module below oclclust.cluster (family.module)
     algorithm: str    # its name on the command line (``--algorithm``)
     size_param: str   # its parameter for the number of clusters (``-k``)
 
 
 ESTIMATORS = {
-    "KMeans": Entry("kmeans", "kmeans", "n_clusters"),
-    "MiniBatchKMeans": Entry("minibatch", "minibatch", "n_clusters"),
-    "EnsembleKMeans": Entry("ensemble", "ensemble", "n_clusters"),
-    "FuzzyCMeans": Entry("cmeans", "cmeans", "n_clusters"),
-    "GaussianMixture": Entry("gmm", "gmm", "n_components"),
-    "AgglomerativeClustering": Entry("hierarchical", "hierarchical", "n_clusters"),
+    "KMeans": Entry("kmeans.kmeans", "kmeans", "n_clusters"),
+    "MiniBatchKMeans": Entry("kmeans.minibatch", "minibatch", "n_clusters"),
+    "EnsembleKMeans": Entry("kmeans.ensemble", "ensemble", "n_clusters"),
+    "FuzzyCMeans": Entry("mixture.cmeans", "cmeans", "n_clusters"),
+    "GaussianMixture": Entry("mixture.gmm", "gmm", "n_components"),
+    "AgglomerativeClustering": Entry("hierarchy.agglomerative", "hierarchical", "n_clusters"),
     # no number of clusters: -k is the smallest cluster it keeps
-    "HDBSCAN": Entry("hdbscan", "hdbscan", "min_cluster_size"),
-    "DBSCAN": Entry("dbscan", "dbscan", "min_samples"),
+    "HDBSCAN": Entry("density.hdbscan.hdbscan", "hdbscan", "min_cluster_size"),
+    "DBSCAN": Entry("density.dbscan.dbscan", "dbscan", "min_samples"),
 }
 # algorithm -> (estimator class name, its parameter for the number of clusters)
 ALGORITHMS = {e.algorithm: (name, e.size_param) for name, e in ESTIMATORS.items()}

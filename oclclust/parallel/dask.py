@@ -31,7 +31,6 @@ from distributed import get_client, get_worker, wait
 
 from ..runtime.devices import select_devices
 from ..runtime.validation import as_dtype, check_data, check_sample_weight
-from . import batches
 from .manager import DeviceManager, ShardedData
 from .placement import bind_by_index, compute_dtype
 
@@ -201,12 +200,14 @@ class DaskData:
     def row(self, i):
         return self.rows([i])[0]
 
-    def fold_rows(self, indices, weights, centers, total):
-        """*total* (batches.BatchSums) continued with rows *indices* (global,
-        ascending) of *weights*, assigned about *centers* (batches.fold):
-        every block holding some assigns its own on its worker's devices at
-        once, then the blocks fold theirs in block order, each handing the
-        running totals (k x d) to the next; the rows stay where they are."""
+    def fold_rows(self, indices, weights, centers, total, assign, fold):
+        """*total* continued with rows *indices* (global, ascending) of
+        *weights*, assigned about *centers*: every block holding some
+        assigns its own on its worker's devices at once
+        (``assign(block's rows, local indices, weights, centers)``), then the
+        blocks fold theirs in block order (``fold(total, assigned)``), each
+        handing the running totals to the next; the rows stay where they
+        are.  (The mini-batch's functions: cluster/kmeans/minibatch_sums.py.)"""
         indices = np.asarray(indices, np.int64)
         weights = np.asarray(weights, np.float64)
         block = np.searchsorted(self.block_starts, indices, side="right") - 1
@@ -215,10 +216,10 @@ class DaskData:
         for b, (addr, hi) in enumerate(zip(self.workers, ends)):
             if hi > lo:
                 pinned = dict(workers=[addr], allow_other_workers=False, pure=False)
-                part = self.client.submit(_with_block, self.fit, b, batches.assign_rows,
+                part = self.client.submit(_with_block, self.fit, b, assign,
                                           indices[lo:hi] - self.block_starts[b],
                                           weights[lo:hi], centers, **pinned)
-                total = self.client.submit(batches.fold_assigned, total, part, **pinned)
+                total = self.client.submit(fold, total, part, **pinned)
                 futures += [part, total]
             lo = hi
         if not futures:

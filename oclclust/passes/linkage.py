@@ -9,6 +9,7 @@ matrix stays on the device; the host enqueues steps and reads back only the
 merges (and, for the generic algorithm, a few scalars per merge).
 """
 import dataclasses
+import warnings
 
 import numpy as np
 import pyopencl as cl
@@ -16,6 +17,7 @@ import pyopencl.array as cla
 
 from ..runtime import codegen
 from ..runtime.codegen import Spec
+from ..runtime.devices import preferred, select_devices
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 
@@ -364,3 +366,24 @@ def nn_chain(plan, dist, n, method):
             raise RuntimeError("nearest-neighbour chain did not finish: a device fault?")
     event.wait()
     return pairs.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
+
+
+def plan_for(devices):
+    """The plan of a linkage (and of DBSCAN's and HDBSCAN's device work) on
+    the preferred device of *devices* (a DeviceManager: its devices): float64
+    where the device has fp64, else float32, with a warning."""
+    devices = getattr(devices, "profiles", devices)   # a DeviceManager's
+    profile = preferred(select_devices(devices))[0]
+    if not profile.fp64:
+        warnings.warn(f"{profile} has no fp64: distances and heights in float32, "
+                      "so near-ties may merge unlike scipy", RuntimeWarning, stacklevel=3)
+    return Plan(profile, np.float64 if profile.fp64 else np.float32)
+
+
+def check_range(values, plan):
+    """ValueError where host values (observations or distances) do not fit
+    the plan's value type: float32 on a device without fp64 would make them inf."""
+    top = np.finfo(plan.dtype).max
+    if plan.dtype != np.float64 and np.any(np.abs(values) > top):
+        raise ValueError(f"values beyond {plan.dtype.name}'s range ({top:.3g}): "
+                         f"{plan.profile} has no fp64; scale the data down")

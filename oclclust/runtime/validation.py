@@ -1,5 +1,6 @@
 """Input and parameter validation with scikit-learn's rules and messages."""
 import numbers
+import sys
 
 import numpy as np
 import pyopencl.array as cla
@@ -175,3 +176,50 @@ def skip_uniform(rng, values, block=1 << 20):
     # a double never takes the buffered 32 bits: the stream's own stay
     rng.set_state({**state, **{key: value for key, value in bits.state.items()
                                if key not in ("has_uint32", "uinteger")}})
+
+
+def is_sparse(X):
+    """Whether X is a scipy.sparse matrix or array (without importing scipy:
+    a process that never imported it holds none)."""
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(X)
+
+
+def checked_csr(X, dtype, name, n_features=None, unit=False):
+    """X validated as scikit-learn validates sparse input, as canonical CSR
+    (float32 stays float32, other types become float64; a copy); *unit*:
+    each row scaled to unit length (spherical k-means; a row of norm 0
+    stays 0, as cluster/spherical.py's)."""
+    if X.ndim != 2:
+        raise ValueError(f"Expected 2D input, got {X.ndim}D sparse input instead.")
+    n, d = X.shape
+    if n < 1 or d < 1:
+        raise ValueError(f"Found array with {n} sample(s) and {d} feature(s) (shape={X.shape}) "
+                         f"while a minimum of 1 is required by {name}.")
+    if n_features is not None and d != n_features:
+        raise ValueError(f"X has {d} features, but {name} is expecting {n_features} features "
+                         "as input.")
+    if np.iscomplexobj(X):
+        raise ValueError("Complex data not supported")
+    want = np.dtype(dtype) if dtype is not None else (
+        np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64))
+    if want not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {want}")
+    X = X.tocsr().astype(want, copy=True)   # any format (dok, lil, coo ...) as CSR
+    X.sum_duplicates()
+    X.sort_indices()
+    if not np.isfinite(X.data).all():
+        raise ValueError("Input X contains NaN or infinity.")
+    if unit:
+        wide = X.data.astype(np.float64)
+        norms = np.sqrt(np.add.reduceat(wide * wide, X.indptr[:-1]) if X.nnz else
+                        np.zeros(n))
+        norms[np.diff(X.indptr) == 0] = 1.0   # reduceat's value for an empty row is not 0
+        X.data = (wide / np.repeat(np.where(norms > 0, norms, 1.0),
+                                   np.diff(X.indptr))).astype(X.dtype)
+    return X
+
+
+def all_finite(X, block=1 << 20):
+    """np.isfinite(X).all(), a block of rows at a time (no n x d temporary)."""
+    return all(np.isfinite(X[start:start + block]).all() for start in range(0, len(X), block))

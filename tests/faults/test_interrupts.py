@@ -13,7 +13,7 @@ from conftest import split_or_skip
 
 HOOK = """
 import os, signal, sys
-import oclclust.cluster.lloyd_loop as loop
+import oclclust.cluster.kmeans.lloyd_loop as loop
 step, calls = loop.lloyd_step, [0]
 def interrupted_step(*args, **kwargs):
     calls[0] += 1

@@ -12,7 +12,7 @@ import pytest
 from scipy.cluster import hierarchy
 
 import oclclust as oc
-from oclclust.cluster import hierarchical
+from oclclust.cluster.hierarchy import linkage_matrix as hierarchical
 from oclclust.passes.linkage import Plan
 
 sklearn = pytest.importorskip("sklearn")
@@ -126,9 +126,9 @@ def test_rows_near_float32_max_as_sklearn(devices, linkage):
 @pytest.fixture
 def float32_plans(monkeypatch):
     """Every linkage on a float32 plan: a device without fp64."""
-    plan = hierarchical._plan
-    monkeypatch.setattr(hierarchical, "_plan", lambda devices: Plan(plan(devices).profile,
-                                                                    np.float32))
+    plan = hierarchical.plan_for
+    monkeypatch.setattr(hierarchical, "plan_for", lambda devices: Plan(plan(devices).profile,
+                                                                       np.float32))
 
 
 OVERFLOWS = [

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from oclgrind_driver import mark, profile_for
-from oclclust.cluster.hierarchical import _plan
+from oclclust.passes.linkage import plan_for
 from oclclust.passes.dbscan import Neighbourhoods
 
 
@@ -20,7 +20,7 @@ def exercise_dbscan(device, log):
                           ("euclidean", False)):
         mark(f"dbscan {metric} graph={graph}")
         near = cdist(X, X, metric) <= 1.0
-        hoods = Neighbourhoods(_plan([profile_for(device, True)]), X, 1.0, metric, graph)
+        hoods = Neighbourhoods(plan_for([profile_for(device, True)]), X, 1.0, metric, graph)
         if not np.array_equal(hoods.counts(), near.sum(axis=1)):
             raise AssertionError(f"dbscan counts {metric}")
         if (hoods.graph is not None) != graph:

@@ -13,8 +13,9 @@ import itertools
 import numpy as np
 
 from oclgrind_driver import PRECISIONS, close, data, device_manager, mark, profile_for
-from oclclust.cluster.ensemble import EnsembleModels, data_moments, ensemble_passes, fixed_point
-from oclclust.cluster.lloyd_loop import fit_lloyd
+from oclclust.cluster.kmeans.ensemble import (EnsembleModels, data_moments, ensemble_passes,
+                                              fixed_point)
+from oclclust.cluster.kmeans.lloyd_loop import fit_lloyd
 from oclclust.passes.ensemble import EnsemblePass
 from oclclust.passes.kdtree import MAPPINGS, KDTreePass
 

@@ -23,7 +23,7 @@ import pyopencl.array as cla
 import oclclust as oc
 from oclclust.passes import gmm as gmm_pass
 from oclclust.runtime import codegen
-from oclclust.cluster import mdl
+from oclclust.cluster.mixture import mdl
 from oclclust.runtime.partition import DevicePartition
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 

@@ -23,7 +23,7 @@ from oclgrind_driver import PRECISIONS, close, mark, profile_for
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import pdist
 
-from oclclust.cluster.hierarchical import METRICS, _sorted_linkage
+from oclclust.cluster.hierarchy.linkage_matrix import METRICS, _sorted_linkage
 from oclclust.passes.linkage import Plan, condensed_distances, nn_chain, prim_single
 from oclclust.passes.linkage_generic import NO_NEIGHBOUR, generic_linkage
 

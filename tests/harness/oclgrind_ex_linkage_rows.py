@@ -14,7 +14,7 @@ import numpy as np
 from scipy.cluster import hierarchy
 
 from oclgrind_driver import mark, profile_for
-from oclclust.cluster import hierarchical as hier
+from oclclust.cluster.hierarchy import linkage_matrix as hier
 from oclclust.passes.linkage_generic import NO_NEIGHBOUR
 from oclclust.passes.linkage_rows import generic_rows, ward_chain, ward_rounds
 
@@ -23,7 +23,7 @@ def exercise_ward_rows(device, log):
     for fp64 in (True, False):
         mark(f"ward rows fp64={fp64}")
         X = np.random.RandomState(3).randn(37, 3)
-        plan = hier._plan([profile_for(device, fp64)])
+        plan = hier.plan_for([profile_for(device, fp64)])
         Z = hier._sorted_linkage(*ward_chain(plan, X), len(X))
         if fp64 and not np.array_equal(Z[:, [0, 1, 3]], hierarchy.linkage(X, "ward")[:, [0, 1, 3]]):
             raise AssertionError("ward rows: merges differ from scipy's")
@@ -35,7 +35,7 @@ def exercise_ward_rounds(device, log):
     X = rng.randn(45, 3) + rng.randint(0, 3, (45, 1)) * 4
     for fp64 in (True, False):
         # work-groups and tiles of 4: many of each, the last ragged
-        plan = hier._plan([profile_for(device, fp64, work_group_size=4)])
+        plan = hier.plan_for([profile_for(device, fp64, work_group_size=4)])
         mark(f"ward rounds fp64={fp64}")
         found = ward_rounds(plan, X)
         if fp64:
@@ -64,7 +64,7 @@ def exercise_generic_rows(device, log):
     sets = [("blobs", rng.randn(23, 3) + rng.randint(0, 3, (23, 1)) * 4),
             ("duplicates", np.concatenate([half, half])[rng.permutation(18)])]
     for fp64 in (True, False):
-        plan = hier._plan([profile_for(device, fp64, work_group_size=4)])
+        plan = hier.plan_for([profile_for(device, fp64, work_group_size=4)])
         for method in ("centroid", "median"):
             for name, X in sets:
                 mark(f"generic rows {method} {name} fp64={fp64}")

@@ -13,7 +13,7 @@ import pyopencl.array as cla
 import oclclust as oc
 from oclgrind_driver import (GEMM_PROFILE, LLOYD_PROFILE, PRECISIONS, data, device_manager, mark,
                              profile_for)
-from oclclust.cluster import kmeans
+from oclclust.cluster.kmeans import kmeans
 from oclclust.passes import lloyd_update
 from oclclust.runtime.codegen import kernel
 

@@ -12,7 +12,7 @@ import pyopencl.array as cla
 
 import oclclust as oc
 from oclgrind_driver import close, data, device_manager, mark, profile_for
-from oclclust.parallel.batches import BatchSums, fold
+from oclclust.cluster.kmeans.minibatch_sums import BatchSums, fold
 from oclclust.passes.minibatch import BatchPass, gather_rows
 from oclclust.runtime.partition import DevicePartition
 

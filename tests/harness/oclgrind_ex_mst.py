@@ -17,7 +17,7 @@ from scipy.cluster import hierarchy
 from scipy.spatial.distance import cdist
 
 import oclclust.passes.mst as mst
-from oclclust.cluster.hierarchical import METRICS, label
+from oclclust.cluster.hierarchy.linkage_matrix import METRICS, label
 from oclclust.passes.linkage import Plan
 
 

@@ -82,7 +82,7 @@ def test_workers_of_a_host_take_one_gpu_each(client, profile):
 
 
 def test_import_oclclust_does_not_import_dask():
-    code = ("import sys, oclclust; import oclclust.cluster.kmeans; "
+    code = ("import sys, oclclust; import oclclust.cluster.kmeans.kmeans; "
             "sys.exit(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

@@ -19,7 +19,7 @@ from distributed import get_task_stream  # noqa: E402
 
 import oclclust.parallel.dask  # noqa: E402
 from dask_cluster import BLOCK, D, K, N, blobs  # noqa: E402
-from oclclust.parallel.batches import BatchSums, fold  # noqa: E402
+from oclclust.cluster.kmeans.minibatch_sums import BatchSums, fold  # noqa: E402
 
 def streamed(devices, dtype):
     """One device, its rows streamed in chunks of BLOCK rows (a block's)."""

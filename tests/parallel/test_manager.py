@@ -31,7 +31,7 @@ from oclclust.passes import lloyd
 from oclclust.passes import lloyd_update
 from oclclust.runtime.codegen import KernelBuildError
 from oclclust.parallel.manager import ShardedData, split_rows
-from oclclust.parallel.sharded_lloyd import LloydShards
+from oclclust.cluster.kmeans.lloyd_shards import LloydShards
 
 N, D, K = 3000, 8, 6
 FLOATS = [np.float32, np.float64]

@@ -4,7 +4,8 @@ made once per chunk and made afresh after a re-split."""
 import numpy as np
 
 import oclclust as oc
-from oclclust.parallel.sharded import CMeansStats, ShardedPass, Sums
+from oclclust.cluster.mixture.cmeans_shards import CMeansStats
+from oclclust.parallel.sharded import ShardedPass, Sums
 from oclclust.passes.lloyd import LloydStats
 
 

@@ -156,7 +156,7 @@ def test_labels_and_distances_come_back_without_streaming_the_rows(profile, coun
     after a pass (every row read, and the next pass's first two chunks,
     read ahead), LloydShards.labels / min_dist / set_labels read nothing
     more from the host rows."""
-    from oclclust.parallel.sharded_lloyd import LloydShards
+    from oclclust.cluster.kmeans.lloyd_shards import LloydShards
     X = data(np.float32, seed=4)
     layout = eighth(profile, X, np.float32).scatter(X)
     lloyd = LloydShards(layout, 4)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from oclclust.cluster.hierarchical import _plan
+from oclclust.passes.linkage import plan_for
 from oclclust.passes.dbscan import Neighbourhoods
 
 
@@ -17,7 +17,7 @@ def test_counts_and_least_labels_equal_numpy(devices, metric, n, d, graph):
     X = rng.integers(0, 4, (n, d)).astype(float)          # distances exactly at eps
     eps = 1.0
     near = cdist(X, X, metric) <= eps
-    hoods = Neighbourhoods(_plan(devices), X, eps, metric, graph=graph)
+    hoods = Neighbourhoods(plan_for(devices), X, eps, metric, graph=graph)
     w = rng.uniform(0, 2, n)
     np.testing.assert_allclose(hoods.counts(w), near @ w, rtol=1e-12)
     assert np.array_equal(hoods.counts(), near.sum(axis=1))
@@ -38,7 +38,7 @@ def test_a_graph_past_the_budget_is_not_stored(devices, monkeypatch):
     import oclclust.passes.dbscan as dbscan
     monkeypatch.setattr(dbscan, "GRAPH_SHARE", 0.0)
     X = np.arange(20.0)[:, None]
-    hoods = Neighbourhoods(_plan(devices), X, 1.5, "euclidean")
+    hoods = Neighbourhoods(plan_for(devices), X, 1.5, "euclidean")
     assert np.array_equal(hoods.counts(), [2] + [3] * 18 + [2])
     assert hoods.graph is None
     assert np.array_equal(hoods.min_label(np.arange(20), np.ones(20, bool)),

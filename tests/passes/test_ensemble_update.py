@@ -7,8 +7,9 @@ import pytest
 
 import oclclust as oc
 from oclclust.passes import ensemble_update
-from oclclust.cluster.ensemble import EnsembleModels, data_moments, ensemble_passes, fixed_point
-from oclclust.cluster.lloyd_loop import fit_lloyd
+from oclclust.cluster.kmeans.ensemble import (EnsembleModels, data_moments, ensemble_passes,
+                                              fixed_point)
+from oclclust.cluster.kmeans.lloyd_loop import fit_lloyd
 
 VARIANTS = [("task", None), ("data", None), ("concatenated", None),
             ("concatenated", "direct"), ("concatenated", "distributed"),

@@ -14,7 +14,7 @@ from sklearn.mixture import GaussianMixture as SkGMM
 
 import oclclust as oc
 from gmm_parity import assert_gmm_parity
-from oclclust.cluster import mdl
+from oclclust.cluster.mixture import mdl
 from oclclust.passes import gmm as gmm_pass
 from oclclust.passes import gmm_mma
 from oclclust.passes.lloyd_mma import tensor_cores

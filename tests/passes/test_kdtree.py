@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from oclclust.cluster.ensemble import fixed_point, data_moments
+from oclclust.cluster.kmeans.ensemble import fixed_point, data_moments
 from oclclust.passes.ensemble import EnsemblePass
 from oclclust.passes.kdtree import MAPPINGS, KDTreePass, build_tree, candidates
 from oclclust.parallel.manager import DeviceManager

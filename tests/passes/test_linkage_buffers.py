@@ -9,7 +9,7 @@ from scipy.cluster import hierarchy
 from scipy.spatial.distance import pdist
 
 import oclclust as oc
-from oclclust.cluster.hierarchical import METHODS, METRICS
+from oclclust.cluster.hierarchy.linkage_matrix import METHODS, METRICS
 from oclclust.passes.linkage import MAX_BUFFERS, Plan, condensed_distances
 
 N = 300                                  # 44,850 entries

@@ -7,7 +7,7 @@ import pytest
 from scipy.cluster import hierarchy
 
 import oclclust as oc
-from oclclust.cluster import hierarchical as hier
+from oclclust.cluster.hierarchy import linkage_matrix as hier
 from oclclust.passes.linkage_generic import Heap
 from oclclust.passes import linkage_rows
 from oclclust.passes.linkage_rows import (
@@ -40,7 +40,7 @@ def assert_scipys(Z, X, method="ward", rtol=1e-12):
 @pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (64, 3), (301, 7)])
 def test_ward_rows_give_scipys_tree(devices, kind, n, d, engine):
     X = rows(kind, n, d)
-    plan = hier._plan(devices)
+    plan = hier.plan_for(devices)
     Z = hier._sorted_linkage(*engine(plan, X), len(X))
     assert_scipys(Z, X)
 
@@ -52,7 +52,7 @@ def test_ward_rounds_give_scipys_tree(devices, kind, n, d):
     """Without ties the rounds of reciprocal pairs run to the end (no
     fallback) and make scipy's tree, heights to rounding."""
     X = rows(kind, n, d, seed=n)
-    found = ward_rounds(hier._plan(devices), X)
+    found = ward_rounds(hier.plan_for(devices), X)
     assert found is not None
     assert_scipys(hier._sorted_linkage(*found, n), X)
 
@@ -66,7 +66,7 @@ def test_ward_rounds_heights_are_fastclusters(devices):
     ulp apart, one 2)."""
     fastcluster = pytest.importorskip("fastcluster")
     X = rows("blobs", 2000, 8, seed=7)
-    found = ward_rounds(hier._plan(devices), X)
+    found = ward_rounds(hier.plan_for(devices), X)
     assert found is not None
     Z = hier._sorted_linkage(*found, len(X))
     want = fastcluster.linkage_vector(X, "ward")
@@ -98,7 +98,7 @@ def test_ward_ties_run_scipys_chain(devices, name, monkeypatch):
     rounds: ward_rounds gives up (None) and ward_rows runs scipy's chain,
     whose Z is scipy's, ties included."""
     X = TIES[name]
-    plan = hier._plan(devices)
+    plan = hier.plan_for(devices)
     assert ward_rounds(plan, X) is None
     calls = []
     real = linkage_rows.ward_chain
@@ -114,7 +114,7 @@ def test_ward_rows_overflow(devices, d):
     of more than 8 features fits its axes to the rows scaled down)."""
     X = rows("blobs", 50, d) * 1e200
     with pytest.raises(ValueError, match=linkage_rows.NO_NEIGHBOUR[:20]):
-        ward_rounds(hier._plan(devices), X)
+        ward_rounds(hier.plan_for(devices), X)
 
 
 @pytest.fixture
@@ -184,7 +184,7 @@ def test_generic_rows_give_scipys_tree(devices, kind, n, d, method):
     distances by Lance-Williams, the rows measure them between centroids
     (generic_rows' docstring; about 3e-15 at most measured on these sets)."""
     X = rows(kind, n, d)
-    Z = generic_rows(hier._plan(devices), X, method)
+    Z = generic_rows(hier.plan_for(devices), X, method)
     assert Z.shape == (len(X) - 1, 4) and Z.dtype == np.float64
     assert_scipys(Z, X, method, rtol=1e-13)
 
@@ -197,7 +197,7 @@ def test_generic_rows_give_fastclusters_tree(devices, kind, method):
     without ties, the heights to the last ulp."""
     fastcluster = pytest.importorskip("fastcluster")
     X = rows(kind, 257, 5, seed=1)
-    Z = generic_rows(hier._plan(devices), X, method)
+    Z = generic_rows(hier.plan_for(devices), X, method)
     want = fastcluster.linkage_vector(X, method)
     np.testing.assert_array_equal(Z[:, [0, 1, 3]], want[:, [0, 1, 3]])
     np.testing.assert_allclose(Z[:, 2], want[:, 2], rtol=1e-15, atol=0)
@@ -208,7 +208,7 @@ def test_generic_rows_ties_go_to_the_lower_index(devices):
     scipy takes in its heap's order; the rows take them in the same one."""
     X = np.random.default_rng(5).integers(0, 3, (40, 2)).astype(np.float64)
     for method in ("centroid", "median"):
-        assert_scipys(generic_rows(hier._plan(devices), X, method), X, method, rtol=1e-13)
+        assert_scipys(generic_rows(hier.plan_for(devices), X, method), X, method, rtol=1e-13)
 
 
 def host_generic_rows(X, method):
@@ -272,7 +272,7 @@ def test_generic_rows_exact_ties_follow_scipys_rules(devices, method, seed):
     equal distances can differ in their last bits, and where they do its
     tree resolves those ties in another order (median on these grids)."""
     X = np.random.default_rng(seed).integers(0, 3, (150, 3)).astype(np.float64)
-    Z = generic_rows(hier._plan(devices), X, method)
+    Z = generic_rows(hier.plan_for(devices), X, method)
     np.testing.assert_array_equal(Z, host_generic_rows(X, method))
 
 

@@ -10,7 +10,7 @@ import pyopencl.array as cla
 import pytest
 
 import oclclust as oc
-from oclclust.cluster import kmeans
+from oclclust.cluster.kmeans import kmeans
 from oclclust.cluster._base import centers_update
 from oclclust.passes import lloyd_update
 from oclclust.passes.lloyd import LloydPass
@@ -266,7 +266,7 @@ def test_used_on_one_resident_device_with_fp64_only(profile):
     """One resident chunk with double precision: the device's update;
     several chunks (a small largest buffer), rows streamed through a
     budget, or no fp64: the host's."""
-    from oclclust.parallel.sharded_lloyd import LloydShards
+    from oclclust.cluster.kmeans.lloyd_shards import LloydShards
     X = blobs(500, 3, 3, np.float64)
     one = oc.DeviceManager([profile]).scatter(X, None)
     two = oc.DeviceManager([profile.replace(max_alloc_size=250 * 24)]).scatter(X, None)
@@ -362,7 +362,7 @@ def shared_fit(devices, X, device, variant, **params):
     """KMeans over *devices* (each its rows' one chunk) with the device
     update on or off: the estimator and, per shared step, whether it was
     flagged (the host's iteration)."""
-    from oclclust.parallel.sharded_lloyd import LloydShards
+    from oclclust.cluster.kmeans.lloyd_shards import LloydShards
     steps, original = [], LloydShards._shared_step
 
     def counted(self, centers):
@@ -420,7 +420,7 @@ def test_shared_update_only_where_every_device_holds_its_rows(profile):
     """Shared: several devices, each its rows in one resident chunk, fp64,
     one process; not with measured weights, streamed rows, one device or
     no fp64."""
-    from oclclust.parallel.sharded_lloyd import LloydShards
+    from oclclust.cluster.kmeans.lloyd_shards import LloydShards
     needs_fp64(profile)
     subs = two_sub_devices(profile)
     X = blobs(600, 3, 3, np.float64)

@@ -16,9 +16,10 @@ from scipy.sparse.csgraph import minimum_spanning_tree as csgraph_mst
 from scipy.spatial.distance import cdist, pdist, squareform
 
 import oclclust as oc
-import oclclust.cluster.hierarchical as hier
+import oclclust.cluster.hierarchy.agglomerative as agglomerative
+import oclclust.cluster.hierarchy.linkage_matrix as hier
 import oclclust.passes.mst as mst
-from oclclust.cluster.hierarchical import METRICS, label
+from oclclust.cluster.hierarchy.linkage_matrix import METRICS, label
 from oclclust.passes.linkage import Plan
 
 sklearn = pytest.importorskip("sklearn")
@@ -171,6 +172,7 @@ def small_budget(devices, monkeypatch):
         calls.append(1)
         return engine(*args, **kwargs)
     monkeypatch.setattr(hier, "minimum_spanning_tree", counted)
+    monkeypatch.setattr(agglomerative, "minimum_spanning_tree", counted)
     return [p.replace(global_mem_size=2**20, memory_fraction=0.002, linkage_memory_fraction=0)
             for p in devices], calls
 

@@ -1,0 +1,183 @@
+"""DBSCAN on an OpenCL device (scikit-learn's API and labels).
+
+The neighbour counts and the search for clusters run on the device without
+the eps-graph (passes/dbscan.py): the core rows' connected components by
+rounds of the least core label within eps (each followed by pointer jumping
+on the host, O(n)), numbered as scikit-learn numbers them, by their least
+core row; a border row takes the lowest numbered cluster among its core
+neighbours', the one scikit-learn's depth-first expansion, cluster after
+cluster in that order, reaches it from first.
+
+The metrics the device does not compute (other scipy names, minkowski with
+p other than 1, 2, inf, callables, metric_params), metric="precomputed" and
+sparse rows go through an explicit neighbourhood graph built in row blocks
+(cluster/dbscan_graph.py) and the same rules (cluster/dbscan_rules.py):
+sparse rows under euclidean distances on the device (CsrRows), under the
+other metrics on the host.
+"""
+import numbers
+import warnings
+
+import numpy as np
+
+from ..._base import BaseEstimator, ClusterMixin
+from ....passes.linkage import check_range, plan_for
+from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
+from .rules import graph_labels
+from ....passes.dbscan import Neighbourhoods
+from ....passes.lloyd_csr import CsrRows
+from ....runtime.validation import (check_data, check_params, check_sample_weight, checked_csr,
+                                    is_sparse)
+
+# scikit-learn's metric names -> the device's (pdist's) names
+METRICS = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "cityblock",
+           "cityblock": "cityblock", "l1": "cityblock", "chebyshev": "chebyshev",
+           "infinity": "chebyshev"}
+# minkowski's p the device computes
+MINKOWSKI = {1: "cityblock", 2: "euclidean", np.inf: "chebyshev"}
+# scipy.spatial.distance's metrics scikit-learn names (its aliases mapped)
+HOST_METRICS = {**METRICS, **{name: name for name in (
+    "braycurtis", "canberra", "correlation", "cosine", "dice", "hamming", "jaccard",
+    "mahalanobis", "matching", "minkowski", "rogerstanimoto", "russellrao", "seuclidean",
+    "sokalsneath", "sqeuclidean", "yule")}}
+
+
+def _metric(metric, p, metric_params):
+    """(device metric or None, cdist's metric, cdist's keyword arguments)."""
+    params = dict(metric_params or {})
+    if metric == "minkowski":
+        if "p" in params:
+            if p is not None:
+                warnings.warn("Parameter p is found in metric_params. The corresponding "
+                              "parameter from __init__ is ignored.", SyntaxWarning,
+                              stacklevel=3)
+            p = params.pop("p")
+        p = 2 if p is None else p
+        if not (isinstance(p, numbers.Real) and p > 0):
+            raise ValueError(f"The 'p' parameter of DBSCAN must be a float in the range "
+                             f"(0.0, inf]. Got {p!r} instead.")
+        if p in MINKOWSKI and not params:
+            return MINKOWSKI[p], None, {}
+        return None, "minkowski", dict(p=p, **params)
+    if callable(metric):
+        return None, metric, params
+    if metric in METRICS and not params:
+        return METRICS[metric], None, {}
+    return None, HOST_METRICS[metric], params
+
+
+class DBSCAN(ClusterMixin, BaseEstimator):
+    """Density-based clustering (DBSCAN) on an OpenCL device.
+
+    scikit-learn's parameters and attributes (``labels_``,
+    ``core_sample_indices_``, ``components_``); ``algorithm``, ``leaf_size``
+    and ``n_jobs`` are accepted and checked (no tree is built); ``devices``:
+    as in every oclclust estimator.  euclidean, manhattan, chebyshev (and
+    minkowski with p 1, 2, inf) on dense rows run on the device in O(n d)
+    memory, the eps-graph never stored; the other metrics, callables,
+    metric_params and ``metric="precomputed"`` (dense or sparse) build the
+    eps-graph on the host a block of rows at a time (memory: its pairs);
+    sparse rows: euclidean distances on the device, the others on the host.
+    """
+
+    _parameter_rules = {
+        "eps": [(numbers.Real, 0, None)],
+        "min_samples": [(numbers.Integral, 1, None)],
+        "metric": [*HOST_METRICS, "precomputed", callable],
+        "metric_params": [dict, None],
+        "algorithm": ["auto", "ball_tree", "kd_tree", "brute"],
+        "leaf_size": [(numbers.Integral, 1, None)],
+        "p": [(numbers.Real, 0, None), None],
+        "n_jobs": [numbers.Integral, None],
+        "devices": [None, str, list, tuple, object],
+    }
+
+    def __init__(self, eps=0.5, *, min_samples=5, metric="euclidean", metric_params=None,
+                 algorithm="auto", leaf_size=30, p=None, n_jobs=None, devices=None):
+        self.eps = eps
+        self.min_samples = min_samples
+        self.metric = metric
+        self.metric_params = metric_params
+        self.algorithm = algorithm
+        self.leaf_size = leaf_size
+        self.p = p
+        self.n_jobs = n_jobs
+        self.devices = devices
+
+    def fit(self, X, y=None, sample_weight=None):
+        check_params(self, self._parameter_rules)
+        if not self.eps > 0:
+            raise ValueError(f"The 'eps' parameter of DBSCAN must be a float in the range "
+                             f"(0.0, inf). Got {self.eps!r} instead.")
+        if self.metric == "precomputed":
+            X = check_precomputed(X)
+            w = check_sample_weight(sample_weight, X.shape[0], np.float64, signed=True)
+            graph = precomputed_graph(X, float(self.eps))
+            return self._from_graph(X, graph, w)
+        device, metric, params = _metric(self.metric, self.p, self.metric_params)
+        X = _rows(X, type(self).__name__)
+        w = check_sample_weight(sample_weight, X.shape[0], np.float64, signed=True)
+        if is_sparse(X):
+            if device == "euclidean":
+                graph = sparse_euclidean_graph(CsrRows(plan_for(self.devices).profile, X), X,
+                                               float(self.eps))
+            else:
+                graph = metric_graph(X, float(self.eps), metric or device, params)
+            return self._from_graph(X, graph, w)
+        if device is None:
+            return self._from_graph(X, metric_graph(X, float(self.eps), metric, params), w)
+        plan = plan_for(self.devices)
+        check_range(X, plan)
+        hoods = Neighbourhoods(plan, X, float(self.eps), device)
+        core = hoods.counts(w) >= self.min_samples
+        n = X.shape[0]
+        # the core rows' components: each core row's label the least core index it reaches
+        label = np.where(core, np.arange(n), -1)
+        while True:
+            lowered = hoods.min_label(label, core)
+            while True:                       # pointer jumping: a label's own label
+                jumped = np.where(lowered >= 0, lowered[np.maximum(lowered, 0)], -1)
+                if np.array_equal(jumped, lowered):
+                    break
+                lowered = jumped
+            if np.array_equal(lowered, label):
+                break
+            label = lowered
+        roots = np.unique(label[core])       # ascending: scikit-learn's numbering
+        number = np.full(n, -1)
+        number[core] = np.searchsorted(roots, label[core])
+        border = hoods.min_label(number, ~core)
+        return self._set(X, np.where(core, number, border).astype(np.intp), core)
+
+    def _from_graph(self, X, graph, w):
+        labels, core = graph_labels(graph, self.min_samples, w)
+        return self._set(X, labels, core)
+
+    def _set(self, X, labels, core):
+        self.labels_ = labels
+        self.core_sample_indices_ = np.flatnonzero(core)
+        # scikit-learn's: the core rows (sparse stays sparse), or an empty dense array
+        self.components_ = (X[self.core_sample_indices_].copy() if core.any()
+                            else np.empty((0, X.shape[1])))
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self.metric == "precomputed"
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _rows(X, name):
+    """Dense rows as float64, or sparse rows as a float64 CSR copy (the
+    caller's matrix untouched), checked as scikit-learn checks them."""
+    if is_sparse(X):
+        return checked_csr(X, np.float64, name)
+    X = np.asarray(check_data(X, name), np.float64)
+    if not np.isfinite(X).all():
+        raise ValueError("Input X contains NaN or infinity.")
+    return X

@@ -1,0 +1,353 @@
+"""HDBSCAN on the host, from the mutual-reachability MST: the single-linkage
+tree, the condensed tree, cluster stabilities, the flat selection (excess of
+mass or leaves, epsilon, single cluster, largest size), labels and
+membership strengths -- scikit-learn's rules (its _hdbscan/_tree.pyx),
+including the order it visits nodes in, so that cluster numbers,
+probabilities and its quirks come out alike.  All O(n) but the selection,
+which is over the (few) condensed clusters.
+"""
+import numpy as np
+
+from ...merge_tree import merged_clusters
+
+
+def single_linkage(a, b, w):
+    """(left, right, value, size) of the n-1 merges of the MST edges (a, b, w)
+    taken in order of w (np.argsort, as scikit-learn sorts them): left and
+    right are the current clusters of a and b (points 0..n-1, merge i is
+    cluster n+i)."""
+    order = np.argsort(w)
+    a, b, w = a[order], b[order], np.asarray(w, np.float64)[order]
+    left, right, sizes = merged_clusters(a, b, a.shape[0] + 1)
+    return left, right, w, sizes
+
+
+def _points_bfs(node, n, left, right):
+    """The points under *node*, breadth first (the order scikit-learn lists them)."""
+    out, level = [], [node]
+    while level:
+        nxt = []
+        for x in level:
+            if x < n:
+                out.append(x)
+            else:
+                nxt += (left[x - n], right[x - n])
+        level = nxt
+    return out
+
+
+def condense(tree, min_cluster_size):
+    """The condensed tree (parent, child, lambda, child size) rows, in
+    scikit-learn's order: internal nodes breadth first from the root; a
+    side smaller than min_cluster_size falls out as points, two big sides
+    are two new clusters (numbered n+1, n+2, ... in that order), the root
+    is cluster n."""
+    left, right, value, size = (t.tolist() for t in tree)
+    n = len(left) + 1
+    rows_p, rows_c, rows_l, rows_s = [], [], [], []
+    relabel = {2 * n - 2: n}
+    next_label = n + 1
+    queue, head = [2 * n - 2], 0
+
+    def fall(parent, node, lam):
+        pts = _points_bfs(node, n, left, right)
+        rows_p.extend([parent] * len(pts))
+        rows_c.extend(pts)
+        rows_l.extend([lam] * len(pts))
+        rows_s.extend([1] * len(pts))
+    while head < len(queue):
+        node = queue[head]
+        head += 1
+        if node < n:
+            continue
+        i = node - n
+        l, r, dist = left[i], right[i], value[i]
+        lam = 1.0 / dist if dist > 0.0 else np.inf
+        lc = size[l - n] if l >= n else 1
+        rc = size[r - n] if r >= n else 1
+        me = relabel[node]
+        if lc >= min_cluster_size and rc >= min_cluster_size:
+            for child, count in ((l, lc), (r, rc)):
+                relabel[child] = next_label
+                next_label += 1
+                rows_p.append(me), rows_c.append(relabel[child])
+                rows_l.append(lam), rows_s.append(count)
+                queue.append(child)
+        elif lc < min_cluster_size and rc < min_cluster_size:
+            fall(me, l, lam)
+            fall(me, r, lam)
+        elif lc < min_cluster_size:
+            relabel[r] = me
+            fall(me, l, lam)
+            queue.append(r)
+        else:
+            relabel[l] = me
+            fall(me, r, lam)
+            queue.append(l)
+    return (np.array(rows_p, np.int64), np.array(rows_c, np.int64),
+            np.array(rows_l, np.float64), np.array(rows_s, np.int64))
+
+
+def stability(condensed):
+    """Each cluster's stability: sum over its rows of (lambda - its birth
+    lambda) * size, added in row order (np.add.at adds in order)."""
+    parent, child, lam, size = condensed
+    root = int(parent.min())
+    births = np.full(max(int(child.max()), root) + 1, np.nan)
+    births[child] = lam
+    births[root] = 0.0
+    out = np.zeros(int(parent.max()) + 1)
+    with np.errstate(invalid="ignore"):   # born at distance 0: inf - inf, NaN as scikit-learn's
+        np.add.at(out, parent, (lam - births[parent]) * size)
+    return {c: out[c] for c in range(root, int(parent.max()) + 1)}
+
+
+class _ClusterTree:
+    """The condensed rows between clusters (size > 1): parent / children maps."""
+
+    def __init__(self, condensed):
+        parent, child, lam, size = condensed
+        keep = size > 1
+        self.parent = parent[keep].tolist()
+        self.child = child[keep].tolist()
+        self.birth = dict(zip(self.child, lam[keep].tolist()))
+        self.size = dict(zip(self.child, size[keep].tolist()))
+        self.up = dict(zip(self.child, self.parent))
+        self.children = {}
+        for p, c in zip(self.parent, self.child):
+            self.children.setdefault(p, []).append(c)
+        self.root = int(parent.min())
+
+    def below(self, node):
+        """node's descendant clusters, breadth first (node excluded)."""
+        out, level = [], [node]
+        while level:
+            level = [c for x in level for c in self.children.get(x, ())]
+            out += level
+        return out
+
+    def leaves(self):
+        """Leaf clusters, depth first from the root (none where no split)."""
+        if not self.child:
+            return []
+        out, stack = [], [self.root]
+        while stack:
+            x = stack.pop()
+            kids = self.children.get(x)
+            if kids:
+                stack.extend(reversed(kids))
+            else:
+                out.append(x)
+        return out
+
+
+def _upwards(tree, epsilon, leaf, allow_single):
+    """The ancestor of *leaf* born at a distance above epsilon (the root's
+    child, or the root where allowed, at most)."""
+    while True:
+        parent = tree.up[leaf]
+        if parent == tree.root:
+            return parent if allow_single else leaf
+        if 1.0 / tree.birth[parent] > epsilon:
+            return parent
+        leaf = parent
+
+
+def _epsilon_search(leaves, tree, epsilon, allow_single):
+    """Clusters born below epsilon give way to their ancestor born above it."""
+    selected, processed = [], set()
+    for leaf in leaves:
+        if 1.0 / tree.birth[leaf] < epsilon:
+            if leaf not in processed:
+                top = _upwards(tree, epsilon, leaf, allow_single)
+                selected.append(top)
+                processed.update(tree.below(top))
+        else:
+            selected.append(leaf)
+    return set(selected)
+
+
+def select(condensed, stab, method="eom", allow_single=False, epsilon=0.0,
+           max_cluster_size=None):
+    """The set of selected condensed clusters."""
+    tree = _ClusterTree(condensed)
+    parent, child, lam, size = condensed
+    nodes = sorted(stab, reverse=True)
+    if not allow_single:
+        nodes = nodes[:-1]
+    is_cluster = {c: True for c in nodes}
+    n = int(child[size == 1].max()) + 1
+    if max_cluster_size is None:
+        max_cluster_size = n + 1
+    sizes = dict(tree.size)
+    if allow_single:
+        sizes[nodes[-1]] = sum(tree.size[c] for c in tree.children.get(nodes[-1], ()))
+    if method == "eom":
+        stab = dict(stab)
+        # children before parents (ids grow downwards): a parent keeps
+        # itself only where it beats its children's best, and then no
+        # descendant is selected
+        for node in nodes:
+            sub = float(np.sum([stab[c] for c in tree.children.get(node, ())]))
+            if sub > stab[node] or sizes[node] > max_cluster_size:
+                is_cluster[node] = False
+                stab[node] = sub
+            else:
+                for below in tree.below(node):
+                    is_cluster[below] = False
+        if epsilon != 0.0 and tree.child:
+            eom = [c for c in is_cluster if is_cluster[c]]
+            if len(eom) == 1 and eom[0] == tree.root:
+                chosen = eom if allow_single else []
+            else:
+                chosen = _epsilon_search(set(eom), tree, epsilon, allow_single)
+            for c in is_cluster:
+                is_cluster[c] = c in chosen
+    else:
+        leaves = set(tree.leaves())
+        if not leaves:
+            for c in is_cluster:
+                is_cluster[c] = False
+            is_cluster[tree.root] = True
+        chosen = (_epsilon_search(leaves, tree, epsilon, allow_single)
+                  if epsilon != 0.0 else leaves)
+        for c in is_cluster:
+            is_cluster[c] = c in chosen
+    return {c for c in is_cluster if is_cluster[c]}
+
+
+def labels_and_probabilities(condensed, clusters, allow_single=False, epsilon=0.0):
+    """Each point's label (its nearest selected ancestor cluster, numbered
+    in order of cluster id; -1: none) and membership strength (its lambda
+    over its cluster's largest, as scikit-learn takes it)."""
+    parent, child, lam, size = condensed
+    root = int(parent.min())
+    n = root
+    numbers = {c: k for k, c in enumerate(sorted(clusters))}
+    # the selected cluster each cluster's points belong to: rows come
+    # parents first, so one pass top-down
+    owner = {root: root}
+    for p, c in zip(parent[size > 1].tolist(), child[size > 1].tolist()):
+        owner[c] = c if c in clusters else owner[p]
+    pts = child < n
+    point_lambda = np.empty(n)
+    point_lambda[child[pts]] = lam[pts]
+    point_owner = np.empty(n, np.int64)
+    point_owner[child[pts]] = [owner[p] for p in parent[pts].tolist()]
+    number_of = np.full(int(parent.max()) + 1, -1, np.int64)
+    for c, k in numbers.items():
+        if c != root:
+            number_of[c] = k
+    labels = number_of[point_owner]
+    at_root = point_owner == root
+    if len(clusters) == 1 and allow_single and root in numbers:
+        threshold = 1.0 / epsilon if epsilon != 0.0 else lam[parent == root].max()
+        labels[at_root & (point_lambda >= threshold)] = numbers[root]
+    return labels, _probabilities(condensed, numbers, labels)
+
+
+def _deaths(parent, lam):
+    """Each parent's largest lambda over its last run of consecutive rows
+    (scikit-learn's max_lambdas keeps the run it saw last)."""
+    deaths = np.zeros(int(parent.max()) + 1)
+    starts = np.flatnonzero(np.r_[True, parent[1:] != parent[:-1]])
+    run_max = np.maximum.reduceat(lam, starts)
+    deaths[parent[starts]] = run_max      # a later run overwrites an earlier one
+    return deaths
+
+
+def _probabilities(condensed, numbers, labels):
+    parent, child, lam, size = condensed
+    n = labels.shape[0]
+    deaths = _deaths(parent, lam)
+    cluster_of = np.array(sorted(numbers), np.int64)
+    out = np.zeros(n)
+    rows = np.flatnonzero(child < n)
+    rows = rows[labels[child[rows]] != -1]
+    pts = child[rows]
+    death = deaths[cluster_of[labels[pts]]] if len(rows) else np.zeros(0)
+    value = lam[rows]
+    whole = (death == 0.0) | np.isinf(value)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out[pts] = np.where(whole, 1.0, np.minimum(value, death) / death)
+    return out
+
+
+def hdbscan_labels(a, b, w, min_cluster_size, method="eom", allow_single=False,
+                   epsilon=0.0, max_cluster_size=None):
+    """labels, probabilities of the MST edges (a, b, w)."""
+    return tree_labels(single_linkage(a, b, w), min_cluster_size, method, allow_single,
+                       epsilon, max_cluster_size)
+
+
+def tree_labels(tree, min_cluster_size, method="eom", allow_single=False, epsilon=0.0,
+                max_cluster_size=None):
+    """labels, probabilities of a single-linkage tree (single_linkage's)."""
+    condensed = condense(tree, min_cluster_size)
+    clusters = select(condensed, stability(condensed), method, allow_single, epsilon,
+                      max_cluster_size)
+    return labels_and_probabilities(condensed, clusters, allow_single, epsilon)
+
+
+# scikit-learn's record of a single-linkage tree (its HIERARCHY_dtype), kept
+# as HDBSCAN's _single_linkage_tree_
+TREE_DTYPE = np.dtype([("left_node", np.intp), ("right_node", np.intp), ("value", np.float64),
+                       ("cluster_size", np.intp)])
+
+
+def tree_record(tree, rows=None, n_rows=None):
+    """The tree as a TREE_DTYPE array over all *n_rows* rows of the data:
+    point k of the tree is row rows[k]; the rows left out (not finite) join
+    the root one by one at an infinite height, as scikit-learn adds them."""
+    left, right, value, size = (np.asarray(t) for t in tree)
+    n = left.shape[0] + 1
+    rows = np.arange(n) if rows is None else np.asarray(rows, np.intp)
+    n_rows = n if n_rows is None else n_rows
+    out_rows = np.setdiff1d(np.arange(n_rows), rows)
+    shift = out_rows.shape[0]
+    record = np.zeros(n_rows - 1, TREE_DTYPE)
+
+    def node(x):   # a point -> its row; a cluster -> its number past the rows
+        return np.where(x < n, rows[np.minimum(x, n - 1)], x + shift)
+    record["left_node"][:n - 1], record["right_node"][:n - 1] = node(left), node(right)
+    record["value"][:n - 1], record["cluster_size"][:n - 1] = value, size
+    # scikit-learn numbers them on from the root merge's larger child
+    top = max(int(record["left_node"][n - 2]), int(record["right_node"][n - 2]))
+    for i, row in enumerate(out_rows.tolist()):
+        record[n - 1 + i] = (row, top + 1 + i, np.inf, n + 1 + i)
+    return record
+
+
+def labels_at_cut(record, cut, min_cluster_size):
+    """scikit-learn's labelling_at_cut of a TREE_DTYPE record: the merges
+    below *cut* make the clusters, one of fewer than min_cluster_size points
+    is noise (-1), and clusters are numbered in order of the point that
+    represents them in scikit-learn's union-find (union by rank)."""
+    n = record.shape[0] + 1
+    left, right = record["left_node"].tolist(), record["right_node"].tolist()
+    below = (record["value"] < cut).tolist()
+    rep = list(range(n)) + [-1] * (n - 1)   # a merged node's representative point
+    rank = [0] * n
+    for i in range(n - 1):
+        if not below[i]:
+            continue
+        rl, rr = rep[left[i]], rep[right[i]]
+        # union(left, merge) keeps left's point, its rank at least 1; then
+        # union(right, merge) keeps the higher rank's point, right's on a tie
+        rank[rl] = max(rank[rl], 1)
+        if rank[rr] < rank[rl]:
+            rep[n + i] = rl
+        else:
+            rank[rr] += rank[rr] == rank[rl]
+            rep[n + i] = rr
+    # every point takes its topmost merge below the cut's point (top down:
+    # a merge's parent comes after it)
+    final = rep[:]
+    for i in range(n - 2, -1, -1):
+        if below[i]:
+            final[left[i]] = final[right[i]] = final[n + i]
+    points = np.array(final[:n], np.intp)
+    reps, inverse, counts = np.unique(points, return_inverse=True, return_counts=True)
+    big = counts >= min_cluster_size
+    number = np.where(big, np.cumsum(big) - 1, -1)
+    return number[inverse].astype(np.intp)

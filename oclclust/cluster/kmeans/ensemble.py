@@ -1,0 +1,280 @@
+"""Ensemble k-means: M k-means models fit in one data pass per iteration.
+
+The device passes live in passes/ensemble.py (task / data / concatenated
+parallelism) and passes/kdtree.py (KD-tree pruning, three leaf mappings),
+run over the fit's rows by parallel/sharded_ensemble.py; this module holds
+the model update loop, the "auto" choice and the estimator.  Every
+strategy and mapping gives bit-identical statistics (fixed-point sums), so
+the choice changes the speed only, and each model follows exactly the path
+an independent KMeans fit from its own init follows (its own tol, its own
+iteration count: a converged model leaves the passes, the others go on).
+"""
+import numbers
+
+import numpy as np
+import pyopencl.array as cla
+
+from .._base import KMEANS_PARALLEL_RULES, ClusterMixin, KCluster, check_oversampling, init_options
+from ...passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
+from ...passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
+from ..inits import DEFAULT_OVERSAMPLING, draw_centers
+from ..spherical import renormalised
+from .lloyd_loop import LloydBackend, fit_lloyd
+from ...parallel.comm import Ranks
+from ...parallel.placement import is_dask_array
+from .ensemble_shards import EnsembleShards
+from ...runtime.codegen import quiet_build
+
+def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
+    """(strategy, KD-tree mapping or None) for a device and problem shape."""
+    if strategy == "auto":
+        strategy = profile.terms(EnsembleTerms).strategy
+    if kdtree == "auto":
+        tree = profile.terms(KdTreeTerms)
+        prunable = (strategy == "concatenated" and d <= tree.max_dims
+                    and n >= tree.min_rows and max(ks) > 1)
+        kdtree = tree.mapping if prunable else None
+    return strategy, kdtree
+
+
+def ensemble_passes(data, fixed, ks, strategy="auto", kdtree=None, ranks=None,
+                    leaf_size=None, distributed=None, device_update=True):
+    """The ensemble passes over *data* (parallel.sharded_ensemble): on each
+    chunk the pass choose() picks for its device and the models' K values
+    *ks*; *fixed*: the fit's FixedPoint."""
+    n = data.n   # not data: over remote data `make` travels to the rows
+
+    def make(chunk):
+        chosen, mapping = choose(chunk.profile, chunk.d, ks, n, strategy, kdtree)
+        if mapping is None:
+            return (chosen, mapping), EnsemblePass(chunk, chosen, fixed, distributed)
+        leaf = leaf_size or chunk.profile.terms(KdTreeTerms).leaf_size
+        return (chosen, mapping), KDTreePass(chunk, mapping, fixed, leaf, distributed)
+    return EnsembleShards(data, fixed, make, ranks, device_update)
+
+
+def fixed_point(data, host_w, mean, ranks=None):
+    """The FixedPoint of a fit: origin at the data mean, scales from bounds
+    (summed over *ranks*, so every rank has the same ones)."""
+    with quiet_build():   # pyopencl's own min/max kernels build on first use
+        ext = data.map(lambda c: (float(cla.min(c.x).get()), float(cla.max(c.x).get())))
+    lo, hi = min(e[0] for e in ext), max(e[1] for e in ext)
+    spread = max(hi - float(np.min(mean)), float(np.max(mean)) - lo, 0.0)
+    # rows whose squared distances overflow the compute dtype have no fixed
+    # point that also resolves the others (their sums would round to 0):
+    # the error KMeans's pass gives them, on every rank
+    top = max(abs(lo), abs(hi))
+    overflow = float(data.d * top * top > float(np.finfo(data.dtype).max))
+    ranks = ranks or Ranks.alone(data)
+    n, wmax, spread, overflow = ranks.sum(
+        np.array([data.n, float(np.max(host_w)), spread, overflow]))
+    if overflow:
+        raise ValueError("Input X contains NaN or infinity (or values whose squares "
+                         f"overflow {data.dtype.name}).")
+    return FixedPoint.for_bounds(mean, n, wmax, spread)
+
+
+def data_moments(data, ranks=None):
+    """(mean, variance) per dimension over every rank's rows; ValueError on NaN/inf."""
+    mean, var, finite = data.moments()
+    if not finite:
+        raise ValueError("Input X contains NaN or infinity.")
+    ranks = ranks or Ranks.alone(data)
+    n, s1, s2 = ranks.sum(np.float64(data.n), data.n * mean, data.n * (var + mean * mean))
+    mean = s1 / n
+    return mean, np.maximum(s2 / n - mean * mean, 0.0)
+
+
+class EnsembleModels(LloydBackend):
+    """Many models over the ensemble passes (parallel.sharded_ensemble.
+    EnsembleShards *engine*): the backend of fit_lloyd for EnsembleKMeans and
+    KMeans's restarts.  On one device with double precision the update is
+    the device's (passes.ensemble_update), two iterations ahead."""
+
+    name = "ensemble k-means"
+
+    def __init__(self, engine, spherical=False):
+        self.engine, self.ranks = engine, engine.ranks
+        self.spherical = spherical
+
+    def stats(self, centers_list):
+        return self.engine.stats_packed(centers_list)
+
+    def nearest(self, centers):
+        _, labels, dist = self.engine.assign([centers], labels=True, min_dist=True)
+        return dist[0].astype(np.float64), labels[0]
+
+    def record(self, shifts, moving, n_models):
+        return (dict(models_moving=len(moving), max_center_shift=float(shifts.max(initial=0.0))),
+                f"{len(moving)} of {n_models} models still moving")
+
+    def finish(self, centers):
+        inertia, labels, _ = self.engine.assign(centers, labels=True)
+        return inertia, labels
+
+    def farthest(self, centers, take):
+        return self.engine.farthest(centers, take)
+
+    def device_step(self, centers, active, tol, following):
+        return self.engine.device_step(centers, active, tol, following)
+
+    def hand_back(self, centers):
+        self.engine.hand_back(centers)
+
+
+def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
+                 ranks=None, mean=None, spherical=False):
+    """KMeans(n_init=R) restarts (or a sweep of K values) as one ensemble over
+    an existing ShardedData: *inits* are R initial centre arrays (any K each),
+    *tol* absolute (KMeans's mean(var) * tol).  Returns a list of
+    (centers, inertia, n_iter, labels) per init; labels cover this rank's rows."""
+    if mean is None:
+        mean = data_moments(data, ranks)[0]
+    ks = [len(c) for c in inits]
+    engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks, strategy,
+                             kdtree, ranks)
+    centers, inertia, n_iter, labels = fit_lloyd(EnsembleModels(engine, spherical), inits,
+                                                 max_iter, tol, data, host_w)
+    return [(c, float(i), int(t), lab) for c, i, t, lab in zip(centers, inertia, n_iter, labels)]
+
+
+class EnsembleKMeans(ClusterMixin, KCluster):
+    """M k-means models fit at once, one data pass per iteration for all
+    (Ravunnikutty et al., "Ensemble K-means on multi-core architectures").
+
+    ``n_clusters``: K of every model, or a list of M values (models of
+    different K: a sweep of K).  ``strategy``: "task" (a model per
+    work-group), "data" (a model per launch), "concatenated" (all models per
+    data pass) or "auto" (from the device profile).  ``kdtree``: None (brute
+    force), "direct", "distributed", "replicated" (KD-tree pruning with that
+    leaf mapping; concatenated parallelism) or "auto".  ``init``:
+    "k-means++", "k-means||" (``oversampling_factor``, ``init_max_iter``: as
+    KMeans'), "random", or an array M x K x d (a list of M arrays for
+    different K).  Each model stops at its own ``tol`` (scikit-learn's: on
+    the centre shift, relative to the data variance).  ``spherical``: as
+    KMeans' (cluster/spherical.py); given inits are renormalised.
+    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the ensemble pass
+    has no tensor-core path yet, so every mode runs as "float32" (the same
+    model, bit for bit).
+
+    Attributes: ``models_`` M x K x d (with different K: a list of M
+    K_m x d arrays), ``inertias_``, ``n_iter_`` (per model), ``best_index_``
+    (least inertia; with different K the largest K usually wins, compare
+    models yourself), ``labels_``, ``cluster_centers_``, ``inertia_`` of the
+    best model, ``strategy_`` {device: (strategy, KD-tree mapping)}.
+    """
+
+    _parameter_rules = {
+        "n_clusters": [(numbers.Integral, 1, None), list, tuple, np.ndarray],
+        "n_models": [(numbers.Integral, 1, None)],
+        "strategy": ["auto", *STRATEGIES],
+        "kdtree": [None, "auto", *MAPPINGS],
+        "init": ["k-means++", "k-means||", "random", np.ndarray, list, tuple],
+        "spherical": [bool],
+        **KMEANS_PARALLEL_RULES,
+    }
+
+    def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
+                 init="k-means++", max_iter=300, tol=1e-4, random_state=None, devices=None,
+                 dtype=None, comm=None, verbose=0, oversampling_factor=DEFAULT_OVERSAMPLING,
+                 init_max_iter=None, spherical=False, precision="float32"):
+        self.spherical = spherical
+        self.precision = precision
+        self.oversampling_factor = oversampling_factor
+        self.init_max_iter = init_max_iter
+        self.n_clusters = n_clusters
+        self.n_models = n_models
+        self.strategy = strategy
+        self.kdtree = kdtree
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.devices = devices
+        self.dtype = dtype
+        self.comm = comm
+        self.verbose = verbose
+
+    def _ks(self):
+        if isinstance(self.n_clusters, numbers.Integral):
+            return [int(self.n_clusters)] * self.n_models
+        ks = [int(k) for k in self.n_clusters]
+        if len(ks) != self.n_models or min(ks) < 1:
+            raise ValueError(f"n_clusters as a list needs n_models={self.n_models} values "
+                             f">= 1, got {list(self.n_clusters)}")
+        return ks
+
+    def _check_params(self):
+        super()._check_params()
+        check_oversampling(self)
+        self._ks()
+        if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
+            raise ValueError("the KD-tree mappings are concatenated parallelism: use "
+                             "strategy='concatenated' or 'auto' with kdtree")
+
+    def _fit(self, data, host_w, rng, ranks):
+        ks = self._ks()
+        mean, tol = self._mean_and_tol(data, ranks)
+        inits = ranks.together(lambda: self._inits(data, rng, host_w, ks, ranks))
+        engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks,
+                                 self.strategy, self.kdtree, ranks)
+        self.history_ = []
+        centers, inertia, n_iter, labels = fit_lloyd(
+            EnsembleModels(engine, self.spherical), inits, self.max_iter, tol, data, host_w,
+            self.verbose if ranks.rank == 0 else 0, self.history_)
+        centers = [c.astype(data.dtype) for c in centers]
+        self.models_ = np.stack(centers) if len(set(ks)) == 1 else centers
+        self.inertias_ = np.asarray(inertia, np.float64)
+        self.n_iter_ = n_iter
+        self.best_index_ = int(np.argmin(self.inertias_))
+        self.cluster_centers_ = centers[self.best_index_]
+        self.inertia_ = float(self.inertias_[self.best_index_])
+        self.labels_ = labels[self.best_index_]
+        self.n_features_in_ = data.d
+        self.strategy_ = dict(engine.chosen())
+        self.devices_ = data.rows_per_device
+        if self.verbose and ranks.rank == 0:
+            print(f"ensemble of {len(ks)} models: {self.strategy_}; inertias {self.inertias_}, "
+                  f"iterations {self.n_iter_}")
+        return self
+
+    def _inits(self, data, rng, host_w, ks, ranks):
+        """The models' initial centres, the same on every rank (as KMeans
+        draws them, one model after another from one random state)."""
+        if isinstance(self.init, str):
+            return [draw_centers(data, self.init, k, rng, host_w, ranks, **init_options(self))
+                    for k in ks]
+        inits = [np.asarray(c, np.float64) for c in self.init]
+        shapes = [c.shape for c in inits]
+        if len(inits) != len(ks) or any(s != (k, data.d) for s, k in zip(shapes, ks)):
+            raise ValueError(f"init must hold n_models={len(ks)} arrays of shape (K, "
+                             f"{data.d}) with K = {ks}; got shapes {shapes}")
+        if not all(np.isfinite(c).all() for c in inits):
+            raise ValueError("The initial centers contain NaN or infinity.")
+        if self.spherical:   # centres on the sphere, as the rows
+            return [renormalised(c) for c in inits]
+        return inits
+
+    def _assign(self, X, sample_weight=None):
+        def attempt(data):
+            engine = ensemble_passes(data, FixedPoint.for_bounds(
+                np.zeros(data.d), 1, 1, 1), [len(self.cluster_centers_)], "data")
+            inertia, labels, _ = engine.assign(
+                [self.cluster_centers_.astype(np.float64)], labels=True)
+            if not np.isfinite(inertia[0]):
+                raise ValueError("Input X contains NaN or infinity (or values whose "
+                                 "squares overflow).")
+            return labels[0], float(inertia[0])
+        return self._on_devices(X, sample_weight, attempt)
+
+    def predict(self, X, sample_weight=None):
+        """The nearest centre of the best model for each row of X."""
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int32)
+        return self._assign(X)[0]
+
+    def score(self, X, y=None, sample_weight=None):
+        """Minus the best model's inertia on X."""
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
+        return -self._assign(X, sample_weight)[1]

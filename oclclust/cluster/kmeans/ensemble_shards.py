@@ -1,0 +1,148 @@
+"""The ensemble k-means passes (passes.ensemble, passes.kdtree) over a fit's
+rows, as a ShardedPass: integer (fixed-point) statistics, exact in any
+order over the chunks, then float64 over the ranks; with one device and one
+rank the centres may stay on the device between passes (ensemble_update)."""
+import dataclasses
+
+import numpy as np
+
+from ...passes import ensemble_update
+from ...runtime.reduce import Stats
+from ...parallel.sharded import ShardedPass, Sums, chunk_farthest, farthest_of
+
+
+@dataclasses.dataclass
+class FixedSums(Stats):
+    """Integer sums (C x d) and counts (C) of all centroids; float64 as
+    (sums, weights) for the ranks, through their FixedPoint."""
+    sums: np.ndarray
+    counts: np.ndarray
+    fixed: object = dataclasses.field(metadata={"same": True})
+
+    def flat(self):
+        sums, weights = self.fixed.to_float(self.sums, self.counts)
+        return np.concatenate([np.asarray(sums, np.float64).ravel(),
+                               np.asarray(weights, np.float64).ravel()])
+
+    def from_flat(self, vector):
+        """(sums C x d, weights C) float64."""
+        sums, weights = np.split(vector, [self.sums.size])
+        return sums.reshape(self.sums.shape), weights
+
+
+@dataclasses.dataclass
+class ModelInertia(Sums):
+    """Inertia per model (float64)."""
+
+    @classmethod
+    def total(cls, parts):
+        return cls(np.sum([p.values for p in parts], axis=0))   # numpy's order, as ever
+
+
+class _EnsembleChunk:
+    """A chunk's statistics pass and, once asked for, its resident centres."""
+
+    def __init__(self, stats_pass, choice=None):
+        self.stats_pass, self.update, self.choice = stats_pass, None, choice
+
+    def resident(self):
+        if self.update is None:
+            self.update = ensemble_update.DeviceUpdate(self.stats_pass)
+        return self.update
+
+
+class EnsembleShards(ShardedPass):
+    """The passes of many k-means models at once over a fit's rows.
+    ``make(chunk)`` -> ((strategy, KD-tree mapping), the chunk's pass), the
+    choice kept in ``choices`` by device; *fixed*: the fit's FixedPoint."""
+
+    def __init__(self, data, fixed, make, ranks=None, device_update=True):
+        self.fixed, self.choices = fixed, {}
+        choices = self.choices   # not self: over remote data `state` travels to the rows
+
+        def state(chunk):
+            choice, stats_pass = make(chunk)
+            choices[str(chunk.profile)] = choice
+            return _EnsembleChunk(stats_pass, choice)
+        super().__init__(data, ranks, state)
+        # remote rows (Dask) keep their centres on the client between passes
+        self.device_update = (device_update and not getattr(data, "remote", False) and
+                              ensemble_update.usable(data, self.ranks.comm))
+
+    def chosen(self):
+        """{device: (strategy, KD-tree mapping)} of the chunks' passes."""
+        if getattr(self.data, "remote", False):
+            return dict(self.map(lambda chunk, st: (str(chunk.profile), st.choice)))
+        return self.choices
+
+    def stats_pass(self, chunk):
+        return self.state(chunk).stats_pass
+
+    def device_step(self, centers, active, tol, following=None):
+        """One iteration of the *active* models, their centres kept on the
+        device (the next ones already enqueued, as many as *following*, the
+        iterations that may follow; None: any number): their shifts;
+        None when the host's update must take it (*centers* then hold this
+        iteration's centres)."""
+        if not self.device_update:
+            return None
+
+        def step(chunk, st):
+            resident = st.resident()
+            if resident.active != active:
+                resident.hand_back(centers)
+                resident.start(centers, active)
+            shifts, flags = resident.step(
+                tol, ensemble_update.AHEAD if following is None else following)
+            if flags.any():
+                resident.hand_back(centers)
+                return None
+            return shifts
+        return self.map(step)[0]
+
+    def hand_back(self, centers):
+        """The centres kept on the device, if any, into *centers*."""
+        if self.device_update:
+            self.map(lambda chunk, st: st.resident().hand_back(centers))
+
+    def prepare(self):
+        """Set every chunk's pass up (KD-trees built) outside any timing."""
+        self.map(lambda chunk, st: None)
+
+    def stats_packed(self, centers_list):
+        """(sums C x d, weights C) float64 of all centroids, models packed."""
+        fixed = self.fixed
+        return self.reduce(lambda chunk, st: FixedSums(*st.stats_pass.stats(centers_list),
+                                                       fixed))
+
+    def stats(self, centers_list):
+        """[(sums K x d, weights K) float64] of each model of *centers_list*."""
+        sums, weights = self.stats_packed(centers_list)
+        off = np.cumsum([0] + [len(c) for c in centers_list])
+        return [(sums[a:b], weights[a:b]) for a, b in zip(off[:-1], off[1:])]
+
+    def assign(self, centers_list, labels=True, min_dist=False):
+        """(inertia per model, labels M x n, distances M x n) of this rank's rows
+        (over remote data: labels a dask array that stays there, no distances)."""
+        if getattr(self.data, "remote", False):
+            inertia = self.reduce(lambda chunk, st: ModelInertia(
+                st.stats_pass.assign(centers_list, False, False)[0]))
+            lab = self.rows(lambda chunk, st: st.stats_pass.assign(
+                centers_list, True, False)[1].T).T if labels else None
+            return inertia.values, lab, None
+
+        def one(chunk, st):
+            inertia, lab, dist = st.stats_pass.assign(centers_list, labels, min_dist)
+            return ModelInertia(inertia), (lab, dist)
+        inertia, kept = self.reduce(one, keep=True)
+        lab = np.concatenate([k[0] for k in kept], axis=1) if labels else None
+        dist = np.concatenate([k[1] for k in kept], axis=1) if min_dist else None
+        return inertia.values, lab, dist
+
+    def farthest(self, centers, take):
+        """The *take* rows of all chunks farthest from their nearest of
+        *centers* (sharded.farthest_of)."""
+        def mine(chunk, st):
+            _, lab, dist = st.stats_pass.assign([centers], True, True)
+            return chunk_farthest(chunk, dist[0], lab[0], take)
+        return farthest_of(self.map(mine), take)

@@ -1,0 +1,346 @@
+"""k-means (Lloyd) with k-means++ seeding, scikit-learn's KMeans API.
+
+The loop here is the *model update*: it sees only the reduced statistics of
+the fused pass (passes/lloyd.py, over the fit's rows by parallel/sharded_lloyd.py's
+LloydShards) and never where distances are computed.
+"""
+import numbers
+import time
+import warnings
+
+import numpy as np
+import pyopencl.array as cla
+
+from .._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterDistancesOut, ClusterMixin,
+                     KCluster, TransformerMixin, check_oversampling)
+from ...passes.distances import pairwise_euclidean
+from .ensemble import fit_ensemble
+from ..inits import DEFAULT_OVERSAMPLING
+from .sparse import assign_csr, fit_csr, transform_csr
+from ...runtime.validation import is_sparse
+from .lloyd_loop import LloydBackend, fit_lloyd
+from ...parallel.placement import is_dask_array
+from .lloyd_shards import LloydShards
+from ...passes.lloyd import LloydPass
+
+try:
+    from sklearn.exceptions import ConvergenceWarning
+except ImportError:
+    class ConvergenceWarning(UserWarning):
+        pass
+
+
+# whether a fit on one resident device with fp64 keeps its centres there
+# between passes (passes.lloyd_update); the tests turn it off to compare
+DEVICE_UPDATE = True
+
+
+class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
+    """k-means clustering on OpenCL devices (scikit-learn's KMeans API).
+
+    ``devices``: "all", "gpu", "cpu", platform/device name substrings, a
+    DeviceProfile or pyopencl Device or a list of them, or a DeviceManager
+    (None: $OCLCLUST_DEVICES, else all); the rows are split over all of them.  ``dtype``: float32 or
+    float64 (None: float32 input stays float32, anything else float64 where
+    the device has fp64).  ``comm``: an mpi4py communicator; each rank fits
+    its own rows (X is this rank's shard), every rank ends with the same
+    model, that of one process fitting all ranks' rows; ``labels_`` are
+    this rank's.  predict, score and transform stay local.
+
+    ``init``: "k-means++" (greedy, scikit-learn's), "k-means||" (Bahmani et
+    al.'s scalable k-means++: ``init_max_iter`` rounds, None for 5, that each
+    draw ``oversampling_factor`` x n_clusters candidates (default 0.5), then
+    greedy k-means++ on the candidates weighted by their nearest rows, on
+    one device), "random", or the centres.  The default is "k-means++" at
+    every size: from the same ``random_state`` it picks scikit-learn's
+    centres.  It makes n_clusters sequential passes over all rows (each
+    scoring 2 + log(n_clusters) trials; over MPI ranks or Dask workers a
+    collective each), so at large n_samples x n_clusters pass
+    init="k-means||": about 2.5 x n_clusters candidates found in 5 passes
+    of the Lloyd assignment (the device's fastest: tensor cores on NVIDIA),
+    then the greedy steps over the candidates only, with no host step
+    between them (10M x 128, n_clusters=4096 on an H200: greedy k-means++
+    took 47 s; after 20 Lloyd iterations from k-means|| at these defaults
+    the inertia was 2.7% below that from greedy k-means++).
+
+    ``spherical`` (faiss' option): rows compared by cosine.  They are scaled
+    to unit length (a copy; a row of norm 0 stays 0, as in faiss), the
+    centres are the renormalised means of the unit rows (updated on the
+    host), labels the argmax of the dot products.  ``inertia_`` is the sum
+    of squared distances between the unit rows and their unit centres,
+    sum w (2 - 2 cos), as scikit-learn's KMeans reports it on normalised
+    rows; predict, score and transform normalise their rows too, and given
+    initial centres are renormalised.
+
+    ``precision``: "float32" (the default: float32 accuracy; on NVIDIA
+    tensor cores 3xTF32 products), "tf32" or "bf16": on an NVIDIA GPU with
+    tensor cores (compute capability 8+), float32 data of at most 128
+    features, the distances' products are one TF32 or BF16 product with
+    float32 accumulation (bf16: mma m16n8k16), and every row whose two best
+    candidates are within the mode's error bound of each other
+    (passes.lloyd_mma.tie_bound: about 2^-7 ||x|| max||c|| for tf32, 2^-4
+    for bf16) is re-checked with the exact float32 distances of its three
+    best candidates within that bound of the best; labels equal the float32
+    argmin except where four centres are within the bound of a tie.
+    ``history_`` then records each iteration's ``rechecked`` rows.
+    Everywhere else (CPU runtimes, other GPUs, more than 128 features or
+    65536 clusters, float64) the fast modes run as float32: the same
+    kernels, bit for bit the "float32" model; so do restarts run as one
+    ensemble (n_init > 1).  predict and score use the fit's precision.
+
+    ``algorithm`` ("lloyd" or "elkan") and ``copy_x`` are accepted for
+    scikit-learn's API: every fit runs the fused Lloyd pass (Elkan's bounds
+    save distance computations on a CPU core, not on a device's tiles, and
+    give the same model), and X is never modified (the devices hold a copy).
+    """
+
+    _parameter_rules = {
+        "n_clusters": [(numbers.Integral, 1, None)],
+        "init": CENTERS_INIT_RULE,
+        "n_init": ["auto", (numbers.Integral, 1, None)],
+        "spherical": [bool],
+        "algorithm": ["lloyd", "elkan"],
+        "copy_x": [bool],
+        **KMEANS_PARALLEL_RULES,
+    }
+
+    def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
+                 tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None,
+                 comm=None, oversampling_factor=DEFAULT_OVERSAMPLING, init_max_iter=None,
+                 spherical=False, copy_x=True, algorithm="lloyd", precision="float32"):
+        self.n_clusters = n_clusters
+        self.precision = precision
+        self.copy_x = copy_x
+        self.algorithm = algorithm
+        self.spherical = spherical
+        self.init = init
+        self.oversampling_factor = oversampling_factor
+        self.init_max_iter = init_max_iter
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.random_state = random_state
+        self.devices = devices
+        self.dtype = dtype
+        self.comm = comm
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True   # scipy.sparse rows: kmeans_csr
+        return tags
+
+    # ---------------------------------------------------------------- fitting
+    def fit(self, X, y=None, sample_weight=None):
+        self._check_params()
+        self._algorithm = self.algorithm
+        if self.algorithm == "elkan" and self.n_clusters == 1:
+            warnings.warn("algorithm='elkan' doesn't make sense for a single cluster. Using "
+                          "'lloyd' instead.", RuntimeWarning)
+            self._algorithm = "lloyd"
+        if is_sparse(X):   # the rows stay sparse (kmeans_csr)
+            return fit_csr(self, X, sample_weight)
+        return super().fit(X, y, sample_weight)
+
+    def _fit_leaving_labels(self, data, host_w, rng, ranks):
+        """Fit on *data* (a fit's rows) with one run and give back the
+        LloydShards whose labels stay on the devices: GaussianMixture's
+        "kmeans" init reads them there."""
+        lloyd = LloydShards(data, self.n_clusters, ranks)
+        self._fit(data, host_w, rng, ranks, lloyd)
+        return lloyd
+
+    def _fit(self, data, host_w, rng, ranks, lloyd=None):
+        """*lloyd*: the LloydShards a single run uses (GaussianMixture's
+        "kmeans" init reads the labels it leaves on the devices)."""
+        if self.tol == 0 and self.n_init in ("auto", 1) and not (
+                isinstance(self.init, str) or callable(self.init)):
+            # one run from given centres with tol=0: the moments would only
+            # scale tol (and check the rows, which the first pass does too)
+            mean, tol = None, 0.0
+        else:
+            mean, tol = self._mean_and_tol(data, ranks)
+        init = self._checked_init(data.d)
+        runs = self._runs(init)
+        # every run's start first: the same random draws as one run after another
+        starts = [ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
+                  for _ in range(runs)]
+        if self.verbose and ranks.rank == 0:
+            print("Initialization complete")
+        start = time.perf_counter()
+        if runs == 1:   # the fused Lloyd pass, with its per-iteration history
+            history = []
+            lloyd = lloyd or LloydShards(data, self.n_clusters, ranks,
+                                         device_update=DEVICE_UPDATE and not self.spherical,
+                                         precision=self.precision)
+            fitted = fit_lloyd(LloydModel(lloyd, self.spherical,
+                                          rechecks=self.precision != "float32"), starts,
+                               self.max_iter, tol, data, host_w,
+                               self.verbose if ranks.rank == 0 else 0, history)
+            results = [(c, i, int(t), history, lab) for c, i, t, lab in zip(*fitted)]
+            sizes = lloyd.cluster_sizes()
+        else:           # the restarts as one ensemble: one data pass for all of them
+            results = [(c, i, t, None, lab) for c, i, t, lab in ranks.together(
+                lambda: fit_ensemble(data, starts, self.max_iter, tol, host_w,
+                                     ranks=ranks, mean=mean, spherical=self.spherical))]
+        if self.verbose and ranks.rank == 0:
+            for run, result in enumerate(results):
+                print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations")
+            print(f"k-means: {runs} run(s) in {time.perf_counter() - start:.3f} s on "
+                  f"{data.rows_per_device}")
+        best = min(range(runs), key=lambda r: results[r][1])   # the first of equals
+        centers, inertia, n_iter, history, labels_host = results[best]
+        if runs > 1:   # the ensemble's labels are the host's
+            sizes = ranks.sum(np.bincount(labels_host, minlength=self.n_clusters))
+        distinct = int((sizes > 0).sum())
+        if distinct < self.n_clusters:
+            warnings.warn(f"Number of distinct clusters ({distinct}) found smaller than "
+                          f"n_clusters ({self.n_clusters}). Possibly due to duplicate points "
+                          "in X.", ConvergenceWarning, stacklevel=3)
+        self.cluster_centers_ = centers.astype(data.dtype)
+        self.labels_ = labels_host
+        self.inertia_ = inertia
+        self.n_iter_ = n_iter
+        self.history_ = history   # None when n_init > 1 ran the restarts as an ensemble
+        self.n_features_in_ = data.d
+        self.devices_ = data.rows_per_device
+        self.reshards_ = data.manager.reshards
+        return self
+
+    def _calibration_pass(self, part):
+        """What measured weights time (DeviceManager.scatter): a Lloyd pass
+        over a sample partition (any centres cost the same; the sample's
+        first rows serve)."""
+        k = min(self.n_clusters, part.n)
+        centers = part.x[:k].get(part.queue).astype(np.float64)
+        labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
+        lloyd = LloydPass(part, k)
+        return lambda: lloyd.run(centers, labels)
+
+    def _check_params(self):
+        super()._check_params()
+        check_oversampling(self)
+
+    def _runs(self, init):
+        """The number of runs (scikit-learn's ``_n_init``, set here too)."""
+        self._n_init = self._count_runs(init)
+        return self._n_init
+
+    def _count_runs(self, init):
+        if not isinstance(init, str) and not callable(init) and self.n_init not in ("auto", 1):
+            warnings.warn("Explicit initial center position passed: performing only one "
+                          f"init in {type(self).__name__} instead of n_init={self.n_init}.",
+                          RuntimeWarning, stacklevel=3)
+        if self.n_init != "auto":
+            return self.n_init
+        return 10 if callable(init) or isinstance(init, str) and init == "random" else 1
+
+    # ------------------------------------------------------------- inference
+    def _assign(self, X, sample_weight=None):
+        def assign(data):
+            lloyd = LloydShards(data, self.n_clusters, precision=self.precision)
+            stats = lloyd.run(self.cluster_centers_.astype(np.float64), update=False)
+            if stats.n_nonfinite:
+                raise ValueError("Input X contains NaN or infinity.")
+            return lloyd.labels(), stats.inertia
+        return self._on_devices(X, sample_weight, assign)
+
+    def predict(self, X, sample_weight=None):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int32)
+        if is_sparse(X):
+            return assign_csr(self, X)[0]
+        return self._assign(X)[0]
+
+    def score(self, X, y=None, sample_weight=None):
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
+        if is_sparse(X):
+            return -assign_csr(self, X, sample_weight)[1]
+        return -self._assign(X, sample_weight)[1]
+
+    def transform(self, X):
+        if is_sparse(X):
+            return transform_csr(self, X)
+        if is_dask_array(X):
+            return self._dask_rows(X, "transform", self.cluster_centers_.dtype,
+                                   len(self.cluster_centers_))
+        distances = self._on_devices(X, None, lambda data: np.concatenate(data.map(
+            lambda c: pairwise_euclidean(c, self.cluster_centers_))))
+        if not np.isfinite(distances).all():
+            raise ValueError("Input X contains NaN or infinity (or values whose squares "
+                             f"overflow {self.cluster_centers_.dtype.name}).")
+        return distances
+
+
+class LloydModel(LloydBackend):
+    """One model over the fused Lloyd pass (parallel.sharded_lloyd.LloydShards):
+    the backend of fit_lloyd for KMeans.  On one resident device with
+    double precision the update is the device's (passes.lloyd_update), its
+    shift and inertia np.sum's bits; else, and for an iteration with an
+    empty cluster or a non-finite row, the host's.  A pass that changes no
+    label stops it (strict convergence, the inertia that pass's); measured
+    device weights re-split the rows between iterations."""
+
+    exact_shifts = True     # its shift is recorded: in numpy's order, always
+
+    def __init__(self, lloyd, spherical=False, rechecks=False):
+        self.lloyd, self.ranks, self.last = lloyd, lloyd.ranks, None
+        self.spherical = spherical
+        self.rechecks = rechecks   # a fast precision: history_ records the re-checked rows
+        self.replay = None   # a flagged device iteration's statistics, for the host's update
+
+    def device_step(self, centers, active, tol, following):
+        if not self.lloyd.device_update:
+            return None
+        # the next iteration enqueued before this one is read, when one may follow
+        stats, shift, flagged = self.lloyd.device_step(centers, following)
+        if flagged:          # centers hold this iteration's centres: the host takes it
+            self.replay = stats
+            return None
+        self.last = stats
+        return np.array([shift])
+
+    def hand_back(self, centers):
+        self.lloyd.hand_back(centers)
+
+    def stats(self, centers_list):
+        (centers,) = centers_list
+        if self.replay is not None:   # the pass over these centres ran on the device
+            self.last, self.replay = self.replay, None
+        else:
+            self.last = self.lloyd.run(centers)
+        if self.last.n_nonfinite:
+            raise ValueError("Input X contains NaN or infinity (or values whose squares "
+                             f"overflow {self.lloyd.data.dtype.name}).")
+        return self.last.sums, self.last.weights
+
+    def nearest(self, centers):
+        # of the pass just run, in the rows' dtype: widening is exact, so the
+        # farthest rows and their distances are float64's, and 10M float32
+        # distances were ~30 ms less to convert and select (62 empty clusters)
+        return self.lloyd.min_dist(dtype=None), self.lloyd.labels()
+
+    def settled(self, active):
+        return [self.last.n_changed == 0]
+
+    def record(self, shifts, moving, n_models):
+        # inertia of the centres this pass assigned to (as sklearn's verbose output)
+        shift = float(shifts[0])
+        stats = dict(inertia=self.last.inertia, center_shift=shift,
+                     n_changed=self.last.n_changed)
+        if self.rechecks:   # 0 where the fast mode runs as float32
+            stats["rechecked"] = self.last.n_rechecked
+        return (stats,
+                f"inertia {self.last.inertia:.6g}, shift {shift:.3g}")
+
+    def farthest(self, centers, take):
+        return self.lloyd.farthest(take)   # of the pass just run
+
+    def rebalance(self):
+        self.lloyd.rebalance()
+
+    def finish(self, centers):
+        inertia = (self.last.inertia if self.last.n_changed == 0 else
+                   self.lloyd.run(centers[0], update=False).inertia)
+        return [inertia], [self.lloyd.labels()]

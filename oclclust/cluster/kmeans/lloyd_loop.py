@@ -1,0 +1,165 @@
+"""One Lloyd loop for every k-means fit: KMeans (one model over the fused
+Lloyd pass) and EnsembleKMeans (M models over the ensemble passes; KMeans's
+restarts too) drive it over a statistics backend.
+
+The loop holds the rules: the centre update, empty-cluster relocation, the
+shift, convergence per model (a model that stops leaves the passes, the
+others go on), n_iter per model, history, the progress bar and the verbose
+output.  It never knows where distances are computed: it asks the backend
+for the statistics of the active models' centres, or for a whole step when
+the backend can take one on the device.  LloydBackend is the protocol, with
+the defaults of a backend that has none of the optional capabilities.
+"""
+import time
+
+import numpy as np
+
+from .._base import centers_update, move_rows, place_left_empty, relocate_empty
+from ..spherical import renormalised
+from ...runtime.progress import Progress, history_entry
+
+
+class LloydBackend:
+    """What the loop asks of the passes (subclasses: kmeans.LloydModel,
+    ensemble.EnsembleModels).  ``name`` labels the progress bar; ``ranks``
+    is the fit's comm.Ranks; with ``exact_shifts`` every shift is summed in
+    numpy's order (the one KMeans records), else only one within rounding
+    of tol (so that a model stops where KMeans would)."""
+
+    name = "k-means"
+    exact_shifts = False
+    spherical = False   # centres renormalised after each update (on the host)
+
+    def stats(self, centers_list):
+        """(sums C x d, weights C) float64 of all ranks' rows about the
+        centres of *centers_list*, the models packed."""
+        raise NotImplementedError
+
+    def nearest(self, centers):
+        """(distance float64, label) of each of this rank's rows to its
+        nearest of *centers*: a model of the last stats() with an empty
+        cluster."""
+        raise NotImplementedError
+
+    def farthest(self, centers, take):
+        """The *take* rows of all chunks farthest from their nearest of
+        *centers* (sharded.farthest_of): relocation over remote rows."""
+        raise NotImplementedError
+
+    def relocate(self, sums, weights, centers, data, host_w):
+        """One model's empty clusters (of *sums*, *weights*, mended in
+        place) take the rows farthest from their *centers* (relocate_empty);
+        over rows on a Dask cluster's workers, each chunk's farthest merged
+        as MPI's ranks merge theirs."""
+        if getattr(data, "remote", False):
+            empty = np.flatnonzero(weights == 0)
+            return move_rows(sums, weights, empty,
+                             self.farthest(centers, min(len(empty), data.n)))
+        dist, labels = self.nearest(centers)
+        return relocate_empty(sums, weights, dist, labels, data, host_w, self.ranks.comm)
+
+    def record(self, shifts, moving, n_models):
+        """(the statistics of this iteration for history_ and the bar, the
+        verbose line's text); *shifts*: the active models', *moving*: those
+        that go on."""
+        raise NotImplementedError
+
+    def finish(self, centers):
+        """(inertia per model, labels per model of this rank's rows) of the
+        final *centers*."""
+        raise NotImplementedError
+
+    def device_step(self, centers, active, tol, following):
+        """The *active* models' iteration with their centres kept on the
+        device: their shifts, or None when the host's update must take it."""
+        return None
+
+    def hand_back(self, centers):
+        """Centres kept on the device, if any, into *centers*."""
+
+    def settled(self, active):
+        """Per active model: whether it stops whatever its shift (its last
+        pass changed no label)."""
+        return [False] * len(active)
+
+    def rebalance(self):
+        """Between iterations while a model moves (measured device weights)."""
+
+
+def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=None):
+    """Lloyd iterations of every model of *inits* at once, each stopping at
+    its own iteration (shift <= *tol*, absolute; or settled).  Returns
+    (centers list, inertia per model, n_iter per model, labels per model);
+    each iteration's statistics are appended to *history* when given.
+    *verbose*: this rank's (0 off the first rank)."""
+    centers = [np.array(c, np.float64) for c in inits]
+    n_iter = np.zeros(len(centers), np.int64)
+    active = list(range(len(centers)))
+    with Progress(max_iter, backend.name, bool(verbose)) as bar:
+        for it in range(max_iter):
+            if not active:
+                break
+            start = time.perf_counter()
+            shifts = lloyd_step(backend, centers, active, tol, data, host_w,
+                                following=max_iter - it - 1)
+            n_iter[active] = it + 1
+            moving = [m for m, s, settled in zip(active, shifts, backend.settled(active))
+                      if s > tol and not settled]
+            if len(moving) < len(active):
+                backend.hand_back(centers)          # the stopped models' centres are final
+            stats, line = backend.record(shifts, moving, len(centers))
+            if history is not None:
+                history.append(history_entry(it + 1, start, data, **stats))
+            bar.step(**stats)
+            if verbose:   # scikit-learn's lines
+                print(f"Iteration {it}, {line}.")
+                if len(centers) == 1 and not moving:
+                    print(f"Converged at iteration {it}: " + (
+                        "strict convergence." if backend.settled(active)[0] else
+                        f"center shift {shifts[0]} within tolerance {tol}."))
+            active = moving
+            if active:
+                backend.rebalance()
+    backend.hand_back(centers)
+    inertia, labels = backend.finish(centers)
+    return centers, inertia, n_iter, labels
+
+
+def lloyd_step(backend, centers, active, tol, data, host_w, following=None):
+    """One pass for the *active* models: their centres (on the device, or
+    in *centers*) updated; returns their shifts.  *following*: how many
+    iterations may follow (None: any number)."""
+    # the device-resident updates know no renormalisation: a spherical fit's is the host's
+    shifts = None if backend.spherical else backend.device_step(centers, active, tol,
+                                                                  following)
+    if shifts is None:
+        shifts = host_update(backend, centers, active, tol, data, host_w)
+    return shifts
+
+
+def host_update(backend, centers, active, tol, data, host_w):
+    """The update on the host (empty clusters relocated): the *active*
+    models' centres replaced in *centers*; returns their shifts."""
+    sums, weights = backend.stats([centers[m] for m in active])
+    off = np.cumsum([0] + [len(centers[m]) for m in active])
+    old = np.concatenate([centers[m] for m in active])
+    left = []    # models whose empty clusters stay empty (no row to move)
+    for i in np.unique(np.searchsorted(off, np.flatnonzero(weights == 0), side="right") - 1):
+        a, b = off[i], off[i + 1]    # a model with an empty cluster: its rows mended
+        if not backend.relocate(sums[a:b], weights[a:b], centers[active[i]], data, host_w):
+            left.append((a, b))
+    new = centers_update(sums, weights, old)
+    for a, b in left:
+        place_left_empty(new[a:b], weights[a:b])
+    if backend.spherical:
+        new = renormalised(new)
+    moved = (new - old) ** 2
+    shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])
+    # KMeans sums its shift in numpy's pairwise order: near tol, so does each
+    # model here, so that it stops at KMeans's iteration
+    exact = backend.exact_shifts | (np.abs(shifts - tol) <= 1e-9 * max(tol, 1e-300))
+    for i in np.flatnonzero(exact):
+        shifts[i] = moved[off[i]:off[i + 1]].sum()
+    for i, m in enumerate(active):
+        centers[m] = new[off[i]:off[i + 1]]
+    return shifts

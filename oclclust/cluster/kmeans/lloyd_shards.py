@@ -1,0 +1,262 @@
+"""The k-means passes over a fit's rows (parallel/sharded.py's protocol):
+the fused Lloyd pass on every chunk, its labels and distances left on the
+devices, and the centre update kept there between passes: one device's
+resident update (passes.lloyd_update.ResidentCenters) or, over several
+resident devices of one process, one update every device computes from
+the totals the host adds (SharedCenters)."""
+import dataclasses
+import weakref
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ...passes.kmeanspp import count_kernel
+from ...passes import lloyd_update
+from ...passes.lloyd import LloydPass, center_norms
+from ...runtime.codegen import quiet_build
+from ...runtime.transfer import download
+from ...parallel.manager import DEVICE_ERRORS, DeviceFailure, measuring
+from ...parallel.sharded import ShardedPass, chunk_farthest, farthest_of
+
+
+def shareable(data, comm):
+    """Whether several devices can share one update computed on each
+    (SharedCenters): one process, rows on this process's devices, each
+    device's in one resident chunk, fp64 on every one, and weights not
+    measured (a re-split lays the chunks out anew)."""
+    shards = getattr(data, "shards", None)
+    return (bool(shards) and len(shards) > 1 and not getattr(data, "remote", False)
+            and (comm is None or comm.Get_size() == 1)
+            and all(s.single_resident for s in shards)
+            and all(c.acc_double for c in data.chunks) and not measuring(data.manager))
+
+
+class _LloydChunk:
+    """A chunk's Lloyd passes (with and without the update) and its labels,
+    which stay on the device between passes."""
+
+    def __init__(self, chunk, k, precision="float32"):
+        self.chunk, self.k, self.labels = chunk, k, None
+        self.precision = precision
+        key = (chunk.queue.int_ptr, chunk.profile, chunk.n, chunk.d, chunk.stride,
+               chunk.dtype.str, chunk.weighted, k, precision)
+        self.state = lloyd_update.take_state(key)
+        for lp in self.state.passes.values():   # a pooled state's passes: over these rows
+            lp.part = chunk
+        if self.state.resident is not None:      # whatever an earlier fit left (an error)
+            self.state.resident.drop()
+            self.state.resident.active = False
+        weakref.finalize(self, lloyd_update.give_state, key, self.state, chunk.n)
+
+    @property
+    def passes(self):
+        return self.state.passes
+
+    def lloyd_pass(self, update):
+        if update not in self.passes:
+            self.passes[update] = LloydPass(self.chunk, self.k, update,
+                                            precision=self.precision)
+        return self.passes[update]
+
+    def launch(self, centers, update, norms=None):
+        return self.lloyd_pass(update).launch(centers, self.current_labels(), norms)
+
+    def collect(self, update, launched):
+        return self.passes[update].collect(launched)
+
+    def device_step(self, centers, following):
+        """The resident update's step (lloyd_update.ResidentCenters.step),
+        starting from *centers* when none are resident; flagged, the
+        current (this iteration's) centres are handed back into them.
+        *following*: how many iterations may follow (None: any number)."""
+        st = self.state
+        lp = self.lloyd_pass(True)
+        if st.resident is None or st.resident.depth != lloyd_update.default_depth(lp.part,
+                                                                                   self.k):
+            st.resident = lloyd_update.ResidentCenters(
+                lp, lloyd_update.default_depth(lp.part, self.k))
+        resident = st.resident
+        if not resident.active:
+            resident.start(centers[0], self.current_labels())
+        stats, shift, flagged = resident.step(resident.depth if following is None
+                                              else following)
+        if flagged:
+            centers[0] = resident.hand_back()
+            stats = resident.stats(centers[0])
+        return stats, shift, flagged
+
+    def hand_back(self, centers):
+        resident = self.state.resident
+        if resident is not None and resident.active:
+            centers[0] = resident.hand_back()
+
+    def shared_centers(self):
+        """This chunk's lloyd_update.SharedCenters (pooled with its state)."""
+        if self.state.shared is None:
+            self.state.shared = lloyd_update.SharedCenters(self.lloyd_pass(True))
+        return self.state.shared
+
+    def current_labels(self):
+        """The labels of the last pass (-1 before the first)."""
+        if self.labels is None:
+            q = self.chunk.queue
+            if self.state.labels is None:
+                self.state.labels = cla.empty(q, self.chunk.n, np.int32)
+            self.labels = self.state.labels
+            cl.enqueue_fill_buffer(q, self.labels.data, np.int32(-1), 0, self.labels.nbytes)
+        return self.labels
+
+
+class LloydShards(ShardedPass):
+    """The fused Lloyd pass (passes.lloyd) over a fit's rows: LloydStats
+    of all ranks' rows; labels and distances of this rank's.  *precision*:
+    the estimators' (passes.lloyd_mma.PRECISIONS), for the chunks' passes."""
+
+    def __init__(self, data, k, ranks=None, device_update=True, precision="float32"):
+        super().__init__(data, ranks, lambda chunk: _LloydChunk(chunk, k, precision))
+        # one device: its resident update; several, each with its rows in one
+        # chunk: one update that every device computes (lloyd_update.SharedCenters)
+        self.shared_update = device_update and shareable(data, self.ranks.comm)
+        self.device_update = self.shared_update or (
+            device_update and lloyd_update.usable(data, self.ranks.comm))
+        self._made = set()   # what _make has made on every chunk
+
+    def _make(self, what):
+        """Every chunk's pass *what* (True / False: with / without the
+        update; "shared": its SharedCenters) made on the devices' threads at
+        once, before map_enqueued launches from this thread: making one
+        loads its programs (tens of ms a device on NVIDIA: one after
+        another, they cost 4 H100s 0.2 s of a 0.7 s fit)."""
+        if (what, id(self.data.chunks)) in self._made:
+            return
+        self.map(lambda chunk, st: st.shared_centers() if what == "shared" else
+                 st.lloyd_pass(what), rows=False)
+        self._made.add((what, id(self.data.chunks)))
+
+    def run(self, centers, update=True):
+        # several chunks: the centres' norms once, not once a device (each
+        # thread's numpy under one GIL: 1 ms of a 22 ms pass on 4 H100s)
+        local = len(self.data.chunks) > 1 and not getattr(self.data, "remote", False)
+        norms = center_norms(centers, self.data.dtype) if local else None
+        if local:
+            self._make(update)
+        return self.reduce(None, timed=update, enqueued=(
+            lambda chunk, st: st.launch(centers, update, norms),
+            lambda chunk, st, launched: st.collect(update, launched)))
+
+    def device_step(self, centers, following=None):
+        """One pass and update with the centres kept on the one device
+        (``device_update``): (LloydStats, shift, flagged); flagged (the
+        host's update must take the iteration), the stats are the full
+        ones and *centers* [k x d] hold this iteration's centres.  With
+        *following* (how many iterations may follow; None: any number) the
+        next ones are enqueued before this one is read."""
+        if self.shared_update:
+            return self._shared_step(centers)
+        data = self.data
+        shards = getattr(data, "shards", None)
+        if (shards and len(shards) == 1 and data.chunks is self._chunks
+                and len(data.chunks) == 1):   # one resident chunk: no map (each iteration)
+            try:
+                return self.state(data.chunks[0]).device_step(centers, following)
+            except DEVICE_ERRORS as exc:     # as data.map raises it: the device dropped
+                raise DeviceFailure(shards[0].profile, exc) from exc
+        return self.map(lambda chunk, st: st.device_step(centers, following))[0]
+
+    def _shared_step(self, centers):
+        """device_step over several devices (``shared_update``): every
+        device's pass over its resident centres, their statistics added on
+        the host as reduce() adds them, the totals written back and the new
+        centres computed on every device.  Flagged (an empty cluster, a
+        non-finite row), nothing is written: *centers* get this iteration's
+        centres and the host's update takes it with the full statistics."""
+        self._make("shared")
+
+        def launch(chunk, st):   # a device's failure here is map_enqueued's DeviceFailure
+            sc = st.shared_centers()
+            if not sc.active:    # the first step, or after the host's: its centres
+                sc.start(centers[0])
+            return sc.launch(st.current_labels())
+        parts = self.map_enqueued(launch, lambda chunk, st, launched:
+                                  st.passes[True].collect(launched), timed=True)
+        shared = [self.state(chunk).state.shared for chunk in self.data.chunks]
+        total = type(parts[0]).total(parts)
+        if (total.weights == 0).any() or total.n_nonfinite:
+            centers[0] = shared[0].hand_back()
+            for sc in shared[1:]:
+                sc.active = False
+            return total, None, True
+        reads = []
+        for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
+            try:
+                reads.append(sc.update(total.sums, total.weights, summarize=i == 0))
+            except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
+                raise DeviceFailure(chunk.profile, exc) from exc
+        shift = shared[0].shift(reads[0])
+        return dataclasses.replace(total, sums=None, weights=None), shift, False
+
+    def hand_back(self, centers):
+        """The centres kept on the device, if any, into *centers* [k x d]."""
+        if self.shared_update:
+            shared = [self.state(chunk).state.shared for chunk in self.data.chunks]
+            if shared[0] is not None and shared[0].active:
+                centers[0] = shared[0].hand_back()
+            for sc in shared[1:]:
+                if sc is not None:
+                    sc.active = False
+        elif self.device_update:
+            self.map(lambda chunk, st: st.hand_back(centers), rows=False)
+
+    def labels(self):
+        """This rank's labels, each chunk's straight into its rows through
+        pinned memory (runtime.transfer.download); over a Dask cluster's
+        workers, a dask array of them."""
+        if getattr(self.data, "remote", False):
+            return self.rows(lambda c, st: st.current_labels().get(c.queue))
+        return self._rows(np.int32, lambda st: st.current_labels())
+
+    def cluster_sizes(self):
+        """Rows per cluster in the last pass's labels, all ranks' (float64),
+        counted on the devices: no label comes to the host (np.bincount of
+        10M host labels took 55 ms of a 1 s fit on 2 H100s)."""
+        def count(chunk, st):
+            q = chunk.queue
+            counts = cla.zeros(q, st.k, np.int32)
+            if chunk.n:
+                with quiet_build():   # built at its first call
+                    count_kernel(q.context)(st.current_labels(), counts,
+                                            range=slice(chunk.n), queue=q)
+            return counts.get(q).astype(np.float64)
+        local = self.ranks.together(lambda: np.sum(self.map(count, rows=False), axis=0))
+        return self.ranks.sum(local)   # integers: exact in any order
+
+    def set_labels(self, labels):
+        def put(chunk, st):
+            st.labels = cla.to_device(chunk.queue, labels[chunk.offset:chunk.offset + chunk.n])
+        self.map(put, rows=False)
+
+    def min_dist(self, update=True, dtype=np.float64):
+        """Each row's distance to its centre in the last pass (the updating
+        one, or with *update* False the one without the update), as *dtype*
+        (None: the rows' own, as the devices hold them)."""
+        return self._rows(dtype or self.data.dtype, lambda st: st.passes[update].min_dist)
+
+    def _rows(self, dtype, array):
+        out = np.empty(self.data.n, dtype)
+        self.map(lambda c, st: download(c.queue, array(st)[:c.n], out[c.offset:c.offset + c.n]),
+                 rows=False)   # the chunks' own arrays: streamed rows need not come
+        return out
+
+    def farthest(self, take):
+        """The *take* rows farthest from their centres in the last updating
+        pass, of all chunks (see farthest_of)."""
+        return farthest_of(self.map(lambda chunk, st: chunk_farthest(
+            chunk, st.passes[True].min_dist.get(chunk.queue), st.current_labels().get(
+                chunk.queue), take)), take)
+
+    def rebalance(self):
+        """Measured weights: re-split between iterations, labels kept."""
+        saved = self.data.rebalance(save=self.labels)
+        if saved is not None:
+            self.set_labels(saved)

@@ -1,0 +1,92 @@
+"""The merge tree of a linkage: each merge's two current clusters and the
+merged size from a sequence of merged point pairs (scipy's cluster ids),
+shared by the hierarchy (linkage's Z) and HDBSCAN (its single-linkage tree)."""
+import numpy as np
+
+
+def _tree_parents(a, b, n):
+    """flip[k]: merge k's point a_k is the child (b_k its parent) in the
+    merges' spanning tree rooted at its one vertex that is no child.  The
+    callers' trees come rooted already (b_k the later point: Prim's order,
+    mst.toward_root): then no traversal."""
+    if np.bincount(b, minlength=n).max() <= 1:
+        return np.zeros(len(a), bool)
+    if np.bincount(a, minlength=n).max() <= 1:
+        return np.ones(len(a), bool)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order
+    tree = csr_matrix((np.ones(len(a), np.int8), (a, b)), shape=(n, n))
+    reached, parent = breadth_first_order(tree, 0, directed=False, return_predecessors=True)
+    if len(reached) != n:
+        raise ValueError("the merges do not join all points: not a merge sequence")
+    return parent[a] == b
+
+
+def merged_clusters(xs, ys, n):
+    """Union-find over the merges of points xs[k], ys[k] of n points taken in
+    order (merge k makes cluster n + k): each merge's two current clusters
+    (left: xs[k]'s, right: ys[k]'s) and the merged size, as int64 arrays.
+
+    Vectorised (no loop over the merges; a Python union-find took 3.1 s at
+    a million on the H100's host).  The n-1 pairs of a merge sequence form a
+    spanning tree; rooted, with pe(v) the merge of v and its parent, the
+    cluster of merge k that holds its parent end p is the component of p in
+    the forest of merges before k, whose top vertex T_k is p's nearest
+    ancestor (p included) with pe > k (binary lifting over the ancestors),
+    and whose id is n + the latest merge j < k with T_j = T_k (else the point
+    T_k); the child end c's cluster has top c: n + the latest j with T_j = c
+    (all such j are < k = pe(c)), else c.  Sizes: scipy's cluster sizes of
+    those children (from_mlab_linkage)."""
+    from scipy.cluster.hierarchy import from_mlab_linkage
+    xs, ys = np.asarray(xs, np.int64), np.asarray(ys, np.int64)
+    m = n - 1
+    if m <= 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    flip = _tree_parents(xs, ys, n)
+    a, b = np.where(flip, ys, xs), np.where(flip, xs, ys)    # a_k the parent of b_k
+    parent = np.empty(n, np.int64)
+    pe = np.full(n, m, np.int64)                  # the root: after every merge
+    parent[b] = a
+    pe[b] = np.arange(m)
+    root = int(np.argmax(pe))
+    parent[root] = root
+    top = a.copy()
+    todo = np.flatnonzero(pe[top] < np.arange(m))
+    for _ in range(4):                            # most walks up are short
+        if not todo.size:
+            break
+        top[todo] = parent[top[todo]]
+        todo = todo[pe[top[todo]] < todo]
+    if todo.size:
+        # level l: (the largest pe of the 2^l vertices from v up) << 32 |
+        # v's 2^l-th ancestor; lifting from the highest level down
+        low = np.int64(0xFFFFFFFF)
+        levels, jump = [(pe << 32) | parent], parent
+        while not np.all(jump == root):
+            if len(levels) > m.bit_length() + 1:
+                raise ValueError("the merges form a cycle: not a merge sequence")
+            up = levels[-1][jump]
+            jump = up & low
+            level = np.maximum(levels[-1], up)
+            level &= ~low
+            level |= jump
+            levels.append(level)
+        walk = top[todo]
+        for level in reversed(levels):
+            step = level[walk]
+            walk = np.where((step >> 32) < todo, step & low, walk)
+        top[todo] = walk
+    # by top, merges ascending: a sort of the keys top * m + k (values sort
+    # several times faster than an argsort)
+    tops, order = np.divmod(np.sort(top * m + np.arange(m)), m)
+    same = np.r_[False, tops[1:] == tops[:-1]]
+    upper = np.empty(m, np.int64)
+    upper[order] = np.where(same, n + np.r_[0, order[:-1]], tops)
+    ends = np.flatnonzero(np.r_[~same[1:], True])
+    latest = np.full(n, -1, np.int64)
+    latest[tops[ends]] = order[ends]
+    lower = np.where(latest[b] >= 0, n + latest[b], b)
+    mz = np.zeros((m, 3))
+    mz[:, 0], mz[:, 1] = upper + 1, lower + 1
+    sizes = from_mlab_linkage(mz)[:, 3].astype(np.int64)
+    return np.where(flip, lower, upper), np.where(flip, upper, lower), sizes

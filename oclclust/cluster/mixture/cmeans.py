@@ -1,0 +1,205 @@
+"""Fuzzy c-means (Bezdek) on OpenCL devices, in the O(N*D*C) form of eq. 3.
+
+The device pass is passes/cmeans.py (CMeansPass), run over the fit's rows
+by parallel/sharded.py's CMeansShards.  One fused pass per iteration reads
+each row once: distances to all centres, s_i once per row, the
+memberships, and per-work-group partial numerators sum w u^m x and
+denominators sum w u^m (eq. 2), reduced on the device in a fixed order,
+then in float64 over the chunks of every device (in row order) and over MPI
+ranks (eq. 4).  Only the final pass (``u_``, ``predict_proba``) writes the
+n x c membership matrix; the fit leaves it on the devices, ``u_`` brings it
+to the host when first read and ``labels_`` (like ``predict``) is taken on
+the devices while it is there.
+
+Conventions (documented choices where the paper is silent):
+- a row that coincides with k >= 1 centres (distance exactly 0) gets
+  membership 1/k at each of them and 0 elsewhere (``labels_``: the first);
+- a centre whose weight sum of u^m is 0 keeps its place;
+- iterations stop when the sum of squared centre moves is <= tol times the
+  data's mean feature variance (as KMeans), else after ``max_iter``;
+  ``n_iter_`` counts centre updates; ``objective_`` is J_m of the final
+  centres with their optimal memberships (those of ``u_``);
+- with MPI (``comm``), each rank passes its own rows; seeding draws from
+  all ranks' rows as one process would (as KMeans); every rank ends with the
+  same centres; ``u_`` and ``labels_`` are each rank's own rows.
+"""
+import numbers
+import time
+
+import numpy as np
+
+from .._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, centers_update
+from ...passes.cmeans import CMeansPass
+from ...parallel.placement import is_dask_array
+from .cmeans_shards import CMeansShards, Memberships
+from ...runtime.progress import Progress, history_entry
+
+
+def _nonfinite_error(dtype):
+    return ValueError("Input X contains NaN or infinity (or values whose squares overflow "
+                      f"{np.dtype(dtype).name}).")
+
+
+class FuzzyCMeans(ClusterMixin, KCluster):
+    """Fuzzy c-means clustering on OpenCL devices (Bezdek's algorithm).
+
+    ``m``: fuzzifier (> 1).  ``init``: "k-means++" (on the devices, as
+    KMeans), "random" (rows drawn with probability proportional to
+    sample_weight) or an (n_clusters, n_features) array.  ``devices``,
+    ``dtype``: as KMeans.  ``comm``: an mpi4py communicator (each rank passes
+    its own rows).  ``sample_weight`` in fit/score multiplies u^m.
+    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); every
+    mode runs as "float32" (the same model, bit for bit): on NVIDIA tensor
+    cores the pass's distances and statistics are 3xTF32 GEMM tiles
+    (passes/cmeans_mma.py, where the device profile's cmeans_mma asks),
+    float32 accuracy; the portable float32 kernels elsewhere.
+    """
+
+    _parameter_rules = {
+        "n_clusters": [(numbers.Integral, 1, None)],
+        "m": [(numbers.Real, 1, None)],
+        "init": CENTERS_INIT_RULE,
+    }
+
+    def __init__(self, n_clusters=8, *, m=2.0, tol=1e-4, max_iter=300, init="k-means++",
+                 random_state=None, devices=None, dtype=None, comm=None, verbose=0,
+                 precision="float32"):
+        self.n_clusters = n_clusters
+        self.precision = precision
+        self.m = m
+        self.tol = tol
+        self.max_iter = max_iter
+        self.init = init
+        self.random_state = random_state
+        self.devices = devices
+        self.dtype = dtype
+        self.comm = comm
+        self.verbose = verbose
+
+    def _check_params(self):
+        super()._check_params()
+        if not (np.isfinite(self.m) and self.m > 1):
+            raise ValueError(f"The 'm' parameter of {type(self).__name__} must be a finite "
+                             f"float > 1. Got {self.m!r} instead.")
+
+    # ---------------------------------------------------------------- fitting
+    def _fit(self, data, host_w, rng, ranks):
+        _, tol = self._mean_and_tol(data, ranks)
+        init = self._checked_init(data.d)
+        centers = ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
+        passes = CMeansShards(data, self.n_clusters, float(self.m), ranks)
+        d, self.history_ = data.d, []
+        bar = Progress(self.max_iter, "c-means", bool(self.verbose) and ranks.rank == 0)
+        for it in range(self.max_iter):
+            start = time.perf_counter()
+            stats, _ = passes.run(centers)
+            objective = stats.objective
+            if stats.n_nonfinite:
+                bar.close()
+                raise _nonfinite_error(data.dtype)
+            num, den = stats.stats[:, :d], stats.stats[:, d]
+            new = centers_update(num, den, centers)
+            shift = float(((new - centers) ** 2).sum())
+            centers = new
+            self.history_.append(history_entry(it + 1, start, data, objective=objective,
+                                               center_shift=shift))
+            bar.step(objective=objective, shift=shift)
+            if self.verbose > 1 and ranks.rank == 0:
+                print(f"  iteration {it}: objective {objective:.6g}, shift {shift:.3g}")
+            if shift <= tol:
+                break
+            data.rebalance()
+        bar.close()
+        stats, u = passes.memberships(centers)
+        objective = stats.objective
+        if stats.n_nonfinite:
+            raise _nonfinite_error(data.dtype)
+        self.cluster_centers_ = centers.astype(data.dtype)
+        self._u, self._labels = u, None   # u_, labels_: from the devices when first read
+        self.objective_ = objective
+        self.n_iter_ = it + 1
+        self.n_features_in_ = d
+        self.devices_ = data.rows_per_device
+        return self
+
+    @property
+    def u_(self):
+        """The fit's memberships (n x n_clusters): the final pass leaves them
+        on the devices; the first read brings them to the host (a fit whose
+        ``u_`` is never read never copies n x c values)."""
+        if "_u" not in self.__dict__:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'u_'")
+        if isinstance(self._u, Memberships):   # a dask array stays one
+            self._u = self._u.get()
+        return self._u
+
+    @u_.setter
+    def u_(self, value):
+        self._u = value
+
+    @property
+    def labels_(self):
+        """Each row's largest membership (the first of equals): taken on the
+        devices while ``u_`` is there, else from ``u_``."""
+        if self.__dict__.get("_labels") is None:
+            if "_u" not in self.__dict__:
+                raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                     "'labels_'")
+            u = self._u
+            self._labels = u.labels() if isinstance(u, Memberships) else u.argmax(axis=1)
+        return self._labels
+
+    @labels_.setter
+    def labels_(self, value):
+        self._labels = value
+
+    def __getstate__(self):
+        if "_u" in self.__dict__:   # device arrays do not pickle: the host's copies
+            self.u_, self.labels_
+        getstate = getattr(super(), "__getstate__", None)   # scikit-learn's, else Python's
+        return getstate() if getstate is not None else dict(self.__dict__)
+
+    def _calibration_pass(self, part):
+        """What measured weights time (DeviceManager.scatter): an updating
+        pass over a sample partition."""
+        c = min(self.n_clusters, part.n)
+        centers = part.x[:c].get(part.queue).astype(np.float64)
+        cpass = CMeansPass(part, c, float(self.m))
+        return lambda: cpass.run(centers)
+
+    # ------------------------------------------------------------- inference
+    def _memberships(self, X, sample_weight, write_u):
+        """(objective, memberships) of X at the fitted centres."""
+        def attempt(data):
+            passes = CMeansShards(data, self.n_clusters, float(self.m))
+            stats, u = passes.run(self.cluster_centers_, update=False, write_u=write_u)
+            if stats.n_nonfinite:
+                raise _nonfinite_error(data.dtype)
+            return stats.objective, u
+        return self._on_devices(X, sample_weight, attempt)
+
+    def predict_proba(self, X):
+        """Memberships (n x n_clusters, rows sum to 1) of X at the fitted centres."""
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict_proba", self.cluster_centers_.dtype,
+                                   self.n_clusters)
+        return self._memberships(X, None, True)[1]
+
+    def predict(self, X):
+        """Index of each row's largest membership (its nearest centre),
+        taken on the devices (the memberships stay there)."""
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int64)
+        def attempt(data):
+            passes = CMeansShards(data, self.n_clusters, float(self.m))
+            stats, u = passes.memberships(self.cluster_centers_)
+            if stats.n_nonfinite:
+                raise _nonfinite_error(data.dtype)
+            return u.labels()
+        return self._on_devices(X, None, attempt)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the objective J_m of X at the fitted centres."""
+        if is_dask_array(X):   # each block's on its worker, summed
+            return self._dask_score(X, sample_weight)
+        return -self._memberships(X, sample_weight, False)[0]

@@ -1,0 +1,448 @@
+"""Gaussian-mixture EM (scikit-learn's GaussianMixture API) with MDL order selection.
+
+One EM iteration is one pass over every chunk of the fit's rows
+(parallel/sharded.py's GmmShards of passes/gmm.py's GmmPass: the E kernel,
+then the M kernel on the responsibilities it left on the device); only the reduced float64 statistics come to the host,
+which updates the model and its Cholesky factors (the model's math, beside
+the MDL merge, is in mdl.py).  The data-driven starts leave their
+responsibilities on the devices: one-hot rows made there from k-means'
+labels (a KMeans fit of these same rows) or from k chosen rows; "random"
+draws them on the rows' host, a block of rows at a time (on a Dask worker
+from the random stream moved to its rows: no per-row value travels).
+"""
+import math
+import numbers
+import time
+import warnings
+
+import numpy as np
+
+from .mdl import (Fitted, Model, cholesky_of_precisions, covariances_of, m_step, precisions_of,
+                  raw_second_moment, records, select_order)
+from ...parallel import comm as mpi
+from .._base import KCluster
+from ..inits import kmeans_plusplus
+from ...parallel.placement import is_dask_array
+from .gmm_shards import GmmShards
+from ..registry import estimator_class
+from ...runtime.progress import Progress, history_entry
+from ...runtime.validation import check_random_state, skip_uniform
+
+try:
+    from sklearn.base import DensityMixin
+    from sklearn.exceptions import ConvergenceWarning
+except ImportError:   # scikit-learn is optional
+    class ConvergenceWarning(UserWarning):
+        pass
+
+    class DensityMixin:
+        pass
+
+
+# "random" init: responsibilities drawn and uploaded this many values at a time
+RANDOM_BLOCK = 1 << 20
+
+
+class GaussianMixture(DensityMixin, KCluster):
+    """Gaussian mixture fitted by EM on OpenCL devices (scikit-learn's API).
+
+    The E step (log-densities, log-sum-exp, responsibilities) and the M-step
+    statistics run on the devices; the host computes the new parameters.
+    ``covariance_type`` "tied" runs the "full" passes with one precision
+    factor broadcast to every component, "spherical" the "diag" passes with
+    each component's one precision broadcast over the features; the host
+    pools their statistics as scikit-learn's M step does.
+    ``min_components``: MDL order selection from n_components down to it
+    (``mdl_path_``, ``n_components_``; "full" and "diag" only).  ``warm_start``:
+    each fit goes on from the last one's parameters (one init, scikit-learn's
+    rule).  ``devices``, ``dtype``, ``comm``: as in KMeans.
+    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the diag
+    E and M steps' tensor-core kernels (passes/gmm_mma.py, NVIDIA) are 3xTF32
+    and have no faster mode yet, so every mode runs as "float32" (the same
+    model, bit for bit).
+    """
+
+    _parameter_rules = {
+        "n_components": [(numbers.Integral, 1, None)],
+        "covariance_type": ["full", "diag", "tied", "spherical"],
+        "reg_covar": [(numbers.Real, 0, None)],
+        "max_iter": [(numbers.Integral, 0, None)],
+        "n_init": [(numbers.Integral, 1, None)],
+        "init_params": ["kmeans", "k-means++", "random", "random_from_data"],
+        "weights_init": [None, np.ndarray, list, tuple],
+        "means_init": [None, np.ndarray, list, tuple],
+        "precisions_init": [None, np.ndarray, list, tuple],
+        "warm_start": [bool],
+        "min_components": [None, (numbers.Integral, 1, None)],
+    }
+    _fitted_attribute = "means_"
+
+    def __init__(self, n_components=1, *, covariance_type="full", tol=1e-3, reg_covar=1e-6,
+                 max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
+                 means_init=None, precisions_init=None, random_state=None,
+                 warm_start=False, min_components=None, devices=None, dtype=None, comm=None,
+                 verbose=0, precision="float32"):
+        self.n_components = n_components
+        self.precision = precision
+        self.covariance_type = covariance_type
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.init_params = init_params
+        self.weights_init = weights_init
+        self.means_init = means_init
+        self.precisions_init = precisions_init
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.min_components = min_components
+        self.devices = devices
+        self.dtype = dtype
+        self.comm = comm
+        self.verbose = verbose
+
+    @property
+    def _full(self):
+        """The device passes' layout: "tied" is "full" with equal factors."""
+        return self.covariance_type in ("full", "tied")
+
+    @property
+    def _pooled(self):
+        """One covariance for all components (tied) or for all features (spherical)."""
+        return self.covariance_type in ("tied", "spherical")
+
+    # ---------------------------------------------------------------- fitting
+    def fit(self, X, y=None):
+        return self._fit_on_devices(X, None)
+
+    def _check_params(self):
+        super()._check_params()
+        if self.min_components is not None and self.min_components > self.n_components:
+            raise ValueError(f"min_components={self.min_components} must be <= "
+                             f"n_components={self.n_components}")
+        if self.min_components is not None and self._pooled:
+            # merging two components of a tied / spherical mixture leaves one
+            # that is neither: Bouman's merge is defined on full / diag only
+            raise ValueError("min_components (MDL order selection) needs covariance_type "
+                             f"'full' or 'diag', got '{self.covariance_type}'")
+
+    def _check_n_samples(self, n, d):
+        if n < 2:
+            raise ValueError(f"Found array with {n} sample(s) (shape=({n}, {d})) "
+                             "while a minimum of 2 is required by GaussianMixture.")
+        if n < self.n_components:
+            raise ValueError("Expected n_samples >= n_components but got n_components = "
+                             f"{self.n_components}, n_samples = {n}")
+
+    def _fit(self, data, host_w, rng, ranks):
+        # a pass that raises on one rank raises on all (self._ranks.together)
+        self._ranks, n = ranks, ranks.n
+        *_, finite = data.moments()
+        mpi.check_together(ranks.comm, None if finite else
+                           ValueError("Input X contains NaN or infinity."))
+        full, d = self._full, data.d
+        given = self._checked_inits(d)
+        gm = GmmShards(data, self.n_components, full, self._ranks)
+        self.history_ = []   # every EM iteration of the fit (all inits, all MDL orders)
+        self._eps = float(np.finfo(data.dtype).eps)
+        self._float32 = data.dtype == np.float32
+        best = None
+        # scikit-learn's warm start: one EM run from the last fit's parameters
+        warm = self._warm_model(d) if self.warm_start and hasattr(self, "converged_") else None
+        n_init = 1 if warm is not None or all(g is not None for g in given) else self.n_init
+        for init in range(n_init):
+            model = warm if warm is not None else self._initial_model(gm, data, given, rng,
+                                                                      host_w)
+            # a warm start's first change is from the last fit's lower bound
+            fitted = self._em(gm, model, n, -np.inf if warm is None else self.lower_bound_)
+            if self.verbose:
+                print(f"GaussianMixture init {init}: lower bound {fitted.lower_bound:.6g}, "
+                      f"{fitted.n_iter} iterations, converged={fitted.converged}")
+            if best is None or fitted.lower_bound > best.lower_bound:
+                best = fitted
+        self.mdl_path_ = None
+        if self.min_components is not None:
+            best, self.mdl_path_ = select_order(
+                best, lambda m: self._em(gm, m, n),
+                lambda m: self._loglik(gm, m), self.min_components, n, d, full)
+        if not best.converged and self.max_iter > 0:
+            warnings.warn("Best performing initialization did not converge. Try different "
+                          "init parameters, or increase max_iter, tol, or check for "
+                          "degenerate data.", ConvergenceWarning, stacklevel=3)
+        self._set_model(best.model, data.dtype)
+        self.converged_, self.n_iter_ = best.converged, best.n_iter
+        self.lower_bound_ = best.lower_bound
+        self.lower_bounds_ = best.lower_bounds   # each iteration's, of the best run
+        self.n_features_in_ = d
+        self.devices_ = data.rows_per_device
+        return self
+
+    def _em(self, gm, model, n, lower_bound=-np.inf):
+        """EM iterations from *model* (scikit-learn's loop): a Fitted."""
+        with Progress(self.max_iter, f"GMM K={len(model.weights)}",
+                      bool(self.verbose) and self._ranks.rank == 0) as bar:
+            return self._em_steps(gm, model, n, bar, lower_bound)
+
+    def _em_steps(self, gm, model, n, bar, lower_bound):
+        if self.max_iter == 0:   # scikit-learn: the start, no lower bound (warm too)
+            return Fitted(model, -np.inf, 0, False)
+        converged, it, bounds = False, 0, []
+        for it in range(1, self.max_iter + 1):
+            start = time.perf_counter()
+            prev = lower_bound
+            step = gm.em(records(model, self._full), model.means)
+            ll, stats = step.loglik, step.stats
+            if step.n_bad:
+                raise ValueError("Input X contains NaN or infinity (or values whose "
+                                 "log-density is not finite).")
+            model = m_step(stats, model.means, self.reg_covar, self._full, self._eps,
+                               self._float32, self._pooled)
+            lower_bound = float(ll) / n
+            bounds.append(lower_bound)
+            self.history_.append(history_entry(it, start, gm.data, lower_bound=lower_bound,
+                                               n_components=len(model.weights)))
+            bar.step(lower_bound=lower_bound)
+            if self.verbose > 1:
+                print(f"  iteration {it}: lower bound {lower_bound:.8g}")
+            if abs(lower_bound - prev) < self.tol:
+                converged = True
+                break
+            gm.data.rebalance()
+        return Fitted(model, lower_bound, it, converged, lower_bounds=bounds)
+
+    def _loglik(self, gm, model):
+        scored, _ = gm.score(records(model, self._full), want=())
+        if scored.n_bad:
+            raise ValueError("Input X contains NaN or infinity.")
+        return float(scored.loglik)
+
+    # --------------------------------------------------------- initialisation
+    def _checked_inits(self, d):
+        """weights_init, means_init, precisions_init as float64 (None stays None),
+        checked as scikit-learn checks them."""
+        k, kind = self.n_components, self.covariance_type
+        out = []
+        for name, value, shape in (("weights", self.weights_init, (k,)),
+                                   ("means", self.means_init, (k, d)),
+                                   (f"{kind} precision", self.precisions_init,
+                                    _shape(kind, k, d))):
+            if value is None:
+                out.append(None)
+                continue
+            value = np.array(value, dtype=np.float64)
+            if value.ndim > 2 and kind != "full":   # scikit-learn's check_array
+                raise ValueError(f"Found array with dim {value.ndim}, while dim <= 2 is "
+                                 "required.")
+            if value.shape != shape:
+                raise ValueError(f"The parameter '{name}' should have the shape of {shape}, "
+                                 f"but got {value.shape}")
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"The parameter '{name}' contains NaN or infinity.")
+            out.append(value)
+        w, _, p = out
+        if w is not None:
+            if np.any(w < 0) or np.any(w > 1):
+                raise ValueError("The parameter 'weights' should be in the range [0, 1], but "
+                                 f"got max value {w.max():.5f}, min value {w.min():.5f}")
+            if not abs(1.0 - w.sum()) <= 1e-6:
+                raise ValueError("The parameter 'weights' should be normalized, but got "
+                                 f"sum(weights) = {w.sum():.5f}")
+        if p is not None:
+            if self._full:
+                sym = np.allclose(p, np.swapaxes(p, -1, -2))
+                if not sym or np.any(np.linalg.eigvalsh(p) <= 0):
+                    raise ValueError(f"'{kind} precision' should be symmetric, "
+                                     "positive-definite")
+            elif np.any(p <= 0):
+                raise ValueError(f"'{kind} precision' should be positive")
+            out[2] = _broadcast(kind, p, k, d)   # the device layout
+        return out
+
+    def _warm_model(self, d):
+        """The last fit's model (float64, device layout), as warm start's start."""
+        model = self._model()
+        if model.means.shape != (self.n_components, d):
+            raise ValueError(f"warm_start: the fitted means_ have shape {model.means.shape}, "
+                             f"but n_components={self.n_components} and X has {d} features")
+        return model
+
+    def _initial_model(self, gm, data, given, rng, host_w):
+        full, k = self._full, self.n_components
+        w0, m0, p0 = given
+        if w0 is None or m0 is None or p0 is None:
+            local_mean = data.moments()[0]
+            n = float(self._ranks.sum(np.array([data.n]))[0])
+            center = np.broadcast_to(self._ranks.sum(local_mean * data.n) / n, (k, data.d))
+            xtx = None
+            if self.covariance_type == "tied" and self.init_params in ("k-means++",
+                                                                        "random_from_data"):
+                # one-hot on k rows is no partition: scikit-learn's tied
+                # covariance counts every row's x x' (X'X, all in component 0)
+                gm.resp_in_first()
+                xtx = raw_second_moment(gm.resp_stats(center)[:1], center[:1])
+            self._initial_resp(gm, data, rng, host_w)
+            # means first (about the data mean), then the scatter about them
+            stats = gm.resp_stats(center)
+            nk = stats[:, 0] + 10 * self._eps
+            means = (stats[:, 1:1 + data.d] + stats[:, :1] * center) / nk[:, None]
+            stats = gm.resp_stats(means)
+            extra = None if xtx is None else xtx - raw_second_moment(stats, means)
+            est = m_step(stats, means, self.reg_covar, full, self._eps, self._float32,
+                             self._pooled, extra)
+            est.weights = (stats[:, 0] + 10 * self._eps) / n
+            w0 = est.weights if w0 is None else w0
+            m0 = est.means if m0 is None else m0
+            if p0 is None:
+                return Model(w0, m0, est.covariances, est.prec_chol)
+        prec_chol = cholesky_of_precisions(p0, full)
+        return Model(w0, m0, covariances_of(prec_chol, full), prec_chol)
+
+    def _initial_resp(self, gm, data, rng, host_w):
+        """The initial responsibilities of this rank's rows, left on the
+        devices (gm: the fit's GmmShards); drawn from all ranks' rows, as
+        one process would.  Only "random" draws on a host (a block of rows
+        at a time, where the rows are); the others are one-hot rows made on
+        the devices."""
+        k, ranks = self.n_components, self._ranks
+        if self.init_params == "random":   # all ranks' draws, in row order
+            def skip(stream, rows):
+                skip_uniform(stream, rows * k, RANDOM_BLOCK)
+            skip(rng, ranks.offset)
+            gm.resp_from_stream(rng, lambda own, rows: _uniform_resp(own, rows, k), skip,
+                                max(1, RANDOM_BLOCK // k))
+            skip(rng, ranks.n - ranks.offset - data.n)
+        elif self.init_params == "kmeans":   # a fit of all ranks' rows, on these devices
+            kmeans = estimator_class("KMeans")(n_clusters=k, n_init=1, random_state=rng,
+                                               devices=self.devices, dtype=data.dtype,
+                                               comm=self.comm)
+            lloyd = kmeans._fit_leaving_labels(data, host_w, rng, ranks)
+            # its labels, still on the devices (as its labels_, this rank's rows)
+            gm.resp_from_lloyd(lloyd)
+        else:   # k rows of all ranks' (global indices, made this rank's)
+            if self.init_params == "random_from_data":
+                idx = rng.choice(ranks.n, size=k, replace=False)
+            else:   # k-means++ on the devices (unit weights)
+                idx = np.asarray(kmeans_plusplus(data, k, rng, host_w, ranks=ranks))
+            gm.resp_from_rows(idx - ranks.offset)
+
+    def _set_model(self, model, dtype):
+        full, kind = self._full, self.covariance_type
+        self.weights_ = model.weights.astype(dtype)
+        self.means_ = model.means.astype(dtype)
+        self.covariances_ = _compact(kind, model.covariances).astype(dtype)
+        self.precisions_cholesky_ = _compact(kind, model.prec_chol).astype(dtype)
+        self.precisions_ = _compact(kind, precisions_of(model.prec_chol, full)).astype(dtype)
+        self.n_components_ = model.k
+
+    # ------------------------------------------------------------- inference
+    def _model(self):
+        self._check_fitted()
+        kind, (k, d) = self.covariance_type, self.means_.shape
+        return Model(self.weights_.astype(np.float64), self.means_.astype(np.float64),
+                         _broadcast(kind, self.covariances_.astype(np.float64), k, d),
+                         _broadcast(kind, self.precisions_cholesky_.astype(np.float64), k, d))
+
+    def _score(self, X, want):
+        model = self._model()
+        scored, arrays = self._on_devices(X, None, lambda data: GmmShards(
+            data, model.k, self._full).score(records(model, self._full), want))
+        if scored.n_bad:
+            raise ValueError("Input X contains NaN or infinity.")
+        return arrays
+
+    def score_samples(self, X):
+        """Each row's log-likelihood, in the model's dtype (scikit-learn's);
+        computed in float64 on the devices."""
+        self._check_fitted()
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "score_samples", self.means_.dtype)
+        return self._score(X, ("lse",))["lse"].astype(self.means_.dtype)
+
+    def score(self, X, y=None):
+        """The mean log-likelihood: scikit-learn's, the mean of score_samples
+        (a numpy scalar of the model's dtype; of a dask array, each block's
+        sum made on its worker, in float64)."""
+        samples = self.score_samples(X)
+        if is_dask_array(samples):
+            return self.means_.dtype.type(samples.astype(np.float64).mean().compute())
+        return samples.mean()
+
+    def predict(self, X):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict", np.int64)
+        return self._score(X, ("labels",))["labels"]
+
+    def predict_proba(self, X):
+        if is_dask_array(X):   # on the workers, beside the blocks
+            return self._dask_rows(X, "predict_proba", np.float64, self.n_components_)
+        return self._score(X, ("resp",))["resp"]
+
+    def fit_predict(self, X, y=None):
+        return self.fit(X).predict(X)
+
+    def _n_parameters(self):
+        """scikit-learn's count: covariances + means + weights - 1."""
+        k, d = self.n_components_, self.n_features_in_
+        cov = {"full": k * d * (d + 1) // 2, "diag": k * d, "tied": d * (d + 1) // 2,
+               "spherical": k}[self.covariance_type]
+        return int(cov + k * d + k - 1)
+
+    def bic(self, X):
+        n = len(X)
+        return -2 * self.score(X) * n + self._n_parameters() * math.log(n)
+
+    def aic(self, X):
+        return -2 * self.score(X) * len(X) + 2 * self._n_parameters()
+
+    def mdl(self, X):
+        """Rissanen's MDL of the model on X: -log L + 1/2 P log(N D)."""
+        n = len(X)
+        return -self.score(X) * n + 0.5 * self._n_parameters() * math.log(n * self.n_features_in_)
+
+    def sample(self, n_samples=1):
+        """Random samples from the fitted mixture: (X, component labels)."""
+        model = self._model()
+        if n_samples < 1:
+            raise ValueError(f"Invalid value for 'n_samples': {n_samples} . The sampling "
+                             "requires at least one sample.")
+        rng = check_random_state(self.random_state)
+        counts = rng.multinomial(n_samples, model.weights / model.weights.sum())
+        if self._full:
+            X = np.vstack([rng.multivariate_normal(m, c, int(s)) for m, c, s in
+                           zip(model.means, model.covariances, counts)])
+        else:
+            X = np.vstack([m + rng.standard_normal(size=(s, len(m))) * np.sqrt(c)
+                           for m, c, s in zip(model.means, model.covariances, counts)])
+        return X, np.repeat(np.arange(model.k), counts)
+
+
+def _shape(kind, k, d):
+    """scikit-learn's shape of covariances / precisions of each type."""
+    return {"full": (k, d, d), "diag": (k, d), "tied": (d, d), "spherical": (k,)}[kind]
+
+
+def _broadcast(kind, value, k, d):
+    """A tied / spherical array in the device layout (k copies of the tied
+    matrix, each spherical value over d features); full / diag as they are."""
+    if kind == "tied":
+        return np.broadcast_to(value, (k, d, d)).copy()
+    if kind == "spherical":
+        return np.broadcast_to(value[:, None], (k, d)).copy()
+    return value
+
+
+def _compact(kind, value):
+    """The inverse of _broadcast: scikit-learn's shape of the device layout."""
+    if kind == "tied":
+        return value[0]
+    if kind == "spherical":
+        return value[:, 0]
+    return value
+
+
+def _uniform_resp(rng, rows, k):
+    """The "random" init's next *rows* responsibilities from *rng*
+    (scikit-learn's: uniform draws, each row normalised)."""
+    resp = rng.uniform(size=(rows, k))
+    resp /= resp.sum(axis=1)[:, None]
+    return resp

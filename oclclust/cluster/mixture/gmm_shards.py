@@ -1,0 +1,104 @@
+"""Gaussian-mixture EM over a fit's rows: the E-step pass (passes/gmm.py)
+on every chunk and rank, as a ShardedPass, with the responsibilities
+it keeps on the devices between the steps."""
+import copy
+import dataclasses
+
+import numpy as np
+import pyopencl.array as cla
+
+from ...parallel.sharded import ShardedPass, Sums
+from ...passes.gmm import GmmPass
+from ...runtime.reduce import Stats
+from ...runtime.transfer import download
+
+
+# ---------------------------------------------------- Gaussian-mixture EM
+@dataclasses.dataclass
+class GmmStats(Stats):
+    loglik: float          # sum of log p(x)
+    n_bad: int             # rows whose log-density is not finite
+    stats: np.ndarray = None   # k x SZ M-step statistics (None: a score)
+
+
+class GmmShards(ShardedPass):
+    """The E and M passes (passes.gmm) over a fit's rows."""
+
+    def __init__(self, data, k, full, ranks=None):
+        super().__init__(data, ranks, lambda chunk: GmmPass(chunk, k, full))
+
+    def em(self, records, means):
+        """One EM pass: GmmStats with the M statistics."""
+        def one(chunk, gp):
+            ll, bad = gp.estep(records)
+            return GmmStats(ll, bad, gp.mstep(means))
+        return self.reduce(one, timed=True)
+
+    def resp_from_lloyd(self, lloyd):
+        """One-hot responsibilities on the device from the labels a k-means
+        fit (*lloyd*: its LloydShards over these rows) left there, each
+        chunk's from its own (on a Dask worker too: no label travels)."""
+        self.map_with(lambda chunk, gp, st: gp.onehot(gp.k, labels=st.current_labels()),
+                      others=[lloyd])
+
+    def resp_in_first(self):
+        """Every row's whole responsibility in component 0 (one-hot rows of
+        zero labels, made on the device)."""
+        self.map(lambda chunk, gp: gp.onehot(gp.k, labels=cla.zeros(chunk.queue, chunk.n,
+                                                                     np.int32)))
+
+    def resp_from_rows(self, rows):
+        """One-hot responsibilities on the device: component j is the one
+        row rows[j] (this rank's row numbers; others' lie outside 0..n-1)."""
+        rows = np.asarray(rows, np.int64)
+        self.map(lambda chunk, gp: gp.onehot(gp.k, rows=rows - chunk.offset))
+
+    def resp_from_stream(self, rng, draw, skip, block):
+        """Responsibilities drawn from the random stream *rng* (a numpy
+        RandomState) in row order: draw(rng, b) -> the next b x k rows,
+        asked for *block* rows at most at a time (never n x k at once);
+        skip(rng, b) moves the stream past b rows without drawing them.
+        Here the chunks draw one after the other on this thread; over a
+        Dask cluster's workers each chunk draws its own rows there, from a
+        copy of the stream moved (skip) to its first row: the same numbers,
+        and only the streams' states travel.  *rng* ends past the rows."""
+        if getattr(self.data, "remote", False):
+            starts = []
+            for chunk in self.data.chunks:
+                starts.append(copy.deepcopy(rng))
+                skip(rng, chunk.n)
+
+            def one(chunk, gp, own):
+                for start in range(0, chunk.n, block):
+                    gp.set_resp(draw(own, min(block, chunk.n - start)), start)
+            self.map_with(one, each=starts)
+            return
+        self.map(lambda chunk, gp: None)   # each chunk's state, for the present layout
+        for chunk in self.data.chunks:
+            gp = self.state(chunk)
+            for start in range(0, chunk.n, block):
+                gp.set_resp(draw(rng, min(block, chunk.n - start)), start)
+
+    def resp_stats(self, means):
+        """M statistics (k x SZ) of the responsibilities on the devices
+        (resp_from_*) about *means*."""
+        return self.reduce(lambda chunk, gp: Sums(gp.mstep(means))).values
+
+    def score(self, records, want=("lse",)):
+        """E pass without the M step: (GmmStats, {name: host array of this
+        rank's rows} for the names in *want*: "lse", "labels", "resp" n x k).
+        Each chunk's arrays go straight to their rows of the host arrays
+        (resp transposed from the device's component-major order there)."""
+        store, k, n = "resp" in want, records.shape[0], self.data.n
+        shapes = {"lse": (n, np.float64), "labels": (n, np.int64), "resp": ((n, k), np.float64)}
+        out = {w: np.empty(*shapes[w]) for w in want}
+
+        def one(chunk, gp):
+            ll, bad = gp.estep(records, store_resp=store)
+            rows = slice(chunk.offset, chunk.offset + chunk.n)
+            for w in want:
+                got = download(chunk.queue, gp.resp[:k * chunk.n] if w == "resp" else
+                               getattr(gp, w))
+                out[w][rows] = got.reshape(k, -1).T if w == "resp" else got
+            return GmmStats(ll, bad)
+        return self.reduce(one), out

@@ -1,0 +1,91 @@
+"""``precision=`` on the k-family: validated with the other parameters
+(scikit-learn's message, before any device work); KMeans's fast modes
+("tf32", "bf16") run as float32 -- bit for bit -- where no tensor cores
+are, and on NVIDIA's record the re-checked rows in history_; the
+estimators without a tensor-core path run every mode as float32."""
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+
+import oclclust as oc
+from oclclust.cluster.kmeans import kmeans
+from oclclust.passes.lloyd_mma import tensor_cores, tie_bound
+
+ESTIMATORS = [oc.KMeans, oc.MiniBatchKMeans, oc.EnsembleKMeans, oc.FuzzyCMeans,
+              oc.GaussianMixture]
+FAST = ["tf32", "bf16"]
+
+
+def blobs(n=500, d=6, seed=0):
+    return make_blobs(n, n_features=d, centers=5, random_state=seed)[0].astype(np.float32)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.__name__)
+@pytest.mark.parametrize("bad", ["fp16", "FLOAT32", None, 32])
+def test_a_bad_precision_is_refused_before_device_work(estimator, bad):
+    """scikit-learn's message; devices=[] would fail at device selection, so
+    the error is the parameter's."""
+    assert estimator().get_params()["precision"] == "float32"
+    with pytest.raises(ValueError, match=r"The 'precision' parameter of "
+                       rf"{estimator.__name__} must be one of 'float32', 'tf32', 'bf16'\. "
+                       rf"Got {bad!r} instead\."):
+        estimator(precision=bad, devices=["no such device"]).fit(blobs())
+
+
+def equal_fits(a, b):
+    for name in ("labels_", "cluster_centers_", "means_", "covariances_", "weights_"):
+        if hasattr(a, name):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    for name in ("inertia_", "n_iter_", "lower_bound_", "inertias_"):
+        if hasattr(a, name):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.parametrize("device_update", [True, False], ids=["device-update", "host-update"])
+@pytest.mark.parametrize("precision", FAST)
+def test_kmeans_fast_modes(devices, profile, precision, device_update):
+    """No tensor cores: the float32 model bit for bit, each iteration's
+    ``rechecked`` 0.  Tensor cores: the re-checked rows recorded, the labels
+    the float64 argmin of the fit's centres but within the mode's bound of a
+    tie (the runs part there, as any two float orders do)."""
+    X = blobs(3000, 16)
+    saved, kmeans.DEVICE_UPDATE = kmeans.DEVICE_UPDATE, device_update
+    try:
+        kw = dict(n_clusters=20, n_init=1, max_iter=8, tol=0.0, random_state=0,
+                  devices=devices)
+        ref = oc.KMeans(**kw).fit(X)
+        fast = oc.KMeans(precision=precision, **kw).fit(X)
+    finally:
+        kmeans.DEVICE_UPDATE = saved
+    assert all("rechecked" not in h for h in ref.history_)
+    assert len(fast.history_) == fast.n_iter_
+    if not tensor_cores(profile):
+        equal_fits(fast, ref)
+        assert [h["rechecked"] for h in fast.history_] == [0] * fast.n_iter_
+        np.testing.assert_array_equal(fast.predict(X), ref.predict(X))
+        assert fast.score(X) == ref.score(X)
+    else:   # near ties part the runs' ways: each run's labels are its centres' argmin
+        assert all(0 <= h["rechecked"] <= len(X) for h in fast.history_)
+        assert sum(h["rechecked"] for h in fast.history_) > 0
+        C = fast.cluster_centers_.astype(np.float64)
+        d2 = ((X[:, None].astype(np.float64) - C[None]) ** 2).sum(-1)
+        best, rows = d2.min(1), np.arange(len(X))
+        a, b = tie_bound(precision, X.shape[1], -(-len(C) // 16) * 16)
+        cmax = np.sqrt((C ** 2).sum(1).max())
+        bound = a * np.linalg.norm(X.astype(np.float64), axis=1) * cmax + b * cmax ** 2
+        assert np.all(d2[rows, fast.labels_] - best <= bound)   # off only at near ties
+        clear = np.sort(d2, 1)[:, 1] - best > bound
+        np.testing.assert_array_equal(fast.labels_[clear], d2.argmin(1)[clear])
+        assert fast.inertia_ == pytest.approx(d2[rows, fast.labels_].sum(), rel=1e-4)
+
+
+@pytest.mark.parametrize("estimator, kw", [
+    (oc.MiniBatchKMeans, dict(n_clusters=4, batch_size=128, max_iter=3)),
+    (oc.EnsembleKMeans, dict(n_clusters=4, n_models=2, max_iter=4)),
+    (oc.FuzzyCMeans, dict(n_clusters=4, max_iter=4)),
+    (oc.GaussianMixture, dict(n_components=3, covariance_type="diag", max_iter=3)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_no_tensor_core_path_runs_float32(devices, estimator, kw):
+    X = blobs(400, 5)
+    ref = estimator(random_state=0, devices=devices, **kw).fit(X)
+    equal_fits(estimator(random_state=0, devices=devices, precision="bf16", **kw).fit(X), ref)
