@@ -29,10 +29,11 @@ def __getattr__(name):
     raise AttributeError(f"module 'oclclust' has no attribute {name!r}")
 
 
-class _Moved(types.ModuleType):
-    """A documented module path of an earlier layout (``oclclust.mpi``,
-    ``oclclust.plots``, ``oclclust.modelio``): its names, looked up in the
-    modules that hold them now, imported on first use."""
+class _FormerModule(types.ModuleType):
+    """A module path of an earlier layout (``oclclust.mpi``, ``oclclust.plots``,
+    ``oclclust.modelio``; the flat ``oclclust.cluster.gmm`` and the other
+    estimators' modules before the family packages): its names, looked up in
+    the modules that hold them now, imported on first use."""
 
     def __init__(self, name, homes):
         super().__init__(name)
@@ -46,9 +47,19 @@ class _Moved(types.ModuleType):
         raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
 
 
-for _old, _homes in {"mpi": ("parallel.comm", "io.shards"), "plots": ("io.plots",),
-                     "modelio": ("io.modelio",)}.items():
-    sys.modules.setdefault(f"{__name__}.{_old}", _Moved(f"{__name__}.{_old}", _homes))
+FORMER_MODULES = {
+    "mpi": ("parallel.comm", "io.shards"), "plots": ("io.plots",), "modelio": ("io.modelio",),
+    "cluster.minibatch": ("cluster.kmeans.minibatch",),
+    "cluster.ensemble": ("cluster.kmeans.ensemble",),
+    "cluster.gmm": ("cluster.mixture.gmm",),
+    "cluster.cmeans": ("cluster.mixture.cmeans",),
+    "cluster.dbscan": ("cluster.density.dbscan.dbscan",),
+    "cluster.hdbscan": ("cluster.density.hdbscan.hdbscan",),
+    "cluster.hierarchical": ("cluster.hierarchy.linkage_matrix",
+                             "cluster.hierarchy.agglomerative"),
+}
+for _old, _homes in FORMER_MODULES.items():
+    sys.modules.setdefault(f"{__name__}.{_old}", _FormerModule(f"{__name__}.{_old}", _homes))
 
 __all__ = ["DeviceFailure", "DeviceManager", "DeviceProfile", "KMeans", "KernelBuildError",
            "kmeans_plusplus", "list_devices", "select_devices", "sub_devices"]
