@@ -44,7 +44,7 @@ from _common import (add_devices_argument, blob_centres, blobs, data_functions,
                      table)
 
 
-# ---- kmeans (formerly bench/devices.py kmeans) -------------------------------------------
+# ---- kmeans (formerly bench/multidevice.py) --------------------------------------------
 
 DOC_KMEANS = """k-means throughput of each device alone and of all of them in one fit.
 
@@ -120,7 +120,7 @@ def kmeans_main(argv=None):
               f"steady iterations {args.n / per_iter / alone_iter:.3f}", flush=True)
 
 
-# ---- gpus (formerly bench/devices.py gpus) -----------------------------------------------
+# ---- gpus (formerly bench/multi_gpu.py) ------------------------------------------------
 
 DOC_GPUS = """Whole fits on several GPUs of one host against one GPU (issue 20).
 
@@ -314,7 +314,7 @@ def gpus_main(argv=None):
     return mpi_body(args) if args.mpi_body else gpus_run(args)
 
 
-# ---- upload (formerly bench/devices.py upload) ------------------------------------------
+# ---- upload (formerly bench/upload_speed.py) -------------------------------------------
 
 DOC_UPLOAD = """Host rows onto several devices at once: the layout step of a fit
 (DeviceManager.scatter: every device's share through its pinned staging,
@@ -391,7 +391,7 @@ def upload_main():
     print(table(["devices", "path", "seconds", "GB/s"], rows, left=2))
 
 
-# ---- mpi (formerly bench/devices.py mpi) ----------------------------------------------
+# ---- mpi (formerly bench/mpi_scaling.py) -----------------------------------------------
 
 DOC_MPI = """Weak scaling of KMeans across MPI ranks: each rank fits its own rows.
 
@@ -545,7 +545,7 @@ def mpi_main(argv=None):
     return body(args) if args.body else driver(args)
 
 
-# ---- dask (formerly bench/devices.py dask) --------------------------------------------
+# ---- dask (formerly bench/dask_scaling.py) ---------------------------------------------
 
 DOC_DASK = """Weak scaling of KMeans across Dask workers: each worker holds its own rows.
 
@@ -691,7 +691,7 @@ def dask_main(argv=None):
     return 0
 
 
-# ---- dask-gmm-init (formerly bench/devices.py dask-gmm-init) ----------------------------------
+# ---- dask-gmm-init (formerly bench/dask_gmm_init.py) -----------------------------------
 
 DOC_DASK_GMM_INIT = """GaussianMixture's data-driven starts on Dask workers: what an init costs
 and what travels between the client and the workers.

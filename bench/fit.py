@@ -35,7 +35,7 @@ from _common import (_busy_seconds, add_devices_argument, blobs, import_oclclust
                      run_measurement, table)
 
 
-# ---- speed (formerly bench/fit.py speed) ----------------------------------------------
+# ---- speed (formerly bench/fit_speed.py) -----------------------------------------------
 
 DOC_SPEED = """The whole fit as users time it: host numpy rows in, a fitted model out.
 
@@ -288,7 +288,7 @@ def speed_main(argv=None):
     return run(args)
 
 
-# ---- overhead (formerly bench/fit.py overhead) ----------------------------------------
+# ---- overhead (formerly bench/fit_overhead.py) -----------------------------------------
 
 DOC_OVERHEAD = """A fit's fixed cost over its iterations (issue 18's CPU goals), and where it goes.
 

@@ -25,7 +25,7 @@ import numpy as np
 from _common import import_oclclust, run_measurement
 
 
-# ---- tiles (formerly bench/kernels.py tiles) -----------------------------------------
+# ---- tiles (formerly bench/distance_tiles.py) ------------------------------------------
 
 DOC_TILES = """Register-tiled distances (templates/distance_tile.cl.mako) against each
 kernel's own, per device: the linkage's condensed distance matrix, the fuzzy

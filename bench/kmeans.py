@@ -43,7 +43,7 @@ from _common import (DEFAULT_BASELINES, FOREIGN, add_devices_argument, blob_cent
                      select_profiles, table as format_table, timed, version)
 
 
-# ---- per-device (formerly bench/kmeans.py per-device) --------------------------------------------
+# ---- per-device (formerly bench/kmeans.py) ---------------------------------------------
 
 DOC_PER_DEVICE = """Time oclclust's k-means against scikit-learn (and faiss-cpu) per OpenCL device.
 
@@ -291,7 +291,7 @@ def per_device_main(argv=None):
     return 1 if failures else 0
 
 
-# ---- gpu (formerly bench/kmeans.py gpu) -----------------------------------------------
+# ---- gpu (formerly bench/gpu_kmeans.py) ------------------------------------------------
 
 DOC_GPU = """oclclust KMeans on a GPU against a PyTorch FP32 GEMM k-means and scikit-learn.
 
@@ -553,7 +553,7 @@ def gpu_main(argv=None):
     return 0
 
 
-# ---- cpu-variants (formerly bench/kmeans.py cpu-variants) ---------------------------------------
+# ---- cpu-variants (formerly bench/lloyd_cpu.py) ----------------------------------------
 
 DOC_CPU_VARIANTS = """Lloyd variants of the CPU runtimes against faiss-cpu, interleaved in one run.
 
@@ -716,7 +716,7 @@ def cpu_variants_main(argv=None):
     return 0
 
 
-# ---- minibatch (formerly bench/kmeans.py minibatch) ------------------------------------
+# ---- minibatch (formerly bench/minibatch_speed.py) -------------------------------------
 
 DOC_MINIBATCH = """MiniBatchKMeans: oclclust against scikit-learn on the same rows, from the
 same random_state (the same draws: both take the same steps), whole fits
@@ -785,7 +785,7 @@ def minibatch_main(argv=None):
     return 0
 
 
-# ---- seeding (formerly bench/kmeans.py seeding) ------------------------------------------
+# ---- seeding (formerly bench/kmeans_init.py) -------------------------------------------
 
 DOC_SEEDING = """Seeding: greedy k-means++ against k-means|| (Bahmani et al.), the time of
 the seeding alone and the inertia after the same Lloyd iterations from it.

@@ -32,7 +32,7 @@ from _common import (DEFAULT_BASELINES, FOREIGN, add_devices_argument, baselines
                      select_profiles, table as format_table, timed, version)
 
 
-# ---- gmm (formerly bench/mixture.py gmm) ------------------------------------------------------
+# ---- gmm (formerly bench/gmm.py) -------------------------------------------------------
 
 DOC_GMM = """Time oclclust's GaussianMixture EM against scikit-learn's, per iteration.
 
@@ -213,7 +213,7 @@ def gmm_main(argv=None):
     return 0
 
 
-# ---- cmeans (formerly bench/mixture.py cmeans) ------------------------------------------------
+# ---- cmeans (formerly bench/cmeans.py) -------------------------------------------------
 
 DOC_CMEANS = """Time oclclust's FuzzyCMeans against a vectorised numpy c-means (and scikit-fuzzy).
 
@@ -321,7 +321,7 @@ def pass_starts(sharded):
 
 def run_oclclust(oc, profile, X, C0, args, resident):
     import pyopencl.array as cla
-    from oclclust.parallel import sharded
+    from oclclust.cluster.mixture import cmeans_shards as sharded
     data = X
     if resident:
         data = cla.to_device(profile.queue(), X)

@@ -38,7 +38,7 @@ from _common import (add_devices_argument, blobs, import_oclclust, large_blobs,
                      run_measurement, select_profiles, time_calls)
 
 
-# ---- cprofile (formerly bench/profiling.py cprofile) -----------------------------------------
+# ---- cprofile (formerly bench/profile_fit.py) ------------------------------------------
 
 DOC_CPROFILE = """Where one fit spends its time: cProfile of a warm fit of DBSCAN, HDBSCAN,
 single linkage, MiniBatchKMeans or KMeans on blobs (the calls into the device
@@ -129,7 +129,7 @@ def profiled(fit, X, args, what, orders):
         pstats.Stats(prof).sort_stats(order).print_stats(args.top)
 
 
-# ---- cprofile-small (formerly bench/profiling.py cprofile-small) ---------------------------------
+# ---- cprofile-small (formerly bench/profile_small.py) ----------------------------------
 
 DOC_CPROFILE_SMALL = """Where a small warm KMeans fit spends its time: cProfile of repeated fits.
 
@@ -167,7 +167,7 @@ def cprofile_small_main(argv=None):
     return 0
 
 
-# ---- phases (formerly bench/profiling.py phases) --------------------------------------------
+# ---- phases (formerly bench/fit_phases.py) ---------------------------------------------
 
 DOC_PHASES = """Where a warm KMeans or FuzzyCMeans fit from host rows spends its time,
 phase by phase (the fit's functions wrapped with timers, nothing changed):
@@ -196,7 +196,7 @@ def phases_main():
     from oclclust.cluster import _base
     from oclclust.cluster.mixture import cmeans
     from oclclust.cluster.kmeans import kmeans, lloyd_loop
-    from oclclust.parallel import sharded
+    from oclclust.cluster.mixture import cmeans_shards
     from oclclust.cluster.kmeans import lloyd_shards as sharded_lloyd
     spent = defaultdict(float)
 
@@ -215,8 +215,8 @@ def phases_main():
         timed(cmeans.FuzzyCMeans, "_fit", "c-means (_fit)")
         timed(cmeans.FuzzyCMeans, "_mean_and_tol", "  of which moments (_mean_and_tol)")
         timed(cmeans.FuzzyCMeans, "_init_centers", "  of which start (_init_centers)")
-        timed(sharded.CMeansShards, "run", "  of which iterations (CMeansShards.run)")
-        timed(sharded.CMeansShards, "memberships", "  of which final pass (memberships)")
+        timed(cmeans_shards.CMeansShards, "run", "  of which iterations (CMeansShards.run)")
+        timed(cmeans_shards.CMeansShards, "memberships", "  of which final pass (memberships)")
         timed(cmeans.CMeansPass, "__init__", "    passes made (CMeansPass.__init__)")
         loop = "c-means (_fit)"
     gc_t = {}
@@ -256,7 +256,7 @@ def phases_main():
     print(f"  {'outside these':42s} {outside * 1e3:8.2f} ms")
 
 
-# ---- timeline (formerly bench/profiling.py timeline) ----------------------------------------
+# ---- timeline (formerly bench/fit_timeline.py) -----------------------------------------
 
 DOC_TIMELINE = """Where a warm KMeans fit over one or several devices spends its time: the
 fit's own functions wrapped with timers (nothing changed), each call's
@@ -399,7 +399,7 @@ def timeline_main():
         summarise(start, end)
 
 
-# ---- single-linkage (formerly bench/profiling.py single-linkage) ---------------------------------
+# ---- single-linkage (formerly bench/single_phases.py) ----------------------------------
 
 DOC_SINGLE_LINKAGE = """Where single linkage on the rows spends its time: the MST's spatial order,
 device scans (each finished before the clock reads), Boruvka's host rounds

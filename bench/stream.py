@@ -36,7 +36,7 @@ from _common import (add_devices_argument, import_oclclust, run_measurement, sel
                      table)
 
 
-# ---- speed (formerly bench/stream.py speed) -------------------------------------------
+# ---- speed (formerly bench/stream_speed.py) --------------------------------------------
 
 DOC_SPEED = """Streaming at the link's speed: one k-means iteration streamed through a
 memory budget vs resident, and the host -> device rates beneath it.
@@ -191,7 +191,7 @@ def speed_main(argv=None):
           f"{pinned / 1e6:.1f} MB; streamed per pass {(X.nbytes - tail) / 1e9:.2f} GB")
 
 
-# ---- probe (formerly bench/stream.py probe) -------------------------------------------
+# ---- probe (formerly bench/stream_probe.py) --------------------------------------------
 
 DOC_PROBE = """Where a streamed k-means iteration's time goes: the host fill of pinned
 pieces by 1..16 threads, the DMA alone, the two at once, pageable copies
@@ -365,7 +365,7 @@ def probe_main():
     streamed(oc, profile, args)
 
 
-# ---- timeline (formerly bench/stream.py timeline) -------------------------------------
+# ---- timeline (formerly bench/stream_timeline.py) --------------------------------------
 
 DOC_TIMELINE = """The command timeline of a streamed k-means fit: when each host -> device
 copy and each kernel of every pass starts and ends on the device (OpenCL
