@@ -1,9 +1,13 @@
 """What the benchmarks share: this checkout's oclclust, the anchor harnesses'
-data (../shared/bench/), timing and tables.
+data (../shared/bench/, or this module's copy of it), timing, tables, and
+the choice of a measurement.
 
-A bench script runs as ``python bench/NAME.py``: Python puts bench/ first on
-sys.path, so ``import _common`` finds this module, and another bench's
-helpers are a plain ``import kmeans`` away.
+A bench script answers one question (bench/fit.py: the whole fit,
+bench/stream.py: streaming, ...) and runs as
+``python bench/NAME.py [MEASUREMENT] [flags]``: MEASUREMENT picks one of
+its measurements (the first where it is left out; ``--help`` lists them),
+the flags are that measurement's.  Python puts bench/ first on sys.path, so
+``import _common`` finds this module.
 """
 import importlib.util
 import os
@@ -36,17 +40,53 @@ def load_module(path, name):
 
 def baselines(path):
     """(the module with baselines.py's make_blobs, init_centers and gmm_init,
-    where they came from): *path*, or the identical copy bench/_data.py where
-    it is absent (the GPU host) or unusable."""
+    where they came from): *path*, or this module's identical copy where it
+    is absent (the GPU host) or unusable."""
     path = Path(path)
     if path.is_file():
         try:
             return load_module(path, "_oclclust_bench_baselines"), str(path)
         except Exception as exc:  # a broken or foreign file: say so and use the copy
             print(f"bench: cannot use {path} ({type(exc).__name__}: {exc}); "
-                  "using bench/_data.py", file=sys.stderr)
-    return (load_module(HERE / "_data.py", "_oclclust_bench_data"),
-            f"{HERE / '_data.py'} (copy; {path} not found)")
+                  "using bench/_common.py's copy", file=sys.stderr)
+    return sys.modules[__name__], f"{HERE / '_common.py'} (copy; {path} not found)"
+
+
+# The copy of ../shared/bench/baselines.py's make_blobs, init_centers and
+# gmm_init that baselines() falls back on where that file is absent (the GPU
+# host): the same data and initial parameters as the baseline measurements.
+# Keep it in step with baselines.py.
+DEFAULT_SEED = 12345
+
+
+def make_blobs(n, d, k_true, seed=DEFAULT_SEED):
+    """Gaussian blobs, float32, shape (n, d).  Returns (X, labels, centers)."""
+    rng = np.random.default_rng(seed)
+    centers = rng.uniform(-10.0, 10.0, size=(k_true, d))
+    labels = rng.integers(0, k_true, size=n)
+    X = centers[labels] + rng.standard_normal((n, d))
+    perm = rng.permutation(n)
+    X = np.ascontiguousarray(X[perm], dtype=np.float32)
+    return X, labels[perm], centers
+
+
+def init_centers(X, k):
+    """First k points of the (already shuffled) data set, float32 copy."""
+    return np.array(X[:k], dtype=np.float32, copy=True)
+
+
+def gmm_init(X, K, covariance_type):
+    """Fixed GMM start: equal weights, means = first K points, unit covariance."""
+    d = X.shape[1]
+    weights = np.full(K, 1.0 / K)
+    means = np.array(X[:K], dtype=np.float64)
+    if covariance_type == "full":
+        precisions = np.broadcast_to(np.eye(d), (K, d, d)).copy()
+    elif covariance_type == "diag":
+        precisions = np.ones((K, d))
+    else:
+        raise ValueError(covariance_type)
+    return weights, means, precisions
 
 
 def data_functions(path):
@@ -175,3 +215,31 @@ def table(head, rows, left=3):
         return "  ".join(c.ljust(w) if i < left else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths)))
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+# ------------------------------------------------------------------ measurements
+def run_measurement(measurements, doc, argv=None):
+    """Run the measurement that argv[0] names (the first of *measurements*,
+    {name: (main, its docstring)}, where argv[0] is a flag or absent) with
+    the rest of argv as its flags; its main parses sys.argv, which is set to
+    them.  ``--help`` alone prints the script's *doc* and the measurements."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    script = Path(sys.argv[0]).name
+    if argv[:1] in (["-h"], ["--help"], ["help"]):
+        print(doc.rstrip())
+        print(f"\nmeasurements (python bench/{script} NAME --help for one's flags; "
+              f"default {next(iter(measurements))}):")
+        for name, (_, text) in measurements.items():
+            print(f"  {name:15s} {text.strip().splitlines()[0]}")
+        return 0
+    if argv and argv[0] in measurements:
+        name, argv = argv[0], argv[1:]
+    elif argv and not argv[0].startswith("-"):
+        print(f"{script}: no measurement {argv[0]!r}; one of {', '.join(measurements)}",
+              file=sys.stderr)
+        return 2
+    else:
+        name = next(iter(measurements))
+    main = measurements[name][0]
+    sys.argv = [f"{script} {name}"] + argv
+    return main()

@@ -10,7 +10,8 @@ import pytest
 import oclclust
 
 PACKAGE = Path(oclclust.__file__).resolve().parent
-LAYERS = ["runtime", "passes", "parallel", "cluster", "io", "cli"]   # lowest first
+LAYERS = ["runtime", "passes", "parallel", "cluster", "io", "cli", "compare"]   # lowest first;
+# compare/ is an entry point (python -m oclclust.compare) over cli's compare
 
 
 def modules():

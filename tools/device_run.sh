@@ -2,9 +2,9 @@
 # On a lent NVIDIA GPU host (the device tool's machine: Python 3.12, no network,
 # pyopencl carried as wheels in .whl/): run the test suite on the NVIDIA
 # platform, or the k-means benchmark.
-# Usage: bash tools/device_run.sh tests [pytest args] | bench [bench/kmeans.py args]
-#                                 | multi [bench/multidevice.py args]
-#                                 | mpi [bench/mpi_scaling.py args]
+# Usage: bash tools/device_run.sh tests [pytest args] | bench [bench/kmeans.py per-device args]
+#                                 | multi [bench/devices.py kmeans args]
+#                                 | mpi [bench/devices.py mpi args]
 #                                 | run SCRIPT [args]   (any python script, same set-up)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -28,11 +28,11 @@ print(next(p.name for p in cl.get_platforms() if "NVIDIA" in p.name))')
     OCLCLUST_TEST_PLATFORM=$platform python3 -m pytest -q -p no:cacheprovider tests \
         --ignore tests/passes/test_oclgrind.py --ignore tests/test_package.py "$@" ;;
   bench)
-    python3 bench/kmeans.py --devices NVIDIA "$@" ;;
+    python3 bench/kmeans.py per-device --devices NVIDIA "$@" ;;
   multi)
-    python3 bench/multidevice.py "$@" ;;
+    python3 bench/devices.py kmeans "$@" ;;
   mpi)
-    python3 bench/mpi_scaling.py "$@" ;;
+    python3 bench/devices.py mpi "$@" ;;
   run)
     python3 "$@" ;;
   *) echo "usage: $0 tests|bench|multi|mpi|run [args]" >&2; exit 2 ;;

@@ -100,7 +100,7 @@ def _locate(data, seeds, chunk_pot, targets):
 # kept the nearest candidate: the same candidates): l = 0.5k over 5 rounds
 # 0.973, l = 2k over 3 rounds 0.982, l = 2k over 5 rounds 1.010 -- l = 0.5k
 # scores a quarter of the distances and leaves a quarter of the candidates
-# to the greedy steps.  bench/kmeans_init.py sweeps them.
+# to the greedy steps.  bench/kmeans.py seeding sweeps them.
 DEFAULT_ROUNDS = 5
 DEFAULT_OVERSAMPLING = 0.5
 

@@ -14,7 +14,7 @@ with the kernels of the chunk before (Shard.run).  The fill converts any
 host source (numpy, np.memmap, F order, any dtype) to the device array's
 dtype a piece at a time, so a memmap is read once and never whole.
 
-The fill is what bounds a streamed pass (bench/stream_timeline.py on an H100
+The fill is what bounds a streamed pass (bench/stream.py timeline on an H100
 host: the DMA and the kernels overlap, the fill threads never rest): numpy's
 copy is glibc's memmove, whose cached stores below its non-temporal threshold
 (151 MiB on a 300 MiB-L3 host; a fill thread copies a few MiB) read each
@@ -38,7 +38,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-# a pinned piece: ~2.5 ms of DMA on PCIe 5.  bench/upload_speed.py on 4 H100s: 10M x 128
+# a pinned piece: ~2.5 ms of DMA on PCIe 5.  bench/devices.py upload on 4 H100s: 10M x 128
 # float32 rows scattered in 0.154 / 0.114 / 0.116 s on 1 / 2 / 4 GPUs with 128 MiB pieces,
 # 0.228 / 0.190 / 0.210 s with 32 MiB (each piece's fill and DMA have a fixed cost)
 PIECE_BYTES = 128 << 20

@@ -1,7 +1,13 @@
-"""python -m oclclust.cli.compare (issue 5): --quick runs and its JSON and CSV are well formed."""
+"""python -m oclclust.cli.compare (issue 5): --quick runs and its JSON and CSV are well formed;
+python -m oclclust.compare (the design card's command) runs the same benchmark."""
 import csv
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import oclclust
 from oclclust.cli import compare
 
 
@@ -47,3 +53,28 @@ def test_help_documents_every_flag():
                  "--iters", "--strategies", "--kdtree", "--leaf-size", "--quick",
                  "--baselines", "--out", "--no-progress", "--seed"):
         assert flag in out
+
+
+def test_python_m_oclclust_compare_runs_the_benchmark(devices, tmp_path):
+    """The design card's command, in a fresh process: --help, then a tiny
+    real run whose table and JSON name the strategies on the device."""
+    name = devices[0].platform
+    source = str(Path(oclclust.__file__).resolve().parent.parent)   # this checkout's oclclust
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [source, os.environ.get("PYTHONPATH")])))
+    command = [sys.executable, "-m", "oclclust.compare"]
+    help_run = subprocess.run(command + ["--help"], capture_output=True, text=True, env=env,
+                              timeout=120)
+    assert help_run.returncode == 0, help_run.stderr
+    assert "--strategies" in help_run.stdout and "--kdtree" in help_run.stdout
+    run = subprocess.run(command + ["--quick", "--devices", name, "--no-progress",
+                                    "--models", "1", "--kd-d", "2", "--n", "2000",
+                                    "--out", str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 0, run.stderr
+    for strategy in ("task", "data", "concatenated"):
+        assert strategy in run.stdout
+    records = json.loads((tmp_path / "compare.json").read_text())["records"]
+    assert {r["strategy"] for r in records} == {"task", "data", "concatenated"}
+    assert all(r["device"].endswith(f"[{name}]") and r["seconds_per_iter"] > 0
+               for r in records)

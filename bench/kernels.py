@@ -1,5 +1,33 @@
 #!/usr/bin/env python3
-"""Register-tiled distances (templates/distance_tile.cl.mako) against each
+"""Kernels alone: a kernel variant against another on the same inputs, per
+device, so that a device's terms in devices.yaml follow from a figure.
+
+    python bench/kernels.py [tiles]                          # every device
+    python bench/kernels.py tiles --quick                    # small shapes
+    python bench/kernels.py tiles --devices NVIDIA           # the GPU host's measurement
+
+Measurements (``python bench/kernels.py NAME --help`` gives each one's flags):
+
+    tiles     register-tiled distances (templates/distance_tile.cl.mako)
+              against each kernel's own: linkage's condensed matrix, the
+              c-means pass, the diagonal GMM E-step (outputs equal bit for bit)
+
+The Lloyd pass's own variants are timed by ``python -m oclclust tune`` (and
+against faiss-cpu by ``bench/kmeans.py cpu-variants``); the "gemm" Lloyd
+variant's sums kernel alone by tools/time_sums.py.
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from _common import import_oclclust, run_measurement
+
+
+# ---- tiles (formerly bench/distance_tiles.py) ------------------------------------------
+
+DOC_TILES = """Register-tiled distances (templates/distance_tile.cl.mako) against each
 kernel's own, per device: the linkage's condensed distance matrix, the fuzzy
 c-means pass and the diagonal GMM E-step.
 
@@ -11,20 +39,14 @@ call waited for, its output's copy to the host not timed; the medians are
 printed with their ratio, so a device's terms in devices.yaml follow from a
 figure.
 
-    python bench/distance_tiles.py                       # every device
-    python bench/distance_tiles.py --quick               # small shapes
-    python3 bench/distance_tiles.py --devices NVIDIA     # the GPU host's measurement
+    python bench/kernels.py tiles                       # every device
+    python bench/kernels.py tiles --quick               # small shapes
+    python3 bench/kernels.py tiles --devices NVIDIA     # the GPU host's measurement
 """
-import argparse
-import sys
-import time
 
-import numpy as np
 
-from _common import import_oclclust
-
-oc = import_oclclust()
-from oclclust.cluster.mixture import mdl  # noqa: E402
+oc = import_oclclust()   # this checkout's oclclust, before its modules below
+from oclclust.cluster.mixture import mdl                     # noqa: E402
 from oclclust.passes import cmeans as cmeans_pass                 # noqa: E402
 from oclclust.passes import gmm as gmm_pass                       # noqa: E402
 from oclclust.passes.linkage import Plan, condensed_distances     # noqa: E402
@@ -101,7 +123,7 @@ def equal(a, b):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=DOC_TILES.split("\n\n")[0])
     ap.add_argument("--devices", default="all", help="devices to time (as in KMeans)")
     ap.add_argument("--linkage", default="20000,32", metavar="N,D")
     ap.add_argument("--cmeans", default="1000000,24,100", metavar="N,D,C")
@@ -117,7 +139,7 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
+def tiles_main(argv=None):
     args = parse_args(argv)
     rows, failed = [], False
     for profile in oc.select_devices(args.devices):
@@ -146,5 +168,10 @@ def main(argv=None):
     return 1 if failed else 0
 
 
+MEASUREMENTS = {
+    "tiles": (tiles_main, DOC_TILES),
+}
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_measurement(MEASUREMENTS, __doc__))

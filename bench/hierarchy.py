@@ -1,9 +1,9 @@
 """Hierarchical clustering: oclclust.linkage against scipy and fastcluster.
 
-    python3 bench/hierarchical.py --n 20000 50000 --d 32 \
+    python3 bench/hierarchy.py --n 20000 50000 --d 32 \
         --methods ward average single --devices NVIDIA
-    python3 bench/hierarchical.py --quick --devices Intel
-    python3 bench/hierarchical.py --sizes 20000 100000 1000000 --d 32 \
+    python3 bench/hierarchy.py --quick --devices Intel
+    python3 bench/hierarchy.py --sizes 20000 100000 1000000 --d 32 \
         --methods single --devices NVIDIA --phases
 
 Single linkage runs on the rows (passes/mst.py: Boruvka's MST, O(N d)
@@ -15,15 +15,15 @@ matrix across 3 device buffers, as complete / average / weighted run past
 the device's largest buffer).  --rows runs every method
 that can on the rows whatever the matrix needs (the others are left out):
 
-    python3 bench/hierarchical.py --n 20000 50000 --d 32 \
+    python3 bench/hierarchy.py --n 20000 50000 --d 32 \
         --methods centroid median ward --rows --devices NVIDIA
-    python3 bench/hierarchical.py --n 50000 1000000 --d 32 --methods ward \
+    python3 bench/hierarchy.py --n 50000 1000000 --d 32 --methods ward \
         --rows --fastcluster-max-n 50000 --devices NVIDIA
-    python3 bench/hierarchical.py --n 5000 20000 50000 --d 32 --methods ward \
+    python3 bench/hierarchy.py --n 5000 20000 50000 --d 32 --methods ward \
         --ward-rows-from 10000000 --no-fastcluster --devices NVIDIA   # the matrix
-    python3 bench/hierarchical.py --n 100000 190000 --d 32 \
+    python3 bench/hierarchy.py --n 100000 190000 --d 32 \
         --methods complete average weighted --no-fastcluster --devices NVIDIA
-    python3 bench/hierarchical.py --n 20000 --d 32 --methods complete average \
+    python3 bench/hierarchy.py --n 20000 --d 32 --methods complete average \
         --buffer-bytes 400000000 --devices NVIDIA      # 4 buffers
 (with --buffer-bytes the warm-up set's matrix spans fewer buffers than the
 timed ones: their kernels' builds are timed; run a size twice to see them apart)

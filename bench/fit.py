@@ -1,5 +1,43 @@
 #!/usr/bin/env python3
-"""The whole fit as users time it: host numpy rows in, a fitted model out.
+"""The whole fit: host rows in, a fitted model out -- what a user's fit
+costs, cold and warm, against the anchors in the same run, and its fixed
+cost over its iterations.
+
+    python bench/fit.py [speed] --devices NVIDIA                     # issue 18's workloads
+    python bench/fit.py speed --quick --devices "Intel(R) OpenCL"     # CPU-sized shapes
+    python bench/fit.py speed --devices NVIDIA --only small,kmeans-1m --json
+    python bench/fit.py overhead                                      # fixed cost / iterations
+    python bench/fit.py overhead --devices NVIDIA --gmm-n 1000000 --gmm-d 128 --gmm-k 1024
+
+Measurements (``python bench/fit.py NAME --help`` gives each one's flags):
+
+    speed     cold and warm whole fits of KMeans, FuzzyCMeans and
+              GaussianMixture with the PyTorch GEMM k-means and scikit-learn
+              on the same rows (one JSON line per figure with --json)
+    overhead  t(I iterations) / (I x marginal iteration), wall and CPU
+              clock, and where GMM's and c-means' fixed costs go
+"""
+import argparse
+import contextlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from _common import (_busy_seconds, add_devices_argument, blobs, import_oclclust, large_blobs,
+                     run_measurement, table)
+
+
+# ---- speed (formerly bench/fit_speed.py) -----------------------------------------------
+
+DOC_SPEED = """The whole fit as users time it: host numpy rows in, a fitted model out.
 
 Issue 18's workloads, each timed cold (a fresh process: import, device
 discovery, programs from the on-disk cache, the fit) and warm (a second fit
@@ -8,27 +46,16 @@ initial centres: the PyTorch GEMM k-means recipe (host data to host labels
 and centres, FP32 and TF32) where CUDA is, scikit-learn on the host for the
 small fits.  Per-iteration seconds are the median of ``history_``.
 
-    python bench/fit_speed.py --devices NVIDIA                  # every workload
-    python bench/fit_speed.py --devices NVIDIA --only small,kmeans-1m
-    python bench/fit_speed.py --quick --devices "Intel(R) OpenCL"   # CPU-sized shapes
+    python bench/fit.py speed --devices NVIDIA                  # every workload
+    python bench/fit.py speed --devices NVIDIA --only small,kmeans-1m
+    python bench/fit.py speed --quick --devices "Intel(R) OpenCL"   # CPU-sized shapes
 
 Cold runs come after the warm ones (the on-disk program cache is then
 warm, as for a user's second script) and read the rows the parent wrote to
 a temporary .npy file (not timed).  "iters" is the fit's n_iter_ (a fit that
 stops changing labels stops before max_iter).  One JSON line per figure with --json, else a table at the end.
 """
-import argparse
-import json
-import os
-import subprocess
-import sys
-import tempfile
-import time
-from pathlib import Path
 
-import numpy as np
-
-from _common import add_devices_argument, import_oclclust, large_blobs, table
 
 GIB = 1 << 30
 
@@ -47,6 +74,8 @@ WORKLOADS = {
     "flash-16m": ("KMeans", 1 << 24, 128, 4096, 5, None),
     "outofcore-100m": ("KMeans", 100_000_000, 128, 4096, 3, 40 * 10 ** 9),
 }
+
+
 QUICK = {
     "kmeans-1m": ("KMeans", 200_000, 32, 64, 10, None),
     "small-1k": ("KMeans", 1_000, 2, 3, 20, None),
@@ -56,6 +85,8 @@ QUICK = {
     "gmm-diag-1m": ("GaussianMixture", 200_000, 32, 64, 3, None),
     "cmeans-1m": ("FuzzyCMeans", 200_000, 24, 100, 10, None),
 }
+
+
 DEFAULT = ["small-1k", "small-10k", "small-100k", "kmeans-1m", "cmeans-1m", "gmm-diag-1m",
            "kmeans-10m", "stream-20m", "flash-16m"]   # out of core: ask with --only
 
@@ -135,7 +166,7 @@ def sklearn_fit(X, C0, iters):
 # -------------------------------------------------------------------- runs
 def cold(name, path, args):
     """A fresh process's first fit of *name* on the rows saved at *path*."""
-    cmd = [sys.executable, __file__, "--child", name, "--rows", path]
+    cmd = [sys.executable, __file__, "speed", "--child", name, "--rows", path]
     cmd += ["--devices", args.devices] if args.devices else []
     cmd += ["--quick"] if args.quick else []
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
@@ -235,8 +266,8 @@ def print_table(rows):
           "ms/iter: median of history_")
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def speed_main(argv=None):
+    ap = argparse.ArgumentParser(description=DOC_SPEED.split("\n\n")[0])
     add_devices_argument(ap)
     ap.add_argument("--quick", action="store_true", help="CPU-sized shapes")
     ap.add_argument("--only", help="comma-separated workloads: " + ", ".join(WORKLOADS))
@@ -257,5 +288,201 @@ def main(argv=None):
     return run(args)
 
 
+# ---- overhead (formerly bench/fit_overhead.py) -----------------------------------------
+
+DOC_OVERHEAD = """A fit's fixed cost over its iterations (issue 18's CPU goals), and where it goes.
+
+    ratio = t(I iterations) / (I x marginal),  marginal = (t(2I) - t(I)) / I
+
+for a whole fit from host data (tol=0, so exactly that many iterations; the
+minimum of --repeats runs each, after an untimed warm-up fit that builds the
+kernels), by the wall clock and by this process's CPU time (all threads: on
+the CPU runtimes the kernels' too; steadier where other processes share the
+cores).  1.0 would be a fit with no cost besides its iterations.
+
+    KMeans           1M x 32, k=256, given centres    (goal <= 1.25)
+    GaussianMixture  200k x 32, K=64, diag, "kmeans"  (goal <= 2.0)
+    FuzzyCMeans      200k x 24, c=100: the whole fit, and its parts
+
+The breakdown times the parts with time.perf_counter around the estimators'
+own steps: GMM's initialisation (_initial_model: the k-means fit and the
+initial statistics) and the EM iterations (history_); c-means' seeding, its
+iterations (history_) and the tail (the final pass writing u_, and labels_).
+
+    python bench/fit.py overhead                       # Intel's CPU runtime
+    python bench/fit.py overhead --devices NVIDIA --gmm-n 1000000 --gmm-d 128 --gmm-k 1024
+"""
+
+
+@contextlib.contextmanager
+def clocked(owner, name, into, clock=time.perf_counter, key=None):
+    """Sum the seconds (by *clock*) of every call of owner.name into
+    into[key or name]."""
+    original, key = getattr(owner, name), key or name
+
+    def wrapper(*args, **kwargs):
+        start = clock()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            into[key] = into.get(key, 0.0) + clock() - start
+    setattr(owner, name, wrapper)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
+def process_seconds():
+    """CPU seconds of this process, all its threads (a CPU runtime's kernels
+    included): on a machine others share, steadier than the wall clock."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def clocked_fit(fit, n, repeats):
+    """(min wall seconds, min process CPU seconds) of *repeats* fit(n)."""
+    walls, cpus = [], []
+    for _ in range(repeats):
+        wall, cpu = time.perf_counter(), process_seconds()
+        fit(n)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(process_seconds() - cpu)
+    return min(walls), min(cpus)
+
+
+def read_all(fc):
+    return fc.labels_, fc.u_
+
+
+def ratio(make, X, iters, repeats):
+    """{clock: (t(iters), marginal seconds of an iteration, ratio)} for the
+    wall clock and the process's CPU time."""
+    def fit(n):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return make(n).fit(X)
+    fit(1)   # kernel builds
+    busy = _busy_seconds()
+    start = time.perf_counter()
+    one, two = clocked_fit(fit, iters, repeats), clocked_fit(fit, 2 * iters, repeats)
+    if busy is not None:
+        wall = time.perf_counter() - start
+        other = (_busy_seconds() - busy) / wall
+        print(f"  (all processes kept {other:.1f} cores busy meanwhile, this one included)")
+    out = {}
+    for clock, t1, t2 in (("wall", one[0], two[0]), ("cpu", one[1], two[1])):
+        marginal = (t2 - t1) / iters
+        out[clock] = t1, marginal, t1 / (iters * marginal)
+    return out
+
+
+def report(name, clocks, goal):
+    for clock, (t, marginal, r) in clocks.items():
+        print(f"{name} [{clock}]: t({ITERS}) {t:.3f} s, marginal {marginal * 1e3:.1f} "
+              f"ms/iteration, ratio {r:.2f} (goal <= {goal})")
+
+
+ITERS = 5
+
+
+def overhead_main(argv=None):
+    global ITERS
+    ap = argparse.ArgumentParser(description=DOC_OVERHEAD.splitlines()[0])
+    ap.add_argument("--devices", default="Intel(R) OpenCL")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--iters", type=int, default=ITERS, help="I (default 5)")
+    ap.add_argument("--only", default="kmeans,gmm,cmeans")
+    ap.add_argument("--gmm-n", type=int, default=200_000)
+    ap.add_argument("--gmm-d", type=int, default=32)
+    ap.add_argument("--gmm-k", type=int, default=64)
+    ap.add_argument("--cm-n", type=int, default=200_000)
+    ap.add_argument("--cm-iters", type=int, default=20)
+    args = ap.parse_args(argv)
+    ITERS = args.iters
+    oc = import_oclclust()
+    devices = oc.select_devices(args.devices)
+    print(f"devices: {[p.name for p in devices]} ({devices[0].platform})")
+    only = args.only.split(",")
+
+    if "kmeans" in only:
+        X = blobs(1_000_000, 32, 256, seed=0)
+        start = X[:256].astype(np.float64)   # given centres: no seeding in the fixed cost
+        report("KMeans 1M x 32, k=256", ratio(
+            lambda n: oc.KMeans(256, init=start, n_init=1, max_iter=n, tol=0, devices=devices),
+            X, ITERS, args.repeats), 1.25)
+
+    if "gmm" in only:
+        n, d, k = args.gmm_n, args.gmm_d, args.gmm_k
+        X = blobs(n, d, k, seed=1)
+
+        def gmm(iters):
+            return oc.GaussianMixture(k, covariance_type="diag", max_iter=iters, tol=0,
+                                      random_state=0, devices=devices)
+        report(f"GaussianMixture diag {n} x {d}, K={k}", ratio(gmm, X, ITERS, args.repeats),
+               2.0)
+        parts = {}
+        with clocked(oc.GaussianMixture, "_initial_model", parts):
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                gm = gmm(ITERS).fit(X)
+            whole = time.perf_counter() - start
+        em = sum(h["seconds"] for h in gm.history_)
+        init = parts["_initial_model"]
+        print(f"  one fit: {whole:.3f} s = initialisation {init:.3f} + EM iterations "
+              f"{em:.3f} + rest {whole - init - em:.3f}")
+        start = time.perf_counter()
+        gm.predict_proba(X)
+        print(f"  predict_proba: {time.perf_counter() - start:.3f} s")
+        for init in ("kmeans", "k-means++", "random", "random_from_data"):
+            walls, cpus = [], []
+            for _ in range(args.repeats):
+                parts = {}
+                with clocked(oc.GaussianMixture, "_initial_model", parts), \
+                        clocked(oc.GaussianMixture, "_initial_model", parts, process_seconds,
+                                "cpu"):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        gmm(1).set_params(init_params=init).fit(X)
+                walls.append(parts["_initial_model"])
+                cpus.append(parts["cpu"])
+            print(f"  initialisation {init}: {min(walls):.3f} s ({min(cpus):.3f} CPU s)")
+
+    if "cmeans" in only:
+        n, c, iters = args.cm_n, 100, args.cm_iters
+        X = blobs(n, 24, c, seed=2)
+
+        def cmeans():
+            return oc.FuzzyCMeans(c, max_iter=iters, tol=0, random_state=0, devices=devices)
+        cmeans().fit(X)   # kernel builds
+        t, cpu = clocked_fit(lambda _: cmeans().fit(X), None, args.repeats)
+        read, read_cpu = clocked_fit(lambda _: read_all(cmeans().fit(X)), None, args.repeats)
+        parts = {}
+        with clocked(oc.FuzzyCMeans, "_init_centers", parts):
+            start = time.perf_counter()
+            fc = cmeans().fit(X)
+            fitted = time.perf_counter() - start
+            fc.u_, fc.labels_
+            whole = time.perf_counter() - start
+        it = sum(h["seconds"] for h in fc.history_)
+        seed = parts["_init_centers"]
+        print(f"FuzzyCMeans {n} x 24, c={c}, {iters} iterations: whole fit {t:.3f} s "
+              f"({cpu:.3f} CPU s); with labels_ and u_ read {read:.3f} s ({read_cpu:.3f} CPU s)")
+        print(f"  one fit, u_ and labels_ read: {whole:.3f} s = seeding {seed:.3f} + "
+              f"iterations {it:.3f} ({it / iters * 1e3:.1f} ms each) + rest of fit "
+              f"(moments, final pass) {fitted - seed - it:.3f} + reading u_ and labels_ "
+              f"{whole - fitted:.3f}")
+        start = time.perf_counter()
+        fc.predict_proba(X)
+        print(f"  predict_proba: {time.perf_counter() - start:.3f} s")
+
+
+MEASUREMENTS = {
+    "speed": (speed_main, DOC_SPEED),
+    "overhead": (overhead_main, DOC_OVERHEAD),
+}
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_measurement(MEASUREMENTS, __doc__))
