@@ -1,11 +1,11 @@
-"""The ensemble's model update on the device (templates/ensemble_update.cl.mako).
+"""The ensemble's model update on the device (templates/ensemble_update/ensemble_update.cl.mako).
 
-On a single device, an iteration of cluster.ensemble.lloyd_ensemble keeps
+On a single device, an iteration of an ensemble's Lloyd loop (cluster/kmeans/lloyd_loop.py) keeps
 the active models' centres on the device: the statistics pass reads them
 from there, the update kernel writes the next ones (float64, and rounded for
 the next pass), and the host reads back one shift and one flag per model
 instead of the statistics, and uploads nothing.  Its results are bit for bit
-the host update's (cluster.ensemble.ensemble_step), which takes over for an
+the host update's (cluster.kmeans.lloyd_loop.host_update), which takes over for an
 iteration with a flagged model (an empty cluster to relocate, a shift within
 rounding of tol), and always with several chunks or ranks or without double
 precision.

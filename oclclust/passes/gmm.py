@@ -1,14 +1,14 @@
 """The device side of Gaussian-mixture EM: kernel specs, their plans, and
-the E and M passes over one DevicePartition (parallel/sharded.py's
+the E and M passes over one DevicePartition (cluster/mixture/gmm_shards.py's
 GmmShards runs them over a fit's rows).
 
-Pairs with templates/gmm_estep.cl.mako (log-densities, log-sum-exp,
-responsibilities), templates/gmm_mstep.cl.mako (per-component N, sums and
+Pairs with templates/gmm/gmm_estep.cl.mako (log-densities, log-sum-exp,
+responsibilities), templates/gmm/gmm_mstep.cl.mako (per-component N, sums and
 scatter about the current means; GPUs) and gmm_mstep_rowwise.cl.mako (the
 same statistics, a work-item per component; CPUs).  Only the reduced float64
-statistics leave the device; cluster/gmm.py and cluster/mdl.py do the
+statistics leave the device; cluster/mixture/gmm.py and mdl.py do the
 model's math.  An initialisation's one-hot responsibilities are made in
-place by templates/gmm_onehot.cl.mako (from labels or from k rows).
+place by templates/gmm/gmm_onehot.cl.mako (from labels or from k rows).
 """
 import dataclasses
 

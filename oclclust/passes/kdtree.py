@@ -1,7 +1,7 @@
 """KD-tree pruning for ensemble k-means: the tree is built on the host once
 per partition, and every iteration maps each leaf to the centroids of each
 model that can be nearest to some point of the leaf's box; the device pass
-(templates/kdtree_stats.cl.mako, three leaf mappings, and
+(templates/kdtree/kdtree_stats.cl.mako, three leaf mappings, and
 kdtree_aggregate.cl.mako for the replicated one) compares a point only with
 its leaf's candidates.
 

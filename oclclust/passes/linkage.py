@@ -1,6 +1,6 @@
 """Hierarchical clustering on the device: scipy's three linkage algorithms.
 
-Pairs with templates/hierarchical_distances.cl.mako (the condensed distance
+Pairs with templates/linkage/hierarchical_distances.cl.mako (the condensed distance
 matrix, across as many device buffers as it needs: condensed.cl.mako and
 Condensed below), hierarchical_prim.cl.mako (single linkage: Prim's MST) and
 hierarchical_linkage.cl.mako (nearest-neighbour chain for complete, average,

@@ -4,7 +4,7 @@ These two linkages are not reducible (a merge can be lower than an earlier
 one), so neither the chain nor the MST applies.  As in scipy, every cluster
 keeps a lower bound of the distance to its nearest higher-indexed neighbour
 in a binary heap.  The matrix, its Lance-Williams updates and every row
-search stay on the device (templates/hierarchical_linkage.cl.mako); the host
+search stay on the device (templates/linkage/hierarchical_linkage.cl.mako); the host
 keeps scipy's heap, so equal bounds leave it in scipy's order, and reads a
 few scalars per merge.
 """

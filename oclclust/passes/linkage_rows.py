@@ -36,7 +36,7 @@ from .mst import _boxes, spatial_order
 class WardRowsTerms:
     """ward_rows_from: ward linkage of observations runs on the rows
     (ward_rows) from this many observations on, where the condensed matrix
-    would still fit (cluster/hierarchical.py; past the matrix always)."""
+    would still fit (cluster/hierarchy/linkage_matrix.py; past the matrix always)."""
     ward_rows_from: int = term("linkage_ward_rows_from", 2, 2**62)
 
 
@@ -244,7 +244,7 @@ def ward_rounds(plan, X):
 
 def ward_rows(plan, X):
     """Ward linkage over the rows of X (n x d): (pairs, heights) in a
-    children-first order (hierarchical._sorted_linkage makes scipy's Z of
+    children-first order (linkage_matrix._sorted_linkage makes scipy's Z of
     them).  ward_rounds, else (nearest neighbours tie) scipy's chain."""
     X = np.ascontiguousarray(X, np.float64)
     if X.shape[0] > 1:

@@ -1,10 +1,10 @@
 """The Lloyd pass on one device partition: labels, partial sums, inertia.
 
-Pairs with templates/lloyd_*.cl.mako: the fused tiled and row-wise kernels,
+Pairs with templates/lloyd*/*.cl.mako: the fused tiled and row-wise kernels,
 and the register-tiled GEMM-style assignment followed by the label-driven
 accumulation of sums ("gemm"; "mma" on NVIDIA tensor cores).  The pass is
-the *local statistics* step of k-means (parallel/sharded.py's LloydShards
-runs it over a fit's rows); the k-means loop (cluster/kmeans.py) only sees
+the *local statistics* step of k-means (cluster/kmeans/lloyd_shards.py's LloydShards
+runs it over a fit's rows); the k-means loop (cluster/kmeans/lloyd_loop.py) only sees
 the reduced statistics, never where or how distances are computed.
 """
 import dataclasses

@@ -1,6 +1,6 @@
 """Planning of the "gemm" Lloyd variant: register-tiled distances
-(templates/lloyd_gemm_assign.cl.mako), then per-cluster sums from the labels
-(templates/lloyd_accumulate_sums.cl.mako); LloydPass (lloyd.py) runs them.
+(templates/lloyd_gemm/lloyd_gemm_assign.cl.mako), then per-cluster sums from the labels
+(templates/lloyd_gemm/lloyd_accumulate_sums.cl.mako); LloydPass (lloyd.py) runs them.
 """
 import dataclasses
 

@@ -1,5 +1,5 @@
 """Planning of the "mma" Lloyd variant: the gemm variant's distances on
-NVIDIA tensor cores, 3xTF32 (templates/lloyd_mma_assign.cl.mako), and the
+NVIDIA tensor cores, 3xTF32 (templates/lloyd_mma/lloyd_mma_assign.cl.mako), and the
 split of the centres into its fragments' order (lloyd_mma_split.cl.mako).
 The sums are the gemm variant's (lloyd_gemm.py); LloydPass (lloyd.py)
 runs all three kernels.

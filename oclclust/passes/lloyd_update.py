@@ -75,7 +75,7 @@ RESULTS = 6
 class LloydState:
     """What a chunk's Lloyd passes allocate (passes, resident centres, a
     labels buffer): pooled across fits per (queue, rows' shape and dtype,
-    weights, k), one fit's at a time (parallel.sharded_lloyd's _LloydChunk takes one and gives it
+    weights, k), one fit's at a time (cluster.kmeans.lloyd_shards._LloydChunk takes one and gives it
     back when it is collected), so a warm fit allocates nothing and makes
     no queue (two threads fitting at once each take their own)."""
     __slots__ = ("passes", "resident", "labels", "shared")
@@ -165,7 +165,7 @@ class ResidentCenters:
     iteration's output), and 2 (depth + 1) result slots.
 
     Its buffers, queue and kernel objects (arguments bound once) are one
-    fit's at a time; parallel.sharded_lloyd pools them across fits."""
+    fit's at a time; cluster.kmeans.lloyd_shards pools them across fits."""
 
     def __init__(self, lloyd_pass, depth=1):
         self.lloyd = lp = lloyd_pass
@@ -364,7 +364,7 @@ class ResidentCenters:
 
 class SharedCenters:
     """The centres of one device's LloydPass (with the update) when several
-    devices share one update (parallel.sharded_lloyd.LloydShards: each device's
+    devices share one update (cluster.kmeans.lloyd_shards.LloydShards: each device's
     rows in one resident chunk, one process, fp64).
 
     The host reads every device's pass statistics (LloydPass.launch /

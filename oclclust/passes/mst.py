@@ -8,7 +8,7 @@ from node 0, for the tie order).  The host keeps the O(n) part of each
 Boruvka round: each component's least edge and the union of components.
 
 The engine of single linkage past the condensed matrix (cluster/
-hierarchical.py) and of HDBSCAN (mutual-reachability weights through
+hierarchy/linkage_matrix.py) and of HDBSCAN (mutual-reachability weights through
 ``core``).
 """
 import dataclasses
@@ -43,7 +43,7 @@ ORDER_AXES = 8
 class MstTerms:
     """single_rows_from: single linkage runs on the rows (this engine)
     from this many observations on, where the condensed matrix would still
-    fit (cluster/hierarchical.py)."""
+    fit (cluster/hierarchy/linkage_matrix.py)."""
     single_rows_from: int = term("mst_single_rows_from", 2, 2**62)
 
 
@@ -397,7 +397,7 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
     d(a, b)).
 
     Returns int64 a, b and float64 w, sorted by w (a stable sort), in the
-    order single linkage needs: hierarchical.label on them gives scipy's Z.
+    order single linkage needs: linkage_matrix.label on them gives scipy's Z.
     Tie rule:
       ties="scipy": the edges are scipy's mst_single_linkage rows exactly
         (Prim's algorithm from node 0: each step adds the unmerged row of

@@ -5,7 +5,7 @@ float64 and rounded to the data's type for the next pass, and its centre
 shift, so that an iteration needs no host round trip but a small read.
 Reads spec: d, wg (needs double: acc_double).
 
-Bit for bit the host's update (ensemble.ensemble_step after
+Bit for bit the host's update (lloyd_loop.host_update after
 FixedPoint.to_float): weight w = count / sw, sum = total / sx + w * shift,
 centre = sum / w, shift = the squared moves summed in centroid then
 dimension order, with no contraction into FMAs.  A work-group per model, a

@@ -1,7 +1,7 @@
 """k-means (Lloyd) with k-means++ seeding, scikit-learn's KMeans API.
 
 The loop here is the *model update*: it sees only the reduced statistics of
-the fused pass (passes/lloyd.py, over the fit's rows by parallel/sharded_lloyd.py's
+the fused pass (passes/lloyd.py, over the fit's rows by lloyd_shards.py's
 LloydShards) and never where distances are computed.
 """
 import numbers
@@ -127,7 +127,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True   # scipy.sparse rows: kmeans_csr
+        tags.input_tags.sparse = True   # scipy.sparse rows: sparse.py
         return tags
 
     # ---------------------------------------------------------------- fitting
@@ -138,7 +138,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
             warnings.warn("algorithm='elkan' doesn't make sense for a single cluster. Using "
                           "'lloyd' instead.", RuntimeWarning)
             self._algorithm = "lloyd"
-        if is_sparse(X):   # the rows stay sparse (kmeans_csr)
+        if is_sparse(X):   # the rows stay sparse (sparse.py)
             return fit_csr(self, X, sample_weight)
         return super().fit(X, y, sample_weight)
 
@@ -274,7 +274,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
 
 class LloydModel(LloydBackend):
-    """One model over the fused Lloyd pass (parallel.sharded_lloyd.LloydShards):
+    """One model over the fused Lloyd pass (lloyd_shards.LloydShards):
     the backend of fit_lloyd for KMeans.  On one resident device with
     double precision the update is the device's (passes.lloyd_update), its
     shift and inertia np.sum's bits; else, and for an iteration with an
