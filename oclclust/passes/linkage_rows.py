@@ -399,8 +399,7 @@ def generic_rows(plan, X, method):
     fastcluster's do: the host checks a bound with the device's rounding,
     no square root involved) and a merge's height is its root.  On the test sets here (blobs, uniform, duplicate
     points; n up to a few hundred) the heights are within 1e-13 relative of
-    scipy's (float64; 3e-15 at most measured, about a dozen ulps, and 1e-15
-    on bench/hierarchical.py's blobs of 2000 x 8); scipy's updates square and subtract distances, so
+    scipy's (float64); scipy's updates square and subtract distances, so
     its own error grows where a merge height is small against the distances
     it is made from (a height h from distances D carries about eps D^2 / h^2
     relative), and the two may differ more there.  Where two candidate

@@ -344,8 +344,8 @@ class LloydPass:
 
     def _host(self):
         """The pass's page-locked host arrays (made on first use): the
-        centres' layouts going up, the statistics coming back (6 blocking
-        pageable copies a pass cost 4 H100s 4 ms of a 23 ms iteration)."""
+        centres' layouts going up, the statistics coming back (blocking
+        pageable copies were a noticeable part of a several-GPU iteration)."""
         if self._pinned is None:
             q, spec, d, k = self.part.queue, self.spec, self.part.d, self.k
             dtype, acc = self.part.dtype, self.part.acc_double

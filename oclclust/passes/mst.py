@@ -131,7 +131,7 @@ def spatial_order(X, metric, tb):
 
 def _boxes(xp, tb):
     """Each tile's bounding box (lo, hi): tiles of tb rows, the last ragged
-    (a reshape: reduceat along the rows is ten times slower)."""
+    (a reshape: reduceat along the rows is much slower)."""
     full = len(xp) // tb * tb
     lo, hi = (xp[:full].reshape(-1, tb, xp.shape[1]).min(axis=1),
               xp[:full].reshape(-1, tb, xp.shape[1]).max(axis=1))

@@ -59,9 +59,9 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     init="k-means||": about 2.5 x n_clusters candidates found in 5 passes
     of the Lloyd assignment (the device's fastest: tensor cores on NVIDIA),
     then the greedy steps over the candidates only, with no host step
-    between them (10M x 128, n_clusters=4096 on an H200: greedy k-means++
-    took 47 s; after 20 Lloyd iterations from k-means|| at these defaults
-    the inertia was 2.7% below that from greedy k-means++).
+    between them (at such sizes greedy k-means++ takes most of the fit, and
+    Lloyd's iterations from k-means|| at these defaults ended at a lower
+    inertia than from greedy k-means++).
 
     ``spherical`` (faiss' option): rows compared by cosine.  They are scaled
     to unit length (a copy; a row of norm 0 stays 0, as in faiss), the
@@ -317,8 +317,8 @@ class LloydModel(LloydBackend):
 
     def nearest(self, centers):
         # of the pass just run, in the rows' dtype: widening is exact, so the
-        # farthest rows and their distances are float64's, and 10M float32
-        # distances were ~30 ms less to convert and select (62 empty clusters)
+        # farthest rows and their distances are float64's, and float32
+        # distances are less to convert and select
         return self.lloyd.min_dist(dtype=None), self.lloyd.labels()
 
     def settled(self, active):
