@@ -27,7 +27,7 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import exact_kernel
-from .linkage_generic import NO_NEIGHBOUR, generic_merges
+from .linkage_generic import NO_NEIGHBOUR, generic_merges, lowered_bounds
 from .mst import _boxes, spatial_order
 
 
@@ -376,14 +376,7 @@ class _Centroids:
         cl.enqueue_copy(q, self.head_i, self.changed_i.data, is_blocking=False)
         cl.enqueue_copy(q, self.head_v, self.changed_v.data, is_blocking=True)
         self.keep.clear()
-        count = int(self.count[0])
-        if count <= self.head:
-            zs, ds = self.head_i[:count], self.head_v[:count]
-        else:
-            zs, ds = self.changed_i[:count].get(q), self.changed_v[:count].get(q)
-        order = np.argsort(zs)
-        lowered = list(zip(zs[order].tolist(), ds[order].astype(np.float64).tolist()))
-        return lowered, (self._nearest() if y < self.n - 1 else None)
+        return lowered_bounds(self), (self._nearest() if y < self.n - 1 else None)
 
 
 def generic_rows(plan, X, method):

@@ -20,7 +20,7 @@ import pyopencl.array as cla
 from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
-from .linkage import EXACT_OPTIONS, Plan, exact_kernel
+from .linkage import Plan, exact_kernel, prim_tree
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -316,40 +316,10 @@ def boruvka(plan, X, n, d, metric, core=None):
 def prim_rows(plan, x, n, d, metric, core=None):
     """scipy's mst_single_linkage on the rows: (x_k, y_k, h_k), k < n-1, in
     Prim's order from node 0 (x_k the node added the step before y_k)."""
-    q = plan.queue
     spec = PrimRowsSpec(d=d, metric=metric, wg=plan.wg, core=core is not None, **plan.base)
     extra = (core.data,) if core is not None else ()
-    merged = np.zeros(n, np.uint8)
-    merged[0] = 1
-    merged, best = cla.to_device(q, merged), cla.to_device(q, np.full(n, np.inf, plan.dtype))
-    edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
-    if plan.persistent:
-        state = cla.to_device(q, np.zeros(2, np.int32))             # [node, unused]
-        exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), x.data, np.int32(n),
-                                     state.data, merged.data, best.data, edges.data,
-                                     heights.data, *extra)
-    else:
-        groups = plan.groups(n)
-        state = cla.to_device(q, np.array([0, -1], np.int32))   # [newest node, edges made]
-        # partial minima in two buffers, read and written alternately; launch
-        # 0 reads the seed (0, node 0): the tree starts at node 0
-        seed_v, seed_i = np.full(groups, np.inf, plan.dtype), np.full(groups, n, np.int32)
-        seed_v[0], seed_i[0] = 0, 0
-        parts = [(cla.to_device(q, seed_v), cla.to_device(q, seed_i)),
-                 (cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32))]
-        steps = []
-        for p in range(2):      # two kernel objects: the same kernel, buffers swapped
-            step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_step")
-            (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
-            step.set_args(x.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
-                          out_v.data, out_i.data, state.data, merged.data, best.data,
-                          edges.data, heights.data, *extra)
-            steps.append(step)
-        for k in range(n):      # launch k records edge k-1 and scans from its node
-            plan.launch(steps[k % 2], groups)
-            if k % 1024 == 1023:
-                q.flush()       # let the device start while the host enqueues the rest
-    pairs, h = edges.get(q).reshape(-1, 2).astype(np.int64), heights.get(q)
+    edges, h = prim_tree(plan, spec, n, (x.data,), extra)
+    pairs = edges.astype(np.int64)
     if not np.all(np.isfinite(h)):
         raise _not_finite(plan, metric)
     return pairs[:, 0], pairs[:, 1], h.astype(np.float64)
