@@ -6,7 +6,7 @@
  * atomics and an explicit carry: the same totals as a 64-bit add (modulo
  * 2^64, which no total reaches), on atomics every device has natively.
  * NVIDIA's runtime emulates 64-bit local atomics with compare-and-swap
- * loops: word pairs are 2x faster there.  STAT_WORDS 0: atom_add on longs.
+ * loops: word pairs are faster there (devices.yaml).  STAT_WORDS 0: atom_add on longs.
  */
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #if STAT_WORDS

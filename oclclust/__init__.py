@@ -3,7 +3,7 @@
 The layers, each importing only from those before it: ``runtime`` (devices,
 profiles, kernel generation), ``passes`` (one module per device pass),
 ``parallel`` (the devices of a host, MPI ranks), ``cluster`` (the
-estimators), ``io`` (data and model files, plots) and ``cli``.
+estimators, one package per family), ``io`` (data and model files, plots) and ``cli``.
 """
 import importlib
 import sys

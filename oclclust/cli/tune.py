@@ -47,8 +47,8 @@ def configurations(profile, quick=False):
         # of a staged point tile)
         gemm += [_gemm(*t) for t in ((128, 128, 8, 8, 32, 4), (128, 256, 8, 16, 16, 4),
                                      (128, 256, 8, 16, 32, 4), (256, 128, 16, 8, 16, 4))]
-        # double-buffered chunks (one barrier each): on the H100 128 x 256 tiles
-        # of 8 x 16 registers, 8 deep, beat the best single-buffered tile by 13%
+        # double-buffered chunks (one barrier each): 128 x 256 tiles of 8 x 16
+        # registers, 8 deep, beat the best single-buffered tile (devices.yaml, NVIDIA)
         gemm += [_gemm(*t, prefetch=2) for t in (
             (128, 256, 8, 16, 8, 4), (128, 256, 8, 16, 4, 4), (64, 256, 8, 16, 4, 4),
             (128, 128, 8, 8, 16, 4), (128, 128, 8, 8, 8, 4), (64, 128, 8, 8, 16, 4))]

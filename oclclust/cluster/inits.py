@@ -95,12 +95,11 @@ def _locate(data, seeds, chunk_pot, targets):
     return found
 
 
-# k-means||'s defaults, re-tuned for issue 23 (H200, 10M x 128, k=4096, inertia
-# after 20 Lloyd iterations over greedy k-means++'s, measured before the rounds
-# kept the nearest candidate: the same candidates): l = 0.5k over 5 rounds
-# 0.973, l = 2k over 3 rounds 0.982, l = 2k over 5 rounds 1.010 -- l = 0.5k
-# scores a quarter of the distances and leaves a quarter of the candidates
-# to the greedy steps.  bench/kmeans.py seeding sweeps them.
+# k-means||'s defaults, re-tuned for issue 23 by the inertia after Lloyd's
+# iterations against greedy k-means++'s: l = 0.5k over 5 rounds did best of
+# the settings tried, and against l = 2k it scores a quarter of the distances
+# and leaves a quarter of the candidates to the greedy steps.
+# bench/kmeans.py seeding sweeps them.
 DEFAULT_ROUNDS = 5
 DEFAULT_OVERSAMPLING = 0.5
 

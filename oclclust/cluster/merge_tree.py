@@ -27,8 +27,8 @@ def merged_clusters(xs, ys, n):
     order (merge k makes cluster n + k): each merge's two current clusters
     (left: xs[k]'s, right: ys[k]'s) and the merged size, as int64 arrays.
 
-    Vectorised (no loop over the merges; a Python union-find took 3.1 s at
-    a million on the H100's host).  The n-1 pairs of a merge sequence form a
+    Vectorised (no loop over the merges: a Python union-find was slow at a
+    million points).  The n-1 pairs of a merge sequence form a
     spanning tree; rooted, with pe(v) the merge of v and its parent, the
     cluster of merge k that holds its parent end p is the component of p in
     the forest of merges before k, whose top vertex T_k is p's nearest
@@ -77,7 +77,7 @@ def merged_clusters(xs, ys, n):
             walk = np.where((step >> 32) < todo, step & low, walk)
         top[todo] = walk
     # by top, merges ascending: a sort of the keys top * m + k (values sort
-    # several times faster than an argsort)
+    # faster than an argsort)
     tops, order = np.divmod(np.sort(top * m + np.arange(m)), m)
     same = np.r_[False, tops[1:] == tops[:-1]]
     upper = np.empty(m, np.int64)

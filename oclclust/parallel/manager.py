@@ -246,7 +246,7 @@ class ShardedData:
         chunk (weights not measured: no per-device time is wanted), every
         launch comes first, from this thread, then every collect: no thread
         hand-off, and no pass's host work waits for the others' under the
-        GIL (1.5 ms of a 22 ms pass on 4 H100s).  Else map's threads."""
+        GIL (a noticeable part of a short pass on several GPUs).  Else map's threads."""
         shards = self.shards
         if (len(shards) < 2 or measuring(self.manager)
                 or not all(s.single_resident for s in shards)):

@@ -2,9 +2,9 @@
 ShardedData (all devices at once) and every MPI rank.  Each chunk's
 statistics (a runtime.reduce.Stats) are summed in float64 in chunk order,
 then over the ranks in rank order, so the model does not depend on how the
-rows are split; an error on any rank raises on every rank.  The passes of
-k-means (sharded_lloyd.py), fuzzy c-means and Gaussian-mixture EM are thin
-backends of it (the ensemble's is in sharded_ensemble.py)."""
+rows are split; an error on any rank raises on every rank.  The families'
+sharded backends implement it (cluster/kmeans/lloyd_shards.py and
+ensemble_shards.py, cluster/mixture/gmm_shards.py and cmeans_shards.py)."""
 import dataclasses
 import itertools
 

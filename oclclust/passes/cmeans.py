@@ -1,8 +1,8 @@
-"""The device side of fuzzy c-means: the fused pass of templates/cmeans_pass.cl.mako
+"""The device side of fuzzy c-means: the fused pass of templates/cmeans/cmeans_pass.cl.mako
 (distances, s_i once per row, memberships, per-work-group partial numerators
 and denominators), its specs and their plans, over one DevicePartition.
-parallel/sharded.py's CMeansShards runs it over a fit's rows (statistics in
-float64, in row order, then over MPI ranks).  templates/cmeans_labels.cl.mako
+cluster/mixture/cmeans_shards.py's CMeansShards runs it over a fit's rows (statistics in
+float64, in row order, then over MPI ranks).  templates/cmeans/cmeans_labels.cl.mako
 takes each row's largest membership on the device (row_labels).
 """
 import dataclasses

@@ -1,4 +1,4 @@
-"""The register tile of templates/distance_tile.cl.mako, from the Python
+"""The register tile of templates/distance_tile/distance_tile.cl.mako, from the Python
 side: the spec fields of a kernel that imports the tile library
 (TileFields, a mixin of its Spec) and the sizes their planners share.
 

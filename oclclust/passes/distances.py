@@ -1,4 +1,4 @@
-"""Distance matrices on the device (pairs with templates/pairwise_distances.cl.mako)."""
+"""Distance matrices on the device (pairs with templates/distances/pairwise_distances.cl.mako)."""
 import dataclasses
 
 import numpy as np

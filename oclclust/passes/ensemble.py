@@ -2,7 +2,7 @@
 concatenated parallelism (Ravunnikutty et al., "Ensemble K-means on
 multi-core architectures"), plus the labels / inertia pass.
 
-Pairs with templates/ensemble_stats.cl.mako and ensemble_assign.cl.mako.
+Pairs with templates/ensemble/ensemble_stats.cl.mako and ensemble_assign.cl.mako.
 The M models of a pass are packed: centroid rows of all models one after
 another (``model_off`` says where each model starts), so models may have
 different K.  Sums are 64-bit fixed point (FixedPoint): exact, hence the same

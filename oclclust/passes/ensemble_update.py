@@ -1,11 +1,11 @@
-"""The ensemble's model update on the device (templates/ensemble_update.cl.mako).
+"""The ensemble's model update on the device (templates/ensemble_update/ensemble_update.cl.mako).
 
-On a single device, an iteration of cluster.ensemble.lloyd_ensemble keeps
+On a single device, an iteration of an ensemble's Lloyd loop (cluster/kmeans/lloyd_loop.py) keeps
 the active models' centres on the device: the statistics pass reads them
 from there, the update kernel writes the next ones (float64, and rounded for
 the next pass), and the host reads back one shift and one flag per model
 instead of the statistics, and uploads nothing.  Its results are bit for bit
-the host update's (cluster.ensemble.ensemble_step), which takes over for an
+the host update's (cluster.kmeans.lloyd_loop.host_update), which takes over for an
 iteration with a flagged model (an empty cluster to relocate, a shift within
 rounding of tol), and always with several chunks or ranks or without double
 precision.
@@ -41,8 +41,8 @@ AHEAD = 2   # iterations enqueued beyond the one being read (GPUs)
 
 def default_ahead(profile):
     """Iterations enqueued beyond the one read: AHEAD, or none on a CPU
-    runtime, whose passes share its cores with the host (n_init=4 of 200k x
-    16 x 32 here: 7% faster on both runtimes; see lloyd_update.default_depth)."""
+    runtime, whose passes share its cores with the host (faster so on
+    both runtimes; see lloyd_update.default_depth)."""
     return 0 if profile.type == "cpu" else AHEAD
 
 
@@ -55,13 +55,13 @@ class DeviceUpdate:
     waited for (speculatively: i's result may stop a model or flag one, and
     they are then dropped).  One ahead, the next pass is enqueued only once
     the host has handled this one's result, and a short pass leaves the
-    device idle meanwhile (the KD-tree pass, H100: 88 us an iteration one
-    ahead, 77 two ahead).
+    device idle meanwhile (the KD-tree pass ran faster two ahead than one
+    ahead on a GPU).
     ``ahead`` + 2 centre buffers turn: i's input (handed back if i is
     flagged), its output (the current centres once i is read), and the
     outputs of the iterations ahead.  Each output buffer has its own result
     slot, read on a queue of its own where passes are ahead: on the pass's
-    queue the read would hold the next pass back (8-17 us, H100)."""
+    queue the read would hold the next pass back."""
 
     def __init__(self, stats_pass):
         self.stats_pass = stats_pass

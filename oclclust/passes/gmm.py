@@ -1,14 +1,14 @@
 """The device side of Gaussian-mixture EM: kernel specs, their plans, and
-the E and M passes over one DevicePartition (parallel/sharded.py's
+the E and M passes over one DevicePartition (cluster/mixture/gmm_shards.py's
 GmmShards runs them over a fit's rows).
 
-Pairs with templates/gmm_estep.cl.mako (log-densities, log-sum-exp,
-responsibilities), templates/gmm_mstep.cl.mako (per-component N, sums and
+Pairs with templates/gmm/gmm_estep.cl.mako (log-densities, log-sum-exp,
+responsibilities), templates/gmm/gmm_mstep.cl.mako (per-component N, sums and
 scatter about the current means; GPUs) and gmm_mstep_rowwise.cl.mako (the
 same statistics, a work-item per component; CPUs).  Only the reduced float64
-statistics leave the device; cluster/gmm.py and cluster/mdl.py do the
+statistics leave the device; cluster/mixture/gmm.py and mdl.py do the
 model's math.  An initialisation's one-hot responsibilities are made in
-place by templates/gmm_onehot.cl.mako (from labels or from k rows).
+place by templates/gmm/gmm_onehot.cl.mako (from labels or from k rows).
 """
 import dataclasses
 
@@ -152,9 +152,9 @@ def _estep_specs(profile, dtype, d, full, k=1):
     """Diagonal covariances where the profile asks for distance tiles: the
     tiled kernel first.  GPUs: records staged in local memory, two points
     per work-item.  CPUs: small groups reading the records from memory (their
-    caches serve; 2 EPYC cores, 20k x 24, K=100: 1.3-2x the staged kernel on
-    both runtimes).  The tensor-core kernel (gmm_mma.py) before all where
-    the profile asks (gmm_mma) and the device, dtype and d allow."""
+    caches serve: faster than the staged kernel on both CPU runtimes).
+    The tensor-core kernel (gmm_mma.py) before all where the profile asks
+    (gmm_mma) and the device, dtype and d allow."""
     if not full and profile.terms(GmmTerms).mma:
         yield from mma_estep_specs(profile, dtype, d, k)
     if not full and profile.terms(GmmTerms).distance_tiles:
@@ -176,9 +176,9 @@ def _estep_specs(profile, dtype, d, full, k=1):
 
 def _mstep_specs(profile, dtype, d, full):
     """GPUs: ~64 work-items, each a small register block (2 tb local reads
-    feed tb^2 fmas).  CPUs: a work-item per component (2 EPYC cores, 20k x
-    24, K=100: ~10x the tiled kernel), else (larger d) few work-items with
-    large blocks and long tiles (1.5-3x the GPU shape there).  The
+    feed tb^2 fmas).  CPUs: a work-item per component (far faster than the
+    tiled kernel there), else (larger d) few work-items with large blocks
+    and long tiles (faster than the GPU shape there).  The
     tensor-core kernel (gmm_mma.py) before all where the profile asks
     (gmm_mma_mstep) and the device, dtype and d allow."""
     if not full and profile.terms(GmmTerms).mma_mstep:

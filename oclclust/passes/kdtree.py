@@ -1,7 +1,7 @@
 """KD-tree pruning for ensemble k-means: the tree is built on the host once
 per partition, and every iteration maps each leaf to the centroids of each
 model that can be nearest to some point of the leaf's box; the device pass
-(templates/kdtree_stats.cl.mako, three leaf mappings, and
+(templates/kdtree/kdtree_stats.cl.mako, three leaf mappings, and
 kdtree_aggregate.cl.mako for the replicated one) compares a point only with
 its leaf's candidates.
 
@@ -258,7 +258,7 @@ class KDTreePass:
         c_base = int(b.off[first])
         nc = int(b.off[first + n]) - c_base
         # more groups than the brute-force pass: a leaf's work is short and
-        # latency-bound (H100, leaves of 128: 64 a unit 2.0x faster than 4);
+        # latency-bound (kdtree_groups_per_compute_unit: devices.yaml's GPUs);
         # not replicated, whose every work-item owns statistics to sum
         groups = b.groups if self.mapping == "replicated" else max(1, min(
             len(self.lo),

@@ -1,6 +1,6 @@
 """Greedy k-means++ seeding on the devices, as scikit-learn's ``kmeans_plusplus``.
 
-Pairs with templates/kmeanspp_candidates.cl.mako, search_sorted.cl.mako and
+Pairs with templates/kmeanspp/kmeanspp_candidates.cl.mako, search_sorted.cl.mako and
 kmeanspp_draw.cl.mako.  The random draws are made on the host with the same
 RandomState calls as scikit-learn, so a seed picks the same centres; the
 distances, their prefix sums (pyopencl's scan) and the candidate search stay

@@ -1,6 +1,6 @@
 """Hierarchical clustering on the device: scipy's three linkage algorithms.
 
-Pairs with templates/hierarchical_distances.cl.mako (the condensed distance
+Pairs with templates/linkage/hierarchical_distances.cl.mako (the condensed distance
 matrix, across as many device buffers as it needs: condensed.cl.mako and
 Condensed below), hierarchical_prim.cl.mako (single linkage: Prim's MST) and
 hierarchical_linkage.cl.mako (nearest-neighbour chain for complete, average,
@@ -265,44 +265,52 @@ def condensed_distances(plan, X=None, y=None, metric="euclidean"):
     return out, n
 
 
-def _buffers(q, **arrays):
-    return {k: cla.to_device(q, v) for k, v in arrays.items()}
-
-
 def prim_single(plan, dist, n):
     """scipy's mst_single_linkage: (n-1, 2) point pairs and heights, in merge order."""
-    q, groups = plan.queue, plan.groups(n)
+    spec = PrimSpec(wg=plan.wg, **plan.base, **dist.fields)
+    edges, heights = prim_tree(plan, spec, n, dist.args)
+    return edges, heights.astype(np.float64)
+
+
+def prim_tree(plan, spec, n, head, tail=()):
+    """Prim's algorithm from node 0 on the device, by *spec*'s prim_all (one
+    persistent work-group, where the plan says so) or n launches of its
+    prim_step: the (n-1, 2) edges in the order Prim's adds them and their
+    heights (the plan's dtype), on the host.  *head*: the kernels' arguments
+    before n (the condensed matrix's, or the rows'), *tail*: any after the
+    heights.  The engine of single linkage over the matrix and over the rows
+    (passes/mst.py)."""
+    q = plan.queue
     merged = np.zeros(n, np.uint8)
     merged[0] = 1
-    b = _buffers(q, merged=merged, best=np.full(n, np.inf, plan.dtype))
+    merged, best = cla.to_device(q, merged), cla.to_device(q, np.full(n, np.inf, plan.dtype))
     edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
-    spec = PrimSpec(wg=plan.wg, **plan.base, **dist.fields)
+    tree = (merged.data, best.data, edges.data, heights.data, *tail)
     if plan.persistent:
-        state = cla.to_device(q, np.zeros(2, np.int32))             # [x, unused]
-        exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), *dist.args, np.int32(n),
-                                     state.data, b["merged"].data, b["best"].data,
-                                     edges.data, heights.data)
-        return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
-    state = cla.to_device(q, np.array([0, -1], np.int32))  # [newest node, edges made]
-    # partial minima in two buffers, read and written alternately; launch 0
-    # reads the seed (0, node 0): the tree starts at node 0
-    seed_v, seed_i = np.full(groups, np.inf, plan.dtype), np.full(groups, n, np.int32)
-    seed_v[0], seed_i[0] = 0, 0
-    parts = [(cla.to_device(q, seed_v), cla.to_device(q, seed_i)),
-             (cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32))]
-    steps = []
-    for p in range(2):      # two kernel objects: the same kernel, buffers swapped
-        step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_step")
-        (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
-        step.set_args(*dist.args, np.int32(n), np.int32(groups), in_v.data, in_i.data,
-                      out_v.data, out_i.data, state.data, b["merged"].data, b["best"].data,
-                      edges.data, heights.data)
-        steps.append(step)
-    for k in range(n):      # launch k records edge k-1 and scans from its node
-        plan.launch(steps[k % 2], groups)
-        if k % 1024 == 1023:
-            q.flush()       # let the device start while the host enqueues the rest
-    return edges.get(q).reshape(-1, 2), heights.get(q).astype(np.float64)
+        state = cla.to_device(q, np.zeros(2, np.int32))             # [node, unused]
+        exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), *head, np.int32(n),
+                                     state.data, *tree)
+    else:
+        groups = plan.groups(n)
+        state = cla.to_device(q, np.array([0, -1], np.int32))   # [newest node, edges made]
+        # partial minima in two buffers, read and written alternately; launch
+        # 0 reads the seed (0, node 0): the tree starts at node 0
+        seed_v, seed_i = np.full(groups, np.inf, plan.dtype), np.full(groups, n, np.int32)
+        seed_v[0], seed_i[0] = 0, 0
+        parts = [(cla.to_device(q, seed_v), cla.to_device(q, seed_i)),
+                 (cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32))]
+        steps = []
+        for p in range(2):      # two kernel objects: the same kernel, buffers swapped
+            step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_step")
+            (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
+            step.set_args(*head, np.int32(n), np.int32(groups), in_v.data, in_i.data,
+                          out_v.data, out_i.data, state.data, *tree)
+            steps.append(step)
+        for k in range(n):      # launch k records edge k-1 and scans from its node
+            plan.launch(steps[k % 2], groups)
+            if k % 1024 == 1023:
+                q.flush()       # let the device start while the host enqueues the rest
+    return edges.get(q).reshape(-1, 2), heights.get(q)
 
 
 # state slots of nn_chain_all (LEN, DONE) and of nn_step (S_*), hierarchical_linkage.cl.mako

@@ -4,7 +4,7 @@ These two linkages are not reducible (a merge can be lower than an earlier
 one), so neither the chain nor the MST applies.  As in scipy, every cluster
 keeps a lower bound of the distance to its nearest higher-indexed neighbour
 in a binary heap.  The matrix, its Lance-Williams updates and every row
-search stay on the device (templates/hierarchical_linkage.cl.mako); the host
+search stay on the device (templates/linkage/hierarchical_linkage.cl.mako); the host
 keeps scipy's heap, so equal bounds leave it in scipy's order, and reads a
 few scalars per merge.
 """
@@ -73,6 +73,20 @@ class Heap:
 # negative ones (its gh-21011: centroid of [0, 0, -1])
 NO_NEIGHBOUR = ("find_min_dist cannot find any neighbors closer than inf away. "
                 "Check that distances contain no negative/infinite/NaN entries. ")
+
+
+def lowered_bounds(rows):
+    """The bounds a merge lowered, as (z, d) in increasing z, from *rows*' read
+    of it (a _Rows, or linkage_rows' _Centroids, after the merge's copies
+    have completed): its count, and the head of the lists where they fit,
+    else the whole lists read from the device."""
+    count = int(rows.count[0])
+    if count <= rows.head:
+        zs, ds = rows.head_i[:count], rows.head_v[:count]
+    else:
+        zs, ds = rows.changed_i[:count].get(rows.q), rows.changed_v[:count].get(rows.q)
+    order = np.argsort(zs)
+    return list(zip(zs[order].tolist(), ds[order].astype(np.float64).tolist()))
 
 
 class _Rows:
@@ -160,14 +174,7 @@ class _Rows:
         if y < self.n - 1:
             last = self._enqueue_nearest_above(y)
         last.wait()
-        count = int(self.count[0])
-        if count <= self.head:
-            zs, ds = self.head_i[:count], self.head_v[:count]
-        else:
-            zs, ds = self.changed_i[:count].get(q), self.changed_v[:count].get(q)
-        order = np.argsort(zs)
-        lowered = list(zip(zs[order].tolist(), ds[order].astype(np.float64).tolist()))
-        return lowered, (self._nearest() if y < self.n - 1 else None)
+        return lowered_bounds(self), (self._nearest() if y < self.n - 1 else None)
 
 
 def generic_linkage(plan, dist, n, method):

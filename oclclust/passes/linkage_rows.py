@@ -27,7 +27,7 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import exact_kernel
-from .linkage_generic import NO_NEIGHBOUR, generic_merges
+from .linkage_generic import NO_NEIGHBOUR, generic_merges, lowered_bounds
 from .mst import _boxes, spatial_order
 
 
@@ -36,7 +36,7 @@ from .mst import _boxes, spatial_order
 class WardRowsTerms:
     """ward_rows_from: ward linkage of observations runs on the rows
     (ward_rows) from this many observations on, where the condensed matrix
-    would still fit (cluster/hierarchical.py; past the matrix always)."""
+    would still fit (cluster/hierarchy/linkage_matrix.py; past the matrix always)."""
     ward_rows_from: int = term("linkage_ward_rows_from", 2, 2**62)
 
 
@@ -244,7 +244,7 @@ def ward_rounds(plan, X):
 
 def ward_rows(plan, X):
     """Ward linkage over the rows of X (n x d): (pairs, heights) in a
-    children-first order (hierarchical._sorted_linkage makes scipy's Z of
+    children-first order (linkage_matrix._sorted_linkage makes scipy's Z of
     them).  ward_rounds, else (nearest neighbours tie) scipy's chain."""
     X = np.ascontiguousarray(X, np.float64)
     if X.shape[0] > 1:
@@ -376,14 +376,7 @@ class _Centroids:
         cl.enqueue_copy(q, self.head_i, self.changed_i.data, is_blocking=False)
         cl.enqueue_copy(q, self.head_v, self.changed_v.data, is_blocking=True)
         self.keep.clear()
-        count = int(self.count[0])
-        if count <= self.head:
-            zs, ds = self.head_i[:count], self.head_v[:count]
-        else:
-            zs, ds = self.changed_i[:count].get(q), self.changed_v[:count].get(q)
-        order = np.argsort(zs)
-        lowered = list(zip(zs[order].tolist(), ds[order].astype(np.float64).tolist()))
-        return lowered, (self._nearest() if y < self.n - 1 else None)
+        return lowered_bounds(self), (self._nearest() if y < self.n - 1 else None)
 
 
 def generic_rows(plan, X, method):
@@ -399,8 +392,7 @@ def generic_rows(plan, X, method):
     fastcluster's do: the host checks a bound with the device's rounding,
     no square root involved) and a merge's height is its root.  On the test sets here (blobs, uniform, duplicate
     points; n up to a few hundred) the heights are within 1e-13 relative of
-    scipy's (float64; 3e-15 at most measured, about a dozen ulps, and 1e-15
-    on bench/hierarchy.py's blobs of 2000 x 8); scipy's updates square and subtract distances, so
+    scipy's (float64); scipy's updates square and subtract distances, so
     its own error grows where a merge height is small against the distances
     it is made from (a height h from distances D carries about eps D^2 / h^2
     relative), and the two may differ more there.  Where two candidate

@@ -1,10 +1,10 @@
 """The Lloyd pass on one device partition: labels, partial sums, inertia.
 
-Pairs with templates/lloyd_*.cl.mako: the fused tiled and row-wise kernels,
+Pairs with templates/lloyd*/*.cl.mako: the fused tiled and row-wise kernels,
 and the register-tiled GEMM-style assignment followed by the label-driven
 accumulation of sums ("gemm"; "mma" on NVIDIA tensor cores).  The pass is
-the *local statistics* step of k-means (parallel/sharded.py's LloydShards
-runs it over a fit's rows); the k-means loop (cluster/kmeans.py) only sees
+the *local statistics* step of k-means (cluster/kmeans/lloyd_shards.py's LloydShards
+runs it over a fit's rows); the k-means loop (cluster/kmeans/lloyd_loop.py) only sees
 the reduced statistics, never where or how distances are computed.
 """
 import dataclasses
@@ -344,8 +344,8 @@ class LloydPass:
 
     def _host(self):
         """The pass's page-locked host arrays (made on first use): the
-        centres' layouts going up, the statistics coming back (6 blocking
-        pageable copies a pass cost 4 H100s 4 ms of a 23 ms iteration)."""
+        centres' layouts going up, the statistics coming back (blocking
+        pageable copies were a noticeable part of a several-GPU iteration)."""
         if self._pinned is None:
             q, spec, d, k = self.part.queue, self.spec, self.part.d, self.k
             dtype, acc = self.part.dtype, self.part.acc_double

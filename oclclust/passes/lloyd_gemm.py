@@ -1,6 +1,6 @@
 """Planning of the "gemm" Lloyd variant: register-tiled distances
-(templates/lloyd_gemm_assign.cl.mako), then per-cluster sums from the labels
-(templates/lloyd_accumulate_sums.cl.mako); LloydPass (lloyd.py) runs them.
+(templates/lloyd_gemm/lloyd_gemm_assign.cl.mako), then per-cluster sums from the labels
+(templates/lloyd_gemm/lloyd_accumulate_sums.cl.mako); LloydPass (lloyd.py) runs them.
 """
 import dataclasses
 
@@ -23,8 +23,8 @@ class AccumulateSpec(Spec):
     weighted: bool = False
     rows_per_item: int = 0
 
-    # labels a work-item keeps in registers (H200, 10M x 128, k=4096: 32 rows
-    # 9.7 ms a launch, 16 7.7, 8 7.8, 1 22.4)
+    # labels a work-item keeps in registers at most: the fastest on a large fit
+    # of an NVIDIA GPU (32 slower, 8 no faster, one a work-item far slower)
     MAX_ROWS_PER_ITEM = 16
 
     def __post_init__(self):

@@ -1,5 +1,5 @@
 """Planning of the "mma" Lloyd variant: the gemm variant's distances on
-NVIDIA tensor cores, 3xTF32 (templates/lloyd_mma_assign.cl.mako), and the
+NVIDIA tensor cores, 3xTF32 (templates/lloyd_mma/lloyd_mma_assign.cl.mako), and the
 split of the centres into its fragments' order (lloyd_mma_split.cl.mako).
 The sums are the gemm variant's (lloyd_gemm.py); LloydPass (lloyd.py)
 runs all three kernels.
@@ -98,8 +98,8 @@ def mma_specs(profile, base, spec_class, precision="float32"):
     dp = -(-d // pad) * pad
     mt = max(1, min(4, (128 if precision == "float32" else 256) // dp))
     tn = CHUNK_CENTROIDS
-    # the fast modes' pass ran faster in work-groups of 128 (bf16, H100, 2^24
-    # x 128, k=4096: 0.134 s against 0.155), 3xTF32's in 256 (0.355 against 0.365)
+    # the fast modes' pass ran faster in work-groups of 128, 3xTF32's in 256
+    # (NVIDIA tensor cores, a large fit)
     for wg in (256, 128) if precision == "float32" else (128, 256):
         if wg <= profile.max_work_group_size:
             yield spec_class(variant="mma", kp=-(-k // tn) * tn, wg=wg, tn=tn, mt=mt,

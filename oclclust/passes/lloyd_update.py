@@ -75,7 +75,7 @@ RESULTS = 6
 class LloydState:
     """What a chunk's Lloyd passes allocate (passes, resident centres, a
     labels buffer): pooled across fits per (queue, rows' shape and dtype,
-    weights, k), one fit's at a time (parallel.sharded_lloyd's _LloydChunk takes one and gives it
+    weights, k), one fit's at a time (cluster.kmeans.lloyd_shards._LloydChunk takes one and gives it
     back when it is collected), so a warm fit allocates nothing and makes
     no queue (two threads fitting at once each take their own)."""
     __slots__ = ("passes", "resident", "labels", "shared")
@@ -131,9 +131,8 @@ def default_depth(part, k):
     with the host: none ahead.  There a pass ahead saved nothing and was
     lost at every stop and flagged iteration (one empty cluster: two
     passes), and its read, on a queue of its own, took a core from the pass
-    on Intel's runtime: a 20-iteration fit of 100k x 16 x 32 took 106 ms
-    with one ahead and 63 without, 1M x 32 x 256 0.28 s an iteration
-    against 0.14 (PoCL's the same or 3% faster)."""
+    on Intel's runtime: small and large fits alike ran slower with one
+    ahead than without (PoCL's no faster)."""
     if part.profile.type == "cpu":
         return 0
     return 1 if part.n * part.d * k >= 1 << 27 else 6
@@ -165,7 +164,7 @@ class ResidentCenters:
     iteration's output), and 2 (depth + 1) result slots.
 
     Its buffers, queue and kernel objects (arguments bound once) are one
-    fit's at a time; parallel.sharded_lloyd pools them across fits."""
+    fit's at a time; cluster.kmeans.lloyd_shards pools them across fits."""
 
     def __init__(self, lloyd_pass, depth=1):
         self.lloyd = lp = lloyd_pass
@@ -203,8 +202,8 @@ class ResidentCenters:
                                 (lp.centers, lp.center_rows if spec.variant in ("gemm", "blocked")
                                  else lp.centers))
         # a CPU runtime runs a work-group's items in turn, switching at each
-        # barrier: one item sums alone there (Intel, 1k x 2: 5 ms an iteration
-        # with 256 items)
+        # barrier: one item sums alone there (a group of many items made a small
+        # fit's iteration slow on Intel's runtime)
         swg = (1 if part.profile.type == "cpu" else
                power_of_two_at_most(min(256, part.profile.max_work_group_size)))
         self.summary_spec = ss = SummarySpec(dtype=part.dtype.name, acc_double=True, k=k,
@@ -364,7 +363,7 @@ class ResidentCenters:
 
 class SharedCenters:
     """The centres of one device's LloydPass (with the update) when several
-    devices share one update (parallel.sharded_lloyd.LloydShards: each device's
+    devices share one update (cluster.kmeans.lloyd_shards.LloydShards: each device's
     rows in one resident chunk, one process, fp64).
 
     The host reads every device's pass statistics (LloydPass.launch /
@@ -373,7 +372,7 @@ class SharedCenters:
     (``update``); each computes the new centres from them itself with
     ResidentCenters' new_centers kernel, into the pass's inputs, so the
     host computes no centre, norm or layout and uploads none between
-    passes (on 4 H100s those took ~3 ms of a 22 ms iteration).  Every device
+    passes (on several GPUs those were a noticeable part of an iteration).  Every device
     computes the same centres from the same totals; the first one's
     summary gives the shift (np.sum's bits, as on one device)."""
 

@@ -4,7 +4,7 @@ indices, assigned by the Lloyd pass without its update (each row's label
 and distance, as the host path's pass over the same rows gives them), and
 its per-cluster sums continued from running totals on the device, one row
 after another in the batch's order (minibatch_fold) -- the additions the
-host's fold makes (parallel/batches.fold), so the same bits.  Only the
+host's fold makes (cluster/kmeans/minibatch_sums.fold), so the same bits.  Only the
 indices go to the device a step, and the labels, distances and k x d sums
 come back: never the rows.
 """

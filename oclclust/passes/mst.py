@@ -8,7 +8,7 @@ from node 0, for the tie order).  The host keeps the O(n) part of each
 Boruvka round: each component's least edge and the union of components.
 
 The engine of single linkage past the condensed matrix (cluster/
-hierarchical.py) and of HDBSCAN (mutual-reachability weights through
+hierarchy/linkage_matrix.py) and of HDBSCAN (mutual-reachability weights through
 ``core``).
 """
 import dataclasses
@@ -20,7 +20,7 @@ import pyopencl.array as cla
 from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
-from .linkage import EXACT_OPTIONS, Plan, exact_kernel
+from .linkage import Plan, exact_kernel, prim_tree
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -43,7 +43,7 @@ ORDER_AXES = 8
 class MstTerms:
     """single_rows_from: single linkage runs on the rows (this engine)
     from this many observations on, where the condensed matrix would still
-    fit (cluster/hierarchical.py)."""
+    fit (cluster/hierarchy/linkage_matrix.py)."""
     single_rows_from: int = term("mst_single_rows_from", 2, 2**62)
 
 
@@ -131,7 +131,7 @@ def spatial_order(X, metric, tb):
 
 def _boxes(xp, tb):
     """Each tile's bounding box (lo, hi): tiles of tb rows, the last ragged
-    (a reshape: reduceat along the rows is ten times slower)."""
+    (a reshape: reduceat along the rows is much slower)."""
     full = len(xp) // tb * tb
     lo, hi = (xp[:full].reshape(-1, tb, xp.shape[1]).min(axis=1),
               xp[:full].reshape(-1, tb, xp.shape[1]).max(axis=1))
@@ -316,40 +316,10 @@ def boruvka(plan, X, n, d, metric, core=None):
 def prim_rows(plan, x, n, d, metric, core=None):
     """scipy's mst_single_linkage on the rows: (x_k, y_k, h_k), k < n-1, in
     Prim's order from node 0 (x_k the node added the step before y_k)."""
-    q = plan.queue
     spec = PrimRowsSpec(d=d, metric=metric, wg=plan.wg, core=core is not None, **plan.base)
     extra = (core.data,) if core is not None else ()
-    merged = np.zeros(n, np.uint8)
-    merged[0] = 1
-    merged, best = cla.to_device(q, merged), cla.to_device(q, np.full(n, np.inf, plan.dtype))
-    edges, heights = cla.empty(q, 2 * (n - 1), np.int32), cla.empty(q, n - 1, plan.dtype)
-    if plan.persistent:
-        state = cla.to_device(q, np.zeros(2, np.int32))             # [node, unused]
-        exact_kernel(q, spec, "prim_all")(q, (plan.wg,), (plan.wg,), x.data, np.int32(n),
-                                     state.data, merged.data, best.data, edges.data,
-                                     heights.data, *extra)
-    else:
-        groups = plan.groups(n)
-        state = cla.to_device(q, np.array([0, -1], np.int32))   # [newest node, edges made]
-        # partial minima in two buffers, read and written alternately; launch
-        # 0 reads the seed (0, node 0): the tree starts at node 0
-        seed_v, seed_i = np.full(groups, np.inf, plan.dtype), np.full(groups, n, np.int32)
-        seed_v[0], seed_i[0] = 0, 0
-        parts = [(cla.to_device(q, seed_v), cla.to_device(q, seed_i)),
-                 (cla.empty(q, groups, plan.dtype), cla.empty(q, groups, np.int32))]
-        steps = []
-        for p in range(2):      # two kernel objects: the same kernel, buffers swapped
-            step = cl.Kernel(codegen.build(q.context, spec, EXACT_OPTIONS), "prim_step")
-            (in_v, in_i), (out_v, out_i) = parts[p], parts[1 - p]
-            step.set_args(x.data, np.int32(n), np.int32(groups), in_v.data, in_i.data,
-                          out_v.data, out_i.data, state.data, merged.data, best.data,
-                          edges.data, heights.data, *extra)
-            steps.append(step)
-        for k in range(n):      # launch k records edge k-1 and scans from its node
-            plan.launch(steps[k % 2], groups)
-            if k % 1024 == 1023:
-                q.flush()       # let the device start while the host enqueues the rest
-    pairs, h = edges.get(q).reshape(-1, 2).astype(np.int64), heights.get(q)
+    edges, h = prim_tree(plan, spec, n, (x.data,), extra)
+    pairs = edges.astype(np.int64)
     if not np.all(np.isfinite(h)):
         raise _not_finite(plan, metric)
     return pairs[:, 0], pairs[:, 1], h.astype(np.float64)
@@ -397,7 +367,7 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
     d(a, b)).
 
     Returns int64 a, b and float64 w, sorted by w (a stable sort), in the
-    order single linkage needs: hierarchical.label on them gives scipy's Z.
+    order single linkage needs: linkage_matrix.label on them gives scipy's Z.
     Tie rule:
       ties="scipy": the edges are scipy's mst_single_linkage rows exactly
         (Prim's algorithm from node 0: each step adds the unmerged row of

@@ -55,8 +55,8 @@ class _ByName(TemplateLookup):
 
 def template_module_dir(directories):
     """Where Mako keeps the templates compiled to Python modules, so that a
-    fresh process renders without lexing and compiling them again (a cold
-    c-means fit on the H100 spent 0.17 s of 0.8 compiling 9 templates):
+    fresh process renders without lexing and compiling them again (compiling
+    them was a good part of a cold fit):
     under $OCLCLUST_CACHE_DIR/mako, else the user's own cache folder (the
     modules are code this process runs: never a folder others can write), a
     folder per content of the template *directories* (another checkout or
@@ -261,9 +261,9 @@ _POINTEES = {"__global", "global", "__local", "local", "__constant", "constant"}
 def scalar_arg_dtypes(source, name, spec):
     """The types of kernel *name*'s by-value arguments in *source* (None for
     buffers and local memory), or None where a type is not a plain scalar.
-    A typed kernel launches in a few microseconds; pyopencl's untyped path
-    sets every scalar through the buffer protocol (about 17 us each on
-    Intel's runtime), which dominates short passes (ensemble k-means).  Read
+    A typed kernel launches at once; pyopencl's untyped path sets every
+    scalar through the buffer protocol, a cost per scalar that dominates
+    short passes (ensemble k-means).  Read
     from the source, not the runtime's argument info: a program loaded from
     pyopencl's binary cache has none."""
     aliases = {"real_t": c_type(spec.dtype), "acc_t": "double" if spec.acc_double else "float"}

@@ -1,6 +1,6 @@
 """Fixed-order reduction of per-work-group partial statistics on the device.
 
-Pairs with templates/reduce_partials.cl.mako.  Only the reduced values travel
+Pairs with templates/runtime/reduce_partials.cl.mako.  Only the reduced values travel
 to the host, where they become float64.
 """
 import dataclasses

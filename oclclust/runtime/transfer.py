@@ -1,27 +1,27 @@
 """Page-locked host memory: the staging of host <-> device copies.
 
 A copy from pageable host memory is staged by the OpenCL runtime through a
-bounce buffer of its own (NVIDIA: ~8 GB/s, and the in-order queue is held
-meanwhile); from page-locked memory it is one DMA at the link's speed
-(~55 GB/s on the lent H200's PCIe 5).  ALLOC_HOST_PTR buffers, mapped once
+bounce buffer of its own (on NVIDIA's, at a fraction of the link's speed,
+and the in-order queue is held meanwhile); from page-locked memory it is
+one DMA at the link's speed.  ALLOC_HOST_PTR buffers, mapped once
 and kept mapped, are the portable way to get such memory from OpenCL: on
 the CPU runtimes they are ordinary host memory and cost nothing extra.
 
 ``Staging`` moves rows through two such pieces: the host fill of piece
-j+1 (several threads: one thread's memcpy is ~10 GB/s, the link ~55)
+j+1 (several threads: one thread's memcpy is slower than the link)
 overlaps the DMA of piece j, and a caller that streams chunks overlaps both
 with the kernels of the chunk before (Shard.run).  The fill converts any
 host source (numpy, np.memmap, F order, any dtype) to the device array's
 dtype a piece at a time, so a memmap is read once and never whole.
 
-The fill is what bounds a streamed pass (bench/stream.py timeline on an H100
-host: the DMA and the kernels overlap, the fill threads never rest): numpy's
+The fill is what bounds a streamed pass (bench/stream.py timeline shows it:
+the DMA and the kernels overlap, the fill threads never rest): numpy's
 copy is glibc's memmove, whose cached stores below its non-temporal threshold
-(151 MiB on a 300 MiB-L3 host; a fill thread copies a few MiB) read each
+(which grows with the L3 cache; a fill thread copies a few MiB) read each
 destination line before writing it, so a byte crosses host memory four times
 with the DMA's read.  ``GLIBC_TUNABLES=glibc.cpu.x86_non_temporal_threshold=
 0x100000`` at the process's start (it cannot be set later) makes them
-streaming stores: fill alone 52.6 -> 63.1 GB/s, fill + DMA 32.6 -> 41.2.
+streaming stores, which skip that read: a faster fill, alone and beside the DMA.
 
 ``upload`` / ``write_rows`` (rows resident on a device) and ``download``
 (per-row results back into the caller's array) use one Staging per queue,
@@ -38,9 +38,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-# a pinned piece: ~2.5 ms of DMA on PCIe 5.  bench/devices.py upload on 4 H100s: 10M x 128
-# float32 rows scattered in 0.154 / 0.114 / 0.116 s on 1 / 2 / 4 GPUs with 128 MiB pieces,
-# 0.228 / 0.190 / 0.210 s with 32 MiB (each piece's fill and DMA have a fixed cost)
+# a pinned piece: large enough that each piece's fixed cost (its fill's and its DMA's)
+# is small against its copy, on one GPU or several (bench/devices.py upload)
 PIECE_BYTES = 128 << 20
 DIRECT_BYTES = 1 << 20   # below this a pageable copy costs less than the staging
 FILL_SPLIT = 1 << 20     # bytes a fill thread takes at least
@@ -50,7 +49,7 @@ FILL_THREADS = max(1, min(16, os.cpu_count() or 1))
 def pinned_empty(queue, shape, dtype):
     """A host array in page-locked memory (kept mapped): a read into it is
     one DMA; into pageable memory NVIDIA's runtime stages it and holds the
-    in-order queue ~50 us (H100)."""
+    in-order queue meanwhile."""
     buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
                     max(1, int(np.prod(shape))) * np.dtype(dtype).itemsize)
     host, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
@@ -180,10 +179,9 @@ def straight(queue, src, dtype, nbytes):
     """Whether a copy of *nbytes* from host array *src* to (or from) a
     *dtype* device array goes straight, not through the staging: a small
     one, or on a device that shares the host's memory (the CPU runtimes: a
-    pageable copy there is one memcpy, the staging two; 1M x 32 float32
-    rows, Intel's runtime 52-64 ms against 74-121, PoCL 110-129 against
-    128-175) where *src* needs no conversion (else the staging converts it a
-    piece at a time, never a whole copy)."""
+    pageable copy there is one memcpy, the staging two: the pageable
+    copy is the faster on both runtimes) where *src* needs no conversion
+    (else the staging converts it a piece at a time, never a whole copy)."""
     if nbytes < DIRECT_BYTES:
         return True
     return (isinstance(src, np.ndarray) and src.dtype == dtype and src.flags.c_contiguous

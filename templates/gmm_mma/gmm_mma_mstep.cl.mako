@@ -172,7 +172,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
             }
   % endfor
   % if emulate:
-            {   /* emulated: no MMA under a branch (PoCL builds it in minutes); the
+            {   /* emulated: no MMA under a branch (PoCL's build of it is very slow); the
                    flag masks the A values instead, so that a wrong flag shows */
                 const float on = fl[${s}] ? 1.0f : 0.0f;
   % else:

@@ -50,7 +50,7 @@ void candidate_potentials(
 % endif
         /* the row is read once, each value against every candidate: reading it
            once per candidate cost T times the traffic of a row that no cache
-           keeps (55 ms a step at 10M x 128, T = 10, on an H200); each
+           keeps, which bounded the step on large rows; each
            candidate's sum still adds its features in order */
         acc_t s[T];
         for (int t = 0; t < T; ++t)

@@ -141,8 +141,8 @@ void accumulate_sums(
             barrier(CLK_LOCAL_MEM_FENCE);
             const int listed = min(LIST, members - m_pass);
             /* UNROLL members' values are loaded before any is added: their loads
-               overlap (one by one, each paid its full latency: H100, 1M x 32,
-               k=256, 1.4 -> 0.5 ms); the adds to a cell stay in member (row) order */
+               overlap (one by one, each paid its full latency: the sums took
+               several times as long on a GPU); the adds to a cell stay in member (row) order */
             for (int m0 = 0; m0 < listed; m0 += UNROLL) {
                 const int batch = min(UNROLL, listed - m0);
                 for (int c = lid; c <= D; c += WG) {

@@ -4,7 +4,7 @@ after another in a fixed order (passes/minibatch.py): cell (c, j) of sums
 adds rows[m][j] * w[m] for m = members[start[c]] .. members[start[c+1]-1]
 in that order, in float64, with no fused multiply-add -- the additions
 numpy's bincount makes over the same rows in the same order
-(parallel/batches.fold), so a batch folded here equals the host's fold
+(cluster/kmeans/minibatch_sums.fold), so a batch folded here equals the host's fold
 bit for bit.  One work-item a cell; the cells of a cluster read a row's
 consecutive values.  Reads spec: d.
 </%doc>

@@ -1,7 +1,7 @@
-"""hierarchical.merged_clusters (the vectorised union-find that labels
+"""merge_tree.merged_clusters (the vectorised union-find that labels
 merges of points: scipy's Z from single linkage's sorted MST edges, scikit-
 learn's children, HDBSCAN's single-linkage tree) against a plain union-find
-and, through hierarchical.label, against scipy.cluster.hierarchy.linkage.
+and, through hierarchy.linkage_matrix.label, against scipy.cluster.hierarchy.linkage.
 
 Host code only (no device): scipy's own Prim rows (mst_single_linkage,
 rewritten here from its definition) of continuous data, integer grids (ties),

@@ -12,7 +12,7 @@ import pytest
 from scipy.cluster import hierarchy
 
 import oclclust as oc
-from oclclust.cluster.hierarchy import linkage_matrix as hierarchical
+from oclclust.cluster.hierarchy import linkage_matrix
 from oclclust.passes.linkage import Plan
 
 sklearn = pytest.importorskip("sklearn")
@@ -40,7 +40,7 @@ NEGATIVE = [[0, 0, -1], [1, 2, -1], [-1, -2, -3], [1, 2, 3, -4, 5, 6]]
 
 
 @pytest.mark.parametrize("y", NEGATIVE, ids=str)
-@pytest.mark.parametrize("method", hierarchical.METHODS)
+@pytest.mark.parametrize("method", linkage_matrix.METHODS)
 def test_negative_distances_as_scipy(devices, method, y):
     """scipy's linkage takes negative distances: the same Z (NaN heights
     included: its ward of [0, 0, -1]), or the same ValueError where its
@@ -126,9 +126,9 @@ def test_rows_near_float32_max_as_sklearn(devices, linkage):
 @pytest.fixture
 def float32_plans(monkeypatch):
     """Every linkage on a float32 plan: a device without fp64."""
-    plan = hierarchical.plan_for
-    monkeypatch.setattr(hierarchical, "plan_for", lambda devices: Plan(plan(devices).profile,
-                                                                       np.float32))
+    plan = linkage_matrix.plan_for
+    monkeypatch.setattr(linkage_matrix, "plan_for", lambda devices: Plan(plan(devices).profile,
+                                                                         np.float32))
 
 
 OVERFLOWS = [

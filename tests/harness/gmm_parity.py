@@ -1,6 +1,6 @@
 """GaussianMixture against scikit-learn's fitted from the same start, at
 the GMM tests' tolerances (float32: the rows rounded to float32):
-tests/cluster/test_gmm.py and test_gmm_covariances.py."""
+tests/cluster/mixture/test_gmm.py and test_gmm_covariances.py."""
 import numpy as np
 import pytest
 

@@ -1,6 +1,6 @@
 """oclgrind plugin: mini-batch rows gathered on the device, assigned, and
 folded there (passes/minibatch.py) -- a batch with repeated rows against
-numpy and against the host's fold (parallel/batches.fold), bit for bit;
+numpy and against the host's fold (cluster/kmeans/minibatch_sums.fold), bit for bit;
 and a MiniBatchKMeans fit (its batches on the device) against
 scikit-learn's from the same random state.
 

@@ -1,4 +1,4 @@
-"""passes/cmeans.py's row_labels (templates/cmeans_labels.cl.mako): numpy's
+"""passes/cmeans.py's row_labels (templates/cmeans/cmeans_labels.cl.mako): numpy's
 argmax of the memberships -- the first of equal values, NaN the largest."""
 import numpy as np
 import pyopencl.array as cla

@@ -1,5 +1,5 @@
 """The initialisations' responsibilities on the device (passes/gmm.py's
-GmmPass.onehot, templates/gmm_onehot.cl.mako; GmmPass.set_resp of a block
+GmmPass.onehot, templates/gmm/gmm_onehot.cl.mako; GmmPass.set_resp of a block
 of rows): the same buffer as the host's one-hot matrix uploaded whole."""
 import numpy as np
 import pyopencl.array as cla

@@ -43,7 +43,7 @@ def hc_cut(n_clusters, children, n_leaves):
     # every leaf takes the index of its nearest ancestor among the top nodes:
     # pointers to parents, the top nodes (and the root) pointing at
     # themselves, jumped (ptr = ptr[ptr]) until no pointer moves -- log2 of
-    # the tree's depth rounds (a Python walk of a million leaves took 2 s)
+    # the tree's depth rounds (a Python walk of the leaves was slow at large n)
     children = np.asarray(children, np.intp)
     ptr = np.arange(n_leaves + len(children), dtype=np.intp)
     ptr[children.ravel()] = np.repeat(np.arange(n_leaves, len(ptr)), 2)

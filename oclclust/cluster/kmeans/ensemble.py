@@ -2,8 +2,8 @@
 
 The device passes live in passes/ensemble.py (task / data / concatenated
 parallelism) and passes/kdtree.py (KD-tree pruning, three leaf mappings),
-run over the fit's rows by parallel/sharded_ensemble.py; this module holds
-the model update loop, the "auto" choice and the estimator.  Every
+run over the fit's rows by ensemble_shards.py; this module holds
+the models' backend of the Lloyd loop (lloyd_loop.py), the "auto" choice and the estimator.  Every
 strategy and mapping gives bit-identical statistics (fixed-point sums), so
 the choice changes the speed only, and each model follows exactly the path
 an independent KMeans fit from its own init follows (its own tol, its own
@@ -39,7 +39,7 @@ def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
 
 def ensemble_passes(data, fixed, ks, strategy="auto", kdtree=None, ranks=None,
                     leaf_size=None, distributed=None, device_update=True):
-    """The ensemble passes over *data* (parallel.sharded_ensemble): on each
+    """The ensemble passes over *data* (ensemble_shards.py): on each
     chunk the pass choose() picks for its device and the models' K values
     *ks*; *fixed*: the fit's FixedPoint."""
     n = data.n   # not data: over remote data `make` travels to the rows
@@ -86,7 +86,7 @@ def data_moments(data, ranks=None):
 
 
 class EnsembleModels(LloydBackend):
-    """Many models over the ensemble passes (parallel.sharded_ensemble.
+    """Many models over the ensemble passes (ensemble_shards.
     EnsembleShards *engine*): the backend of fit_lloyd for EnsembleKMeans and
     KMeans's restarts.  On one device with double precision the update is
     the device's (passes.ensemble_update), two iterations ahead."""

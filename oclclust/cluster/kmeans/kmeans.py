@@ -1,7 +1,7 @@
 """k-means (Lloyd) with k-means++ seeding, scikit-learn's KMeans API.
 
 The loop here is the *model update*: it sees only the reduced statistics of
-the fused pass (passes/lloyd.py, over the fit's rows by parallel/sharded_lloyd.py's
+the fused pass (passes/lloyd.py, over the fit's rows by lloyd_shards.py's
 LloydShards) and never where distances are computed.
 """
 import numbers
@@ -59,9 +59,9 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     init="k-means||": about 2.5 x n_clusters candidates found in 5 passes
     of the Lloyd assignment (the device's fastest: tensor cores on NVIDIA),
     then the greedy steps over the candidates only, with no host step
-    between them (10M x 128, n_clusters=4096 on an H200: greedy k-means++
-    took 47 s; after 20 Lloyd iterations from k-means|| at these defaults
-    the inertia was 2.7% below that from greedy k-means++).
+    between them (at such sizes greedy k-means++ takes most of the fit, and
+    Lloyd's iterations from k-means|| at these defaults ended at a lower
+    inertia than from greedy k-means++).
 
     ``spherical`` (faiss' option): rows compared by cosine.  They are scaled
     to unit length (a copy; a row of norm 0 stays 0, as in faiss), the
@@ -127,7 +127,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True   # scipy.sparse rows: kmeans_csr
+        tags.input_tags.sparse = True   # scipy.sparse rows: sparse.py
         return tags
 
     # ---------------------------------------------------------------- fitting
@@ -138,7 +138,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
             warnings.warn("algorithm='elkan' doesn't make sense for a single cluster. Using "
                           "'lloyd' instead.", RuntimeWarning)
             self._algorithm = "lloyd"
-        if is_sparse(X):   # the rows stay sparse (kmeans_csr)
+        if is_sparse(X):   # the rows stay sparse (sparse.py)
             return fit_csr(self, X, sample_weight)
         return super().fit(X, y, sample_weight)
 
@@ -274,7 +274,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
 
 class LloydModel(LloydBackend):
-    """One model over the fused Lloyd pass (parallel.sharded_lloyd.LloydShards):
+    """One model over the fused Lloyd pass (lloyd_shards.LloydShards):
     the backend of fit_lloyd for KMeans.  On one resident device with
     double precision the update is the device's (passes.lloyd_update), its
     shift and inertia np.sum's bits; else, and for an iteration with an
@@ -317,8 +317,8 @@ class LloydModel(LloydBackend):
 
     def nearest(self, centers):
         # of the pass just run, in the rows' dtype: widening is exact, so the
-        # farthest rows and their distances are float64's, and 10M float32
-        # distances were ~30 ms less to convert and select (62 empty clusters)
+        # farthest rows and their distances are float64's, and float32
+        # distances are less to convert and select
         return self.lloyd.min_dist(dtype=None), self.lloyd.labels()
 
     def settled(self, active):

@@ -126,8 +126,8 @@ class LloydShards(ShardedPass):
         """Every chunk's pass *what* (True / False: with / without the
         update; "shared": its SharedCenters) made on the devices' threads at
         once, before map_enqueued launches from this thread: making one
-        loads its programs (tens of ms a device on NVIDIA: one after
-        another, they cost 4 H100s 0.2 s of a 0.7 s fit)."""
+        loads its programs (slow on NVIDIA's runtime: one device after
+        another, they were a large part of a several-GPU fit)."""
         if (what, id(self.data.chunks)) in self._made:
             return
         self.map(lambda chunk, st: st.shared_centers() if what == "shared" else
@@ -136,7 +136,7 @@ class LloydShards(ShardedPass):
 
     def run(self, centers, update=True):
         # several chunks: the centres' norms once, not once a device (each
-        # thread's numpy under one GIL: 1 ms of a 22 ms pass on 4 H100s)
+        # thread's numpy waits for the others' under one GIL)
         local = len(self.data.chunks) > 1 and not getattr(self.data, "remote", False)
         norms = center_norms(centers, self.data.dtype) if local else None
         if local:
@@ -218,8 +218,8 @@ class LloydShards(ShardedPass):
 
     def cluster_sizes(self):
         """Rows per cluster in the last pass's labels, all ranks' (float64),
-        counted on the devices: no label comes to the host (np.bincount of
-        10M host labels took 55 ms of a 1 s fit on 2 H100s)."""
+        counted on the devices: no label comes to the host (where counting
+        them was a noticeable part of a large fit)."""
         def count(chunk, st):
             q = chunk.queue
             counts = cla.zeros(q, st.k, np.int32)

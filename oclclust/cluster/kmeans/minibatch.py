@@ -6,13 +6,13 @@ rows and compared on a validation draw, the batches drawn by weight as
 the reassignment of centres whose weight falls below reassignment_ratio of
 the largest, and the early stop on the exponentially weighted batch inertia
 (max_no_improvement) or the centre change (tol).  Each batch is assigned on
-the devices by the Lloyd pass (parallel.sharded_lloyd.LloydShards); its
+the devices by the Lloyd pass (lloyd_shards.LloydShards); its
 per-cluster sums, weights and inertia are added in float64 and the update
 is the host's.  ``partial_fit`` takes one step on each chunk it is given
 (a data stream, a file read in pieces).
 
 A batch's sums, weights and inertia are added in float64 in row order
-(parallel/batches), so a dask array's fit, whose batches are assigned on
+(minibatch_sums.py), so a dask array's fit, whose batches are assigned on
 the workers holding their rows (minibatch_rows.WorkerRows), is the numpy
 fit of the same rows bit for bit.  Where a fit's rows sit whole on one fp64
 device they are placed once and each batch is gathered, assigned and
@@ -88,7 +88,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True   # scipy.sparse rows: kmeans_csr's assignment
+        tags.input_tags.sparse = True   # scipy.sparse rows: sparse.py's assignment
         return tags
 
     # ------------------------------------------------------------- helpers
@@ -214,7 +214,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     @staticmethod
     def _batch(rows, indices, weights, centers):
         """BatchSums of rows *indices* (drawn, repeats allowed) of *weights*:
-        added in the order of their indices (parallel/batches)."""
+        added in the order of their indices (minibatch_sums.py)."""
         return rows.batch(indices, np.asarray(weights), centers, index_order(indices))
 
     def _random_reassign(self):

@@ -3,7 +3,7 @@ placed on the devices), on the host and once, whole, on one fp64 device
 (DeviceRows: each batch gathered there), sparse on the host (SparseRows),
 or in a dask array's blocks on a Dask cluster's workers (WorkerRows,
 parallel/dask.py).  All answer alike, so the fit is one code: rows by index
-(the inits' sample, reassigned centres), a batch's totals (parallel/batches:
+(the inits' sample, reassigned centres), a batch's totals (minibatch_sums.py:
 the same bits every way), the labels and inertia of all rows, the
 features' variances.  A WorkerRows never brings more rows to the client
 than an index asks for (the init's init_size rows, a reassignment's few)."""
@@ -124,7 +124,7 @@ class DeviceRows(HostRows):
 
 class SparseRows(HostRows):
     """Validated sparse host rows X (canonical CSR, the compute dtype) and
-    their weights w: assigned by kmeans_csr's CSR pass on the preferred
+    their weights w: assigned by sparse.py's CSR pass on the preferred
     device, the batch folded over the stored values in row order -- the
     additions of the dense fold but for its zero terms (t + 0 is t)."""
 

@@ -1,7 +1,7 @@
 """Fuzzy c-means (Bezdek) on OpenCL devices, in the O(N*D*C) form of eq. 3.
 
 The device pass is passes/cmeans.py (CMeansPass), run over the fit's rows
-by parallel/sharded.py's CMeansShards.  One fused pass per iteration reads
+by cmeans_shards.py's CMeansShards.  One fused pass per iteration reads
 each row once: distances to all centres, s_i once per row, the
 memberships, and per-work-group partial numerators sum w u^m x and
 denominators sum w u^m (eq. 2), reduced on the device in a fixed order,

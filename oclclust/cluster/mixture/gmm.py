@@ -1,7 +1,7 @@
 """Gaussian-mixture EM (scikit-learn's GaussianMixture API) with MDL order selection.
 
 One EM iteration is one pass over every chunk of the fit's rows
-(parallel/sharded.py's GmmShards of passes/gmm.py's GmmPass: the E kernel,
+(gmm_shards.py's GmmShards of passes/gmm.py's GmmPass: the E kernel,
 then the M kernel on the responsibilities it left on the device); only the reduced float64 statistics come to the host,
 which updates the model and its Cholesky factors (the model's math, beside
 the MDL merge, is in mdl.py).  The data-driven starts leave their

@@ -175,7 +175,7 @@ def test_sparse_rows_equal_sklearns(devices, container, metric, eps):
 @pytest.mark.parametrize("eps,min_samples", [(0.5, 5), (1.0, 4), (2.0, 12)])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_graph_rules_equal_device_path(devices, data, metric, eps, min_samples, weighted):
-    """The host graph's rules (dbscan_rules.graph_labels) give the device
+    """The host graph's rules (density/dbscan/rules.graph_labels) give the device
     path's labels on the metrics the device computes."""
     X = {"blobs": blobs(300), "grid": grid()}[data]
     w = np.random.default_rng(6).integers(0, 4, len(X)).astype(float) if weighted else None

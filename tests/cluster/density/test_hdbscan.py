@@ -3,7 +3,7 @@ numbering) and probabilities exactly, over metrics, min_samples, selection
 method, epsilon, allow_single_cluster and max_cluster_size, on scikit-learn's
 own test data (make_blobs as its test_hdbscan.py makes them) and on tied
 integer grids; NaN / inf rows; bad input gets scikit-learn's errors; the
-host's tree (cluster/hdbscan_tree.py) on scikit-learn's own single-linkage
+host's tree (cluster/density/hdbscan/tree.py) on scikit-learn's own single-linkage
 tree.  The host's paths too: precomputed distances (dense, sparse), sparse
 rows, scipy's metrics and callables; store_centers and dbscan_clustering."""
 import itertools

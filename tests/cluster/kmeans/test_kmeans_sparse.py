@@ -1,4 +1,4 @@
-"""KMeans on scipy.sparse input (cluster/kmeans_csr.py) against scikit-learn's
+"""KMeans on scipy.sparse input (cluster/kmeans/sparse.py) against scikit-learn's
 KMeans on the same sparse matrix, from the same random_state: the same
 seeding draws, so the same centres, labels, inertia and iterations."""
 

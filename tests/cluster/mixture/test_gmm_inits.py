@@ -17,7 +17,7 @@ INITS = ["kmeans", "k-means++", "random", "random_from_data"]
 
 
 def old_initial_resp(self, gm, data, rng, host_w):
-    """cluster/gmm.py's host path before the device inits (the reference)."""
+    """cluster/mixture/gmm.py's host path before the device inits (the reference)."""
     k, dtype, ranks = self.n_components, data.dtype, self._ranks
     if self.init_params == "random":
         resp = rng.uniform(size=(ranks.n, k))[ranks.offset:ranks.offset + data.n]

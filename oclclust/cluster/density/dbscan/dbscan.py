@@ -11,7 +11,7 @@ cluster in that order, reaches it from first.
 The metrics the device does not compute (other scipy names, minkowski with
 p other than 1, 2, inf, callables, metric_params), metric="precomputed" and
 sparse rows go through an explicit neighbourhood graph built in row blocks
-(cluster/dbscan_graph.py) and the same rules (cluster/dbscan_rules.py):
+(graph.py) and the same rules (rules.py):
 sparse rows under euclidean distances on the device (CsrRows), under the
 other metrics on the host.
 """

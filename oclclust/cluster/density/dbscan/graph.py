@@ -1,6 +1,6 @@
 """DBSCAN's eps-neighbourhood graphs built in row blocks (a block of rows
 against all rows at a time, never n x n at once), as n x n CSR matrices of
-the pairs within eps, for cluster/dbscan_rules.py:
+the pairs within eps, for rules.py:
 
 - ``metric_graph``: scipy.spatial.distance.cdist on the host (scipy metric
   names, minkowski with any p, callables, metric_params), dense or sparse

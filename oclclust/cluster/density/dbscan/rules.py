@@ -1,7 +1,7 @@
 """DBSCAN's rules over an explicit eps-neighbourhood graph (the host paths:
 precomputed distances, scipy metrics, callables, sparse rows).
 
-The same rules as the device path (cluster/dbscan.py): a core row has a
+The same rules as the device path (dbscan.py): a core row has a
 weighted neighbour count >= min_samples; the core rows' components are
 numbered by their least core row (scikit-learn's numbering: its expansion
 starts a cluster at each unlabelled core row in index order); a border row

@@ -3,11 +3,11 @@
 Core distances by k nearest neighbours (passes/neighbours.py) and the
 mutual-reachability minimum spanning tree (passes/mst.py) run on the
 device, distances computed from the rows; the condensed tree and the
-cluster selection run on the host in O(n) (cluster/hdbscan_tree.py).
+cluster selection run on the host in O(n) (tree.py).
 A precomputed distance matrix (dense or sparse), sparse rows and the
 metrics the devices lack (scipy's, callables, metric_params) take the
-host's n x n distances and Prim's instead (cluster/hdbscan_metrics.py,
-cluster/hdbscan_host.py), then the same tree.
+host's n x n distances and Prim's instead (metrics.py,
+host_mst.py), then the same tree.
 """
 from collections.abc import Callable
 

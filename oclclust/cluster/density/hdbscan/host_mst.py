@@ -1,6 +1,6 @@
 """HDBSCAN's mutual-reachability minimum spanning tree on the host, from an
 n x n distance matrix: a precomputed one (dense or sparse), or the host's
-distances for the metrics the devices lack (cluster/hdbscan_metrics.py).
+distances for the metrics the devices lack (metrics.py).
 
 Dense: Prim's from node 0 over the matrix, O(n^2) time and the matrix's
 memory, in scikit-learn's two edge orders (ties pick the lowest index):
