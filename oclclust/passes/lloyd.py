@@ -103,7 +103,9 @@ class LloydSpec(Spec):
         return self.variant in ("gemm", "mma")
 
     @property
-    def reads_rows(self):   # the K x D rows too: gemm, mma's split, blocked's winners
+    def reads_rows(self):
+        """Whether the pass also reads the centres as K x D rows (gemm, mma
+        before their split; blocked: its winners' exact distances)."""
         return self.labels_first or self.variant == "blocked"
 
     @property
@@ -169,23 +171,22 @@ def candidate_specs(profile, dtype, d, k, update, weighted, precision="float32")
     others are float32, whatever it says."""
     base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, k=k,
                 update=update, weighted=weighted)
-    terms = profile.terms(LloydTerms)
-
-    def blocked(profile, base):
-        return blocked_specs(profile, base, LloydSpec)
-
-    def gemm(profile, base):
-        return gemm_specs(profile, dict(base, prefetch=terms.prefetch), LloydSpec)
-
-    def mma(profile, base):
-        return mma_specs(profile, base, LloydSpec, precision)
-    variants = {"tiled": (_tiled_specs, _rowwise_specs),
-                "blocked": (blocked, _rowwise_specs),   # then the row-wise one (always fits)
-                "gemm": (gemm, _tiled_specs, _rowwise_specs),   # then the fused ones
-                "mma": (mma, gemm, _tiled_specs, _rowwise_specs),   # where tensor cores are
-                }.get(terms.variant, (_rowwise_specs, _tiled_specs))
+    variant = profile.terms(LloydTerms).variant
+    if variant == "tiled":
+        variants = (_tiled_specs, _rowwise_specs)
+    elif variant == "blocked":   # then the row-wise one (it always fits)
+        variants = (_blocked_specs, _rowwise_specs)
+    elif variant == "gemm":   # then the fused ones
+        variants = (_gemm_specs, _tiled_specs, _rowwise_specs)
+    elif variant == "mma":    # where tensor cores are; else gemm
+        variants = (_mma_specs, _gemm_specs, _tiled_specs, _rowwise_specs)
+    else:
+        variants = (_rowwise_specs, _tiled_specs)
     for specs in variants:
-        yield from specs(profile, base)
+        if specs is _mma_specs:   # the one variant that reads *precision*
+            yield from specs(profile, base, precision)
+        else:
+            yield from specs(profile, base)
 
 
 def _rowwise_specs(profile, base):
@@ -215,6 +216,19 @@ def _tiled_specs(profile, base):
         if wg == 1:
             return
         wg //= 2
+
+
+def _blocked_specs(profile, base):
+    return blocked_specs(profile, base, LloydSpec)
+
+
+def _gemm_specs(profile, base):
+    return gemm_specs(profile, dict(base, prefetch=profile.terms(LloydTerms).prefetch),
+                      LloydSpec)
+
+
+def _mma_specs(profile, base, precision):
+    return mma_specs(profile, base, LloydSpec, precision)
 
 
 def _centroid_chunks(profile, dtype, d, k, ctile, wg, ppi, update):
@@ -287,8 +301,8 @@ class LloydPass:
                                        part.weighted, spec, precision)
         gemm = self.spec.labels_first
         rows = self.spec.tm if gemm else self.spec.wg * self.spec.ppi
-        self.groups, self.tiles = part.groups(self.spec.wg, rows,
-                                              items_per_unit(part.profile, self.spec))
+        per_unit = items_per_unit(part.profile, self.spec)   # 0: groups_per_compute_unit
+        self.groups, self.tiles = part.groups(self.spec.wg, rows, per_unit)
         q, acc = part.queue, part.acc_double
         self.part_inertia = partial_buffer(q, self.groups, 1, acc)
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
@@ -296,7 +310,8 @@ class LloydPass:
                                else None)
         self.min_dist = cla.empty(q, part.n, part.dtype)
         self.norms = cla.empty(q, self.spec.kp, part.dtype)
-        self.center_rows = cla.empty(q, k * part.d, part.dtype) if self.spec.reads_rows else None
+        self.center_rows = (cla.empty(q, k * part.d, part.dtype) if self.spec.reads_rows
+                            else None)
         if gemm:   # mma: the centres split in its fragments' order (lloyd_mma.split_centers)
             self.centers = (cla.empty(q, tile_words(self.spec), np.uint32)
                             if self.spec.variant == "mma" else
@@ -313,9 +328,11 @@ class LloydPass:
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
 
     def upload(self, centers, norms=None):
-        """*centers* (k x d) as the pass reads them, from its page-locked
-        arrays, not waited on (the next upload waits before refilling them);
-        *norms*: center_norms(centers, the rows' dtype) if the caller has them."""
+        """*centers* (k x d) as the pass reads them, copied from the pass's
+        page-locked arrays and not waited on: the pass after them on the
+        queue reads them, and the next upload waits for them before
+        refilling the arrays.  *norms*: center_norms(centers, the rows'
+        dtype) when the caller has them (the same for every device)."""
         spec, d, dtype = self.spec, self.part.d, self.part.dtype
         host = self._host()
         if self._writes:   # the last upload's copies still read these arrays
@@ -344,8 +361,9 @@ class LloydPass:
 
     def _host(self):
         """The pass's page-locked host arrays (made on first use): the
-        centres' layouts going up, the statistics coming back (blocking
-        pageable copies were a noticeable part of a several-GPU iteration)."""
+        centres' layouts going up, the statistics coming back.  A blocking
+        copy from pageable memory holds its queue and, with several devices
+        driven at once, NVIDIA's driver."""
         if self._pinned is None:
             q, spec, d, k = self.part.queue, self.spec, self.part.d, self.k
             dtype, acc = self.part.dtype, self.part.acc_double
@@ -362,7 +380,8 @@ class LloydPass:
                               weights=(words * k, acc_dtype(acc)))
                 self.reduced = {name: cla.empty(q, size, t) for name, (size, t) in
                                 shapes.items() if name in ("sums", "weights")}
-            self._pinned = {name: pinned_empty(q, (size,), t) for name, (size, t) in shapes.items()}
+            self._pinned = {name: pinned_empty(q, (size,), t)
+                            for name, (size, t) in shapes.items()}
         return self._pinned
 
     def _write(self, dst, host):
@@ -380,9 +399,9 @@ class LloydPass:
         if not spec.labels_first:
             rows = (self.center_rows.data,) if spec.reads_rows else ()
             return [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
-                *data, self.centers.data, *rows, self.norms.data, labels.data, self.min_dist.data,
-                self.part_sums.data, self.part_weights.data, self.part_inertia.data,
-                self.part_flags.data, np.int64(self.tiles)))]
+                *data, self.centers.data, *rows, self.norms.data, labels.data,
+                self.min_dist.data, self.part_sums.data, self.part_weights.data,
+                self.part_inertia.data, self.part_flags.data, np.int64(self.tiles)))]
         rechecked = (self.part_rechecked.data,) if spec.rechecks else ()
         out = [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
             *data, self.centers.data, self.center_rows.data, self.norms.data, labels.data,
@@ -403,17 +422,20 @@ class LloydPass:
 
     def run(self, centers, labels, norms=None):
         """Assign every row to its nearest centre of *centers* (k x d), writing
-        *labels* (a device int32 array holding the previous labels)."""
+        *labels* (a device int32 array holding the previous labels); *norms*:
+        see upload."""
         return self.collect(self.launch(centers, labels, norms))
 
     def launch(self, centers, labels, norms=None):
-        """run's work and its results' reads enqueued and flushed, not waited
-        on (collect() does); *centers* None: the pass's centre buffers hold
-        them already (lloyd_update wrote them); *norms*: see upload."""
-        part, q, host = self.part, self.part.queue, self._host()
+        """run's device work enqueued, its results' reads too, not waited
+        on (flushed: it starts now): what collect() waits for.  *centers*
+        None: the pass's centre buffers hold them already (written on the
+        device: lloyd_update)."""
+        part, q = self.part, self.part.queue
         if centers is not None:
             self.upload(centers, norms)
         self.enqueue(labels)
+        host = self._host()
         reads = [("inertia", self.part_inertia), ("flags", self.part_flags)]
         if self.update:   # the slabs summed on the device (fixed order), the totals read
             for name, part_buf, size in (("sums", self.part_sums, self.k * part.d),
@@ -428,17 +450,20 @@ class LloydPass:
 
     def collect(self, events):
         """The LloydStats of the pass launch() enqueued (*events*: its reads)."""
-        part, host, sums, weights = self.part, self._host(), None, None
+        part, host = self.part, self._host()
         cl.wait_for_events(events)   # one wait for all of them
+        sums = weights = None
         if self.update:
             sums = self._read("sums", self.k * part.d).reshape(self.k, part.d)
             weights = self._read("weights", self.k)
         flags = host["flags"].reshape(-1, 2)
         inertia = float(np.sum(host["inertia"][:self.groups], dtype=np.float64))
-        return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()), int(flags[:, 1].sum()),
-                          self.rechecked())
+        return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()),
+                          int(flags[:, 1].sum()), self.rechecked())
 
-    def _read(self, name, size):   # float64 (Kahan: plus their compensations)
+    def _read(self, name, size):
+        """The *size* totals *name* launch() read, in float64 (Kahan
+        sums: the totals plus their compensations)."""
         got = self._host()[name].astype(np.float64)
         return got if self.part.acc_double else got[:size] + got[size:]
 

@@ -9,19 +9,18 @@ cluster._base.centers_update computes them, with the next pass's inputs
 lloyd.center_norms sums them), and one work-group sums the shift and the
 inertia in numpy's pairwise order and counts the changed and non-finite
 rows and the empty clusters (and a fast precision's re-checked rows).
-The host reads those six numbers, on a
-queue of its own into page-locked memory, and uploads nothing.  The shift
-and inertia are np.sum's bits, so the host's convergence test on them and
-history_ are the host update's; an iteration with an empty cluster or a
-non-finite row is the host's (its statistics read from the device, or the
-pass run again over the same centres where the pass ahead overwrote them).
+The host reads those six numbers, on a queue of its own into page-locked
+memory, and uploads nothing.  The shift and inertia are np.sum's bits, so
+the host's convergence test on them and history_ are the host update's;
+an iteration with an empty cluster or a non-finite row is the host's (its
+statistics read from the device, or the pass run again over the same
+centres where the pass ahead overwrote them).
 
 The next iteration is enqueued before this one's numbers are read (one
 ahead, speculatively); a stop or the host's iteration drops it and puts
 back the labels it overwrote (ResidentCenters).
 """
 import dataclasses
-import threading
 
 import numpy as np
 import pyopencl as cl
@@ -71,58 +70,6 @@ SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY, RECHECKED = range(6)
 RESULTS = 6
 
 
-# ------------------------------------------------ per-fit state, pooled
-class LloydState:
-    """What a chunk's Lloyd passes allocate (passes, resident centres, a
-    labels buffer): pooled across fits per (queue, rows' shape and dtype,
-    weights, k), one fit's at a time (cluster.kmeans.lloyd_shards._LloydChunk takes one and gives it
-    back when it is collected), so a warm fit allocates nothing and makes
-    no queue (two threads fitting at once each take their own)."""
-    __slots__ = ("passes", "resident", "labels", "shared")
-
-    def __init__(self):
-        self.passes, self.resident, self.labels, self.shared = {}, None, None, None
-
-
-# Reentrant: give_state runs as a finalizer, so a garbage collection on this
-# thread while it holds the lock (any allocation may start one) gives a state
-# back under it.  A plain Lock deadlocked there (a CI run hung on PoCL).
-_LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.RLock()
-_POOL_PER_KEY = 4        # states kept per key (threads fitting the same shape at once)
-POOL_MAX_ROWS = 1 << 22  # larger chunks' states are not kept: their per-row buffers
-#                          would hold device memory after the fit, for a fixed cost
-#                          that is small beside their passes
-
-
-def take_state(key):
-    """A pooled LloydState of *key* (a new one when none is free)."""
-    with _LLOYD_POOL_LOCK:
-        free = _LLOYD_POOL.get(key)
-        if free:
-            return free.pop()
-    return LloydState()
-
-
-def give_state(key, state, rows):
-    """*state* back to the pool, unless its chunk had more than POOL_MAX_ROWS
-    *rows*; it keeps no reference to the fit's rows (their device buffer)."""
-    for lp in state.passes.values():
-        lp.part = None
-    if state.resident is not None:
-        state.resident.drop()
-        state.resident.active = False
-        state.resident.labels = state.resident.launches = state.resident.kept = None
-    if state.shared is not None:
-        state.shared.active = False
-    if rows > POOL_MAX_ROWS:
-        return
-    with _LLOYD_POOL_LOCK:
-        free = _LLOYD_POOL.setdefault(key, [])
-        if len(free) < _POOL_PER_KEY:
-            free.append(state)
-
-
-
 def default_depth(part, k):
     """Iterations enqueued ahead of the one read: a GPU's short passes
     (n x d x k under 2^27) are shorter than their launches, so several are
@@ -156,12 +103,13 @@ class ResidentCenters:
     labels, distances and sums of the one read, and none is saved: when
     the fit stops at an iteration with no label changed, the passes after
     it are over the same centres (the same labels give the same sums, bit
-    for bit) and leave the same labels and distances; a stop on the shift is followed by a pass over
-    the final centres anyway (the labels; KMeans' finish); and a flagged
-    iteration's statistics come from its pass run again over its centres
-    (``stats``; its changed-label count is the one read).  *depth* + 2
-    centre buffers turn in a ring (the current centres, each pending
-    iteration's output), and 2 (depth + 1) result slots.
+    for bit) and leave the same labels and distances; a stop on the shift
+    is followed by a pass over the final centres anyway (the labels;
+    KMeans' finish); and a flagged iteration's statistics come from its
+    pass run again over its centres (``stats``; its changed-label count is
+    the one read).  *depth* + 2 centre buffers turn in a ring (the current
+    centres, each pending iteration's output), and 2 (depth + 1) result
+    slots.
 
     Its buffers, queue and kernel objects (arguments bound once) are one
     fit's at a time; cluster.kmeans.lloyd_shards pools them across fits."""
@@ -189,8 +137,8 @@ class ResidentCenters:
         self.labels = None
         wg = power_of_two_at_most(min(64, part.profile.max_work_group_size))
         # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); blocked:
-        # panels of D x cv * vw (and the rows); mma: the rows, which split_centers lays out
-        # in its fragments' order
+        # panels of D x cv * vw (and the rows); mma: the rows, which
+        # split_centers lays out in its fragments' order
         layout = ("columns" if spec.variant in ("rowwise", "gemm") else
                   "panels" if spec.variant == "blocked" else "rows")
         self.centers_spec = CentersSpec(dtype=part.dtype.name, acc_double=True, d=d, k=k,
@@ -363,8 +311,8 @@ class ResidentCenters:
 
 class SharedCenters:
     """The centres of one device's LloydPass (with the update) when several
-    devices share one update (cluster.kmeans.lloyd_shards.LloydShards: each device's
-    rows in one resident chunk, one process, fp64).
+    devices share one update (cluster.kmeans.lloyd_shards.LloydShards: each
+    device's rows in one resident chunk, one process, fp64).
 
     The host reads every device's pass statistics (LloydPass.launch /
     collect, the centre upload skipped), adds them in chunk order as the

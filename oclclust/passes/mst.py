@@ -171,6 +171,8 @@ def _known(rows, comp_ext, W, J, B, slot):
 
 
 def _least(ncomp, comp, w, exact):
+    """Each of the *ncomp* components' least w among its exact rows (inf:
+    none known)."""
     least = np.full(ncomp, np.inf)
     np.minimum.at(least, comp[exact], w[exact])
     return least
@@ -294,7 +296,10 @@ def boruvka(plan, X, n, d, metric, core=None):
         tied = np.flatnonzero(several)
         order = tied[np.lexsort((hi[tied], lo[tied], comp[cand][tied]))]
         c_sorted = comp[cand][order]
-        heads = np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]]) if tied.size else tied
+        if tied.size:
+            heads = np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])
+        else:
+            heads = tied
         first = np.r_[np.flatnonzero(~several), order[heads]]
         # an edge that both of its components chose comes once: from the
         # component of its lower end
@@ -360,11 +365,11 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
     """The n-1 edges (a, b, w) of a minimum spanning tree of the rows of X.
 
     *plan*: a passes.linkage.Plan (device, queue, value type; float64 where
-    the device has fp64), or a DeviceProfile to make one for.  *metric*: euclidean, sqeuclidean, cityblock,
-    chebyshev or cosine, computed as scipy's pdist computes it (the same
-    float64 rounding).  *core*: None, or n per-row core distances: the edge
-    weight is then the mutual-reachability distance max(core[a], core[b],
-    d(a, b)).
+    the device has fp64), or a DeviceProfile to make one for.  *metric*:
+    euclidean, sqeuclidean, cityblock, chebyshev or cosine, computed as
+    scipy's pdist computes it (the same float64 rounding).  *core*: None, or
+    n per-row core distances: the edge weight is then the mutual-reachability
+    distance max(core[a], core[b], d(a, b)).
 
     Returns int64 a, b and float64 w, sorted by w (a stable sort), in the
     order single linkage needs: linkage_matrix.label on them gives scipy's Z.

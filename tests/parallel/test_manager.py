@@ -28,9 +28,9 @@ from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
 import oclclust as oc
 from oclclust.passes import kmeanspp
 from oclclust.passes import lloyd
-from oclclust.passes import lloyd_update
 from oclclust.runtime.codegen import KernelBuildError
 from oclclust.parallel.manager import ShardedData, split_rows
+from oclclust.cluster.kmeans import lloyd_shards
 from oclclust.cluster.kmeans.lloyd_shards import LloydShards
 
 N, D, K = 3000, 8, 6
@@ -495,11 +495,11 @@ def _fail_on(monkeypatch, where, failing, on_call):
                 raise KernelBuildError("injected fault: build failed")
             return original(profile, *args, **kwargs)
         monkeypatch.setattr(lloyd, "plan", plan)
-        # an earlier fit's pooled passes (lloyd_update's pool) were built already: a build
+        # an earlier fit's pooled passes (lloyd_shards' pool) were built already: a build
         # fails on a device's first fit of a shape, so the fit starts without them (the
         # earlier fits' states collected first: each goes back to the pool when collected)
         gc.collect()
-        monkeypatch.setattr(lloyd_update, "_LLOYD_POOL", {})
+        monkeypatch.setattr(lloyd_shards, "_LLOYD_POOL", {})
     else:   # k-means++
         original = kmeanspp.ChunkSeeding.potentials
 

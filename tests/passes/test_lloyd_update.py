@@ -10,7 +10,7 @@ import pyopencl.array as cla
 import pytest
 
 import oclclust as oc
-from oclclust.cluster.kmeans import kmeans
+from oclclust.cluster.kmeans import kmeans, lloyd_shards
 from oclclust.cluster._base import centers_update
 from oclclust.passes import lloyd_update
 from oclclust.passes.lloyd import LloydPass
@@ -292,7 +292,7 @@ def test_without_fp64_the_host_updates(profile):
 
 
 def pooled_states():
-    return {id(s): s for free in lloyd_update._LLOYD_POOL.values() for s in free}
+    return {id(s): s for free in lloyd_shards._LLOYD_POOL.values() for s in free}
 
 
 def test_a_later_fit_takes_the_pooled_state(profile, monkeypatch):
@@ -312,7 +312,7 @@ def test_a_later_fit_takes_the_pooled_state(profile, monkeypatch):
     assert pooled_states().keys() == before.keys()   # taken, then given back
     if profile.fp64:
         assert steps and any(s.resident is not None for s in before.values())
-    monkeypatch.setattr(lloyd_update, "POOL_MAX_ROWS", 100)
+    monkeypatch.setattr(lloyd_shards, "POOL_MAX_ROWS", 100)
     Y = blobs(701, 3, 4, np.float32, seed=8)          # a new shape: a new state
     fit(profile, Y, True, **params)
     gc.collect()
@@ -330,23 +330,23 @@ def test_a_collection_under_the_pool_lock_gives_back():
     class Cycle:   # freed only by the cyclic collector, as a fit's chunks can be
         pass
     key = ("collected under the lock",)
-    state = lloyd_update.LloydState()
+    state = lloyd_shards.LloydState()
     garbage = Cycle()
     garbage.self = garbage
-    weakref.finalize(garbage, lloyd_update.give_state, key, state, 1)
+    weakref.finalize(garbage, lloyd_shards.give_state, key, state, 1)
     del garbage
 
     def collect_under_lock():
-        with lloyd_update._LLOYD_POOL_LOCK:
+        with lloyd_shards._LLOYD_POOL_LOCK:
             gc.collect()
     worker = threading.Thread(target=collect_under_lock, daemon=True)
     worker.start()
     worker.join(30)
     try:
         assert not worker.is_alive(), "a finalizer deadlocked on the pool's lock"
-        assert lloyd_update.take_state(key) is state
+        assert lloyd_shards.take_state(key) is state
     finally:
-        lloyd_update._LLOYD_POOL.pop(key, None)
+        lloyd_shards._LLOYD_POOL.pop(key, None)
 
 
 # ---------------------------------------- several devices: one shared update

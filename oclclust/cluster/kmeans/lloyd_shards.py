@@ -3,8 +3,10 @@ the fused Lloyd pass on every chunk, its labels and distances left on the
 devices, and the centre update kept there between passes: one device's
 resident update (passes.lloyd_update.ResidentCenters) or, over several
 resident devices of one process, one update every device computes from
-the totals the host adds (SharedCenters)."""
+the totals the host adds (SharedCenters).  What a chunk's passes allocate
+is pooled across fits (LloydState)."""
 import dataclasses
+import threading
 import weakref
 
 import numpy as np
@@ -32,6 +34,57 @@ def shareable(data, comm):
             and all(c.acc_double for c in data.chunks) and not measuring(data.manager))
 
 
+# ------------------------------------------------ per-fit state, pooled
+class LloydState:
+    """What a chunk's Lloyd passes allocate (passes, resident centres, a
+    labels buffer): pooled across fits per (queue, rows' shape and dtype,
+    weights, k), one fit's at a time (_LloydChunk takes one and gives it
+    back when it is collected), so a warm fit allocates nothing and makes
+    no queue (two threads fitting at once each take their own)."""
+    __slots__ = ("passes", "resident", "labels", "shared")
+
+    def __init__(self):
+        self.passes, self.resident, self.labels, self.shared = {}, None, None, None
+
+
+# Reentrant: give_state runs as a finalizer, so a garbage collection on this
+# thread while it holds the lock (any allocation may start one) gives a state
+# back under it.  A plain Lock deadlocked there (a CI run hung on PoCL).
+_LLOYD_POOL, _LLOYD_POOL_LOCK = {}, threading.RLock()
+_POOL_PER_KEY = 4        # states kept per key (threads fitting the same shape at once)
+POOL_MAX_ROWS = 1 << 22  # larger chunks' states are not kept: their per-row buffers
+#                          would hold device memory after the fit, for a fixed cost
+#                          that is small beside their passes
+
+
+def take_state(key):
+    """A pooled LloydState of *key* (a new one when none is free)."""
+    with _LLOYD_POOL_LOCK:
+        free = _LLOYD_POOL.get(key)
+        if free:
+            return free.pop()
+    return LloydState()
+
+
+def give_state(key, state, rows):
+    """*state* back to the pool, unless its chunk had more than POOL_MAX_ROWS
+    *rows*; it keeps no reference to the fit's rows (their device buffer)."""
+    for lp in state.passes.values():
+        lp.part = None
+    if state.resident is not None:
+        state.resident.drop()
+        state.resident.active = False
+        state.resident.labels = state.resident.launches = state.resident.kept = None
+    if state.shared is not None:
+        state.shared.active = False
+    if rows > POOL_MAX_ROWS:
+        return
+    with _LLOYD_POOL_LOCK:
+        free = _LLOYD_POOL.setdefault(key, [])
+        if len(free) < _POOL_PER_KEY:
+            free.append(state)
+
+
 class _LloydChunk:
     """A chunk's Lloyd passes (with and without the update) and its labels,
     which stay on the device between passes."""
@@ -41,13 +94,13 @@ class _LloydChunk:
         self.precision = precision
         key = (chunk.queue.int_ptr, chunk.profile, chunk.n, chunk.d, chunk.stride,
                chunk.dtype.str, chunk.weighted, k, precision)
-        self.state = lloyd_update.take_state(key)
+        self.state = take_state(key)
         for lp in self.state.passes.values():   # a pooled state's passes: over these rows
             lp.part = chunk
         if self.state.resident is not None:      # whatever an earlier fit left (an error)
             self.state.resident.drop()
             self.state.resident.active = False
-        weakref.finalize(self, lloyd_update.give_state, key, self.state, chunk.n)
+        weakref.finalize(self, give_state, key, self.state, chunk.n)
 
     @property
     def passes(self):

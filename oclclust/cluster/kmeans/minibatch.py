@@ -2,14 +2,15 @@
 
 scikit-learn's algorithm and random stream: the inits drawn from init_size
 rows and compared on a validation draw, the batches drawn by weight as
-``choice(n, batch_size, p=w / w.sum())`` draws them, the streaming centre update with per-centre weight sums,
-the reassignment of centres whose weight falls below reassignment_ratio of
-the largest, and the early stop on the exponentially weighted batch inertia
+``choice(n, batch_size, p=w / w.sum())`` draws them (sampling.py), the
+streaming centre update with per-centre weight sums, the reassignment of
+centres whose weight falls below reassignment_ratio of the largest, and
+the early stop on the exponentially weighted batch inertia
 (max_no_improvement) or the centre change (tol).  Each batch is assigned on
-the devices by the Lloyd pass (lloyd_shards.LloydShards); its
-per-cluster sums, weights and inertia are added in float64 and the update
-is the host's.  ``partial_fit`` takes one step on each chunk it is given
-(a data stream, a file read in pieces).
+the devices by the Lloyd pass (lloyd_shards.LloydShards); its per-cluster
+sums, weights and inertia are added in float64 and the update is the
+host's.  ``partial_fit`` takes one step on each chunk it is given (a data
+stream, a file read in pieces).
 
 A batch's sums, weights and inertia are added in float64 in row order
 (minibatch_sums.py), so a dask array's fit, whose batches are assigned on
@@ -36,8 +37,8 @@ from .sampling import weighted_draws
 from ..spherical import renormalised, unit_rows
 from ...parallel.placement import is_dask_array, new_data
 from ...passes.distances import pairwise_euclidean
-from ...runtime.validation import (all_finite, check_data, check_random_state, check_sample_weight,
-                                   checked_csr, is_sparse)
+from ...runtime.validation import (all_finite, check_data, check_random_state,
+                                   check_sample_weight, checked_csr, is_sparse)
 
 
 # whether a fit gathers and folds its batches on the device where its rows
@@ -46,9 +47,11 @@ DEVICE_BATCHES = True
 
 
 class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
-    """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans API and
-    results from the same random_state).  ``devices``, ``dtype``, ``spherical``,
-    ``precision``: as KMeans' (no tensor-core path here: every mode runs float32)."""
+    """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans
+    API and results from the same random_state).  ``devices``, ``dtype``,
+    ``spherical``: as KMeans'.  ``precision``: accepted as KMeans'
+    ("float32", "tf32", "bf16"); its batch pass has no tensor-core path
+    yet, so every mode runs as "float32" (the same model, bit for bit)."""
 
     comm = None   # the shared rules read it: one process (MPI: KMeans)
 
@@ -66,9 +69,10 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
-                 verbose=0, compute_labels=True, random_state=None, tol=0.0, max_no_improvement=10,
-                 init_size=None, n_init="auto", reassignment_ratio=0.01, devices=None, dtype=None,
-                 spherical=False, precision="float32"):
+                 verbose=0, compute_labels=True, random_state=None, tol=0.0,
+                 max_no_improvement=10, init_size=None, n_init="auto",
+                 reassignment_ratio=0.01, devices=None, dtype=None, spherical=False,
+                 precision="float32"):
         self.n_clusters = n_clusters
         self.precision = precision
         self.init = init
@@ -94,7 +98,8 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     # ------------------------------------------------------------- helpers
     def _host_rows(self, X, sample_weight, fitted=False, check_finite=True):
         """X (unit rows when spherical) and its weights, validated, on the host
-        (*fitted*: X's features must be the fit's); sparse X stays sparse (canonical CSR)."""
+        (*fitted*: X's features must be the fit's); sparse X stays sparse
+        (canonical CSR)."""
         if is_sparse(X):
             X = checked_csr(X, self.dtype, type(self).__name__,
                             self.n_features_in_ if fitted else None, unit=self.spherical)
@@ -385,5 +390,3 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
                 lambda chunk: pairwise_euclidean(chunk, self.cluster_centers_)))
         finally:
             data.close()
-
-

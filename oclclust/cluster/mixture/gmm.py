@@ -1,14 +1,15 @@
 """Gaussian-mixture EM (scikit-learn's GaussianMixture API) with MDL order selection.
 
 One EM iteration is one pass over every chunk of the fit's rows
-(gmm_shards.py's GmmShards of passes/gmm.py's GmmPass: the E kernel,
-then the M kernel on the responsibilities it left on the device); only the reduced float64 statistics come to the host,
-which updates the model and its Cholesky factors (the model's math, beside
-the MDL merge, is in mdl.py).  The data-driven starts leave their
-responsibilities on the devices: one-hot rows made there from k-means'
-labels (a KMeans fit of these same rows) or from k chosen rows; "random"
-draws them on the rows' host, a block of rows at a time (on a Dask worker
-from the random stream moved to its rows: no per-row value travels).
+(gmm_shards.py's GmmShards of passes/gmm.py's GmmPass: the E kernel, then
+the M kernel on the responsibilities it left on the device); only the
+reduced float64 statistics come to the host, which updates the model and
+its Cholesky factors (the model's math, beside the MDL merge, is in
+mdl.py).  The data-driven starts leave their responsibilities on the
+devices: one-hot rows made there from k-means' labels (a KMeans fit of
+these same rows) or from k chosen rows; "random" draws them on the rows'
+host, a block of rows at a time (on a Dask worker from the random stream
+moved to its rows: no per-row value travels).
 """
 import math
 import numbers
@@ -196,7 +197,7 @@ class GaussianMixture(DensityMixin, KCluster):
                 raise ValueError("Input X contains NaN or infinity (or values whose "
                                  "log-density is not finite).")
             model = m_step(stats, model.means, self.reg_covar, self._full, self._eps,
-                               self._float32, self._pooled)
+                           self._float32, self._pooled)
             lower_bound = float(ll) / n
             bounds.append(lower_bound)
             self.history_.append(history_entry(it, start, gm.data, lower_bound=lower_bound,
@@ -288,7 +289,7 @@ class GaussianMixture(DensityMixin, KCluster):
             stats = gm.resp_stats(means)
             extra = None if xtx is None else xtx - raw_second_moment(stats, means)
             est = m_step(stats, means, self.reg_covar, full, self._eps, self._float32,
-                             self._pooled, extra)
+                         self._pooled, extra)
             est.weights = (stats[:, 0] + 10 * self._eps) / n
             w0 = est.weights if w0 is None else w0
             m0 = est.means if m0 is None else m0
@@ -339,8 +340,8 @@ class GaussianMixture(DensityMixin, KCluster):
         self._check_fitted()
         kind, (k, d) = self.covariance_type, self.means_.shape
         return Model(self.weights_.astype(np.float64), self.means_.astype(np.float64),
-                         _broadcast(kind, self.covariances_.astype(np.float64), k, d),
-                         _broadcast(kind, self.precisions_cholesky_.astype(np.float64), k, d))
+                     _broadcast(kind, self.covariances_.astype(np.float64), k, d),
+                     _broadcast(kind, self.precisions_cholesky_.astype(np.float64), k, d))
 
     def _score(self, X, want):
         model = self._model()
@@ -397,7 +398,8 @@ class GaussianMixture(DensityMixin, KCluster):
     def mdl(self, X):
         """Rissanen's MDL of the model on X: -log L + 1/2 P log(N D)."""
         n = len(X)
-        return -self.score(X) * n + 0.5 * self._n_parameters() * math.log(n * self.n_features_in_)
+        return (-self.score(X) * n
+                + 0.5 * self._n_parameters() * math.log(n * self.n_features_in_))
 
     def sample(self, n_samples=1):
         """Random samples from the fitted mixture: (X, component labels)."""
