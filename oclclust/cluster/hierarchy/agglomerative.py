@@ -5,7 +5,7 @@ import heapq
 
 import numpy as np
 
-from .._base import BaseEstimator, ClusterMixin
+from .._base import BaseEstimator, ClusterMixin, records_kernels
 from ..merge_tree import merged_clusters
 from .linkage_matrix import _single_on_rows, linkage
 from ...passes.linkage import check_range, condensed_distances, plan_for, prim_single
@@ -107,6 +107,7 @@ class AgglomerativeClustering(ClusterMixin, BaseEstimator):
         self.compute_distances = compute_distances
         self.devices = devices
 
+    @records_kernels
     def fit(self, X, y=None):
         check_params(self, {
             "n_clusters": [(int, 1, None), (np.integer, 1, None), None],

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..._base import BaseEstimator, ClusterMixin
+from ..._base import BaseEstimator, ClusterMixin, records_kernels
 from ....passes.linkage import check_range, plan_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .rules import graph_labels
@@ -104,6 +104,7 @@ class DBSCAN(ClusterMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.devices = devices
 
+    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
         if not self.eps > 0:
