@@ -92,6 +92,14 @@ class AgglomerativeClustering(ClusterMixin, BaseEstimator):
     ``labels_``, ``children_`` and ``distances_`` equal scikit-learn's.
     ``connectivity`` constraints are not implemented (NotImplementedError).
     ``devices``: as in every oclclust estimator.
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
     """
 
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,

@@ -92,6 +92,15 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     scikit-learn's API: every fit runs the fused Lloyd pass (Elkan's bounds
     save distance computations on a CPU core, not on a device's tiles, and
     give the same model), and X is never modified (the devices hold a copy).
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
+        Under Dask, the workers' kernels are not recorded.
     """
 
     _parameter_rules = {

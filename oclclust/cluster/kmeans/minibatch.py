@@ -48,7 +48,17 @@ DEVICE_BATCHES = True
 class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans API and
     results from the same random_state).  ``devices``, ``dtype``, ``spherical``,
-    ``precision``: as KMeans' (no tensor-core path here: every mode runs float32)."""
+    ``precision``: as KMeans' (no tensor-core path here: every mode runs float32).
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
+        partial_fit adds each call's.
+    """
 
     comm = None   # the shared rules read it: one process (MPI: KMeans)
 

@@ -60,6 +60,15 @@ class GaussianMixture(DensityMixin, KCluster):
     E and M steps' tensor-core kernels (passes/gmm_mma.py, NVIDIA) are 3xTF32
     and have no faster mode yet, so every mode runs as "float32" (the same
     model, bit for bit).
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
+        Under Dask, the workers' kernels are not recorded.
     """
 
     _parameter_rules = {

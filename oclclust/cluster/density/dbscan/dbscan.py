@@ -78,6 +78,14 @@ class DBSCAN(ClusterMixin, BaseEstimator):
     metric_params and ``metric="precomputed"`` (dense or sparse) build the
     eps-graph on the host a block of rows at a time (memory: its pairs);
     sparse rows: euclidean distances on the device, the others on the host.
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
     """
 
     _parameter_rules = {

@@ -45,6 +45,14 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
     (no neighbour tree is built: the device, or the host's matrix, computes
     every distance).  X is never written to, so ``copy`` changes nothing.
     Rows with NaN get label -3, with inf -2, as in scikit-learn.
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
     """
 
     def __init__(self, min_cluster_size=5, min_samples=None, cluster_selection_epsilon=0.0,
