@@ -279,15 +279,25 @@ class _RecordedPool:
         return getattr(self.pool, name)
 
 
+class _RecordedExecutor:
+    """A pool maker whose pools are _RecordedPools (a class, not a closure:
+    a device manager holding it pickles and copies)."""
+
+    def __init__(self, executor):
+        self.executor = executor
+
+    def __call__(self, *args, **kwargs):
+        return _RecordedPool(self.executor(*args, **kwargs))
+
+
 def recorded_on_workers(executor):
     """*executor* (a pool maker: executor(max_workers) -> pool) whose pools
     run each task with the recorders of the thread that submits it: the
     kernels a fit's passes fetch on a device manager's threads are the
     fit's (parallel/manager.py)."""
-    @functools.wraps(executor)
-    def make(*args, **kwargs):
-        return _RecordedPool(executor(*args, **kwargs))
-    return make
+    if isinstance(executor, _RecordedExecutor):
+        return executor
+    return _RecordedExecutor(executor)
 
 
 def _rendered_file(source):
