@@ -366,8 +366,6 @@ def kernel(context, spec, name, instance=0):
     program, for a caller that keeps several argument sets bound (a Launch
     each)."""
     key = (context.int_ptr, spec, name, instance)
-    if _RECORDERS.get():
-        note(context, spec)
     if key not in _KERNELS:
         # cl.Kernel, not getattr: specs that render the same source share a
         # program, and pyopencl warns when getattr retrieves a kernel twice
@@ -377,6 +375,8 @@ def kernel(context, spec, name, instance=0):
         if dtypes is not None:
             kern.set_scalar_arg_dtypes(dtypes)
         _KERNELS.setdefault(key, SharedKernel(kern))
+    if _RECORDERS.get():
+        note(context, spec)
     return _KERNELS[key]
 
 
@@ -464,10 +464,12 @@ def plan(kind, context, key, make):
     memo = (kind, context.int_ptr, key)
     if memo not in _PLANS:
         with recording_kernels() as made:
-            _PLANS[memo] = make()
+            value = make()
+        # what it fetched first: another thread finding the plan finds that too
         _PLANS_FETCHED[memo] = made
+        _PLANS[memo] = value
     elif _RECORDERS.get():
-        _note_recorded(_PLANS_FETCHED[memo])
+        _note_recorded(_PLANS_FETCHED.get(memo, KernelRecorder()))
     return _PLANS[memo]
 
 
