@@ -175,11 +175,11 @@ class KernelRecorder:
         self.fetched = set()   # (context pointer, spec)
         self.devices = {}      # context pointer -> its devices' names
 
-    def add(self, context, specs):
-        ptr = context.int_ptr
+    def add(self, context, ptr, spec):
+        """*spec*'s kernel fetched in *context* (whose int_ptr *ptr* is)."""
         if ptr not in self.devices:
             self.devices[ptr] = " + ".join(d.name.strip() for d in context.devices)
-        self.fetched.update((ptr, spec) for spec in specs)
+        self.fetched.add((ptr, spec))
 
     def take(self, other):
         """What *other* recorded, recorded here too."""
@@ -219,8 +219,11 @@ def note(context, *specs):
     recorder): what fetches them calls it, and so does an owner of kernel
     objects kept across fits (a pooled state) when a fit uses them again."""
     recorders = _RECORDERS.get()
-    for recorder in recorders:
-        recorder.add(context, specs)
+    if recorders:
+        ptr = context.int_ptr
+        for recorder in recorders:
+            for spec in specs:
+                recorder.add(context, ptr, spec)
 
 
 def _note_recorded(made):
@@ -375,8 +378,8 @@ def kernel(context, spec, name, instance=0):
         if dtypes is not None:
             kern.set_scalar_arg_dtypes(dtypes)
         _KERNELS.setdefault(key, SharedKernel(kern))
-    if _RECORDERS.get():
-        note(context, spec)
+    for recorder in _RECORDERS.get():   # per launch for some passes: kept to a set insert
+        recorder.add(context, key[0], spec)
     return _KERNELS[key]
 
 
