@@ -1,5 +1,5 @@
 <%doc>
-Shared prelude every kernel inherits (<%inherit file="prelude.cl.mako"/>).
+Shared prelude every kernel inherits (<%inherit file="/prelude.cl.mako"/>).
 Reads spec: real_t (C type of the data), fp64 (double needed), acc_double
 (sums in double; else Kahan-compensated float).
 </%doc>
@@ -13,5 +13,5 @@ typedef double acc_t;
 typedef float acc_t;
 % endif
 #define ACC_DOUBLE ${int(acc_double)}
-<%include file="accumulate.cl"/>
+<%include file="/accumulate.cl"/>
 ${next.body()}

@@ -4,6 +4,7 @@
     python -m oclclust example            k-means on generated blobs, on every device
     python -m oclclust fit DATA -k K      fit an algorithm, write the model (and labels)
     python -m oclclust predict MODEL DATA labels of new data from a saved model
+    python -m oclclust explain MODEL      the kernels a saved model's fit ran, per device
     python -m oclclust compare ...        the strategy benchmark (oclclust.cli.compare)
     python -m oclclust tune ...           the kernel auto-tuner (oclclust.cli.tune)
 
@@ -213,6 +214,14 @@ def build_parser():
                        description="Apply a model written by 'fit --out' to a data file.")
     commands.add_predict_arguments(p)
     p.set_defaults(func=lambda args: commands.cmd_predict(args, UsageError))
+    from . import explain
+    p = sub.add_parser("explain", help="the kernels a saved model's fit ran, per device",
+                       description="Print the OpenCL kernels that fitting a saved model ran, "
+                       "per device: each kernel's pass, variant, template (its path below "
+                       "the templates folder and the installed file) and the spec's key "
+                       "values.")
+    explain.add_explain_arguments(p)
+    p.set_defaults(func=explain.cmd_explain)
     for name, module, text in (
             ("compare", "compare", "time the ensemble strategies and KD-tree mappings "
              "on the devices (python -m oclclust compare)"),
@@ -248,8 +257,8 @@ def main(argv=None):
             return _delegate(argv[0], argv[1:])
         args = parser.parse_args(argv)
         if args.command is None:
-            raise UsageError(f"a command is needed: devices, example, fit, predict, compare "
-                             f"or tune (see '{PROG} --help')")
+            raise UsageError(f"a command is needed: devices, example, fit, predict, explain, "
+                             f"compare or tune (see '{PROG} --help')")
         return args.func(args)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)

@@ -7,6 +7,7 @@ mixins (so they pass check_estimator and work in pipelines); without it, a
 minimal stand-in gives get_params/set_params and the same mixin methods.
 """
 import copy
+import functools
 import inspect
 import numbers
 
@@ -19,6 +20,7 @@ from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, is_dask_array, joined_moments, new_data
+from ..runtime.codegen import kernel_records, recording_kernels
 from ..runtime.devices import DeviceProfile
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
@@ -55,6 +57,24 @@ except ImportError:  # scikit-learn is optional
     class TransformerMixin:
         def fit_transform(self, X, y=None, **kwargs):
             return self.fit(X, **kwargs).transform(X)
+
+
+def records_kernels(fit):
+    """*fit* (an estimator's fit or partial_fit) that sets ``kernels_``: the
+    kernels the call ran, on this process's devices (a list of
+    runtime.codegen.kernel_record); partial_fit adds its call's to those
+    of the calls before.  Kernels run by Dask workers are theirs, not
+    recorded here."""
+    adds = fit.__name__ == "partial_fit"
+
+    @functools.wraps(fit)
+    def recorded(self, *args, **kwargs):
+        with recording_kernels() as recorder:
+            fitted = fit(self, *args, **kwargs)
+        earlier = getattr(self, "kernels_", []) if adds else []
+        self.kernels_ = kernel_records([*earlier, *recorder.records()])
+        return fitted
+    return recorded
 
 
 class ClusterDistancesOut:
@@ -135,6 +155,7 @@ class KCluster(BaseEstimator):
         check_params(self, {**own, **{name: rule for name, rule in SHARED_RULES.items()
                                       if name not in own}})
 
+    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         return self._fit_on_devices(X, sample_weight)
 

@@ -123,6 +123,33 @@ class Plain:
 
 
 @dataclasses.dataclass(frozen=True)
+class Record:
+    """A JSON object of exactly *fields* {name: kind}."""
+    fields: dict
+
+    def problem(self, value, symbols):
+        if not isinstance(value, dict):
+            return _Mismatch(value, "an object")
+        if set(value) != set(self.fields):
+            return f"has the keys {sorted(value)}, not {sorted(self.fields)}"
+        return _first_problem(((repr(key), value[key], kind) for key, kind in
+                               self.fields.items()), symbols)
+
+
+@dataclasses.dataclass(frozen=True)
+class RelativePath:
+    """A relative path of "/"-separated names, none of them "." or ".."."""
+
+    def problem(self, value, symbols):
+        if not isinstance(value, str):
+            return _Mismatch(value, "a string")
+        if not value or value.startswith("/") or "\\" in value or any(
+                part in ("", ".", "..") for part in value.split("/")):
+            return f"is {value!r}, not a relative path"
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
 class Optional:
     """null, or *kind*."""
     kind: object
@@ -301,6 +328,9 @@ HISTORY = ListOf(MapOf(Plain()))           # one record per iteration
 INIT_NAMES = Choice(("k-means++", "k-means||", "random"))
 LISTED = ListOf(Plain())                   # an init given as a list (checked by fit)
 INIT = AnyOf((INIT_NAMES, Array("real", ("n_clusters", "n_features_in_")), LISTED))
+# the kernels a fit ran (runtime.codegen.kernel_record)
+KERNELS = ListOf(Record({"device": Text(), "pass": Text(), "variant": Text(), "spec": Text(),
+                         "template": RelativePath(), "key": MapOf(Plain())}))
 
 
 def _centres(k):
@@ -418,3 +448,8 @@ SCHEMAS = {
         derived={"n_centers": lambda s: int(max(s["labels_"].max(initial=-1), -1)) + 1},
         optional=("centroids_", "medoids_")),   # kept with store_centers
 }
+
+# every fit records the kernels it ran (kernels_); files written before lack them
+SCHEMAS = {name: dataclasses.replace(schema, attributes={**schema.attributes, "kernels_": KERNELS},
+                                     optional=(*schema.optional, "kernels_"))
+           for name, schema in SCHEMAS.items()}

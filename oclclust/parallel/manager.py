@@ -16,7 +16,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime.codegen import KernelBuildError
+from ..runtime.codegen import KernelBuildError, recorded_on_workers
 from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
 from ..runtime.partition import DevicePartition
 from .shard import Shard
@@ -64,7 +64,8 @@ class DeviceManager:
     drive the devices at once: uploads, passes, calibration.  A harness
     whose OpenCL runtime must be called from one thread gives an executor
     that runs each task on the calling thread
-    (tests/harness/oclgrind_driver.py).
+    (tests/harness/oclgrind_driver.py).  Its tasks see the submitting
+    thread's kernel recorders (the kernels a fit runs: its ``kernels_``).
     """
 
     def __init__(self, devices=None, weights="compute_units", memory_budget=None,
@@ -90,7 +91,7 @@ class DeviceManager:
         else:
             self.weights = checked_weights(weights, len(self.profiles))
         self.memory_budget = checked_memory_budget(memory_budget)
-        self.executor = executor
+        self.executor = recorded_on_workers(executor)
         self.measured = None     # rows per second of each device, once known
         self.reshards = 0        # times rows were laid out anew (rebalancing, faults)
 

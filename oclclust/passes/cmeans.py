@@ -31,7 +31,7 @@ class CMeansTerms:
 @dataclasses.dataclass(frozen=True)
 class CMeansSpec(TileFields, Spec):
     """tiled: the distances as register tiles (distance_tile.cl.mako), tm = p."""
-    template = "cmeans_pass.cl.mako"
+    template = "cmeans/cmeans_pass.cl.mako"
     d: int = 1
     c: int = 1
     wg: int = 1
@@ -71,7 +71,7 @@ class MmaCMeansSpec(CMeansSpec):
     with its distances as 3xTF32 GEMM tiles; dp, kp: d and c padded to 8;
     emulate: the products in plain OpenCL (tests on CPUs); stats_mma: the
     statistics (update) on the tensor cores too."""
-    template = "cmeans_mma_pass.cl.mako"
+    template = "cmeans_mma/cmeans_mma_pass.cl.mako"
     dp: int = 8
     kp: int = 8
     emulate: bool = False
@@ -224,7 +224,7 @@ def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two, spec=Non
 
 @dataclasses.dataclass(frozen=True)
 class LabelsSpec(Spec):
-    template = "cmeans_labels.cl.mako"
+    template = "cmeans/cmeans_labels.cl.mako"
     wg: int = 1
 
     def local_bytes(self):

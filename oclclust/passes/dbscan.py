@@ -20,7 +20,7 @@ from .neighbours import row_tile_work_group
 
 @dataclasses.dataclass(frozen=True)
 class CountsSpec(Spec):
-    template = "dbscan_counts.cl.mako"
+    template = "dbscan/dbscan_counts.cl.mako"
     d: int = 1
     metric: str = "sqeuclidean"
     wg: int = 64
@@ -29,7 +29,7 @@ class CountsSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class NeighboursSpec(Spec):
-    template = "dbscan_neighbours.cl.mako"
+    template = "dbscan/dbscan_neighbours.cl.mako"
     d: int = 1
     metric: str = "sqeuclidean"
     wg: int = 64
@@ -37,7 +37,7 @@ class NeighboursSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class GraphMinLabelSpec(Spec):
-    template = "dbscan_graph_min_label.cl.mako"
+    template = "dbscan/dbscan_graph_min_label.cl.mako"
 
 
 # the share of the device's memory budget the stored eps-graph may take
@@ -46,7 +46,7 @@ GRAPH_SHARE = 0.5
 
 @dataclasses.dataclass(frozen=True)
 class MinLabelSpec(Spec):
-    template = "dbscan_min_label.cl.mako"
+    template = "dbscan/dbscan_min_label.cl.mako"
     d: int = 1
     metric: str = "sqeuclidean"
     wg: int = 64

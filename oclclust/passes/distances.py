@@ -9,7 +9,7 @@ from ..runtime.codegen import Spec, kernel
 
 @dataclasses.dataclass(frozen=True)
 class PairwiseSpec(Spec):
-    template = "pairwise_distances.cl.mako"
+    template = "distances/pairwise_distances.cl.mako"
     d: int = 1
 
 

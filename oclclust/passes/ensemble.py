@@ -42,7 +42,7 @@ class EnsembleTerms:
 
 @dataclasses.dataclass(frozen=True)
 class StatsSpec(Spec):
-    template = "ensemble_stats.cl.mako"
+    template = "ensemble/ensemble_stats.cl.mako"
     strategy: str = "concatenated"
     d: int = 1
     wg: int = 1
@@ -55,7 +55,7 @@ class StatsSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class AssignSpec(Spec):
-    template = "ensemble_assign.cl.mako"
+    template = "ensemble/ensemble_assign.cl.mako"
     d: int = 1
     wg: int = 1
     labels: bool = True

@@ -23,7 +23,7 @@ from ..runtime.transfer import pinned_empty
 
 @dataclasses.dataclass(frozen=True)
 class UpdateSpec(Spec):
-    template = "ensemble_update.cl.mako"
+    template = "ensemble_update/ensemble_update.cl.mako"
     d: int = 1
     wg: int = 64
 

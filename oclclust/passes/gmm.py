@@ -42,7 +42,7 @@ class GmmTerms:
 class EStepSpec(TileFields, Spec):
     """tiled (diag): register tiles (distance_tile.cl.mako) of tm points x tn
     components."""
-    template = "gmm_estep.cl.mako"
+    template = "gmm/gmm_estep.cl.mako"
     d: int = 1
     wg: int = 1
     ppi: int = 1
@@ -80,7 +80,7 @@ class MStepSpec(Spec):
 
     @property
     def template(self):
-        return {"tiled": "gmm_mstep.cl.mako", "rowwise": "gmm_mstep_rowwise.cl.mako"}[
+        return {"tiled": "gmm/gmm_mstep.cl.mako", "rowwise": "gmm/gmm_mstep_rowwise.cl.mako"}[
             self.variant]
 
     def local_bytes(self):
@@ -95,7 +95,7 @@ class MStepSpec(Spec):
 @dataclasses.dataclass(frozen=True)
 class OneHotSpec(Spec):
     """from_labels: rows from their labels; else one row per component."""
-    template = "gmm_onehot.cl.mako"
+    template = "gmm/gmm_onehot.cl.mako"
     wg: int = 1
     from_labels: bool = True
 

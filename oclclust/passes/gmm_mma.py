@@ -40,7 +40,7 @@ CHUNK = 16        # components of a local-memory chunk (two copies at d=128: 33 
 class MmaEStepSpec(Spec):
     """The tensor-core E kernel: wg work-items (wg / 32 warps), each warp mt
     m16 row tiles (tm rows a work-group tile), chunks of tn components."""
-    template = "gmm_mma_estep.cl.mako"
+    template = "gmm_mma/gmm_mma_estep.cl.mako"
     d: int = 1
     dp: int = 8
     kp: int = 16
@@ -110,7 +110,7 @@ class MmaMStepSpec(Spec):
     (chunk of rows, block of cb = 16 mb components); each warp one m16
     component tile and ntw n8 column tiles of one half (x or x^2), g
     column groups a half.  tile: the fewest rows a chunk is given."""
-    template = "gmm_mma_mstep.cl.mako"
+    template = "gmm_mma/gmm_mma_mstep.cl.mako"
     d: int = 1
     dp: int = 8
     wg: int = 256

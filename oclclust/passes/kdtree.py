@@ -48,7 +48,7 @@ class KdTreeTerms:
 
 @dataclasses.dataclass(frozen=True)
 class KDStatsSpec(Spec):
-    template = "kdtree_stats.cl.mako"
+    template = "kdtree/kdtree_stats.cl.mako"
     mapping: str = "direct"
     d: int = 1
     wg: int = 1
@@ -59,13 +59,13 @@ class KDStatsSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class CandidatesSpec(Spec):
-    template = "kdtree_candidates.cl.mako"
+    template = "kdtree/kdtree_candidates.cl.mako"
     d: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class AggregateSpec(Spec):
-    template = "kdtree_aggregate.cl.mako"
+    template = "kdtree/kdtree_aggregate.cl.mako"
     d: int = 1
 
 

@@ -28,7 +28,7 @@ from .lloyd import LloydPass
 
 @dataclasses.dataclass(frozen=True)
 class CandidateSpec(Spec):
-    template = "kmeanspp_candidates.cl.mako"
+    template = "kmeanspp/kmeanspp_candidates.cl.mako"
     d: int = 1
     trials: int = 1
     wg: int = 1
@@ -40,7 +40,7 @@ class CandidateSpec(Spec):
 class DrawSpec(Spec):
     """kmeanspp_draw.cl.mako: *trials* a step, one work-group of *wg*, at
     most *blocks* groups of the candidate kernel."""
-    template = "kmeanspp_draw.cl.mako"
+    template = "kmeanspp/kmeanspp_draw.cl.mako"
     trials: int = 1
     wg: int = 1
     blocks: int = 1
@@ -49,7 +49,7 @@ class DrawSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class SearchSpec(Spec):
-    template = "search_sorted.cl.mako"
+    template = "kmeanspp/search_sorted.cl.mako"
 
 
 def pyopencl_prefix_sum(queue, acc, weighted, real_t):

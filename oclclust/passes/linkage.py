@@ -60,7 +60,7 @@ class DistanceSpec(TileFields, MatrixFields, Spec):
     work-group, rm x rn per work-item, kc features (of dp) per local-memory
     chunk, vw-wide local reads (the register tile of distance_tile.cl.mako);
     else one work-item per pair (cosine, and devices the tiles do not fit)."""
-    template = "hierarchical_distances.cl.mako"
+    template = "linkage/hierarchical_distances.cl.mako"
     d: int = 1
     metric: str = "euclidean"
     dp: int = 1
@@ -99,13 +99,13 @@ def distance_specs(profile, base, n, d, metric, tiled=True):
 
 @dataclasses.dataclass(frozen=True)
 class PrimSpec(MatrixFields, Spec):
-    template = "hierarchical_prim.cl.mako"
+    template = "linkage/hierarchical_prim.cl.mako"
     wg: int = 64
 
 
 @dataclasses.dataclass(frozen=True)
 class LinkageSpec(MatrixFields, Spec):
-    template = "hierarchical_linkage.cl.mako"
+    template = "linkage/hierarchical_linkage.cl.mako"
     method: str = "ward"
     wg: int = 64
 

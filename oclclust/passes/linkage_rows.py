@@ -42,7 +42,7 @@ class WardRowsTerms:
 
 @dataclasses.dataclass(frozen=True)
 class WardSpec(Spec):
-    template = "ward_nearest.cl.mako"
+    template = "linkage_rows/ward_nearest.cl.mako"
     d: int = 1
     wg: int = 64
 
@@ -100,7 +100,7 @@ def ward_chain(plan, X):
 class WardRoundSpec(Spec):
     """``tb`` clusters a tile (its bounding box and least size), staged in
     local memory."""
-    template = "ward_rounds.cl.mako"
+    template = "linkage_rows/ward_rounds.cl.mako"
     d: int = 1
     wg: int = 64
     tb: int = 64
@@ -257,7 +257,7 @@ def ward_rows(plan, X):
 # ------------------------------------------------ centroid and median linkage
 @dataclasses.dataclass(frozen=True)
 class GenericRowsSpec(Spec):
-    template = "generic_nearest.cl.mako"
+    template = "linkage_rows/generic_nearest.cl.mako"
     d: int = 1
     wg: int = 64
 

@@ -91,11 +91,11 @@ class LloydSpec(Spec):
 
     @property
     def template(self):
-        return {"tiled": "lloyd_assign_accumulate.cl.mako",
-                "rowwise": "lloyd_assign_accumulate_rowwise.cl.mako",
-                "blocked": "lloyd_blocked.cl.mako",
-                "gemm": "lloyd_gemm_assign.cl.mako",
-                "mma": "lloyd_mma_assign.cl.mako"}[self.variant]
+        return {"tiled": "lloyd/lloyd_assign_accumulate.cl.mako",
+                "rowwise": "lloyd/lloyd_assign_accumulate_rowwise.cl.mako",
+                "blocked": "lloyd_blocked/lloyd_blocked.cl.mako",
+                "gemm": "lloyd_gemm/lloyd_gemm_assign.cl.mako",
+                "mma": "lloyd_mma/lloyd_mma_assign.cl.mako"}[self.variant]
 
     @property
     def labels_first(self):
@@ -413,6 +413,12 @@ class LloydPass:
                             *data, labels.data, self.part_sums.data, self.part_weights.data,
                             np.int64(self.rows_per_segment), np.int32(self.slices))))
         return out
+
+    def kernel_specs(self):
+        """The specs of the kernels the pass launches (launches' specs)."""
+        if self.update and self.spec.labels_first:
+            return (self.spec, self.spec.accumulate_spec())
+        return (self.spec,)
 
     def enqueue(self, labels):
         q = self.part.queue

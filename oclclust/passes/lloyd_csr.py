@@ -16,13 +16,13 @@ from ..runtime.codegen import Spec, kernel
 
 @dataclasses.dataclass(frozen=True)
 class CsrAssignSpec(Spec):
-    template = "lloyd_csr_assign.cl.mako"
+    template = "lloyd_csr/lloyd_csr_assign.cl.mako"
     ct: int = 8          # centres scored per walk over a row's nonzeros
 
 
 @dataclasses.dataclass(frozen=True)
 class CsrDistancesSpec(Spec):
-    template = "lloyd_csr_distances.cl.mako"
+    template = "lloyd_csr/lloyd_csr_distances.cl.mako"
 
 
 def _groups(n, wg):

@@ -15,7 +15,7 @@ class AccumulateSpec(Spec):
     ``rows_per_item`` consecutive rows of a chunk at a time (0: the default,
     default_rows_per_item).  The sums are the same, bit for bit, for every
     rows_per_item: each cell adds its members in row order."""
-    template = "lloyd_accumulate_sums.cl.mako"
+    template = "lloyd_gemm/lloyd_accumulate_sums.cl.mako"
     d: int = 1
     k: int = 1
     slice: int = 1

@@ -60,7 +60,7 @@ def tie_bound(precision, d, kp):
 
 @dataclasses.dataclass(frozen=True)
 class SplitSpec(Spec):
-    template = "lloyd_mma_split.cl.mako"
+    template = "lloyd_mma/lloyd_mma_split.cl.mako"
     d: int = 1
     k: int = 1
     dp: int = 8

@@ -26,7 +26,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime.codegen import Spec, own_kernel
+from ..runtime.codegen import Spec, note, own_kernel
 from ..runtime.reduce import ReduceSpec
 from ..runtime.transfer import pinned_empty
 from .distance_tile import power_of_two_at_most
@@ -43,7 +43,7 @@ class CentersSpec(Spec):
     rows before their split), "columns" (D x KP: rowwise, gemm) or
     "panels" (KP / cb panels of D x cb: blocked, lloyd_blocked.pack_centers);
     ``rows``: also the K x D rows (gemm)."""
-    template = "lloyd_new_centers.cl.mako"
+    template = "lloyd_update/lloyd_new_centers.cl.mako"
     build_options = EXACT
     d: int = 1
     k: int = 1
@@ -56,7 +56,7 @@ class CentersSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class SummarySpec(Spec):
-    template = "lloyd_summary.cl.mako"
+    template = "lloyd_update/lloyd_summary.cl.mako"
     build_options = EXACT
     k: int = 1
     wg: int = 64
@@ -187,17 +187,22 @@ class ResidentCenters:
         self.pass_kernels = {}   # (spec, name) -> its kernel object, bound in start
         self.launches = self.kept = None
         self.split = None        # mma: the new centres split in its fragments' order
+        # the update's kernels, noted again by each fit that starts this
+        # (pooled) state: codegen.note
+        self.reduce_spec, self.update_specs = rs, (cs, ss)
         if spec.variant == "mma":
             split, global_size, local_size = split_plan(spec)
             kern = own_kernel(ctx, split, "split_centers")
             kern.set_args(lp.center_rows.data, lp.centers.data)
             self.split = (kern, global_size, local_size)
+            self.update_specs += (split,)
 
     def start(self, centers, labels):
         """Upload *centers* (k x d float64): the pass's inputs and the
         update's; the pass reads and writes *labels* (this fit's rows: the
         pass's arguments bound here)."""
         q = self.lloyd.part.queue
+        note(q.context, self.reduce_spec, *self.update_specs, *self.lloyd.kernel_specs())
         self.drop()
         self.labels = labels
         self.launches = []
@@ -338,6 +343,7 @@ class SharedCenters:
         pass's inputs and the update's."""
         r = self.resident
         lp = r.lloyd
+        note(lp.part.queue.context, *r.update_specs)
         lp.upload(centers)
         r.current = 0
         r.buffers[0].set(np.ascontiguousarray(centers, np.float64).ravel(), lp.part.queue)

@@ -23,13 +23,13 @@ EXACT = ()    # build options: IEEE products and sums (no -cl-mad-enable)
 
 @dataclasses.dataclass(frozen=True)
 class GatherSpec(Spec):
-    template = "minibatch_gather.cl.mako"
+    template = "minibatch/minibatch_gather.cl.mako"
     d: int = 1
 
 
 @dataclasses.dataclass(frozen=True)
 class FoldSpec(Spec):
-    template = "minibatch_fold.cl.mako"
+    template = "minibatch/minibatch_fold.cl.mako"
     build_options = EXACT
     d: int = 1
 

@@ -54,7 +54,7 @@ class NearestSpec(Spec):
     component); ``private_row``: a work-item's own row in registers;
     ``core``: mutual-reachability weights; ``bound``: tiles skipped by
     their bounding box (no box bound for cosine)."""
-    template = "mst_nearest.cl.mako"
+    template = "mst/mst_nearest.cl.mako"
     d: int = 1
     metric: str = "euclidean"
     wg: int = 64
@@ -68,7 +68,7 @@ class NearestSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class PrimRowsSpec(Spec):
-    template = "mst_prim.cl.mako"
+    template = "mst/mst_prim.cl.mako"
     d: int = 1
     metric: str = "euclidean"
     wg: int = 64

@@ -19,7 +19,7 @@ NEIGHBOUR_METRICS = MST_METRICS
 
 @dataclasses.dataclass(frozen=True)
 class KnnCoreSpec(Spec):
-    template = "knn_core.cl.mako"
+    template = "neighbours/knn_core.cl.mako"
     d: int = 1
     metric: str = "euclidean"
     k: int = 1
@@ -70,7 +70,7 @@ def core_distances(plan, X, min_samples, metric="euclidean"):
 
 @dataclasses.dataclass(frozen=True)
 class PrimSourceSpec(Spec):
-    template = "prim_source.cl.mako"
+    template = "neighbours/prim_source.cl.mako"
     d: int = 1
     metric: str = "euclidean"
 

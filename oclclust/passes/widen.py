@@ -11,7 +11,7 @@ from ..runtime.codegen import Spec, kernel
 
 @dataclasses.dataclass(frozen=True)
 class WidenSpec(Spec):
-    template = "widen_rows.cl.mako"
+    template = "widen/widen_rows.cl.mako"
     packed: str = "float16"
 
 

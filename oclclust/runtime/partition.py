@@ -16,7 +16,7 @@ from .transfer import upload
 
 @dataclasses.dataclass(frozen=True)
 class MomentsSpec(Spec):
-    template = "partition_moments.cl.mako"
+    template = "runtime/partition_moments.cl.mako"
     d: int = 1
     wg: int = 1
 

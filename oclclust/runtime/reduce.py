@@ -13,7 +13,7 @@ from .codegen import Spec, kernel
 
 @dataclasses.dataclass(frozen=True)
 class ReduceSpec(Spec):
-    template = "reduce_partials.cl.mako"
+    template = "runtime/reduce_partials.cl.mako"
 
 
 def acc_dtype(acc_double):

@@ -5,7 +5,7 @@ equals -- numpy's argmax, NaN counting as the largest -- so labels_ comes
 back as n integers without the n x c memberships.  Reads spec: wg.
 A work-item per row.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 
 __kernel __attribute__((reqd_work_group_size(${wg}, 1, 1)))
 void cmeans_labels(__global const real_t *restrict u, const long n, const int c,

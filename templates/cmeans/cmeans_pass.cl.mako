@@ -44,9 +44,9 @@ acc_t accumulators (double, or Kahan-compensated float without fp64); every
 statistic has one owner work-item, so there are no atomics and the sums do
 not depend on scheduling.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
-<%namespace name="tile" file="distance_tile.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
+<%namespace name="tile" file="/distance_tile/distance_tile.cl.mako"/>
 #define D ${d}
 #define C ${c}
 #define DA (D + 1)                  /* a row and a constant 1 (the denominator) */

@@ -36,9 +36,9 @@ tile order to acc_t accumulators in registers (double, or Kahan pairs of
 floats) -- one owner a statistic, written to the group's partial sums as
 the portable kernel's.
 </%doc>
-<%inherit file="cmeans_pass.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
-<%namespace name="mma" file="mma_fragments.cl.mako"/>
+<%inherit file="/cmeans/cmeans_pass.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
+<%namespace name="mma" file="/common/mma_fragments.cl.mako"/>
 <%block name="more_defines">\
 #define DP ${dp}
 #define KP ${kp}

@@ -11,7 +11,7 @@ every MMA (none under a branch).
 </%doc>
 <%def name="products(emulate)">\
 % if emulate:
-<%include file="tf32_split.cl"/>
+<%include file="/tf32_split.cl"/>
 /* emulate: the m16n8k8 product through local memory (the fragments' PTX
    layout), so that CPU runtimes run the kernel's every other line; every
    work-item of the group reaches every MMA (no MMA under a branch) */

@@ -1,7 +1,7 @@
 <%doc>
 Selection and compensated sums shared by the kernels: a def library with no
 kernel of its own, imported through
-    <%namespace name="select" file="select.cl.mako"/>
+    <%namespace name="select" file="/common/select.cl.mako"/>
   row_winners, exact_distance, record_winner, assignment_partials: the Lloyd
       assignments (lloyd_gemm_assign, lloyd_mma_assign, lloyd_assign_accumulate
       and its rowwise form): a row's winner, its exact distance, the outputs;

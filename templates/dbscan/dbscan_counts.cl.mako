@@ -8,8 +8,8 @@ other rows through local memory a work-group's tile at a time; never stored.
 Reads spec: d, metric (the compared distance: sqeuclidean for euclidean),
 wg, weighted.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="dist" file="mst_distance.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define WG ${wg}

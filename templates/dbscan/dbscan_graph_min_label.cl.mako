@@ -5,7 +5,7 @@ label[j] >= 0 over its neighbours j (-1 when none); the others keep theirs.
 The same neighbours, hence the same labels, as the round without the graph,
 at O(edges) a round instead of O(n^2 d).  Reads spec: nothing.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 
 __kernel void dbscan_graph_min_label(const int n, __global const long *restrict start,
                                      __global const int *restrict nbr,

@@ -9,8 +9,8 @@ rows, one round gives each border row scikit-learn's cluster (the lowest
 numbered one that reaches it: that cluster is expanded first).  Distances
 compared as dbscan_counts compares them.  Reads spec: d, metric, wg.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="dist" file="mst_distance.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define WG ${wg}

@@ -5,8 +5,8 @@ at nbr[start[i]] on, start the exclusive sum of dbscan_counts' sizes.  The
 same tiles and comparisons as dbscan_counts, so the same neighbours.
 Reads spec: d, metric, wg.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="dist" file="mst_distance.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define WG ${wg}

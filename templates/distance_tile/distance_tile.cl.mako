@@ -3,7 +3,7 @@ Register-tiled distances of a block of TM rows ("X", the points) by TN
 columns ("C": centres, or other points): a def library with no kernel of its
 own, used by lloyd_gemm_assign.cl.mako (k-means), hierarchical_distances.cl.mako
 (condensed pdist) and cmeans_pass.cl.mako (fuzzy c-means) through
-    <%namespace name="tile" file="distance_tile.cl.mako"/>
+    <%namespace name="tile" file="/distance_tile/distance_tile.cl.mako"/>
 
 Reads spec (from the calling template's context): real_t, tm, tn (rows and
 columns of a work-group tile), rm, rn (a work-item's register tile), kc

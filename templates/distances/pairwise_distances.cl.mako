@@ -2,7 +2,7 @@
 Euclidean distances of every row to every centre (the n x k transform output).
 Reads spec: d.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #define D ${d}
 
 __kernel void pairwise_euclidean(__global const real_t *restrict x, const long n,

@@ -12,7 +12,7 @@ distance is the same fma sum, in the same order, as ensemble_stats and
 kdtree_stats use, and ties go to the lowest index, so the labels are those
 the statistics pass counted.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 % if weighted:

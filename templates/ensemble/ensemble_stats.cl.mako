@@ -23,7 +23,7 @@ totals do not depend on the order of the atomic updates: every strategy (and
 every KD-tree mapping, kdtree_stats.cl.mako) gives bit-identical statistics.
 Ties go to the lowest centroid index (strict < in index order).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 % if weighted:
@@ -40,7 +40,7 @@ Ties go to the lowest centroid index (strict < in index order).
         ((k * d, k * d, k) if k else (0, 0, 0))
 %>
 #define STAT_WORDS ${int(staged and word_atomics)}
-<%include file="local_stats.cl"/>
+<%include file="/local_stats.cl"/>
 % if staged:
 #define STAT_ADD(p, high_at, v) stat_add(p, high_at, v)
 % else:

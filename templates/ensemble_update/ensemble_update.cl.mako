@@ -16,7 +16,7 @@ an empty cluster, or whose shift is within rounding of tol, is flagged and
 left as it was: the host takes that iteration (relocation, KMeans's own
 summation order).  The totals are zeroed once read, for the next pass.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define WG ${wg}

@@ -32,9 +32,9 @@ every point's lse, label and responsibilities are the per-point kernel's.
 Reads spec (tiled): tm, tn, rm, rn, kc, vw (distance_tile.cl.mako's fields;
 wg = (tm / rm) * (tn / rn)); ppi and the staging fields are unused.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="tile" file="distance_tile.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="tile" file="/distance_tile/distance_tile.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 #define PPI ${ppi}

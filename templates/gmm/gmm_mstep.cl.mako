@@ -19,8 +19,8 @@ Output: slab (chunk * reps + replica) x k x SZ, SZ = 1 + D + D*D (full) or
 1 + 2D: [N, S1 (D), S2 (D x D row-major, or D)]; every entry of every slab
 is written, in a fixed order (no atomics), for reduce_partials.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 #define TB ${tb}

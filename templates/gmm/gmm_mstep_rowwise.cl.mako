@@ -16,7 +16,7 @@ rows per block: hundreds of accumulators per lane at once spill.
 Group id = chunk * ceil(k / wg) + block of components; output slabs as
 gmm_mstep.cl.mako's (one replica), in a fixed order.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 <%
     BLK = 16
     if full:

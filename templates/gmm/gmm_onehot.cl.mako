@@ -15,7 +15,7 @@ It also writes each row's own component (own; the tensor-core M kernel,
 gmm_mma_mstep.cl.mako, sums a component's own rows about its mean): its
 label, or the first component whose row it is (0 for a row of none).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 
 __kernel __attribute__((reqd_work_group_size(${wg}, 1, 1)))
 void gmm_onehot(__global real_t *restrict resp,         /* k x n */

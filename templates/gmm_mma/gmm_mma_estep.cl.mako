@@ -32,9 +32,9 @@ log-likelihood term; then the whole work-group normalises the tile's
 responsibilities in place, component by component (the log-densities were
 stored as they were made; a global fence orders them).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="mma" file="mma_fragments.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="mma" file="/common/mma_fragments.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 <%
     steps = dp // 8
     nt = tn // 8

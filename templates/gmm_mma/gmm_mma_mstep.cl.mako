@@ -42,8 +42,8 @@ Output: slab x k x SZ doubles (SZ = 2 + 4 d: [N other, N own, other sum r
 x' (d), sum r x'^2 (d), own sum r x'' (d), sum r x''^2 (d)]), every entry
 of every slab written, no atomics, for reduce_partials.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="mma" file="mma_fragments.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="mma" file="/common/mma_fragments.cl.mako"/>
 <%
     steps = dp // 8
     xs = dp + (8 - dp) % 32

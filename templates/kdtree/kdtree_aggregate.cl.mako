@@ -6,7 +6,7 @@ Reads spec: d.
 Work-item e owns entry e of the replica layout (nc x D sums, then nc
 weights); reads over the replicas are coalesced across work-items.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #define D ${d}
 
 __kernel void kdtree_aggregate(__global const long *restrict replicas, const long n_replicas,

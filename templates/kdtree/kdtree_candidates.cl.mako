@@ -11,7 +11,7 @@ the statistics passes) and its length, which is at least 1.  The mappings
 with a leaf per work-group make their leaf's lists themselves (leaf_lists,
 in kdtree_stats.cl.mako): this kernel serves the distributed one.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 ## the lists of one (leaf, model): the box's corners blo, bhi (D each), the
 ## model's centroids first..last of *centres* (rows of D), written as
 ## index (+ *offset*) to out[] in ascending order, their count to out_n (and

@@ -33,11 +33,11 @@ point exactly as in ensemble_stats.cl.mako (same rounding, same distance sum,
 ties to the lowest index), so the statistics equal the brute-force pass bit
 for bit.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="candidates" file="kdtree_candidates.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="candidates" file="/kdtree/kdtree_candidates.cl.mako"/>
 #define D ${d}
 #define STAT_WORDS ${int(word_atomics and mapping != "replicated")}
-<%include file="local_stats.cl"/>
+<%include file="/local_stats.cl"/>
 #define WG ${wg}
 % if weighted:
 #define WEIGHT(i) w[i]

@@ -9,7 +9,7 @@ reads its rows' entries there before it writes the new ones): the device
 loop of passes/kmeanspp.DeviceGreedy, with no host step between draws.
 Reads spec: d, trials, wg, weighted, indexed.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #define D ${d}
 #define T ${trials}
 #define WG ${wg}

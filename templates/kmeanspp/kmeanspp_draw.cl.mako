@@ -14,7 +14,7 @@ is counter[0], incremented here; every argument stays the same from one
 launch to the next.
 Reads spec: trials, wg, blocks (most candidate groups), weighted.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #define T ${trials}
 #define WG ${wg}
 #define BLOCKS ${blocks}

@@ -2,7 +2,7 @@
 numpy.searchsorted(a, v, side="left") for a few values, clipped to n - 1.
 Reads spec: acc_double (type of a and v).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 
 __kernel void search_sorted(__global const acc_t *restrict a, const long n,
                             __global const acc_t *restrict v, const int count,

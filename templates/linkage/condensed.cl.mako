@@ -2,7 +2,7 @@
 The condensed distance matrix across device buffers: a def library with no
 kernel of its own, imported by hierarchical_distances, hierarchical_prim and
 hierarchical_linkage through
-    <%namespace name="cm" file="condensed.cl.mako"/>
+    <%namespace name="cm" file="/linkage/condensed.cl.mako"/>
 Entry e (pdist's layout: (i, j), i < j, at n*i - i*(i+1)/2 + (j - i - 1))
 lives in buffer e / PER at e % PER: every buffer but the last holds PER
 entries (the device's largest buffer, or the profile's

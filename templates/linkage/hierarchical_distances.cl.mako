@@ -20,9 +20,9 @@ data gives the same exact distances (ties stay ties).  A non-finite
 distance (cosine of a zero vector) raises a flag: scipy refuses such a
 matrix.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="tile" file="distance_tile.cl.mako"/>
-<%namespace name="cm" file="condensed.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="tile" file="/distance_tile/distance_tile.cl.mako"/>
+<%namespace name="cm" file="/linkage/condensed.cl.mako"/>
 /* pdist rounds every product and sum: no fused multiply-adds */
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}

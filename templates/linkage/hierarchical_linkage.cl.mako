@@ -22,9 +22,9 @@ scipy's heap of lower bounds):
 Formulas follow scipy's _hierarchy_distance_update.pxi operation by
 operation; contraction into fma is off so ties in the data stay ties.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
-<%namespace name="cm" file="condensed.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
+<%namespace name="cm" file="/linkage/condensed.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define WG ${wg}
 /* nn-chain state slots */

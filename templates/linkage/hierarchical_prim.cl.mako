@@ -11,9 +11,9 @@ Reads spec: wg (work-group size, a power of two); buffers, buffer_elems
   prim_all:   the same iterations in one work-group and one launch (CPUs).
 Ties go to the lowest index: scipy's loop keeps the first strict minimum.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
-<%namespace name="cm" file="condensed.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
+<%namespace name="cm" file="/linkage/condensed.cl.mako"/>
 #define WG ${wg}
 ${cm.accessor(True)}
 

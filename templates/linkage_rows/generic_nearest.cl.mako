@@ -16,8 +16,8 @@ Reads spec: d, wg.
               i > y (scipy's find_min_dist of y).  The list's count is
               changed[c]; the launch zeroes changed[1 - c] for the next merge.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 /* the host's check rounds as this: no fused multiply-adds */
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}

@@ -6,8 +6,8 @@ from the centroids and sizes (size 0: merged away), each work-group's
 distance to cluster prev (the chain's previous link, -1: none) alone.
 Reads spec: d, wg.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 ${select.work_group_argmin()}

@@ -25,7 +25,7 @@ its least v, out_j its place, out_tie 1 where another cluster has exactly
 that v (the host then runs scipy's chain instead: reciprocal pairs merged
 at once give scipy's tree only where nearest neighbours are strict).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 /* the host's merge heights round as this: no fused multiply-adds */
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}

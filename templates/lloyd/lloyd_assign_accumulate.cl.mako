@@ -10,8 +10,8 @@ Each work-group owns a contiguous range of tiles and a slab of partial sums in
 global memory; a slab is written in point order by one work-item per
 dimension, so the sums do not depend on scheduling (no atomics).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 #define D ${d}
 #define K ${k}
 #define KP ${kp}

@@ -7,8 +7,8 @@ Same arguments and results as lloyd_assign_accumulate.cl.mako.
 Reads spec: d, k, kp (multiple of vw * ctile), vw, ctile (vectors of
 centroids per pass over a row), ppi (rows scored together), update, weighted.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 #define D ${d}
 #define K ${k}
 #define KP ${kp}

@@ -23,8 +23,8 @@ Reads spec: d, k, kp (multiple of vw * cv), vw (a power of two), rb (rows a bloc
 (blocks a chunk), cv (vectors of centroids a panel), unroll (dimensions a
 step of the dot loop), update, weighted.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 <%
     cb = cv * vw
     itype = "int" if real_t == "float" else "long"

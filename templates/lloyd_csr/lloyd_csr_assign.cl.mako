@@ -6,7 +6,7 @@ first of equal scores wins (numpy's argmin); the row's squared distance to
 its centre is |x|^2 + |c|^2 - 2 x.c, never below 0.
 Reads spec: ct (centres scored per walk over a row's nonzeros).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #define CT ${ct}
 
 __kernel void lloyd_csr_assign(

@@ -5,7 +5,7 @@ from the row's nonzeros, in acc_t, never below 0.  One work-item per
 (row, centre).
 Reads spec: nothing beyond the prelude's.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 
 __kernel void lloyd_csr_distances(
     __global const long *restrict indptr, __global const int *restrict indices,

@@ -15,8 +15,8 @@ member list in row order, so members are added in row order.  No atomics:
 the sums do not depend on scheduling or on rows_per_item (bit for bit), and
 segment partials are reduced in fixed order.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 #define D ${d}
 #define K ${k}
 #define S ${slice}

@@ -18,9 +18,9 @@ same for a row's candidates).  The NX work-items that share a row then reduce
 their (score, index) pairs, ties to the lowest index, and the winner's exact
 (x - c)^2 distance is recomputed so inertia suffers no cancellation.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="tile" file="distance_tile.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="tile" file="/distance_tile/distance_tile.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 <%def name="store_chunk(buf)">
             for (int u = 0; u < XL; ++u) {
                 const int e = lid + u * WG;

@@ -47,12 +47,12 @@ kpar 2, even and odd k8 steps too): independent chains per fragment hide the
 tensor cores' latency.  Scores ||c||^2 - 2 x.c, ties to the lowest index, and the winner's
 exact (x - c)^2 distance recomputed, as in the gemm variant.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%include file="tf32_split.cl"/>
+<%inherit file="/prelude.cl.mako"/>
+<%include file="/tf32_split.cl"/>
 % if precision == "bf16":
-<%include file="bf16_pack.cl"/>
+<%include file="/bf16_pack.cl"/>
 % endif
-<%namespace name="select" file="select.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 <%
     fast = precision != "float32"
     bf16 = precision == "bf16"

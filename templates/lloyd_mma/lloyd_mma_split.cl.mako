@@ -15,10 +15,10 @@ number of slot groups (4 slots each) the rows' length is a multiple of 32
 banks, and odd rows swap the slots of even and odd groups, so that the
 fragment reads of a warp's 8 rows do not collide.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%include file="tf32_split.cl"/>
+<%inherit file="/prelude.cl.mako"/>
+<%include file="/tf32_split.cl"/>
 % if precision == "bf16":
-<%include file="bf16_pack.cl"/>
+<%include file="/bf16_pack.cl"/>
 % endif
 <% groups = dp // 32 if precision == "bf16" else dp // 8 %>\
 #define D ${d}

@@ -13,7 +13,7 @@ variant; gemm and mma also want the K x D rows), cb (panel width), rows
 No contraction into FMAs (and built without -cl-mad-enable): every product
 and sum rounds as numpy's.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define K ${k}

@@ -16,7 +16,7 @@ is already a leaf goes to its first item) and combined back in the same
 order; each item walks its subtree with an explicit stack.
 Reads spec: k, wg (a power of two).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define K ${k}
 #define WG ${wg}

@@ -8,7 +8,7 @@ numpy's bincount makes over the same rows in the same order
 bit for bit.  One work-item a cell; the cells of a cluster read a row's
 consecutive values.  Reads spec: d.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 
 __kernel void minibatch_fold(__global const real_t *restrict rows,

@@ -4,7 +4,7 @@ A mini-batch's rows gathered from the rows resident on the device
 so a work-group reads runs of a row's consecutive values.
 Reads spec: d.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 
 __kernel void minibatch_gather(__global const real_t *restrict x, const long stride,
                                __global const long *restrict idx, const long count,

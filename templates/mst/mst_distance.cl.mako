@@ -1,7 +1,7 @@
 <%doc>
 One pair's distance as scipy's pdist computes it in float64: a def library
 with no kernel of its own, imported through
-    <%namespace name="dist" file="mst_distance.cl.mako"/>
+    <%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
 by mst_nearest.cl.mako and mst_prim.cl.mako.  Reads spec: metric.  The
 caller defines D and builds with FP_CONTRACT OFF: pdist rounds every product
 and sum, and a fused multiply-add could split a tie scipy keeps.

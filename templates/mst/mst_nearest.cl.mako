@@ -32,7 +32,7 @@ distance to another component (cosine's zero vector, an overflow) keeps
 w = inf or j = n in its first slot: the host refuses it, as scipy refuses a
 non-finite distance matrix.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 ## (w, jid) into the sorted list best0.. / bj0..: after every entry that is
 ## before it by (w, observation)
 <%def name="insert()">
@@ -66,7 +66,7 @@ ${insert()}\
                 }
             }
 </%def>
-<%namespace name="dist" file="mst_distance.cl.mako"/>
+<%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
 /* pdist rounds every product and sum: no fused multiply-adds */
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}

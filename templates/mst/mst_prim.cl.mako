@@ -12,9 +12,9 @@ max(core[x], core[i], d(x, i)), as scikit-learn's HDBSCAN builds its tree).
 Ties go to the lowest index (scipy's loop keeps the first strict minimum);
 best[i] falls only where strictly greater, as in scipy's loop.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
-<%namespace name="dist" file="mst_distance.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
+<%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
 /* pdist rounds every product and sum: no fused multiply-adds */
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}

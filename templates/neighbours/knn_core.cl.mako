@@ -9,8 +9,8 @@ work-group's tile at a time.  Reads spec: d, metric, k, wg.
             list (insertion: k is small, min_samples); out[i*k .. i*k+k-1]
             ascending.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="dist" file="mst_distance.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
 /* pdist rounds every product and sum: no fused multiply-adds, so the
    distances are the MST engine's and a core distance ties as they do */
 #pragma OPENCL FP_CONTRACT OFF

@@ -12,8 +12,8 @@ Reads spec: d, metric, wg.
                node 0): src[p - 1] = the first seq[q], q < p, with
                max(core[seq[q]], core[seq[p]], d) == height[p - 1].
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="dist" file="mst_distance.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
 /* pdist rounds every product and sum, as Prim's kernel did: no fused
    multiply-adds, so the heights compare equal */
 #pragma OPENCL FP_CONTRACT OFF

@@ -4,8 +4,8 @@ first point) so the variance keeps its digits; also tells non-finite data.
 Reads spec: d, wg.
 Output per work-group: d sums, d sums of squares (acc_t; Kahan pairs without fp64).
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 #define D ${d}
 #define WG ${wg}
 

@@ -5,8 +5,8 @@ Reads spec: acc_double.
 Input: groups x size values (then, for Kahan sums, their compensations);
 output: size values in double, or hi and lo float pairs without fp64.
 </%doc>
-<%inherit file="prelude.cl.mako"/>
-<%namespace name="select" file="select.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
 
 __kernel void reduce_partials(__global const acc_t *restrict part, const long groups,
                               const long size, __global acc_t *restrict out)

@@ -5,7 +5,7 @@ cl_khr_fp16 needed), bfloat16 as the top 16 bits of a float32.  Exact: every
 half and every bfloat16 is a float32.
 Reads spec: packed ("float16" or "bfloat16").
 </%doc>
-<%inherit file="prelude.cl.mako"/>
+<%inherit file="/prelude.cl.mako"/>
 
 __kernel void widen_rows(__global const ushort *restrict src, const long first,
                          const long count, __global float *restrict dst)

@@ -43,6 +43,7 @@ import dataclasses
 import itertools
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
@@ -82,14 +83,16 @@ GEMM_PROFILE = dict(LLOYD_PROFILE, lloyd_variant="gemm", lloyd_tile_rows=8,
                     lloyd_depth=2, lloyd_vector_width=2)
 GEMM_SLICES = (2, K)
 
-RENDERED = {}                   # template -> {repr(spec): spec fields}
+RENDERED = {}                   # template's file name -> {repr(spec): spec fields}
 
 
 def record_render(spec):
-    """Note *spec* in RENDERED (codegen.renders_seen_by)."""
+    """Note *spec* in RENDERED (codegen.renders_seen_by), by its template's
+    file name (spec.template is its path below templates/)."""
     fields = {k: v for k, v in dataclasses.asdict(spec).items()
               if isinstance(v, (bool, int, float, str))}
-    RENDERED.setdefault(spec.template, {})[repr(spec)] = dict(fields, kind=type(spec).__name__)
+    RENDERED.setdefault(Path(spec.template).name, {})[repr(spec)] = dict(
+        fields, kind=type(spec).__name__)
 
 
 def host_prefix_sum(queue, acc, weighted, real_t):
@@ -551,7 +554,6 @@ def canary(device):
 def plugins():
     """{name: EXERCISERS} of this module ("core") and every plugin module."""
     import importlib
-    from pathlib import Path
     here = Path(__file__).resolve().parent
     sys.modules.setdefault("oclgrind_driver", sys.modules[__name__])
     if str(here) not in sys.path:

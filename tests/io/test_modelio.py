@@ -107,3 +107,28 @@ def test_the_schema_names_every_fitted_attribute(name, params, devices, blobs, t
     assert fitted <= set(SCHEMAS[name].attributes), fitted - set(SCHEMAS[name].attributes)
     save_model(model, tmp_path / "m.npz")
     assert fitted == {k for k in vars(load_model(tmp_path / "m.npz")) if k.endswith("_")}
+
+
+def test_kernels_are_kept(devices, blobs, tmp_path):
+    """kernels_ (the kernels the fit ran) round trips; a file written before
+    fits kept them still loads, without it; a damaged record is refused."""
+    X, _ = blobs
+    km = oc.KMeans(n_clusters=4, random_state=0, devices=devices).fit(X)
+    save_model(km, tmp_path / "m.npz")
+    assert km.kernels_ and load_model(tmp_path / "m.npz").kernels_ == km.kernels_
+    with np.load(tmp_path / "m.npz") as npz:
+        files = {k: npz[k] for k in npz.files}
+    meta = json.loads(str(files["__meta__"]))
+    kernels = meta["attributes"].pop("kernels_")
+    files["__meta__"] = np.array(json.dumps(meta))
+    np.savez(tmp_path / "before.npz", **files)
+    back = load_model(tmp_path / "before.npz")
+    assert not hasattr(back, "kernels_")
+    np.testing.assert_array_equal(back.cluster_centers_, km.cluster_centers_)
+    for damage, message in ((dict(template="../../x.cl.mako"), "not a relative path"),
+                            (dict(key=[1]), "not an object"), (dict(extra=1), "keys")):
+        meta["attributes"]["kernels_"] = [dict(kernels[0], **damage)]
+        files["__meta__"] = np.array(json.dumps(meta))
+        np.savez(tmp_path / "bad.npz", **files)
+        with pytest.raises(ModelFileError, match=message):
+            load_model(tmp_path / "bad.npz")

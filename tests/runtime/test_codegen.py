@@ -7,6 +7,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 import pytest
+from mako.exceptions import TopLevelLookupException
+from mako.lookup import TemplateLookup
 from sklearn.cluster import KMeans as SKMeans
 
 import oclclust as oc
@@ -17,13 +19,14 @@ from oclclust.passes.kmeanspp import CandidateSpec, SearchSpec
 from oclclust.passes.lloyd import LloydSpec, candidate_specs, plan
 from oclclust.runtime.partition import MomentsSpec
 from oclclust.runtime.reduce import ReduceSpec
+from oclclust.runtime.resources import resource_dir, template_dirs
 
 TEST_TEMPLATES = Path(__file__).parent / "templates"
 
 
 @dataclasses.dataclass(frozen=True)
 class BrokenSpec(Spec):
-    template = "broken.cl.mako"   # tests/templates: compiles with an error
+    template = "broken.cl.mako"   # tests/runtime/templates: compiles with an error
     d: int = 3
 
 
@@ -68,7 +71,7 @@ def test_strict_undefined():
     """A template variable the spec lacks is an error, never an empty string."""
     @dataclasses.dataclass(frozen=True)
     class NoD(Spec):
-        template = "pairwise_distances.cl.mako"   # reads d
+        template = "distances/pairwise_distances.cl.mako"   # reads d
     with pytest.raises(NameError, match="'d' is not defined"):
         NoD().render()
     assert "#define D 7" in PairwiseSpec(d=7).render()
@@ -211,3 +214,114 @@ def test_launches_set_arguments_only_when_another_set_them(profile, monkeypatch)
     again(q)
     launches[0](q)
     assert len(sets) == 6
+
+
+# ----------------------------------------------------------- templates by path
+def spec_classes():
+    """Every Spec subclass of the package (its modules imported)."""
+    import importlib
+    import pkgutil
+    for info in pkgutil.walk_packages(oc.__path__, "oclclust."):
+        if info.name.split(".")[1] in ("runtime", "passes"):
+            importlib.import_module(info.name)
+    found, todo = [], [Spec]
+    while todo:
+        for cls in todo.pop().__subclasses__():
+            todo.append(cls)
+            if cls.__module__.startswith("oclclust."):
+                found.append(cls)
+    return found
+
+
+def test_templates_are_found_by_their_path():
+    """A spec names its template by the path below templates/ (a folder per
+    pass module): one step from the pass to the file, no search."""
+    folder = resource_dir("templates")
+    paths = [cls.template for cls in spec_classes() if isinstance(cls.template, str)]
+    paths += [LloydSpec(variant=v).template for v in ("tiled", "rowwise", "blocked", "gemm",
+                                                      "mma")]
+    assert len(paths) > 40
+    for path in paths:
+        assert "/" in path and (folder / path).is_file(), path
+    assert isinstance(codegen.lookup(), TemplateLookup)
+    assert codegen.lookup().get_template("lloyd/lloyd_assign_accumulate.cl.mako")
+
+
+def test_a_bare_template_name_is_not_searched_for():
+    @dataclasses.dataclass(frozen=True)
+    class BareName(Spec):
+        template = "pairwise_distances.cl.mako"   # distances/pairwise_distances.cl.mako's name
+        d: int = 3
+    with pytest.raises(TopLevelLookupException):
+        BareName().render()
+    for uri in ("select.cl.mako", "/select.cl.mako", "tf32_split.cl.mako"):
+        with pytest.raises(TopLevelLookupException):
+            codegen.lookup().get_template(uri)
+
+
+def test_template_references_are_absolute_paths():
+    """<%inherit> / <%namespace> / <%include> name a file by its absolute
+    URI: below templates/, or below kernels_cl/ for the plain-C helpers."""
+    found = 0
+    for top in (resource_dir("templates"), TEST_TEMPLATES):
+        for path in top.rglob("*.cl.mako"):
+            for uri in re.findall(r'<%(?:inherit|namespace|include)\b[^>]*\bfile="([^"]+)"',
+                                  path.read_text()):
+                found += 1
+                assert uri.startswith("/"), (path, uri)
+                assert any((Path(d) / uri[1:]).is_file() for d in template_dirs()), (path, uri)
+    assert found > 90
+
+
+# ------------------------------------------------------ the kernels a fit ran
+def test_recording_kernels_notes_each_kernel_once(profile):
+    ctx = profile.queue().context
+    spec = ReduceSpec(dtype="float32", acc_double=profile.fp64)
+    codegen.kernel(ctx, spec, "reduce_partials")   # already built: a fetch is enough
+    with codegen.recording_kernels() as outer:
+        codegen.kernel(ctx, spec, "reduce_partials")
+        with codegen.recording_kernels() as inner:
+            codegen.kernel(ctx, spec, "reduce_partials")
+            codegen.own_kernel(ctx, PairwiseSpec(d=3), "pairwise_euclidean")
+    codegen.kernel(ctx, MomentsSpec(d=3, wg=4), "partition_moments")   # recorded by none
+    assert [r["template"] for r in inner.records()] == ["distances/pairwise_distances.cl.mako",
+                                                        "runtime/reduce_partials.cl.mako"]
+    assert outer.records() == inner.records()
+    reduce = outer.records()[1]
+    assert reduce == {"device": profile.cl_device().name.strip(), "pass": "runtime.reduce",
+                      "variant": "ReduceSpec", "spec": "ReduceSpec",
+                      "template": "runtime/reduce_partials.cl.mako",
+                      "key": {"dtype": "float32", "acc_double": profile.fp64}}
+
+
+def test_a_reused_plan_records_its_kernels_again(profile):
+    """A plan is made once per process; each fit that reuses it records
+    the kernels it fetched, not the candidates it tried and refused."""
+    queue = profile.queue()
+    small = profile.replace(lloyd_variant="tiled", max_work_group_size=1)
+    with codegen.recording_kernels() as first:
+        spec, _ = plan(small, queue, np.float32, 3, 6, True, False)
+    with codegen.recording_kernels() as again:
+        assert plan(small, queue, np.float32, 3, 6, True, False)[0] is spec
+    lloyd = [r for r in again.records() if r["pass"] == "lloyd"]
+    assert first.records() == again.records() and len(lloyd) == 1
+    assert lloyd[0]["key"]["wg"] == spec.wg and lloyd[0]["variant"] == spec.variant
+
+
+def test_pools_of_recorded_on_workers_see_the_submitters_recorders(profile):
+    from concurrent.futures import ThreadPoolExecutor
+    ctx = profile.queue().context
+    spec = ReduceSpec(dtype="float32", acc_double=profile.fp64)
+    fetch = lambda _=None: codegen.kernel(ctx, spec, "reduce_partials")   # noqa: E731
+    with codegen.recording_kernels() as recorder:
+        with codegen.recorded_on_workers(ThreadPoolExecutor)(2) as pool:
+            pool.submit(fetch).result()
+    assert len(recorder.records()) == 1
+    with codegen.recording_kernels() as recorder:
+        with codegen.recorded_on_workers(ThreadPoolExecutor)(2) as pool:
+            list(pool.map(fetch, range(3)))
+    assert len(recorder.records()) == 1
+    with codegen.recording_kernels() as recorder:
+        with ThreadPoolExecutor(1) as plain:   # no recorder there
+            plain.submit(fetch).result()
+    assert recorder.records() == []

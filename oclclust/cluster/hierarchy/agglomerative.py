@@ -5,7 +5,7 @@ import heapq
 
 import numpy as np
 
-from .._base import BaseEstimator, ClusterMixin
+from .._base import BaseEstimator, ClusterMixin, records_kernels
 from ..merge_tree import merged_clusters
 from .linkage_matrix import _single_on_rows, linkage
 from ...passes.linkage import check_range, condensed_distances, plan_for, prim_single
@@ -92,6 +92,14 @@ class AgglomerativeClustering(ClusterMixin, BaseEstimator):
     ``labels_``, ``children_`` and ``distances_`` equal scikit-learn's.
     ``connectivity`` constraints are not implemented (NotImplementedError).
     ``devices``: as in every oclclust estimator.
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
     """
 
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,
@@ -107,6 +115,7 @@ class AgglomerativeClustering(ClusterMixin, BaseEstimator):
         self.compute_distances = compute_distances
         self.devices = devices
 
+    @records_kernels
     def fit(self, X, y=None):
         check_params(self, {
             "n_clusters": [(int, 1, None), (np.integer, 1, None), None],

@@ -162,6 +162,15 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     (least inertia; with different K the largest K usually wins, compare
     models yourself), ``labels_``, ``cluster_centers_``, ``inertia_`` of the
     best model, ``strategy_`` {device: (strategy, KD-tree mapping)}.
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
+        Under Dask, the workers' kernels are not recorded.
     """
 
     _parameter_rules = {

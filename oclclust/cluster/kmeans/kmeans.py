@@ -12,7 +12,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from .._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterDistancesOut, ClusterMixin,
-                     KCluster, TransformerMixin, check_oversampling)
+                     KCluster, TransformerMixin, check_oversampling, records_kernels)
 from ...passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from ..inits import DEFAULT_OVERSAMPLING
@@ -92,6 +92,15 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     scikit-learn's API: every fit runs the fused Lloyd pass (Elkan's bounds
     save distance computations on a CPU core, not on a device's tiles, and
     give the same model), and X is never modified (the devices hold a copy).
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
+        Under Dask, the workers' kernels are not recorded.
     """
 
     _parameter_rules = {
@@ -131,6 +140,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         return tags
 
     # ---------------------------------------------------------------- fitting
+    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
         self._algorithm = self.algorithm

@@ -16,7 +16,7 @@ import pyopencl.array as cla
 from ...passes.kmeanspp import count_kernel
 from ...passes import lloyd_update
 from ...passes.lloyd import LloydPass, center_norms
-from ...runtime.codegen import quiet_build
+from ...runtime.codegen import note, quiet_build
 from ...runtime.transfer import download
 from ...parallel.manager import DEVICE_ERRORS, DeviceFailure, measuring
 from ...parallel.sharded import ShardedPass, chunk_farthest, farthest_of
@@ -91,6 +91,7 @@ class _LloydChunk:
 
     def __init__(self, chunk, k, precision="float32"):
         self.chunk, self.k, self.labels = chunk, k, None
+        self.noted = set()   # the passes whose kernels this fit has recorded (lloyd_pass)
         self.precision = precision
         key = (chunk.queue.int_ptr, chunk.profile, chunk.n, chunk.d, chunk.stride,
                chunk.dtype.str, chunk.weighted, k, precision)
@@ -110,6 +111,10 @@ class _LloydChunk:
         if update not in self.passes:
             self.passes[update] = LloydPass(self.chunk, self.k, update,
                                             precision=self.precision)
+            self.noted.add(update)
+        elif update not in self.noted:   # a pooled state's pass: its kernels run in this fit
+            self.noted.add(update)
+            note(self.chunk.queue.context, *self.passes[update].kernel_specs())
         return self.passes[update]
 
     def launch(self, centers, update, norms=None):

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from .._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KCluster,
-                     TransformerMixin)
+                     TransformerMixin, records_kernels)
 from ..inits import draw_centers
 from .sparse import csr_start, rows_on_device, transform_csr
 from .minibatch_rows import DeviceRows, HostRows, SparseRows, WorkerRows
@@ -51,7 +51,17 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     API and results from the same random_state).  ``devices``, ``dtype``,
     ``spherical``: as KMeans'.  ``precision``: accepted as KMeans'
     ("float32", "tf32", "bf16"); its batch pass has no tensor-core path
-    yet, so every mode runs as "float32" (the same model, bit for bit)."""
+    yet, so every mode runs as "float32" (the same model, bit for bit).
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
+        partial_fit adds each call's.
+    """
 
     comm = None   # the shared rules read it: one process (MPI: KMeans)
 
@@ -291,6 +301,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             self.labels_, self.inertia_ = rows.labels_inertia(self.cluster_centers_)
 
     # ------------------------------------------------------------- fitting
+    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
         with self._rows(X, sample_weight, resident=True) as rows:
@@ -331,6 +342,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             self.inertia_ = self._ewa_inertia * float(np.sum(w))
         return self
 
+    @records_kernels
     def partial_fit(self, X, y=None, sample_weight=None):
         """One mini-batch step on X (the next chunk of a stream)."""
         first = not hasattr(self, "cluster_centers_")

@@ -53,6 +53,15 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     cores the pass's distances and statistics are 3xTF32 GEMM tiles
     (passes/cmeans_mma.py, where the device profile's cmeans_mma asks),
     float32 accuracy; the portable float32 kernels elsewhere.
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
+        Under Dask, the workers' kernels are not recorded.
     """
 
     _parameter_rules = {

@@ -21,7 +21,7 @@ import numpy as np
 from .mdl import (Fitted, Model, cholesky_of_precisions, covariances_of, m_step, precisions_of,
                   raw_second_moment, records, select_order)
 from ...parallel import comm as mpi
-from .._base import KCluster
+from .._base import KCluster, records_kernels
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array
 from .gmm_shards import GmmShards
@@ -61,6 +61,15 @@ class GaussianMixture(DensityMixin, KCluster):
     E and M steps' tensor-core kernels (passes/gmm_mma.py, NVIDIA) are 3xTF32
     and have no faster mode yet, so every mode runs as "float32" (the same
     model, bit for bit).
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
+        Under Dask, the workers' kernels are not recorded.
     """
 
     _parameter_rules = {
@@ -113,6 +122,7 @@ class GaussianMixture(DensityMixin, KCluster):
         return self.covariance_type in ("tied", "spherical")
 
     # ---------------------------------------------------------------- fitting
+    @records_kernels
     def fit(self, X, y=None):
         return self._fit_on_devices(X, None)
 

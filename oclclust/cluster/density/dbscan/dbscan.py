@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..._base import BaseEstimator, ClusterMixin
+from ..._base import BaseEstimator, ClusterMixin, records_kernels
 from ....passes.linkage import check_range, plan_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .rules import graph_labels
@@ -78,6 +78,14 @@ class DBSCAN(ClusterMixin, BaseEstimator):
     metric_params and ``metric="precomputed"`` (dense or sparse) build the
     eps-graph on the host a block of rows at a time (memory: its pairs);
     sparse rows: euclidean distances on the device, the others on the host.
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
     """
 
     _parameter_rules = {
@@ -104,6 +112,7 @@ class DBSCAN(ClusterMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.devices = devices
 
+    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
         if not self.eps > 0:

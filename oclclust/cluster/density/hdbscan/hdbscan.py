@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._base import BaseEstimator, ClusterMixin
+from ..._base import BaseEstimator, ClusterMixin, records_kernels
 from .host_mst import check_precomputed, dense_mst, sparse_mst
 from .metrics import DEVICE, NAMES, check_algorithm, distance_matrix, on_device, prim_on_rows
 from .tree import labels_at_cut, single_linkage, tree_labels, tree_record
@@ -45,6 +45,14 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
     (no neighbour tree is built: the device, or the host's matrix, computes
     every distance).  X is never written to, so ``copy`` changes nothing.
     Rows with NaN get label -3, with inf -2, as in scikit-learn.
+
+    Attributes
+    ----------
+    kernels_ : list of dict
+        The OpenCL kernels the fit ran, one record per kernel and device
+        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
+        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
+        prints a saved model's.
     """
 
     def __init__(self, min_cluster_size=5, min_samples=None, cluster_selection_epsilon=0.0,
@@ -111,6 +119,7 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
             raise ValueError("Input X contains NaN or infinity.")
         return X
 
+    @records_kernels
     def fit(self, X, y=None):
         self._check_params()
         X = self._check_X(X)
