@@ -47,7 +47,7 @@ def main():
         timed(kmeans, "fit_lloyd", "Lloyd loop (fit_lloyd)")
         timed(lloyd_loop, "host_update", "  of which host-update iterations")
         timed(kmeans.LloydModel, "finish", "  of which finish (final pass, labels)")
-        timed(sharded_lloyd.LloydShards, "hand_back", "  of which hand_back")
+        timed(sharded_lloyd.LloydShards, "centers_to_host", "  of which centers_to_host")
         loop = "Lloyd loop (fit_lloyd)"
     else:
         timed(cmeans.FuzzyCMeans, "_fit", "c-means (_fit)")

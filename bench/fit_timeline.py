@@ -29,9 +29,9 @@ def wrap(owner, name, label=None):
 def instrument():
     import pyopencl as cl
     from oclclust.cluster.kmeans import lloyd_loop, kmeans
-    from oclclust.parallel import manager
+    from oclclust.parallel import device_data
     from oclclust.passes import lloyd
-    wrap(manager.ShardedData, "_layout", "layout")
+    wrap(device_data.DeviceData, "_layout", "layout")
     wrap(lloyd_loop, "lloyd_step", "iteration")
     wrap(lloyd_loop, "host_update", "host_update")
     wrap(lloyd.LloydPass, "run", "pass")

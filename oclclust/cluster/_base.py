@@ -18,7 +18,7 @@ from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
-from ..parallel.placement import fit_data, is_dask_array, joined_moments, new_data
+from ..parallel.placement import fit_data, is_dask_array, joined_mean_var_finite, new_data
 from ..runtime.devices import DeviceProfile
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
@@ -177,7 +177,7 @@ class KCluster(BaseEstimator):
     def _mean_and_tol(self, data, ranks):
         """The data's mean over all ranks' rows and ``tol`` made absolute
         (times the mean feature variance, as scikit-learn's)."""
-        mean, var, finite = ranks.together(lambda: joined_moments(data, ranks))
+        mean, var, finite = ranks.run_failing_all(lambda: joined_mean_var_finite(data, ranks))
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
         return mean, float(np.mean(var) * self.tol)
@@ -254,8 +254,8 @@ class KCluster(BaseEstimator):
     def _dask_rows(self, X, method, dtype, columns=None):
         """``method(block)`` of this fitted estimator on each block of rows
         of a dask array X, on the worker holding it with that worker's
-        devices: a dask array, never gathered (parallel/dask.map_rows)."""
-        from ..parallel.dask import map_rows
+        devices: a dask array, never gathered (parallel/dask_map.map_rows)."""
+        from ..parallel.dask_map import map_rows
         bound = self._on_workers()
         return map_rows(X, lambda block, devices: getattr(bound(devices), method)(block),
                         self.devices, dtype, columns)
@@ -263,7 +263,7 @@ class KCluster(BaseEstimator):
     def _dask_score(self, X, sample_weight):
         """score(block, sample_weight=its weights) (a sum over the rows) of
         each block of rows of a dask array X on its worker, summed."""
-        from ..parallel.dask import block_total
+        from ..parallel.dask_map import block_total
         bound = self._on_workers()
         return block_total(X, lambda block, devices, w: bound(devices).score(
             block, sample_weight=w), self.devices, sample_weight)

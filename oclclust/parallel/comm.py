@@ -72,7 +72,7 @@ def sum_across(comm, *arrays):
     return out[0] if len(arrays) == 1 else tuple(out)
 
 
-def check_together(comm, error=None):
+def raise_if_any_failed(comm, error=None):
     """A collective check: raise on every rank if any rank had *error*
     (an exception or None).  Call it where all ranks pass, so a failing rank
     never leaves the others waiting in the next collective."""
@@ -199,7 +199,7 @@ class Ranks:
         self.offset = int(self.counts[:self.rank].sum())
 
     def _agree(self, error, shape):
-        check_together(self.comm, error)
+        raise_if_any_failed(self.comm, error)
         shapes = self.comm.allgather(shape)
         for what, i in (("n_features", 1), ("dtype", 2)):
             if len({s[i] for s in shapes}) > 1:
@@ -237,7 +237,7 @@ class Ranks:
         """float64 sums over the ranks (rank order; identity on one rank)."""
         return sum_across(self.comm, *arrays)
 
-    def together(self, fn):
+    def run_failing_all(self, fn):
         """fn() on this rank; an exception raised by it here raises on every
         rank (a RankError naming this one), so none is left waiting: the
         others learn it in the collective they are in, whichever it is."""
