@@ -254,8 +254,8 @@ class KCluster(BaseEstimator):
     def _dask_rows(self, X, method, dtype, columns=None):
         """``method(block)`` of this fitted estimator on each block of rows
         of a dask array X, on the worker holding it with that worker's
-        devices: a dask array, never gathered (parallel/dask_map.map_rows)."""
-        from ..parallel.dask_map import map_rows
+        devices: a dask array, never gathered (parallel/dask.map_rows)."""
+        from ..parallel.dask import map_rows
         bound = self._on_workers()
         return map_rows(X, lambda block, devices: getattr(bound(devices), method)(block),
                         self.devices, dtype, columns)
@@ -263,7 +263,7 @@ class KCluster(BaseEstimator):
     def _dask_score(self, X, sample_weight):
         """score(block, sample_weight=its weights) (a sum over the rows) of
         each block of rows of a dask array X on its worker, summed."""
-        from ..parallel.dask_map import block_total
+        from ..parallel.dask import block_total
         bound = self._on_workers()
         return block_total(X, lambda block, devices, w: bound(devices).score(
             block, sample_weight=w), self.devices, sample_weight)

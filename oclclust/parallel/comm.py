@@ -94,6 +94,8 @@ def raise_if_any_failed(comm, error=None):
     raise kind(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}")
 
 
+check_together = raise_if_any_failed   # its former name, on this module's API page
+
 _FAILED = 17   # the tag of a failure notice on a fit's side communicator
 
 
@@ -250,6 +252,8 @@ class Ranks:
             if raised is exc:
                 raise
             raise raised from exc
+
+    together = run_failing_all   # its former name (oclclust.mpi's public API)
 
     def gather(self, value):
         """Every rank's *value* (small Python objects), in rank order."""

@@ -15,8 +15,11 @@ rule asks for by index (seeds, relocated centres) travel, k at a time.
 A worker lost during a fit makes it raise WorkerLostError naming it within
 a poll (its blocks' device state is gone with it: no retry elsewhere).
 
-With dask_map.py (a fitted estimator's calls on a dask array's blocks),
-the only modules that import dask: placement imports them for a dask array.
+A fitted estimator's calls on a dask array (predict, transform, score ...)
+run on the blocks where they are (map_rows, block_total), with each
+worker's devices.
+
+The only module that imports dask: placement imports it for a dask array.
 """
 import contextlib
 import copy
@@ -152,19 +155,18 @@ class DaskData(RemoteShardedData):
                         "workers must not hold it")
 
     # ------------------------------------------------------------- passes
-    def map_states(self, key, make, fn, timed=False, other_keys=(), per_chunk=None,
-                   rows=True):
-        """[fn(chunk, its state, *its states of the passes *other_keys*[,
-        per_chunk[i]])] over every chunk i in row order, on the workers; a
+    def map_states(self, key, make, fn, timed=False, others=(), each=None, rows=True):
+        """[fn(chunk, its state, *its states of the passes keyed *others*[,
+        each[i]])] over every chunk i in row order, on the workers; a
         chunk's state is make(chunk), made there once per *key* (those of
-        *other_keys*: made by earlier maps).  *per_chunk*: one value per
+        the keys *others*: made by earlier maps).  *each*: one value per
         chunk, each block sent only its own chunks'.  *timed*, *rows*: as
         DeviceData.map's, on each block's devices."""
         payload = cloudpickle.dumps((make, fn))
         ends = np.cumsum([0] + [len(block) for block in self.blocks])
-        mine = [None if per_chunk is None else list(per_chunk[lo:hi])
+        mine = [None if each is None else list(each[lo:hi])
                 for lo, hi in zip(ends, ends[1:])]
-        futures = self._each_block(_on_block, key, payload, timed, tuple(other_keys), rows,
+        futures = self._each_block(_on_block, key, payload, timed, tuple(others), rows,
                                    per_block=mine)
         return [r for block in self._gather(futures) for r in block]
 
@@ -213,6 +215,7 @@ class DaskData(RemoteShardedData):
         return out
 
     def row(self, i):
+        """Row *i* (global), from its block's host copy."""
         return self.rows([i])[0]
 
     def fold_rows(self, indices, weights, centers, total, assign, fold):
@@ -247,14 +250,18 @@ class DaskData(RemoteShardedData):
         float64: each chunk's on its worker, combined here as DeviceData's."""
         return combined_mean_var_finite(self)
 
+    moments = mean_var_finite   # its former name, on the API page of this module
+
     def rebalance(self, save=None, min_gain=0.05):
         """The blocks stay where Dask put them: None."""
         return None
 
     def reshard(self):
+        """Never: the blocks stay on the workers that hold them."""
         raise RuntimeError("a Dask fit's blocks do not move between workers")
 
     def drop(self, failure):
+        """As its own manager: no worker's device is dropped, *failure* raises."""
         raise failure
 
     # ------------------------------------------------------- waiting, end
@@ -436,3 +443,43 @@ def _with_block(fit, index, fn, *args):
 def _free(fit):
     for key in [k for k in _BLOCKS if k[0] == fit]:
         _BLOCKS.pop(key).data.close()
+
+
+# ---------------------------------- a fitted estimator's calls on the blocks
+def _on_blocks(X, fn, devices, weights):
+    """(X in whole rows, [its weights as an n x 1 dask array], on_block):
+    on_block(block[, w]) runs fn(block, the worker's devices[, w])."""
+    if X.ndim != 2:
+        raise ValueError(f"Expected 2D array, got {X.ndim}D dask array instead.")
+    client = active_client()
+    local = local_indices(client) if client is not None else {}
+    devices = picklable_devices(devices)
+
+    def on_block(block, *w):
+        here = local.get(get_worker().address, (0, 1)) if local else (0, 1)
+        return fn(block, worker_devices(devices, here), *[v[:, 0] for v in w])
+    X = X.rechunk({1: -1})
+    if weights is None:
+        return X, [], on_block
+    return X, [da.asarray(weights).rechunk((X.chunks[0],))[:, None]], on_block
+
+
+def map_rows(X, fn, devices, dtype, columns=None):
+    """fn(block, devices) on each block of rows of X on its worker, with the
+    worker's devices (worker_devices): a dask array of one value per row
+    (*columns*: of that many columns), never gathered."""
+    X, _, on_block = _on_blocks(X, fn, devices, None)
+    if columns is None:
+        return X.map_blocks(on_block, drop_axis=1, dtype=dtype)
+    return X.map_blocks(on_block, chunks=(X.chunks[0], (columns,)), dtype=dtype)
+
+
+def block_total(X, fn, devices, sample_weight=None):
+    """The sum of fn(block, devices, its weights or None) (a number per
+    block, on its worker) over the blocks of X, in block order."""
+    def one_number(block, devices, *w):
+        return np.array([fn(block, devices, *(w or [None]))])
+    X, w, on_block = _on_blocks(X, one_number, devices, sample_weight)
+    parts = da.map_blocks(on_block, X, *w, drop_axis=1,
+                          chunks=((1,) * X.numblocks[0],), dtype=np.float64)
+    return float(sum(parts.compute()))

@@ -101,10 +101,10 @@ class RemoteShardedData(ShardedData, Protocol):
     function given here does: none may hold a client-side object)."""
 
     def map_states(self, key, make: Callable, fn: Callable, timed: bool = False,
-                   other_keys: Sequence = (), per_chunk: Optional[Sequence] = None) -> list:
-        """[fn(chunk, its state, *its states of the passes *other_keys*[,
-        per_chunk[i]])] over every chunk i in row order, where the chunks
-        are; *per_chunk*: one value per chunk, each sent only to its own."""
+                   others: Sequence = (), each: Optional[Sequence] = None) -> list:
+        """[fn(chunk, its state, *its states of the passes keyed *others*[,
+        each[i]])] over every chunk i in row order, where the chunks are;
+        *each*: one value per chunk, each sent only to its own."""
 
     def rows_states(self, key, make: Callable, fn: Callable):
         """fn(chunk, its state) -> one value per row of the chunk, joined in
