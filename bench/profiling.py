@@ -209,7 +209,7 @@ def phases_main():
         timed(kmeans, "fit_lloyd", "Lloyd loop (fit_lloyd)")
         timed(lloyd_loop, "host_update", "  of which host-update iterations")
         timed(kmeans.LloydModel, "finish", "  of which finish (final pass, labels)")
-        timed(sharded_lloyd.LloydShards, "hand_back", "  of which hand_back")
+        timed(sharded_lloyd.LloydShards, "centers_to_host", "  of which centers_to_host")
         loop = "Lloyd loop (fit_lloyd)"
     else:
         timed(cmeans.FuzzyCMeans, "_fit", "c-means (_fit)")
@@ -280,9 +280,9 @@ def wrap(owner, name, label=None):
 def instrument():
     import pyopencl as cl
     from oclclust.cluster.kmeans import lloyd_loop, kmeans
-    from oclclust.parallel import manager
+    from oclclust.parallel import device_data
     from oclclust.passes import lloyd
-    wrap(manager.ShardedData, "_layout", "layout")
+    wrap(device_data.DeviceData, "_layout", "layout")
     wrap(lloyd_loop, "lloyd_step", "iteration")
     wrap(lloyd_loop, "host_update", "host_update")
     wrap(lloyd.LloydPass, "run", "pass")

@@ -145,14 +145,14 @@ def _figure_formats(usage_error):
 
 def cmd_fit(args, usage_error):
     from ..io.modelio import save_model
-    from ..parallel.comm import check_together, rank, size
+    from ..parallel.comm import raise_if_any_failed, rank, size
     comm = _comm(args.mpi)
     estimator = _estimator(args, usage_error, comm)
     if args.tree and args.algorithm != "hierarchical":
         raise usage_error("--tree applies to --algorithm hierarchical")
     r, n_ranks = rank(comm), size(comm)
     # before the fit: an output that cannot be written stops every rank now
-    check_together(comm, _fit_outputs_error(args, usage_error, r, n_ranks))
+    raise_if_any_failed(comm, _fit_outputs_error(args, usage_error, r, n_ranks))
     X = read_data(args, comm)
     start = time.perf_counter()
     estimator.fit(X)

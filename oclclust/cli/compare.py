@@ -103,17 +103,17 @@ def time_run(profile, X, M, K, strategy, kdtree, iters, leaf_size, seed=0, order
     with ensemble_on(profile, X, *setting) as (data, engine, host_w):
         models = EnsembleModels(engine)
 
-        def iteration(following=None):
+        def iteration(iterations_left=None):
             # the estimator's own update of all models; tol < 0: none stops
-            lloyd_step(models, centers, list(range(M)), -1.0, data, host_w, following)
+            lloyd_step(models, centers, list(range(M)), -1.0, data, host_w, iterations_left)
         iteration()                         # warm-up: kernels built, buffers allocated
         # the mean: with the update on the device iterations run ahead, and
         # a runtime may complete two at once (one long wait, one none)
         start = time.perf_counter()
         for i in range(iters):
-            iteration(following=iters - i - 1)
+            iteration(iterations_left=iters - i - 1)
         seconds = (time.perf_counter() - start) / iters
-        engine.hand_back(centers)
+        engine.centers_to_host(centers)
         chunk = data.chunks[0]
         # the statistics pass alone: passes enqueued back to back, one wait
         # (the device's time and the launches; no reads, no host update)

@@ -19,7 +19,7 @@ from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
-from ..parallel.placement import fit_data, is_dask_array, joined_moments, new_data
+from ..parallel.placement import fit_data, is_dask_array, joined_mean_var_finite, new_data
 from ..runtime.codegen import kernel_records, recording_kernels
 from ..runtime.devices import DeviceProfile
 from ..runtime.validation import NotFittedError, check_params, check_random_state
@@ -198,7 +198,7 @@ class KCluster(BaseEstimator):
     def _mean_and_tol(self, data, ranks):
         """The data's mean over all ranks' rows and ``tol`` made absolute
         (times the mean feature variance, as scikit-learn's)."""
-        mean, var, finite = ranks.together(lambda: joined_moments(data, ranks))
+        mean, var, finite = ranks.run_failing_all(lambda: joined_mean_var_finite(data, ranks))
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
         return mean, float(np.mean(var) * self.tol)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..parallel.comm import Ranks
 from ..parallel.manager import DeviceManager
-from ..parallel.sharded import ShardedPass, Sums
+from ..parallel.sharded import ShardedPass, SummedArray
 from ..passes.kmeanspp import ChunkOversampling, ChunkSeeding, DeviceGreedy
 from ..runtime.devices import preferred
 from ..runtime.partition import DevicePartition
@@ -146,9 +146,10 @@ def kmeans_parallel(data, n_clusters, random_state, host_weights,
         chunk_pot = np.array(states.map(
             lambda c, st: st.lower(_padded(new_rows, draws), base)))
     count = len(rows)
-    weights = states.reduce(lambda c, st: Sums(st.weigh(count))).values
-    idx = ranks.together(lambda: _weighted_plusplus(data, rows, weights, n_clusters, seed)
-                         if ranks.rank == 0 else np.zeros(n_clusters, np.int64))
+    weights = states.reduce(lambda c, st: SummedArray(st.weigh(count))).values
+    idx = ranks.run_failing_all(
+        lambda: _weighted_plusplus(data, rows, weights, n_clusters, seed)
+        if ranks.rank == 0 else np.zeros(n_clusters, np.int64))
     return rows[ranks.sum(idx.astype(np.float64)).astype(np.int64)]
 
 

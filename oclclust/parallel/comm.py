@@ -72,7 +72,7 @@ def sum_across(comm, *arrays):
     return out[0] if len(arrays) == 1 else tuple(out)
 
 
-def check_together(comm, error=None):
+def raise_if_any_failed(comm, error=None):
     """A collective check: raise on every rank if any rank had *error*
     (an exception or None).  Call it where all ranks pass, so a failing rank
     never leaves the others waiting in the next collective."""
@@ -93,6 +93,8 @@ def check_together(comm, error=None):
             from error
     raise kind(f"fit failed on {len(failed)} of {comm.Get_size()} ranks: {text}")
 
+
+check_together = raise_if_any_failed   # its former name, on this module's API page
 
 _FAILED = 17   # the tag of a failure notice on a fit's side communicator
 
@@ -199,7 +201,7 @@ class Ranks:
         self.offset = int(self.counts[:self.rank].sum())
 
     def _agree(self, error, shape):
-        check_together(self.comm, error)
+        raise_if_any_failed(self.comm, error)
         shapes = self.comm.allgather(shape)
         for what, i in (("n_features", 1), ("dtype", 2)):
             if len({s[i] for s in shapes}) > 1:
@@ -237,7 +239,7 @@ class Ranks:
         """float64 sums over the ranks (rank order; identity on one rank)."""
         return sum_across(self.comm, *arrays)
 
-    def together(self, fn):
+    def run_failing_all(self, fn):
         """fn() on this rank; an exception raised by it here raises on every
         rank (a RankError naming this one), so none is left waiting: the
         others learn it in the collective they are in, whichever it is."""
@@ -250,6 +252,8 @@ class Ranks:
             if raised is exc:
                 raise
             raise raised from exc
+
+    together = run_failing_all   # its former name (oclclust.mpi's public API)
 
     def gather(self, value):
         """Every rank's *value* (small Python objects), in rank order."""

@@ -1,10 +1,10 @@
 """Dask: a fit's passes on a distributed cluster's workers, beside their rows.
 
 Each block of rows of a dask array (one chunk along the features) is loaded
-once onto its worker's devices: a ShardedData there, kept in the worker's
+once onto its worker's devices: a DeviceData there, kept in the worker's
 registry under the fit's id and the block's index (freed when the fit ends,
 also on error), resident across iterations.  DaskData is the client's view
-of them, answering as a ShardedData does: a ShardedPass over it sends its
+of them, a sharded_data.RemoteShardedData: a ShardedPass over it sends its
 functions to the blocks (one small task per block, to the worker holding it)
 and gets each chunk's statistics back, summed on the client in float64 in
 chunk order.  The chunks are those the blocks make, in block order, so the
@@ -14,6 +14,10 @@ rule asks for by index (seeds, relocated centres) travel, k at a time.
 
 A worker lost during a fit makes it raise WorkerLostError naming it within
 a poll (its blocks' device state is gone with it: no retry elsewhere).
+
+A fitted estimator's calls on a dask array (predict, transform, score ...)
+run on the blocks where they are (map_rows, block_total), with each
+worker's devices.
 
 The only module that imports dask: placement imports it for a dask array.
 """
@@ -31,8 +35,9 @@ from distributed import get_client, get_worker, wait
 
 from ..runtime.devices import select_devices
 from ..runtime.validation import as_dtype, check_data, check_sample_weight
-from .manager import DeviceManager, ShardedData
+from .manager import DeviceManager
 from .placement import bind_by_index, compute_dtype
+from .sharded_data import RemoteShardedData, combined_mean_var_finite
 
 POLL_SECONDS = 1.0     # how often a waiting pass checks that its workers are alive
 
@@ -50,7 +55,7 @@ def active_client():
 
 
 def dask_fit_data(X, sample_weight, devices, dtype, comm, name):
-    """(DaskData or ShardedData, host weights) of a fit on a dask array X:
+    """(DaskData or DeviceData, host weights) of a fit on a dask array X:
     on the active Client's workers; without one, X computed here (as any
     array: the one-process fit)."""
     from .placement import _local_fit_data
@@ -58,8 +63,8 @@ def dask_fit_data(X, sample_weight, devices, dtype, comm, name):
         raise ValueError("a fit takes a dask array or an MPI comm, not both")
     client = active_client()
     if client is None:
-        return _local_fit_data(X.compute(), _computed(sample_weight), devices, dtype, None,
-                               None, name)
+        return _local_fit_data(X.compute(), _computed(sample_weight), devices, dtype,
+                               None, None, name)
     data = DaskData(client, X, sample_weight, devices, dtype, name)
     if sample_weight is None:
         return data, np.ones(data.n, data.dtype)
@@ -79,7 +84,7 @@ class _Chunk:
         self.offset, self.n = offset, n
 
 
-class DaskData:
+class DaskData(RemoteShardedData):
     """A fit's rows as blocks on a Dask cluster's workers (see the module).
     It is also its own manager (no device of a worker is dropped: a failure
     raises)."""
@@ -91,7 +96,8 @@ class DaskData:
         if X.ndim != 2:
             raise ValueError(f"Expected 2D array, got {X.ndim}D dask array instead.")
         if any(np.isnan(c) for c in X.shape):
-            raise ValueError("the dask array's row chunks must be known (compute_chunk_sizes())")
+            raise ValueError("the dask array's row chunks must be known "
+                             "(compute_chunk_sizes())")
         self.client, self.fit = client, uuid.uuid4().hex
         self.manager = self
         devices = picklable_devices(devices)
@@ -99,13 +105,13 @@ class DaskData:
         parts = client.compute(list(X.to_delayed().ravel()))
         weights = [None] * len(parts)
         if isinstance(sample_weight, da.Array):
-            weights = client.compute(list(sample_weight.rechunk((X.chunks[0],))
-                                          .to_delayed().ravel()))
+            by_block = sample_weight.rechunk((X.chunks[0],))
+            weights = client.compute(list(by_block.to_delayed().ravel()))
         elif sample_weight is not None:
             sample_weight = np.asarray(sample_weight)
             if sample_weight.shape != (X.shape[0],):
-                raise ValueError(f"sample_weight.shape == {sample_weight.shape}, expected "
-                                 f"({X.shape[0]},)!")
+                raise ValueError(f"sample_weight.shape == {sample_weight.shape}, "
+                                 f"expected ({X.shape[0]},)!")
             weights = np.split(sample_weight, np.cumsum(X.chunks[0])[:-1])
         self.workers, self.chunks, self.blocks = [], [], []
         try:
@@ -114,11 +120,11 @@ class DaskData:
             self.workers = [who[p.key][0] for p in parts]
             local = local_indices(client)
             starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]])
-            loads = [client.submit(_load, self.fit, i, part, w, int(start), devices, dtype,
-                                   local[addr], name, workers=[addr],
+            loads = [client.submit(_load, self.fit, i, part, w, int(start), devices,
+                                   dtype, local[addr], name, workers=[addr],
                                    allow_other_workers=False, pure=False)
-                     for i, (part, w, start, addr) in
-                     enumerate(zip(parts, weights, starts, self.workers))]
+                     for i, (part, w, start, addr)
+                     in enumerate(zip(parts, weights, starts, self.workers))]
             loaded = self._gather(loads)
         except BaseException:
             self.close()
@@ -149,21 +155,29 @@ class DaskData:
                         "workers must not hold it")
 
     # ------------------------------------------------------------- passes
-    def map_states(self, key, make, fn, timed=False, others=(), each=None):
-        """[fn(chunk, its state, *its states of the keys *others*[, each[i]])]
-        over every chunk i in row order, on the workers; a chunk's state is
-        make(chunk), made there once per *key* (those of *others*: made by
-        earlier maps).  *each*: one value per chunk, each block sent only
-        its own chunks'."""
-        payload, ends = cloudpickle.dumps((make, fn)), np.cumsum([0] + list(map(len,
-                                                                                self.blocks)))
-        mine = [None if each is None else list(each[lo:hi]) for lo, hi in zip(ends, ends[1:])]
-        results = self._gather(self._each_block(_on_block, key, payload, timed, tuple(others),
-                                                per_block=mine))
-        return [r for block in results for r in block]
+    def map_states(self, key, make, fn, timed=False, others=(), each=None, rows=True):
+        """[fn(chunk, its state, *its states of the passes keyed *others*[,
+        each[i]])] over every chunk i in row order, on the workers; a
+        chunk's state is make(chunk), made there once per *key* (those of
+        the keys *others*: made by earlier maps).  *each*: one value per
+        chunk, each block sent only its own chunks'.  *timed*, *rows*: as
+        DeviceData.map's, on each block's devices."""
+        payload = cloudpickle.dumps((make, fn))
+        ends = np.cumsum([0] + [len(block) for block in self.blocks])
+        mine = [None if each is None else list(each[lo:hi])
+                for lo, hi in zip(ends, ends[1:])]
+        futures = self._each_block(_on_block, key, payload, timed, tuple(others), rows,
+                                   per_block=mine)
+        return [r for block in self._gather(futures) for r in block]
 
-    def map(self, fn, timed=False):
-        return self.map_states(None, None, lambda chunk, _: fn(chunk), timed)
+    def map(self, fn, timed=False, rows=True):
+        """[fn(chunk)] over every chunk in row order, on the workers."""
+        return self.map_states(None, None, lambda chunk, _: fn(chunk), timed, rows=rows)
+
+    def map_enqueued(self, launch, collect, timed=False):
+        """[collect(chunk, launch(chunk))] over every chunk in row order, on
+        the workers (each block's map)."""
+        return self.map(lambda chunk: collect(chunk, launch(chunk)), timed)
 
     def rows_states(self, key, make, fn):
         """fn(chunk, state) -> per-row values, as a dask array whose blocks
@@ -171,17 +185,20 @@ class DaskData:
         payload = cloudpickle.dumps((make, fn))
         futures = self._each_block(_rows_of_block, key, payload)
         self._wait(futures)
-        metas = self._gather([self.client.submit(lambda a: (a.shape, a.dtype), f, pure=False)
+        metas = self._gather([self.client.submit(_shape_and_dtype, f, pure=False)
                               for f in futures])
         return da.concatenate([da.from_delayed(f, shape=shape, dtype=dtype)
                                for f, (shape, dtype) in zip(futures, metas)])
 
     def _each_block(self, task, *args, per_block=None):
         """task(fit, i, *args[, per_block[i]]) on each block i's worker."""
-        last = [()] * len(self.workers) if per_block is None else [(v,) for v in per_block]
-        return [self.client.submit(task, self.fit, i, *args, *last[i], workers=[addr],
-                                   allow_other_workers=False, pure=False)
-                for i, addr in enumerate(self.workers)]
+        futures = []
+        for i, addr in enumerate(self.workers):
+            last = () if per_block is None else (per_block[i],)
+            futures.append(self.client.submit(task, self.fit, i, *args, *last,
+                                              workers=[addr], allow_other_workers=False,
+                                              pure=False))
+        return futures
 
     def rows(self, indices):
         """Rows *indices* (global), from their blocks' host copies."""
@@ -198,6 +215,7 @@ class DaskData:
         return out
 
     def row(self, i):
+        """Row *i* (global), from its block's host copy."""
         return self.rows([i])[0]
 
     def fold_rows(self, indices, weights, centers, total, assign, fold):
@@ -227,17 +245,23 @@ class DaskData:
         with self._watched(futures):
             return self.client.gather(futures[-1])
 
-    def moments(self):
-        """(means, variances, finite) combined over the chunks as ShardedData's."""
-        return ShardedData.moments(self)
+    def mean_var_finite(self):
+        """(column means, column variances, all finite) over all rows, in
+        float64: each chunk's on its worker, combined here as DeviceData's."""
+        return combined_mean_var_finite(self)
 
-    def rebalance(self, save=None, min_gain=0.05):   # the blocks stay where Dask put them
+    moments = mean_var_finite   # its former name, on the API page of this module
+
+    def rebalance(self, save=None, min_gain=0.05):
+        """The blocks stay where Dask put them: None."""
         return None
 
     def reshard(self):
+        """Never: the blocks stay on the workers that hold them."""
         raise RuntimeError("a Dask fit's blocks do not move between workers")
 
     def drop(self, failure):
+        """As its own manager: no worker's device is dropped, *failure* raises."""
         raise failure
 
     # ------------------------------------------------------- waiting, end
@@ -308,10 +332,15 @@ def workers_info(client):
 def local_indices(client):
     """{worker address: (its index among its host's workers, their number)}:
     as MPI's local ranks, by address."""
-    info, hosts = workers_info(client), {}
+    info = workers_info(client)
+    hosts = {}
     for addr in sorted(info):
         hosts.setdefault(info[addr].get("host"), []).append(addr)
-    return {addr: (same.index(addr), len(same)) for same in hosts.values() for addr in same}
+    local = {}
+    for same in hosts.values():   # one host's workers, by address
+        for addr in same:
+            local[addr] = (same.index(addr), len(same))
+    return local
 
 
 def picklable_devices(devices):
@@ -371,13 +400,13 @@ def _load(fit, index, rows, weights, start, devices, dtype, local, name):
                 warnings=[str(c.message) for c in caught])
 
 
-def _states_fn(fit, index, key, payload, others=(), values=None):
+def _states_fn(fit, index, key, payload, other_keys=(), values=None):
     block = _block(fit, index)
     make, fn = cloudpickle.loads(payload)
     if key is None:
         return block, lambda chunk: fn(chunk, None)
     states = block.states.setdefault(key, {})
-    theirs = [block.states[other] for other in others]   # made by earlier maps
+    theirs = [block.states[other] for other in other_keys]   # made by earlier maps
     extra = {} if values is None else dict(zip(block.data.chunks, values))
 
     def one(chunk):
@@ -388,14 +417,18 @@ def _states_fn(fit, index, key, payload, others=(), values=None):
     return block, one
 
 
-def _on_block(fit, index, key, payload, timed, others=(), values=None):
-    block, one = _states_fn(fit, index, key, payload, others, values)
-    return block.data.map(one, timed)
+def _on_block(fit, index, key, payload, timed, other_keys=(), rows=True, values=None):
+    block, one = _states_fn(fit, index, key, payload, other_keys, values)
+    return block.data.map(one, timed, rows)
 
 
 def _rows_of_block(fit, index, key, payload):
     block, one = _states_fn(fit, index, key, payload)
     return np.concatenate(block.data.map(one))
+
+
+def _shape_and_dtype(array):
+    return array.shape, array.dtype
 
 
 def _block_rows(fit, index, local):
@@ -412,7 +445,7 @@ def _free(fit):
         _BLOCKS.pop(key).data.close()
 
 
-# ------------------------------------------------------------ inference
+# ---------------------------------- a fitted estimator's calls on the blocks
 def _on_blocks(X, fn, devices, weights):
     """(X in whole rows, [its weights as an n x 1 dask array], on_block):
     on_block(block[, w]) runs fn(block, the worker's devices[, w])."""
@@ -444,8 +477,9 @@ def map_rows(X, fn, devices, dtype, columns=None):
 def block_total(X, fn, devices, sample_weight=None):
     """The sum of fn(block, devices, its weights or None) (a number per
     block, on its worker) over the blocks of X, in block order."""
-    X, w, on_block = _on_blocks(X, lambda b, dev, *v: np.array([fn(b, dev, *(v or [None]))]),
-                                devices, sample_weight)
-    parts = da.map_blocks(on_block, X, *w, drop_axis=1, chunks=((1,) * X.numblocks[0],),
-                          dtype=np.float64)
+    def one_number(block, devices, *w):
+        return np.array([fn(block, devices, *(w or [None]))])
+    X, w, on_block = _on_blocks(X, one_number, devices, sample_weight)
+    parts = da.map_blocks(on_block, X, *w, drop_axis=1,
+                          chunks=((1,) * X.numblocks[0],), dtype=np.float64)
     return float(sum(parts.compute()))

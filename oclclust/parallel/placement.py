@@ -123,9 +123,9 @@ def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name
     return data, w, ranks
 
 
-def joined_moments(data, ranks):
+def joined_mean_var_finite(data, ranks):
     """(means, variances, finite) of all ranks' rows, combined in float64."""
-    mean, var, finite = data.moments()
+    mean, var, finite = data.mean_var_finite()
     n = float(data.n)
     total_mean = ranks.sum(n * mean) / ranks.n
     m2 = ranks.sum(n * (var + (mean - total_mean) ** 2))

@@ -1,16 +1,17 @@
 """One protocol for a device pass over a fit's rows: every chunk of a
-ShardedData (all devices at once) and every MPI rank.  Each chunk's
-statistics (a runtime.reduce.Stats) are summed in float64 in chunk order,
-then over the ranks in rank order, so the model does not depend on how the
-rows are split; an error on any rank raises on every rank.  The families'
-sharded backends implement it (cluster/kmeans/lloyd_shards.py and
-ensemble_shards.py, cluster/mixture/gmm_shards.py and cmeans_shards.py)."""
+ShardedData (sharded_data.py: all devices at once) and every MPI rank.
+Each chunk's statistics (a runtime.reduce.AdditiveStats) are summed in
+float64 in chunk order, then over the ranks in rank order, so the model
+does not depend on how the rows are split; an error on any rank raises on
+every rank.  The passes of k-means (cluster/kmeans/lloyd_shards.py, the
+ensemble's ensemble_shards.py), fuzzy c-means and Gaussian-mixture EM
+(cluster/mixture/) are thin backends of it."""
 import dataclasses
 import itertools
 
 import numpy as np
 
-from ..runtime.reduce import Stats
+from ..runtime.reduce import AdditiveStats
 from .comm import Ranks
 
 _KEYS = itertools.count()
@@ -62,33 +63,36 @@ class ShardedPass:
                                       lambda chunk, got: collect(chunk, self.state(chunk), got),
                                       timed)
 
-    def map_with(self, fn, others=(), each=None, timed=False):
-        """[fn(chunk, its state, *its states of the passes *others*[,
-        each[i]])] for this rank's chunks i in row order: another pass's
-        per-chunk state (left beside the rows by its earlier maps) and one
-        value per chunk go to the chunk, wherever it is (over remote data
-        each chunk gets only its own value)."""
+    def map_with_inputs(self, fn, other_passes=(), per_chunk=None, timed=False):
+        """[fn(chunk, its state, *its states of the passes *other_passes*[,
+        per_chunk[i]])] for this rank's chunks i in row order: other passes'
+        per-chunk states (left beside the rows by their earlier maps) and
+        one value per chunk go to the chunk, wherever it is (over remote
+        data each chunk gets only its own value)."""
         if getattr(self.data, "remote", False):
             return self.data.map_states(self.key, self.make, fn, timed,
-                                        [other.key for other in others], each)
+                                        [other.key for other in other_passes], per_chunk)
         theirs = [dict(zip(self.data.chunks, other.map(lambda chunk, st: st, rows=False)))
-                  for other in others]
-        values = None if each is None else dict(zip(self.data.chunks, each))
-        return self.map(lambda chunk, st: fn(chunk, st, *[t[chunk] for t in theirs],
-                                             *([values[chunk]] if values is not None else [])), timed)
+                  for other in other_passes]
+        values = None if per_chunk is None else dict(zip(self.data.chunks, per_chunk))
+
+        def one(chunk, st):
+            own = [values[chunk]] if values is not None else []
+            return fn(chunk, st, *[t[chunk] for t in theirs], *own)
+        return self.map(one, timed)
 
     def reduce(self, fn, timed=False, keep=False, enqueued=None):
-        """fn(chunk, state) -> Stats on every chunk, summed over the chunks
-        in their order, then over the ranks.  With *keep*, fn returns
-        (Stats, the chunk's own output: rows that stay on this rank) and
-        reduce (the total, [outputs in chunk order]).  *enqueued*: fn as
+        """fn(chunk, state) -> AdditiveStats on every chunk, summed over the
+        chunks in their order, then over the ranks.  With *keep*, fn returns
+        (AdditiveStats, the chunk's own output: rows that stay on this rank)
+        and reduce (the total, [outputs in chunk order]).  *enqueued*: fn as
         (launch, collect) for map_enqueued instead."""
         def local():
             out = self.map(fn, timed) if enqueued is None else self.map_enqueued(*enqueued,
                                                                                   timed)
             parts = [o[0] for o in out] if keep else out
             return type(parts[0]).total(parts), [o[1] for o in out] if keep else None
-        total, kept = self.ranks.together(local)
+        total, kept = self.ranks.run_failing_all(local)
         total = total.from_flat(self.ranks.sum(total.flat()))
         return (total, kept) if keep else total
 
@@ -121,8 +125,9 @@ def farthest_of(per_chunk, take):
 
 
 @dataclasses.dataclass
-class Sums(Stats):
-    """Statistics that are one float64 array."""
+class SummedArray(AdditiveStats):
+    """Statistics that are one float64 array, summed element by element
+    (in Python's order over the chunks)."""
     values: np.ndarray
 
 

@@ -53,3 +53,9 @@ def checked_memory_budget(budget):
         raise ValueError(f"memory_budget must be a finite number of bytes in "
                          f"[1, {MAX_MEMORY_BUDGET}], got {budget!r}")
     return int(budget)
+
+
+def measuring(manager):
+    """Whether *manager*'s weights are measured (each device's rows per
+    second, then its passes' timings) rather than fixed."""
+    return isinstance(manager.weights, str) and manager.weights == "measured"

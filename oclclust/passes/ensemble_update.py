@@ -28,7 +28,7 @@ class UpdateSpec(Spec):
     wg: int = 64
 
 
-def usable(data, comm):
+def centers_can_stay_resident(data, comm):
     """Whether the fit's centres can stay on its one device between passes
     (not for rows on Dask workers: their one block is on another process)."""
     return (not getattr(data, "remote", False) and len(data.chunks) == 1
@@ -149,7 +149,7 @@ class DeviceUpdate:
             self.reader.finish()
             self.pending = []
 
-    def hand_back(self, centers):
+    def centers_to_host(self, centers):
         """The current centres into *centers* (host arrays); none resident after."""
         if self.active is None:
             return

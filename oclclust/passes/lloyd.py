@@ -20,7 +20,7 @@ from .distance_tile import power_of_two_at_most
 from .lloyd_blocked import blocked_specs, items_per_unit, pack_centers
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import mma_specs, split_centers, tie_bound, tile_words
-from ..runtime.reduce import Stats, acc_dtype, enqueue_reduce, partial_buffer
+from ..runtime.reduce import AdditiveStats, acc_dtype, enqueue_reduce, partial_buffer
 from ..runtime.transfer import pinned_empty
 
 VARIANTS = ("tiled", "rowwise", "blocked", "gemm", "mma")
@@ -274,7 +274,7 @@ def center_norms(centers, dtype):
 
 
 @dataclasses.dataclass
-class LloydStats(Stats):
+class LloydStats(AdditiveStats):
     sums: np.ndarray        # k x d weighted sums (float64); None without update
     weights: np.ndarray     # k cluster weights (float64); None without update
     inertia: float

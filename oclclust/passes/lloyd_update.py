@@ -30,7 +30,8 @@ from ..runtime.codegen import Spec, note, own_kernel
 from ..runtime.reduce import ReduceSpec
 from ..runtime.transfer import pinned_empty
 from .distance_tile import power_of_two_at_most
-from .ensemble_update import usable  # noqa: F401 -- the same condition: one chunk, one rank, fp64
+# the same condition as the ensemble's: one chunk, one rank, fp64
+from .ensemble_update import centers_can_stay_resident  # noqa: F401
 from .lloyd import LloydStats
 from .lloyd_mma import split_plan
 
@@ -297,8 +298,8 @@ class ResidentCenters:
     def stats(self, centers):
         """The last read pass's LloydStats with its sums and weights (as
         LloydPass.run returns them), its distances and labels in the pass's
-        buffers; *centers*: its centres (hand_back's).  Where a pass ran
-        after it, it runs again over them (rare: flagged iterations)."""
+        buffers; *centers*: its centres (centers_to_host's).  Where a pass
+        ran after it, it runs again over them (rare: flagged iterations)."""
         lp, q = self.lloyd, self.lloyd.part.queue
         if self.clobbered:
             again = lp.run(centers, self.labels)
@@ -306,7 +307,7 @@ class ResidentCenters:
         return dataclasses.replace(self.last, sums=self.sums.get(q).reshape(lp.k, -1),
                                    weights=self.weights.get(q))
 
-    def hand_back(self):
+    def centers_to_host(self):
         """The current centres (k x d float64); none resident after."""
         self.drop()
         self.active = False
@@ -381,7 +382,7 @@ class SharedCenters:
         read.wait()
         return float(self.resident.host_results[0][SHIFT])
 
-    def hand_back(self):
+    def centers_to_host(self):
         """The current centres (k x d float64); none resident after."""
         self.active = False
         r = self.resident

@@ -63,7 +63,7 @@ class DevicePartition:
     def row(self, i):
         return self.x[int(i)].get(self.queue)
 
-    def moments(self):
+    def mean_var_finite(self):
         """(column means, column variances, all finite) in float64, one data pass."""
         wg = 1 << min(6, max(self.d - 1, 0).bit_length())
         spec = MomentsSpec(dtype=self.dtype.name, acc_double=self.acc_double, d=self.d, wg=wg)

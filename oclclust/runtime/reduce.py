@@ -44,12 +44,12 @@ def reduce_partials(queue, part, groups, size, dtype, acc_double):
     return host if acc_double else host[:size] + host[size:]
 
 
-class Stats:
-    """Base of a pass's statistics (a dataclass): they add field by field,
-    as Python adds them (``sum`` over chunks in their order; a field None
-    on every chunk stays None), and cross ranks as one float64 vector.  A
-    field marked ``metadata={"same": True}`` is the same on every chunk
-    (carried, not added)."""
+class AdditiveStats:
+    """Base of a pass's per-chunk statistics (a dataclass): they add field
+    by field, as Python adds them (``sum`` over chunks in their order; a
+    field None on every chunk stays None), and cross ranks as one float64
+    vector.  A field marked ``metadata={"same": True}`` is the same on
+    every chunk (carried, not added)."""
 
     def _fields(self):
         return [(f, getattr(self, f.name)) for f in dataclasses.fields(self)]

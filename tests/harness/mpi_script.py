@@ -30,7 +30,7 @@ from mpi4py import MPI
 
 import oclclust as oc
 from oclclust.parallel.comm import Ranks
-from oclclust.parallel.manager import ShardedData
+from oclclust.parallel.device_data import DeviceData
 from oclclust.io.shards import load_shard, shard_range
 
 N, D, K = 601, 3, 5
@@ -74,7 +74,7 @@ def estimator(name, devices, comm, init=None):
     raise ValueError(name)
 
 
-class FailingData(ShardedData):
+class FailingData(DeviceData):
     """Rows whose third main pass (the algorithm's, timed) fails as FAULT says:
     raises, is interrupted, or the process ends at once (no MPI_Finalize)."""
     FAULT = "fail_mid"

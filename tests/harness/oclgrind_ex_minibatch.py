@@ -12,7 +12,7 @@ import pyopencl.array as cla
 
 import oclclust as oc
 from oclgrind_driver import close, data, device_manager, mark, profile_for
-from oclclust.cluster.kmeans.minibatch_sums import BatchSums, fold
+from oclclust.cluster.kmeans.minibatch_sums import BatchTotals, fold
 from oclclust.passes.minibatch import BatchPass, gather_rows
 from oclclust.runtime.partition import DevicePartition
 
@@ -34,7 +34,7 @@ def exercise_batch(device, log):
         d2 = ((X[idx, None].astype(np.float64) - centers[None]) ** 2).sum(-1)
         close(dist, d2.min(1), "batch distances", 1e-4)
         weights = np.array([1.0, 0.5, 2.0, 1.0, 3.0])
-        total = BatchSums(np.arange(3.0 * X.shape[1]).reshape(3, -1), np.zeros(3), 0.0)
+        total = BatchTotals(np.arange(3.0 * X.shape[1]).reshape(3, -1), np.zeros(3), 0.0)
         if not np.array_equal(batch.fold(total.sums, labels, weights, np.argsort(labels, kind="stable")),
                               fold(total, X[idx], weights, labels, dist).sums):
             raise AssertionError("minibatch fold: differs from the host's fold")

@@ -19,7 +19,7 @@ from distributed import get_task_stream  # noqa: E402
 
 import oclclust.parallel.dask  # noqa: E402
 from dask_cluster import BLOCK, D, K, N, blobs  # noqa: E402
-from oclclust.cluster.kmeans.minibatch_sums import BatchSums, fold  # noqa: E402
+from oclclust.cluster.kmeans.minibatch_sums import BatchTotals, fold  # noqa: E402
 
 def streamed(devices, dtype):
     """One device, its rows streamed in chunks of BLOCK rows (a block's)."""
@@ -55,8 +55,8 @@ def test_a_batch_folded_block_after_block_is_the_whole_batch_folded():
     rng = np.random.RandomState(0)
     rows, w = rng.normal(size=(500, 3)) * 1e3, rng.uniform(0.1, 2, 500)
     labels, dist = rng.randint(0, 4, 500), rng.uniform(size=500)
-    whole = fold(BatchSums.zeros(4, 3), rows, w, labels, dist)
-    parts = BatchSums.zeros(4, 3)
+    whole = fold(BatchTotals.zeros(4, 3), rows, w, labels, dist)
+    parts = BatchTotals.zeros(4, 3)
     for lo, hi in [(0, 7), (7, 300), (300, 301), (301, 500)]:
         parts = fold(parts, rows[lo:hi], w[lo:hi], labels[lo:hi], dist[lo:hi])
     assert np.array_equal(parts.sums, whole.sums)

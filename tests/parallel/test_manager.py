@@ -29,7 +29,8 @@ import oclclust as oc
 from oclclust.passes import kmeanspp
 from oclclust.passes import lloyd
 from oclclust.runtime.codegen import KernelBuildError
-from oclclust.parallel.manager import ShardedData, split_rows
+from oclclust.parallel.device_data import DeviceData
+from oclclust.parallel.shares import split_rows
 from oclclust.cluster.kmeans import lloyd_shards
 from oclclust.cluster.kmeans.lloyd_shards import LloydShards
 
@@ -345,13 +346,13 @@ def test_measured_fit_equals_single_device(profile, subs):
     devices = [profile, *subs]
     mgr = oc.DeviceManager(devices, weights="measured")
     seen = []
-    original = ShardedData._calibrate
+    original = DeviceData._calibrate
 
     def spy(self, fn, rows=None):
         original(self, fn, rows)
         seen.append(np.array(self.manager.measured))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ShardedData, "_calibrate", spy)
+        mp.setattr(DeviceData, "_calibrate", spy)
         km = fit(mgr, weighted=True)
     assert len(seen) == 1
     assert seen[0].shape == (3,) and np.all(np.isfinite(seen[0]) & (seen[0] > 0))
@@ -364,7 +365,7 @@ def test_measured_fit_equals_single_device(profile, subs):
 def test_rebalancing_between_iterations_keeps_the_result(profile, subs, monkeypatch, dtype):
     """Timings that differ make the manager re-split between iterations (the
     labels move along); the model is the same as without any re-split."""
-    original = ShardedData.rebalance
+    original = DeviceData.rebalance
     pattern = itertools.cycle([[1.0, 0.2, 0.2], [0.2, 1.0, 0.5], [0.3, 0.3, 1.0]])
     layouts = []
 
@@ -374,7 +375,7 @@ def test_rebalancing_between_iterations_keeps_the_result(profile, subs, monkeypa
         saved = original(self, *args, **kwargs)
         layouts.append(tuple(self.rows_per_device.values()))
         return saved
-    monkeypatch.setattr(ShardedData, "rebalance", forced)
+    monkeypatch.setattr(DeviceData, "rebalance", forced)
     km = fit(oc.DeviceManager([profile, *subs], weights="measured"), dtype)
     assert len(set(layouts)) > 2        # re-split several times
     assert km.reshards_ >= len(set(layouts)) - 1
@@ -576,7 +577,7 @@ def test_manager_as_devices_param_clone_and_pickle(profile, subs):
     assert_same_fit(km, reference(profile))
 
 
-# ---------------------------------------------------------- ShardedData parts
+# ----------------------------------------------------------- DeviceData parts
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning",
                             "ignore:overflow encountered:RuntimeWarning")   # NaN, inf rows
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
@@ -593,7 +594,7 @@ def test_moments_over_chunks(profile, subs, how, dtype):
         assert len(data.chunks) > 2
         if how.endswith("streamed"):
             assert_streamed(data)
-        mean, var, finite = data.moments()
+        mean, var, finite = data.mean_var_finite()
     finally:
         data.close()
     np.testing.assert_allclose(mean, x64.mean(0), rtol=rtol)
@@ -604,7 +605,7 @@ def test_moments_over_chunks(profile, subs, how, dtype):
         Y[-2, 3] = bad
         data = mgr.scatter(Y)
         try:
-            assert not data.moments()[2]
+            assert not data.mean_var_finite()[2]
         finally:
             data.close()
 

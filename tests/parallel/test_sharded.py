@@ -5,7 +5,7 @@ import numpy as np
 
 import oclclust as oc
 from oclclust.cluster.mixture.cmeans_shards import CMeansStats
-from oclclust.parallel.sharded import ShardedPass, Sums
+from oclclust.parallel.sharded import ShardedPass, SummedArray
 from oclclust.passes.lloyd import LloydStats
 
 
@@ -38,12 +38,12 @@ def test_state_is_made_once_per_chunk_and_afresh_after_a_resplit(profile):
     try:
         sharded = ShardedPass(data, None, make)
         for _ in range(2):
-            total = sharded.reduce(lambda chunk, st: Sums(np.array([st["rows"], 1.0])))
+            total = sharded.reduce(lambda chunk, st: SummedArray(np.array([st["rows"], 1.0])))
             assert total.values.tolist() == [500.0, len(data.chunks)]
         assert made == data.chunks
         data.reshard()
-        total, kept = sharded.reduce(lambda chunk, st: (Sums(np.array([st["rows"]])), chunk),
-                                     keep=True)
+        total, kept = sharded.reduce(
+            lambda chunk, st: (SummedArray(np.array([st["rows"]])), chunk), keep=True)
         assert total.values.tolist() == [500.0] and kept == data.chunks
         assert made[3:] == data.chunks and len(made) == 6
     finally:

@@ -124,8 +124,8 @@ def test_used_on_one_resident_device_only(profile):
     # two resident chunks of one device: its largest buffer holds 200 rows of 8 bytes
     two = oc.DeviceManager([profile.replace(max_alloc_size=200 * 8)]).scatter(X, None)
     try:
-        assert ensemble_update.usable(one, None) == profile.fp64
-        assert len(two.chunks) == 2 and not ensemble_update.usable(two, None)
+        assert ensemble_update.centers_can_stay_resident(one, None) == profile.fp64
+        assert len(two.chunks) == 2 and not ensemble_update.centers_can_stay_resident(two, None)
     finally:
         one.close()
         two.close()

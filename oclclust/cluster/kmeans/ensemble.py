@@ -76,7 +76,7 @@ def fixed_point(data, host_w, mean, ranks=None):
 
 def data_moments(data, ranks=None):
     """(mean, variance) per dimension over every rank's rows; ValueError on NaN/inf."""
-    mean, var, finite = data.moments()
+    mean, var, finite = data.mean_var_finite()
     if not finite:
         raise ValueError("Input X contains NaN or infinity.")
     ranks = ranks or Ranks.alone(data)
@@ -115,11 +115,11 @@ class EnsembleModels(LloydBackend):
     def farthest(self, centers, take):
         return self.engine.farthest(centers, take)
 
-    def device_step(self, centers, active, tol, following):
-        return self.engine.device_step(centers, active, tol, following)
+    def device_step(self, centers, active, tol, iterations_left):
+        return self.engine.device_step(centers, active, tol, iterations_left)
 
-    def hand_back(self, centers):
-        self.engine.hand_back(centers)
+    def centers_to_host(self, centers):
+        self.engine.centers_to_host(centers)
 
 
 def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
@@ -224,7 +224,7 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     def _fit(self, data, host_w, rng, ranks):
         ks = self._ks()
         mean, tol = self._mean_and_tol(data, ranks)
-        inits = ranks.together(lambda: self._inits(data, rng, host_w, ks, ranks))
+        inits = ranks.run_failing_all(lambda: self._inits(data, rng, host_w, ks, ranks))
         engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks,
                                  self.strategy, self.kdtree, ranks)
         self.history_ = []

@@ -7,12 +7,12 @@ import dataclasses
 import numpy as np
 
 from ...passes import ensemble_update
-from ...runtime.reduce import Stats
-from ...parallel.sharded import ShardedPass, Sums, chunk_farthest, farthest_of
+from ...runtime.reduce import AdditiveStats
+from ...parallel.sharded import ShardedPass, SummedArray, chunk_farthest, farthest_of
 
 
 @dataclasses.dataclass
-class FixedSums(Stats):
+class FixedPointCentroidSums(AdditiveStats):
     """Integer sums (C x d) and counts (C) of all centroids; float64 as
     (sums, weights) for the ranks, through their FixedPoint."""
     sums: np.ndarray
@@ -31,8 +31,8 @@ class FixedSums(Stats):
 
 
 @dataclasses.dataclass
-class ModelInertia(Sums):
-    """Inertia per model (float64)."""
+class InertiaPerModel(SummedArray):
+    """Inertia per model (float64), summed over the chunks in numpy's order."""
 
     @classmethod
     def total(cls, parts):
@@ -67,7 +67,8 @@ class EnsembleShards(ShardedPass):
         super().__init__(data, ranks, state)
         # remote rows (Dask) keep their centres on the client between passes
         self.device_update = (device_update and not getattr(data, "remote", False) and
-                              ensemble_update.usable(data, self.ranks.comm))
+                              ensemble_update.centers_can_stay_resident(data,
+                                                                        self.ranks.comm))
 
     def chosen(self):
         """{device: (strategy, KD-tree mapping)} of the chunks' passes."""
@@ -78,10 +79,10 @@ class EnsembleShards(ShardedPass):
     def stats_pass(self, chunk):
         return self.state(chunk).stats_pass
 
-    def device_step(self, centers, active, tol, following=None):
+    def device_step(self, centers, active, tol, iterations_left=None):
         """One iteration of the *active* models, their centres kept on the
-        device (the next ones already enqueued, as many as *following*, the
-        iterations that may follow; None: any number): their shifts;
+        device (the next ones already enqueued, as many as *iterations_left*,
+        the iterations that may follow; None: any number): their shifts;
         None when the host's update must take it (*centers* then hold this
         iteration's centres)."""
         if not self.device_update:
@@ -90,20 +91,20 @@ class EnsembleShards(ShardedPass):
         def step(chunk, st):
             resident = st.resident()
             if resident.active != active:
-                resident.hand_back(centers)
+                resident.centers_to_host(centers)
                 resident.start(centers, active)
             shifts, flags = resident.step(
-                tol, ensemble_update.AHEAD if following is None else following)
+                tol, ensemble_update.AHEAD if iterations_left is None else iterations_left)
             if flags.any():
-                resident.hand_back(centers)
+                resident.centers_to_host(centers)
                 return None
             return shifts
         return self.map(step)[0]
 
-    def hand_back(self, centers):
+    def centers_to_host(self, centers):
         """The centres kept on the device, if any, into *centers*."""
         if self.device_update:
-            self.map(lambda chunk, st: st.resident().hand_back(centers))
+            self.map(lambda chunk, st: st.resident().centers_to_host(centers))
 
     def prepare(self):
         """Set every chunk's pass up (KD-trees built) outside any timing."""
@@ -112,8 +113,8 @@ class EnsembleShards(ShardedPass):
     def stats_packed(self, centers_list):
         """(sums C x d, weights C) float64 of all centroids, models packed."""
         fixed = self.fixed
-        return self.reduce(lambda chunk, st: FixedSums(*st.stats_pass.stats(centers_list),
-                                                       fixed))
+        return self.reduce(lambda chunk, st: FixedPointCentroidSums(
+            *st.stats_pass.stats(centers_list), fixed))
 
     def stats(self, centers_list):
         """[(sums K x d, weights K) float64] of each model of *centers_list*."""
@@ -125,7 +126,7 @@ class EnsembleShards(ShardedPass):
         """(inertia per model, labels M x n, distances M x n) of this rank's rows
         (over remote data: labels a dask array that stays there, no distances)."""
         if getattr(self.data, "remote", False):
-            inertia = self.reduce(lambda chunk, st: ModelInertia(
+            inertia = self.reduce(lambda chunk, st: InertiaPerModel(
                 st.stats_pass.assign(centers_list, False, False)[0]))
             lab = self.rows(lambda chunk, st: st.stats_pass.assign(
                 centers_list, True, False)[1].T).T if labels else None
@@ -133,7 +134,7 @@ class EnsembleShards(ShardedPass):
 
         def one(chunk, st):
             inertia, lab, dist = st.stats_pass.assign(centers_list, labels, min_dist)
-            return ModelInertia(inertia), (lab, dist)
+            return InertiaPerModel(inertia), (lab, dist)
         inertia, kept = self.reduce(one, keep=True)
         lab = np.concatenate([k[0] for k in kept], axis=1) if labels else None
         dist = np.concatenate([k[1] for k in kept], axis=1) if min_dist else None

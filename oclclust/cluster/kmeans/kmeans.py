@@ -173,7 +173,8 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         init = self._checked_init(data.d)
         runs = self._runs(init)
         # every run's start first: the same random draws as one run after another
-        starts = [ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
+        starts = [ranks.run_failing_all(
+                      lambda: self._init_centers(data, init, rng, host_w, ranks))
                   for _ in range(runs)]
         if self.verbose and ranks.rank == 0:
             print("Initialization complete")
@@ -190,7 +191,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
             results = [(c, i, int(t), history, lab) for c, i, t, lab in zip(*fitted)]
             sizes = lloyd.cluster_sizes()
         else:           # the restarts as one ensemble: one data pass for all of them
-            results = [(c, i, t, None, lab) for c, i, t, lab in ranks.together(
+            results = [(c, i, t, None, lab) for c, i, t, lab in ranks.run_failing_all(
                 lambda: fit_ensemble(data, starts, self.max_iter, tol, host_w,
                                      ranks=ranks, mean=mean, spherical=self.spherical))]
         if self.verbose and ranks.rank == 0:
@@ -300,19 +301,19 @@ class LloydModel(LloydBackend):
         self.rechecks = rechecks   # a fast precision: history_ records the re-checked rows
         self.replay = None   # a flagged device iteration's statistics, for the host's update
 
-    def device_step(self, centers, active, tol, following):
+    def device_step(self, centers, active, tol, iterations_left):
         if not self.lloyd.device_update:
             return None
         # the next iteration enqueued before this one is read, when one may follow
-        stats, shift, flagged = self.lloyd.device_step(centers, following)
+        stats, shift, flagged = self.lloyd.device_step(centers, iterations_left)
         if flagged:          # centers hold this iteration's centres: the host takes it
             self.replay = stats
             return None
         self.last = stats
         return np.array([shift])
 
-    def hand_back(self, centers):
-        self.lloyd.hand_back(centers)
+    def centers_to_host(self, centers):
+        self.lloyd.centers_to_host(centers)
 
     def stats(self, centers_list):
         (centers,) = centers_list
@@ -331,7 +332,7 @@ class LloydModel(LloydBackend):
         # distances are less to convert and select
         return self.lloyd.min_dist(dtype=None), self.lloyd.labels()
 
-    def settled(self, active):
+    def labels_unchanged(self, active):
         return [self.last.n_changed == 0]
 
     def record(self, shifts, moving, n_models):

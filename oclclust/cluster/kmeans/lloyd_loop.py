@@ -69,15 +69,15 @@ class LloydBackend:
         final *centers*."""
         raise NotImplementedError
 
-    def device_step(self, centers, active, tol, following):
+    def device_step(self, centers, active, tol, iterations_left):
         """The *active* models' iteration with their centres kept on the
         device: their shifts, or None when the host's update must take it."""
         return None
 
-    def hand_back(self, centers):
+    def centers_to_host(self, centers):
         """Centres kept on the device, if any, into *centers*."""
 
-    def settled(self, active):
+    def labels_unchanged(self, active):
         """Per active model: whether it stops whatever its shift (its last
         pass changed no label)."""
         return [False] * len(active)
@@ -88,7 +88,7 @@ class LloydBackend:
 
 def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=None):
     """Lloyd iterations of every model of *inits* at once, each stopping at
-    its own iteration (shift <= *tol*, absolute; or settled).  Returns
+    its own iteration (shift <= *tol*, absolute; or its labels unchanged).  Returns
     (centers list, inertia per model, n_iter per model, labels per model);
     each iteration's statistics are appended to *history* when given.
     *verbose*: this rank's (0 off the first rank)."""
@@ -101,12 +101,13 @@ def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=No
                 break
             start = time.perf_counter()
             shifts = lloyd_step(backend, centers, active, tol, data, host_w,
-                                following=max_iter - it - 1)
+                                iterations_left=max_iter - it - 1)
             n_iter[active] = it + 1
-            moving = [m for m, s, settled in zip(active, shifts, backend.settled(active))
-                      if s > tol and not settled]
+            unchanged = backend.labels_unchanged(active)
+            moving = [m for m, s, same in zip(active, shifts, unchanged)
+                      if s > tol and not same]
             if len(moving) < len(active):
-                backend.hand_back(centers)          # the stopped models' centres are final
+                backend.centers_to_host(centers)    # the stopped models' centres are final
             stats, line = backend.record(shifts, moving, len(centers))
             if history is not None:
                 history.append(history_entry(it + 1, start, data, **stats))
@@ -115,23 +116,23 @@ def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=No
                 print(f"Iteration {it}, {line}.")
                 if len(centers) == 1 and not moving:
                     print(f"Converged at iteration {it}: " + (
-                        "strict convergence." if backend.settled(active)[0] else
+                        "strict convergence." if backend.labels_unchanged(active)[0] else
                         f"center shift {shifts[0]} within tolerance {tol}."))
             active = moving
             if active:
                 backend.rebalance()
-    backend.hand_back(centers)
+    backend.centers_to_host(centers)
     inertia, labels = backend.finish(centers)
     return centers, inertia, n_iter, labels
 
 
-def lloyd_step(backend, centers, active, tol, data, host_w, following=None):
+def lloyd_step(backend, centers, active, tol, data, host_w, iterations_left=None):
     """One pass for the *active* models: their centres (on the device, or
-    in *centers*) updated; returns their shifts.  *following*: how many
-    iterations may follow (None: any number)."""
+    in *centers*) updated; returns their shifts.  *iterations_left*: how
+    many iterations may follow (None: any number)."""
     # the device-resident updates know no renormalisation: a spherical fit's is the host's
     shifts = None if backend.spherical else backend.device_step(centers, active, tol,
-                                                                  following)
+                                                                  iterations_left)
     if shifts is None:
         shifts = host_update(backend, centers, active, tol, data, host_w)
     return shifts

@@ -123,11 +123,11 @@ class _LloydChunk:
     def collect(self, update, launched):
         return self.passes[update].collect(launched)
 
-    def device_step(self, centers, following):
+    def device_step(self, centers, iterations_left):
         """The resident update's step (lloyd_update.ResidentCenters.step),
         starting from *centers* when none are resident; flagged, the
         current (this iteration's) centres are handed back into them.
-        *following*: how many iterations may follow (None: any number)."""
+        *iterations_left*: how many iterations may follow (None: any number)."""
         st = self.state
         lp = self.lloyd_pass(True)
         if st.resident is None or st.resident.depth != lloyd_update.default_depth(lp.part,
@@ -137,17 +137,17 @@ class _LloydChunk:
         resident = st.resident
         if not resident.active:
             resident.start(centers[0], self.current_labels())
-        stats, shift, flagged = resident.step(resident.depth if following is None
-                                              else following)
+        stats, shift, flagged = resident.step(resident.depth if iterations_left is None
+                                              else iterations_left)
         if flagged:
-            centers[0] = resident.hand_back()
+            centers[0] = resident.centers_to_host()
             stats = resident.stats(centers[0])
         return stats, shift, flagged
 
-    def hand_back(self, centers):
+    def centers_to_host(self, centers):
         resident = self.state.resident
         if resident is not None and resident.active:
-            centers[0] = resident.hand_back()
+            centers[0] = resident.centers_to_host()
 
     def shared_centers(self):
         """This chunk's lloyd_update.SharedCenters (pooled with its state)."""
@@ -177,7 +177,7 @@ class LloydShards(ShardedPass):
         # chunk: one update that every device computes (lloyd_update.SharedCenters)
         self.shared_update = device_update and shareable(data, self.ranks.comm)
         self.device_update = self.shared_update or (
-            device_update and lloyd_update.usable(data, self.ranks.comm))
+            device_update and lloyd_update.centers_can_stay_resident(data, self.ranks.comm))
         self._made = set()   # what _make has made on every chunk
 
     def _make(self, what):
@@ -203,13 +203,13 @@ class LloydShards(ShardedPass):
             lambda chunk, st: st.launch(centers, update, norms),
             lambda chunk, st, launched: st.collect(update, launched)))
 
-    def device_step(self, centers, following=None):
+    def device_step(self, centers, iterations_left=None):
         """One pass and update with the centres kept on the one device
         (``device_update``): (LloydStats, shift, flagged); flagged (the
         host's update must take the iteration), the stats are the full
         ones and *centers* [k x d] hold this iteration's centres.  With
-        *following* (how many iterations may follow; None: any number) the
-        next ones are enqueued before this one is read."""
+        *iterations_left* (how many iterations may follow; None: any number)
+        the next ones are enqueued before this one is read."""
         if self.shared_update:
             return self._shared_step(centers)
         data = self.data
@@ -217,10 +217,10 @@ class LloydShards(ShardedPass):
         if (shards and len(shards) == 1 and data.chunks is self._chunks
                 and len(data.chunks) == 1):   # one resident chunk: no map (each iteration)
             try:
-                return self.state(data.chunks[0]).device_step(centers, following)
+                return self.state(data.chunks[0]).device_step(centers, iterations_left)
             except DEVICE_ERRORS as exc:     # as data.map raises it: the device dropped
                 raise DeviceFailure(shards[0].profile, exc) from exc
-        return self.map(lambda chunk, st: st.device_step(centers, following))[0]
+        return self.map(lambda chunk, st: st.device_step(centers, iterations_left))[0]
 
     def _shared_step(self, centers):
         """device_step over several devices (``shared_update``): every
@@ -241,7 +241,7 @@ class LloydShards(ShardedPass):
         shared = [self.state(chunk).state.shared for chunk in self.data.chunks]
         total = type(parts[0]).total(parts)
         if (total.weights == 0).any() or total.n_nonfinite:
-            centers[0] = shared[0].hand_back()
+            centers[0] = shared[0].centers_to_host()
             for sc in shared[1:]:
                 sc.active = False
             return total, None, True
@@ -254,17 +254,17 @@ class LloydShards(ShardedPass):
         shift = shared[0].shift(reads[0])
         return dataclasses.replace(total, sums=None, weights=None), shift, False
 
-    def hand_back(self, centers):
+    def centers_to_host(self, centers):
         """The centres kept on the device, if any, into *centers* [k x d]."""
         if self.shared_update:
             shared = [self.state(chunk).state.shared for chunk in self.data.chunks]
             if shared[0] is not None and shared[0].active:
-                centers[0] = shared[0].hand_back()
+                centers[0] = shared[0].centers_to_host()
             for sc in shared[1:]:
                 if sc is not None:
                     sc.active = False
         elif self.device_update:
-            self.map(lambda chunk, st: st.hand_back(centers), rows=False)
+            self.map(lambda chunk, st: st.centers_to_host(centers), rows=False)
 
     def labels(self):
         """This rank's labels, each chunk's straight into its rows through
@@ -286,7 +286,8 @@ class LloydShards(ShardedPass):
                     count_kernel(q.context)(st.current_labels(), counts,
                                             range=slice(chunk.n), queue=q)
             return counts.get(q).astype(np.float64)
-        local = self.ranks.together(lambda: np.sum(self.map(count, rows=False), axis=0))
+        local = self.ranks.run_failing_all(
+            lambda: np.sum(self.map(count, rows=False), axis=0))
         return self.ranks.sum(local)   # integers: exact in any order
 
     def set_labels(self, labels):

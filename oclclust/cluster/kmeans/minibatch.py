@@ -228,7 +228,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
 
     @staticmethod
     def _batch(rows, indices, weights, centers):
-        """BatchSums of rows *indices* (drawn, repeats allowed) of *weights*:
+        """BatchTotals of rows *indices* (drawn, repeats allowed) of *weights*:
         added in the order of their indices (minibatch_sums.py)."""
         return rows.batch(indices, np.asarray(weights), centers, index_order(indices))
 

@@ -12,8 +12,8 @@ import contextlib
 import numpy as np
 
 from .sparse import rows_on_device
-from .minibatch_sums import (BatchSums, assign, assign_rows, fold, fold_assigned, fold_weights,
-                             grouped)
+from .minibatch_sums import (BatchTotals, assign, assign_rows, fold, fold_assigned,
+                             fold_weights, grouped)
 from ...parallel.comm import Ranks
 from ...parallel.placement import fit_data, new_data
 from .lloyd_shards import LloydShards
@@ -35,7 +35,7 @@ class HostRows:
         return self.rows(indices)
 
     def batch(self, indices, weights, centers, order):
-        """BatchSums of rows *indices* of *weights* about *centers*, folded in
+        """BatchTotals of rows *indices* of *weights* about *centers*, folded in
         *order* (index_order(indices): ascending indices)."""
         indices, weights = indices[order], weights[order]
         rows = self.X[indices]
@@ -44,7 +44,7 @@ class HostRows:
             labels, dist = assign(data, centers)
         finally:
             data.close()
-        return fold(BatchSums.zeros(len(centers), self.d), rows, weights, labels, dist)
+        return fold(BatchTotals.zeros(len(centers), self.d), rows, weights, labels, dist)
 
     def labels_inertia(self, centers):
         """(labels, inertia) of every row about *centers*, on the devices."""
@@ -73,7 +73,7 @@ class HostRows:
 
 class DeviceRows(HostRows):
     """Host rows X also placed once, whole, on one device with fp64 (*data*:
-    their ShardedData of one resident chunk): each batch gathered, assigned
+    their DeviceData of one resident chunk): each batch gathered, assigned
     and folded there (passes/minibatch.BatchPass), the additions of the
     host's fold, so the same bits; only indices, labels, distances and the
     k x d sums cross the link a step."""
@@ -103,10 +103,10 @@ class DeviceRows(HostRows):
             self.passes[key] = BatchPass(self.data.chunks[0], len(centers), len(indices))
         batch = self.passes[key]
         labels, dist = batch.assign(indices, centers)
-        total = BatchSums.zeros(len(centers), self.d)
+        total = BatchTotals.zeros(len(centers), self.d)
         w = np.asarray(weights, np.float64)
         members = grouped(order, labels)
-        return BatchSums(batch.fold(total.sums, labels, w, members),
+        return BatchTotals(batch.fold(total.sums, labels, w, members),
                          *fold_weights(total, w[order], labels[order], dist[order]))
 
     def labels_inertia(self, centers):
@@ -115,8 +115,8 @@ class DeviceRows(HostRows):
         return lloyd.labels(), float(stats.inertia)
 
     def finite(self):
-        """Whether every row is finite (the device's moments pass)."""
-        return bool(self.data.moments()[2])
+        """Whether every row is finite (the device's mean and variance pass)."""
+        return bool(self.data.mean_var_finite()[2])
 
     def close(self):
         self.data.close()
@@ -135,7 +135,7 @@ class SparseRows(HostRows):
         indices, weights = indices[order], weights[order]
         rows = self.X[indices]
         labels, dist = rows_on_device(rows, self.devices).assign(centers)
-        return fold(BatchSums.zeros(len(centers), self.d), rows, weights, labels, dist)
+        return fold(BatchTotals.zeros(len(centers), self.d), rows, weights, labels, dist)
 
     def labels_inertia(self, centers):
         labels, dist = rows_on_device(self.X, self.devices).assign(centers)
@@ -154,7 +154,7 @@ class WorkerRows(HostRows):
     def __init__(self, data, w, devices, name):
         self.data, self.w, self.devices, self.name = data, w, devices, name
         self.n, self.d, self.dtype = data.n, data.d, data.dtype
-        _, self._var, finite = data.moments()
+        _, self._var, finite = data.mean_var_finite()
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
 
@@ -175,7 +175,7 @@ class WorkerRows(HostRows):
 
     def batch(self, indices, weights, centers, order):
         return self.data.fold_rows(indices[order], weights[order], np.asarray(centers),
-                                   BatchSums.zeros(len(centers), self.d), assign_rows,
+                                   BatchTotals.zeros(len(centers), self.d), assign_rows,
                                    fold_assigned)
 
     def labels_inertia(self, centers):

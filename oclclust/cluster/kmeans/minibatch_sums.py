@@ -19,8 +19,8 @@ from .lloyd_shards import LloydShards
 
 
 @dataclasses.dataclass
-class BatchSums:
-    """Running totals of a batch: k x d weighted sums, k weights, inertia."""
+class BatchTotals:
+    """A mini-batch's running totals: k x d weighted sums, k weights, inertia."""
     sums: np.ndarray
     weights: np.ndarray
     inertia: float
@@ -66,8 +66,8 @@ def _radix_pass(order, digit):
 
 
 def fold(total, rows, weights, labels, dist):
-    """*total* (BatchSums) continued with *rows* (their *weights*, *labels*
-    and *dist*), one row after the other in order: a new BatchSums.  Sparse
+    """*total* (BatchTotals) continued with *rows* (their *weights*, *labels*
+    and *dist*), one row after the other in order: a new BatchTotals.  Sparse
     rows (canonical CSR) add their stored values in that order, the zeros
     left out (t + 0 is t: the same sums)."""
     k, d = total.sums.shape
@@ -87,7 +87,7 @@ def fold(total, rows, weights, labels, dist):
         np.multiply(rows, w[:, None], out=values[kd:].reshape(m, d))
         np.add(labels[:, None] * d, np.arange(d), out=cells[kd:].reshape(m, d))
     sums = np.bincount(cells, values, minlength=kd).reshape(k, d)
-    return BatchSums(sums, *fold_weights(total, w, labels, dist))
+    return BatchTotals(sums, *fold_weights(total, w, labels, dist))
 
 
 def fold_weights(total, w, labels, dist):
@@ -101,7 +101,7 @@ def fold_weights(total, w, labels, dist):
 
 
 def assign_rows(data, local, weights, centers):
-    """Rows *local* of *data* (a ShardedData with a host copy: a Dask
+    """Rows *local* of *data* (a DeviceData with a host copy: a Dask
     block's), assigned on its manager's devices: (rows, weights, labels,
     distances), the arguments of fold after its total."""
     rows = data.rows(local)

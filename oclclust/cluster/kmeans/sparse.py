@@ -87,7 +87,7 @@ class CsrModel(LloydBackend):
     def nearest(self, centers):
         return self.dist, self.labels
 
-    def settled(self, active):
+    def labels_unchanged(self, active):
         return [self.n_changed == 0]
 
     def record(self, shifts, moving, n_models):

@@ -95,7 +95,8 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     def _fit(self, data, host_w, rng, ranks):
         _, tol = self._mean_and_tol(data, ranks)
         init = self._checked_init(data.d)
-        centers = ranks.together(lambda: self._init_centers(data, init, rng, host_w, ranks))
+        centers = ranks.run_failing_all(
+            lambda: self._init_centers(data, init, rng, host_w, ranks))
         passes = CMeansShards(data, self.n_clusters, float(self.m), ranks)
         d, self.history_ = data.d, []
         bar = Progress(self.max_iter, "c-means", bool(self.verbose) and ranks.rank == 0)

@@ -7,13 +7,13 @@ import numpy as np
 
 from ...parallel.sharded import ShardedPass
 from ...passes.cmeans import CMeansPass, row_labels
-from ...runtime.reduce import Stats
+from ...runtime.reduce import AdditiveStats
 from ...runtime.transfer import download
 
 
 # ----------------------------------------------------------- fuzzy c-means
 @dataclasses.dataclass
-class CMeansStats(Stats):
+class CMeansStats(AdditiveStats):
     stats: np.ndarray      # c x (d+1): sum w u^m x | sum w u^m; None without update
     objective: float
     n_nonfinite: int

@@ -146,11 +146,11 @@ class GaussianMixture(DensityMixin, KCluster):
                              f"{self.n_components}, n_samples = {n}")
 
     def _fit(self, data, host_w, rng, ranks):
-        # a pass that raises on one rank raises on all (self._ranks.together)
+        # a pass that raises on one rank raises on all (self._ranks.run_failing_all)
         self._ranks, n = ranks, ranks.n
-        *_, finite = data.moments()
-        mpi.check_together(ranks.comm, None if finite else
-                           ValueError("Input X contains NaN or infinity."))
+        *_, finite = data.mean_var_finite()
+        mpi.raise_if_any_failed(ranks.comm, None if finite else
+                                ValueError("Input X contains NaN or infinity."))
         full, d = self._full, data.d
         given = self._checked_inits(d)
         gm = GmmShards(data, self.n_components, full, self._ranks)
@@ -281,7 +281,7 @@ class GaussianMixture(DensityMixin, KCluster):
         full, k = self._full, self.n_components
         w0, m0, p0 = given
         if w0 is None or m0 is None or p0 is None:
-            local_mean = data.moments()[0]
+            local_mean = data.mean_var_finite()[0]
             n = float(self._ranks.sum(np.array([data.n]))[0])
             center = np.broadcast_to(self._ranks.sum(local_mean * data.n) / n, (k, data.d))
             xtx = None

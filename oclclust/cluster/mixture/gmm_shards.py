@@ -7,15 +7,15 @@ import dataclasses
 import numpy as np
 import pyopencl.array as cla
 
-from ...parallel.sharded import ShardedPass, Sums
+from ...parallel.sharded import ShardedPass, SummedArray
 from ...passes.gmm import GmmPass
-from ...runtime.reduce import Stats
+from ...runtime.reduce import AdditiveStats
 from ...runtime.transfer import download
 
 
 # ---------------------------------------------------- Gaussian-mixture EM
 @dataclasses.dataclass
-class GmmStats(Stats):
+class GmmStats(AdditiveStats):
     loglik: float          # sum of log p(x)
     n_bad: int             # rows whose log-density is not finite
     stats: np.ndarray = None   # k x SZ M-step statistics (None: a score)
@@ -38,8 +38,9 @@ class GmmShards(ShardedPass):
         """One-hot responsibilities on the device from the labels a k-means
         fit (*lloyd*: its LloydShards over these rows) left there, each
         chunk's from its own (on a Dask worker too: no label travels)."""
-        self.map_with(lambda chunk, gp, st: gp.onehot(gp.k, labels=st.current_labels()),
-                      others=[lloyd])
+        self.map_with_inputs(lambda chunk, gp, st: gp.onehot(gp.k,
+                                                             labels=st.current_labels()),
+                             other_passes=[lloyd])
 
     def resp_in_first(self):
         """Every row's whole responsibility in component 0 (one-hot rows of
@@ -71,7 +72,7 @@ class GmmShards(ShardedPass):
             def one(chunk, gp, own):
                 for start in range(0, chunk.n, block):
                     gp.set_resp(draw(own, min(block, chunk.n - start)), start)
-            self.map_with(one, each=starts)
+            self.map_with_inputs(one, per_chunk=starts)
             return
         self.map(lambda chunk, gp: None)   # each chunk's state, for the present layout
         for chunk in self.data.chunks:
@@ -82,7 +83,7 @@ class GmmShards(ShardedPass):
     def resp_stats(self, means):
         """M statistics (k x SZ) of the responsibilities on the devices
         (resp_from_*) about *means*."""
-        return self.reduce(lambda chunk, gp: Sums(gp.mstep(means))).values
+        return self.reduce(lambda chunk, gp: SummedArray(gp.mstep(means))).values
 
     def score(self, records, want=("lse",)):
         """E pass without the M step: (GmmStats, {name: host array of this

@@ -109,7 +109,7 @@ def test_random_inits_and_fit_ensemble(devices):
     init = inits(X, 3, 4)
     data, host_w, _ = fit_data(X, None, devices, None)
     try:
-        _, var, _ = data.moments()
+        _, var, _ = data.mean_var_finite()
         out = fit_ensemble(data, list(init), 300, float(np.mean(var) * 1e-4), host_w,
                            strategy="concatenated", kdtree="direct")
     finally:

@@ -141,7 +141,7 @@ def test_device_batches_are_the_host_fold_bit_for_bit(devices, monkeypatch, dtyp
 def test_device_fold_is_the_host_fold(devices):
     """passes/minibatch's fold kernel: the host fold's additions, in order."""
     from oclclust.passes.linkage import plan_for
-    from oclclust.cluster.kmeans.minibatch_sums import BatchSums, fold
+    from oclclust.cluster.kmeans.minibatch_sums import BatchTotals, fold
     from oclclust.passes.minibatch import BatchPass
     from oclclust.runtime.partition import DevicePartition
     rng = np.random.default_rng(0)
@@ -154,7 +154,7 @@ def test_device_fold_is_the_host_fold(devices):
     batch = BatchPass(part, 5, len(idx))
     labels, dist = batch.assign(idx, centers)
     weights = rng.uniform(0, 3, len(idx))
-    total = BatchSums(rng.standard_normal((5, 7)), np.zeros(5), 0.0)
+    total = BatchTotals(rng.standard_normal((5, 7)), np.zeros(5), 0.0)
     host = fold(total, X[idx], weights, labels, dist)
     assert np.array_equal(batch.fold(total.sums, labels, weights, np.argsort(labels, kind="stable")), host.sums)
     d2 = ((X[idx, None].astype(np.float64) - centers[None]) ** 2).sum(-1)
