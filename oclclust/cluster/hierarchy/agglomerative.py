@@ -95,11 +95,17 @@ class AgglomerativeClustering(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    labels_ : ndarray of shape (n_samples,)
+        Each row's cluster.
+    children_ : ndarray of shape (n_samples - 1, 2)
+        The merges, as scikit-learn numbers them.
+    distances_ : ndarray of shape (n_samples - 1,)
+        The merges' heights, with compute_distances or distance_threshold.
+    n_clusters_ : int
+        Clusters found.
     kernels_ : list of dict
-        The OpenCL kernels the fit ran, one record per kernel and device
-        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
-        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
-        prints a saved model's.
+        The kernels the fit ran, a record per kernel and device
+        (``python -m oclclust explain`` prints a saved model's).
     """
 
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,

@@ -165,12 +165,20 @@ class EnsembleKMeans(ClusterMixin, KCluster):
 
     Attributes
     ----------
+    models_ : ndarray of shape (n_models, n_clusters, n_features) or list
+        Every model's centres (a list of arrays where the models' K differ).
+    inertias_, n_iter_ : ndarray of shape (n_models,)
+        Every model's inertia and iterations.
+    best_index_ : int
+        The model of least inertia.
+    cluster_centers_, labels_, inertia_
+        The best model's.
+    strategy_ : dict
+        {device: (strategy, KD-tree mapping)} the fit ran.
     kernels_ : list of dict
-        The OpenCL kernels the fit ran, one record per kernel and device
-        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
-        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
-        prints a saved model's.
-        Under Dask, the workers' kernels are not recorded.
+        The kernels the fit ran, a record per kernel and device
+        (``python -m oclclust explain`` prints a saved model's).
+        Under Dask, only the client's (not the workers').
     """
 
     _parameter_rules = {

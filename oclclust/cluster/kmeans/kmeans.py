@@ -95,12 +95,25 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
     Attributes
     ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        The centres of the best run.
+    labels_ : ndarray of shape (n_samples,)
+        Each row's cluster.
+    inertia_ : float
+        Sum of squared distances of the rows to their centres (weighted).
+    n_iter_ : int
+        Iterations of the best run.
+    n_features_in_ : int
+        Features seen in fit.
+    history_ : list of dict or None
+        Per iteration of a single run: its statistics, seconds and rows
+        per device (None where n_init > 1 ran the runs as an ensemble).
+    devices_ : dict
+        Rows per device of the fit.
     kernels_ : list of dict
-        The OpenCL kernels the fit ran, one record per kernel and device
-        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
-        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
-        prints a saved model's.
-        Under Dask, the workers' kernels are not recorded.
+        The kernels the fit ran, a record per kernel and device
+        (``python -m oclclust explain`` prints a saved model's).
+        Under Dask, only the client's (not the workers').
     """
 
     _parameter_rules = {

@@ -55,11 +55,19 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
 
     Attributes
     ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        The centres.
+    inertia_ : float
+        The inertia of the rows at the final centres.
+    n_iter_ : int
+        Passes over the data.
+    n_steps_ : int
+        Mini-batches processed.
+    n_features_in_ : int
+        Features seen in fit.
     kernels_ : list of dict
-        The OpenCL kernels the fit ran, one record per kernel and device
-        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
-        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
-        prints a saved model's.
+        The kernels the fit ran, a record per kernel and device
+        (``python -m oclclust explain`` prints a saved model's).
         partial_fit adds each call's.
     """
 

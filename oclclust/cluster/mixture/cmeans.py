@@ -56,12 +56,20 @@ class FuzzyCMeans(ClusterMixin, KCluster):
 
     Attributes
     ----------
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        The centres.
+    objective_ : float
+        J_m at the final centres with their optimal memberships.
+    n_iter_ : int
+        Iterations run.
+    history_ : list of dict
+        Per iteration: objective, centre shift, seconds, rows per device.
+    devices_ : dict
+        Rows per device of the fit.
     kernels_ : list of dict
-        The OpenCL kernels the fit ran, one record per kernel and device
-        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
-        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
-        prints a saved model's.
-        Under Dask, the workers' kernels are not recorded.
+        The kernels the fit ran, a record per kernel and device
+        (``python -m oclclust explain`` prints a saved model's).
+        Under Dask, only the client's (not the workers').
     """
 
     _parameter_rules = {

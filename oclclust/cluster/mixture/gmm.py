@@ -64,12 +64,20 @@ class GaussianMixture(DensityMixin, KCluster):
 
     Attributes
     ----------
+    weights_, means_, covariances_ : ndarray
+        The mixture's parameters (scikit-learn's shapes per covariance_type).
+    precisions_, precisions_cholesky_ : ndarray
+        The precision matrices and their Cholesky factors.
+    lower_bound_ : float
+        The log-likelihood bound of the best initialisation.
+    n_iter_ : int
+        EM iterations of the best initialisation.
+    n_components_, mdl_path_
+        With min_components: the order MDL chose and the path to it.
     kernels_ : list of dict
-        The OpenCL kernels the fit ran, one record per kernel and device
-        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
-        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
-        prints a saved model's.
-        Under Dask, the workers' kernels are not recorded.
+        The kernels the fit ran, a record per kernel and device
+        (``python -m oclclust explain`` prints a saved model's).
+        Under Dask, only the client's (not the workers').
     """
 
     _parameter_rules = {

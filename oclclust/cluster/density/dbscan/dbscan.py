@@ -81,11 +81,15 @@ class DBSCAN(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    core_sample_indices_ : ndarray of shape (n_core_samples,)
+        Indices of the core samples.
+    components_ : ndarray of shape (n_core_samples, n_features)
+        The core samples.
+    labels_ : ndarray of shape (n_samples,)
+        Each row's cluster; -1 for noise.
     kernels_ : list of dict
-        The OpenCL kernels the fit ran, one record per kernel and device
-        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
-        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
-        prints a saved model's.
+        The kernels the fit ran, a record per kernel and device
+        (``python -m oclclust explain`` prints a saved model's).
     """
 
     _parameter_rules = {

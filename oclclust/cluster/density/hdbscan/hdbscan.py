@@ -48,11 +48,15 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    labels_ : ndarray of shape (n_samples,)
+        Each row's cluster; -1 noise, -2 infinite, -3 missing values.
+    probabilities_ : ndarray of shape (n_samples,)
+        Each row's strength of membership in its cluster.
+    centroids_, medoids_ : ndarray
+        Per cluster, with store_centers.
     kernels_ : list of dict
-        The OpenCL kernels the fit ran, one record per kernel and device
-        (runtime.codegen.kernel_record: ``device``, ``pass``, ``variant``,
-        ``spec``, ``template``, ``key``); ``python -m oclclust explain``
-        prints a saved model's.
+        The kernels the fit ran, a record per kernel and device
+        (``python -m oclclust explain`` prints a saved model's).
     """
 
     def __init__(self, min_cluster_size=5, min_samples=None, cluster_selection_epsilon=0.0,
