@@ -95,25 +95,19 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
     Attributes
     ----------
-    cluster_centers_ : ndarray of shape (n_clusters, n_features)
-        The centres of the best run.
-    labels_ : ndarray of shape (n_samples,)
-        Each row's cluster.
-    inertia_ : float
-        Sum of squared distances of the rows to their centres (weighted).
-    n_iter_ : int
-        Iterations of the best run.
-    n_features_in_ : int
-        Features seen in fit.
+    cluster_centers_, labels_, inertia_, n_iter_
+        The best run's centres (n_clusters x n_features), each row's
+        cluster, the rows' weighted sum of squared distances to their
+        centres, and its iterations (scikit-learn's attributes).
     history_ : list of dict or None
         Per iteration of a single run: its statistics, seconds and rows
         per device (None where n_init > 1 ran the runs as an ensemble).
-    devices_ : dict
-        Rows per device of the fit.
     kernels_ : list of dict
         The kernels the fit ran, a record per kernel and device
         (``python -m oclclust explain`` prints a saved model's).
         Under Dask, only the client's (not the workers').
+    devices_, n_features_in_
+        Rows per device of the fit; features seen in fit.
     """
 
     _parameter_rules = {

@@ -55,16 +55,10 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
 
     Attributes
     ----------
-    cluster_centers_ : ndarray of shape (n_clusters, n_features)
-        The centres.
-    inertia_ : float
-        The inertia of the rows at the final centres.
-    n_iter_ : int
-        Passes over the data.
-    n_steps_ : int
-        Mini-batches processed.
-    n_features_in_ : int
-        Features seen in fit.
+    cluster_centers_, inertia_
+        The centres (n_clusters x n_features) and the rows' inertia there.
+    n_iter_, n_steps_
+        Passes over the data and mini-batches processed.
     kernels_ : list of dict
         The kernels the fit ran, a record per kernel and device
         (``python -m oclclust explain`` prints a saved model's).

@@ -57,19 +57,17 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
-        The centres.
     objective_ : float
         J_m at the final centres with their optimal memberships.
     n_iter_ : int
-        Iterations run.
-    history_ : list of dict
-        Per iteration: objective, centre shift, seconds, rows per device.
-    devices_ : dict
-        Rows per device of the fit.
+        Centre updates run.
     kernels_ : list of dict
         The kernels the fit ran, a record per kernel and device
         (``python -m oclclust explain`` prints a saved model's).
         Under Dask, only the client's (not the workers').
+    history_, devices_
+        Per iteration its objective, centre shift, seconds and rows per
+        device; the rows per device of the fit.
     """
 
     _parameter_rules = {

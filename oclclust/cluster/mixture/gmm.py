@@ -68,10 +68,8 @@ class GaussianMixture(DensityMixin, KCluster):
         The mixture's parameters (scikit-learn's shapes per covariance_type).
     precisions_, precisions_cholesky_ : ndarray
         The precision matrices and their Cholesky factors.
-    lower_bound_ : float
-        The log-likelihood bound of the best initialisation.
-    n_iter_ : int
-        EM iterations of the best initialisation.
+    lower_bound_, n_iter_
+        The best initialisation's log-likelihood bound and EM iterations.
     n_components_, mdl_path_
         With min_components: the order MDL chose and the path to it.
     kernels_ : list of dict
