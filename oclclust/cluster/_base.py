@@ -77,6 +77,18 @@ def records_kernels(fit):
     return recorded
 
 
+class RecordsKernels:
+    """An estimator whose ``fit`` and ``partial_fit`` set ``kernels_``
+    (records_kernels): each class that defines either has it wrapped as it
+    is made, so no estimator can forget it."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("fit", "partial_fit"):
+            if name in vars(cls):
+                setattr(cls, name, records_kernels(vars(cls)[name]))
+
+
 class ClusterDistancesOut:
     """scikit-learn's get_feature_names_out of the transformers whose output
     columns are the distances to the cluster centres: "<class name>0", ...
@@ -135,7 +147,7 @@ def init_options(estimator):
             "rounds": getattr(estimator, "init_max_iter", None)}
 
 
-class KCluster(BaseEstimator):
+class KCluster(RecordsKernels, BaseEstimator):
     """The k-family base (Heat's ``_KCluster``): what KMeans, EnsembleKMeans,
     FuzzyCMeans and GaussianMixture share.
 
@@ -155,7 +167,6 @@ class KCluster(BaseEstimator):
         check_params(self, {**own, **{name: rule for name, rule in SHARED_RULES.items()
                                       if name not in own}})
 
-    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         return self._fit_on_devices(X, sample_weight)
 

@@ -5,7 +5,7 @@ import heapq
 
 import numpy as np
 
-from .._base import BaseEstimator, ClusterMixin, records_kernels
+from .._base import BaseEstimator, ClusterMixin, RecordsKernels
 from ..merge_tree import merged_clusters
 from .linkage_matrix import _single_on_rows, linkage
 from ...passes.linkage import check_range, condensed_distances, plan_for, prim_single
@@ -85,7 +85,7 @@ def _tree(X, method, metric, devices):
     return Z[:, :2].astype(np.intp), Z[:, 2]
 
 
-class AgglomerativeClustering(ClusterMixin, BaseEstimator):
+class AgglomerativeClustering(ClusterMixin, RecordsKernels, BaseEstimator):
     """Agglomerative clustering on an OpenCL device (scikit-learn's API).
 
     The tree is oclclust.linkage's (scipy's algorithms on the device), so
@@ -121,7 +121,6 @@ class AgglomerativeClustering(ClusterMixin, BaseEstimator):
         self.compute_distances = compute_distances
         self.devices = devices
 
-    @records_kernels
     def fit(self, X, y=None):
         check_params(self, {
             "n_clusters": [(int, 1, None), (np.integer, 1, None), None],

@@ -12,7 +12,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from .._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterDistancesOut, ClusterMixin,
-                     KCluster, TransformerMixin, check_oversampling, records_kernels)
+                     KCluster, TransformerMixin, check_oversampling)
 from ...passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from ..inits import DEFAULT_OVERSAMPLING
@@ -147,7 +147,6 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         return tags
 
     # ---------------------------------------------------------------- fitting
-    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
         self._algorithm = self.algorithm

@@ -28,7 +28,7 @@ import warnings
 import numpy as np
 
 from .._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KCluster,
-                     TransformerMixin, records_kernels)
+                     TransformerMixin)
 from ..inits import draw_centers
 from .sparse import csr_start, rows_on_device, transform_csr
 from .minibatch_rows import DeviceRows, HostRows, SparseRows, WorkerRows
@@ -303,7 +303,6 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             self.labels_, self.inertia_ = rows.labels_inertia(self.cluster_centers_)
 
     # ------------------------------------------------------------- fitting
-    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
         with self._rows(X, sample_weight, resident=True) as rows:
@@ -344,7 +343,6 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             self.inertia_ = self._ewa_inertia * float(np.sum(w))
         return self
 
-    @records_kernels
     def partial_fit(self, X, y=None, sample_weight=None):
         """One mini-batch step on X (the next chunk of a stream)."""
         first = not hasattr(self, "cluster_centers_")

@@ -21,7 +21,7 @@ import numpy as np
 from .mdl import (Fitted, Model, cholesky_of_precisions, covariances_of, m_step, precisions_of,
                   raw_second_moment, records, select_order)
 from ...parallel import comm as mpi
-from .._base import KCluster, records_kernels
+from .._base import KCluster
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array
 from .gmm_shards import GmmShards
@@ -128,7 +128,6 @@ class GaussianMixture(DensityMixin, KCluster):
         return self.covariance_type in ("tied", "spherical")
 
     # ---------------------------------------------------------------- fitting
-    @records_kernels
     def fit(self, X, y=None):
         return self._fit_on_devices(X, None)
 

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..._base import BaseEstimator, ClusterMixin, records_kernels
+from ..._base import BaseEstimator, ClusterMixin, RecordsKernels
 from ....passes.linkage import check_range, plan_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .rules import graph_labels
@@ -66,7 +66,7 @@ def _metric(metric, p, metric_params):
     return None, HOST_METRICS[metric], params
 
 
-class DBSCAN(ClusterMixin, BaseEstimator):
+class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     """Density-based clustering (DBSCAN) on an OpenCL device.
 
     scikit-learn's parameters and attributes (``labels_``,
@@ -116,7 +116,6 @@ class DBSCAN(ClusterMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.devices = devices
 
-    @records_kernels
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
         if not self.eps > 0:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._base import BaseEstimator, ClusterMixin, records_kernels
+from ..._base import BaseEstimator, ClusterMixin, RecordsKernels
 from .host_mst import check_precomputed, dense_mst, sparse_mst
 from .metrics import DEVICE, NAMES, check_algorithm, distance_matrix, on_device, prim_on_rows
 from .tree import labels_at_cut, single_linkage, tree_labels, tree_record
@@ -35,7 +35,7 @@ MISSING = (-3, np.nan)
 PRIM_TIES_UP_TO = 20000
 
 
-class HDBSCAN(ClusterMixin, BaseEstimator):
+class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     """Hierarchical density-based clustering on an OpenCL device.
 
     scikit-learn's parameters and attributes (``labels_``,
@@ -123,7 +123,6 @@ class HDBSCAN(ClusterMixin, BaseEstimator):
             raise ValueError("Input X contains NaN or infinity.")
         return X
 
-    @records_kernels
     def fit(self, X, y=None):
         self._check_params()
         X = self._check_X(X)
