@@ -1,7 +1,7 @@
 """``python -m oclclust explain MODEL``: the kernels a fitted model ran.
 
 A fitted estimator records the kernels its fit ran (``kernels_``: one record
-per kernel and device, runtime.codegen.kernel_record), and a model file
+per kernel and device, runtime.kernel_recorder.kernel_record), and a model file
 keeps them.  ``explain`` prints them per device: each kernel's pass, its
 variant, its template's path below the templates folder and where that
 file is in this installation, and the spec's key values, the one step from

@@ -20,7 +20,7 @@ from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
 from ..parallel.placement import fit_data, is_dask_array, joined_mean_var_finite, new_data
-from ..runtime.codegen import kernel_records, recording_kernels
+from ..runtime.kernel_recorder import kernel_records, recording_kernels
 from ..runtime.devices import DeviceProfile
 from ..runtime.validation import NotFittedError, check_params, check_random_state
 
@@ -62,7 +62,7 @@ except ImportError:  # scikit-learn is optional
 def records_kernels(fit):
     """*fit* (an estimator's fit or partial_fit) that sets ``kernels_``: the
     kernels the call ran, on this process's devices (a list of
-    runtime.codegen.kernel_record); partial_fit adds its call's to those
+    runtime.kernel_recorder.kernel_record); partial_fit adds its call's to those
     of the calls before.  Kernels run by Dask workers are theirs, not
     recorded here."""
     adds = fit.__name__ == "partial_fit"

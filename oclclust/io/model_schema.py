@@ -328,7 +328,7 @@ HISTORY = ListOf(MapOf(Plain()))           # one record per iteration
 INIT_NAMES = Choice(("k-means++", "k-means||", "random"))
 LISTED = ListOf(Plain())                   # an init given as a list (checked by fit)
 INIT = AnyOf((INIT_NAMES, Array("real", ("n_clusters", "n_features_in_")), LISTED))
-# the kernels a fit ran (runtime.codegen.kernel_record)
+# the kernels a fit ran (runtime.kernel_recorder.kernel_record)
 KERNELS = ListOf(Record({"device": Text(), "pass": Text(), "variant": Text(), "spec": Text(),
                          "template": RelativePath(), "key": MapOf(Plain())}))
 

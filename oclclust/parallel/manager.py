@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyopencl as cl
 
-from ..runtime.codegen import recorded_on_workers
+from ..runtime.kernel_recorder import recorded_on_workers
 from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
 # DEVICE_ERRORS and measuring: imported from here by the families' backends too
 from .device_data import DEVICE_ERRORS, DeviceData, DeviceFailure  # noqa: F401

@@ -26,7 +26,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime.codegen import Spec, note, own_kernel
+from ..runtime.codegen import Spec, own_kernel
+from ..runtime.kernel_recorder import note
 from ..runtime.reduce import ReduceSpec
 from ..runtime.transfer import pinned_empty
 from .distance_tile import power_of_two_at_most
@@ -189,7 +190,7 @@ class ResidentCenters:
         self.launches = self.kept = None
         self.split = None        # mma: the new centres split in its fragments' order
         # the update's kernels, noted again by each fit that starts this
-        # (pooled) state: codegen.note
+        # (pooled) state: kernel_recorder.note
         self.reduce_spec, self.update_specs = rs, (cs, ss)
         if spec.variant == "mma":
             split, global_size, local_size = split_plan(spec)

@@ -5,9 +5,7 @@ parameters.  Programs are memoised per (context, source, options) in this
 process and cached on disk by pyopencl across processes.
 """
 import contextlib
-import contextvars
 import dataclasses
-import functools
 import hashlib
 import os
 import re
@@ -21,6 +19,8 @@ import numpy as np
 import pyopencl as cl
 from mako.lookup import TemplateLookup
 
+from .kernel_recorder import (KernelRecorder, active_recorders, held_back, note, note_recorded,
+                              recording_kernels)
 from .resources import template_dirs
 
 _LOOKUP = None
@@ -127,182 +127,6 @@ def renders_seen_by(observer):
         _RENDER_OBSERVERS.remove(observer)
 
 
-# ------------------------------------------------- the kernels a fit records
-# the KernelRecorders active in this thread (innermost last): a fit's, and
-# any fit's it runs inside (GaussianMixture's k-means init)
-_RECORDERS = contextvars.ContextVar("oclclust_kernel_recorders", default=())
-
-
-def _plain(value):
-    """A spec field's value as JSON / YAML data (tuples as lists, numpy
-    scalars as Python's)."""
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def pass_of(spec):
-    """The pass a spec's kernel belongs to: its module below
-    oclclust/passes/ ("lloyd"), else below oclclust/ ("runtime.reduce")."""
-    module = type(spec).__module__
-    for prefix in ("oclclust.passes.", "oclclust."):
-        if module.startswith(prefix):
-            return module[len(prefix):]
-    return module
-
-
-def kernel_record(spec, device):
-    """What ``kernels_`` says of *spec*'s kernel run on *device* (its name):
-    the pass, the variant (the spec's ``variant`` field where it has one,
-    else its class's name), the spec's class, its template's path below the
-    templates folder, and the spec's key values (its fields)."""
-    fields = {f.name: _plain(getattr(spec, f.name)) for f in dataclasses.fields(spec)}
-    variant = fields.get("variant")
-    return {"device": device, "pass": pass_of(spec),
-            "variant": variant if isinstance(variant, str) else type(spec).__name__,
-            "spec": type(spec).__name__, "template": spec.template, "key": fields}
-
-
-class KernelRecorder:
-    """The kernels fetched (kernel, own_kernel, build, or a plan made or
-    reused) while it is active: recording_kernels."""
-
-    def __init__(self):
-        self.fetched = set()   # (context pointer, spec)
-        self.devices = {}      # context pointer -> its devices' names
-
-    def add(self, context, ptr, spec):
-        """*spec*'s kernel fetched in *context* (whose int_ptr *ptr* is)."""
-        if ptr not in self.devices:
-            self.devices[ptr] = " + ".join(d.name.strip() for d in context.devices)
-        self.fetched.add((ptr, spec))
-
-    def take(self, other):
-        """What *other* recorded, recorded here too."""
-        for ptr, names in other.devices.items():
-            self.devices.setdefault(ptr, names)
-        self.fetched |= other.fetched
-
-    def records(self):
-        """kernel_record of every kernel fetched (kernel_records' order)."""
-        return kernel_records(kernel_record(spec, self.devices[ptr])
-                              for ptr, spec in list(self.fetched))
-
-
-def kernel_records(records):
-    """*records* (kernel_record's) each once, ordered by device, pass,
-    template, variant and key values."""
-    unique = {repr(sorted(r.items())): r for r in records}
-    return sorted(unique.values(), key=lambda r: (
-        r["device"], r["pass"], r["template"], r["variant"], repr(r["key"])))
-
-
-@contextlib.contextmanager
-def recording_kernels():
-    """A KernelRecorder of the kernels this thread (and the pools made by
-    recorded_on_workers that it hands work to) fetches while the block
-    runs; the recorders already active see them too."""
-    recorder = KernelRecorder()
-    token = _RECORDERS.set(_RECORDERS.get() + (recorder,))
-    try:
-        yield recorder
-    finally:
-        _RECORDERS.reset(token)
-
-
-def note(context, *specs):
-    """Record that *specs*' kernels run in *context* (for each active
-    recorder): what fetches them calls it, and so does an owner of kernel
-    objects kept across fits (a pooled state) when a fit uses them again."""
-    recorders = _RECORDERS.get()
-    if recorders:
-        ptr = context.int_ptr
-        for recorder in recorders:
-            for spec in specs:
-                recorder.add(context, ptr, spec)
-
-
-def _note_recorded(made):
-    for recorder in _RECORDERS.get():
-        recorder.take(made)
-
-
-@contextlib.contextmanager
-def _held_back():
-    """The kernels fetched in the block recorded by the recorder yielded
-    alone (a candidate tried: first_fitting passes them on if it is chosen)."""
-    trial = KernelRecorder()
-    token = _RECORDERS.set((trial,))
-    try:
-        yield trial
-    finally:
-        _RECORDERS.reset(token)
-
-
-def _with_recorders(recorders, fn, *args, **kwargs):
-    token = _RECORDERS.set(recorders)
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        _RECORDERS.reset(token)
-
-
-class _RecordedPool:
-    """A pool whose tasks run with the submitting thread's recorders (only
-    those: the rest of its context, numpy's error state among it, stays the
-    worker's as before)."""
-
-    def __init__(self, pool):
-        self.pool = pool
-
-    def submit(self, fn, *args, **kwargs):
-        recorders = _RECORDERS.get()
-        if not recorders:
-            return self.pool.submit(fn, *args, **kwargs)
-        return self.pool.submit(_with_recorders, recorders, fn, *args, **kwargs)
-
-    def map(self, fn, *iterables, **kwargs):
-        recorders = _RECORDERS.get()
-        if recorders:
-            fn = functools.partial(_with_recorders, recorders, fn)
-        return self.pool.map(fn, *iterables, **kwargs)
-
-    def __enter__(self):
-        self.pool.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.pool.__exit__(*exc)
-
-    def __getattr__(self, name):
-        return getattr(self.pool, name)
-
-
-class _RecordedExecutor:
-    """A pool maker whose pools are _RecordedPools (a class, not a closure:
-    a device manager holding it pickles and copies)."""
-
-    def __init__(self, executor):
-        self.executor = executor
-
-    def __call__(self, *args, **kwargs):
-        return _RecordedPool(self.executor(*args, **kwargs))
-
-
-def recorded_on_workers(executor):
-    """*executor* (a pool maker: executor(max_workers) -> pool) whose pools
-    run each task with the recorders of the thread that submits it: the
-    kernels a fit's passes fetch on a device manager's threads are the
-    fit's (parallel/manager.py)."""
-    if isinstance(executor, _RecordedExecutor):
-        return executor
-    return _RecordedExecutor(executor)
-
-
 def _rendered_file(source):
     cache = Path(os.environ.get("OCLCLUST_CACHE_DIR") or
                  Path(tempfile.gettempdir()) / "oclclust-sources")
@@ -336,7 +160,7 @@ def build(context, spec, options=BUILD_OPTIONS, source=None):
                                    f"{context.devices[0].name.strip()} failed; rendered "
                                    f"source: {path}\n{exc}") from exc
         _PROGRAMS[key] = program
-    if _RECORDERS.get():
+    if active_recorders():
         note(context, spec)
     return program
 
@@ -378,7 +202,7 @@ def kernel(context, spec, name, instance=0):
         if dtypes is not None:
             kern.set_scalar_arg_dtypes(dtypes)
         _KERNELS.setdefault(key, SharedKernel(kern))
-    for recorder in _RECORDERS.get():   # per launch for some passes: kept to a set insert
+    for recorder in active_recorders():   # per launch for some passes: kept to a set insert
         recorder.add(context, key[0], spec)
     return _KERNELS[key]
 
@@ -471,8 +295,8 @@ def plan(kind, context, key, make):
         # what it fetched first: another thread finding the plan finds that too
         _PLANS_FETCHED[memo] = made
         _PLANS[memo] = value
-    elif _RECORDERS.get():
-        _note_recorded(_PLANS_FETCHED.get(memo, KernelRecorder()))
+    elif active_recorders():
+        note_recorded(_PLANS_FETCHED.get(memo, KernelRecorder()))
     return _PLANS[memo]
 
 
@@ -502,7 +326,7 @@ def first_fitting(profile, queue, specs, name, what, also=None):
         built = True
         try:
             # a candidate's kernels are the fit's only if it is chosen
-            with _held_back() as tried:
+            with held_back() as tried:
                 knl = kernel(queue.context, spec, name(spec) if callable(name) else name)
                 fits = kernel_work_group_limit(knl, queue.device) >= spec.wg and (
                     also is None or also(spec))
@@ -510,7 +334,7 @@ def first_fitting(profile, queue, specs, name, what, also=None):
             errors.append(exc)
             continue
         if fits:
-            _note_recorded(tried)
+            note_recorded(tried)
             return spec, knl
     # none built: the planners offer only what fits the local memory budget,
     # so that budget is the setting to name

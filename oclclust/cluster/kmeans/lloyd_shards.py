@@ -16,7 +16,8 @@ import pyopencl.array as cla
 from ...passes.kmeanspp import count_kernel
 from ...passes import lloyd_update
 from ...passes.lloyd import LloydPass, center_norms
-from ...runtime.codegen import note, quiet_build
+from ...runtime.codegen import quiet_build
+from ...runtime.kernel_recorder import note
 from ...runtime.transfer import download
 from ...parallel.manager import DEVICE_ERRORS, DeviceFailure, measuring
 from ...parallel.sharded import ShardedPass, chunk_farthest, farthest_of
