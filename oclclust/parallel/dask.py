@@ -38,6 +38,7 @@ from ..runtime.validation import as_dtype, check_data, check_sample_weight
 from .manager import DeviceManager
 from .placement import bind_by_index, compute_dtype
 from .sharded_data import RemoteShardedData, combined_mean_var_finite
+from ..runtime.warning_site import user_stacklevel
 
 POLL_SECONDS = 1.0     # how often a waiting pass checks that its workers are alive
 
@@ -132,7 +133,7 @@ class DaskData(RemoteShardedData):
         finally:
             del parts, weights   # the rows live on in the workers' registries
         for message in sorted({m for block in loaded for m in block["warnings"]}):
-            warnings.warn(message, RuntimeWarning, stacklevel=5)
+            warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
         dtypes = {block["dtype"] for block in loaded}
         if len(dtypes) > 1:
             self.close()
@@ -318,7 +319,7 @@ class DaskData(RemoteShardedData):
                                 on_error="ignore")
             except Exception as exc:   # noqa: BLE001 -- never hides the fit's own error
                 warnings.warn(f"freeing the fit's blocks on the Dask workers failed: {exc}",
-                              RuntimeWarning, stacklevel=2)
+                              RuntimeWarning, stacklevel=user_stacklevel())
             self.workers = []
 
 

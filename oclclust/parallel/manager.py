@@ -17,6 +17,7 @@ from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devi
 # DEVICE_ERRORS and measuring: imported from here by the families' backends too
 from .device_data import DEVICE_ERRORS, DeviceData, DeviceFailure  # noqa: F401
 from .shares import checked_memory_budget, checked_weights, measuring  # noqa: F401
+from ..runtime.warning_site import user_stacklevel
 
 # the former name of the host's implementation (sharded_data.ShardedData is
 # the protocol it declares): code written against manager.ShardedData still runs
@@ -106,7 +107,7 @@ class DeviceManager:
         """Forget a failed device (with a warning); its rows go to the others."""
         i = self.profiles.index(failure.profile)
         warnings.warn(f"{failure}; its rows move to the remaining devices", RuntimeWarning,
-                      stacklevel=3)
+                      stacklevel=user_stacklevel())
         del self.profiles[i]
         if isinstance(self.weights, np.ndarray):
             self.weights = np.delete(self.weights, i)

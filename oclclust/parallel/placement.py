@@ -10,6 +10,7 @@ from ..runtime.devices import profile_of_queue, select_devices
 from .comm import Ranks, local_rank
 from .manager import DeviceManager
 from ..runtime.validation import as_dtype, check_data, check_sample_weight, packed_type
+from ..runtime.warning_site import user_stacklevel
 
 FLOAT_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -49,7 +50,7 @@ def compute_dtype(requested, X, profiles):
         dtype = np.dtype(np.float32 if single else np.float64)
         if dtype == np.float64 and no_fp64:
             warnings.warn(f"{no_fp64[0]} has no fp64: computing in float32", RuntimeWarning,
-                          stacklevel=3)
+                          stacklevel=user_stacklevel())
             dtype = np.dtype(np.float32)
     if dtype == np.float64 and no_fp64:
         raise ValueError(f"the OpenCL device {no_fp64[0]} does not support float64 "

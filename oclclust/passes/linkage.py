@@ -20,6 +20,7 @@ from ..runtime.codegen import Spec
 from ..runtime.devices import preferred, select_devices
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
+from ..runtime.warning_site import user_stacklevel
 
 # no -cl-mad-enable: scipy's formulas round after every operation, and a
 # fused multiply-add could split a tie scipy keeps
@@ -384,7 +385,7 @@ def plan_for(devices):
     profile = preferred(select_devices(devices))[0]
     if not profile.fp64:
         warnings.warn(f"{profile} has no fp64: distances and heights in float32, "
-                      "so near-ties may merge unlike scipy", RuntimeWarning, stacklevel=3)
+                      "so near-ties may merge unlike scipy", RuntimeWarning, stacklevel=user_stacklevel())
     return Plan(profile, np.float64 if profile.fp64 else np.float32)
 
 

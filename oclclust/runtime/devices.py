@@ -16,6 +16,7 @@ import pyopencl as cl
 
 from .profiles import (DEVICE_TYPES, GENERIC_TERMS, PROFILE_TERMS, TermValues, current_key,
                        profile_sources, read_terms, resolve_terms)
+from .warning_site import user_stacklevel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,7 +213,7 @@ def _discover(entries):
         except cl.Error as exc:
             msg = f"OpenCL platform {platform.name!r} skipped: {exc}"
             DISCOVERY_ERRORS.append(msg)
-            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+            warnings.warn(msg, RuntimeWarning, stacklevel=user_stacklevel())
             continue
         for di, dev in enumerate(devs):
             rep = _reported(dev, platform, pi, di)

@@ -16,6 +16,7 @@ from ...passes.linkage_generic import generic_linkage
 from ...passes.linkage_rows import WardRowsTerms, generic_rows, ward_rounds, ward_rows
 from ...passes.mst import MstTerms, minimum_spanning_tree
 from ...runtime.validation import check_data
+from ...runtime.warning_site import user_stacklevel
 
 METHODS = ("single", "complete", "average", "weighted", "centroid", "median", "ward")
 METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
@@ -132,7 +133,7 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
             from scipy.cluster.hierarchy import ClusterWarning
             warnings.warn("The symmetric non-negative hollow observation matrix looks "
                           "suspiciously like an uncondensed distance matrix",
-                          ClusterWarning, stacklevel=2)
+                          ClusterWarning, stacklevel=user_stacklevel())
         y = None
     else:
         raise ValueError("`y` must be 1 or 2 dimensional.")

@@ -22,6 +22,7 @@ from .lloyd_loop import LloydBackend, fit_lloyd
 from ...parallel.placement import is_dask_array
 from .lloyd_shards import LloydShards
 from ...passes.lloyd import LloydPass
+from ...runtime.warning_site import user_stacklevel
 
 try:
     from sklearn.exceptions import ConvergenceWarning
@@ -213,7 +214,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         if distinct < self.n_clusters:
             warnings.warn(f"Number of distinct clusters ({distinct}) found smaller than "
                           f"n_clusters ({self.n_clusters}). Possibly due to duplicate points "
-                          "in X.", ConvergenceWarning, stacklevel=3)
+                          "in X.", ConvergenceWarning, stacklevel=user_stacklevel())
         self.cluster_centers_ = centers.astype(data.dtype)
         self.labels_ = labels_host
         self.inertia_ = inertia
@@ -247,7 +248,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         if not isinstance(init, str) and not callable(init) and self.n_init not in ("auto", 1):
             warnings.warn("Explicit initial center position passed: performing only one "
                           f"init in {type(self).__name__} instead of n_init={self.n_init}.",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=user_stacklevel())
         if self.n_init != "auto":
             return self.n_init
         return 10 if callable(init) or isinstance(init, str) and init == "random" else 1

@@ -39,6 +39,7 @@ from ...parallel.placement import is_dask_array, new_data
 from ...passes.distances import pairwise_euclidean
 from ...runtime.validation import (all_finite, check_data, check_random_state,
                                    check_sample_weight, checked_csr, is_sparse)
+from ...runtime.warning_site import user_stacklevel
 
 
 # whether a fit gathers and folds its batches on the device where its rows
@@ -188,7 +189,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         elif init_size < self.n_clusters:
             warnings.warn(f"init_size={init_size} should be larger than n_clusters="
                           f"{self.n_clusters}. Setting it to min(3*n_clusters, n_samples)",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=user_stacklevel())
             init_size = 3 * self.n_clusters
         self._init_size = min(init_size, n)
         init = self.init
@@ -200,7 +201,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         if not isinstance(init, str) and not callable(init) and self._n_init != 1:
             warnings.warn("Explicit initial center position passed: performing only one "
                           f"init in MiniBatchKMeans instead of n_init={self._n_init}.",
-                          RuntimeWarning, stacklevel=3)
+                          RuntimeWarning, stacklevel=user_stacklevel())
             self._n_init = 1
         variances = rows.variances() if self.tol else np.zeros(1)
         self._tol = float(np.mean(variances) * self.tol)

@@ -16,6 +16,7 @@ from ...parallel.manager import DeviceManager
 from ...passes.lloyd_csr import CsrRows
 from ...runtime.devices import preferred
 from ...runtime.validation import check_random_state, check_sample_weight, checked_csr
+from ...runtime.warning_site import user_stacklevel
 
 try:
     from sklearn.exceptions import ConvergenceWarning
@@ -154,7 +155,7 @@ def fit_csr(est, X, sample_weight):
     if distinct < est.n_clusters:
         warnings.warn(f"Number of distinct clusters ({distinct}) found smaller than "
                       f"n_clusters ({est.n_clusters}). Possibly due to duplicate points "
-                      "in X.", ConvergenceWarning, stacklevel=3)
+                      "in X.", ConvergenceWarning, stacklevel=user_stacklevel())
     est.cluster_centers_ = centers.astype(rows.dtype)
     est.labels_, est.inertia_, est.n_iter_ = labels, inertia, n_iter
     est.history_ = history

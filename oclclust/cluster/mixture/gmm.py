@@ -28,6 +28,7 @@ from .gmm_shards import GmmShards
 from ..registry import estimator_class
 from ...runtime.progress import Progress, history_entry
 from ...runtime.validation import check_random_state, skip_uniform
+from ...runtime.warning_site import user_stacklevel
 
 try:
     from sklearn.base import DensityMixin
@@ -184,7 +185,7 @@ class GaussianMixture(DensityMixin, KCluster):
         if not best.converged and self.max_iter > 0:
             warnings.warn("Best performing initialization did not converge. Try different "
                           "init parameters, or increase max_iter, tol, or check for "
-                          "degenerate data.", ConvergenceWarning, stacklevel=3)
+                          "degenerate data.", ConvergenceWarning, stacklevel=user_stacklevel())
         self._set_model(best.model, data.dtype)
         self.converged_, self.n_iter_ = best.converged, best.n_iter
         self.lower_bound_ = best.lower_bound

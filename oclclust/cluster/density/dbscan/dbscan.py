@@ -28,6 +28,7 @@ from ....passes.dbscan import Neighbourhoods
 from ....passes.lloyd_csr import CsrRows
 from ....runtime.validation import (check_data, check_params, check_sample_weight, checked_csr,
                                     is_sparse)
+from ....runtime.warning_site import user_stacklevel
 
 # scikit-learn's metric names -> the device's (pdist's) names
 METRICS = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "cityblock",
@@ -50,7 +51,7 @@ def _metric(metric, p, metric_params):
             if p is not None:
                 warnings.warn("Parameter p is found in metric_params. The corresponding "
                               "parameter from __init__ is ignored.", SyntaxWarning,
-                              stacklevel=3)
+                              stacklevel=user_stacklevel())
             p = params.pop("p")
         p = 2 if p is None else p
         if not (isinstance(p, numbers.Real) and p > 0):

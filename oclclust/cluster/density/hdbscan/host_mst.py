@@ -14,6 +14,8 @@ import warnings
 
 import numpy as np
 
+from ....runtime.warning_site import user_stacklevel
+
 INFINITE_EDGES = ("The minimum spanning tree contains edge weights with value infinity. "
                   "Potentially, you are missing too many distances in the initial distance "
                   "matrix for the given neighborhood size.")
@@ -40,8 +42,8 @@ def check_precomputed(D):
 
 
 def _warn_infinite(w):
-    if np.isinf(w).any():   # stack: here, *_mst, HDBSCAN._mst, fit, the caller
-        warnings.warn(INFINITE_EDGES, UserWarning, stacklevel=5)
+    if np.isinf(w).any():
+        warnings.warn(INFINITE_EDGES, UserWarning, stacklevel=user_stacklevel())
 
 
 def dense_mst(D, min_samples, alpha=1.0, on_rows=False, own=False):
