@@ -516,20 +516,26 @@ def driver(args):
     return 0 if len(results) == len(runs) else 1
 
 
-def mpi_main(argv=None):
-    ap = argparse.ArgumentParser(description=DOC_MPI.split("\n\n")[0])
-    ap.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4])
+def scaling_arguments(ap, unit):
+    """The flags the MPI and Dask weak-scaling measurements share; *unit*:
+    "rank" or "worker" (--ranks / --workers, --n-per-rank / --n-per-worker)."""
+    ap.add_argument(f"--{unit}s", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--cores", type=int, default=4,
-                    help="compute units of each rank's CPU sub-device (0: the whole CPU)")
-    ap.add_argument("--n-per-rank", type=int, default=2_000_000)
+                    help=f"compute units of each {unit}'s CPU sub-device (0: the whole CPU)")
+    ap.add_argument(f"--n-per-{unit}", type=int, default=2_000_000)
     ap.add_argument("--d", type=int, default=32)
     ap.add_argument("--k", type=int, default=256)
     ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--mixed", help="G:C -- also run G GPU ranks with C CPU ranks")
     ap.add_argument("--gpu-share", type=float, default=8.0,
-                    help="a GPU rank's rows as a multiple of --n-per-rank (default 8)")
+                    help=f"a GPU {unit}'s rows as a multiple of --n-per-{unit} (default 8)")
     ap.add_argument("--cpu-platform", default="Portable Computing Language")
     ap.add_argument("--gpu-platform", default="NVIDIA")
+
+
+def mpi_main(argv=None):
+    ap = argparse.ArgumentParser(description=DOC_MPI.split("\n\n")[0])
+    scaling_arguments(ap, "rank")
+    ap.add_argument("--mixed", help="G:C -- also run G GPU ranks with C CPU ranks")
     ap.add_argument("--mpiexec", default="auto",
                     help="the launcher (default auto: the first of mpiexec, mpirun whose "
                          "ranks mpi4py joins)")
@@ -647,18 +653,8 @@ def dask_run(args, workers, gpu=False):
 
 def dask_main(argv=None):
     ap = argparse.ArgumentParser(description=DOC_DASK.split("\n\n")[0])
-    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
-    ap.add_argument("--cores", type=int, default=4,
-                    help="compute units of each worker's CPU sub-device (0: the whole CPU)")
-    ap.add_argument("--n-per-worker", type=int, default=2_000_000)
-    ap.add_argument("--d", type=int, default=32)
-    ap.add_argument("--k", type=int, default=256)
-    ap.add_argument("--iters", type=int, default=10)
+    scaling_arguments(ap, "worker")
     ap.add_argument("--gpu", action="store_true", help="also run the GPU as one worker")
-    ap.add_argument("--gpu-share", type=float, default=8.0,
-                    help="the GPU worker's rows as a multiple of --n-per-worker (default 8)")
-    ap.add_argument("--cpu-platform", default="Portable Computing Language")
-    ap.add_argument("--gpu-platform", default="NVIDIA")
     ap.add_argument("--pin", action="store_true",
                     help="bind each worker to --cores CPUs of its own, physical cores first "
                          "(by default the OS schedules them)")
