@@ -37,7 +37,7 @@ from ..runtime.devices import select_devices
 from ..runtime.validation import as_dtype, check_data, check_sample_weight
 from .manager import DeviceManager
 from .placement import bind_by_index, compute_dtype
-from .sharded_data import RemoteShardedData, combined_mean_var_finite
+from .sharded_data import RemoteShardedData, combined_magnitudes, combined_mean_var_finite
 from ..runtime.warning_site import user_stacklevel
 
 POLL_SECONDS = 1.0     # how often a waiting pass checks that its workers are alive
@@ -252,6 +252,13 @@ class DaskData(RemoteShardedData):
         return combined_mean_var_finite(self)
 
     moments = mean_var_finite   # its former name, on the API page of this module
+
+    def magnitudes(self):
+        """(max |x| of each column, max weight) over all rows, each chunk's
+        on its worker (one pass, kept)."""
+        if getattr(self, "_magnitudes", None) is None:
+            self._magnitudes = combined_magnitudes(self)
+        return self._magnitudes
 
     def rebalance(self, save=None, min_gain=0.05):
         """The blocks stay where Dask put them: None."""

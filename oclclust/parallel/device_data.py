@@ -16,10 +16,11 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import KernelBuildError
+from ..runtime.exact_sums import block_rows_for
 from ..runtime.partition import DevicePartition
 from .shard import Shard
 from .shares import measuring, split_rows
-from .sharded_data import ShardedData, combined_mean_var_finite
+from .sharded_data import ShardedData, combined_magnitudes, combined_mean_var_finite
 
 DEVICE_ERRORS = (cl.Error, KernelBuildError)
 
@@ -57,10 +58,13 @@ class DeviceData(ShardedData):
 
     remote = False
 
-    def __init__(self, manager, X, sample_weight, calibration=None, dtype=None):
+    def __init__(self, manager, X, sample_weight, calibration=None, dtype=None,
+                 stat_values=1):
         self.manager, self.sample_weight = manager, sample_weight
         self.n, self.d = X.shape
         self.dtype = np.dtype(dtype or X.dtype)
+        # every split falls on these blocks (split-free sums: runtime.exact_sums)
+        self.block_rows = block_rows_for(self.d, self.dtype.itemsize, stat_values)
         if isinstance(X, cla.Array) and X.dtype != self.dtype:
             raise ValueError(f"a device array of {X.dtype} used as {self.dtype}")
         self.source = X
@@ -76,9 +80,10 @@ class DeviceData(ShardedData):
         previous = {id(s.profile): s for s in previous}
         X, w, m = self.source, self.sample_weight, self.manager
         if isinstance(X, cla.Array):   # already on its device: used in place
-            self.shards, self.chunks = [], [DevicePartition(m.profiles[0], X, w)]
+            self.shards, self.chunks = [], [DevicePartition(m.profiles[0], X, w,
+                                                            block_rows=self.block_rows)]
         else:
-            counts = split_rows(self.n, m.current_weights())
+            counts = split_rows(self.n, m.current_weights(), self.block_rows)
             starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
 
             def shard(profile, start, rows):
@@ -86,7 +91,7 @@ class DeviceData(ShardedData):
                              None if w is None else w[start:start + rows],
                              int(start), m.budget(profile, self.d, self.dtype),
                              previous.get(id(profile)),
-                             self.dtype, m.executor)
+                             self.dtype, m.executor, self.block_rows)
             if len(m.profiles) == 1:   # no thread (a small fit's fixed cost)
                 self.shards = [shard(m.profiles[0], starts[0], counts[0])]
             else:   # every device's upload at once: the copies to several devices overlap
@@ -201,6 +206,12 @@ class DeviceData(ShardedData):
         """(column means, column variances, all finite) over all rows, in float64."""
         return combined_mean_var_finite(self)
 
+    def magnitudes(self):
+        """(max |x| of each column, max weight) over all rows (one pass, kept)."""
+        if getattr(self, "_magnitudes", None) is None:
+            self._magnitudes = combined_magnitudes(self)
+        return self._magnitudes
+
     def reshard(self):
         """Lay the rows out anew after the device list or weights changed."""
         if isinstance(self.source, cla.Array):
@@ -248,7 +259,7 @@ class DeviceData(ShardedData):
         the rows that change device, when every shard is one resident chunk
         (the rest are copied on the device); else every row again."""
         old = np.cumsum([sum(c.n for c in s.chunks) for s in self.shards])[:-1]
-        new = np.cumsum(split_rows(self.n, self.manager.measured))[:-1]
+        new = np.cumsum(split_rows(self.n, self.manager.measured, self.block_rows))[:-1]
         moved = np.abs(new - old).sum() if all(s.single_resident for s in self.shards) \
             else self.n
         return self.row_seconds * moved + self.move_overhead if moved else 0.0

@@ -46,7 +46,7 @@ class Shard:
     from the host: twice the rows resident, the link crossed once."""
 
     def __init__(self, profile, X, w, offset, budget, previous=None, dtype=None,
-                 executor=ThreadPoolExecutor):
+                 executor=ThreadPoolExecutor, block_rows=1):
         self.profile = profile
         self.queue = profile.queue()
         self.offset = offset
@@ -55,23 +55,27 @@ class Shard:
         row = d * self.dtype.itemsize
         self.streamed = n * row > budget
         tail = 0   # the last rows, resident in a streamed shard
-        # one buffer may not exceed the device's largest allocation either
-        largest = max(1, profile.max_alloc_size // row)
+        # one buffer may not exceed the device's largest allocation either;
+        # every chunk but the last holds whole blocks (runtime.exact_sums)
+        self.block_rows = block_rows
+        largest = _whole_blocks(max(1, profile.max_alloc_size // row), block_rows)
         self.packed = None
         if self.streamed:
             stage = self._pack(X, budget)   # rows per chunk, when the rows stay packed
             if stage:
-                buffers, rows = 2, stage
+                buffers, rows = 2, _whole_blocks(stage, block_rows)
             else:
                 if budget < row:
                     raise MemoryError(f"{n} rows do not fit {profile}'s memory budget of "
                                       f"{budget} bytes even streamed: one row takes {row} "
                                       "bytes")
                 buffers = 2 if budget >= 2 * row else 1
-                rows = min(largest, budget // (buffers * row))
+                rows = _whole_blocks(min(largest, budget // (buffers * row)), block_rows)
                 if buffers == 2 and STREAM_CHUNK_BYTES and rows * row > STREAM_CHUNK_BYTES:
-                    rows = max(1, STREAM_CHUNK_BYTES // row)
+                    rows = _whole_blocks(max(1, STREAM_CHUNK_BYTES // row), block_rows)
                     tail = min(n - 1, largest, (budget - 2 * rows * row) // row)
+                    # the streamed rows end on a block boundary
+                    tail = max(0, n - -(-(n - tail) // block_rows) * block_rows)
                 self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
             self.transfers = cl.CommandQueue(self.queue.context)
             self.staging = [cla.empty(self.queue, (min(rows, n - tail), d), self.dtype)
@@ -90,13 +94,13 @@ class Shard:
             if not self.streamed and rows >= n and previous is not None:
                 data = self._moved(previous, X) if previous.single_resident else data
             part = DevicePartition(profile, data, None if w is None else w[start:stop],
-                                   offset + start, self.dtype)
+                                   offset + start, self.dtype, block_rows)
             part.host_rows = (start, stop)
             self.chunks.append(part)
         self.fed = len(self.chunks)   # the chunks that stream (the tail's follow)
         if tail:
             part = DevicePartition(profile, X[n - tail:], None if w is None else w[n - tail:],
-                                   offset + n - tail, self.dtype)
+                                   offset + n - tail, self.dtype, block_rows)
             part.host_rows = (n - tail, n)
             self.chunks.append(part)
 
@@ -208,3 +212,9 @@ class Shard:
         if self.streamed:
             self.feeder.shutdown()   # after the next pass's first chunks: nothing in flight
             self.ahead = {}
+
+
+def _whole_blocks(rows, block_rows):
+    """*rows* down to whole blocks of *block_rows* (one block at least:
+    where a block does not fit, the budget's own error or a block's rows)."""
+    return max(block_rows, rows // block_rows * block_rows) if rows >= block_rows else rows

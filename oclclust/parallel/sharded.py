@@ -11,6 +11,7 @@ import itertools
 
 import numpy as np
 
+from ..runtime import exact_sums
 from ..runtime.reduce import AdditiveStats
 from .comm import Ranks
 
@@ -28,10 +29,19 @@ class ShardedPass:
     object (this pass included)."""
 
     def __init__(self, data, ranks, make):
-        self.data, self.make = data, make
+        self.data = data
         self.ranks = ranks if ranks is not None else Ranks.alone(data)
+        self.magnitudes = self._magnitudes() if exact_sums.enabled() else None
+        self.make = _bounded(make, self.magnitudes)
         self._states, self._chunks = {}, data.chunks
         self.key = next(_KEYS)
+
+    def _magnitudes(self):
+        """(max |x| a column, max weight) of every rank's rows: the one grid
+        of the split-free sums (runtime.exact_sums) on every chunk and rank."""
+        local = self.ranks.run_failing_all(self.data.magnitudes)
+        every = self.ranks.gather(local)
+        return np.max([m[0] for m in every], axis=0), max(m[1] for m in every)
 
     def state(self, chunk):
         if chunk not in self._states:
@@ -93,7 +103,7 @@ class ShardedPass:
             parts = [o[0] for o in out] if keep else out
             return type(parts[0]).total(parts), [o[1] for o in out] if keep else None
         total, kept = self.ranks.run_failing_all(local)
-        total = total.from_flat(self.ranks.sum(total.flat()))
+        total = total.from_flat(self.ranks.sum(total.flat())).settled()
         return (total, kept) if keep else total
 
     def rows(self, fn):
@@ -103,6 +113,16 @@ class ShardedPass:
         if getattr(self.data, "remote", False):
             return self.data.rows_states(self.key, self.make, fn)
         return np.concatenate(self.map(fn))
+
+
+def _bounded(make, magnitudes):
+    """*make* for a chunk that first carries the fit's *magnitudes* (travels
+    with *make* to remote chunks)."""
+    def make_bounded(chunk):
+        if magnitudes is not None:
+            chunk.magnitudes = magnitudes
+        return make(chunk)
+    return make_bounded
 
 
 def chunk_farthest(chunk, dist, labels, take):

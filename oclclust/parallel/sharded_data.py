@@ -12,6 +12,8 @@ from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkabl
 
 import numpy as np
 
+from ..runtime.exact_sums import magnitudes_of
+
 
 @runtime_checkable
 class ShardedData(Protocol):
@@ -80,6 +82,10 @@ class ShardedData(Protocol):
         """(column means, column variances, whether every value is finite)
         of all rows, in float64 (combined_mean_var_finite)."""
 
+    def magnitudes(self) -> tuple:
+        """(max |x| of each column, max weight) of this rank's rows, float64:
+        the bounds of the split-free sums' grids (combined_magnitudes)."""
+
     def rebalance(self, save: Optional[Callable] = None, min_gain: float = 0.05):
         """With measured device weights, the rows split anew between passes
         when that pays: save()'s value, taken before the chunks (and their
@@ -128,3 +134,12 @@ def combined_mean_var_finite(data):
     m2 = sum(k * (v + (mu - mean) ** 2) for k, mu, v in
              zip(n, means, (p[2] for p in parts)))
     return mean, m2 / n.sum(), all(p[3] for p in parts)
+
+
+def combined_magnitudes(data):
+    """(max |x| of each column, max weight) of *data*'s rows: each chunk's
+    (exact_sums.magnitudes_of, on its device), their maximum (exact)."""
+    parts = data.map(magnitudes_of)
+    if not parts:
+        return np.zeros(data.d), 1.0
+    return np.max([p[0] for p in parts], axis=0), max(p[1] for p in parts)

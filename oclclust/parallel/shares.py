@@ -10,12 +10,18 @@ import numpy as np
 MAX_MEMORY_BUDGET = (1 << 63) - 1
 
 
-def split_rows(n, weights):
-    """Row counts proportional to *weights* (largest remainder; sum is n)."""
+def split_rows(n, weights, block_rows=1):
+    """Row counts proportional to *weights* (largest remainder; sum is n),
+    in whole blocks of *block_rows* (runtime.exact_sums: every share but
+    the one holding the last, short block a multiple of it)."""
     w = np.asarray(weights, dtype=np.float64)
-    exact = n * w / w.sum()
+    blocks = -(-n // block_rows)
+    exact = blocks * w / w.sum()
     counts = np.floor(exact).astype(np.int64)
-    counts[np.argsort(-(exact - counts), kind="stable")[:n - counts.sum()]] += 1
+    counts[np.argsort(-(exact - counts), kind="stable")[:blocks - counts.sum()]] += 1
+    counts *= block_rows
+    if blocks:   # the last block is short by blocks * block_rows - n rows
+        counts[np.flatnonzero(counts)[-1]] -= blocks * block_rows - n
     return counts
 
 

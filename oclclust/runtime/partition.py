@@ -27,9 +27,14 @@ class DevicePartition:
     (any layout or dtype, a memmap too) are converted to *dtype* (default
     theirs) a piece at a time on their way to the device."""
 
-    def __init__(self, profile, X, sample_weight=None, offset=0, dtype=None):
+    def __init__(self, profile, X, sample_weight=None, offset=0, dtype=None, block_rows=None):
         self.profile = profile
         self.offset = offset
+        # the blocks of the passes' split-free sums (runtime.exact_sums); None:
+        # a partition of its own, each pass picks them for its statistics
+        self.block_rows = block_rows
+        # (max |x| a column, max weight) of the whole fit: exact_sums.magnitudes_of
+        self.magnitudes = None
         if isinstance(X, cla.Array):
             # the caller's own queue and context: kernels are built there, so
             # a program that keeps its data on the device can embed oclclust

@@ -9,6 +9,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from .codegen import Spec, kernel
+from .exact_sums import ExactWords
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,8 @@ class AdditiveStats:
     """Base of a pass's per-chunk statistics (a dataclass): they add field
     by field, as Python adds them (``sum`` over chunks in their order; a
     field None on every chunk stays None), and cross ranks as one float64
-    vector.  A field marked ``metadata={"same": True}`` is the same on
+    vector.  A field may be an exact sum (exact_sums.ExactWords: the same
+    total for any split of the rows) until ``settled``.  A field marked ``metadata={"same": True}`` is the same on
     every chunk (carried, not added)."""
 
     def _fields(self):
@@ -70,8 +72,8 @@ class AdditiveStats:
 
     def flat(self):
         """The float64 vector the ranks sum (the added fields, None left out)."""
-        parts = [np.asarray(a, np.float64).ravel() for f, a in self._fields()
-                 if not f.metadata.get("same") and a is not None]
+        parts = [a.flat() if isinstance(a, ExactWords) else np.asarray(a, np.float64).ravel()
+                 for f, a in self._fields() if not f.metadata.get("same") and a is not None]
         return np.concatenate(parts) if parts else np.zeros(0)
 
     def from_flat(self, vector):
@@ -82,7 +84,18 @@ class AdditiveStats:
             if f.metadata.get("same") or a is None:
                 values.append(a)
                 continue
+            if isinstance(a, ExactWords):
+                size = a.flat().size
+                values.append(a.from_flat(vector[at:at + size]))
+                at += size
+                continue
             part, at = vector[at:at + np.size(a)], at + np.size(a)
             values.append(part.reshape(np.shape(a)) if isinstance(a, np.ndarray)
                           else type(a)(part[0]))
         return type(self)(*values)
+
+    def settled(self):
+        """These statistics with every exact sum (ExactWords) rounded to
+        float64: what the estimators read, once all chunks and ranks are in."""
+        return type(self)(*[a.value() if isinstance(a, ExactWords) else a
+                            for _, a in self._fields()])

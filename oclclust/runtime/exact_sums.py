@@ -1,0 +1,309 @@
+"""Split-free sums: the same bits however the rows are split.
+
+A pass's statistics are sums over rows.  Here they are summed in two steps:
+
+1. **Fixed blocks.**  The rows are cut into blocks of ``block_rows`` counted
+   from the first row (block_rows_for: fixed by the data's shape and the
+   statistics' size, never by the devices), and each block's float64
+   partial is summed by one work-group in that kernel's own fixed order.
+   Every split of the rows (devices, sub-devices, streamed chunks, measured
+   weights, MPI ranks, Dask workers) falls on block boundaries, so a block's
+   partial is the same whoever holds it.
+2. **Exact folding.**  The block partials are added exactly: each is cut,
+   on a grid fixed per element (lsb_for_bounds: 100 bits under a bound of
+   any block's partial), into three 40-bit integer words that are added as
+   integers (templates/runtime/exact_fold.cl.mako on the device); one value
+   a block (a distance or log-density sum) is folded on the host over the
+   whole float64 range (ExactWords.of_values).  Integer sums do not depend
+   on grouping or order, so the chunks', ranks' and workers' words add in
+   any order to the same total, rounded to float64 once (ExactWords.value).
+
+Words are kept in float64 (integers below 2^53, carried to 40 bits after
+every addition): they cross MPI ranks as the float64 vectors they always
+did, and sum exactly there too.  Devices without fp64 keep Kahan sums,
+which are not split-free (``exact_device``).
+"""
+import contextlib
+import dataclasses
+import fractions
+import math
+
+import numpy as np
+import pyopencl.array as cla
+
+from .codegen import Spec, kernel
+
+WORD_BITS = 40
+ARRAY_WORDS = 3
+HEADROOM = 100                 # grid bits under the bound of one block's partial
+WIDE_LSB = -1074               # the wide (host) fold: float64's smallest bit ...
+WIDE_WORDS = 55                # ... to past its largest, 40 bits a word
+MIN_BLOCK_ROWS, MAX_BLOCK_ROWS = 512, 1 << 20
+PARTIALS_SHARE = 8             # the partials take at most 1/8 of their rows' bytes
+
+_ENABLED = [True]
+
+
+@contextlib.contextmanager
+def disabled():
+    """Today's float64 reduction of persistent work-groups' slabs instead
+    (faster where blocks are few; not split-free): bench/split_free.py's
+    baseline."""
+    _ENABLED.append(False)
+    try:
+        yield
+    finally:
+        _ENABLED.pop()
+
+
+def enabled():
+    return _ENABLED[-1]
+
+
+def exact_device(part):
+    """Whether a DevicePartition's passes sum split-free (on by default;
+    needs fp64, as the partials are float64)."""
+    return enabled() and part.acc_double
+
+
+def block_rows_for(d, itemsize, stat_values):
+    """Rows a block: a power of two, the partials (*stat_values* float64 a
+    block) at most 1/PARTIALS_SHARE of the block's rows' bytes, between
+    MIN_BLOCK_ROWS and MAX_BLOCK_ROWS.  Depends on the data's shape and the
+    statistics alone, so every split of the rows agrees on it."""
+    rows = PARTIALS_SHARE * 8 * max(int(stat_values), 1) / max(d * itemsize, 1)
+    rows = 1 << max(0, math.ceil(math.log2(max(rows, 1))))
+    return int(min(MAX_BLOCK_ROWS, max(MIN_BLOCK_ROWS, rows)))
+
+
+def blocks_of(n, block_rows):
+    """The blocks of a chunk of *n* rows that starts on a block boundary."""
+    return -(-int(n) // int(block_rows))
+
+
+def block_rows_of(part, stat_values):
+    """The blocks of a pass on DevicePartition *part*: the fit's (every
+    chunk of a ShardedData carries them) or, for a partition of its own,
+    block_rows_for its statistics."""
+    return part.block_rows or block_rows_for(part.d, part.dtype.itemsize, stat_values)
+
+
+def magnitudes_of(part):
+    """(max |x| of each column, max weight) over all the fit's rows: what a
+    pass bounds its partials with.  A ShardedPass sets them on its chunks
+    (all chunks and ranks: the same grid everywhere); a partition of its
+    own measures its rows."""
+    if part.magnitudes is None:
+        wmax = 1.0 if part.weights is None or part.n == 0 else float(
+            cla.max(part.weights, part.queue).get(part.queue))
+        part.magnitudes = (column_absmax(part), wmax)
+    return part.magnitudes
+
+
+def lsb_for_bounds(bounds):
+    """Each element's grid exponent (int32): HEADROOM bits under the power
+    of two above *bounds* (a bound of |any one block's partial| of the
+    element).  A zero or non-finite bound gets the grid of 1.0 (the
+    element's partials are zero, or the fit stops on them)."""
+    bounds = np.asarray(bounds, np.float64)
+    ok = np.isfinite(bounds) & (bounds > 0)
+    exponent = np.frexp(np.where(ok, bounds, 1.0))[1]
+    return (exponent - HEADROOM).astype(np.int32)
+
+
+def _carry(words):
+    """*words* (nwords x size, float64 integers) with each lower word in
+    [0, 2^40), its excess carried up (exact: every value under 2^53)."""
+    unit = float(1 << WORD_BITS)
+    for i in range(words.shape[0] - 1):
+        carry = np.floor(words[i] / unit)
+        words[i] -= carry * unit
+        words[i + 1] += carry
+    return words
+
+
+def _cut(s):
+    """|s| (float64 with no bit under 2^0, under 2^93) as three 40-bit
+    words, exactly (exact_fold.cl.mako's steps)."""
+    h2 = np.floor(s * 2.0 ** -80)
+    r = s - h2 * 2.0 ** 80
+    h1 = np.floor(r * 2.0 ** -40)
+    return np.rint(r - h1 * 2.0 ** 40), h1, h2
+
+
+class ExactWords:
+    """Values summed exactly: integer words on a per-element grid
+    (``words``: nwords x size float64, word i worth 2^(lsb + 40 i)) and
+    the non-finite partials' float sum (``special``).  Adding two adds
+    their words (then carries); ``value()`` rounds the exact total to
+    float64.  ``shape``: the values' shape (() for one value)."""
+
+    __slots__ = ("words", "lsb", "special", "shape")
+
+    def __init__(self, words, lsb, special, shape):
+        self.words, self.lsb, self.special, self.shape = words, lsb, special, tuple(shape)
+
+    @classmethod
+    def from_device(cls, out, lsb, shape):
+        """exact_fold's output (4 x size doubles, host) on grid *lsb*."""
+        size = int(np.prod(shape, dtype=np.int64))
+        out = np.asarray(out, np.float64).reshape(ARRAY_WORDS + 1, size)
+        return cls(out[:ARRAY_WORDS].copy(), np.asarray(lsb, np.int32), out[ARRAY_WORDS].copy(),
+                   shape)
+
+    @classmethod
+    def of_partials(cls, part, lsb, shape):
+        """The host's exact_fold: *part* (blocks x size float64 partials) on
+        grid *lsb*, the same words as the device's."""
+        part = np.asarray(part, np.float64).reshape(-1, int(np.prod(shape, dtype=np.int64)))
+        finite = np.isfinite(part)
+        special = np.where(finite, 0.0, part).sum(axis=0)
+        v = np.where(finite, part, 0.0)
+        s = np.ldexp(np.abs(v), -np.asarray(lsb, np.int32)[None, :])
+        sign = np.where(v < 0, -1, 1).astype(np.int64)
+        words = np.stack([(sign * h.astype(np.int64)).sum(axis=0) for h in _cut(s)])
+        return cls(_carry_int(words), np.asarray(lsb, np.int32), special, shape)
+
+    @classmethod
+    def of_values(cls, values):
+        """The exact sum of float64 *values* (one a block) as one value on
+        the wide grid (any float64 is a whole number of 2^-1074)."""
+        v = np.asarray(values, np.float64).ravel()
+        finite = np.isfinite(v)
+        special = np.array([v[~finite].sum()]) if not finite.all() else np.zeros(1)
+        v = v[finite & (v != 0)]
+        words = np.zeros((WIDE_WORDS, 1), np.int64)
+        if v.size:
+            last = np.frexp(v)[1] - 53           # the exponent of each one's last bit
+            word = (np.maximum(last, WIDE_LSB) - WIDE_LSB) // WORD_BITS
+            s = np.ldexp(np.abs(v), -(WIDE_LSB + WORD_BITS * word))   # under 2^93, whole
+            sign = np.where(v < 0, -1, 1).astype(np.int64)
+            for i, h in enumerate(_cut(s)):
+                np.add.at(words[:, 0], word + i, sign * h.astype(np.int64))
+        return cls(_carry_int(words), np.array([WIDE_LSB], np.int32), special, ())
+
+    @property
+    def size(self):
+        return self.words.shape[1]
+
+    def __add__(self, other):
+        if isinstance(other, (int, float)) and other == 0:   # sum()'s start
+            return self
+        if self.words.shape != other.words.shape or not np.array_equal(self.lsb, other.lsb):
+            raise ValueError("exact sums on different grids cannot be added")
+        return ExactWords(_carry(self.words + other.words), self.lsb,
+                          self.special + other.special, self.shape)
+
+    __radd__ = __add__
+
+    def flat(self):
+        """The float64 vector the ranks sum (exactly: whole numbers under 2^53)."""
+        return np.concatenate([self.words.ravel(), self.special])
+
+    def from_flat(self, vector):
+        n = self.words.size
+        return ExactWords(_carry(np.asarray(vector[:n], np.float64).reshape(self.words.shape)),
+                          self.lsb, np.asarray(vector[n:n + self.size], np.float64), self.shape)
+
+    def value(self):
+        """The total rounded to float64 (the words from the top down: the
+        same words give the same bits); a non-finite partial's sum wins."""
+        if self.shape == ():   # one value (the wide grid too): rounded once, exactly
+            if self.special[0] != 0:
+                return float(self.special[0])
+            whole = sum(int(w) << (WORD_BITS * i) for i, w in enumerate(self.words[:, 0]))
+            return float(fractions.Fraction(whole) * fractions.Fraction(2) ** int(self.lsb[0]))
+        total = np.zeros(self.size)
+        for i in range(self.words.shape[0] - 1, -1, -1):
+            total += np.ldexp(self.words[i], self.lsb + WORD_BITS * i)
+        return np.where(self.special != 0, self.special, total).reshape(self.shape)
+
+
+def _carry_int(words):
+    """int64 words carried (floor division: signed words too) as float64."""
+    for i in range(words.shape[0] - 1):
+        carry = words[i] >> WORD_BITS
+        words[i] -= carry << WORD_BITS
+        words[i + 1] += carry
+    return words.astype(np.float64)
+
+
+# --------------------------------------------------------------- on the device
+@dataclasses.dataclass(frozen=True)
+class ExactFoldSpec(Spec):
+    template = "runtime/exact_fold.cl.mako"
+    dtype: str = "float64"
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockSumsSpec(Spec):
+    template = "runtime/block_sums.cl.mako"
+    weighted: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnAbsmaxSpec(Spec):
+    template = "runtime/column_absmax.cl.mako"
+    d: int = 1
+    wg: int = 1
+
+
+class Fold:
+    """The exact fold of one statistic of a pass (*shape*) on a device
+    (*queue*): its grid uploaded once per ``set_bounds``, its words in a
+    device array (``out``) read by the caller."""
+
+    def __init__(self, queue, shape):
+        self.queue, self.shape = queue, tuple(shape)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.lsb = None
+        self._lsb_dev = cla.empty(queue, max(self.size, 1), np.int32)
+        self.out = cla.empty(queue, (ARRAY_WORDS + 1) * max(self.size, 1), np.float64)
+
+    def set_bounds(self, bounds):
+        """The grid from *bounds* (broadcast to the shape): one block's
+        partial of each element is at most its bound in magnitude."""
+        lsb = lsb_for_bounds(np.broadcast_to(np.asarray(bounds, np.float64), self.shape)).ravel()
+        if self.lsb is None or not np.array_equal(lsb, self.lsb):
+            self.lsb = lsb
+            self._lsb_dev.set(lsb, self.queue)
+
+    def enqueue(self, part, blocks):
+        """Fold *blocks* partials of *part* (blocks x size float64) into ``out``."""
+        fold = kernel(self.queue.context, ExactFoldSpec(), "exact_fold")
+        wg = 64
+        fold(self.queue, (-(-self.size // wg) * wg,), (wg,), part.data, np.int64(blocks),
+             np.int64(self.size), self._lsb_dev.data, self.out.data)
+
+    def words(self, host_out):
+        """The ExactWords of ``out`` as read to *host_out*."""
+        return ExactWords.from_device(host_out[:(ARRAY_WORDS + 1) * self.size], self.lsb,
+                                      self.shape)
+
+
+def enqueue_block_sums(queue, values, weights, n, block_rows, out):
+    """Enqueue the float64 sum of each block of *values* (n, a device array;
+    times *weights* when not None) into *out* (one double a block)."""
+    spec = BlockSumsSpec(dtype=values.dtype.name, acc_double=True, weighted=weights is not None)
+    blocks = blocks_of(n, block_rows)
+    if blocks == 0:
+        return
+    kernel(queue.context, spec, "block_sums")(
+        queue, (blocks * 256,), (256,), values.data, (weights if weights is not None
+                                                      else values).data,
+        np.int64(n), np.int64(block_rows), out.data)
+
+
+def column_absmax(part):
+    """max |x| of each column of a DevicePartition (float64; NaN where a
+    NaN is): exact, so the same over any split."""
+    if part.n == 0:
+        return np.zeros(part.d)
+    wg = 1 << min(6, max(part.d - 1, 0).bit_length())
+    spec = ColumnAbsmaxSpec(dtype=part.dtype.name, acc_double=True, d=part.d, wg=wg)
+    groups, steps = part.groups(1, 4096)
+    out = cla.empty(part.queue, groups * part.d, np.float64)
+    kernel(part.queue.context, spec, "column_absmax")(
+        part.queue, (groups * wg,), (wg,), part.x.data, np.int64(part.n),
+        np.int64(part.stride), out.data, np.int64(steps * 4096))
+    return out.get(part.queue).reshape(groups, part.d).max(axis=0)   # NaN stays NaN
