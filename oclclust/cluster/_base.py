@@ -170,6 +170,12 @@ class KCluster(RecordsKernels, BaseEstimator):
     def fit(self, X, y=None, sample_weight=None):
         return self._fit_on_devices(X, sample_weight)
 
+    def _stat_values(self, d):
+        """Float64 values of one row block's partial statistics in this
+        estimator's passes (k-means: k x (d + 1)): they size the blocks that
+        every split of the rows falls on (runtime.exact_sums.block_rows_for)."""
+        return 1
+
     def _fit_on_devices(self, X, sample_weight):
         """The fit scaffold: parameters checked, the data on the devices of
         every rank, then ``_fit``; a device that fails is dropped and the fit
@@ -180,12 +186,13 @@ class KCluster(RecordsKernels, BaseEstimator):
         if is_dask_array(X):   # the rows stay on a Dask cluster's workers
             from ..parallel.dask import dask_fit_data
             data, host_w = dask_fit_data(X, sample_weight, self.devices, self.dtype,
-                                         self.comm, type(self).__name__)
+                                         self.comm, type(self).__name__,
+                                         self._stat_values(X.shape[1]))
             ranks = Ranks.alone(data)
         else:
             data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype,
                                            self.comm, self._calibration_pass,
-                                           type(self).__name__)
+                                           type(self).__name__, self._stat_values(X.shape[1]))
         rng = check_random_state(self.random_state)
 
         def attempt():

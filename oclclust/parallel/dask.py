@@ -55,7 +55,7 @@ def active_client():
         return None
 
 
-def dask_fit_data(X, sample_weight, devices, dtype, comm, name):
+def dask_fit_data(X, sample_weight, devices, dtype, comm, name, stat_values=1):
     """(DaskData or DeviceData, host weights) of a fit on a dask array X:
     on the active Client's workers; without one, X computed here (as any
     array: the one-process fit)."""
@@ -65,8 +65,8 @@ def dask_fit_data(X, sample_weight, devices, dtype, comm, name):
     client = active_client()
     if client is None:
         return _local_fit_data(X.compute(), _computed(sample_weight), devices, dtype,
-                               None, None, name)
-    data = DaskData(client, X, sample_weight, devices, dtype, name)
+                               None, None, name, stat_values)
+    data = DaskData(client, X, sample_weight, devices, dtype, name, stat_values)
     if sample_weight is None:
         return data, np.ones(data.n, data.dtype)
     # one number per row (the seeding's first draw and random inits draw by them)
@@ -93,7 +93,10 @@ class DaskData(RemoteShardedData):
     remote = True
     reshards = 0
 
-    def __init__(self, client, X, sample_weight, devices, dtype, name):
+    def __init__(self, client, X, sample_weight, devices, dtype, name, stat_values=1):
+        # TODO(split-free): row chunks in whole blocks of block_rows, given to the
+        # workers' partitions (runtime.exact_sums)
+        self.stat_values = stat_values
         if X.ndim != 2:
             raise ValueError(f"Expected 2D array, got {X.ndim}D dask array instead.")
         if any(np.isnan(c) for c in X.shape):

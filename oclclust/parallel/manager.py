@@ -116,15 +116,17 @@ class DeviceManager:
         if not self.profiles:
             raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
 
-    def scatter(self, X, sample_weight=None, calibration=None, dtype=None):
+    def scatter(self, X, sample_weight=None, calibration=None, dtype=None, stat_values=1):
         """Spread host rows (or take a device array as it is) over the devices,
         as *dtype* (default X's; host rows are converted chunk by chunk on
         their way to a device, a memmap read a chunk at a time).
         With measured weights not yet measured, *calibration* is first timed
         on a sample on each device: fn(partition) sets the algorithm's pass
         up over that partition and returns a function of no arguments that
-        runs it once."""
-        return DeviceData(self, X, sample_weight, calibration, dtype)
+        runs it once.  *stat_values*: float64 values of one row block's
+        partial statistics in the fit's passes; they size the blocks every
+        split of the rows falls on (runtime.exact_sums.block_rows_for)."""
+        return DeviceData(self, X, sample_weight, calibration, dtype, stat_values)
 
 
 def _one_per_processor(profiles):

@@ -58,14 +58,14 @@ def compute_dtype(requested, X, profiles):
     return dtype
 
 
-def _local_fit_data(X, sample_weight, devices, dtype, comm, calibration, name):
+def _local_fit_data(X, sample_weight, devices, dtype, comm, calibration, name, stat_values=1):
     """This rank's validated rows spread over its devices, with host weights
-    (ones if none); *calibration*: see DeviceManager.scatter."""
+    (ones if none); *calibration*, *stat_values*: see DeviceManager.scatter."""
     X = check_data(X, name)
     manager = manager_for(X, devices, comm)
     dtype = compute_dtype(dtype, X, manager.profiles)
     w = check_sample_weight(sample_weight, X.shape[0], dtype)
-    data = manager.scatter(as_dtype(X, dtype), w, calibration, dtype)
+    data = manager.scatter(as_dtype(X, dtype), w, calibration, dtype, stat_values)
     return data, (w if w is not None else np.ones(data.n, dtype))
 
 
@@ -98,12 +98,13 @@ def bind_by_index(profiles, index, count):
     return profiles
 
 
-def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name="KMeans"):
+def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name="KMeans",
+             stat_values=1):
     """(ShardedData, host weights, Ranks) of a fit of estimator *name*: this
     rank's rows on its *devices* in the compute dtype (*dtype* or from X),
     and the collective check of all ranks' shards (*comm*: None for one
-    process); *calibration*: see DeviceManager.scatter."""
-    args = (X, sample_weight, devices, dtype, comm, calibration, name)
+    process); *calibration*, *stat_values*: see DeviceManager.scatter."""
+    args = (X, sample_weight, devices, dtype, comm, calibration, name, stat_values)
     if comm is None:
         data, w = _local_fit_data(*args)
         return data, w, Ranks.alone(data)
