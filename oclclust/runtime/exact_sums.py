@@ -94,9 +94,9 @@ def magnitudes_of(part):
     (all chunks and ranks: the same grid everywhere); a partition of its
     own measures its rows."""
     if part.magnitudes is None:
-        wmax = 1.0 if part.weights is None or part.n == 0 else float(
-            cla.max(part.weights, part.queue).get(part.queue))
-        part.magnitudes = (column_absmax(part), wmax)
+        wmax = 1.0 if part.weights is None else float(
+            _absmax(part, part.weights, part.n, 1, 1)[0])
+        part.magnitudes = (_absmax(part, part.x, part.n, part.d, part.stride), wmax)
     return part.magnitudes
 
 
@@ -294,16 +294,16 @@ def enqueue_block_sums(queue, values, weights, n, block_rows, out):
         np.int64(n), np.int64(block_rows), out.data)
 
 
-def column_absmax(part):
-    """max |x| of each column of a DevicePartition (float64; NaN where a
-    NaN is): exact, so the same over any split."""
-    if part.n == 0:
-        return np.zeros(part.d)
-    wg = 1 << min(6, max(part.d - 1, 0).bit_length())
-    spec = ColumnAbsmaxSpec(dtype=part.dtype.name, acc_double=True, d=part.d, wg=wg)
+def _absmax(part, x, n, d, stride):
+    """max |x| of each of the *d* columns of device rows *x* (float64; NaN
+    where a NaN is): exact, so the same over any split."""
+    if n == 0:
+        return np.zeros(d)
+    wg = 1 << min(6, max(d - 1, 0).bit_length())
+    spec = ColumnAbsmaxSpec(dtype=part.dtype.name, acc_double=True, d=d, wg=wg)
     groups, steps = part.groups(1, 4096)
-    out = cla.empty(part.queue, groups * part.d, np.float64)
+    out = cla.empty(part.queue, groups * d, np.float64)
     kernel(part.queue.context, spec, "column_absmax")(
-        part.queue, (groups * wg,), (wg,), part.x.data, np.int64(part.n),
-        np.int64(part.stride), out.data, np.int64(steps * 4096))
-    return out.get(part.queue).reshape(groups, part.d).max(axis=0)   # NaN stays NaN
+        part.queue, (groups * wg,), (wg,), x.data, np.int64(n), np.int64(stride), out.data,
+        np.int64(steps * 4096))
+    return out.get(part.queue).reshape(groups, d).max(axis=0)   # NaN stays NaN
