@@ -9,6 +9,7 @@ import pyopencl.array as cla
 from ..runtime.devices import profile_of_queue, select_devices
 from .comm import Ranks, local_rank
 from .manager import DeviceManager
+from .sharded_data import combined_mean_var_finite
 from ..runtime.validation import as_dtype, check_data, check_sample_weight, packed_type
 from ..runtime.warning_site import user_stacklevel
 
@@ -126,13 +127,9 @@ def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name
 
 
 def joined_mean_var_finite(data, ranks):
-    """(means, variances, finite) of all ranks' rows, combined in float64."""
-    mean, var, finite = data.mean_var_finite()
-    n = float(data.n)
-    total_mean = ranks.sum(n * mean) / ranks.n
-    m2 = ranks.sum(n * (var + (mean - total_mean) ** 2))
-    bad = ranks.sum(float(not finite))
-    return total_mean, m2 / ranks.n, bool(bad == 0)
+    """(means, variances, finite) of all ranks' rows, the same bits over any
+    split of them (sharded_data.combined_mean_var_finite)."""
+    return combined_mean_var_finite(data, ranks)
 
 
 def is_dask_array(X):

@@ -12,7 +12,8 @@ from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkabl
 
 import numpy as np
 
-from ..runtime.exact_sums import magnitudes_of
+from ..runtime import exact_sums
+from ..runtime.exact_sums import ExactWords, magnitudes_of
 
 
 @runtime_checkable
@@ -123,17 +124,37 @@ class RemoteShardedData(ShardedData, Protocol):
         block (the mini-batch's, cluster/kmeans/minibatch_sums.py)."""
 
 
-def combined_mean_var_finite(data):
-    """(column means, column variances, all finite) of *data*'s rows: each
-    chunk's (DevicePartition.mean_var_finite, on its device), combined in
-    float64 in chunk order."""
-    parts = data.map(lambda c: (c.n,) + c.mean_var_finite())
-    n = np.array([p[0] for p in parts], dtype=np.float64)
-    means = np.array([p[1] for p in parts])
-    mean = (n[:, None] * means).sum(0) / n.sum()
-    m2 = sum(k * (v + (mu - mean) ** 2) for k, mu, v in
-             zip(n, means, (p[2] for p in parts)))
-    return mean, m2 / n.sum(), all(p[3] for p in parts)
+def combined_mean_var_finite(data, ranks=None):
+    """(column means, column variances, all finite) of *data*'s rows (and
+    every rank's, with *ranks*), the same bits however the rows are split:
+    the column sums of fixed blocks of rows (DevicePartition.block_moments)
+    added exactly (runtime.exact_sums), first about zero for the means,
+    then about the means for the variances."""
+    n = data.n if ranks is None else ranks.n
+
+    def total(shift):
+        parts = data.map(lambda c: _exact_block_moments(c, shift))
+        summed = sum(parts) if parts else ExactWords.of_values(np.zeros((0, 2 * data.d)))
+        if ranks is not None:
+            summed = summed.from_flat(ranks.sum(summed.flat()))
+        return summed.value()
+    s1 = total(np.zeros(data.d))
+    if not np.all(np.isfinite(s1)) or n == 0:
+        nan = np.full(data.d, np.nan)
+        return nan, nan, False
+    mean = s1[:data.d] / n
+    shift = mean.astype(data.dtype).astype(np.float64)
+    s2 = total(shift)[data.d:]
+    if not np.all(np.isfinite(s2)):
+        nan = np.full(data.d, np.nan)
+        return nan, nan, False
+    return mean, np.maximum(s2 / n - (mean - shift) ** 2, 0.0), True
+
+
+def _exact_block_moments(chunk, shift):
+    """A chunk's block moments about *shift*, exactly summed (ExactWords)."""
+    block_rows = chunk.block_rows or exact_sums.MIN_BLOCK_ROWS
+    return ExactWords.of_values(chunk.block_moments(shift, block_rows))
 
 
 def combined_magnitudes(data):

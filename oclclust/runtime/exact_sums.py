@@ -166,21 +166,26 @@ class ExactWords:
 
     @classmethod
     def of_values(cls, values):
-        """The exact sum of float64 *values* (one a block) as one value on
-        the wide grid (any float64 is a whole number of 2^-1074)."""
-        v = np.asarray(values, np.float64).ravel()
+        """The exact sums of float64 *values* down their first axis (one
+        value a block: a 1-D array gives one value, blocks x m gives m) on
+        the wide grid: any float64 is a whole number of 2^-1074."""
+        v = np.asarray(values, np.float64)
+        shape = v.shape[1:]
+        v = v.reshape(v.shape[0], -1)
         finite = np.isfinite(v)
-        special = np.array([v[~finite].sum()]) if not finite.all() else np.zeros(1)
-        v = v[finite & (v != 0)]
-        words = np.zeros((WIDE_WORDS, 1), np.int64)
-        if v.size:
+        special = np.where(finite, 0.0, v).sum(axis=0)
+        words = np.zeros((WIDE_WORDS, v.shape[1]), np.int64)
+        rows, cols = np.nonzero(finite & (v != 0))
+        if rows.size:
+            v = v[rows, cols]
             last = np.frexp(v)[1] - 53           # the exponent of each one's last bit
             word = (np.maximum(last, WIDE_LSB) - WIDE_LSB) // WORD_BITS
             s = np.ldexp(np.abs(v), -(WIDE_LSB + WORD_BITS * word))   # under 2^93, whole
             sign = np.where(v < 0, -1, 1).astype(np.int64)
             for i, h in enumerate(_cut(s)):
-                np.add.at(words[:, 0], word + i, sign * h.astype(np.int64))
-        return cls(_carry_int(words), np.array([WIDE_LSB], np.int32), special, ())
+                np.add.at(words, (word + i, cols), sign * h.astype(np.int64))
+        return cls(_carry_int(words), np.full(words.shape[1], WIDE_LSB, np.int32), special,
+                   shape)
 
     @property
     def size(self):
@@ -205,14 +210,19 @@ class ExactWords:
         return ExactWords(_carry(np.asarray(vector[:n], np.float64).reshape(self.words.shape)),
                           self.lsb, np.asarray(vector[n:n + self.size], np.float64), self.shape)
 
+    def _exactly(self, i):
+        """Element *i*'s total rounded once (Python's integers and fractions)."""
+        if self.special[i] != 0:
+            return float(self.special[i])
+        whole = sum(int(w) << (WORD_BITS * j) for j, w in enumerate(self.words[:, i]))
+        return float(fractions.Fraction(whole) * fractions.Fraction(2) ** int(self.lsb[i]))
+
     def value(self):
         """The total rounded to float64 (the words from the top down: the
         same words give the same bits); a non-finite partial's sum wins."""
-        if self.shape == ():   # one value (the wide grid too): rounded once, exactly
-            if self.special[0] != 0:
-                return float(self.special[0])
-            whole = sum(int(w) << (WORD_BITS * i) for i, w in enumerate(self.words[:, 0]))
-            return float(fractions.Fraction(whole) * fractions.Fraction(2) ** int(self.lsb[0]))
+        if self.shape == () or self.words.shape[0] > ARRAY_WORDS:   # the wide grid: each
+            total = np.array([self._exactly(i) for i in range(self.size)])   # rounded once
+            return float(total[0]) if self.shape == () else total.reshape(self.shape)
         total = np.zeros(self.size)
         for i in range(self.words.shape[0] - 1, -1, -1):
             total += np.ldexp(self.words[i], self.lsb + WORD_BITS * i)

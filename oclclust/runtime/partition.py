@@ -68,6 +68,24 @@ class DevicePartition:
     def row(self, i):
         return self.x[int(i)].get(self.queue)
 
+    def block_moments(self, shift, block_rows):
+        """Each block of *block_rows* rows' column sums and sums of squares
+        about *shift* (d values, rounded to the rows' dtype), float64
+        (blocks x 2d), each summed in row order: the same blocks give the
+        same bits on any split (parallel.sharded_data.exact_mean_var_finite)."""
+        blocks = -(-self.n // block_rows)
+        if blocks == 0:
+            return np.zeros((0, 2 * self.d))
+        wg = 1 << min(6, max(self.d - 1, 0).bit_length())
+        spec = MomentsSpec(dtype=self.dtype.name, acc_double=self.acc_double, d=self.d, wg=wg)
+        moments = kernel(self.queue.context, spec, "partition_moments")
+        part = partial_buffer(self.queue, blocks, 2 * self.d, self.acc_double)
+        shift = cla.to_device(self.queue, np.asarray(shift, self.dtype))
+        moments(self.queue, (blocks * wg,), (wg,), self.x.data, np.int64(self.n),
+                np.int64(self.stride), shift.data, part.data, np.int64(block_rows))
+        got = part.get(self.queue).astype(np.float64).reshape(-1, blocks, 2 * self.d)
+        return got[0] if self.acc_double else got[0] - got[1]   # Kahan: sum - compensation
+
     def mean_var_finite(self):
         """(column means, column variances, all finite) in float64, one data pass."""
         wg = 1 << min(6, max(self.d - 1, 0).bit_length())

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import oclclust as oc
+from conftest import split_or_skip
 from oclclust.parallel.device_data import DeviceData
 from oclclust.parallel.sharded_data import RemoteShardedData, ShardedData
 
@@ -30,7 +31,7 @@ def test_the_protocols_declare_what_the_passes_use():
     assert attributes == {"n", "d", "dtype", "chunks", "source", "manager",
                           "rows_per_device", "remote"}
     assert set(methods) == {"map", "map_enqueued", "row", "rows", "mean_var_finite",
-                            "rebalance", "reshard", "close"}
+                            "magnitudes", "rebalance", "reshard", "close"}
     remote_attributes, remote_methods = declared(RemoteShardedData)
     assert remote_attributes == attributes
     assert set(remote_methods) - set(methods) == {"map_states", "rows_states", "fold_rows"}
@@ -92,3 +93,25 @@ def test_dask_data_implements_the_remote_protocol(devices):
             assert data.map(lambda chunk: chunk.n, rows=False) == [100] * 4
         finally:
             data.close()
+
+
+def _layouts(profile, d, itemsize):
+    """Managers of one device, two sub-devices, and one streaming whole blocks."""
+    block = 512   # (stat_values 1: the smallest blocks)
+    return {"one": oc.DeviceManager([profile]),
+            "sub-devices": oc.DeviceManager(split_or_skip(profile)),
+            "streamed": oc.DeviceManager([profile], memory_budget=2 * block * d * itemsize)}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_moments_are_the_same_bits_on_every_split(profile, dtype):
+    rng = np.random.default_rng(5)
+    X = (rng.standard_normal((5000, 3)) * [1e-3, 1, 1e4] + [0, 1e3, -7]).astype(dtype)
+    got = {name: manager.scatter(X, None, dtype=dtype).mean_var_finite()
+           for name, manager in _layouts(profile, X.shape[1], X.itemsize).items()}
+    mean, var, finite = got.pop("one")
+    assert finite
+    np.testing.assert_allclose(mean, X.astype(np.float64).mean(axis=0), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(var, X.astype(np.float64).var(axis=0), rtol=1e-9)
+    for other in got.values():
+        assert np.array_equal(other[0], mean) and np.array_equal(other[1], var)
