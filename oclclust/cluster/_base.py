@@ -387,8 +387,8 @@ def _columns(X):
     (the validation then says why)."""
     shape = getattr(X, "shape", None)
     if shape is None:
-        try:
-            shape = np.shape(X)
-        except ValueError:   # ragged lists
+        try:   # (what the validation makes of them: a list's copy, briefly)
+            shape = np.asarray(X).shape
+        except (ValueError, TypeError):   # ragged lists
             shape = ()
     return int(shape[1]) if len(shape) == 2 else 1
