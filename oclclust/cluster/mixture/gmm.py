@@ -25,6 +25,7 @@ from .._base import KCluster
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array
 from .gmm_shards import GmmShards
+from ...passes.gmm import stats_size
 from ..registry import estimator_class
 from ...runtime.progress import Progress, history_entry
 from ...runtime.validation import check_random_state, skip_uniform
@@ -127,6 +128,10 @@ class GaussianMixture(DensityMixin, KCluster):
     def _pooled(self):
         """One covariance for all components (tied) or for all features (spherical)."""
         return self.covariance_type in ("tied", "spherical")
+
+    def _stat_values(self, d):
+        """A block's M statistics: k x [N, S1, S2] (passes/gmm.stats_size)."""
+        return self.n_components * stats_size(d, self._full)
 
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None):
