@@ -187,12 +187,12 @@ class KCluster(RecordsKernels, BaseEstimator):
             from ..parallel.dask import dask_fit_data
             data, host_w = dask_fit_data(X, sample_weight, self.devices, self.dtype,
                                          self.comm, type(self).__name__,
-                                         self._stat_values(X.shape[1]))
+                                         self._stat_values(_columns(X)))
             ranks = Ranks.alone(data)
         else:
             data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype,
                                            self.comm, self._calibration_pass,
-                                           type(self).__name__, self._stat_values(X.shape[1]))
+                                           type(self).__name__, self._stat_values(_columns(X)))
         rng = check_random_state(self.random_state)
 
         def attempt():
@@ -379,3 +379,16 @@ def move_rows(sums, weights, empty, candidates):
         sums[new_id] = row * w
         weights[new_id] = w
     return True
+
+
+def _columns(X):
+    """The columns of rows *X* as given (an array, a sparse or dask array, a
+    list of lists), before their validation: 1 where they are not a matrix
+    (the validation then says why)."""
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        try:   # (what the validation makes of them: a list's copy, briefly)
+            shape = np.asarray(X).shape
+        except (ValueError, TypeError):   # ragged lists
+            shape = ()
+    return int(shape[1]) if len(shape) == 2 else 1

@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting
-from ..runtime import codegen
+from ..runtime import codegen, exact_sums
 from ..runtime.profiles import declare_terms, term
 from .cmeans_mma import MAX_SLOTS, operand_size, operands, shape_fields, stats_slots
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
@@ -253,15 +253,25 @@ class CMeansPass:
     ``spec``: a CMeansSpec of this problem (as candidate_specs makes them)
     offered alone instead of the candidates: still checked against the
     device and built as the planner's pick would be (a harness runs every
-    variant)."""
+    variant).  Split-free (runtime.exact_sums.exact_device): a work-group a
+    fixed block of rows, its partial statistics folded exactly and its
+    objective summed exactly; else persistent groups, reduced in float64."""
 
     def __init__(self, part, c, m, update=True, write_u=False, spec=None):
         self.part, self.c, self.m, self.update = part, c, float(m), update
         q = part.queue
         self.spec, self.kernel = plan(part.profile, q, part.dtype, part.d, c, update, write_u,
                                       part.weighted, self.m == 2.0, spec)
-        self.groups, self.tiles = part.groups(self.spec.wg, self.spec.p)
         self.size = c * (part.d + 1)
+        self.exact = exact_sums.exact_device(part)
+        if self.exact:   # a group a block (a partition without rows: one, empty)
+            self.block_rows = exact_sums.block_rows_of(part, self.size)
+            self.groups = max(1, exact_sums.blocks_of(part.n, self.block_rows))
+            self.tiles = -(-self.block_rows // self.spec.p)
+            self.fold = exact_sums.Fold(q, (c, part.d + 1)) if update else None
+        else:
+            self.groups, self.tiles = part.groups(self.spec.wg, self.spec.p)
+            self.block_rows = self.tiles * self.spec.p
         self.part_stats = partial_buffer(q, self.groups, self.size if update else 1,
                                          part.acc_double)
         self.part_obj = cla.empty(q, self.groups, acc_dtype(part.acc_double))
@@ -276,6 +286,13 @@ class CMeansPass:
 
     def run(self, centers):
         """(statistics c x (d+1) float64 or None, objective, non-finite count)."""
+        stats, objective, bad = self.sums(centers)
+        return (exact_sums.settle(stats), float(exact_sums.settle(objective)), bad)
+
+    def sums(self, centers):
+        """run's values as this partition's sums: the statistics and the
+        objective as exact_sums.ExactWords when split-free (they add over
+        chunks and ranks to the same bits however the rows are split)."""
         part, q = self.part, self.part.queue
         self.centers.set(operands(centers, self.spec.dp, self.spec.kp) if self.mma
                          else np.ascontiguousarray(centers, part.dtype).ravel(), q)
@@ -286,10 +303,18 @@ class CMeansPass:
                     (self.u if self.u is not None else part.x).data, self.part_stats.data,
                     self.part_obj.data, self.part_flags.data,
                     (self.scratch if self.scratch is not None else part.x).data,
-                    np.int64(self.tiles))
+                    np.int64(self.tiles), np.int64(self.block_rows))
         stats = None
-        if self.update:
+        if self.update and self.exact:
+            # |a block's sum of w u^m x_k| <= B wmax max|x_k|, of w u^m <= B wmax
+            absmax, wmax = exact_sums.magnitudes_of(part)
+            self.fold.set_bounds(self.block_rows * wmax * np.append(absmax, 1.0)[None, :])
+            self.fold.enqueue(self.part_stats, self.groups)
+            stats = self.fold.words(self.fold.out.get(q))
+        elif self.update:
             stats = reduce_partials(q, self.part_stats, self.groups, self.size, part.dtype,
                                     part.acc_double).reshape(self.c, part.d + 1)
-        objective = float(np.sum(self.part_obj.get(q), dtype=np.float64))
+        obj = self.part_obj.get(q)
+        objective = (exact_sums.ExactWords.of_values(obj) if self.exact
+                     else float(np.sum(obj, dtype=np.float64)))
         return stats, objective, int(self.part_flags.get(q).sum())

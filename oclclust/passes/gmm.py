@@ -17,7 +17,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting
-from ..runtime import codegen
+from ..runtime import codegen, exact_sums
 from ..runtime.profiles import declare_terms, term
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, estep_specs as mma_estep_specs,
                       means_of, mstep_size, mstep_specs as mma_mstep_specs, operands, shift_of)
@@ -214,15 +214,31 @@ def plan(profile, queue, specs, name):
                         lambda: first_fitting(profile, queue, specs, name, name))
 
 
+def central(stats, means, raw):
+    """M statistics (k x SZ float64, summed over every chunk and rank) about
+    *means*: the tensor-core kernel's raw sums (*raw*) made central
+    (gmm_mma.central_stats, about the shift and float32 means it took them
+    about), the others as they are."""
+    if not raw:
+        return stats
+    dp = -(-means.shape[1] // 8) * 8
+    return central_stats(stats, means, shift_of(means, dp), means_of(means, dp))
+
+
 # ------------------------------------------------------- passes on devices
 class GmmPass:
-    """The E and M kernels over one DevicePartition (components: at most k)."""
+    """The E and M kernels over one DevicePartition (components: at most k).
+    Split-free (runtime.exact_sums.exact_device): the log-likelihood summed
+    a fixed block of rows at a time (over ``lse``), the M kernel's chunks
+    those blocks, their statistics folded exactly (estep_sums, mstep_sums:
+    ExactWords; estep and mstep settle them)."""
 
     def __init__(self, part, k, full, specs=None, chunks=None):
         """specs: an (E-step, M-step) spec pair offered alone instead of the
         planners' lists (still checked and built; a harness runs every variant).
-        chunks: the M kernel's chunks of rows (default: enough work-groups
-        for every compute unit, no more chunks than tiles of rows)."""
+        chunks: the M kernel's chunks of rows where the sums are not
+        split-free (default: enough work-groups for every compute unit, no
+        more chunks than tiles of rows); split-free, they are the blocks."""
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
         esteps, msteps = (([specs[0]], [specs[1]]) if specs else
@@ -251,7 +267,13 @@ class GmmPass:
             self.own = cla.zeros(q, max(part.n, 1), np.int32)
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
-        if chunks is None:
+        self.exact = exact_sums.exact_device(part)
+        if self.exact:   # a chunk a block (a partition without rows: one, empty)
+            self.block_rows = exact_sums.block_rows_of(part, k * self._mstats_size())
+            chunks = max(1, exact_sums.blocks_of(part.n, self.block_rows))
+            self.block_ll = cla.empty(q, chunks, np.float64)
+            self.folds = {}   # by k (mdl.py's orders): the M statistics' exact folds
+        elif chunks is None:
             target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
             per_chunk = self.mspec.groups_per_chunk(k)
             chunks = int(max(1, min(-(-target // per_chunk), -(-part.n // self.mspec.tile))))
@@ -280,6 +302,13 @@ class GmmPass:
 
     def estep(self, records, store_resp=True):
         """Run the E kernel for the k x CP *records*; (sum of log p(x), bad rows)."""
+        ll, bad = self.estep_sums(records, store_resp)
+        return float(exact_sums.settle(ll)), bad
+
+    def estep_sums(self, records, store_resp=True):
+        """estep's (sum of log p(x), bad rows), the sum exact
+        (exact_sums.ExactWords: the rows' lse a block at a time; a bad
+        row's is in it, but the fit stops on any) where split-free."""
         part, q = self.part, self.part.queue
         k = records.shape[0]
         spec = self.espec
@@ -300,12 +329,26 @@ class GmmPass:
                      self.part_ll.data, self.part_bad.data, np.int64(tiles))
         if store_resp and self.mma_m and part.n:   # the rows' own components
             cl.enqueue_copy(q, self.own.data, self.labels.data, byte_count=part.n * 4)
+        bad = int(self.part_bad.get(q)[:groups].sum())
+        if self.exact:
+            blocks = exact_sums.blocks_of(part.n, self.block_rows)
+            exact_sums.enqueue_block_sums(q, self.lse, None, part.n, self.block_rows,
+                                          self.block_ll)
+            return exact_sums.ExactWords.of_values(self.block_ll.get(q)[:blocks]), bad
         ll = self.part_ll.get(q).astype(np.float64)
         ll = ll[:groups].sum() - (0 if part.acc_double else ll[groups:2 * groups].sum())
-        return float(ll), int(self.part_bad.get(q)[:groups].sum())
+        return float(ll), bad
 
     def mstep(self, means):
         """The M kernel on the responsibilities in place: k x SZ float64 stats."""
+        stats, raw = self.mstep_sums(means)
+        return central(exact_sums.settle(stats), means, raw)
+
+    def mstep_sums(self, means):
+        """(the M kernel's statistics, raw): split-free, exact
+        (exact_sums.ExactWords) and, from the tensor-core kernel, its raw
+        sums (*raw* True: made central once summed, ``central``); else
+        k x SZ float64 about the means."""
         part, q, spec = self.part, self.part.queue, self.mspec
         k = means.shape[0]
         if self.mma_m:   # about the shift and about the means (float32)
@@ -316,16 +359,42 @@ class GmmPass:
         else:
             self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
             about = (self.means.data,)
-        rows = -(-part.n // self.chunks)
+        rows = self.block_rows if self.exact else -(-part.n // self.chunks)
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
                      part.x.data,
                      np.int64(part.n), np.int64(part.stride), self._resp(k).data,
                      *about, np.int32(k), np.int64(rows), self.part_stats.data)
         size = k * self._mstats_size()
         # the kernel packs the slabs for this k (Kahan: then the compensations)
+        if self.exact:
+            if k not in self.folds:
+                self.folds[k] = exact_sums.Fold(q, (k, self._mstats_size()))
+            fold = self.folds[k]
+            fold.set_bounds(self._bounds(means))
+            fold.enqueue(self.part_stats, self.chunks * spec.reps)
+            return fold.words(fold.out.get(q)), self.mma_m
         stats = reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
                                 part.acc_double).reshape(k, -1)
-        return central_stats(stats, means, shift, means32) if self.mma_m else stats
+        return (central_stats(stats, means, shift, means32) if self.mma_m else stats), False
+
+    def _bounds(self, means):
+        """Bounds of one block's M statistics (k x SZ) about *means*: a
+        responsibility is at most 1, so N <= B wmax, a first moment about m
+        <= B wmax (max|x| + |m|), a second moment the product of two such."""
+        absmax, wmax = exact_sums.magnitudes_of(self.part)
+        scale = self.block_rows * wmax
+        means = np.asarray(means, np.float64)
+        k, d = means.shape
+        about = absmax + np.abs(means)                               # k x d
+        if self.mma_m:   # [N other, N own, other about the shift, own about the means]
+            spread = np.broadcast_to(absmax + np.abs(shift_of(means, self.mspec.dp)[:d]),
+                                     (k, d))
+            parts = [np.ones((k, 2)), spread, spread * spread, about, about * about]
+        else:
+            second = ((about[:, :, None] * about[:, None, :]).reshape(k, d * d) if self.full
+                      else about * about)
+            parts = [np.ones((k, 1)), about, second]
+        return scale * np.concatenate(parts, axis=1)
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their

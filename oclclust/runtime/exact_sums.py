@@ -229,6 +229,12 @@ class ExactWords:
         return np.where(self.special != 0, self.special, total).reshape(self.shape)
 
 
+def settle(value):
+    """*value* rounded to float64 where it is an exact sum (ExactWords), else
+    as it is: what a caller of one pass on one partition reads."""
+    return value.value() if isinstance(value, ExactWords) else value
+
+
 def _carry_int(words):
     """int64 words carried (floor division: signed words too) as float64."""
     for i in range(words.shape[0] - 1):

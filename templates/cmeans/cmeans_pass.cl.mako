@@ -6,6 +6,10 @@ then, with ``update``, the partial numerators sum_i w_i u_ij^m x_i and
 denominators sum_i w_i u_ij^m of eq. 2 (no n x c matrix anywhere), or, with
 ``write_u``, the memberships written out as n x C rows.  Every mode returns
 the objective J_m = sum_i w_i sum_j u_ij^m d_ij^2 of the pass's centres.
+Work-group g takes rows g * block_rows onwards, tiles_per_group tiles of
+them at most: persistent groups (block_rows = tiles_per_group * P), or one
+fixed block of rows each (runtime/exact_sums.py's split-free sums: a
+group's partials are its block's, whatever device or chunk holds it).
 
 Reads spec: d, c, wg, p (rows per tile; wg / p work-items share a row, each
 scoring every (wg/p)-th centre), xs, ps (odd strides of the tile's rows and
@@ -127,7 +131,8 @@ void cmeans_pass(
     __global acc_t *restrict part_obj,          /* groups */
     __global int *restrict part_flags,          /* groups: non-finite distances */
     __global real_t *restrict scratch,          /* groups x C x PS (not local_u) */
-    const long tiles_per_group)
+    const long tiles_per_group,
+    const long block_rows)                      /* rows of a group (>= its tiles' rows) */
 {
     const int lid = get_local_id(0);
 % if p == wg:
@@ -195,22 +200,25 @@ ${tile.local_chunks()}\
 % endif
     acc_t obj = 0;
     int bad = 0;
-    const long first = g * tiles_per_group * P;
+    /* the group's rows first..end-1: block_rows = tiles_per_group * P for
+       persistent groups, one fixed block of the split-free sums each else */
+    const long first = g * block_rows, end = min(n, first + block_rows);
     /* the group's tiles that hold rows: a loop bound, not a break before the
        barrier below (PoCL's work-group compiler asserts on such a break when
        the group has one or two work-items) */
-    const long tiles = min(tiles_per_group, (n - first + P - 1) / P);
+    const long tiles = min(tiles_per_group, (end - first + P - 1) / P);
     for (long t = 0; t < tiles; ++t) {
         const long base = first + t * P;
         barrier(U_FENCE);                       /* the last tile's readers are done */
-        /* the tile's rows, coalesced; past the end, the last row again (weight 0) */
+        /* the tile's rows, coalesced; past the group's end, its last row again
+           (weight 0) */
         for (int e = lid; e < P * D; e += WG) {
             const int rr = e / D, k = e - rr * D;
-            xt[rr * XS + k] = x[min(base + rr, n - 1) * stride + k];
+            xt[rr * XS + k] = x[min(base + rr, end - 1) * stride + k];
         }
         if (lid < P) {
             xt[lid * XS + D] = 1;
-            wt[lid] = base + lid < n ? WEIGHT(base + lid) : 0;
+            wt[lid] = base + lid < end ? WEIGHT(base + lid) : 0;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -301,14 +309,14 @@ ${tile.multiply("sqdiff")}\
             DT(r, j) = uij;
 % endif
         }
-        if (gi == 0 && base + r < n && low > 0)
+        if (gi == 0 && base + r < end && low > 0)
             obj += (acc_t)(wr * low * S_POW(s));
 % if write_u:
         barrier(U_FENCE);
         /* the tile's memberships to u, coalesced (rows are consecutive) */
         for (int e = lid; e < P * C; e += WG) {
             const int rr = e / C, j = e - rr * C;
-            if (base + rr < n)
+            if (base + rr < end)
                 u[(base + rr) * C + j] = DT(rr, j);
         }
 % endif

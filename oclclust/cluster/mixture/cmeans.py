@@ -97,6 +97,10 @@ class FuzzyCMeans(ClusterMixin, KCluster):
             raise ValueError(f"The 'm' parameter of {type(self).__name__} must be a finite "
                              f"float > 1. Got {self.m!r} instead.")
 
+    def _stat_values(self, d):
+        """A block's partial statistics: c x (d + 1) (passes/cmeans.py)."""
+        return self.n_clusters * (d + 1)
+
     # ---------------------------------------------------------------- fitting
     def _fit(self, data, host_w, rng, ranks):
         _, tol = self._mean_and_tol(data, ranks)

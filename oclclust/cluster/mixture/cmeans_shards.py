@@ -14,6 +14,8 @@ from ...runtime.transfer import download
 # ----------------------------------------------------------- fuzzy c-means
 @dataclasses.dataclass
 class CMeansStats(AdditiveStats):
+    """A chunk's sums (CMeansPass.sums): statistics and objective exact
+    (runtime.exact_sums.ExactWords) where split-free, float64 once reduced."""
     stats: np.ndarray      # c x (d+1): sum w u^m x | sum w u^m; None without update
     objective: float
     n_nonfinite: int
@@ -46,7 +48,7 @@ class CMeansShards(ShardedPass):
             if (update, write_u) not in passes:
                 passes[update, write_u] = CMeansPass(chunk, c, m, update, write_u)
             p = passes[update, write_u]
-            stats = CMeansStats(*p.run(centers))
+            stats = CMeansStats(*p.sums(centers))
             if write_u and not remote:   # not the chunk: its rows need not stay on the device
                 kept.append((chunk.offset, chunk.n, chunk.profile, chunk.queue, p.u))
             return stats

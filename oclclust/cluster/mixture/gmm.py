@@ -25,6 +25,7 @@ from .._base import KCluster
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array
 from .gmm_shards import GmmShards
+from ...passes.gmm import stats_size
 from ..registry import estimator_class
 from ...runtime.progress import Progress, history_entry
 from ...runtime.validation import check_random_state, skip_uniform
@@ -127,6 +128,10 @@ class GaussianMixture(DensityMixin, KCluster):
     def _pooled(self):
         """One covariance for all components (tied) or for all features (spherical)."""
         return self.covariance_type in ("tied", "spherical")
+
+    def _stat_values(self, d):
+        """A block's M statistics: k x [N, S1, S2] (passes/gmm.stats_size)."""
+        return self.n_components * stats_size(d, self._full)
 
     # ---------------------------------------------------------------- fitting
     def fit(self, X, y=None):
@@ -287,15 +292,18 @@ class GaussianMixture(DensityMixin, KCluster):
         full, k = self._full, self.n_components
         w0, m0, p0 = given
         if w0 is None or m0 is None or p0 is None:
-            local_mean = data.mean_var_finite()[0]
             n = float(self._ranks.sum(np.array([data.n]))[0])
-            center = np.broadcast_to(self._ranks.sum(local_mean * data.n) / n, (k, data.d))
+            # the rows' mean, the shift of the first statistics: from the M
+            # pass's exact sums (every row in component 0), the same bits
+            # however the rows are split (the data's moments are not)
+            gm.resp_in_first()
+            first = gm.resp_stats(np.zeros((k, data.d)))[0]
+            center = np.broadcast_to(first[1:1 + data.d] / first[0], (k, data.d))
             xtx = None
             if self.covariance_type == "tied" and self.init_params in ("k-means++",
                                                                         "random_from_data"):
                 # one-hot on k rows is no partition: scikit-learn's tied
                 # covariance counts every row's x x' (X'X, all in component 0)
-                gm.resp_in_first()
                 xtx = raw_second_moment(gm.resp_stats(center)[:1], center[:1])
             self._initial_resp(gm, data, rng, host_w)
             # means first (about the data mean), then the scatter about them

@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pyopencl.array as cla
 
-from ...parallel.sharded import ShardedPass, SummedArray
-from ...passes.gmm import GmmPass
+from ...parallel.sharded import ShardedPass
+from ...passes.gmm import GmmPass, central
 from ...runtime.reduce import AdditiveStats
 from ...runtime.transfer import download
 
@@ -16,9 +16,25 @@ from ...runtime.transfer import download
 # ---------------------------------------------------- Gaussian-mixture EM
 @dataclasses.dataclass
 class GmmStats(AdditiveStats):
+    """A chunk's sums (GmmPass.estep_sums, mstep_sums): exact
+    (runtime.exact_sums.ExactWords) where split-free, float64 once reduced."""
     loglik: float          # sum of log p(x)
     n_bad: int             # rows whose log-density is not finite
     stats: np.ndarray = None   # k x SZ M-step statistics (None: a score)
+    # the stats are the tensor-core M kernel's raw sums (gmm.central makes them
+    # central once summed); every chunk's kernel alike
+    raw: bool = dataclasses.field(default=False, metadata={"same": True})
+
+    def __add__(self, other):
+        if self.raw != other.raw:
+            raise ValueError("split-free M statistics from the tensor-core kernel and the "
+                             "others do not add: a fit on NVIDIA tensor cores and other "
+                             "devices needs exact_sums.disabled()")
+        return super().__add__(other)
+
+    def central(self, means):
+        """The M statistics about *means* (reduced: gmm.central)."""
+        return central(self.stats, means, self.raw)
 
 
 class GmmShards(ShardedPass):
@@ -30,9 +46,9 @@ class GmmShards(ShardedPass):
     def em(self, records, means):
         """One EM pass: GmmStats with the M statistics."""
         def one(chunk, gp):
-            ll, bad = gp.estep(records)
-            return GmmStats(ll, bad, gp.mstep(means))
-        return self.reduce(one, timed=True)
+            return GmmStats(*gp.estep_sums(records), *gp.mstep_sums(means))
+        total = self.reduce(one, timed=True)
+        return dataclasses.replace(total, stats=total.central(means), raw=False)
 
     def resp_from_lloyd(self, lloyd):
         """One-hot responsibilities on the device from the labels a k-means
@@ -83,7 +99,8 @@ class GmmShards(ShardedPass):
     def resp_stats(self, means):
         """M statistics (k x SZ) of the responsibilities on the devices
         (resp_from_*) about *means*."""
-        return self.reduce(lambda chunk, gp: SummedArray(gp.mstep(means))).values
+        return self.reduce(lambda chunk, gp: GmmStats(0.0, 0, *gp.mstep_sums(means))
+                           ).central(means)
 
     def score(self, records, want=("lse",)):
         """E pass without the M step: (GmmStats, {name: host array of this
@@ -95,7 +112,7 @@ class GmmShards(ShardedPass):
         out = {w: np.empty(*shapes[w]) for w in want}
 
         def one(chunk, gp):
-            ll, bad = gp.estep(records, store_resp=store)
+            ll, bad = gp.estep_sums(records, store_resp=store)
             rows = slice(chunk.offset, chunk.offset + chunk.n)
             for w in want:
                 got = download(chunk.queue, gp.resp[:k * chunk.n] if w == "resp" else
