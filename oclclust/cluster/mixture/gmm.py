@@ -23,7 +23,7 @@ from .mdl import (Fitted, Model, cholesky_of_precisions, covariances_of, m_step,
 from ...parallel import comm as mpi
 from .._base import KCluster
 from ..inits import kmeans_plusplus
-from ...parallel.placement import is_dask_array
+from ...parallel.placement import is_dask_array, joined_mean_var_finite
 from .gmm_shards import GmmShards
 from ...passes.gmm import stats_size
 from ..registry import estimator_class
@@ -292,18 +292,16 @@ class GaussianMixture(DensityMixin, KCluster):
         full, k = self._full, self.n_components
         w0, m0, p0 = given
         if w0 is None or m0 is None or p0 is None:
-            n = float(self._ranks.sum(np.array([data.n]))[0])
-            # the rows' mean, the shift of the first statistics: from the M
-            # pass's exact sums (every row in component 0), the same bits
-            # however the rows are split (the data's moments are not)
-            gm.resp_in_first()
-            first = gm.resp_stats(np.zeros((k, data.d)))[0]
-            center = np.broadcast_to(first[1:1 + data.d] / first[0], (k, data.d))
+            # the rows' mean (the same bits however they are split), the
+            # shift of the first statistics
+            mean = joined_mean_var_finite(data, self._ranks)[0]
+            center = np.broadcast_to(mean, (k, data.d))
             xtx = None
             if self.covariance_type == "tied" and self.init_params in ("k-means++",
                                                                         "random_from_data"):
                 # one-hot on k rows is no partition: scikit-learn's tied
                 # covariance counts every row's x x' (X'X, all in component 0)
+                gm.resp_in_first()
                 xtx = raw_second_moment(gm.resp_stats(center)[:1], center[:1])
             self._initial_resp(gm, data, rng, host_w)
             # means first (about the data mean), then the scatter about them
@@ -314,7 +312,7 @@ class GaussianMixture(DensityMixin, KCluster):
             extra = None if xtx is None else xtx - raw_second_moment(stats, means)
             est = m_step(stats, means, self.reg_covar, full, self._eps, self._float32,
                          self._pooled, extra)
-            est.weights = (stats[:, 0] + 10 * self._eps) / n
+            est.weights = (stats[:, 0] + 10 * self._eps) / self._ranks.n
             w0 = est.weights if w0 is None else w0
             m0 = est.means if m0 is None else m0
             if p0 is None:
