@@ -14,7 +14,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_limit
-from ..runtime import codegen
+from ..runtime import codegen, exact_sums
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
 from .lloyd_blocked import blocked_specs, items_per_unit, pack_centers
@@ -273,11 +273,21 @@ def center_norms(centers, dtype):
         return np.cumsum(rounded * rounded, axis=1)[:, -1].astype(dtype)
 
 
+def stat_values(k, d):
+    """Float64 values of one block's partial statistics of a k-means pass
+    (k x d sums, k weights): what sizes its blocks (exact_sums.block_rows_for)."""
+    return k * (d + 1)
+
+
 @dataclasses.dataclass
 class LloydStats(AdditiveStats):
-    sums: np.ndarray        # k x d weighted sums (float64); None without update
-    weights: np.ndarray     # k cluster weights (float64); None without update
-    inertia: float
+    """A pass's statistics.  Split-free (exact_sums.exact_device), the sums,
+    weights and inertia are exact_sums.ExactWords until ``settled()``
+    (ShardedPass.reduce settles them; LloydPass.run returns them settled);
+    else float64."""
+    sums: np.ndarray        # k x d weighted sums; None without update
+    weights: np.ndarray     # k cluster weights; None without update
+    inertia: float          # sum of the rows' weighted distances to their centres
     n_changed: int
     n_nonfinite: int
     n_rechecked: int = 0    # rows whose near tie was re-checked (fast precisions)
@@ -291,7 +301,18 @@ class LloydPass:
     instead of the candidates: still checked against the device and built
     as the planner's pick would be (a harness runs every variant).
     ``precision``: lloyd_mma.PRECISIONS, read by the mma variant alone (a
-    fast mode's pass counts its re-checked rows: n_rechecked)."""
+    fast mode's pass counts its re-checked rows: n_rechecked).
+
+    Split-free (exact_sums.exact_device: fp64, not disabled), the sums'
+    partials are one slab per fixed block of ``block_rows`` rows: the fused
+    variants' groups (or work-items) take whole blocks, a slab each; the
+    gemm and mma variants' accumulation a segment a block.  The slabs are
+    folded exactly on the device (exact_sums.Fold) and the inertia is the
+    exact sum of min_dist's weighted block sums (exact_sums.enqueue_block_sums,
+    the same for every variant); collect() gives them as ExactWords.  Else
+    (Kahan sums, or exact sums disabled) a slab per persistent group, reduced
+    in float64 on the device.  The layout is fixed at construction: a
+    pooled pass (lloyd_shards) is keyed by the partition's block_rows."""
 
     def __init__(self, part, k, update=True, spec=None, precision="float32"):
         self.part, self.k, self.update = part, k, update
@@ -303,6 +324,17 @@ class LloydPass:
         rows = self.spec.tm if gemm else self.spec.wg * self.spec.ppi
         per_unit = items_per_unit(part.profile, self.spec)   # 0: groups_per_compute_unit
         self.groups, self.tiles = part.groups(self.spec.wg, rows, per_unit)
+        # the rows a fused group takes, whole blocks (split-free) or its tiles
+        self.group_rows = max(self.tiles, 1) * rows
+        self.exact = exact_sums.exact_device(part)
+        self.block_rows = self.blocks = None
+        if self.exact:
+            self.block_rows = exact_sums.block_rows_of(part, stat_values(k, part.d))
+            self.blocks = max(1, exact_sums.blocks_of(part.n, self.block_rows))
+            if not gemm:   # the persistent groups' rows rounded up to whole blocks
+                per_group = max(1, -(-self.group_rows // self.block_rows))
+                self.groups = -(-self.blocks // per_group)
+                self.group_rows = per_group * self.block_rows
         q, acc = part.queue, part.acc_double
         self.part_inertia = partial_buffer(q, self.groups, 1, acc)
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
@@ -317,15 +349,22 @@ class LloydPass:
                             if self.spec.variant == "mma" else
                             cla.empty(q, self.spec.dp * self.spec.kp, part.dtype))
             self.slices = -(-k // self.spec.slice)
-            self.segments = segments(part, k, self.spec.accumulate_spec()) if update else 1
-            self.rows_per_segment = -(-part.n // self.segments)
+            if self.exact and update:   # a segment a block
+                self.segments, self.rows_per_segment = self.blocks, self.block_rows
+            else:
+                self.segments = segments(part, k, self.spec.accumulate_spec()) if update else 1
+                self.rows_per_segment = -(-part.n // self.segments)
             partials = self.segments
         else:
             self.centers = cla.empty(q, self.spec.kp * part.d, part.dtype)
-            partials = self.groups
+            partials = self.blocks if self.exact else self.groups
         self.partials = partials
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
+        if self.exact:   # the exact folds of the slabs; the inertia's block sums
+            self.folds = ({"sums": exact_sums.Fold(q, (k, part.d)),
+                           "weights": exact_sums.Fold(q, (k,))} if update else {})
+            self.block_inertia = cla.empty(q, self.blocks, np.float64)
 
     def upload(self, centers, norms=None):
         """*centers* (k x d) as the pass reads them, copied from the pass's
@@ -368,14 +407,18 @@ class LloydPass:
             q, spec, d, k = self.part.queue, self.spec, self.part.d, self.k
             dtype, acc = self.part.dtype, self.part.acc_double
             words = 1 if acc else 2   # Kahan: the sums, then their compensations
+            inertia = self.block_inertia if self.exact else self.part_inertia
             shapes = {"norms": (spec.kp, dtype),
-                      "inertia": (self.part_inertia.size, self.part_inertia.dtype),
+                      "inertia": (inertia.size, inertia.dtype),
                       "flags": (self.part_flags.size, np.int32)}
             if spec.reads_rows:
                 shapes["center_rows"] = (k * d, dtype)
             if spec.variant != "mma":
                 shapes["centers"] = (self.centers.size, dtype)
-            if self.update:
+            if self.update and self.exact:   # the folds' words
+                shapes.update({name: (fold.out.size, np.float64)
+                               for name, fold in self.folds.items()})
+            elif self.update:
                 shapes.update(sums=(words * k * d, acc_dtype(acc)),
                               weights=(words * k, acc_dtype(acc)))
                 self.reduced = {name: cla.empty(q, size, t) for name, (size, t) in
@@ -401,7 +444,8 @@ class LloydPass:
             return [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
                 *data, self.centers.data, *rows, self.norms.data, labels.data,
                 self.min_dist.data, self.part_sums.data, self.part_weights.data,
-                self.part_inertia.data, self.part_flags.data, np.int64(self.tiles)))]
+                self.part_inertia.data, self.part_flags.data, np.int64(self.group_rows),
+                np.int64(self.block_rows or self.group_rows)))]
         rechecked = (self.part_rechecked.data,) if spec.rechecks else ()
         out = [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
             *data, self.centers.data, self.center_rows.data, self.norms.data, labels.data,
@@ -429,8 +473,8 @@ class LloydPass:
     def run(self, centers, labels, norms=None):
         """Assign every row to its nearest centre of *centers* (k x d), writing
         *labels* (a device int32 array holding the previous labels); *norms*:
-        see upload."""
-        return self.collect(self.launch(centers, labels, norms))
+        see upload.  The statistics settled (float64: this partition's alone)."""
+        return self.collect(self.launch(centers, labels, norms)).settled()
 
     def launch(self, centers, labels, norms=None):
         """run's device work enqueued, its results' reads too, not waited
@@ -442,6 +486,8 @@ class LloydPass:
             self.upload(centers, norms)
         self.enqueue(labels)
         host = self._host()
+        if self.exact:
+            return self._launch_exact(host)
         reads = [("inertia", self.part_inertia), ("flags", self.part_flags)]
         if self.update:   # the slabs summed on the device (fixed order), the totals read
             for name, part_buf, size in (("sums", self.part_sums, self.k * part.d),
@@ -454,11 +500,46 @@ class LloydPass:
         q.flush()
         return events
 
+    def enqueue_exact(self):
+        """Enqueue the split-free statistics of the pass enqueued last: the
+        slabs' exact folds (into the folds' ``out``) on the grids of the
+        fit's magnitudes (set here: a pooled pass's partition changes),
+        and min_dist's weighted block sums (``block_inertia``)."""
+        part, q = self.part, self.part.queue
+        if self.update:
+            absmax, wmax = exact_sums.magnitudes_of(part)
+            bound = self.block_rows * wmax
+            for name, fold in self.folds.items():
+                fold.set_bounds(bound * absmax[None, :] if name == "sums" else bound)
+                fold.enqueue(self.part_sums if name == "sums" else self.part_weights,
+                             self.partials)
+        exact_sums.enqueue_block_sums(q, self.min_dist, part.weights, part.n, self.block_rows,
+                                      self.block_inertia)
+
+    def _launch_exact(self, host):
+        """launch()'s split-free statistics enqueued and their reads."""
+        q = self.part.queue
+        self.enqueue_exact()
+        reads = [("inertia", self.block_inertia), ("flags", self.part_flags)]
+        reads += [(name, fold.out) for name, fold in self.folds.items()]
+        events = [cl.enqueue_copy(q, host[name], src.data, is_blocking=False)
+                  for name, src in reads]
+        q.flush()
+        return events
+
     def collect(self, events):
         """The LloydStats of the pass launch() enqueued (*events*: its reads)."""
         part, host = self.part, self._host()
         cl.wait_for_events(events)   # one wait for all of them
         sums = weights = None
+        if self.exact:
+            if self.update:
+                sums, weights = (fold.words(host[name]) for name, fold in self.folds.items())
+            blocks = exact_sums.blocks_of(part.n, self.block_rows)
+            inertia = exact_sums.ExactWords.of_values(host["inertia"][:blocks])
+            flags = host["flags"].reshape(-1, 2)
+            return LloydStats(sums, weights, inertia, int(flags[:, 0].sum()),
+                              int(flags[:, 1].sum()), self.rechecked())
         if self.update:
             sums = self._read("sums", self.k * part.d).reshape(self.k, part.d)
             weights = self._read("weights", self.k)

@@ -19,6 +19,13 @@ centres where the pass ahead overwrote them).
 The next iteration is enqueued before this one's numbers are read (one
 ahead, speculatively); a stop or the host's iteration drops it and puts
 back the labels it overwrote (ResidentCenters).
+
+Split-free (the pass's ``exact``: runtime/exact_sums.py), the sums and
+weights are the pass's exact folds rounded on the device as
+ExactWords.value() rounds them on the host (exact_sums.Fold.enqueue_value),
+so the centres are the host update's bit for bit; the inertia is the exact
+sum of the pass's block sums, which the host reads with the six numbers and
+folds (ExactWords.of_values), as the host path does.
 """
 import dataclasses
 
@@ -27,6 +34,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, own_kernel
+from ..runtime.exact_sums import ExactWords, blocks_of
 from ..runtime.kernel_recorder import note
 from ..runtime.reduce import ReduceSpec
 from ..runtime.transfer import pinned_empty
@@ -163,8 +171,12 @@ class ResidentCenters:
         # update from each ring buffer into the next, the summary into each slot
         rs = ReduceSpec(dtype=part.dtype.name, acc_double=True)
         self.reduces = []
-        for partial, size, out in ((lp.part_sums, k * d, self.sums),
-                                   (lp.part_weights, k, self.weights)):
+        if lp.exact:   # the folds (LloydPass.enqueue_exact) rounded; the block sums read
+            self.block_inertia = [cla.empty(q, lp.blocks, np.float64)
+                                  for _ in range(self.n_slots)]
+            self.host_inertia = pinned_empty(q, (self.n_slots, lp.blocks), np.float64)
+        for partial, size, out in () if lp.exact else ((lp.part_sums, k * d, self.sums),
+                                                       (lp.part_weights, k, self.weights)):
             kern = own_kernel(ctx, rs, "reduce_partials")
             kern.set_args(partial.data, np.int64(lp.partials), np.int64(size), out.data)
             self.reduces.append((kern, (-(-size // 64) * 64,), (64,)))
@@ -204,7 +216,8 @@ class ResidentCenters:
         update's; the pass reads and writes *labels* (this fit's rows: the
         pass's arguments bound here)."""
         q = self.lloyd.part.queue
-        note(q.context, self.reduce_spec, *self.update_specs, *self.lloyd.kernel_specs())
+        reduce = () if self.lloyd.exact else (self.reduce_spec,)   # exact: fetched (noted)
+        note(q.context, *reduce, *self.update_specs, *self.lloyd.kernel_specs())
         self.drop()
         self.labels = labels
         self.launches = []
@@ -235,6 +248,12 @@ class ResidentCenters:
             enqueue(q, kern, global_size, local_size)
         for kern, global_size, local_size in self.reduces:
             enqueue(q, kern, global_size, local_size)
+        lp = self.lloyd
+        if lp.exact:
+            lp.enqueue_exact()
+            lp.folds["sums"].enqueue_value(self.sums)
+            lp.folds["weights"].enqueue_value(self.weights)
+            cl.enqueue_copy(q, self.block_inertia[slot].data, lp.block_inertia.data)
         self.new_centers(source)
         ss = self.summary_spec
         done = enqueue(q, self.summaries[slot], (ss.wg,), (ss.wg,))
@@ -253,6 +272,11 @@ class ResidentCenters:
             read = cl.enqueue_copy(self.reader, self.host_results[a:b], self.results.data,
                                    src_offset=a * RESULTS * 8, wait_for=[todo[-1][2]],
                                    is_blocking=False)
+        if self.lloyd.exact:   # the block sums of the inertia (an in-order queue: the last waits)
+            for p in todo:
+                read = cl.enqueue_copy(self.reader, self.host_inertia[p[1]],
+                                       self.block_inertia[p[1]].data, wait_for=[todo[-1][2]],
+                                       is_blocking=False)
         for p in todo:
             p[3] = read
 
@@ -269,6 +293,10 @@ class ResidentCenters:
         read.wait()
         self.kept = None   # the queue has passed start's copies
         got = self.host_results[slot].tolist()
+        if self.lloyd.exact:   # the host path's exact inertia
+            lp = self.lloyd
+            got[INERTIA] = ExactWords.of_values(
+                self.host_inertia[slot][:blocks_of(lp.part.n, lp.block_rows)]).value()
         self.last = LloydStats(None, None, got[INERTIA], int(got[CHANGED]),
                                int(got[NONFINITE]), int(got[RECHECKED]))
         flagged = bool(got[EMPTY]) or self.last.n_nonfinite > 0

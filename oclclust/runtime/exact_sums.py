@@ -252,6 +252,13 @@ class ExactFoldSpec(Spec):
 
 
 @dataclasses.dataclass(frozen=True)
+class ExactValueSpec(Spec):
+    template = "runtime/exact_value.cl.mako"
+    build_options = ()    # IEEE products and sums: ExactWords.value()'s bits
+    dtype: str = "float64"
+
+
+@dataclasses.dataclass(frozen=True)
 class BlockSumsSpec(Spec):
     template = "runtime/block_sums.cl.mako"
     weighted: bool = False
@@ -290,6 +297,15 @@ class Fold:
         wg = 64
         fold(self.queue, (-(-self.size // wg) * wg,), (wg,), part.data, np.int64(blocks),
              np.int64(self.size), self._lsb_dev.data, self.out.data)
+
+    def enqueue_value(self, values):
+        """Enqueue ``out`` rounded to float64 into device array *values*
+        (size doubles) as ExactWords.value() rounds the words read: a
+        device-resident update computes with the host's totals' bits."""
+        value = kernel(self.queue.context, ExactValueSpec(acc_double=True), "exact_value")
+        wg = 64
+        value(self.queue, (-(-self.size // wg) * wg,), (wg,), self.out.data,
+              np.int64(self.size), self._lsb_dev.data, values.data)
 
     def words(self, host_out):
         """The ExactWords of ``out`` as read to *host_out*."""

@@ -6,9 +6,12 @@ stage_centers (centroids staged in local memory, cchunk at a time), cchunk,
 stage_point (point copied to private memory), update (accumulate partial
 sums), weighted.
 
-Each work-group owns a contiguous range of tiles and a slab of partial sums in
-global memory; a slab is written in point order by one work-item per
-dimension, so the sums do not depend on scheduling (no atomics).
+Each work-group owns a contiguous range of group_rows rows, whole blocks of
+block_rows rows, and the blocks' slabs of partial sums in global memory
+(slab i / block_rows of row i: split-free sums, runtime/exact_sums.py, have
+block_rows fixed by the fit; else block_rows = group_rows, a slab a group);
+a slab is written in point order by one work-item per dimension, so the sums
+do not depend on scheduling (no atomics), nor on which group holds a block.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 <%namespace name="select" file="/common/select.cl.mako"/>
@@ -46,14 +49,15 @@ void assign_and_accumulate(
     __global const real_t *restrict center_norms, /* KP, +inf on padding */
     __global int *restrict labels,                /* in: previous, out: new */
     __global real_t *restrict min_dist,           /* exact distance to own centre */
-    __global acc_t *restrict part_sums,           /* groups x K x D (x2 if Kahan) */
-    __global acc_t *restrict part_weights,        /* groups x K (x2 if Kahan) */
+    __global acc_t *restrict part_sums,           /* slabs x K x D (x2 if Kahan) */
+    __global acc_t *restrict part_weights,        /* slabs x K (x2 if Kahan) */
     __global acc_t *restrict part_inertia,        /* groups */
     __global int *restrict part_flags,            /* groups x 2: changed, non-finite */
-    const long tiles_per_group)
+    const long group_rows, const long block_rows)
 {
     const int lid = get_local_id(0);
     const long g = get_group_id(0), groups = get_num_groups(0);
+    const long first = g * group_rows, end = min(n, first + group_rows);
     __local acc_t scratch[WG];
 % if stage_centers:
     __local real_t lc[CCH * D];
@@ -61,28 +65,27 @@ void assign_and_accumulate(
 % endif
 % if update:
     __local int tile_label[TILE];
-    __global acc_t *sums = part_sums + g * K * D;
-    __global acc_t *wsum = part_weights + g * K;
-    for (long e = lid; e < K * D; e += WG)
-        sums[e] = 0;
-    for (long e = lid; e < K; e += WG)
-        wsum[e] = 0;
+    /* this group's slabs zeroed (one at least); Kahan sums (not split-free)
+       have a slab a group: their compensations after the groups' slabs */
+    const long slab0 = first / block_rows;
+    const long slabs = max(1L, (end - first + block_rows - 1) / block_rows);
+    for (long e = lid; e < slabs * K * D; e += WG)
+        part_sums[slab0 * K * D + e] = 0;
+    for (long e = lid; e < slabs * K; e += WG)
+        part_weights[slab0 * K + e] = 0;
   % if not acc_double:
     for (long e = lid; e < K * D; e += WG)
-        sums[groups * K * D + e] = 0;
+        part_sums[(groups + g) * K * D + e] = 0;
     for (long e = lid; e < K; e += WG)
-        wsum[groups * K + e] = 0;
+        part_weights[(groups + g) * K + e] = 0;
   % endif
 % endif
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
     acc_t inertia = 0;
     int changed = 0, nonfinite = 0;
-    const long first = g * tiles_per_group * TILE;
-    for (long t = 0; t < tiles_per_group; ++t) {
+    for (long t = 0; first + t * TILE < end; ++t) {   /* uniform over the group */
         const long base = first + t * TILE;
-        if (base >= n)
-            break;                      /* uniform over the group */
         long pt[PPI];
         real_t best[PPI];
         int best_j[PPI];
@@ -91,7 +94,7 @@ void assign_and_accumulate(
 % endif
         for (int p = 0; p < PPI; ++p) {
             const long i = base + p * WG + lid;
-            pt[p] = i < n ? i : n - 1;  /* edge: score a valid point, drop it below */
+            pt[p] = i < end ? i : end - 1;  /* edge: score a valid point, drop it below */
             best[p] = INFINITY;
             best_j[p] = 0;
 % if stage_point:
@@ -138,11 +141,11 @@ void assign_and_accumulate(
         for (int p = 0; p < PPI; ++p) {
             const long i = base + p * WG + lid;
 ${select.exact_distance("POINT(p, c)", "centers[best_j[p] * D + c]")}\
-            if (i < n) {
+            if (i < end) {
 ${select.record_winner("i", "best_j[p]")}\
             }
 % if update:
-            tile_label[p * WG + lid] = i < n ? best_j[p] : -1;
+            tile_label[p * WG + lid] = i < end ? best_j[p] : -1;
 % endif
         }
 % if update:
@@ -153,12 +156,12 @@ ${select.record_winner("i", "best_j[p]")}\
                 const int j = tile_label[r];
                 if (j < 0)
                     continue;
-                const long i = base + r;
+                const long i = base + r, slab = i / block_rows;
                 if (c < D)
-                    acc_add_global(sums, (long)j * D + c, groups * K * D,
+                    acc_add_global(part_sums + slab * K * D, (long)j * D + c, groups * K * D,
                                    (acc_t)WEIGHT(i) * x[i * stride + c]);
                 else
-                    acc_add_global(wsum, j, groups * K, (acc_t)WEIGHT(i));
+                    acc_add_global(part_weights + slab * K, j, groups * K, (acc_t)WEIGHT(i));
             }
         barrier(CLK_LOCAL_MEM_FENCE);
 % endif

@@ -1,8 +1,9 @@
 <%doc>
 The fused Lloyd pass, row-wise variant for CPU-like devices: each work-item
-walks its own contiguous rows and owns a slab of partial sums, so there is no
-sharing, no barrier and no atomics; the distances to vw centroids at a time
-are one vector operation (centroids stored transposed, KP x D -> D x KP).
+walks its own contiguous rows (item_rows: whole blocks of block_rows rows)
+and owns their blocks' slabs of partial sums (as lloyd_assign_accumulate's
+groups), so there is no sharing, no barrier and no atomics; the distances
+to vw centroids at a time are one vector operation (centroids stored transposed, KP x D -> D x KP).
 Same arguments and results as lloyd_assign_accumulate.cl.mako.
 Reads spec: d, k, kp (multiple of vw * ctile), vw, ctile (vectors of
 centroids per pass over a row), ppi (rows scored together), update, weighted.
@@ -31,30 +32,32 @@ __kernel void assign_and_accumulate(
     __global const real_t *restrict center_norms, /* KP, +inf on padding */
     __global int *restrict labels,
     __global real_t *restrict min_dist,
-    __global acc_t *restrict part_sums,           /* items x K x D (x2 if Kahan) */
-    __global acc_t *restrict part_weights,        /* items x K (x2 if Kahan) */
+    __global acc_t *restrict part_sums,           /* slabs x K x D (x2 if Kahan) */
+    __global acc_t *restrict part_weights,        /* slabs x K (x2 if Kahan) */
     __global acc_t *restrict part_inertia,        /* items */
     __global int *restrict part_flags,            /* items x 2: changed, non-finite */
-    const long steps_per_item)
+    const long item_rows, const long block_rows)
 {
     const long g = get_global_id(0), items = get_global_size(0);
+    const long lo = g * item_rows, hi = min(n, lo + item_rows);
 % if update:
-    __global acc_t *sums = part_sums + g * K * D;
-    __global acc_t *wsum = part_weights + g * K;
-    for (long e = 0; e < K * D; ++e)
-        sums[e] = 0;
-    for (long e = 0; e < K; ++e)
-        wsum[e] = 0;
+    /* this item's slabs zeroed (one at least); Kahan sums (not split-free)
+       have a slab an item: their compensations after the items' slabs */
+    const long slab0 = lo / block_rows;
+    const long slabs = max(1L, (hi - lo + block_rows - 1) / block_rows);
+    for (long e = 0; e < slabs * K * D; ++e)
+        part_sums[slab0 * K * D + e] = 0;
+    for (long e = 0; e < slabs * K; ++e)
+        part_weights[slab0 * K + e] = 0;
   % if not acc_double:
     for (long e = 0; e < K * D; ++e)
-        sums[items * K * D + e] = 0;
+        part_sums[(items + g) * K * D + e] = 0;
     for (long e = 0; e < K; ++e)
-        wsum[items * K + e] = 0;
+        part_weights[(items + g) * K + e] = 0;
   % endif
 % endif
     acc_t inertia = 0;
     int changed = 0, nonfinite = 0;
-    const long lo = g * steps_per_item * PPI, hi = min(n, lo + steps_per_item * PPI);
     for (long i0 = lo; i0 < hi; i0 += PPI) {
         __global const real_t *row[PPI];
         realv best[PPI];
@@ -111,6 +114,11 @@ __kernel void assign_and_accumulate(
                 ${select.lower("b[l]", "bj[l]", "s", "j")}
 ${select.exact_distance("row[p][c]", "centers[c * KP + j]")}\
 ${select.record_winner("i", "j")}\
+% if update:
+            /* the row's block's slab */
+            __global acc_t *const sums = part_sums + i / block_rows * K * D;
+            __global acc_t *const wsum = part_weights + i / block_rows * K;
+% endif
 % if update:
             for (int c = 0; c < D; ++c)
                 acc_add_global(sums, (long)j * D + c, items * K * D,

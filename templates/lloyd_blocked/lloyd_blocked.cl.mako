@@ -12,8 +12,8 @@ its running argmin as VW lanes (lowest index on ties, as a sequential argmin),
 reduced once a row is scored, in halves of the lanes, branch-free; the
 winner's exact distance is taken from the K x D rows (center_rows) VW
 dimensions a vector, and its sums go to the work-item's own slab 8 doubles
-a vector, rows in order (no sharing, no barrier, no atomics), as the rowwise
-variant does: at d = 32 that per-row epilogue, scalar, cost a fifth of the
+a vector, rows in order (no sharing, no barrier, no atomics; a slab per
+block of its rows, as the rowwise variant's), as the rowwise variant does: at d = 32 that per-row epilogue, scalar, cost a fifth of the
 distances.  The rowwise variant's arguments with center_rows after centers;
 its results (min_dist to rounding: the vector sum's order).
 Rows go in chunks of NB blocks: a panel is scored against every block of
@@ -59,30 +59,32 @@ __kernel void assign_and_accumulate(
     __global const real_t *restrict center_norms, /* KP, +inf on padding */
     __global int *restrict labels,
     __global real_t *restrict min_dist,
-    __global acc_t *restrict part_sums,           /* items x K x D (x2 if Kahan) */
-    __global acc_t *restrict part_weights,        /* items x K (x2 if Kahan) */
+    __global acc_t *restrict part_sums,           /* slabs x K x D (x2 if Kahan) */
+    __global acc_t *restrict part_weights,        /* slabs x K (x2 if Kahan) */
     __global acc_t *restrict part_inertia,        /* items */
     __global int *restrict part_flags,            /* items x 2: changed, non-finite */
-    const long steps_per_item)
+    const long item_rows, const long block_rows)
 {
     const long g = get_global_id(0), items = get_global_size(0);
+    const long lo = g * item_rows, hi = min(n, lo + item_rows);
 % if update:
-    __global acc_t *sums = part_sums + g * K * D;
-    __global acc_t *wsum = part_weights + g * K;
-    for (long e = 0; e < K * D; ++e)
-        sums[e] = 0;
-    for (long e = 0; e < K; ++e)
-        wsum[e] = 0;
+    /* this item's slabs zeroed (one at least); Kahan sums (not split-free)
+       have a slab an item: their compensations after the items' slabs */
+    const long slab0 = lo / block_rows;
+    const long slabs = max(1L, (hi - lo + block_rows - 1) / block_rows);
+    for (long e = 0; e < slabs * K * D; ++e)
+        part_sums[slab0 * K * D + e] = 0;
+    for (long e = 0; e < slabs * K; ++e)
+        part_weights[slab0 * K + e] = 0;
   % if not acc_double:
     for (long e = 0; e < K * D; ++e)
-        sums[items * K * D + e] = 0;
+        part_sums[(items + g) * K * D + e] = 0;
     for (long e = 0; e < K; ++e)
-        wsum[items * K + e] = 0;
+        part_weights[(items + g) * K + e] = 0;
   % endif
 % endif
     acc_t inertia = 0;
     int changed = 0, nonfinite = 0;
-    const long lo = g * steps_per_item * RC, hi = min(n, lo + steps_per_item * RC);
     for (long c0 = lo; c0 < hi; c0 += RC) {
         /* a chunk of NB blocks of RB rows: each panel is scored against all
            its blocks while it sits in the L1 cache; the rows' running argmins
@@ -186,6 +188,11 @@ __kernel void assign_and_accumulate(
             }
 % endif
 ${select.record_winner("i", "j")}\
+% if update:
+            /* the row's block's slab */
+            __global acc_t *const sums = part_sums + i / block_rows * K * D;
+            __global acc_t *const wsum = part_weights + i / block_rows * K;
+% endif
 % if update and acc_double:
             {   /* the row into its centroid's sums, 8 dimensions a vector */
                 __global acc_t *const s = sums + (long)j * D;

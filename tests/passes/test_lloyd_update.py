@@ -394,7 +394,8 @@ def shared_case(name):
         rng = np.random.RandomState(51)
         X = (rng.rand(40, 2) ** 2).astype(np.float32)
         init = X[rng.choice(40, 12, replace=False)].astype(np.float64) + rng.randn(12, 2) * 0.05
-        return X, dict(n_clusters=12, init=init, tol=0.0), r"\.F\."
+        # the same means, more rows than a block (exact_sums): both devices hold some
+        return np.tile(X, (32, 1)), dict(n_clusters=12, init=init, tol=0.0), r"\.F\."
     X = blobs(2000, 5, 12, np.float32, seed=2)   # stopped by max_iter
     return X, dict(n_clusters=12, random_state=1, tol=0.0, max_iter=4), r"^\.{4}$"
 

@@ -27,7 +27,15 @@ class FixedPointCentroidSums(AdditiveStats):
     def from_flat(self, vector):
         """(sums C x d, weights C) float64."""
         sums, weights = np.split(vector, [self.sums.size])
-        return sums.reshape(self.sums.shape), weights
+        return PackedTotals((sums.reshape(self.sums.shape), weights))
+
+
+class PackedTotals(tuple):
+    """(sums C x d, weights C) float64 of all ranks: exact already (the
+    chunks' integers, FixedPoint), so settled as they are (ShardedPass.reduce)."""
+
+    def settled(self):
+        return self
 
 
 @dataclasses.dataclass

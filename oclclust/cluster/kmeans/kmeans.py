@@ -21,7 +21,7 @@ from ...runtime.validation import is_sparse
 from .lloyd_loop import LloydBackend, fit_lloyd
 from ...parallel.placement import is_dask_array
 from .lloyd_shards import LloydShards
-from ...passes.lloyd import LloydPass
+from ...passes.lloyd import LloydPass, stat_values
 from ...runtime.warning_site import user_stacklevel
 
 try:
@@ -148,6 +148,10 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         return tags
 
     # ---------------------------------------------------------------- fitting
+    def _stat_values(self, d):
+        """A Lloyd pass's statistics: k x d sums and k weights (lloyd.stat_values)."""
+        return stat_values(self.n_clusters, d)
+
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
         self._algorithm = self.algorithm

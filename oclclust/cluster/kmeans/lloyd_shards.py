@@ -16,6 +16,7 @@ import pyopencl.array as cla
 from ...passes.kmeanspp import count_kernel
 from ...passes import lloyd_update
 from ...passes.lloyd import LloydPass, center_norms
+from ...runtime import exact_sums
 from ...runtime.codegen import quiet_build
 from ...runtime.kernel_recorder import note
 from ...runtime.transfer import download
@@ -94,8 +95,10 @@ class _LloydChunk:
         self.chunk, self.k, self.labels = chunk, k, None
         self.noted = set()   # the passes whose kernels this fit has recorded (lloyd_pass)
         self.precision = precision
+        # a pass's layout is its blocks' (LloydPass): the fit's block_rows, exact or not
         key = (chunk.queue.int_ptr, chunk.profile, chunk.n, chunk.d, chunk.stride,
-               chunk.dtype.str, chunk.weighted, k, precision)
+               chunk.dtype.str, chunk.weighted, k, precision, chunk.block_rows,
+               exact_sums.exact_device(chunk))
         self.state = take_state(key)
         for lp in self.state.passes.values():   # a pooled state's passes: over these rows
             lp.part = chunk
@@ -240,7 +243,7 @@ class LloydShards(ShardedPass):
         parts = self.map_enqueued(launch, lambda chunk, st, launched:
                                   st.passes[True].collect(launched), timed=True)
         shared = [self.state(chunk).state.shared for chunk in self.data.chunks]
-        total = type(parts[0]).total(parts)
+        total = type(parts[0]).total(parts).settled()   # one process: no rank to add
         if (total.weights == 0).any() or total.n_nonfinite:
             centers[0] = shared[0].centers_to_host()
             for sc in shared[1:]:
