@@ -84,7 +84,8 @@ def differences(got, ref):
             return len(a) == len(b) and all(
                 a_.keys() == b_.keys() and all(same(a_[k], b_[k]) for k in a_)
                 for a_, b_ in zip(a, b))
-        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+        a, b = np.asarray(a), np.asarray(b)
+        return np.array_equal(a, b, equal_nan=a.dtype.kind == "f" and b.dtype.kind == "f")
     missing = sorted(set(ref) ^ set(got))
     return missing + [k for k in ref if k in got and not same(got[k], ref[k])]
 
