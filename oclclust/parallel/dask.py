@@ -265,7 +265,7 @@ class DaskData(RemoteShardedData):
     moments = mean_var_finite   # its former name, on the API page of this module
 
     def magnitudes(self):
-        """(max |x| of each column, max weight) over all rows, each chunk's
+        """(max ``|x|`` of each column, max weight) over all rows, each chunk's
         on its worker (one pass, kept)."""
         if getattr(self, "_magnitudes", None) is None:
             self._magnitudes = combined_magnitudes(self)
