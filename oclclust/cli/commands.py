@@ -31,11 +31,14 @@ def add_data_arguments(p):
     p.add_argument("--key", help="the array's name in an .npz or HDF5 data file")
 
 
-def read_data(args, comm=None):
-    """This rank's rows of args.data, with the --columns and --key asked for."""
+def read_data(args, comm=None, estimator=None):
+    """This rank's rows of args.data, with the --columns and --key asked
+    for; under MPI in whole blocks of *estimator*'s sums (when it has them:
+    the ranks' model is one process's bit for bit)."""
     from ..io.datafiles import load_data
     columns = args.columns.split(",") if args.columns else None
-    return load_data(args.data, columns=columns, key=args.key, comm=comm)
+    blocks = estimator if hasattr(estimator, "fit_block_rows") else None
+    return load_data(args.data, columns=columns, key=args.key, comm=comm, block_rows=blocks)
 
 
 def add_fit_arguments(p, int_at_least, positive_float):
@@ -153,7 +156,7 @@ def cmd_fit(args, usage_error):
     r, n_ranks = rank(comm), size(comm)
     # before the fit: an output that cannot be written stops every rank now
     raise_if_any_failed(comm, _fit_outputs_error(args, usage_error, r, n_ranks))
-    X = read_data(args, comm)
+    X = read_data(args, comm, estimator)
     start = time.perf_counter()
     estimator.fit(X)
     seconds = time.perf_counter() - start

@@ -19,7 +19,9 @@ from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
 from ..parallel.comm import Ranks
-from ..parallel.placement import fit_data, is_dask_array, joined_mean_var_finite, new_data
+from ..parallel.placement import (compute_dtype, fit_data, is_dask_array,
+                                  joined_mean_var_finite, new_data)
+from ..runtime.exact_sums import block_rows_for
 from ..runtime.kernel_recorder import kernel_records, recording_kernels
 from ..runtime.devices import DeviceProfile
 from ..runtime.validation import NotFittedError, check_params, check_random_state
@@ -175,6 +177,17 @@ class KCluster(RecordsKernels, BaseEstimator):
         estimator's passes (k-means: k x (d + 1)): they size the blocks that
         every split of the rows falls on (runtime.exact_sums.block_rows_for)."""
         return 1
+
+    def fit_block_rows(self, d, dtype=np.float64):
+        """Rows of one block of this estimator's split-free sums on data of
+        *d* features and *dtype* (computed in the dtype the fit takes:
+        ``dtype`` when set, float32 kept, else float64).  Under MPI, ranks
+        whose rows are whole blocks of it (all but the last rank:
+        parallel.shares.rank_rows, io.shards.load_shard with the estimator)
+        fit the model of one process bit for bit."""
+        self._check_params()
+        item = compute_dtype(self.dtype, np.empty(0, dtype), []).itemsize
+        return block_rows_for(int(d), item, self._stat_values(int(d)))
 
     def _fit_on_devices(self, X, sample_weight):
         """The fit scaffold: parameters checked, the data on the devices of

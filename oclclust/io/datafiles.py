@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from .shards import shard_range
+from .shards import rows_per_block, shard_range
 
 VECS = {".fvecs": np.float32, ".ivecs": np.int32, ".bvecs": np.uint8}
 
@@ -25,10 +25,12 @@ class DataFileError(ValueError):
     """A data file that cannot be read as a samples x features array."""
 
 
-def load_data(path, columns=None, key=None, comm=None):
+def load_data(path, columns=None, key=None, comm=None, block_rows=None):
     """This rank's rows of the data in *path* (all rows without *comm*).
     *columns*: indices or (for files with a header) names to keep;
-    *key*: the array's name in an .npz file."""
+    *key*: the array's name in an .npz file; *block_rows*: the estimator to
+    fit (or its ``fit_block_rows``): the ranks' slices in whole blocks of
+    its sums (io.shards.load_shard)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise DataFileError(f"{path}: no such file")
@@ -53,7 +55,7 @@ def load_data(path, columns=None, key=None, comm=None):
         raise DataFileError(f"{path}: expected samples x features (2-D), got shape {X.shape}")
     if columns is not None:
         X = X[:, _column_indices(path, columns, header, X.shape[1])]
-    start, stop = shard_range(len(X), comm)
+    start, stop = shard_range(len(X), comm, rows_per_block(block_rows, X.shape[1], X.dtype))
     return np.asarray(X[start:stop])
 
 

@@ -1,19 +1,36 @@
-"""Loading this rank's rows of a data set: only its slice is read."""
+"""Loading this rank's rows of a data set: only its slice is read.
+
+The slices are in whole blocks of the fit's split-free sums when the
+estimator is given (``block_rows``): the ranks' model is then one
+process's bit for bit (parallel.shares.rank_rows)."""
 import numpy as np
 
 from ..parallel.comm import rank, size
+from ..parallel.shares import rank_rows
 
 
-def shard_range(n, comm):
-    """This rank's contiguous rows [start, stop) of *n* (sizes differ by at most 1)."""
-    ranks, rank_ = size(comm), rank(comm)
-    return n * rank_ // ranks, n * (rank_ + 1) // ranks
+def shard_range(n, comm, block_rows=1):
+    """This rank's contiguous rows [start, stop) of *n*: in whole blocks of
+    *block_rows* (parallel.shares.rank_rows; 1: sizes differ by at most 1)."""
+    return rank_rows(n, size(comm), rank(comm), block_rows)
 
 
-def load_shard(paths, comm=None):
+def rows_per_block(block_rows, d, dtype):
+    """*block_rows* as a number: an int as it is, an estimator's (one with
+    ``fit_block_rows``) for *d* features of *dtype*, None as 1."""
+    if block_rows is None:
+        return 1
+    if hasattr(block_rows, "fit_block_rows"):
+        return block_rows.fit_block_rows(d, dtype)
+    return int(block_rows)
+
+
+def load_shard(paths, comm=None, block_rows=None):
     """This rank's slice of the rows of a ``.npy`` file, or of a list of them
     taken as one array (concatenated in order): only the rows of the slice
-    are read (the files are memory-mapped), so no rank holds all the data."""
+    are read (the files are memory-mapped), so no rank holds all the data.
+    *block_rows*: the estimator to fit (or its ``fit_block_rows``): slices
+    in whole blocks of its sums, for a model bit for bit one process's."""
     paths = [paths] if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__") \
         else list(paths)
     if not paths:
@@ -32,7 +49,8 @@ def load_shard(paths, comm=None):
                              f"{arrays[0].shape[1]}")
         arrays.append(a)
     ends = np.cumsum([len(a) for a in arrays])
-    start, stop = shard_range(int(ends[-1]), comm)
+    start, stop = shard_range(int(ends[-1]), comm,
+                              rows_per_block(block_rows, arrays[0].shape[1], arrays[0].dtype))
     pieces = []
     for a, end in zip(arrays, ends):
         first = end - len(a)

@@ -7,10 +7,13 @@ also on error), resident across iterations.  DaskData is the client's view
 of them, a sharded_data.RemoteShardedData: a ShardedPass over it sends its
 functions to the blocks (one small task per block, to the worker holding it)
 and gets each chunk's statistics back, summed on the client in float64 in
-chunk order.  The chunks are those the blocks make, in block order, so the
-model is that of a numpy fit whose rows are split at the same boundaries.
-Per-row outputs (labels) stay on the workers as dask arrays; only rows a
-rule asks for by index (seeds, relocated centres) travel, k at a time.
+chunk order.  The blocks' row boundaries are first moved to the nearest
+whole number of the fit's sum blocks (runtime.exact_sums.block_rows_for:
+dask moves the rows between them once), and the workers' partitions count
+their sum blocks from those boundaries, so the model is bit for bit that of
+one device (split-free sums).  Per-row outputs (labels) stay on the workers
+as dask arrays, in the user's row chunks; only rows a rule asks for by index
+(seeds, relocated centres) travel, k at a time.
 
 A worker lost during a fit makes it raise WorkerLostError naming it within
 a poll (its blocks' device state is gone with it: no retry elsewhere).
@@ -34,6 +37,7 @@ import dask.array as da
 from distributed import get_client, get_worker, wait
 
 from ..runtime.devices import select_devices
+from ..runtime.exact_sums import block_rows_for
 from ..runtime.validation import as_dtype, check_data, check_sample_weight
 from .manager import DeviceManager
 from .placement import bind_by_index, compute_dtype
@@ -94,8 +98,6 @@ class DaskData(RemoteShardedData):
     reshards = 0
 
     def __init__(self, client, X, sample_weight, devices, dtype, name, stat_values=1):
-        # TODO(split-free): row chunks in whole blocks of block_rows, given to the
-        # workers' partitions (runtime.exact_sums)
         self.stat_values = stat_values
         if X.ndim != 2:
             raise ValueError(f"Expected 2D array, got {X.ndim}D dask array instead.")
@@ -105,7 +107,11 @@ class DaskData(RemoteShardedData):
         self.client, self.fit = client, uuid.uuid4().hex
         self.manager = self
         devices = picklable_devices(devices)
-        X = X.rechunk({1: -1})   # whole rows per block
+        # the compute dtype of devices with fp64 (without, the sums are not split-free)
+        item = compute_dtype(dtype, X, []).itemsize
+        self.block_rows = block_rows_for(X.shape[1], item, stat_values)
+        self.user_chunks = X.chunks[0]   # per-row outputs go back to these
+        X = X.rechunk({0: whole_block_chunks(X.chunks[0], self.block_rows), 1: -1})
         parts = client.compute(list(X.to_delayed().ravel()))
         weights = [None] * len(parts)
         if isinstance(sample_weight, da.Array):
@@ -125,7 +131,7 @@ class DaskData(RemoteShardedData):
             local = local_indices(client)
             starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]])
             loads = [client.submit(_load, self.fit, i, part, w, int(start), devices,
-                                   dtype, local[addr], name, workers=[addr],
+                                   dtype, local[addr], name, stat_values, workers=[addr],
                                    allow_other_workers=False, pure=False)
                      for i, (part, w, start, addr)
                      in enumerate(zip(parts, weights, starts, self.workers))]
@@ -185,14 +191,16 @@ class DaskData(RemoteShardedData):
 
     def rows_states(self, key, make, fn):
         """fn(chunk, state) -> per-row values, as a dask array whose blocks
-        stay on the workers (computed now: the states go with the fit)."""
+        stay on the workers (computed now: the states go with the fit), in
+        the row chunks of the user's array."""
         payload = cloudpickle.dumps((make, fn))
         futures = self._each_block(_rows_of_block, key, payload)
         self._wait(futures)
         metas = self._gather([self.client.submit(_shape_and_dtype, f, pure=False)
                               for f in futures])
         return da.concatenate([da.from_delayed(f, shape=shape, dtype=dtype)
-                               for f, (shape, dtype) in zip(futures, metas)])
+                               for f, (shape, dtype) in zip(futures, metas)]
+                              ).rechunk({0: self.user_chunks})
 
     def _each_block(self, task, *args, per_block=None):
         """task(fit, i, *args[, per_block[i]]) on each block i's worker."""
@@ -257,7 +265,7 @@ class DaskData(RemoteShardedData):
     moments = mean_var_finite   # its former name, on the API page of this module
 
     def magnitudes(self):
-        """(max |x| of each column, max weight) over all rows, each chunk's
+        """(max ``|x|`` of each column, max weight) over all rows, each chunk's
         on its worker (one pass, kept)."""
         if getattr(self, "_magnitudes", None) is None:
             self._magnitudes = combined_magnitudes(self)
@@ -395,14 +403,26 @@ def _block(fit, index):
                            f"{get_worker().address} (restarted since it was loaded?)") from None
 
 
-def _load(fit, index, rows, weights, start, devices, dtype, local, name):
+def whole_block_chunks(chunks, block_rows):
+    """Row chunks (sizes) whose boundaries are *chunks*' moved to the
+    nearest multiple of *block_rows* (a chunk left empty merges with the
+    next): every chunk but the last a whole number of blocks, the sums'
+    blocks counted from the first row wherever the chunks fall."""
+    ends = np.cumsum(chunks)
+    n = int(ends[-1]) if len(ends) else 0
+    cuts = np.minimum(np.rint(ends / block_rows).astype(np.int64) * block_rows, n)
+    cuts = np.unique(np.append(cuts[cuts > 0], n))
+    return tuple(int(c) for c in np.diff(cuts, prepend=0)) if n else tuple(chunks)
+
+
+def _load(fit, index, rows, weights, start, devices, dtype, local, name, stat_values):
     X = check_data(rows, name)
     manager = worker_devices(devices, local)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dtype = compute_dtype(dtype, X, manager.profiles)
     w = check_sample_weight(_computed(weights), X.shape[0], dtype)
-    data = manager.scatter(as_dtype(X, dtype), w)
+    data = manager.scatter(as_dtype(X, dtype), w, stat_values=stat_values)
     for chunk in data.chunks:   # global rows: what the passes report and relocation asks
         chunk.offset += start
     _BLOCKS[fit, index] = _Block(data)

@@ -25,6 +25,26 @@ def split_rows(n, weights, block_rows=1):
     return counts
 
 
+def rank_rows(n, size, rank, block_rows=1):
+    """Rank *rank*'s rows [start, stop) of *n* split over *size* ranks: in
+    whole blocks of *block_rows* (an estimator's ``fit_block_rows(d,
+    dtype)``) shared as evenly as they go (the later ranks the larger
+    shares), the short last block on the last rank, so the ranks' fit is
+    that of one process bit for bit (runtime.exact_sums: each rank counts
+    its blocks from its first row).  With fewer blocks
+    than ranks, the rows are split evenly instead (every rank must hold
+    some: the fit is then right, not split-free).  *block_rows* 1: sizes
+    that differ by at most one row."""
+    n, size, rank, block_rows = int(n), int(size), int(rank), max(int(block_rows), 1)
+    if not 0 <= rank < size:
+        raise ValueError(f"rank {rank} is not one of {size} ranks")
+    blocks = -(-n // block_rows)
+    if blocks < size:
+        block_rows, blocks = 1, n
+    return (min(n, blocks * rank // size * block_rows),
+            min(n, blocks * (rank + 1) // size * block_rows))
+
+
 def checked_weights(weights, devices):
     """*weights* (one number per device) as float64, or a ValueError: every
     one finite and non-negative, their sum positive.  Weights far from 1

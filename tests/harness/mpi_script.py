@@ -16,11 +16,15 @@ has a feature fewer), empty (rank 1 has no rows), fail_mid (rank 1 raises
 in its third pass), interrupt_mid (a KeyboardInterrupt there), exit_mid /
 kill_mid (rank 1's process ends there: os._exit, SIGKILL), fail_between
 (rank 1 raises before its third sum over the ranks, outside any pass),
-shards (each rank loads its slice of three .npy files).
+shards (each rank loads its slice of three .npy files), split_free (every
+estimator of split_free_models.py on rows shared in whole blocks of its
+sums, parallel.shares.rank_rows: each rank pickles its models to
+OUTDIR/split_free<r>.pkl).
 """
 import argparse
 import json
 import os
+import pickle
 import signal
 import sys
 from pathlib import Path
@@ -32,6 +36,8 @@ import oclclust as oc
 from oclclust.parallel.comm import Ranks
 from oclclust.parallel.device_data import DeviceData
 from oclclust.io.shards import load_shard, shard_range
+from oclclust.parallel.shares import rank_rows
+import split_free_models
 
 N, D, K = 601, 3, 5
 
@@ -94,8 +100,8 @@ class FailingData(DeviceData):
 class FailingDevices(oc.DeviceManager):
     """The devices of rank 1 in case fail_mid: a fit's rows are FailingData."""
 
-    def scatter(self, X, sample_weight=None, calibration=None, dtype=None):
-        return FailingData(self, X, sample_weight, calibration, dtype)
+    def scatter(self, X, sample_weight=None, calibration=None, dtype=None, stat_values=1):
+        return FailingData(self, X, sample_weight, calibration, dtype, stat_values)
 
 
 def fail_before_sum(nth):
@@ -118,6 +124,22 @@ def model_of(est):
     raise AttributeError("no model attribute")
 
 
+def split_free(comm, platform, dtype, out):
+    """Each estimator of split_free_models fitted on this rank's whole blocks."""
+    sf = split_free_models
+    devices = sf.one_device([p for p in oc.list_devices() if p.platform == platform])
+    X, models = sf.data(dtype), {}
+    for name in sf.MPI_ESTIMATORS:
+        est = sf.ESTIMATORS[name](devices, comm=comm)
+        start, stop = rank_rows(len(X), comm.Get_size(), comm.Get_rank(),
+                                est.fit_block_rows(X.shape[1], X.dtype))
+        try:
+            models[name] = (start, sf.model(est.fit(X[start:stop])))
+        except Exception as exc:   # noqa: BLE001 -- the test reports it
+            models[name] = (start, f"{type(exc).__name__}: {exc}")
+    (out / f"split_free{comm.Get_rank()}.pkl").write_bytes(pickle.dumps(models))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -135,6 +157,9 @@ def main():
     X, w = data()
     start, stop = shard_range(len(X), comm)
     X, w = X[start:stop].astype(args.dtype), w[start:stop]
+    if args.case == "split_free":
+        split_free(comm, devices, args.dtype, out)
+        return 0
     if args.case == "shards":
         X = load_shard(sorted(str(p) for p in out.glob("part*.npy")), comm)
         np.save(out / f"shard{rank}.npy", X)
