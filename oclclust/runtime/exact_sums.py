@@ -40,6 +40,7 @@ WIDE_LSB = -1074               # the wide (host) fold: float64's smallest bit ..
 WIDE_WORDS = 55                # ... to past its largest, 40 bits a word
 MIN_BLOCK_ROWS, MAX_BLOCK_ROWS = 512, 1 << 20
 PARTIALS_SHARE = 8             # the partials take at most 1/8 of their rows' bytes
+FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
 
 _ENABLED = [True]
 
@@ -282,6 +283,7 @@ class Fold:
         self.lsb = None
         self._lsb_dev = cla.empty(queue, max(self.size, 1), np.int32)
         self.out = cla.empty(queue, (ARRAY_WORDS + 1) * max(self.size, 1), np.float64)
+        self._partial = None   # the parts' words (enqueue), made on first use
 
     def set_bounds(self, bounds):
         """The grid from *bounds* (broadcast to the shape): one block's
@@ -292,11 +294,24 @@ class Fold:
             self._lsb_dev.set(lsb, self.queue)
 
     def enqueue(self, part, blocks):
-        """Fold *blocks* partials of *part* (blocks x size float64) into ``out``."""
-        fold = kernel(self.queue.context, ExactFoldSpec(), "exact_fold")
-        wg = 64
-        fold(self.queue, (-(-self.size // wg) * wg,), (wg,), part.data, np.int64(blocks),
-             np.int64(self.size), self._lsb_dev.data, self.out.data)
+        """Fold *blocks* partials of *part* (blocks x size float64) into
+        ``out``: in parts of the blocks, then the parts' words added, where
+        the elements alone would leave the device idle (FOLD_ITEMS work-items
+        a compute unit)."""
+        ctx, wg = self.queue.context, 64
+        units = self.queue.device.max_compute_units
+        parts = int(min(max(blocks, 1), max(1, -(-units * FOLD_ITEMS // max(self.size, 1)))))
+        if parts > 1 and (self._partial is None or self._partial.size < parts * self.out.size):
+            self._partial = cla.empty(self.queue, parts * self.out.size, np.float64)
+        target = self._partial if parts > 1 else self.out
+        items = -(-self.size // wg) * wg
+        kernel(ctx, ExactFoldSpec(), "exact_fold")(
+            self.queue, (items, parts), (wg, 1), part.data, np.int64(blocks),
+            np.int64(self.size), self._lsb_dev.data, target.data)
+        if parts > 1:
+            kernel(ctx, ExactFoldSpec(), "exact_fold_parts")(
+                self.queue, (items,), (wg,), self._partial.data, np.int64(parts),
+                np.int64(self.size), self.out.data)
 
     def enqueue_value(self, values):
         """Enqueue ``out`` rounded to float64 into device array *values*

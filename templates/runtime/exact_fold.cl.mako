@@ -8,20 +8,45 @@ apart, as a float ("special").
 Reads spec: nothing beyond the prelude (acc_double: the partials are double).
 Input: blocks x size partials, lsb (size exponents); output: 4 x size
 doubles: the words w0, w1 in [0, 2^40), w2 signed (exact integers), special.
+Two stages where the elements are too few to fill the device: parts of the
+blocks folded apart (exact_fold, a part per work-item row), then their
+words added (exact_fold_parts).
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 
+/* carries: the two lower words into [0, 2^40) (floor division by 2^40);
+   then the words as doubles (whole numbers under 2^53) */
+void store_words(long w0, long w1, long w2, const double special, const long size,
+                 __global double *restrict out)
+{
+    const long mask = (1L << 40) - 1;
+    long low = w0 & mask;
+    w1 += (w0 - low) / (1L << 40);
+    w0 = low;
+    low = w1 & mask;
+    w2 += (w1 - low) / (1L << 40);
+    w1 = low;
+    out[0] = (double)w0;
+    out[size] = (double)w1;
+    out[2 * size] = (double)w2;
+    out[3 * size] = special;
+}
+
+/* work-item (e, p): element e's partials of blocks p*per .. (p+1)*per - 1,
+   into part p of *out* (parts x 4 x size; with one part, the words) */
 __kernel void exact_fold(__global const double *restrict part, const long blocks,
                          const long size, __global const int *restrict lsb,
                          __global double *restrict out)
 {
-    const long e = get_global_id(0);
+    const long e = get_global_id(0), p = get_global_id(1), parts = get_global_size(1);
     if (e >= size)
         return;
+    const long per = (blocks + parts - 1) / parts;
+    const long b0 = p * per, b1 = min(blocks, b0 + per);
     const int shift = -lsb[e];
     long w0 = 0, w1 = 0, w2 = 0;
     double special = 0;
-    for (long b = 0; b < blocks; ++b) {
+    for (long b = b0; b < b1; ++b) {
         const double v = part[b * size + e];
         if (!isfinite(v)) {
             special += v;
@@ -39,16 +64,25 @@ __kernel void exact_fold(__global const double *restrict part, const long blocks
         w1 += sign * (long)h1;
         w2 += sign * (long)h2;
     }
-    /* carries: the two lower words into [0, 2^40) (floor division by 2^40) */
-    const long mask = (1L << 40) - 1;
-    long low = w0 & mask;
-    w1 += (w0 - low) / (1L << 40);
-    w0 = low;
-    low = w1 & mask;
-    w2 += (w1 - low) / (1L << 40);
-    w1 = low;
-    out[e] = (double)w0;
-    out[size + e] = (double)w1;
-    out[2 * size + e] = (double)w2;
-    out[3 * size + e] = special;
+    store_words(w0, w1, w2, special, size, out + p * 4 * size + e);
+}
+
+/* the parts' words added (integers: in any order the same), carried again;
+   the non-finite sums of the parts added (infinities and NaNs: order-free) */
+__kernel void exact_fold_parts(__global const double *restrict partial, const long parts,
+                               const long size, __global double *restrict out)
+{
+    const long e = get_global_id(0);
+    if (e >= size)
+        return;
+    long w0 = 0, w1 = 0, w2 = 0;
+    double special = 0;
+    for (long p = 0; p < parts; ++p) {
+        __global const double *words = partial + p * 4 * size + e;
+        w0 += (long)words[0];
+        w1 += (long)words[size];
+        w2 += (long)words[2 * size];
+        special += words[3 * size];
+    }
+    store_words(w0, w1, w2, special, size, out + e);
 }
