@@ -221,6 +221,11 @@ class EnsembleKMeans(ClusterMixin, KCluster):
                              f">= 1, got {list(self.n_clusters)}")
         return ks
 
+    def _stat_values(self, d):
+        """A block's partials: the labels pass's inertia of every model
+        (the centroid sums are fixed-point integers, exact already)."""
+        return self.n_models
+
     def _check_params(self):
         super()._check_params()
         check_oversampling(self)

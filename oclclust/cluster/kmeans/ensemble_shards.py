@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from ...passes import ensemble_update
+from ...runtime.exact_sums import ExactWords
 from ...runtime.reduce import AdditiveStats
 from ...parallel.sharded import ShardedPass, SummedArray, chunk_farthest, farthest_of
 
@@ -40,10 +41,15 @@ class PackedTotals(tuple):
 
 @dataclasses.dataclass
 class InertiaPerModel(SummedArray):
-    """Inertia per model (float64), summed over the chunks in numpy's order."""
+    """Inertia per model: exact sums of fixed row blocks (exact_sums.
+    ExactWords, the same total for any split of the rows) where the chunks
+    sum exactly, settled to float64 by ShardedPass.reduce; else float64,
+    summed over the chunks in numpy's order."""
 
     @classmethod
     def total(cls, parts):
+        if isinstance(parts[0].values, ExactWords):
+            return sum(parts)
         return cls(np.sum([p.values for p in parts], axis=0))   # numpy's order, as ever
 
 
