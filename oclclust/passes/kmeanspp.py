@@ -1,15 +1,19 @@
 """Greedy k-means++ seeding on the devices, as scikit-learn's ``kmeans_plusplus``.
 
-Pairs with templates/kmeanspp/kmeanspp_candidates.cl.mako, search_sorted.cl.mako and
-kmeanspp_draw.cl.mako.  The random draws are made on the host with the same
-RandomState calls as scikit-learn, so a seed picks the same centres; the
-distances, their prefix sums (pyopencl's scan) and the candidate search stay
-on the devices.  Over several chunks (devices, or streamed pieces) each keeps
-the distances of its rows; a drawn potential is first located in a chunk,
-then searched there.  DeviceGreedy runs the whole greedy loop over one
-partition on its device from uniforms drawn up front (k-means||'s weighted
-candidates: no host step between the k draws); ChunkOversampling is
-k-means||'s side of a chunk.
+Pairs with templates/kmeanspp/kmeanspp_candidates.cl.mako, search_sorted.cl.mako,
+block_search.cl.mako and kmeanspp_draw.cl.mako.  The random draws are made
+on the host with the same RandomState calls as scikit-learn, so a seed picks
+the same centres; the distances, their sums and the candidate search stay
+on the devices.  Over several chunks (devices, or streamed pieces) each
+keeps the distances of its rows.  Split-free (runtime/exact_sums.py: the
+default with fp64) the potentials are sums of the fit's fixed row blocks,
+their totals exact, and a drawn potential is located in a block on the
+host (cluster/inits._exact_pick), then among its rows in row order
+(block_search.cl.mako): the same draws over any split of the rows; else it
+is located in a chunk, then in the chunk's prefix sums (pyopencl's scan).
+DeviceGreedy runs the whole greedy loop over one partition on its device
+from uniforms drawn up front (k-means||'s weighted candidates: no host step
+between the k draws); ChunkOversampling is k-means||'s side of a chunk.
 """
 import contextlib
 import dataclasses

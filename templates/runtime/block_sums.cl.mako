@@ -3,7 +3,7 @@ Split-free sums of one value a row (k-means' distances, a mixture's
 log-densities): the float64 sum of each fixed block of rows, in a fixed
 order (a work-item's rows in turn, then a fixed tree of WG): the same bits
 whichever device, chunk or rank holds the block (runtime/exact_sums.py).
-Reads spec: weighted, weight_t (the weights' C type).
+Reads spec: weighted, weight_dtype (as weight_t: the weights' C type).
 Input: n values (and weights); output: one double a block.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
