@@ -10,6 +10,7 @@ from ..parallel.manager import DeviceManager
 from ..parallel.sharded import ShardedPass, SummedArray
 from ..passes.kmeanspp import ChunkOversampling, ChunkSeeding, DeviceGreedy
 from ..runtime.devices import preferred
+from ..runtime.exact_sums import ExactWords
 from ..runtime.partition import DevicePartition
 
 
@@ -25,51 +26,121 @@ def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials
     # each chunk's seeding state stays beside its rows (a Dask worker's too)
     seeds = ShardedPass(data, ranks, lambda c: ChunkSeeding(c, trials))
 
+    exact = _all_exact(seeds, ranks)
+
     def on_chunks(method, *args):
         return seeds.map(lambda c, seed: getattr(seed, method)(*args))
 
     def choose(rows, best_of):
-        pots = np.array(on_chunks("potentials", rows))   # chunks x candidates
-        best = best_of(ranks.sum(pots.sum(axis=0)))
+        pots = on_chunks("potentials", rows)   # per chunk: blocks x candidates
+        totals = _totals(pots, ranks, exact)
+        best = best_of(totals)
         on_chunks("keep", best)
-        return best, pots[:, best]
-
-    def pick(targets, chunk_pot):
-        return _pick(data, seeds, ranks, targets, chunk_pot)
+        return best, [p[:, best] for p in pots], totals[best]
 
     first = _first_row(data, random_state, host_weights, ranks)
     indices = [first]
-    _, chunk_pot = choose(ranks.rows(data, [first]), lambda total: 0)
+    _, chunk_pot, total = choose(ranks.rows(data, [first]), lambda totals: 0)
     for _ in range(1, n_clusters):
-        total = float(ranks.sum(chunk_pot.sum()))
-        candidates = pick(random_state.uniform(size=trials) * total, chunk_pot)
-        best, chunk_pot = choose(ranks.rows(data, candidates), np.argmin)
+        candidates = _pick(data, seeds, ranks, random_state.uniform(size=trials) * total,
+                           chunk_pot, total, exact)
+        best, chunk_pot, total = choose(ranks.rows(data, candidates), np.argmin)
         indices.append(int(candidates[best]))
     return np.array(indices)
 
 
+def _all_exact(states, ranks):
+    """Whether every chunk of every rank seeds split-free (ChunkSeeding.exact:
+    fp64 devices, exact sums enabled); else all take today's float sums."""
+    inexact = sum(not e for e in states.map(lambda c, st: st.exact))
+    return float(ranks.sum(float(inexact))) == 0
+
+
+def _totals(chunk_blocks, ranks, exact):
+    """Each column's sum over the blocks of all chunks and ranks (float64):
+    exactly, rounded once (exact_sums.ExactWords: the same bits whatever
+    the split), or the chunks' sums in chunk order then over the ranks."""
+    if exact:
+        words = sum(ExactWords.of_values(b) for b in chunk_blocks)
+        return words.from_flat(ranks.sum(words.flat())).value()
+    return ranks.sum(np.sum([b.sum(axis=0) for b in chunk_blocks], axis=0))
+
+
 def _first_row(data, random_state, host_weights, ranks):
-    """The first centre's global row, drawn by the rows' weights."""
-    if ranks.comm is None:
-        return int(random_state.choice(data.n, p=host_weights / host_weights.sum()))
-    # numpy's choice(p=...): one uniform draw against the weights' cumsum
-    cdf = np.cumsum(host_weights, dtype=np.float64)
-    target = random_state.random_sample() * float(ranks.sum(cdf[-1]))
-    owner, local = ranks.locate(cdf[-1], np.array([target]))
-    here = (ranks.offset + min(int(np.searchsorted(cdf, local[0], side="right")),
-                               data.n - 1)) if owner[0] == ranks.rank else 0
-    return int(ranks.sum(float(here)))
+    """The first centre's global row, drawn by the rows' weights: numpy's
+    choice over all ranks' weights (gathered: 1/d of the rows), the draw of
+    one process whatever the split."""
+    if ranks.comm is not None:
+        host_weights = np.concatenate(ranks.gather(np.asarray(host_weights)))
+    return int(random_state.choice(ranks.n, p=host_weights / host_weights.sum()))
 
 
-def _pick(data, seeds, ranks, targets, chunk_pot):
-    """Global rows whose prefix sums of potentials (over all ranks' rows,
-    *chunk_pot* this rank's chunks' totals) reach *targets*: the same on
-    every rank, whatever the split."""
+# the grid of the exact draws: the total under 2^GRID_BITS units, so the
+# blocks' potentials as integers and their prefix sums fit an int64
+GRID_BITS = 62
+
+
+def _pick(data, seeds, ranks, targets, chunk_blocks, total, exact):
+    """Global rows drawn by *targets* (uniforms x *total*, the potential of
+    all ranks' rows), located in the prefix sums of the potentials in row
+    order (*chunk_blocks*: this rank's chunks' potentials a block): the
+    same rows on every rank.  Split-free (*exact*) the prefix sums are of
+    the fixed blocks' potentials as integers on one grid (_exact_pick);
+    else of the chunks' float totals, then the chunk's prefix sums."""
+    if exact:
+        return _exact_pick(data, seeds, ranks, targets, chunk_blocks, total)
+    chunk_pot = np.array([b.sum() for b in chunk_blocks])
     owner, local = ranks.locate(chunk_pot.sum(), targets)
     mine = owner == ranks.rank
     found = np.zeros(len(targets))
     if mine.any():
         found[mine] = ranks.offset + _locate(data, seeds, chunk_pot, local[mine])
+    return ranks.sum(found).astype(np.int64)
+
+
+def _exact_pick(data, seeds, ranks, targets, chunk_blocks, total):
+    """The split-free draw: each block's potential (float64, the same bits
+    whoever holds the block) truncated to a whole number of 2^lsb, lsb set
+    by the exact *total* (GRID_BITS bits under it): integer prefix sums over
+    the blocks, exact in any grouping, so the blocks' ends are the same over
+    every split of chunks and ranks.  A target, on that grid, falls in the
+    first block whose end exceeds it (blocks of zero potential are never
+    drawn); its residual there is searched among the block's rows in row
+    order (ChunkSeeding.search_blocks).  A total of zero (every row a
+    centre) draws global row 0."""
+    if not total > 0:
+        return np.zeros(len(targets), np.int64)
+    lsb = int(np.frexp(total)[1]) - GRID_BITS
+    q = np.floor(np.ldexp(np.concatenate([np.zeros(0), *chunk_blocks]), -lsb)).astype(np.int64)
+    ends = np.cumsum(q)
+    mine_total = int(ends[-1]) if len(ends) else 0
+    rank_ends = np.cumsum(np.array(ranks.gather(mine_total), np.int64))
+    if rank_ends[-1] == 0:
+        return np.zeros(len(targets), np.int64)
+    tq = np.minimum(np.floor(np.ldexp(np.asarray(targets, np.float64), -lsb)).astype(np.int64),
+                    rank_ends[-1] - 1)
+    mine = np.searchsorted(rank_ends, tq, side="right") == ranks.rank
+    found = np.zeros(len(targets))
+    if mine.any():
+        local = tq[mine] - (rank_ends[ranks.rank] - mine_total)
+        block = np.searchsorted(ends, local, side="right")
+        residual = np.ldexp((local - (ends[block] - q[block])).astype(np.float64), lsb)
+        firsts = np.cumsum([0] + [len(b) for b in chunk_blocks])
+        chunk = np.searchsorted(firsts, block, side="right") - 1
+        offsets = [c.offset for c in data.chunks]
+        wanted = {offsets[c]: np.flatnonzero(chunk == c) for c in np.unique(chunk)}
+
+        def search(c, seed):
+            if c.offset not in wanted:
+                return None
+            at = wanted[c.offset]
+            return c.offset + seed.search_blocks(block[at] - firsts[chunk[at[0]]],
+                                                 residual[at])
+        rows = np.zeros(int(mine.sum()))
+        for c, got in zip(data.chunks, seeds.map(search)):
+            if got is not None:
+                rows[wanted[c.offset]] = got
+        found[mine] = ranks.offset + rows
     return ranks.sum(found).astype(np.int64)
 
 
@@ -129,24 +200,28 @@ def kmeans_parallel(data, n_clusters, random_state, host_weights,
     # a seed for the weighted k-means++, drawn on every rank alike (only rank 0 runs it)
     seed = random_state.randint(np.iinfo(np.int32).max)
     states = ShardedPass(data, ranks, ChunkOversampling)
+    exact = _all_exact(states, ranks)
     first = _first_row(data, random_state, host_weights, ranks)
     chosen, rows = np.array([first]), ranks.rows(data, [first])
-    chunk_pot = np.array(states.map(lambda c, st: st.start(rows[0])))
+    chunk_pot = states.map(lambda c, st: st.start(rows[0]))
     for _ in range(rounds):
-        total = float(ranks.sum(chunk_pot.sum()))
+        total = float(_totals([b[:, None] for b in chunk_pot], ranks, exact)[0])
         if not total > 0:   # every row is a copy of a candidate
             break
-        drawn = _pick(data, states, ranks, random_state.uniform(size=draws) * total, chunk_pot)
+        drawn = _pick(data, states, ranks, random_state.uniform(size=draws) * total, chunk_pot,
+                      total, exact)
         new = np.setdiff1d(drawn, chosen)   # sorted: the candidates' order is the split's too
         if not len(new):
             continue
         new_rows, base = ranks.rows(data, new), len(chosen)
         chosen, rows = np.concatenate([chosen, new]), np.vstack([rows, new_rows])
         # padded with copies to one size a pass (one kernel build a fit)
-        chunk_pot = np.array(states.map(
-            lambda c, st: st.lower(_padded(new_rows, draws), base)))
+        chunk_pot = states.map(lambda c, st: st.lower(_padded(new_rows, draws), base))
     count = len(rows)
-    weights = states.reduce(lambda c, st: SummedArray(st.weigh(count))).values
+    # exact sums (ExactWords: settled once the chunks and ranks are in) where
+    # split-free, else the chunks' float sums in order
+    weights = np.asarray(states.reduce(lambda c, st: SummedArray(st.weigh(count, exact))).values,
+                         np.float64)
     idx = ranks.run_failing_all(
         lambda: _weighted_plusplus(data, rows, weights, n_clusters, seed)
         if ranks.rank == 0 else np.zeros(n_clusters, np.int64))

@@ -16,6 +16,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from ..runtime import exact_sums
 from ..runtime.codegen import Launch, Spec, kernel, kernel_work_group_limit
 from ..runtime.profiles import declare_terms, term
 from ..runtime.reduce import partial_buffer, reduce_partials
@@ -61,6 +62,7 @@ class AssignSpec(Spec):
     labels: bool = True
     min_dist: bool = False
     weighted: bool = False
+    blocks: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,20 +276,36 @@ class EnsemblePass:
         return events
 
     def assign(self, centers_list, labels=True, min_dist=False):
-        """(inertia per model float64, labels M x n int32 or None, distances M x n or None)."""
+        """(inertia per model, labels M x n int32 or None, distances M x n or
+        None).  The inertia is split-free where the partition sums exactly
+        (exact_sums.exact_device): each fixed block's per-model sums, added
+        exactly (ExactWords, settled by the caller: exact_sums.settle);
+        else float64 from the persistent work-items' partials."""
         p, q = self.part, self.part.queue
         self.upload(centers_list)
         n_models = len(centers_list)
+        exact = exact_sums.exact_device(p)
         spec = AssignSpec(dtype=p.dtype.name, acc_double=p.acc_double, d=p.d, wg=self.wg,
-                          labels=labels, min_dist=min_dist, weighted=p.weighted)
+                          labels=labels, min_dist=min_dist, weighted=p.weighted, blocks=exact)
         kern = kernel(q.context, spec, "ensemble_assign")
-        items = self.groups * self.wg
+        if exact:   # a work-group a block (an inertia per model a block: stat_values)
+            block_rows = exact_sums.block_rows_of(p, n_models)
+            blocks = exact_sums.blocks_of(p.n, block_rows)
+            items = max(blocks, 1) * self.wg
+            per_block = cla.empty(q, max(blocks, 1) * n_models, np.float64)
+            extra = (np.int64(block_rows), per_block.data)
+        else:
+            items, extra = self.groups * self.wg, ()
         lab = cla.empty(q, max(1, n_models * p.n if labels else 1), np.int32)
         dist = cla.empty(q, max(1, n_models * p.n if min_dist else 1), p.dtype)
         part = partial_buffer(q, items, n_models, p.acc_double)
         kern(q, (items,), (self.wg,), p.x.data, np.int64(p.n), np.int64(p.stride),
              p.weights_arg(), self.centers.data, self.model_off.data, np.int32(n_models),
-             lab.data, dist.data, part.data)
-        inertia = reduce_partials(q, part, items, n_models, p.dtype, p.acc_double)
+             lab.data, dist.data, part.data, *extra)
+        if exact:
+            inertia = exact_sums.ExactWords.of_values(
+                per_block.get(q)[:blocks * n_models].reshape(blocks, n_models))
+        else:
+            inertia = reduce_partials(q, part, items, n_models, p.dtype, p.acc_double)
         return (inertia, lab.get(q).reshape(n_models, p.n) if labels else None,
                 dist.get(q).reshape(n_models, p.n) if min_dist else None)

@@ -1,15 +1,19 @@
 """Greedy k-means++ seeding on the devices, as scikit-learn's ``kmeans_plusplus``.
 
-Pairs with templates/kmeanspp/kmeanspp_candidates.cl.mako, search_sorted.cl.mako and
-kmeanspp_draw.cl.mako.  The random draws are made on the host with the same
-RandomState calls as scikit-learn, so a seed picks the same centres; the
-distances, their prefix sums (pyopencl's scan) and the candidate search stay
-on the devices.  Over several chunks (devices, or streamed pieces) each keeps
-the distances of its rows; a drawn potential is first located in a chunk,
-then searched there.  DeviceGreedy runs the whole greedy loop over one
-partition on its device from uniforms drawn up front (k-means||'s weighted
-candidates: no host step between the k draws); ChunkOversampling is
-k-means||'s side of a chunk.
+Pairs with templates/kmeanspp/kmeanspp_candidates.cl.mako, search_sorted.cl.mako,
+block_search.cl.mako and kmeanspp_draw.cl.mako.  The random draws are made
+on the host with the same RandomState calls as scikit-learn, so a seed picks
+the same centres; the distances, their sums and the candidate search stay
+on the devices.  Over several chunks (devices, or streamed pieces) each
+keeps the distances of its rows.  Split-free (runtime/exact_sums.py: the
+default with fp64) the potentials are sums of the fit's fixed row blocks,
+their totals exact, and a drawn potential is located in a block on the
+host (cluster/inits._exact_pick), then among its rows in row order
+(block_search.cl.mako): the same draws over any split of the rows; else it
+is located in a chunk, then in the chunk's prefix sums (pyopencl's scan).
+DeviceGreedy runs the whole greedy loop over one partition on its device
+from uniforms drawn up front (k-means||'s weighted candidates: no host step
+between the k draws); ChunkOversampling is k-means||'s side of a chunk.
 """
 import contextlib
 import dataclasses
@@ -20,6 +24,7 @@ import pyopencl.array as cla
 from pyopencl.elementwise import ElementwiseKernel
 from pyopencl.scan import GenericScanKernel
 
+from ..runtime import exact_sums
 from ..runtime.codegen import (Launch, SharedKernel, Spec, c_type, kernel,
                               kernel_work_group_limit, plan, quiet_build)
 from ..runtime.reduce import acc_dtype
@@ -50,6 +55,12 @@ class DrawSpec(Spec):
 @dataclasses.dataclass(frozen=True)
 class SearchSpec(Spec):
     template = "kmeanspp/search_sorted.cl.mako"
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockSearchSpec(Spec):
+    template = "kmeanspp/block_search.cl.mako"
+    weighted: bool = False
 
 
 def pyopencl_prefix_sum(queue, acc, weighted, real_t):
@@ -117,15 +128,29 @@ def prefix_sums_by(make_prefix_sum):
 
 
 class ChunkSeeding:
-    """One chunk's side of the seeding: distances to the chosen centres."""
+    """One chunk's side of the seeding: distances to the chosen centres.
+
+    A chunk's potentials come as one value a row block (``potentials``,
+    ``potential``: blocks x candidates, blocks).  Split-free
+    (``exact``: runtime.exact_sums.exact_device) the blocks are the fit's
+    fixed blocks of ``block_rows`` rows, a work-group each, and a draw is
+    searched within the block the host located it in (``search_blocks``);
+    else the chunk is one block (its persistent groups' sum) and a draw is
+    searched in the chunk's prefix sums (``search``)."""
     WG = 64
 
     def __init__(self, part, trials):
         self.part, self.trials = part, trials
         q, n = part.queue, part.n
         self.acc = acc_dtype(part.acc_double)
-        self.groups, steps = part.groups(self.WG, self.WG * 16)
-        self.rows_per_group = steps * self.WG * 16
+        self.exact = exact_sums.exact_device(part)
+        if self.exact:   # a block's partials: a potential per trial
+            self.block_rows = exact_sums.block_rows_of(part, trials)
+            self.groups = max(1, exact_sums.blocks_of(n, self.block_rows))
+            self.rows_per_group = self.block_rows
+        else:
+            self.groups, steps = part.groups(self.WG, self.WG * 16)
+            self.rows_per_group = steps * self.WG * 16
         self.closest = cla.empty(q, n, self.acc)
         cl.enqueue_fill_buffer(q, self.closest.data, self.acc(np.inf), 0, self.closest.nbytes)
         self.cand_dist = cla.empty(q, trials * n, self.acc)
@@ -137,7 +162,8 @@ class ChunkSeeding:
         self.scanned = False   # whether cumsum holds the prefix sums of closest
 
     def potentials(self, rows):
-        """Each candidate's potential over this chunk (clipped by the closest)."""
+        """Each candidate's potential over this chunk's blocks (clipped by
+        the closest): blocks x candidates, float64."""
         part, q = self.part, self.part.queue
         t = len(rows)
         spec = CandidateSpec(dtype=part.dtype.name, acc_double=part.acc_double, d=part.d,
@@ -148,7 +174,9 @@ class ChunkSeeding:
             np.int64(part.stride), part.weights_arg(), self.cand_rows.data, self.closest.data,
             self.cand_dist.data, self.part_pot.data, np.int64(self.rows_per_group))
         pot = self.part_pot.get(q)[:self.groups * t].reshape(self.groups, t)
-        return pot.sum(axis=0, dtype=np.float64)
+        if self.exact:
+            return pot[:exact_sums.blocks_of(part.n, self.block_rows)].astype(np.float64)
+        return pot.sum(axis=0, dtype=np.float64)[None]
 
     def keep(self, best):
         """Candidate *best* is chosen: its distances become the closest."""
@@ -158,12 +186,19 @@ class ChunkSeeding:
         self.scanned = False
 
     def potential(self):
-        """The chunk's potential (the closest changed in place: k-means||'s
-        rounds), the last of the prefix sums that search reads."""
+        """The chunk's potential a block (the closest changed in place:
+        k-means||'s rounds): the blocks' (w *) closest sums, or the last of
+        the prefix sums that search reads."""
         part, q = self.part, self.part.queue
+        if self.exact:
+            blocks = exact_sums.blocks_of(part.n, self.block_rows)
+            out = cla.empty(q, max(blocks, 1), np.float64)
+            exact_sums.enqueue_block_sums(q, self.closest, part.weights if part.weighted
+                                          else None, part.n, self.block_rows, out)
+            return out.get(q)[:blocks]
         self._scan()
         self.scanned = True
-        return float(self.cumsum[part.n - 1:part.n].get(q)[0])
+        return np.array([self.cumsum[part.n - 1:part.n].get(q)[0]], np.float64)
 
     def _scan(self):
         part, q = self.part, self.part.queue
@@ -185,6 +220,21 @@ class ChunkSeeding:
         search(q, (len(targets),), None, self.cumsum.data, np.int64(part.n), self.targets.data,
                np.int32(len(targets)), self.found.data)
         return self.found.get(q)[:len(targets)]
+
+    def search_blocks(self, blocks, targets):
+        """Local rows drawn by *targets* (float64), each within its block of
+        *blocks* (this chunk's block indices): block_search.cl.mako."""
+        part, q = self.part, self.part.queue
+        count = len(targets)
+        search = kernel(q.context, BlockSearchSpec(dtype=part.dtype.name, acc_double=True,
+                                                   weighted=part.weighted), "block_search")
+        found = cla.empty(q, max(count, 1), np.int32)
+        search(q, (max(count, 1),), None, self.closest.data, part.weights_arg(),
+               np.int64(part.n), np.int64(self.block_rows),
+               cla.to_device(q, np.asarray(blocks, np.int64)).data,
+               cla.to_device(q, np.asarray(targets, np.float64)).data, np.int32(count),
+               found.data)
+        return found.get(q)[:count]
 
 
 class ChunkOversampling:
@@ -212,8 +262,8 @@ class ChunkOversampling:
 
     def start(self, row):
         """The first centre *row* (candidate 0): the closest distances, the
-        chunk's potential."""
-        pot = self.seeding.potentials(np.asarray(row)[None])[0]
+        chunk's potential a block."""
+        pot = self.seeding.potentials(np.asarray(row)[None])[:, 0]
         self.seeding.keep(0)
         q = self.part.queue
         cl.enqueue_fill_buffer(q, self.nearest.data, np.int32(0), 0, self.nearest.nbytes)
@@ -222,7 +272,7 @@ class ChunkOversampling:
     def lower(self, centers, base):
         """The closest lowered by *centers* (candidates base, base + 1, ...;
         copies padding them are never nearer than the first of them); the
-        chunk's potential, its one number read back."""
+        chunk's potential a block, what the host reads back."""
         part, q = self.part, self.part.queue
         lloyd = self._pass(len(centers))
         lloyd.upload(centers)
@@ -236,14 +286,24 @@ class ChunkOversampling:
     def search(self, targets):
         return self.seeding.search(targets)
 
-    def weigh(self, count):
+    def search_blocks(self, blocks, targets):
+        return self.seeding.search_blocks(blocks, targets)
+
+    @property
+    def exact(self):
+        return self.seeding.exact
+
+    def weigh(self, count, exact=False):
         """The (sample-weighted) number of this chunk's rows nearest to each
-        of the *count* candidates, float64: integer counts on the device; with
-        sample weights, numpy's bincount of the nearest in row order (float
-        atomics would add in no fixed order)."""
+        of the *count* candidates: integer counts on the device (float64,
+        exact); with sample weights, their exact sums (*exact*: split-free,
+        exact_sums.ExactWords.of_scattered) or numpy's bincount of the
+        nearest in row order (float atomics would add in no fixed order)."""
         part, q = self.part, self.part.queue
         if part.weighted:
             w = part.weights.get(q).astype(np.float64)
+            if exact:
+                return exact_sums.ExactWords.of_scattered(w, self.nearest.get(q), count)
             return np.bincount(self.nearest.get(q), weights=w, minlength=count)[:count]
         counts = cla.zeros(q, count, np.int32)
         with quiet_build():

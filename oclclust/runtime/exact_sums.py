@@ -31,7 +31,7 @@ import math
 import numpy as np
 import pyopencl.array as cla
 
-from .codegen import Spec, kernel
+from .codegen import Spec, c_type, kernel
 
 WORD_BITS = 40
 ARRAY_WORDS = 3
@@ -39,6 +39,7 @@ HEADROOM = 100                 # grid bits under the bound of one block's partia
 WIDE_LSB = -1074               # the wide (host) fold: float64's smallest bit ...
 WIDE_WORDS = 55                # ... to past its largest, 40 bits a word
 MIN_BLOCK_ROWS, MAX_BLOCK_ROWS = 512, 1 << 20
+SCATTER_PIECE = 1 << 22       # values a host fold adds before carrying (int64 words)
 PARTIALS_SHARE = 8             # the partials take at most 1/8 of their rows' bytes
 FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
 
@@ -173,20 +174,34 @@ class ExactWords:
         v = np.asarray(values, np.float64)
         shape = v.shape[1:]
         v = v.reshape(v.shape[0], -1)
+        rows, cols = np.nonzero(v != 0)
+        return cls.of_scattered(v[rows, cols], cols, v.shape[1], shape)
+
+    @classmethod
+    def of_scattered(cls, values, columns, size, shape=None):
+        """The exact sums of float64 *values* into *size* elements, value i
+        into element *columns*[i] (a weighted bincount, exact: its total
+        does not depend on the values' order or grouping), on the wide grid."""
+        v = np.asarray(values, np.float64).ravel()
+        cols = np.asarray(columns, np.int64).ravel()
+        if v.size > SCATTER_PIECE:   # int64 words: at most 2^22 words of 2^40 added at once
+            return sum(cls.of_scattered(v[i:i + SCATTER_PIECE], cols[i:i + SCATTER_PIECE],
+                                        size, shape) for i in range(0, v.size, SCATTER_PIECE))
         finite = np.isfinite(v)
-        special = np.where(finite, 0.0, v).sum(axis=0)
-        words = np.zeros((WIDE_WORDS, v.shape[1]), np.int64)
-        rows, cols = np.nonzero(finite & (v != 0))
-        if rows.size:
-            v = v[rows, cols]
+        special = np.zeros(size)
+        np.add.at(special, cols[~finite], v[~finite])
+        words = np.zeros((WIDE_WORDS, size), np.int64)
+        keep = finite & (v != 0)
+        if keep.any():
+            v, cols = v[keep], cols[keep]
             last = np.frexp(v)[1] - 53           # the exponent of each one's last bit
             word = (np.maximum(last, WIDE_LSB) - WIDE_LSB) // WORD_BITS
             s = np.ldexp(np.abs(v), -(WIDE_LSB + WORD_BITS * word))   # under 2^93, whole
             sign = np.where(v < 0, -1, 1).astype(np.int64)
             for i, h in enumerate(_cut(s)):
                 np.add.at(words, (word + i, cols), sign * h.astype(np.int64))
-        return cls(_carry_int(words), np.full(words.shape[1], WIDE_LSB, np.int32), special,
-                   shape)
+        return cls(_carry_int(words), np.full(size, WIDE_LSB, np.int32), special,
+                   (size,) if shape is None else shape)
 
     @property
     def size(self):
@@ -261,8 +276,16 @@ class ExactValueSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class BlockSumsSpec(Spec):
+    """``weight_dtype``: the weights' type ("": the values'; k-means++'s
+    float64 distances of float32 rows have float32 weights)."""
     template = "runtime/block_sums.cl.mako"
     weighted: bool = False
+    weight_dtype: str = ""
+
+    def template_args(self):
+        args = super().template_args()
+        args["weight_t"] = c_type(self.weight_dtype or self.dtype)
+        return args
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,7 +354,9 @@ class Fold:
 def enqueue_block_sums(queue, values, weights, n, block_rows, out):
     """Enqueue the float64 sum of each block of *values* (n, a device array;
     times *weights* when not None) into *out* (one double a block)."""
-    spec = BlockSumsSpec(dtype=values.dtype.name, acc_double=True, weighted=weights is not None)
+    spec = BlockSumsSpec(dtype=values.dtype.name, acc_double=True, weighted=weights is not None,
+                         weight_dtype="" if weights is None or weights.dtype == values.dtype
+                         else weights.dtype.name)
     blocks = blocks_of(n, block_rows)
     if blocks == 0:
         return

@@ -72,7 +72,8 @@ void update_models(
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (lid == 0) {
-        /* the host's order differs only in rounding (d > 7: numpy's pairwise sums) */
+        /* the host's order (lloyd_loop.sequential_shifts); near tol the host
+           takes the iteration and sums as KMeans does (numpy's order) */
         const int near = !flags && fabs(moved - tol) <= 1e-9 * fmax(tol, 1e-300);
         result[m] = moved;
         result[n_models + m] = flags | (near ? FLAG_NEAR_TOL : 0);

@@ -11,7 +11,9 @@ import pytest
 from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
 
 import oclclust as oc
+from conftest import split_or_skip
 from oclclust.passes import kmeanspp
+from oclclust.runtime import exact_sums
 from oclclust.runtime.partition import DevicePartition
 
 FLOATS = [np.float32, np.float64]
@@ -164,3 +166,100 @@ def test_device_greedy_reads_the_host_once(profile, make_blobs, monkeypatch):
     idx = greedy.run(0, np.random.RandomState(0).uniform(size=9 * 3), 10)
     assert len(idx) == 10 and len(set(idx.tolist())) == 10
     assert reads == [10]
+
+
+# ------------------------------------------------- split-free seeding
+# (runtime/exact_sums.py): every draw of k-means++ and k-means|| made with
+# the same bits -- the targets (a uniform times the total potential), the
+# candidates' potentials and weights -- on one device, two sub-devices,
+# rows streamed a block at a time and uneven device weights; hence the same
+# fits, every fitted attribute bit for bit.
+SPLIT_N, SPLIT_D, SPLIT_K = 5000, 4, 5
+LAYOUTS = ["one", "subs", "streamed", "weights"]
+SEEDING = {   # name: (estimator, its fitted attributes)
+    "k-means++": (lambda devices: oc.KMeans(SPLIT_K, init="k-means++", n_init=1, max_iter=5,
+                                            random_state=0, devices=devices),
+                  ["cluster_centers_", "labels_", "inertia_", "n_iter_"]),
+    "k-means||": (lambda devices: oc.KMeans(SPLIT_K, init="k-means||", n_init=1, max_iter=5,
+                                            random_state=0, devices=devices),
+                  ["cluster_centers_", "labels_", "inertia_", "n_iter_"]),
+    "ensemble": (lambda devices: oc.EnsembleKMeans(SPLIT_K, n_models=3, max_iter=5,
+                                                   random_state=0, devices=devices),
+                 ["models_", "inertias_", "n_iter_", "best_index_", "cluster_centers_",
+                  "labels_", "inertia_"]),
+}
+
+
+def split_data(dtype):
+    """Overlapping blobs off the origin (the potentials' last bits differ
+    between groupings) and uneven sample weights."""
+    rng = np.random.RandomState(4)
+    centres = rng.uniform(-3, 3, (SPLIT_K, SPLIT_D)) + 7
+    X = centres[rng.randint(0, SPLIT_K, SPLIT_N)] + rng.randn(SPLIT_N, SPLIT_D)
+    return X.astype(dtype), rng.uniform(0.1, 3.0, SPLIT_N)
+
+
+def layout_devices(layout, profile, block_bytes):
+    """The devices of a fit of *layout* (a row block takes *block_bytes*)."""
+    if layout == "one":
+        return [profile]
+    subs = split_or_skip(profile)
+    return {"subs": lambda: list(subs),
+            # two staging buffers of a block each: chunks of whole blocks
+            "streamed": lambda: oc.DeviceManager([profile], memory_budget=2 * block_bytes),
+            "weights": lambda: oc.DeviceManager(list(subs), weights=[3, 1])}[layout]()
+
+
+@pytest.fixture
+def seeding_draws(monkeypatch):
+    """[(targets, ...)] of every draw of the seeding (inits._pick's targets)
+    and the k-means|| candidates' weights, recorded as the fit makes them."""
+    from oclclust.cluster import inits
+    seen = []
+    pick, weighted = inits._pick, inits._weighted_plusplus
+
+    def record_pick(data, seeds, ranks, targets, *args):
+        seen.append(("targets", np.array(targets)))
+        return pick(data, seeds, ranks, targets, *args)
+
+    def record_weights(data, rows, weights, *args):
+        seen.append(("weights", np.array(weights)))
+        return weighted(data, rows, weights, *args)
+    monkeypatch.setattr(inits, "_pick", record_pick)
+    monkeypatch.setattr(inits, "_weighted_plusplus", record_weights)
+    return seen
+
+
+_FITS = {}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("name", sorted(SEEDING))
+def test_seeded_fits_are_split_free(profile, seeding_draws, name, dtype, weighted, layout):
+    """Each layout's fit: the draws (every target's bits, the k-means||
+    weights) and every fitted attribute np.array_equal to one device's."""
+    if not profile.fp64:
+        pytest.skip(f"{profile} has no fp64: Kahan sums are not split-free")
+    make, attributes = SEEDING[name]
+    X, w = split_data(dtype)
+    est = make(None)
+    block = exact_sums.block_rows_for(SPLIT_D, X.dtype.itemsize, est._stat_values(SPLIT_D))
+    assert exact_sums.blocks_of(SPLIT_N, block) >= 4   # the splits cut between blocks
+    est.set_params(devices=layout_devices(layout, profile, block * SPLIT_D * X.dtype.itemsize))
+    est.fit(X, sample_weight=w if weighted else None)
+    got = {a: np.asarray(getattr(est, a)) for a in attributes}
+    got["draws"] = list(seeding_draws)
+    got["predict"] = est.predict(X)
+    key = (str(profile), name, dtype, weighted)
+    if layout == "one":
+        _FITS[key] = got
+    ref = _FITS.get(key)
+    if ref is None:
+        pytest.skip("the one-device fit did not run first")
+    assert len(got["draws"]) == len(ref["draws"]) > 1
+    for (kind, a), (_, b) in zip(got["draws"], ref["draws"]):
+        assert np.array_equal(a, b), (kind, a - b)
+    for attr in attributes + ["predict"]:
+        assert np.array_equal(got[attr], ref[attr]), attr

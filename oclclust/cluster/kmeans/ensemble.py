@@ -66,8 +66,9 @@ def fixed_point(data, host_w, mean, ranks=None):
     top = max(abs(lo), abs(hi))
     overflow = float(data.d * top * top > float(np.finfo(data.dtype).max))
     ranks = ranks or Ranks.alone(data)
-    n, wmax, spread, overflow = ranks.sum(
-        np.array([data.n, float(np.max(host_w)), spread, overflow]))
+    # the rows' count summed, the bounds the largest of the ranks': one process's scales
+    every = np.array(ranks.gather((data.n, float(np.max(host_w)), spread, overflow)))
+    n, (wmax, spread, overflow) = every[:, 0].sum(), every[:, 1:].max(axis=0)
     if overflow:
         raise ValueError("Input X contains NaN or infinity (or values whose squares "
                          f"overflow {data.dtype.name}).")
@@ -220,6 +221,11 @@ class EnsembleKMeans(ClusterMixin, KCluster):
             raise ValueError(f"n_clusters as a list needs n_models={self.n_models} values "
                              f">= 1, got {list(self.n_clusters)}")
         return ks
+
+    def _stat_values(self, d):
+        """A block's partials: the labels pass's inertia of every model
+        (the centroid sums are fixed-point integers, exact already)."""
+        return self.n_models
 
     def _check_params(self):
         super()._check_params()

@@ -1,33 +1,41 @@
 """The ensemble k-means passes (passes.ensemble, passes.kdtree) over a fit's
 rows, as a ShardedPass: integer (fixed-point) statistics, exact in any
-order over the chunks, then float64 over the ranks; with one device and one
+order over the chunks and the ranks; with one device and one
 rank the centres may stay on the device between passes (ensemble_update)."""
 import dataclasses
 
 import numpy as np
 
 from ...passes import ensemble_update
+from ...runtime.exact_sums import ExactWords
 from ...runtime.reduce import AdditiveStats
 from ...parallel.sharded import ShardedPass, SummedArray, chunk_farthest, farthest_of
 
 
+HALF_BITS = 31   # an int64 total crosses the ranks as two float64 halves, each exact
+
+
 @dataclasses.dataclass
 class FixedPointCentroidSums(AdditiveStats):
-    """Integer sums (C x d) and counts (C) of all centroids; float64 as
-    (sums, weights) for the ranks, through their FixedPoint."""
+    """Integer sums (C x d) and counts (C) of all centroids; they cross the
+    ranks as integers (each in two halves of HALF_BITS, whole float64s the
+    ranks add exactly), so all ranks' totals are one process's, then float64
+    as (sums, weights) through their FixedPoint."""
     sums: np.ndarray
     counts: np.ndarray
     fixed: object = dataclasses.field(metadata={"same": True})
 
     def flat(self):
-        sums, weights = self.fixed.to_float(self.sums, self.counts)
-        return np.concatenate([np.asarray(sums, np.float64).ravel(),
-                               np.asarray(weights, np.float64).ravel()])
+        whole = np.concatenate([np.asarray(self.sums, np.int64).ravel(),
+                                np.asarray(self.counts, np.int64).ravel()])
+        high = whole >> HALF_BITS
+        return np.concatenate([high, whole - (high << HALF_BITS)]).astype(np.float64)
 
     def from_flat(self, vector):
-        """(sums C x d, weights C) float64."""
-        sums, weights = np.split(vector, [self.sums.size])
-        return PackedTotals((sums.reshape(self.sums.shape), weights))
+        """(sums C x d, weights C) float64 of the integer totals."""
+        high, low = np.split(np.asarray(vector, np.float64).astype(np.int64), 2)
+        sums, counts = np.split((high << HALF_BITS) + low, [self.sums.size])
+        return PackedTotals(self.fixed.to_float(sums.reshape(self.sums.shape), counts))
 
 
 class PackedTotals(tuple):
@@ -40,10 +48,15 @@ class PackedTotals(tuple):
 
 @dataclasses.dataclass
 class InertiaPerModel(SummedArray):
-    """Inertia per model (float64), summed over the chunks in numpy's order."""
+    """Inertia per model: exact sums of fixed row blocks (exact_sums.
+    ExactWords, the same total for any split of the rows) where the chunks
+    sum exactly, settled to float64 by ShardedPass.reduce; else float64,
+    summed over the chunks in numpy's order."""
 
     @classmethod
     def total(cls, parts):
+        if isinstance(parts[0].values, ExactWords):
+            return sum(parts)
         return cls(np.sum([p.values for p in parts], axis=0))   # numpy's order, as ever
 
 

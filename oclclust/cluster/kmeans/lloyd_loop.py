@@ -138,6 +138,20 @@ def lloyd_step(backend, centers, active, tol, data, host_w, iterations_left=None
     return shifts
 
 
+def sequential_shifts(moved, off):
+    """Each model's (rows *off*[i]:*off*[i + 1] of *moved*) squared moves
+    summed left to right, each row's in dimension order, then the rows in
+    order: the order of the device-resident ensemble update
+    (ensemble_update.cl.mako), so a model's shifts, and the history, are
+    the same bits whichever updates it (numpy's reductions add the first
+    value to the pairwise sum of the rest)."""
+    rows = moved[:, 0].copy() if moved.shape[1] else np.zeros(len(moved))
+    for c in range(1, moved.shape[1]):
+        rows += moved[:, c]
+    return np.array([np.add.accumulate(rows[a:b])[-1] if b > a else 0.0
+                     for a, b in zip(off[:-1], off[1:])])
+
+
 def host_update(backend, centers, active, tol, data, host_w):
     """The update on the host (empty clusters relocated): the *active*
     models' centres replaced in *centers*; returns their shifts."""
@@ -155,7 +169,7 @@ def host_update(backend, centers, active, tol, data, host_w):
     if backend.spherical:
         new = renormalised(new)
     moved = (new - old) ** 2
-    shifts = np.add.reduceat(moved.sum(axis=1), off[:-1])
+    shifts = sequential_shifts(moved, off)
     # KMeans sums its shift in numpy's pairwise order: near tol, so does each
     # model here, so that it stops at KMeans's iteration
     exact = backend.exact_shifts | (np.abs(shifts - tol) <= 1e-9 * max(tol, 1e-300))

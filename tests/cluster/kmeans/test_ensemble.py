@@ -183,3 +183,42 @@ def test_float32_rows_whose_squares_overflow_are_refused(make, devices, blobs):
     X[7, 1] = 3e38
     with pytest.raises(ValueError, match="overflow float32"):
         make(devices).fit(X)
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("kdtree", [None, "direct"])
+def test_inertia_per_model_is_split_free(profile, dtype, weighted, kdtree):
+    """The labels pass's inertia of every model (runtime/exact_sums.py: a
+    block's per-model sums, added exactly): the same bits over the whole
+    rows and over block-aligned pieces of them (whatever the pieces' own
+    work-groups), within rounding of the float64 partials' sum (exact sums
+    disabled).  The fits over every split: tests/passes/test_kmeanspp.py."""
+    from oclclust.passes.kdtree import KDTreePass
+    from oclclust.passes.ensemble import EnsemblePass, FixedPoint
+    from oclclust.runtime import exact_sums
+    from oclclust.runtime.partition import DevicePartition
+    if not profile.fp64:
+        pytest.skip(f"{profile} has no fp64: its sums are Kahan's, not split-free")
+    X = blobs(5000, 3, seed=2, dtype=dtype) + 40
+    w = np.random.RandomState(3).uniform(0.1, 3, len(X)).astype(dtype) if weighted else None
+    centres = list(inits(X, M, K))
+    mean = X.mean(axis=0, dtype=np.float64)   # the KD-trees' fixed-point statistics
+    fixed = FixedPoint.for_bounds(mean, len(X), 3.0, float(np.abs(X - mean).max()))
+    B = exact_sums.block_rows_for(3, X.dtype.itemsize, M)
+
+    def inertia(cuts, exact=True):
+        bounds = [0] + [c * B for c in cuts] + [len(X)]
+        total = 0
+        for a, b in zip(bounds, bounds[1:]):
+            part = DevicePartition(profile, X[a:b], None if w is None else w[a:b],
+                                   block_rows=B)
+            pas = (EnsemblePass(part, "concatenated", fixed) if kdtree is None
+                   else KDTreePass(part, kdtree, fixed, 16))
+            total = total + pas.assign(centres, labels=False)[0]
+        return exact_sums.settle(total)
+    whole = inertia([])
+    for cuts in ([3], [1, 2, 7]):
+        assert np.array_equal(inertia(cuts), whole), cuts
+    with exact_sums.disabled():
+        np.testing.assert_allclose(inertia([]), whole, rtol=1e-12 if dtype == np.float64 else 1e-6)
