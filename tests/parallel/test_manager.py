@@ -331,8 +331,8 @@ def test_rows_follow_the_weights(profile, subs, weights):
 def _lloyd_pass(k=K):
     """A calibration: one Lloyd pass over the sample partition."""
     def one_pass(part):
-        labels = cla.empty(part.queue, part.n, np.int32)
-        labels.fill(-1)
+        # not Array.fill: pyopencl's fill kernel would build (and log) on each device's thread
+        labels = cla.to_device(part.queue, np.full(part.n, -1, np.int32))
         lp = lloyd.LloydPass(part, k)
         return lambda: lp.run(np.zeros((k, part.d)), labels)
     return one_pass
