@@ -254,12 +254,23 @@ class DeviceData(ShardedData):
         with m.executor(len(m.profiles)) as pool:
             m.measured = np.array(list(pool.map(timed, m.profiles)))
 
+    def _shard_rows(self):
+        return np.array([sum(c.n for c in s.chunks) for s in self.shards])
+
+    def _measured_split(self):
+        return split_rows(self.n, self.manager.measured, self.block_rows)
+
+    def _moves(self):
+        """Whether the measured rates split the rows otherwise than now (in
+        whole blocks, a rate's change may leave every block where it is)."""
+        return not np.array_equal(self._shard_rows(), self._measured_split())
+
     def _move_seconds(self):
         """What laying the rows out by the measured rates would cost: only
         the rows that change device, when every shard is one resident chunk
         (the rest are copied on the device); else every row again."""
-        old = np.cumsum([sum(c.n for c in s.chunks) for s in self.shards])[:-1]
-        new = np.cumsum(split_rows(self.n, self.manager.measured, self.block_rows))[:-1]
+        old = np.cumsum(self._shard_rows())[:-1]
+        new = np.cumsum(self._measured_split())[:-1]
         moved = np.abs(new - old).sum() if all(s.single_resident for s in self.shards) \
             else self.n
         return self.row_seconds * moved + self.move_overhead if moved else 0.0
@@ -277,7 +288,7 @@ class DeviceData(ShardedData):
         if not measuring(m) or not self.last_times or len(self.shards) < 2:
             return None
         times = np.array(self.last_times)
-        rows = np.array([sum(c.n for c in s.chunks) for s in self.shards], dtype=np.float64)
+        rows = self._shard_rows().astype(np.float64)
         if not (rows > 0).all():
             return None
         rate = rows / np.maximum(times, 1e-9)
@@ -287,7 +298,8 @@ class DeviceData(ShardedData):
         self.pass_rates = True
         lost = times.max() - self.n / m.measured.sum()
         self.lost += max(lost, 0.0)
-        if lost < min_gain * times.max() or self.lost < self._move_seconds():
+        if lost < min_gain * times.max() or not self._moves() \
+                or self.lost < self._move_seconds():
             return None
         start = time.perf_counter()
         moving = self._move_seconds() - self.move_overhead

@@ -71,11 +71,16 @@ class Shard:
                                       "bytes")
                 buffers = 2 if budget >= 2 * row else 1
                 rows = _whole_blocks(min(largest, budget // (buffers * row)), block_rows)
+                # chunks of whole blocks keep the sums split-free (runtime.exact_sums);
+                # a budget under two blocks streams smaller chunks (each its own block)
+                whole = rows >= block_rows
                 if buffers == 2 and STREAM_CHUNK_BYTES and rows * row > STREAM_CHUNK_BYTES:
-                    rows = _whole_blocks(max(1, STREAM_CHUNK_BYTES // row), block_rows)
+                    # a soft cap: a chunk holds a block at least, where two fit the budget
+                    rows = _whole_blocks(max(block_rows if whole else 1,
+                                             STREAM_CHUNK_BYTES // row), block_rows)
                     tail = min(n - 1, largest, (budget - 2 * rows * row) // row)
-                    # the streamed rows end on a block boundary
-                    tail = max(0, n - -(-(n - tail) // block_rows) * block_rows)
+                    if whole:   # the streamed rows end on a block boundary
+                        tail = max(0, n - -(-(n - tail) // block_rows) * block_rows)
                 self.pinned = Staging(self.queue, min(transfer.PIECE_BYTES, min(rows, n) * row))
             self.transfers = cl.CommandQueue(self.queue.context)
             self.staging = [cla.empty(self.queue, (min(rows, n - tail), d), self.dtype)
@@ -215,6 +220,7 @@ class Shard:
 
 
 def _whole_blocks(rows, block_rows):
-    """*rows* down to whole blocks of *block_rows* (one block at least:
-    where a block does not fit, the budget's own error or a block's rows)."""
-    return max(block_rows, rows // block_rows * block_rows) if rows >= block_rows else rows
+    """*rows* down to whole blocks of *block_rows*; fewer rows than a block
+    as they are (a limit under one block: chunks that are not whole
+    blocks, and sums that are not split-free)."""
+    return rows // block_rows * block_rows if rows >= block_rows else rows

@@ -136,12 +136,32 @@ def _rendered_file(source):
     return path
 
 
+_QUIET_LOCK = threading.Lock()
+_QUIET = {"builds": 0, "filters": None}   # builds under way; the filters they installed
+
+
 @contextlib.contextmanager
 def quiet_build():
-    """Silence a successful build's log (noise); a failed build still raises."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cl.CompilerWarning)
+    """Silence a successful build's log (noise); a failed build still raises.
+    The warning filters are the process's, not a thread's, and a
+    catch_warnings restores them on exit: devices' threads building at once
+    (a DeviceData pass's first run) would each restore them under the
+    others' builds, letting their logs through (Intel's list each kernel's
+    vectorisation).  So the first of the builds under way sets the filter
+    and the last one restores the filters."""
+    with _QUIET_LOCK:
+        if not _QUIET["builds"]:
+            _QUIET["filters"] = warnings.catch_warnings()
+            _QUIET["filters"].__enter__()
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+        _QUIET["builds"] += 1
+    try:
         yield
+    finally:
+        with _QUIET_LOCK:
+            _QUIET["builds"] -= 1
+            if not _QUIET["builds"]:
+                _QUIET["filters"].__exit__(None, None, None)
 
 
 def build(context, spec, options=BUILD_OPTIONS, source=None):

@@ -1,10 +1,9 @@
 """Fits on a Dask cluster's workers (parallel/dask.py): a LocalCluster of 2
 worker processes, started once for the module.
 
-A dask fit sums its chunks' statistics in chunk order, the chunks being the
-blocks of rows; a numpy fit whose rows stream through one device in chunks
-of the block size (DeviceManager's memory_budget) sums the same chunks in
-the same order, so the two models are equal bit for bit.
+The workers' blocks of rows are moved to whole blocks of the fit's sums
+(runtime.exact_sums: split-free sums), so a dask fit is the numpy fit on
+one device bit for bit, however the user chunked the rows.
 """
 import os
 import signal
@@ -25,13 +24,6 @@ from distributed import get_task_stream  # noqa: E402
 import oclclust.parallel.dask  # noqa: E402
 from dask_cluster import BLOCK, D, K, N, blobs  # noqa: E402
 from oclclust.parallel.dask import WorkerLostError  # noqa: E402
-
-def streamed(devices, n, d, dtype, rows=BLOCK):
-    """A DeviceManager streaming n x d rows through one device in chunks of
-    *rows* rows (the dask blocks' boundaries): see manager.Shard."""
-    item = np.dtype(dtype).itemsize
-    return oc.DeviceManager(devices[:1], memory_budget=2 * d * item * rows)   # rows only
-
 
 def fitted_on_workers(client, make, X, monkeypatch, **fit):
     """make().fit(X) on the workers; checks the statistics tasks ran on both
@@ -88,20 +80,16 @@ def test_import_oclclust_does_not_import_dask():
 
 
 @pytest.mark.parametrize("init,dtype", [("k-means++", np.float64), ("random", np.float32)])
-def test_kmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices, init, dtype,
-                                                        monkeypatch):
+def test_kmeans_equals_the_one_device_fit(client, devices, init, dtype, monkeypatch):
     X = blobs(dtype)
     host = X.compute()
     kw = dict(n_clusters=K, init=init, n_init=1, random_state=3, tol=0, max_iter=30)
     km = fitted_on_workers(client, lambda: oc.KMeans(devices=devices, **kw), X, monkeypatch)
-    ref = oc.KMeans(devices=streamed(devices, N, D, dtype), **kw).fit(host)
+    ref = oc.KMeans(devices=devices[:1], **kw).fit(host)
     assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
     assert km.inertia_ == ref.inertia_ and km.n_iter_ == ref.n_iter_
     assert isinstance(km.labels_, da.Array)
     assert np.array_equal(km.labels_.compute(), ref.labels_)
-    one = oc.KMeans(devices=devices, **kw).fit(host)   # rows in one chunk: the last bits
-    assert np.allclose(km.cluster_centers_, one.cluster_centers_, rtol=1e-12 if
-                       dtype == np.float64 else 1e-6, atol=0)
     assert len(km.devices_) == 2 and sum(km.devices_.values()) == N   # each worker's device
 
 
@@ -110,7 +98,7 @@ def test_kmeans_relocates_empty_clusters_as_the_numpy_fit(client, devices):
     init = np.vstack([X[:K - 1].compute(), np.full((1, D), 1e4)])   # one centre far off
     kw = dict(n_clusters=K, init=init, n_init=1, tol=0, max_iter=20)
     km = oc.KMeans(devices=devices, **kw).fit(X)
-    ref = oc.KMeans(devices=streamed(devices, N, D, np.float64), **kw).fit(X.compute())
+    ref = oc.KMeans(devices=devices[:1], **kw).fit(X.compute())
     assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
     assert km.inertia_ == ref.inertia_
 
@@ -134,10 +122,10 @@ def test_one_block_fits_on_its_worker(client, devices, make):
                               devices=devices),
     lambda devices: oc.EnsembleKMeans([3, K], n_models=2, random_state=4, max_iter=20,
                                       devices=devices)], ids=["restarts", "ensemble"])
-def test_ensembles_equal_the_numpy_fit_of_the_same_chunks(client, devices, make):
+def test_ensembles_equal_the_one_device_fit(client, devices, make):
     X = blobs()
     est = make(devices).fit(X)
-    ref = make(streamed(devices, N, D, np.float64)).fit(X.compute())
+    ref = make(devices[:1]).fit(X.compute())
     assert np.array_equal(est.cluster_centers_, ref.cluster_centers_)
     assert est.inertia_ == ref.inertia_
     assert np.array_equal(est.n_iter_, ref.n_iter_)
@@ -170,11 +158,11 @@ def test_predict_and_fit_predict_stay_on_the_workers(client, devices):
                       km.score(X.compute(), sample_weight=w.compute()), rtol=1e-12, atol=0)
 
 
-def test_fuzzy_cmeans_equals_the_numpy_fit_of_the_same_chunks(client, devices):
+def test_fuzzy_cmeans_equals_the_one_device_fit(client, devices):
     X = blobs()
     kw = dict(n_clusters=K, random_state=1, max_iter=15, tol=0)
     cm = oc.FuzzyCMeans(devices=devices, **kw).fit(X)
-    ref = oc.FuzzyCMeans(devices=streamed(devices, N, D, np.float64), **kw).fit(X.compute())
+    ref = oc.FuzzyCMeans(devices=devices[:1], **kw).fit(X.compute())
     assert np.array_equal(cm.cluster_centers_, ref.cluster_centers_)
     assert cm.objective_ == ref.objective_
     assert isinstance(cm.u_, da.Array) and np.array_equal(cm.u_.compute(), ref.u_)
@@ -229,13 +217,13 @@ def test_pyopencl_devices_travel_as_their_profiles(client, devices):
 @pytest.mark.parametrize("init", ["k-means||", "k-means++"])
 def test_spherical_and_kmeans_parallel_on_the_workers(client, devices, init, monkeypatch):
     """The rows normalised lazily block by block, k-means|| seeded over the
-    workers' blocks: the numpy fit of the same chunks, bit for bit."""
+    workers' blocks: the one-device fit, bit for bit."""
     X = blobs()
     host = X.compute()
     kw = dict(n_clusters=K, init=init, n_init=1, random_state=3, tol=0, max_iter=30,
               spherical=init == "k-means++")
     km = fitted_on_workers(client, lambda: oc.KMeans(devices=devices, **kw), X, monkeypatch)
-    ref = oc.KMeans(devices=streamed(devices, N, D, np.float64), **kw).fit(host)
+    ref = oc.KMeans(devices=devices[:1], **kw).fit(host)
     assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
     assert km.inertia_ == ref.inertia_
     assert np.array_equal(km.predict(X).compute(), ref.labels_)

@@ -5,9 +5,9 @@ Every init leaves its responsibilities on the workers: one-hot rows of the
 "kmeans" init's labels (its KMeans fit of the same blocks, whose labels
 stay on the devices), of k rows (k-means++, random_from_data), or uniform
 rows each block draws on its worker from the fit's random stream moved to
-its first row ("random").  The model is the numpy fit's of the same chunks
-(test_dask.streamed) bit for bit, and no array of the rows' size travels
-either way between the client and the workers.
+its first row ("random").  The model is the one-device numpy fit's bit for
+bit (split-free sums: runtime.exact_sums), and no array of the rows' size
+travels either way between the client and the workers.
 """
 import numpy as np
 import pytest
@@ -18,14 +18,9 @@ dask = pytest.importorskip("dask")   # the [dask] extra: tools/setup.sh installs
 import dask.array as da  # noqa: E402
 from distributed import get_task_stream  # noqa: E402
 
-from dask_cluster import BLOCK, D, K, Transfers, blobs  # noqa: E402
+from dask_cluster import BLOCK, K, Transfers, blobs  # noqa: E402
 
 N = 16 * BLOCK   # 16 blocks, 8 on each worker: n bytes are more than any statistics'
-
-
-def streamed(devices, dtype):
-    """One device, its rows streamed in chunks of BLOCK rows (a block's)."""
-    return oc.DeviceManager(devices[:1], memory_budget=2 * D * np.dtype(dtype).itemsize * BLOCK)
 
 
 def held(client):
@@ -34,7 +29,7 @@ def held(client):
 
 
 # every init once, full and diag and both dtypes among them (a case costs a fit on the
-# workers and one streamed here, each building its kernels: CI time), and the other shapes
+# workers and one here, each building its kernels: CI time), and the other shapes
 CASES = [("kmeans", "full", np.float32), ("k-means++", "diag", np.float64),
          ("random", "full", np.float64), ("random_from_data", "diag", np.float32),
          ("k-means++", "tied", np.float64),   # the tied start's X'X: every row in component 0
@@ -59,7 +54,7 @@ def test_every_init_equals_the_numpy_fit_and_no_row_sized_array_travels(
         # not a byte a row, no array of a block's rows (n x k draws, n labels: far more)
         assert size < N and array < BLOCK, (way, size, array)
     assert not any(held(client).values())   # the fit freed its blocks
-    ref = oc.GaussianMixture(devices=streamed(devices, dtype), **kw).fit(X.compute())
+    ref = oc.GaussianMixture(devices=devices[:1], **kw).fit(X.compute())
     for name in ("weights_", "means_", "covariances_", "precisions_cholesky_"):
         got, want = getattr(gm, name), getattr(ref, name)
         assert got.dtype == want.dtype and np.array_equal(got, want), name

@@ -6,7 +6,7 @@ the workers assign the batch rows their blocks hold and fold the sums block
 after block in row order (cluster/kmeans/minibatch_sums.py), as the numpy fit folds the
 whole batch: the same bits.  The final labels and inertia are a Lloyd pass
 over the blocks, summed in block order, as the numpy fit's over chunks of
-the block size (test_dask.streamed): both fits take that manager.
+the block size (streamed): both fits take that manager.
 """
 import numpy as np
 import pytest

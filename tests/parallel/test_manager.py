@@ -112,6 +112,19 @@ def rows(km):
     return list(km.devices_.values())
 
 
+def split(weights, block_rows, n=N):
+    """The rows *weights* give each device in whole blocks of *block_rows*
+    (a fit's: ``fit_block_rows``; a scatter's: ``block_rows``), checked to
+    be more than one row: the split-free sums' blocks decide the shares."""
+    assert block_rows > 1 and n > 2 * block_rows
+    return split_rows(n, weights, block_rows).tolist()
+
+
+def assert_fit_rows(km, weights, dtype=np.float64):
+    """*km*'s rows per device are *weights*' split in its blocks."""
+    assert rows(km) == split(weights, km.fit_block_rows(D, dtype))
+
+
 def streaming_budget(counts, dtype, spare_rows=40):
     """A memory budget under which every shard of *counts* rows is streamed
     in several chunks: two staging buffers of *spare_rows* rows (the budget
@@ -144,7 +157,7 @@ def test_sub_devices_equal_single_device(profile, subs, n_devices, dtype, init, 
     assert ref.n_iter_ > 5           # the data make the reduction order matter
     assert_same_fit(km, ref)
     assert list(km.devices_) == [str(p) for p in devices]
-    assert rows(km) == split_rows(N, [p.compute_units for p in devices]).tolist()
+    assert_fit_rows(km, [p.compute_units for p in devices], dtype)
 
 
 def _runtime(name):
@@ -171,42 +184,59 @@ def test_both_cpu_runtimes_in_one_fit(profile, make_blobs, dtype):
         ref = fit([profile], dtype, weighted=weighted, X=X)
         assert_same_fit(km, ref)
         assert list(km.devices_) == [str(p) for p in both]
-        assert rows(km) == split_rows(N, [p.compute_units for p in both]).tolist()
+        assert_fit_rows(km, [p.compute_units for p in both], dtype)
         np.testing.assert_array_equal(km.predict(X), ref.labels_)
 
 
 # --------------------------------------------------- partition sizes / weights
-@pytest.mark.parametrize("n, weights, expected", [
-    (10, [1, 1, 1], [4, 3, 3]),            # equal remainders: the first device first
-    (7, [0.5, 0.3, 0.2], [4, 2, 1]),       # 3.5, 2.1, 1.4: the largest remainder wins
-    (8, [0.2, 0.3, 0.5], [2, 2, 4]),       # 1.6, 2.4, 4.0
-    (5, [1, 2, 2], [1, 2, 2]),             # exact
-    (11, [1, 0, 1], [6, 0, 5]),            # a zero weight gets no row, not even a remainder
-    (3, [0, 0, 5], [0, 0, 3]),
-    (0, [2, 1, 1], [0, 0, 0]),
-    (2, [2, 1, 1], [1, 1, 0]),             # fewer rows than devices
-    (4000, [2, 1, 1], [2000, 1000, 1000]),
+@pytest.mark.parametrize("n, weights, block, expected", [
+    (10, [1, 1, 1], 1, [4, 3, 3]),          # equal remainders: the first device first
+    (7, [0.5, 0.3, 0.2], 1, [4, 2, 1]),     # 3.5, 2.1, 1.4: the largest remainder wins
+    (8, [0.2, 0.3, 0.5], 1, [2, 2, 4]),     # 1.6, 2.4, 4.0
+    (5, [1, 2, 2], 1, [1, 2, 2]),           # exact
+    (11, [1, 0, 1], 1, [6, 0, 5]),          # a zero weight gets no row, not even a remainder
+    (3, [0, 0, 5], 1, [0, 0, 3]),
+    (0, [2, 1, 1], 1, [0, 0, 0]),
+    (2, [2, 1, 1], 1, [1, 1, 0]),           # fewer rows than devices
+    (4000, [2, 1, 1], 1, [2000, 1000, 1000]),
+    # whole blocks (the last one short, on the last device that has rows)
+    (3000, [2, 1, 1], 512, [1536, 1024, 440]),   # 6 blocks: 3, 1.5, 1.5
+    (3000, [1, 1, 2], 512, [1024, 512, 1464]),   # 1.5, 1.5, 3
+    (3000, [3, 0, 1], 512, [2560, 0, 440]),      # 4.5, 0, 1.5
+    (1024, [1, 1, 1], 512, [512, 512, 0]),       # fewer blocks than devices
+    (1000, [1, 0], 512, [1000, 0]),
+    (1000, [0, 1], 512, [0, 1000]),
+    (100, [1, 1], 512, [100, 0]),                # one short block
+    (0, [1, 1], 512, [0, 0]),
 ])
-def test_split_rows_examples(n, weights, expected):
-    counts = split_rows(n, weights)
+def test_split_rows_examples(n, weights, block, expected):
+    counts = split_rows(n, weights, block)
     assert counts.tolist() == expected
     assert np.issubdtype(counts.dtype, np.integer)
 
 
+@pytest.mark.parametrize("block", [1, 7, 512])
 @pytest.mark.parametrize("seed", range(20))
-def test_split_rows_sum_and_proportion(seed):
+def test_split_rows_sum_and_proportion(seed, block):
+    """Whole blocks (the short last one with the last device that has
+    rows), each device the floor or ceiling of its exact share of the
+    blocks, the remainders to the largest fractions."""
     rng = np.random.RandomState(seed)
     n = int(rng.randint(0, 100000))
     w = rng.uniform(0, 10, rng.randint(1, 9))
     w[rng.rand(len(w)) < 0.2] = 0
     if w.sum() == 0:
         w[0] = 1
-    counts = split_rows(n, w)
-    exact = n * w / w.sum()
+    counts = split_rows(n, w, block)
     assert counts.sum() == n
     assert (counts >= 0).all() and (counts[w == 0] == 0).all()
-    assert np.all(np.abs(counts - exact) < 1)          # floor or ceil of the exact share
-    extra = counts - np.floor(exact)                   # who got the remainder rows
+    held = np.flatnonzero(counts)
+    if len(held):
+        assert (counts[:held[-1]] % block == 0).all()
+    blocks = -(-counts // block)
+    exact = -(-n // block) * w / w.sum()
+    assert np.all(np.abs(blocks - exact) < 1)          # floor or ceil of the exact share
+    extra = blocks - np.floor(exact)                   # who got the remainder blocks
     if 0 < extra.sum() < len(w):
         frac = exact - np.floor(exact)
         assert frac[extra == 1].min() >= frac[extra == 0].max()
@@ -244,7 +274,7 @@ def test_extreme_weights_split_rows_as_they_say(subs, weights, expected):
     rows as ordinary ones would (not 2 of N rows, the rest nowhere)."""
     data = oc.DeviceManager(subs, weights=weights).scatter(random_data())
     try:
-        assert list(data.rows_per_device.values()) == split_rows(N, expected).tolist()
+        assert list(data.rows_per_device.values()) == split(expected, data.block_rows)
     finally:
         data.close()
 
@@ -293,7 +323,7 @@ def test_rows_follow_the_weights(profile, subs, weights):
     if weights is None:
         assert expected == [2, 1, 1] or profile.compute_units != 2
     assert list(km.devices_) == [str(p) for p in devices]
-    assert rows(km) == split_rows(N, expected).tolist()
+    assert_fit_rows(km, expected)
     assert sum(rows(km)) == N and km.reshards_ == 0
     assert_same_fit(km, reference(profile))
 
@@ -301,8 +331,8 @@ def test_rows_follow_the_weights(profile, subs, weights):
 def _lloyd_pass(k=K):
     """A calibration: one Lloyd pass over the sample partition."""
     def one_pass(part):
-        labels = cla.empty(part.queue, part.n, np.int32)
-        labels.fill(-1)
+        # not Array.fill: pyopencl's fill kernel would build (and log) on each device's thread
+        labels = cla.to_device(part.queue, np.full(part.n, -1, np.int32))
         lp = lloyd.LloydPass(part, k)
         return lambda: lp.run(np.zeros((k, part.d)), labels)
     return one_pass
@@ -336,7 +366,7 @@ def test_measured_weights_follow_speed(profile, subs):
         assert measured.shape == (3,) and np.all(np.isfinite(measured) & (measured > 0))
         assert measured[2] < min(measured[:2]) / 5
         counts = [sum(c.n for c in s.chunks) for s in data.shards]
-        assert counts == split_rows(N, measured).tolist() and sum(counts) == N
+        assert counts == split(measured, data.block_rows) and sum(counts) == N
         assert counts[2] < min(counts[:2]) / 5
     finally:
         data.close()
@@ -364,23 +394,27 @@ def test_measured_fit_equals_single_device(profile, subs):
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 def test_rebalancing_between_iterations_keeps_the_result(profile, subs, monkeypatch, dtype):
     """Timings that differ make the manager re-split between iterations (the
-    labels move along); the model is the same as without any re-split."""
+    labels move along); the model is the same as without any re-split.  A
+    re-split happens only where the rows move (the measured rates may give
+    the same whole blocks again)."""
     original = DeviceData.rebalance
     pattern = itertools.cycle([[1.0, 0.2, 0.2], [0.2, 1.0, 0.5], [0.3, 0.3, 1.0]])
-    layouts = []
+    layouts = []   # (before, after) each rebalance
 
     def forced(self, *args, **kwargs):
         if self.last_times is not None:
             self.last_times = next(pattern)[:len(self.shards)]
+        before = tuple(self.rows_per_device.values())
         saved = original(self, *args, **kwargs)
-        layouts.append(tuple(self.rows_per_device.values()))
+        layouts.append((before, tuple(self.rows_per_device.values())))
         return saved
     monkeypatch.setattr(DeviceData, "rebalance", forced)
-    km = fit(oc.DeviceManager([profile, *subs], weights="measured"), dtype)
-    assert len(set(layouts)) > 2        # re-split several times
-    assert km.reshards_ >= len(set(layouts)) - 1
-    assert sum(rows(km)) == N
-    assert_same_fit(km, reference(profile, dtype))
+    X = random_data(dtype, n=8 * N)     # enough blocks for the timings to move some
+    km = fit(oc.DeviceManager([profile, *subs], weights="measured"), dtype, X=X)
+    assert len({after for _, after in layouts}) > 2        # re-split several times
+    assert km.reshards_ == sum(before != after for before, after in layouts)
+    assert sum(rows(km)) == len(X)
+    assert_same_fit(km, fit([profile], dtype, X=X))
 
 
 def test_rebalance_keeps_labels(profile, subs):
@@ -428,7 +462,7 @@ def test_streamed_equals_resident(profile, subs, which, dtype):
     km = fit(mgr, dtype, weighted=True, X=X)
     ref = reference(profile, dtype, weighted=True)
     assert_same_fit(km, ref)
-    assert rows(km) == split_rows(N, [p.compute_units for p in devices]).tolist()
+    assert_fit_rows(km, [p.compute_units for p in devices], dtype)
     Y = random_data(dtype, n=N, seed=9)
     np.testing.assert_array_equal(km.predict(Y), ref.predict(Y))
     np.testing.assert_allclose(km.transform(Y), ref.transform(Y), rtol=RTOL)
@@ -566,7 +600,7 @@ def test_manager_as_devices_param_clone_and_pickle(profile, subs):
     km.fit(X)
     twin.fit(X)
     assert_same_fit(twin, km, rtol=0)
-    assert rows(km) == split_rows(N, [1, 1, 2]).tolist()
+    assert_fit_rows(km, [1, 1, 2])
     again = pickle.loads(pickle.dumps(km))
     assert isinstance(again.devices, oc.DeviceManager) and again.devices.profiles == mgr.profiles
     assert again.devices_ == km.devices_
@@ -665,7 +699,11 @@ def test_a_rebalance_costs_only_the_rows_that_move(profile, subs):
         counts = [sum(c.n for c in s.chunks) for s in data.shards]
         mgr.measured = np.array(counts, dtype=np.float64)
         assert data._move_seconds() == 0
+        block = data.block_rows   # the split moves whole blocks
+        assert counts == split([1, 1, 1], block)
         mgr.measured = np.array([counts[0] + 10, counts[1] - 10, counts[2]], np.float64)
-        assert data._move_seconds() == pytest.approx(10 * data.row_seconds)
+        assert data._move_seconds() == 0     # too few rows to move a block
+        mgr.measured = np.array([counts[0] + block, counts[1] - block, counts[2]], np.float64)
+        assert data._move_seconds() == pytest.approx(block * data.row_seconds)
     finally:
         data.close()

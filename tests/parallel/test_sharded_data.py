@@ -10,6 +10,7 @@ import pytest
 import oclclust as oc
 from conftest import split_or_skip
 from oclclust.parallel.device_data import DeviceData
+from oclclust.runtime.exact_sums import block_rows_for
 from oclclust.parallel.sharded_data import RemoteShardedData, ShardedData
 
 
@@ -79,18 +80,19 @@ def test_dask_data_implements_the_remote_protocol(devices):
     import dask.array as da
     from distributed import Client, LocalCluster
     from oclclust.parallel.dask import DaskData, dask_fit_data
-    X = np.random.RandomState(1).randn(400, 3)
+    block = block_rows_for(3, 8, 1)   # dask chunks of whole blocks stay as they are
+    X = np.random.RandomState(1).randn(4 * block, 3)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster):
-        data, _ = dask_fit_data(da.from_array(X, chunks=(100, 3)), None, devices, None,
+        data, _ = dask_fit_data(da.from_array(X, chunks=(block, 3)), None, devices, None,
                                 None, "KMeans")
         try:
             assert type(data) is DaskData and len(data.chunks) == 4 and data.remote
             check_implements(data, RemoteShardedData)
             mean, var, finite = data.mean_var_finite()
             assert finite and np.allclose(mean, X.mean(0)) and np.allclose(var, X.var(0))
-            np.testing.assert_array_equal(data.rows([350, 4]), X[[350, 4]])
-            assert data.map(lambda chunk: chunk.n, rows=False) == [100] * 4
+            np.testing.assert_array_equal(data.rows([3 * block + 5, 4]), X[[3 * block + 5, 4]])
+            assert data.map(lambda chunk: chunk.n, rows=False) == [block] * 4
         finally:
             data.close()
 

@@ -18,10 +18,10 @@ from oclclust.runtime import transfer
 N, D = 1200, 5
 
 
-def data(dtype=np.float32, seed=0):
+def data(dtype=np.float32, seed=0, n=N):
     rng = np.random.RandomState(seed)
     centres = rng.randn(4, D) * 4
-    return (centres[rng.randint(0, 4, N)] + rng.randn(N, D)).astype(dtype)
+    return (centres[rng.randint(0, 4, n)] + rng.randn(n, D)).astype(dtype)
 
 
 def eighth(profile, X, dtype):
@@ -88,14 +88,15 @@ def test_streamed_through_an_eighth_equals_resident(profile, name, dtype):
 def counted(monkeypatch):
     """count(source) -> [rows of every piece filled from the host], each
     one read from *source* itself (runtime.transfer.copy_rows): never from
-    a copy of it, converted or whole, nor more than a chunk at once."""
+    a copy of it, converted or whole, nor more than a chunk (*most* rows)
+    at once."""
     fill = transfer.copy_rows
 
-    def count(source):
+    def count(source, most=N // 16):
         rows = []
 
         def counting(dst, src):
-            assert np.shares_memory(src, source) and len(src) <= N // 16
+            assert np.shares_memory(src, source) and len(src) <= most
             rows.append(len(src))
             fill(dst, src)
         monkeypatch.setattr(transfer, "copy_rows", counting)
@@ -153,20 +154,25 @@ def test_uploads_and_downloads_through_pinned_pieces(profile, monkeypatch, name)
 
 def test_labels_and_distances_come_back_without_streaming_the_rows(profile, counted):
     """Reading the chunks' own arrays (labels, distances) streams no rows:
-    after a pass (every row read, and the next pass's first two chunks,
-    read ahead), LloydShards.labels / min_dist / set_labels read nothing
-    more from the host rows."""
+    after a pass (every row read once: its first two chunks read ahead by
+    the pass before, the next pass's first two read ahead by it),
+    LloydShards.labels / min_dist / set_labels read nothing more from the
+    host rows."""
     from oclclust.cluster.kmeans.lloyd_shards import LloydShards
     X = data(np.float32, seed=4)
     layout = eighth(profile, X, np.float32).scatter(X)
-    lloyd = LloydShards(layout, 4)
+
+    def read_ahead():   # the next pass's first chunks, filled by the feeder's thread
+        for future in layout.shards[0].ahead.values():
+            future.result()
+    lloyd = LloydShards(layout, 4)   # a pass of its own: the rows' magnitudes
+    read_ahead()
     rows = counted(X)
     centers = X[:4].astype(np.float64)
     lloyd.run(centers)
-    for future in layout.shards[0].ahead.values():   # the next pass's first chunks
-        future.result()
+    read_ahead()
     after_pass = sum(rows)
-    assert after_pass == N + 2 * (N // 16)   # the pass and the next one's first two chunks
+    assert after_pass == N
     labels, dist = lloyd.labels(), lloyd.min_dist()
     lloyd.set_labels(labels)
     assert sum(rows) == after_pass
@@ -192,34 +198,70 @@ def test_farthest_rows_is_sklearns_argpartition():
                 np.testing.assert_array_equal(farthest_rows(dist, take), want)
 
 
+def tail_layout(block, monkeypatch, cap_blocks=1):
+    """(rows, budget): rows of eight whole blocks of *block* rows and a
+    short one, a budget of four blocks' rows and streamed chunks capped at
+    *cap_blocks* blocks (shard.STREAM_CHUNK_BYTES): two chunks of a block
+    stream and the rest of the budget, two blocks' room, keeps the last
+    rows resident from the first block boundary it reaches (the tail: one
+    block and the short one)."""
+    from oclclust.parallel import shard as shard_mod
+    row = D * 4
+    monkeypatch.setattr(shard_mod, "STREAM_CHUNK_BYTES", int(cap_blocks * block * row))
+    return data(np.float32, seed=6, n=8 * block + 100), 4 * block * row
+
+
+def check_tail(layout, block, budget):
+    """The layout tail_layout makes: seven chunks of a block stream through
+    two staging buffers of a block, the tail holds the rest, and the device
+    holds no more rows than the budget."""
+    shard, = layout.shards
+    n, row, tail = layout.n, layout.d * 4, block + 100
+    assert layout.block_rows == block
+    assert shard.streamed and [c.n for c in shard.chunks[shard.fed:]] == [tail]
+    assert [c.n for c in shard.chunks[:shard.fed]] == [block] * 7
+    assert [s.shape[0] for s in shard.staging] == [block] * 2
+    assert sum(s.nbytes for s in shard.staging) + tail * row <= budget
+    assert shard.chunks[-1].offset == n - tail
+
+
+@pytest.mark.parametrize("cap_blocks", [1, 0.5], ids=["a-block", "under-a-block"])
+def test_streamed_chunks_hold_whole_blocks(profile, monkeypatch, cap_blocks):
+    """A cap on streamed chunks under one block still streams whole blocks
+    (the sums' split-free blocks: runtime.exact_sums) where the budget
+    holds two."""
+    block = oc.KMeans(4).fit_block_rows(D, np.float32)
+    X, budget = tail_layout(block, monkeypatch, cap_blocks)
+    layout = oc.DeviceManager([profile], memory_budget=budget).scatter(X, stat_values=1)
+    try:
+        check_tail(layout, block, budget)
+    finally:
+        layout.close()
+
+
 @pytest.mark.parametrize("name", ["KMeans", "FuzzyCMeans", "GMM-diag"])
 def test_a_resident_tail_streams_only_the_other_rows(profile, counted, monkeypatch, name):
     """Chunks capped under half the budget (shard.STREAM_CHUNK_BYTES): the
     rest of the budget keeps the shard's last rows resident (the tail), the
     device holds no more rows than the budget, each pass reads only the
-    other rows from the host, and the model is the resident one's."""
-    from oclclust.parallel import shard as shard_mod
-    X = data(np.float32, seed=6)
-    budget, row = N * D * 4 // 8, D * 4
-    monkeypatch.setattr(shard_mod, "STREAM_CHUNK_BYTES", budget // 8)
+    other rows from the host, and the model is the resident one's bit for
+    bit (chunks and tail of whole blocks: split-free sums)."""
+    make = ESTIMATORS[name]
+    block = make(None).fit_block_rows(D, np.float32)
+    X, budget = tail_layout(block, monkeypatch)
     mgr = oc.DeviceManager([profile], memory_budget=budget)
     layout = mgr.scatter(X)
-    shard, = layout.shards
-    chunk = budget // 8 // row
-    tail = (budget - 2 * chunk * row) // row
-    assert shard.streamed and [c.n for c in shard.chunks[shard.fed:]] == [tail]
-    assert shard.fed == -(-(N - tail) // chunk) and shard.staging[0].shape[0] == chunk
-    assert sum(s.nbytes for s in shard.staging) + tail * row <= budget
-    assert shard.chunks[-1].offset == N - tail
+    check_tail(layout, block, budget)
     layout.close()
-    want = fit(ESTIMATORS[name], [profile], X)
-    rows = counted(X)
-    got = fit(ESTIMATORS[name], mgr, X)
-    assert_same_model(name, got, want, np.float32)
+    n, tail = len(X), block + 100
+    want = fit(make, [profile], X)
+    rows = counted(X, most=block)
+    got = fit(make, mgr, X)
+    assert_same_model(name, got, want, np.float32, exact=True)
     np.testing.assert_array_equal(got.predict(X), want.predict(X))
     # every pass reads the streamed rows, and a fit's last the next one's first
     # two chunks ahead (KMeans: two fits, n_init=2); the tail went up once
     # (direct: under DIRECT_BYTES)
     streamed = sum(rows)
-    assert streamed >= 2 * (N - tail) and streamed % (N - tail) % chunk == 0
-    assert streamed % (N - tail) // chunk <= 2 * 2
+    assert streamed >= 2 * (n - tail) and streamed % (n - tail) % block == 0
+    assert streamed % (n - tail) // block <= 2 * 2

@@ -271,3 +271,32 @@ def test_template_references_are_absolute_paths():
                 assert uri.startswith("/"), (path, uri)
                 assert any((Path(d) / uri[1:]).is_file() for d in template_dirs()), (path, uri)
     assert found > 90
+
+
+def test_quiet_builds_of_several_threads_stay_quiet():
+    """Builds under way on several threads at once (a DeviceData pass's
+    first run on each device): the first one to finish leaves the others
+    silenced, and the last one restores the filters as they were."""
+    import threading
+    import warnings
+    first_in, second_in, first_done = (threading.Event() for _ in range(3))
+
+    def first():
+        with codegen.quiet_build():
+            first_in.set()
+            second_in.wait(10)
+        first_done.set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cl.CompilerWarning)
+        before = list(warnings.filters)
+        thread = threading.Thread(target=first)
+        thread.start()
+        first_in.wait(10)
+        with codegen.quiet_build():
+            second_in.set()
+            first_done.wait(10)
+            warnings.warn("a build's log", cl.CompilerWarning)   # after the first build
+        thread.join()
+        assert warnings.filters == before
+        with pytest.raises(cl.CompilerWarning):
+            warnings.warn("a log of no build", cl.CompilerWarning)
