@@ -42,6 +42,7 @@ MIN_BLOCK_ROWS, MAX_BLOCK_ROWS = 512, 1 << 20
 SCATTER_PIECE = 1 << 22       # values a host fold adds before carrying (int64 words)
 PARTIALS_SHARE = 8             # the partials take at most 1/8 of their rows' bytes
 FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
+FOLD_BLOCKS = 1 << 13          # a fold's blocks a work-item: its double words stay exact
 
 _ENABLED = [True]
 
@@ -125,12 +126,16 @@ def _carry(words):
 
 
 def _cut(s):
-    """|s| (float64 with no bit under 2^0, under 2^93) as three 40-bit
-    words, exactly (exact_fold.cl.mako's steps)."""
-    h2 = np.floor(s * 2.0 ** -80)
+    """s (float64 on its grid: under 2^93 in magnitude) as three signed
+    40-bit words, cut toward zero at 2^80 and 2^40 (exact: each remainder
+    keeps s's own bits and sign) and the rest rounded to the nearest
+    integer, halves away from zero: exact_fold.cl.mako's steps, the same
+    IEEE operations (the device's words equal these)."""
+    h2 = np.trunc(s * 2.0 ** -80)
     r = s - h2 * 2.0 ** 80
-    h1 = np.floor(r * 2.0 ** -40)
-    return np.rint(r - h1 * 2.0 ** 40), h1, h2
+    h1 = np.trunc(r * 2.0 ** -40)
+    low = r - h1 * 2.0 ** 40
+    return np.trunc(low + np.copysign(0.5, low)), h1, h2
 
 
 class ExactWords:
@@ -161,9 +166,10 @@ class ExactWords:
         finite = np.isfinite(part)
         special = np.where(finite, 0.0, part).sum(axis=0)
         v = np.where(finite, part, 0.0)
-        s = np.ldexp(np.abs(v), -np.asarray(lsb, np.int32)[None, :])
-        sign = np.where(v < 0, -1, 1).astype(np.int64)
-        words = np.stack([(sign * h.astype(np.int64)).sum(axis=0) for h in _cut(s)])
+        shift = -np.asarray(lsb, np.int32)[None, :]   # 2^shift as the device's two factors
+        first = np.fix(shift / 2).astype(np.int32)      # (C's division: toward zero)
+        s = v * np.ldexp(1.0, first) * np.ldexp(1.0, shift - first)
+        words = np.stack([h.astype(np.int64).sum(axis=0) for h in _cut(s)])
         return cls(_carry_int(words), np.asarray(lsb, np.int32), special, shape)
 
     @classmethod
@@ -196,10 +202,9 @@ class ExactWords:
             v, cols = v[keep], cols[keep]
             last = np.frexp(v)[1] - 53           # the exponent of each one's last bit
             word = (np.maximum(last, WIDE_LSB) - WIDE_LSB) // WORD_BITS
-            s = np.ldexp(np.abs(v), -(WIDE_LSB + WORD_BITS * word))   # under 2^93, whole
-            sign = np.where(v < 0, -1, 1).astype(np.int64)
+            s = np.ldexp(v, -(WIDE_LSB + WORD_BITS * word))   # under 2^93, whole
             for i, h in enumerate(_cut(s)):
-                np.add.at(words, (word + i, cols), sign * h.astype(np.int64))
+                np.add.at(words, (word + i, cols), h.astype(np.int64))
         return cls(_carry_int(words), np.full(size, WIDE_LSB, np.int32), special,
                    (size,) if shape is None else shape)
 
@@ -323,7 +328,8 @@ class Fold:
         a compute unit)."""
         ctx, wg = self.queue.context, 64
         units = self.queue.device.max_compute_units
-        parts = int(min(max(blocks, 1), max(1, -(-units * FOLD_ITEMS // max(self.size, 1)))))
+        parts = int(min(max(blocks, 1), max(1, -(-units * FOLD_ITEMS // max(self.size, 1)),
+                                            -(-blocks // FOLD_BLOCKS))))
         if parts > 1 and (self._partial is None or self._partial.size < parts * self.out.size):
             self._partial = cla.empty(self.queue, parts * self.out.size, np.float64)
         target = self._partial if parts > 1 else self.out

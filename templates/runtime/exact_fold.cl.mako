@@ -34,7 +34,8 @@ void store_words(long w0, long w1, long w2, const double special, const long siz
 
 /* work-item (e, p): element e's partials of blocks p*per .. (p+1)*per - 1,
    into part p of *out* (parts x 4 x size; with one part, the words) */
-__kernel void exact_fold(__global const double *restrict part, const long blocks,
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void exact_fold(__global const double *restrict part, const long blocks,
                          const long size, __global const int *restrict lsb,
                          __global double *restrict out)
 {
@@ -43,28 +44,30 @@ __kernel void exact_fold(__global const double *restrict part, const long blocks
         return;
     const long per = (blocks + parts - 1) / parts;
     const long b0 = p * per, b1 = min(blocks, b0 + per);
-    const int shift = -lsb[e];
-    long w0 = 0, w1 = 0, w2 = 0;
-    double special = 0;
+    /* the grid's scale 2^-lsb as two powers of two (each a double even
+       where 2^-lsb is not): two exact products, cheaper than ldexp */
+    const int shift = -lsb[e], part1 = shift / 2;
+    const double scale1 = ldexp(1.0, part1), scale2 = ldexp(1.0, shift - part1);
+    /* whole numbers under 2^40 added in double: exact for up to 2^13 of
+       them (Fold.enqueue keeps a part's blocks to that) */
+    double w0 = 0, w1 = 0, w2 = 0, special = 0;
     for (long b = b0; b < b1; ++b) {
-        const double v = part[b * size + e];
-        if (!isfinite(v)) {
-            special += v;
-            continue;
-        }
-        /* |v| on the grid, cut at 2^80 and 2^40: every step but the last
-           rint is exact (the remainders keep v's own bits) */
-        const double s = ldexp(fabs(v), shift);
-        const double h2 = floor(s * 0x1p-80);
+        const double raw = part[b * size + e];
+        const int finite = isfinite(raw);
+        special += finite ? 0.0 : raw;
+        /* v on the grid, cut toward zero at 2^80 and 2^40: every step but
+           the last rint is exact (each remainder keeps v's own bits and
+           sign), so the three signed words add to v's grid value */
+        const double s = (finite ? raw : 0.0) * scale1 * scale2;
+        const double h2 = (double)(long)(s * 0x1p-80);   /* toward zero, as trunc */
         const double r = s - h2 * 0x1p80;
-        const double h1 = floor(r * 0x1p-40);
-        const double h0 = rint(r - h1 * 0x1p40);
-        const long sign = v < 0 ? -1 : 1;
-        w0 += sign * (long)h0;
-        w1 += sign * (long)h1;
-        w2 += sign * (long)h2;
+        const double h1 = (double)(long)(r * 0x1p-40);
+        const double low = r - h1 * 0x1p40;
+        w0 += (double)(long)(low + copysign(0.5, low));   /* to nearest, half away */
+        w1 += h1;
+        w2 += h2;
     }
-    store_words(w0, w1, w2, special, size, out + p * 4 * size + e);
+    store_words((long)w0, (long)w1, (long)w2, special, size, out + p * 4 * size + e);
 }
 
 /* the parts' words added (integers: in any order the same), carried again;
