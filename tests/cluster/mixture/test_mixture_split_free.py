@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import oclclust as oc
+from conftest import split_or_skip
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import cmeans, gmm as gmm_pass, gmm_mma
 from oclclust.runtime import exact_sums
@@ -20,10 +21,9 @@ LAYOUTS = ["subs", "streamed", "weights", "measured"]
 
 @pytest.fixture(scope="module")
 def subs(profile):
-    """The device under test split in two 1-unit sub-devices."""
-    if profile.compute_units < 2:
-        pytest.skip(f"{profile} has {profile.compute_units} compute unit: no sub-devices")
-    return oc.sub_devices(profile, [1, 1])
+    """The device under test split in two 1-unit sub-devices (skipped where
+    the device cannot be split: NVIDIA GPUs)."""
+    return split_or_skip(profile)
 
 
 def devices_of(layout, profile, subs, block_bytes):
