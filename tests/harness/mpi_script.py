@@ -37,7 +37,10 @@ from oclclust.parallel.comm import Ranks
 from oclclust.parallel.device_data import DeviceData
 from oclclust.io.shards import load_shard, shard_range
 from oclclust.parallel.shares import rank_rows
-import split_free_models
+
+# beside this script (CI runs with PYTHONSAFEPATH: its folder is not on sys.path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import split_free_models  # noqa: E402
 
 N, D, K = 601, 3, 5
 
