@@ -10,9 +10,12 @@ the flags are that measurement's.  Python puts bench/ first on sys.path, so
 ``import _common`` finds this module.
 """
 import importlib.util
+import json
 import os
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -89,6 +92,12 @@ def gmm_init(X, K, covariance_type):
     return weights, means, precisions
 
 
+def random_rows(X, k, seed=1):
+    """k distinct rows of X drawn by default_rng(seed), a copy: the whole-fit
+    benches' initial centres (../shared/bench/gpu_user.py's choice)."""
+    return X[np.random.default_rng(seed).choice(len(X), k, replace=False)].copy()
+
+
 def data_functions(path):
     """(make_blobs, init_centers, where they came from), as baselines()."""
     module, source = baselines(path)
@@ -144,6 +153,29 @@ def version(module_name):
         return __import__(module_name).__version__
     except Exception:
         return None
+
+
+def torch_cuda_missing():
+    """None where PyTorch and a CUDA device are usable (the PyTorch anchors
+    run), else why not: a bench prints it and goes on without them."""
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed"
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return "torch finds no CUDA device"
+    except Exception as exc:   # noqa: BLE001 -- a broken torch: no anchor, the run goes on
+        return f"torch does not load ({type(exc).__name__}: {exc})"
+    return None
+
+
+def has_cuda():
+    return torch_cuda_missing() is None
+
+
+def names(text):
+    """The items of a comma-separated flag, blanks dropped."""
+    return [v.strip() for v in (text or "").split(",") if v.strip()]
 
 
 # ------------------------------------------------------------------ timing
@@ -205,6 +237,35 @@ def seconds(fn, *args, **kwargs):
     return time.perf_counter() - start, out
 
 
+def fresh_process(script, argv, rows, timeout=1800):
+    """The last stdout line, as JSON, of ``python script *argv --rows PATH``
+    run in a new process, PATH a temporary .npy of *rows* (in /dev/shm where
+    there is one; written and removed outside the child's timing).  What a
+    bench's cold figures run through: the child's first fit is a fresh
+    process's first (import, device discovery, programs from the on-disk
+    cache).  RuntimeError with the child's last stderr line where it fails."""
+    folder = tempfile.mkdtemp(prefix="oclclust_bench",
+                              dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    path = os.path.join(folder, "rows.npy")
+    try:
+        np.save(path, rows)
+        cmd = [sys.executable, str(script), *argv, "--rows", path]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+        os.rmdir(folder)
+    if out.returncode:
+        err = out.stderr.strip().splitlines()
+        raise RuntimeError(err[-1] if err else f"exit status {out.returncode}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def load_rows(path):
+    """The rows fresh_process saved, in memory as a user's array."""
+    return np.ascontiguousarray(np.load(path, mmap_mode="r"))
+
+
 # ------------------------------------------------------------------ tables
 def table(head, rows, left=3):
     """Columns as wide as their widest cell; the first *left* flush left, the
@@ -215,6 +276,36 @@ def table(head, rows, left=3):
         return "  ".join(c.ljust(w) if i < left else c.rjust(w)
                          for i, (c, w) in enumerate(zip(cells, widths)))
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+class Figures:
+    """A run's figures: each printed as one JSON line when it is recorded
+    (``{"bench": .., key fields.., "figure": .., "value": .., extra..}``,
+    for quoting), and a table of them at the end: a row per key, a column
+    per figure name: *columns*' order, then any other in the order first
+    recorded."""
+
+    def __init__(self, bench, key_names, columns=()):
+        self.bench, self.key_names = bench, list(key_names)
+        self.rows, self.order, self.columns = {}, list(columns), []
+
+    def add(self, key, figure, value, **extra):
+        fields = dict(zip(self.key_names, key))
+        print(json.dumps(dict(bench=self.bench, **fields, figure=figure, value=value, **extra)),
+              flush=True)
+        self.rows.setdefault(tuple(key), {})[figure] = value
+        if figure not in self.columns:
+            self.columns.append(figure)
+            rank = {name: i for i, name in enumerate(self.order)}
+            self.columns.sort(key=lambda name: rank.get(name, len(rank)))
+
+    def table(self, fmt=lambda figure, value: f"{value:.4g}"):
+        """The table; *fmt* (figure, value) -> a cell, "-" where a row lacks a figure."""
+        head = self.key_names + self.columns
+        rows = [[str(k) for k in key] + ["-" if f not in figs or figs[f] is None
+                                         else fmt(f, figs[f]) for f in self.columns]
+                for key, figs in self.rows.items()]
+        return table(head, rows, left=len(self.key_names))
 
 
 # ------------------------------------------------------------------ measurements

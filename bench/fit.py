@@ -20,19 +20,16 @@ Measurements (``python bench/fit.py NAME --help`` gives each one's flags):
 import argparse
 import contextlib
 import json
-import os
 import resource
-import subprocess
 import sys
-import tempfile
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-from _common import (_busy_seconds, add_devices_argument, blobs, import_oclclust, large_blobs,
-                     run_measurement, table)
+from _common import (_busy_seconds, add_devices_argument, blobs, fresh_process, has_cuda,
+                     import_oclclust, large_blobs, load_rows, random_rows, run_measurement,
+                     table)
 
 
 # ---- speed (formerly bench/fit_speed.py) -----------------------------------------------
@@ -91,10 +88,6 @@ DEFAULT = ["small-1k", "small-10k", "small-100k", "kmeans-1m", "cmeans-1m", "gmm
            "kmeans-10m", "stream-20m", "flash-16m"]   # out of core: ask with --only
 
 
-def initial_centres(X, k):
-    return X[np.random.default_rng(1).choice(len(X), k, replace=False)].copy()
-
-
 def estimator(oc, name, k, iters, budget, C0, devices):
     devs = oc.DeviceManager(devices, memory_budget=budget) if budget else devices
     if name == "KMeans":
@@ -148,14 +141,6 @@ def torch_fit(X, C0, iters, tf32, chunk=1 << 18):
     return time.perf_counter() - start
 
 
-def has_cuda():
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except Exception:   # noqa: BLE001 -- no torch, or a broken one: no anchor
-        return False
-
-
 def sklearn_fit(X, C0, iters):
     from sklearn.cluster import KMeans
     start = time.perf_counter()
@@ -164,22 +149,18 @@ def sklearn_fit(X, C0, iters):
 
 
 # -------------------------------------------------------------------- runs
-def cold(name, path, args):
-    """A fresh process's first fit of *name* on the rows saved at *path*."""
-    cmd = [sys.executable, __file__, "speed", "--child", name, "--rows", path]
-    cmd += ["--devices", args.devices] if args.devices else []
-    cmd += ["--quick"] if args.quick else []
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
-    if out.returncode:
-        raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr else "failed")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def cold(name, X, args):
+    """A fresh process's first fit of *name* on the rows *X*."""
+    argv = ["speed", "--child", name]
+    argv += ["--devices", args.devices] if args.devices else []
+    argv += ["--quick"] if args.quick else []
+    return fresh_process(__file__, argv, X, timeout=1200)
 
 
 def child(args):
-    X = np.load(args.rows, mmap_mode="r")
-    X = np.ascontiguousarray(X)          # in memory, as a user's array (not timed)
+    X = load_rows(args.rows)             # in memory, as a user's array (not timed)
     spec = (QUICK if args.quick else WORKLOADS)[args.child]
-    C0 = initial_centres(X, spec[3])
+    C0 = random_rows(X, spec[3])
     start = time.perf_counter()
     oc = import_oclclust()     # scikit-learn's base classes come with it where installed
     imported = time.perf_counter() - start
@@ -192,13 +173,12 @@ def run(args):
     shapes = QUICK if args.quick else WORKLOADS
     names = args.only.split(",") if args.only else [n for n in DEFAULT if n in shapes]
     cuda = has_cuda() and not args.no_torch
-    rows, tmp = [], tempfile.mkdtemp(prefix="fit_speed", dir="/dev/shm"
-                                     if os.path.isdir("/dev/shm") else None)
+    rows = []
     for name in names:
         spec = shapes[name]
         est_name, n, d, k, iters, budget = spec
         X = large_blobs(n, d, k)
-        C0 = initial_centres(X, k)
+        C0 = random_rows(X, k)
         shape = f"{n}x{d}x{k}" + (f" budget {budget / GIB:.1f} GiB" if budget else "")
         figures = {}
         try:
@@ -212,13 +192,10 @@ def run(args):
         best = min(warm, key=lambda w: w[0])
         figures["warm_s"], figures["iter_s"] = best[0], best[1]
         if not args.no_cold and X.nbytes < 8 * 10 ** 9:   # the on-disk cache is warm now
-            path = str(Path(tmp) / "rows.npy")
-            np.save(path, X)
             try:
-                figures["cold"] = cold(name, path, args)
+                figures["cold"] = cold(name, X, args)
             except Exception as exc:   # noqa: BLE001 -- reported, the rest goes on
                 figures["cold"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
-            os.unlink(path)
         n_iter = best[2].n_iter_
         flop = 2.0 * n * k * d * (iters + 1)
         if est_name == "KMeans":
@@ -236,7 +213,6 @@ def run(args):
             print(json.dumps(line), flush=True)
         rows.append(line)
         del X
-    os.rmdir(tmp)
     print_table(rows)
 
 
