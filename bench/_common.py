@@ -169,6 +169,13 @@ def torch_cuda_missing():
     return None
 
 
+def torch_release():
+    """Give PyTorch's cached CUDA memory back (after an anchor's run, its
+    tensors gone): the OpenCL fits after it get the device's memory."""
+    import torch
+    torch.cuda.empty_cache()
+
+
 def has_cuda():
     return torch_cuda_missing() is None
 

@@ -68,7 +68,8 @@ import warnings
 import numpy as np
 
 from _common import (DEFAULT_BASELINES, Figures, baselines, fresh_process, import_oclclust,
-                     load_rows, names, random_rows, seconds, torch_cuda_missing)
+                     load_rows, names, random_rows, seconds, torch_cuda_missing,
+                     torch_release)
 
 
 # name: (covariance, n, d, K, whole-fit iterations or None: per iteration only)
@@ -204,7 +205,8 @@ def torch_gmm_diag(X, weights, means, variances, iters, tf32, chunk=1 << 18, reg
     out = w.cpu().numpy(), mu.cpu().numpy(), var.cpu().numpy()
     bound = float(loglik) / n
     torch.cuda.synchronize()
-    return time.perf_counter() - start, float(np.median(its)), bound, out
+    wall = time.perf_counter() - start
+    return wall, float(np.median(its)), bound, out
 
 
 def torch_warm_up(X, d, K):
@@ -260,6 +262,7 @@ def run_whole(oc, name, X, shape, args, whole, torch_reason):
                        key=lambda r: r[0])
             whole.add(key, "warm_s", best[0], **extra)
             whole.add(key, "iter_s", best[1], **extra)
+        torch_release()
 
 
 def run_iterations(oc, name, X, shape, data, args, per, torch_reason):
@@ -287,6 +290,7 @@ def run_iterations(oc, name, X, shape, data, args, per, torch_reason):
             per.add(key, "s_per_iter", wall / args.iters, iters=args.iters, **extra)
             per.add(key, "median_s", it, iters=args.iters, **extra)
             per.add(key, "bound", bound, iters=args.iters, **extra)
+        torch_release()
     for variant in names(args.variants):
         for precision in names(args.precision):
             devs = variant_devices(oc, args.devices, variant)
