@@ -14,7 +14,8 @@ devices), and single linkage's phases -- nothing in oclclust changed.
 Measurements (``python bench/profiling.py NAME --help`` gives each one's flags):
 
     cprofile        cProfile of one warm fit of DBSCAN, HDBSCAN, single
-                    linkage, MiniBatchKMeans, KMeans or FuzzyCMeans
+                    linkage, MiniBatchKMeans, KMeans, FuzzyCMeans or
+                    GaussianMixture (diag, 5 iterations)
     cprofile-small  cProfile of repeated small warm KMeans fits
     phases          a warm KMeans / FuzzyCMeans fit from host rows, phase by
                     phase, and the garbage collector's pauses
@@ -68,10 +69,14 @@ MAKERS = {
                                            devices=dev),
     "FuzzyCMeans": lambda oc, dev, a: oc.FuzzyCMeans(a.k, init=a.init, max_iter=20, tol=0,
                                                      devices=dev),
+    "GaussianMixture": lambda oc, dev, a: oc.GaussianMixture(
+        a.k, covariance_type="diag", means_init=a.init.astype(np.float64), max_iter=5, tol=0,
+        init_params="random_from_data", random_state=0,
+        devices=dev),
 }
 
 
-ROWS = ("MiniBatchKMeans", "KMeans", "FuzzyCMeans")   # float32 rows, as the k-means benches'
+ROWS = ("MiniBatchKMeans", "KMeans", "FuzzyCMeans", "GaussianMixture")   # float32 rows, as the k-means benches'
 
 
 def cprofile_main():

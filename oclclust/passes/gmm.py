@@ -174,7 +174,7 @@ def _estep_specs(profile, dtype, d, full, k=1):
             yield EStepSpec(cchunk=1 << 20, stage_params=False, **base)
 
 
-def _mstep_specs(profile, dtype, d, full):
+def _mstep_specs(profile, dtype, d, full, precision="float32"):
     """GPUs: ~64 work-items, each a small register block (2 tb local reads
     feed tb^2 fmas).  CPUs: a work-item per component (far faster than the
     tiled kernel there), else (larger d) few work-items with large blocks
@@ -182,7 +182,7 @@ def _mstep_specs(profile, dtype, d, full):
     tensor-core kernel (gmm_mma.py) before all where the profile asks
     (gmm_mma_mstep) and the device, dtype and d allow."""
     if not full and profile.terms(GmmTerms).mma_mstep:
-        yield from mma_mstep_specs(profile, dtype, d)
+        yield from mma_mstep_specs(profile, dtype, d, precision=precision)
     limit = min(profile.max_work_group_size, 256)
     cpu = profile.type == "cpu"
     if cpu and d <= (32 if full else 64) and limit >= 16:
@@ -233,16 +233,20 @@ class GmmPass:
     those blocks, their statistics folded exactly (estep_sums, mstep_sums:
     ExactWords; estep and mstep settle them)."""
 
-    def __init__(self, part, k, full, specs=None, chunks=None):
+    def __init__(self, part, k, full, specs=None, chunks=None, precision="float32"):
         """specs: an (E-step, M-step) spec pair offered alone instead of the
         planners' lists (still checked and built; a harness runs every variant).
         chunks: the M kernel's chunks of rows where the sums are not
         split-free (default: enough work-groups for every compute unit, no
-        more chunks than tiles of rows); split-free, they are the blocks."""
+        more chunks than tiles of rows); split-free, they are the blocks.
+        precision: the estimators' (lloyd_mma.PRECISIONS); only the
+        tensor-core M kernel reads it (gmm_mma.mstep_specs), the E step is
+        3xTF32 at every precision."""
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
         esteps, msteps = (([specs[0]], [specs[1]]) if specs else
-                          (_estep_specs(p, dt, part.d, full, k), _mstep_specs(p, dt, part.d, full)))
+                          (_estep_specs(p, dt, part.d, full, k),
+                           _mstep_specs(p, dt, part.d, full, precision)))
         self.espec, self.ekernel = plan(p, q, esteps, "gmm_estep")
         self.mspec, self.mkernel = plan(p, q, msteps, "gmm_mstep")
         self.groups = self._groups(self.espec)[0]

@@ -48,6 +48,7 @@ class MmaEStepSpec(Spec):
     mt: int = 1
     tn: int = CHUNK
     tm: int = 128
+    precision: str = "float32"
     emulate: bool = False
 
     @property
@@ -119,6 +120,7 @@ class MmaMStepSpec(Spec):
     mb: int = 1
     tile: int = 2048
     stage: int = STAGE
+    precision: str = "float32"
     emulate: bool = False
     reps = 1
 
@@ -139,13 +141,26 @@ class MmaMStepSpec(Spec):
                 + (self.wg * 24 if self.emulate else 0))
 
 
+def mstep_error_bound(precision, stage=STAGE):
+    """g: a fast M kernel's statistic S = sum r v (v = x', x'^2, x'' or
+    x''^2; r a responsibility) is within g sum |r v| of its exact value.
+    Both operands are rounded to TF32 (nearest: |e| <= u = 2^-11), so each
+    product is off by at most (2u + u^2) |r v| and is exact in float32; a
+    stage's float32 sum of *stage* of them adds at most stage 2^-24 (1 + 2u
+    + u^2) sum |r v|, and the stages add in double.  "float32" (3xTF32):
+    the dropped small x small term, 2^-22, and the stage's sum."""
+    u = 2.0 ** -11
+    product = 2 * u + u * u if precision != "float32" else 2.0 ** -21
+    return (product + stage * 2.0 ** -24 * (1 + product)) * (1 + 2.0 ** -20)
+
+
 def mstep_size(d):
     """Doubles per component of the M kernel's statistics: [N other, N own,
     other sum r x' (d), sum r x'^2 (d), own sum r x'' (d), sum r x''^2 (d)]."""
     return 2 + 4 * d
 
 
-def mstep_specs(profile, dtype, d, emulate=False):
+def mstep_specs(profile, dtype, d, emulate=False, precision="float32"):
     """The tensor-core M kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores and fp64 (its partial sums are
     double): per component the sums over the rows it does not own about a
@@ -153,7 +168,10 @@ def mstep_specs(profile, dtype, d, emulate=False):
     made the statistics about the means on the host (central_stats).
     Column groups of at most NTW tiles a warp (its registers hold 2 x 4
     float and 2 x 4 double sums a tile), work-groups of 8 warps, component
-    blocks halved until local memory fits.  *emulate*: as estep_specs'."""
+    blocks halved until local memory fits.  *emulate*: as estep_specs'.
+    *precision*: "float32" the 3xTF32 products; "tf32" and "bf16" one
+    TF32 product a step (both operands rounded to TF32, float32 sums over a
+    stage: mstep_error_bound)."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
             or not (emulate or tensor_cores(profile))):
         return
@@ -165,7 +183,8 @@ def mstep_specs(profile, dtype, d, emulate=False):
     while mb >= 1:
         wg = 32 * 2 * g * mb
         spec = MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
-                            ntw=ntw, mb=mb, emulate=emulate)
+                            ntw=ntw, mb=mb, emulate=emulate,
+                            precision="float32" if precision == "float32" else "tf32")
         if wg <= profile.max_work_group_size and spec.local_bytes() <= profile.local_memory_budget:
             yield spec
             return

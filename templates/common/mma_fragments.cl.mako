@@ -5,7 +5,7 @@ product into the four accumulators d##0..d##3 (inline PTX mma.sync, or with
 ``emulate`` the same fragment layout through local memory, so that CPU
 runtimes and oclgrind run every other line of the kernel); tf32(v), v
 rounded to TF32 (nearest, ties away); SPLIT(b, s, v), v's big and small
-TF32 parts.  The emulated MMA reads the kernel's ``emulated`` (__local uint
+TF32 parts; warp_any(v) (PTX only: vote.sync.any).  The emulated MMA reads the kernel's ``emulated`` (__local uint
 [WG * 6]), ``warp`` and ``lane``; every work-item of the group must reach
 every MMA (none under a branch).
 </%doc>
@@ -56,6 +56,15 @@ inline uint tf32(const float v)
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
         : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+
+/* whether v is non-zero in any lane of the warp (every lane reaches it) */
+inline int warp_any(const int v)
+{
+    uint r;
+    asm("{.reg .pred p, q; setp.ne.u32 p, %1, 0; vote.sync.any.pred q, p, 0xffffffff; "
+        "selp.u32 %0, 1, 0, q;}" : "=r"(r) : "r"(v));
+    return r;
+}
 
 /* v rounded to TF32, nearest, ties away (tf32_split.cl's tf32_bits, one instruction) */
 inline uint tf32(const float v)

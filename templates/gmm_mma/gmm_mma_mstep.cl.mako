@@ -49,6 +49,9 @@ of every slab written, no atomics, for reduce_partials.
     xs = dp + (8 - dp) % 32
     rs = stage + 4
     cb = 16 * mb
+    x_iters = -(-stage * dp // wg)
+    r_iters = -(-cb * stage // wg)
+    fast = precision != "float32"
 %>
 #define D ${d}
 #define DP ${dp}
@@ -63,6 +66,43 @@ of every slab written, no atomics, for reduce_partials.
 #define SZ (2 + 4 * D)
 
 ${mma.products(emulate)}\
+<%def name="split(b, sm, v)">\
+% if precision != "float32":
+const uint ${b} = tf32(${v});\
+% else:
+SPLIT(${b}, ${sm}, ${v});\
+% endif
+</%def>\
+<%def name="fetch(first)">\
+<% x_iters, r_iters, cb = -(-stage * dp // wg), -(-16 * mb * stage // wg), 16 * mb %>\
+/* stage rows ${first}.. into registers: x, the block's responsibilities, own */
+% for u in range(x_iters):
+    {
+        const int e = lid + ${u * wg}, r = e / DP, c = e % DP;
+        const long i = ${first} + r;
+        px_${u} = ${"e < S * DP && " if (u + 1) * wg > stage * dp else ""}i < hi && c < D ? x[i * stride + c] : 0.0f;
+    }
+% endfor
+% for u in range(r_iters):
+    {
+        const int e = lid + ${u * wg}, jj = e / S, r = e % S;
+        const long i = ${first} + r;
+        pr_${u} = ${"e < CB * S && " if (u + 1) * wg > cb * stage else ""}i < hi && jj < jn ? resp[(long)(j0 + jj) * n + i] : 0.0f;
+    }
+% endfor
+    if (lid < S) {
+        const long i = ${first} + lid;
+        const int o = i < hi ? own[i] - j0 : -1;
+        po = o >= 0 && o < jn ? o : -1;
+    }
+</%def>\
+<%def name="products(acc, a, b)">\
+MMA(${acc}, ${a}b0, ${a}b1, ${a}b2, ${a}b3, ${b}b0, ${b}b1);
+% if precision == "float32":
+                MMA(${acc}, ${a}b0, ${a}b1, ${a}b2, ${a}b3, ${b}s0, ${b}s1);
+                MMA(${acc}, ${a}s0, ${a}s1, ${a}s2, ${a}s3, ${b}b0, ${b}b1);
+% endif
+</%def>\
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gmm_mstep(__global const float *restrict x, const long n, const long stride,
@@ -93,7 +133,9 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     __local float rl[CB * RS];
     __local float ml[CB * XS];                   /* the block's means */
     __local int ol[S];                           /* a row's own component - j0, or -1 */
+% if emulate:
     __local int fl[S / 8];                       /* a k8 step has a row of the block */
+% endif
     __local double nl[CB * 4 * 2];
     for (int e = lid; e < CB * DP; e += WG) {
         const int jj = e / DP, c = e % DP;
@@ -106,33 +148,42 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     double own_${t}_0 = 0, own_${t}_1 = 0, own_${t}_2 = 0, own_${t}_3 = 0;
 % endfor
     double n_lo = 0, n_hi = 0, on_lo = 0, on_hi = 0;   /* components jlo, jhi */
+    /* a stage's values are read into registers while the stage before is
+       multiplied (global reads in flight over the products), stored to
+       local memory after it */
+% for u in range(x_iters):
+    float px_${u};
+% endfor
+% for u in range(r_iters):
+    float pr_${u};
+% endfor
+    int po = -1;
+    ${fetch("lo")}
     for (long start = lo; start < hi; start += S) {
         barrier(CLK_LOCAL_MEM_FENCE);            /* the last stage's readers are done */
-        for (int e = lid; e < S * DP; e += WG) {
-            const int r = e / DP, c = e % DP;
-            const long i = start + r;
-            xl[r * XS + c] = i < hi && c < D ? x[i * stride + c] : 0.0f;
-        }
-        for (int e = lid; e < CB * S; e += WG) {
-            const int jj = e / S, r = e % S;
-            const long i = start + r;
-            rl[jj * RS + r] = i < hi && jj < jn ? resp[(long)(j0 + jj) * n + i] : 0.0f;
-        }
-        for (int r = lid; r < S; r += WG) {
-            const long i = start + r;
-            const int o = i < hi ? own[i] - j0 : -1;
-            ol[r] = o >= 0 && o < jn ? o : -1;
-        }
-        for (int s = lid; s < S / 8; s += WG) {
+% for u in range(x_iters):
+        { const int e = lid + ${u * wg};
+          ${"if (e < S * DP) " if (u + 1) * wg > stage * dp else ""}xl[(e / DP) * XS + e % DP] = px_${u}; }
+% endfor
+% for u in range(r_iters):
+        { const int e = lid + ${u * wg};
+          ${"if (e < CB * S) " if (u + 1) * wg > cb * stage else ""}rl[(e / S) * RS + e % S] = pr_${u}; }
+% endfor
+        if (lid < S)
+            ol[lid] = po;
+% if emulate:
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int s = lid; s < S / 8; s += WG) {   /* (the MMA path votes in each warp) */
             int any = 0;
-            for (int r = 0; r < 8; ++r) {
-                const long i = start + 8 * s + r;
-                const int o = i < hi ? own[i] - j0 : -1;
-                any |= o >= 0 && o < jn;
-            }
+            for (int r = 0; r < 8; ++r)
+                any |= ol[8 * s + r] >= 0;
             fl[s] = any;
         }
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
+        if (start + S < hi) {
+            ${fetch("start + S")}
+        }
 % for t in range(ntw):
         float acc_${t}_0 = 0, acc_${t}_1 = 0, acc_${t}_2 = 0, acc_${t}_3 = 0;
         float oac_${t}_0 = 0, oac_${t}_1 = 0, oac_${t}_2 = 0, oac_${t}_3 = 0;
@@ -151,10 +202,9 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
             part_hi += f1 + f3;
             opart_lo += w0 + w2;
             opart_hi += w1 + w3;
-            SPLIT(fb0, fs0, f0);
-            SPLIT(fb1, fs1, f1);
-            SPLIT(fb2, fs2, f2);
-            SPLIT(fb3, fs3, f3);
+  % for q in range(4):
+            ${split("fb%d" % q, "fs%d" % q, "f%d" % q)}
+  % endfor
   % for t in range(ntw):
             {
                 const int c = min((t0 + ${t}) * 8 + gq, DP - 1);
@@ -164,11 +214,9 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                     v0 *= v0;
                     v1 *= v1;
                 }
-                SPLIT(bb0, bs0, v0);
-                SPLIT(bb1, bs1, v1);
-                MMA(acc_${t}_, fb0, fb1, fb2, fb3, bb0, bb1);
-                MMA(acc_${t}_, fb0, fb1, fb2, fb3, bs0, bs1);
-                MMA(acc_${t}_, fs0, fs1, fs2, fs3, bb0, bb1);
+                ${split("bb0", "bs0", "v0")}
+                ${split("bb1", "bs1", "v1")}
+                ${products("acc_%d_" % t, "f", "b")}
             }
   % endfor
   % if emulate:
@@ -176,13 +224,13 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                    flag masks the A values instead, so that a wrong flag shows */
                 const float on = fl[${s}] ? 1.0f : 0.0f;
   % else:
-            if (fl[${s}]) {   /* the same in every work-item */
+            if (warp_any(o0 == jlo || o0 == jhi || o1 == jlo || o1 == jhi)) {
+                /* a row of the step is one of this warp's components' own */
                 const float on = 1.0f;
   % endif
-                SPLIT(wb0, ws0, w0 * on);
-                SPLIT(wb1, ws1, w1 * on);
-                SPLIT(wb2, ws2, w2 * on);
-                SPLIT(wb3, ws3, w3 * on);
+  % for q in range(4):
+                ${split("wb%d" % q, "ws%d" % q, "w%d * on" % q)}
+  % endfor
   % for t in range(ntw):
                 {   /* x'' = x - the row's own mean (0 where the block does not own it) */
                     const int c = min((t0 + ${t}) * 8 + gq, DP - 1);
@@ -192,11 +240,9 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                         v0 *= v0;
                         v1 *= v1;
                     }
-                    SPLIT(bb0, bs0, v0);
-                    SPLIT(bb1, bs1, v1);
-                    MMA(oac_${t}_, wb0, wb1, wb2, wb3, bb0, bb1);
-                    MMA(oac_${t}_, wb0, wb1, wb2, wb3, bs0, bs1);
-                    MMA(oac_${t}_, ws0, ws1, ws2, ws3, bb0, bb1);
+                    ${split("bb0", "bs0", "v0")}
+                    ${split("bb1", "bs1", "v1")}
+                    ${products("oac_%d_" % t, "w", "b")}
                 }
   % endfor
             }

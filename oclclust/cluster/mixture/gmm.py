@@ -59,10 +59,13 @@ class GaussianMixture(DensityMixin, KCluster):
     (``mdl_path_``, ``n_components_``; "full" and "diag" only).  ``warm_start``:
     each fit goes on from the last one's parameters (one init, scikit-learn's
     rule).  ``devices``, ``dtype``, ``comm``: as in KMeans.
-    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the diag
-    E and M steps' tensor-core kernels (passes/gmm_mma.py, NVIDIA) are 3xTF32
-    and have no faster mode yet, so every mode runs as "float32" (the same
-    model, bit for bit).
+    ``precision``: as KMeans' ("float32", "tf32", "bf16"), read by the diag
+    and spherical tensor-core M step (passes/gmm_mma.py, NVIDIA): "float32"
+    its 3xTF32 products; "tf32" and "bf16" one TF32 product (each
+    statistic within gmm_mma.mstep_error_bound of its sum of |products|;
+    bf16 operands are not used yet).  The E step is 3xTF32 at every mode
+    and every other kernel float32: elsewhere every mode is "float32", the
+    same model bit for bit.
 
     Attributes
     ----------
@@ -164,7 +167,7 @@ class GaussianMixture(DensityMixin, KCluster):
                                 ValueError("Input X contains NaN or infinity."))
         full, d = self._full, data.d
         given = self._checked_inits(d)
-        gm = GmmShards(data, self.n_components, full, self._ranks)
+        gm = GmmShards(data, self.n_components, full, self._ranks, self.precision)
         self.history_ = []   # every EM iteration of the fit (all inits, all MDL orders)
         self._eps = float(np.finfo(data.dtype).eps)
         self._float32 = data.dtype == np.float32

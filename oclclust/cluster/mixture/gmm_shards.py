@@ -40,8 +40,9 @@ class GmmStats(AdditiveStats):
 class GmmShards(ShardedPass):
     """The E and M passes (passes.gmm) over a fit's rows."""
 
-    def __init__(self, data, k, full, ranks=None):
-        super().__init__(data, ranks, lambda chunk: GmmPass(chunk, k, full))
+    def __init__(self, data, k, full, ranks=None, precision="float32"):
+        super().__init__(data, ranks, lambda chunk: GmmPass(chunk, k, full,
+                                                            precision=precision))
 
     def em(self, records, means):
         """One EM pass: GmmStats with the M statistics."""
