@@ -11,6 +11,9 @@ Measurements (``python bench/kernels.py NAME --help`` gives each one's flags):
     tiles     register-tiled distances (templates/distance_tile.cl.mako)
               against each kernel's own: linkage's condensed matrix, the
               c-means pass, the diagonal GMM E-step (outputs equal bit for bit)
+    gmm-mma   the diagonal GMM's tensor-core E and M kernels (passes/gmm_mma.py)
+              spec by spec: E with and without the responsibilities, M at
+              each precision, beside the portable kernels (NVIDIA)
 
 The Lloyd pass's own variants are timed by ``python -m oclclust tune`` (and
 against faiss-cpu by ``bench/kmeans.py cpu-variants``); the "gemm" Lloyd
@@ -168,8 +171,83 @@ def tiles_main(argv=None):
     return 1 if failed else 0
 
 
+DOC_GMM_MMA = """The diagonal GMM's E and M kernels alone, spec by spec, per device.
+
+The data resident, one GmmPass per spec pair (GmmPass's ``specs``): the
+planner's tensor-core E kernel (gmm_mma.estep_specs, every work-group size
+it offers) with the responsibilities stored and without, and its M kernel
+(gmm_mma.mstep_specs) at each precision, beside the portable E and M
+kernels; each the median of --repeats calls after a warm-up, waited for.
+The M statistics of each spec are printed as their largest difference from
+the portable kernel's, relative to each column's scale.
+
+    python3 bench/kernels.py gmm-mma --devices NVIDIA                 # 1M x 128, K=1024
+    python3 bench/kernels.py gmm-mma --devices NVIDIA --shape 1000000 24 100
+"""
+
+
+def timed(call, queue, repeats):
+    """Median seconds of *call* (after one untimed call), each waited for."""
+    call()
+    queue.finish()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        queue.finish()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def gmm_mma_main(argv=None):
+    from oclclust.passes import gmm_mma
+    ap = argparse.ArgumentParser(description=DOC_GMM_MMA.split("\n\n")[0])
+    ap.add_argument("--devices", default="NVIDIA", help="devices to time (as in KMeans)")
+    ap.add_argument("--shape", nargs=3, type=int, default=[1_000_000, 128, 1024],
+                    metavar=("N", "D", "K"))
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args(argv)
+    n, d, k = args.shape
+    rng = np.random.RandomState(0)
+    centres = rng.uniform(-10, 10, (k, d))
+    X = (centres[rng.randint(0, k, n)] + rng.randn(n, d)).astype(np.float32)
+    cov = rng.uniform(0.5, 2, (k, d))
+    model = mdl.Model(np.full(k, 1.0 / k), centres + 0.3, cov,
+                      mdl.precision_cholesky(cov, False))
+    records = mdl.records(model, False)
+    for profile in oc.select_devices(args.devices):
+        portable = profile.replace(gmm_mma=0, gmm_mma_mstep=0, gmm_distance_tiles=0)
+        pe = next(gmm_pass._estep_specs(portable, np.float32, d, False, k))
+        pm = next(gmm_pass._mstep_specs(portable, np.float32, d, False))
+        esteps = [pe] + list(gmm_mma.estep_specs(profile, np.float32, d, k))
+        msteps = [pm] + [spec for precision in ("float32", "tf32") for spec in
+                         gmm_mma.mstep_specs(profile, np.float32, d, precision=precision)]
+        part = DevicePartition(profile, X)
+        want = None
+        print(f"{profile}: n={n} d={d} K={k}", flush=True)
+        for espec in esteps:
+            gp = gmm_pass.GmmPass(part, k, False, specs=(espec, pm))
+            for store in (True, False):
+                t = timed(lambda: gp.estep_sums(records, store), part.queue, args.repeats)
+                print(f"  E {type(espec).__name__} wg={espec.wg} store_resp={int(store)}: "
+                      f"{t * 1e3:8.2f} ms", flush=True)
+        for mspec in msteps:
+            gp = gmm_pass.GmmPass(part, k, False, specs=(esteps[-1], mspec))
+            gp.estep_sums(records, True)
+            t = timed(lambda: gp.mstep_sums(model.means), part.queue, args.repeats)
+            got = gp.mstep(model.means)
+            want = got if want is None else want
+            scale = np.abs(want).max(axis=0, keepdims=True) + 1.0
+            print(f"  M {type(mspec).__name__} {getattr(mspec, 'precision', 'float32')}: "
+                  f"{t * 1e3:8.2f} ms  max |diff| / scale {np.abs(got - want).max() / 1:.3g} "
+                  f"({np.abs((got - want) / scale).max():.3g})", flush=True)
+        del part
+    return 0
+
+
 MEASUREMENTS = {
     "tiles": (tiles_main, DOC_TILES),
+    "gmm-mma": (gmm_mma_main, DOC_GMM_MMA),
 }
 
 
