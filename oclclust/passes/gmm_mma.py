@@ -141,19 +141,6 @@ class MmaMStepSpec(Spec):
                 + (self.wg * 24 if self.emulate else 0))
 
 
-def mstep_error_bound(precision, stage=STAGE):
-    """g: a fast M kernel's statistic S = sum r v (v = x', x'^2, x'' or
-    x''^2; r a responsibility) is within g sum |r v| of its exact value.
-    Both operands are rounded to TF32 (nearest: |e| <= u = 2^-11), so each
-    product is off by at most (2u + u^2) |r v| and is exact in float32; a
-    stage's float32 sum of *stage* of them adds at most stage 2^-24 (1 + 2u
-    + u^2) sum |r v|, and the stages add in double.  "float32" (3xTF32):
-    the dropped small x small term, 2^-22, and the stage's sum."""
-    u = 2.0 ** -11
-    product = 2 * u + u * u if precision != "float32" else 2.0 ** -21
-    return (product + stage * 2.0 ** -24 * (1 + product)) * (1 + 2.0 ** -20)
-
-
 def mstep_size(d):
     """Doubles per component of the M kernel's statistics: [N other, N own,
     other sum r x' (d), sum r x'^2 (d), own sum r x'' (d), sum r x''^2 (d)]."""
@@ -169,9 +156,13 @@ def mstep_specs(profile, dtype, d, emulate=False, precision="float32"):
     Column groups of at most NTW tiles a warp (its registers hold 2 x 4
     float and 2 x 4 double sums a tile), work-groups of 8 warps, component
     blocks halved until local memory fits.  *emulate*: as estep_specs'.
-    *precision*: "float32" the 3xTF32 products; "tf32" and "bf16" one
-    TF32 product a step (both operands rounded to TF32, float32 sums over a
-    stage: mstep_error_bound)."""
+    *precision*: "float32" the 3xTF32 products; "tf32" and "bf16" the
+    responsibilities rounded to TF32 (nearest: within 2^-11 relative) and
+    the rows' 3xTF32 split kept, two products a step: the statistics of
+    those rounded responsibilities to float32's accuracy, so that the
+    variances stay those of a (reweighted) mixture instead of differences
+    of cancelling sums (one product of both rounded lost them: negative
+    variances at 1M x 128, K=1024 on an H200)."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
             or not (emulate or tensor_cores(profile))):
         return

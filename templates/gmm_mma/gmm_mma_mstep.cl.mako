@@ -34,7 +34,14 @@ Warp w owns component tile w / (2 g) and the ntw column tiles of group w %
 (2 g): the first g groups the x columns, the others x^2 (squared as read,
 after the shift or the own mean is taken off).  The own products run only
 in the k8 steps with a row of the block (a flag uniform over the
-work-group; emulated: in every step, the flag masking A).  Products
+work-group; emulated: in every step, the flag masking A).
+
+precision "tf32" (the estimators' "tf32" and "bf16"): the responsibilities
+are rounded to TF32 alone and the rows keep their 3xTF32 split (2 products
+a step, the small x big one dropped), so N, the sums and the squares are
+all those of responsibilities each within 2^-11 relative of the E step's,
+to float32's rounding: the statistics of a slightly reweighted mixture, not
+sums that cancel apart (gmm_mma.mstep_specs).  Products
 accumulate in float over a stage and are added into double registers
 after it, so precision does not depend on n; the N sums
 are the warps of group 0's sums of their A values, in the same stages.
@@ -51,7 +58,6 @@ of every slab written, no atomics, for reduce_partials.
     cb = 16 * mb
     x_iters = -(-stage * dp // wg)
     r_iters = -(-cb * stage // wg)
-    fast = precision != "float32"
 %>
 #define D ${d}
 #define DP ${dp}
@@ -66,9 +72,9 @@ of every slab written, no atomics, for reduce_partials.
 #define SZ (2 + 4 * D)
 
 ${mma.products(emulate)}\
-<%def name="split(b, sm, v)">\
+<%def name="split_resp(b, sm, v)">\
 % if precision != "float32":
-const uint ${b} = tf32(${v});\
+const uint ${b} = as_uint(${v});\
 % else:
 SPLIT(${b}, ${sm}, ${v});\
 % endif
@@ -98,8 +104,8 @@ SPLIT(${b}, ${sm}, ${v});\
 </%def>\
 <%def name="products(acc, a, b)">\
 MMA(${acc}, ${a}b0, ${a}b1, ${a}b2, ${a}b3, ${b}b0, ${b}b1);
-% if precision == "float32":
                 MMA(${acc}, ${a}b0, ${a}b1, ${a}b2, ${a}b3, ${b}s0, ${b}s1);
+% if precision == "float32":
                 MMA(${acc}, ${a}s0, ${a}s1, ${a}s2, ${a}s3, ${b}b0, ${b}b1);
 % endif
 </%def>\
@@ -192,7 +198,13 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
 % for s in range(stage // 8):
         {   /* k8 step ${s}: rows ${8 * s}.. of the stage */
             __local const float *ra = rl + jlo * RS + ${8 * s} + tq;
+% if precision == "float32":
             const float a0 = ra[0], a1 = ra[8 * RS], a2 = ra[4], a3 = ra[8 * RS + 4];
+% else:
+            /* the responsibilities rounded to TF32 once: N and the products alike */
+            const float a0 = as_float(tf32(ra[0])), a1 = as_float(tf32(ra[8 * RS])),
+                        a2 = as_float(tf32(ra[4])), a3 = as_float(tf32(ra[8 * RS + 4]));
+% endif
             const int o0 = ol[${8 * s} + tq], o1 = ol[${8 * s + 4} + tq];   /* rows tq, tq + 4 */
             /* A[component][row]: a0 (jlo, tq), a1 (jhi, tq), a2 (jlo, tq + 4), a3 (jhi, tq + 4) */
             const float w0 = o0 == jlo ? a0 : 0.0f, w1 = o0 == jhi ? a1 : 0.0f;
@@ -203,7 +215,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
             opart_lo += w0 + w2;
             opart_hi += w1 + w3;
   % for q in range(4):
-            ${split("fb%d" % q, "fs%d" % q, "f%d" % q)}
+            ${split_resp("fb%d" % q, "fs%d" % q, "f%d" % q)}
   % endfor
   % for t in range(ntw):
             {
@@ -214,8 +226,8 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                     v0 *= v0;
                     v1 *= v1;
                 }
-                ${split("bb0", "bs0", "v0")}
-                ${split("bb1", "bs1", "v1")}
+                SPLIT(bb0, bs0, v0);
+                SPLIT(bb1, bs1, v1);
                 ${products("acc_%d_" % t, "f", "b")}
             }
   % endfor
@@ -229,7 +241,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                 const float on = 1.0f;
   % endif
   % for q in range(4):
-                ${split("wb%d" % q, "ws%d" % q, "w%d * on" % q)}
+                ${split_resp("wb%d" % q, "ws%d" % q, "w%d * on" % q)}
   % endfor
   % for t in range(ntw):
                 {   /* x'' = x - the row's own mean (0 where the block does not own it) */
@@ -240,8 +252,8 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                         v0 *= v0;
                         v1 *= v1;
                     }
-                    ${split("bb0", "bs0", "v0")}
-                    ${split("bb1", "bs1", "v1")}
+                    SPLIT(bb0, bs0, v0);
+                    SPLIT(bb1, bs1, v1);
                     ${products("oac_%d_" % t, "w", "b")}
                 }
   % endfor

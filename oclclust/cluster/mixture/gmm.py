@@ -61,9 +61,10 @@ class GaussianMixture(DensityMixin, KCluster):
     rule).  ``devices``, ``dtype``, ``comm``: as in KMeans.
     ``precision``: as KMeans' ("float32", "tf32", "bf16"), read by the diag
     and spherical tensor-core M step (passes/gmm_mma.py, NVIDIA): "float32"
-    its 3xTF32 products; "tf32" and "bf16" one TF32 product (each
-    statistic within gmm_mma.mstep_error_bound of its sum of |products|;
-    bf16 operands are not used yet).  The E step is 3xTF32 at every mode
+    its 3xTF32 products; "tf32" and "bf16" the responsibilities rounded to
+    TF32 (the M statistics those of responsibilities each within 2^-11
+    relative of the E step's, to float32's accuracy; two products a step
+    instead of three; bf16 operands are not used yet).  The E step is 3xTF32 at every mode
     and every other kernel float32: elsewhere every mode is "float32", the
     same model bit for bit.
 
