@@ -13,7 +13,8 @@ import pyopencl.array as cla
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen, exact_sums
 from ..runtime.profiles import declare_terms, term
-from .cmeans_mma import MAX_SLOTS, operand_size, operands, shape_fields, stats_slots
+from .cmeans_mma import (MAX_SLOTS, operand_size, operands, precision_of, recheck_ratio,
+                         shape_fields, stats_slots)
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
 from ..runtime.reduce import acc_dtype, partial_buffer, reduce_partials
 
@@ -68,22 +69,34 @@ class CMeansSpec(TileFields, Spec):
 @dataclasses.dataclass(frozen=True)
 class MmaCMeansSpec(CMeansSpec):
     """The tensor-core pass (cmeans_mma.py): the portable kernel's fields
-    with its distances as 3xTF32 GEMM tiles; dp, kp: d and c padded to 8;
-    emulate: the products in plain OpenCL (tests on CPUs); stats_mma: the
-    statistics (update) on the tensor cores too."""
+    with its distances as 3xTF32 GEMM tiles (precision "float32"; "tf32":
+    one TF32 product a step); dp, kp: d and c padded to 8; emulate: the
+    products in plain OpenCL (tests on CPUs); truncate: emulate's sums as
+    the tensor cores' truncating accumulation (mma_fragments.cl.mako);
+    stats_mma: the statistics (update) on the tensor cores too.  Distances
+    within cmeans_mma.recheck_ratio of 0 against ||x'||^2 + ||c'||^2 are
+    re-checked exactly (the template's doc)."""
     template = "cmeans_mma/cmeans_mma_pass.cl.mako"
     dp: int = 8
     kp: int = 8
     emulate: bool = False
+    truncate: bool = False
     stats_mma: bool = False
+    precision: str = "float32"
 
     def local_bytes(self):
         return super().local_bytes() + self.p * 4 + (self.wg * 24 if self.emulate else 0)
 
+    def template_args(self):
+        ratio = recheck_ratio(self.precision, self.d, self.dp)
+        return dict(super().template_args(), recheck=f"{ratio:.9e}f")
 
-def mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two, emulate=False):
+
+def mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two, emulate=False,
+              precision="float32"):
     """The tensor-core specs where cmeans_mma.shape_fields allows them
-    (memberships in local memory first, as candidate_specs)."""
+    (memberships in local memory first, as candidate_specs); *precision*:
+    the estimator's (cmeans_mma.precision_of)."""
     shape = shape_fields(profile, dtype, d, c, emulate)
     if shape is None:
         return
@@ -95,7 +108,7 @@ def mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two, emulate=Fa
                                  stats_mma=stats_mma, p=p, ps=_odd(p), local_u=local_u,
                                  stage_centers=False, cchunk=c, update=update,
                                  write_u=write_u, weighted=weighted, m_two=m_two, dp=dp,
-                                 kp=kp, emulate=emulate,
+                                 kp=kp, emulate=emulate, precision=precision_of(precision),
                                  **dict(_layout(profile, d, c, wg, False, update),
                                         stage_point=False))
             if spec.local_bytes() <= profile.local_memory_budget:
@@ -159,15 +172,18 @@ def tile_fields(profile, d, c, wg, p):
                 stage_centers=False, stage_point=False)
 
 
-def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
+def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two,
+                    precision="float32"):
     """Specs in order of preference; the first that fits the device is used.
     Tile memberships in local memory before a global scratch; all centres
     staged before chunks of them before none; big tiles (several rows per
     statistic update) first; then smaller work-groups.  The tensor-core pass
     (cmeans_mma.py) before all where the profile asks (cmeans_mma) and the
-    device, dtype and d allow."""
+    device, dtype and d allow, at *precision* (the estimator's: only the
+    tensor-core pass reads it)."""
     if profile.terms(CMeansTerms).mma:
-        yield from mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two)
+        yield from mma_specs(profile, dtype, d, c, update, write_u, weighted, m_two,
+                             precision=precision)
     item = np.dtype(dtype).itemsize
     wg = 1 << (max(1, min(profile.work_group_size, profile.max_work_group_size)).bit_length() - 1)
     while True:
@@ -211,14 +227,16 @@ def candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two):
         wg //= 2
 
 
-def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two, spec=None):
+def plan(profile, queue, dtype, d, c, update, write_u, weighted, m_two, spec=None,
+         precision="float32"):
     """(spec, kernel) of the first candidate that builds and fits the device;
     *spec*: offered alone instead of the candidates (see CMeansPass)."""
     specs = ([spec] if spec is not None else
-             candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two))
+             candidate_specs(profile, dtype, d, c, update, write_u, weighted, m_two,
+                             precision))
     return codegen.plan("cmeans", queue.context,
                         (profile, np.dtype(dtype).name, d, c, update, write_u, weighted, m_two,
-                         spec),
+                         spec, precision_of(precision)),
                         lambda: first_fitting(profile, queue, specs, "cmeans_pass", "c-means"))
 
 
@@ -253,15 +271,16 @@ class CMeansPass:
     ``spec``: a CMeansSpec of this problem (as candidate_specs makes them)
     offered alone instead of the candidates: still checked against the
     device and built as the planner's pick would be (a harness runs every
-    variant).  Split-free (runtime.exact_sums.exact_device): a work-group a
+    variant).  ``precision``: the estimator's (the tensor-core pass's mode,
+    cmeans_mma.py).  Split-free (runtime.exact_sums.exact_device): a work-group a
     fixed block of rows, its partial statistics folded exactly and its
     objective summed exactly; else persistent groups, reduced in float64."""
 
-    def __init__(self, part, c, m, update=True, write_u=False, spec=None):
+    def __init__(self, part, c, m, update=True, write_u=False, spec=None, precision="float32"):
         self.part, self.c, self.m, self.update = part, c, float(m), update
         q = part.queue
         self.spec, self.kernel = plan(part.profile, q, part.dtype, part.d, c, update, write_u,
-                                      part.weighted, self.m == 2.0, spec)
+                                      part.weighted, self.m == 2.0, spec, precision)
         self.size = c * (part.d + 1)
         self.exact = exact_sums.exact_device(part)
         if self.exact:   # a group a block (a partition without rows: one, empty)

@@ -12,7 +12,13 @@ The distances expand about one shift s (the centres' mean):
     ||x - c_j||^2 = ||x'||^2 + ||c'_j||^2 - 2 x'.c'_j,  x' = x - s, c' = c - s,
 so that the expansion cancels digits as the data's spread, not its distance
 from the origin; the host makes c', ||c'||^2 (in float64, then float32) and
-s each pass (operands): kp x dp + kp + dp values.
+s each pass (operands): kp x dp + kp + dp values.  The expansion's error is
+absolute, beta (||x'||^2 + ||c'||^2) at most (recheck_ratio): the kernel
+takes the exact sum of squared differences wherever that is not below
+2^-13 of the distance.
+
+``precision`` (the estimator's parameter): "float32" is the 3xTF32 split,
+"tf32" one TF32 product a step (PRECISIONS; "bf16" runs as "float32").
 """
 import numpy as np
 
@@ -21,6 +27,60 @@ from .lloyd_mma import tensor_cores
 MAX_D = 128       # a warp's x' fragments stay in registers: 2 x dp / 2 a row tile
 MAX_SLOTS = 8     # (m16, n8) statistics tiles a warp keeps: 4 acc_t each, in registers
 ROW_TILES = (4, 2, 1)   # m16 row tiles of a work-group tile (P = 16, 32, 64 rows)
+PRECISIONS = ("float32", "tf32")
+# the relative error of a distance the kernel keeps from the expansion, by
+# precision (recheck_ratio); the rest are re-checked exactly
+TARGET = {"float32": 2.0 ** -13, "tf32": 2.0 ** -8}
+
+
+def precision_of(precision):
+    """The pass's mode for an estimator's *precision* ("bf16": "float32")."""
+    return precision if precision in PRECISIONS else "float32"
+
+
+def expansion_bound(precision, d, dp):
+    """beta: |v~ - v| <= beta (||x'||^2 + ||c'||^2) for the kernel's squared
+    distance v~ = ||x'||^2 + ||c'||^2 - 2 x'.c' (cmeans_mma_pass.cl.mako);
+    d dimensions, dp padded to 8.  In units of u = 2^-24, with P =
+    sum_k |x'_k c'_k| <= (||x'||^2 + ||c'||^2) / 2:
+
+    * the operands: 3xTF32 (x = xb + xs + r, |r| <= 2^-22 |x|, the small
+      x small product dropped) is off by 3 2^-22 |x'_k c'_k| <= 16 u a
+      product; "tf32" rounds both to TF32 (nearest: 2^-11): (2^-10 +
+      2^-22) |x'_k c'_k|;
+    * a k8 step's big product, from zero: its 8 exact products aligned to
+      the largest and cut toward zero, the sum cut to float (NVIDIA's
+      accumulation; two k4 halves at worst): under 16 2^-23 = 32 u of the
+      step's sum of |products|;
+    * the float32 running sum of the dp / 8 steps: dp / 8 u P; the 3xTF32
+      small products (below 2^-10 P) and big + small: 2 u P;
+
+    so |x'.c'~ - x'.c'| <= g P, and 2 x'.c' off by g (||x'||^2 +
+    ||c'||^2).  Then ||x'||^2 (an in-order fma sum of d squares: (d + 1) u),
+    ||c'||^2 (rounded from float64: u) and the two roundings of the
+    expansion (v <= 2 (||x'||^2 + ||c'||^2): 3 u) add (d + 5) u.  The
+    operands x' = x - s and c' themselves are rounded to float32, which
+    moves the distance by at most 2^-23 sqrt(2 / ratio) of it where v >=
+    ratio (||x'||^2 + ||c'||^2): 2^-19 for ratio >= 2^-6."""
+    u = 2.0 ** -24
+    if precision == "tf32":
+        g = 2.0 ** -10 + 2.0 ** -22 + (32 + dp // 8 + 1) * u
+    else:
+        g = (16 + 32 + dp // 8 + 2) * u
+    return g + (d + 5) * u
+
+
+def recheck_ratio(precision, d, dp):
+    """The kernel's re-check: a distance v <= ratio (||x'||^2 + ||c'||^2)
+    is the exact sum of squared differences (the portable pass's bits),
+    ratio = expansion_bound / TARGET, so that every other distance is within
+    TARGET (+ 2^-19 from the operands' rounding) of v relatively: float32
+    (d + dp/8 + 55) 2^-11, 0.028 (d=1) to 0.095 (d=128); tf32 about 2^-2.
+    A relative error e of every distance moves each membership's log by
+    2 e / (m - 1) at most (to first order): 2^-12 / (m - 1) relatively for
+    float32, 2^-7 / (m - 1) for tf32.  Rounded up by 2^-10 (the kernel's
+    float evaluation of the threshold)."""
+    return expansion_bound(precision, d, dp) / TARGET[precision] * (1 + 2.0 ** -10)
 
 
 def shape_fields(profile, dtype, d, c, emulate=False):

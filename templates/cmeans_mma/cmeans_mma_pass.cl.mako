@@ -11,7 +11,10 @@ OpenCL: CPU runtimes and oclgrind run every other line).
 
 Reads spec: the portable kernel's fields (tiled, stage_centers, stage_point
 and row_major off), dp (d padded to 8), kp (c padded to 8), emulate,
-stats_mma (the statistics too: below).
+truncate (emulate's products as the tensor cores' truncating accumulation:
+mma_fragments.cl.mako), precision ("float32": 3xTF32, or "tf32"), recheck
+(the re-check's ratio: below, cmeans_mma.recheck_ratio), stats_mma (the
+statistics too: below).
 P = 16 RT rows a tile (RT m16 row tiles, dividing the WG / 32 warps); warp
 w owns row tile w % RT and every (WG / 32 / RT)-th n8 tile of centres from
 w / RT, the same number of steps for every warp (steps past the last tile
@@ -19,13 +22,32 @@ redo it and store nothing: no MMA under a branch).
 
 The ``centers`` argument holds the operands cmeans_mma.operands makes:
 c' = c - s (kp x dp, zero padded), ||c'||^2 (kp, float64 made float32) and
-the shift s (dp, the centres' mean): the distance is ||x'||^2 + ||c'||^2 -
-2 x'.c' with x' = x - s, the data's spread instead of its distance from the
-origin, and the centres themselves (c x d, float32) follow them.  Where
-the expansion is within its rounding error of 0 (a row at or near a
-centre), the distance is the portable kernel's in-order sum of squared
-differences instead: a row that coincides with a centre has distance
-exactly 0, as cmeans_pass.cl.mako gives it (the estimator's convention).
+the shift s (dp, the centres' mean): the distance is v = ||x'||^2 +
+||c'||^2 - 2 x'.c' with x' = x - s, the data's spread instead of its
+distance from the origin, and the centres themselves (c x d, float32)
+follow them.
+
+The expansion's error is absolute, |v~ - v| <= beta (||x'||^2 +
+||c'||^2) (cmeans_mma.recheck_ratio derives beta from the operands'
+rounding and the tensor cores' truncating accumulation), so it is large
+against v where a row is near a centre compared with their distances from
+s -- exactly the pairs that carry a row's memberships.  Where v <= recheck
+(||x'||^2 + ||c'||^2), recheck = beta / 2^-13, the distance is the
+portable kernel's in-order sum of squared differences instead (its bits:
+a row that coincides with a centre has distance exactly 0, as
+cmeans_pass.cl.mako gives it, the estimator's convention); every other
+distance is within 2^-13 + 2^-19 of v relatively.  (Re-checking only near
+0, below 2^-12 (||x'||^2 + ||c'||^2), left rows 0.3 from their starting
+centres at d=64 with distances off by 1e-4, biased one way by the
+truncation: the statistics of 3001 x 64, c=300, 7e-5 off on an H200.)
+Each k8 step's big product starts from zero and is added to the running
+sum in float32 (round to nearest), so the tensor cores' truncation is
+relative to a step's products, not to the whole running dot product.
+
+``precision`` "tf32" (the estimator's fast mode): one TF32 product a step
+(x' and c' rounded to TF32, float32 accumulation) instead of three; beta
+is then about 2^-10 and recheck about 2^-2 (cmeans_mma.recheck_ratio), a
+distance not re-checked within 2^-8 of v relatively.
 
 With ``stats_mma`` (update), phase 4 -- a tile's sums of w u^m [x | 1],
 c x (d + 1) -- is one more GEMM on the tensor cores, 3xTF32 likewise: the
@@ -53,13 +75,15 @@ the portable kernel's.
 #define CRAW (centers + KP * DP + KP + DP)   /* the centres as the portable pass reads them */
 /* x'[row][k] of the tile (zero past d) */
 #define A_AT(row, k) ((k) < D ? xt[(row) * XS + (k)] - SHIFT[k] : 0.0f)
-/* a squared distance from its dot product; within the expansion's error
-   of 0 (at most (d + 4) 2^-22 (||x'||^2 + ||c'||^2) for d <= 128), the
-   portable pass's in-order sum of squared differences instead (NaN kept) */
+/* a squared distance from its dot product; where the expansion's error
+   bound is not below 2^-13 of it (v <= RECHECK (||x'||^2 + ||c'||^2): the
+   doc above), the portable pass's in-order sum of squared differences
+   instead (NaN kept) */
+#define RECHECK ${recheck}
 #define STORE(row, j, dot) \
     if ((j) < C) { \
         float v_ = xn[row] + CN[j] - 2.0f * (dot); \
-        if (v_ <= (xn[row] + CN[j]) * 0x1p-12f) \
+        if (v_ <= (xn[row] + CN[j]) * RECHECK) \
             v_ = exact_sqdiff(xt + (row) * XS, CRAW + (j) * D); \
         DT(row, j) = v_; \
         bad |= !isfinite(v_); \
@@ -82,7 +106,7 @@ inline float exact_sqdiff(__local const float *x, __global const float *c)
 #define U_AT(j, rr) ((j) < C ? DT(rr, j) : 0.0f)
 #define X_AT(rr, k) ((k) < DA ? xt[(rr) * XS + (k)] : 0.0f)
 % endif
-${mma.products(emulate)}\
+${mma.products(emulate, truncate)}\
 </%block>
 <%block name="more_locals">\
     __local float xn[P];                        /* the tile's ||x'||^2 */
@@ -91,7 +115,7 @@ ${mma.products(emulate)}\
 % endif
 </%block>
 <%block name="distances">\
-<% steps = dp // 8 %>\
+<% steps, fast = dp // 8, precision == "tf32" %>\
         /* 1. the tile's squared distances on tensor cores, then my row's
            minimum over my centres */
         if (lid < P) {
@@ -110,23 +134,45 @@ ${mma.products(emulate)}\
             /* my A fragments: rows r0 (+8), dimensions 8 s + tq (+4) */
 % for s in range(steps):
   % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 4), (1, 4))):
+    % if fast:
+            const uint ab_${s}_${e} = tf32(A_AT(r0 + ${8 * h}, ${8 * s + kk} + tq));
+    % else:
             SPLIT(ab_${s}_${e}, al_${s}_${e}, A_AT(r0 + ${8 * h}, ${8 * s + kk} + tq));
+    % endif
   % endfor
 % endfor
             for (int t = warp / RT; t < NTW * WPR; t += WPR) {
                 const int jb = min(t, NT - 1) * 8;
                 float big0 = 0, big1 = 0, big2 = 0, big3 = 0;
+% if not fast:
                 float small0 = 0, small1 = 0, small2 = 0, small3 = 0;
+% endif
 % for s in range(steps):
-                {   /* centre jb + gq's dimensions 8 s + tq (+4) */
+                {   /* centre jb + gq's dimensions 8 s + tq (+4); the big
+                       product from zero, added in float32 (rounded to
+                       nearest): the tensor cores truncate to the step's
+                       largest magnitude, not the running sum's */
                     __global const float *bq = CP + (jb + gq) * DP + ${8 * s} + tq;
+                    float step0 = 0, step1 = 0, step2 = 0, step3 = 0;
+  % if fast:
+                    const uint bb0 = tf32(bq[0]), bb1 = tf32(bq[4]);
+                    MMA(step, ab_${s}_0, ab_${s}_1, ab_${s}_2, ab_${s}_3, bb0, bb1);
+  % else:
                     SPLIT(bb0, bl0, bq[0]);
                     SPLIT(bb1, bl1, bq[4]);
-                    MMA(big, ab_${s}_0, ab_${s}_1, ab_${s}_2, ab_${s}_3, bb0, bb1);
+                    MMA(step, ab_${s}_0, ab_${s}_1, ab_${s}_2, ab_${s}_3, bb0, bb1);
                     MMA(small, ab_${s}_0, ab_${s}_1, ab_${s}_2, ab_${s}_3, bl0, bl1);
                     MMA(small, al_${s}_0, al_${s}_1, al_${s}_2, al_${s}_3, bb0, bb1);
+  % endif
+                    big0 += step0;
+                    big1 += step1;
+                    big2 += step2;
+                    big3 += step3;
                 }
 % endfor
+% if fast:
+                const float small0 = 0, small1 = 0, small2 = 0, small3 = 0;
+% endif
                 if (t < NT) {   /* rows r0, r0 + 8; centres jb + 2 tq (+1) */
                     const int j0 = jb + 2 * tq;
                     STORE(r0, j0, big0 + small0);

@@ -8,8 +8,19 @@ rounded to TF32 (nearest, ties away); SPLIT(b, s, v), v's big and small
 TF32 parts; warp_any(v) (PTX only: vote.sync.any).  The emulated MMA reads the kernel's ``emulated`` (__local uint
 [WG * 6]), ``warp`` and ``lane``; every work-item of the group must reach
 every MMA (none under a branch).
+
+``truncate`` (with ``emulate``): the emulated product adds as a model of
+the tensor cores' accumulation instead of float fma's: the 8 products
+exact (TF32 x TF32 fits a float), each of them and the accumulator cut
+toward zero to the grid 2^(e-23) of the largest magnitude among them
+(2^e <= it < 2^(e+1)), their sum exact, then cut toward zero to a float
+(no guard bits, no rounding to nearest: NVIDIA's mma.sync aligns and
+truncates, Fasi et al. 2021, though real hardware may keep a few more
+bits; this is the coarser model, so that CPU tests see the worst of it).
+Magnitudes near float's underflow are not modelled (tests do not reach
+them).
 </%doc>
-<%def name="products(emulate)">\
+<%def name="products(emulate, truncate=False)">\
 % if emulate:
 <%include file="/tf32_split.cl"/>
 /* emulate: the m16n8k8 product through local memory (the fragments' PTX
@@ -17,6 +28,25 @@ every MMA (none under a branch).
    work-item of the group reaches every MMA (no MMA under a branch) */
 #define MMA(d, a0, a1, a2, a3, b0, b1) \
     mma_emulated(&d##0, &d##1, &d##2, &d##3, a0, a1, a2, a3, b0, b1, emulated + warp * 192, lane)
+% if truncate:
+/* acc + p[0] + ... + p[7] as the truncation model (the doc above): every
+   term cut toward zero to 2^(e-23), the largest's grid, summed exactly in
+   integers (9 terms below 2^24 each), the sum cut toward zero to a float */
+inline float truncated_sum(const float acc, const float *p)
+{
+    float big = fabs(acc);
+    for (int c = 0; c < 8; ++c)
+        big = fmax(big, fabs(p[c]));
+    if (big == 0 || !isfinite(big))
+        return acc + p[0] + p[1] + p[2] + p[3] + p[4] + p[5] + p[6] + p[7];
+    const int e = ilogb(big);
+    long sum = (long)trunc(ldexp(acc, 23 - e));
+    for (int c = 0; c < 8; ++c)
+        sum += (long)trunc(ldexp(p[c], 23 - e));
+    return ldexp(convert_float_rtz(sum), e - 23);
+}
+
+% endif
 inline void mma_emulated(float *d0, float *d1, float *d2, float *d3, const uint a0,
                          const uint a1, const uint a2, const uint a3, const uint b0,
                          const uint b1, __local uint *s, const int lane)
@@ -30,6 +60,9 @@ inline void mma_emulated(float *d0, float *d1, float *d2, float *d3, const uint 
     s[lane * 6 + 5] = b1;
     barrier(CLK_LOCAL_MEM_FENCE);
     const int gq = lane / 4, tq = lane % 4;
+  % if truncate:
+    float p0[8], p1[8], p2[8], p3[8];
+  % endif
     /* A[r][c]: lane (r % 8) * 4 + c % 4, register a0 / a1 (r >= 8) / a2 (c >= 4) / a3;
        B[c][col]: lane col * 4 + c % 4, register b0 / b1 (c >= 4) */
     for (int c = 0; c < 8; ++c) {
@@ -37,12 +70,25 @@ inline void mma_emulated(float *d0, float *d1, float *d2, float *d3, const uint 
         const float hi = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 3 : 1)]);
         const float e0 = as_float(s[((2 * tq) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
         const float e1 = as_float(s[((2 * tq + 1) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
+  % if truncate:
+        p0[c] = lo * e0;        /* exact: 11 x 11 significand bits */
+        p1[c] = lo * e1;
+        p2[c] = hi * e0;
+        p3[c] = hi * e1;
+    }
+    *d0 = truncated_sum(*d0, p0);
+    *d1 = truncated_sum(*d1, p1);
+    *d2 = truncated_sum(*d2, p2);
+    *d3 = truncated_sum(*d3, p3);
+}
+  % else:
         *d0 = fma(lo, e0, *d0);
         *d1 = fma(lo, e1, *d1);
         *d2 = fma(hi, e0, *d2);
         *d3 = fma(hi, e1, *d3);
     }
 }
+  % endif
 
 /* v rounded to TF32, nearest, ties away */
 inline uint tf32(const float v)

@@ -42,9 +42,23 @@ def data(n, d, c, seed):
     return X, w, X[rng.choice(n, c, replace=False)].astype(np.float64) + 0.3
 
 
-def run(profile, X, w, C, m, update, write_u, spec=None):
+def near_pairs(n, d, c, seed):
+    """c / 2 tight blobs far from the origin with two starting centres 0.2
+    off each blob's centre: every row is fuzzy between two centres whose
+    distances are ~1/200 of ||x'||^2 + ||c'||^2 (the expansion's error
+    against the distance is largest there, and the statistics add it up)."""
+    rng = np.random.RandomState(seed)
+    blobs = rng.uniform(-6, 6, (c // 2, d)) + 40.0
+    X = (blobs[np.arange(n) % (c // 2)] + 0.3 * rng.normal(size=(n, d))).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    C = np.concatenate([blobs + 0.2 * rng.normal(size=blobs.shape) for _ in range(2)])
+    return X, w, C
+
+
+def run(profile, X, w, C, m, update, write_u, spec=None, precision="float32"):
     part = DevicePartition(profile, X, w)
-    p = cmeans.CMeansPass(part, C.shape[0], m, update=update, write_u=write_u, spec=spec)
+    p = cmeans.CMeansPass(part, C.shape[0], m, update=update, write_u=write_u, spec=spec,
+                          precision=precision)
     stats, objective, bad = p.run(C)
     u = p.u.get(part.queue).reshape(len(X), -1) if write_u else None
     return p.spec, stats, objective, bad, u
@@ -210,3 +224,119 @@ def test_emulated_pass_matches_float64(profile, n, d, c, m):
     spec = dataclasses.replace(spec, update=True, write_u=False, stats_mma=True,
                                acc_double=False)
     check(run(profile.replace(fp64=False), X, w, C, m, True, False, spec=spec), X, w, C, m)
+
+
+@pytest.mark.parametrize("mode", ["planned", "emulated", "truncated"])
+@pytest.mark.parametrize("n, d, c", [(300, 64, 8), (2000, 128, 10)])
+def test_rows_near_two_centres(profile, mode, n, d, c):
+    """Rows fuzzy between two near centres (near_pairs): their distances are
+    re-checked exactly where the expansion's error bound is not small
+    against them (cmeans_mma.recheck_ratio), so the statistics, objective
+    and memberships meet the float64 reference.  "truncated": the products
+    emulated as the tensor cores' truncating accumulation (aligned to the
+    largest, cut toward zero: mma_fragments.cl.mako), under which the old
+    re-check (only below 2^-12 of ||x'||^2 + ||c'||^2, the running dot
+    product on the tensor cores) gave the objective 1.2e-4 off, as the H200
+    gave 3001 x 64, c=300 (float fma's emulation passed); "planned": the PTX
+    kernel on tensor cores (else the portable pass)."""
+    if mode != "planned" and n > 300:
+        pytest.skip("the emulated products run slowly: the small shape")
+    X, w, C = near_pairs(n, d, c, n)
+    codegen.forget_plans("cmeans")
+    for update, write_u in ((True, False), (False, True)):
+        spec = None
+        if mode != "planned":
+            spec = next(cmeans.mma_specs(profile, np.float32, d, c, update, write_u, True,
+                                         True, emulate=True))
+            spec = dataclasses.replace(spec, truncate=mode == "truncated")
+        got = run(profile.replace(cmeans_mma=1), X, w, C, 2.0, update, write_u, spec=spec)
+        assert isinstance(got[0], cmeans.MmaCMeansSpec) == (spec is not None or
+                                                            tensor_cores(profile))
+        check(got, X, w, C, 2.0)
+
+
+def check_tf32(got, X, w, C, m):
+    """precision "tf32": every distance within TARGET["tf32"] (2^-8, + 2^-19)
+    of float64's relatively, so each membership's log within 2 e / (m - 1)
+    (cmeans_mma.recheck_ratio; first order: 5% slack), u^m's within m times
+    that, and the statistics and objective within their sums of |terms|
+    times that, plus float32 rounding."""
+    spec, stats, objective, bad, u = got
+    want_stats, want_obj, want_u = reference(X, w.astype(np.float64), C, m)
+    e = cmeans_mma.TARGET["tf32"] + 2.0 ** -19
+    rel_u = 1.05 * 2 * e / (m - 1)
+    assert bad == 0
+    if u is not None:
+        assert (np.abs(u - want_u) <= rel_u * want_u + 2e-6).all()
+        assert u.argmax(axis=1)[want_u.max(axis=1) > 0.6].tolist() == \
+            want_u.argmax(axis=1)[want_u.max(axis=1) > 0.6].tolist()
+    if stats is not None:
+        um = reference(np.abs(X), w.astype(np.float64), C, m)[0]   # sums of |terms|
+        scale = np.abs(want_stats).max(axis=0, keepdims=True)
+        assert (np.abs(stats - want_stats) <= m * rel_u * um + 2e-5 * scale).all()
+    assert abs(objective - want_obj) <= (m * rel_u + e) * want_obj + 1e-6 * want_obj
+
+
+@pytest.mark.parametrize("mode", ["planned", "emulated", "truncated"])
+@pytest.mark.parametrize("n, d, c, m, pairs", [(203, 5, 13, 2.0, False), (300, 37, 33, 1.7, False),
+                                               (300, 64, 8, 2.0, True),
+                                               (3001, 64, 300, 2.0, False),
+                                               (4099, 24, 100, 2.0, False),
+                                               (2000, 128, 10, 1.5, True)])
+def test_tf32_within_its_bound(profile, mode, n, d, c, m, pairs):
+    """precision "tf32": one TF32 product a step, its distances re-checked
+    where the expansion's bound is not below 2^-8 of them; memberships,
+    statistics and objective within check_tf32's bounds of float64
+    (emulated on every runtime, small shapes; "planned": the PTX kernel on
+    tensor cores, else the portable float32 pass, within them too)."""
+    if mode != "planned" and n > 300:
+        pytest.skip("the emulated products run slowly: the small shapes")
+    X, w, C = (near_pairs if pairs else data)(n, d, c, n)
+    codegen.forget_plans("cmeans")
+    for update, write_u in ((True, False), (False, True)):
+        spec = None
+        if mode != "planned":
+            spec = next(cmeans.mma_specs(profile, np.float32, d, c, update, write_u, True,
+                                         m == 2.0, emulate=True, precision="tf32"))
+            spec = dataclasses.replace(spec, truncate=mode == "truncated")
+        got = run(profile.replace(cmeans_mma=1), X, w, C, m, update, write_u, spec=spec,
+                  precision="tf32")
+        mma = spec is not None or tensor_cores(profile)
+        assert isinstance(got[0], cmeans.MmaCMeansSpec) == mma
+        assert not mma or got[0].precision == "tf32"
+        check_tf32(got, X, w, C, m)
+
+
+def test_precision_modes():
+    """bf16 runs as float32 (the pass has no bf16 mode); the re-check's
+    ratio grows with d and is about 2^-2 for tf32."""
+    assert cmeans_mma.precision_of("bf16") == "float32"
+    assert cmeans_mma.precision_of("tf32") == "tf32"
+    lo, hi = (cmeans_mma.recheck_ratio("float32", d, -(-d // 8) * 8) for d in (1, 128))
+    assert 0.02 < lo < hi < 0.1
+    assert 0.25 < cmeans_mma.recheck_ratio("tf32", 128, 128) < 0.27
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_fit_precision(profile, precision):
+    """The estimator's precision reaches the pass: "tf32" the one-product
+    mode where tensor cores are (its memberships and objective at the
+    fitted centres within check_tf32's bounds of float64's), "bf16" the
+    3xTF32 pass; the portable pass elsewhere, the float32 fit's bits."""
+    X, _, C = data(2000, 24, 10, 7)
+    codegen.forget_plans("cmeans")
+    devices = oc.DeviceManager([profile.replace(cmeans_mma=1)])
+    fc = oc.FuzzyCMeans(10, init=C, max_iter=4, tol=0, precision=precision,
+                        devices=devices).fit(X)
+    used = [plan[0] for key, plan in codegen.plans("cmeans").items()
+            if key[0].term("cmeans_mma") and key[2] == 24 and key[3] == 10]
+    assert used and all(isinstance(s, cmeans.MmaCMeansSpec) == tensor_cores(profile)
+                        for s in used)
+    assert all(s.precision == cmeans_mma.precision_of(precision) for s in used
+               if isinstance(s, cmeans.MmaCMeansSpec))
+    check_tf32((None, None, fc.objective_, 0, fc.u_), X, np.ones(len(X), np.float32),
+               fc.cluster_centers_.astype(np.float64), 2.0)
+    if not tensor_cores(profile) or precision == "bf16":
+        ref = oc.FuzzyCMeans(10, init=C, max_iter=4, tol=0, devices=devices).fit(X)
+        np.testing.assert_array_equal(fc.cluster_centers_, ref.cluster_centers_)
+        assert fc.objective_ == ref.objective_

@@ -48,11 +48,15 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     sample_weight) or an (n_clusters, n_features) array.  ``devices``,
     ``dtype``: as KMeans.  ``comm``: an mpi4py communicator (each rank passes
     its own rows).  ``sample_weight`` in fit/score multiplies u^m.
-    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); every
-    mode runs as "float32" (the same model, bit for bit): on NVIDIA tensor
-    cores the pass's distances and statistics are 3xTF32 GEMM tiles
-    (passes/cmeans_mma.py, where the device profile's cmeans_mma asks),
-    float32 accuracy; the portable float32 kernels elsewhere.
+    ``precision``: as KMeans' ("float32", "tf32", "bf16"): on NVIDIA tensor
+    cores (passes/cmeans_mma.py, where the device profile's cmeans_mma
+    asks) the pass's distances are GEMM tiles, "float32" 3xTF32 (every
+    distance within 2^-13 of float64's relatively, the rest re-checked
+    exactly), "tf32" one TF32 product a step (within 2^-8: a membership
+    within about 2^-7 / (m - 1) of its value relatively); "bf16" runs as
+    "float32", and so does every mode on the portable float32 kernels
+    elsewhere (the same model, bit for bit).  predict, predict_proba and
+    score use the estimator's precision.
 
     Attributes
     ----------
@@ -107,7 +111,8 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         init = self._checked_init(data.d)
         centers = ranks.run_failing_all(
             lambda: self._init_centers(data, init, rng, host_w, ranks))
-        passes = CMeansShards(data, self.n_clusters, float(self.m), ranks)
+        passes = CMeansShards(data, self.n_clusters, float(self.m), ranks,
+                              precision=self.precision)
         d, self.history_ = data.d, []
         bar = Progress(self.max_iter, "c-means", bool(self.verbose) and ranks.rank == 0)
         for it in range(self.max_iter):
@@ -184,14 +189,15 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         pass over a sample partition."""
         c = min(self.n_clusters, part.n)
         centers = part.x[:c].get(part.queue).astype(np.float64)
-        cpass = CMeansPass(part, c, float(self.m))
+        cpass = CMeansPass(part, c, float(self.m), precision=self.precision)
         return lambda: cpass.run(centers)
 
     # ------------------------------------------------------------- inference
     def _memberships(self, X, sample_weight, write_u):
         """(objective, memberships) of X at the fitted centres."""
         def attempt(data):
-            passes = CMeansShards(data, self.n_clusters, float(self.m))
+            passes = CMeansShards(data, self.n_clusters, float(self.m),
+                                  precision=self.precision)
             stats, u = passes.run(self.cluster_centers_, update=False, write_u=write_u)
             if stats.n_nonfinite:
                 raise _nonfinite_error(data.dtype)
@@ -211,7 +217,8 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         if is_dask_array(X):   # on the workers, beside the blocks
             return self._dask_rows(X, "predict", np.int64)
         def attempt(data):
-            passes = CMeansShards(data, self.n_clusters, float(self.m))
+            passes = CMeansShards(data, self.n_clusters, float(self.m),
+                                  precision=self.precision)
             stats, u = passes.memberships(self.cluster_centers_)
             if stats.n_nonfinite:
                 raise _nonfinite_error(data.dtype)

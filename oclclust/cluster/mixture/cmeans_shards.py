@@ -22,10 +22,11 @@ class CMeansStats(AdditiveStats):
 
 
 class CMeansShards(ShardedPass):
-    """The fused c-means pass (passes.cmeans) over a fit's rows."""
+    """The fused c-means pass (passes.cmeans) over a fit's rows;
+    *precision*: the estimator's (passes.cmeans_mma)."""
 
-    def __init__(self, data, c, m, ranks=None):
-        self.c, self.m = c, m
+    def __init__(self, data, c, m, ranks=None, precision="float32"):
+        self.c, self.m, self.precision = c, m, precision
         super().__init__(data, ranks, lambda chunk: {})   # its passes by (update, write_u)
 
     def run(self, centers, update=True, write_u=False):
@@ -42,11 +43,12 @@ class CMeansShards(ShardedPass):
 
     def _run(self, centers, update, write_u):
         kept, remote = [], getattr(self.data, "remote", False)
-        c, m = self.c, self.m   # not self: over remote data `one` travels to the rows
+        c, m, precision = self.c, self.m, self.precision   # not self: over remote data `one` travels to the rows
 
         def one(chunk, passes):
             if (update, write_u) not in passes:
-                passes[update, write_u] = CMeansPass(chunk, c, m, update, write_u)
+                passes[update, write_u] = CMeansPass(chunk, c, m, update, write_u,
+                                                     precision=precision)
             p = passes[update, write_u]
             stats = CMeansStats(*p.sums(centers))
             if write_u and not remote:   # not the chunk: its rows need not stay on the device
