@@ -6,6 +6,7 @@ where torch and CUDA are (issue 41).
     python bench/cmeans.py                                   # n=1e6, d=24, c=100, 20 iterations
     python bench/cmeans.py --quick --devices "Intel(R) OpenCL"        # CPU-sized, seconds
     python3 bench/cmeans.py --devices NVIDIA                 # the GPU host's measurement
+    python3 bench/cmeans.py --devices NVIDIA --variants portable,mma     # the passes side by side
 
 Same data (float32 blobs from make_blobs of ../shared/bench/baselines.py, or
 its copy in bench/_common.py), same initial centres (the first c rows), same
@@ -212,14 +213,22 @@ def run_oclclust(oc, profile, X, C0, args, precision, resident):
                 warmup_s=warmup, other_cores=max(FOREIGN, default=None)), fc
 
 
+VARIANTS = {"portable": 0, "mma": 1}   # the profiles' cmeans_mma term
+
+
+def variant_profile(profile, variant):
+    """*profile* with the c-means pass of *variant* ("default": as it is)."""
+    return profile if variant == "default" else profile.replace(cmeans_mma=VARIANTS[variant])
+
+
 def child(args):
-    """A fresh process's first fit (--child DEVICE-INDEX,PRECISION)."""
-    index, precision = args.child.split(",")
+    """A fresh process's first fit (--child DEVICE-INDEX,PRECISION,VARIANT)."""
+    index, precision, variant = args.child.split(",")
     X = load_rows(args.rows)
     start = time.perf_counter()
     oc = import_oclclust()
     imported = time.perf_counter() - start
-    profile = select_profiles(oc, args.devices)[int(index)]
+    profile = variant_profile(select_profiles(oc, args.devices)[int(index)], variant)
     _, init_centers, _ = data_functions(args.baselines)
     fc = estimator(oc, profile, init_centers(X, args.c), args, precision)
     start = time.perf_counter()
@@ -242,6 +251,10 @@ def parse_args(argv=None):
                     help="fixed iterations (default 20; 5 with --quick)")
     ap.add_argument("--precision", default="float32,tf32,bf16",
                     help="oclclust's precision modes (comma-separated; default all three)")
+    ap.add_argument("--variants", default="default",
+                    help="c-means passes (comma-separated): default (the profiles' own), "
+                         "portable (cmeans_mma 0), mma (cmeans_mma 1: tensor cores where "
+                         "there are some)")
     ap.add_argument("--repeats", type=int, default=None, help="timed fits per configuration; "
                     "the minimum is used (default 3; 2 with --quick)")
     ap.add_argument("--quick", action="store_true",
@@ -348,14 +361,18 @@ def main(argv=None):
         torch_release()
     failures = 0
     platforms = [p.platform for p in profiles]
-    for index, profile in enumerate(profiles):
+    runs = [(index, base, variant) for index, base in enumerate(profiles)
+            for variant in names(args.variants)]
+    for index, base, variant in runs:
+        profile = variant_profile(base, variant)
         device = profile.platform if platforms.count(profile.platform) == 1 else \
             f"{profile.platform}: {profile.name}"
         extra["device_name"] = profile.name
         for precision in names(args.precision):
             for resident in (False,) if args.no_resident else (False, True):
                 key = ("oclclust", device, f"{'resident' if resident else 'host-array'} "
-                                           f"{precision}")
+                                           f"{precision}"
+                                           + ("" if variant == "default" else f" {variant}"))
                 print(f"cmeans: oclclust on {device}, {key[2]}", flush=True)
                 try:
                     figs, fc = run_oclclust(oc, profile, X, C0, args, precision, resident)
@@ -367,7 +384,7 @@ def main(argv=None):
                       f"{figs.pop('other_cores') or 0:.1f} cores", flush=True)
                 ex = dict(extra, iters=int(fc.n_iter_))
                 if not resident and not args.no_cold:
-                    argv = ["--child", f"{index},{precision}", "--n", str(args.n), "--d",
+                    argv = ["--child", f"{index},{precision},{variant}", "--n", str(args.n), "--d",
                             str(args.d), "--c", str(args.c), "--m", str(args.m), "--iters",
                             str(args.iters), "--baselines", args.baselines]
                     argv += ["--devices", args.devices] if args.devices else []

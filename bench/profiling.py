@@ -71,7 +71,7 @@ MAKERS = {
                                                      devices=dev),
     "GaussianMixture": lambda oc, dev, a: oc.GaussianMixture(
         a.k, covariance_type="diag", means_init=a.init.astype(np.float64), max_iter=5, tol=0,
-        init_params="random_from_data", random_state=0,
+        init_params="random_from_data", random_state=0, reg_covar=1e-3,
         devices=dev),
 }
 

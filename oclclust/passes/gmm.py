@@ -174,14 +174,21 @@ def _estep_specs(profile, dtype, d, full, k=1):
             yield EStepSpec(cchunk=1 << 20, stage_params=False, **base)
 
 
-def _mstep_specs(profile, dtype, d, full, precision="float32"):
+def mma_mstep_planned(profile, dtype, d, full):
+    """Whether the M pass on *profile* plans the tensor-core kernel first
+    (its statistics are raw sums, central_stats': every chunk of a fit
+    must run the same kind for its exact sums to add)."""
+    return isinstance(next(_mstep_specs(profile, dtype, d, full), None), MmaMStepSpec)
+
+
+def _mstep_specs(profile, dtype, d, full, precision="float32", mma=True):
     """GPUs: ~64 work-items, each a small register block (2 tb local reads
     feed tb^2 fmas).  CPUs: a work-item per component (far faster than the
     tiled kernel there), else (larger d) few work-items with large blocks
     and long tiles (faster than the GPU shape there).  The
     tensor-core kernel (gmm_mma.py) before all where the profile asks
     (gmm_mma_mstep) and the device, dtype and d allow."""
-    if not full and profile.terms(GmmTerms).mma_mstep:
+    if mma and not full and profile.terms(GmmTerms).mma_mstep:
         yield from mma_mstep_specs(profile, dtype, d, precision=precision)
     limit = min(profile.max_work_group_size, 256)
     cpu = profile.type == "cpu"
@@ -233,7 +240,8 @@ class GmmPass:
     those blocks, their statistics folded exactly (estep_sums, mstep_sums:
     ExactWords; estep and mstep settle them)."""
 
-    def __init__(self, part, k, full, specs=None, chunks=None, precision="float32"):
+    def __init__(self, part, k, full, specs=None, chunks=None, precision="float32",
+                 mma_mstep=True):
         """specs: an (E-step, M-step) spec pair offered alone instead of the
         planners' lists (still checked and built; a harness runs every variant).
         chunks: the M kernel's chunks of rows where the sums are not
@@ -241,12 +249,14 @@ class GmmPass:
         more chunks than tiles of rows); split-free, they are the blocks.
         precision: the estimators' (lloyd_mma.PRECISIONS); only the
         tensor-core M kernel reads it (gmm_mma.mstep_specs), the E step is
-        3xTF32 at every precision."""
+        3xTF32 at every precision.  mma_mstep False: the portable M
+        kernels alone (a fit whose devices do not all plan the tensor-core
+        one: mma_mstep_planned)."""
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
         esteps, msteps = (([specs[0]], [specs[1]]) if specs else
                           (_estep_specs(p, dt, part.d, full, k),
-                           _mstep_specs(p, dt, part.d, full, precision)))
+                           _mstep_specs(p, dt, part.d, full, precision, mma_mstep)))
         self.espec, self.ekernel = plan(p, q, esteps, "gmm_estep")
         self.mspec, self.mkernel = plan(p, q, msteps, "gmm_mstep")
         self.groups = self._groups(self.espec)[0]
@@ -258,6 +268,9 @@ class GmmPass:
         self.part_bad = cla.empty(q, self.groups, np.int32)
         self.resp = None
         self.mma = isinstance(self.espec, MmaEStepSpec)
+        # resp holds log-densities the tensor-core M kernel normalises as it
+        # reads them (the E kernel's store_resp 2: one pass over n x k less)
+        self.resp_log = False
         if self.mma:   # the GEMM form's operands (gmm_mma.operands)
             self.coefs = cla.empty(q, self.espec.kp * 2 * self.espec.dp, np.float32)
             self.consts = cla.empty(q, self.espec.kp, np.float32)
@@ -309,10 +322,13 @@ class GmmPass:
         ll, bad = self.estep_sums(records, store_resp)
         return float(exact_sums.settle(ll)), bad
 
-    def estep_sums(self, records, store_resp=True):
+    def estep_sums(self, records, store_resp=True, for_mstep=False):
         """estep's (sum of log p(x), bad rows), the sum exact
         (exact_sums.ExactWords: the rows' lse a block at a time; a bad
-        row's is in it, but the fit stops on any) where split-free."""
+        row's is in it, but the fit stops on any) where split-free.
+        *for_mstep*: the responsibilities are read by mstep alone, which
+        (both kernels the tensor-core ones) normalises the log-densities
+        as it reads them: the same statistics, bit for bit."""
         part, q = self.part, self.part.queue
         k = records.shape[0]
         spec = self.espec
@@ -327,9 +343,11 @@ class GmmPass:
             params = (self.params.data,)
         groups, tiles = self._groups(spec)
         resp = self._resp(k) if store_resp else self.lse   # (not written)
+        self.resp_log = bool(store_resp and for_mstep and self.mma and self.mma_m)
+        mode = 2 if self.resp_log else int(bool(store_resp))
         self.ekernel(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
                      np.int64(part.stride), *params, np.int32(k), self.lse.data,
-                     self.labels.data, np.int32(store_resp), resp.data,
+                     self.labels.data, np.int32(mode), resp.data,
                      self.part_ll.data, self.part_bad.data, np.int64(tiles))
         if store_resp and self.mma_m and part.n:   # the rows' own components
             cl.enqueue_copy(q, self.own.data, self.labels.data, byte_count=part.n * 4)
@@ -359,7 +377,8 @@ class GmmPass:
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
             self.mshift.set(shift, q)
             self.mmeans[:means32.size].set(means32.ravel(), q)
-            about = (self.mshift.data, self.mmeans.data, self.own.data)
+            about = (self.lse.data, np.int32(self.resp_log), self.mshift.data,
+                     self.mmeans.data, self.own.data)
         else:
             self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
             about = (self.means.data,)
@@ -405,6 +424,7 @@ class GmmPass:
         columns of the component-major buffer (one rectangular copy)."""
         part, (b, k) = self.part, rows.shape
         item = part.dtype.itemsize
+        self.resp_log = False
         block = np.ascontiguousarray(rows.T, part.dtype)   # k x b
         if self.mma_m and b:   # each row's own component: its largest responsibility
             cl.enqueue_copy(part.queue, self.own.data, block.argmax(axis=0).astype(np.int32),
@@ -422,6 +442,7 @@ class GmmPass:
         part, q = self.part, self.part.queue
         if part.n == 0:   # (a rank without rows: no kernel of no work-items)
             return
+        self.resp_log = False
         spec, kern = plan(part.profile, q, _onehot_specs(part.profile, part.dtype,
                                                          labels is not None), "gmm_onehot")
         resp = self._resp(k)

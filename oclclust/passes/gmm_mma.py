@@ -102,7 +102,10 @@ def operands(records, d, dp, kp):
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)
-NTW = 4           # the M kernel's n8 column tiles a warp (two sets of float and double sums each)
+# the M kernel's n8 column tiles a warp at most, in order of preference (two
+# sets of float and double sums each: 2 halves the registers a work-item
+# and doubles the warps)
+NTW = (4, 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,8 +157,9 @@ def mstep_specs(profile, dtype, d, emulate=False, precision="float32"):
     shift and over the rows it owns about its mean (gmm_mma_mstep.cl.mako),
     made the statistics about the means on the host (central_stats).
     Column groups of at most NTW tiles a warp (its registers hold 2 x 4
-    float and 2 x 4 double sums a tile), work-groups of 8 warps, component
-    blocks halved until local memory fits.  *emulate*: as estep_specs'.
+    float and 2 x 4 double sums a tile; each bound in NTW's order),
+    work-groups of 8 warps or more, component blocks halved until local
+    memory fits.  *emulate*: as estep_specs'.
     *precision*: "float32" the 3xTF32 products; "tf32" and "bf16" the
     responsibilities rounded to TF32 (nearest: within 2^-11 relative) and
     the rows' 3xTF32 split kept, two products a step: the statistics of
@@ -168,18 +172,23 @@ def mstep_specs(profile, dtype, d, emulate=False, precision="float32"):
         return
     dp = -(-d // 8) * 8
     steps = dp // 8
-    g = -(-steps // NTW)
-    ntw = -(-steps // g)
-    mb = max(1, 8 // (2 * g))
-    while mb >= 1:
-        wg = 32 * 2 * g * mb
-        spec = MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
-                            ntw=ntw, mb=mb, emulate=emulate,
-                            precision="float32" if precision == "float32" else "tf32")
-        if wg <= profile.max_work_group_size and spec.local_bytes() <= profile.local_memory_budget:
-            yield spec
-            return
-        mb //= 2
+    seen = set()
+    for most in NTW:
+        g = -(-steps // most)
+        ntw = -(-steps // g)
+        mb = max(1, 8 // (2 * g))
+        while mb >= 1:
+            wg = 32 * 2 * g * mb
+            spec = MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
+                                ntw=ntw, mb=mb, emulate=emulate,
+                                precision="float32" if precision == "float32" else "tf32")
+            if (wg <= profile.max_work_group_size
+                    and spec.local_bytes() <= profile.local_memory_budget):
+                if spec not in seen:
+                    seen.add(spec)
+                    yield spec
+                break
+            mb //= 2
 
 
 def shift_of(means, dp):

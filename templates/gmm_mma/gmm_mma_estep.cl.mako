@@ -30,7 +30,10 @@ lowest component among equal maxima, sums rescaled to it), and each row's
 owner finishes as gmm_estep.cl.mako's point_result: lse, label, the
 log-likelihood term; then the whole work-group normalises the tile's
 responsibilities in place, component by component (the log-densities were
-stored as they were made; a global fence orders them).
+stored as they were made; a global fence orders them).  store_resp 2
+leaves the log-densities as they are: the tensor-core M kernel
+(gmm_mma_mstep.cl.mako, ``normalize``) makes the same responsibilities,
+exp(log p_j - lse) with the same operations, as it reads them.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 <%namespace name="mma" file="/common/mma_fragments.cl.mako"/>
@@ -62,7 +65,7 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
                const int k,
                __global float *restrict lse,            /* n */
                __global int *restrict labels,           /* n */
-               const int store_resp,
+               const int store_resp,                    /* 0, 1 (normalised), 2 (log) */
                __global float *restrict resp,           /* k x n (store_resp) */
                __global acc_t *restrict part_ll,        /* groups (x2 if Kahan) */
                __global int *restrict part_bad,         /* groups */
@@ -270,7 +273,7 @@ ${select.kahan_add("ll", "ll_comp", "total")}\
         barrier(CLK_LOCAL_MEM_FENCE);
         /* the tile's responsibilities normalised in place: consecutive rows
            of a component together, many independent reads in flight */
-        if (store_resp) {
+        if (store_resp == 1) {
             /* TM is WG or WG / 2: WG / TM components a step */
             const int row = lid % TM;
             const float total = row_total[row];

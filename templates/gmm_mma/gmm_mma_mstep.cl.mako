@@ -94,6 +94,11 @@ SPLIT(${b}, ${sm}, ${v});\
         const int e = lid + ${u * wg}, jj = e / S, r = e % S;
         const long i = ${first} + r;
         pr_${u} = ${"e < CB * S && " if (u + 1) * wg > cb * stage else ""}i < hi && jj < jn ? resp[(long)(j0 + jj) * n + i] : 0.0f;
+        if (normalize && ${"e < CB * S && " if (u + 1) * wg > cb * stage else ""}i < hi && jj < jn) {
+            const float total = lse[i];
+            if (!isnan(total))   /* (as the E kernel's normalisation) */
+                pr_${u} = exp(pr_${u} - total);
+        }
     }
 % endfor
     if (lid < S) {
@@ -113,6 +118,8 @@ MMA(${acc}, ${a}b0, ${a}b1, ${a}b2, ${a}b3, ${b}b0, ${b}b1);
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gmm_mstep(__global const float *restrict x, const long n, const long stride,
                __global const float *restrict resp,     /* k x n */
+               __global const float *restrict lse,      /* n (normalize) */
+               const int normalize,
                __global const float *restrict shift,    /* DP */
                __global const float *restrict means,    /* k x DP, zero past D */
                __global const int *restrict own,        /* n: each row's own component */

@@ -352,3 +352,62 @@ def test_emulated_mstep_matches_numpy(profile, kind, precision):
                                       precision=precision)))
     gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
     check_mstep_of(gp, X, resp, rows, means, precision)
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
+def test_mstep_normalises_the_log_densities(profile, emulate):
+    """An EM pass's responsibilities left as log-densities by the tensor-core
+    E kernel and normalised by the M kernel as it reads them (for_mstep):
+    the same statistics, bit for bit, as the E kernel's own normalisation
+    (tensor cores planned where there are some; emulated on every runtime);
+    a score's responsibilities are normalised on the device as before."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    n, d, k = (4099, 24, 100) if not emulate else (203, 13, 21)
+    rng = np.random.RandomState(k)
+    m = model(rng, k, d)
+    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    specs = None
+    if emulate:
+        specs = (next(gmm_mma.estep_specs(profile, np.float32, d, k, emulate=True)),
+                 next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
+    codegen.forget_plans("gmm")
+    prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1)
+    gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, specs=specs, chunks=2)
+    fused = gp.mma and gp.mma_m
+    assert fused == (emulate or (tensor_cores(profile) and profile.fp64))
+    records, means = mdl.records(m, False), m.means + 0.25
+    q = gp.part.queue
+    gp.estep_sums(records)
+    normalised = gp.resp[:k * n].get(q)
+    plain = gp.mstep(means)
+    gp.estep_sums(records, for_mstep=True)
+    assert gp.resp_log == fused
+    if fused:   # the log-densities stay: their exp over each row sums to 1
+        logs = gp.resp[:k * n].get(q).reshape(k, n).astype(np.float64)
+        np.testing.assert_allclose(np.exp(logs - gp.lse.get(q)).sum(axis=0), 1, rtol=1e-5)
+    np.testing.assert_array_equal(gp.mstep(means), plain)
+    gp.estep_sums(records)            # a score's: normalised on the device
+    assert not gp.resp_log
+    np.testing.assert_array_equal(gp.resp[:k * n].get(q), normalised)
+
+
+@pytest.mark.parametrize("others", [(1,), (1, 0)], ids=["alike", "mixed"])
+def test_one_m_kernel_for_every_device(profile, others):
+    """A fit's chunks run one kind of M kernel (their exact sums add only to
+    their like): the tensor-core one where every device of the fit plans it,
+    the portable one on all of them where one device does not (a GPU beside
+    a CPU runtime) -- the devices' profiles as GmmShards reads them."""
+    from oclclust.cluster.mixture.gmm_shards import GmmShards
+    rng = np.random.RandomState(3)
+    X = rng.normal(size=(500, 24)).astype(np.float32)
+    means = X[:7].astype(np.float64)
+    data = oc.DeviceManager([profile]).scatter(X)
+    data.manager.profiles = [profile.replace(gmm_mma=1, gmm_mma_mstep=t) for t in others]
+    codegen.forget_plans("gmm")
+    shards = GmmShards(data, 7, False)
+    shards.resp_from_rows(np.arange(7))
+    stats = shards.resp_stats(means)
+    kinds = {isinstance(shards.state(c).mspec, gmm_mma.MmaMStepSpec) for c in data.chunks}
+    assert kinds == {len(others) == 1 and tensor_cores(profile) and profile.fp64}
+    np.testing.assert_allclose(stats[:, 0], 1.0, rtol=1e-6)   # one row a component

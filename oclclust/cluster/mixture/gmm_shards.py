@@ -8,7 +8,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from ...parallel.sharded import ShardedPass
-from ...passes.gmm import GmmPass, central
+from ...passes.gmm import GmmPass, central, mma_mstep_planned
 from ...runtime.reduce import AdditiveStats
 from ...runtime.transfer import download
 
@@ -38,16 +38,25 @@ class GmmStats(AdditiveStats):
 
 
 class GmmShards(ShardedPass):
-    """The E and M passes (passes.gmm) over a fit's rows."""
+    """The E and M passes (passes.gmm) over a fit's rows.  The tensor-core
+    M kernel's raw sums add only to their like: it runs where every device
+    of the fit, on every rank, plans it (a GPU beside a CPU runtime: the
+    portable M kernels on both); a Dask cluster's workers choose each their
+    own (GmmStats refuses a mixture)."""
 
     def __init__(self, data, k, full, ranks=None, precision="float32"):
-        super().__init__(data, ranks, lambda chunk: GmmPass(chunk, k, full,
-                                                            precision=precision))
+        mma = True
+        profiles = getattr(data.manager, "profiles", None)
+        if profiles is not None:
+            mma = all(mma_mstep_planned(p, data.dtype, data.d, full) for p in profiles)
+            mma = all(ranks.gather(mma)) if ranks is not None else mma
+        super().__init__(data, ranks, lambda chunk: GmmPass(chunk, k, full, precision=precision,
+                                                            mma_mstep=mma))
 
     def em(self, records, means):
         """One EM pass: GmmStats with the M statistics."""
         def one(chunk, gp):
-            return GmmStats(*gp.estep_sums(records), *gp.mstep_sums(means))
+            return GmmStats(*gp.estep_sums(records, for_mstep=True), *gp.mstep_sums(means))
         total = self.reduce(one, timed=True)
         return dataclasses.replace(total, stats=total.central(means), raw=False)
 
