@@ -102,10 +102,10 @@ def operands(records, d, dp, kp):
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)
-# the M kernel's n8 column tiles a warp at most, in order of preference (two
-# sets of float and double sums each: 2 halves the registers a work-item
-# and doubles the warps)
-NTW = (4, 2)
+# the M kernel's n8 column tiles a warp at most (two sets of float and double
+# sums each).  H200 (bench/kernels.py gmm-mma): 2 a warp, twice the warps,
+# ran 2.60 against 1.61 ms at 1M x 24, K=100 and did not fit at d=128
+NTW = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,9 +157,8 @@ def mstep_specs(profile, dtype, d, emulate=False, precision="float32"):
     shift and over the rows it owns about its mean (gmm_mma_mstep.cl.mako),
     made the statistics about the means on the host (central_stats).
     Column groups of at most NTW tiles a warp (its registers hold 2 x 4
-    float and 2 x 4 double sums a tile; each bound in NTW's order),
-    work-groups of 8 warps or more, component blocks halved until local
-    memory fits.  *emulate*: as estep_specs'.
+    float and 2 x 4 double sums a tile), work-groups of 8 warps, component
+    blocks halved until local memory fits.  *emulate*: as estep_specs'.
     *precision*: "float32" the 3xTF32 products; "tf32" and "bf16" the
     responsibilities rounded to TF32 (nearest: within 2^-11 relative) and
     the rows' 3xTF32 split kept, two products a step: the statistics of
@@ -172,23 +171,18 @@ def mstep_specs(profile, dtype, d, emulate=False, precision="float32"):
         return
     dp = -(-d // 8) * 8
     steps = dp // 8
-    seen = set()
-    for most in NTW:
-        g = -(-steps // most)
-        ntw = -(-steps // g)
-        mb = max(1, 8 // (2 * g))
-        while mb >= 1:
-            wg = 32 * 2 * g * mb
-            spec = MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
-                                ntw=ntw, mb=mb, emulate=emulate,
-                                precision="float32" if precision == "float32" else "tf32")
-            if (wg <= profile.max_work_group_size
-                    and spec.local_bytes() <= profile.local_memory_budget):
-                if spec not in seen:
-                    seen.add(spec)
-                    yield spec
-                break
-            mb //= 2
+    g = -(-steps // NTW)
+    ntw = -(-steps // g)
+    mb = max(1, 8 // (2 * g))
+    while mb >= 1:
+        wg = 32 * 2 * g * mb
+        spec = MmaMStepSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=wg, g=g,
+                            ntw=ntw, mb=mb, emulate=emulate,
+                            precision="float32" if precision == "float32" else "tf32")
+        if wg <= profile.max_work_group_size and spec.local_bytes() <= profile.local_memory_budget:
+            yield spec
+            return
+        mb //= 2
 
 
 def shift_of(means, dp):
