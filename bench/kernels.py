@@ -52,6 +52,7 @@ oc = import_oclclust()   # this checkout's oclclust, before its modules below
 from oclclust.cluster.mixture import mdl                     # noqa: E402
 from oclclust.passes import cmeans as cmeans_pass                 # noqa: E402
 from oclclust.passes import gmm as gmm_pass                       # noqa: E402
+from oclclust.passes import gmm_specs                             # noqa: E402
 from oclclust.passes.linkage import Plan, condensed_distances     # noqa: E402
 from oclclust.runtime.partition import DevicePartition            # noqa: E402
 
@@ -217,8 +218,8 @@ def gmm_mma_main(argv=None):
     records = mdl.records(model, False)
     for profile in oc.select_devices(args.devices):
         portable = profile.replace(gmm_mma=0, gmm_mma_mstep=0, gmm_distance_tiles=0)
-        pe = next(gmm_pass._estep_specs(portable, np.float32, d, False, k))
-        pm = next(gmm_pass._mstep_specs(portable, np.float32, d, False))
+        pe = next(gmm_specs._estep_specs(portable, np.float32, d, False, k))
+        pm = next(gmm_specs._mstep_specs(portable, np.float32, d, False))
         esteps = [pe] + list(gmm_mma.estep_specs(profile, np.float32, d, k))
         msteps = [pm] + [spec for precision in ("float32", "tf32") for spec in
                          gmm_mma.mstep_specs(profile, np.float32, d, precision=precision)]

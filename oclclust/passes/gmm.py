@@ -1,6 +1,6 @@
-"""The device side of Gaussian-mixture EM: kernel specs, their plans, and
-the E and M passes over one DevicePartition (cluster/mixture/gmm_shards.py's
-GmmShards runs them over a fit's rows).
+"""The device side of Gaussian-mixture EM: the E and M passes over one
+DevicePartition (cluster/mixture/gmm_shards.py's GmmShards runs them over a
+fit's rows), their kernels planned by gmm_specs.py.
 
 Pairs with templates/gmm/gmm_estep.cl.mako (log-densities, log-sum-exp,
 responsibilities), templates/gmm/gmm_mstep.cl.mako (per-component N, sums and
@@ -10,215 +10,15 @@ statistics leave the device; cluster/mixture/gmm.py and mdl.py do the
 model's math.  An initialisation's one-hot responsibilities are made in
 place by templates/gmm/gmm_onehot.cl.mako (from labels or from k rows).
 """
-import dataclasses
-
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime.codegen import Spec, first_fitting
-from ..runtime import codegen, exact_sums
-from ..runtime.profiles import declare_terms, term
-from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, estep_specs as mma_estep_specs,
-                      means_of, mstep_size, mstep_specs as mma_mstep_specs, operands, shift_of)
-from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
+from ..runtime import exact_sums
 from ..runtime.reduce import partial_buffer, reduce_partials
-
-
-@declare_terms
-@dataclasses.dataclass(frozen=True)
-class GmmTerms:
-    """distance_tiles 1: the diagonal E-step's distances as register tiles
-    (TileTerms) first.  mma 1: the diagonal E-step on NVIDIA tensor cores
-    (gmm_mma.py) first where the device has them; mma_mstep 1: the
-    diagonal M-step statistics there too."""
-    distance_tiles: int = term("gmm_distance_tiles", 0, 1)
-    mma: int = term("gmm_mma", 0, 1)
-    mma_mstep: int = term("gmm_mma_mstep", 0, 1)
-
-
-# ------------------------------------------------------------ kernel specs
-@dataclasses.dataclass(frozen=True)
-class EStepSpec(TileFields, Spec):
-    """tiled (diag): register tiles (distance_tile.cl.mako) of tm points x tn
-    components."""
-    template = "gmm/gmm_estep.cl.mako"
-    d: int = 1
-    wg: int = 1
-    ppi: int = 1
-    cchunk: int = 1
-    stage_params: bool = True
-    full: bool = True
-
-    @property
-    def rows(self):
-        """Points of a work-group tile."""
-        return self.tm if self.tiled else self.wg * self.ppi
-
-    def local_bytes(self):
-        item = np.dtype(self.dtype).itemsize
-        if self.tiled:   # x, mean and precision chunks, the log-density tile
-            reals = self.kc * (self.tm + 2 * self.tn + 3 * self.vw) + self.tm * (self.tn + 1)
-            return self.wg * 8 + reals * item
-        staged = self.cchunk * record_size(self.d, self.full) if self.stage_params else 0
-        return self.wg * 8 + staged * item
-
-
-@dataclasses.dataclass(frozen=True)
-class MStepSpec(Spec):
-    """``variant`` "tiled": a work-group per (component, chunk), register
-    blocks of the scatter per work-item (GPUs); "rowwise": a work-item per
-    component (CPUs, which vectorise across work-items; d <= 32 full, 64 diag)."""
-    variant: str = "tiled"
-    d: int = 1
-    wg: int = 1
-    tb: int = 1
-    nb: int = 1
-    reps: int = 1
-    tile: int = 1
-    full: bool = True
-
-    @property
-    def template(self):
-        return {"tiled": "gmm/gmm_mstep.cl.mako", "rowwise": "gmm/gmm_mstep_rowwise.cl.mako"}[
-            self.variant]
-
-    def local_bytes(self):
-        if self.variant == "rowwise":
-            return 0
-        return (2 * self.tile * self.nb * self.tb + self.tile) * np.dtype(self.dtype).itemsize
-
-    def groups_per_chunk(self, k):
-        return k if self.variant == "tiled" else -(-k // self.wg)
-
-
-@dataclasses.dataclass(frozen=True)
-class OneHotSpec(Spec):
-    """from_labels: rows from their labels; else one row per component."""
-    template = "gmm/gmm_onehot.cl.mako"
-    wg: int = 1
-    from_labels: bool = True
-
-    def local_bytes(self):
-        return 0
-
-
-def _onehot_specs(profile, dtype, from_labels):
-    wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
-    for w in (wg, 1):
-        yield OneHotSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, wg=w,
-                         from_labels=from_labels)
-
-
-def record_size(d, full):
-    """Reals per component record: c_k, mean, precision Cholesky factor."""
-    return 1 + d + (d * (d + 1) // 2 if full else d)
-
-
-def stats_size(d, full):
-    return 1 + d + (d * d if full else d)
-
-
-def _tiled_estep_specs(profile, dtype, d, k):
-    """Diagonal covariances where the profile says so (gmm_distance_tiles):
-    k-means' gemm tiles, the component tile no wider than k needs,
-    then halved (larger side first) until the work-group and local memory fit."""
-    tile = profile.terms(TileTerms)
-    rm, rn = tile.reg_rows, tile.reg_columns
-    tm, tn = tile.rows, tile.columns
-    while tn // 2 >= max(rn, power_of_two_at_least(k)):
-        tn //= 2
-    kc = chunk_depth(profile, d)
-    if rm * rn + rm + rn > profile.private_floats:
-        return
-    while tm >= rm and tn >= rn:
-        wg = (tm // rm) * (tn // rn)
-        if tm % rm == 0 and tn % rn == 0 and wg <= profile.max_work_group_size:
-            for vw in sorted({tile.vector_width, 1}, reverse=True):
-                if rm % vw or rn % vw or vw & (vw - 1):
-                    continue
-                spec = EStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
-                                 wg=wg, full=False, stage_params=False, tiled=True, tm=tm,
-                                 tn=tn, rm=rm, rn=rn, kc=kc, vw=vw)
-                if spec.local_bytes() <= profile.local_memory_budget:
-                    yield spec
-        if tn > rn and tn >= tm:
-            tn //= 2
-        else:
-            tm //= 2
-
-
-def _estep_specs(profile, dtype, d, full, k=1):
-    """Diagonal covariances where the profile asks for distance tiles: the
-    tiled kernel first.  GPUs: records staged in local memory, two points
-    per work-item.  CPUs: small groups reading the records from memory (their
-    caches serve: faster than the staged kernel on both CPU runtimes).
-    The tensor-core kernel (gmm_mma.py) before all where the profile asks
-    (gmm_mma) and the device, dtype and d allow."""
-    if not full and profile.terms(GmmTerms).mma:
-        yield from mma_estep_specs(profile, dtype, d, k)
-    if not full and profile.terms(GmmTerms).distance_tiles:
-        yield from _tiled_estep_specs(profile, dtype, d, k)
-    item = np.dtype(dtype).itemsize
-    wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
-    if profile.type == "cpu" and profile.max_work_group_size >= 8:
-        yield EStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, wg=8,
-                        ppi=1, full=full, cchunk=1 << 20, stage_params=False)
-    for ppi in ((2, 1) if profile.type == "gpu" else (1,)):
-        for w in (wg, max(1, wg // 4), 1):
-            most = (profile.local_memory_budget - w * 8) // (record_size(d, full) * item)
-            base = dict(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d, wg=w,
-                        ppi=ppi, full=full)
-            if most >= 1:
-                yield EStepSpec(cchunk=int(min(most, 256)), stage_params=True, **base)
-            yield EStepSpec(cchunk=1 << 20, stage_params=False, **base)
-
-
-def mma_mstep_planned(profile, dtype, d, full):
-    """Whether the M pass on *profile* plans the tensor-core kernel first
-    (its statistics are raw sums, central_stats': every chunk of a fit
-    must run the same kind for its exact sums to add)."""
-    return isinstance(next(_mstep_specs(profile, dtype, d, full), None), MmaMStepSpec)
-
-
-def _mstep_specs(profile, dtype, d, full, precision="float32", mma=True):
-    """GPUs: ~64 work-items, each a small register block (2 tb local reads
-    feed tb^2 fmas).  CPUs: a work-item per component (far faster than the
-    tiled kernel there), else (larger d) few work-items with large blocks
-    and long tiles (faster than the GPU shape there).  The
-    tensor-core kernel (gmm_mma.py) before all where the profile asks
-    (gmm_mma_mstep) and the device, dtype and d allow."""
-    if mma and not full and profile.terms(GmmTerms).mma_mstep:
-        yield from mma_mstep_specs(profile, dtype, d, precision=precision)
-    limit = min(profile.max_work_group_size, 256)
-    cpu = profile.type == "cpu"
-    if cpu and d <= (32 if full else 64) and limit >= 16:
-        yield MStepSpec(variant="rowwise", dtype=np.dtype(dtype).name,
-                        acc_double=profile.fp64, d=d, wg=16, tile=64, full=full)
-    target = 4 if cpu else min(64, limit)
-    if full:
-        tb = min(d, 8) if cpu else max(1, -(-d // 8))
-        while -(-d // tb) ** 2 > limit:
-            tb += 1
-        nb = -(-d // tb)
-        nblk = nb * nb
-    else:
-        tb = min(d, 8) if cpu else max(1, -(-d // target))
-        nb = -(-d // tb)
-        nblk = nb
-    reps = max(1, target // nblk)
-    for tile in ((256, 64, 16, 4, 1) if cpu else (64, 16, 4, 1)):
-        spec = MStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
-                         wg=reps * nblk, tb=tb, nb=nb, reps=reps, tile=tile, full=full)
-        if spec.local_bytes() <= profile.local_memory_budget:
-            yield spec
-
-
-def plan(profile, queue, specs, name):
-    """The first spec of *specs* that fits the device, built, with its kernel."""
-    specs = list(specs)
-    return codegen.plan("gmm", queue.context, (profile, specs[0] if specs else None, name),
-                        lambda: first_fitting(profile, queue, specs, name, name))
+from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, means_of, mstep_size, operands,
+                      shift_of)
+from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
 def central(stats, means, raw):

@@ -22,6 +22,7 @@ import pyopencl.array as cla
 
 import oclclust as oc
 from oclclust.passes import gmm as gmm_pass
+from oclclust.passes import gmm_specs
 from oclclust.runtime import codegen
 from oclclust.cluster.mixture import mdl
 from oclclust.runtime.partition import DevicePartition
@@ -62,7 +63,7 @@ def estep_variants(base):
     """(label, spec): chunks of 2 of the 5 records (ragged last), all staged
     at once, read from global memory, two points per work-item."""
     def make(**kw):
-        return gmm_pass.EStepSpec(**dict(base, **kw))
+        return gmm_specs.EStepSpec(**dict(base, **kw))
     yield "chunked ppi=2", make(wg=4, ppi=2, cchunk=2, stage_params=True)
     yield "staged at once", make(wg=4, ppi=1, cchunk=8, stage_params=True)
     yield "global", make(wg=8, ppi=1, cchunk=1 << 20, stage_params=False)
@@ -75,11 +76,11 @@ def estep_variants(base):
 
 def mstep_variants(base, d, full):
     nb_gpu = -(-d // 2)
-    yield gmm_pass.MStepSpec(wg=3 * (nb_gpu * nb_gpu if full else nb_gpu), tb=2, nb=nb_gpu,
+    yield gmm_specs.MStepSpec(wg=3 * (nb_gpu * nb_gpu if full else nb_gpu), tb=2, nb=nb_gpu,
                         reps=3, tile=4, **base)                 # GPU shape, replicas
-    yield gmm_pass.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
+    yield gmm_specs.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
     # CPU: a work-item per component (ragged last block of components)
-    yield gmm_pass.MStepSpec(variant="rowwise", wg=2, tile=4, **base)
+    yield gmm_specs.MStepSpec(variant="rowwise", wg=2, tile=4, **base)
 
 
 def exercise_kernels(device, log):

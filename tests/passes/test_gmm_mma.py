@@ -16,6 +16,7 @@ import oclclust as oc
 from gmm_parity import assert_gmm_parity
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import gmm as gmm_pass
+from oclclust.passes import gmm_specs
 from oclclust.passes import gmm_mma
 from oclclust.passes.lloyd_mma import tensor_cores
 from oclclust.runtime import codegen
@@ -89,20 +90,20 @@ def test_offered_only_with_tensor_cores(profile):
     """First where gmm_mma asks and the device has tensor cores; never for
     full covariances, float64 or d above MAX_D (the M kernel likewise)."""
     on = profile.replace(gmm_mma=1)
-    first = next(gmm_pass._estep_specs(on, np.float32, 24, False, 100))
+    first = next(gmm_specs._estep_specs(on, np.float32, 24, False, 100))
     assert isinstance(first, gmm_mma.MmaEStepSpec) == tensor_cores(profile)
     for args in ((np.float32, 24, True), (np.float64, 24, False),
                  (np.float32, gmm_mma.MAX_D + 1, False)):
-        assert not isinstance(next(gmm_pass._estep_specs(on, *args, 100)),
+        assert not isinstance(next(gmm_specs._estep_specs(on, *args, 100)),
                               gmm_mma.MmaEStepSpec)
-    off = next(gmm_pass._estep_specs(profile.replace(gmm_mma=0), np.float32, 24, False, 100))
+    off = next(gmm_specs._estep_specs(profile.replace(gmm_mma=0), np.float32, 24, False, 100))
     assert not isinstance(off, gmm_mma.MmaEStepSpec)
     on = profile.replace(gmm_mma_mstep=1)
-    first = next(gmm_pass._mstep_specs(on, np.float32, 24, False))
+    first = next(gmm_specs._mstep_specs(on, np.float32, 24, False))
     assert isinstance(first, gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
     for args in ((np.float32, 24, True), (np.float64, 24, False),
                  (np.float32, gmm_mma.MAX_D + 1, False)):
-        assert not isinstance(next(gmm_pass._mstep_specs(on, *args)), gmm_mma.MmaMStepSpec)
+        assert not isinstance(next(gmm_specs._mstep_specs(on, *args)), gmm_mma.MmaMStepSpec)
 
 
 def estep(profile, X, m, store):
@@ -198,8 +199,8 @@ def test_fit_matches_sklearn(profile, d):
 def portable_specs(profile, d, k):
     """The (E, M) specs the planners give without tensor cores."""
     off = profile.replace(gmm_mma=0, gmm_mma_mstep=0, gmm_distance_tiles=0)
-    return (next(gmm_pass._estep_specs(off, np.float32, d, False, k)),
-            next(gmm_pass._mstep_specs(off, np.float32, d, False)))
+    return (next(gmm_specs._estep_specs(off, np.float32, d, False, k)),
+            next(gmm_specs._mstep_specs(off, np.float32, d, False)))
 
 
 # the emulated products run slowly (two barriers a product): small shapes;

@@ -9,7 +9,7 @@ import oclclust as oc
 from oclclust.passes.cmeans import CMeansTerms
 from oclclust.passes.distance_tile import TileTerms
 from oclclust.passes.ensemble import EnsembleTerms
-from oclclust.passes.gmm import GmmTerms
+from oclclust.passes.gmm_specs import GmmTerms
 from oclclust.passes.kdtree import KdTreeTerms
 from oclclust.passes.linkage import LinkageTerms
 from oclclust.passes.linkage_rows import WardRowsTerms

@@ -25,7 +25,7 @@ from .._base import KCluster
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array, joined_mean_var_finite
 from .gmm_shards import GmmShards
-from ...passes.gmm import stats_size
+from ...passes.gmm_specs import stats_size
 from ..registry import estimator_class
 from ...runtime.progress import Progress, history_entry
 from ...runtime.validation import check_random_state, skip_uniform

@@ -8,7 +8,8 @@ import numpy as np
 import pyopencl.array as cla
 
 from ...parallel.sharded import ShardedPass
-from ...passes.gmm import GmmPass, central, mma_mstep_planned
+from ...passes.gmm import GmmPass, central
+from ...passes.gmm_specs import mma_mstep_planned
 from ...runtime.reduce import AdditiveStats
 from ...runtime.transfer import download
 

@@ -12,6 +12,7 @@ import oclclust as oc
 from gmm_parity import assert_gmm_parity
 from conftest import sklearn_checks, split_or_skip
 from oclclust.passes import gmm as gmm_pass
+from oclclust.passes import gmm_specs
 from oclclust.runtime import codegen
 from oclclust.cluster.mixture import mdl
 
@@ -137,7 +138,7 @@ def test_tiled_diag_fit_equals_sklearn(profile, dtype):
     gemm = oc.DeviceManager([profile.replace(gmm_distance_tiles=1, gmm_mma=0)])
     ours, sk = fit_both(gemm, X, "diag", dtype, **start(X, "diag"))
     used = [plan[0] for key, plan in codegen.plans("gmm").items()
-            if isinstance(plan[0], gmm_pass.EStepSpec) and key[0].term("gmm_distance_tiles")]
+            if isinstance(plan[0], gmm_specs.EStepSpec) and key[0].term("gmm_distance_tiles")]
     assert used and all(spec.tiled for spec in used)
     assert_gmm_parity(ours, sk, X, dtype)
 
@@ -326,8 +327,8 @@ def test_gpu_kernel_shapes_on_this_device(profile, cov):
         ours = oc.GaussianMixture(k, devices=oc.DeviceManager([as_gpu]), **params).fit(X)
         sk = SkGMM(k, **params).fit(X)
     chosen = [plan[0] for key, plan in codegen.plans("gmm").items() if key[0] == as_gpu]
-    espec = next(s for s in chosen if isinstance(s, gmm_pass.EStepSpec))
-    mspec = next(s for s in chosen if isinstance(s, gmm_pass.MStepSpec))
+    espec = next(s for s in chosen if isinstance(s, gmm_specs.EStepSpec))
+    mspec = next(s for s in chosen if isinstance(s, gmm_specs.MStepSpec))
     assert espec.ppi == 2 and espec.stage_params and espec.cchunk < k
     assert mspec.variant == "tiled" and mspec.tile < 64
     np.testing.assert_allclose(ours.means_, sk.means_, atol=1e-9)
