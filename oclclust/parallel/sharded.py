@@ -103,7 +103,10 @@ class ShardedPass:
             parts = [o[0] for o in out] if keep else out
             return type(parts[0]).total(parts), [o[1] for o in out] if keep else None
         total, kept = self.ranks.run_failing_all(local)
-        total = total.from_flat(self.ranks.sum(total.flat())).settled()
+        # one process: no rank sum, nor the flat vector's copies (~20 ms an
+        # iteration for GMM's 1024 x 514 M statistics on this CPU)
+        total = (total.from_flat(self.ranks.sum(total.flat())) if self.ranks.comm is not None
+                 else total.alone()).settled()
         return (total, kept) if keep else total
 
     def rows(self, fn):

@@ -226,6 +226,12 @@ class ExactWords:
         """The float64 vector the ranks sum (exactly: whole numbers under 2^53)."""
         return np.concatenate([self.words.ravel(), self.special])
 
+    def carried(self):
+        """These sums with each lower word in [0, 2^40) (as from_flat gives
+        them): carried in place, the same total."""
+        _carry(self.words)
+        return self
+
     def from_flat(self, vector):
         n = self.words.size
         return ExactWords(_carry(np.asarray(vector[:n], np.float64).reshape(self.words.shape)),

@@ -94,6 +94,24 @@ class AdditiveStats:
                           else type(a)(part[0]))
         return type(self)(*values)
 
+    def alone(self):
+        """``from_flat(flat())`` on one rank -- the same values, types and
+        carried words -- without the flat vector's copies: arrays made
+        float64, the exact sums' words carried in place.  A class with
+        its own flat / from_flat (other types across the ranks) goes
+        through them."""
+        if (type(self).flat is not AdditiveStats.flat
+                or type(self).from_flat is not AdditiveStats.from_flat):
+            return self.from_flat(self.flat())
+        values = []
+        for f, a in self._fields():
+            if isinstance(a, ExactWords):
+                a = a.carried()
+            elif isinstance(a, np.ndarray) and not f.metadata.get("same"):
+                a = np.asarray(a, np.float64)
+            values.append(a)
+        return type(self)(*values)
+
     def settled(self):
         """These statistics with every exact sum (ExactWords) rounded to
         float64: what the estimators read, once all chunks and ranks are in."""
