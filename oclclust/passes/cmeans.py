@@ -329,7 +329,7 @@ class CMeansPass:
             absmax, wmax = exact_sums.magnitudes_of(part)
             self.fold.set_bounds(self.block_rows * wmax * np.append(absmax, 1.0)[None, :])
             self.fold.enqueue(self.part_stats, self.groups)
-            stats = self.fold.words(self.fold.out.get(q))
+            stats = self.fold.words(self.fold.out.get(q), copy=False)
         elif self.update:
             stats = reduce_partials(q, self.part_stats, self.groups, self.size, part.dtype,
                                     part.acc_double).reshape(self.c, part.d + 1)

@@ -195,7 +195,7 @@ class GmmPass:
             fold = self.folds[k]
             fold.set_bounds(self._bounds(means))
             fold.enqueue(self.part_stats, self.chunks * spec.reps)
-            return fold.words(fold.out.get(q)), self.mma_m
+            return fold.words(fold.out.get(q), copy=False), self.mma_m
         stats = reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
                                 part.acc_double).reshape(k, -1)
         return (central_stats(stats, means, shift, means32) if self.mma_m else stats), False

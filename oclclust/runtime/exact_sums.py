@@ -151,12 +151,15 @@ class ExactWords:
         self.words, self.lsb, self.special, self.shape = words, lsb, special, tuple(shape)
 
     @classmethod
-    def from_device(cls, out, lsb, shape):
-        """exact_fold's output (4 x size doubles, host) on grid *lsb*."""
+    def from_device(cls, out, lsb, shape, copy=True):
+        """exact_fold's output (4 x size doubles, host) on grid *lsb*;
+        *copy* False: the words are views of *out* (a fresh array no one
+        reads again: carried in place later)."""
         size = int(np.prod(shape, dtype=np.int64))
         out = np.asarray(out, np.float64).reshape(ARRAY_WORDS + 1, size)
-        return cls(out[:ARRAY_WORDS].copy(), np.asarray(lsb, np.int32), out[ARRAY_WORDS].copy(),
-                   shape)
+        words, special = out[:ARRAY_WORDS], out[ARRAY_WORDS]
+        return cls(words.copy() if copy else words, np.asarray(lsb, np.int32),
+                   special.copy() if copy else special, shape)
 
     @classmethod
     def of_partials(cls, part, lsb, shape):
@@ -357,10 +360,11 @@ class Fold:
         value(self.queue, (-(-self.size // wg) * wg,), (wg,), self.out.data,
               np.int64(self.size), self._lsb_dev.data, values.data)
 
-    def words(self, host_out):
-        """The ExactWords of ``out`` as read to *host_out*."""
+    def words(self, host_out, copy=True):
+        """The ExactWords of ``out`` as read to *host_out* (*copy* False:
+        a fresh array of their own, as ``out.get()`` gives)."""
         return ExactWords.from_device(host_out[:(ARRAY_WORDS + 1) * self.size], self.lsb,
-                                      self.shape)
+                                      self.shape, copy)
 
 
 def enqueue_block_sums(queue, values, weights, n, block_rows, out):
