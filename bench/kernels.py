@@ -240,8 +240,8 @@ def gmm_mma_main(argv=None):
             want = got if want is None else want
             scale = np.abs(want).max(axis=0, keepdims=True) + 1.0
             print(f"  M {type(mspec).__name__} {getattr(mspec, 'precision', 'float32')}: "
-                  f"{t * 1e3:8.2f} ms  max |diff| / scale {np.abs(got - want).max() / 1:.3g} "
-                  f"({np.abs((got - want) / scale).max():.3g})", flush=True)
+                  f"{t * 1e3:8.2f} ms  max |diff| {np.abs(got - want).max():.3g} "
+                  f"({np.abs((got - want) / scale).max():.3g} of its column's scale)", flush=True)
         del part
     return 0
 
