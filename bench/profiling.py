@@ -52,8 +52,9 @@ passes, their counts and cumulative times).
         --n 10000000 --d 128 --k 1024 --host-update
 
 KMeans: 20 iterations (tol 0) from k rows; --count N takes the first N
-matching devices (threads beyond the first are not seen by cProfile: compare
-the per-iteration medians); --host-update forces the host's centre update.
+matching devices; --threads profiles the device threads' work too (each
+shard's run, under its own profiler, merged into the report); --host-update
+forces the host's centre update.
 """
 
 
@@ -89,6 +90,8 @@ def cprofile_main():
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--count", type=int, default=0, help="the first N matching devices")
     ap.add_argument("--host-update", action="store_true", help="KMeans: the host's update")
+    ap.add_argument("--threads", action="store_true",
+                    help="profile each device thread's shard runs too (merged)")
     ap.add_argument("--cold", action="store_true",
                     help="profile the process's first fit (devices, contexts, programs from "
                          "the on-disk cache, pinned staging) instead of a warm one")
@@ -125,13 +128,30 @@ def cprofile_main():
 
 
 def profiled(fit, X, args, what, orders):
-    """fit(X) under cProfile: its time, then the top calls in each order."""
-    prof = cProfile.Profile()
+    """fit(X) under cProfile: its time, then the top calls in each order
+    (with --threads, the device threads' shard runs merged in)."""
+    prof, threads = cProfile.Profile(), []
+    # Python 3.12's cProfile (sys.monitoring) sees every thread already
+    if getattr(args, "threads", False) and sys.version_info < (3, 12):
+        from oclclust.parallel import shard
+        plain = shard.Shard.run
+
+        def run(self, fn, rows=True):
+            if threading.current_thread() is threading.main_thread():
+                return plain(self, fn, rows)
+            mine = cProfile.Profile()
+            threads.append(mine)
+            return mine.runcall(plain, self, fn, rows)
+        shard.Shard.run = run
     start = time.perf_counter()
     prof.runcall(fit, X)
-    print(f"{args.estimator} {args.n} x {args.d}: {time.perf_counter() - start:.3f} s ({what})")
+    print(f"{args.estimator} {args.n} x {args.d}: {time.perf_counter() - start:.3f} s ({what}"
+          + (f"; {len(threads)} thread runs merged" if threads else "") + ")")
     for order in orders:
-        pstats.Stats(prof).sort_stats(order).print_stats(args.top)
+        stats = pstats.Stats(prof)
+        for other in threads:
+            stats.add(other)
+        stats.sort_stats(order).print_stats(args.top)
 
 
 # ---- cprofile-small (formerly bench/profile_small.py) ----------------------------------

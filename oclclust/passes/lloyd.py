@@ -533,8 +533,10 @@ class LloydPass:
         cl.wait_for_events(events)   # one wait for all of them
         sums = weights = None
         if self.exact:
-            if self.update:
-                sums, weights = (fold.words(host[name]) for name, fold in self.folds.items())
+            if self.update:   # views of the reused page-locked reads: every caller
+                # totals or settles them before the next launch reads into them
+                sums, weights = (fold.words(host[name], copy=False)
+                                 for name, fold in self.folds.items())
             blocks = exact_sums.blocks_of(part.n, self.block_rows)
             inertia = exact_sums.ExactWords.of_values(host["inertia"][:blocks])
             flags = host["flags"].reshape(-1, 2)

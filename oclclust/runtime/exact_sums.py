@@ -40,6 +40,7 @@ WIDE_LSB = -1074               # the wide (host) fold: float64's smallest bit ..
 WIDE_WORDS = 55                # ... to past its largest, 40 bits a word
 MIN_BLOCK_ROWS, MAX_BLOCK_ROWS = 512, 1 << 20
 SCATTER_PIECE = 1 << 22       # values a host fold adds before carrying (int64 words)
+TOTAL_PARTS = 1 << 12          # carried sums (words under 2^40) added before carrying
 PARTIALS_SHARE = 8             # the partials take at most 1/8 of their rows' bytes
 FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
 FOLD_BLOCKS = 1 << 13          # a fold's blocks a work-item: its double words stay exact
@@ -199,17 +200,42 @@ class ExactWords:
         finite = np.isfinite(v)
         special = np.zeros(size)
         np.add.at(special, cols[~finite], v[~finite])
-        words = np.zeros((WIDE_WORDS, size), np.int64)
+        words = np.zeros(WIDE_WORDS * size, np.int64)
         keep = finite & (v != 0)
         if keep.any():
             v, cols = v[keep], cols[keep]
             last = np.frexp(v)[1] - 53           # the exponent of each one's last bit
             word = (np.maximum(last, WIDE_LSB) - WIDE_LSB) // WORD_BITS
             s = np.ldexp(v, -(WIDE_LSB + WORD_BITS * word))   # under 2^93, whole
+            at = word * size + cols
             for i, h in enumerate(_cut(s)):
-                np.add.at(words, (word + i, cols), h.astype(np.int64))
-        return cls(_carry_int(words), np.full(size, WIDE_LSB, np.int32), special,
+                words += _whole_bincount(at + i * size, h, words.size)
+        return cls(_carry_int(words.reshape(WIDE_WORDS, size)),
+                   np.full(size, WIDE_LSB, np.int32), special,
                    (size,) if shape is None else shape)
+
+    @classmethod
+    def total(cls, parts):
+        """``sum(parts)``'s words (*parts* in order, each carried, as every
+        ExactWords is), their words added at once and carried once: the
+        same integers, so the same words (adding 2^12 words under 2^40 at
+        a time stays exact in float64)."""
+        parts = list(parts)
+        if len(parts) > TOTAL_PARTS:
+            return cls.total([cls.total(parts[i:i + TOTAL_PARTS])
+                              for i in range(0, len(parts), TOTAL_PARTS)])
+        first = parts[0]
+        if len(parts) == 1:
+            return first
+        for other in parts[1:]:
+            if other.words.shape != first.words.shape or not np.array_equal(other.lsb,
+                                                                            first.lsb):
+                raise ValueError("exact sums on different grids cannot be added")
+        words, special = first.words + parts[1].words, first.special + parts[1].special
+        for other in parts[2:]:
+            words += other.words
+            special = special + other.special   # floats (non-finite): in order
+        return cls(_carry(words), first.lsb, special, first.shape)
 
     @property
     def size(self):
@@ -245,7 +271,10 @@ class ExactWords:
         if self.special[i] != 0:
             return float(self.special[i])
         whole = sum(int(w) << (WORD_BITS * j) for j, w in enumerate(self.words[:, i]))
-        return float(fractions.Fraction(whole) * fractions.Fraction(2) ** int(self.lsb[i]))
+        try:
+            return float(fractions.Fraction(whole) * fractions.Fraction(2) ** int(self.lsb[i]))
+        except OverflowError:   # past float64's range: as a float sum overflows
+            return math.inf if whole > 0 else -math.inf
 
     def value(self):
         """The total rounded to float64 (the words from the top down: the
@@ -263,6 +292,17 @@ def settle(value):
     """*value* rounded to float64 where it is an exact sum (ExactWords), else
     as it is: what a caller of one pass on one partition reads."""
     return value.value() if isinstance(value, ExactWords) else value
+
+
+def _whole_bincount(index, h, length):
+    """The sums of whole numbers *h* (float64, under 2^40 in magnitude) into
+    *length* int64 bins by *index*: numpy's bincount (far faster than
+    np.add.at) on their 20-bit halves, whose float64 sums stay exact for up
+    to 2^33 values; the same integers in any order."""
+    high = np.floor(h * 2.0 ** -20)
+    low = h - high * 2.0 ** 20                   # [0, 2^20): exact
+    return ((np.bincount(index, high, length).astype(np.int64) << 20)
+            + np.bincount(index, low, length).astype(np.int64))
 
 
 def _carry_int(words):
@@ -317,7 +357,7 @@ class Fold:
     def __init__(self, queue, shape):
         self.queue, self.shape = queue, tuple(shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
-        self.lsb = None
+        self.lsb = self._bounds = None
         self._lsb_dev = cla.empty(queue, max(self.size, 1), np.int32)
         self.out = cla.empty(queue, (ARRAY_WORDS + 1) * max(self.size, 1), np.float64)
         self._partial = None   # the parts' words (enqueue), made on first use
@@ -325,7 +365,11 @@ class Fold:
     def set_bounds(self, bounds):
         """The grid from *bounds* (broadcast to the shape): one block's
         partial of each element is at most its bound in magnitude."""
-        lsb = lsb_for_bounds(np.broadcast_to(np.asarray(bounds, np.float64), self.shape)).ravel()
+        bounds = np.broadcast_to(np.asarray(bounds, np.float64), self.shape)
+        if self._bounds is not None and np.array_equal(bounds, self._bounds):
+            return   # the same grid (every iteration of a fit: its magnitudes are fixed)
+        self._bounds = bounds.copy()
+        lsb = lsb_for_bounds(bounds).ravel()
         if self.lsb is None or not np.array_equal(lsb, self.lsb):
             self.lsb = lsb
             self._lsb_dev.set(lsb, self.queue)

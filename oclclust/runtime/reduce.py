@@ -58,8 +58,23 @@ class AdditiveStats:
 
     @classmethod
     def total(cls, parts):
-        """*parts* (one per chunk, in chunk order) summed: sum()'s order."""
-        return sum(parts)
+        """*parts* (one per chunk, in chunk order) summed: sum()'s order and
+        result, an exact sum's words added at once (ExactWords.total: one
+        carry, not one an addition; several GPUs' k x d words an iteration)."""
+        if len(parts) < 2 or cls.__add__ is not AdditiveStats.__add__:
+            return sum(parts)
+        values = []
+        for f, first in parts[0]._fields():
+            if f.metadata.get("same") or first is None:
+                values.append(first)
+            elif isinstance(first, ExactWords):
+                values.append(ExactWords.total([getattr(p, f.name) for p in parts]))
+            else:
+                value = 0 + first
+                for p in parts[1:]:
+                    value = value + getattr(p, f.name)
+                values.append(value)
+        return cls(*values)
 
     def __add__(self, other):
         return type(self)(*[a if f.metadata.get("same") or a is None else a + b

@@ -2,6 +2,7 @@
 agree word for word, any grouping of the block partials gives the same
 total, the totals are the exact sums rounded once, and splits fall on
 block boundaries."""
+import dataclasses
 import math
 
 import numpy as np
@@ -75,6 +76,56 @@ def test_one_value_a_block_is_summed_over_the_whole_float64_range():
     split = ExactWords.of_values(values[:123]) + ExactWords.of_values(values[123:])
     assert whole.value() == split.value() == math.fsum(values)
     assert ExactWords.of_values([1.0, np.nan]).value() != ExactWords.of_values([1.0]).value()
+
+
+@pytest.mark.parametrize("count", [2, 3, 9])
+def test_total_of_parts_is_their_sum_word_for_word(count):
+    """ExactWords.total (one carry) gives sum()'s words, specials in order;
+    so does AdditiveStats.total over statistics of several fields."""
+    from oclclust.passes.lloyd import LloydStats
+    part = partials(8 * count, SCALES, seed=count)
+    part[1, 2], part[5, 4] = np.inf, -np.inf
+    lsb = lsb_for_bounds(np.nan_to_num(np.abs(part), posinf=0).max(axis=0))
+    pieces = [ExactWords.of_partials(p, lsb, (len(SCALES),)) for p in np.split(part, count)]
+    one_by_one = sum(pieces)
+    at_once = ExactWords.total(pieces)
+    assert np.array_equal(at_once.words, one_by_one.words)
+    assert np.array_equal(at_once.special, one_by_one.special, equal_nan=True)
+    stats = [LloydStats(w, ExactWords.of_values(np.arange(i + 2.0)), ExactWords.of_values(
+        [0.1 * i, 1e-300]), i, 2 * i, 0) for i, w in enumerate(pieces)]
+    a, b = type(stats[0]).total(stats).settled(), sum(stats).settled()
+    for x, y in zip(dataclasses.astuple(a), dataclasses.astuple(b)):
+        assert np.array_equal(x, y, equal_nan=True) and type(x) is type(y)
+
+
+@pytest.mark.parametrize("size", [1, 5])
+def test_scattered_values_fold_as_added_one_by_one(size):
+    """of_scattered's bincount of 20-bit halves: the words np.add.at adds."""
+    rng = np.random.default_rng(size)
+    v = rng.standard_normal(3000) * 10.0 ** rng.integers(-300, 300, 3000)
+    v[::7] = 2.0 ** 1012 * rng.random(len(v[::7]))   # the widest words, many to a bin
+    cols = rng.integers(0, size, len(v))
+    got = ExactWords.of_scattered(v, cols, size)
+    words = np.zeros((exact_sums.WIDE_WORDS, size), np.int64)
+    last = np.frexp(v)[1] - 53
+    word = (np.maximum(last, exact_sums.WIDE_LSB) - exact_sums.WIDE_LSB) // exact_sums.WORD_BITS
+    s = np.ldexp(v, -(exact_sums.WIDE_LSB + exact_sums.WORD_BITS * word))
+    for i, h in enumerate(exact_sums._cut(s)):
+        np.add.at(words, (word + i, cols), h.astype(np.int64))
+    assert np.array_equal(got.words, exact_sums._carry_int(words))
+    assert np.array_equal(got.value(), [math.fsum(v[cols == c]) for c in range(size)])
+    assert ExactWords.of_values([2.0 ** 1023] * 3).value() == math.inf   # as float sums overflow
+
+
+def test_fold_grid_kept_while_its_bounds_stay(queue):
+    fold = Fold(queue, (3,))
+    fold.set_bounds(np.array([1.0, 2.0, 3.0]))
+    device_lsb = fold._lsb_dev
+    fold.set_bounds(np.array([1.0, 2.0, 3.0]))
+    assert fold.lsb.tolist() == lsb_for_bounds([1.0, 2.0, 3.0]).tolist()
+    fold.set_bounds(np.array([1.0, 2.0, 1e9]))
+    assert fold.lsb.tolist() == lsb_for_bounds([1.0, 2.0, 1e9]).tolist()
+    assert fold._lsb_dev.get(queue).tolist() == fold.lsb.tolist() and fold._lsb_dev is device_lsb
 
 
 @pytest.mark.parametrize("weighted", [False, True])
