@@ -184,15 +184,25 @@ def compare(oc, name, make, X, counts, rows):
     that size)."""
     for count in (1, *counts):
         fit(oc, make, X if WARM[0] == "full" else X[:min(len(X), 200_000)], gpus(oc, count))
-    t1, i1, _ = fit(oc, make, X, gpus(oc, 1))
+    t1, i1, one = fit(oc, make, X, gpus(oc, 1))
     models = {}
     for count in counts:
         tn, i_n, models[count] = fit(oc, make, X, gpus(oc, count))
         rows.append(dict(case=name, gpus=count, whole_1=t1, whole_n=tn,
                          efficiency=t1 / (count * tn), iter_1=i1, iter_n=i_n,
-                         iter_speedup=i1 / i_n))
+                         iter_speedup=i1 / i_n, same_bits=same_model(one, models[count])))
         print(json.dumps(rows[-1]), flush=True)
     return models
+
+
+MODEL = ("cluster_centers_", "means_", "covariances_", "weights_", "labels_", "n_iter_")
+
+
+def same_model(a, b):
+    """Whether two fits' models are the same bits (split-free sums: any
+    number of devices gives one device's model)."""
+    return all(np.array_equal(getattr(a, name), getattr(b, name))
+               for name in MODEL if hasattr(a, name))
 
 
 def kmeans_maker(k, iters, C0):
@@ -288,7 +298,8 @@ def gpus_run(args):
                         f(r, "efficiency"), f(r, "iter_1", "{:.4f}"), f(r, "iter_n", "{:.4f}"),
                         f(r, "iter_speedup", "{:.2f}"),
                         (f"same bits {r['same_bits']}, max diff {r['max_diff']:.2e}"
-                         if "same_bits" in r else
+                         if "max_diff" in r else
+                         f"same model as 1 GPU: {r['same_bits']}" if "same_bits" in r else
                          f"x resident rate {r['ratio']:.2f}" if "ratio" in r else "")]
                        for r in rows], left=1))
 

@@ -364,10 +364,12 @@ def shared_fit(devices, X, device, variant, **params):
     flagged (the host's iteration)."""
     from oclclust.cluster.kmeans.lloyd_shards import LloydShards
     steps, original = [], LloydShards._shared_step
+    ahead = shared_fit.ahead = []
 
-    def counted(self, centers):
-        out = original(self, centers)
+    def counted(self, centers, iterations_left=None):
+        out = original(self, centers, iterations_left)
         steps.append(out[2])
+        ahead.append(self._next is not None)   # the next pass enqueued before the read
         return out
     saved = kmeans.DEVICE_UPDATE
     try:
@@ -413,6 +415,9 @@ def test_shared_update_over_devices_is_the_host_fit(profile, variant, case):
     host, none = shared_fit(subs, X, False, variant, **params)
     shared, steps = shared_fit(subs, X, True, variant, **params)
     assert not none and len(steps) == shared.n_iter_
+    # every unflagged step but max_iter's last enqueued the next pass ahead
+    assert shared_fit.ahead == [not flagged and (case != "max_iter" or i < len(steps) - 1)
+                                for i, flagged in enumerate(steps)]
     assert re.search(pattern, "".join("F" if s else "." for s in steps)), steps
     assert_same_fit(shared, host)
 

@@ -183,6 +183,7 @@ class LloydShards(ShardedPass):
         self.device_update = self.shared_update or (
             device_update and lloyd_update.centers_can_stay_resident(data, self.ranks.comm))
         self._made = set()   # what _make has made on every chunk
+        self._next = None    # (chunks, {chunk: launched}): the shared step's next pass
 
     def _make(self, what):
         """Every chunk's pass *what* (True / False: with / without the
@@ -215,7 +216,7 @@ class LloydShards(ShardedPass):
         *iterations_left* (how many iterations may follow; None: any number)
         the next ones are enqueued before this one is read."""
         if self.shared_update:
-            return self._shared_step(centers)
+            return self._shared_step(centers, iterations_left)
         data = self.data
         shards = getattr(data, "shards", None)
         if (shards and len(shards) == 1 and data.chunks is self._chunks
@@ -226,16 +227,27 @@ class LloydShards(ShardedPass):
                 raise DeviceFailure(shards[0].profile, exc) from exc
         return self.map(lambda chunk, st: st.device_step(centers, iterations_left))[0]
 
-    def _shared_step(self, centers):
+    def _shared_step(self, centers, iterations_left=None):
         """device_step over several devices (``shared_update``): every
         device's pass over its resident centres, their statistics added on
         the host as reduce() adds them, the totals written back and the new
         centres computed on every device.  Flagged (an empty cluster, a
         non-finite row), nothing is written: *centers* get this iteration's
-        centres and the host's update takes it with the full statistics."""
+        centres and the host's update takes it with the full statistics.
+        When another iteration may follow (*iterations_left*), each device's
+        next pass is enqueued right after its update, before the shift is
+        read: the devices do not wait for the host's read, bookkeeping and
+        launches between passes.  If the fit stops there, that pass has
+        only rewritten the labels: with none changed, the same ones (the
+        same totals give the same centres); else finish() assigns anew."""
         self._make("shared")
+        ahead, self._next = self._next, None
+        if ahead is not None and ahead[0] is not self.data.chunks:
+            ahead = None   # laid out anew since (not while the update is shared)
 
         def launch(chunk, st):   # a device's failure here is map_enqueued's DeviceFailure
+            if ahead is not None:
+                return ahead[1][chunk]
             sc = st.shared_centers()
             if not sc.active:    # the first step, or after the host's: its centres
                 sc.start(centers[0])
@@ -249,18 +261,24 @@ class LloydShards(ShardedPass):
             for sc in shared[1:]:
                 sc.active = False
             return total, None, True
-        reads = []
+        reads, following = [], iterations_left is None or iterations_left > 0
+        nxt = {}
         for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
             try:
                 reads.append(sc.update(total.sums, total.weights, summarize=i == 0))
+                if following:
+                    nxt[chunk] = sc.launch(self.state(chunk).current_labels())
             except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
                 raise DeviceFailure(chunk.profile, exc) from exc
+        if following:
+            self._next = (self.data.chunks, nxt)
         shift = shared[0].shift(reads[0])
         return dataclasses.replace(total, sums=None, weights=None), shift, False
 
     def centers_to_host(self, centers):
         """The centres kept on the device, if any, into *centers* [k x d]."""
         if self.shared_update:
+            self._next = None   # a pass enqueued ahead: the in-order queues run it first
             shared = [self.state(chunk).state.shared for chunk in self.data.chunks]
             if shared[0] is not None and shared[0].active:
                 centers[0] = shared[0].centers_to_host()
