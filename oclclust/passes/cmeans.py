@@ -16,7 +16,8 @@ from ..runtime.profiles import declare_terms, term
 from .cmeans_mma import (MAX_SLOTS, operand_size, operands, precision_of, recheck_ratio,
                          shape_fields, stats_slots)
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
-from ..runtime.reduce import acc_dtype, partial_buffer, reduce_partials
+from ..runtime.reduce import acc_dtype, enqueue_reduce, partial_buffer
+from ..runtime.transfer import PinnedStaging, wait
 
 
 @declare_terms
@@ -302,6 +303,10 @@ class CMeansPass:
                                                              self.spec.kp)
                                      if self.mma else c * part.d), part.dtype)
         self.u = cla.empty(q, part.n * c, part.dtype) if write_u else None
+        self.reduced = (cla.empty(q, self.size * (1 if part.acc_double else 2),
+                                  acc_dtype(part.acc_double))
+                        if update and not self.exact else None)
+        self.staging = PinnedStaging(q)
 
     def run(self, centers):
         """(statistics c x (d+1) float64 or None, objective, non-finite count)."""
@@ -312,9 +317,18 @@ class CMeansPass:
         """run's values as this partition's sums: the statistics and the
         objective as exact_sums.ExactWords when split-free (they add over
         chunks and ranks to the same bits however the rows are split)."""
-        part, q = self.part, self.part.queue
-        self.centers.set(operands(centers, self.spec.dp, self.spec.kp) if self.mma
-                         else np.ascontiguousarray(centers, part.dtype).ravel(), q)
+        return self.collect(self.launch(centers))
+
+    def launch(self, centers):
+        """sums()'s device work enqueued, the centres going up and the
+        results coming back through page-locked memory, not waited on
+        (flushed: it starts now): what collect() waits for.  Several
+        devices' passes are launched one after another from one thread,
+        then collected (runtime.transfer.PinnedStaging)."""
+        part, q, stage = self.part, self.part.queue, self.staging
+        events = [stage.put("centers", self.centers,
+                            operands(centers, self.spec.dp, self.spec.kp) if self.mma
+                            else np.asarray(centers, part.dtype))]
         real = part.dtype.type
         self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),
                     part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg(),
@@ -323,17 +337,32 @@ class CMeansPass:
                     self.part_obj.data, self.part_flags.data,
                     (self.scratch if self.scratch is not None else part.x).data,
                     np.int64(self.tiles), np.int64(self.block_rows))
-        stats = None
         if self.update and self.exact:
             # |a block's sum of w u^m x_k| <= B wmax max|x_k|, of w u^m <= B wmax
             absmax, wmax = exact_sums.magnitudes_of(part)
             self.fold.set_bounds(self.block_rows * wmax * np.append(absmax, 1.0)[None, :])
             self.fold.enqueue(self.part_stats, self.groups)
-            stats = self.fold.words(self.fold.out.get(q), copy=False)
+            events.append(stage.get("stats", self.fold.out))
         elif self.update:
-            stats = reduce_partials(q, self.part_stats, self.groups, self.size, part.dtype,
-                                    part.acc_double).reshape(self.c, part.d + 1)
-        obj = self.part_obj.get(q)
+            enqueue_reduce(q, self.part_stats, self.groups, self.size, part.dtype,
+                           part.acc_double, self.reduced)
+            events.append(stage.get("stats", self.reduced))
+        events += [stage.get("obj", self.part_obj), stage.get("flags", self.part_flags)]
+        q.flush()
+        return events
+
+    def collect(self, events):
+        """The sums of the pass launch() enqueued (*events*: its copies)."""
+        part, stage = self.part, self.staging
+        wait(events)
+        stats = None
+        if self.update and self.exact:   # a copy: the array is read into again
+            stats = self.fold.words(stage.read("stats", self.fold.out.size))
+        elif self.update:
+            got = stage.read("stats", self.reduced.size).astype(np.float64)
+            stats = (got if part.acc_double else got[:self.size] + got[self.size:]).reshape(
+                self.c, part.d + 1)
+        obj = stage.read("obj", self.groups)
         objective = (exact_sums.ExactWords.of_values(obj) if self.exact
                      else float(np.sum(obj, dtype=np.float64)))
-        return stats, objective, int(self.part_flags.get(q).sum())
+        return stats, objective, int(stage.read("flags", self.groups).sum())

@@ -15,7 +15,8 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime import exact_sums
-from ..runtime.reduce import partial_buffer, reduce_partials
+from ..runtime.reduce import acc_dtype, enqueue_reduce, partial_buffer
+from ..runtime.transfer import PinnedStaging, wait
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, means_of, mstep_size, operands,
                       shift_of)
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
@@ -97,6 +98,8 @@ class GmmPass:
         self.chunks = chunks
         slabs = self.chunks * self.mspec.reps
         self.part_stats = partial_buffer(q, slabs, k * self._mstats_size(), part.acc_double)
+        self.reduced = None   # the M statistics' float64 totals (not split-free)
+        self.staging = PinnedStaging(q)   # uploads and reads (em_launch)
 
     def _mstats_size(self):
         """Reals per component of the M kernel's statistics."""
@@ -129,37 +132,9 @@ class GmmPass:
         *for_mstep*: the responsibilities are read by mstep alone, which
         (both kernels the tensor-core ones) normalises the log-densities
         as it reads them: the same statistics, bit for bit."""
-        part, q = self.part, self.part.queue
-        k = records.shape[0]
-        spec = self.espec
-        if self.mma:
-            coefs, consts, shift = operands(records, part.d, spec.dp, spec.kp)
-            self.coefs.set(coefs.ravel(), q)
-            self.consts.set(consts, q)
-            self.shift.set(shift, q)
-            params = (self.coefs.data, self.consts.data, self.shift.data)
-        else:
-            self.params[:records.size].set(np.ascontiguousarray(records, part.dtype).ravel(), q)
-            params = (self.params.data,)
-        groups, tiles = self._groups(spec)
-        resp = self._resp(k) if store_resp else self.lse   # (not written)
-        self.resp_log = bool(store_resp and for_mstep and self.mma and self.mma_m)
-        mode = 2 if self.resp_log else int(bool(store_resp))
-        self.ekernel(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
-                     np.int64(part.stride), *params, np.int32(k), self.lse.data,
-                     self.labels.data, np.int32(mode), resp.data,
-                     self.part_ll.data, self.part_bad.data, np.int64(tiles))
-        if store_resp and self.mma_m and part.n:   # the rows' own components
-            cl.enqueue_copy(q, self.own.data, self.labels.data, byte_count=part.n * 4)
-        bad = int(self.part_bad.get(q)[:groups].sum())
-        if self.exact:
-            blocks = exact_sums.blocks_of(part.n, self.block_rows)
-            exact_sums.enqueue_block_sums(q, self.lse, None, part.n, self.block_rows,
-                                          self.block_ll)
-            return exact_sums.ExactWords.of_values(self.block_ll.get(q)[:blocks]), bad
-        ll = self.part_ll.get(q).astype(np.float64)
-        ll = ll[:groups].sum() - (0 if part.acc_double else ll[groups:2 * groups].sum())
-        return float(ll), bad
+        events = self._estep_enqueue(records, store_resp, for_mstep)
+        wait(events)
+        return self._estep_result()
 
     def mstep(self, means):
         """The M kernel on the responsibilities in place: k x SZ float64 stats."""
@@ -171,23 +146,91 @@ class GmmPass:
         (exact_sums.ExactWords) and, from the tensor-core kernel, its raw
         sums (*raw* True: made central once summed, ``central``); else
         k x SZ float64 about the means."""
-        part, q, spec = self.part, self.part.queue, self.mspec
+        events = self._mstep_enqueue(means)
+        wait(events)
+        return self._mstep_result()
+
+    def em_launch(self, records, means):
+        """One EM pass (estep_sums(records, for_mstep=True), then
+        mstep_sums(means)) enqueued, its uploads and reads through
+        page-locked memory, not waited on (flushed: it starts now): what
+        em_collect() waits for.  Several devices' passes are launched one
+        after another from one thread, then collected."""
+        events = self._estep_enqueue(records, True, True) + self._mstep_enqueue(means)
+        self.part.queue.flush()
+        return events
+
+    def em_collect(self, events):
+        """(sum of log p(x), bad rows, M statistics, raw) of em_launch's pass."""
+        wait(events)
+        return (*self._estep_result(), *self._mstep_result())
+
+    def _estep_enqueue(self, records, store_resp, for_mstep):
+        """The E kernel and its reads enqueued: their copies' events."""
+        part, q, stage = self.part, self.part.queue, self.staging
+        k = records.shape[0]
+        spec = self.espec
+        if self.mma:
+            coefs, consts, shift = operands(records, part.d, spec.dp, spec.kp)
+            events = [stage.put("coefs", self.coefs, coefs), stage.put("consts", self.consts,
+                                                                      consts),
+                      stage.put("shift", self.shift, shift)]
+            params = (self.coefs.data, self.consts.data, self.shift.data)
+        else:
+            events = [stage.put("params", self.params, np.asarray(records, part.dtype))]
+            params = (self.params.data,)
+        groups, tiles = self._groups(spec)
+        resp = self._resp(k) if store_resp else self.lse   # (not written)
+        self.resp_log = bool(store_resp and for_mstep and self.mma and self.mma_m)
+        mode = 2 if self.resp_log else int(bool(store_resp))
+        self.ekernel(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),
+                     np.int64(part.stride), *params, np.int32(k), self.lse.data,
+                     self.labels.data, np.int32(mode), resp.data,
+                     self.part_ll.data, self.part_bad.data, np.int64(tiles))
+        if store_resp and self.mma_m and part.n:   # the rows' own components
+            cl.enqueue_copy(q, self.own.data, self.labels.data, byte_count=part.n * 4)
+        events.append(stage.get("bad", self.part_bad, groups))
+        if self.exact:
+            exact_sums.enqueue_block_sums(q, self.lse, None, part.n, self.block_rows,
+                                          self.block_ll)
+            events.append(stage.get("ll", self.block_ll,
+                                    exact_sums.blocks_of(part.n, self.block_rows)))
+        else:
+            events.append(stage.get("ll", self.part_ll, groups * (1 if part.acc_double
+                                                                  else 2)))
+        return events
+
+    def _estep_result(self):
+        part, stage = self.part, self.staging
+        groups = self._groups(self.espec)[0]
+        bad = int(stage.read("bad", groups).sum())
+        if self.exact:
+            blocks = exact_sums.blocks_of(part.n, self.block_rows)
+            return exact_sums.ExactWords.of_values(stage.read("ll", blocks)), bad
+        ll = stage.read("ll", groups * (1 if part.acc_double else 2)).astype(np.float64)
+        ll = ll[:groups].sum() - (0 if part.acc_double else ll[groups:2 * groups].sum())
+        return float(ll), bad
+
+    def _mstep_enqueue(self, means):
+        """The M kernel and its reads enqueued: their copies' events."""
+        part, q, spec, stage = self.part, self.part.queue, self.mspec, self.staging
         k = means.shape[0]
+        self._about = means, None, None
         if self.mma_m:   # about the shift and about the means (float32)
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
-            self.mshift.set(shift, q)
-            self.mmeans[:means32.size].set(means32.ravel(), q)
+            self._about = means, shift, means32
+            events = [stage.put("mshift", self.mshift, shift),
+                      stage.put("mmeans", self.mmeans, means32)]
             about = (self.lse.data, np.int32(self.resp_log), self.mshift.data,
                      self.mmeans.data, self.own.data)
         else:
-            self.means[:means.size].set(np.ascontiguousarray(means, part.dtype).ravel(), q)
+            events = [stage.put("means", self.means, np.asarray(means, part.dtype))]
             about = (self.means.data,)
         rows = self.block_rows if self.exact else -(-part.n // self.chunks)
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
                      part.x.data,
                      np.int64(part.n), np.int64(part.stride), self._resp(k).data,
                      *about, np.int32(k), np.int64(rows), self.part_stats.data)
-        size = k * self._mstats_size()
         # the kernel packs the slabs for this k (Kahan: then the compensations)
         if self.exact:
             if k not in self.folds:
@@ -195,9 +238,28 @@ class GmmPass:
             fold = self.folds[k]
             fold.set_bounds(self._bounds(means))
             fold.enqueue(self.part_stats, self.chunks * spec.reps)
-            return fold.words(fold.out.get(q), copy=False), self.mma_m
-        stats = reduce_partials(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
-                                part.acc_double).reshape(k, -1)
+            events.append(stage.get("mstats", fold.out))
+        else:
+            size = k * self._mstats_size()
+            if self.reduced is None or self.reduced.size < size * (1 if part.acc_double else 2):
+                self.reduced = cla.empty(q, size * (1 if part.acc_double else 2),
+                                         acc_dtype(part.acc_double))
+            enqueue_reduce(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
+                           part.acc_double, self.reduced)
+            events.append(stage.get("mstats", self.reduced,
+                                    size * (1 if part.acc_double else 2)))
+        return events
+
+    def _mstep_result(self):
+        part, stage = self.part, self.staging
+        means, shift, means32 = self._about
+        k = means.shape[0]
+        if self.exact:   # a copy: the array is read into again
+            fold = self.folds[k]
+            return fold.words(stage.read("mstats", fold.out.size)), self.mma_m
+        size = k * self._mstats_size()
+        got = stage.read("mstats", size * (1 if part.acc_double else 2)).astype(np.float64)
+        stats = (got if part.acc_double else got[:size] + got[size:]).reshape(k, -1)
         return (central_stats(stats, means, shift, means32) if self.mma_m else stats), False
 
     def _bounds(self, means):

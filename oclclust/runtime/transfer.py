@@ -57,6 +57,56 @@ def pinned_empty(queue, shape, dtype):
     return host
 
 
+class PinnedStaging:
+    """A pass's page-locked host arrays on one queue, by name, for its
+    small uploads (centres, parameters) and reads (statistics): each copy
+    non-blocking, so several devices' passes are enqueued from one thread,
+    then collected (from pageable memory a copy blocks and, with several
+    devices driven at once, NVIDIA's runtime holds them all).  An array
+    grows when more is asked of it; a caller writes one again only after
+    its last copy is done (its pass collected)."""
+
+    def __init__(self, queue):
+        self.queue, self.arrays = queue, {}
+
+    def host(self, name, count, dtype):
+        """The first *count* values of array *name* (made or grown)."""
+        have = self.arrays.get(name)
+        if have is None or have.size < count or have.dtype != np.dtype(dtype):
+            have = self.arrays[name] = pinned_empty(self.queue, (max(int(count), 1),), dtype)
+        return have[:count]
+
+    def put(self, name, device, values):
+        """*values* into the start of the device array *device*, not waited
+        on: the copy's event (None for no value)."""
+        values = np.asarray(values).ravel()
+        if not values.size:
+            return None
+        host = self.host(name, values.size, device.dtype)
+        host[:] = values
+        return cl.enqueue_copy(self.queue, device.data, host, is_blocking=False)
+
+    def get(self, name, device, count=None):
+        """The first *count* values of the device array *device* (all: None)
+        into array *name*, not waited on: the copy's event (None for none);
+        read(name, count) once it is done."""
+        count = device.size if count is None else int(count)
+        if not count:
+            return None
+        return cl.enqueue_copy(self.queue, self.host(name, count, device.dtype), device.data,
+                               is_blocking=False)
+
+    def read(self, name, count):
+        return self.arrays[name][:count]
+
+
+def wait(events):
+    """Wait for the events that are not None."""
+    events = [e for e in events if e is not None]
+    if events:
+        cl.wait_for_events(events)
+
+
 _fill_pool, _fill_lock = None, threading.Lock()
 
 

@@ -45,16 +45,20 @@ class CMeansShards(ShardedPass):
         kept, remote = [], getattr(self.data, "remote", False)
         c, m, precision = self.c, self.m, self.precision   # not self: over remote data `one` travels to the rows
 
-        def one(chunk, passes):
+        def launch(chunk, passes):
             if (update, write_u) not in passes:
                 passes[update, write_u] = CMeansPass(chunk, c, m, update, write_u,
                                                      precision=precision)
+            return passes[update, write_u].launch(centers)
+
+        def collect(chunk, passes, launched):
             p = passes[update, write_u]
-            stats = CMeansStats(*p.sums(centers))
+            stats = CMeansStats(*p.collect(launched))
             if write_u and not remote:   # not the chunk: its rows need not stay on the device
                 kept.append((chunk.offset, chunk.n, chunk.profile, chunk.queue, p.u))
             return stats
-        stats = self.reduce(one, timed=update)
+        # several resident devices: every launch, then every collect, from this thread
+        stats = self.reduce(None, timed=update, enqueued=(launch, collect))
         if write_u and remote:   # the memberships stay beside their rows (a dask array)
             return stats, self.rows(lambda chunk, passes: passes[update, True].u
                                     .get(chunk.queue).reshape(chunk.n, c))

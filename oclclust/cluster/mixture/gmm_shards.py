@@ -56,9 +56,10 @@ class GmmShards(ShardedPass):
 
     def em(self, records, means):
         """One EM pass: GmmStats with the M statistics."""
-        def one(chunk, gp):
-            return GmmStats(*gp.estep_sums(records, for_mstep=True), *gp.mstep_sums(means))
-        total = self.reduce(one, timed=True)
+        # several resident devices: every launch, then every collect, from this thread
+        total = self.reduce(None, timed=True, enqueued=(
+            lambda chunk, gp: gp.em_launch(records, means),
+            lambda chunk, gp, launched: GmmStats(*gp.em_collect(launched))))
         return dataclasses.replace(total, stats=total.central(means), raw=False)
 
     def resp_from_lloyd(self, lloyd):
