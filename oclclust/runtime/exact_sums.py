@@ -32,6 +32,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from .codegen import Spec, c_type, kernel
+from .transfer import PinnedStaging
 
 WORD_BITS = 40
 ARRAY_WORDS = 3
@@ -358,6 +359,7 @@ class Fold:
         self.queue, self.shape = queue, tuple(shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
         self.lsb = self._bounds = None
+        self._staging = PinnedStaging(queue)
         self._lsb_dev = cla.empty(queue, max(self.size, 1), np.int32)
         self.out = cla.empty(queue, (ARRAY_WORDS + 1) * max(self.size, 1), np.float64)
         self._partial = None   # the parts' words (enqueue), made on first use
@@ -372,7 +374,10 @@ class Fold:
         lsb = lsb_for_bounds(bounds).ravel()
         if self.lsb is None or not np.array_equal(lsb, self.lsb):
             self.lsb = lsb
-            self._lsb_dev.set(lsb, self.queue)
+            # not a blocking copy: it would wait for the queue's kernels, and a
+            # fit that launches several devices' passes from one thread (a
+            # GMM's grid moves with its means) would run them one by one
+            self._staging.put("lsb", self._lsb_dev, lsb)
 
     def enqueue(self, part, blocks):
         """Fold *blocks* partials of *part* (blocks x size float64) into
