@@ -329,6 +329,10 @@ class CMeansPass:
         events = [stage.put("centers", self.centers,
                             operands(centers, self.spec.dp, self.spec.kp) if self.mma
                             else np.asarray(centers, part.dtype))]
+        if self.update and self.exact:   # uploads before the kernels (GmmPass.em_launch)
+            # |a block's sum of w u^m x_k| <= B wmax max|x_k|, of w u^m <= B wmax
+            absmax, wmax = exact_sums.magnitudes_of(part)
+            self.fold.set_bounds(self.block_rows * wmax * np.append(absmax, 1.0)[None, :])
         real = part.dtype.type
         self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),
                     part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg(),
@@ -338,9 +342,6 @@ class CMeansPass:
                     (self.scratch if self.scratch is not None else part.x).data,
                     np.int64(self.tiles), np.int64(self.block_rows))
         if self.update and self.exact:
-            # |a block's sum of w u^m x_k| <= B wmax max|x_k|, of w u^m <= B wmax
-            absmax, wmax = exact_sums.magnitudes_of(part)
-            self.fold.set_bounds(self.block_rows * wmax * np.append(absmax, 1.0)[None, :])
             self.fold.enqueue(self.part_stats, self.groups)
             events.append(stage.get("stats", self.fold.out))
         elif self.update:

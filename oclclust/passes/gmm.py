@@ -132,8 +132,8 @@ class GmmPass:
         *for_mstep*: the responsibilities are read by mstep alone, which
         (both kernels the tensor-core ones) normalises the log-densities
         as it reads them: the same statistics, bit for bit."""
-        events = self._estep_enqueue(records, store_resp, for_mstep)
-        wait(events)
+        events, params = self._estep_put(records)
+        wait(events + self._estep_enqueue(records.shape[0], params, store_resp, for_mstep))
         return self._estep_result()
 
     def mstep(self, means):
@@ -146,8 +146,7 @@ class GmmPass:
         (exact_sums.ExactWords) and, from the tensor-core kernel, its raw
         sums (*raw* True: made central once summed, ``central``); else
         k x SZ float64 about the means."""
-        events = self._mstep_enqueue(means)
-        wait(events)
+        wait(self._mstep_put(means) + self._mstep_enqueue(means))
         return self._mstep_result()
 
     def em_launch(self, records, means):
@@ -156,7 +155,14 @@ class GmmPass:
         page-locked memory, not waited on (flushed: it starts now): what
         em_collect() waits for.  Several devices' passes are launched one
         after another from one thread, then collected."""
-        events = self._estep_enqueue(records, True, True) + self._mstep_enqueue(means)
+        # every upload first, while the queue is idle: on NVIDIA's runtime a
+        # write enqueued behind a kernel waits for it, page-locked and
+        # non-blocking as it is (a GMM's M grid behind its E and M kernels
+        # ran four H200s' passes one by one)
+        events, params = self._estep_put(records)
+        events += self._mstep_put(means)
+        events += self._estep_enqueue(records.shape[0], params, True, True)
+        events += self._mstep_enqueue(means)
         self.part.queue.flush()
         return events
 
@@ -165,20 +171,24 @@ class GmmPass:
         wait(events)
         return (*self._estep_result(), *self._mstep_result())
 
-    def _estep_enqueue(self, records, store_resp, for_mstep):
-        """The E kernel and its reads enqueued: their copies' events."""
-        part, q, stage = self.part, self.part.queue, self.staging
-        k = records.shape[0]
-        spec = self.espec
+    def _estep_put(self, records):
+        """The E kernel's parameters going up: (the copies' events, the
+        kernel's parameter arguments)."""
+        part, stage, spec = self.part, self.staging, self.espec
         if self.mma:
             coefs, consts, shift = operands(records, part.d, spec.dp, spec.kp)
-            events = [stage.put("coefs", self.coefs, coefs), stage.put("consts", self.consts,
-                                                                      consts),
-                      stage.put("shift", self.shift, shift)]
-            params = (self.coefs.data, self.consts.data, self.shift.data)
-        else:
-            events = [stage.put("params", self.params, np.asarray(records, part.dtype))]
-            params = (self.params.data,)
+            return ([stage.put("coefs", self.coefs, coefs),
+                     stage.put("consts", self.consts, consts),
+                     stage.put("shift", self.shift, shift)],
+                    (self.coefs.data, self.consts.data, self.shift.data))
+        return ([stage.put("params", self.params, np.asarray(records, part.dtype))],
+                (self.params.data,))
+
+    def _estep_enqueue(self, k, params, store_resp, for_mstep):
+        """The E kernel over *k* components (*params*: _estep_put's) and its
+        reads enqueued: the reads' events."""
+        part, q, stage, spec = self.part, self.part.queue, self.staging, self.espec
+        events = []
         groups, tiles = self._groups(spec)
         resp = self._resp(k) if store_resp else self.lse   # (not written)
         self.resp_log = bool(store_resp and for_mstep and self.mma and self.mma_m)
@@ -211,20 +221,33 @@ class GmmPass:
         ll = ll[:groups].sum() - (0 if part.acc_double else ll[groups:2 * groups].sum())
         return float(ll), bad
 
-    def _mstep_enqueue(self, means):
-        """The M kernel and its reads enqueued: their copies' events."""
+    def _mstep_put(self, means):
+        """The M kernel's means (about which it sums) and its exact fold's
+        grid going up: the copies' events."""
         part, q, spec, stage = self.part, self.part.queue, self.mspec, self.staging
         k = means.shape[0]
-        self._about = means, None, None
+        if self.exact:
+            if k not in self.folds:
+                self.folds[k] = exact_sums.Fold(q, (k, self._mstats_size()))
+            self.folds[k].set_bounds(self._bounds(means))
         if self.mma_m:   # about the shift and about the means (float32)
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
             self._about = means, shift, means32
-            events = [stage.put("mshift", self.mshift, shift),
-                      stage.put("mmeans", self.mmeans, means32)]
+            return [stage.put("mshift", self.mshift, shift),
+                    stage.put("mmeans", self.mmeans, means32)]
+        self._about = means, None, None
+        return [stage.put("means", self.means, np.asarray(means, part.dtype))]
+
+    def _mstep_enqueue(self, means):
+        """The M kernel (its inputs put by _mstep_put) and its reads
+        enqueued: the reads' events."""
+        part, q, spec, stage = self.part, self.part.queue, self.mspec, self.staging
+        k = means.shape[0]
+        events = []
+        if self.mma_m:
             about = (self.lse.data, np.int32(self.resp_log), self.mshift.data,
                      self.mmeans.data, self.own.data)
         else:
-            events = [stage.put("means", self.means, np.asarray(means, part.dtype))]
             about = (self.means.data,)
         rows = self.block_rows if self.exact else -(-part.n // self.chunks)
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
@@ -233,10 +256,7 @@ class GmmPass:
                      *about, np.int32(k), np.int64(rows), self.part_stats.data)
         # the kernel packs the slabs for this k (Kahan: then the compensations)
         if self.exact:
-            if k not in self.folds:
-                self.folds[k] = exact_sums.Fold(q, (k, self._mstats_size()))
             fold = self.folds[k]
-            fold.set_bounds(self._bounds(means))
             fold.enqueue(self.part_stats, self.chunks * spec.reps)
             events.append(stage.get("mstats", fold.out))
         else:

@@ -56,11 +56,10 @@ class GmmShards(ShardedPass):
 
     def em(self, records, means):
         """One EM pass: GmmStats with the M statistics."""
-        # each device's thread launches and collects its own pass: launched
-        # one device after another from this thread (map_enqueued) the four
-        # H200s' passes of a full-covariance fit ran one by one (0.78x)
-        total = self.reduce(lambda chunk, gp: GmmStats(*gp.em_collect(gp.em_launch(
-            records, means))), timed=True)
+        # several resident devices: every launch, then every collect, from this thread
+        total = self.reduce(None, timed=True, enqueued=(
+            lambda chunk, gp: gp.em_launch(records, means),
+            lambda chunk, gp, launched: GmmStats(*gp.em_collect(launched))))
         return dataclasses.replace(total, stats=total.central(means), raw=False)
 
     def resp_from_lloyd(self, lloyd):
