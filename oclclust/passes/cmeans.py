@@ -16,7 +16,7 @@ from ..runtime.profiles import declare_terms, term
 from .cmeans_mma import (MAX_SLOTS, operand_size, operands, precision_of, recheck_ratio,
                          shape_fields, stats_slots)
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
-from ..runtime.reduce import acc_dtype, enqueue_reduce, partial_buffer
+from ..runtime.reduce import acc_dtype, enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
 
 
@@ -303,8 +303,7 @@ class CMeansPass:
                                                              self.spec.kp)
                                      if self.mma else c * part.d), part.dtype)
         self.u = cla.empty(q, part.n * c, part.dtype) if write_u else None
-        self.reduced = (cla.empty(q, self.size * (1 if part.acc_double else 2),
-                                  acc_dtype(part.acc_double))
+        self.reduced = (partial_buffer(q, 1, self.size, part.acc_double)
                         if update and not self.exact else None)
         self.staging = PinnedStaging(q)
 
@@ -360,9 +359,8 @@ class CMeansPass:
         if self.update and self.exact:   # a copy: the array is read into again
             stats = self.fold.words(stage.read("stats", self.fold.out.size))
         elif self.update:
-            got = stage.read("stats", self.reduced.size).astype(np.float64)
-            stats = (got if part.acc_double else got[:self.size] + got[self.size:]).reshape(
-                self.c, part.d + 1)
+            stats = totals_of(stage.read("stats", self.reduced.size), self.size,
+                              part.acc_double).reshape(self.c, part.d + 1)
         obj = stage.read("obj", self.groups)
         objective = (exact_sums.ExactWords.of_values(obj) if self.exact
                      else float(np.sum(obj, dtype=np.float64)))

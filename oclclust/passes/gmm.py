@@ -15,7 +15,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime import exact_sums
-from ..runtime.reduce import acc_dtype, enqueue_reduce, partial_buffer
+from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, means_of, mstep_size, operands,
                       shift_of)
@@ -261,13 +261,12 @@ class GmmPass:
             events.append(stage.get("mstats", fold.out))
         else:
             size = k * self._mstats_size()
-            if self.reduced is None or self.reduced.size < size * (1 if part.acc_double else 2):
-                self.reduced = cla.empty(q, size * (1 if part.acc_double else 2),
-                                         acc_dtype(part.acc_double))
+            if self.reduced is None:   # for the largest k (mdl.py's orders only shrink it)
+                self.reduced = partial_buffer(q, 1, self.k * self._mstats_size(),
+                                              part.acc_double)
             enqueue_reduce(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
                            part.acc_double, self.reduced)
-            events.append(stage.get("mstats", self.reduced,
-                                    size * (1 if part.acc_double else 2)))
+            events.append(stage.get("mstats", self.reduced))
         return events
 
     def _mstep_result(self):
@@ -277,9 +276,8 @@ class GmmPass:
         if self.exact:   # a copy: the array is read into again
             fold = self.folds[k]
             return fold.words(stage.read("mstats", fold.out.size)), self.mma_m
-        size = k * self._mstats_size()
-        got = stage.read("mstats", size * (1 if part.acc_double else 2)).astype(np.float64)
-        stats = (got if part.acc_double else got[:size] + got[size:]).reshape(k, -1)
+        stats = totals_of(stage.read("mstats", self.reduced.size), k * self._mstats_size(),
+                          part.acc_double).reshape(k, -1)
         return (central_stats(stats, means, shift, means32) if self.mma_m else stats), False
 
     def _bounds(self, means):

@@ -229,9 +229,7 @@ class ExactWords:
         if len(parts) == 1:
             return first
         for other in parts[1:]:
-            if other.words.shape != first.words.shape or not np.array_equal(other.lsb,
-                                                                            first.lsb):
-                raise ValueError("exact sums on different grids cannot be added")
+            first._same_grid(other)
         words, special = first.words + parts[1].words, first.special + parts[1].special
         for other in parts[2:]:
             words += other.words
@@ -245,12 +243,15 @@ class ExactWords:
     def __add__(self, other):
         if isinstance(other, (int, float)) and other == 0:   # sum()'s start
             return self
-        if self.words.shape != other.words.shape or not np.array_equal(self.lsb, other.lsb):
-            raise ValueError("exact sums on different grids cannot be added")
+        self._same_grid(other)
         return ExactWords(_carry(self.words + other.words), self.lsb,
                           self.special + other.special, self.shape)
 
     __radd__ = __add__
+
+    def _same_grid(self, other):
+        if self.words.shape != other.words.shape or not np.array_equal(self.lsb, other.lsb):
+            raise ValueError("exact sums on different grids cannot be added")
 
     def flat(self):
         """The float64 vector the ranks sum (exactly: whole numbers under 2^53)."""

@@ -39,10 +39,16 @@ def enqueue_reduce(queue, part, groups, size, dtype, acc_double, out):
 
 def reduce_partials(queue, part, groups, size, dtype, acc_double):
     """Sum the *groups* slabs of *part* elementwise; float64 array of *size*."""
-    out = cla.empty(queue, size * (1 if acc_double else 2), acc_dtype(acc_double))
+    out = partial_buffer(queue, 1, size, acc_double)
     enqueue_reduce(queue, part, groups, size, dtype, acc_double, out)
-    host = out.get(queue).astype(np.float64)
-    return host if acc_double else host[:size] + host[size:]
+    return totals_of(out.get(queue), size, acc_double)
+
+
+def totals_of(host, size, acc_double):
+    """The *size* float64 totals of enqueue_reduce's output read to *host*
+    (Kahan: the sums plus their compensations)."""
+    got = np.asarray(host[:size * (1 if acc_double else 2)], np.float64)
+    return got if acc_double else got[:size] + got[size:]
 
 
 class AdditiveStats:
