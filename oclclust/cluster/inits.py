@@ -62,7 +62,7 @@ def _totals(chunk_blocks, ranks, exact):
     the split), or the chunks' sums in chunk order then over the ranks."""
     if exact:
         words = sum(ExactWords.of_values(b) for b in chunk_blocks)
-        return words.from_flat(ranks.sum(words.flat())).value()
+        return words.from_flat(ranks.sum(words.flat(), exact=True)).value()
     return ranks.sum(np.sum([b.sum(axis=0) for b in chunk_blocks], axis=0))
 
 

@@ -53,13 +53,22 @@ def rank(comm):
     return 0 if comm is None else comm.Get_rank()
 
 
-def sum_across(comm, *arrays):
+def sum_across(comm, *arrays, exact=False):
     """Each array summed over the ranks, in float64, in rank order on every
     rank (an Allgather, then a sum in a fixed order: every rank gets the
-    same bits, whatever the MPI library's reduction tree)."""
+    same bits, whatever the MPI library's reduction tree).  *exact*: the
+    values are whole numbers whose sum over the ranks stays under 2^53
+    (split-free sums' words, counts), so any order gives the same bits:
+    one Allreduce instead, whose bytes a rank moves do not grow with the
+    ranks (a ring's 2 S; the Allgather's (R - 1) S)."""
     flat = [np.asarray(a, dtype=np.float64).ravel() for a in arrays]
     if comm is None or comm.Get_size() == 1:
         joined = flat
+    elif exact:
+        mine = np.concatenate(flat) if flat else np.zeros(0)
+        total = np.empty_like(mine)
+        comm.Allreduce(mine, total)
+        joined = np.split(total, np.cumsum([f.size for f in flat])[:-1])
     else:
         mine = np.concatenate(flat) if flat else np.zeros(0)
         everyone = np.empty((comm.Get_size(), mine.size), np.float64)
@@ -145,6 +154,10 @@ class FitComm:
 
     def Allgather(self, sendbuf, recvbuf):
         self._wait(self._comm.Iallgather(sendbuf, recvbuf))
+
+    def Allreduce(self, sendbuf, recvbuf):
+        """The elementwise sum (MPI.SUM) of every rank's *sendbuf*."""
+        self._wait(self._comm.Iallreduce(sendbuf, recvbuf))
 
     def allgather(self, value):
         """Every rank's picklable *value*, in rank order."""
@@ -235,9 +248,10 @@ class Ranks:
     def size(self):
         return len(self.counts)
 
-    def sum(self, *arrays):
-        """float64 sums over the ranks (rank order; identity on one rank)."""
-        return sum_across(self.comm, *arrays)
+    def sum(self, *arrays, exact=False):
+        """float64 sums over the ranks (rank order; identity on one rank);
+        *exact*: sum_across's, for whole numbers that add in any order."""
+        return sum_across(self.comm, *arrays, exact=exact)
 
     def run_failing_all(self, fn):
         """fn() on this rank; an exception raised by it here raises on every

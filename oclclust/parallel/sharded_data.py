@@ -136,7 +136,7 @@ def combined_mean_var_finite(data, ranks=None):
         parts = data.map(lambda c: _exact_block_moments(c, shift))
         summed = sum(parts) if parts else ExactWords.of_values(np.zeros((0, 2 * data.d)))
         if ranks is not None:
-            summed = summed.from_flat(ranks.sum(summed.flat()))
+            summed = summed.from_flat(ranks.sum(summed.flat(), exact=True))
         return summed.value()
     s1 = total(np.zeros(data.d))
     if not np.all(np.isfinite(s1)) or n == 0:

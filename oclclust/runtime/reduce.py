@@ -97,6 +97,16 @@ class AdditiveStats:
                  for f, a in self._fields() if not f.metadata.get("same") and a is not None]
         return np.concatenate(parts) if parts else np.zeros(0)
 
+    def order_free(self):
+        """Whether ``flat()`` holds only whole numbers that add exactly in
+        any order (every added field an exact sum's words or an integer
+        count): the ranks may sum them in any order, with the same bits."""
+        if type(self).flat is not AdditiveStats.flat:
+            return False   # its own vector: its class says
+        return all(isinstance(a, (ExactWords, int, np.integer))
+                   or (isinstance(a, np.ndarray) and a.dtype.kind in "iub")
+                   for f, a in self._fields() if not f.metadata.get("same") and a is not None)
+
     def from_flat(self, vector):
         """Statistics shaped and typed as these, their values from *vector*
         (the rank sum of ``flat()``)."""

@@ -5,8 +5,10 @@ import numpy as np
 
 import oclclust as oc
 from oclclust.cluster.mixture.cmeans_shards import CMeansStats
+from oclclust.cluster.mixture.gmm_shards import GmmStats
 from oclclust.parallel.sharded import ShardedPass, SummedArray
 from oclclust.passes.lloyd import LloydStats
+from oclclust.runtime.exact_sums import ExactWords
 
 
 def test_stats_add_in_order_and_round_trip_the_rank_vector():
@@ -48,3 +50,14 @@ def test_state_is_made_once_per_chunk_and_afresh_after_a_resplit(profile):
         assert made[3:] == data.chunks and len(made) == 6
     finally:
         data.close()
+
+
+def test_only_whole_number_statistics_cross_the_ranks_in_any_order():
+    words = [ExactWords.of_values(np.array([[v, -v]])) for v in (0.1, 0.2)]
+    exact = LloydStats(words[0], words[1], ExactWords.of_values(np.array([[0.3]])), 2, 0)
+    assert exact.order_free()
+    assert GmmStats(words[0], 0, None).order_free()
+    assert not LloydStats(np.ones((2, 3)), np.ones(2), 0.5, 2, 0).order_free()
+    assert not CMeansStats(words[0], 0.5, 0).order_free()   # a float objective
+    assert not SummedArray(np.ones(3)).order_free()
+    assert SummedArray(np.ones(3, np.int64)).order_free()

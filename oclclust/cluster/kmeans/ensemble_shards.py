@@ -31,6 +31,10 @@ class FixedPointCentroidSums(AdditiveStats):
         high = whole >> HALF_BITS
         return np.concatenate([high, whole - (high << HALF_BITS)]).astype(np.float64)
 
+    def order_free(self):
+        """The halves are whole numbers: the ranks add them in any order."""
+        return True
+
     def from_flat(self, vector):
         """(sums C x d, weights C) float64 of the integer totals."""
         high, low = np.split(np.asarray(vector, np.float64).astype(np.int64), 2)

@@ -213,7 +213,8 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         best = min(range(runs), key=lambda r: results[r][1])   # the first of equals
         centers, inertia, n_iter, history, labels_host = results[best]
         if runs > 1:   # the ensemble's labels are the host's
-            sizes = ranks.sum(np.bincount(labels_host, minlength=self.n_clusters))
+            sizes = ranks.sum(np.bincount(labels_host, minlength=self.n_clusters),
+                              exact=True)
         distinct = int((sizes > 0).sum())
         if distinct < self.n_clusters:
             warnings.warn(f"Number of distinct clusters ({distinct}) found smaller than "

@@ -310,7 +310,7 @@ class LloydShards(ShardedPass):
             return counts.get(q).astype(np.float64)
         local = self.ranks.run_failing_all(
             lambda: np.sum(self.map(count, rows=False), axis=0))
-        return self.ranks.sum(local)   # integers: exact in any order
+        return self.ranks.sum(local, exact=True)   # integers: any order
 
     def set_labels(self, labels):
         def put(chunk, st):
