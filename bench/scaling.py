@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""The scaling model of docs/guide/scaling.rst, measured: an iteration's
+time on N GPUs of one host split into its terms, the model's 4-GPU
+prediction from the 1- and 2-GPU terms against the 4-GPU measurement, and
+its projection to 8, 16 and 128 GPUs over MPI.
+
+    python bench/scaling.py --gpus 1 2 4                       # every estimator
+    python bench/scaling.py --gpus 1 2 4 --only kmeans --bandwidth-gbs 25
+
+Per estimator (KMeans 10M x 128 x 1024, FuzzyCMeans and GaussianMixture
+full 10M x 24 x 100, warm fits from host rows, median iteration of
+history_):
+
+    t(N)   an iteration on N GPUs (one process, equal shares);
+    P(m)   an iteration of one GPU alone on m rows, at m = n/N: the pass and
+           the one device's own update (its launches, its reads);
+    R(N)   the host's sum of the N devices' statistics (AdditiveStats.total,
+           alone, settled: timed inside the N-GPU fit, per iteration);
+    H(N)   = t(N) - P(n/N) - R(N): what the host adds for N devices beyond
+           one's (launches and writes a device, waiting for the slowest).
+
+The model: t(N) = P(n/N) + R(N) + H(N), with P(m) = p0 + p1 m (least
+squares over the measured shares), R(N) = r1 (N - 1) and H(N) = h1 (N - 1)
+(both 0 on one GPU, which sums nothing on the host).  Its 4-GPU
+prediction takes r1 and h1 from the 2-GPU fit alone; P(n/4) is measured.
+Projected, G GPUs are G / --per-host ranks of --per-host GPUs each: a
+host's R + H are the ones measured at --per-host GPUs (the model's where
+not measured), and the ranks add the S-byte statistics vector in a ring
+all-reduce, A(R) = 2 (R - 1) / R * S / B + 2 (R - 1) alpha (B:
+--bandwidth-gbs, alpha: --latency-us; assumed, not measured here).
+Strong scaling keeps n; weak scaling keeps n per GPU.
+"""
+import argparse
+import json
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from _common import import_oclclust, large_blobs, table
+
+
+class ReductionClock:
+    """The seconds the host spends summing the devices' statistics
+    (AdditiveStats.total, alone, settled), on any thread."""
+
+    def __init__(self):
+        from oclclust.runtime.reduce import AdditiveStats
+        self.seconds = 0.0
+        total = AdditiveStats.__dict__["total"].__func__
+
+        def timed_total(cls, parts):
+            start = time.perf_counter()
+            try:
+                return total(cls, parts)
+            finally:
+                self.seconds += time.perf_counter() - start
+        AdditiveStats.total = classmethod(timed_total)
+        for name in ("alone", "settled"):
+            self._wrap(AdditiveStats, name)
+
+    def _wrap(self, owner, name):
+        original = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+        setattr(owner, name, timed)
+
+
+def estimators(oc, iters):
+    """{name: (rows' shape (n, d, k), make(devices, X) -> estimator, the
+    statistics' float64 values an iteration)}."""
+    def kmeans(devices, X):
+        C0 = X[np.random.default_rng(1).choice(len(X), 1024, replace=False)].copy()
+        return oc.KMeans(1024, init=C0, n_init=1, max_iter=iters, tol=0, devices=devices)
+
+    def starts(X, k):
+        return X[np.random.default_rng(2).choice(len(X), k, replace=False)].copy()
+
+    def cmeans(devices, X):
+        return oc.FuzzyCMeans(100, init=starts(X, 100), max_iter=iters, tol=0, devices=devices)
+
+    def gmm(devices, X):
+        return oc.GaussianMixture(100, covariance_type="full",
+                                  means_init=starts(X, 100).astype(np.float64),
+                                  init_params="random_from_data", random_state=0,
+                                  max_iter=max(2, iters // 4), tol=0, devices=devices)
+    # words a value: exact_sums.ARRAY_WORDS (3) for the k x d sums
+    return {"kmeans": ((10_000_000, 128, 1024), kmeans, 3 * 1024 * (128 + 1)),
+            "cmeans": ((10_000_000, 24, 100), cmeans, 3 * 100 * (24 + 1)),
+            "gmm": ((10_000_000, 24, 100), gmm, 3 * 100 * (1 + 24 + 24 * 25 // 2) + 3 * 100)}
+
+
+def median_iteration(est):
+    return float(np.median([h["seconds"] for h in est.history_[1:] or est.history_]))
+
+
+def measure(oc, gpus, make, X, clock):
+    """(median iteration, host reduction seconds an iteration) of a warm fit."""
+    mgr = oc.DeviceManager(gpus, weights="compute_units")
+    make(mgr, X).fit(X)   # warm: kernels, pinned staging, per-row buffers
+    clock.seconds = 0.0
+    est = make(mgr, X).fit(X)
+    iterations = max(1, len(est.history_))
+    return median_iteration(est), clock.seconds / iterations
+
+
+def ring_allreduce(ranks, nbytes, bandwidth, latency):
+    if ranks < 2:
+        return 0.0
+    return 2 * (ranks - 1) / ranks * nbytes / bandwidth + 2 * (ranks - 1) * latency
+
+
+def model(name, n, m, counts, args, out):
+    """Fit the model to the measured terms *m* ({N: dict}), check its 4-GPU
+    prediction, project over MPI; rows of the report into *out*."""
+    shares = np.array([n / c for c in counts], float)
+    P = np.array([m[c]["P"] for c in counts])
+    p1, p0 = np.polyfit(shares, P, 1)
+    two = [c for c in counts if c == 2]
+    r1 = h1 = 0.0
+    if two:
+        r1, h1 = m[2]["R"], m[2]["H"]   # (N - 1) = 1
+    for c in counts:
+        predicted = m[c]["P"] + r1 * (c - 1) + h1 * (c - 1)
+        out.append(dict(estimator=name, gpus=c, t=m[c]["t"], P=m[c]["P"], R=m[c]["R"],
+                        H=m[c]["H"], speedup=m[counts[0]]["t"] / m[c]["t"] * counts[0],
+                        predicted=predicted, miss=predicted / m[c]["t"] - 1))
+        print(json.dumps(out[-1]), flush=True)
+    # projections: G GPUs as G / per_host ranks of per_host GPUs (one rank: one host)
+    nbytes = 8 * m["values"]
+    bw, lat = args.bandwidth_gbs * 1e9, args.latency_us * 1e-6
+    t1 = p0 + p1 * n
+    for g in args.project:
+        per_host = min(args.per_host, g)
+        ranks = g // per_host
+        local = (m[per_host]["R"] + m[per_host]["H"] if per_host in counts   # measured
+                 else (r1 + h1) * (per_host - 1))
+        allreduce = ring_allreduce(ranks, nbytes, bw, lat)
+        strong = p0 + p1 * n / g + local + allreduce
+        weak = p0 + p1 * n + local + allreduce
+        out.append(dict(estimator=name, gpus=g, ranks=ranks, per_host=per_host,
+                        projected_strong=strong, strong_efficiency=t1 / (g * strong),
+                        projected_weak=weak, weak_efficiency=t1 / weak, allreduce=allreduce))
+        print(json.dumps(out[-1]), flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gpus", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--only", default="kmeans,cmeans,gmm")
+    ap.add_argument("--n", type=int, default=None, help="rows (default: each estimator's 10M)")
+    ap.add_argument("--iters", type=int, default=12)
+    ap.add_argument("--project", type=int, nargs="+", default=[8, 16, 128])
+    ap.add_argument("--per-host", type=int, default=4, help="GPUs a rank drives when projecting")
+    ap.add_argument("--bandwidth-gbs", type=float, default=25.0,
+                    help="the interconnect's bandwidth a rank (200 Gb/s InfiniBand: 25)")
+    ap.add_argument("--latency-us", type=float, default=5.0, help="a message's latency")
+    ap.add_argument("--devices", default="gpu",
+                    help='the devices the GPUs are taken from (a check here: "Portable" '
+                         'splits a CPU into sub-devices)')
+    args = ap.parse_args(argv)
+    oc = import_oclclust()
+    clock = ReductionClock()
+    found = oc.select_devices(args.devices)
+    counts = sorted(set(args.gpus) | {1})
+
+    def take(c):
+        if len(found) == 1 and c > 1 and found[0].type == "cpu":   # c sub-devices
+            return oc.sub_devices(found[0], [1] * c)
+        if len(found) < c:
+            raise SystemExit(f"scaling: {c} GPUs asked for, {len(found)} found")
+        return found[:c]
+    rows = []
+    for name, (shape, make, values) in estimators(oc, args.iters).items():
+        if name not in args.only.split(","):
+            continue
+        n = args.n or shape[0]
+        X = large_blobs(n, shape[1], shape[2])
+        m = defaultdict(dict, values=values)
+        for c in counts:
+            t, r = measure(oc, take(c), make, X, clock)
+            p = t if c == 1 else measure(oc, take(1), make, X[:n // c], clock)[0]
+            m[c] = dict(t=t, P=p, R=r if c > 1 else 0.0, H=t - p - (r if c > 1 else 0.0))
+            print(json.dumps(dict(estimator=name, gpus=c, **m[c])), flush=True)
+        model(name, n, m, counts, args, rows)
+        del X
+    measured = [r for r in rows if "t" in r]
+    ms = lambda v: f"{1e3 * v:.2f}"
+    print(table(["estimator", "GPUs", "t ms", "P(n/N)", "R", "H", "speedup", "model ms",
+                 "model/measured - 1"],
+                [[r["estimator"], str(r["gpus"]), ms(r["t"]), ms(r["P"]), ms(r["R"]), ms(r["H"]),
+                  f"{r['speedup']:.2f}", ms(r["predicted"]), f"{r['miss']:+.1%}"]
+                 for r in measured], left=1))
+    projected = [r for r in rows if "projected_strong" in r]
+    print(table(["estimator", "GPUs", "ranks x GPUs", "all-reduce ms", "strong ms",
+                 "strong eff", "weak ms", "weak eff"],
+                [[r["estimator"], str(r["gpus"]), f"{r['ranks']} x {r['per_host']}",
+                  ms(r["allreduce"]), ms(r["projected_strong"]), f"{r['strong_efficiency']:.2f}",
+                  ms(r["projected_weak"]), f"{r['weak_efficiency']:.2f}"]
+                 for r in projected], left=1))
+
+
+if __name__ == "__main__":
+    main()
