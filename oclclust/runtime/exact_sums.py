@@ -250,7 +250,8 @@ class ExactWords:
     __radd__ = __add__
 
     def _same_grid(self, other):
-        if self.words.shape != other.words.shape or not np.array_equal(self.lsb, other.lsb):
+        if self.words.shape != other.words.shape or (   # a fit's chunks share one grid
+                self.lsb is not other.lsb and not np.array_equal(self.lsb, other.lsb)):
             raise ValueError("exact sums on different grids cannot be added")
 
     def flat(self):

@@ -69,6 +69,8 @@ class AdditiveStats:
         carry, not one an addition; several GPUs' k x d words an iteration)."""
         if len(parts) < 2 or cls.__add__ is not AdditiveStats.__add__:
             return sum(parts)
+        for p in parts[1:]:
+            parts[0].check_addable(p)
         values = []
         for f, first in parts[0]._fields():
             if f.metadata.get("same") or first is None:
@@ -82,7 +84,12 @@ class AdditiveStats:
                 values.append(value)
         return cls(*values)
 
+    def check_addable(self, other):
+        """Raise where *other* may not be added to these (a class's own
+        rule: ValueError naming why); every addition asks."""
+
     def __add__(self, other):
+        self.check_addable(other)
         return type(self)(*[a if f.metadata.get("same") or a is None else a + b
                             for (f, a), (_, b) in zip(self._fields(), other._fields())])
 

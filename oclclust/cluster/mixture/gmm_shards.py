@@ -26,12 +26,11 @@ class GmmStats(AdditiveStats):
     # central once summed); every chunk's kernel alike
     raw: bool = dataclasses.field(default=False, metadata={"same": True})
 
-    def __add__(self, other):
+    def check_addable(self, other):
         if self.raw != other.raw:
             raise ValueError("split-free M statistics from the tensor-core kernel and the "
                              "others do not add: a fit on NVIDIA tensor cores and other "
                              "devices needs exact_sums.disabled()")
-        return super().__add__(other)
 
     def central(self, means):
         """The M statistics about *means* (reduced: gmm.central)."""
