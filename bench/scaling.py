@@ -19,10 +19,13 @@ history_):
     H(N)   = t(N) - P(n/N) - R(N): what the host adds for N devices beyond
            one's (launches and writes a device, waiting for the slowest).
 
-The model: t(N) = P(n/N) + R(N) + H(N), with P(m) = p0 + p1 m (least
-squares over the measured shares), R(N) = r1 (N - 1) and H(N) = h1 (N - 1)
-(both 0 on one GPU, which sums nothing on the host).  Its 4-GPU
-prediction takes r1 and h1 from the 2-GPU fit alone; P(n/4) is measured.
+The model: t(N) = P(n/N) + R(N) + H(N).  P is measured at every share
+(for projections, P(m) = p0 + p1 m fitted over them); R is measured at
+every N (host work alone: the same on any GPU; projected, R(N) = r0 + r1 N
+fitted over N >= 2); H(N) = h N for N >= 2 (each device costs the host
+the same: its launches, its writes), 0 on one GPU (whose own host work is
+inside P).  The 4-GPU prediction is the one term not measured at 4 GPUs,
+H(4) = 2 H(2), added to the measured P(n/4) and R(4).
 Projected, G GPUs are G / --per-host ranks of --per-host GPUs each: a
 host's R + H are the ones measured at --per-host GPUs (the model's where
 not measured), and the ranks add the S-byte statistics vector in a ring
@@ -99,14 +102,18 @@ def median_iteration(est):
     return float(np.median([h["seconds"] for h in est.history_[1:] or est.history_]))
 
 
-def measure(oc, gpus, make, X, clock):
-    """(median iteration, host reduction seconds an iteration) of a warm fit."""
+def measure(oc, gpus, make, X, clock, repeats):
+    """(median iteration, host reduction seconds an iteration) of warm fits:
+    the medians over *repeats* fits."""
     mgr = oc.DeviceManager(gpus, weights="compute_units")
     make(mgr, X).fit(X)   # warm: kernels, pinned staging, per-row buffers
-    clock.seconds = 0.0
-    est = make(mgr, X).fit(X)
-    iterations = max(1, len(est.history_))
-    return median_iteration(est), clock.seconds / iterations
+    its, reductions = [], []
+    for _ in range(repeats):
+        clock.seconds = 0.0
+        est = make(mgr, X).fit(X)
+        its.append(median_iteration(est))
+        reductions.append(clock.seconds / max(1, len(est.history_)))
+    return float(np.median(its)), float(np.median(reductions))
 
 
 def ring_allreduce(ranks, nbytes, bandwidth, latency):
@@ -119,30 +126,31 @@ def model(name, n, m, counts, args, out):
     """Fit the model to the measured terms *m* ({N: dict}), check its 4-GPU
     prediction, project over MPI; rows of the report into *out*."""
     shares = np.array([n / c for c in counts], float)
-    P = np.array([m[c]["P"] for c in counts])
-    p1, p0 = np.polyfit(shares, P, 1)
-    two = [c for c in counts if c == 2]
-    r1 = h1 = 0.0
-    if two:
-        r1, h1 = m[2]["R"], m[2]["H"]   # (N - 1) = 1
+    p1, p0 = np.polyfit(shares, [m[c]["P"] for c in counts], 1)
+    several = [c for c in counts if c > 1]
+    h = m[2]["H"] / 2 if 2 in counts else 0.0
+    if len(several) > 1:
+        r1, r0 = np.polyfit(several, [m[c]["R"] for c in several], 1)
+    else:
+        r1, r0 = (m[several[0]]["R"] / several[0], 0.0) if several else (0.0, 0.0)
     for c in counts:
-        predicted = m[c]["P"] + r1 * (c - 1) + h1 * (c - 1)
+        predicted = m[c]["P"] + m[c]["R"] + (h * c if c > 1 else 0.0)
         out.append(dict(estimator=name, gpus=c, t=m[c]["t"], P=m[c]["P"], R=m[c]["R"],
-                        H=m[c]["H"], speedup=m[counts[0]]["t"] / m[c]["t"] * counts[0],
+                        H=m[c]["H"], speedup=m[1]["t"] / m[c]["t"],
                         predicted=predicted, miss=predicted / m[c]["t"] - 1))
         print(json.dumps(out[-1]), flush=True)
     # projections: G GPUs as G / per_host ranks of per_host GPUs (one rank: one host)
     nbytes = 8 * m["values"]
     bw, lat = args.bandwidth_gbs * 1e9, args.latency_us * 1e-6
-    t1 = p0 + p1 * n
+    t1 = m[1]["t"]
     for g in args.project:
         per_host = min(args.per_host, g)
         ranks = g // per_host
-        local = (m[per_host]["R"] + m[per_host]["H"] if per_host in counts   # measured
-                 else (r1 + h1) * (per_host - 1))
+        local = ((m[per_host]["R"] + m[per_host]["H"]) if per_host in counts   # measured
+                 else (r0 + r1 * per_host + h * per_host) if per_host > 1 else 0.0)
         allreduce = ring_allreduce(ranks, nbytes, bw, lat)
         strong = p0 + p1 * n / g + local + allreduce
-        weak = p0 + p1 * n + local + allreduce
+        weak = m[1]["t"] + local + allreduce
         out.append(dict(estimator=name, gpus=g, ranks=ranks, per_host=per_host,
                         projected_strong=strong, strong_efficiency=t1 / (g * strong),
                         projected_weak=weak, weak_efficiency=t1 / weak, allreduce=allreduce))
@@ -154,7 +162,8 @@ def main(argv=None):
     ap.add_argument("--gpus", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--only", default="kmeans,cmeans,gmm")
     ap.add_argument("--n", type=int, default=None, help="rows (default: each estimator's 10M)")
-    ap.add_argument("--iters", type=int, default=12)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=3, help="timed fits a configuration")
     ap.add_argument("--project", type=int, nargs="+", default=[8, 16, 128])
     ap.add_argument("--per-host", type=int, default=4, help="GPUs a rank drives when projecting")
     ap.add_argument("--bandwidth-gbs", type=float, default=25.0,
@@ -183,8 +192,8 @@ def main(argv=None):
         X = large_blobs(n, shape[1], shape[2])
         m = defaultdict(dict, values=values)
         for c in counts:
-            t, r = measure(oc, take(c), make, X, clock)
-            p = t if c == 1 else measure(oc, take(1), make, X[:n // c], clock)[0]
+            t, r = measure(oc, take(c), make, X, clock, args.repeats)
+            p = t if c == 1 else measure(oc, take(1), make, X[:n // c], clock, args.repeats)[0]
             m[c] = dict(t=t, P=p, R=r if c > 1 else 0.0, H=t - p - (r if c > 1 else 0.0))
             print(json.dumps(dict(estimator=name, gpus=c, **m[c])), flush=True)
         model(name, n, m, counts, args, rows)
