@@ -119,11 +119,15 @@ def lsb_for_bounds(bounds):
 def _carry(words):
     """*words* (nwords x size, float64 integers) with each lower word in
     [0, 2^40), its excess carried up (exact: every value under 2^53)."""
-    unit = float(1 << WORD_BITS)
+    # powers of two (exact), one scratch array and no temporaries: several
+    # GPUs' k x d words are carried between every two passes
+    unit, inverse = float(1 << WORD_BITS), 2.0 ** -WORD_BITS
+    carry = np.empty(words.shape[1:])
     for i in range(words.shape[0] - 1):
-        carry = np.floor(words[i] / unit)
-        words[i] -= carry * unit
+        np.floor(np.multiply(words[i], inverse, out=carry), out=carry)
         words[i + 1] += carry
+        carry *= unit
+        words[i] -= carry
     return words
 
 
@@ -288,7 +292,9 @@ class ExactWords:
         total = np.zeros(self.size)
         for i in range(self.words.shape[0] - 1, -1, -1):
             total += np.ldexp(self.words[i], self.lsb + WORD_BITS * i)
-        return np.where(self.special != 0, self.special, total).reshape(self.shape)
+        if self.special.any():
+            np.copyto(total, self.special, where=self.special != 0)
+        return total.reshape(self.shape)
 
 
 def settle(value):
