@@ -112,11 +112,11 @@ def fail_before_sum(nth):
     (the others are already in it, or about to be)."""
     real, calls = Ranks.sum, []
 
-    def sum_(self, *arrays):
+    def sum_(self, *arrays, **kwargs):
         calls.append(1)
         if len(calls) == nth:
             raise ValueError("injected failure between passes on rank 1")
-        return real(self, *arrays)
+        return real(self, *arrays, **kwargs)
     Ranks.sum = sum_
 
 
