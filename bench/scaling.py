@@ -172,11 +172,24 @@ def main(argv=None):
     ap.add_argument("--devices", default="gpu",
                     help='the devices the GPUs are taken from (a check here: "Portable" '
                          'splits a CPU into sub-devices)')
+    ap.add_argument("--terms", help="a run's output: its measured terms (JSON lines) modelled "
+                                    "again, nothing measured (other --bandwidth-gbs, ...)")
     args = ap.parse_args(argv)
+    counts = sorted(set(args.gpus) | {1})
+    rows = []
+    if args.terms:
+        for name, (shape, _, values) in estimators(None, args.iters).items():
+            m = defaultdict(dict, values=values)
+            for line in open(args.terms):
+                got = json.loads(line) if line.startswith("{") else {}
+                if got.get("estimator") == name and "t" in got and "speedup" not in got:
+                    m[got["gpus"]] = {key: got[key] for key in "tPRH"}
+            if all(c in m for c in counts) and name in args.only.split(","):
+                model(name, args.n or shape[0], m, counts, args, rows)
+        return report(rows)
     oc = import_oclclust()
     clock = ReductionClock()
     found = oc.select_devices(args.devices)
-    counts = sorted(set(args.gpus) | {1})
 
     def take(c):
         if len(found) == 1 and c > 1 and found[0].type == "cpu":   # c sub-devices
@@ -184,7 +197,6 @@ def main(argv=None):
         if len(found) < c:
             raise SystemExit(f"scaling: {c} GPUs asked for, {len(found)} found")
         return found[:c]
-    rows = []
     for name, (shape, make, values) in estimators(oc, args.iters).items():
         if name not in args.only.split(","):
             continue
@@ -198,6 +210,10 @@ def main(argv=None):
             print(json.dumps(dict(estimator=name, gpus=c, **m[c])), flush=True)
         model(name, n, m, counts, args, rows)
         del X
+    report(rows)
+
+
+def report(rows):
     measured = [r for r in rows if "t" in r]
     ms = lambda v: f"{1e3 * v:.2f}"
     print(table(["estimator", "GPUs", "t ms", "P(n/N)", "R", "H", "speedup", "model ms",
