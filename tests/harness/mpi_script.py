@@ -10,7 +10,10 @@ without it, GaussianMixture starts from a whole given model); "repeated"
 equal, so a row fills the empty cluster and stays its centre.
 
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
-raised (type and message).  Cases:
+raised (type and message).  ``--plan PLAN.json`` runs a list of fit and
+mismatch cases in this one launch instead (each entry: case, estimator,
+init, weighted, dtype, covariance_type), entry i writing rank<r>_<i>.json:
+the process's start, imports and kernels once for them all.  Cases:
 fit (each rank fits its slice of one data set), mismatch (rank 1's shard
 has a feature fewer), empty (rank 1 has no rows), fail_mid (rank 1 raises
 in its third pass), interrupt_mid (a KeyboardInterrupt there), exit_mid /
@@ -152,35 +155,48 @@ def main():
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--estimator", default="KMeans")
     ap.add_argument("--covariance-type")   # GaussianMixture's, when not its default
+    ap.add_argument("--plan")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
-    rank = comm.Get_rank()
     out = Path(args.out)
     devices = os.environ.get("OCLCLUST_TEST_PLATFORM") or None
-    X, w = data()
-    start, stop = shard_range(len(X), comm)
-    X, w = X[start:stop].astype(args.dtype), w[start:stop]
     if args.case == "split_free":
         split_free(comm, devices, args.dtype, out)
         return 0
     if args.case == "shards":
         X = load_shard(sorted(str(p) for p in out.glob("part*.npy")), comm)
-        np.save(out / f"shard{rank}.npy", X)
+        np.save(out / f"shard{comm.Get_rank()}.npy", X)
         return 0
-    if args.case == "mismatch" and rank == 1:
+    if args.plan:
+        for i, entry in enumerate(json.loads(Path(args.plan).read_text())):
+            run_case(comm, devices, out / f"rank{comm.Get_rank()}_{i}.json", **entry)
+        return 0
+    run_case(comm, devices, out / f"rank{comm.Get_rank()}.json", args.case, args.estimator,
+             args.init, args.weighted, args.dtype, args.covariance_type)
+    return 0
+
+
+def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weighted=False,
+             dtype="float64", covariance_type=None):
+    """One case's fit on this rank; what it fitted or raised to *path*."""
+    rank = comm.Get_rank()
+    X, w = data()
+    start, stop = shard_range(len(X), comm)
+    X, w = X[start:stop].astype(dtype), w[start:stop]
+    if case == "mismatch" and rank == 1:
         X = X[:, :-1]
-    if args.case == "empty" and rank == 1:
+    if case == "empty" and rank == 1:
         X, w = X[:0], w[:0]
-    if args.case in ("fail_mid", "interrupt_mid", "exit_mid", "kill_mid") and rank == 1:
-        FailingData.FAULT = args.case
+    if case in ("fail_mid", "interrupt_mid", "exit_mid", "kill_mid") and rank == 1:
+        FailingData.FAULT = case
         devices = FailingDevices(devices)
-    if args.case == "fail_between" and rank == 1:
+    if case == "fail_between" and rank == 1:
         fail_before_sum(3)
-    km = estimator(args.estimator, devices, comm, args.init)
-    if args.covariance_type:
-        km.set_params(covariance_type=args.covariance_type)
+    km = estimator(estimator_name, devices, comm, init)
+    if covariance_type:
+        km.set_params(covariance_type=covariance_type)
     try:
-        if args.weighted:
+        if weighted:
             km.fit(X, sample_weight=w)
         else:
             km.fit(X)
@@ -189,15 +205,14 @@ def main():
                   "value_error": isinstance(exc, ValueError)}
     else:
         result = {"model": np.asarray(model_of(km)).tolist(), "start": start,
-                  "labels": km.predict(X).tolist() if args.estimator == "GaussianMixture"
+                  "labels": km.predict(X).tolist() if estimator_name == "GaussianMixture"
                   else km.labels_.tolist()}
-        if args.estimator == "GaussianMixture":
+        if estimator_name == "GaussianMixture":
             result.update(covariances=km.covariances_.tolist())
-        if args.estimator == "KMeans":
+        if estimator_name == "KMeans":
             result.update(centers=km.cluster_centers_.tolist(), inertia=km.inertia_,
                           n_iter=km.n_iter_)
-    (out / f"rank{rank}.json").write_text(json.dumps(result))
-    return 0
+    path.write_text(json.dumps(result))
 
 
 if __name__ == "__main__":

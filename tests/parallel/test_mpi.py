@@ -20,31 +20,80 @@ def results(out, ranks):
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(ranks)]
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def platform(devices):
     return devices[0].platform
 
 
-@pytest.mark.parametrize("init,weighted,dtype", [("k-means++", False, "float64"),
-                                                  ("k-means++", True, "float32"),
-                                                  ("random", True, "float64"),
-                                                  ("k-means||", True, "float64"),
-                                                  ("k-means||", False, "float32")])
-def test_ranks_fit_the_model_of_one_process(init, weighted, dtype, platform, devices,
-                                            tmp_path):
+KMEANS_STARTS = [("k-means++", False, "float64"), ("k-means++", True, "float32"),
+                 ("random", True, "float64"), ("k-means||", True, "float64"),
+                 ("k-means||", False, "float32")]
+ESTIMATORS = ["FuzzyCMeans", "GaussianMixture", "EnsembleKMeans"]
+MIXTURE_STARTS = ["kmeans", "k-means++", "random", "random_from_data"]
+TIED_SPHERICAL = [("tied", "k-means++"), ("tied", "random_from_data"), ("spherical", "kmeans")]
+EMPTY = ["KMeans", "EnsembleKMeans"]
+
+
+def plan(ranks):
+    """{key: a fit or mismatch case (mpi_script.run_case's keywords)} on *ranks*."""
+    cases = {("kmeans",) + start: dict(case="fit", init=start[0], weighted=start[1],
+                                       dtype=start[2]) for start in KMEANS_STARTS}
+    if ranks == 2:
+        for name in ESTIMATORS:
+            cases["fit", name] = dict(case="fit", estimator_name=name)
+            cases["mismatch", name] = dict(case="mismatch", estimator_name=name)
+        for init in MIXTURE_STARTS:
+            cases["mixture", init] = dict(case="fit", estimator_name="GaussianMixture",
+                                          init=init)
+        for cov, init in TIED_SPHERICAL:
+            cases["mixture", cov, init] = dict(case="fit", estimator_name="GaussianMixture",
+                                               init=init, covariance_type=cov)
+        for name in EMPTY:
+            cases["empty", name] = dict(case="fit", estimator_name=name, init="repeated")
+    return cases
+
+
+@pytest.fixture(scope="module")
+def planned(platform, tmp_path_factory):
+    """Every fit case of this module run by one mpiexec for each number of
+    ranks (1, 2, 3): the ranks' start, imports and kernels once, not once
+    a case (most of a case's time on a CPU runtime).  (ranks, key) ->
+    (mpiexec's CompletedProcess, [each rank's result], None where missing)."""
+    out = tmp_path_factory.mktemp("mpi_plan")
+    got = {}
+    for ranks in (1, 2, 3):
+        cases = plan(ranks)
+        where = out / f"r{ranks}"
+        where.mkdir()
+        (where / "plan.json").write_text(json.dumps(list(cases.values())))
+        proc = mpirun(ranks, "fit", str(where), "--plan", str(where / "plan.json"),
+                      platform=platform, cwd=out, timeout=900)
+        for i, key in enumerate(cases):
+            files = [where / f"rank{r}_{i}.json" for r in range(ranks)]
+            got[ranks, key] = (proc, [json.loads(f.read_text()) if f.exists() else None
+                                      for f in files])
+    return got
+
+
+def fitted(planned, ranks, *key):
+    """The ranks' results of one planned case, each a fit (no error)."""
+    proc, got = planned[ranks, key]
+    assert proc.returncode == 0 and None not in got, proc.stderr[-3000:]
+    for r in got:
+        assert "error" not in r, r
+    return got
+
+
+@pytest.mark.parametrize("init,weighted,dtype", KMEANS_STARTS)
+def test_ranks_fit_the_model_of_one_process(init, weighted, dtype, devices, planned):
     """1, 2 and 3 ranks: the same model on every rank, equal to one process
     (no comm) fitting the concatenated data; labels are each rank's own."""
     X, w = mpi_script.data()
     ref = oc.KMeans(n_clusters=mpi_script.K, init=init, n_init=1, random_state=0, tol=0,
                     max_iter=50, devices=devices).fit(X.astype(dtype),
                                                       sample_weight=w if weighted else None)
-    flags = ["--init", init, "--dtype", dtype] + (["--weighted"] if weighted else [])
     for ranks in (1, 2, 3):
-        out = tmp_path / f"r{ranks}"
-        out.mkdir()
-        proc = mpirun(ranks, "fit", str(out), *flags, platform=platform, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        got = results(out, ranks)
+        got = fitted(planned, ranks, "kmeans", init, weighted, dtype)
         for r in got:
             assert "error" not in r, r
             np.testing.assert_allclose(r["centers"], ref.cluster_centers_, rtol=1e-6, atol=1e-9)
@@ -99,79 +148,53 @@ def test_cli_fit_under_mpiexec(platform, devices, tmp_path):
     assert (labels == ref.labels_).all()
 
 
-@pytest.mark.parametrize("name", ["FuzzyCMeans", "GaussianMixture", "EnsembleKMeans"])
-def test_every_iterative_estimator_across_ranks(name, platform, devices, tmp_path):
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_every_iterative_estimator_across_ranks(name, devices, planned):
     """2 ranks fit the model one process fits on all rows; a rank whose
     shard has a feature fewer makes both raise (no hang)."""
     X, _ = mpi_script.data()
     ref = mpi_script.model_of(mpi_script.estimator(name, devices, None).fit(X))
-    out = tmp_path / "fit"
-    out.mkdir()
-    proc = mpirun(2, "fit", str(out), "--estimator", name, platform=platform, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    for r in results(out, 2):
-        assert "error" not in r, r
+    for r in fitted(planned, 2, "fit", name):
         np.testing.assert_allclose(r["model"], ref, rtol=1e-6, atol=1e-8)
-    proc = mpirun(2, "mismatch", str(tmp_path), "--estimator", name, platform=platform,
-                  cwd=tmp_path, timeout=60)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    for r in results(tmp_path, 2):
+    proc, got = planned[2, ("mismatch", name)]
+    assert proc.returncode == 0 and None not in got, proc.stderr[-3000:]
+    for r in got:
         assert r.get("error") == "RankError" and "n_features" in r["message"], r
 
 
-@pytest.mark.parametrize("init", ["kmeans", "k-means++", "random", "random_from_data"])
-def test_gaussian_mixture_starts_from_all_ranks_rows(init, platform, devices, tmp_path):
+@pytest.mark.parametrize("init", MIXTURE_STARTS)
+def test_gaussian_mixture_starts_from_all_ranks_rows(init, devices, planned):
     """GaussianMixture's data-driven starts (init_params, "kmeans" the
     default) draw from every rank's rows: 2 ranks fit the model one process
     fits on all rows, and label each its own rows as that model does."""
     X, _ = mpi_script.data()
     one = mpi_script.estimator("GaussianMixture", devices, None, init).fit(X)
-    out = tmp_path / "fit"
-    out.mkdir()
-    proc = mpirun(2, "fit", str(out), "--estimator", "GaussianMixture", "--init", init,
-                  platform=platform, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    got = results(out, 2)
+    got = fitted(planned, 2, "mixture", init)
     for r in got:
-        assert "error" not in r, r
         np.testing.assert_allclose(r["model"], one.means_, rtol=1e-6, atol=1e-8)
     labels = np.concatenate([r["labels"] for r in sorted(got, key=lambda r: r["start"])])
     assert (labels == one.predict(X)).all()
 
 
-@pytest.mark.parametrize("cov,init", [("tied", "k-means++"), ("tied", "random_from_data"),
-                                      ("spherical", "kmeans")])
-def test_tied_and_spherical_mixtures_across_ranks(cov, init, platform, devices, tmp_path):
+@pytest.mark.parametrize("cov,init", TIED_SPHERICAL)
+def test_tied_and_spherical_mixtures_across_ranks(cov, init, devices, planned):
     """2 ranks fit the tied / spherical model one process fits on all rows
     (tied's one-hot row starts need X'X of every rank's rows)."""
     X, _ = mpi_script.data()
     one = mpi_script.estimator("GaussianMixture", devices, None, init).set_params(
         covariance_type=cov).fit(X)
-    out = tmp_path / "fit"
-    out.mkdir()
-    proc = mpirun(2, "fit", str(out), "--estimator", "GaussianMixture", "--init", init,
-                  "--covariance-type", cov, platform=platform, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    for r in results(out, 2):
-        assert "error" not in r, r
+    for r in fitted(planned, 2, "mixture", cov, init):
         np.testing.assert_allclose(r["model"], one.means_, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(r["covariances"], one.covariances_, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("name", ["KMeans", "EnsembleKMeans"])
-def test_an_empty_cluster_takes_the_farthest_row_of_all_ranks(name, platform, devices,
-                                                              tmp_path):
+@pytest.mark.parametrize("name", EMPTY)
+def test_an_empty_cluster_takes_the_farthest_row_of_all_ranks(name, devices, planned):
     """Two equal starting centres leave a cluster empty: the row that fills
     it is the farthest of every rank's rows, so 2 ranks fit one process's model."""
     X, _ = mpi_script.data()
     ref = mpi_script.model_of(mpi_script.estimator(name, devices, None, "repeated").fit(X))
-    out = tmp_path / "fit"
-    out.mkdir()
-    proc = mpirun(2, "fit", str(out), "--estimator", name, "--init", "repeated",
-                  platform=platform, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    for r in results(out, 2):
-        assert "error" not in r, r
+    for r in fitted(planned, 2, "empty", name):
         np.testing.assert_allclose(r["model"], ref, rtol=1e-6, atol=1e-8)
 
 
