@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 import pyopencl.array as cla
 
-from ..runtime.codegen import Spec, first_fitting
+from ..runtime.codegen import EmulatedBuild, Spec, first_fitting
 from ..runtime import codegen, exact_sums
 from ..runtime.profiles import declare_terms, term
 from .cmeans_mma import (MAX_SLOTS, operand_size, operands, precision_of, recheck_ratio,
@@ -68,7 +68,7 @@ class CMeansSpec(TileFields, Spec):
 
 
 @dataclasses.dataclass(frozen=True)
-class MmaCMeansSpec(CMeansSpec):
+class MmaCMeansSpec(EmulatedBuild, CMeansSpec):
     """The tensor-core pass (cmeans_mma.py): the portable kernel's fields
     with its distances as 3xTF32 GEMM tiles (precision "float32"; "tf32":
     one TF32 product a step); dp, kp: d and c padded to 8; emulate: the

@@ -29,7 +29,7 @@ import dataclasses
 
 import numpy as np
 
-from ..runtime.codegen import Spec
+from ..runtime.codegen import EmulatedBuild, Spec
 from .lloyd_mma import tensor_cores
 
 MAX_D = 128       # a warp's rows stay in registers as raw floats: dp / 2 a m16 tile
@@ -37,7 +37,7 @@ CHUNK = 16        # components of a local-memory chunk (two copies at d=128: 33 
 
 
 @dataclasses.dataclass(frozen=True)
-class MmaEStepSpec(Spec):
+class MmaEStepSpec(EmulatedBuild, Spec):
     """The tensor-core E kernel: wg work-items (wg / 32 warps), each warp mt
     m16 row tiles (tm rows a work-group tile), chunks of tn components."""
     template = "gmm_mma/gmm_mma_estep.cl.mako"
@@ -109,7 +109,7 @@ NTW = 4
 
 
 @dataclasses.dataclass(frozen=True)
-class MmaMStepSpec(Spec):
+class MmaMStepSpec(EmulatedBuild, Spec):
     """The tensor-core M kernel (gmm_mma_mstep.cl.mako): a work-group per
     (chunk of rows, block of cb = 16 mb components); each warp one m16
     component tile and ntw n8 column tiles of one half (x or x^2), g

@@ -28,6 +28,19 @@ _PROGRAMS = {}
 BUILD_OPTIONS = ("-cl-mad-enable", "-cl-no-signed-zeros")
 
 
+class EmulatedBuild:
+    """A spec with an ``emulate`` field: the tensor-core kernel with its
+    products in plain OpenCL, which tests run on any device to check the
+    fragment logic (never a fit).  Built unoptimised: its unrolled
+    fragments are most of a CPU runtime's compile time, which is most of
+    the test (PoCL, 2 cores: 283 -> 52 s for GaussianMixture's E and M kernels at
+    d 37, k 33, on a cold cache)."""
+
+    @property
+    def build_options(self):
+        return BUILD_OPTIONS + (("-cl-opt-disable",) if self.emulate else ())
+
+
 class KernelBuildError(RuntimeError):
     """An OpenCL program failed to build; carries the log and the source file."""
 
