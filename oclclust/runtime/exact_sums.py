@@ -118,9 +118,8 @@ def lsb_for_bounds(bounds):
 
 def _carry(words):
     """*words* (nwords x size, float64 integers) with each lower word in
-    [0, 2^40), its excess carried up (exact: every value under 2^53)."""
-    # powers of two (exact), one scratch array and no temporaries: several
-    # GPUs' k x d words are carried between every two passes
+    [0, 2^40), its excess carried up (exact: every value under 2^53; one
+    scratch array: several GPUs' k x d words are carried between passes)."""
     unit, inverse = float(1 << WORD_BITS), 2.0 ** -WORD_BITS
     carry = np.empty(words.shape[1:])
     for i in range(words.shape[0] - 1):
@@ -254,8 +253,7 @@ class ExactWords:
     __radd__ = __add__
 
     def _same_grid(self, other):
-        if self.words.shape != other.words.shape or (   # a fit's chunks share one grid
-                self.lsb is not other.lsb and not np.array_equal(self.lsb, other.lsb)):
+        if self.words.shape != other.words.shape or not np.array_equal(self.lsb, other.lsb):
             raise ValueError("exact sums on different grids cannot be added")
 
     def flat(self):
@@ -292,9 +290,7 @@ class ExactWords:
         total = np.zeros(self.size)
         for i in range(self.words.shape[0] - 1, -1, -1):
             total += np.ldexp(self.words[i], self.lsb + WORD_BITS * i)
-        if self.special.any():
-            np.copyto(total, self.special, where=self.special != 0)
-        return total.reshape(self.shape)
+        return np.where(self.special != 0, self.special, total).reshape(self.shape)
 
 
 def settle(value):
