@@ -183,8 +183,9 @@ def build(context, spec, options=BUILD_OPTIONS, source=None):
     """The built program of *spec* (its rendered *source*, when the caller
     has it) in *context* (memoised)."""
     source = spec.render() if source is None else source
-    if context.devices[0].type & cl.device_type.CPU:
-        options = tuple(options) + tuple(getattr(spec, "cpu_build_options", ()))
+    extra = getattr(spec, "cpu_build_options", ())
+    if extra and context.devices[0].type & cl.device_type.CPU:
+        options = tuple(options) + tuple(extra)
     key = (context.int_ptr, source, tuple(options))
     program = _PROGRAMS.get(key)
     if program is None:
