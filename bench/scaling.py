@@ -142,7 +142,7 @@ def model(name, n, m, counts, args, out):
                  else (r0 + r1 * per_host + h * per_host) if per_host > 1 else 0.0)
         allreduce = ring_allreduce(ranks, nbytes, bw, lat)
         strong = p0 + p1 * n / g + local + allreduce
-        weak = m[1]["t"] + local + allreduce
+        weak = t1 + local + allreduce
         out.append(dict(estimator=name, gpus=g, ranks=ranks, per_host=per_host,
                         projected_strong=strong, strong_efficiency=t1 / (g * strong),
                         projected_weak=weak, weak_efficiency=t1 / weak, allreduce=allreduce))

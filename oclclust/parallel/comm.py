@@ -64,18 +64,17 @@ def sum_across(comm, *arrays, exact=False):
     flat = [np.asarray(a, dtype=np.float64).ravel() for a in arrays]
     if comm is None or comm.Get_size() == 1:
         joined = flat
-    elif exact:
-        mine = np.concatenate(flat) if flat else np.zeros(0)
-        total = np.empty_like(mine)
-        comm.Allreduce(mine, total)
-        joined = np.split(total, np.cumsum([f.size for f in flat])[:-1])
     else:
         mine = np.concatenate(flat) if flat else np.zeros(0)
-        everyone = np.empty((comm.Get_size(), mine.size), np.float64)
-        comm.Allgather(mine, everyone)
-        total = np.zeros(mine.size, np.float64)
-        for row in everyone:          # rank order, the same on every rank
-            total += row
+        if exact:
+            total = np.empty_like(mine)
+            comm.Allreduce(mine, total)
+        else:
+            everyone = np.empty((comm.Get_size(), mine.size), np.float64)
+            comm.Allgather(mine, everyone)
+            total = np.zeros(mine.size, np.float64)
+            for row in everyone:          # rank order, the same on every rank
+                total += row
         joined = np.split(total, np.cumsum([f.size for f in flat])[:-1])
     out = [j.reshape(np.shape(a)) for j, a in zip(joined, arrays)]
     return out[0] if len(arrays) == 1 else tuple(out)

@@ -11,8 +11,8 @@ equal, so a row fills the empty cluster and stays its centre.
 
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
 raised (type and message).  ``--plan PLAN.json`` runs a list of fit and
-mismatch cases in this one launch instead (each entry: case, estimator,
-init, weighted, dtype, covariance_type), entry i writing rank<r>_<i>.json:
+mismatch cases in this one launch instead (each entry: run_case's
+keywords: case, estimator_name, init, weighted, dtype, covariance_type), entry i writing rank<r>_<i>.json:
 the process's start, imports and kernels once for them all.  Cases:
 fit (each rank fits its slice of one data set), mismatch (rank 1's shard
 has a feature fewer), empty (rank 1 has no rows), fail_mid (rank 1 raises
