@@ -135,7 +135,10 @@ def first_device(oc, devs):
 
 def parts(profile, X, cov, init, repeats=5):
     """(E s, M s, E kernel spec) of one E and one M pass on *profile*'s
-    device, the data resident: medians of *repeats* after one untimed pass."""
+    device, the data resident, as a fit runs them (the E step's
+    responsibilities for the M step alone: log-densities where the M kernel
+    normalises them, GmmPass.estep_sums' for_mstep): medians of *repeats*
+    after one untimed pass."""
     from oclclust.cluster.mixture import mdl
     from oclclust.passes.gmm import GmmPass
     from oclclust.runtime.partition import DevicePartition
@@ -148,7 +151,7 @@ def parts(profile, X, cov, init, repeats=5):
     times = {"E": [], "M": []}
     for r in range(repeats + 1):
         t = time.perf_counter()
-        gp.estep(records)
+        gp.estep_sums(records, for_mstep=True)
         gp.part.queue.finish()
         e = time.perf_counter() - t
         t = time.perf_counter()

@@ -176,9 +176,11 @@ DOC_GMM_MMA = """The diagonal GMM's E and M kernels alone, spec by spec, per dev
 
 The data resident, one GmmPass per spec pair (GmmPass's ``specs``): the
 planner's tensor-core E kernel (gmm_mma.estep_specs, every work-group size
-it offers) with the responsibilities stored and without, and its M kernel
-(gmm_mma.mstep_specs) at each precision, beside the portable E and M
-kernels; each the median of --repeats calls after a warm-up, waited for.
+it offers) with the responsibilities stored normalised ("resp"), stored as
+the log-densities the tensor-core M kernel normalises ("log", a fit's
+pass) and not stored ("none"), and its M kernel (gmm_mma.mstep_specs) at
+each precision reading either, beside the portable E and M kernels; each
+the median of --repeats calls after a warm-up, waited for.
 The M statistics of each spec are printed as their largest difference from
 the portable kernel's, relative to each column's scale.
 
@@ -226,22 +228,29 @@ def gmm_mma_main(argv=None):
         part = DevicePartition(profile, X)
         want = None
         print(f"{profile}: n={n} d={d} K={k}", flush=True)
+        stores = {"resp": (True, False), "log": (True, True), "none": (False, False)}
         for espec in esteps:
-            gp = gmm_pass.GmmPass(part, k, False, specs=(espec, pm))
-            for store in (True, False):
-                t = timed(lambda: gp.estep_sums(records, store), part.queue, args.repeats)
-                print(f"  E {type(espec).__name__} wg={espec.wg} store_resp={int(store)}: "
+            # the M kernel that reads log-densities where there is one
+            gp = gmm_pass.GmmPass(part, k, False, specs=(espec, msteps[-1]))
+            for name, (store, for_mstep) in stores.items():
+                t = timed(lambda: gp.estep_sums(records, store, for_mstep), part.queue,
+                          args.repeats)
+                print(f"  E {type(espec).__name__} wg={espec.wg} store "
+                      f"{name if gp.resp_log or name != 'log' else 'resp'}: "
                       f"{t * 1e3:8.2f} ms", flush=True)
         for mspec in msteps:
             gp = gmm_pass.GmmPass(part, k, False, specs=(esteps[-1], mspec))
-            gp.estep_sums(records, True)
-            t = timed(lambda: gp.mstep_sums(model.means), part.queue, args.repeats)
-            got = gp.mstep(model.means)
-            want = got if want is None else want
-            scale = np.abs(want).max(axis=0, keepdims=True) + 1.0
-            print(f"  M {type(mspec).__name__} {getattr(mspec, 'precision', 'float32')}: "
-                  f"{t * 1e3:8.2f} ms  max |diff| {np.abs(got - want).max():.3g} "
-                  f"({np.abs((got - want) / scale).max():.3g} of its column's scale)", flush=True)
+            for name in ("resp", "log"):
+                gp.estep_sums(records, *stores[name])
+                t = timed(lambda: gp.mstep_sums(model.means), part.queue, args.repeats)
+                got = gp.mstep(model.means)
+                want = got if want is None else want
+                scale = np.abs(want).max(axis=0, keepdims=True) + 1.0
+                print(f"  M {type(mspec).__name__} {getattr(mspec, 'precision', 'float32')} "
+                      f"reading {name if gp.resp_log or name == 'resp' else 'resp'}: "
+                      f"{t * 1e3:8.2f} ms  max |diff| {np.abs(got - want).max():.3g} "
+                      f"({np.abs((got - want) / scale).max():.3g} of its column's scale)",
+                      flush=True)
         del part
     return 0
 

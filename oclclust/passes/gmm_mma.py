@@ -50,6 +50,7 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     tm: int = 128
     precision: str = "float32"
     emulate: bool = False
+    resplit: bool = False
 
     @property
     def rows(self):
@@ -73,11 +74,15 @@ def estep_specs(profile, dtype, d, k, emulate=False):
     dp = -(-d // 8) * 8
     mt = 1 if dp > 64 else 2
     kp = -(-k // CHUNK) * CHUNK
+    # the rows' four split halves (x' and x'^2, big and small) take mt dp * 2
+    # registers once hoisted out of the chunk loop: past 128 they are made
+    # again each chunk instead (H200, d=128: 255 registers and spills hoisted)
+    resplit = mt * dp * 2 > 128
     for wg in (256, 128):
         if wg <= profile.max_work_group_size:
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
                                wg=wg, mt=mt, tn=CHUNK, tm=wg // 32 * 16 * mt,
-                               emulate=emulate)
+                               emulate=emulate, resplit=resplit)
 
 
 def operands(records, d, dp, kp):

@@ -9,7 +9,8 @@ small TF32 parts).  gmm_mma.py offers it only where NVIDIA's runtime reports
 tensor cores; gmm_estep.cl.mako serves everywhere else.
 Reads spec: d, dp (d padded to 8), tn (components of a local-memory chunk),
 tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
-tiles a warp owns), emulate (the products in plain OpenCL: tests on CPUs).
+tiles a warp owns), emulate (the products in plain OpenCL: tests on CPUs),
+resplit (the rows split again each chunk: KEEP).
 The number of components k is a kernel argument.
 
     log p_j(x) = const_j - 1/2 (sum_c x'_c^2 P_jc + sum_c x'_c (-2 mu'_jc P_jc))
@@ -56,6 +57,20 @@ exp(log p_j - lse) with the same operations, as it reads them.
 #define CHUNK_LOCAL (TN * ROWW)
 
 ${mma.products(emulate)}\
+% if resplit and not emulate:
+/* v, opaque to the compiler's loop-invariant motion: the rows' splits are
+   made again each chunk instead of hoisted out of the chunk loop, where
+   four split halves of dp / 2 values a tile outgrow the registers (spills) */
+inline float keep(const float v)
+{
+    float r;
+    asm volatile("mov.b32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+#define KEEP(v) keep(v)
+% else:
+#define KEEP(v) (v)
+% endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gmm_estep(__global const float *restrict x, const long n, const long stride,
@@ -154,8 +169,9 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
             {
   % for mi in range(mt):
     % for e in range(4):
-                SPLIT(lb_${mi}_${e}, ls_${mi}_${e}, xr_${mi}_${s}_${e});
-                const float v2_${mi}_${e} = xr_${mi}_${s}_${e} * xr_${mi}_${s}_${e};
+                const float v_${mi}_${e} = KEEP(xr_${mi}_${s}_${e});
+                SPLIT(lb_${mi}_${e}, ls_${mi}_${e}, v_${mi}_${e});
+                const float v2_${mi}_${e} = v_${mi}_${e} * v_${mi}_${e};
                 SPLIT(qb_${mi}_${e}, qs_${mi}_${e}, v2_${mi}_${e});
     % endfor
   % endfor
@@ -233,8 +249,12 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
         }
   % endfor
 % endfor
-        /* the log-densities in resp are read below by other work-items */
-        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        /* the log-densities in resp are read below by other work-items
+           (store_resp 1 alone: a global fence waits for the tile's stores) */
+        if (store_resp == 1)
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        else
+            barrier(CLK_LOCAL_MEM_FENCE);
         for (int row = lid; row < TM; row += WG) {
             const long i = base + row;
             float most = -INFINITY, sum = 0;

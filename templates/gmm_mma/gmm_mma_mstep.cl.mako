@@ -93,12 +93,10 @@ SPLIT(${b}, ${sm}, ${v});\
     {
         const int e = lid + ${u * wg}, jj = e / S, r = e % S;
         const long i = ${first} + r;
-        pr_${u} = ${"e < CB * S && " if (u + 1) * wg > cb * stage else ""}i < hi && jj < jn ? resp[(long)(j0 + jj) * n + i] : 0.0f;
-        if (normalize && ${"e < CB * S && " if (u + 1) * wg > cb * stage else ""}i < hi && jj < jn) {
-            const float total = lse[i];
-            if (!isnan(total))   /* (as the E kernel's normalisation) */
-                pr_${u} = exp(pr_${u} - total);
-        }
+        const int in = ${"e < CB * S && " if (u + 1) * wg > cb * stage else ""}i < hi && jj < jn;
+        pr_${u} = in ? resp[(long)(j0 + jj) * n + i] : 0.0f;
+        /* the row's lse, NaN: no normalisation (a bad row, the padding) */
+        pl_${u} = normalize && in ? lse[i] : NAN;
     }
 % endfor
     if (lid < S) {
@@ -168,7 +166,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     float px_${u};
 % endfor
 % for u in range(r_iters):
-    float pr_${u};
+    float pr_${u}, pl_${u};
 % endfor
     int po = -1;
     ${fetch("lo")}
@@ -179,8 +177,11 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
           ${"if (e < S * DP) " if (u + 1) * wg > stage * dp else ""}xl[(e / DP) * XS + e % DP] = px_${u}; }
 % endfor
 % for u in range(r_iters):
-        { const int e = lid + ${u * wg};
-          ${"if (e < CB * S) " if (u + 1) * wg > cb * stage else ""}rl[(e / S) * RS + e % S] = pr_${u}; }
+        {   /* normalised here, not as read: the reads stay in flight over the
+               products (as the E kernel's normalisation) */
+            const int e = lid + ${u * wg};
+            ${"if (e < CB * S) " if (u + 1) * wg > cb * stage else ""}rl[(e / S) * RS + e % S] = isnan(pl_${u}) ? pr_${u} : exp(pr_${u} - pl_${u});
+        }
 % endfor
         if (lid < S)
             ol[lid] = po;
