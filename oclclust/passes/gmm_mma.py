@@ -66,7 +66,8 @@ def estep_specs(profile, dtype, d, k, emulate=False):
     """The tensor-core E kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores (else nothing: gmm.py's kernels
     serve).  Rows: one m16 tile a warp at dp > 64, two below (a warp's
-    x' values take dp / 2 registers a tile); work-groups of 8 warps, then 4.
+    x' values take dp / 2 registers a tile); work-groups of 8 warps, then 4
+    (two tiles a warp: 4, then 8).
     *emulate*: the same kernels with the products in plain OpenCL, on any
     device (tests on CPUs)."""
     if np.dtype(dtype) != np.float32 or d > MAX_D or not (emulate or tensor_cores(profile)):
@@ -78,7 +79,8 @@ def estep_specs(profile, dtype, d, k, emulate=False):
     # registers once hoisted out of the chunk loop: past 128 they are made
     # again each chunk instead (H200, d=128: 255 registers and spills hoisted)
     resplit = mt * dp * 2 > 128
-    for wg in (256, 128):
+    # two row tiles a warp ran faster in work-groups of 4 warps (H200)
+    for wg in (128, 256) if mt == 2 else (256, 128):
         if wg <= profile.max_work_group_size:
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
                                wg=wg, mt=mt, tn=CHUNK, tm=wg // 32 * 16 * mt,

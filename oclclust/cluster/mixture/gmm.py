@@ -20,7 +20,6 @@ import numpy as np
 
 from .mdl import (Fitted, Model, cholesky_of_precisions, covariances_of, m_step, precisions_of,
                   raw_second_moment, records, select_order)
-from ...parallel import comm as mpi
 from .._base import KCluster
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array, joined_mean_var_finite
@@ -163,9 +162,12 @@ class GaussianMixture(DensityMixin, KCluster):
     def _fit(self, data, host_w, rng, ranks):
         # a pass that raises on one rank raises on all (self._ranks.run_failing_all)
         self._ranks, n = ranks, ranks.n
-        *_, finite = data.mean_var_finite()
-        mpi.raise_if_any_failed(ranks.comm, None if finite else
-                                ValueError("Input X contains NaN or infinity."))
+        # all ranks' rows at once (every rank raises alike); their mean is
+        # the first statistics' shift (_initial_model: one data pass a fit)
+        self._data_mean, _, finite = ranks.run_failing_all(
+            lambda: joined_mean_var_finite(data, ranks))
+        if not finite:
+            raise ValueError("Input X contains NaN or infinity.")
         full, d = self._full, data.d
         given = self._checked_inits(d)
         gm = GmmShards(data, self.n_components, full, self._ranks, self.precision)
@@ -298,8 +300,7 @@ class GaussianMixture(DensityMixin, KCluster):
         if w0 is None or m0 is None or p0 is None:
             # the rows' mean (the same bits however they are split), the
             # shift of the first statistics
-            mean = joined_mean_var_finite(data, self._ranks)[0]
-            center = np.broadcast_to(mean, (k, data.d))
+            center = np.broadcast_to(self._data_mean, (k, data.d))
             xtx = None
             if self.covariance_type == "tied" and self.init_params in ("k-means++",
                                                                         "random_from_data"):
