@@ -34,6 +34,7 @@ from .lloyd_mma import tensor_cores
 
 MAX_D = 128       # a warp's rows stay in registers as raw floats: dp / 2 a m16 tile
 CHUNK = 16        # components of a local-memory chunk (two copies at d=128: 33 KB)
+WIDE_CHUNK = 32   # ... one copy of twice as many, where the rows are split each chunk
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +52,7 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     precision: str = "float32"
     emulate: bool = False
     resplit: bool = False
+    copies: int = 2
 
     @property
     def rows(self):
@@ -58,7 +60,7 @@ class MmaEStepSpec(EmulatedBuild, Spec):
         return self.tm
 
     def local_bytes(self):
-        floats = max(2 * self.tn * (2 * self.dp + 4), self.tm * 16)
+        floats = max(self.copies * self.tn * (2 * self.dp + 4), self.tm * 16)
         return (floats + self.tm) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
 
 
@@ -67,24 +69,28 @@ def estep_specs(profile, dtype, d, k, emulate=False):
     dimensions on a device with tensor cores (else nothing: gmm.py's kernels
     serve).  Rows: one m16 tile a warp at dp > 64, two below (a warp's
     x' values take dp / 2 registers a tile); work-groups of 8 warps, then 4
-    (two tiles a warp: 4, then 8).
+    (two tiles a warp: 4, then 8).  Where the rows' splits are made each
+    chunk (resplit), chunks of WIDE_CHUNK components in one copy: each
+    split serves twice the components.
     *emulate*: the same kernels with the products in plain OpenCL, on any
     device (tests on CPUs)."""
     if np.dtype(dtype) != np.float32 or d > MAX_D or not (emulate or tensor_cores(profile)):
         return
     dp = -(-d // 8) * 8
     mt = 1 if dp > 64 else 2
-    kp = -(-k // CHUNK) * CHUNK
     # the rows' four split halves (x' and x'^2, big and small) take mt dp * 2
     # registers once hoisted out of the chunk loop: past 128 they are made
     # again each chunk instead (H200, d=128: 255 registers and spills hoisted)
     resplit = mt * dp * 2 > 128
-    # two row tiles a warp ran faster in work-groups of 4 warps (H200)
-    for wg in (128, 256) if mt == 2 else (256, 128):
+    tn, copies = (WIDE_CHUNK, 1) if resplit else (CHUNK, 2)
+    kp = -(-k // tn) * tn
+    # two row tiles a warp, their splits hoisted, ran faster in work-groups of
+    # 4 warps (H200)
+    for wg in (128, 256) if mt == 2 and not resplit else (256, 128):
         if wg <= profile.max_work_group_size:
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
-                               wg=wg, mt=mt, tn=CHUNK, tm=wg // 32 * 16 * mt,
-                               emulate=emulate, resplit=resplit)
+                               wg=wg, mt=mt, tn=tn, tm=wg // 32 * 16 * mt,
+                               emulate=emulate, resplit=resplit, copies=copies)
 
 
 def operands(records, d, dp, kp):

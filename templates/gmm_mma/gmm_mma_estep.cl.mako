@@ -10,7 +10,8 @@ tensor cores; gmm_estep.cl.mako serves everywhere else.
 Reads spec: d, dp (d padded to 8), tn (components of a local-memory chunk),
 tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
 tiles a warp owns), emulate (the products in plain OpenCL: tests on CPUs),
-resplit (the rows split again each chunk: KEEP).
+resplit (the rows split again each chunk: KEEP), copies (of the
+chunk in local memory: 2, double-buffered, or 1).
 The number of components k is a kernel argument.
 
     log p_j(x) = const_j - 1/2 (sum_c x'_c^2 P_jc + sum_c x'_c (-2 mu'_jc P_jc))
@@ -20,7 +21,9 @@ float32).  A warp's rows stay in registers as raw x' values (dp / 2 a row
 tile); each chunk's k8 steps split x' and x'^2 into the A fragments, the
 coefficients come from a local-memory chunk of tn components (rows padded
 by 4 floats: conflict-free fragment reads), copied double-buffered -- one
-barrier a chunk -- and split as they are read.  The square and linear
+barrier a chunk -- or into one copy, two barriers a chunk, where local
+memory holds a chunk twice as large (each row split serves more
+components), and split as they are read.  The square and linear
 halves' big products and corrections go to four accumulator sets.
 
 Each lane keeps the online log-sum-exp of gmm_estep.cl.mako (running
@@ -45,7 +48,7 @@ exp(log p_j - lse) with the same operations, as it reads them.
     roww = 2 * dp + 4
     chunk_f4 = tn * 2 * dp // 4
     copy_iters = -(-chunk_f4 // wg)
-    local_floats = max(2 * tn * roww, tm * 16)
+    local_floats = max(copies * tn * roww, tm * 16)
 %>
 #define D ${d}
 #define DP ${dp}
@@ -157,7 +160,11 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
                         p[u] = coefs[(long)(chunk + 1) * CHUNK_F4 + e];
                 }
             }
+% if copies == 2:
             __local const float *cur = lc + (chunk & 1) * CHUNK_LOCAL;
+% else:
+            __local const float *cur = lc;
+% endif
 % for mi in range(mt):
   % for ni in range(nt):
     % for a in ("sqb", "sqf", "lnb", "lnf"):
@@ -227,8 +234,13 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
             }
 % endfor
             if (more) {
+% if copies == 2:
                 /* the other copy was last read before the previous barrier */
                 __local float *next = lc + ((chunk + 1) & 1) * CHUNK_LOCAL;
+% else:
+                __local float *next = lc;
+                barrier(CLK_LOCAL_MEM_FENCE);   /* the one copy's readers are done */
+% endif
                 for (int u = 0; u < ${copy_iters}; ++u) {
                     const int e = lid + u * WG;
                     if (e < CHUNK_F4)
