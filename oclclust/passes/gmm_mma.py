@@ -40,7 +40,9 @@ WIDE_CHUNK = 32   # ... one copy of twice as many, where the rows are split each
 @dataclasses.dataclass(frozen=True)
 class MmaEStepSpec(EmulatedBuild, Spec):
     """The tensor-core E kernel: wg work-items (wg / 32 warps), each warp mt
-    m16 row tiles (tm rows a work-group tile), chunks of tn components."""
+    m16 row tiles (tm rows a work-group tile), chunks of tn components in
+    local memory (copies 2: double-buffered); resplit: the rows' splits
+    made each chunk instead of once a tile (estep_specs)."""
     template = "gmm_mma/gmm_mma_estep.cl.mako"
     d: int = 1
     dp: int = 8
@@ -80,7 +82,7 @@ def estep_specs(profile, dtype, d, k, emulate=False):
     mt = 1 if dp > 64 else 2
     # the rows' four split halves (x' and x'^2, big and small) take mt dp * 2
     # registers once hoisted out of the chunk loop: past 128 they are made
-    # again each chunk instead (H200, d=128: 255 registers and spills hoisted)
+    # again each chunk instead (hoisted, they spilled at d=128)
     resplit = mt * dp * 2 > 128
     tn, copies = (WIDE_CHUNK, 1) if resplit else (CHUNK, 2)
     kp = -(-k // tn) * tn
