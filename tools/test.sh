@@ -46,8 +46,9 @@ run_pytest() {
 # PYTHONSAFEPATH keeps the repo root off sys.path, so the tests import the *installed*
 # oclclust (as users do) rather than the source tree.
 # The oclgrind check runs its kernels on the simulator, its own platform, whatever
-# OCLCLUST_TEST_PLATFORM says: it runs once, in the last runtime's job (Intel's, the
-# shorter; the simulator takes minutes, and a second run would check the same thing).
+# OCLCLUST_TEST_PLATFORM says: it runs once (a second run would check the same thing),
+# beside the runtimes' runs (oclgrind_job), or in the last runtime's run where pytest
+# arguments were given ($3: whether this run takes it).
 runtime_job() {
   local key=$1 name=$2 last=$3; shift 3
   local once=(); $last || once=(--ignore tests/passes/test_oclgrind.py)
@@ -58,6 +59,14 @@ runtime_job() {
   OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 SKLEARN_RUN_FLOAT32_TESTS=1 \
     PYTHONPATH=tests/sklearn_suite run_pytest "$key sklearn-suite" \
     "$py" -m pytest -q -p oclclust_substitute -p no:cacheprovider --pyargs "${sklearn_modules[@]}"
+}
+
+# The oclgrind check alone (the simulator is single-threaded: a core of its own while the
+# runtimes' runs take the others), on Intel's platform name as the runtime runs give it.
+oclgrind_job() {
+  echo "=== oclgrind: pytest -q tests/passes/test_oclgrind.py ===" >>"$joblog"
+  OCLCLUST_TEST_PLATFORM="Intel(R) OpenCL" PYTHONSAFEPATH=1 run_pytest oclgrind \
+    "$py" -m pytest -q tests/passes/test_oclgrind.py
 }
 
 # The documentation, with warnings as errors; its examples run (on PoCL: one runtime is
@@ -72,10 +81,17 @@ docs_job() {
   else printf 'docs\t1\t\n' >>"$jobres"; fi
 }
 
-# The two runtimes run at once, each in its own processes (the docs after Intel's, the
-# shorter run): building kernels is single-threaded and, on a fresh machine, most of the
-# suite's time, so two jobs take about half the wall time on two or more cores.
-# OCLCLUST_TEST_JOBS=1 runs them one after the other.
+# The two runtimes run one after the other, each with every core: both run kernels on a
+# thread a core, and two runs at once each took longer than both in turn.
+# OCLCLUST_TEST_JOBS=2 runs them at once. Beside them (with no pytest arguments, where
+# Intel's runtime and oclgrind are): the oclgrind check, then the docs.
+side=false
+if [ "$#" -eq 0 ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms" && command -v oclgrind >/dev/null
+then
+  side=true
+  : >"$work/oclgrind.log"; : >"$work/oclgrind.res"
+  (joblog=$work/oclgrind.log jobres=$work/oclgrind.res; oclgrind_job; docs_job) &
+fi
 jobs=()
 for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
   key=${entry%%=*}; name=${entry#*=}
@@ -83,16 +99,18 @@ for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
     missing "platform '$name' not found"; printf '%s\tmissing\t\n' "$key" >"$work/$key.res"
     continue
   fi
-  last=true; [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms" && last=false
+  last=true
+  { $side || { [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms"; }; } && last=false
   jobs+=("$key"); : >"$work/$key.log"; : >"$work/$key.res"
   (
     joblog=$work/$key.log jobres=$work/$key.res
     runtime_job "$key" "$name" "$last" "$@"
-    if [ "$key" = intel ]; then docs_job; fi
+    if [ "$key" = intel ] && ! $side; then docs_job; fi
   ) &
+  pid=$!
   # the first job's log streams as it grows (CI shows progress); the others print at the end
-  [ "${#jobs[@]}" -eq 1 ] && { tail -n +1 -f "$work/$key.log" --pid=$! 2>/dev/null & }
-  [ "${OCLCLUST_TEST_JOBS:-2}" = 1 ] && wait
+  [ "${#jobs[@]}" -eq 1 ] && { tail -n +1 -f "$work/$key.log" --pid=$pid 2>/dev/null & }
+  [ "${OCLCLUST_TEST_JOBS:-1}" = 2 ] || wait "$pid"
 done
 if ! grep -qxF "Intel(R) OpenCL" <<<"$platforms"; then   # the docs still build
   (joblog=$work/docs.log jobres=$work/docs.res; : >"$joblog"; : >"$jobres"; docs_job) &
@@ -102,7 +120,7 @@ wait
 
 count() { grep -oE "[0-9]+ $1" <<<"$line" | awk '{n += $1} END {print n + 0}'; }   # "N word" in $line
 passed=0; failed=0; skipped=0; ran=0; summary=()
-for key in pocl intel docs; do
+for key in pocl intel oclgrind docs; do
   [ -f "$work/$key.log" ] && [ "$key" != "${jobs[0]:-}" ] && cat "$work/$key.log"
   [ -f "$work/$key.res" ] || continue
   while IFS=$'\t' read -r label rc line; do
