@@ -127,10 +127,12 @@ def _estimator(args, usage_error, comm):
     return cls(**params)
 
 
-def _fit_outputs_error(args, usage_error, r, n_ranks):
+def _fit_outputs_error(args, usage_error, r, n_ranks, labels_rank):
     """A usage error if this rank cannot write what it is asked to (else
-    None): every rank its labels, rank 0 the model, tree and figure."""
-    outputs = [("--labels", args.labels and labels_path(args.labels, r, n_ranks), ARRAYS)]
+    None): every rank its labels (*labels_rank*'s file), rank 0 the model,
+    tree and figure."""
+    outputs = [("--labels", args.labels and labels_path(args.labels, labels_rank, n_ranks),
+                ARRAYS)]
     if r == 0:
         outputs += [("--out", args.out, (".npz",)), ("--tree", args.tree, (".npy",)),
                     ("--plot", args.plot, args.plot and _figure_formats(usage_error))]
@@ -149,13 +151,16 @@ def _figure_formats(usage_error):
 def cmd_fit(args, usage_error):
     from ..io.modelio import save_model
     from ..parallel.comm import raise_if_any_failed, rank, size
+    from .launcher import launched_rank
     comm = _comm(args.mpi)
     estimator = _estimator(args, usage_error, comm)
     if args.tree and args.algorithm != "hierarchical":
         raise usage_error("--tree applies to --algorithm hierarchical")
     r, n_ranks = rank(comm), size(comm)
+    # the labels file's "{rank}": the launcher's rank in a process that fits alone
+    labels_rank = r if comm is not None else launched_rank()
     # before the fit: an output that cannot be written stops every rank now
-    raise_if_any_failed(comm, _fit_outputs_error(args, usage_error, r, n_ranks))
+    raise_if_any_failed(comm, _fit_outputs_error(args, usage_error, r, n_ranks, labels_rank))
     X = read_data(args, comm, estimator)
     start = time.perf_counter()
     estimator.fit(X)
@@ -175,7 +180,7 @@ def cmd_fit(args, usage_error):
         labels = getattr(estimator, "labels_", None)
         if labels is None:   # a mixture keeps no labels: its most likely components
             labels = estimator.predict(X)
-        write_array(labels_path(args.labels, r, n_ranks), labels)
+        write_array(labels_path(args.labels, labels_rank, n_ranks), labels)
     Z = None
     if args.tree or (args.plot and args.algorithm == "hierarchical" and r == 0):
         from ..cluster.hierarchy.agglomerative import SKLEARN_METRICS

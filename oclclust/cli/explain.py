@@ -21,10 +21,11 @@ def kernels_of(model):
     path that is no file or no model, an estimator not fitted, or a model
     without recorded kernels (its file was written before fits kept them)."""
     if isinstance(model, (str, os.PathLike)):
+        from ..io.datafiles import not_a_file
         from ..io.modelio import load_model
         path = os.fspath(model)
         if not os.path.isfile(path):
-            raise ValueError(f"{path}: no such file")
+            raise ValueError(not_a_file(path))
         estimator, where = load_model(path), f"{path}: the {{}} model it holds"
     else:
         estimator, where = model, "this {}"

@@ -12,6 +12,16 @@ def launched_ranks():
     return 1
 
 
+def launched_rank():
+    """This process's rank as an MPI launcher announced it (0 if none): the
+    "{rank}" of a file name in a process that does not join the ranks
+    (--mpi off under mpiexec: each process fits alone, each writes its own)."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
 def world():
     """MPI.COMM_WORLD (imports mpi4py: only for a caller that wants MPI)."""
     try:

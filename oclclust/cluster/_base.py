@@ -109,6 +109,9 @@ class ClusterDistancesOut:
         return np.asarray([f"{prefix}{i}" for i in range(self._n_features_out)], dtype=object)
 
 
+# what every estimator's ``devices`` may be (select_devices' forms)
+DEVICES_RULE = [None, str, list, tuple, DeviceManager, DeviceProfile, cl.Device]
+
 # ------------------------------------------------------------ the k-family
 # the rules every k-family estimator shares; an estimator's own rule of the
 # same name (GaussianMixture's max_iter >= 0) replaces the shared one
@@ -117,7 +120,7 @@ SHARED_RULES = {
     "tol": [(numbers.Real, 0, None)],
     "verbose": [(numbers.Integral, 0, None), bool],
     "random_state": [None, numbers.Integral, np.random.RandomState],
-    "devices": [None, str, list, tuple, DeviceManager, DeviceProfile, cl.Device],
+    "devices": DEVICES_RULE,
     "dtype": [None, "float32", "float64", type, np.dtype],
     "comm": [None, object],
     # the distance products' precision (passes.lloyd_mma.PRECISIONS): read
@@ -240,6 +243,9 @@ class KCluster(RecordsKernels, BaseEstimator):
         if isinstance(self.init, str) or callable(self.init):
             return self.init
         init = self.init.get() if isinstance(self.init, cla.Array) else np.asarray(self.init)
+        if init.dtype.kind not in "fiub":
+            raise ValueError(f"The initial centers given as init must be numeric, got dtype "
+                             f"{init.dtype}.")
         return self._valid_centers(init, d)
 
     def _valid_centers(self, init, d):

@@ -181,9 +181,9 @@ def kmeans_parallel(data, n_clusters, random_state, host_weights,
     k-means|| (Bahmani et al. 2012, scalable k-means++).
 
     A first row drawn by weight, then *rounds* rounds (None: DEFAULT_ROUNDS)
-    that each draw l = ceil(oversampling_factor * n_clusters) rows with
-    probability proportional to weight x squared distance to the nearest
-    candidate so far, and lower those distances by the new candidates (the
+    that each draw l = ceil(oversampling_factor * n_clusters) rows (at most
+    all n) with probability proportional to weight x squared distance to the
+    nearest candidate so far, and lower those distances by the new candidates (the
     Lloyd pass's assignment over them on the devices, which also keeps each
     row's nearest candidate); each candidate is weighted by the rows nearest
     to it (a count of those indices, no pass over all the candidates), and
@@ -196,7 +196,9 @@ def kmeans_parallel(data, n_clusters, random_state, host_weights,
     stream.  The host reads one potential per chunk a round."""
     ranks = ranks or Ranks(None, data.n, data.d, data.dtype)
     rounds = DEFAULT_ROUNDS if rounds is None else rounds
-    draws = int(np.ceil(oversampling_factor * n_clusters))
+    # at most every row a round: a larger factor draws no more candidates
+    # (and its l uniform numbers would not fit in memory)
+    draws = int(min(np.ceil(oversampling_factor * n_clusters), max(ranks.n, 1)))
     # a seed for the weighted k-means++, drawn on every rank alike (only rank 0 runs it)
     seed = random_state.randint(np.iinfo(np.int32).max)
     states = ShardedPass(data, ranks, ChunkOversampling)

@@ -25,6 +25,11 @@ class DataFileError(ValueError):
     """A data file that cannot be read as a samples x features array."""
 
 
+def not_a_file(path):
+    """Why *path*, which is no regular file, cannot be read (one line)."""
+    return f"{path}: is a folder, not a file" if os.path.isdir(path) else f"{path}: no such file"
+
+
 def load_data(path, columns=None, key=None, comm=None, block_rows=None):
     """This rank's rows of the data in *path* (all rows without *comm*).
     *columns*: indices or (for files with a header) names to keep;
@@ -33,7 +38,7 @@ def load_data(path, columns=None, key=None, comm=None, block_rows=None):
     its sums (io.shards.load_shard)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise DataFileError(f"{path}: no such file")
+        raise DataFileError(not_a_file(path))
     ext = os.path.splitext(path)[1].lower()
     header = None
     if ext == ".npy":

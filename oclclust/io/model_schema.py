@@ -231,13 +231,14 @@ DTYPES = {"float": lambda t: t in (np.dtype(np.float32), np.dtype(np.float64)),
 @dataclasses.dataclass(frozen=True)
 class Array:
     """An array of *dtype* (a DTYPES key) and *shape* (numbers and symbols);
-    float values finite (or NaN, where *nan* allows it), values at least
-    *low* and below *below*."""
+    float values finite (or NaN, where *nan* allows it: True, or a symbol
+    naming the mask of the entries that may be NaN), values at least *low*
+    and below *below*."""
     dtype: str
     shape: tuple
     low: object = None
     below: object = None
-    nan: bool = False
+    nan: object = False
 
     def problem(self, value, symbols):
         if not isinstance(value, np.ndarray):
@@ -257,7 +258,10 @@ class Array:
         if value.dtype.kind == "f" and not np.isfinite(value).all():
             if not self.nan or np.isinf(value).any():
                 return "holds NaN or infinity"
-            value = value[~np.isnan(value)]
+            nan = np.isnan(value)
+            if isinstance(self.nan, str) and (nan & ~symbols[self.nan]).any():
+                return f"holds NaN outside its {self.nan}"
+            value = value[~nan]
         if value.size:
             lowest, highest = value.min().item(), value.max().item()
             return (_range_problem(lowest, self.low, None, None, symbols, "holds") or
@@ -372,8 +376,14 @@ SCHEMAS = {
         params={"n_clusters": Int(1), "init": INIT},
         attributes={"n_features_in_": Int(1), "cluster_centers_": _centres("n_clusters"),
                     "labels_": _labels("n_clusters"), "inertia_": Number(low=0),
-                    "n_iter_": Int(0), "n_steps_": Int(0)},
-        optional=("labels_", "inertia_", "n_iter_")),   # partial_fit with compute_labels off
+                    "n_iter_": Int(0), "n_steps_": Int(0),
+                    # what partial_fit goes on from: the centres' counts, the rows
+                    # since the last reassignment, its random stream's state
+                    "_counts": Array("float", ("n_clusters",), low=0),
+                    "_n_since_last_reassign": Int(0), "_rng_state": ListOf(Plain())},
+        # partial_fit with compute_labels off; files written before the counts
+        optional=("labels_", "inertia_", "n_iter_", "_counts", "_n_since_last_reassign",
+                  "_rng_state")),
     "FuzzyCMeans": Schema(
         params={"n_clusters": Int(1), "m": Number(above=1), "init": INIT},
         attributes={"n_features_in_": Int(1), "cluster_centers_": _centres("n_clusters"),
@@ -433,19 +443,21 @@ SCHEMAS = {
         params={"min_samples": Int(1)},
         attributes={"n_features_in_": Int(1),
                     "labels_": Array("int", ("n_samples",), low=-1),
-                    "core_sample_indices_": Array("int", ("n_core",), low=0),
+                    "core_sample_indices_": Array("int", ("n_core",), low=0,
+                                                  below="n_samples"),
                     "components_": Array("float", ("n_core", "n_features_in_"))},
         derived={"n_core": lambda s: len(s["core_sample_indices_"])}),
     "HDBSCAN": Schema(
         params={"min_cluster_size": Int(2)},
-        # labels -1 noise, -2 / -3 rows with inf / NaN (probability NaN), as in sklearn
+        # labels -1 noise, -2 / -3 rows with inf / NaN (probability 0 / NaN), as in sklearn
         attributes={"n_features_in_": Int(1),
                     "labels_": Array("int", ("n_samples",), low=-3),
                     "probabilities_": Array("float", ("n_samples",), low=0, below=1.5,
-                                            nan=True),
+                                            nan="missing_rows"),
                     "centroids_": Array("float", ("n_centers", "n_features_in_")),
                     "medoids_": Array("float", ("n_centers", "n_features_in_"))},
-        derived={"n_centers": lambda s: int(max(s["labels_"].max(initial=-1), -1)) + 1},
+        derived={"n_centers": lambda s: int(max(s["labels_"].max(initial=-1), -1)) + 1,
+                 "missing_rows": lambda s: s["labels_"] == -3},   # NaN: no probability
         optional=("centroids_", "medoids_")),   # kept with store_centers
 }
 

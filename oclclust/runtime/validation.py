@@ -18,15 +18,19 @@ except ImportError:
 
 def check_params(estimator, rules):
     """Check estimator parameters against *rules*: name -> list of allowed
-    values, types, ``callable`` (any callable), or (type, low, high) closed
-    intervals."""
+    values, types, ``callable`` (any callable), or (type, low, high)
+    intervals, closed, or with a fourth item which ends are closed (as
+    scikit-learn's Interval: "both", "left", "right", "neither")."""
     for name, allowed in rules.items():
         value = getattr(estimator, name)
         for rule in allowed:
             if isinstance(rule, tuple):
-                kind, lo, hi = rule
+                kind, lo, hi, closed = (*rule, "both")[:4]
                 if (isinstance(value, kind) and not isinstance(value, bool)
-                        and (lo is None or value >= lo) and (hi is None or value <= hi)):
+                        and (lo is None or value > lo
+                             or (value == lo and closed in ("both", "left")))
+                        and (hi is None or value < hi
+                             or (value == hi and closed in ("both", "right")))):
                     break
             elif isinstance(rule, type):
                 if isinstance(value, rule):
@@ -47,8 +51,10 @@ def _describe(allowed):
     parts = []
     for rule in allowed:
         if isinstance(rule, tuple):
-            kind, lo, hi = rule
-            parts.append(f"{kind.__name__} in [{lo}, {hi}]")
+            kind, lo, hi, closed = (*rule, "both")[:4]
+            left = "[" if closed in ("both", "left") else "("
+            right = "]" if closed in ("both", "right") else ")"
+            parts.append(f"{kind.__name__} in {left}{lo}, {hi}{right}")
         elif isinstance(rule, type):
             parts.append(f"an instance of {rule.__name__}")
         elif rule is callable:
@@ -218,6 +224,14 @@ def checked_csr(X, dtype, name, n_features=None, unit=False):
         X.data = (wide / np.repeat(np.where(norms > 0, norms, 1.0),
                                    np.diff(X.indptr))).astype(X.dtype)
     return X
+
+
+def nonfinite_error(dtype):
+    """The error of rows whose pass gave non-finite distances: a NaN or
+    infinity among them, or values whose squares overflow *dtype* (fit,
+    predict, score and transform alike)."""
+    return ValueError("Input X contains NaN or infinity (or values whose squares overflow "
+                      f"{np.dtype(dtype).name}).")
 
 
 def all_finite(X, block=1 << 20):

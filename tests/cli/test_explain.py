@@ -49,7 +49,9 @@ def test_explain_errors_are_one_line(saved, tmp_path, capsys):
     files["__meta__"] = np.array(json.dumps(meta))
     np.savez(tmp_path / "before.npz", **files)
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    (tmp_path / "folder.npz").mkdir()
     for args, message in (([str(tmp_path / "none.npz")], "none.npz: no such file"),
+                          ([str(tmp_path / "folder.npz")], "folder.npz: is a folder, not a file"),
                           ([str(tmp_path / "junk.npz")], "not a readable .npz"),
                           ([str(tmp_path / "before.npz")], "no record of the kernels")):
         assert main(["explain", *args]) == 1

@@ -19,6 +19,8 @@ MODELS = {
                                                           devices=devices),
     "AgglomerativeClustering": lambda devices: oc.AgglomerativeClustering(
         n_clusters=4, linkage="average", devices=devices),
+    "DBSCAN": lambda devices: oc.DBSCAN(eps=1.0, min_samples=5, devices=devices),
+    "HDBSCAN": lambda devices: oc.HDBSCAN(min_cluster_size=10, devices=devices),
 }
 
 
@@ -250,6 +252,12 @@ CASES = [
      "labels_ has shape (599,), expected (n_leaves_=600)"),
     ("AgglomerativeClustering", "n_clusters_-above-leaves",
      _set("attributes", "n_clusters_", 601), "n_clusters_ is 601, above 600"),
+    ("DBSCAN", "core-index-past-n",
+     _array("core_sample_indices_", lambda a: _with(a, 0, 600)),
+     "core_sample_indices_ holds 600, not below 600"),
+    ("HDBSCAN", "probabilities-all-nan",
+     _array("probabilities_", lambda a: np.full_like(a, np.nan)),
+     "probabilities_ holds NaN outside its missing_rows"),
 ]
 
 

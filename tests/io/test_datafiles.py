@@ -68,6 +68,9 @@ def test_text_with_and_without_header(tmp_path, ext, sep):
 def test_unknown_and_missing(tmp_path):
     with pytest.raises(DataFileError, match="no such file"):
         load_data(tmp_path / "nope.npy")
+    (tmp_path / "d.npy").mkdir()
+    with pytest.raises(DataFileError, match="d.npy: is a folder, not a file"):
+        load_data(tmp_path / "d.npy")
     (tmp_path / "x.parquet").write_bytes(b"PAR1")
     with pytest.raises(DataFileError, match="unknown data format"):
         load_data(tmp_path / "x.parquet")

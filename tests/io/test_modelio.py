@@ -32,6 +32,29 @@ def test_array_init_is_kept(devices, blobs, tmp_path):
     np.testing.assert_array_equal(load_model(tmp_path / "m.npz").init, init)
 
 
+@pytest.mark.parametrize("start", ["fit", "partial_fit"])
+def test_minibatch_goes_on_from_its_file_as_the_live_model(start, devices, blobs, tmp_path):
+    """The centres' counts, the rows since the last reassignment and the
+    random stream are in the file: partial_fit after load_model makes the
+    live model's centres, bit for bit."""
+    X, _ = blobs
+    X = X.astype(np.float32)
+    live = oc.MiniBatchKMeans(n_clusters=4, batch_size=50, random_state=0,
+                              reassignment_ratio=0.5, devices=devices)
+    if start == "fit":
+        live.fit(X)
+    else:
+        for chunk in np.array_split(X[:300], 3):
+            live.partial_fit(chunk)
+    save_model(live, tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
+    back.set_params(devices=devices)
+    for chunk in np.array_split(X[300:], 4):
+        live.partial_fit(chunk)
+        back.partial_fit(chunk)
+        np.testing.assert_array_equal(back.cluster_centers_, live.cluster_centers_)
+
+
 def test_bad_files(devices, blobs, tmp_path):
     with pytest.raises(ValueError, match="not fitted"):
         save_model(oc.KMeans(), tmp_path / "x.npz")

@@ -14,15 +14,17 @@ from oclclust.runtime.validation import (as_dtype, check_data, check_params, che
 
 class Toy:
     rules = {"n": [(numbers.Integral, 1, 10)], "mode": ["a", "b", None],
-             "x": [(numbers.Real, 0, None), np.ndarray], "f": ["sum", callable]}
+             "x": [(numbers.Real, 0, None), np.ndarray], "f": ["sum", callable],
+             "r": [(numbers.Real, 0, 1, "neither")], "s": [(numbers.Real, 0, 1, "right")]}
 
-    def __init__(self, n=1, mode="a", x=0.5, f="sum"):
-        self.n, self.mode, self.x, self.f = n, mode, x, f
+    def __init__(self, n=1, mode="a", x=0.5, f="sum", r=0.5, s=1):
+        self.n, self.mode, self.x, self.f, self.r, self.s = n, mode, x, f, r, s
 
 
 @pytest.mark.parametrize("params", [dict(), dict(n=10), dict(mode=None), dict(mode="b"),
                                     dict(x=np.zeros(2)), dict(x=0), dict(n=np.int64(3)),
-                                    dict(f=np.max), dict(f=lambda a: a)])
+                                    dict(f=np.max), dict(f=lambda a: a), dict(r=1e-300),
+                                    dict(s=1.0)])
 def test_check_params_accepts(params):
     check_params(Toy(**params), Toy.rules)
 
@@ -36,6 +38,10 @@ def test_check_params_accepts(params):
     (dict(x=-1), "Real in \\[0, None\\], an instance of ndarray"),
     (dict(x="1"), "Got '1'"),
     (dict(f="max"), r"'f' parameter of Toy must be one of 'sum', a callable. Got 'max'"),
+    (dict(r=0), r"'r' parameter of Toy must be one of Real in \(0, 1\). Got 0"),
+    (dict(r=1), "Got 1"),
+    (dict(r=float("nan")), "Got nan"),
+    (dict(s=0.0), r"Real in \(0, 1\]. Got 0.0"),
 ])
 def test_check_params_rejects(params, match):
     with pytest.raises(ValueError, match=match):

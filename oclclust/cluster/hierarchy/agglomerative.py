@@ -5,7 +5,7 @@ import heapq
 
 import numpy as np
 
-from .._base import BaseEstimator, ClusterMixin, RecordsKernels
+from .._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels
 from ..merge_tree import merged_clusters
 from .linkage_matrix import _single_on_rows, linkage
 from ...passes.linkage import check_range, condensed_distances, plan_for, prim_single
@@ -128,7 +128,8 @@ class AgglomerativeClustering(ClusterMixin, RecordsKernels, BaseEstimator):
             "linkage": ["ward", "complete", "average", "single"],
             "distance_threshold": [(float, 0, None), (int, 0, None), (np.floating, 0, None),
                                    None],
-            "compute_distances": [bool, np.bool_]})
+            "compute_distances": [bool, np.bool_],
+            "devices": DEVICES_RULE})
         metric = self.metric
         if not (callable(metric) or metric == "precomputed" or metric in SKLEARN_METRICS):
             raise ValueError(f"The 'metric' parameter of AgglomerativeClustering must be one "

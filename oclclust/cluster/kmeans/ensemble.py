@@ -24,6 +24,8 @@ from ...parallel.comm import Ranks
 from ...parallel.placement import is_dask_array
 from .ensemble_shards import EnsembleShards
 from ...runtime.codegen import quiet_build
+from ...runtime.validation import nonfinite_error
+
 
 def choose(profile, d, ks, n, strategy="auto", kdtree="auto"):
     """(strategy, KD-tree mapping or None) for a device and problem shape."""
@@ -70,8 +72,7 @@ def fixed_point(data, host_w, mean, ranks=None):
     every = np.array(ranks.gather((data.n, float(np.max(host_w)), spread, overflow)))
     n, (wmax, spread, overflow) = every[:, 0].sum(), every[:, 1:].max(axis=0)
     if overflow:
-        raise ValueError("Input X contains NaN or infinity (or values whose squares "
-                         f"overflow {data.dtype.name}).")
+        raise nonfinite_error(data.dtype)
     return FixedPoint.for_bounds(mean, n, wmax, spread)
 
 
@@ -285,8 +286,7 @@ class EnsembleKMeans(ClusterMixin, KCluster):
             inertia, labels, _ = engine.assign(
                 [self.cluster_centers_.astype(np.float64)], labels=True)
             if not np.isfinite(inertia[0]):
-                raise ValueError("Input X contains NaN or infinity (or values whose "
-                                 "squares overflow).")
+                raise nonfinite_error(self.cluster_centers_.dtype)
             return labels[0], float(inertia[0])
         return self._on_devices(X, sample_weight, attempt)
 

@@ -17,7 +17,7 @@ from ...passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
 from ..inits import DEFAULT_OVERSAMPLING
 from .sparse import assign_csr, fit_csr, transform_csr
-from ...runtime.validation import is_sparse
+from ...runtime.validation import is_sparse, nonfinite_error
 from .lloyd_loop import LloydBackend, fit_lloyd
 from ...parallel.placement import is_dask_array
 from .lloyd_shards import LloydShards
@@ -264,7 +264,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
             lloyd = LloydShards(data, self.n_clusters, precision=self.precision)
             stats = lloyd.run(self.cluster_centers_.astype(np.float64), update=False)
             if stats.n_nonfinite:
-                raise ValueError("Input X contains NaN or infinity.")
+                raise nonfinite_error(self.cluster_centers_.dtype)
             return lloyd.labels(), stats.inertia
         return self._on_devices(X, sample_weight, assign)
 
@@ -291,8 +291,7 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         distances = self._on_devices(X, None, lambda data: np.concatenate(data.map(
             lambda c: pairwise_euclidean(c, self.cluster_centers_))))
         if not np.isfinite(distances).all():
-            raise ValueError("Input X contains NaN or infinity (or values whose squares "
-                             f"overflow {self.cluster_centers_.dtype.name}).")
+            raise nonfinite_error(self.cluster_centers_.dtype)
         return distances
 
 
@@ -334,8 +333,7 @@ class LloydModel(LloydBackend):
         else:
             self.last = self.lloyd.run(centers)
         if self.last.n_nonfinite:
-            raise ValueError("Input X contains NaN or infinity (or values whose squares "
-                             f"overflow {self.lloyd.data.dtype.name}).")
+            raise nonfinite_error(self.lloyd.data.dtype)
         return self.last.sums, self.last.weights
 
     def nearest(self, centers):

@@ -37,7 +37,7 @@ from .sampling import weighted_draws
 from ..spherical import renormalised, unit_rows
 from ...parallel.placement import is_dask_array, new_data
 from ...passes.distances import pairwise_euclidean
-from ...runtime.validation import (all_finite, check_data, check_random_state,
+from ...runtime.validation import (all_finite, check_data, check_random_state, nonfinite_error,
                                    check_sample_weight, checked_csr, is_sparse)
 from ...runtime.warning_site import user_stacklevel
 
@@ -232,8 +232,12 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     @staticmethod
     def _batch(rows, indices, weights, centers):
         """BatchTotals of rows *indices* (drawn, repeats allowed) of *weights*:
-        added in the order of their indices (minibatch_sums.py)."""
-        return rows.batch(indices, np.asarray(weights), centers, index_order(indices))
+        added in the order of their indices (minibatch_sums.py).  A batch
+        whose inertia is not finite has rows whose squares overflow."""
+        totals = rows.batch(indices, np.asarray(weights), centers, index_order(indices))
+        if not np.isfinite(totals.inertia):
+            raise nonfinite_error(rows.dtype)
+        return totals
 
     def _random_reassign(self):
         self._n_since_last_reassign += self._batch_size
@@ -298,10 +302,17 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             return True
         return False
 
-    def _finish(self, rows):
+    def _finish(self, rows, centers):
+        """The fitted centres, and with compute_labels every row's label and
+        the inertia there (checked before anything is set)."""
+        if self.compute_labels:
+            labels, inertia = rows.labels_inertia(centers)
+            if not np.isfinite(inertia):
+                raise nonfinite_error(rows.dtype)
+        self.cluster_centers_ = centers
         self.n_features_in_ = rows.d
         if self.compute_labels:
-            self.labels_, self.inertia_ = rows.labels_inertia(self.cluster_centers_)
+            self.labels_, self.inertia_ = labels, inertia
 
     # ------------------------------------------------------------- fitting
     def fit(self, X, y=None, sample_weight=None):
@@ -336,10 +347,9 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             centers = new
             if self._converged(step, n_steps, n, shift, inertia):
                 break
-        self.cluster_centers_ = centers
         self.n_steps_ = step + 1
         self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
-        self._finish(rows)
+        self._finish(rows, centers)
         if not self.compute_labels:
             self.inertia_ = self._ewa_inertia * float(np.sum(w))
         return self
@@ -352,23 +362,40 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         with self._rows(X, sample_weight, fitted=not first) as rows:
             return self._partial_fit(rows, first)
 
+    @property
+    def _rng_state(self):
+        """partial_fit's random stream as a model file keeps it: [position,
+        has_gauss, cached_gaussian, 624 MT19937 keys]."""
+        if getattr(self, "_random_state", None) is None:
+            raise AttributeError("_rng_state")
+        _, keys, pos, has_gauss, cached = self._random_state.get_state(legacy=True)
+        return [int(pos), int(has_gauss), float(cached), *map(int, keys)]
+
+    @_rng_state.setter
+    def _rng_state(self, state):
+        pos, has_gauss, cached, *keys = state
+        self._random_state = np.random.RandomState()
+        self._random_state.set_state(("MT19937", np.array(keys, np.uint32), int(pos),
+                                      int(has_gauss), float(cached)))
+
     def _partial_fit(self, rows, first):
         self._random_state = getattr(self, "_random_state", None) or \
             check_random_state(self.random_state)
         self.n_steps_ = getattr(self, "n_steps_", 0)
-        if first:
+        if first:   # (the centres are set once the step has run: a failed one sets none)
             self._prepare(rows)
-            self.cluster_centers_ = self._init_centroids(rows, self._random_state)
+            centers = self._init_centroids(rows, self._random_state)
             self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._n_since_last_reassign = 0
+        else:
+            centers = self.cluster_centers_
         if not hasattr(self, "_counts"):   # a model read from a file: its centres go on
             self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._n_since_last_reassign = 0
         self._batch_size = min(self.batch_size, rows.n)
-        self.cluster_centers_, _ = self._step(rows, np.arange(rows.n), rows.w,
-                                              self.cluster_centers_, self._random_state,
-                                              self._random_reassign())
-        self._finish(rows)
+        centers, _ = self._step(rows, np.arange(rows.n), rows.w, centers, self._random_state,
+                                self._random_reassign())
+        self._finish(rows, centers)
         self.n_steps_ += 1
         return self
 
@@ -377,17 +404,22 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         self._check_fitted()
         if is_dask_array(X):   # on the workers, beside the blocks
             return self._dask_rows(X, "predict", np.int32)
-        X, w = self._host_rows(X, None, fitted=True)
-        return (SparseRows if is_sparse(X) else HostRows)(
-            X, w, self.devices, type(self).__name__).labels_inertia(self.cluster_centers_)[0]
+        return self._labels_inertia(*self._host_rows(X, None, fitted=True))[0]
 
     def score(self, X, y=None, sample_weight=None):
         self._check_fitted()
         if is_dask_array(X):   # each block's on its worker, summed
             return self._dask_score(X, sample_weight)
-        X, w = self._host_rows(X, sample_weight, fitted=True)
-        return -(SparseRows if is_sparse(X) else HostRows)(
-            X, w, self.devices, type(self).__name__).labels_inertia(self.cluster_centers_)[1]
+        return -self._labels_inertia(*self._host_rows(X, sample_weight, fitted=True))[1]
+
+    def _labels_inertia(self, X, w):
+        """(labels, inertia) of host rows X (weights w) about the centres;
+        rows whose squares overflow raise, as in fit."""
+        labels, inertia = (SparseRows if is_sparse(X) else HostRows)(
+            X, w, self.devices, type(self).__name__).labels_inertia(self.cluster_centers_)
+        if not np.isfinite(inertia):
+            raise nonfinite_error(self.cluster_centers_.dtype)
+        return labels, inertia
 
     def transform(self, X):
         self._check_fitted()

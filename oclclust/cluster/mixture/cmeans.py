@@ -33,11 +33,7 @@ from ...passes.cmeans import CMeansPass
 from ...parallel.placement import is_dask_array
 from .cmeans_shards import CMeansShards, Memberships
 from ...runtime.progress import Progress, history_entry
-
-
-def _nonfinite_error(dtype):
-    return ValueError("Input X contains NaN or infinity (or values whose squares overflow "
-                      f"{np.dtype(dtype).name}).")
+from ...runtime.validation import nonfinite_error
 
 
 class FuzzyCMeans(ClusterMixin, KCluster):
@@ -121,7 +117,7 @@ class FuzzyCMeans(ClusterMixin, KCluster):
             objective = stats.objective
             if stats.n_nonfinite:
                 bar.close()
-                raise _nonfinite_error(data.dtype)
+                raise nonfinite_error(data.dtype)
             num, den = stats.stats[:, :d], stats.stats[:, d]
             new = centers_update(num, den, centers)
             shift = float(((new - centers) ** 2).sum())
@@ -138,7 +134,7 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         stats, u = passes.memberships(centers)
         objective = stats.objective
         if stats.n_nonfinite:
-            raise _nonfinite_error(data.dtype)
+            raise nonfinite_error(data.dtype)
         self.cluster_centers_ = centers.astype(data.dtype)
         self._u, self._labels = u, None   # u_, labels_: from the devices when first read
         self.objective_ = objective
@@ -200,7 +196,7 @@ class FuzzyCMeans(ClusterMixin, KCluster):
                                   precision=self.precision)
             stats, u = passes.run(self.cluster_centers_, update=False, write_u=write_u)
             if stats.n_nonfinite:
-                raise _nonfinite_error(data.dtype)
+                raise nonfinite_error(data.dtype)
             return stats.objective, u
         return self._on_devices(X, sample_weight, attempt)
 
@@ -221,7 +217,7 @@ class FuzzyCMeans(ClusterMixin, KCluster):
                                   precision=self.precision)
             stats, u = passes.memberships(self.cluster_centers_)
             if stats.n_nonfinite:
-                raise _nonfinite_error(data.dtype)
+                raise nonfinite_error(data.dtype)
             return u.labels()
         return self._on_devices(X, None, attempt)
 

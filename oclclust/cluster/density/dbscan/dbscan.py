@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..._base import BaseEstimator, ClusterMixin, RecordsKernels
+from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels
 from ....passes.linkage import check_range, plan_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .rules import graph_labels
@@ -94,15 +94,15 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     """
 
     _parameter_rules = {
-        "eps": [(numbers.Real, 0, None)],
+        "eps": [(numbers.Real, 0, None, "neither")],
         "min_samples": [(numbers.Integral, 1, None)],
         "metric": [*HOST_METRICS, "precomputed", callable],
         "metric_params": [dict, None],
         "algorithm": ["auto", "ball_tree", "kd_tree", "brute"],
         "leaf_size": [(numbers.Integral, 1, None)],
-        "p": [(numbers.Real, 0, None), None],
+        "p": [(numbers.Real, 0, None, "right"), None],
         "n_jobs": [numbers.Integral, None],
-        "devices": [None, str, list, tuple, object],
+        "devices": DEVICES_RULE,
     }
 
     def __init__(self, eps=0.5, *, min_samples=5, metric="euclidean", metric_params=None,
@@ -119,9 +119,6 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
 
     def fit(self, X, y=None, sample_weight=None):
         check_params(self, self._parameter_rules)
-        if not self.eps > 0:
-            raise ValueError(f"The 'eps' parameter of DBSCAN must be a float in the range "
-                             f"(0.0, inf). Got {self.eps!r} instead.")
         if self.metric == "precomputed":
             X = check_precomputed(X)
             w = check_sample_weight(sample_weight, X.shape[0], np.float64, signed=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._base import BaseEstimator, ClusterMixin, RecordsKernels
+from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels
 from .host_mst import check_precomputed, dense_mst, sparse_mst
 from .metrics import DEVICE, NAMES, check_algorithm, distance_matrix, on_device, prim_on_rows
 from .tree import labels_at_cut, single_linkage, tree_labels, tree_record
@@ -81,6 +81,7 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
 
     def _check_params(self):
         real = [(float, 0, None), (int, 0, None), (np.floating, 0, None), (np.integer, 0, None)]
+        positive = [(*rule, "neither") for rule in real]
         check_params(self, {
             "min_cluster_size": [(int, 2, None), (np.integer, 2, None)],
             "min_samples": [(int, 1, None), (np.integer, 1, None), None],
@@ -88,16 +89,14 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
             "max_cluster_size": [(int, 1, None), (np.integer, 1, None), None],
             "metric": NAMES + [Callable],
             "metric_params": [dict, None],
-            "alpha": real,
+            "alpha": positive,
             "algorithm": ["auto", "brute", "kd_tree", "ball_tree"],
             "leaf_size": [(int, 1, None), (np.integer, 1, None)],
             "cluster_selection_method": ["eom", "leaf"],
             "allow_single_cluster": [bool, np.bool_],
             "store_centers": ["centroid", "medoid", "both", None],
-            "copy": [bool, np.bool_]})
-        if self.alpha == 0:
-            raise ValueError(f"The 'alpha' parameter of HDBSCAN must be a float in the range "
-                             f"(0.0, inf). Got {self.alpha!r} instead.")
+            "copy": [bool, np.bool_],
+            "devices": DEVICES_RULE})
         if self.metric == "precomputed" and self.store_centers is not None:
             raise ValueError("Cannot store centers when using a precomputed distance matrix.")
 
