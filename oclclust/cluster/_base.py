@@ -152,6 +152,15 @@ def init_options(estimator):
             "rounds": getattr(estimator, "init_max_iter", None)}
 
 
+def _numeric(centers, how):
+    """*centers* if their dtype is a number's, else the ValueError naming *how*
+    they came (given as init, returned by init)."""
+    if centers.dtype.kind not in "fiub":
+        raise ValueError(f"The initial centers {how} must be numeric, got dtype "
+                         f"{centers.dtype}.")
+    return centers
+
+
 class KCluster(RecordsKernels, BaseEstimator):
     """The k-family base (Heat's ``_KCluster``): what KMeans, EnsembleKMeans,
     FuzzyCMeans and GaussianMixture share.
@@ -243,10 +252,7 @@ class KCluster(RecordsKernels, BaseEstimator):
         if isinstance(self.init, str) or callable(self.init):
             return self.init
         init = self.init.get() if isinstance(self.init, cla.Array) else np.asarray(self.init)
-        if init.dtype.kind not in "fiub":
-            raise ValueError(f"The initial centers given as init must be numeric, got dtype "
-                             f"{init.dtype}.")
-        return self._valid_centers(init, d)
+        return self._valid_centers(_numeric(init, "given as init"), d)
 
     def _valid_centers(self, init, d):
         """Given or called-for initial centres checked as scikit-learn checks
@@ -266,10 +272,8 @@ class KCluster(RecordsKernels, BaseEstimator):
     def _called_init(self, X, rng):
         """scikit-learn's callable init on the host rows X (they must all be
         in this process): its centres in X's dtype, checked."""
-        centers = np.asarray(self.init(X, self.n_clusters, random_state=rng))
-        if centers.dtype.kind not in "fiub":
-            raise ValueError(f"The initial centers returned by init must be numeric, got "
-                             f"dtype {centers.dtype}.")
+        centers = _numeric(np.asarray(self.init(X, self.n_clusters, random_state=rng)),
+                           "returned by init")
         return self._valid_centers(centers.astype(X.dtype), X.shape[1])
 
     def _init_centers(self, data, init, rng, host_w, ranks):
