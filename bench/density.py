@@ -3,6 +3,8 @@ listed in ESTIMATORS) against scikit-learn's, in the same run.
 
     python3 bench/density.py --devices NVIDIA --sizes 10000 100000 1000000
     python3 bench/density.py --devices "Intel(R) OpenCL" --sizes 2000 10000
+    python3 bench/density.py --devices NVIDIA --estimators DBSCAN DBSCAN-brute \
+        --d 2 3 8 --neighbours 30 --sizes 1000000 10000000 --sklearn-max-n 1000000
 
 Data: _common.blobs(n, d, 20) (../shared/bench's float32 blobs, made
 float64).  scikit-learn runs up to --sklearn-max-n rows (its HDBSCAN is
@@ -10,17 +12,29 @@ O(N log N) to O(N^2) on the host's cores); each oclclust result is compared
 with it: "same" is the fraction of rows with scikit-learn's exact label and
 "ARI" the adjusted Rand index (HDBSCAN is exact up to 20,000 rows, where
 tied heights run Prim's on the rows; past that a tied height may condense
-otherwise).  Kernels are built on a small warm-up set first.  --phases
+otherwise).  --neighbours N: DBSCAN's eps for each size and dimension such
+that a blob's centre has about N rows within eps (the rows of a blob thin
+out as n shrinks and d grows; without it eps=2.0); DBSCAN runs with
+algorithm="auto" (the grid where it wins), DBSCAN-brute with "brute".
+Kernels are built on a small warm-up set first.  --phases
 splits HDBSCAN's time into core distances, MST and the host's tree.  A new
 estimator is one more Bench row in ESTIMATORS.
 """
 import argparse
+import math
 import time
 from typing import Callable, NamedTuple
 
 import numpy as np
 
 from _common import add_devices_argument, blobs, import_oclclust, table, timed
+
+
+def eps_for(n, d, k, neighbours):
+    """eps that puts about *neighbours* rows of blobs(n, d, k) within eps of
+    a blob's centre: n/k rows of unit normal density times the eps-ball's volume."""
+    ball = np.pi ** (d / 2) / math.gamma(d / 2 + 1)
+    return float((neighbours * k / n * (2 * np.pi) ** (d / 2) / ball) ** (1 / d))
 
 
 class Bench(NamedTuple):
@@ -45,6 +59,8 @@ ESTIMATORS = [
           dict(min_cluster_size=20, min_samples=10)),
     Bench("DBSCAN", lambda oc, p, dev: oc.DBSCAN(devices=dev, **p), _sk_dbscan,
           dict(eps=2.0, min_samples=10)),
+    Bench("DBSCAN-brute", lambda oc, p, dev: oc.DBSCAN(devices=dev, algorithm="brute", **p),
+          _sk_dbscan, dict(eps=2.0, min_samples=10)),
 ]
 
 
@@ -70,11 +86,13 @@ def hdbscan_phases(oc, X, params, devices):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", "--n", type=int, nargs="+", default=[10000, 100000])
-    ap.add_argument("--d", type=int, default=8)
+    ap.add_argument("--d", type=int, nargs="+", default=[8])
     ap.add_argument("--k", type=int, default=20, help="blob centres")
     ap.add_argument("--sklearn-max-n", type=int, default=100000)
     ap.add_argument("--estimators", nargs="+", default=[b.name for b in ESTIMATORS])
     ap.add_argument("--phases", action="store_true")
+    ap.add_argument("--neighbours", type=float, default=None,
+                    help="DBSCAN's eps for about this many rows within eps of a blob's centre")
     add_devices_argument(ap)
     args = ap.parse_args()
     oc = import_oclclust()
@@ -85,32 +103,38 @@ def main():
     device = preferred(select_devices(args.devices))[0]
     print(f"oclclust on {device}; scikit-learn {sklearn.__version__}; d={args.d}, "
           f"{args.k} blobs", flush=True)
-    warm = blobs(600, args.d, args.k).astype(np.float64)
-    for b in benches:                     # kernel builds out of the timings
-        b.ours(oc, b.params, args.devices).fit(warm)
+    header = ["n", "d", "estimator", "eps", "oclclust s", "sklearn s", "speed-up",
+              "clusters", "same", "ARI"]
     rows = []
-    for n in args.sizes:
-        X = blobs(n, args.d, args.k).astype(np.float64)
-        for b in benches:
-            t_oc, _, ours = timed(lambda: b.ours(oc, b.params, args.devices).fit(X))
-            t_sk, same, ari = None, "", ""
-            if n <= args.sklearn_max_n:
-                t_sk, _, theirs = timed(lambda: b.theirs(b.params).fit(X))
-                same = f"{np.mean(ours.labels_ == theirs.labels_):.4f}"
-                ari = f"{adjusted_rand_score(theirs.labels_, ours.labels_):.4f}"
-            clusters = len(set(ours.labels_.tolist()) - {-1, -2, -3})
-            rows.append([str(n), b.name, f"{t_oc:.3f}",
-                         f"{t_sk:.3f}" if t_sk else "-",
-                         f"{t_sk / t_oc:.1f}x" if t_sk else "-", str(clusters), same, ari])
-            print(table(["n", "estimator", "oclclust s", "sklearn s", "speed-up",
-                         "clusters", "same", "ARI"], rows[-1:]), flush=True)
-            if args.phases and b.name == "HDBSCAN":
-                t_core, t_mst, t_tree = hdbscan_phases(oc, X, b.params, args.devices)
-                print(f"  phases: core distances {t_core:.3f} s, MST {t_mst:.3f} s, "
-                      f"host tree {t_tree:.3f} s", flush=True)
+    for d in args.d:
+        warm = blobs(600, d, args.k).astype(np.float64)
+        for b in benches:                     # kernel builds out of the timings
+            small = {**b.params, "eps": 0.1} if "eps" in b.params else b.params
+            b.ours(oc, small, args.devices).fit(warm)     # (small eps: DBSCAN's grid)
+        for n in args.sizes:
+            X = blobs(n, d, args.k).astype(np.float64)
+            for b in benches:
+                params = dict(b.params)
+                if args.neighbours and "eps" in params:
+                    params["eps"] = eps_for(n, d, args.k, args.neighbours)
+                t_oc, _, ours = timed(lambda: b.ours(oc, params, args.devices).fit(X))
+                t_sk, same, ari = None, "", ""
+                if n <= args.sklearn_max_n:
+                    t_sk, _, theirs = timed(lambda: b.theirs(params).fit(X))
+                    same = f"{np.mean(ours.labels_ == theirs.labels_):.4f}"
+                    ari = f"{adjusted_rand_score(theirs.labels_, ours.labels_):.4f}"
+                clusters = len(set(ours.labels_.tolist()) - {-1, -2, -3})
+                rows.append([str(n), str(d), b.name, f"{params.get('eps', ''):.4g}"
+                             if "eps" in params else "-", f"{t_oc:.3f}",
+                             f"{t_sk:.3f}" if t_sk else "-",
+                             f"{t_sk / t_oc:.1f}x" if t_sk else "-", str(clusters), same, ari])
+                print(table(header, rows[-1:]), flush=True)
+                if args.phases and b.name == "HDBSCAN":
+                    t_core, t_mst, t_tree = hdbscan_phases(oc, X, b.params, args.devices)
+                    print(f"  phases: core distances {t_core:.3f} s, MST {t_mst:.3f} s, "
+                          f"host tree {t_tree:.3f} s", flush=True)
     print()
-    print(table(["n", "estimator", "oclclust s", "sklearn s", "speed-up", "clusters",
-                 "same", "ARI"], rows))
+    print(table(header, rows))
 
 
 if __name__ == "__main__":

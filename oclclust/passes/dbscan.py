@@ -75,9 +75,10 @@ class Neighbourhoods:
     def _base(self):
         return dict(d=self.d, metric=self.metric, wg=self.wg, **self.plan.base)
 
-    def counts(self, w=None):
+    def counts(self, w=None, enough=np.inf):
         """Each row's summed weight (1 each without *w*) within eps, its own
-        included; the eps-graph stored when it fits (see the module)."""
+        included (exact: *enough*, the grid's early stop, is not needed
+        here); the eps-graph stored when it fits (see the module)."""
         weights = cla.to_device(self.q, np.ascontiguousarray(
             np.ones(1) if w is None else w, self.plan.dtype))
         out = cla.empty(self.q, self.n, self.plan.dtype)
@@ -101,6 +102,22 @@ class Neighbourhoods:
         nbr = cla.empty(self.q, max(edges, 1), np.int32)
         self._launch(NeighboursSpec(**self._base()), "dbscan_neighbours", start.data, nbr.data)
         self.graph = (start, nbr)
+
+    def components(self, core):
+        """Each core row's component as its least core row index (-1 for the
+        others): rounds of the least core label within eps, each followed by
+        pointer jumping on the host (O(n)), until no label moves."""
+        label = np.where(core, np.arange(self.n), -1)
+        while True:
+            lowered = self.min_label(label, core)
+            while True:                       # pointer jumping: a label's own label
+                jumped = np.where(lowered >= 0, lowered[np.maximum(lowered, 0)], -1)
+                if np.array_equal(jumped, lowered):
+                    break
+                lowered = jumped
+            if np.array_equal(lowered, label):
+                return label
+            label = lowered
 
     def min_label(self, label, want):
         """For each row with *want*: the least of its own label and those of

@@ -1,17 +1,22 @@
-"""oclgrind plugin: DBSCAN's device passes (passes/dbscan.py) -- counts and
-least labels within eps on a ragged set with distances exactly at eps, in
-every metric, with the eps-graph stored (its rows made and read) and
-without it, against numpy.
+"""oclgrind plugin: DBSCAN's device passes (passes/dbscan.py and
+passes/dbscan_grid.py) -- counts and least labels within eps on a ragged
+set with distances exactly at eps, in every metric, with the eps-graph
+stored (its rows made and read), without it, and over the grid of cells
+(its counts with and without weights and an early stop, and the core rows'
+components by its union-find), against numpy.
 
 Run:  cd /tmp && PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized \
       --check-api --build-options -cl-opt-disable python tests/harness/oclgrind_driver.py --only dbscan
 """
 import numpy as np
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import cdist
 
 from oclgrind_driver import mark, profile_for
 from oclclust.passes.linkage import plan_for
 from oclclust.passes.dbscan import Neighbourhoods
+from oclclust.passes.dbscan_grid import GridNeighbourhoods
+from oclclust.passes.grid import CellGrid
 
 
 def exercise_dbscan(device, log):
@@ -32,6 +37,38 @@ def exercise_dbscan(device, log):
     log("dbscan: ok")
 
 
-EXERCISERS = {name: [exercise_dbscan] for name in (
-    "dbscan_counts.cl.mako", "dbscan_min_label.cl.mako", "dbscan_neighbours.cl.mako",
-    "dbscan_graph_min_label.cl.mako")}
+def exercise_dbscan_grid(device, log):
+    X = np.random.RandomState(5).randint(0, 5, (41, 3)).astype(float)
+    w = np.random.RandomState(6).uniform(0, 2, len(X))
+    plan = plan_for([profile_for(device, True)])
+    for metric in ("euclidean", "cityblock", "chebyshev"):
+        mark(f"dbscan grid {metric}")
+        near = cdist(X, X, metric) <= 1.0
+        hoods = GridNeighbourhoods(plan, CellGrid(X, 1.0, plan.dtype), 1.0, metric)
+        full = near.sum(axis=1)
+        if not np.allclose(hoods.counts(w), near @ w, rtol=1e-12):
+            raise AssertionError(f"dbscan grid weighted counts {metric}")
+        stopped = hoods.counts(enough=3)
+        if not np.array_equal(np.minimum(stopped, 3), np.minimum(full, 3)):
+            raise AssertionError(f"dbscan grid counts stopped at 3 {metric}")
+        label = np.arange(len(X))
+        got = hoods.min_label(label, np.ones(len(X), bool))
+        if not np.array_equal(got, np.where(near, label[None, :], len(X)).min(axis=1)):
+            raise AssertionError(f"dbscan grid least labels {metric}")
+        core = full >= 3
+        _, part = connected_components(near & core[:, None] & core[None, :], directed=False)
+        least = {p: np.flatnonzero(core & (part == p)).min() for p in set(part[core])}
+        expected = np.array([least[p] if c else -1 for p, c in zip(part, core)])
+        if not np.array_equal(hoods.components(core), expected):
+            raise AssertionError(f"dbscan grid components {metric}")
+    log("dbscan grid: ok")
+
+
+EXERCISERS = {
+    **{name: [exercise_dbscan] for name in (
+        "dbscan_counts.cl.mako", "dbscan_min_label.cl.mako", "dbscan_neighbours.cl.mako",
+        "dbscan_graph_min_label.cl.mako")},
+    **{name: [exercise_dbscan_grid] for name in (
+        "dbscan_grid_counts.cl.mako", "dbscan_grid_min_label.cl.mako",
+        "dbscan_grid_union.cl.mako")},
+}

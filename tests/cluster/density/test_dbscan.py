@@ -23,12 +23,15 @@ def grid():
     return np.array([[i, j] for i in range(9) for j in range(7)], float)
 
 
-@pytest.mark.parametrize("data", ["blobs", "blobs3d", "grid"])
+@pytest.mark.parametrize("data", ["blobs", "blobs3d", "grid", "blobs5d"])
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan", "chebyshev"])
 @pytest.mark.parametrize("eps,min_samples", [(0.5, 5), (1.0, 4), (3.0, 30), (0.05, 2)])
-def test_labels_equal_sklearns(devices, data, metric, eps, min_samples):
-    X = {"blobs": blobs(), "blobs3d": blobs(301, 3, seed=2), "grid": grid()}[data]
-    ours = oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices).fit(X)
+@pytest.mark.parametrize("algorithm", ["brute", "grid"])
+def test_labels_equal_sklearns(devices, data, metric, eps, min_samples, algorithm):
+    X = {"blobs": blobs(), "blobs3d": blobs(301, 3, seed=2), "grid": grid(),
+         "blobs5d": blobs(257, 5, seed=3)}[data]
+    ours = oc.DBSCAN(eps, min_samples=min_samples, metric=metric, algorithm=algorithm,
+                     devices=devices).fit(X)
     ref = SKDBSCAN(eps=eps, min_samples=min_samples, metric=metric).fit(X)
     assert np.array_equal(ours.labels_, ref.labels_)
     assert np.array_equal(ours.core_sample_indices_, ref.core_sample_indices_)
@@ -36,20 +39,34 @@ def test_labels_equal_sklearns(devices, data, metric, eps, min_samples):
 
 
 @pytest.mark.parametrize("eps", [0.4, 1.0])
-def test_sample_weight_counts_as_sklearns(devices, eps):
+@pytest.mark.parametrize("algorithm", ["brute", "grid"])
+@pytest.mark.parametrize("low", [0, -2])
+def test_sample_weight_counts_as_sklearns(devices, eps, algorithm, low):
     X = blobs(400)
-    w = np.random.default_rng(1).integers(0, 4, len(X)).astype(float)
-    ours = oc.DBSCAN(eps, min_samples=6, devices=devices).fit(X, sample_weight=w)
+    w = np.random.default_rng(1).integers(low, 4, len(X)).astype(float)
+    ours = oc.DBSCAN(eps, min_samples=6, algorithm=algorithm, devices=devices).fit(
+        X, sample_weight=w)
     ref = SKDBSCAN(eps=eps, min_samples=6).fit(X, sample_weight=w)
     assert np.array_equal(ours.labels_, ref.labels_)
     assert np.array_equal(ours.fit_predict(X, sample_weight=w), ref.labels_)
 
 
-def test_duplicates_all_noise_and_one_cluster(devices):
+@pytest.mark.parametrize("algorithm", ["brute", "grid"])
+def test_duplicates_all_noise_and_one_cluster(devices, algorithm):
     X = np.repeat(blobs(60), 3, axis=0)
     for eps, ms in ((1e-9, 3), (1e-9, 4), (100.0, 2)):
-        ours = oc.DBSCAN(eps, min_samples=ms, devices=devices).fit(X)
+        ours = oc.DBSCAN(eps, min_samples=ms, algorithm=algorithm, devices=devices).fit(X)
         assert np.array_equal(ours.labels_, SKDBSCAN(eps=eps, min_samples=ms).fit(X).labels_)
+
+
+@pytest.mark.parametrize("eps,expected", [(0.3, "dbscan/dbscan_grid_counts.cl.mako"),
+                                          (50.0, "dbscan/dbscan_counts.cl.mako")])
+def test_auto_takes_the_grid_where_it_compares_fewer_pairs(devices, eps, expected):
+    """Spread rows: the grid; every row within eps of every other: every pair."""
+    X = blobs(2000)
+    ours = oc.DBSCAN(eps, devices=devices).fit(X)
+    assert expected in {record["template"] for record in ours.kernels_}
+    assert np.array_equal(ours.labels_, SKDBSCAN(eps=eps).fit(X).labels_)
 
 
 @pytest.mark.parametrize("params,X,error,match", [

@@ -25,6 +25,8 @@ from ....passes.linkage import check_range, plan_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .rules import graph_labels
 from ....passes.dbscan import Neighbourhoods
+from ....passes.dbscan_grid import GRID_METRICS, GridNeighbourhoods
+from ....passes.grid import CellGrid
 from ....passes.lloyd_csr import CsrRows
 from ....runtime.validation import (check_data, check_params, check_sample_weight, checked_csr,
                                     is_sparse)
@@ -34,6 +36,9 @@ from ....runtime.warning_site import user_stacklevel
 METRICS = {"euclidean": "euclidean", "l2": "euclidean", "manhattan": "cityblock",
            "cityblock": "cityblock", "l1": "cityblock", "chebyshev": "chebyshev",
            "infinity": "chebyshev"}
+# algorithm="auto": the grid where it compares fewer pairs than this share of
+# n^2 (its candidates cost more each than the brute tiles')
+GRID_SHARE = 0.25
 # minkowski's p the device computes
 MINKOWSKI = {1: "cityblock", 2: "euclidean", np.inf: "chebyshev"}
 # scipy.spatial.distance's metrics scikit-learn names (its aliases mapped)
@@ -71,11 +76,16 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     """Density-based clustering (DBSCAN) on an OpenCL device.
 
     scikit-learn's parameters and attributes (``labels_``,
-    ``core_sample_indices_``, ``components_``); ``algorithm``, ``leaf_size``
-    and ``n_jobs`` are accepted and checked (no tree is built); ``devices``:
-    as in every oclclust estimator.  euclidean, manhattan, chebyshev (and
-    minkowski with p 1, 2, inf) on dense rows run on the device in O(n d)
-    memory, the eps-graph never stored; the other metrics, callables,
+    ``core_sample_indices_``, ``components_``); ``leaf_size`` and ``n_jobs``
+    are accepted and checked; ``devices``: as in every oclclust estimator.
+    euclidean, manhattan, chebyshev (and minkowski with p 1, 2, inf) on
+    dense rows run on the device in O(n d) memory, the eps-graph never
+    stored, each row compared either with every row (``algorithm="brute"``)
+    or only with the rows of the cells around its own in a grid of cells
+    wider than eps over up to 3 features (``"grid"``, and scikit-learn's
+    spatial indexes ``"kd_tree"`` and ``"ball_tree"``); ``"auto"`` takes the
+    grid where it compares fewer than a quarter of the pairs.  The labels
+    are the same either way.  The other metrics, callables,
     metric_params and ``metric="precomputed"`` (dense or sparse) build the
     eps-graph on the host a block of rows at a time (memory: its pairs);
     sparse rows: euclidean distances on the device, the others on the host.
@@ -98,7 +108,7 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         "min_samples": [(numbers.Integral, 1, None)],
         "metric": [*HOST_METRICS, "precomputed", callable],
         "metric_params": [dict, None],
-        "algorithm": ["auto", "ball_tree", "kd_tree", "brute"],
+        "algorithm": ["auto", "ball_tree", "kd_tree", "brute", "grid"],
         "leaf_size": [(numbers.Integral, 1, None)],
         "p": [(numbers.Real, 0, None, "right"), None],
         "n_jobs": [numbers.Integral, None],
@@ -138,24 +148,12 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
             return self._from_graph(X, metric_graph(X, float(self.eps), metric, params), w)
         plan = plan_for(self.devices)
         check_range(X, plan)
-        hoods = Neighbourhoods(plan, X, float(self.eps), device)
-        core = hoods.counts(w) >= self.min_samples
-        n = X.shape[0]
-        # the core rows' components: each core row's label the least core index it reaches
-        label = np.where(core, np.arange(n), -1)
-        while True:
-            lowered = hoods.min_label(label, core)
-            while True:                       # pointer jumping: a label's own label
-                jumped = np.where(lowered >= 0, lowered[np.maximum(lowered, 0)], -1)
-                if np.array_equal(jumped, lowered):
-                    break
-                lowered = jumped
-            if np.array_equal(lowered, label):
-                break
-            label = lowered
-        roots = np.unique(label[core])       # ascending: scikit-learn's numbering
-        number = np.full(n, -1)
-        number[core] = np.searchsorted(roots, label[core])
+        hoods = _neighbourhoods(plan, X, float(self.eps), device, self.algorithm)
+        core = hoods.counts(w, enough=self.min_samples) >= self.min_samples
+        label = hoods.components(core)       # each core row's least core index
+        roots = np.zeros(X.shape[0] + 1, bool)
+        roots[label[core]] = True            # scikit-learn numbers clusters by it
+        number = np.where(core, np.cumsum(roots)[label] - 1, -1)
         border = hoods.min_label(number, ~core)
         return self._set(X, np.where(core, number, border).astype(np.intp), core)
 
@@ -180,6 +178,19 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         tags.input_tags.pairwise = self.metric == "precomputed"
         tags.input_tags.sparse = True
         return tags
+
+
+def _neighbourhoods(plan, X, eps, metric, algorithm):
+    """The device's neighbourhoods of the rows X: over a grid of cells
+    (passes/grid.py) for algorithm "grid", "kd_tree" and "ball_tree" (a
+    spatial index, the same labels), and for "auto" where the grid compares
+    fewer than GRID_SHARE of the n^2 pairs; every pair ("brute") otherwise
+    and for the metrics the grid cannot cut."""
+    if algorithm != "brute" and metric in GRID_METRICS:
+        grid = CellGrid(X, eps, plan.dtype)
+        if algorithm != "auto" or grid.candidate_pairs() < GRID_SHARE * float(X.shape[0]) ** 2:
+            return GridNeighbourhoods(plan, grid, eps, metric)
+    return Neighbourhoods(plan, X, eps, metric)
 
 
 def _rows(X, name):

@@ -1,0 +1,64 @@
+"""DBSCAN's grid passes (passes/dbscan_grid.py) against numpy: weighted
+counts within eps (and their early stop), the least label within eps and
+the core rows' components, on ragged row counts with distances exactly at
+eps, 1 to 5 features (3 of them gridded), far from the origin."""
+import numpy as np
+import pytest
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial.distance import cdist
+
+from oclclust.passes.dbscan_grid import GridNeighbourhoods
+from oclclust.passes.grid import CellGrid
+from oclclust.passes.linkage import plan_for
+
+BIG = np.iinfo(np.int64).max
+
+
+def _hoods(devices, X, eps, metric):
+    plan = plan_for(devices)
+    return GridNeighbourhoods(plan, CellGrid(X, eps, plan.dtype), eps, metric)
+
+
+@pytest.mark.parametrize("metric", ["euclidean", "cityblock", "chebyshev"])
+@pytest.mark.parametrize("n,d,offset", [(1, 1, 0), (63, 2, 0), (130, 5, 0), (257, 3, 1e5)])
+def test_counts_labels_and_components_equal_numpy(devices, metric, n, d, offset):
+    rng = np.random.default_rng(n)
+    X = rng.integers(0, 4, (n, d)).astype(float) + offset     # distances exactly at eps
+    eps = 1.0
+    near = cdist(X, X, metric) <= eps
+    hoods = _hoods(devices, X, eps, metric)
+    w = rng.uniform(0, 2, n)
+    np.testing.assert_allclose(hoods.counts(w), near @ w, rtol=1e-12)
+    assert np.array_equal(hoods.counts(), near.sum(axis=1))
+    enough = hoods.counts(enough=3)           # exact below 3, at least 3 above
+    full = near.sum(axis=1)
+    assert np.array_equal(enough < 3, full < 3) and np.array_equal(enough[full < 3], full[full < 3])
+    label = np.where(rng.random(n) < 0.5, rng.integers(0, n, n), -1)
+    want = rng.random(n) < 0.7
+    masked = np.where(near & (label >= 0)[None, :], label[None, :], BIG)
+    least = np.minimum(masked.min(axis=1), np.where(label >= 0, label, BIG))
+    expected = np.where(want, np.where(least == BIG, -1, least), label)
+    assert np.array_equal(hoods.min_label(label, want), expected)
+    core = full >= 4
+    _, component = connected_components(near & core[:, None] & core[None, :], directed=False)
+    least_core = np.full(component.max() + 1, BIG)
+    np.minimum.at(least_core, component[core], np.flatnonzero(core))
+    assert np.array_equal(hoods.components(core), np.where(core, least_core[component], -1))
+
+
+def test_negative_weights_count_every_neighbour(devices):
+    X = np.arange(12.0)[:, None]
+    w = np.where(np.arange(12) % 3 == 0, -1.0, 2.0)
+    near = np.abs(X - X.T) <= 1.5
+    np.testing.assert_allclose(_hoods(devices, X, 1.5, "euclidean").counts(w, enough=1),
+                               near @ w)
+
+
+def test_one_long_chain_is_one_component(devices):
+    """Rows 0.9 apart on a line, shuffled: every link a different work-item's;
+    the component's label is its least row index, 0."""
+    order = np.random.default_rng(3).permutation(2000)
+    X = (0.9 * order)[:, None]
+    hoods = _hoods(devices, X, 1.0, "euclidean")
+    core = np.ones(2000, bool)
+    assert np.array_equal(hoods.components(core), np.zeros(2000))

@@ -1,0 +1,54 @@
+"""The grid of cells (passes/grid.py) on the host: keys sorted, a cell's
+rows in row order, and every pair within eps (in the device's value type)
+in cells adjacent in every gridded feature, where distances fall exactly at
+eps, coordinates sit far from the origin, and cells widen past MAX_CELLS."""
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from oclclust.passes import grid as grid_module
+from oclclust.passes.grid import CellGrid, grid_features
+
+
+def _coords(grid):
+    """Each sorted row's cell coordinates (gridded features) from its key."""
+    g = grid.g
+    multiplier, cells = grid.shape[:g], grid.shape[g:]
+    return (grid.keys[:, None] // multiplier[None, :]) % cells[None, :]
+
+
+def _data(kind, rng):
+    if kind == "integers":            # many pairs at exactly eps = 1
+        return rng.integers(0, 6, (300, 3)).astype(float)
+    if kind == "far":                 # coordinates far from 0, eps small
+        return 1e6 + rng.uniform(0, 1, (300, 2))
+    if kind == "wide":                # 5 features, 3 gridded
+        return rng.normal(0, 1, (300, 5)) * [1, 4, 0.1, 2, 3]
+    return rng.uniform(-1, 1, (300, 1))
+
+
+@pytest.mark.parametrize("kind,eps", [("integers", 1.0), ("far", 0.05), ("wide", 0.7),
+                                      ("line", 0.01)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("max_cells", [grid_module.MAX_CELLS, 4])
+def test_pairs_within_eps_are_in_adjacent_cells(monkeypatch, kind, eps, dtype, max_cells):
+    monkeypatch.setattr(grid_module, "MAX_CELLS", max_cells)
+    X = _data(kind, np.random.default_rng(len(kind)))
+    grid = CellGrid(X, eps, dtype)
+    assert np.all(np.diff(grid.keys) >= 0)
+    same_cell = np.diff(grid.keys) == 0
+    assert np.all(np.diff(grid.order)[same_cell] > 0)          # stable: row order
+    assert np.all(grid.shape[grid.g:] <= max(max_cells, 1))
+    assert grid.occupancy.sum() == len(X)
+    values = np.asarray(X, dtype)
+    near = cdist(values, values, "chebyshev") <= eps * (1 + 1e-6)
+    coords = np.empty_like(_coords(grid))
+    coords[grid.order] = _coords(grid)
+    i, j = np.nonzero(near)
+    assert np.all(np.abs(coords[i] - coords[j]) <= 1)
+
+
+def test_the_widest_features_are_gridded():
+    X = np.random.default_rng(0).normal(0, 1, (100, 5)) * [1, 4, 0.1, 2, 3]
+    assert list(grid_features(X)) == [1, 3, 4]
+    assert list(grid_features(X[:, :2])) == [0, 1]
