@@ -13,6 +13,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec
+from ..runtime.transfer import download, upload
 from .linkage import exact_kernel
 
 GRID_METRICS = ("euclidean", "cityblock", "chebyshev")
@@ -69,7 +70,7 @@ class GridNeighbourhoods:
             self.keys.data, self.shape.data, self.index.data, *args)
 
     def _sorted(self, values, dtype):
-        return cla.to_device(self.q, self.grid.sorted(values).astype(dtype))
+        return upload(self.q, self.grid.sorted(values), dtype)
 
     def counts(self, w=None, enough=np.inf):
         """Each row's summed weight (1 each without *w*) within eps, its own
@@ -83,17 +84,17 @@ class GridNeighbourhoods:
         self._launch(GridCountsSpec(weighted=w is not None, **self._base()),
                      "dbscan_grid_counts", weights.data, self.plan.dtype.type(enough),
                      out.data)
-        return out.get(self.q).astype(np.float64)
+        return download(self.q, out).astype(np.float64)
 
     def components(self, core):
         """Each core row's component as its least core row index (-1 for the others)."""
-        parent = cla.to_device(self.q, np.arange(self.n, dtype=np.int32))
+        parent = upload(self.q, np.arange(self.n, dtype=np.int32))
         spec = GridUnionSpec(**self._base())
         self._launch(spec, "dbscan_grid_union", self._sorted(core, np.int8).data, parent.data)
         root = cla.empty(self.q, self.n, np.int32)
         exact_kernel(self.q, spec, "dbscan_grid_roots")(
             self.q, (self.size,), (self.wg,), np.int32(self.n), parent.data, root.data)
-        return np.where(core, root.get(self.q), -1).astype(np.int64)
+        return np.where(core, download(self.q, root), -1).astype(np.int64)
 
     def min_label(self, label, want):
         """As Neighbourhoods.min_label: for each row with *want*, the least
@@ -102,4 +103,4 @@ class GridNeighbourhoods:
         self._launch(GridMinLabelSpec(**self._base()), "dbscan_grid_min_label",
                      self._sorted(label, np.int32).data, self._sorted(want, np.int8).data,
                      out.data)
-        return out.get(self.q).astype(np.int64)
+        return download(self.q, out).astype(np.int64)

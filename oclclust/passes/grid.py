@@ -19,18 +19,48 @@ device stores them, widened to float64 exactly) in float64, whose rounding
 is far below the margin while a feature has at most MAX_CELLS cells (past
 that the cells widen: more candidates, the same pairs).
 """
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
-import pyopencl.array as cla
+
+from ..runtime.transfer import upload
 
 GRID_DIMS = 3          # features cut into cells: 3^g cells searched a row
 MARGIN = 2.0 ** -10    # a cell's width over eps
 MAX_CELLS = 1 << 20    # cells along a feature (keys stay below 2^60)
+SORT_THREADS = max(1, min(16, os.cpu_count() or 1))
+SORT_SPLIT = 1 << 20   # keys a sort takes before it is spread over threads
 
 
 def grid_features(X, g=GRID_DIMS):
-    """The (at most) g features of widest extent, in feature order."""
-    extent = X.max(axis=0) - X.min(axis=0)
-    return np.sort(np.argsort(-extent, kind="stable")[:min(g, X.shape[1])])
+    """(the at most g features of widest extent in feature order, every
+    feature's least value, every feature's extent)."""
+    lo = np.array([X[:, f].min() for f in range(X.shape[1])], np.float64)
+    extent = np.array([X[:, f].max() for f in range(X.shape[1])], np.float64) - lo
+    features = np.sort(np.argsort(-extent, kind="stable")[:min(g, X.shape[1])])
+    return features, lo, extent
+
+
+def stable_order(keys, threads=SORT_THREADS):
+    """np.argsort(keys, kind="stable"), its work spread over *threads*
+    (numpy sorts without the GIL): the keys split into value ranges at a
+    sample's quantiles, the split's order stable (a radix sort of 16-bit
+    range numbers), each range's rows sorted stably on a thread of its own."""
+    if threads < 2 or len(keys) < SORT_SPLIT:
+        return np.argsort(keys, kind="stable")
+    sample = np.sort(keys[::max(1, len(keys) // (64 * threads))])
+    bounds = sample[(np.arange(1, threads) * len(sample)) // threads]
+    part = np.searchsorted(bounds, keys, side="right").astype(np.uint16)
+    order = np.argsort(part, kind="stable")
+    edges = np.searchsorted(part[order], np.arange(threads + 1))
+
+    def sort_range(r):
+        rows = order[edges[r]:edges[r + 1]]
+        rows[:] = rows[np.argsort(keys[rows], kind="stable")]
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(sort_range, range(threads)))
+    return order
 
 
 class CellGrid:
@@ -45,29 +75,33 @@ class CellGrid:
     def __init__(self, X, eps, dtype):
         self.n, self.d = X.shape
         values = np.ascontiguousarray(X, dtype)
-        self.features = grid_features(values)
-        cut = values[:, self.features].astype(np.float64)
-        lo, extent = cut.min(axis=0), cut.max(axis=0) - cut.min(axis=0)
+        self.features, lo, extent = grid_features(values)
+        lo, extent = lo[self.features], extent[self.features]
         width = np.maximum(eps * (1 + MARGIN), extent / (MAX_CELLS - 1))
         self.cells = (np.floor(extent / width).astype(np.int64) + 1)
-        coords = np.minimum(np.floor((cut - lo) / width).astype(np.int64), self.cells - 1)
+        keys = np.zeros(self.n, np.int64)
+        cut = np.empty(self.n, np.float64)
+        for f, feature in enumerate(self.features):      # mixed radix, the last fastest
+            np.subtract(values[:, feature], lo[f], out=cut)
+            np.floor(np.divide(cut, width[f], out=cut), out=cut)
+            keys *= self.cells[f]
+            keys += np.minimum(cut.astype(np.int64), self.cells[f] - 1)
         multiplier = np.ones(len(self.cells), np.int64)
         for f in range(len(self.cells) - 2, -1, -1):
             multiplier[f] = multiplier[f + 1] * self.cells[f + 1]
-        keys = coords @ multiplier
-        self.order = np.argsort(keys, kind="stable")
+        self.order = stable_order(keys)
         self.keys = keys[self.order]
-        self.occupancy = np.diff(np.flatnonzero(np.diff(self.keys, prepend=-1, append=-1)))
+        starts = np.flatnonzero(self.keys[1:] != self.keys[:-1]) + 1
+        self.occupancy = np.diff(np.concatenate([[0], starts, [self.n]]))
         self.shape = np.concatenate([multiplier, self.cells])
         self._values = values
 
     def upload(self, queue):
         """(x, keys, index, shape) on *queue*'s device: the sorted rows,
         their keys, their indices in X (int32) and the grid's shape."""
-        return (cla.to_device(queue, self._values[self.order]),
-                cla.to_device(queue, self.keys),
-                cla.to_device(queue, self.order.astype(np.int32)),
-                cla.to_device(queue, self.shape))
+        return (upload(queue, np.take(self._values, self.order, axis=0)),
+                upload(queue, self.keys), upload(queue, self.order.astype(np.int32)),
+                upload(queue, self.shape))
 
     @property
     def g(self):

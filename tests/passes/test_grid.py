@@ -7,7 +7,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from oclclust.passes import grid as grid_module
-from oclclust.passes.grid import CellGrid, grid_features
+from oclclust.passes.grid import CellGrid, grid_features, stable_order
 
 
 def _coords(grid):
@@ -50,5 +50,17 @@ def test_pairs_within_eps_are_in_adjacent_cells(monkeypatch, kind, eps, dtype, m
 
 def test_the_widest_features_are_gridded():
     X = np.random.default_rng(0).normal(0, 1, (100, 5)) * [1, 4, 0.1, 2, 3]
-    assert list(grid_features(X)) == [1, 3, 4]
-    assert list(grid_features(X[:, :2])) == [0, 1]
+    features, lo, extent = grid_features(X)
+    assert list(features) == [1, 3, 4]
+    assert np.array_equal(lo, X.min(axis=0)) and np.array_equal(extent, np.ptp(X, axis=0))
+    assert list(grid_features(X[:, :2])[0]) == [0, 1]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+@pytest.mark.parametrize("distinct", [3, 1000, 1 << 40])
+def test_stable_order_is_numpys(monkeypatch, threads, distinct):
+    """Spread over threads or not, with few distinct keys (ranges empty or
+    one key wide) or many: numpy's stable argsort."""
+    monkeypatch.setattr(grid_module, "SORT_SPLIT", 10)
+    keys = np.random.default_rng(distinct).integers(0, distinct, 5000)
+    assert np.array_equal(stable_order(keys, threads), np.argsort(keys, kind="stable"))
