@@ -17,7 +17,8 @@ that a blob's centre has about N rows within eps (the rows of a blob thin
 out as n shrinks and d grows; without it eps=2.0); DBSCAN runs with
 algorithm="auto" (the grid where it wins), DBSCAN-brute with "brute".
 Kernels are built on a small warm-up set first.  --phases
-splits HDBSCAN's time into core distances, MST and the host's tree.  A new
+splits HDBSCAN's time into core distances (over the grid of cells from
+GRID_FROM rows, as algorithm="auto" runs them), MST and the host's tree.  A new
 estimator is one more Bench row in ESTIMATORS.
 """
 import argparse
@@ -66,14 +67,14 @@ ESTIMATORS = [
 
 def hdbscan_phases(oc, X, params, devices):
     """(core distances s, MST s, host tree s) of one HDBSCAN fit's parts."""
-    from oclclust.cluster.density.hdbscan.hdbscan import PRIM_TIES_UP_TO
+    from oclclust.cluster.density.hdbscan.hdbscan import GRID_FROM, PRIM_TIES_UP_TO
     from oclclust.passes.linkage import plan_for
     from oclclust.cluster.density.hdbscan.tree import hdbscan_labels
     from oclclust.passes.mst import minimum_spanning_tree
     from oclclust.passes.neighbours import core_distances, prim_edges
     plan = plan_for(devices)
     t0 = time.perf_counter()
-    core = core_distances(plan, X, params["min_samples"])
+    core = core_distances(plan, X, params["min_samples"], grid=len(X) >= GRID_FROM)
     t1 = time.perf_counter()
     a, b, w = minimum_spanning_tree(plan, X, "euclidean", core=core, ties="any")
     if np.any(w[1:] == w[:-1]) and len(X) <= PRIM_TIES_UP_TO:

@@ -69,11 +69,13 @@ class CellGrid:
     ``order`` (the sorted rows' indices in X), ``keys`` (their cell keys,
     int64 ascending), ``shape`` (the grid for the kernels, int64: each
     gridded feature's key multiplier, then its number of cells),
-    ``features`` (the gridded ones) and ``occupancy`` (rows a non-empty
-    cell).  ``upload(queue)``: the device's copies."""
+    ``features`` (the gridded ones), ``cells`` (along each), ``eps`` and
+    ``occupancy`` (rows a non-empty cell).  ``upload(queue)``: the
+    device's copies."""
 
     def __init__(self, X, eps, dtype):
         self.n, self.d = X.shape
+        self.eps = eps
         values = np.ascontiguousarray(X, dtype)
         self.features, lo, extent = grid_features(values)
         lo, extent = lo[self.features], extent[self.features]

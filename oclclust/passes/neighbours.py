@@ -3,14 +3,22 @@
 Pairs with templates/neighbours/knn_core.cl.mako: distances computed from
 the rows as the MST engine computes them (passes/mst.py, pdist's
 arithmetic), never stored, so the core distances and the mutual
-reachability weights round alike.  O(n k) memory, O(n^2 d) work.
+reachability weights round alike.  O(n k) memory, O(n^2 d) work.  Over a
+grid of cells (passes/grid.py; knn_grid_core.cl.mako) in low dimensions:
+each row searches rings of cells around its own until its k-th distance is
+inside them, the same k values; the rows still searching after GRID_RINGS
+rings (far from every other) finish with knn_core over every row.
 """
 import dataclasses
 
 import numpy as np
 import pyopencl.array as cla
 
+from scipy.spatial.distance import cdist
+
 from ..runtime.codegen import Spec
+from ..runtime.transfer import download, upload
+from .grid import CellGrid
 from .linkage import Plan, exact_kernel
 from .mst import MST_METRICS
 
@@ -24,6 +32,22 @@ class KnnCoreSpec(Spec):
     metric: str = "euclidean"
     k: int = 1
     wg: int = 64
+    subset: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class KnnGridCoreSpec(Spec):
+    template = "neighbours/knn_grid_core.cl.mako"
+    d: int = 1
+    metric: str = "euclidean"
+    k: int = 1
+    g: int = 1
+
+
+GRID_METRICS = ("euclidean", "cityblock", "chebyshev")   # distances >= each feature's difference
+GRID_RINGS = 8         # rings of cells a row searches before knn_core finishes it
+WIDTH_QUERIES = 256    # rows whose neighbours estimate the grid's cell width
+WIDTH_SAMPLE = 1 << 16   # rows they are measured against
 
 
 def row_tile_work_group(plan, d, extra_bytes=0):
@@ -34,25 +58,34 @@ def row_tile_work_group(plan, d, extra_bytes=0):
     return 1 << (min(fits, plan.wg).bit_length() - 1)
 
 
-def knn_spec(plan, d, metric, k):
+def knn_spec(plan, d, metric, k, subset=False):
     """A work-group's tile of rows in local memory (row_tile_work_group)."""
-    return KnnCoreSpec(d=d, metric=metric, k=k, wg=row_tile_work_group(plan, d), **plan.base)
+    return KnnCoreSpec(d=d, metric=metric, k=k, wg=row_tile_work_group(plan, d),
+                       subset=subset, **plan.base)
+
+
+def _plan(plan):
+    return plan if isinstance(plan, Plan) else Plan(plan, np.float64 if plan.fp64 else np.float32)
+
+
+def _check(X, k, metric, metrics=NEIGHBOUR_METRICS):
+    if metric not in metrics:
+        raise ValueError(f"metric must be one of {metrics}, got {metric!r}")
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"Expected 2D array, got {X.ndim}D array instead")
+    if not 1 <= k <= X.shape[0]:
+        raise ValueError(f"k must be in [1, n_samples={X.shape[0]}], got {k}")
+    return X
 
 
 def k_nearest_distances(plan, X, k, metric="euclidean"):
     """n x k float64: each row's k smallest distances to the rows of X (its
     own, 0, among them), ascending.  *plan*: a passes.linkage.Plan or a
     DeviceProfile."""
-    if metric not in NEIGHBOUR_METRICS:
-        raise ValueError(f"metric must be one of {NEIGHBOUR_METRICS}, got {metric!r}")
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"Expected 2D array, got {X.ndim}D array instead")
+    X = _check(X, k, metric)
     n, d = X.shape
-    if not 1 <= k <= n:
-        raise ValueError(f"k must be in [1, n_samples={n}], got {k}")
-    if not isinstance(plan, Plan):
-        plan = Plan(plan, np.float64 if plan.fp64 else np.float32)
+    plan = _plan(plan)
     q = plan.queue
     spec = knn_spec(plan, d, metric, int(k))
     kern = exact_kernel(q, spec, "knn_core")
@@ -63,9 +96,67 @@ def k_nearest_distances(plan, X, k, metric="euclidean"):
     return out.get(q).astype(np.float64)
 
 
-def core_distances(plan, X, min_samples, metric="euclidean"):
-    """Each row's distance to its min_samples-th nearest row, itself counted."""
-    return k_nearest_distances(plan, X, min_samples, metric)[:, -1]
+def _subset_nearest(plan, x, n, d, rows, k, metric):
+    """len(rows) x k: the k smallest distances of the device rows x[rows]
+    to all n rows of x (knn_core's subset)."""
+    q = plan.queue
+    spec = knn_spec(plan, d, metric, int(k), subset=True)
+    out = cla.empty(q, (len(rows), k), plan.dtype)
+    groups = -(-len(rows) // spec.wg)
+    exact_kernel(q, spec, "knn_core")(q, (groups * spec.wg,), (spec.wg,), x.data, np.int32(n),
+                                      upload(q, rows.astype(np.int32)).data,
+                                      np.int32(len(rows)), out.data)
+    return download(q, out)
+
+
+def grid_width(X, k, metric):
+    """The grid's cell width for k nearest rows: half the median k-th
+    distance of WIDTH_QUERIES rows, estimated from their nearest among
+    WIDTH_SAMPLE rows (the k m/n-th of m rows sits about as far as the k-th
+    of n); a positive width where that is 0 (duplicates)."""
+    n = X.shape[0]
+    sample = X[::max(1, n // WIDTH_SAMPLE)]
+    queries = X[::max(1, n // WIDTH_QUERIES)]
+    near = np.sort(cdist(queries, sample, metric), axis=1)
+    column = int(np.clip(round(k * len(sample) / n), 1, len(sample))) - 1
+    kth = near[:, column]
+    positive = kth[kth > 0]
+    if positive.size == 0:
+        return float(np.ptp(X, axis=0).max() or 1.0)
+    return float(np.median(positive)) / 2
+
+
+def grid_k_nearest_distances(plan, X, k, metric="euclidean"):
+    """k_nearest_distances over a grid of cells (see the module): the same
+    n x k values, for the metrics of GRID_METRICS."""
+    X = _check(X, k, metric, GRID_METRICS)
+    n, d = X.shape
+    plan = _plan(plan)
+    q = plan.queue
+    grid = CellGrid(X, grid_width(X, k, metric), plan.dtype)
+    x, keys, index, shape = grid.upload(q)
+    out = cla.empty(q, (n, k), plan.dtype)
+    left = cla.empty(q, n, np.int8)
+    spec = KnnGridCoreSpec(d=d, metric=metric, k=int(k), g=grid.g, **plan.base)
+    size = -(-n // plan.wg) * plan.wg
+    exact_kernel(q, spec, "knn_grid_core")(
+        q, (size,), (plan.wg,), x.data, np.int32(n), keys.data, shape.data, index.data,
+        plan.dtype.type(grid.eps), np.int32(GRID_RINGS), np.int32(grid.cells.max() - 1),
+        out.data, left.data)
+    distances = download(q, out)
+    rows = np.flatnonzero(download(q, left))
+    if rows.size:                  # their places among the sorted rows
+        place = np.empty(n, np.int64)
+        place[grid.order] = np.arange(n)
+        distances[rows] = _subset_nearest(plan, x, n, d, place[rows], k, metric)
+    return distances.astype(np.float64)
+
+
+def core_distances(plan, X, min_samples, metric="euclidean", grid=False):
+    """Each row's distance to its min_samples-th nearest row, itself
+    counted; over a grid of cells with *grid* (grid_k_nearest_distances)."""
+    nearest = grid_k_nearest_distances if grid else k_nearest_distances
+    return nearest(plan, X, min_samples, metric)[:, -1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,8 +173,7 @@ def prim_edges(plan, X, metric, core):
     the MST engine's (passes/mst.py prim_rows): n launches, for trees whose
     heights tie."""
     from . import mst                       # the engine's Prim on the rows
-    if not isinstance(plan, Plan):
-        plan = Plan(plan, np.float64 if plan.fp64 else np.float32)
+    plan = _plan(plan)
     q = plan.queue
     n, d = X.shape
     x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))

@@ -13,6 +13,10 @@ within each run of three cells along the last feature; the runs in the
 order of the other features' offsets (-1, 0, 1 each, the first feature
 slowest); none after the condition *until* (if given) holds (checked
 before each).
+for_ring(p, q, r): the same for the cells of ring *r* (an int expression)
+around sorted row p's cell: the cells r away in some gridded feature and at
+most r in all (ring 0: its own cell); each line of cells along the last
+feature a range at the ring's edge, else its two ends.
 </%doc>
 <%def name="lower_bound()">
 static int lower_bound(__global const long *restrict keys, const int n, const long key)
@@ -52,6 +56,44 @@ static int lower_bound(__global const long *restrict keys, const int n, const lo
             for (int ${q} = lower_bound(keys, n, first_key + shift);
                  ${q} < stop${more}; ++${q}) {
 ${caller.body()}
+            }
+% for f in range(g - 1):
+        }
+% endfor
+    }
+</%def>
+<%def name="for_ring(p, q, r)">
+    {
+        const long own_key = keys[${p}];
+        const long cells_last = shape[${2 * g - 1}];
+        const long last = own_key % cells_last;
+% for f in range(g - 1):
+        const long cell${f} = (own_key / shape[${f}]) % shape[${g + f}];
+% endfor
+% for f in range(g - 1):
+        for (long o${f} = -(${r}); o${f} <= (${r}); ++o${f}) {
+            if (cell${f} + o${f} < 0 || cell${f} + o${f} >= shape[${g + f}])
+                continue;
+% endfor
+            const long line = own_key - last\
+% for f in range(g - 1):
+ + o${f} * shape[${f}]\
+% endfor
+;
+            const int edge = (${r}) == 0\
+% for f in range(g - 1):
+ || o${f} == (${r}) || o${f} == -(${r})\
+% endfor
+;
+            for (int side = 0; side < (edge ? 1 : 2); ++side) {
+                const long from = max(side ? last + (${r}) : last - (${r}), 0L);
+                const long to = min(edge || side ? last + (${r}) : last - (${r}), cells_last - 1);
+                if (from > to)
+                    continue;
+                const int stop = lower_bound(keys, n, line + to + 1);
+                for (int ${q} = lower_bound(keys, n, line + from); ${q} < stop; ++${q}) {
+${caller.body()}
+                }
             }
 % for f in range(g - 1):
         }

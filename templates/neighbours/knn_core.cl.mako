@@ -4,10 +4,11 @@ distance 0): HDBSCAN's core distance is the last of them (scikit-learn's
 kneighbors of the fitted rows, which counts the row itself).  Distances are
 computed from the rows on the fly (mst_distance.cl.mako, pdist's arithmetic,
 the MST engine's), never stored: the other rows pass through local memory a
-work-group's tile at a time.  Reads spec: d, metric, k, wg.
-  knn_core: one work-item a row; its k smallest so far in a private sorted
-            list (insertion: k is small, min_samples); out[i*k .. i*k+k-1]
-            ascending.
+work-group's tile at a time.  Reads spec: d, metric, k, wg, subset.
+  knn_core: one work-item a row (subset: a row of the m in ``rows``, the
+            rows the grid's search left, passes/neighbours.py); its k
+            smallest so far in a private sorted list (insertion: k is
+            small, min_samples); out[i*k .. i*k+k-1] ascending.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 <%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
@@ -20,17 +21,25 @@ work-group's tile at a time.  Reads spec: d, metric, k, wg.
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void knn_core(__global const real_t *restrict x, const int n,
+% if subset:
+              __global const int *restrict rows, const int m,
+% endif
               __global real_t *restrict out)
 {
     __local real_t tile[WG * D];
     const int i = get_global_id(0), lid = get_local_id(0);
+% if subset:
+    const int row = rows[i < m ? i : m - 1];   /* items past m stage tiles, write nothing */
+% else:
+    const int m = n;
     const int row = i < n ? i : n - 1;   /* items past n stage tiles, write nothing */
+% endif
     real_t own[D];
     for (int c = 0; c < D; ++c)
         own[c] = x[(size_t)row * D + c];
     real_t best[K];
-    for (int m = 0; m < K; ++m)
-        best[m] = INFINITY;
+    for (int s = 0; s < K; ++s)
+        best[s] = INFINITY;
     for (int base = 0; base < n; base += WG) {
         const int j0 = base + lid;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -42,14 +51,14 @@ void knn_core(__global const real_t *restrict x, const int n,
             __local const real_t *other = tile + t * D;
 ${dist.pair_distance("own", "other", "dd")}\
             if (dd < best[K - 1]) {
-                int m = K - 1;
-                for (; m > 0 && best[m - 1] > dd; --m)
-                    best[m] = best[m - 1];
-                best[m] = dd;
+                int s = K - 1;
+                for (; s > 0 && best[s - 1] > dd; --s)
+                    best[s] = best[s - 1];
+                best[s] = dd;
             }
         }
     }
-    if (i < n)
-        for (int m = 0; m < K; ++m)
-            out[(size_t)i * K + m] = best[m];
+    if (i < m)
+        for (int s = 0; s < K; ++s)
+            out[(size_t)i * K + s] = best[s];
 }

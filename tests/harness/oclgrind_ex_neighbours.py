@@ -1,5 +1,9 @@
 """oclgrind plugin: the neighbours templates (passes/neighbours.py) on 9 rows.
 
+knn_grid_core.cl.mako (the k nearest over the grid of cells, its rings)
+and knn_core's subset (the rows left past the rings: with none allowed, all
+of them) on 23 rows with an outlier, against knn_core over every pair.
+
 knn_core.cl.mako (k nearest distances, rows staged a work-group's tile at
 a time: 9 rows over work-groups of 4, the last tile ragged) for every metric
 and k of 1 and 4, against numpy; prim_source.cl.mako (scikit-learn's Prim
@@ -55,7 +59,23 @@ def exercise_neighbours(device, log):
     log("neighbours: ok")
 
 
+def exercise_grid_neighbours(device, log):
+    plan = Plan(profile_for(device, True), "float64")
+    rng = np.random.RandomState(8)
+    X = np.vstack([rng.randint(0, 4, (22, 3)).astype(float), [[40.0, 0, 0]]])
+    rings = nb.GRID_RINGS
+    for metric in nb.GRID_METRICS:
+        for nb.GRID_RINGS in (rings, -1):
+            mark(f"knn_grid_core {metric} rings={nb.GRID_RINGS}")
+            if not np.array_equal(nb.grid_k_nearest_distances(plan, X, 4, metric),
+                                  nb.k_nearest_distances(plan, X, 4, metric)):
+                raise AssertionError(f"knn_grid_core {metric} rings={nb.GRID_RINGS}")
+    nb.GRID_RINGS = rings
+    log("grid neighbours: ok")
+
+
 EXERCISERS = {
-    "knn_core.cl.mako": [exercise_neighbours],
+    "knn_core.cl.mako": [exercise_neighbours, exercise_grid_neighbours],
     "prim_source.cl.mako": [exercise_neighbours],
+    "knn_grid_core.cl.mako": [exercise_grid_neighbours],
 }

@@ -1,11 +1,15 @@
 """k nearest distances on the device (passes/neighbours.py) against numpy:
-every metric, k from 1 (the row itself) to n, ragged row counts."""
+every metric, k from 1 (the row itself) to n, ragged row counts; over the
+grid of cells, the same values as every pair's, on clusters, far
+outliers (finished by the subset pass), duplicates and lines."""
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
-from oclclust.passes.neighbours import (NEIGHBOUR_METRICS, core_distances,
-                                        k_nearest_distances, prim_edges)
+import oclclust.passes.neighbours as neighbours
+from oclclust.passes.neighbours import (GRID_METRICS, NEIGHBOUR_METRICS, core_distances,
+                                        grid_k_nearest_distances, k_nearest_distances,
+                                        prim_edges)
 
 
 @pytest.mark.parametrize("metric", NEIGHBOUR_METRICS)
@@ -16,6 +20,34 @@ def test_k_nearest_vs_numpy(profile, metric, n, d, k):
     got = k_nearest_distances(profile, X, k, metric)
     rtol = 1e-12 if profile.fp64 else 1e-5
     np.testing.assert_allclose(got, ref, rtol=rtol, atol=rtol)
+
+
+def _grid_data(kind):
+    rng = np.random.default_rng(7)
+    if kind == "integers":                    # ties at every distance
+        return rng.integers(0, 5, (300, 2)).astype(float)
+    if kind == "outliers":                    # rows far from the rest: past the rings
+        return np.vstack([rng.normal(0, 1, (600, 5)), rng.normal(0, 1, (4, 5)) * 60])
+    if kind == "duplicates":
+        return np.repeat(rng.normal(0, 1, (40, 3)), 6, axis=0)
+    return rng.normal(0, 1, (500, 1)) + 1e6   # a line far from the origin
+
+
+@pytest.mark.parametrize("metric", GRID_METRICS)
+@pytest.mark.parametrize("kind", ["integers", "outliers", "duplicates", "line"])
+@pytest.mark.parametrize("k", [1, 6, 17])
+def test_grid_k_nearest_equal_every_pairs(profile, metric, kind, k):
+    X = _grid_data(kind)
+    assert np.array_equal(grid_k_nearest_distances(profile, X, k, metric),
+                          k_nearest_distances(profile, X, k, metric))
+
+
+def test_grid_rows_past_the_rings_finish_on_every_pair(profile, monkeypatch):
+    """No ring at all: every row's k nearest from the subset pass."""
+    monkeypatch.setattr(neighbours, "GRID_RINGS", -1)
+    X = _grid_data("outliers")
+    assert np.array_equal(grid_k_nearest_distances(profile, X, 5),
+                          k_nearest_distances(profile, X, 5))
 
 
 def test_core_distance_counts_the_row_itself(profile):

@@ -52,11 +52,16 @@ def assert_same(ours, theirs, exact=True):
         assert np.mean(ours.labels_ == theirs.labels_) > 0.9
 
 
-@pytest.mark.parametrize("metric", ["euclidean", "manhattan", "chebyshev", "sqeuclidean"])
+@pytest.mark.parametrize("metric, algorithm", [
+    ("euclidean", "brute"), ("manhattan", "brute"), ("chebyshev", "brute"),
+    ("sqeuclidean", "brute"), ("euclidean", "kd_tree"), ("manhattan", "kd_tree"),
+    ("chebyshev", "ball_tree")])
 @pytest.mark.parametrize("min_samples", [None, 3])
-def test_metrics_match_sklearn(devices, metric, min_samples):
+def test_metrics_match_sklearn(devices, metric, min_samples, algorithm):
+    """kd_tree, ball_tree: the core distances over the grid of cells."""
     X = sk_blobs()
-    ours = oc.HDBSCAN(metric=metric, min_samples=min_samples, devices=devices).fit(X)
+    ours = oc.HDBSCAN(metric=metric, min_samples=min_samples, algorithm=algorithm,
+                      devices=devices).fit(X)
     assert_same(ours, sk_fit(X, metric=metric, min_samples=min_samples))
 
 

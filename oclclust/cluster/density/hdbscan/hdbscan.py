@@ -19,7 +19,7 @@ from .metrics import DEVICE, NAMES, check_algorithm, distance_matrix, on_device,
 from .tree import labels_at_cut, single_linkage, tree_labels, tree_record
 from ....passes.linkage import check_range, plan_for
 from ....passes.mst import minimum_spanning_tree
-from ....passes.neighbours import core_distances, prim_edges
+from ....passes.neighbours import GRID_METRICS, core_distances, prim_edges
 from ....runtime.validation import check_data, check_params, is_sparse
 
 # d(x / s, y / s) = d(x, y) / s ** power: alpha divides the pair distance
@@ -33,6 +33,8 @@ MISSING = (-3, np.nan)
 # launches; past this many rows Boruvka's tree is taken (the same clusters
 # at every height; a tied height may condense otherwise)
 PRIM_TIES_UP_TO = 20000
+# algorithm="auto": core distances over a grid of cells from this many rows
+GRID_FROM = 4096
 
 
 class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
@@ -41,9 +43,13 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     scikit-learn's parameters and attributes (``labels_``,
     ``probabilities_``, ``centroids_`` / ``medoids_`` with store_centers)
     and ``dbscan_clustering``; ``devices``: as in every oclclust estimator.
-    ``algorithm`` and ``leaf_size`` are checked as scikit-learn checks them
-    (no neighbour tree is built: the device, or the host's matrix, computes
-    every distance).  X is never written to, so ``copy`` changes nothing.
+    ``algorithm`` and ``leaf_size`` are checked as scikit-learn checks them;
+    the core distances of euclidean, manhattan and chebyshev rows come from
+    a grid of cells over up to 3 features (passes/neighbours.py) with
+    ``algorithm="kd_tree"`` or ``"ball_tree"`` (scikit-learn's spatial
+    indexes), and with ``"auto"`` from 4096 rows, else from every pair; the
+    same values either way.  X is never written to, so ``copy`` changes
+    nothing.
     Rows with NaN get label -3, with inf -2, as in scikit-learn.
 
     Attributes
@@ -176,7 +182,12 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         metric = DEVICE[self.metric]
         plan = plan_for(self.devices)
         check_range(X, plan)
-        core = core_distances(plan, X, min_samples, metric)
+        # a grid of cells where the metric allows and the rows are many
+        # (kd_tree / ball_tree: a spatial index asked for, at any size)
+        grid = metric in GRID_METRICS and (
+            self.algorithm in ("kd_tree", "ball_tree") or
+            (self.algorithm == "auto" and X.shape[0] >= GRID_FROM))
+        core = core_distances(plan, X, min_samples, metric, grid=grid)
         rows = X if self.alpha == 1.0 else X / self.alpha ** (1.0 / HOMOGENEITY[metric])
         a, b, w = minimum_spanning_tree(plan, rows, metric, core=core, ties="any")
         if np.any(w[1:] == w[:-1]) and X.shape[0] <= PRIM_TIES_UP_TO:
