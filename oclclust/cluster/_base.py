@@ -206,10 +206,12 @@ class KCluster(RecordsKernels, BaseEstimator):
         every rank, then ``_fit``; a device that fails is dropped and the fit
         starts over on the others from the same random state."""
         self._check_params()
-        if getattr(self, "spherical", False):   # compared by cosine: unit rows (a copy)
-            X = unit_rows(X, type(self).__name__)
+        # compared by cosine: unit rows (a copy), made where a rank's refusal reaches every rank
+        unit = (lambda X: unit_rows(X, type(self).__name__)) \
+            if getattr(self, "spherical", False) else None
         if is_dask_array(X):   # the rows stay on a Dask cluster's workers
             from ..parallel.dask import dask_fit_data
+            X = X if unit is None else unit(X)
             data, host_w = dask_fit_data(X, sample_weight, self.devices, self.dtype,
                                          self.comm, type(self).__name__,
                                          self._stat_values(_columns(X)))
@@ -217,7 +219,8 @@ class KCluster(RecordsKernels, BaseEstimator):
         else:
             data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype,
                                            self.comm, self._calibration_pass,
-                                           type(self).__name__, self._stat_values(_columns(X)))
+                                           type(self).__name__, self._stat_values(_columns(X)),
+                                           unit)
         rng = check_random_state(self.random_state)
 
         def attempt():

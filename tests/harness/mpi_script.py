@@ -3,7 +3,9 @@
     mpiexec -n 3 python tests/harness/mpi_script.py CASE OUTDIR [--estimator KMeans]
                                             [--init k-means++] [--weighted]
 
-``--covariance-type``: GaussianMixture's.
+``--covariance-type``: GaussianMixture's.  ``--spherical``: the estimator's
+spherical=True (KMeans, EnsembleKMeans); ``--sparse``: each rank's rows as
+a scipy CSR matrix (KMeans's sparse fit).
 ``--init``: the estimator's initialisation (GaussianMixture's init_params;
 without it, GaussianMixture starts from a whole given model); "repeated"
 (KMeans, EnsembleKMeans): one iteration from given centres of which two are
@@ -12,7 +14,8 @@ equal, so a row fills the empty cluster and stays its centre.
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
 raised (type and message).  ``--plan PLAN.json`` runs a list of fit and
 mismatch cases in this one launch instead (each entry: run_case's
-keywords: case, estimator_name, init, weighted, dtype, covariance_type), entry i writing rank<r>_<i>.json:
+keywords: case, estimator_name, init, weighted, dtype, covariance_type,
+spherical, sparse), entry i writing rank<r>_<i>.json:
 the process's start, imports and kernels once for them all.  Cases:
 fit (each rank fits its slice of one data set), mismatch (rank 1's shard
 has a feature fewer), empty (rank 1 has no rows), fail_mid (rank 1 raises
@@ -156,6 +159,8 @@ def main():
     ap.add_argument("--estimator", default="KMeans")
     ap.add_argument("--covariance-type")   # GaussianMixture's, when not its default
     ap.add_argument("--plan")
+    ap.add_argument("--spherical", action="store_true")
+    ap.add_argument("--sparse", action="store_true")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     out = Path(args.out)
@@ -172,12 +177,13 @@ def main():
             run_case(comm, devices, out / f"rank{comm.Get_rank()}_{i}.json", **entry)
         return 0
     run_case(comm, devices, out / f"rank{comm.Get_rank()}.json", args.case, args.estimator,
-             args.init, args.weighted, args.dtype, args.covariance_type)
+             args.init, args.weighted, args.dtype, args.covariance_type, args.spherical,
+             args.sparse)
     return 0
 
 
 def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weighted=False,
-             dtype="float64", covariance_type=None):
+             dtype="float64", covariance_type=None, spherical=False, sparse=False):
     """One case's fit on this rank; what it fitted or raised to *path*."""
     rank = comm.Get_rank()
     X, w = data()
@@ -195,6 +201,11 @@ def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weig
     km = estimator(estimator_name, devices, comm, init)
     if covariance_type:
         km.set_params(covariance_type=covariance_type)
+    if spherical:
+        km.set_params(spherical=True)
+    if sparse:
+        from scipy.sparse import csr_matrix
+        X = csr_matrix(X)
     try:
         if weighted:
             km.fit(X, sample_weight=w)
