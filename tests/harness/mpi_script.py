@@ -25,7 +25,10 @@ kill_mid (rank 1's process ends there: os._exit, SIGKILL), fail_between
 shards (each rank loads its slice of three .npy files), split_free (every
 estimator of split_free_models.py on rows shared in whole blocks of its
 sums, parallel.shares.rank_rows: each rank pickles its models to
-OUTDIR/split_free<r>.pkl).
+OUTDIR/split_free<r>.pkl), checkpoint (a KMeans fit with OUTDIR/fit.ckpt:
+with ``--kill-after N`` rank 0 kills itself after its N-th write; without,
+each rank resumes, fits again without a checkpoint and writes whether the
+two agree, its writes and the iteration it resumed at).
 """
 import argparse
 import json
@@ -149,6 +152,31 @@ def split_free(comm, platform, dtype, out):
     (out / f"split_free{comm.Get_rank()}.pkl").write_bytes(pickle.dumps(models))
 
 
+def checkpointed(comm, devices, out, kill_after):
+    """Case checkpoint (see the module)."""
+    from oclclust.cluster import checkpoint
+    X, _ = data()
+    start, stop = shard_range(len(X), comm)
+    real, writes = checkpoint.Checkpoint.write, []
+
+    def write(self, state):
+        writes.append(state["iteration"])
+        real(self, state)
+        if len(writes) == kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+    checkpoint.Checkpoint.write = write
+    km = estimator("KMeans", devices, comm).set_params(checkpoint=str(out / "fit.ckpt"))
+    resumed_at = checkpoint.read(out / "fit.ckpt")[1]["iteration"] \
+        if (out / "fit.ckpt").exists() and kill_after is None else None
+    km.fit(X[start:stop])
+    checkpoint.Checkpoint.write = real
+    ref = estimator("KMeans", devices, comm).fit(X[start:stop])
+    same = all(np.array_equal(getattr(km, a), getattr(ref, a))
+               for a in ("cluster_centers_", "labels_", "inertia_", "n_iter_"))
+    (out / f"rank{comm.Get_rank()}.json").write_text(json.dumps(dict(
+        same=same, writes=len(writes), resumed_at=resumed_at, n_iter=int(km.n_iter_))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -161,12 +189,16 @@ def main():
     ap.add_argument("--plan")
     ap.add_argument("--spherical", action="store_true")
     ap.add_argument("--sparse", action="store_true")
+    ap.add_argument("--kill-after", type=int)
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     out = Path(args.out)
     devices = os.environ.get("OCLCLUST_TEST_PLATFORM") or None
     if args.case == "split_free":
         split_free(comm, devices, args.dtype, out)
+        return 0
+    if args.case == "checkpoint":
+        checkpointed(comm, devices, out, args.kill_after)
         return 0
     if args.case == "shards":
         X = load_shard(sorted(str(p) for p in out.glob("part*.npy")), comm)

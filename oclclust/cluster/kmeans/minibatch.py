@@ -29,6 +29,7 @@ import numpy as np
 
 from .._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KCluster,
                      TransformerMixin)
+from ..checkpoint import CHECKPOINT_RULES, Checkpoint, rng_state, set_rng_state
 from ..inits import draw_centers
 from .sparse import csr_start, rows_on_device, transform_csr
 from .minibatch_rows import DeviceRows, HostRows, SparseRows, WorkerRows
@@ -41,6 +42,11 @@ from ...runtime.validation import (all_finite, check_data, check_random_state, n
                                    check_sample_weight, checked_csr, is_sparse)
 from ...runtime.warning_site import user_stacklevel
 
+
+# what a fit's mini-batch steps carry from one to the next, beside the centres
+# and the random stream: a checkpoint's state (scikit-learn's counters)
+STEP_STATE = ("_counts", "_ewa_inertia", "_ewa_inertia_min", "_no_improvement",
+              "_n_since_last_reassign")
 
 # whether a fit gathers and folds its batches on the device where its rows
 # sit whole (DeviceRows: the same bits as HostRows; the tests compare both)
@@ -79,14 +85,17 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         "reassignment_ratio": [(numbers.Real, 0, None)],
         "compute_labels": [bool],
         "spherical": [bool],
+        **CHECKPOINT_RULES,
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
                  verbose=0, compute_labels=True, random_state=None, tol=0.0,
                  max_no_improvement=10, init_size=None, n_init="auto",
                  reassignment_ratio=0.01, devices=None, dtype=None, spherical=False,
-                 precision="float32"):
+                 precision="float32", checkpoint=None, checkpoint_every=1):
         self.n_clusters = n_clusters
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
         self.precision = precision
         self.init = init
         self.max_iter = max_iter
@@ -318,34 +327,41 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
         with self._rows(X, sample_weight, resident=True) as rows:
-            return self._fit(rows)
+            return self._fit(rows, Checkpoint.of(self, X, sample_weight, rows.n, rows.d,
+                                                 rows.dtype))
 
-    def _fit(self, rows):
+    def _fit(self, rows, checkpoint=None):
         self._prepare(rows)
         n, w = rows.n, rows.w
         rng = check_random_state(self.random_state)
-        valid = rng.randint(0, n, self._init_size)
-        best, best_inertia = None, None
-        for _ in range(self._n_init):
-            centers = self._init_centroids(rows, rng)
-            inertia = self._batch(rows, valid, w[valid], centers).inertia
-            if best_inertia is None or inertia < best_inertia:
-                best, best_inertia = centers, inertia
-        centers = best
-        self._counts = np.zeros(self.n_clusters, rows.dtype)
-        self._ewa_inertia = self._ewa_inertia_min = None
-        self._no_improvement = self._n_since_last_reassign = 0
+        saved = None if checkpoint is None else checkpoint.saved
+        if saved is None:
+            centers = self._best_init(rows, rng)
+            self._counts = np.zeros(self.n_clusters, rows.dtype)
+            self._ewa_inertia = self._ewa_inertia_min = None
+            self._no_improvement = self._n_since_last_reassign = 0
+            first, done = 0, False
+        else:   # resumed after the checkpoint's step, its random stream where it was
+            centers, first, done = saved["centers"], saved["step"] + 1, saved["done"]
+            set_rng_state(rng, saved)
+            for name in STEP_STATE:
+                setattr(self, name, saved[name])
         n_steps = (self.max_iter * n) // self._batch_size
         # batches drawn by weight, each row of one then counted once (scikit-learn's)
         draw = weighted_draws(rng, w / np.sum(w))
         unit = np.ones(self._batch_size, rows.dtype)
-        step = -1
-        for step in range(n_steps):
+        step = first - 1
+        for step in range(first, first if done else n_steps):
             batch = draw(self._batch_size)
             new, inertia = self._step(rows, batch, unit, centers, rng, self._random_reassign())
             shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) if self._tol else 0.0
             centers = new
-            if self._converged(step, n_steps, n, shift, inertia):
+            done = self._converged(step, n_steps, n, shift, inertia)
+            if checkpoint is not None:
+                checkpoint.step(lambda: dict(
+                    centers=centers, step=step, done=done, **rng_state(rng),
+                    **{name: getattr(self, name) for name in STEP_STATE}))
+            if done:
                 break
         self.n_steps_ = step + 1
         self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
@@ -353,6 +369,18 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         if not self.compute_labels:
             self.inertia_ = self._ewa_inertia * float(np.sum(w))
         return self
+
+    def _best_init(self, rows, rng):
+        """scikit-learn's start: of n_init inits, the one of least inertia on
+        a validation draw of init_size rows."""
+        valid = rng.randint(0, rows.n, self._init_size)
+        best, best_inertia = None, None
+        for _ in range(self._n_init):
+            centers = self._init_centroids(rows, rng)
+            inertia = self._batch(rows, valid, rows.w[valid], centers).inertia
+            if best_inertia is None or inertia < best_inertia:
+                best, best_inertia = centers, inertia
+        return best
 
     def partial_fit(self, X, y=None, sample_weight=None):
         """One mini-batch step on X (the next chunk of a stream)."""

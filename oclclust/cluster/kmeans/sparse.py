@@ -19,7 +19,8 @@ import warnings
 
 import numpy as np
 
-from .lloyd_loop import LloydBackend, fit_lloyd
+from .lloyd_loop import LloydBackend, fit_lloyd, saved_centers
+from ..checkpoint import Checkpoint
 from ...parallel.comm import Ranks, local_rank
 from ...parallel.manager import DeviceManager
 from ...parallel.placement import manager_for
@@ -197,26 +198,34 @@ def fit_csr(est, X, sample_weight):
         error = exc
     shape = (rows.n, rows.d, rows.dtype) if error is None else (0, 0, "float64")
     ranks = Ranks(comm, *shape, error=error)
-    fitted = ranks.run_failing_all(lambda: _fit_csr_rows(est, rows, w, ranks))
+    fitted = ranks.run_failing_all(lambda: _fit_csr_rows(est, rows, w, ranks, Checkpoint.of(
+        est, X, sample_weight, ranks.n, rows.d, rows.dtype, ranks)))
     ranks.close()
     return fitted
 
 
-def _fit_csr_rows(est, rows, w, ranks):
-    """fit_csr's fit of this rank's CsrRows *rows* (weights *w*) over all *ranks*."""
+def _fit_csr_rows(est, rows, w, ranks, checkpoint=None):
+    """fit_csr's fit of this rank's CsrRows *rows* (weights *w*) over all
+    *ranks*; *checkpoint*: the fit's (fit_lloyd's), of one run."""
     est._check_n_samples(ranks.n, rows.d)
     rng = check_random_state(est.random_state)
     tol = sparse_tol(rows.wide, est.tol, ranks)
     init = est._checked_init(rows.d)
     runs = est._runs(init)
-    starts = [csr_start(est, init, rows, rng, w, ranks) for _ in range(runs)]
+    if checkpoint is not None and runs > 1:   # its runs follow one another: a run's state
+        raise ValueError("checkpoint on sparse X needs one run: pass n_init=1 (or dense X, "
+                         "whose runs are one ensemble)")
+    if checkpoint is not None and checkpoint.saved is not None:
+        starts = saved_centers(checkpoint.saved)
+    else:
+        starts = [csr_start(est, init, rows, rng, w, ranks) for _ in range(runs)]
     best = None
     for start in starts:
         history = []
         centers, inertia, n_iter, labels = fit_lloyd(
             CsrModel(rows, w, est.n_clusters, bool(getattr(est, "spherical", False)), ranks),
             [start], est.max_iter, tol, rows, w, est.verbose if ranks.rank == 0 else 0,
-            history)
+            history, checkpoint)
         if best is None or inertia[0] < best[1]:
             best = (centers[0], inertia[0], int(n_iter[0]), labels[0], history)
     centers, inertia, n_iter, labels, history = best

@@ -21,6 +21,8 @@ import numpy as np
 from .mdl import (Fitted, Model, cholesky_of_precisions, covariances_of, m_step, precisions_of,
                   raw_second_moment, records, select_order)
 from .._base import KCluster
+from ..checkpoint import CHECKPOINT_RULES, rng_state, set_rng_state
+from .gmm_checkpoint import fitted_state, saved_fitted
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array, joined_mean_var_finite
 from .gmm_shards import GmmShards
@@ -95,6 +97,7 @@ class GaussianMixture(DensityMixin, KCluster):
         "precisions_init": [None, np.ndarray, list, tuple],
         "warm_start": [bool],
         "min_components": [None, (numbers.Integral, 1, None)],
+        **CHECKPOINT_RULES,
     }
     _fitted_attribute = "means_"
 
@@ -102,8 +105,10 @@ class GaussianMixture(DensityMixin, KCluster):
                  max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
                  means_init=None, precisions_init=None, random_state=None,
                  warm_start=False, min_components=None, devices=None, dtype=None, comm=None,
-                 verbose=0, precision="float32"):
+                 verbose=0, precision="float32", checkpoint=None, checkpoint_every=1):
         self.n_components = n_components
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
         self.precision = precision
         self.covariance_type = covariance_type
         self.tol = tol
@@ -178,17 +183,29 @@ class GaussianMixture(DensityMixin, KCluster):
         # scikit-learn's warm start: one EM run from the last fit's parameters
         warm = self._warm_model(d) if self.warm_start and hasattr(self, "converged_") else None
         n_init = 1 if warm is not None or all(g is not None for g in given) else self.n_init
-        for init in range(n_init):
-            model = warm if warm is not None else self._initial_model(gm, data, given, rng,
-                                                                      host_w)
-            # a warm start's first change is from the last fit's lower bound
-            fitted = self._em(gm, model, n, -np.inf if warm is None else self.lower_bound_)
+        checkpoint = self._checkpoint = getattr(self, "_checkpoint", None)
+        saved, first = None if checkpoint is None else checkpoint.saved, 0
+        if saved is not None:   # resumed in init saved["init"], after its draws
+            set_rng_state(rng, saved)
+            self.history_, first = saved["history"], saved["init"]
+            best = saved_fitted(saved, "best_")
+        for init in range(first, n_init):
+            if saved is not None and init == first:
+                fitted = self._em(gm, saved_fitted(saved, ""), n, resumed=saved)
+            else:
+                model = warm if warm is not None else self._initial_model(gm, data, given,
+                                                                          rng, host_w)
+                # a warm start's first change is from the last fit's lower bound
+                self._em_state = dict(rng_state(rng), init=init,
+                                      **fitted_state(best, "best_"))
+                fitted = self._em(gm, model, n, -np.inf if warm is None else self.lower_bound_)
             if self.verbose:
                 print(f"GaussianMixture init {init}: lower bound {fitted.lower_bound:.6g}, "
                       f"{fitted.n_iter} iterations, converged={fitted.converged}")
             if best is None or fitted.lower_bound > best.lower_bound:
                 best = fitted
         self.mdl_path_ = None
+        self._em_state = None   # MDL's refits write no checkpoint: resumed, they run again
         if self.min_components is not None:
             best, self.mdl_path_ = select_order(
                 best, lambda m: self._em(gm, m, n),
@@ -205,17 +222,27 @@ class GaussianMixture(DensityMixin, KCluster):
         self.devices_ = data.rows_per_device
         return self
 
-    def _em(self, gm, model, n, lower_bound=-np.inf):
-        """EM iterations from *model* (scikit-learn's loop): a Fitted."""
+    def _em(self, gm, model, n, lower_bound=-np.inf, resumed=None):
+        """EM iterations from *model* (scikit-learn's loop): a Fitted.
+        *resumed*: a checkpoint's state, *model* its Fitted: EM goes on
+        after its iteration (none when it had converged)."""
+        if resumed is not None:
+            self._em_state = {k: v for k, v in resumed.items() if k != "__written__"}
+            if model.converged or model.n_iter == self.max_iter:
+                return model
+            model, lower_bound, first, bounds = (model.model, model.lower_bound, model.n_iter,
+                                                 list(model.lower_bounds))
+        else:
+            first, bounds = 0, []
         with Progress(self.max_iter, f"GMM K={len(model.weights)}",
                       bool(self.verbose) and self._ranks.rank == 0) as bar:
-            return self._em_steps(gm, model, n, bar, lower_bound)
+            return self._em_steps(gm, model, n, bar, lower_bound, first, bounds)
 
-    def _em_steps(self, gm, model, n, bar, lower_bound):
+    def _em_steps(self, gm, model, n, bar, lower_bound, first=0, bounds=()):
         if self.max_iter == 0:   # scikit-learn: the start, no lower bound (warm too)
             return Fitted(model, -np.inf, 0, False)
-        converged, it, bounds = False, 0, []
-        for it in range(1, self.max_iter + 1):
+        converged, it, bounds = False, first, list(bounds)
+        for it in range(first + 1, self.max_iter + 1):
             start = time.perf_counter()
             prev = lower_bound
             step = gm.em(records(model, self._full), model.means)
@@ -232,8 +259,12 @@ class GaussianMixture(DensityMixin, KCluster):
             bar.step(lower_bound=lower_bound)
             if self.verbose > 1:
                 print(f"  iteration {it}: lower bound {lower_bound:.8g}")
-            if abs(lower_bound - prev) < self.tol:
-                converged = True
+            converged = abs(lower_bound - prev) < self.tol
+            if self._checkpoint is not None and self._em_state is not None:
+                self._checkpoint.step(lambda: {
+                    **self._em_state, "history": self.history_, **fitted_state(
+                        Fitted(model, lower_bound, it, converged, lower_bounds=bounds), "")})
+            if converged:
                 break
             gm.data.rebalance()
         return Fitted(model, lower_bound, it, converged, lower_bounds=bounds)
