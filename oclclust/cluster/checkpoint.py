@@ -76,16 +76,20 @@ def parse_every(value, name="estimator"):
 
 
 def _digest(*parts):
+    """A hex hash of *parts*: bytes or buffers as they are, the rest as text."""
     h = hashlib.blake2b(digest_size=16)
     for part in parts:
-        h.update(part if isinstance(part, bytes) else str(part).encode())
+        h.update(part if isinstance(part, (bytes, memoryview)) else str(part).encode())
     return h.hexdigest()
 
 
 def _array_digest(a):
+    """A hash of array *a*'s dtype, shape and values (its buffer, not a copy
+    of it, where it is contiguous)."""
     a = np.ascontiguousarray(a)
-    return _digest(a.dtype.str, a.shape, a.view(np.uint8).ravel().tobytes()
-                   if a.dtype.kind != "O" else repr(a.tolist()))
+    if a.dtype.kind == "O":
+        return _digest(a.dtype.str, a.shape, repr(a.tolist()))
+    return _digest(a.dtype.str, a.shape, memoryview(a.reshape(-1).view(np.uint8)))
 
 
 def rows_fingerprint(X, sample_weight=None):
@@ -112,8 +116,13 @@ def _param_token(value):
     if isinstance(value, np.random.RandomState):
         kind, keys, pos, has_gauss, cached = value.get_state(legacy=True)
         return "RandomState:" + _digest(_array_digest(keys), pos, has_gauss, cached)
-    if isinstance(value, (np.ndarray, list, tuple)) and np.asarray(value).dtype != object:
-        return "array:" + _array_digest(np.asarray(value))
+    if isinstance(value, (list, tuple)):   # a list of arrays of other shapes too
+        try:
+            value = np.asarray(value)
+        except ValueError:
+            return "list:" + _digest(*(json.dumps(_param_token(v)) for v in value))
+    if isinstance(value, np.ndarray):
+        return "array:" + _array_digest(value)
     if callable(value) and not isinstance(value, type):
         return "callable:" + getattr(value, "__qualname__", repr(value))
     if isinstance(value, np.generic):
@@ -264,13 +273,15 @@ def read(path):
 
 
 def rng_state(rng):
-    """A RandomState's state as plain values (set_rng_state's input)."""
+    """A RandomState's stream as plain values (a checkpoint's, a model
+    file's): [position, has_gauss, cached_gaussian, 624 MT19937 keys]."""
     _, keys, pos, has_gauss, cached = rng.get_state(legacy=True)
-    return {"rng_keys": np.asarray(keys), "rng_pos": int(pos), "rng_has_gauss": int(has_gauss),
-            "rng_cached": float(cached)}
+    return [int(pos), int(has_gauss), float(cached), *map(int, keys)]
 
 
 def set_rng_state(rng, state):
-    """*rng* (a RandomState) set to the state rng_state saved in *state*."""
-    rng.set_state(("MT19937", np.asarray(state["rng_keys"], np.uint32), state["rng_pos"],
-                   state["rng_has_gauss"], state["rng_cached"]))
+    """*rng* (a RandomState) set to the stream rng_state gave as *state*; *rng*."""
+    pos, has_gauss, cached, *keys = state
+    rng.set_state(("MT19937", np.array(keys, np.uint32), int(pos), int(has_gauss),
+                   float(cached)))
+    return rng

@@ -168,6 +168,10 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     models yourself), ``labels_``, ``cluster_centers_``, ``inertia_`` of the
     best model, ``strategy_`` {device: (strategy, KD-tree mapping)}.
 
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
+    a float or "30s": seconds): the fit's state written there that often,
+    and resumed from, bit for bit (cluster/checkpoint.py).
+
     Attributes
     ----------
     models_ : ndarray of shape (n_models, n_clusters, n_features) or list

@@ -47,7 +47,9 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     the device has fp64).  ``comm``: an mpi4py communicator; each rank fits
     its own rows (X is this rank's shard), every rank ends with the same
     model, that of one process fitting all ranks' rows; ``labels_`` are
-    this rank's.  predict, score and transform stay local.
+    this rank's.  predict, score and transform stay local.  Sparse shards
+    (scipy CSR) too: one process's model within the rounding of the
+    per-cluster sums (kmeans/sparse.py).
 
     ``init``: "k-means++" (greedy, scikit-learn's), "k-means||" (Bahmani et
     al.'s scalable k-means++: ``init_max_iter`` rounds, None for 5, that each
@@ -94,6 +96,11 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     scikit-learn's API: every fit runs the fused Lloyd pass (Elkan's bounds
     save distance computations on a CPU core, not on a device's tiles, and
     give the same model), and X is never modified (the devices hold a copy).
+
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
+    a float or "30s": seconds): the fit's state written there that often,
+    and resumed from, bit for bit (cluster/checkpoint.py).
+    Sparse X: with n_init=1.
 
     Attributes
     ----------

@@ -30,8 +30,8 @@ import numpy as np
 from .._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KCluster,
                      TransformerMixin)
 from ..checkpoint import CHECKPOINT_RULES, Checkpoint, rng_state, set_rng_state
-from ..inits import draw_centers
-from .sparse import csr_start, rows_on_device, transform_csr
+from .minibatch_init import best_init, init_centroids
+from .sparse import transform_csr
 from .minibatch_rows import DeviceRows, HostRows, SparseRows, WorkerRows
 from .minibatch_sums import index_order
 from .sampling import weighted_draws
@@ -59,6 +59,11 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     ``spherical``: as KMeans'.  ``precision``: accepted as KMeans'
     ("float32", "tf32", "bf16"); its batch pass has no tensor-core path
     yet, so every mode runs as "float32" (the same model, bit for bit).
+
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: mini-batch
+    steps; a float or "30s": seconds): the fit's state written there that
+    often, and resumed from, bit for bit (cluster/checkpoint.py).
+    partial_fit writes none.
 
     Attributes
     ----------
@@ -215,29 +220,6 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         variances = rows.variances() if self.tol else np.zeros(1)
         self._tol = float(np.mean(variances) * self.tol)
 
-    def _init_centroids(self, rows, rng):
-        """scikit-learn's: the init drawn from init_size rows (random indices,
-        drawn whatever the init, as scikit-learn draws them)."""
-        pick = rng.randint(0, rows.n, self._init_size) if self._init_size < rows.n else None
-        if callable(self.init):   # scikit-learn calls it on the init_size rows
-            sample = rows.rows(np.arange(rows.n) if pick is None else pick)
-            if isinstance(rows, SparseRows):
-                return csr_start(self, self.init, rows_on_device(sample, self.devices), rng,
-                                 None).astype(rows.dtype)
-            return self._called_init(sample, rng).astype(rows.dtype)
-        if not isinstance(self.init, str):
-            return self._checked_init(rows.d).astype(rows.dtype)
-        if isinstance(rows, SparseRows):
-            if self.init == "k-means||":
-                raise ValueError("init='k-means||' is not available for sparse input; use "
-                                 "'k-means++', 'random', a callable or the centres.")
-            X, w = (rows.X, rows.w) if pick is None else (rows.X[pick], rows.w[pick])
-            return csr_start(self, self.init, rows_on_device(X, self.devices), rng,
-                             np.asarray(w, np.float64)).astype(rows.dtype)
-        with rows.seeding(pick) as (data, host_w, ranks):
-            centers = draw_centers(data, self.init, self.n_clusters, rng, host_w, ranks)
-        return (renormalised(centers) if self.spherical else centers).astype(rows.dtype)
-
     @staticmethod
     def _batch(rows, indices, weights, centers):
         """BatchTotals of rows *indices* (drawn, repeats allowed) of *weights*:
@@ -336,14 +318,14 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         rng = check_random_state(self.random_state)
         saved = None if checkpoint is None else checkpoint.saved
         if saved is None:
-            centers = self._best_init(rows, rng)
+            centers = best_init(self, rows, rng)
             self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._ewa_inertia = self._ewa_inertia_min = None
             self._no_improvement = self._n_since_last_reassign = 0
             first, done = 0, False
         else:   # resumed after the checkpoint's step, its random stream where it was
             centers, first, done = saved["centers"], saved["step"] + 1, saved["done"]
-            set_rng_state(rng, saved)
+            set_rng_state(rng, saved["rng"])
             for name in STEP_STATE:
                 setattr(self, name, saved[name])
         n_steps = (self.max_iter * n) // self._batch_size
@@ -359,7 +341,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
             done = self._converged(step, n_steps, n, shift, inertia)
             if checkpoint is not None:
                 checkpoint.step(lambda: dict(
-                    centers=centers, step=step, done=done, **rng_state(rng),
+                    centers=centers, step=step, done=done, rng=rng_state(rng),
                     **{name: getattr(self, name) for name in STEP_STATE}))
             if done:
                 break
@@ -369,18 +351,6 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         if not self.compute_labels:
             self.inertia_ = self._ewa_inertia * float(np.sum(w))
         return self
-
-    def _best_init(self, rows, rng):
-        """scikit-learn's start: of n_init inits, the one of least inertia on
-        a validation draw of init_size rows."""
-        valid = rng.randint(0, rows.n, self._init_size)
-        best, best_inertia = None, None
-        for _ in range(self._n_init):
-            centers = self._init_centroids(rows, rng)
-            inertia = self._batch(rows, valid, rows.w[valid], centers).inertia
-            if best_inertia is None or inertia < best_inertia:
-                best, best_inertia = centers, inertia
-        return best
 
     def partial_fit(self, X, y=None, sample_weight=None):
         """One mini-batch step on X (the next chunk of a stream)."""
@@ -392,19 +362,15 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
 
     @property
     def _rng_state(self):
-        """partial_fit's random stream as a model file keeps it: [position,
-        has_gauss, cached_gaussian, 624 MT19937 keys]."""
+        """partial_fit's random stream as a model file keeps it
+        (checkpoint.rng_state's list)."""
         if getattr(self, "_random_state", None) is None:
             raise AttributeError("_rng_state")
-        _, keys, pos, has_gauss, cached = self._random_state.get_state(legacy=True)
-        return [int(pos), int(has_gauss), float(cached), *map(int, keys)]
+        return rng_state(self._random_state)
 
     @_rng_state.setter
     def _rng_state(self, state):
-        pos, has_gauss, cached, *keys = state
-        self._random_state = np.random.RandomState()
-        self._random_state.set_state(("MT19937", np.array(keys, np.uint32), int(pos),
-                                      int(has_gauss), float(cached)))
+        self._random_state = set_rng_state(np.random.RandomState(), state)
 
     def _partial_fit(self, rows, first):
         self._random_state = getattr(self, "_random_state", None) or \
@@ -412,7 +378,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         self.n_steps_ = getattr(self, "n_steps_", 0)
         if first:   # (the centres are set once the step has run: a failed one sets none)
             self._prepare(rows)
-            centers = self._init_centroids(rows, self._random_state)
+            centers = init_centroids(self, rows, self._random_state)
             self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._n_since_last_reassign = 0
         else:

@@ -55,6 +55,10 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     elsewhere (the same model, bit for bit).  predict, predict_proba and
     score use the estimator's precision.
 
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
+    a float or "30s": seconds): the fit's state written there that often,
+    and resumed from, bit for bit (cluster/checkpoint.py).
+
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
