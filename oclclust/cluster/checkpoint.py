@@ -182,6 +182,9 @@ class Checkpoint:
             "params": {k: _param_token(v) for k, v in
                        sorted(estimator.get_params(deep=False).items())
                        if k not in NOT_MATCHED}}
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(folder):   # said before the fit, not at its first write
+            raise ValueError(f"checkpoint {self.path}: its folder {folder} does not exist")
         self.writes = ranks is None or ranks.rank == 0
         self.steps, self.last = 0, time.monotonic()
         self.saved = self._read()

@@ -70,3 +70,13 @@ def test_model_files_leave_the_checkpoint_out(devices, tmp_path):
     save_model(km, tmp_path / "m.npz")
     loaded = load_model(tmp_path / "m.npz")
     assert loaded.checkpoint is None and loaded.checkpoint_every == 1
+
+
+@pytest.mark.parametrize("where,message", [("no/such/folder/c", "its folder .* does not exist"),
+                                           (".", "not a readable oclclust checkpoint")])
+def test_a_checkpoint_path_that_cannot_be_one_is_refused_at_once(where, message, devices,
+                                                                  tmp_path):
+    """A missing folder is named before the fit (not at its first write); a
+    folder given as the path is no checkpoint."""
+    with pytest.raises(ValueError, match=message):
+        oc.KMeans(2, devices=devices, checkpoint=tmp_path / where).fit(np.zeros((10, 2)))

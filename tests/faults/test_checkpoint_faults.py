@@ -3,6 +3,7 @@ after writing its checkpoint, or while writing it, resumes from the last
 whole checkpoint and ends at the model of an uninterrupted fit, bit for bit
 (issue 37, "Survive" 2); under MPI rank 0 writes and both ranks resume."""
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -27,10 +28,10 @@ def one_device(devices):
 
 def killed(name, path, after, devices, torn=False):
     """checkpoint_script's fit of *name*, killed at its *after*-th write."""
-    env = {"OCLCLUST_TEST_PLATFORM": devices[0].platform}
+    env = dict(os.environ, OCLCLUST_TEST_PLATFORM=devices[0].platform)
     proc = subprocess.run([sys.executable, cs.__file__, name, str(path), str(after),
                            *(["--torn"] if torn else [])], capture_output=True, text=True,
-                          timeout=SECONDS, env={**__import__("os").environ, **env})
+                          timeout=SECONDS, env=env)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-3000:]
     return proc
 
