@@ -237,8 +237,8 @@ class Checkpoint:
         return time.monotonic() - self.last >= self.every
 
     def step(self, state):
-        """The end of an iteration: *state*() ({name: array or plain value})
-        written when due, on rank 0."""
+        """The end of an iteration: when a write is due, on rank 0, what
+        calling *state* gives ({name: array or plain value}) is written."""
         if self.due() and self.writes:
             self.write(state())
 
