@@ -62,16 +62,6 @@ def test_writes_every_iterations_or_seconds(every, writes, devices, tmp_path, mo
     assert len(count) == writes
 
 
-def test_model_files_leave_the_checkpoint_out(devices, tmp_path):
-    from oclclust.io.modelio import load_model, save_model
-    X = np.random.RandomState(0).normal(size=(100, 2))
-    km = oc.KMeans(2, random_state=0, devices=devices, checkpoint=tmp_path / "c",
-                   checkpoint_every="5s").fit(X)
-    save_model(km, tmp_path / "m.npz")
-    loaded = load_model(tmp_path / "m.npz")
-    assert loaded.checkpoint is None and loaded.checkpoint_every == 1
-
-
 @pytest.mark.parametrize("where,message", [("no/such/folder/c", "its folder .* does not exist"),
                                            (".", "not a readable oclclust checkpoint")])
 def test_a_checkpoint_path_that_cannot_be_one_is_refused_at_once(where, message, devices,
