@@ -46,7 +46,7 @@ exclude_patterns += ["examples/README.rst"]
 # ---------------------------------------------------------------- the API pages
 FUNCTIONS = {"linkage": "oclclust.linkage"}
 MODULES = ["oclclust.io.modelio", "oclclust.io.shards", "oclclust.io.plots",
-           "oclclust.parallel.comm", "oclclust.parallel.dask"]
+           "oclclust.parallel.comm", "oclclust.parallel.dask", "oclclust.cluster.checkpoint"]
 
 
 def public_names():

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from ..cluster import checkpoint
 from ..cluster.registry import ALGORITHMS, estimator_class
 from .outputs import ARRAYS, labels_path, outputs_problem, write_array, writing
 
@@ -23,6 +24,7 @@ PARAMS = {
     "distance_threshold": "distance_threshold", "n_models": "n_models",
     "strategy": "strategy", "kdtree": "kdtree", "verbose": "verbose",
     "spherical": "spherical", "oversampling_factor": "oversampling_factor", "eps": "eps",
+    "checkpoint": "checkpoint", "checkpoint_every": "checkpoint_every",
 }
 
 
@@ -86,6 +88,34 @@ def add_fit_arguments(p, int_at_least, positive_float):
     g.add_argument("--strategy", choices=("auto", "task", "data", "concatenated"))
     g.add_argument("--kdtree", choices=("direct", "distributed", "replicated", "auto"))
     g.add_argument("--verbose", "-v", action="count")
+    g.add_argument("--checkpoint", metavar="PATH",
+                   help="write the fit's state here as it goes; a fit started again with "
+                        "the same PATH, data and parameters resumes from it (under MPI: "
+                        "rank 0 writes, every rank reads PATH)")
+    g.add_argument("--checkpoint-every", metavar="EVERY", type=_every,
+                   help="how often --checkpoint writes: N iterations (an integer, default "
+                        "1), or seconds ('30s', '5min', '1h', or a decimal number)")
+
+
+def _every(text):
+    """--checkpoint-every's value: an int (iterations), else a float or a
+    string the estimators read as seconds (checkpoint.parse_every)."""
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        try:
+            value = float(text)
+        except ValueError:
+            value = text
+    try:
+        checkpoint.parse_every(value, "--checkpoint-every")
+        if isinstance(value, int) and value < 1:
+            raise ValueError("an integer of iterations must be >= 1")
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace(
+            "The 'checkpoint_every' parameter of --checkpoint-every", "it")) from None
+    return value
 
 
 def _comm(mode):

@@ -15,6 +15,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from .checkpoint import Checkpoint, parse_every
 from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
@@ -180,6 +181,8 @@ class KCluster(RecordsKernels, BaseEstimator):
         own = self._parameter_rules
         check_params(self, {**own, **{name: rule for name, rule in SHARED_RULES.items()
                                       if name not in own}})
+        if "checkpoint_every" in own:   # a string's form, a float's finiteness
+            parse_every(self.checkpoint_every, type(self).__name__)
 
     def fit(self, X, y=None, sample_weight=None):
         return self._fit_on_devices(X, sample_weight)
@@ -206,10 +209,12 @@ class KCluster(RecordsKernels, BaseEstimator):
         every rank, then ``_fit``; a device that fails is dropped and the fit
         starts over on the others from the same random state."""
         self._check_params()
-        if getattr(self, "spherical", False):   # compared by cosine: unit rows (a copy)
-            X = unit_rows(X, type(self).__name__)
+        # compared by cosine: unit rows (a copy), made where a rank's refusal reaches every rank
+        unit = (lambda X: unit_rows(X, type(self).__name__)) \
+            if getattr(self, "spherical", False) else None
         if is_dask_array(X):   # the rows stay on a Dask cluster's workers
             from ..parallel.dask import dask_fit_data
+            X = X if unit is None else unit(X)
             data, host_w = dask_fit_data(X, sample_weight, self.devices, self.dtype,
                                          self.comm, type(self).__name__,
                                          self._stat_values(_columns(X)))
@@ -217,19 +222,24 @@ class KCluster(RecordsKernels, BaseEstimator):
         else:
             data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype,
                                            self.comm, self._calibration_pass,
-                                           type(self).__name__, self._stat_values(_columns(X)))
+                                           type(self).__name__, self._stat_values(_columns(X)),
+                                           unit)
         rng = check_random_state(self.random_state)
 
         def attempt():
             self._check_n_samples(ranks.n, data.d)
             return self._fit(data, host_w, rng, ranks)
-        try:
+        try:   # the checkpoint (every rank reads it) that the loops write and resume from
+            self._checkpoint = Checkpoint.of(self, X, sample_weight, ranks.n, data.d,
+                                             data.dtype, ranks)
             fitted = surviving(data, attempt, rng)
         except BaseException as exc:   # an interrupt too: no rank may be left waiting
             raised = ranks.left(exc)
             if raised is exc:
                 raise
             raise raised from exc
+        finally:
+            self.__dict__.pop("_checkpoint", None)
         ranks.close()
         return fitted
 

@@ -23,8 +23,8 @@ META = "__meta__"
 PARAM = "param:"   # the prefix of a parameter's array in the archive
 # the metadata's entries beside format, version and class, and their JSON types
 ENTRIES = {"params": dict, "array_params": list, "attributes": dict, "arrays": list}
-# parameters that describe where a fit ran, not the model: not saved
-RUNTIME_PARAMS = ("devices", "comm", "verbose")
+# parameters that describe where a fit ran (and its checkpoint), not the model: not saved
+RUNTIME_PARAMS = ("devices", "comm", "verbose", "checkpoint", "checkpoint_every")
 # what a damaged archive raises while it is read
 UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
 

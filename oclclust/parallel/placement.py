@@ -59,10 +59,12 @@ def compute_dtype(requested, X, profiles):
     return dtype
 
 
-def _local_fit_data(X, sample_weight, devices, dtype, comm, calibration, name, stat_values=1):
+def _local_fit_data(X, sample_weight, devices, dtype, comm, calibration, name, stat_values=1,
+                    prepare=None):
     """This rank's validated rows spread over its devices, with host weights
-    (ones if none); *calibration*, *stat_values*: see DeviceManager.scatter."""
-    X = check_data(X, name)
+    (ones if none); *calibration*, *stat_values*: see DeviceManager.scatter;
+    *prepare*: see fit_data."""
+    X = check_data(X if prepare is None else prepare(X), name)
     manager = manager_for(X, devices, comm)
     dtype = compute_dtype(dtype, X, manager.profiles)
     w = check_sample_weight(sample_weight, X.shape[0], dtype)
@@ -100,12 +102,14 @@ def bind_by_index(profiles, index, count):
 
 
 def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name="KMeans",
-             stat_values=1):
+             stat_values=1, prepare=None):
     """(ShardedData, host weights, Ranks) of a fit of estimator *name*: this
     rank's rows on its *devices* in the compute dtype (*dtype* or from X),
     and the collective check of all ranks' shards (*comm*: None for one
-    process); *calibration*, *stat_values*: see DeviceManager.scatter."""
-    args = (X, sample_weight, devices, dtype, comm, calibration, name, stat_values)
+    process); *calibration*, *stat_values*: see DeviceManager.scatter;
+    *prepare*: what the estimator makes of X first (spherical k-means' unit
+    rows), inside the check: a rank it refuses makes every rank raise."""
+    args = (X, sample_weight, devices, dtype, comm, calibration, name, stat_values, prepare)
     if comm is None:
         data, w = _local_fit_data(*args)
         return data, w, Ranks.alone(data)

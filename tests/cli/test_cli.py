@@ -164,6 +164,14 @@ def test_fit_spherical_with_kmeans_parallel(devices, tmp_path):
     (["predict", "{x}", "{x}"], 1, "not a readable .npz model"),
     (["fit", "{x}", "-k", "2", "-a", "gmm", "--spherical"], 2,
      "--spherical does not apply to --algorithm gmm"),
+    (["fit", "{x}", "-k", "2", "--checkpoint-every", "0"], 2,
+     "--checkpoint-every: an integer of iterations must be >= 1"),
+    (["fit", "{x}", "-k", "2", "--checkpoint-every", "soon"], 2,
+     "a string like '30s', '5min', '1h'"),
+    (["fit", "{x}", "-k", "2", "-a", "hierarchical", "--checkpoint", "{x}"], 2,
+     "--checkpoint does not apply to --algorithm hierarchical"),
+    (["fit", "{x}", "-k", "2", "--checkpoint", "{bad}"], 1,
+     "not a readable oclclust checkpoint"),
 ])
 def test_fit_mistakes_give_one_line(args, status, message, devices, tmp_path):
     np.save(tmp_path / "x.npy", make_blobs(40, 2, 2)[0])
@@ -173,6 +181,39 @@ def test_fit_mistakes_give_one_line(args, status, message, devices, tmp_path):
     assert proc.returncode == status, proc.stderr
     assert "Traceback" not in proc.stderr and message in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_fit_resumes_from_its_checkpoint(devices, tmp_path, monkeypatch):
+    """``fit --checkpoint`` goes on from the checkpoint an interrupted fit of
+    the same data and parameters left (its first iterations' history is
+    the checkpoint's) and ends at the uninterrupted model."""
+    from oclclust.cluster import checkpoint
+    from oclclust.io.modelio import load_model
+    X, ck = make_blobs(300, 3, 4, seed=1)[0], tmp_path / "fit.ckpt"
+    np.save(tmp_path / "x.npy", X)
+
+    def make(**kw):
+        return oc.KMeans(4, random_state=0, max_iter=6, tol=0, devices=devices, **kw)
+    real = checkpoint.Checkpoint.write
+
+    def interrupted(self, state):   # the fit stops after its 2nd checkpoint
+        real(self, state)
+        if state["iteration"] == 2:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(checkpoint.Checkpoint, "write", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        make(checkpoint=ck).fit(X)
+    monkeypatch.undo()
+    saved = checkpoint.read(ck)[1]["history"]
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-k", "4", "--random-state", "0",
+                   "--max-iter", "6", "--tol", "0", "--checkpoint", str(ck),
+                   "--checkpoint-every", "1", "--devices", devices[0].platform,
+                   "--out", str(tmp_path / "m.npz"))
+    assert proc.returncode == 0, proc.stderr
+    model, ref = load_model(tmp_path / "m.npz"), make().fit(X)
+    assert model.history_[:2] == saved and len(saved) == 2
+    for name in ("cluster_centers_", "inertia_", "n_iter_"):
+        assert np.array_equal(getattr(model, name), getattr(ref, name)), name
 
 
 @pytest.mark.parametrize("algorithm,extra", [

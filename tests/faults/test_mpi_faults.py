@@ -27,10 +27,10 @@ def platform(devices):
     return devices[0].platform
 
 
-def launched(ranks, case, estimator, platform, tmp_path):
+def launched(ranks, case, estimator, platform, tmp_path, *options):
     start = time.monotonic()
-    proc = mpirun(ranks, case, str(tmp_path), "--estimator", estimator, platform=platform,
-                  cwd=tmp_path, timeout=3 * SECONDS)
+    proc = mpirun(ranks, case, str(tmp_path), "--estimator", estimator, *options,
+                  platform=platform, cwd=tmp_path, timeout=3 * SECONDS)
     assert time.monotonic() - start < SECONDS, "the ranks did not end within seconds"
     return proc, {int(p.stem[4:]): json.loads(p.read_text())
                   for p in tmp_path.glob("rank*.json")}
@@ -73,3 +73,20 @@ def test_a_rank_that_dies_ends_the_job(ranks, case, platform, tmp_path):
     proc, got = launched(ranks, case, "KMeans", platform, tmp_path)
     assert proc.returncode != 0
     assert not got   # no rank went on to a result
+
+
+@pytest.mark.parametrize("estimator,option", [("KMeans", "--spherical"),
+                                              ("EnsembleKMeans", "--spherical"),
+                                              ("KMeans", "--sparse")])
+def test_an_empty_shard_makes_every_rank_raise(estimator, option, platform, tmp_path):
+    """Rank 1 of 2 has no rows: with spherical=True (its unit rows made
+    before the ranks' check, it raised alone and rank 0 waited forever) and
+    with sparse rows (each rank fitted alone: rank 0 finished), every rank
+    raises the ValueError-typed RankError naming rank 1, within seconds."""
+    proc, got = launched(2, "empty", estimator, platform, tmp_path, option)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(got) == [0, 1]
+    for r in got.values():
+        assert r.get("error") == "RankError", r
+        assert "rank 1" in r["message"] and "0 sample" in r["message"], r["message"]
+        assert r["value_error"], r

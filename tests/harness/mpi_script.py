@@ -3,7 +3,9 @@
     mpiexec -n 3 python tests/harness/mpi_script.py CASE OUTDIR [--estimator KMeans]
                                             [--init k-means++] [--weighted]
 
-``--covariance-type``: GaussianMixture's.
+``--covariance-type``: GaussianMixture's.  ``--spherical``: the estimator's
+spherical=True (KMeans, EnsembleKMeans); ``--sparse``: each rank's rows as
+a scipy CSR matrix (KMeans's sparse fit).
 ``--init``: the estimator's initialisation (GaussianMixture's init_params;
 without it, GaussianMixture starts from a whole given model); "repeated"
 (KMeans, EnsembleKMeans): one iteration from given centres of which two are
@@ -12,7 +14,8 @@ equal, so a row fills the empty cluster and stays its centre.
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
 raised (type and message).  ``--plan PLAN.json`` runs a list of fit and
 mismatch cases in this one launch instead (each entry: run_case's
-keywords: case, estimator_name, init, weighted, dtype, covariance_type), entry i writing rank<r>_<i>.json:
+keywords: case, estimator_name, init, weighted, dtype, covariance_type,
+spherical, sparse), entry i writing rank<r>_<i>.json:
 the process's start, imports and kernels once for them all.  Cases:
 fit (each rank fits its slice of one data set), mismatch (rank 1's shard
 has a feature fewer), empty (rank 1 has no rows), fail_mid (rank 1 raises
@@ -22,7 +25,10 @@ kill_mid (rank 1's process ends there: os._exit, SIGKILL), fail_between
 shards (each rank loads its slice of three .npy files), split_free (every
 estimator of split_free_models.py on rows shared in whole blocks of its
 sums, parallel.shares.rank_rows: each rank pickles its models to
-OUTDIR/split_free<r>.pkl).
+OUTDIR/split_free<r>.pkl), checkpoint (a KMeans fit with OUTDIR/fit.ckpt:
+with ``--kill-after N`` rank 0 kills itself after its N-th write; without,
+each rank resumes, fits again without a checkpoint and writes whether the
+two agree, its writes and the iteration it resumed at).
 """
 import argparse
 import json
@@ -146,6 +152,31 @@ def split_free(comm, platform, dtype, out):
     (out / f"split_free{comm.Get_rank()}.pkl").write_bytes(pickle.dumps(models))
 
 
+def checkpointed(comm, devices, out, kill_after):
+    """Case checkpoint (see the module)."""
+    from oclclust.cluster import checkpoint
+    X, _ = data()
+    start, stop = shard_range(len(X), comm)
+    real, writes = checkpoint.Checkpoint.write, []
+
+    def write(self, state):
+        writes.append(state["iteration"])
+        real(self, state)
+        if len(writes) == kill_after:
+            os.kill(os.getpid(), signal.SIGKILL)
+    checkpoint.Checkpoint.write = write
+    km = estimator("KMeans", devices, comm).set_params(checkpoint=str(out / "fit.ckpt"))
+    resumed_at = checkpoint.read(out / "fit.ckpt")[1]["iteration"] \
+        if (out / "fit.ckpt").exists() and kill_after is None else None
+    km.fit(X[start:stop])
+    checkpoint.Checkpoint.write = real
+    ref = estimator("KMeans", devices, comm).fit(X[start:stop])
+    same = all(np.array_equal(getattr(km, a), getattr(ref, a))
+               for a in ("cluster_centers_", "labels_", "inertia_", "n_iter_"))
+    (out / f"rank{comm.Get_rank()}.json").write_text(json.dumps(dict(
+        same=same, writes=len(writes), resumed_at=resumed_at, n_iter=int(km.n_iter_))))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -156,12 +187,18 @@ def main():
     ap.add_argument("--estimator", default="KMeans")
     ap.add_argument("--covariance-type")   # GaussianMixture's, when not its default
     ap.add_argument("--plan")
+    ap.add_argument("--spherical", action="store_true")
+    ap.add_argument("--sparse", action="store_true")
+    ap.add_argument("--kill-after", type=int)
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     out = Path(args.out)
     devices = os.environ.get("OCLCLUST_TEST_PLATFORM") or None
     if args.case == "split_free":
         split_free(comm, devices, args.dtype, out)
+        return 0
+    if args.case == "checkpoint":
+        checkpointed(comm, devices, out, args.kill_after)
         return 0
     if args.case == "shards":
         X = load_shard(sorted(str(p) for p in out.glob("part*.npy")), comm)
@@ -172,12 +209,13 @@ def main():
             run_case(comm, devices, out / f"rank{comm.Get_rank()}_{i}.json", **entry)
         return 0
     run_case(comm, devices, out / f"rank{comm.Get_rank()}.json", args.case, args.estimator,
-             args.init, args.weighted, args.dtype, args.covariance_type)
+             args.init, args.weighted, args.dtype, args.covariance_type, args.spherical,
+             args.sparse)
     return 0
 
 
 def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weighted=False,
-             dtype="float64", covariance_type=None):
+             dtype="float64", covariance_type=None, spherical=False, sparse=False):
     """One case's fit on this rank; what it fitted or raised to *path*."""
     rank = comm.Get_rank()
     X, w = data()
@@ -195,6 +233,11 @@ def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weig
     km = estimator(estimator_name, devices, comm, init)
     if covariance_type:
         km.set_params(covariance_type=covariance_type)
+    if spherical:
+        km.set_params(spherical=True)
+    if sparse:
+        from scipy.sparse import csr_matrix
+        X = csr_matrix(X)
     try:
         if weighted:
             km.fit(X, sample_weight=w)

@@ -155,3 +155,14 @@ def test_kernels_are_kept(devices, blobs, tmp_path):
         np.savez(tmp_path / "bad.npz", **files)
         with pytest.raises(ModelFileError, match=message):
             load_model(tmp_path / "bad.npz")
+
+
+def test_model_files_leave_the_checkpoint_out(devices, tmp_path):
+    """checkpoint and checkpoint_every say where a fit kept its state, not
+    what it learned: a model file holds neither."""
+    X = np.random.RandomState(0).normal(size=(100, 2))
+    km = oc.KMeans(2, random_state=0, devices=devices, checkpoint=tmp_path / "c",
+                   checkpoint_every="5s").fit(X)
+    save_model(km, tmp_path / "m.npz")
+    loaded = load_model(tmp_path / "m.npz")
+    assert loaded.checkpoint is None and loaded.checkpoint_every == 1

@@ -32,12 +32,16 @@ ESTIMATORS = ["FuzzyCMeans", "GaussianMixture", "EnsembleKMeans"]
 MIXTURE_STARTS = ["kmeans", "k-means++", "random", "random_from_data"]
 TIED_SPHERICAL = [("tied", "k-means++"), ("tied", "random_from_data"), ("spherical", "kmeans")]
 EMPTY = ["KMeans", "EnsembleKMeans"]
+SPARSE_STARTS = [("k-means++", False), ("random", True)]
 
 
 def plan(ranks):
     """{key: a fit or mismatch case (mpi_script.run_case's keywords)} on *ranks*."""
     cases = {("kmeans",) + start: dict(case="fit", init=start[0], weighted=start[1],
                                        dtype=start[2]) for start in KMEANS_STARTS}
+    for init, weighted in SPARSE_STARTS:
+        cases["sparse", init, weighted] = dict(case="fit", init=init, weighted=weighted,
+                                               sparse=True)
     if ranks == 2:
         for name in ESTIMATORS:
             cases["fit", name] = dict(case="fit", estimator_name=name)
@@ -99,6 +103,33 @@ def test_ranks_fit_the_model_of_one_process(init, weighted, dtype, devices, plan
             np.testing.assert_allclose(r["centers"], ref.cluster_centers_, rtol=1e-6, atol=1e-9)
             assert r["inertia"] == pytest.approx(ref.inertia_, rel=1e-6)
             assert r["n_iter"] == ref.n_iter_
+        labels = np.concatenate([r["labels"] for r in sorted(got, key=lambda r: r["start"])])
+        assert (labels == ref.labels_).all()
+
+
+@pytest.mark.parametrize("init,weighted", SPARSE_STARTS)
+def test_sparse_ranks_fit_the_model_of_one_process(init, weighted, devices, planned):
+    """KMeans on CSR shards fits over all ranks (issue 37: each rank fitted its
+    own rows): one rank is one process bit for bit; over 2 and 3 ranks the
+    seeding is one process's (its draws over the joined weights and
+    distances) and the centres within the rounding of the per-cluster sums
+    (a rank's partial sums added after, not row after row): the same
+    labels and iterations."""
+    from scipy.sparse import csr_matrix
+    X, w = mpi_script.data()
+    ref = oc.KMeans(n_clusters=mpi_script.K, init=init, n_init=1, random_state=0, tol=0,
+                    max_iter=50, devices=devices).fit(csr_matrix(X),
+                                                      sample_weight=w if weighted else None)
+    for ranks in (1, 2, 3):
+        got = fitted(planned, ranks, "sparse", init, weighted)
+        for r in got:
+            if ranks == 1:
+                assert np.array_equal(r["centers"], ref.cluster_centers_)
+                assert r["inertia"] == ref.inertia_
+            np.testing.assert_allclose(r["centers"], ref.cluster_centers_, rtol=1e-13, atol=0)
+            assert r["inertia"] == pytest.approx(ref.inertia_, rel=1e-13)
+            assert r["n_iter"] == ref.n_iter_
+        assert all(r["centers"] == got[0]["centers"] for r in got)   # every rank's the same
         labels = np.concatenate([r["labels"] for r in sorted(got, key=lambda r: r["start"])])
         assert (labels == ref.labels_).all()
 

@@ -17,9 +17,10 @@ import pyopencl.array as cla
 from .._base import KMEANS_PARALLEL_RULES, ClusterMixin, KCluster, check_oversampling, init_options
 from ...passes.ensemble import STRATEGIES, EnsemblePass, EnsembleTerms, FixedPoint
 from ...passes.kdtree import MAPPINGS, KDTreePass, KdTreeTerms
+from ..checkpoint import CHECKPOINT_RULES
 from ..inits import DEFAULT_OVERSAMPLING, draw_centers
 from ..spherical import renormalised
-from .lloyd_loop import LloydBackend, fit_lloyd
+from .lloyd_loop import LloydBackend, fit_lloyd, saved_centers
 from ...parallel.comm import Ranks
 from ...parallel.placement import is_dask_array
 from .ensemble_shards import EnsembleShards
@@ -125,18 +126,20 @@ class EnsembleModels(LloydBackend):
 
 
 def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="auto",
-                 ranks=None, mean=None, spherical=False):
+                 ranks=None, mean=None, spherical=False, checkpoint=None):
     """KMeans(n_init=R) restarts (or a sweep of K values) as one ensemble over
     an existing ShardedData: *inits* are R initial centre arrays (any K each),
     *tol* absolute (KMeans's mean(var) * tol).  Returns a list of
-    (centers, inertia, n_iter, labels) per init; labels cover this rank's rows."""
+    (centers, inertia, n_iter, labels) per init; labels cover this rank's rows.
+    *checkpoint*: fit_lloyd's."""
     if mean is None:
         mean = data_moments(data, ranks)[0]
     ks = [len(c) for c in inits]
     engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks, strategy,
                              kdtree, ranks)
     centers, inertia, n_iter, labels = fit_lloyd(EnsembleModels(engine, spherical), inits,
-                                                 max_iter, tol, data, host_w)
+                                                 max_iter, tol, data, host_w,
+                                                 checkpoint=checkpoint)
     return [(c, float(i), int(t), lab) for c, i, t, lab in zip(centers, inertia, n_iter, labels)]
 
 
@@ -165,6 +168,10 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     models yourself), ``labels_``, ``cluster_centers_``, ``inertia_`` of the
     best model, ``strategy_`` {device: (strategy, KD-tree mapping)}.
 
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
+    a float or "30s": seconds): the fit's state written there that often,
+    and resumed from, bit for bit (cluster/checkpoint.py).
+
     Attributes
     ----------
     models_ : ndarray of shape (n_models, n_clusters, n_features) or list
@@ -191,12 +198,16 @@ class EnsembleKMeans(ClusterMixin, KCluster):
         "init": ["k-means++", "k-means||", "random", np.ndarray, list, tuple],
         "spherical": [bool],
         **KMEANS_PARALLEL_RULES,
+        **CHECKPOINT_RULES,
     }
 
     def __init__(self, n_clusters=8, n_models=4, *, strategy="auto", kdtree=None,
                  init="k-means++", max_iter=300, tol=1e-4, random_state=None, devices=None,
                  dtype=None, comm=None, verbose=0, oversampling_factor=DEFAULT_OVERSAMPLING,
-                 init_max_iter=None, spherical=False, precision="float32"):
+                 init_max_iter=None, spherical=False, precision="float32", checkpoint=None,
+                 checkpoint_every=1):
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
         self.spherical = spherical
         self.precision = precision
         self.oversampling_factor = oversampling_factor
@@ -239,13 +250,17 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     def _fit(self, data, host_w, rng, ranks):
         ks = self._ks()
         mean, tol = self._mean_and_tol(data, ranks)
-        inits = ranks.run_failing_all(lambda: self._inits(data, rng, host_w, ks, ranks))
+        checkpoint = getattr(self, "_checkpoint", None)
+        if checkpoint is not None and checkpoint.saved is not None:   # resumed: its centres
+            inits = saved_centers(checkpoint.saved)
+        else:
+            inits = ranks.run_failing_all(lambda: self._inits(data, rng, host_w, ks, ranks))
         engine = ensemble_passes(data, fixed_point(data, host_w, mean, ranks), ks,
                                  self.strategy, self.kdtree, ranks)
         self.history_ = []
         centers, inertia, n_iter, labels = fit_lloyd(
             EnsembleModels(engine, self.spherical), inits, self.max_iter, tol, data, host_w,
-            self.verbose if ranks.rank == 0 else 0, self.history_)
+            self.verbose if ranks.rank == 0 else 0, self.history_, checkpoint)
         centers = [c.astype(data.dtype) for c in centers]
         self.models_ = np.stack(centers) if len(set(ks)) == 1 else centers
         self.inertias_ = np.asarray(inertia, np.float64)

@@ -15,10 +15,11 @@ from .._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterDistancesO
                      KCluster, TransformerMixin, check_oversampling)
 from ...passes.distances import pairwise_euclidean
 from .ensemble import fit_ensemble
+from ..checkpoint import CHECKPOINT_RULES
 from ..inits import DEFAULT_OVERSAMPLING
 from .sparse import assign_csr, fit_csr, transform_csr
 from ...runtime.validation import is_sparse, nonfinite_error
-from .lloyd_loop import LloydBackend, fit_lloyd
+from .lloyd_loop import LloydBackend, fit_lloyd, saved_centers
 from ...parallel.placement import is_dask_array
 from .lloyd_shards import LloydShards
 from ...passes.lloyd import LloydPass, stat_values
@@ -46,7 +47,9 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     the device has fp64).  ``comm``: an mpi4py communicator; each rank fits
     its own rows (X is this rank's shard), every rank ends with the same
     model, that of one process fitting all ranks' rows; ``labels_`` are
-    this rank's.  predict, score and transform stay local.
+    this rank's.  predict, score and transform stay local.  Sparse shards
+    (scipy CSR) too: one process's model within the rounding of the
+    per-cluster sums (kmeans/sparse.py).
 
     ``init``: "k-means++" (greedy, scikit-learn's), "k-means||" (Bahmani et
     al.'s scalable k-means++: ``init_max_iter`` rounds, None for 5, that each
@@ -94,6 +97,11 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     save distance computations on a CPU core, not on a device's tiles, and
     give the same model), and X is never modified (the devices hold a copy).
 
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
+    a float or "30s": seconds): the fit's state written there that often,
+    and resumed from, bit for bit (cluster/checkpoint.py).
+    Sparse X: with n_init=1.
+
     Attributes
     ----------
     cluster_centers_, labels_, inertia_, n_iter_
@@ -119,13 +127,17 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         "algorithm": ["lloyd", "elkan"],
         "copy_x": [bool],
         **KMEANS_PARALLEL_RULES,
+        **CHECKPOINT_RULES,
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", n_init="auto", max_iter=300,
                  tol=1e-4, verbose=0, random_state=None, devices=None, dtype=None,
                  comm=None, oversampling_factor=DEFAULT_OVERSAMPLING, init_max_iter=None,
-                 spherical=False, copy_x=True, algorithm="lloyd", precision="float32"):
+                 spherical=False, copy_x=True, algorithm="lloyd", precision="float32",
+                 checkpoint=None, checkpoint_every=1):
         self.n_clusters = n_clusters
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
         self.precision = precision
         self.copy_x = copy_x
         self.algorithm = algorithm
@@ -183,10 +195,13 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
             mean, tol = self._mean_and_tol(data, ranks)
         init = self._checked_init(data.d)
         runs = self._runs(init)
-        # every run's start first: the same random draws as one run after another
-        starts = [ranks.run_failing_all(
-                      lambda: self._init_centers(data, init, rng, host_w, ranks))
-                  for _ in range(runs)]
+        checkpoint = getattr(self, "_checkpoint", None)
+        if checkpoint is not None and checkpoint.saved is not None:   # resumed: its centres
+            starts = saved_centers(checkpoint.saved)
+        else:   # every run's start first: the same random draws as one run after another
+            starts = [ranks.run_failing_all(
+                          lambda: self._init_centers(data, init, rng, host_w, ranks))
+                      for _ in range(runs)]
         if self.verbose and ranks.rank == 0:
             print("Initialization complete")
         start = time.perf_counter()
@@ -198,13 +213,14 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
             fitted = fit_lloyd(LloydModel(lloyd, self.spherical,
                                           rechecks=self.precision != "float32"), starts,
                                self.max_iter, tol, data, host_w,
-                               self.verbose if ranks.rank == 0 else 0, history)
+                               self.verbose if ranks.rank == 0 else 0, history, checkpoint)
             results = [(c, i, int(t), history, lab) for c, i, t, lab in zip(*fitted)]
             sizes = lloyd.cluster_sizes()
         else:           # the restarts as one ensemble: one data pass for all of them
             results = [(c, i, t, None, lab) for c, i, t, lab in ranks.run_failing_all(
                 lambda: fit_ensemble(data, starts, self.max_iter, tol, host_w,
-                                     ranks=ranks, mean=mean, spherical=self.spherical))]
+                                     ranks=ranks, mean=mean, spherical=self.spherical,
+                                     checkpoint=checkpoint))]
         if self.verbose and ranks.rank == 0:
             for run, result in enumerate(results):
                 print(f"k-means run {run}: inertia {result[1]:.6g}, {result[2]} iterations")
@@ -362,6 +378,7 @@ class LloydModel(LloydBackend):
         self.lloyd.rebalance()
 
     def finish(self, centers):
-        inertia = (self.last.inertia if self.last.n_changed == 0 else
-                   self.lloyd.run(centers[0], update=False).inertia)
+        # (no pass ran: a fit resumed from a checkpoint of its last iteration)
+        inertia = (self.last.inertia if self.last is not None and self.last.n_changed == 0
+                   else self.lloyd.run(centers[0], update=False).inertia)
         return [inertia], [self.lloyd.labels()]

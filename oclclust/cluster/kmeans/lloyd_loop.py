@@ -86,17 +86,27 @@ class LloydBackend:
         """Between iterations while a model moves (measured device weights)."""
 
 
-def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=None):
+def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=None,
+              checkpoint=None):
     """Lloyd iterations of every model of *inits* at once, each stopping at
     its own iteration (shift <= *tol*, absolute; or its labels unchanged).  Returns
     (centers list, inertia per model, n_iter per model, labels per model);
     each iteration's statistics are appended to *history* when given.
-    *verbose*: this rank's (0 off the first rank)."""
+    *verbose*: this rank's (0 off the first rank).  *checkpoint*: the fit's
+    (cluster.checkpoint.Checkpoint) or None: each iteration's end may write
+    the loop's state (lloyd_state); a state it read is where the loop goes
+    on (*inits*: its centres)."""
     centers = [np.array(c, np.float64) for c in inits]
     n_iter = np.zeros(len(centers), np.int64)
     active = list(range(len(centers)))
+    first = 0
+    saved = None if checkpoint is None else checkpoint.saved
+    if saved is not None:   # (the first resumed pass counts every label as changed)
+        n_iter, active, first = saved["n_iter"].copy(), list(saved["active"]), saved["iteration"]
+        if history is not None:
+            history[:] = saved["history"]
     with Progress(max_iter, backend.name, bool(verbose)) as bar:
-        for it in range(max_iter):
+        for it in range(first, max_iter):
             if not active:
                 break
             start = time.perf_counter()
@@ -119,11 +129,29 @@ def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=No
                         "strict convergence." if backend.labels_unchanged(active)[0] else
                         f"center shift {shifts[0]} within tolerance {tol}."))
             active = moving
+            if checkpoint is not None:
+                checkpoint.step(lambda: lloyd_state(backend, centers, n_iter, active, it + 1,
+                                                    history))
             if active:
                 backend.rebalance()
     backend.centers_to_host(centers)
     inertia, labels = backend.finish(centers)
     return centers, inertia, n_iter, labels
+
+
+def lloyd_state(backend, centers, n_iter, active, iteration, history):
+    """The loop's state after *iteration* (a checkpoint's): every model's
+    centres (from the device where they are kept there), iterations, the
+    models still moving and the history so far."""
+    backend.centers_to_host(centers)
+    return {**{f"centers{m}": c for m, c in enumerate(centers)}, "models": len(centers),
+            "n_iter": np.asarray(n_iter), "active": [int(m) for m in active],
+            "iteration": int(iteration), "history": history or []}
+
+
+def saved_centers(saved):
+    """The centres of every model of a checkpoint's state (lloyd_state's)."""
+    return [saved[f"centers{m}"] for m in range(saved["models"])]
 
 
 def lloyd_step(backend, centers, active, tol, data, host_w, iterations_left=None):

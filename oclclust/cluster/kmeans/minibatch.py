@@ -29,8 +29,9 @@ import numpy as np
 
 from .._base import (CENTERS_INIT_RULE, ClusterDistancesOut, ClusterMixin, KCluster,
                      TransformerMixin)
-from ..inits import draw_centers
-from .sparse import csr_start, rows_on_device, transform_csr
+from ..checkpoint import CHECKPOINT_RULES, Checkpoint, rng_state, set_rng_state
+from .minibatch_init import best_init, init_centroids
+from .sparse import transform_csr
 from .minibatch_rows import DeviceRows, HostRows, SparseRows, WorkerRows
 from .minibatch_sums import index_order
 from .sampling import weighted_draws
@@ -41,6 +42,11 @@ from ...runtime.validation import (all_finite, check_data, check_random_state, n
                                    check_sample_weight, checked_csr, is_sparse)
 from ...runtime.warning_site import user_stacklevel
 
+
+# what a fit's mini-batch steps carry from one to the next, beside the centres
+# and the random stream: a checkpoint's state (scikit-learn's counters)
+STEP_STATE = ("_counts", "_ewa_inertia", "_ewa_inertia_min", "_no_improvement",
+              "_n_since_last_reassign")
 
 # whether a fit gathers and folds its batches on the device where its rows
 # sit whole (DeviceRows: the same bits as HostRows; the tests compare both)
@@ -53,6 +59,11 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     ``spherical``: as KMeans'.  ``precision``: accepted as KMeans'
     ("float32", "tf32", "bf16"); its batch pass has no tensor-core path
     yet, so every mode runs as "float32" (the same model, bit for bit).
+
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: mini-batch
+    steps; a float or "30s": seconds): the fit's state written there that
+    often, and resumed from, bit for bit (cluster/checkpoint.py).
+    partial_fit writes none.
 
     Attributes
     ----------
@@ -79,14 +90,17 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         "reassignment_ratio": [(numbers.Real, 0, None)],
         "compute_labels": [bool],
         "spherical": [bool],
+        **CHECKPOINT_RULES,
     }
 
     def __init__(self, n_clusters=8, *, init="k-means++", max_iter=100, batch_size=1024,
                  verbose=0, compute_labels=True, random_state=None, tol=0.0,
                  max_no_improvement=10, init_size=None, n_init="auto",
                  reassignment_ratio=0.01, devices=None, dtype=None, spherical=False,
-                 precision="float32"):
+                 precision="float32", checkpoint=None, checkpoint_every=1):
         self.n_clusters = n_clusters
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
         self.precision = precision
         self.init = init
         self.max_iter = max_iter
@@ -206,29 +220,6 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         variances = rows.variances() if self.tol else np.zeros(1)
         self._tol = float(np.mean(variances) * self.tol)
 
-    def _init_centroids(self, rows, rng):
-        """scikit-learn's: the init drawn from init_size rows (random indices,
-        drawn whatever the init, as scikit-learn draws them)."""
-        pick = rng.randint(0, rows.n, self._init_size) if self._init_size < rows.n else None
-        if callable(self.init):   # scikit-learn calls it on the init_size rows
-            sample = rows.rows(np.arange(rows.n) if pick is None else pick)
-            if isinstance(rows, SparseRows):
-                return csr_start(self, self.init, rows_on_device(sample, self.devices), rng,
-                                 None).astype(rows.dtype)
-            return self._called_init(sample, rng).astype(rows.dtype)
-        if not isinstance(self.init, str):
-            return self._checked_init(rows.d).astype(rows.dtype)
-        if isinstance(rows, SparseRows):
-            if self.init == "k-means||":
-                raise ValueError("init='k-means||' is not available for sparse input; use "
-                                 "'k-means++', 'random', a callable or the centres.")
-            X, w = (rows.X, rows.w) if pick is None else (rows.X[pick], rows.w[pick])
-            return csr_start(self, self.init, rows_on_device(X, self.devices), rng,
-                             np.asarray(w, np.float64)).astype(rows.dtype)
-        with rows.seeding(pick) as (data, host_w, ranks):
-            centers = draw_centers(data, self.init, self.n_clusters, rng, host_w, ranks)
-        return (renormalised(centers) if self.spherical else centers).astype(rows.dtype)
-
     @staticmethod
     def _batch(rows, indices, weights, centers):
         """BatchTotals of rows *indices* (drawn, repeats allowed) of *weights*:
@@ -318,34 +309,41 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
     def fit(self, X, y=None, sample_weight=None):
         self._check_params()
         with self._rows(X, sample_weight, resident=True) as rows:
-            return self._fit(rows)
+            return self._fit(rows, Checkpoint.of(self, X, sample_weight, rows.n, rows.d,
+                                                 rows.dtype))
 
-    def _fit(self, rows):
+    def _fit(self, rows, checkpoint=None):
         self._prepare(rows)
         n, w = rows.n, rows.w
         rng = check_random_state(self.random_state)
-        valid = rng.randint(0, n, self._init_size)
-        best, best_inertia = None, None
-        for _ in range(self._n_init):
-            centers = self._init_centroids(rows, rng)
-            inertia = self._batch(rows, valid, w[valid], centers).inertia
-            if best_inertia is None or inertia < best_inertia:
-                best, best_inertia = centers, inertia
-        centers = best
-        self._counts = np.zeros(self.n_clusters, rows.dtype)
-        self._ewa_inertia = self._ewa_inertia_min = None
-        self._no_improvement = self._n_since_last_reassign = 0
+        saved = None if checkpoint is None else checkpoint.saved
+        if saved is None:
+            centers = best_init(self, rows, rng)
+            self._counts = np.zeros(self.n_clusters, rows.dtype)
+            self._ewa_inertia = self._ewa_inertia_min = None
+            self._no_improvement = self._n_since_last_reassign = 0
+            first, done = 0, False
+        else:   # resumed after the checkpoint's step, its random stream where it was
+            centers, first, done = saved["centers"], saved["step"] + 1, saved["done"]
+            set_rng_state(rng, saved["rng"])
+            for name in STEP_STATE:
+                setattr(self, name, saved[name])
         n_steps = (self.max_iter * n) // self._batch_size
         # batches drawn by weight, each row of one then counted once (scikit-learn's)
         draw = weighted_draws(rng, w / np.sum(w))
         unit = np.ones(self._batch_size, rows.dtype)
-        step = -1
-        for step in range(n_steps):
+        step = first - 1
+        for step in range(first, first if done else n_steps):
             batch = draw(self._batch_size)
             new, inertia = self._step(rows, batch, unit, centers, rng, self._random_reassign())
             shift = float(np.sum((new.astype(np.float64) - centers) ** 2)) if self._tol else 0.0
             centers = new
-            if self._converged(step, n_steps, n, shift, inertia):
+            done = self._converged(step, n_steps, n, shift, inertia)
+            if checkpoint is not None:
+                checkpoint.step(lambda: dict(
+                    centers=centers, step=step, done=done, rng=rng_state(rng),
+                    **{name: getattr(self, name) for name in STEP_STATE}))
+            if done:
                 break
         self.n_steps_ = step + 1
         self.n_iter_ = int(np.ceil(((step + 1) * self._batch_size) / n))
@@ -364,19 +362,15 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
 
     @property
     def _rng_state(self):
-        """partial_fit's random stream as a model file keeps it: [position,
-        has_gauss, cached_gaussian, 624 MT19937 keys]."""
+        """partial_fit's random stream as a model file keeps it
+        (checkpoint.rng_state's list)."""
         if getattr(self, "_random_state", None) is None:
             raise AttributeError("_rng_state")
-        _, keys, pos, has_gauss, cached = self._random_state.get_state(legacy=True)
-        return [int(pos), int(has_gauss), float(cached), *map(int, keys)]
+        return rng_state(self._random_state)
 
     @_rng_state.setter
     def _rng_state(self, state):
-        pos, has_gauss, cached, *keys = state
-        self._random_state = np.random.RandomState()
-        self._random_state.set_state(("MT19937", np.array(keys, np.uint32), int(pos),
-                                      int(has_gauss), float(cached)))
+        self._random_state = set_rng_state(np.random.RandomState(), state)
 
     def _partial_fit(self, rows, first):
         self._random_state = getattr(self, "_random_state", None) or \
@@ -384,7 +378,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         self.n_steps_ = getattr(self, "n_steps_", 0)
         if first:   # (the centres are set once the step has run: a failed one sets none)
             self._prepare(rows)
-            centers = self._init_centroids(rows, self._random_state)
+            centers = init_centroids(self, rows, self._random_state)
             self._counts = np.zeros(self.n_clusters, rows.dtype)
             self._n_since_last_reassign = 0
         else:

@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from .._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, centers_update
+from ..checkpoint import CHECKPOINT_RULES
 from ...passes.cmeans import CMeansPass
 from ...parallel.placement import is_dask_array
 from .cmeans_shards import CMeansShards, Memberships
@@ -54,6 +55,10 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     elsewhere (the same model, bit for bit).  predict, predict_proba and
     score use the estimator's precision.
 
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
+    a float or "30s": seconds): the fit's state written there that often,
+    and resumed from, bit for bit (cluster/checkpoint.py).
+
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
@@ -74,12 +79,15 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         "n_clusters": [(numbers.Integral, 1, None)],
         "m": [(numbers.Real, 1, None)],
         "init": CENTERS_INIT_RULE,
+        **CHECKPOINT_RULES,
     }
 
     def __init__(self, n_clusters=8, *, m=2.0, tol=1e-4, max_iter=300, init="k-means++",
                  random_state=None, devices=None, dtype=None, comm=None, verbose=0,
-                 precision="float32"):
+                 precision="float32", checkpoint=None, checkpoint_every=1):
         self.n_clusters = n_clusters
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
         self.precision = precision
         self.m = m
         self.tol = tol
@@ -105,13 +113,20 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     def _fit(self, data, host_w, rng, ranks):
         _, tol = self._mean_and_tol(data, ranks)
         init = self._checked_init(data.d)
-        centers = ranks.run_failing_all(
-            lambda: self._init_centers(data, init, rng, host_w, ranks))
+        checkpoint = getattr(self, "_checkpoint", None)
+        saved = None if checkpoint is None else checkpoint.saved
+        if saved is None:
+            centers = ranks.run_failing_all(
+                lambda: self._init_centers(data, init, rng, host_w, ranks))
+            first, done, self.history_ = 0, False, []
+        else:   # resumed where the checkpoint left the loop
+            centers, first, done = saved["centers"], saved["iteration"], saved["done"]
+            self.history_ = saved["history"]
         passes = CMeansShards(data, self.n_clusters, float(self.m), ranks,
                               precision=self.precision)
-        d, self.history_ = data.d, []
+        d, it = data.d, first - 1
         bar = Progress(self.max_iter, "c-means", bool(self.verbose) and ranks.rank == 0)
-        for it in range(self.max_iter):
+        for it in range(first, first if done else self.max_iter):
             start = time.perf_counter()
             stats, _ = passes.run(centers)
             objective = stats.objective
@@ -127,7 +142,11 @@ class FuzzyCMeans(ClusterMixin, KCluster):
             bar.step(objective=objective, shift=shift)
             if self.verbose > 1 and ranks.rank == 0:
                 print(f"  iteration {it}: objective {objective:.6g}, shift {shift:.3g}")
-            if shift <= tol:
+            done = shift <= tol
+            if checkpoint is not None:
+                checkpoint.step(lambda: dict(centers=centers, iteration=it + 1, done=done,
+                                             history=self.history_))
+            if done:
                 break
             data.rebalance()
         bar.close()

@@ -21,6 +21,9 @@ import numpy as np
 from .mdl import (Fitted, Model, cholesky_of_precisions, covariances_of, m_step, precisions_of,
                   raw_second_moment, records, select_order)
 from .._base import KCluster
+from ..checkpoint import CHECKPOINT_RULES
+from .gmm_checkpoint import EmCheckpoint
+from .gmm_params import broadcast, checked_inits, compact
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array, joined_mean_var_finite
 from .gmm_shards import GmmShards
@@ -67,6 +70,12 @@ class GaussianMixture(DensityMixin, KCluster):
     and every other kernel float32: elsewhere every mode is "float32", the
     same model bit for bit.
 
+    ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations (EM);
+    a float or "30s": seconds): the fit's state written there that often,
+    and resumed from, bit for bit (cluster/checkpoint.py).
+    With min_components, the states of the inits' EM: resumed, the order
+    selection runs again.
+
     Attributes
     ----------
     weights_, means_, covariances_ : ndarray
@@ -95,6 +104,7 @@ class GaussianMixture(DensityMixin, KCluster):
         "precisions_init": [None, np.ndarray, list, tuple],
         "warm_start": [bool],
         "min_components": [None, (numbers.Integral, 1, None)],
+        **CHECKPOINT_RULES,
     }
     _fitted_attribute = "means_"
 
@@ -102,8 +112,10 @@ class GaussianMixture(DensityMixin, KCluster):
                  max_iter=100, n_init=1, init_params="kmeans", weights_init=None,
                  means_init=None, precisions_init=None, random_state=None,
                  warm_start=False, min_components=None, devices=None, dtype=None, comm=None,
-                 verbose=0, precision="float32"):
+                 verbose=0, precision="float32", checkpoint=None, checkpoint_every=1):
         self.n_components = n_components
+        self.checkpoint = checkpoint
+        self.checkpoint_every = checkpoint_every
         self.precision = precision
         self.covariance_type = covariance_type
         self.tol = tol
@@ -169,7 +181,7 @@ class GaussianMixture(DensityMixin, KCluster):
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")
         full, d = self._full, data.d
-        given = self._checked_inits(d)
+        given = checked_inits(self, d)
         gm = GmmShards(data, self.n_components, full, self._ranks, self.precision)
         self.history_ = []   # every EM iteration of the fit (all inits, all MDL orders)
         self._eps = float(np.finfo(data.dtype).eps)
@@ -178,17 +190,26 @@ class GaussianMixture(DensityMixin, KCluster):
         # scikit-learn's warm start: one EM run from the last fit's parameters
         warm = self._warm_model(d) if self.warm_start and hasattr(self, "converged_") else None
         n_init = 1 if warm is not None or all(g is not None for g in given) else self.n_init
-        for init in range(n_init):
-            model = warm if warm is not None else self._initial_model(gm, data, given, rng,
-                                                                      host_w)
-            # a warm start's first change is from the last fit's lower bound
-            fitted = self._em(gm, model, n, -np.inf if warm is None else self.lower_bound_)
+        self._em_saves = saves = EmCheckpoint(getattr(self, "_checkpoint", None))
+        first, resumed = 0, None
+        if saves.saved is not None:   # resumed in init `first`, after its draws
+            first, best, resumed, self.history_ = saves.resume(rng)
+        for init in range(first, n_init):
+            if resumed is not None and init == first:
+                fitted = self._em(gm, None, n, resumed=resumed)
+            else:
+                model = warm if warm is not None else self._initial_model(gm, data, given,
+                                                                          rng, host_w)
+                saves.start(init, rng, best)
+                # a warm start's first change is from the last fit's lower bound
+                fitted = self._em(gm, model, n, -np.inf if warm is None else self.lower_bound_)
             if self.verbose:
                 print(f"GaussianMixture init {init}: lower bound {fitted.lower_bound:.6g}, "
                       f"{fitted.n_iter} iterations, converged={fitted.converged}")
             if best is None or fitted.lower_bound > best.lower_bound:
                 best = fitted
         self.mdl_path_ = None
+        saves.start(None)   # MDL's refits write no checkpoint: resumed, they run again
         if self.min_components is not None:
             best, self.mdl_path_ = select_order(
                 best, lambda m: self._em(gm, m, n),
@@ -203,19 +224,27 @@ class GaussianMixture(DensityMixin, KCluster):
         self.lower_bounds_ = best.lower_bounds   # each iteration's, of the best run
         self.n_features_in_ = d
         self.devices_ = data.rows_per_device
+        del self._em_saves
         return self
 
-    def _em(self, gm, model, n, lower_bound=-np.inf):
-        """EM iterations from *model* (scikit-learn's loop): a Fitted."""
+    def _em(self, gm, model, n, lower_bound=-np.inf, resumed=None):
+        """EM iterations from *model* (scikit-learn's loop): a Fitted;
+        *resumed*: a checkpoint's Fitted, whose EM goes on after its iteration."""
+        first, bounds = 0, []
+        if resumed is not None:
+            if resumed.converged or resumed.n_iter == self.max_iter:
+                return resumed
+            model, lower_bound, first, bounds = (resumed.model, resumed.lower_bound,
+                                                 resumed.n_iter, resumed.lower_bounds)
         with Progress(self.max_iter, f"GMM K={len(model.weights)}",
                       bool(self.verbose) and self._ranks.rank == 0) as bar:
-            return self._em_steps(gm, model, n, bar, lower_bound)
+            return self._em_steps(gm, model, n, bar, lower_bound, first, bounds)
 
-    def _em_steps(self, gm, model, n, bar, lower_bound):
+    def _em_steps(self, gm, model, n, bar, lower_bound, first=0, bounds=()):
         if self.max_iter == 0:   # scikit-learn: the start, no lower bound (warm too)
             return Fitted(model, -np.inf, 0, False)
-        converged, it, bounds = False, 0, []
-        for it in range(1, self.max_iter + 1):
+        converged, it, bounds = False, first, list(bounds)
+        for it in range(first + 1, self.max_iter + 1):
             start = time.perf_counter()
             prev = lower_bound
             step = gm.em(records(model, self._full), model.means)
@@ -232,8 +261,10 @@ class GaussianMixture(DensityMixin, KCluster):
             bar.step(lower_bound=lower_bound)
             if self.verbose > 1:
                 print(f"  iteration {it}: lower bound {lower_bound:.8g}")
-            if abs(lower_bound - prev) < self.tol:
-                converged = True
+            converged = abs(lower_bound - prev) < self.tol
+            self._em_saves.step(lambda: (self.history_, Fitted(model, lower_bound, it, converged,
+                                                                lower_bounds=bounds)))
+            if converged:
                 break
             gm.data.rebalance()
         return Fitted(model, lower_bound, it, converged, lower_bounds=bounds)
@@ -245,47 +276,6 @@ class GaussianMixture(DensityMixin, KCluster):
         return float(scored.loglik)
 
     # --------------------------------------------------------- initialisation
-    def _checked_inits(self, d):
-        """weights_init, means_init, precisions_init as float64 (None stays None),
-        checked as scikit-learn checks them."""
-        k, kind = self.n_components, self.covariance_type
-        out = []
-        for name, value, shape in (("weights", self.weights_init, (k,)),
-                                   ("means", self.means_init, (k, d)),
-                                   (f"{kind} precision", self.precisions_init,
-                                    _shape(kind, k, d))):
-            if value is None:
-                out.append(None)
-                continue
-            value = np.array(value, dtype=np.float64)
-            if value.ndim > 2 and kind != "full":   # scikit-learn's check_array
-                raise ValueError(f"Found array with dim {value.ndim}, while dim <= 2 is "
-                                 "required.")
-            if value.shape != shape:
-                raise ValueError(f"The parameter '{name}' should have the shape of {shape}, "
-                                 f"but got {value.shape}")
-            if not np.all(np.isfinite(value)):
-                raise ValueError(f"The parameter '{name}' contains NaN or infinity.")
-            out.append(value)
-        w, _, p = out
-        if w is not None:
-            if np.any(w < 0) or np.any(w > 1):
-                raise ValueError("The parameter 'weights' should be in the range [0, 1], but "
-                                 f"got max value {w.max():.5f}, min value {w.min():.5f}")
-            if not abs(1.0 - w.sum()) <= 1e-6:
-                raise ValueError("The parameter 'weights' should be normalized, but got "
-                                 f"sum(weights) = {w.sum():.5f}")
-        if p is not None:
-            if self._full:
-                sym = np.allclose(p, np.swapaxes(p, -1, -2))
-                if not sym or np.any(np.linalg.eigvalsh(p) <= 0):
-                    raise ValueError(f"'{kind} precision' should be symmetric, "
-                                     "positive-definite")
-            elif np.any(p <= 0):
-                raise ValueError(f"'{kind} precision' should be positive")
-            out[2] = _broadcast(kind, p, k, d)   # the device layout
-        return out
-
     def _warm_model(self, d):
         """The last fit's model (float64, device layout), as warm start's start."""
         model = self._model()
@@ -357,9 +347,9 @@ class GaussianMixture(DensityMixin, KCluster):
         full, kind = self._full, self.covariance_type
         self.weights_ = model.weights.astype(dtype)
         self.means_ = model.means.astype(dtype)
-        self.covariances_ = _compact(kind, model.covariances).astype(dtype)
-        self.precisions_cholesky_ = _compact(kind, model.prec_chol).astype(dtype)
-        self.precisions_ = _compact(kind, precisions_of(model.prec_chol, full)).astype(dtype)
+        self.covariances_ = compact(kind, model.covariances).astype(dtype)
+        self.precisions_cholesky_ = compact(kind, model.prec_chol).astype(dtype)
+        self.precisions_ = compact(kind, precisions_of(model.prec_chol, full)).astype(dtype)
         self.n_components_ = model.k
 
     # ------------------------------------------------------------- inference
@@ -367,8 +357,8 @@ class GaussianMixture(DensityMixin, KCluster):
         self._check_fitted()
         kind, (k, d) = self.covariance_type, self.means_.shape
         return Model(self.weights_.astype(np.float64), self.means_.astype(np.float64),
-                     _broadcast(kind, self.covariances_.astype(np.float64), k, d),
-                     _broadcast(kind, self.precisions_cholesky_.astype(np.float64), k, d))
+                     broadcast(kind, self.covariances_.astype(np.float64), k, d),
+                     broadcast(kind, self.precisions_cholesky_.astype(np.float64), k, d))
 
     def _score(self, X, want):
         model = self._model()
@@ -443,30 +433,6 @@ class GaussianMixture(DensityMixin, KCluster):
             X = np.vstack([m + rng.standard_normal(size=(s, len(m))) * np.sqrt(c)
                            for m, c, s in zip(model.means, model.covariances, counts)])
         return X, np.repeat(np.arange(model.k), counts)
-
-
-def _shape(kind, k, d):
-    """scikit-learn's shape of covariances / precisions of each type."""
-    return {"full": (k, d, d), "diag": (k, d), "tied": (d, d), "spherical": (k,)}[kind]
-
-
-def _broadcast(kind, value, k, d):
-    """A tied / spherical array in the device layout (k copies of the tied
-    matrix, each spherical value over d features); full / diag as they are."""
-    if kind == "tied":
-        return np.broadcast_to(value, (k, d, d)).copy()
-    if kind == "spherical":
-        return np.broadcast_to(value[:, None], (k, d)).copy()
-    return value
-
-
-def _compact(kind, value):
-    """The inverse of _broadcast: scikit-learn's shape of the device layout."""
-    if kind == "tied":
-        return value[0]
-    if kind == "spherical":
-        return value[:, 0]
-    return value
 
 
 def _uniform_resp(rng, rows, k):
