@@ -25,7 +25,7 @@ class SchemaError(ValueError):
 
 def _what(value):
     if isinstance(value, np.ndarray):
-        return f"a {value.dtype} array of shape {value.shape}"
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
     if value is None:
         return "null"
     return f"{type(value).__name__} {value!r}"[:80]
