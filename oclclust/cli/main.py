@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import sys
+import warnings
 
 PROG = "oclclust"
 
@@ -246,11 +247,20 @@ def _stdout_to_devnull():
         pass
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    """A warning as the command line shows it: one line naming its kind,
+    not the line of code that raised it (a library user's concern)."""
+    first = str(message).splitlines()[0] if str(message) else ""
+    print(f"{PROG}: warning: {first} ({category.__name__})", file=file or sys.stderr)
+
+
 def main(argv=None):
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        return _run(parser, argv)
+        with warnings.catch_warnings():   # (restores how warnings show on return)
+            warnings.showwarning = _one_line_warning
+            return _run(parser, argv)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

@@ -442,3 +442,17 @@ def test_messages_name_estimators_without_a_wrong_article(devices, tmp_path):
     assert proc.returncode == 2
     assert "EnsembleKMeans models have no memberships" in proc.stderr
     assert "a EnsembleKMeans" not in proc.stderr
+
+
+def test_a_warning_is_one_line_naming_its_kind(devices, tmp_path):
+    """A fit's warning on the command line: "oclclust: warning: ... (Kind)",
+    not a line of code inside the package or Python's runner."""
+    np.save(tmp_path / "x.npy", make_blobs(200, 2, 3)[0])
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", "cmeans", "-k", "3", "--max-iter", "1",
+                   "--tol", "0", "--devices", devices[0].platform,
+                   "--out", str(tmp_path / "m.npz"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "oclclust: warning: FuzzyCMeans did not converge in max_iter=1 iterations (the last "
+        f"centre shift {proc.stderr.split('shift ')[1].split(' ')[0]} is above tol's 0): "
+        "increase max_iter or tol (ConvergenceWarning)"], proc.stderr

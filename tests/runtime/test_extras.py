@@ -14,7 +14,8 @@ from oclclust.runtime.extras import EXTRAS, MissingExtraError, install_hint, req
                                           ("matplotlib.pyplot", "plot"), ("tqdm", "progress")])
 def test_a_missing_package_names_its_extra(module, extra, monkeypatch):
     package = module.partition(".")[0]
-    monkeypatch.setitem(sys.modules, package, None)   # its import fails, as if not installed
+    for name in {package, module}:   # its import fails, as if not installed
+        monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(MissingExtraError) as caught:
         require(module, "doing it")
     assert isinstance(caught.value, ImportError) and caught.value.name == package
