@@ -2,6 +2,9 @@
 # Prepare this machine for oclclust: OpenCL CPU runtimes (PoCL from apt, Intel's from PyPI),
 # oclgrind, and a .venv at the repo root with oclclust installed (non-editable, as users get it).
 # Idempotent: a second run skips what is present and only reinstalls the project itself.
+# Outside this checkout it changes only what is missing: apt packages, and where no registration
+# of Intel's CPU runtime works, /opt/oclclust/intel-opencl-rt-VERSION (the runtime's files, hard
+# links to .venv's) and /etc/OpenCL/vendors/intel-cpu.icd naming it; it says what it wrote.
 # Usage: bash tools/setup.sh [--test]     (--test: also install the test extra)
 set -euo pipefail
 cd "$(dirname "$0")/.."
