@@ -5,9 +5,9 @@ profiles, kernel generation), ``passes`` (one module per device pass),
 ``parallel`` (the devices of a host, MPI ranks), ``cluster`` (the
 estimators, one package per family), ``io`` (data and model files, plots) and ``cli``.
 """
-import importlib
-import sys
-import types
+import importlib as _importlib   # (underscored: not names of the package)
+import sys as _sys
+import types as _types
 
 from . import passes  # noqa: F401  (declares every pass's devices.yaml terms)
 from .cluster.inits import kmeans_plusplus
@@ -15,7 +15,10 @@ from .cluster.kmeans.kmeans import KMeans
 from .cluster.registry import ESTIMATORS, estimator_class
 from .parallel.manager import DeviceFailure, DeviceManager
 from .runtime.codegen import KernelBuildError
-from .runtime.devices import DeviceProfile, list_devices, select_devices, sub_devices
+from .runtime.device_report import show_devices
+from .runtime.devices import (DeviceProfile, NoOpenCLError, list_devices, select_devices,
+                              sub_devices)
+from .runtime.extras import MissingExtraError
 
 __version__ = "0.1.0"
 
@@ -25,11 +28,15 @@ def __getattr__(name):
     if name in ESTIMATORS:
         return estimator_class(name)
     if name == "linkage":
-        return importlib.import_module(f"{__name__}.cluster.hierarchy.linkage_matrix").linkage
+        return _importlib.import_module(f"{__name__}.cluster.hierarchy.linkage_matrix").linkage
     raise AttributeError(f"module 'oclclust' has no attribute {name!r}")
 
 
-class _FormerModule(types.ModuleType):
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+class _FormerModule(_types.ModuleType):
     """A module path of an earlier layout (``oclclust.mpi``, ``oclclust.plots``,
     ``oclclust.modelio``; the flat ``oclclust.cluster.gmm`` and the other
     estimators' modules before the family packages): its names, looked up in
@@ -41,7 +48,7 @@ class _FormerModule(types.ModuleType):
 
     def __getattr__(self, attr):
         for home in self._homes:
-            module = importlib.import_module(f"{__name__}.{home}")
+            module = _importlib.import_module(f"{__name__}.{home}")
             if hasattr(module, attr):
                 return getattr(module, attr)
         raise AttributeError(f"module {self.__name__!r} has no attribute {attr!r}")
@@ -59,7 +66,11 @@ FORMER_MODULES = {
                              "cluster.hierarchy.agglomerative"),
 }
 for _old, _homes in FORMER_MODULES.items():
-    sys.modules.setdefault(f"{__name__}.{_old}", _FormerModule(f"{__name__}.{_old}", _homes))
+    _sys.modules.setdefault(f"{__name__}.{_old}", _FormerModule(f"{__name__}.{_old}", _homes))
+del _old, _homes
 
-__all__ = ["DeviceFailure", "DeviceManager", "DeviceProfile", "KMeans", "KernelBuildError",
-           "kmeans_plusplus", "list_devices", "select_devices", "sub_devices"]
+# every public name: the estimators and linkage are imported on first use (__getattr__)
+__all__ = sorted(["DeviceFailure", "DeviceManager", "DeviceProfile", "KernelBuildError",
+                  "MissingExtraError", "NoOpenCLError", "kmeans_plusplus", "linkage",
+                  "list_devices", "select_devices", "show_devices", "sub_devices",
+                  *ESTIMATORS])

@@ -9,12 +9,17 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import oclclust as oc
+# the tests read the shipped devices.yaml, not one this machine's user tuned
+# (runtime/profiles.user_profiles_path): a config folder of their own, empty
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="oclclust-tests-config-")
+
+import oclclust as oc  # noqa: E402
 
 # the harness scripts (oclgrind driver and exercisers, the MPI script) import as modules
 sys.path.insert(0, str(Path(__file__).resolve().parent / "harness"))

@@ -119,7 +119,7 @@ def test_installed_console_script(installed):
     py, _, tmp = installed
     script = py.parent / "oclclust"
     assert script.is_file()
-    proc = _run([script, "devices"], cwd=tmp)
+    proc = _run([script, "devices", "-v"], cwd=tmp)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "OpenCL devices:" in proc.stdout and "devices.yaml#0" in proc.stdout
 
@@ -154,3 +154,68 @@ def test_without_dask_every_fit_runs_and_nothing_asks_for_dask(devices):
     proc = subprocess.run([sys.executable, "-c", code, devices[0].platform],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+# ----------------------------------------------------------- the metadata
+def test_every_algorithm_is_an_install_requirement():
+    """scipy (HDBSCAN, DBSCAN, linkage, AgglomerativeClustering) is installed
+    with oclclust, not by an extra; the optional features' packages only by
+    their extras."""
+    import importlib.metadata
+    import re
+    requires = importlib.metadata.requires("oclclust")
+    plain = {re.split(r"[ <>=!~;\[]", r, maxsplit=1)[0].lower() for r in requires
+             if "extra ==" not in r}
+    assert plain == {"pyopencl", "numpy", "mako", "pyyaml", "scipy"}, requires
+    extras = set(importlib.metadata.metadata("oclclust").get_all("Provides-Extra"))
+    assert {"mpi", "dask", "progress", "plot", "formats", "test", "docs"} <= extras
+
+
+def test_the_namespace_is_its_public_names():
+    """__all__ lists every public name, each of which resolves; modules
+    imported for the package's own use are not names of it."""
+    import oclclust
+    assert set(oclclust.ESTIMATORS) <= set(oclclust.__all__)
+    assert {"linkage", "show_devices", "list_devices", "select_devices", "DeviceManager",
+            "NoOpenCLError", "MissingExtraError", "kmeans_plusplus"} <= set(oclclust.__all__)
+    for name in oclclust.__all__:
+        assert getattr(oclclust, name).__name__ == name
+    for leaked in ("importlib", "sys", "types"):
+        assert not hasattr(oclclust, leaked), leaked
+    assert set(oclclust.__all__) <= set(dir(oclclust))
+    namespace = {}
+    exec("from oclclust import *", namespace)
+    assert set(oclclust.__all__) <= set(namespace)
+
+
+def test_the_sdist_carries_the_licence_tests_and_docs(tmp_path):
+    """The source distribution (setuptools' build_sdist from a copy of the
+    checkout, as ``python -m build --sdist`` runs it): the package with its
+    kernel sources and profiles, LICENSE, CHANGELOG.md, the tests and the
+    documentation's sources, not a documentation build."""
+    import tarfile
+    src = tmp_path / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", "*.pyc",
+        ".pytest_cache", ".hypothesis"))
+    code = "from setuptools import build_meta; print(build_meta.build_sdist('dist'))"
+    proc = _run([sys.executable, "-c", code], cwd=src)
+    if proc.returncode and "No module named 'setuptools'" in proc.stderr:
+        pytest.skip("setuptools is not installed here")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    archive = src / "dist" / proc.stdout.strip().splitlines()[-1]
+    with tarfile.open(archive) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+        licence = tar.extractfile(next(m for m in tar.getmembers()
+                                       if m.name.endswith("/LICENSE"))).read().decode()
+    assert licence.startswith("MIT License")
+    for path in ("LICENSE", "CHANGELOG.md", "README.md", "devices.yaml", "setup.cfg",
+                 "oclclust/__init__.py", "templates/prelude.cl.mako", "kernels_cl/accumulate.cl",
+                 "tests/conftest.py", "tests/test_package.py", "docs/conf.py", "docs/index.rst",
+                 "tools/setup.sh", "tools/docs.sh"):
+        assert path in names, path
+    tracked = {p.relative_to(REPO).as_posix() for p in (REPO / "tests").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert tracked <= names
+    assert not any(n.startswith(("docs/_build/", "docs/api/", "docs/auto_examples/"))
+                   for n in names)

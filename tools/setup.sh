@@ -2,6 +2,9 @@
 # Prepare this machine for oclclust: OpenCL CPU runtimes (PoCL from apt, Intel's from PyPI),
 # oclgrind, and a .venv at the repo root with oclclust installed (non-editable, as users get it).
 # Idempotent: a second run skips what is present and only reinstalls the project itself.
+# Outside this checkout it changes only what is missing: apt packages, and where no registration
+# of Intel's CPU runtime works, /opt/oclclust/intel-opencl-rt-VERSION (the runtime's files, hard
+# links to .venv's) and /etc/OpenCL/vendors/intel-cpu.icd naming it; it says what it wrote.
 # Usage: bash tools/setup.sh [--test]     (--test: also install the test extra)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,19 +45,78 @@ if [ ! -x .venv/bin/python ]; then
 fi
 py=.venv/bin/python
 
-# 3. Intel's CPU runtime: a 225 MB wheel, so only when its library is not in the venv yet.
-intel_lib=$PWD/.venv/lib/libintelocl.so
-if [ ! -f "$intel_lib" ]; then
-  say "pip install intel-opencl-rt intel-cmplr-lib-rt (large download)"
-  $py -m pip install -q intel-opencl-rt intel-cmplr-lib-rt || warn "Intel OpenCL CPU runtime could not be installed"
-fi
-# Register it with the ICD loader. The wheel's own .icd names a bogus /opt/anaconda path, so write
-# our own with the absolute path; the library's RUNPATH ($ORIGIN) finds its companion libraries.
+# 3. Intel's CPU runtime, registered with the ICD loader (/etc/OpenCL/vendors) for the whole
+# machine. A registration that works already (this script's from another checkout, or Intel's
+# own packages) is left as it is: nothing is downloaded or changed. Otherwise the runtime (a
+# 225 MB wheel) is installed into .venv, linked (or copied) from there to a folder of its own
+# outside any checkout, $intel_home, and registered from there: deleting this checkout does not
+# unregister it. The registration is written only where none works, and what it changed is said.
 icd=/etc/OpenCL/vendors/intel-cpu.icd
-if [ -f "$intel_lib" ] && [ "$(cat "$icd" 2>/dev/null)" != "$intel_lib" ]; then
-  say "registering $intel_lib in $icd"
-  $sudo mkdir -p /etc/OpenCL/vendors
-  echo "$intel_lib" | $sudo tee "$icd" >/dev/null || warn "could not write $icd"
+intel_registered() {   # the first ICD file whose Intel CPU library loads from where it names
+  local f lib
+  for f in /etc/OpenCL/vendors/*.icd; do
+    [ -f "$f" ] || continue
+    lib=$(head -n 1 "$f")
+    case "$(basename "$lib")" in libintelocl.so*) ;; *) continue ;; esac
+    # a bare name is the dynamic loader's to find; a path must exist
+    if [ "${lib#/}" = "$lib" ] || [ -f "$lib" ]; then echo "$f -> $lib"; return 0; fi
+  done
+  return 1
+}
+if registered=$(intel_registered); then
+  say "Intel's CPU runtime is registered already ($registered): left as it is"
+else
+  venv_lib=$PWD/.venv/lib
+  if [ ! -f "$venv_lib/libintelocl.so" ]; then
+    say "pip install intel-opencl-rt intel-cmplr-lib-rt (large download)"
+    $py -m pip install -q intel-opencl-rt intel-cmplr-lib-rt || warn "Intel OpenCL CPU runtime could not be installed"
+  fi
+  if [ -f "$venv_lib/libintelocl.so" ]; then
+    version=$($py -m pip show intel-opencl-rt 2>/dev/null | sed -n 's/^Version: //p')
+    intel_home=${OCLCLUST_INTEL_OCL_DIR:-/opt/oclclust/intel-opencl-rt-${version:-unknown}}
+    if [ ! -f "$intel_home/libintelocl.so" ]; then
+      say "linking Intel's runtime (its wheels' files in .venv/lib) into $intel_home"
+      $sudo mkdir -p "$intel_home"
+      # the files the runtime's wheels and their dependencies put in .venv/lib; hard links
+      # where the file system allows (no space taken; they outlive this checkout), else copies
+      $py - "$venv_lib" <<'PY' | while IFS= read -r f; do
+import importlib.metadata as md, re, sys
+from pathlib import Path
+lib = Path(sys.argv[1]).resolve()
+todo, seen = ["intel-opencl-rt", "intel-cmplr-lib-rt"], set()
+while todo:
+    name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+    if name in seen:
+        continue
+    seen.add(name)
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        continue
+    todo += [re.split(r"[ ;<>=!~\[(]", r, maxsplit=1)[0] for r in dist.requires or []
+             if "extra ==" not in r]
+    for f in dist.files or []:
+        path = Path(f.locate()).resolve()
+        if path.parent == lib:
+            print(path)
+PY
+        $sudo ln -f "$f" "$intel_home/" 2>/dev/null || $sudo cp -a "$f" "$intel_home/"
+      done
+    fi
+    if [ -f "$intel_home/libintelocl.so" ]; then
+      # the library's RUNPATH ($ORIGIN) finds its companions beside it. The wheel's own .icd
+      # names a bogus /opt/anaconda path, so the registration is written here.
+      if [ -f "$icd" ]; then
+        say "replacing $icd: it names $(head -n 1 "$icd"), which is not there"
+      fi
+      say "registering $intel_home/libintelocl.so in $icd (for every program on this machine;"
+      say "  to undo: sudo rm $icd; sudo rm -r $intel_home)"
+      $sudo mkdir -p /etc/OpenCL/vendors
+      echo "$intel_home/libintelocl.so" | $sudo tee "$icd" >/dev/null || warn "could not write $icd"
+    else
+      warn "Intel's runtime could not be placed in $intel_home: it is not registered"
+    fi
+  fi
 fi
 
 # 4. The project, every run: pip always rebuilds a local directory, so code changes are picked

@@ -72,11 +72,11 @@ oclgrind_job() {
 # The documentation, with warnings as errors; its examples run (on PoCL: one runtime is
 # enough to show they run, and the suites cover both).
 docs_job() {
-  echo "=== docs: python -m sphinx -W docs ===" >>"$joblog"
+  echo "=== docs: tools/docs.sh (python -m sphinx -W, into build/docs) ===" >>"$joblog"
   if ! "$py" -c 'import sphinx, numpydoc, sphinx_gallery' 2>/dev/null; then
     printf 'docs\tmissing\t\n' >>"$jobres"
   elif OCLCLUST_DEVICES="Portable Computing Language" PYTHONSAFEPATH=1 MPLBACKEND=Agg \
-      "$py" -m sphinx -W --keep-going -q -E -b html docs docs/_build/html >>"$joblog" 2>&1; then
+      PYTHON="$py" bash tools/docs.sh >>"$joblog" 2>&1; then
     printf 'docs\t0\t\n' >>"$jobres"
   else printf 'docs\t1\t\n' >>"$jobres"; fi
 }
@@ -126,7 +126,7 @@ for key in pocl intel oclgrind docs; do
   while IFS=$'\t' read -r label rc line; do
     if [ "$label" = docs ]; then
       case $rc in
-        0) summary+=("docs: ok (docs/_build/html)") ;;
+        0) summary+=("docs: ok (build/docs/html)") ;;
         missing) missing "the docs extra is not installed (bash tools/setup.sh --test installs it)"
                  summary+=("docs: MISSING") ;;
         *) summary+=("docs: FAILED (sphinx -W)"); status=1 ;;

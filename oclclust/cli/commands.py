@@ -6,6 +6,7 @@ mpiexec with several ranks it joins them (comm=COMM_WORLD): each rank loads
 its own slice of the file, rank 0 writes the model, each rank may write its
 own labels file ("{rank}" in the name).
 """
+import sys
 import time
 
 import numpy as np
@@ -201,7 +202,12 @@ def cmd_fit(args, usage_error):
         for attr in ("n_iter_", "inertia_", "objective_", "lower_bound_", "n_components_"):
             if hasattr(estimator, attr):
                 summary.append(f"{attr.rstrip('_')} {np.round(getattr(estimator, attr), 6)}")
+        summary += found_clusters(args.algorithm, estimator)
         print(", ".join(s for s in summary if s))
+        if not (args.out or args.labels or args.tree or args.plot):
+            # (after the fit: a fit that fails is one line of error, as every mistake)
+            print("oclclust: note: the fit was not saved: write it with --out MODEL.npz "
+                  "(and --labels, --tree, --plot)", file=sys.stderr)
         if args.out:
             with writing(args.out):
                 save_model(estimator, args.out)
@@ -226,6 +232,23 @@ def cmd_fit(args, usage_error):
             plot(args.plot, estimator, X, Z)
         print(f"plot written to {args.plot}")
     return 0
+
+
+# the algorithms whose clusters are found, not asked for: their fit says how many
+FOUND = ("hierarchical", "dbscan", "hdbscan")
+
+
+def found_clusters(algorithm, estimator):
+    """The summary's words on the clusters *estimator* found: how many, and
+    the rows labelled noise (-1; HDBSCAN's -2 and -3: rows with infinite or
+    missing values) -- for the algorithms that find their clusters."""
+    if algorithm not in FOUND:
+        return []
+    labels = np.asarray(estimator.labels_)
+    words = [f"{len(np.unique(labels[labels >= 0]))} clusters"]
+    if algorithm != "hierarchical":
+        words.append(f"{int(np.count_nonzero(labels < 0))} noise points")
+    return words
 
 
 def plot(path, estimator, X, Z=None):
@@ -265,10 +288,11 @@ def cmd_predict(args, usage_error):
     X = read_data(args)
     if args.proba:
         if not hasattr(model, "predict_proba"):
-            raise usage_error(f"--proba: a {type(model).__name__} has no memberships")
+            raise usage_error(f"--proba: {type(model).__name__} models have no memberships "
+                              "(cmeans and gmm have)")
         write_array(args.proba, model.predict_proba(X))
     if not hasattr(model, "predict"):
-        raise usage_error(f"a {type(model).__name__} cannot label new data")
+        raise usage_error(f"{type(model).__name__} models cannot label new data")
     labels = model.predict(X)
     if args.labels:
         write_array(args.labels, labels)

@@ -307,7 +307,8 @@ def plot(records, out):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib is not installed: no figures", file=sys.stderr)
+        print("matplotlib is not installed: no figures (pip install 'oclclust[plot]')",
+              file=sys.stderr)
         return []
     files = []
 
@@ -363,34 +364,35 @@ FULL = dict(n=[1000000], k=[10], models=[1, 2, 4, 8, 16, 32], d=[2], kd_d=[2, 4,
 
 def parser():
     ap = argparse.ArgumentParser(
-        prog="python -m oclclust compare", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        prog="python -m oclclust compare", description=__doc__.split("\n\n")[0])
+    # each help names its default once, in its own words (not argparse's "(default: None)")
     ap.add_argument("--devices", default="all",
                     help="devices to time: 'all', 'cpu', 'gpu', or comma-separated "
-                         "platform/device name substrings (e.g. NVIDIA)")
+                         "platform/device name substrings (e.g. NVIDIA) (default all)")
     ap.add_argument("--n", type=int, nargs="+", help=f"data sizes N (default {FULL['n']})")
-    ap.add_argument("--k", type=int, nargs="+", help=f"clusters per model K ({FULL['k']})")
+    ap.add_argument("--k", type=int, nargs="+", help=f"clusters per model K (default {FULL['k']})")
     ap.add_argument("--models", type=int, nargs="+",
-                    help=f"ensemble sizes M of the strategy sweep ({FULL['models']})")
+                    help=f"ensemble sizes M of the strategy sweep (default {FULL['models']})")
     ap.add_argument("--d", type=int, nargs="+",
-                    help=f"dimensions of the strategy sweep ({FULL['d']})")
+                    help=f"dimensions of the strategy sweep (default {FULL['d']})")
     ap.add_argument("--kd-d", type=int, nargs="*",
-                    help=f"dimensions of the KD-tree vs brute-force sweep ({FULL['kd_d']}; "
+                    help=f"dimensions of the KD-tree vs brute-force sweep (default {FULL['kd_d']}; "
                          "none: skip it)")
     ap.add_argument("--kd-models", type=int,
-                    help=f"models M of the KD-tree vs brute-force sweep ({FULL['kd_models']})")
-    ap.add_argument("--iters", type=int, help=f"timed iterations ({FULL['iters']})")
+                    help=f"models M of the KD-tree vs brute-force sweep (default {FULL['kd_models']})")
+    ap.add_argument("--iters", type=int, help=f"timed iterations (default {FULL['iters']})")
     ap.add_argument("--strategies", nargs="*", choices=BRUTE, default=list(BRUTE),
-                    help="brute-force strategies to time")
+                    help=f"brute-force strategies to time (default {' '.join(BRUTE)})")
     ap.add_argument("--kdtree", nargs="*", choices=MAPPINGS, default=list(MAPPINGS),
-                    help="KD-tree leaf mappings to time (none: no KD-tree runs)")
+                    help=f"KD-tree leaf mappings to time (default {' '.join(MAPPINGS)}; "
+                         "none: no KD-tree runs)")
     ap.add_argument("--orders", nargs="+", choices=("distributed", "uniform"),
                     help="model access orders of the concatenated and KD-tree passes to "
-                         "time (default: the device profile's); 'distributed' is the "
+                         "time (default the device profile's); 'distributed' is the "
                          "paper's (work-item i starts at model i mod M)")
     ap.add_argument("--leaf-size", type=int, default=None,
-                    help="KD-tree leaf size (default: the device profile's)")
-    ap.add_argument("--seed", type=int, default=0, help="data and init seed")
+                    help="KD-tree leaf size (default the device profile's)")
+    ap.add_argument("--seed", type=int, default=0, help="data and init seed (default 0)")
     ap.add_argument("--quick", action="store_true",
                     help=f"small CI sweep, under a minute on 2 CPU cores ({QUICK}); "
                          "explicit flags still win; devices default to the first CPU")

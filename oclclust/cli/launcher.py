@@ -24,9 +24,5 @@ def launched_rank():
 
 def world():
     """MPI.COMM_WORLD (imports mpi4py: only for a caller that wants MPI)."""
-    try:
-        from mpi4py import MPI
-    except ImportError as exc:
-        raise RuntimeError("MPI was asked for but mpi4py is not installed: "
-                           "pip install 'oclclust[mpi]'") from exc
-    return MPI.COMM_WORLD
+    from ..runtime.extras import require
+    return require("mpi4py.MPI", "MPI (--mpi)").COMM_WORLD

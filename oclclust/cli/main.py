@@ -9,11 +9,14 @@
     python -m oclclust tune ...           the kernel auto-tuner (oclclust.cli.tune)
 
 A mistake on the command line (or a device selection that matches nothing)
-ends with one line on stderr and exit status 2.
+ends with one line on stderr and exit status 2; bad data, a machine without
+OpenCL or an optional package that is not installed, with one line and
+status 1; a reader that stops early (``predict ... | head``), silently.
 """
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import warnings
 
@@ -52,17 +55,11 @@ def _positive_float(text):
     return value
 
 
-def _size(nbytes):
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if nbytes < 1024 or unit == "TiB":
-            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
-        nbytes /= 1024
-
-
 # ------------------------------------------------------------------ devices
 def cmd_devices(args):
     from ..runtime import devices as dv
-    from ..runtime.profiles import GENERIC_TERMS, ProfileError
+    from ..runtime.device_report import device_report
+    from ..runtime.profiles import ProfileError
     try:
         profiles = dv.list_devices()
     except ProfileError as exc:
@@ -73,32 +70,9 @@ def cmd_devices(args):
                                       for p in profiles],
                           "discovery_errors": errors}, indent=2))
         return 0 if profiles else 1
-    print(f"OpenCL devices: {len(profiles)}")
-    for i, p in enumerate(profiles):
-        fields = dataclasses.asdict(p)
-        print(f"\n[{i}] {p.name}")
-        print(f"    platform  {p.platform} (platform {p.platform_index}, device {p.device_index})")
-        print(f"    type      {p.type}, vendor {p.vendor}, driver {p.driver_version}")
-        reported = {k: v for k, v in fields.items()
-                    if k not in GENERIC_TERMS and k not in (
-                        "platform", "name", "vendor", "type", "driver_version",
-                        "platform_index", "device_index", "profile_entries", "term_values")}
-        shown = []
-        for k, v in reported.items():
-            shown.append(f"{k}={v}" + (f" ({_size(v)})" if k.endswith("_size") and
-                                       isinstance(v, int) and k != "max_work_group_size"
-                                       else ""))
-        print("    reported  " + ", ".join(shown))
-        print("    profile   " + ", ".join(f"{k}={fields[k]}" for k in GENERIC_TERMS))
-        print("    terms     " + ", ".join(f"{k}={v}" for k, v in p.term_values.items()))
-        print(f"    budgets   local memory {_size(p.local_memory_budget)}, "
-              f"global memory {_size(p.memory_budget)}")
-        print("    matched   " + (", ".join(p.profile_entries) or "no devices.yaml entry"))
-    for msg in errors:
-        print(f"\nskipped: {msg}")
+    print("\n".join(device_report(profiles, errors, verbose=args.verbose)))
     if not profiles:
-        print("\nno OpenCL device found: install an OpenCL runtime (bash tools/setup.sh "
-              "installs PoCL and Intel's CPU runtime)", file=sys.stderr)
+        print(f"{PROG}: error: {dv.no_opencl_error()}", file=sys.stderr)
         return 1
     return 0
 
@@ -171,10 +145,14 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    p = sub.add_parser("devices", help="list every OpenCL device with its resolved profile",
-                       description="List every OpenCL device: what it reports, the tuning "
-                       "profile resolved from devices.yaml (and $OCLCLUST_DEVICES_YAML), "
-                       "which entries matched, and any platform that failed to load.")
+    p = sub.add_parser("devices", help="list the OpenCL devices, one line each",
+                       description="List the OpenCL devices, one line each, and any platform "
+                       "that failed to load; with -v each device's details: what it "
+                       "reports, the tuning profile resolved from devices.yaml (the "
+                       "shipped one, the user's, $OCLCLUST_DEVICES_YAML) and which entries "
+                       "matched.  Exit status 1 when there is no device.")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every reported value, profile term and matched entry of each device")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=cmd_devices)
 
@@ -247,25 +225,54 @@ def _delegate(module, argv):
     return target.main(argv)
 
 
+def _run(parser, argv):
+    if argv and argv[0] in DELEGATED:
+        return _delegate(argv[0], argv[1:])
+    args = parser.parse_args(argv)
+    if args.command is None:
+        raise UsageError(f"a command is needed: devices, example, fit, predict, explain, "
+                         f"compare or tune (see '{PROG} --help')")
+    status = args.func(args)
+    sys.stdout.flush()   # a closed pipe is found here, not at the interpreter's exit
+    return status
+
+
+def _stdout_to_devnull():
+    """After a BrokenPipeError: what is left in stdout's buffer goes nowhere
+    (the interpreter's flush at exit would fail again, with a message)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):   # no real stdout (captured in tests)
+        pass
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    """A warning as the command line shows it: one line naming its kind,
+    not the line of code that raised it (a library user's concern)."""
+    first = str(message).splitlines()[0] if str(message) else ""
+    print(f"{PROG}: warning: {first} ({category.__name__})", file=file or sys.stderr)
+
+
 def main(argv=None):
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    # a compiler's remarks on a kernel that built are noise on a command line
-    warnings.filterwarnings("ignore", message="Non-empty compiler output encountered")
     try:
-        if argv and argv[0] in DELEGATED:
-            return _delegate(argv[0], argv[1:])
-        args = parser.parse_args(argv)
-        if args.command is None:
-            raise UsageError(f"a command is needed: devices, example, fit, predict, explain, "
-                             f"compare or tune (see '{PROG} --help')")
-        return args.func(args)
+        with warnings.catch_warnings():   # (restores how warnings show on return)
+            warnings.showwarning = _one_line_warning
+            return _run(parser, argv)
     except UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    except (ValueError, MemoryError, RuntimeError, OSError) as exc:
-        # bad data, a bad model file, a failed rank, a file that could not be
-        # written: one line, not a traceback
+    except BrokenPipeError:
+        # the reader stopped (``predict ... | head``): not an error of ours;
+        # the status a process killed by SIGPIPE has, as other Unix tools
+        _stdout_to_devnull()
+        return 128 + 13
+    except (ValueError, MemoryError, RuntimeError, OSError, ImportError) as exc:
+        # an optional package that is not installed (MissingExtraError names
+        # the extra that installs it), bad data, a bad model file, a failed
+        # rank, a file that could not be written: one line, not a traceback
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"{PROG}: error: {first}", file=sys.stderr)
         return 1

@@ -8,8 +8,9 @@ A configuration is a set of profile terms (lloyd_variant and its tiles); it
 is timed as the Lloyd pass the planner builds from the profile it gives, on
 resident random blobs of each shape.  The winner has the least geometric mean
 of its time relative to the best on each shape.  Entries go to the user file
-($OCLCLUST_DEVICES_YAML, else ~/.config/oclclust/devices.yaml), which
-oclclust applies after the shipped devices.yaml; --shipped writes that one.
+($OCLCLUST_DEVICES_YAML, else $XDG_CONFIG_HOME/oclclust/devices.yaml, by
+default ~/.config/oclclust/devices.yaml), which oclclust reads by default
+after the shipped devices.yaml; --shipped writes that one.
 """
 import argparse
 import itertools
@@ -90,7 +91,7 @@ def time_pass(profile, x_dev, centres, repeats=3, update=True, precision="float3
         part = DevicePartition(profile, x_dev)
         lloyd = LloydPass(part, len(centres), update=update, precision=precision)
         labels = cla.empty(part.queue, part.n, np.int32)
-        labels.fill(-1)
+        cl.enqueue_fill_buffer(part.queue, labels.data, np.int32(-1), 0, labels.nbytes)
         lloyd.run(centres, labels)                 # first touches
         best = np.inf
         for _ in range(repeats):
@@ -150,8 +151,9 @@ def entry_for(profile, terms, shapes, times):
 
 
 def default_path():
-    return Path(os.environ.get("OCLCLUST_DEVICES_YAML") or
-                Path.home() / ".config" / "oclclust" / "devices.yaml")
+    """$OCLCLUST_DEVICES_YAML, else the user's devices.yaml (both read by default)."""
+    from ..runtime.profiles import user_profiles_path
+    return Path(os.environ.get("OCLCLUST_DEVICES_YAML") or user_profiles_path())
 
 
 def write_entries(path, entries):

@@ -23,9 +23,15 @@ from ..parallel.comm import Ranks
 from ..parallel.placement import (compute_dtype, fit_data, is_dask_array,
                                   joined_mean_var_finite, new_data)
 from ..runtime.exact_sums import block_rows_for
-from ..runtime.kernel_recorder import kernel_records, recording_kernels
-from ..runtime.devices import DeviceProfile
+from ..runtime.kernel_recorder import kernel_records, recorded_contexts, recording_kernels
+from ..runtime.devices import DeviceProfile, profile_of_context
 from ..runtime.validation import NotFittedError, check_params, check_random_state
+
+try:
+    from sklearn.exceptions import ConvergenceWarning
+except ImportError:  # scikit-learn is optional
+    class ConvergenceWarning(UserWarning):
+        """A fit that stopped before it converged (scikit-learn's, where installed)."""
 
 try:
     from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -78,6 +84,16 @@ def records_kernels(fit):
         self.kernels_ = kernel_records([*earlier, *recorder.records()])
         return fitted
     return recorded
+
+
+def fit_devices(n_rows):
+    """``devices_`` of a fit whose device work runs on one device over all
+    its *n_rows* rows (AgglomerativeClustering, HDBSCAN, DBSCAN): {device:
+    n_rows} of the device the fit under way ran kernels on (the recording
+    its records_kernels opened); {} where it ran on the host alone (a metric
+    the devices lack, a precomputed matrix, a tree from joblib's cache)."""
+    profiles = [profile_of_context(ptr) for ptr in recorded_contexts()]
+    return {str(p): int(n_rows) for p in profiles if p is not None}
 
 
 class RecordsKernels:

@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from ..runtime.extras import require
 from .shards import rows_per_block, shard_range
 
 VECS = {".fvecs": np.float32, ".ivecs": np.int32, ".bvecs": np.uint8}
@@ -64,7 +65,28 @@ def load_data(path, columns=None, key=None, comm=None, block_rows=None):
     return np.asarray(X[start:stop])
 
 
+MAGIC = {".npy": b"\x93NUMPY", ".npz": b"PK"}   # a NumPy array's header; a zip's
+
+
+def _check_magic(path, ext):
+    """DataFileError where *path* does not begin as a file of *ext* does:
+    numpy's own error for it (a pickle refused) would mislead."""
+    with open(path, "rb") as fh:
+        head = fh.read(512)
+    if head.startswith(MAGIC[ext]):
+        return
+    try:
+        text = b"\0" not in head and bool(head.decode("utf-8"))
+    except UnicodeDecodeError:   # (a character cut at byte 512 reads as binary: no matter)
+        text = False
+    what = ("the file is empty" if not head else
+            "it holds text: name a text file .csv, .tsv or .txt" if text else
+            f"it has no {ext} header")
+    raise DataFileError(f"{path}: not a {ext} file ({what})")
+
+
 def _npy(path):
+    _check_magic(path, ".npy")
     try:
         return np.load(path, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
@@ -72,6 +94,7 @@ def _npy(path):
 
 
 def _npz(path, key):
+    _check_magic(path, ".npz")
     try:
         with np.load(path, allow_pickle=False) as npz:
             names = list(npz.files)
@@ -133,12 +156,7 @@ def _vecs(path, dtype):
 
 
 def _optional(module, path):
-    import importlib
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise DataFileError(f"{path}: reading it needs the {module} package: "
-                            f"pip install 'oclclust[formats]'") from None
+    return require(module, f"reading {os.path.basename(path)}")
 
 
 def _fcs(path):
@@ -156,13 +174,16 @@ def _hdf5(path, key):
     h5py = _optional("h5py", path)
     try:
         with h5py.File(path, "r") as fh:
+            # every dataset's path, those inside groups too ("group/sub/data")
+            names = []
+            fh.visititems(lambda name, obj: names.append(name)
+                          if isinstance(obj, h5py.Dataset) else None)
             if key is None:
-                names = [n for n in fh if isinstance(fh[n], h5py.Dataset)]
                 if len(names) != 1:
                     raise DataFileError(f"{path}: holds datasets {names}: name one (--key)")
                 key = names[0]
-            if key not in fh or not isinstance(fh[key], h5py.Dataset):
-                raise DataFileError(f"{path}: no dataset {key!r}")
+            if key.strip("/") not in names:
+                raise DataFileError(f"{path}: no dataset {key!r} (has {names})")
             return fh[key][()]
     except OSError as exc:
         raise DataFileError(f"{path}: not a readable HDF5 file ({exc})") from exc

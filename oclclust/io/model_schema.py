@@ -25,7 +25,7 @@ class SchemaError(ValueError):
 
 def _what(value):
     if isinstance(value, np.ndarray):
-        return f"a {value.dtype} array of shape {value.shape}"
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
     if value is None:
         return "null"
     return f"{type(value).__name__} {value!r}"[:80]
@@ -461,7 +461,11 @@ SCHEMAS = {
         optional=("centroids_", "medoids_")),   # kept with store_centers
 }
 
-# every fit records the kernels it ran (kernels_); files written before lack them
-SCHEMAS = {name: dataclasses.replace(schema, attributes={**schema.attributes, "kernels_": KERNELS},
-                                     optional=(*schema.optional, "kernels_"))
+# every fit records the kernels it ran (kernels_) and the rows of its devices
+# (devices_); files written before lack them (the one-device fits' devices_ too)
+SCHEMAS = {name: dataclasses.replace(
+               schema, attributes={"devices_": ROWS_PER_DEVICE, **schema.attributes,
+                                   "kernels_": KERNELS},
+               optional=(*schema.optional, "kernels_",
+                         *(() if "devices_" in schema.attributes else ("devices_",))))
            for name, schema in SCHEMAS.items()}

@@ -64,7 +64,7 @@ def save_model(estimator, path):
     """Write a fitted oclclust *estimator* to *path* (.npz)."""
     name = type(estimator).__name__
     if name not in ESTIMATORS or estimator_class(name) is not type(estimator):
-        raise TypeError(f"cannot save a {type(estimator).__module__}.{name}: model files "
+        raise TypeError(f"cannot save {type(estimator).__module__}.{name}: model files "
                         f"hold oclclust's estimators ({', '.join(ESTIMATORS)})")
     # getattr, not vars: an attribute may be read lazily (FuzzyCMeans' u_, labels_)
     learned = {k: getattr(estimator, k) for k in SCHEMAS[name].attributes

@@ -1,14 +1,11 @@
 """Plots of clustering results (matplotlib, imported only when a plot is asked for)."""
 import numpy as np
 
+from ..runtime.extras import require
+
 
 def _matplotlib_axes(ax):
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("plotting needs matplotlib, which is not installed: "
-                          "pip install matplotlib") from exc
-    return plt.gca() if ax is None else ax
+    return _pyplot().gca() if ax is None else ax
 
 
 def linkage_matrix(model):
@@ -44,12 +41,7 @@ def plot_dendrogram(Z_or_model, ax=None, path=None, **kwargs):
 
 
 def _pyplot():
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("plotting needs matplotlib, which is not installed: "
-                          "pip install matplotlib") from exc
-    return plt
+    return require("matplotlib.pyplot", "plotting")
 
 
 def figure_formats():

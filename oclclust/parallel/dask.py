@@ -30,12 +30,10 @@ import threading
 import uuid
 import warnings
 
-import cloudpickle
 import numpy as np
 import pyopencl as cl
-import dask.array as da
-from distributed import get_client, get_worker, wait
 
+from ..runtime.extras import require
 from ..runtime.devices import select_devices
 from ..runtime.exact_sums import block_rows_for
 from ..runtime.validation import as_dtype, check_data, check_sample_weight
@@ -43,6 +41,12 @@ from .manager import DeviceManager
 from .placement import bind_by_index, compute_dtype
 from .sharded_data import RemoteShardedData, combined_magnitudes, combined_mean_var_finite
 from ..runtime.warning_site import user_stacklevel
+
+# the [dask] extra: dask, distributed (and cloudpickle, which comes with them)
+da = require("dask.array", "fitting dask arrays")
+distributed = require("distributed", "fitting dask arrays")
+cloudpickle = require("cloudpickle", "fitting dask arrays")
+get_client, get_worker, wait = distributed.get_client, distributed.get_worker, distributed.wait
 
 POLL_SECONDS = 1.0     # how often a waiting pass checks that its workers are alive
 

@@ -161,7 +161,7 @@ class _Rows:
         increasing z, and (y's neighbour, distance) or None where y = n-1
         (ValueError where y has none closer than inf, as in scipy)."""
         q = self.q
-        self.changed.fill(0)
+        cl.enqueue_fill_buffer(q, self.changed.data, np.int32(0), 0, self.changed.nbytes)
         wg = self.plan.wg
         self.k["merge_update"](q, (self.groups * wg,), (wg,), *self.dist.args, np.int32(self.n),
                                np.int32(x), np.int32(y), np.int32(nx), np.int32(ny),

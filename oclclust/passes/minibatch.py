@@ -11,6 +11,7 @@ come back: never the rows.
 import dataclasses
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, kernel
@@ -78,7 +79,8 @@ class BatchPass:
         (local, *size* of them) about *centers*."""
         q = self.part.queue
         self.indices.set(np.ascontiguousarray(indices, np.int64), q)
-        self.labels.fill(-1, q)
+        # a fill command, not pyopencl's fill kernel (a build of its own, and its log)
+        cl.enqueue_fill_buffer(q, self.labels.data, np.int32(-1), 0, self.labels.nbytes)
         gather_rows(self.part, self.indices, self.rows, self.size)
         self.lloyd.run(np.asarray(centers, np.float64), self.labels)
         return (self.labels.get(q).astype(np.intp),

@@ -182,6 +182,26 @@ def _reported(dev, platform, pi, di):
         platform_index=pi, device_index=di)
 
 
+# what a machine without a usable OpenCL device needs (apt's PoCL, PyPI's, or a driver)
+INSTALL_HINT = ("install pocl-opencl-icd (apt) or pocl-binary-distribution (pip) for the "
+                "CPU, or your GPU's OpenCL driver")
+
+
+class NoOpenCLError(RuntimeError):
+    """No OpenCL device can be used on this machine: no runtime (ICD) is
+    installed, or none of those installed loads.  Raised where devices are
+    selected; its message says what to install."""
+
+
+def no_opencl_error():
+    """A NoOpenCLError naming what to install (and why each platform found
+    was skipped, if any was)."""
+    # "no platform" (clGetPlatformIDs: PLATFORM_NOT_FOUND_KHR) is what the first words say
+    why = "; ".join(e for e in DISCOVERY_ERRORS if "PLATFORM_NOT_FOUND" not in e)
+    return NoOpenCLError(f"no OpenCL runtime found: {INSTALL_HINT}"
+                         + (f" ({why})" if why else ""))
+
+
 DISCOVERY_ERRORS = []
 _LISTED = {}   # profile files' key -> (profiles, discovery errors): once per process
 
@@ -243,7 +263,8 @@ def select_devices(devices=None):
     """Profiles picked by *devices*: "all", "gpu", "cpu", "accelerator", a
     comma-separated list of platform/device name substrings, a DeviceProfile
     or pyopencl Device, or a list of them (mixed too: a Device stands for
-    its profile).  None means $OCLCLUST_DEVICES, else "all"."""
+    its profile).  None means $OCLCLUST_DEVICES, else "all".  ValueError
+    when nothing matches; NoOpenCLError when the machine has no device."""
     if devices is None:
         devices = os.environ.get("OCLCLUST_DEVICES", "all")
     if isinstance(devices, (DeviceProfile, cl.Device)):
@@ -255,6 +276,8 @@ def select_devices(devices=None):
                              "or pyopencl Device")
         return [as_profile(d) for d in chosen]
     available = list_devices()
+    if not available:
+        raise no_opencl_error()
     want = devices.strip().lower()
     if want == "all":
         chosen = available
@@ -303,6 +326,20 @@ def _queue(key):
         ctx = cl.Context([_cl_device(key)])
         _QUEUES[key] = (ctx, cl.CommandQueue(ctx))
     return _QUEUES[key][1]
+
+
+def profile_of_context(ptr):
+    """The profile of the device whose memoised context (queue()) has the
+    int_ptr *ptr*, or None if oclclust made no such context."""
+    for key, (ctx, _) in list(_QUEUES.items()):
+        if ctx.int_ptr != ptr:
+            continue
+        root = next((p for p in list_devices() if p.key == key[:4] + ((),)), None)
+        if root is None or not key[4]:
+            return root
+        counts, index = key[4]
+        return dataclasses.replace(root, compute_units=counts[index], sub_device=key[4])
+    return None
 
 
 def as_profile(device):

@@ -108,6 +108,13 @@ def recording_kernels():
         _RECORDERS.reset(token)
 
 
+def recorded_contexts():
+    """The int_ptr of every context whose kernels the innermost active
+    recorder (the fit under way) saw, in no order; () outside a recording."""
+    recorders = _RECORDERS.get()
+    return tuple(recorders[-1].devices) if recorders else ()
+
+
 def note(context, *specs):
     """Record that *specs*' kernels run in *context* (for each active
     recorder): what fetches them calls it, and so does an owner of kernel

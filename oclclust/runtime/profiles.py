@@ -187,11 +187,12 @@ def _parse(text, path):
         raise ProfileError(f"cannot read device profiles {path}: {exc}") from exc
 
 
-_LOADED = {}   # (path, its text, terms known) -> its validated entries
+_LOADED = {}   # (path, its text, terms known, label tag) -> its validated entries
 
 
-def _load(path):
-    """(key, validated entries: shared, not to be changed) of one file."""
+def _load(path, tag=""):
+    """(key, validated entries: shared, not to be changed) of one file, each
+    labelled *tag* + its file name + #index."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -202,12 +203,12 @@ def _load(path):
     if len(raw) > MAX_PROFILE_BYTES:
         raise ProfileError(f"{path}: device profiles over {MAX_PROFILE_BYTES} bytes "
                            "are refused")
-    key = (str(path), text, len(PROFILE_TERMS))
+    key = (str(path), text, len(PROFILE_TERMS), tag)
     if key not in _LOADED:
         data = _parse(text, path)
         if not isinstance(data, list):
             raise ProfileError(f"{path}: expected a list of entries")
-        _LOADED[key] = [_check_entry(e, f"{path} entry {i}") + (f"{path.name}#{i}",)
+        _LOADED[key] = [_check_entry(e, f"{path} entry {i}") + (f"{tag}{path.name}#{i}",)
                         for i, e in enumerate(data)]
     return key, _LOADED[key]
 
@@ -219,19 +220,49 @@ def load_profile_file(path):
     return copy.deepcopy(_load(path)[1])
 
 
+USER_TAG = "user:"   # the label of a user file's entries: "user:devices.yaml#0"
+
+
+def user_profiles_path():
+    """The user's devices.yaml, where ``oclclust tune`` writes:
+    ``$XDG_CONFIG_HOME/oclclust/devices.yaml``, by default
+    ``~/.config/oclclust/devices.yaml``."""
+    config = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(config) / "oclclust" / "devices.yaml"
+
+
+def profile_files():
+    """[(path, label tag)] of the profile files read, in the order they are
+    applied (a later entry's terms win): the shipped devices.yaml, the
+    user's (user_profiles_path(), when it exists; its entries labelled
+    "user:"), then $OCLCLUST_DEVICES_YAML (when set: it must exist).  So
+    the variable overrides the user's file, which overrides the shipped one."""
+    files = [(shipped_profiles_path(), "")]
+    user = user_profiles_path()
+    named = os.environ.get("OCLCLUST_DEVICES_YAML")
+    if user.is_file() and not (named and _same_file(named, user)):
+        files.append((user, USER_TAG))
+    if named:
+        files.append((Path(named), ""))
+    return files
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def profile_sources():
-    """(a key that changes when any profile file's text does, the shipped
-    entries then those of $OCLCLUST_DEVICES_YAML): shared, read-only."""
-    paths = [shipped_profiles_path()]
-    user = os.environ.get("OCLCLUST_DEVICES_YAML")
-    if user:
-        paths.append(user)
-    loaded = [_load(p) for p in paths]
+    """(a key that changes when any profile file's text does, the entries of
+    profile_files() in order): shared, read-only."""
+    loaded = [_load(path, tag) for path, tag in profile_files()]
     return tuple(key for key, _ in loaded), [e for _, entries in loaded for e in entries]
 
 
 def profile_entries():
-    """The shipped entries, then those of $OCLCLUST_DEVICES_YAML."""
+    """The entries of every profile file read (profile_files()), in order."""
     return copy.deepcopy(profile_sources()[1])
 
 

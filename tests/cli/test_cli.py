@@ -1,6 +1,10 @@
 """The command line: ``python -m oclclust devices`` and ``example``."""
 import dataclasses
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -13,8 +17,8 @@ from oclclust.__main__ import main
 from oclclust.cli.example import adjusted_rand_index, make_blobs
 
 
-def test_devices_lists_every_device_with_its_profile():
-    proc = run_cli("devices")
+def test_devices_verbose_lists_every_device_with_its_profile():
+    proc = run_cli("devices", "-v")
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     profiles = oc.list_devices()
@@ -283,6 +287,7 @@ def test_fit_hdbscan(k, devices, tmp_path):
         assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     want = oc.HDBSCAN(min_cluster_size=int(k or 5), devices=devices).fit(X)
     np.testing.assert_array_equal(np.load(tmp_path / "l.npy"), want.labels_)
+    assert found_words(want.labels_) in proc.stdout
     model = load_model(tmp_path / "m.npz")
     np.testing.assert_array_equal(model.probabilities_, want.probabilities_)
 
@@ -299,5 +304,196 @@ def test_fit_dbscan(devices, tmp_path):
     assert proc.returncode == 0, proc.stderr
     want = oc.DBSCAN(0.9, min_samples=4, devices=devices).fit(X)
     np.testing.assert_array_equal(np.load(tmp_path / "l.npy"), want.labels_)
+    assert found_words(want.labels_) in proc.stdout
     model = load_model(tmp_path / "m.npz")
     np.testing.assert_array_equal(model.core_sample_indices_, want.core_sample_indices_)
+
+
+def found_words(labels):
+    """What a density fit's summary says it found."""
+    return (f"{len(np.unique(labels[labels >= 0]))} clusters, "
+            f"{np.count_nonzero(labels < 0)} noise points")
+
+
+@pytest.mark.parametrize("outputs", [[], ["--labels", "{tmp}/l.npy"], ["--out", "{tmp}/m.npz"]])
+@pytest.mark.parametrize("algorithm,extra", [("hierarchical", ["-k", "3"]), ("kmeans", ["-k", "3"])])
+def test_fit_summary_and_a_fit_not_saved(algorithm, extra, outputs, devices, tmp_path):
+    """A hierarchical fit says how many clusters it found; a fit with no
+    output option says on stderr that it was not saved (once it ran)."""
+    X = make_blobs(120, 2, 3, seed=1)[0]
+    np.save(tmp_path / "x.npy", X)
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", algorithm, *extra,
+                   "--devices", devices[0].platform,
+                   *[o.format(tmp=tmp_path) for o in outputs])
+    assert proc.returncode == 0, proc.stderr
+    assert ("3 clusters" in proc.stdout) == (algorithm == "hierarchical"), proc.stdout
+    assert "noise points" not in proc.stdout
+    assert ("the fit was not saved" in proc.stderr) == (not outputs), proc.stderr
+
+
+def test_devices_table_is_one_short_line_a_device(capsys):
+    """``oclclust devices``: a count, a header and one line under 100
+    characters a device; ``oc.show_devices()`` prints the same."""
+    proc = run_cli("devices")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    profiles = oc.list_devices()
+    assert lines[0] == f"OpenCL devices: {len(profiles)}"
+    assert lines[1].split() == ["#", "device", "platform", "type", "units", "memory", "local",
+                                "fp64"]
+    for i, (line, p) in enumerate(zip(lines[2:], profiles)):
+        assert len(line) < 100, line
+        assert line.split()[0] == str(i) and p.type in line
+        assert p.name[:20] in line and p.platform[:15] in line
+    assert len(lines) == 2 + len(profiles) + len(dv.DISCOVERY_ERRORS)
+    oc.show_devices()
+    assert capsys.readouterr().out == proc.stdout
+
+
+def no_opencl_env(tmp_path):
+    """An environment whose ICD loader finds no OpenCL runtime."""
+    empty = tmp_path / "no-vendors"
+    empty.mkdir(exist_ok=True)
+    env = dict(os.environ, OCL_ICD_VENDORS=str(empty))
+    env.pop("OCLCLUST_DEVICES", None)
+    return env
+
+
+@pytest.mark.parametrize("argv", [["devices"], ["fit", "{x}", "-k", "2"],
+                                  ["example", "--n", "100", "--k", "2"]])
+def test_no_opencl_runtime_is_one_line_naming_what_to_install(argv, tmp_path):
+    np.save(tmp_path / "x.npy", make_blobs(40, 2, 2)[0])
+    argv = [a.format(x=tmp_path / "x.npy") for a in argv]
+    proc = subprocess.run([sys.executable, "-m", "oclclust", *argv], capture_output=True,
+                          text=True, timeout=300, env=no_opencl_env(tmp_path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        "oclclust: error: no OpenCL runtime found: install pocl-opencl-icd (apt) or "
+        "pocl-binary-distribution (pip) for the CPU, or your GPU's OpenCL driver"], proc.stderr
+    assert "setup.sh" not in proc.stdout + proc.stderr
+    if argv == ["devices"]:
+        assert proc.stdout.startswith("OpenCL devices: 0\n")
+
+
+def test_no_opencl_runtime_in_the_library(tmp_path):
+    """An estimator's fit, select_devices: NoOpenCLError (a RuntimeError)
+    naming what to install; list_devices: an empty list; show_devices: the
+    count and the same words."""
+    code = textwrap.dedent("""
+        import numpy as np, oclclust as oc
+        assert oc.list_devices() == []
+        oc.show_devices()
+        for call in (lambda: oc.KMeans(2).fit(np.zeros((10, 2))),
+                     lambda: oc.select_devices("cpu")):
+            try:
+                call()
+            except oc.NoOpenCLError as exc:
+                assert isinstance(exc, RuntimeError)
+                print("raised:", exc)
+            else:
+                raise SystemExit("no error")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=no_opencl_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "OpenCL devices: 0"
+    assert sum(l.startswith("raised: no OpenCL runtime found: install pocl-opencl-icd")
+               for l in lines) == 2, proc.stdout
+    assert lines[-3].startswith("no OpenCL runtime found:"), proc.stdout
+
+
+# an optional package made missing (None in sys.modules: its import fails) before the
+# command line runs
+WITHOUT = ("import sys; sys.modules[sys.argv.pop(1)] = None; "
+           "from oclclust.cli.main import main; sys.exit(main(sys.argv[1:]))")
+
+
+@pytest.mark.parametrize("module,argv,status,message", [
+    ("h5py", ["fit", "{tmp}/x.h5", "-k", "2"], 1,
+     "reading x.h5 requires h5py: pip install 'oclclust[formats]'"),
+    ("flowio", ["fit", "{tmp}/x.fcs", "-k", "2"], 1,
+     "reading x.fcs requires flowio: pip install 'oclclust[formats]'"),
+    ("mpi4py", ["fit", "{tmp}/x.npy", "-k", "2", "--mpi", "on"], 1,
+     "MPI (--mpi) requires mpi4py: pip install 'oclclust[mpi]'"),
+    ("matplotlib", ["fit", "{tmp}/x.npy", "-k", "2", "--plot", "{tmp}/p.png"], 2,
+     "--plot: plotting requires matplotlib: pip install 'oclclust[plot]'"),
+])
+def test_a_missing_optional_package_is_one_line_naming_its_extra(module, argv, status,
+                                                                 message, devices, tmp_path):
+    np.save(tmp_path / "x.npy", make_blobs(40, 2, 2)[0])
+    for name in ("x.h5", "x.fcs"):
+        (tmp_path / name).write_bytes(b"whatever")
+    argv = [a.format(tmp=tmp_path) for a in argv] + ["--devices", devices[0].platform]
+    env = dict(os.environ)
+    env.pop("OCLCLUST_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", WITHOUT, module, *argv], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert proc.returncode == status, proc.stderr
+    assert proc.stderr.splitlines() == [f"oclclust: error: {message}"], proc.stderr
+
+
+def closed_early(argv):
+    """(status, stderr) of ``oclclust ARGV`` whose reader closes its end
+    of the pipe at once (``| head -0``)."""
+    env = dict(os.environ)
+    env.pop("OCLCLUST_DEVICES", None)
+    proc = subprocess.Popen([sys.executable, "-m", "oclclust", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=300), err
+
+
+def test_a_reader_that_stops_early_is_no_error(devices, tmp_path):
+    """``predict ... | head`` and ``explain ... | head``: no "Broken pipe"
+    message, no traceback; the status of a process a closed pipe ends."""
+    X = make_blobs(30_000, 2, 3)[0]
+    np.save(tmp_path / "x.npy", X)
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-k", "3", "--devices", devices[0].platform,
+                   "--out", str(tmp_path / "m.npz"))
+    assert proc.returncode == 0, proc.stderr
+    for argv in (["predict", str(tmp_path / "m.npz"), str(tmp_path / "x.npy")],
+                 ["explain", str(tmp_path / "m.npz")]):
+        status, err = closed_early(argv + ["--devices", devices[0].platform]
+                                   if argv[0] == "predict" else argv)
+        assert err == "" and status == 141, (argv[0], status, err)
+
+
+def test_compare_help_names_each_default_once():
+    proc = run_cli("compare", "--help")
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "default:" not in text and "(default None)" not in text, text
+    for option, default in (("--devices", "all"), ("--seed", "0"), ("--iters", "10")):
+        after = text.split(f"{option} ")[-1]
+        assert after.count("default") >= 1 and f"default {default}" in after, option
+    assert text.count("(default 0)") == 1
+
+
+def test_messages_name_estimators_without_a_wrong_article(devices, tmp_path):
+    X = make_blobs(60, 2, 3)[0]
+    np.save(tmp_path / "x.npy", X)
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", "ensemble", "-k", "3",
+                   "--n-models", "2", "--devices", devices[0].platform,
+                   "--out", str(tmp_path / "m.npz"))
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("predict", str(tmp_path / "m.npz"), str(tmp_path / "x.npy"),
+                   "--proba", str(tmp_path / "p.npy"), "--devices", devices[0].platform)
+    assert proc.returncode == 2
+    assert "EnsembleKMeans models have no memberships" in proc.stderr
+    assert "a EnsembleKMeans" not in proc.stderr
+
+
+def test_a_warning_is_one_line_naming_its_kind(devices, tmp_path):
+    """A fit's warning on the command line: "oclclust: warning: ... (Kind)",
+    not a line of code inside the package or Python's runner."""
+    np.save(tmp_path / "x.npy", make_blobs(200, 2, 3)[0])
+    proc = run_cli("fit", str(tmp_path / "x.npy"), "-a", "cmeans", "-k", "3", "--max-iter", "1",
+                   "--tol", "0", "--devices", devices[0].platform,
+                   "--out", str(tmp_path / "m.npz"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "oclclust: warning: FuzzyCMeans did not converge in max_iter=1 iterations (the last "
+        f"centre shift {proc.stderr.split('shift ')[1].split(' ')[0]} is above tol's 0): "
+        "increase max_iter or tol (ConvergenceWarning)"], proc.stderr

@@ -87,3 +87,19 @@ def test_help_runs_standalone():
     proc = subprocess.run([sys.executable, "-m", "oclclust.cli.tune", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "--shipped" in proc.stdout
+
+
+def test_tune_writes_the_users_file_which_is_read_by_default(profile, tmp_path, monkeypatch):
+    """Without --out (and no $OCLCLUST_DEVICES_YAML) the entry goes to the
+    user's devices.yaml, which the next process reads with nothing set."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("OCLCLUST_DEVICES_YAML", raising=False)
+    configs = tmp_path / "configs.yaml"
+    configs.write_text(yaml.safe_dump([GEMM]))
+    assert tune.main(["--devices", profile.platform, "--shapes", "500,6,9", "--repeats", "1",
+                      "--configs", str(configs)]) == 0
+    written = tmp_path / "config" / "oclclust" / "devices.yaml"
+    assert tune.default_path() == written and written.is_file()
+    resolved = tuned_profile(profile)
+    assert resolved.profile_entries[-1] == "user:devices.yaml#0"
+    assert resolved.term("lloyd_variant") == "gemm" and resolved.term("tile_depth") == 4

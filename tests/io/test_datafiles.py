@@ -94,8 +94,32 @@ def test_hdf5_dataset_path(tmp_path):
         fh["group/x"] = X
         fh["y"] = X[:2]
     np.testing.assert_array_equal(load_data(tmp_path / "a.h5", key="group/x"), X)
-    with pytest.raises(DataFileError, match="no dataset 'nope'"):
+    np.testing.assert_array_equal(load_data(tmp_path / "a.h5", key="/group/x"), X)
+    with pytest.raises(DataFileError, match=r"no dataset 'nope' \(has \['group/x', 'y'\]\)"):
         load_data(tmp_path / "a.h5", key="nope")
+    with pytest.raises(DataFileError, match=r"holds datasets \['group/x', 'y'\]: name one"):
+        load_data(tmp_path / "a.h5")
+    with pytest.raises(DataFileError, match="no dataset 'group'"):   # a group is no dataset
+        load_data(tmp_path / "a.h5", key="group")
+    with h5py.File(tmp_path / "nested.h5", "w") as fh:   # one dataset, inside groups
+        fh["run/1/events"] = X
+    np.testing.assert_array_equal(load_data(tmp_path / "nested.h5"), X)
     (tmp_path / "bad.h5").write_bytes(b"not hdf5")
     with pytest.raises(DataFileError, match="bad.h5: not a readable HDF5"):
         load_data(tmp_path / "bad.h5", key="x")
+
+
+@pytest.mark.parametrize("ext", [".npy", ".npz"])
+@pytest.mark.parametrize("content,why", [
+    (b"1.0,2.0\n3.0,4.0\n", "it holds text: name a text file .csv, .tsv or .txt"),
+    (b"", "the file is empty"),
+    (b"\x00\x01\x02\xff" * 20, "it has no {ext} header"),
+])
+def test_a_file_not_in_its_extensions_format_says_what_it_holds(tmp_path, ext, content, why):
+    """Not numpy's message (on pickled data, for a text file named .npy)."""
+    path = tmp_path / f"data{ext}"
+    path.write_bytes(content)
+    with pytest.raises(DataFileError) as caught:
+        load_data(path)
+    assert str(caught.value) == f"{path}: not a {ext} file ({why.format(ext=ext)})"
+    assert "pickle" not in str(caught.value)

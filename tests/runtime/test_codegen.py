@@ -300,3 +300,35 @@ def test_quiet_builds_of_several_threads_stay_quiet():
         assert warnings.filters == before
         with pytest.raises(cl.CompilerWarning):
             warnings.warn("a log of no build", cl.CompilerWarning)
+
+
+NO_COMPILER_WARNING = """
+import sys, warnings
+import numpy as np
+import pyopencl as cl
+import oclclust as oc
+X = np.random.RandomState(0).normal(size=(200, 3))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for est in (oc.KMeans(3, n_init=1, random_state=0, devices=sys.argv[1]),
+                oc.MiniBatchKMeans(3, batch_size=32, random_state=0, devices=sys.argv[1]),
+                oc.AgglomerativeClustering(3, linkage="average", devices=sys.argv[1])):
+        est.fit(X)
+    oc.linkage(X, "median", devices=sys.argv[1])   # scipy's generic algorithm
+logs = [f"{w.filename}:{w.lineno}" for w in caught if issubclass(w.category, cl.CompilerWarning)]
+sys.exit(f"CompilerWarning from {logs}" if logs else 0)
+"""
+
+
+def test_no_compiler_warning_reaches_the_user(profile):
+    """Every program a fit builds (its own, and none of pyopencl's: a fill
+    is a command, not pyopencl's fill kernel) is built with the logs of a
+    successful build silenced: a process with no kernel cache (every
+    program compiled, Intel's runtime logs each) sees no CompilerWarning."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYOPENCL_NO_CACHE="1")
+    proc = subprocess.run([sys.executable, "-c", NO_COMPILER_WARNING, profile.platform],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]

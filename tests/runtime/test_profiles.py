@@ -108,6 +108,63 @@ def test_user_file_overrides_the_shipped_one(tmp_path, monkeypatch, profile):
         assert ("mine.yaml#0" in p.profile_entries) == applies
 
 
+def user_config(tmp_path, monkeypatch, text):
+    """The user's devices.yaml (in a config folder of tmp_path's) holding *text*."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("OCLCLUST_DEVICES_YAML", raising=False)
+    path = tmp_path / "config" / "oclclust" / "devices.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    return path
+
+
+def test_the_users_devices_yaml_is_read_by_default(tmp_path, monkeypatch, profile):
+    """The user's file (where ``oclclust tune`` writes) is applied after the
+    shipped one without any variable set; its entries are labelled as the
+    user's, not as the shipped file's."""
+    path = user_config(tmp_path, monkeypatch, f"""
+- match: {{platform: {profile.platform.lower()!r}}}
+  work_group_size: 8
+""")
+    assert pf.user_profiles_path() == path
+    assert [(p, tag) for p, tag in pf.profile_files()] == [(pf.shipped_profiles_path(), ""),
+                                                           (path, "user:")]
+    mine = next(p for p in oc.list_devices() if p.key == profile.key)
+    assert mine.work_group_size == 8
+    assert mine.profile_entries[0] == "devices.yaml#0"
+    assert mine.profile_entries[-1] == "user:devices.yaml#0"
+    assert sum(e.endswith("devices.yaml#0") for e in mine.profile_entries) == 2
+    assert mine.term("centroid_tile") == profile.term("centroid_tile")   # the rest as shipped
+
+
+def test_the_variable_overrides_the_users_file(tmp_path, monkeypatch, profile):
+    """Precedence: $OCLCLUST_DEVICES_YAML over the user's file over the shipped one."""
+    user_config(tmp_path, monkeypatch, "- {work_group_size: 8, memory_fraction: 0.25}\n")
+    named = write(tmp_path, "- {work_group_size: 16}\n", name="mine.yaml")
+    monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(named))
+    mine = next(p for p in oc.list_devices() if p.key == profile.key)
+    assert mine.work_group_size == 16 and mine.memory_fraction == 0.25
+    assert mine.profile_entries[-2:] == ("user:devices.yaml#0", "mine.yaml#0")
+    # the variable naming the user's file itself: read once
+    monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(pf.user_profiles_path()))
+    mine = next(p for p in oc.list_devices() if p.key == profile.key)
+    assert mine.work_group_size == 8 and mine.profile_entries[-1] == "devices.yaml#0"
+    assert "user:devices.yaml#0" not in mine.profile_entries
+
+
+def test_the_users_file_defaults_to_dot_config_in_home(tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert pf.user_profiles_path() == tmp_path / ".config" / "oclclust" / "devices.yaml"
+    assert [p for p, _ in pf.profile_files()] == [pf.shipped_profiles_path()]   # none there
+
+
+def test_a_bad_users_file_is_reported_with_its_path(tmp_path, monkeypatch):
+    path = user_config(tmp_path, monkeypatch, "- {points_per_item: 99}")
+    with pytest.raises(ProfileError, match=f"{path} entry 0: points_per_item=99"):
+        oc.list_devices()
+
+
 def test_bad_user_file_is_reported_with_its_name(tmp_path, monkeypatch):
     path = write(tmp_path, "- {points_per_item: 99}", name="broken.yaml")
     monkeypatch.setenv("OCLCLUST_DEVICES_YAML", str(path))

@@ -21,6 +21,8 @@ CASES = {   # estimator, its rows, the warning's text
                           DUPLICATES, "distinct clusters"),
     "gmm-not-converged": (lambda d: oc.GaussianMixture(3, max_iter=1, random_state=0,
                                                        devices=d), RNG_ROWS, "did not converge"),
+    "cmeans-not-converged": (lambda d: oc.FuzzyCMeans(3, max_iter=2, tol=1e-12, random_state=0,
+                                                      devices=d), RNG_ROWS, "did not converge"),
     "hdbscan-infinite-edges": (lambda d: oc.HDBSCAN(min_cluster_size=2, metric="precomputed",
                                                     devices=d), NO_PATHS, "infinity"),
 }
@@ -41,3 +43,15 @@ def test_a_fits_warning_names_the_callers_line(devices, case):
 def test_user_stacklevel_counts_the_frames_inside_the_package():
     """From a frame outside the package the warning names that frame."""
     assert user_stacklevel() == 1
+
+
+def test_fuzzy_c_means_warns_only_when_it_stops_before_converging(devices):
+    """ConvergenceWarning (scikit-learn's) at max_iter with the centres still
+    moving more than tol allows; none for a fit that converged."""
+    from sklearn.exceptions import ConvergenceWarning
+    with pytest.warns(ConvergenceWarning, match="FuzzyCMeans did not converge in max_iter=2"):
+        oc.FuzzyCMeans(3, max_iter=2, tol=1e-12, random_state=0, devices=devices).fit(RNG_ROWS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        converged = oc.FuzzyCMeans(3, random_state=0, devices=devices).fit(RNG_ROWS)
+    assert converged.n_iter_ < converged.max_iter

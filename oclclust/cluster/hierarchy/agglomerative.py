@@ -5,7 +5,7 @@ import heapq
 
 import numpy as np
 
-from .._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels
+from .._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, fit_devices
 from ..merge_tree import merged_clusters
 from .linkage_matrix import _single_on_rows, linkage
 from ...passes.linkage import check_range, condensed_distances, plan_for, prim_single
@@ -167,6 +167,7 @@ class AgglomerativeClustering(ClusterMixin, RecordsKernels, BaseEstimator):
         else:
             self.n_clusters_ = self.n_clusters
         self.labels_ = hc_cut(self.n_clusters_, self.children_, self.n_leaves_)
+        self.devices_ = fit_devices(X.shape[0])
         return self
 
     def fit_predict(self, X, y=None):

@@ -302,6 +302,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
                 raise nonfinite_error(rows.dtype)
         self.cluster_centers_ = centers
         self.n_features_in_ = rows.d
+        self.devices_ = dict(rows.rows_per_device)
         if self.compute_labels:
             self.labels_, self.inertia_ = labels, inertia
 

@@ -21,11 +21,14 @@ from ...passes.minibatch import BatchPass
 
 
 class HostRows:
-    """Validated host rows X (n x d, the compute dtype) and their weights w."""
+    """Validated host rows X (n x d, the compute dtype) and their weights w.
+    ``rows_per_device``: {device: rows} of the last pass (a batch, or all
+    rows for the labels): the estimator's ``devices_``."""
 
     def __init__(self, X, w, devices, name):
         self.X, self.w, self.devices, self.name = X, w, devices, name
         (self.n, self.d), self.dtype = X.shape, X.dtype
+        self.rows_per_device = {}
 
     def rows(self, indices):
         return self.X[indices]
@@ -42,6 +45,7 @@ class HostRows:
         data = new_data(rows, None, self.devices, self.dtype, self.d, self.name)
         try:
             labels, dist = assign(data, centers)
+            self.rows_per_device = data.rows_per_device
         finally:
             data.close()
         return fold(BatchTotals.zeros(len(centers), self.d), rows, weights, labels, dist)
@@ -52,6 +56,7 @@ class HostRows:
         try:
             lloyd = LloydShards(data, len(centers))
             stats = lloyd.run(np.asarray(centers, np.float64), update=False)
+            self.rows_per_device = data.rows_per_device
             return lloyd.labels(), float(stats.inertia)
         finally:
             data.close()
@@ -81,6 +86,7 @@ class DeviceRows(HostRows):
     def __init__(self, X, w, devices, name, data):
         super().__init__(X, w, devices, name)
         self.data, self.passes = data, {}
+        self.rows_per_device = data.rows_per_device   # every pass's: the rows stay there
 
     @classmethod
     def placed(cls, X, w, devices, name):
@@ -134,11 +140,15 @@ class SparseRows(HostRows):
     def batch(self, indices, weights, centers, order):
         indices, weights = indices[order], weights[order]
         rows = self.X[indices]
-        labels, dist = rows_on_device(rows, self.devices).assign(centers)
+        on_device = rows_on_device(rows, self.devices)
+        labels, dist = on_device.assign(centers)
+        self.rows_per_device = on_device.rows_per_device
         return fold(BatchTotals.zeros(len(centers), self.d), rows, weights, labels, dist)
 
     def labels_inertia(self, centers):
-        labels, dist = rows_on_device(self.X, self.devices).assign(centers)
+        on_device = rows_on_device(self.X, self.devices)
+        labels, dist = on_device.assign(centers)
+        self.rows_per_device = on_device.rows_per_device
         return labels, float(np.asarray(self.w, np.float64) @ dist)
 
     def variances(self):
@@ -154,6 +164,7 @@ class WorkerRows(HostRows):
     def __init__(self, data, w, devices, name):
         self.data, self.w, self.devices, self.name = data, w, devices, name
         self.n, self.d, self.dtype = data.n, data.d, data.dtype
+        self.rows_per_device = data.rows_per_device
         _, self._var, finite = data.mean_var_finite()
         if not finite:
             raise ValueError("Input X contains NaN or infinity.")

@@ -25,16 +25,18 @@ Conventions (documented choices where the paper is silent):
 """
 import numbers
 import time
+import warnings
 
 import numpy as np
 
-from .._base import CENTERS_INIT_RULE, ClusterMixin, KCluster, centers_update
+from .._base import CENTERS_INIT_RULE, ClusterMixin, ConvergenceWarning, KCluster, centers_update
 from ..checkpoint import CHECKPOINT_RULES
 from ...passes.cmeans import CMeansPass
 from ...parallel.placement import is_dask_array
 from .cmeans_shards import CMeansShards, Memberships
 from ...runtime.progress import Progress, history_entry
 from ...runtime.validation import nonfinite_error
+from ...runtime.warning_site import user_stacklevel
 
 
 class FuzzyCMeans(ClusterMixin, KCluster):
@@ -150,6 +152,11 @@ class FuzzyCMeans(ClusterMixin, KCluster):
                 break
             data.rebalance()
         bar.close()
+        if shift > tol:
+            warnings.warn(f"FuzzyCMeans did not converge in max_iter={self.max_iter} "
+                          f"iterations (the last centre shift {shift:.3g} is above tol's "
+                          f"{tol:.3g}): increase max_iter or tol", ConvergenceWarning,
+                          stacklevel=user_stacklevel())
         stats, u = passes.memberships(centers)
         objective = stats.objective
         if stats.n_nonfinite:

@@ -270,7 +270,8 @@ def test_plot_dendrogram(devices, monkeypatch):
     with pytest.raises(ValueError, match="compute_distances"):
         plot_dendrogram(oc.AgglomerativeClustering(devices=devices).fit(X))
     monkeypatch.setitem(__import__("sys").modules, "matplotlib.pyplot", None)
-    with pytest.raises(ImportError, match="pip install matplotlib"):
+    with pytest.raises(ImportError, match=r"plotting requires matplotlib: "
+                                          r"pip install 'oclclust\[plot\]'"):
         plot_dendrogram(Z)
 
 

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels
+from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, fit_devices
 from ....passes.linkage import check_range, plan_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .rules import graph_labels
@@ -168,6 +168,7 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         self.components_ = (X[self.core_sample_indices_].copy() if core.any()
                             else np.empty((0, X.shape[1])))
         self.n_features_in_ = X.shape[1]
+        self.devices_ = fit_devices(X.shape[0])
         return self
 
     def fit_predict(self, X, y=None, sample_weight=None):

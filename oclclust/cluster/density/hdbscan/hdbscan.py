@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels
+from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, fit_devices
 from .host_mst import check_precomputed, dense_mst, sparse_mst
 from .metrics import DEVICE, NAMES, check_algorithm, distance_matrix, on_device, prim_on_rows
 from .tree import labels_at_cut, single_linkage, tree_labels, tree_record
@@ -165,6 +165,7 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         self.labels_[missing], self.probabilities_[missing] = MISSING
         if self.store_centers:
             self._centers(Xf, labels, probs)
+        self.devices_ = fit_devices(Xf.shape[0])
         return self
 
     def _mst(self, X, min_samples, sparse, precomputed):
