@@ -24,7 +24,9 @@ exclude_patterns = ["_build"]
 html_theme = "alabaster"
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
-numpydoc_show_class_members = False
+numpydoc_show_class_members = True
+numpydoc_show_inherited_class_members = True
+numpydoc_class_members_toctree = False
 numpydoc_validation_checks = set()
 intersphinx_mapping = {}
 

@@ -15,6 +15,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from .docstrings import document
 from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
@@ -82,10 +83,12 @@ def records_kernels(fit):
 class RecordsKernels:
     """An estimator whose ``fit`` and ``partial_fit`` set ``kernels_``
     (records_kernels): each class that defines either has it wrapped as it
-    is made, so no estimator can forget it."""
+    is made, so no estimator can forget it.  Its docstrings are completed
+    then too, with the entries every estimator shares (docstrings.document)."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        document(cls)
         for name in ("fit", "partial_fit"):
             if name in vars(cls):
                 setattr(cls, name, records_kernels(vars(cls)[name]))
@@ -101,6 +104,18 @@ class ClusterDistancesOut:
         return self.cluster_centers_.shape[0]
 
     def get_feature_names_out(self, input_features=None):
+        """The names of transform's output columns (scikit-learn's).
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Checked against the features seen in fit (their number).
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            "<class name>0", "<class name>1", ... one a cluster.
+        """
         self._check_fitted()
         if input_features is not None and len(input_features) != self.n_features_in_:
             raise ValueError(f"input_features should have length equal to number of "
@@ -191,12 +206,25 @@ class KCluster(RecordsKernels, BaseEstimator):
         return 1
 
     def fit_block_rows(self, d, dtype=np.float64):
-        """Rows of one block of this estimator's split-free sums on data of
-        *d* features and *dtype* (computed in the dtype the fit takes:
-        ``dtype`` when set, float32 kept, else float64).  Under MPI, ranks
-        whose rows are whole blocks of it (all but the last rank:
-        parallel.shares.rank_rows, io.shards.load_shard with the estimator)
-        fit the model of one process bit for bit."""
+        """Rows of one block of this estimator's split-free sums.
+
+        Under MPI, ranks whose rows are whole blocks of it (all but the
+        last rank: :func:`oclclust.io.shards.load_shard` with the
+        estimator) fit the model of one process bit for bit.
+
+        Parameters
+        ----------
+        d : int
+            The data's features.
+        dtype : numpy dtype, default=numpy.float64
+            The data's dtype (the fit computes in ``dtype`` when set, keeps
+            float32, else takes float64).
+
+        Returns
+        -------
+        block_rows : int
+            Rows of one block.
+        """
         self._check_params()
         item = compute_dtype(self.dtype, np.empty(0, dtype), []).itemsize
         return block_rows_for(int(d), item, self._stat_values(int(d)))
