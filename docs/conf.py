@@ -47,8 +47,9 @@ exclude_patterns += ["examples/README.rst"]
 
 # ---------------------------------------------------------------- the API pages
 FUNCTIONS = {"linkage": "oclclust.linkage"}
-MODULES = ["oclclust.io.modelio", "oclclust.io.shards", "oclclust.io.plots",
-           "oclclust.parallel.comm", "oclclust.parallel.dask"]
+MODULES = ["oclclust.io.datafiles", "oclclust.io.modelio", "oclclust.io.shards",
+           "oclclust.io.plots", "oclclust.parallel.comm", "oclclust.parallel.dask",
+           "oclclust.runtime.columns"]
 
 
 def public_names():

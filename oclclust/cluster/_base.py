@@ -23,6 +23,7 @@ from ..parallel.comm import Ranks
 from ..parallel.placement import (compute_dtype, fit_data, is_dask_array,
                                   joined_mean_var_finite, new_data)
 from ..runtime.exact_sums import block_rows_for
+from ..runtime.columns import check_feature_names, feature_names, fit_feature_names
 from ..runtime.kernel_recorder import kernel_records, recording_kernels
 from ..runtime.devices import DeviceProfile
 from ..runtime.validation import NotFittedError, check_params, check_random_state
@@ -80,18 +81,63 @@ def records_kernels(fit):
     return recorded
 
 
+def _rows_argument(args, kwargs):
+    return args[0] if args else kwargs.get("X")
+
+
+def records_columns(fit):
+    """*fit* (an estimator's fit or partial_fit) that keeps scikit-learn's
+    column contract (runtime.columns): a fit records the names of X's
+    columns in ``feature_names_in_`` (or removes it); a partial_fit after
+    the first checks them against the model's first, before any work."""
+    continues = fit.__name__ == "partial_fit"
+
+    @functools.wraps(fit)
+    def recorded(self, *args, **kwargs):
+        X = _rows_argument(args, kwargs)
+        if continues and hasattr(self, "n_features_in_"):
+            check_feature_names(self, X)
+            return fit(self, *args, **kwargs)
+        names = feature_names(X)
+        fitted = fit(self, *args, **kwargs)
+        fit_feature_names(self, names)
+        return fitted
+    return recorded
+
+
+# the methods that take rows of a fitted model
+TAKE_ROWS = ("predict", "transform", "score", "predict_proba", "score_samples")
+
+
+def checks_columns(method):
+    """*method* (one of TAKE_ROWS) that first checks X's column names against
+    the fit's (runtime.columns.check_feature_names); not fitted, it says so
+    itself."""
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        if hasattr(self, "n_features_in_"):
+            check_feature_names(self, _rows_argument(args, kwargs))
+        return method(self, *args, **kwargs)
+    return checked
+
+
 class RecordsKernels:
     """An estimator whose ``fit`` and ``partial_fit`` set ``kernels_``
     (records_kernels): each class that defines either has it wrapped as it
-    is made, so no estimator can forget it.  Its docstrings are completed
-    then too, with the entries every estimator shares (docstrings.document)."""
+    is made, so no estimator can forget it.  scikit-learn's column contract
+    is kept the same way (records_columns, checks_columns), and the
+    docstrings are completed with the entries every estimator shares
+    (docstrings.document)."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         document(cls)
         for name in ("fit", "partial_fit"):
             if name in vars(cls):
-                setattr(cls, name, records_kernels(vars(cls)[name]))
+                setattr(cls, name, records_kernels(records_columns(vars(cls)[name])))
+        for name in TAKE_ROWS:
+            if name in vars(cls):
+                setattr(cls, name, checks_columns(vars(cls)[name]))
 
 
 class ClusterDistancesOut:
@@ -331,7 +377,8 @@ class KCluster(RecordsKernels, BaseEstimator):
         *devices*; what travels leaves the per-row attributes behind."""
         self._check_fitted()
         model = copy.copy(self)
-        for name in ("labels_", "u_", "history_"):
+        # (the blocks a worker is given have no column names)
+        for name in ("labels_", "u_", "history_", "feature_names_in_"):
             model.__dict__.pop(name, None)
         model.devices = None   # bound() sets the worker's; a pyopencl Device does not pickle
 

@@ -60,6 +60,9 @@ default=None
 SHARED_ATTRIBUTES = {
     "n_features_in_": """n_features_in_ : int
     Number of features seen during fit.""",
+    "feature_names_in_": """feature_names_in_ : ndarray of shape (n_features,)
+    Names of the features seen during fit, where X had string column names
+    (a pandas DataFrame, say); rows given later must have the same.""",
     "kernels_": """kernels_ : list of dict
     The OpenCL kernels the fit ran, a record per kernel and device
     (``python -m oclclust explain`` prints a saved model's); under Dask,

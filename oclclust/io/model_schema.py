@@ -461,7 +461,10 @@ SCHEMAS = {
         optional=("centroids_", "medoids_")),   # kept with store_centers
 }
 
-# every fit records the kernels it ran (kernels_); files written before lack them
-SCHEMAS = {name: dataclasses.replace(schema, attributes={**schema.attributes, "kernels_": KERNELS},
-                                     optional=(*schema.optional, "kernels_"))
+# every fit records the kernels it ran (kernels_), and a fit on named columns their
+# names (feature_names_in_, a JSON list; runtime/columns.py); files written before lack them
+SCHEMAS = {name: dataclasses.replace(
+               schema, attributes={**schema.attributes, "kernels_": KERNELS,
+                                   "feature_names_in_": ListOf(Text(), "n_features_in_")},
+               optional=(*schema.optional, "kernels_", "feature_names_in_"))
            for name, schema in SCHEMAS.items()}
