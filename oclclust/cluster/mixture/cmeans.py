@@ -90,14 +90,14 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     --------
     >>> import numpy as np
     >>> import oclclust as oc
-    >>> X = np.array([[1, 2], [1, 4], [1, 0],
-    ...               [10, 2], [10, 4], [10, 0]], dtype=np.float32)
+    >>> X = np.array([[0, 0], [0, 2], [1, 1], [9, 9], [9, 11], [10, 10]],
+    ...              dtype=np.float32)
     >>> fcm = oc.FuzzyCMeans(n_clusters=2, random_state=0).fit(X)
     >>> np.bincount(fcm.labels_)
     array([3, 3])
     >>> fcm.u_.sum(axis=1).round(6)
     array([1., 1., 1., 1., 1., 1.], dtype=float32)
-    >>> fcm.predict([[0, 0], [12, 3]]) == fcm.predict([[1, 2], [10, 2]])
+    >>> fcm.predict([[-1, 0], [12, 12]]) == fcm.predict([[1, 1], [10, 10]])
     array([ True,  True])
     """
 
