@@ -24,7 +24,9 @@ exclude_patterns = ["_build"]
 html_theme = "alabaster"
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
-numpydoc_show_class_members = False
+numpydoc_show_class_members = True
+numpydoc_show_inherited_class_members = True
+numpydoc_class_members_toctree = False
 numpydoc_validation_checks = set()
 intersphinx_mapping = {}
 
@@ -45,8 +47,9 @@ exclude_patterns += ["examples/README.rst"]
 
 # ---------------------------------------------------------------- the API pages
 FUNCTIONS = {"linkage": "oclclust.linkage"}
-MODULES = ["oclclust.io.modelio", "oclclust.io.shards", "oclclust.io.plots",
-           "oclclust.parallel.comm", "oclclust.parallel.dask", "oclclust.cluster.checkpoint"]
+MODULES = ["oclclust.io.datafiles", "oclclust.io.modelio", "oclclust.io.shards",
+           "oclclust.io.plots", "oclclust.parallel.comm", "oclclust.parallel.dask",
+           "oclclust.runtime.columns", "oclclust.cluster.checkpoint"]
 
 
 def public_names():

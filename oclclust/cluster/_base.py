@@ -16,6 +16,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from .checkpoint import Checkpoint, parse_every
+from .docstrings import document
 from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
 from ..parallel.manager import DeviceManager, surviving
@@ -23,6 +24,7 @@ from ..parallel.comm import Ranks
 from ..parallel.placement import (compute_dtype, fit_data, is_dask_array,
                                   joined_mean_var_finite, new_data)
 from ..runtime.exact_sums import block_rows_for
+from ..runtime.columns import check_feature_names, feature_names, fit_feature_names
 from ..runtime.kernel_recorder import kernel_records, recorded_contexts, recording_kernels
 from ..runtime.devices import DeviceProfile, profile_of_context
 from ..runtime.validation import NotFittedError, check_params, check_random_state
@@ -96,16 +98,63 @@ def fit_devices(n_rows):
     return {str(p): int(n_rows) for p in profiles if p is not None}
 
 
+def _rows_argument(args, kwargs):
+    return args[0] if args else kwargs.get("X")
+
+
+def records_columns(fit):
+    """*fit* (an estimator's fit or partial_fit) that keeps scikit-learn's
+    column contract (runtime.columns): a fit records the names of X's
+    columns in ``feature_names_in_`` (or removes it); a partial_fit after
+    the first checks them against the model's first, before any work."""
+    continues = fit.__name__ == "partial_fit"
+
+    @functools.wraps(fit)
+    def recorded(self, *args, **kwargs):
+        X = _rows_argument(args, kwargs)
+        if continues and hasattr(self, "n_features_in_"):
+            check_feature_names(self, X)
+            return fit(self, *args, **kwargs)
+        names = feature_names(X)
+        fitted = fit(self, *args, **kwargs)
+        fit_feature_names(self, names)
+        return fitted
+    return recorded
+
+
+# the methods that take rows of a fitted model
+TAKE_ROWS = ("predict", "transform", "score", "predict_proba", "score_samples")
+
+
+def checks_columns(method):
+    """*method* (one of TAKE_ROWS) that first checks X's column names against
+    the fit's (runtime.columns.check_feature_names); not fitted, it says so
+    itself."""
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        if hasattr(self, "n_features_in_"):
+            check_feature_names(self, _rows_argument(args, kwargs))
+        return method(self, *args, **kwargs)
+    return checked
+
+
 class RecordsKernels:
     """An estimator whose ``fit`` and ``partial_fit`` set ``kernels_``
     (records_kernels): each class that defines either has it wrapped as it
-    is made, so no estimator can forget it."""
+    is made, so no estimator can forget it.  scikit-learn's column contract
+    is kept the same way (records_columns, checks_columns), and the
+    docstrings are completed with the entries every estimator shares
+    (docstrings.document)."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        document(cls)
         for name in ("fit", "partial_fit"):
             if name in vars(cls):
-                setattr(cls, name, records_kernels(vars(cls)[name]))
+                setattr(cls, name, records_kernels(records_columns(vars(cls)[name])))
+        for name in TAKE_ROWS:
+            if name in vars(cls):
+                setattr(cls, name, checks_columns(vars(cls)[name]))
 
 
 class ClusterDistancesOut:
@@ -118,6 +167,18 @@ class ClusterDistancesOut:
         return self.cluster_centers_.shape[0]
 
     def get_feature_names_out(self, input_features=None):
+        """The names of transform's output columns (scikit-learn's).
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Checked against the features seen in fit (their number).
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            "<class name>0", "<class name>1", ... one a cluster.
+        """
         self._check_fitted()
         if input_features is not None and len(input_features) != self.n_features_in_:
             raise ValueError(f"input_features should have length equal to number of "
@@ -210,12 +271,25 @@ class KCluster(RecordsKernels, BaseEstimator):
         return 1
 
     def fit_block_rows(self, d, dtype=np.float64):
-        """Rows of one block of this estimator's split-free sums on data of
-        *d* features and *dtype* (computed in the dtype the fit takes:
-        ``dtype`` when set, float32 kept, else float64).  Under MPI, ranks
-        whose rows are whole blocks of it (all but the last rank:
-        parallel.shares.rank_rows, io.shards.load_shard with the estimator)
-        fit the model of one process bit for bit."""
+        """Rows of one block of this estimator's split-free sums.
+
+        Under MPI, ranks whose rows are whole blocks of it (all but the
+        last rank: :func:`oclclust.io.shards.load_shard` with the
+        estimator) fit the model of one process bit for bit.
+
+        Parameters
+        ----------
+        d : int
+            The data's features.
+        dtype : numpy dtype, default=numpy.float64
+            The data's dtype (the fit computes in ``dtype`` when set, keeps
+            float32, else takes float64).
+
+        Returns
+        -------
+        block_rows : int
+            Rows of one block.
+        """
         self._check_params()
         item = compute_dtype(self.dtype, np.empty(0, dtype), []).itemsize
         return block_rows_for(int(d), item, self._stat_values(int(d)))
@@ -329,7 +403,8 @@ class KCluster(RecordsKernels, BaseEstimator):
         *devices*; what travels leaves the per-row attributes behind."""
         self._check_fitted()
         model = copy.copy(self)
-        for name in ("labels_", "u_", "history_"):
+        # (the blocks a worker is given have no column names)
+        for name in ("labels_", "u_", "history_", "feature_names_in_"):
             model.__dict__.pop(name, None)
         model.devices = None   # bound() sets the worker's; a pyopencl Device does not pickle
 

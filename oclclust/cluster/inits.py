@@ -16,11 +16,48 @@ from ..runtime.partition import DevicePartition
 
 def kmeans_plusplus(data, n_clusters, random_state, host_weights, n_local_trials=None,
                     ranks=None):
-    """Indices of *n_clusters* rows of *data* (ShardedData) chosen by greedy k-means++.
+    """Indices of rows chosen by greedy k-means++ on the devices.
 
-    With *ranks* (mpi.Ranks of several ranks) the rows are every rank's, the
-    indices global, and every rank draws the same numbers: the choice is that
-    of one process seeding the concatenated data."""
+    scikit-learn's draws from the same random state (KMeans' default
+    seeding; GaussianMixture's ``init_params="k-means++"``).
+
+    Parameters
+    ----------
+    data : ShardedData
+        Rows on the devices (:meth:`DeviceManager.scatter`).
+    n_clusters : int
+        The rows to choose.
+    random_state : numpy.random.RandomState
+        The random stream.
+    host_weights : ndarray of shape (n_samples,)
+        The rows' weights.
+    n_local_trials : int, default=None
+        Candidates scored a step (None: 2 + log(n_clusters)).
+    ranks : Ranks, default=None
+        With several MPI ranks the rows are every rank's, the indices
+        global, and every rank draws the same numbers: the choice one
+        process seeding the concatenated rows makes.
+
+    Returns
+    -------
+    indices : ndarray of shape (n_clusters,)
+        The chosen rows.
+
+    See Also
+    --------
+    KMeans : its default seeding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.array([[1, 2], [1, 4], [1, 0], [10, 2], [10, 4], [10, 0]], dtype=np.float32)
+    >>> data = oc.DeviceManager().scatter(X)
+    >>> indices = oc.kmeans_plusplus(data, 2, np.random.RandomState(0), np.ones(6))
+    >>> sorted(X[indices, 0].tolist())
+    [1.0, 10.0]
+    >>> data.close()
+    """
     trials = n_local_trials or 2 + int(np.log(n_clusters))
     ranks = ranks or Ranks(None, data.n, data.d, data.dtype)
     # each chunk's seeding state stays beside its rows (a Dask worker's too)

@@ -112,16 +112,49 @@ def _npz(path, key):
         raise DataFileError(f"{path}: not a valid .npz file ({exc})") from exc
 
 
+def column_names(path, columns=None, key=None):
+    """The names of the columns ``load_data(path, columns, key)`` keeps, where
+    the file names them (a .csv / .tsv header, an FCS file's channels), else
+    None.  A model fitted on them keeps them (``feature_names_in_``): pass
+    them back as *columns* to read the same columns of a file for predict."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise DataFileError(not_a_file(path))
+    ext = os.path.splitext(path)[1].lower()
+    if ext in (".csv", ".tsv", ".txt"):
+        with open(path, newline="") as fh:
+            first = next((r for r in csv.reader(fh, delimiter="\t" if ext == ".tsv" else ",")
+                          if r and any(c.strip() for c in r)), None)
+        header = _header(first)
+    elif ext == ".fcs":
+        header = _fcs(path)[1]
+    else:
+        return None
+    if header is None:
+        return None
+    return [header[i] for i in (_column_indices(path, columns, header, len(header))
+                                if columns is not None else range(len(header)))]
+
+
+def _header(row):
+    """The names in a text file's first *row*, or None where it holds numbers."""
+    if row is None:
+        return None
+    try:
+        [float(c) for c in row]
+    except ValueError:
+        return [c.strip() for c in row]
+    return None
+
+
 def _text(path, delimiter):
     with open(path, newline="") as fh:
         rows = [r for r in csv.reader(fh, delimiter=delimiter) if r and any(c.strip() for c in r)]
     if not rows:
         raise DataFileError(f"{path}: the file is empty")
-    header = None
-    try:
-        [float(c) for c in rows[0]]
-    except ValueError:
-        header, rows = [c.strip() for c in rows[0]], rows[1:]
+    header = _header(rows[0])
+    if header is not None:
+        rows = rows[1:]
     if not rows:
         raise DataFileError(f"{path}: a header but no data rows")
     width = len(header) if header else len(rows[0])

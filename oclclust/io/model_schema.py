@@ -461,11 +461,14 @@ SCHEMAS = {
         optional=("centroids_", "medoids_")),   # kept with store_centers
 }
 
-# every fit records the kernels it ran (kernels_) and the rows of its devices
-# (devices_); files written before lack them (the one-device fits' devices_ too)
+# every fit records the kernels it ran (kernels_), the rows of its devices
+# (devices_) and, fitted on named columns, their names (feature_names_in_, a
+# JSON list; runtime/columns.py); files written before lack them (the
+# one-device fits' devices_ too)
 SCHEMAS = {name: dataclasses.replace(
                schema, attributes={"devices_": ROWS_PER_DEVICE, **schema.attributes,
-                                   "kernels_": KERNELS},
-               optional=(*schema.optional, "kernels_",
+                                   "kernels_": KERNELS,
+                                   "feature_names_in_": ListOf(Text(), "n_features_in_")},
+               optional=(*schema.optional, "kernels_", "feature_names_in_",
                          *(() if "devices_" in schema.attributes else ("devices_",))))
            for name, schema in SCHEMAS.items()}

@@ -73,7 +73,9 @@ def save_model(estimator, path):
         raise ValueError(f"this {name} is not fitted: nothing to save")
     arrays, scalars, params, array_params = {}, {}, {}, {}
     for key, value in learned.items():
-        if isinstance(value, np.ndarray) and value.dtype != object:
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            value = value.tolist()   # feature_names_in_: strings, a JSON list (no pickle)
+        if isinstance(value, np.ndarray):
             arrays[key] = value
         elif _plain(value) is not _SKIP:
             scalars[key] = _plain(value)
@@ -180,5 +182,7 @@ def load_model(path):
         raise ModelFileError(f"{path}: not a valid {name} model: {exc}") from None
     estimator = cls(**params, **array_params)
     for key, value in attributes.items():
+        if key == "feature_names_in_":   # scikit-learn's type: an object array
+            value = np.asarray(value, dtype=object)
         setattr(estimator, key, value)
     return estimator

@@ -26,7 +26,28 @@ DEVICE_ERRORS = (cl.Error, KernelBuildError)
 
 
 class DeviceFailure(RuntimeError):
-    """A device failed to build or run a kernel during a pass."""
+    """A device failed to build or run a kernel during a pass.
+
+    A fit drops the device with a warning and starts over on the others
+    from the same random state; this error reaches users only where no
+    device is left.
+
+    Parameters
+    ----------
+    profile : DeviceProfile
+        The device.
+    cause : BaseException
+        What it raised.
+
+    Attributes
+    ----------
+    profile, cause
+        As given.
+
+    See Also
+    --------
+    DeviceManager : the devices a fit runs on.
+    """
 
     def __init__(self, profile, cause):
         super().__init__(f"OpenCL device {profile} failed: {type(cause).__name__}: {cause}")

@@ -46,18 +46,56 @@ def surviving(data, attempt, rng=None):
 class DeviceManager:
     """Devices of one host and how work is split among them.
 
-    ``weights``: "compute_units" (the default), "measured" (a calibration pass,
-    then the previous iterations' timings), or one number per device.
-    ``memory_budget``: bytes of rows a device holds at once; a larger shard
-    streams through two staging buffers of half of it each.  The passes'
-    per-row state (labels, distances, weights) lives beside it; the
-    default, a profile's share of the device's memory, leaves room for it.
-    ``executor``: makes the pools (called with max_workers) whose threads
-    drive the devices at once: uploads, passes, calibration.  A harness
-    whose OpenCL runtime must be called from one thread gives an executor
-    that runs each task on the calling thread
-    (tests/harness/oclgrind_driver.py).  Its tasks see the submitting
-    thread's kernel recorders (the kernels a fit runs: its ``kernels_``).
+    Give it as an estimator's ``devices``: each device's rows are copied to
+    it once and stay there across iterations; every pass runs on all of
+    them at once and their statistics are summed in row order, so the model
+    does not depend on the split (:doc:`/guide/several_devices`).
+
+    Parameters
+    ----------
+    devices : str, DeviceProfile, pyopencl Device or list of them, default=None
+        The devices, as :func:`select_devices` reads them (a CPU that two
+        platforms expose counts once); a list of profiles is taken as given.
+    weights : "compute_units", "measured" or list of float, default="compute_units"
+        How the rows are split: by compute units, by a timed pass on a
+        sample and then the joint passes' timings (rows move again only
+        when the time lost to imbalance has paid for the move), or by one
+        number a device.
+    memory_budget : int or None, default=None
+        Bytes of rows a device holds at once; a larger shard streams
+        through two staging buffers of half of it each.  None: the
+        profile's share of the device's memory, less the passes' per-row
+        state.
+    executor : callable, default=concurrent.futures.ThreadPoolExecutor
+        Makes the pools (called with max_workers) whose threads drive the
+        devices at once.  A harness whose OpenCL runtime must be called
+        from one thread gives one that runs each task on the calling thread.
+
+    Attributes
+    ----------
+    profiles : list of DeviceProfile
+        The devices, in the order the rows are split.
+    weights : str or ndarray
+        The split asked for.
+    measured : ndarray or None
+        The measured weights, once measured.
+    reshards : int
+        Times measured weights moved rows between devices.
+
+    See Also
+    --------
+    select_devices : the devices a ``devices`` value picks.
+    sub_devices : several devices of one CPU.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.random.default_rng(0).normal(size=(1000, 4))
+    >>> manager = oc.DeviceManager(weights=[1.0] * len(oc.DeviceManager().profiles))
+    >>> km = oc.KMeans(3, random_state=0, devices=manager).fit(X)
+    >>> sum(km.devices_.values())
+    1000
     """
 
     def __init__(self, devices=None, weights="compute_units", memory_budget=None,
@@ -88,6 +126,14 @@ class DeviceManager:
         self.reshards = 0        # times rows were laid out anew (rebalancing, faults)
 
     def current_weights(self):
+        """The shares the rows are split by now.
+
+        Returns
+        -------
+        weights : ndarray of shape (n_devices,)
+            The given weights, the measured ones once measured, else the
+            devices' compute units.
+        """
         if isinstance(self.weights, np.ndarray):
             return self.weights
         if self.weights == "measured" and self.measured is not None:
@@ -95,16 +141,36 @@ class DeviceManager:
         return np.array([p.compute_units for p in self.profiles], dtype=np.float64)
 
     def budget(self, profile, d, dtype):
-        """Bytes of rows of *d* values of *dtype* that *profile*'s device holds
-        at once: memory_budget, or the profile's budget less the per-row state
-        of a pass (labels, distances, weights: 4 + 3 items a row)."""
+        """Bytes of rows a device holds at once.
+
+        Parameters
+        ----------
+        profile : DeviceProfile
+            The device.
+        d : int
+            Values a row.
+        dtype : numpy dtype
+            The rows' dtype.
+
+        Returns
+        -------
+        budget : int
+            ``memory_budget``, or the profile's budget less the per-row
+            state of a pass (labels, distances, weights: 4 + 3 items a row).
+        """
         if self.memory_budget is not None:
             return self.memory_budget
         row = d * np.dtype(dtype).itemsize
         return profile.memory_budget * row // (row + 4 + 3 * np.dtype(dtype).itemsize)
 
     def drop(self, failure):
-        """Forget a failed device (with a warning); its rows go to the others."""
+        """Forget a failed device (with a warning); its rows go to the others.
+
+        Parameters
+        ----------
+        failure : DeviceFailure
+            The device's failure; RuntimeError where it was the last device.
+        """
         i = self.profiles.index(failure.profile)
         warnings.warn(f"{failure}; its rows move to the remaining devices", RuntimeWarning,
                       stacklevel=user_stacklevel())
@@ -117,15 +183,34 @@ class DeviceManager:
             raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
 
     def scatter(self, X, sample_weight=None, calibration=None, dtype=None, stat_values=1):
-        """Spread host rows (or take a device array as it is) over the devices,
-        as *dtype* (default X's; host rows are converted chunk by chunk on
-        their way to a device, a memmap read a chunk at a time).
-        With measured weights not yet measured, *calibration* is first timed
-        on a sample on each device: fn(partition) sets the algorithm's pass
-        up over that partition and returns a function of no arguments that
-        runs it once.  *stat_values*: float64 values of one row block's
-        partial statistics in the fit's passes; they size the blocks every
-        split of the rows falls on (runtime.exact_sums.block_rows_for)."""
+        """Spread host rows (or take a device array as it is) over the devices.
+
+        Host rows are converted chunk by chunk on their way to a device, a
+        memmap read a chunk at a time.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features) or pyopencl Array
+            The rows.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Their weights.
+        calibration : callable, default=None
+            With measured weights not yet measured, timed first on a sample
+            on each device: fn(partition) sets the algorithm's pass up over
+            that partition and returns a function of no arguments that runs
+            it once.
+        dtype : numpy dtype, default=None
+            The dtype the devices hold (None: X's).
+        stat_values : int, default=1
+            Float64 values of one row block's partial statistics in the
+            fit's passes: they size the blocks every split of the rows
+            falls on.
+
+        Returns
+        -------
+        data : DeviceData
+            The rows on the devices (the passes' ShardedData).
+        """
         return DeviceData(self, X, sample_weight, calibration, dtype, stat_values)
 
 

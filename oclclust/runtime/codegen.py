@@ -44,7 +44,15 @@ class EmulatedBuild:
 
 
 class KernelBuildError(RuntimeError):
-    """An OpenCL program failed to build; carries the log and the source file."""
+    """An OpenCL program failed to build.
+
+    Its message carries the compiler's log and the path of the rendered
+    source file, to read beside it.
+
+    See Also
+    --------
+    DeviceFailure : a device failing during a fit (dropped, the fit goes on).
+    """
 
 
 def template_module_dir(directories):

@@ -21,6 +21,52 @@ from .warning_site import user_stacklevel
 
 @dataclasses.dataclass(frozen=True)
 class DeviceProfile:
+    """An OpenCL device: what it reports, merged with its devices.yaml entries.
+
+    Made by :func:`list_devices` (one a device of every platform that
+    loads), :func:`select_devices` and :func:`sub_devices`; pass them as any
+    estimator's ``devices``.  Frozen: :meth:`replace` makes a changed copy,
+    every value checked as devices.yaml's are.
+
+    Attributes
+    ----------
+    platform, name, vendor, type, driver_version : str
+        What the device reports; ``type`` is "cpu", "gpu" or "accelerator".
+    compute_units, local_mem_size, max_work_group_size : int
+        What the device reports.
+    global_mem_size, max_alloc_size : int
+        Its memory and largest buffer, in bytes.
+    fp64 : bool
+        Whether it computes in double precision.
+    native_vector_bytes, platform_index, device_index : int
+        Its float vector width in bytes, and where pyopencl lists it.
+    work_group_size, groups_per_compute_unit, private_floats : int
+        The generic tuning terms of devices.yaml (:doc:`/guide/profiles`).
+    local_memory_fraction, memory_fraction : float
+        The shares of local and global memory the kernels may take.
+    term_values : TermValues
+        The passes' terms by devices.yaml key (:meth:`term`, :meth:`terms`).
+    profile_entries : tuple
+        The devices.yaml entries that matched, in order.
+    sub_device : tuple
+        (compute-unit counts, index) of a sub-device, else ().
+
+    See Also
+    --------
+    list_devices : every device's profile.
+    sub_devices : several devices of one CPU.
+    DeviceManager : how rows are split over devices.
+
+    Examples
+    --------
+    >>> import oclclust as oc
+    >>> profile = oc.select_devices()[0]
+    >>> profile.type in ("cpu", "gpu", "accelerator")
+    True
+    >>> profile.replace(work_group_size=64).work_group_size
+    64
+    """
+
     # what the device reports
     platform: str
     name: str
@@ -92,17 +138,49 @@ class DeviceProfile:
         return int(self.global_mem_size * self.memory_fraction)
 
     def terms(self, cls):
-        """The terms of a pass, as its declared dataclass *cls* (LloydTerms ...)."""
+        """The terms of a pass, as its declared dataclass.
+
+        Parameters
+        ----------
+        cls : type
+            The pass's terms dataclass (``oclclust.passes.lloyd.LloydTerms``, ...).
+
+        Returns
+        -------
+        terms : cls
+            This device's values of them.
+        """
         return read_terms(self.term_values, cls)
 
     def term(self, key):
-        """The value of any devices.yaml term by key (an old name too)."""
+        """The value of any devices.yaml term.
+
+        Parameters
+        ----------
+        key : str
+            Its devices.yaml key (an old name too).
+
+        Returns
+        -------
+        value : int, float, str or bool
+            This device's value.
+        """
         key = current_key(key)
         return getattr(self, key) if key in GENERIC_TERMS else self.term_values[key]
 
     def replace(self, **changes):
-        """A copy with *changes*: fields, or terms by devices.yaml key (old
-        names too), checked as every profile is (__post_init__)."""
+        """A copy with some values changed, checked as every profile is.
+
+        Parameters
+        ----------
+        **changes
+            Fields, or terms by devices.yaml key (old names too).
+
+        Returns
+        -------
+        profile : DeviceProfile
+            The changed copy.
+        """
         fields = {f.name for f in dataclasses.fields(self)}
         terms = {}
         for key in set(changes) - fields:
@@ -115,10 +193,23 @@ class DeviceProfile:
         return dataclasses.replace(self, **changes)
 
     def cl_device(self):
+        """The pyopencl Device (made once a process; a sub-device's too).
+
+        Returns
+        -------
+        device : pyopencl.Device
+            This profile's device.
+        """
         return _cl_device(self.key)
 
     def queue(self):
-        """The memoised (context, queue) pair of this device."""
+        """This device's context and command queue (made once a process).
+
+        Returns
+        -------
+        context, queue : pyopencl.Context, pyopencl.CommandQueue
+            The pair every pass on this device uses.
+        """
         return _queue(self.key)
 
     def __str__(self):
@@ -143,9 +234,36 @@ def _check_count(what, value, least):
 
 
 def sub_devices(profile, counts):
-    """Profiles of the sub-devices that split *profile*'s device by compute-unit
-    *counts* (clCreateSubDevices BY_COUNTS): several devices of one CPU.
-    The counts are positive ints that sum to at most the device's units."""
+    """Profiles of sub-devices that split one device: several devices of one CPU.
+
+    A fit given them spreads its rows over them as over several GPUs
+    (clCreateSubDevices BY_COUNTS; NVIDIA's GPUs cannot be split).
+
+    Parameters
+    ----------
+    profile : DeviceProfile
+        The device to split (not a sub-device).
+    counts : list of int
+        Compute units of each sub-device: positive, summing to at most the
+        device's.
+
+    Returns
+    -------
+    profiles : list of DeviceProfile
+        One a count.
+
+    See Also
+    --------
+    DeviceManager : how rows are split over devices.
+
+    Examples
+    --------
+    >>> import oclclust as oc
+    >>> cpu = oc.select_devices("cpu")[0]
+    >>> halves = oc.sub_devices(cpu, [1, 1])
+    >>> [p.compute_units for p in halves]
+    [1, 1]
+    """
     if profile.sub_device:
         raise ValueError(f"sub_devices: {profile} is a sub-device already")
     if isinstance(counts, (str, bytes)) or not hasattr(counts, "__len__") or not counts:
@@ -207,9 +325,29 @@ _LISTED = {}   # profile files' key -> (profiles, discovery errors): once per pr
 
 
 def list_devices():
-    """Every OpenCL device of every platform that loads, with its resolved
-    profile.  Discovered once per process and set of profile texts (the
-    platforms an ICD loader offers do not change; every fit asks)."""
+    """Every OpenCL device of every platform that loads, with its profile.
+
+    Discovered once a process and set of profile texts (the platforms an ICD
+    loader offers do not change; every fit asks).
+    ``python -m oclclust devices`` prints them.
+
+    Returns
+    -------
+    profiles : list of DeviceProfile
+        One a device, platform by platform.
+
+    See Also
+    --------
+    select_devices : the devices a ``devices`` value picks.
+    DeviceProfile : what each says.
+
+    Examples
+    --------
+    >>> import oclclust as oc
+    >>> profiles = oc.list_devices()
+    >>> all(isinstance(p, oc.DeviceProfile) for p in profiles)
+    True
+    """
     key, entries = profile_sources()
     if key not in _LISTED:
         profiles = _discover(entries)
@@ -260,11 +398,33 @@ def match_names(parts, available):
 
 
 def select_devices(devices=None):
-    """Profiles picked by *devices*: "all", "gpu", "cpu", "accelerator", a
-    comma-separated list of platform/device name substrings, a DeviceProfile
-    or pyopencl Device, or a list of them (mixed too: a Device stands for
-    its profile).  None means $OCLCLUST_DEVICES, else "all".  ValueError
-    when nothing matches; NoOpenCLError when the machine has no device."""
+    """The profiles a ``devices`` value picks (every estimator's forms).
+
+    Parameters
+    ----------
+    devices : str, DeviceProfile, pyopencl Device or list of them, default=None
+        "all", "gpu", "cpu", "accelerator", platform / device name
+        substrings (comma-separated), a profile or pyopencl Device, or a
+        list of them (a Device stands for its profile).  None:
+        ``$OCLCLUST_DEVICES``, else "all".
+
+    Returns
+    -------
+    profiles : list of DeviceProfile
+        The devices picked; ValueError, naming the devices there are,
+        where none matches; NoOpenCLError where the machine has no device.
+
+    See Also
+    --------
+    list_devices : every device.
+
+    Examples
+    --------
+    >>> import oclclust as oc
+    >>> cpus = oc.select_devices("cpu")
+    >>> {p.type for p in cpus}
+    {'cpu'}
+    """
     if devices is None:
         devices = os.environ.get("OCLCLUST_DEVICES", "all")
     if isinstance(devices, (DeviceProfile, cl.Device)):

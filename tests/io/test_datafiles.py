@@ -3,6 +3,7 @@ truncated files give a DataFileError naming the file."""
 import numpy as np
 import pytest
 
+import oclclust as oc
 from oclclust.io.datafiles import DataFileError, load_data
 
 X = np.arange(24, dtype=np.float32).reshape(6, 4) / 3
@@ -123,3 +124,47 @@ def test_a_file_not_in_its_extensions_format_says_what_it_holds(tmp_path, ext, c
         load_data(path)
     assert str(caught.value) == f"{path}: not a {ext} file ({why.format(ext=ext)})"
     assert "pickle" not in str(caught.value)
+
+
+def test_column_names(tmp_path):
+    """The names of the columns load_data keeps, where the file has them."""
+    from oclclust.io.datafiles import column_names
+    (tmp_path / "h.csv").write_text("a,b,c,d\n1,2,3,4\n5,6,7,8\n")
+    (tmp_path / "h.tsv").write_text("x\ty\n1\t2\n")
+    (tmp_path / "plain.csv").write_text("1,2\n3,4\n")
+    np.save(tmp_path / "rows.npy", np.zeros((2, 2)))
+    assert column_names(tmp_path / "h.csv") == ["a", "b", "c", "d"]
+    assert column_names(tmp_path / "h.csv", ["c", "a"]) == ["c", "a"]
+    assert column_names(tmp_path / "h.csv", ["0", "3"]) == ["a", "d"]
+    assert column_names(tmp_path / "h.tsv") == ["x", "y"]
+    assert column_names(tmp_path / "plain.csv") is None
+    assert column_names(tmp_path / "rows.npy") is None
+    with pytest.raises(DataFileError, match="no column named 'e'"):
+        column_names(tmp_path / "h.csv", ["e"])
+
+
+def test_a_model_reads_its_columns_of_the_same_file(devices, tmp_path):
+    """A model fitted on columns a and c of a CSV keeps their names; given
+    back as the columns to read, they pick the same columns of the file for
+    predict (the command line's fit --columns a,c then predict)."""
+    import warnings
+    from oclclust.io.datafiles import column_names
+    from oclclust.io.modelio import load_model, save_model
+    from oclclust.runtime.columns import NamedRows
+    rng = np.random.default_rng(0)
+    rows = np.concatenate([rng.normal(c, 0.2, size=(20, 4)) for c in (0, 5)])
+    path = tmp_path / "data.csv"
+    path.write_text("a,b,c,d\n" + "\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    fitted = NamedRows(load_data(path, ["a", "c"]), column_names(path, ["a", "c"]))
+    km = oc.KMeans(2, random_state=0, devices=devices).fit(fitted)
+    save_model(km, tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
+    back.set_params(devices=devices)
+    columns = list(back.feature_names_in_)
+    X = NamedRows(load_data(path, columns), column_names(path, columns))
+    assert X.shape == (40, 2)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*feature names")
+        np.testing.assert_array_equal(back.predict(X), km.labels_)
+    with pytest.raises(ValueError, match="unseen at fit time"):   # all four columns
+        back.predict(NamedRows(load_data(path), column_names(path)))

@@ -166,3 +166,30 @@ def test_model_files_leave_the_checkpoint_out(devices, tmp_path):
     save_model(km, tmp_path / "m.npz")
     loaded = load_model(tmp_path / "m.npz")
     assert loaded.checkpoint is None and loaded.checkpoint_every == 1
+
+
+@pytest.mark.parametrize("name,params", ESTIMATORS, ids=lambda v: v if isinstance(v, str) else "")
+def test_feature_names_are_kept(name, params, devices, blobs, tmp_path):
+    """A model fitted on named columns keeps their names (a JSON list, no
+    pickle) and refuses other names after loading, as the live model does."""
+    from named_table import Table
+    X = blobs[0]
+    model = getattr(oc, name)(devices=devices, **params).fit(Table(X, ["x", "y", "z"]))
+    save_model(model, tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
+    assert back.feature_names_in_.dtype == object
+    assert list(back.feature_names_in_) == ["x", "y", "z"]
+    if hasattr(back, "predict"):
+        back.set_params(devices=devices)
+        named = Table(X, ["x", "y", "z"])
+        np.testing.assert_array_equal(back.predict(named), model.predict(named))
+        with pytest.raises(ValueError, match="feature names should match"):
+            back.predict(Table(X, ["x", "z", "y"]))
+    with np.load(tmp_path / "m.npz") as npz:
+        meta = json.loads(str(npz["__meta__"]))
+    meta["attributes"]["feature_names_in_"] = ["x", "y"]   # fewer names than features
+    files = dict(np.load(tmp_path / "m.npz"))
+    files["__meta__"] = np.array(json.dumps(meta))
+    np.savez(tmp_path / "bad.npz", **files)
+    with pytest.raises(ModelFileError, match="feature_names_in_"):
+        load_model(tmp_path / "bad.npz")

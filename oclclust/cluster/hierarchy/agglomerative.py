@@ -88,24 +88,62 @@ def _tree(X, method, metric, devices):
 class AgglomerativeClustering(ClusterMixin, RecordsKernels, BaseEstimator):
     """Agglomerative clustering on an OpenCL device (scikit-learn's API).
 
-    The tree is oclclust.linkage's (scipy's algorithms on the device), so
-    ``labels_``, ``children_`` and ``distances_`` equal scikit-learn's.
-    ``connectivity`` constraints are not implemented (NotImplementedError).
-    ``devices``: as in every oclclust estimator.
+    The tree is :func:`oclclust.linkage`'s (scipy's algorithms, with the
+    distance matrix, its minimum search and the Lance-Williams updates on
+    the device), so ``labels_``, ``children_`` and ``distances_`` equal
+    scikit-learn's.
+
+    Parameters
+    ----------
+    n_clusters : int or None, default=2
+        The clusters to find; None with ``distance_threshold``.
+    metric : str or callable, default="euclidean"
+        The distance between rows ("euclidean" only for ward), or
+        "precomputed" for a distance matrix X.
+    memory : None
+        Accepted for scikit-learn's API (no caching).
+    connectivity : None
+        Connectivity constraints are not implemented
+        (NotImplementedError).
+    compute_full_tree : "auto" or bool, default="auto"
+        Accepted for scikit-learn's API: the whole tree is always built.
+    linkage : {"ward", "complete", "average", "single"}, default="ward"
+        The merge criterion.
+    distance_threshold : float or None, default=None
+        Cut the tree at this height instead of at n_clusters.
+    compute_distances : bool, default=False
+        Keep the merges' heights in ``distances_``.
 
     Attributes
     ----------
+    n_clusters_ : int
+        Clusters found.
     labels_ : ndarray of shape (n_samples,)
         Each row's cluster.
+    n_leaves_ : int
+        Leaves of the tree.
+    n_connected_components_ : int
+        Connected components of the rows (1).
     children_ : ndarray of shape (n_samples - 1, 2)
         The merges, as scikit-learn numbers them.
     distances_ : ndarray of shape (n_samples - 1,)
         The merges' heights, with compute_distances or distance_threshold.
-    n_clusters_ : int
-        Clusters found.
-    kernels_ : list of dict
-        The kernels the fit ran, a record per kernel and device
-        (``python -m oclclust explain`` prints a saved model's).
+
+    See Also
+    --------
+    linkage : scipy's linkage matrix of the same tree.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.array([[1, 2], [1, 4], [1, 0],
+    ...               [4, 2], [4, 4], [4, 0]], dtype=np.float32)
+    >>> hc = oc.AgglomerativeClustering(n_clusters=2).fit(X)
+    >>> hc.labels_
+    array([1, 1, 1, 0, 0, 0])
+    >>> hc.children_.shape
+    (5, 2)
     """
 
     def __init__(self, n_clusters=2, *, metric="euclidean", memory=None, connectivity=None,

@@ -84,10 +84,33 @@ def _single_from_rows(plan, X, metric):
 def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devices=None):
     """scipy.cluster.hierarchy.linkage on an OpenCL device: the same Z.
 
-    *y*: observations (n x d) or a condensed distance vector (pdist's
-    layout).  *method*: single, complete, average, weighted, centroid,
-    median or ward; *metric*: euclidean, sqeuclidean, cityblock, chebyshev
-    or cosine (observations only).  Single linkage runs Prim's MST,
+    Parameters
+    ----------
+    y : array-like of shape (n, d) or (n * (n - 1) / 2,)
+        Observations, or a condensed distance vector (pdist's layout).
+    method : {"single", "complete", "average", "weighted", "centroid", "median", "ward"}, default="single"
+        The linkage.
+    metric : {"euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine"}, default="euclidean"
+        The distance between observations (euclidean only for centroid,
+        median and ward).
+    optimal_ordering : bool, default=False
+        Reorder the leaves as scipy does (on the host, with scipy).
+    devices : str, DeviceProfile, list or DeviceManager, default=None
+        As every estimator's (the first GPU of them, else the largest
+        device).
+
+    Returns
+    -------
+    Z : ndarray of shape (n - 1, 4)
+        scipy's linkage matrix: the merged clusters, their height and size.
+
+    See Also
+    --------
+    AgglomerativeClustering : the same tree, cut into clusters.
+
+    Notes
+    -----
+    Single linkage runs Prim's MST,
     complete/average/weighted/ward the nearest-neighbour chain and
     centroid/median the generic algorithm, as scipy does, so ties and
     duplicate points merge as scipy merges them.  Single linkage of
@@ -107,8 +130,16 @@ def linkage(y, method="single", metric="euclidean", optimal_ordering=False, devi
     largest buffer, or the profile's linkage_buffer_bytes, each) up to the
     matrix budget (global memory x linkage_memory_fraction, else
     memory_fraction); past it they raise MemoryError naming the limit.
-    ``devices``: as in every oclclust estimator (the first GPU of them, else
-    the largest device).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.array([[0, 0], [0, 1], [4, 0], [4, 2]], dtype=np.float32)
+    >>> oc.linkage(X, method="single")
+    array([[0., 1., 1., 2.],
+           [2., 3., 2., 2.],
+           [4., 5., 4., 4.]])
     """
     if method not in METHODS:
         raise ValueError(f"Invalid method: {method}")

@@ -144,29 +144,29 @@ def fit_ensemble(data, inits, max_iter, tol, host_w, strategy="auto", kdtree="au
 
 
 class EnsembleKMeans(ClusterMixin, KCluster):
-    """M k-means models fit at once, one data pass per iteration for all
-    (Ravunnikutty et al., "Ensemble K-means on multi-core architectures").
+    """M k-means models fit at once, one data pass an iteration for all.
 
-    ``n_clusters``: K of every model, or a list of M values (models of
-    different K: a sweep of K).  ``strategy``: "task" (a model per
-    work-group), "data" (a model per launch), "concatenated" (all models per
-    data pass) or "auto" (from the device profile).  ``kdtree``: None (brute
-    force), "direct", "distributed", "replicated" (KD-tree pruning with that
-    leaf mapping; concatenated parallelism) or "auto".  ``init``:
-    "k-means++", "k-means||" (``oversampling_factor``, ``init_max_iter``: as
-    KMeans'), "random", or an array M x K x d (a list of M arrays for
-    different K).  Each model stops at its own ``tol`` (scikit-learn's: on
-    the centre shift, relative to the data variance).  ``spherical``: as
-    KMeans' (cluster/spherical.py); given inits are renormalised.
-    ``precision``: accepted as KMeans' ("float32", "tf32", "bf16"); the ensemble pass
-    has no tensor-core path yet, so every mode runs as "float32" (the same
-    model, bit for bit).
+    The models' distances are computed in the same pass over the rows
+    (Ravunnikutty et al., "Ensemble K-means on multi-core architectures"),
+    optionally pruned by a KD-tree; on one device the model update runs
+    there too.  A list of cluster counts fits a sweep of K side by side.
 
-    Attributes: ``models_`` M x K x d (with different K: a list of M
-    K_m x d arrays), ``inertias_``, ``n_iter_`` (per model), ``best_index_``
-    (least inertia; with different K the largest K usually wins, compare
-    models yourself), ``labels_``, ``cluster_centers_``, ``inertia_`` of the
-    best model, ``strategy_`` {device: (strategy, KD-tree mapping)}.
+    Parameters
+    ----------
+    n_clusters : int or list of int, default=8
+        K of every model, or one K a model (a sweep of K).
+    n_models : int, default=4
+        The number of models M.
+    strategy : {"auto", "task", "data", "concatenated"}, default="auto"
+        "task": a model a work-group; "data": a model a launch;
+        "concatenated": all models a data pass; "auto": the device
+        profile's choice.
+    kdtree : {None, "auto", "direct", "distributed", "replicated"}, default=None
+        KD-tree pruning with that leaf mapping (concatenated parallelism);
+        None: brute force.
+    init : {"k-means++", "k-means||", "random"} or array-like, default="k-means++"
+        The seeding of each model, or the centres: an M x K x d array (a
+        list of M arrays for different K).
 
     ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
     a float or "30s": seconds): the fit's state written there that often,
@@ -176,18 +176,43 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     ----------
     models_ : ndarray of shape (n_models, n_clusters, n_features) or list
         Every model's centres (a list of arrays where the models' K differ).
-    inertias_, n_iter_ : ndarray of shape (n_models,)
-        Every model's inertia and iterations.
+    inertias_ : ndarray of shape (n_models,)
+        Every model's inertia.
+    n_iter_ : ndarray of shape (n_models,)
+        Every model's iterations; each stops at its own ``tol``.
     best_index_ : int
-        The model of least inertia.
-    cluster_centers_, labels_, inertia_
-        The best model's.
+        The model of least inertia (with different K the largest K usually
+        wins: compare the models yourself).
+    cluster_centers_ : ndarray of shape (K, n_features)
+        The best model's centres.
+    labels_ : ndarray of shape (n_samples,)
+        Each row's cluster in the best model.
+    inertia_ : float
+        The best model's inertia.
     strategy_ : dict
         {device: (strategy, KD-tree mapping)} the fit ran.
-    kernels_ : list of dict
-        The kernels the fit ran, a record per kernel and device
-        (``python -m oclclust explain`` prints a saved model's).
-        Under Dask, only the client's (not the workers').
+    devices_ : dict
+        Rows per device of the fit.
+
+    See Also
+    --------
+    KMeans : one model (its restarts, n_init > 1, run as an ensemble).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(c, 0.5, size=(50, 2)) for c in (0, 5, 10)])
+    >>> ens = oc.EnsembleKMeans(n_clusters=[2, 3, 4], n_models=3, random_state=0).fit(X)
+    >>> [len(centres) for centres in ens.models_]
+    [2, 3, 4]
+    >>> ens.inertias_.shape
+    (3,)
+    >>> int(np.argmin(ens.inertias_)) == ens.best_index_
+    True
+    >>> ens.predict(X[:3]).shape
+    (3,)
     """
 
     _parameter_rules = {

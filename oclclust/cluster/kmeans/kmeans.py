@@ -40,62 +40,49 @@ DEVICE_UPDATE = True
 class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
     """k-means clustering on OpenCL devices (scikit-learn's KMeans API).
 
-    ``devices``: "all", "gpu", "cpu", platform/device name substrings, a
-    DeviceProfile or pyopencl Device or a list of them, or a DeviceManager
-    (None: $OCLCLUST_DEVICES, else all); the rows are split over all of them.  ``dtype``: float32 or
-    float64 (None: float32 input stays float32, anything else float64 where
-    the device has fp64).  ``comm``: an mpi4py communicator; each rank fits
-    its own rows (X is this rank's shard), every rank ends with the same
-    model, that of one process fitting all ranks' rows; ``labels_`` are
-    this rank's.  predict, score and transform stay local.  Sparse shards
-    (scipy CSR) too: one process's model within the rounding of the
-    per-cluster sums (kmeans/sparse.py).
+    Lloyd's iterations run as one fused pass over the rows on every device
+    chosen (distances, argmin and float64 partial sums; no n x k matrix),
+    from greedy k-means++ seeding on the devices: from the same initial
+    state, scikit-learn's model.  Takes dense rows, scipy.sparse rows (they
+    stay CSR on one device; under MPI each rank's CSR shard, one process's
+    model within the rounding of the per-cluster sums) and dask arrays (the
+    rows stay on the workers).
 
-    ``init``: "k-means++" (greedy, scikit-learn's), "k-means||" (Bahmani et
-    al.'s scalable k-means++: ``init_max_iter`` rounds, None for 5, that each
-    draw ``oversampling_factor`` x n_clusters candidates (default 0.5), then
-    greedy k-means++ on the candidates weighted by their nearest rows, on
-    one device), "random", or the centres.  The default is "k-means++" at
-    every size: from the same ``random_state`` it picks scikit-learn's
-    centres.  It makes n_clusters sequential passes over all rows (each
-    scoring 2 + log(n_clusters) trials; over MPI ranks or Dask workers a
-    collective each), so at large n_samples x n_clusters pass
-    init="k-means||": about 2.5 x n_clusters candidates found in 5 passes
-    of the Lloyd assignment (the device's fastest: tensor cores on NVIDIA),
-    then the greedy steps over the candidates only, with no host step
-    between them (at such sizes greedy k-means++ takes most of the fit, and
-    Lloyd's iterations from k-means|| at these defaults ended at a lower
-    inertia than from greedy k-means++).
-
-    ``spherical`` (faiss' option): rows compared by cosine.  They are scaled
-    to unit length (a copy; a row of norm 0 stays 0, as in faiss), the
-    centres are the renormalised means of the unit rows (updated on the
-    host), labels the argmax of the dot products.  ``inertia_`` is the sum
-    of squared distances between the unit rows and their unit centres,
-    sum w (2 - 2 cos), as scikit-learn's KMeans reports it on normalised
-    rows; predict, score and transform normalise their rows too, and given
-    initial centres are renormalised.
-
-    ``precision``: "float32" (the default: float32 accuracy; on NVIDIA
-    tensor cores 3xTF32 products), "tf32" or "bf16": on an NVIDIA GPU with
-    tensor cores (compute capability 8+), float32 data of at most 128
-    features, the distances' products are one TF32 or BF16 product with
-    float32 accumulation (bf16: mma m16n8k16), and every row whose two best
-    candidates are within the mode's error bound of each other
-    (passes.lloyd_mma.tie_bound: about 2^-7 ||x|| max||c|| for tf32, 2^-4
-    for bf16) is re-checked with the exact float32 distances of its three
-    best candidates within that bound of the best; labels equal the float32
-    argmin except where four centres are within the bound of a tie.
-    ``history_`` then records each iteration's ``rechecked`` rows.
-    Everywhere else (CPU runtimes, other GPUs, more than 128 features or
-    65536 clusters, float64) the fast modes run as float32: the same
-    kernels, bit for bit the "float32" model; so do restarts run as one
-    ensemble (n_init > 1).  predict and score use the fit's precision.
-
-    ``algorithm`` ("lloyd" or "elkan") and ``copy_x`` are accepted for
-    scikit-learn's API: every fit runs the fused Lloyd pass (Elkan's bounds
-    save distance computations on a CPU core, not on a device's tiles, and
-    give the same model), and X is never modified (the devices hold a copy).
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        The number of clusters.
+    init : {"k-means++", "k-means||", "random"}, callable or array-like of \
+shape (n_clusters, n_features), default="k-means++"
+        "k-means++": greedy k-means++, scikit-learn's centres from the same
+        ``random_state``; it makes n_clusters sequential passes over the
+        rows.  "k-means||": Bahmani et al.'s scalable k-means++,
+        ``init_max_iter`` rounds that each draw ``oversampling_factor`` x
+        n_clusters candidates, then greedy k-means++ over the weighted
+        candidates on one device: far fewer passes at large n_samples x
+        n_clusters.  "random": n_clusters rows.  A callable
+        ``init(X, n_clusters, random_state=...)`` or the centres
+        themselves (scikit-learn's forms).
+    n_init : "auto" or int, default="auto"
+        Runs from different seedings; the least inertia wins.  "auto": 1,
+        or 10 for "random" and a callable (scikit-learn's rule).  Several
+        runs are fit as one ensemble, one data pass for all.
+    copy_x : bool, default=True
+        Accepted for scikit-learn's API: X is never modified (the devices
+        hold a copy).
+    algorithm : {"lloyd", "elkan"}, default="lloyd"
+        Accepted for scikit-learn's API: every fit runs the fused Lloyd
+        pass (Elkan's bounds save work on a CPU core, not on a device's
+        tiles, and give the same model).
+    precision : {"float32", "tf32", "bf16"}, default="float32"
+        On an NVIDIA GPU with tensor cores, float32 rows of at most 128
+        features: "float32" keeps float32 accuracy (3xTF32 products);
+        "tf32" and "bf16" compute the distances' products in one TF32 or
+        BF16 product and re-check exactly every row whose two best
+        candidates are within the mode's error bound, so labels equal the
+        float32 argmin except within that bound of a tie
+        (:doc:`/guide/precision`).  Everywhere else every mode runs as
+        "float32", bit for bit.
 
     ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
     a float or "30s": seconds): the fit's state written there that often,
@@ -104,19 +91,54 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
 
     Attributes
     ----------
-    cluster_centers_, labels_, inertia_, n_iter_
-        The best run's centres (n_clusters x n_features), each row's
-        cluster, the rows' weighted sum of squared distances to their
-        centres, and its iterations (scikit-learn's attributes).
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        The centres of the best run.
+    labels_ : ndarray of shape (n_samples,)
+        Each row's cluster (a dask array for a dask array X).
+    inertia_ : float
+        The rows' weighted sum of squared distances to their centres.
+    n_iter_ : int
+        Iterations of the best run.
     history_ : list of dict or None
-        Per iteration of a single run: its statistics, seconds and rows
-        per device (None where n_init > 1 ran the runs as an ensemble).
-    kernels_ : list of dict
-        The kernels the fit ran, a record per kernel and device
-        (``python -m oclclust explain`` prints a saved model's).
-        Under Dask, only the client's (not the workers').
-    devices_, n_features_in_
-        Rows per device of the fit; features seen in fit.
+        Per iteration of a single run: its statistics, seconds and rows per
+        device (None where n_init > 1 ran the runs as an ensemble).
+    devices_ : dict
+        Rows per device of the fit.
+
+    See Also
+    --------
+    MiniBatchKMeans : k-means on mini-batches, and on a stream (partial_fit).
+    EnsembleKMeans : many k-means models in one pass over the rows.
+    FuzzyCMeans : soft memberships instead of labels.
+    kmeans_plusplus : the seeding alone.
+
+    Notes
+    -----
+    ``spherical=True`` reports ``inertia_`` as the sum of squared distances
+    between the unit rows and their unit centres, sum w (2 - 2 cos), as
+    scikit-learn's KMeans on normalised rows.  On one device with double
+    precision the centre update, shift and inertia run on the device too,
+    bit for bit the host's.  Under ``comm``, predict, score and transform
+    stay local to the rank.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.array([[1, 2], [1, 4], [1, 0],
+    ...               [10, 2], [10, 4], [10, 0]], dtype=np.float32)
+    >>> km = oc.KMeans(n_clusters=2, random_state=0).fit(X)
+    >>> km.labels_
+    array([1, 1, 1, 0, 0, 0], dtype=int32)
+    >>> km.predict([[0, 0], [12, 3]])
+    array([1, 0], dtype=int32)
+    >>> km.cluster_centers_
+    array([[10.,  2.],
+           [ 1.,  2.]], dtype=float32)
+    >>> km.transform([[1, 2]]).round(2)
+    array([[9., 0.]], dtype=float32)
+    >>> float(km.score(X))
+    -16.0
     """
 
     _parameter_rules = {
@@ -292,6 +314,23 @@ class KMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
         return self._assign(X)[0]
 
     def score(self, X, y=None, sample_weight=None):
+        """Opposite of the rows' inertia on the fitted centres (scikit-learn's).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            The rows (a dask array: each block's on its worker).
+        y : Ignored
+            Not used, present for API consistency by convention.
+        sample_weight : array-like of shape (n_samples,), default=None
+            The weight of each row; None: every row weighs 1.
+
+        Returns
+        -------
+        score : float
+            Minus the weighted sum of squared distances of the rows to
+            their nearest centre.
+        """
         if is_dask_array(X):   # each block's on its worker, summed
             return self._dask_score(X, sample_weight)
         if is_sparse(X):

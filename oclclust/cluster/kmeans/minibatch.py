@@ -54,11 +54,36 @@ DEVICE_BATCHES = True
 
 
 class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KCluster):
-    """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans
-    API and results from the same random_state).  ``devices``, ``dtype``,
-    ``spherical``: as KMeans'.  ``precision``: accepted as KMeans'
-    ("float32", "tf32", "bf16"); its batch pass has no tensor-core path
-    yet, so every mode runs as "float32" (the same model, bit for bit).
+    """Mini-batch k-means on OpenCL devices (scikit-learn's MiniBatchKMeans).
+
+    scikit-learn's algorithm and random draws (the same centres from the
+    same ``random_state``), each batch assigned on the devices by the fused
+    Lloyd pass; ``partial_fit`` learns from a stream a chunk at a time.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        The number of clusters.
+    init : {"k-means++", "k-means||", "random"}, callable or array-like, \
+default="k-means++"
+        The seeding, on ``init_size`` rows (KMeans' forms).
+    batch_size : int, default=1024
+        Rows a mini-batch.
+    compute_labels : bool, default=True
+        Whether fit ends with a pass setting ``labels_`` and ``inertia_``.
+    max_no_improvement : int or None, default=10
+        Stop after this many batches that do not improve the smoothed
+        inertia (None: never).
+    init_size : int or None, default=None
+        Rows the seedings draw from (None: 3 x batch_size, >= 3 x n_clusters).
+    n_init : "auto" or int, default="auto"
+        Seedings tried, the best on a validation draw kept ("auto": 3 for
+        "random", else 1).
+    reassignment_ratio : float, default=0.01
+        Clusters under this share of the largest one's rows move to random rows.
+    precision : {"float32", "tf32", "bf16"}, default="float32"
+        As KMeans'; the batch pass has no tensor-core form yet: every mode
+        runs as "float32" (the same model, bit for bit).
 
     ``checkpoint`` (a path) and ``checkpoint_every`` (an int: mini-batch
     steps; a float or "30s": seconds): the fit's state written there that
@@ -67,14 +92,29 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
 
     Attributes
     ----------
-    cluster_centers_, inertia_
-        The centres (n_clusters x n_features) and the rows' inertia there.
-    n_iter_, n_steps_
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        The centres.
+    labels_, inertia_
+        Each row's cluster and the rows' inertia, with compute_labels.
+    n_iter_, n_steps_ : int
         Passes over the data and mini-batches processed.
-    kernels_ : list of dict
-        The kernels the fit ran, a record per kernel and device
-        (``python -m oclclust explain`` prints a saved model's).
-        partial_fit adds each call's.
+
+    See Also
+    --------
+    KMeans : every row in every iteration.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.array([[1, 2], [1, 4], [1, 0], [4, 2], [4, 0], [4, 4],
+    ...               [4, 5], [0, 1], [2, 2], [3, 2], [5, 5], [1, -1]], dtype=np.float32)
+    >>> mbk = oc.MiniBatchKMeans(n_clusters=2, batch_size=6, random_state=0)
+    >>> mbk.partial_fit(X[:6]).partial_fit(X[6:]).n_steps_
+    2
+    >>> mbk = oc.MiniBatchKMeans(2, batch_size=6, max_iter=10, random_state=0).fit(X)
+    >>> np.bincount(mbk.labels_)
+    array([6, 6])
     """
 
     comm = None   # the shared rules read it: one process (MPI: KMeans)
@@ -402,6 +442,7 @@ class MiniBatchKMeans(ClusterMixin, ClusterDistancesOut, TransformerMixin, KClus
         return self._labels_inertia(*self._host_rows(X, None, fitted=True))[0]
 
     def score(self, X, y=None, sample_weight=None):
+        """Opposite of the rows' inertia on the fitted centres (scikit-learn's)."""
         self._check_fitted()
         if is_dask_array(X):   # each block's on its worker, summed
             return self._dask_score(X, sample_weight)

@@ -42,20 +42,25 @@ from ...runtime.warning_site import user_stacklevel
 class FuzzyCMeans(ClusterMixin, KCluster):
     """Fuzzy c-means clustering on OpenCL devices (Bezdek's algorithm).
 
-    ``m``: fuzzifier (> 1).  ``init``: "k-means++" (on the devices, as
-    KMeans), "random" (rows drawn with probability proportional to
-    sample_weight) or an (n_clusters, n_features) array.  ``devices``,
-    ``dtype``: as KMeans.  ``comm``: an mpi4py communicator (each rank passes
-    its own rows).  ``sample_weight`` in fit/score multiplies u^m.
-    ``precision``: as KMeans' ("float32", "tf32", "bf16"): on NVIDIA tensor
-    cores (passes/cmeans_mma.py, where the device profile's cmeans_mma
-    asks) the pass's distances are GEMM tiles, "float32" 3xTF32 (every
-    distance within 2^-13 of float64's relatively, the rest re-checked
-    exactly), "tf32" one TF32 product a step (within 2^-8: a membership
-    within about 2^-7 / (m - 1) of its value relatively); "bf16" runs as
-    "float32", and so does every mode on the portable float32 kernels
-    elsewhere (the same model, bit for bit).  predict, predict_proba and
-    score use the estimator's precision.
+    Every row has a membership in every cluster (``u_``, summing to 1 a
+    row); each pass computes a row's memberships once (the O(N·D·M)
+    formulation).
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        The number of clusters.
+    m : float, default=2.0
+        The fuzzifier (> 1): the larger, the softer the memberships.
+    init : {"k-means++", "k-means||", "random"} or array-like of shape \
+(n_clusters, n_features), default="k-means++"
+        "k-means++" on the devices (as KMeans), "random" rows drawn with
+        probability proportional to sample_weight, or the centres.
+    precision : {"float32", "tf32", "bf16"}, default="float32"
+        On NVIDIA tensor cores the pass's distances are GEMM tiles:
+        "float32" 3xTF32 (every distance within 2^-13 of float64's, the
+        rest re-checked exactly), "tf32" one TF32 product a step; "bf16"
+        runs as "float32", as does every mode elsewhere (bit for bit).
 
     ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
     a float or "30s": seconds): the fit's state written there that often,
@@ -64,17 +69,43 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     Attributes
     ----------
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        The centres.
+    u_ : ndarray of shape (n_samples, n_clusters)
+        Each row's memberships.
+    labels_ : ndarray of shape (n_samples,)
+        Each row's cluster of largest membership.
     objective_ : float
         J_m at the final centres with their optimal memberships.
     n_iter_ : int
         Centre updates run.
-    kernels_ : list of dict
-        The kernels the fit ran, a record per kernel and device
-        (``python -m oclclust explain`` prints a saved model's).
-        Under Dask, only the client's (not the workers').
-    history_, devices_
+    history_ : list of dict
         Per iteration its objective, centre shift, seconds and rows per
-        device; the rows per device of the fit.
+        device.
+    devices_ : dict
+        Rows per device of the fit.
+
+    See Also
+    --------
+    KMeans : hard assignments.
+    GaussianMixture : soft assignments of a probabilistic model.
+
+    Notes
+    -----
+    ``sample_weight`` in fit and score multiplies u^m.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.array([[0, 0], [0, 2], [1, 1], [9, 9], [9, 11], [10, 10]],
+    ...              dtype=np.float32)
+    >>> fcm = oc.FuzzyCMeans(n_clusters=2, random_state=0).fit(X)
+    >>> np.bincount(fcm.labels_)
+    array([3, 3])
+    >>> fcm.u_.sum(axis=1).round(6)
+    array([1., 1., 1., 1., 1., 1.], dtype=float32)
+    >>> fcm.predict([[-1, 0], [12, 12]]) == fcm.predict([[1, 1], [10, 10]])
+    array([ True,  True])
     """
 
     _parameter_rules = {

@@ -51,24 +51,33 @@ RANDOM_BLOCK = 1 << 20
 class GaussianMixture(DensityMixin, KCluster):
     """Gaussian mixture fitted by EM on OpenCL devices (scikit-learn's API).
 
-    The E step (log-densities, log-sum-exp, responsibilities) and the M-step
-    statistics run on the devices; the host computes the new parameters.
-    ``covariance_type`` "tied" runs the "full" passes with one precision
-    factor broadcast to every component, "spherical" the "diag" passes with
-    each component's one precision broadcast over the features; the host
-    pools their statistics as scikit-learn's M step does.
-    ``min_components``: MDL order selection from n_components down to it
-    (``mdl_path_``, ``n_components_``; "full" and "diag" only).  ``warm_start``:
-    each fit goes on from the last one's parameters (one init, scikit-learn's
-    rule).  ``devices``, ``dtype``, ``comm``: as in KMeans.
-    ``precision``: as KMeans' ("float32", "tf32", "bf16"), read by the diag
-    and spherical tensor-core M step (passes/gmm_mma.py, NVIDIA): "float32"
-    its 3xTF32 products; "tf32" and "bf16" the responsibilities rounded to
-    TF32 (the M statistics those of responsibilities each within 2^-11
-    relative of the E step's, to float32's accuracy; two products a step
-    instead of three; bf16 operands are not used yet).  The E step is 3xTF32 at every mode
-    and every other kernel float32: elsewhere every mode is "float32", the
-    same model bit for bit.
+    The E step (log-densities, log-sum-exp, responsibilities) and the M
+    step's statistics run on the devices; the host computes the new
+    parameters.  ``min_components`` adds MDL order selection: from
+    n_components down by merging the closest pair of components.
+
+    Parameters
+    ----------
+    n_components : int, default=1
+        The number of mixture components (the largest order, with
+        min_components).
+    covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
+        The covariance of each component: its own full matrix, one full
+        matrix for all, its own diagonal, or its own single variance.
+    reg_covar : float, default=1e-6
+        Added to the covariances' diagonals, keeping them positive.
+    n_init : int, default=1
+        Initialisations; the best lower bound wins.
+    init_params : {"kmeans", "k-means++", "random", "random_from_data"}, \
+default="kmeans"
+        How the responsibilities start (scikit-learn's choices).
+    weights_init, means_init, precisions_init : array-like, default=None
+        Given initial weights, means and precisions.
+    warm_start : bool, default=False
+        Each fit goes on from the last one's parameters (one init).
+    min_components : int or None, default=None
+        MDL order selection down to this order ("full" and "diag" only):
+        ``n_components_`` and ``mdl_path_``.
 
     ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations (EM);
     a float or "30s": seconds): the fit's state written there that often,
@@ -78,18 +87,50 @@ class GaussianMixture(DensityMixin, KCluster):
 
     Attributes
     ----------
-    weights_, means_, covariances_ : ndarray
-        The mixture's parameters (scikit-learn's shapes per covariance_type).
+    weights_ : ndarray of shape (n_components,)
+        The components' weights.
+    means_ : ndarray of shape (n_components, n_features)
+        The components' means.
+    covariances_ : ndarray
+        The covariances, shaped by covariance_type as scikit-learn's.
     precisions_, precisions_cholesky_ : ndarray
         The precision matrices and their Cholesky factors.
-    lower_bound_, n_iter_
-        The best initialisation's log-likelihood bound and EM iterations.
+    converged_ : bool
+        Whether the best initialisation converged.
+    lower_bound_ : float
+        The best initialisation's log-likelihood lower bound.
+    n_iter_ : int
+        EM iterations of the best initialisation.
     n_components_, mdl_path_
-        With min_components: the order MDL chose and the path to it.
-    kernels_ : list of dict
-        The kernels the fit ran, a record per kernel and device
-        (``python -m oclclust explain`` prints a saved model's).
-        Under Dask, only the client's (not the workers').
+        With min_components: the order MDL chose, and (order, MDL) of every
+        order tried.
+
+    See Also
+    --------
+    KMeans : hard clusters, spherical and of equal size.
+    FuzzyCMeans : soft memberships without a probabilistic model.
+
+    Notes
+    -----
+    "tied" runs the "full" passes with one precision factor for every
+    component, "spherical" the "diag" passes; the host pools their
+    statistics as scikit-learn's M step does.  ``precision`` is read by the
+    diag and spherical tensor-core M step (NVIDIA); the E step is 3xTF32 at
+    every mode and every other kernel float32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.array([[1, 2], [1, 4], [1, 0], [10, 2], [10, 4], [10, 0]])
+    >>> gm = oc.GaussianMixture(n_components=2, random_state=0).fit(X)
+    >>> gm.means_
+    array([[10.,  2.],
+           [ 1.,  2.]])
+    >>> gm.predict([[0, 0], [12, 3]])
+    array([1, 0])
+    >>> gm.predict_proba([[0, 0]]).round(3)
+    array([[0., 1.]])
     """
 
     _parameter_rules = {

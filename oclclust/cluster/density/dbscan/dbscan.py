@@ -75,20 +75,34 @@ def _metric(metric, p, metric_params):
 class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     """Density-based clustering (DBSCAN) on an OpenCL device.
 
-    scikit-learn's parameters and attributes (``labels_``,
-    ``core_sample_indices_``, ``components_``); ``leaf_size`` and ``n_jobs``
-    are accepted and checked; ``devices``: as in every oclclust estimator.
-    euclidean, manhattan, chebyshev (and minkowski with p 1, 2, inf) on
-    dense rows run on the device in O(n d) memory, the eps-graph never
-    stored, each row compared either with every row (``algorithm="brute"``)
-    or only with the rows of the cells around its own in a grid of cells
-    wider than eps over up to 3 features (``"grid"``, and scikit-learn's
-    spatial indexes ``"kd_tree"`` and ``"ball_tree"``); ``"auto"`` takes the
-    grid where it compares fewer than a quarter of the pairs.  The labels
-    are the same either way.  The other metrics, callables,
-    metric_params and ``metric="precomputed"`` (dense or sparse) build the
-    eps-graph on the host a block of rows at a time (memory: its pairs);
-    sparse rows: euclidean distances on the device, the others on the host.
+    Neighbour counts and the core rows' components on the device without
+    storing the eps-graph (euclidean, manhattan, chebyshev and minkowski
+    with p 1, 2, inf on dense rows: O(n d) memory), each row compared with
+    every row or only with the rows of the cells around its own in a grid
+    of cells wider than eps over up to 3 features (see ``algorithm``);
+    other metrics, callables, ``metric="precomputed"`` and sparse rows
+    through an eps-graph built a block of rows at a time.  scikit-learn's
+    labels.
+
+    Parameters
+    ----------
+    eps : float, default=0.5
+        The largest distance of two rows in one neighbourhood (> 0).
+    min_samples : int, default=5
+        Rows (the row itself included) within eps that make a core row.
+    metric : str or callable, default="euclidean"
+        scikit-learn's metrics, a callable, or "precomputed".
+    metric_params : dict or None, default=None
+        The metric's keyword arguments.
+    algorithm : {"auto", "grid", "kd_tree", "ball_tree", "brute"}, default="auto"
+        The device's neighbour search: "brute" every pair; "grid" (and
+        scikit-learn's spatial indexes "kd_tree", "ball_tree") the grid of
+        cells; "auto" the grid where it compares fewer than a quarter of the
+        pairs.  The same labels either way.
+    leaf_size, n_jobs
+        Accepted and checked for scikit-learn's API.
+    p : float or None, default=None
+        The Minkowski power.
 
     Attributes
     ----------
@@ -98,9 +112,18 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         The core samples.
     labels_ : ndarray of shape (n_samples,)
         Each row's cluster; -1 for noise.
-    kernels_ : list of dict
-        The kernels the fit ran, a record per kernel and device
-        (``python -m oclclust explain`` prints a saved model's).
+
+    See Also
+    --------
+    HDBSCAN : clusters of varying density, without eps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> X = np.array([[1, 2], [2, 2], [2, 3], [8, 7], [8, 8], [25, 80]])
+    >>> oc.DBSCAN(eps=3, min_samples=2).fit(X).labels_
+    array([ 0,  0,  0,  1,  1, -1])
     """
 
     _parameter_rules = {

@@ -40,17 +40,46 @@ GRID_FROM = 4096
 class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     """Hierarchical density-based clustering on an OpenCL device.
 
-    scikit-learn's parameters and attributes (``labels_``,
-    ``probabilities_``, ``centroids_`` / ``medoids_`` with store_centers)
-    and ``dbscan_clustering``; ``devices``: as in every oclclust estimator.
-    ``algorithm`` and ``leaf_size`` are checked as scikit-learn checks them;
-    the core distances of euclidean, manhattan and chebyshev rows come from
-    a grid of cells over up to 3 features (passes/neighbours.py) with
-    ``algorithm="kd_tree"`` or ``"ball_tree"`` (scikit-learn's spatial
-    indexes), and with ``"auto"`` from 4096 rows, else from every pair; the
-    same values either way.  X is never written to, so ``copy`` changes
-    nothing.
-    Rows with NaN get label -3, with inf -2, as in scikit-learn.
+    Core distances (k nearest neighbours; over a grid of cells in low
+    dimensions, see ``algorithm``) and the mutual-reachability minimum
+    spanning tree on the device, distances computed from the rows;
+    the condensed tree and the cluster selection on the host in O(N):
+    scikit-learn's labels and probabilities.
+
+    Parameters
+    ----------
+    min_cluster_size : int, default=5
+        The fewest rows a cluster has.
+    min_samples : int or None, default=None
+        Neighbours that make a row's core distance (None: min_cluster_size).
+    cluster_selection_epsilon : float, default=0.0
+        Clusters closer than this are merged.
+    max_cluster_size : int or None, default=None
+        The most rows an "eom" cluster has (None: no limit).
+    metric : str or callable, default="euclidean"
+        The distance: on the device euclidean, manhattan, chebyshev and
+        minkowski; scipy's, callables and "precomputed" on the host.
+    metric_params : dict or None, default=None
+        The metric's keyword arguments.
+    alpha : float, default=1.0
+        Scales the distances in the mutual reachability (> 0).
+    algorithm : {"auto", "brute", "kd_tree", "ball_tree"}, default="auto"
+        Checked as scikit-learn checks it.  The core distances of
+        euclidean, manhattan and chebyshev rows: over a grid of cells with
+        "kd_tree" or "ball_tree" (scikit-learn's spatial indexes) and with
+        "auto" from 4096 rows, else from every pair; the same values.
+    leaf_size : int, default=40
+        Checked as scikit-learn checks it.
+    n_jobs : int or None, default=None
+        Accepted for scikit-learn's API.
+    cluster_selection_method : {"eom", "leaf"}, default="eom"
+        Excess of mass, or the tree's leaves.
+    allow_single_cluster : bool, default=False
+        Whether one cluster of all rows may be chosen.
+    store_centers : {None, "centroid", "medoid", "both"}, default=None
+        Keep each cluster's centroid and / or medoid.
+    copy : bool, default=False
+        Accepted for scikit-learn's API: X is never written to.
 
     Attributes
     ----------
@@ -58,11 +87,25 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         Each row's cluster; -1 noise, -2 infinite, -3 missing values.
     probabilities_ : ndarray of shape (n_samples,)
         Each row's strength of membership in its cluster.
-    centroids_, medoids_ : ndarray
+    centroids_, medoids_ : ndarray of shape (n_clusters, n_features)
         Per cluster, with store_centers.
-    kernels_ : list of dict
-        The kernels the fit ran, a record per kernel and device
-        (``python -m oclclust explain`` prints a saved model's).
+
+    See Also
+    --------
+    DBSCAN : one density, eps.
+    AgglomerativeClustering : the single-linkage tree HDBSCAN condenses.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import oclclust as oc
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.concatenate([rng.normal(0, 0.3, (30, 2)), rng.normal(5, 0.3, (30, 2))])
+    >>> hd = oc.HDBSCAN(min_cluster_size=10).fit(X)
+    >>> np.bincount(hd.labels_ + 1)
+    array([ 0, 30, 30])
+    >>> int(hd.dbscan_clustering(cut_distance=1.0).max())
+    1
     """
 
     def __init__(self, min_cluster_size=5, min_samples=None, cluster_selection_epsilon=0.0,
@@ -217,10 +260,23 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
             self.medoids_ = np.array(medoids).reshape(k, X.shape[1])
 
     def dbscan_clustering(self, cut_distance, min_cluster_size=5):
-        """DBSCAN* labels at *cut_distance* (scikit-learn's): the flat
-        clusters of the single-linkage tree of mutual reachability cut
-        there, those smaller than min_cluster_size noise (-1); rows with
-        inf -2, with NaN -3."""
+        """DBSCAN* labels at *cut_distance* (scikit-learn's).
+
+        The flat clusters of the single-linkage tree of mutual
+        reachability cut there.
+
+        Parameters
+        ----------
+        cut_distance : float
+            The mutual-reachability distance to cut the tree at.
+        min_cluster_size : int, default=5
+            Clusters smaller than this are noise (-1).
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+            Each row's cluster; -1 noise, -2 rows with inf, -3 with NaN.
+        """
         if not hasattr(self, "_single_linkage_tree_"):
             # a model file keeps the labels, not the tree they came from
             raise AttributeError("dbscan_clustering needs the single-linkage tree of a fit in "
