@@ -332,8 +332,8 @@ def instrument():
     wrap(kmeans.KMeans, "_init_centers", "init_centers")
     wrap(lloyd_loop.LloydBackend, "relocate", "relocate")
     wrap(np, "bincount", "bincount")
-    from oclclust.cluster import _base as base
-    orig_relocate = base.relocate_empty
+    from oclclust.cluster import empty_clusters
+    orig_relocate = empty_clusters.relocate_empty
 
     def relocate_empty(sums, weights, *a, **kw):   # how many clusters were empty
         EVENTS.append((f"empty {int((weights == 0).sum())}", "", 0.0, 0.0))

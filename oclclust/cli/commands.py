@@ -34,14 +34,30 @@ def add_data_arguments(p):
     p.add_argument("--key", help="the array's name in an .npz or HDF5 data file")
 
 
-def read_data(args, comm=None, estimator=None):
-    """This rank's rows of args.data, with the --columns and --key asked
-    for; under MPI in whole blocks of *estimator*'s sums (when it has them:
-    the ranks' model is one process's bit for bit)."""
-    from ..io.datafiles import load_data
-    columns = args.columns.split(",") if args.columns else None
+def read_data(args, comm=None, estimator=None, columns=None):
+    """This rank's rows of args.data, with the --columns (else *columns*)
+    and --key asked for; under MPI in whole blocks of *estimator*'s sums
+    (when it has them: the ranks' model is one process's bit for bit).  In
+    one process, rows of a file that names its columns come with their
+    names (runtime.columns.NamedRows): a model records them, and a predict
+    checks them."""
+    from ..io.datafiles import column_names, load_data
+    from ..runtime.columns import NamedRows
+    columns = args.columns.split(",") if args.columns else columns
     blocks = estimator if hasattr(estimator, "fit_block_rows") else None
-    return load_data(args.data, columns=columns, key=args.key, comm=comm, block_rows=blocks)
+    X = load_data(args.data, columns=columns, key=args.key, comm=comm, block_rows=blocks)
+    names = column_names(args.data, columns, args.key) if comm is None else None
+    return NamedRows(X, names) if names is not None and isinstance(X, np.ndarray) else X
+
+
+def model_columns(args, model):
+    """The columns of args.data a model fitted on named columns reads when no
+    --columns is given: its names, where the file names its columns too."""
+    from ..io.datafiles import column_names
+    names = getattr(model, "feature_names_in_", None)
+    if args.columns or names is None or column_names(args.data, key=args.key) is None:
+        return None
+    return [str(name) for name in names]
 
 
 def add_fit_arguments(p, int_at_least, positive_float):
@@ -196,6 +212,7 @@ def cmd_fit(args, usage_error):
     start = time.perf_counter()
     estimator.fit(X)
     seconds = time.perf_counter() - start
+    rows = getattr(X, "values", X)       # a NamedRows' (the linkage and plot take arrays)
     if r == 0:
         summary = [f"{type(estimator).__name__} on {args.data}",
                    f"{n_ranks} rank(s)" if comm is not None else None, f"{seconds:.3f} s"]
@@ -221,7 +238,7 @@ def cmd_fit(args, usage_error):
     if args.tree or (args.plot and args.algorithm == "hierarchical" and r == 0):
         from ..cluster.hierarchy.agglomerative import SKLEARN_METRICS
         from ..cluster.hierarchy.linkage_matrix import linkage
-        Z = linkage(X, method=estimator.linkage, devices=estimator.devices,
+        Z = linkage(rows, method=estimator.linkage, devices=estimator.devices,
                     metric=SKLEARN_METRICS.get(estimator.metric, estimator.metric))
     if args.tree:
         with writing(args.tree):
@@ -229,7 +246,7 @@ def cmd_fit(args, usage_error):
         print(f"linkage matrix (scipy's Z) written to {args.tree}")
     if args.plot and r == 0:
         with writing(args.plot):
-            plot(args.plot, estimator, X, Z)
+            plot(args.plot, estimator, rows, Z)
         print(f"plot written to {args.plot}")
     return 0
 
@@ -285,7 +302,7 @@ def cmd_predict(args, usage_error):
     model = load_model(args.model)
     if args.devices is not None and "devices" in model.get_params(deep=False):
         model.set_params(devices=args.devices)
-    X = read_data(args)
+    X = read_data(args, columns=model_columns(args, model))
     if args.proba:
         if not hasattr(model, "predict_proba"):
             raise usage_error(f"--proba: {type(model).__name__} models have no memberships "

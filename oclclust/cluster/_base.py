@@ -1,6 +1,6 @@
 """The estimators' base: scikit-learn's contract, and the k-family's shared
-parts (KCluster: parameter rules, fit scaffold, inits, not-fitted check;
-centers_update and relocate_empty of the Lloyd-type updates).
+parts (KCluster: parameter rules, fit scaffold, inits, not-fitted check).
+The Lloyd-type centre update and empty-cluster rules: empty_clusters.py.
 
 With scikit-learn installed the estimators derive from its BaseEstimator and
 mixins (so they pass check_estimator and work in pipelines); without it, a
@@ -16,6 +16,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from .checkpoint import Checkpoint, parse_every
+from .column_contract import TAKE_ROWS, checks_columns, records_columns
 from .docstrings import document
 from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
@@ -24,7 +25,6 @@ from ..parallel.comm import Ranks
 from ..parallel.placement import (compute_dtype, fit_data, is_dask_array,
                                   joined_mean_var_finite, new_data)
 from ..runtime.exact_sums import block_rows_for
-from ..runtime.columns import check_feature_names, feature_names, fit_feature_names
 from ..runtime.kernel_recorder import kernel_records, recorded_contexts, recording_kernels
 from ..runtime.devices import DeviceProfile, profile_of_context
 from ..runtime.validation import NotFittedError, check_params, check_random_state
@@ -96,46 +96,6 @@ def fit_devices(n_rows):
     the devices lack, a precomputed matrix, a tree from joblib's cache)."""
     profiles = [profile_of_context(ptr) for ptr in recorded_contexts()]
     return {str(p): int(n_rows) for p in profiles if p is not None}
-
-
-def _rows_argument(args, kwargs):
-    return args[0] if args else kwargs.get("X")
-
-
-def records_columns(fit):
-    """*fit* (an estimator's fit or partial_fit) that keeps scikit-learn's
-    column contract (runtime.columns): a fit records the names of X's
-    columns in ``feature_names_in_`` (or removes it); a partial_fit after
-    the first checks them against the model's first, before any work."""
-    continues = fit.__name__ == "partial_fit"
-
-    @functools.wraps(fit)
-    def recorded(self, *args, **kwargs):
-        X = _rows_argument(args, kwargs)
-        if continues and hasattr(self, "n_features_in_"):
-            check_feature_names(self, X)
-            return fit(self, *args, **kwargs)
-        names = feature_names(X)
-        fitted = fit(self, *args, **kwargs)
-        fit_feature_names(self, names)
-        return fitted
-    return recorded
-
-
-# the methods that take rows of a fitted model
-TAKE_ROWS = ("predict", "transform", "score", "predict_proba", "score_samples")
-
-
-def checks_columns(method):
-    """*method* (one of TAKE_ROWS) that first checks X's column names against
-    the fit's (runtime.columns.check_feature_names); not fitted, it says so
-    itself."""
-    @functools.wraps(method)
-    def checked(self, *args, **kwargs):
-        if hasattr(self, "n_features_in_"):
-            check_feature_names(self, _rows_argument(args, kwargs))
-        return method(self, *args, **kwargs)
-    return checked
 
 
 class RecordsKernels:
@@ -441,68 +401,6 @@ class KCluster(RecordsKernels, BaseEstimator):
                         getattr(self, self._fitted_attribute).dtype, self.n_features_in_,
                         type(self).__name__, self.comm)
         return surviving(data, lambda: pass_(data))
-
-
-def centers_update(sums, weights, old):
-    """The new centres sums / weights; a centre of no weight keeps its place."""
-    return np.where(weights[:, None] > 0, sums / np.where(weights > 0, weights, 1)[:, None], old)
-
-
-def place_left_empty(centers, weights):
-    """scikit-learn's place for the empty clusters no row moved to (there
-    are no more distinct rows than clusters): the heaviest cluster's centre
-    (the first of equals).  *centers*: the updated ones, changed in place.
-    (sklearn's _average_centers copies the heaviest cluster before averaging
-    it to an empty cluster of a lower index, so there its centre is a
-    scaled copy: we take the place its comment promises.)"""
-    big = int(np.argmax(weights))
-    centers[weights == 0] = centers[big]
-
-
-def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
-    """scikit-learn's rule: empty clusters take the rows farthest from their
-    centres (*dist*, *labels*: this rank's rows); *sums* and *weights*, over
-    all ranks, are mended in place.  Over ranks (``comm``): the farthest of
-    all ranks' farthest (of equals, the first row).  Whether any moved
-    (see move_rows)."""
-    empty = np.flatnonzero(weights == 0)
-    take = min(len(empty), data.n)
-    far = farthest_rows(dist, take)
-    mine = [(float(dist[i]), int(i), int(labels[i]), float(host_w[i]),
-             data.row(i).astype(np.float64)) for i in far]
-    if comm is not None and comm.Get_size() > 1:   # one process: argpartition's (sklearn's)
-        every = [(r, c) for r, cands in enumerate(comm.allgather(mine)) for c in cands]
-        # ranks hold the rows in order: (rank, local row) sorts as the global row
-        mine = [c for _, c in sorted(every, key=lambda rc: (-rc[1][0], rc[0], rc[1][1]))]
-    return move_rows(sums, weights, empty, mine)
-
-
-def farthest_rows(dist, take):
-    """np.argpartition(dist, -take)[:-take - 1:-1]: the *take* rows of largest
-    *dist*, in scikit-learn's order.  One row of a maximum no other row
-    reaches is the argmax (that is what the partition puts last): one pass
-    instead of a selection, far cheaper than argpartition."""
-    if take == 1 and len(dist):
-        top = int(np.argmax(dist))
-        if np.count_nonzero(dist == dist[top]) == 1:   # no tie, no NaN (NaN != NaN)
-            return np.array([top])
-    return np.argpartition(dist, -take)[:-take - 1:-1]
-
-
-def move_rows(sums, weights, empty, candidates):
-    """Empty clusters *empty* take the rows of *candidates* in order:
-    (distance, row index, its cluster, its weight, the row), out of their
-    clusters into the empty ones.  When every candidate sits on its centre
-    (no more distinct rows than clusters) none moves and False is returned
-    (see place_left_empty)."""
-    if not candidates or max(c[0] for c in candidates) == 0:
-        return False   # moving a row would not help (scikit-learn's rule)
-    for new_id, (_, _, old_id, w, row) in zip(empty, candidates):
-        sums[old_id] -= row * w
-        weights[old_id] -= w
-        sums[new_id] = row * w
-        weights[new_id] = w
-    return True
 
 
 def _columns(X):

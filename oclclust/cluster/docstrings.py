@@ -50,6 +50,15 @@ default=None
     ``init="k-means||"``: the candidates drawn a round, times n_clusters.""",
     "init_max_iter": """init_max_iter : int or None, default=None
     ``init="k-means||"``: its rounds (None: 5).""",
+    "checkpoint": """checkpoint : str, path or None, default=None
+    Where the fit keeps its state (written atomically, every
+    ``checkpoint_every``); a fit started with a checkpoint there that
+    matches its data and parameters resumes from it and ends at the
+    uninterrupted fit's model, bit for bit (:doc:`/guide/checkpoints`).""",
+    "checkpoint_every": """checkpoint_every : int, float or str, default=1
+    How often the checkpoint is written: an int counts iterations (EM
+    iterations, mini-batch steps), a float or a string such as "30s",
+    "5min", "1h" seconds.""",
     "spherical": """spherical : bool, default=False
     Compare rows by cosine (faiss' option): the rows are scaled to unit
     length (a copy; a row of norm 0 stays 0) and the centres are the

@@ -4,7 +4,7 @@ On a single resident chunk with double precision, an iteration of KMeans's
 Lloyd loop keeps the centres on the device: after the Lloyd pass
 (lloyd.LloydPass) the partial sums are reduced there (runtime/reduce.py's
 kernel, its order), the new centres computed in float64 as
-cluster._base.centers_update computes them, with the next pass's inputs
+cluster.empty_clusters.centers_update computes them, with the next pass's inputs
 (rounded centres in the variant's layout, their norms as
 lloyd.center_norms sums them), and one work-group sums the shift and the
 inertia in numpy's pairwise order and counts the changed and non-finite

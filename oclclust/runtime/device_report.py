@@ -89,6 +89,15 @@ def show_devices(verbose=False, file=None):
     file : file-like, default=None
         Where to print (sys.stdout when None).
 
+    Returns
+    -------
+    None
+        The table is printed, not returned.
+
+    See Also
+    --------
+    list_devices : the same devices as DeviceProfile objects.
+
     Examples
     --------
     >>> import oclclust as oc

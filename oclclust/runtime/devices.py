@@ -308,7 +308,13 @@ INSTALL_HINT = ("install pocl-opencl-icd (apt) or pocl-binary-distribution (pip)
 class NoOpenCLError(RuntimeError):
     """No OpenCL device can be used on this machine: no runtime (ICD) is
     installed, or none of those installed loads.  Raised where devices are
-    selected; its message says what to install."""
+    selected; its message says what to install.
+
+    See Also
+    --------
+    list_devices : the devices there are.
+    show_devices : the same as a table.
+    """
 
 
 def no_opencl_error():

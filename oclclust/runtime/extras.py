@@ -18,7 +18,12 @@ EXTRAS = {"mpi4py": "mpi", "dask": "dask", "distributed": "dask", "cloudpickle":
 class MissingExtraError(ImportError):
     """An optional feature was asked for, and its package is not installed:
     the message names the package and the ``pip install 'oclclust[extra]'``
-    that installs it."""
+    that installs it.
+
+    See Also
+    --------
+    NoOpenCLError : no OpenCL runtime to run on.
+    """
 
 
 def install_hint(package):

@@ -147,6 +147,30 @@ def test_fit_then_predict_round_trip(devices, tmp_path):
     assert (fitted == ref.labels_).all()
 
 
+def test_a_model_fitted_on_named_columns_reads_them_back(devices, tmp_path):
+    """fit --columns a,c on a CSV with a header, then predict on the same file
+    without --columns: the model's column names pick the same columns (the
+    fit's labels); other columns of it are refused on one line, by name."""
+    X = make_blobs(200, 4, 3, seed=2)[0]
+    path = tmp_path / "data.csv"
+    path.write_text("a,b,c,d\n" + "\n".join(",".join(map(str, r)) for r in X) + "\n")
+    platform = devices[0].platform
+    proc = run_cli("fit", str(path), "-k", "3", "--random-state", "0", "--columns", "a,c",
+                   "--devices", platform, "--out", str(tmp_path / "m.npz"),
+                   "--labels", str(tmp_path / "fit.npy"))
+    assert proc.returncode == 0, proc.stderr
+    from oclclust.io.modelio import load_model
+    assert list(load_model(tmp_path / "m.npz").feature_names_in_) == ["a", "c"]
+    proc = run_cli("predict", str(tmp_path / "m.npz"), str(path), "--devices", platform,
+                   "--labels", str(tmp_path / "pred.npy"))
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.load(tmp_path / "pred.npy"), np.load(tmp_path / "fit.npy"))
+    proc = run_cli("predict", str(tmp_path / "m.npz"), str(path), "--columns", "c,a",
+                   "--devices", platform)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "feature names" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_fit_spherical_with_kmeans_parallel(devices, tmp_path):
     X = make_blobs(300, 3, 4, seed=1)[0]
     np.save(tmp_path / "x.npy", X)

@@ -188,7 +188,7 @@ def test_labels_and_distances_come_back_without_streaming_the_rows(profile, coun
 def test_farthest_rows_is_sklearns_argpartition():
     """The one-row fast path (a maximum no other row reaches) picks the row
     argpartition picks; ties, NaN and several rows keep argpartition."""
-    from oclclust.cluster._base import farthest_rows
+    from oclclust.cluster.empty_clusters import farthest_rows
     rng = np.random.RandomState(8)
     for dist in (rng.rand(1000), rng.rand(5), np.array([3.0]), rng.randint(0, 4, 50) * 1.0,
                  np.array([1.0, np.nan, 2.0]), np.array([2.0, 1.0, 2.0])):

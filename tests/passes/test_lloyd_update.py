@@ -11,7 +11,7 @@ import pytest
 
 import oclclust as oc
 from oclclust.cluster.kmeans import kmeans, lloyd_shards
-from oclclust.cluster._base import centers_update
+from oclclust.cluster.empty_clusters import centers_update
 from oclclust.passes import lloyd_update
 from oclclust.passes.lloyd import LloydPass
 from oclclust.runtime.codegen import kernel

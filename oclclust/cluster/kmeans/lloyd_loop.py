@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from .._base import centers_update, move_rows, place_left_empty, relocate_empty
+from ..empty_clusters import centers_update, move_rows, place_left_empty, relocate_empty
 from ..spherical import renormalised
 from ...runtime.progress import Progress, history_entry
 

@@ -29,7 +29,8 @@ import warnings
 
 import numpy as np
 
-from .._base import CENTERS_INIT_RULE, ClusterMixin, ConvergenceWarning, KCluster, centers_update
+from .._base import CENTERS_INIT_RULE, ClusterMixin, ConvergenceWarning, KCluster
+from ..empty_clusters import centers_update
 from ..checkpoint import CHECKPOINT_RULES
 from ...passes.cmeans import CMeansPass
 from ...parallel.placement import is_dask_array
