@@ -110,8 +110,11 @@ def fit_lloyd(backend, inits, max_iter, tol, data, host_w, verbose=0, history=No
             if not active:
                 break
             start = time.perf_counter()
+            # a checkpoint reads the centres back each iteration: no pass may
+            # run ahead of that read (it would rewrite the labels the next
+            # pass counts its changes against, and a fit stopped early)
             shifts = lloyd_step(backend, centers, active, tol, data, host_w,
-                                iterations_left=max_iter - it - 1)
+                                iterations_left=0 if checkpoint is not None else max_iter - it - 1)
             n_iter[active] = it + 1
             unchanged = backend.labels_unchanged(active)
             moving = [m for m, s, same in zip(active, shifts, unchanged)
