@@ -22,70 +22,98 @@ def single_linkage(a, b, w):
     return left, right, w, sizes
 
 
-def _points_bfs(node, n, left, right):
-    """The points under *node*, breadth first (the order scikit-learn lists them)."""
-    out, level = [], [node]
-    while level:
-        nxt = []
-        for x in level:
-            if x < n:
-                out.append(x)
-            else:
-                nxt += (left[x - n], right[x - n])
-        level = nxt
-    return out
+def _traversal(first, second, root, n, depth_first):
+    """The nodes of the merge tree below *root* (merge i is node n + i, its
+    children first[i] and second[i]) breadth first or depth first
+    (preorder), a node's first child before its second.  scipy's traversals
+    take a node's successors in the order of their vertex numbers, so they
+    walk the child slots (slot 2i holds first[i], 2i + 1 second[i], slot 2m
+    the root) rather than the nodes."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order, depth_first_order
+    m = first.shape[0]
+    index = np.int32 if 2 * m + 2 < np.iinfo(np.int32).max else np.int64
+    node = np.empty(2 * m + 1, np.int64)
+    node[0:2 * m:2], node[1:2 * m:2], node[2 * m] = first, second, root
+    merge = node[node >= n] - n                   # the slots that hold merges, in order
+    indices = np.empty(2 * merge.shape[0], index)
+    indices[0::2], indices[1::2] = 2 * merge, 2 * merge + 1
+    indptr = np.zeros(2 * m + 2, index)
+    np.cumsum(2 * (node >= n), out=indptr[1:])
+    graph = csr_matrix((np.ones(indices.shape[0]), indices, indptr), shape=(2 * m + 1,) * 2)
+    walk = depth_first_order if depth_first else breadth_first_order
+    return node[walk(graph, 2 * m, directed=True, return_predecessors=False)]
 
 
 def condense(tree, min_cluster_size):
     """The condensed tree (parent, child, lambda, child size) rows, in
     scikit-learn's order: internal nodes breadth first from the root; a
-    side smaller than min_cluster_size falls out as points, two big sides
-    are two new clusters (numbered n+1, n+2, ... in that order), the root
-    is cluster n."""
-    left, right, value, size = (t.tolist() for t in tree)
-    n = len(left) + 1
-    rows_p, rows_c, rows_l, rows_s = [], [], [], []
-    relabel = {2 * n - 2: n}
-    next_label = n + 1
-    queue, head = [2 * n - 2], 0
+    side smaller than min_cluster_size falls out as points (breadth first
+    under it), two big sides are two new clusters (numbered n+1, n+2, ... in
+    that order), the root is cluster n.
 
-    def fall(parent, node, lam):
-        pts = _points_bfs(node, n, left, right)
-        rows_p.extend([parent] * len(pts))
-        rows_c.extend(pts)
-        rows_l.extend([lam] * len(pts))
-        rows_s.extend([1] * len(pts))
-    while head < len(queue):
-        node = queue[head]
-        head += 1
-        if node < n:
-            continue
-        i = node - n
-        l, r, dist = left[i], right[i], value[i]
-        lam = 1.0 / dist if dist > 0.0 else np.inf
-        lc = size[l - n] if l >= n else 1
-        rc = size[r - n] if r >= n else 1
-        me = relabel[node]
-        if lc >= min_cluster_size and rc >= min_cluster_size:
-            for child, count in ((l, lc), (r, rc)):
-                relabel[child] = next_label
-                next_label += 1
-                rows_p.append(me), rows_c.append(relabel[child])
-                rows_l.append(lam), rows_s.append(count)
-                queue.append(child)
-        elif lc < min_cluster_size and rc < min_cluster_size:
-            fall(me, l, lam)
-            fall(me, r, lam)
-        elif lc < min_cluster_size:
-            relabel[r] = me
-            fall(me, l, lam)
-            queue.append(r)
-        else:
-            relabel[l] = me
-            fall(me, r, lam)
-            queue.append(l)
-    return (np.array(rows_p, np.int64), np.array(rows_c, np.int64),
-            np.array(rows_l, np.float64), np.array(rows_s, np.int64))
+    Without a loop over the nodes: the nodes visited are the root and the
+    merges of min_cluster_size points or more; each of their children that
+    is small or one of two big ones starts a unit (a falling side or a new
+    cluster), the one big child of the others goes on as its parent's
+    cluster.  A preorder that takes the larger child first lists a cluster's
+    merges one after another from its start, and a falling side's nodes
+    after their start: each node's unit is the last start before it.  The
+    rows are the new clusters and the points of falling sides ordered by
+    (their unit's breadth-first rank, the point's)."""
+    left, right, value, size = (np.asarray(t) for t in tree)
+    m = left.shape[0]
+    n = m + 1
+    if m == 0:
+        return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64),
+                np.empty(0, np.int64))
+    left, right = left.astype(np.int64, copy=False), right.astype(np.int64, copy=False)
+    root = 2 * n - 2
+    sizes = np.ones(2 * n - 1, np.int64)
+    sizes[n:] = size
+    big = sizes >= min_cluster_size
+    parent = np.full(2 * n - 1, -1, np.int64)
+    parent[left] = parent[right] = np.arange(n, 2 * n - 1)
+    visited = big[n:].copy()
+    visited[-1] = True                      # the root, whatever its size
+    both_big = big[left] & big[right]
+    up = parent[:-1] - n                    # every node but the root: its parent's merge
+    start = np.zeros(2 * n - 1, bool)
+    start[:-1] = visited[up] & (~big[:-1] | both_big[up])
+    start[root] = True
+    new_cluster = start & big
+    new_cluster[root] = False
+    # each node's unit: the last start before it in a larger-first preorder
+    larger_first = sizes[left] >= sizes[right]
+    pre = _traversal(np.where(larger_first, left, right), np.where(larger_first, right, left),
+                     root, n, depth_first=True)
+    last = np.where(start[pre], np.arange(2 * n - 1), 0)
+    np.maximum.accumulate(last, out=last)
+    unit = np.empty(2 * n - 1, np.int64)
+    unit[pre] = pre[last]
+    # cluster numbers and row order: breadth first, left before right
+    bfs = _traversal(left, right, root, n, depth_first=False)
+    rank = np.empty(2 * n - 1, np.int64)
+    rank[bfs] = np.arange(2 * n - 1)
+    label = np.full(2 * n - 1, -1, np.int64)
+    label[root] = n
+    label[bfs[new_cluster[bfs]]] = np.arange(n + 1, n + 1 + int(new_cluster.sum()))
+    points = bfs[bfs < n]
+    points = points[~new_cluster[unit[points]]]
+    clusters = np.flatnonzero(new_cluster)
+    span = np.int64(2 * n - 1)
+    keys = np.concatenate([rank[unit[points]] * span + rank[points],
+                           rank[clusters] * span + rank[clusters]])
+    keys.sort()
+    unit_rank, node_rank = np.divmod(keys, span)
+    row_unit, row_node = bfs[unit_rank], bfs[node_rank]
+    is_cluster = new_cluster[row_unit]
+    merge = parent[row_unit]
+    dist = np.asarray(value, np.float64)
+    with np.errstate(divide="ignore"):
+        lam = np.where(dist > 0.0, 1.0 / dist, np.inf)
+    return (label[unit[merge]], np.where(is_cluster, label[row_unit], row_node),
+            lam[merge - n], np.where(is_cluster, sizes[row_unit], 1))
 
 
 def stability(condensed):
@@ -224,16 +252,13 @@ def labels_and_probabilities(condensed, clusters, allow_single=False, epsilon=0.
     root = int(parent.min())
     n = root
     numbers = {c: k for k, c in enumerate(sorted(clusters))}
-    # the selected cluster each cluster's points belong to: rows come
-    # parents first, so one pass top-down
-    owner = {root: root}
-    for p, c in zip(parent[size > 1].tolist(), child[size > 1].tolist()):
-        owner[c] = c if c in clusters else owner[p]
+    owner = _selected_owner(parent[size > 1], child[size > 1], root, clusters,
+                            int(parent.max()) + 1)
     pts = child < n
     point_lambda = np.empty(n)
     point_lambda[child[pts]] = lam[pts]
     point_owner = np.empty(n, np.int64)
-    point_owner[child[pts]] = [owner[p] for p in parent[pts].tolist()]
+    point_owner[child[pts]] = owner[parent[pts]]
     number_of = np.full(int(parent.max()) + 1, -1, np.int64)
     for c, k in numbers.items():
         if c != root:
@@ -244,6 +269,22 @@ def labels_and_probabilities(condensed, clusters, allow_single=False, epsilon=0.
         threshold = 1.0 / epsilon if epsilon != 0.0 else lam[parent == root].max()
         labels[at_root & (point_lambda >= threshold)] = numbers[root]
     return labels, _probabilities(condensed, numbers, labels)
+
+
+def _selected_owner(parent, child, root, clusters, n_ids):
+    """owner[c]: cluster c where it is selected (or the root), else its
+    parent's owner -- the nearest selected cluster at or above c, by
+    pointer jumping over the cluster tree (rows parent -> child)."""
+    owner = np.arange(n_ids)
+    chosen = np.zeros(n_ids, bool)
+    chosen[np.fromiter(clusters, np.int64, len(clusters))] = True
+    chosen[root] = True
+    owner[child] = np.where(chosen[child], child, parent)
+    while True:
+        jumped = owner[owner]
+        if np.array_equal(jumped, owner):
+            return owner
+        owner = jumped
 
 
 def _deaths(parent, lam):
@@ -303,7 +344,9 @@ def tree_record(tree, rows=None, n_rows=None):
     n = left.shape[0] + 1
     rows = np.arange(n) if rows is None else np.asarray(rows, np.intp)
     n_rows = n if n_rows is None else n_rows
-    out_rows = np.setdiff1d(np.arange(n_rows), rows)
+    left_out = np.ones(n_rows, bool)
+    left_out[rows] = False
+    out_rows = np.flatnonzero(left_out)
     shift = out_rows.shape[0]
     record = np.zeros(n_rows - 1, TREE_DTYPE)
 
@@ -313,8 +356,9 @@ def tree_record(tree, rows=None, n_rows=None):
     record["value"][:n - 1], record["cluster_size"][:n - 1] = value, size
     # scikit-learn numbers them on from the root merge's larger child
     top = max(int(record["left_node"][n - 2]), int(record["right_node"][n - 2]))
-    for i, row in enumerate(out_rows.tolist()):
-        record[n - 1 + i] = (row, top + 1 + i, np.inf, n + 1 + i)
+    one_by_one = np.arange(shift)
+    record["left_node"][n - 1:], record["right_node"][n - 1:] = out_rows, top + 1 + one_by_one
+    record["value"][n - 1:], record["cluster_size"][n - 1:] = np.inf, n + 1 + one_by_one
     return record
 
 

@@ -1,0 +1,186 @@
+"""The host's HDBSCAN tree (cluster/density/hdbscan/tree.py), vectorised,
+against the loops that state its rules one node at a time (the package's
+code before it was vectorised, kept here as the reference): the condensed
+tree row for row, the labels and probabilities of every selection rule, and
+scikit-learn's single-linkage record with rows left out.
+
+Host code only (no device).  Random merge sequences of random spanning trees
+(random pairs, random orientation, chains and stars) with integer weights
+(ties everywhere, zero heights: infinite lambdas) and continuous ones."""
+import numpy as np
+import pytest
+
+from oclclust.cluster.density.hdbscan import tree as hdbscan_tree
+
+
+def points_bfs(node, n, left, right):
+    """The points under *node*, breadth first."""
+    out, level = [], [node]
+    while level:
+        nxt = []
+        for x in level:
+            if x < n:
+                out.append(x)
+            else:
+                nxt += (left[x - n], right[x - n])
+        level = nxt
+    return out
+
+
+def condense_reference(tree, min_cluster_size):
+    """scikit-learn's condense_tree one node at a time: internal nodes
+    breadth first from the root; a side smaller than min_cluster_size falls
+    out as points, two big sides are two new clusters, one big side goes on
+    as its parent's cluster."""
+    left, right, value, size = (t.tolist() for t in tree)
+    n = len(left) + 1
+    rows_p, rows_c, rows_l, rows_s = [], [], [], []
+    relabel = {2 * n - 2: n}
+    next_label = n + 1
+    queue, head = [2 * n - 2], 0
+
+    def fall(parent, node, lam):
+        pts = points_bfs(node, n, left, right)
+        rows_p.extend([parent] * len(pts))
+        rows_c.extend(pts)
+        rows_l.extend([lam] * len(pts))
+        rows_s.extend([1] * len(pts))
+    while head < len(queue):
+        node = queue[head]
+        head += 1
+        if node < n:
+            continue
+        i = node - n
+        l, r, dist = left[i], right[i], value[i]
+        lam = 1.0 / dist if dist > 0.0 else np.inf
+        lc = size[l - n] if l >= n else 1
+        rc = size[r - n] if r >= n else 1
+        me = relabel[node]
+        if lc >= min_cluster_size and rc >= min_cluster_size:
+            for child, count in ((l, lc), (r, rc)):
+                relabel[child] = next_label
+                next_label += 1
+                rows_p.append(me), rows_c.append(relabel[child])
+                rows_l.append(lam), rows_s.append(count)
+                queue.append(child)
+        elif lc < min_cluster_size and rc < min_cluster_size:
+            fall(me, l, lam)
+            fall(me, r, lam)
+        elif lc < min_cluster_size:
+            relabel[r] = me
+            fall(me, l, lam)
+            queue.append(r)
+        else:
+            relabel[l] = me
+            fall(me, r, lam)
+            queue.append(l)
+    return (np.array(rows_p, np.int64), np.array(rows_c, np.int64),
+            np.array(rows_l, np.float64), np.array(rows_s, np.int64))
+
+
+def point_owners_reference(condensed, clusters):
+    """Each point's nearest selected cluster (the root where none): rows
+    come parents first, so one pass top-down."""
+    parent, child, lam, size = condensed
+    root = int(parent.min())
+    owner = {root: root}
+    for p, c in zip(parent[size > 1].tolist(), child[size > 1].tolist()):
+        owner[c] = c if c in clusters else owner[p]
+    pts = child < root
+    out = np.empty(root, np.int64)
+    out[child[pts]] = [owner[p] for p in parent[pts].tolist()]
+    return out
+
+
+def labels_reference(condensed, clusters, allow_single, epsilon):
+    """labels_and_probabilities with its owners from the loop above."""
+    parent, child, lam, size = condensed
+    root = n = int(parent.min())
+    numbers = {c: k for k, c in enumerate(sorted(clusters))}
+    owner = point_owners_reference(condensed, clusters)
+    point_lambda = np.empty(n)
+    point_lambda[child[child < n]] = lam[child < n]
+    labels = np.array([numbers[c] if c != root and c in numbers else -1 for c in owner.tolist()],
+                      np.int64)
+    if len(clusters) == 1 and allow_single and root in numbers:
+        threshold = 1.0 / epsilon if epsilon != 0.0 else lam[parent == root].max()
+        labels[(owner == root) & (point_lambda >= threshold)] = numbers[root]
+    return labels, hdbscan_tree._probabilities(condensed, numbers, labels)
+
+
+def record_reference(tree, rows, n_rows):
+    """tree_record one left-out row at a time."""
+    left, right, value, size = tree
+    n = left.shape[0] + 1
+    out_rows = [r for r in range(n_rows) if r not in set(rows.tolist())]
+    record = np.zeros(n_rows - 1, hdbscan_tree.TREE_DTYPE)
+    for i in range(n - 1):
+        node = [rows[x] if x < n else x + len(out_rows) for x in (left[i], right[i])]
+        record[i] = (node[0], node[1], value[i], size[i])
+    top = max(record[n - 2]["left_node"], record[n - 2]["right_node"]) if n > 1 else -1
+    for i, row in enumerate(out_rows):
+        record[n - 1 + i] = (row, top + 1 + i, np.inf, n + 1 + i)
+    return record
+
+
+def random_edges(n, shape, weights, seed):
+    """The n-1 pairs of a random spanning tree (random point numbers, each
+    pair's order at random) and their weights: integers 0..3 (ties, zero
+    heights) or continuous."""
+    rng = np.random.default_rng(seed)
+    later = np.arange(1, n)
+    earlier = {"random": rng.integers(0, np.maximum(later, 1)),
+               "chain": later - 1,
+               "star": np.zeros(n - 1, np.int64)}[shape]
+    names = rng.permutation(n)
+    a, b = names[later], names[earlier]
+    swap = rng.random(n - 1) < 0.5
+    a, b = np.where(swap, b, a), np.where(swap, a, b)
+    w = (rng.integers(0, 4, n - 1).astype(np.float64) if weights == "tied" else
+         rng.random(n - 1))
+    return a, b, w
+
+
+def same(ours, reference):
+    for x, y in zip(ours, reference):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+
+
+CASES = [(n, shape, weights, seed) for n in (2, 3, 7, 40, 257)
+         for shape in ("random", "chain", "star") for weights in ("tied", "continuous")
+         for seed in (0, 1)]
+
+
+@pytest.mark.parametrize("n, shape, weights, seed", CASES)
+@pytest.mark.parametrize("min_cluster_size", [1, 2, 3, 5, 16])
+def test_condense_is_the_loops(n, shape, weights, seed, min_cluster_size):
+    tree = hdbscan_tree.single_linkage(*random_edges(n, shape, weights, seed))
+    same(hdbscan_tree.condense(tree, min_cluster_size), condense_reference(tree, min_cluster_size))
+
+
+@pytest.mark.parametrize("n, shape, weights, seed", [c for c in CASES if c[0] > 2])
+@pytest.mark.parametrize("method, allow_single, epsilon", [
+    ("eom", False, 0.0), ("eom", True, 0.0), ("leaf", False, 0.0), ("leaf", True, 0.0),
+    ("eom", False, 0.5), ("eom", True, 0.5), ("leaf", False, 0.5)])
+def test_labels_are_the_loops(n, shape, weights, seed, method, allow_single, epsilon):
+    tree = hdbscan_tree.single_linkage(*random_edges(n, shape, weights, seed))
+    for min_cluster_size in (2, 3, 5):
+        condensed = condense_reference(tree, min_cluster_size)
+        clusters = hdbscan_tree.select(condensed, hdbscan_tree.stability(condensed), method,
+                                       allow_single, epsilon)
+        expected = labels_reference(condensed, clusters, allow_single, epsilon)
+        same(hdbscan_tree.labels_and_probabilities(condensed, clusters, allow_single, epsilon),
+             expected)
+        same(hdbscan_tree.tree_labels(tree, min_cluster_size, method, allow_single, epsilon),
+             expected)
+
+
+@pytest.mark.parametrize("n, shape, weights, seed", [c for c in CASES if c[2] == "tied"])
+@pytest.mark.parametrize("left_out", [0, 1, 5])
+def test_record_is_the_loop(n, shape, weights, seed, left_out):
+    tree = hdbscan_tree.single_linkage(*random_edges(n, shape, weights, seed))
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(n + left_out, n, replace=False))
+    np.testing.assert_array_equal(hdbscan_tree.tree_record(tree, rows, n + left_out),
+                                  record_reference(tree, rows, n + left_out))
