@@ -22,27 +22,64 @@ def single_linkage(a, b, w):
     return left, right, w, sizes
 
 
-def _traversal(first, second, root, n, depth_first):
-    """The nodes of the merge tree below *root* (merge i is node n + i, its
-    children first[i] and second[i]) breadth first or depth first
-    (preorder), a node's first child before its second.  scipy's traversals
-    take a node's successors in the order of their vertex numbers, so they
-    walk the child slots (slot 2i holds first[i], 2i + 1 second[i], slot 2m
-    the root) rather than the nodes."""
+def _csr(counts, indices):
+    """The graph whose vertex v has the next counts[v] of *indices* as its
+    successors, in that order (numbers ascending within a row)."""
     from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import breadth_first_order, depth_first_order
-    m = first.shape[0]
-    index = np.int32 if 2 * m + 2 < np.iinfo(np.int32).max else np.int64
+    index = np.int32 if indices.shape[0] < np.iinfo(np.int32).max else np.int64
+    indptr = np.zeros(counts.shape[0] + 1, index)
+    np.cumsum(counts, out=indptr[1:])
+    return csr_matrix((np.ones(indices.shape[0]), indices.astype(index), indptr),
+                      shape=(counts.shape[0],) * 2)
+
+
+def _breadth_first(left, right, n):
+    """The nodes of the merge tree (merge i is node n + i, its children
+    left[i] and right[i]) breadth first from the root, left before right.
+    scipy's traversal takes a vertex's successors in the order of their
+    numbers, so it walks the child slots (slot 2i holds left[i], 2i + 1
+    right[i], slot 2m the root) rather than the nodes."""
+    from scipy.sparse.csgraph import breadth_first_order
+    m = left.shape[0]
     node = np.empty(2 * m + 1, np.int64)
-    node[0:2 * m:2], node[1:2 * m:2], node[2 * m] = first, second, root
+    node[0:2 * m:2], node[1:2 * m:2], node[2 * m] = left, right, 2 * m
     merge = node[node >= n] - n                   # the slots that hold merges, in order
-    indices = np.empty(2 * merge.shape[0], index)
+    indices = np.empty(2 * merge.shape[0], np.int64)
     indices[0::2], indices[1::2] = 2 * merge, 2 * merge + 1
-    indptr = np.zeros(2 * m + 2, index)
-    np.cumsum(2 * (node >= n), out=indptr[1:])
-    graph = csr_matrix((np.ones(indices.shape[0]), indices, indptr), shape=(2 * m + 1,) * 2)
-    walk = depth_first_order if depth_first else breadth_first_order
-    return node[walk(graph, 2 * m, directed=True, return_predecessors=False)]
+    graph = _csr(2 * (node >= n), indices)
+    return node[breadth_first_order(graph, 2 * m, directed=True, return_predecessors=False)]
+
+
+def _cluster_heads(goes_on, heads, m):
+    """For each merge of a cluster, the merge that starts it (-1 where none).
+
+    goes_on[i]: the merge that continues merge i's cluster below it (-1
+    where none), heads: the merges that start clusters.  One depth-first
+    walk over the chains: a link vertex m + k leads to head k, then to link
+    k + 1, so the walk lists head k's whole chain right after it."""
+    from scipy.sparse.csgraph import depth_first_order
+    k = heads.shape[0]
+    links = np.empty(2 * k - 1, np.int64)
+    links[0::2], links[1::2] = heads, m + 1 + np.arange(k - 1)
+    has = goes_on >= 0
+    counts = np.concatenate([has.astype(np.int64), np.full(k, 2)])
+    counts[-1] = 1
+    pre = depth_first_order(_csr(counts, np.concatenate([goes_on[has], links])), m,
+                            directed=True, return_predecessors=False)
+    chain = np.cumsum(pre >= m) - 1                # the link last passed: the chain
+    out = np.full(m, -1, np.int64)
+    inside = pre < m
+    out[pre[inside]] = heads[chain[inside]]
+    return out
+
+
+def _jump(step, todo, done):
+    """step[x] followed from each x in *todo* until a node where done holds
+    (pointer jumping, in place: the chains must be short or few)."""
+    while todo.shape[0]:
+        step[todo] = step[step[todo]]
+        todo = todo[~done[step[todo]]]
+    return step
 
 
 def condense(tree, min_cluster_size):
@@ -56,11 +93,10 @@ def condense(tree, min_cluster_size):
     merges of min_cluster_size points or more; each of their children that
     is small or one of two big ones starts a unit (a falling side or a new
     cluster), the one big child of the others goes on as its parent's
-    cluster.  A preorder that takes the larger child first lists a cluster's
-    merges one after another from its start, and a falling side's nodes
-    after their start: each node's unit is the last start before it.  The
-    rows are the new clusters and the points of falling sides ordered by
-    (their unit's breadth-first rank, the point's)."""
+    cluster.  Each visited merge's cluster comes from one walk down the
+    clusters' chains, each point's falling side from pointer jumping (less
+    than min_cluster_size steps up).  The rows are the units breadth first,
+    one row for a new cluster, a falling side's points breadth first."""
     left, right, value, size = (np.asarray(t) for t in tree)
     m = left.shape[0]
     n = m + 1
@@ -72,47 +108,49 @@ def condense(tree, min_cluster_size):
     sizes = np.ones(2 * n - 1, np.int64)
     sizes[n:] = size
     big = sizes >= min_cluster_size
-    parent = np.full(2 * n - 1, -1, np.int64)
+    parent = np.empty(2 * n - 1, np.int64)
     parent[left] = parent[right] = np.arange(n, 2 * n - 1)
+    parent[root] = root
     visited = big[n:].copy()
     visited[-1] = True                      # the root, whatever its size
     both_big = big[left] & big[right]
     up = parent[:-1] - n                    # every node but the root: its parent's merge
-    start = np.zeros(2 * n - 1, bool)
+    start = np.ones(2 * n - 1, bool)
     start[:-1] = visited[up] & (~big[:-1] | both_big[up])
-    start[root] = True
     new_cluster = start & big
     new_cluster[root] = False
-    # each node's unit: the last start before it in a larger-first preorder
-    larger_first = sizes[left] >= sizes[right]
-    pre = _traversal(np.where(larger_first, left, right), np.where(larger_first, right, left),
-                     root, n, depth_first=True)
-    last = np.where(start[pre], np.arange(2 * n - 1), 0)
-    np.maximum.accumulate(last, out=last)
-    unit = np.empty(2 * n - 1, np.int64)
-    unit[pre] = pre[last]
-    # cluster numbers and row order: breadth first, left before right
-    bfs = _traversal(left, right, root, n, depth_first=False)
-    rank = np.empty(2 * n - 1, np.int64)
-    rank[bfs] = np.arange(2 * n - 1)
-    label = np.full(2 * n - 1, -1, np.int64)
+    # each visited merge's cluster: the chains of one big child
+    goes_on = np.where(visited & ~both_big, np.where(big[left], left, right), -1)
+    goes_on = np.where(goes_on >= n, goes_on - n, -1)
+    head = _cluster_heads(goes_on, np.flatnonzero(new_cluster[n:] | (np.arange(m) == m - 1)),
+                          m) + n
+    # each point's unit: its falling side's top, or itself where it starts one
+    falling = np.flatnonzero(~start[:-1] & ~visited[up])     # inside falling sides
+    unit = _jump(np.where(start, np.arange(2 * n - 1), parent), falling, start)
+    bfs = _breadth_first(left, right, n)
+    label = np.empty(2 * n - 1, np.int64)
     label[root] = n
-    label[bfs[new_cluster[bfs]]] = np.arange(n + 1, n + 1 + int(new_cluster.sum()))
-    points = bfs[bfs < n]
-    points = points[~new_cluster[unit[points]]]
-    clusters = np.flatnonzero(new_cluster)
-    span = np.int64(2 * n - 1)
-    keys = np.concatenate([rank[unit[points]] * span + rank[points],
-                           rank[clusters] * span + rank[clusters]])
-    keys.sort()
-    unit_rank, node_rank = np.divmod(keys, span)
-    row_unit, row_node = bfs[unit_rank], bfs[node_rank]
-    is_cluster = new_cluster[row_unit]
+    tops = bfs[1:][start[bfs[1:]]]          # the units, breadth first
+    clusters = big[tops]
+    label[tops[clusters]] = np.arange(n + 1, n + 1 + int(clusters.sum()))
+    count = np.where(clusters, 1, sizes[tops])
+    row_unit = np.repeat(tops, count)
+    row_node = row_unit.copy()              # a new cluster, or a point falling alone
+    several = count > 1
+    if several.any():
+        # the points of the falling sides of several points, side by side
+        place = np.empty(2 * n - 1, np.int64)
+        place[tops[several]] = np.arange(int(several.sum()))
+        points = bfs[bfs < n]
+        points = points[unit[points] >= n]
+        row_node[np.repeat(several, count)] = points[
+            np.argsort(place[unit[points]], kind="stable")]
+    is_cluster = np.repeat(clusters, count)
     merge = parent[row_unit]
     dist = np.asarray(value, np.float64)
     with np.errstate(divide="ignore"):
         lam = np.where(dist > 0.0, 1.0 / dist, np.inf)
-    return (label[unit[merge]], np.where(is_cluster, label[row_unit], row_node),
+    return (label[head[merge - n]], np.where(is_cluster, label[row_unit], row_node),
             lam[merge - n], np.where(is_cluster, sizes[row_unit], 1))
 
 
