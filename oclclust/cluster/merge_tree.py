@@ -52,11 +52,14 @@ def merged_clusters(xs, ys, n):
     parent[root] = root
     top = a.copy()
     todo = np.flatnonzero(pe[top] < np.arange(m))
-    for _ in range(4):                            # most walks up are short
-        if not todo.size:
-            break
+    while todo.size:
+        # a step up while it ends at least an eighth of the walks (a
+        # chain's merges walk far: binary lifting then does better)
+        before = todo.size
         top[todo] = parent[top[todo]]
         todo = todo[pe[top[todo]] < todo]
+        if 8 * todo.size > 7 * before:
+            break
     if todo.size:
         # level l: (the largest pe of the 2^l vertices from v up) << 32 |
         # v's 2^l-th ancestor; lifting from the highest level down
