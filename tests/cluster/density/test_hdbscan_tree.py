@@ -78,6 +78,35 @@ def condense_reference(tree, min_cluster_size):
             np.array(rows_l, np.float64), np.array(rows_s, np.int64))
 
 
+def eom_reference(condensed, stab, allow_single, max_cluster_size):
+    """Excess of mass one cluster at a time, children before parents: a
+    cluster kept (its stability at least its children's best) unselects
+    every cluster below it."""
+    parent, child, lam, size = condensed
+    rows = size > 1
+    children, sizes = {}, dict(zip(child[rows].tolist(), size[rows].tolist()))
+    for p, c in zip(parent[rows].tolist(), child[rows].tolist()):
+        children.setdefault(p, []).append(c)
+    nodes = sorted(stab, reverse=True)
+    if not allow_single:
+        nodes = nodes[:-1]
+    else:
+        sizes[nodes[-1]] = sum(sizes[c] for c in children.get(nodes[-1], ()))
+    stab, is_cluster = dict(stab), {c: True for c in nodes}
+    for node in nodes:
+        sub = float(np.sum([stab[c] for c in children.get(node, ())]))
+        if sub > stab[node] or sizes[node] > max_cluster_size:
+            is_cluster[node] = False
+            stab[node] = sub
+        else:
+            level = [node]
+            while level:
+                level = [c for x in level for c in children.get(x, ())]
+                for c in level:
+                    is_cluster[c] = False
+    return {c for c in is_cluster if is_cluster[c]}
+
+
 def point_owners_reference(condensed, clusters):
     """Each point's nearest selected cluster (the root where none): rows
     come parents first, so one pass top-down."""
@@ -174,6 +203,19 @@ def test_labels_are_the_loops(n, shape, weights, seed, method, allow_single, eps
              expected)
         same(hdbscan_tree.tree_labels(tree, min_cluster_size, method, allow_single, epsilon),
              expected)
+
+
+@pytest.mark.parametrize("n, shape, weights, seed", [c for c in CASES if c[0] > 2])
+@pytest.mark.parametrize("allow_single, max_cluster_size", [
+    (False, None), (True, None), (False, 12), (True, 30)])
+def test_excess_of_mass_is_the_loop(n, shape, weights, seed, allow_single, max_cluster_size):
+    tree = hdbscan_tree.single_linkage(*random_edges(n, shape, weights, seed))
+    for min_cluster_size in (2, 3, 5):
+        condensed = condense_reference(tree, min_cluster_size)
+        stab = hdbscan_tree.stability(condensed)
+        largest = n + 1 if max_cluster_size is None else max_cluster_size
+        assert (hdbscan_tree.select(condensed, stab, "eom", allow_single, 0.0, max_cluster_size)
+                == eom_reference(condensed, stab, allow_single, largest))
 
 
 @pytest.mark.parametrize("n, shape, weights, seed", [c for c in CASES if c[2] == "tied"])

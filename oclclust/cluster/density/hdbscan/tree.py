@@ -251,16 +251,24 @@ def select(condensed, stab, method="eom", allow_single=False, epsilon=0.0,
     if method == "eom":
         stab = dict(stab)
         # children before parents (ids grow downwards): a parent keeps
-        # itself only where it beats its children's best, and then no
-        # descendant is selected
+        # itself only where it beats its children's best (their sum as
+        # np.sum adds it: none 0.0, else in row order), and then no
+        # descendant is selected: marked parents first, after the loop
+        keeps = {}
         for node in nodes:
-            sub = float(np.sum([stab[c] for c in tree.children.get(node, ())]))
-            if sub > stab[node] or sizes[node] > max_cluster_size:
+            kids = tree.children.get(node, ())
+            sub = 0.0 if not kids else stab[kids[0]]
+            for c in kids[1:]:
+                sub = sub + stab[c]
+            keeps[node] = not (sub > stab[node] or sizes[node] > max_cluster_size)
+            if not keeps[node]:
                 is_cluster[node] = False
-                stab[node] = sub
-            else:
-                for below in tree.below(node):
-                    is_cluster[below] = False
+                stab[node] = float(sub)
+        kept_above = {}
+        for p, c in zip(tree.parent, tree.child):       # parents' rows first
+            kept_above[c] = kept_above.get(p, False) or keeps.get(p, False)
+            if kept_above[c] and c in is_cluster:
+                is_cluster[c] = False
         if epsilon != 0.0 and tree.child:
             eom = [c for c in is_cluster if is_cluster[c]]
             if len(eom) == 1 and eom[0] == tree.root:
