@@ -3,12 +3,14 @@ tree, the condensed tree, cluster stabilities, the flat selection (excess of
 mass or leaves, epsilon, single cluster, largest size), labels and
 membership strengths -- scikit-learn's rules (its _hdbscan/_tree.pyx),
 including the order it visits nodes in, so that cluster numbers,
-probabilities and its quirks come out alike.  All O(n) but the selection,
-which is over the (few) condensed clusters.
+probabilities and its quirks come out alike (the condensed tree:
+condensed.py).  No loop over the points: numpy and scipy's traversals; the
+selection's loops are over the condensed clusters.
 """
 import numpy as np
 
 from ...merge_tree import merged_clusters
+from .condensed import condense
 
 
 def single_linkage(a, b, w):
@@ -20,138 +22,6 @@ def single_linkage(a, b, w):
     a, b, w = a[order], b[order], np.asarray(w, np.float64)[order]
     left, right, sizes = merged_clusters(a, b, a.shape[0] + 1)
     return left, right, w, sizes
-
-
-def _csr(counts, indices):
-    """The graph whose vertex v has the next counts[v] of *indices* as its
-    successors, in that order (numbers ascending within a row)."""
-    from scipy.sparse import csr_matrix
-    index = np.int32 if indices.shape[0] < np.iinfo(np.int32).max else np.int64
-    indptr = np.zeros(counts.shape[0] + 1, index)
-    np.cumsum(counts, out=indptr[1:])
-    return csr_matrix((np.ones(indices.shape[0]), indices.astype(index), indptr),
-                      shape=(counts.shape[0],) * 2)
-
-
-def _breadth_first(left, right, n):
-    """The nodes of the merge tree (merge i is node n + i, its children
-    left[i] and right[i]) breadth first from the root, left before right.
-    scipy's traversal takes a vertex's successors in the order of their
-    numbers, so it walks the child slots (slot 2i holds left[i], 2i + 1
-    right[i], slot 2m the root) rather than the nodes."""
-    from scipy.sparse.csgraph import breadth_first_order
-    m = left.shape[0]
-    node = np.empty(2 * m + 1, np.int64)
-    node[0:2 * m:2], node[1:2 * m:2], node[2 * m] = left, right, 2 * m
-    merge = node[node >= n] - n                   # the slots that hold merges, in order
-    indices = np.empty(2 * merge.shape[0], np.int64)
-    indices[0::2], indices[1::2] = 2 * merge, 2 * merge + 1
-    graph = _csr(2 * (node >= n), indices)
-    return node[breadth_first_order(graph, 2 * m, directed=True, return_predecessors=False)]
-
-
-def _cluster_heads(goes_on, heads, m):
-    """For each merge of a cluster, the merge that starts it (-1 where none).
-
-    goes_on[i]: the merge that continues merge i's cluster below it (-1
-    where none), heads: the merges that start clusters.  One depth-first
-    walk over the chains: a link vertex m + k leads to head k, then to link
-    k + 1, so the walk lists head k's whole chain right after it."""
-    from scipy.sparse.csgraph import depth_first_order
-    k = heads.shape[0]
-    links = np.empty(2 * k - 1, np.int64)
-    links[0::2], links[1::2] = heads, m + 1 + np.arange(k - 1)
-    has = goes_on >= 0
-    counts = np.concatenate([has.astype(np.int64), np.full(k, 2)])
-    counts[-1] = 1
-    pre = depth_first_order(_csr(counts, np.concatenate([goes_on[has], links])), m,
-                            directed=True, return_predecessors=False)
-    chain = np.cumsum(pre >= m) - 1                # the link last passed: the chain
-    out = np.full(m, -1, np.int64)
-    inside = pre < m
-    out[pre[inside]] = heads[chain[inside]]
-    return out
-
-
-def _jump(step, todo, done):
-    """step[x] followed from each x in *todo* until a node where done holds
-    (pointer jumping, in place: the chains must be short or few)."""
-    while todo.shape[0]:
-        step[todo] = step[step[todo]]
-        todo = todo[~done[step[todo]]]
-    return step
-
-
-def condense(tree, min_cluster_size):
-    """The condensed tree (parent, child, lambda, child size) rows, in
-    scikit-learn's order: internal nodes breadth first from the root; a
-    side smaller than min_cluster_size falls out as points (breadth first
-    under it), two big sides are two new clusters (numbered n+1, n+2, ... in
-    that order), the root is cluster n.
-
-    Without a loop over the nodes: the nodes visited are the root and the
-    merges of min_cluster_size points or more; each of their children that
-    is small or one of two big ones starts a unit (a falling side or a new
-    cluster), the one big child of the others goes on as its parent's
-    cluster.  Each visited merge's cluster comes from one walk down the
-    clusters' chains, each point's falling side from pointer jumping (less
-    than min_cluster_size steps up).  The rows are the units breadth first,
-    one row for a new cluster, a falling side's points breadth first."""
-    left, right, value, size = (np.asarray(t) for t in tree)
-    m = left.shape[0]
-    n = m + 1
-    if m == 0:
-        return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64),
-                np.empty(0, np.int64))
-    left, right = left.astype(np.int64, copy=False), right.astype(np.int64, copy=False)
-    root = 2 * n - 2
-    sizes = np.ones(2 * n - 1, np.int64)
-    sizes[n:] = size
-    big = sizes >= min_cluster_size
-    parent = np.empty(2 * n - 1, np.int64)
-    parent[left] = parent[right] = np.arange(n, 2 * n - 1)
-    parent[root] = root
-    visited = big[n:].copy()
-    visited[-1] = True                      # the root, whatever its size
-    both_big = big[left] & big[right]
-    up = parent[:-1] - n                    # every node but the root: its parent's merge
-    start = np.ones(2 * n - 1, bool)
-    start[:-1] = visited[up] & (~big[:-1] | both_big[up])
-    new_cluster = start & big
-    new_cluster[root] = False
-    # each visited merge's cluster: the chains of one big child
-    goes_on = np.where(visited & ~both_big, np.where(big[left], left, right), -1)
-    goes_on = np.where(goes_on >= n, goes_on - n, -1)
-    head = _cluster_heads(goes_on, np.flatnonzero(new_cluster[n:] | (np.arange(m) == m - 1)),
-                          m) + n
-    # each point's unit: its falling side's top, or itself where it starts one
-    falling = np.flatnonzero(~start[:-1] & ~visited[up])     # inside falling sides
-    unit = _jump(np.where(start, np.arange(2 * n - 1), parent), falling, start)
-    bfs = _breadth_first(left, right, n)
-    label = np.empty(2 * n - 1, np.int64)
-    label[root] = n
-    tops = bfs[1:][start[bfs[1:]]]          # the units, breadth first
-    clusters = big[tops]
-    label[tops[clusters]] = np.arange(n + 1, n + 1 + int(clusters.sum()))
-    count = np.where(clusters, 1, sizes[tops])
-    row_unit = np.repeat(tops, count)
-    row_node = row_unit.copy()              # a new cluster, or a point falling alone
-    several = count > 1
-    if several.any():
-        # the points of the falling sides of several points, side by side
-        place = np.empty(2 * n - 1, np.int64)
-        place[tops[several]] = np.arange(int(several.sum()))
-        points = bfs[bfs < n]
-        points = points[unit[points] >= n]
-        row_node[np.repeat(several, count)] = points[
-            np.argsort(place[unit[points]], kind="stable")]
-    is_cluster = np.repeat(clusters, count)
-    merge = parent[row_unit]
-    dist = np.asarray(value, np.float64)
-    with np.errstate(divide="ignore"):
-        lam = np.where(dist > 0.0, 1.0 / dist, np.inf)
-    return (label[head[merge - n]], np.where(is_cluster, label[row_unit], row_node),
-            lam[merge - n], np.where(is_cluster, sizes[row_unit], 1))
 
 
 def stability(condensed):
