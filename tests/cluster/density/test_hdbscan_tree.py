@@ -1,8 +1,9 @@
-"""The host's HDBSCAN tree (cluster/density/hdbscan/tree.py), vectorised,
-against the loops that state its rules one node at a time (the package's
-code before it was vectorised, kept here as the reference): the condensed
-tree row for row, the labels and probabilities of every selection rule, and
-scikit-learn's single-linkage record with rows left out.
+"""The host's HDBSCAN tree (cluster/density/hdbscan/tree.py and
+condensed.py), vectorised, against the loops that state its rules one node
+at a time (the package's code before it was vectorised, kept here as the
+reference): the condensed tree row for row, the excess-of-mass selection,
+the labels and probabilities of every selection rule, and scikit-learn's
+single-linkage record with rows left out.
 
 Host code only (no device).  Random merge sequences of random spanning trees
 (random pairs, random orientation, chains and stars) with integer weights
