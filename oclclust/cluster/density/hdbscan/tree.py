@@ -168,33 +168,36 @@ def labels_and_probabilities(condensed, clusters, allow_single=False, epsilon=0.
     root = int(parent.min())
     n = root
     numbers = {c: k for k, c in enumerate(sorted(clusters))}
-    owner = _selected_owner(parent[size > 1], child[size > 1], root, clusters,
-                            int(parent.max()) + 1)
+    # clusters by their id less the root's (the root n, the others past it)
+    ids = int(parent.max()) + 1 - root
+    owner = _selected_owner(parent[size > 1] - root, child[size > 1] - root, clusters, root,
+                            ids)
     pts = child < n
     point_lambda = np.empty(n)
     point_lambda[child[pts]] = lam[pts]
     point_owner = np.empty(n, np.int64)
-    point_owner[child[pts]] = owner[parent[pts]]
-    number_of = np.full(int(parent.max()) + 1, -1, np.int64)
+    point_owner[child[pts]] = owner[parent[pts] - root]
+    number_of = np.full(ids, -1, np.int64)
     for c, k in numbers.items():
         if c != root:
-            number_of[c] = k
+            number_of[c - root] = k
     labels = number_of[point_owner]
-    at_root = point_owner == root
+    at_root = point_owner == 0
     if len(clusters) == 1 and allow_single and root in numbers:
         threshold = 1.0 / epsilon if epsilon != 0.0 else lam[parent == root].max()
         labels[at_root & (point_lambda >= threshold)] = numbers[root]
     return labels, _probabilities(condensed, numbers, labels)
 
 
-def _selected_owner(parent, child, root, clusters, n_ids):
-    """owner[c]: cluster c where it is selected (or the root), else its
+def _selected_owner(parent, child, clusters, root, ids):
+    """owner[c]: cluster c where it is selected (or the root, 0), else its
     parent's owner -- the nearest selected cluster at or above c, by
-    pointer jumping over the cluster tree (rows parent -> child)."""
-    owner = np.arange(n_ids)
-    chosen = np.zeros(n_ids, bool)
-    chosen[np.fromiter(clusters, np.int64, len(clusters))] = True
-    chosen[root] = True
+    pointer jumping over the cluster tree (rows parent -> child; clusters
+    numbered from the root's 0, *clusters* the selected ones' ids)."""
+    owner = np.arange(ids)
+    chosen = np.zeros(ids, bool)
+    chosen[np.fromiter(clusters, np.int64, len(clusters)) - root] = True
+    chosen[0] = True
     owner[child] = np.where(chosen[child], child, parent)
     while True:
         jumped = owner[owner]
