@@ -77,7 +77,7 @@ def condense(tree, min_cluster_size):
     is small or one of two big ones starts a unit (a falling side or a new
     cluster), the one big child of the others goes on as its parent's
     cluster.  Each visited merge's cluster comes from one walk down the
-    clusters' chains, each point's falling side from pointer jumping (less
+    clusters' chains, each point's falling side from pointer jumping (fewer
     than min_cluster_size steps up).  The rows are the units breadth first,
     one row for a new cluster, a falling side's points breadth first."""
     left, right, value, size = (np.asarray(t) for t in tree)
@@ -107,9 +107,6 @@ def condense(tree, min_cluster_size):
     goes_on = np.where(goes_on >= n, goes_on - n, -1)
     head = _cluster_heads(goes_on, np.flatnonzero(new_cluster[n:] | (np.arange(m) == m - 1)),
                           m) + n
-    # each point's unit: its falling side's top, or itself where it starts one
-    falling = np.flatnonzero(~start[:-1] & ~visited[up])     # inside falling sides
-    unit = _jump(np.where(start, np.arange(2 * n - 1), parent), falling, start)
     bfs = _breadth_first(left, right, n)
     label = np.empty(2 * n - 1, np.int64)
     label[root] = n
@@ -121,7 +118,10 @@ def condense(tree, min_cluster_size):
     row_node = row_unit.copy()              # a new cluster, or a point falling alone
     several = count > 1
     if several.any():
-        # the points of the falling sides of several points, side by side
+        # the points of the falling sides of several points, side by side;
+        # a point's side: its top, fewer than min_cluster_size steps up
+        falling = np.flatnonzero(~start[:-1] & ~visited[up])
+        unit = _jump(np.where(start, np.arange(2 * n - 1), parent), falling, start)
         place = np.empty(2 * n - 1, np.int64)
         place[tops[several]] = np.arange(int(several.sum()))
         points = bfs[bfs < n]
