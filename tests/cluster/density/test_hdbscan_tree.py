@@ -2,8 +2,8 @@
 condensed.py), vectorised, against the loops that state its rules one node
 at a time (the package's code before it was vectorised, kept here as the
 reference): the condensed tree row for row, the excess-of-mass selection,
-the labels and probabilities of every selection rule, and scikit-learn's
-single-linkage record with rows left out.
+the labels and probabilities of every selection rule, scikit-learn's
+single-linkage record with rows left out and its labels at a cut.
 
 Host code only (no device).  Random merge sequences of random spanning trees
 (random pairs, random orientation, chains and stars) with integer weights
@@ -153,6 +153,36 @@ def record_reference(tree, rows, n_rows):
     return record
 
 
+def labels_at_cut_reference(record, cut, min_cluster_size):
+    """scikit-learn's labelling_at_cut one merge at a time: a union-find by
+    rank over the merges below the cut, then each point takes its topmost
+    merge's representative; clusters numbered in order of it."""
+    n = record.shape[0] + 1
+    left, right = record["left_node"].tolist(), record["right_node"].tolist()
+    below = (record["value"] < cut).tolist()
+    rep = list(range(n)) + [-1] * (n - 1)
+    rank = [0] * n
+    for i in range(n - 1):
+        if not below[i]:
+            continue
+        rl, rr = rep[left[i]], rep[right[i]]
+        rank[rl] = max(rank[rl], 1)
+        if rank[rr] < rank[rl]:
+            rep[n + i] = rl
+        else:
+            rank[rr] += rank[rr] == rank[rl]
+            rep[n + i] = rr
+    final = rep[:]
+    for i in range(n - 2, -1, -1):
+        if below[i]:
+            final[left[i]] = final[right[i]] = final[n + i]
+    points = np.array(final[:n], np.intp)
+    reps, inverse, counts = np.unique(points, return_inverse=True, return_counts=True)
+    big = counts >= min_cluster_size
+    number = np.where(big, np.cumsum(big) - 1, -1)
+    return number[inverse].astype(np.intp)
+
+
 def random_edges(n, shape, weights, seed):
     """The n-1 pairs of a random spanning tree (random point numbers, each
     pair's order at random) and their weights: integers 0..3 (ties, zero
@@ -227,3 +257,17 @@ def test_record_is_the_loop(n, shape, weights, seed, left_out):
     rows = np.sort(rng.choice(n + left_out, n, replace=False))
     np.testing.assert_array_equal(hdbscan_tree.tree_record(tree, rows, n + left_out),
                                   record_reference(tree, rows, n + left_out))
+
+
+@pytest.mark.parametrize("n, shape, weights, seed", CASES)
+@pytest.mark.parametrize("left_out", [0, 3])
+def test_labels_at_cut_are_the_loop(n, shape, weights, seed, left_out):
+    tree = hdbscan_tree.single_linkage(*random_edges(n, shape, weights, seed))
+    rows = np.sort(np.random.default_rng(seed).choice(n + left_out, n, replace=False))
+    record = hdbscan_tree.tree_record(tree, rows, n + left_out)
+    for cut in (0.0, 0.5, 1.5, 2.5, np.inf):
+        for min_cluster_size in (0, 1, 2, 5):
+            labels = hdbscan_tree.labels_at_cut(record, cut, min_cluster_size)
+            assert labels.dtype == np.intp
+            np.testing.assert_array_equal(
+                labels, labels_at_cut_reference(record, cut, min_cluster_size))

@@ -4,9 +4,9 @@ nodes: scipy's traversals of the merge tree and numpy."""
 import numpy as np
 
 
-def _csr(counts, indices):
+def successor_graph(counts, indices):
     """The graph whose vertex v has the next counts[v] of *indices* as its
-    successors, in that order (numbers ascending within a row)."""
+    successors, in that order (scipy's traversals take them so)."""
     from scipy.sparse import csr_matrix
     index = (np.int32 if max(indices.shape[0], counts.shape[0]) < np.iinfo(np.int32).max
              else np.int64)
@@ -14,6 +14,27 @@ def _csr(counts, indices):
     np.cumsum(counts, out=indptr[1:])
     return csr_matrix((np.ones(indices.shape[0]), indices.astype(index), indptr),
                       shape=(counts.shape[0],) * 2)
+
+
+def preorder(counts, indices, roots):
+    """The vertices below each of *roots* in turn, depth first (preorder),
+    in the forest whose vertex v has the next counts[v] of *indices* as its
+    children, and for each the number of the root it lies below.  One scipy
+    walk: a link vertex leads to root k, then to the next link, so the walk
+    lists root k's whole tree right after it (one vertex leading to every
+    root would be rescanned on each return to it)."""
+    from scipy.sparse.csgraph import depth_first_order
+    v, k = counts.shape[0], roots.shape[0]
+    links = np.empty(2 * k - 1, np.int64)
+    links[0::2], links[1::2] = roots, v + 1 + np.arange(k - 1)
+    link_counts = np.full(k, 2)
+    link_counts[-1] = 1
+    graph = successor_graph(np.concatenate([counts, link_counts]),
+                            np.concatenate([indices, links]))
+    pre = depth_first_order(graph, v, directed=True, return_predecessors=False)
+    tree = np.cumsum(pre >= v) - 1                 # the link last passed: the tree
+    inside = pre < v
+    return pre[inside], tree[inside]
 
 
 def _breadth_first(left, right, n):
@@ -29,30 +50,19 @@ def _breadth_first(left, right, n):
     merge = node[node >= n] - n                   # the slots that hold merges, in order
     indices = np.empty(2 * merge.shape[0], np.int64)
     indices[0::2], indices[1::2] = 2 * merge, 2 * merge + 1
-    graph = _csr(2 * (node >= n), indices)
+    graph = successor_graph(2 * (node >= n), indices)
     return node[breadth_first_order(graph, 2 * m, directed=True, return_predecessors=False)]
 
 
 def _cluster_heads(goes_on, heads, m):
-    """For each merge of a cluster, the merge that starts it (-1 where none).
-
-    goes_on[i]: the merge that continues merge i's cluster below it (-1
-    where none), heads: the merges that start clusters.  One depth-first
-    walk over the chains: a link vertex m + k leads to head k, then to link
-    k + 1, so the walk lists head k's whole chain right after it."""
-    from scipy.sparse.csgraph import depth_first_order
-    k = heads.shape[0]
-    links = np.empty(2 * k - 1, np.int64)
-    links[0::2], links[1::2] = heads, m + 1 + np.arange(k - 1)
+    """For each merge of a cluster, the merge that starts it (-1 where none):
+    goes_on[i] is the merge that continues merge i's cluster below it (-1
+    where none), *heads* the merges that start clusters; a preorder of the
+    chains from the heads lists each head's chain right after it."""
     has = goes_on >= 0
-    counts = np.concatenate([has.astype(np.int64), np.full(k, 2)])
-    counts[-1] = 1
-    pre = depth_first_order(_csr(counts, np.concatenate([goes_on[has], links])), m,
-                            directed=True, return_predecessors=False)
-    chain = np.cumsum(pre >= m) - 1                # the link last passed: the chain
+    pre, chain = preorder(has.astype(np.int64), goes_on[has], heads)
     out = np.full(m, -1, np.int64)
-    inside = pre < m
-    out[pre[inside]] = heads[chain[inside]]
+    out[pre] = heads[chain]
     return out
 
 

@@ -10,7 +10,7 @@ selection's loops are over the condensed clusters.
 import numpy as np
 
 from ...merge_tree import merged_clusters
-from .condensed import condense
+from .condensed import condense, preorder
 
 
 def single_linkage(a, b, w):
@@ -285,32 +285,57 @@ def labels_at_cut(record, cut, min_cluster_size):
     """scikit-learn's labelling_at_cut of a TREE_DTYPE record: the merges
     below *cut* make the clusters, one of fewer than min_cluster_size points
     is noise (-1), and clusters are numbered in order of the point that
-    represents them in scikit-learn's union-find (union by rank)."""
+    represents them in scikit-learn's union-find (union by rank).
+
+    That union-find (union(left, merge) keeps left's point, its rank at
+    least 1; union(right, merge) keeps the higher rank's point, right's on a
+    tie) gives a merge of children ranked a, b the rank max(a', b) + [a' ==
+    b], a' = max(a, 1), and left's point where b < a', else right's.  Without
+    a loop over the merges: a merge ranks t or more where a merge below it
+    (or itself) has both children (left floored at 1) ranked t - 1 or more,
+    counted over its span of a preorder of the merges below the cut (their
+    children are below it too: the heights grow); a tree's point is the one
+    no unchosen child's span covers."""
     n = record.shape[0] + 1
-    left, right = record["left_node"].tolist(), record["right_node"].tolist()
-    below = (record["value"] < cut).tolist()
-    rep = list(range(n)) + [-1] * (n - 1)   # a merged node's representative point
-    rank = [0] * n
-    for i in range(n - 1):
-        if not below[i]:
-            continue
-        rl, rr = rep[left[i]], rep[right[i]]
-        # union(left, merge) keeps left's point, its rank at least 1; then
-        # union(right, merge) keeps the higher rank's point, right's on a tie
-        rank[rl] = max(rank[rl], 1)
-        if rank[rr] < rank[rl]:
-            rep[n + i] = rl
-        else:
-            rank[rr] += rank[rr] == rank[rl]
-            rep[n + i] = rr
-    # every point takes its topmost merge below the cut's point (top down:
-    # a merge's parent comes after it)
-    final = rep[:]
-    for i in range(n - 2, -1, -1):
-        if below[i]:
-            final[left[i]] = final[right[i]] = final[n + i]
-    points = np.array(final[:n], np.intp)
-    reps, inverse, counts = np.unique(points, return_inverse=True, return_counts=True)
-    big = counts >= min_cluster_size
+    left = record["left_node"].astype(np.int64)
+    right = record["right_node"].astype(np.int64)
+    below = np.flatnonzero(record["value"] < cut)
+    points = np.arange(n)
+    if below.shape[0]:
+        node, left, right = n + below, left[below], right[below]
+        parent = np.full(2 * n - 1, -1, np.int64)
+        parent[left], parent[right] = node, node
+        counts = np.zeros(2 * n - 1, np.int64)
+        counts[node] = 2
+        children = np.empty(2 * below.shape[0], np.int64)
+        children[0::2], children[1::2] = left, right
+        roots = node[parent[node] < 0]
+        pre, tree = preorder(counts, children, roots)
+        pos = np.empty(2 * n - 1, np.int64)
+        pos[pre] = np.arange(pre.shape[0])
+        span = np.ones(2 * n - 1, np.int64)
+        span[node] = 2 * record["cluster_size"][below] - 1
+        first, end = pos[node], pos[node] + span[node]
+        rank = np.zeros(2 * n - 1, np.int64)
+        rank[node] = 1
+        seeds, t = right >= n, 2          # rank 2: a merge as the right child
+        while seeds.any():
+            marks = np.zeros(pre.shape[0] + 1, np.int64)
+            marks[first[seeds] + 1] = 1
+            np.cumsum(marks, out=marks)
+            rank[node[marks[end] > marks[first]]] = t
+            t += 1
+            seeds = (rank[left] >= t - 1) & (rank[right] >= t - 1)
+        unchosen = np.where(rank[right] < np.maximum(rank[left], 1), right, left)
+        cover = (np.bincount(pos[unchosen], minlength=pre.shape[0] + 1)
+                 - np.bincount(pos[unchosen] + span[unchosen], minlength=pre.shape[0] + 1))
+        np.cumsum(cover, out=cover)
+        chosen = (pre < n) & (cover[:-1] == 0)
+        point_of = np.empty(roots.shape[0], np.int64)
+        point_of[tree[chosen]] = pre[chosen]
+        inside = pre < n
+        points[pre[inside]] = point_of[tree[inside]]
+    # by representative (each a cluster of one point at least)
+    big = np.bincount(points, minlength=n) >= max(min_cluster_size, 1)
     number = np.where(big, np.cumsum(big) - 1, -1)
-    return number[inverse].astype(np.intp)
+    return number[points].astype(np.intp)
