@@ -271,3 +271,25 @@ def test_labels_at_cut_are_the_loop(n, shape, weights, seed, left_out):
             assert labels.dtype == np.intp
             np.testing.assert_array_equal(
                 labels, labels_at_cut_reference(record, cut, min_cluster_size))
+
+
+@pytest.mark.parametrize("n, shape, weights, seed", [c for c in CASES if c[2] == "tied"])
+def test_traversals_are_the_definitions(n, shape, weights, seed):
+    """traversal.breadth_first: left before right; traversal.preorder: each
+    root's tree in one piece, parents before children, left before right."""
+    from oclclust.cluster.density.hdbscan import traversal
+    left, right, _, _ = hdbscan_tree.single_linkage(*random_edges(n, shape, weights, seed))
+    level, expected = [2 * n - 2], []
+    while level:
+        expected += level
+        level = [c for x in level if x >= n for c in (left[x - n], right[x - n])]
+    np.testing.assert_array_equal(traversal.breadth_first(left, right, n), expected)
+    counts = np.r_[np.zeros(n, np.int64), np.full(n - 1, 2)]
+    children = np.stack([left, right], axis=1).ravel()
+    roots = np.array(sorted({int(left[-1]), int(right[-1])}, reverse=True))
+
+    def walk(x):
+        return [x] + (walk(left[x - n]) + walk(right[x - n]) if x >= n else [])
+    pre, tree = traversal.preorder(counts, children, roots)
+    np.testing.assert_array_equal(pre, walk(roots[0]) + walk(roots[1]))
+    np.testing.assert_array_equal(tree, np.repeat([0, 1], [len(walk(r)) for r in roots]))

@@ -10,7 +10,8 @@ selection's loops are over the condensed clusters.
 import numpy as np
 
 from ...merge_tree import merged_clusters
-from .condensed import condense, preorder
+from .condensed import condense
+from .traversal import preorder
 
 
 def single_linkage(a, b, w):
