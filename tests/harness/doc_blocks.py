@@ -16,7 +16,9 @@ def main(path, name):
         start = time.perf_counter()
         exec(compile(code, f"{name}[{i}]", "exec"), namespace)
         seconds.append(time.perf_counter() - start)
-    print("BLOCK_SECONDS " + json.dumps(seconds), flush=True)
+    sys.stdout.flush()     # the blocks' own output first, then the line in one write
+    sys.stdout.write("BLOCK_SECONDS " + json.dumps(seconds) + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":   # Dask's LocalCluster starts its workers by spawning
