@@ -45,6 +45,16 @@ def test_only_optional_packages_are_required():
         require("numpy", "arrays")
 
 
+def _installed():
+    try:
+        return importlib.metadata.metadata("oclclust") is not None
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+# (the GPU host runs the suite from the source tree, where no metadata is installed;
+# tools/setup.sh installs the package, so CI runs it)
+@pytest.mark.skipif(not _installed(), reason="oclclust is not installed (a source tree)")
 def test_every_extra_named_is_declared_by_the_package():
     declared = set(importlib.metadata.metadata("oclclust").get_all("Provides-Extra"))
     assert set(EXTRAS.values()) <= declared
