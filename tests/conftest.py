@@ -30,6 +30,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [p for p in [os.environ.get("PYTHONPATH")] if p])
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "one_runtime: checks that do not depend on the OpenCL runtime (the host's "
+        "code, the package, the docs' examples): tools/test.sh runs them on one runtime only")
+
+
 def platforms_under_test():
     """{platform name: [DeviceProfile, ...]} of the platforms under test."""
     by_platform = {}

@@ -26,8 +26,9 @@ DOCS = REPO / "docs"
 HARNESS = Path(__file__).resolve().parent / "harness" / "doc_blocks.py"
 LIMIT_S = 30   # the longest an example may take (issue 38)
 
-pytestmark = pytest.mark.skipif(not (DOCS / "conf.py").is_file(),
-                                reason="not run from a source checkout")
+pytestmark = [pytest.mark.one_runtime,
+              pytest.mark.skipif(not (DOCS / "conf.py").is_file(),
+                                 reason="not run from a source checkout")]
 
 # what a page's examples import beyond the library (its extras; tools/setup.sh --test
 # installs them all)

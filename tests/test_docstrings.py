@@ -16,6 +16,8 @@ import pytest
 
 import oclclust as oc
 
+pytestmark = pytest.mark.one_runtime   # the docstrings themselves: one runtime checks them
+
 docscrape = pytest.importorskip("numpydoc.docscrape")   # the [docs] extra
 
 NAMES = sorted(set(oc.__all__) | set(oc.ESTIMATORS) | {"linkage"})

@@ -9,6 +9,8 @@ import pytest
 
 import oclclust
 
+pytestmark = pytest.mark.one_runtime   # host code only: one runtime runs it
+
 PACKAGE = Path(oclclust.__file__).resolve().parent
 LAYERS = ["runtime", "passes", "parallel", "cluster", "io", "cli", "compare"]   # lowest first;
 # compare/ is an entry point (python -m oclclust.compare) over cli's compare

@@ -23,8 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCES = ["setup.cfg", "pyproject.toml", "README.md", "devices.yaml", "LICENSE",
            "oclclust", "templates", "kernels_cl"]
 
-pytestmark = pytest.mark.skipif(not (REPO / "setup.cfg").is_file(),
-                                reason="not run from a source checkout")
+pytestmark = [pytest.mark.one_runtime,
+              pytest.mark.skipif(not (REPO / "setup.cfg").is_file(),
+                                 reason="not run from a source checkout")]
 
 
 def _run(cmd, timeout=300, **kwargs):

@@ -13,6 +13,8 @@ import pytest
 
 from oclclust.cluster.density.hdbscan import tree as hdbscan_tree
 
+pytestmark = pytest.mark.one_runtime   # host code only: one runtime runs it
+
 
 def points_bfs(node, n, left, right):
     """The points under *node*, breadth first."""
