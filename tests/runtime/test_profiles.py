@@ -260,12 +260,12 @@ def test_a_file_is_parsed_once_per_text(tmp_path, monkeypatch):
     got do not reach the next caller."""
     path = tmp_path / "devices.yaml"
     path.write_text("- {match: {type: cpu}, work_group_size: 32}\n")
-    parsed, safe_load = [], pf.yaml.safe_load
+    parsed, parse = [], pf._parse
 
-    def counted(text):
+    def counted(text, where):
         parsed.append(text)
-        return safe_load(text)
-    monkeypatch.setattr(pf.yaml, "safe_load", counted)
+        return parse(text, where)
+    monkeypatch.setattr(pf, "_parse", counted)
     first = pf.load_profile_file(path)
     first[0][1]["work_group_size"] = 1
     assert pf.load_profile_file(path)[0][1] == {"work_group_size": 32} and len(parsed) == 1

@@ -131,7 +131,11 @@ def m_step(stats, means_old, reg_covar, full, eps, float32=False, pooled=False, 
         else:
             cov = scatter / nk[:, None, None] + reg_covar * np.eye(d)
     else:
-        scatter = stats[:, 1 + d:] - 2 * s1 * dm + n_raw[:, None] * dm ** 2
+        # a sum of r (x - mean)^2, never negative: where the statistics'
+        # rounding leaves it so (a component of one row that moved, its S2 and
+        # S1^2 / N cancelling: float32 sums off by 1e-5 at |x - mu| = 6, past
+        # reg_covar's 1e-6), zero, as the exact sums would be within it
+        scatter = np.maximum(stats[:, 1 + d:] - 2 * s1 * dm + n_raw[:, None] * dm ** 2, 0.0)
         cov = scatter / nk[:, None] + reg_covar
         if pooled:
             cov = np.broadcast_to(cov.mean(1, keepdims=True), (k, d)).copy()

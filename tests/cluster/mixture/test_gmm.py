@@ -267,6 +267,27 @@ def test_singular_covariances(devices):
                            devices=devices).fit(X)
 
 
+@pytest.mark.parametrize("pooled", [False, True], ids=["diag", "spherical"])
+@pytest.mark.parametrize("reg_covar", [1e-6, 0.0])
+def test_rounded_statistics_of_one_row_leave_no_negative_variance(pooled, reg_covar):
+    """A component of one row that moved 6 from its mean: its float32
+    statistics (S1 off by 3.6e-7 relative, as the H200's tensor-core sums of
+    GaussianMixture diag 1M x 128 x 1024 at its 3rd iteration) cancel to a
+    scatter of -2.6e-5, past reg_covar: the variance is reg_covar, as the
+    exact sums give within their rounding; with reg_covar 0 the covariance
+    is ill-defined as ever."""
+    n, x = 1.0000058, np.array([[6.0, -3.0]])
+    stats = np.concatenate([[[n]], n * x * (1 + 3.6e-7), n * x * x], axis=1)
+    eps = float(np.finfo(np.float32).eps)
+    if reg_covar == 0:
+        with pytest.raises(ValueError, match="ill-defined empirical covariance"):
+            mdl.m_step(stats, np.zeros((1, 2)), reg_covar, False, eps, True, pooled)
+        return
+    model = mdl.m_step(stats, np.zeros((1, 2)), reg_covar, False, eps, True, pooled)
+    assert np.all(model.covariances >= reg_covar)
+    np.testing.assert_allclose(model.means, x, rtol=1e-6)
+
+
 @pytest.mark.parametrize("params, X, match", [
     (dict(n_components=5), np.ones((4, 2)), "n_samples >= n_components"),
     (dict(covariance_type="sphere"), None, "covariance_type"),
