@@ -149,9 +149,10 @@ def sklearn_fit(X, C0, iters):
 
 
 # -------------------------------------------------------------------- runs
-def cold(name, X, args):
-    """A fresh process's first fit of *name* on the rows *X*."""
-    argv = ["speed", "--child", name]
+def cold(name, X, args, warm_up=False):
+    """A fresh process's first fit of *name* on the rows *X* (*warm_up*:
+    after oclclust.warm_up of its shape, timed apart)."""
+    argv = ["speed", "--child", name] + (["--warm-up"] if warm_up else [])
     argv += ["--devices", args.devices] if args.devices else []
     argv += ["--quick"] if args.quick else []
     return fresh_process(__file__, argv, X, timeout=1200)
@@ -164,8 +165,14 @@ def child(args):
     start = time.perf_counter()
     oc = import_oclclust()     # scikit-learn's base classes come with it where installed
     imported = time.perf_counter() - start
+    warmed = None
+    if args.warm_up:   # the devices, programs and staging of this shape, ahead of the fit
+        start = time.perf_counter()
+        name, _, d, k, iters, budget = spec
+        oc.warm_up(args.devices, [(estimator(oc, name, k, iters, budget, C0, None), d)])
+        warmed = time.perf_counter() - start
     wall, it, _ = fit_seconds(oc, spec, X, C0, args.devices)
-    print(json.dumps({"s": wall, "import_s": imported, "iter_s": it}))
+    print(json.dumps({"s": wall, "import_s": imported, "iter_s": it, "warm_up_s": warmed}))
 
 
 def run(args):
@@ -192,10 +199,11 @@ def run(args):
         best = min(warm, key=lambda w: w[0])
         figures["warm_s"], figures["iter_s"] = best[0], best[1]
         if not args.no_cold and X.nbytes < 8 * 10 ** 9:   # the on-disk cache is warm now
-            try:
-                figures["cold"] = cold(name, X, args)
-            except Exception as exc:   # noqa: BLE001 -- reported, the rest goes on
-                figures["cold"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+            for key, warm_up in (("cold", False), ("warmed", True)):
+                try:
+                    figures[key] = cold(name, X, args, warm_up)
+                except Exception as exc:   # noqa: BLE001 -- reported, the rest goes on
+                    figures[key] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
         n_iter = best[2].n_iter_
         flop = 2.0 * n * k * d * (iters + 1)
         if est_name == "KMeans":
@@ -221,24 +229,27 @@ def ms(value):
 
 
 def print_table(rows):
-    head = ["workload", "shape", "iters", "import ms", "cold ms", "warm ms", "ms/iter", "TFLOP/s",
-            "torch fp32", "torch tf32", "sklearn"]
+    head = ["workload", "shape", "iters", "import ms", "cold ms", "warm_up ms", "then ms",
+            "warm ms", "ms/iter", "TFLOP/s", "torch fp32", "torch tf32", "sklearn"]
     cells = []
     for r in rows:
         if "error" in r:
             cells.append([r["workload"], r["shape"], str(r["iters"]), r["error"][:40]]
-                         + ["-"] * 7)
+                         + ["-"] * 9)
             continue
-        c = r.get("cold", {})
+        c, w = r.get("cold", {}), r.get("warmed", {})
         cells.append([r["workload"], r["shape"], str(r["iters"]), ms(c.get("import_s")),
                       ms(c.get("s")) if "error" not in c else c["error"][:30],
+                      ms(w.get("warm_up_s")) if "error" not in w else w["error"][:30],
+                      ms(w.get("s")),
                       ms(r["warm_s"]), ms(r["iter_s"]),
                       f"{r['tflops']:.2f}" if "tflops" in r else "-",
                       ms(r.get("torch_fp32_s")), ms(r.get("torch_tf32_s")),
                       ms(r.get("sklearn_s"))])
     print(table(head, cells))
     print("ms: whole fit from host rows (cold: the first fit of a fresh process, after "
-          "`import oclclust`); "
+          "`import oclclust`; warm_up: oclclust.warm_up of its shape in another fresh process, "
+          "then: its first fit after that); "
           "ms/iter: median of history_")
 
 
@@ -254,6 +265,7 @@ def speed_main(argv=None):
     ap.add_argument("--json", action="store_true", help="a JSON line per workload")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
+    ap.add_argument("--warm-up", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     shapes = QUICK if args.quick else WORKLOADS
     for name in (args.only.split(",") if args.only else []):

@@ -13,6 +13,7 @@ from . import passes  # noqa: F401  (declares every pass's devices.yaml terms)
 from .cluster.inits import kmeans_plusplus
 from .cluster.kmeans.kmeans import KMeans
 from .cluster.registry import ESTIMATORS, estimator_class
+from .cluster.warm_up import warm_up
 from .parallel.manager import DeviceFailure, DeviceManager
 from .runtime.codegen import KernelBuildError
 from .runtime.device_report import show_devices
@@ -72,5 +73,5 @@ del _old, _homes
 # every public name: the estimators and linkage are imported on first use (__getattr__)
 __all__ = sorted(["DeviceFailure", "DeviceManager", "DeviceProfile", "KernelBuildError",
                   "MissingExtraError", "NoOpenCLError", "kmeans_plusplus", "linkage",
-                  "list_devices", "select_devices", "show_devices", "sub_devices",
+                  "list_devices", "select_devices", "show_devices", "sub_devices", "warm_up",
                   *ESTIMATORS])

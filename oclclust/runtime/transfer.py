@@ -161,6 +161,17 @@ class Staging:
             self.pieces[j] = pinned_empty(self.queue, (nbytes,), np.uint8)
         return j, self.pieces[j][:nbytes].view(dtype).reshape((rows,) + tuple(row_shape))
 
+    def reserve(self, nbytes):
+        """Both pieces made now at *nbytes* at least (page-locking memory
+        takes milliseconds a piece: warm_up's, ahead of the first upload)."""
+        with self.lock:
+            for j in (0, 1):
+                if self.pieces[j] is None or len(self.pieces[j]) < nbytes:
+                    if self.events[j] is not None:
+                        self.events[j].wait()
+                        self.events[j] = None
+                    self.pieces[j] = pinned_empty(self.queue, (int(nbytes),), np.uint8)
+
     def rows_per_piece(self, row_bytes):
         return max(1, self.piece_bytes // max(1, row_bytes))
 
