@@ -295,6 +295,8 @@ def test_fast_within_its_bound(profile, mode, n, d, c, m, pairs, precision):
     them too)."""
     if mode != "planned" and n > 300:
         pytest.skip("the emulated products run slowly: the small shapes")
+    if mode == "planned" and precision == "bf16" and not tensor_cores(profile):
+        pytest.skip("the portable pass, as at tf32 (whose bound is the tighter)")
     X, w, C = (near_pairs if pairs else data)(n, d, c, n)
     codegen.forget_plans("cmeans")
     for update, write_u in ((True, False), (False, True)):
