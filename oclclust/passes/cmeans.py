@@ -70,8 +70,8 @@ class CMeansSpec(TileFields, Spec):
 @dataclasses.dataclass(frozen=True)
 class MmaCMeansSpec(EmulatedBuild, CMeansSpec):
     """The tensor-core pass (cmeans_mma.py): the portable kernel's fields
-    with its distances as 3xTF32 GEMM tiles (precision "float32"; "tf32":
-    one TF32 product a step); dp, kp: d and c padded to 8; emulate: the
+    with its distances as 3xTF32 GEMM tiles (precision "float32"; "tf32",
+    "bf16": one TF32 or BF16 product a step); dp, kp: d and c padded to 8; emulate: the
     products in plain OpenCL (tests on CPUs); truncate: emulate's sums as
     the tensor cores' truncating accumulation (mma_fragments.cl.mako);
     stats_mma: the statistics (update) on the tensor cores too.  Distances

@@ -18,24 +18,48 @@ takes the exact sum of squared differences wherever that is not below
 2^-13 of the distance.
 
 ``precision`` (the estimator's parameter): "float32" is the 3xTF32 split,
-"tf32" one TF32 product a step (PRECISIONS; "bf16" runs as "float32").
+"tf32" one TF32 product a step, "bf16" one BF16 product a step (PRECISIONS;
+float32 accumulation), each with the re-check of TARGET: membership_bound
+states what each mode keeps of the memberships.
 """
 import numpy as np
 
-from .lloyd_mma import tensor_cores
+from .lloyd_mma import MANTISSA_BITS, tensor_cores
 
 MAX_D = 128       # a warp's x' fragments stay in registers: 2 x dp / 2 a row tile
 MAX_SLOTS = 8     # (m16, n8) statistics tiles a warp keeps: 4 acc_t each, in registers
 ROW_TILES = (4, 2, 1)   # m16 row tiles of a work-group tile (P = 16, 32, 64 rows)
-PRECISIONS = ("float32", "tf32")
+PRECISIONS = ("float32", "tf32", "bf16")
 # the relative error of a distance the kernel keeps from the expansion, by
-# precision (recheck_ratio); the rest are re-checked exactly
-TARGET = {"float32": 2.0 ** -13, "tf32": 2.0 ** -8}
+# precision (recheck_ratio); the rest are re-checked exactly.  The fast
+# modes' targets sit 2^2 above their operands' product error (2^-10, 2^-7),
+# so both re-check about the same pairs (ratio about 2^-2)
+TARGET = {"float32": 2.0 ** -13, "tf32": 2.0 ** -8, "bf16": 2.0 ** -5}
+# x' = x - s and c' rounded to float32 move a distance kept from the
+# expansion (v > ratio (||x'||^2 + ||c'||^2), ratio >= 2^-6) by this much of
+# it at most (expansion_bound)
+OPERAND_ROUNDING = 2.0 ** -19
 
 
 def precision_of(precision):
-    """The pass's mode for an estimator's *precision* ("bf16": "float32")."""
+    """The pass's mode for an estimator's *precision* (one of PRECISIONS;
+    anything else runs as "float32")."""
     return precision if precision in PRECISIONS else "float32"
+
+
+def membership_bound(precision, m):
+    """e: every membership the pass gives is within e u of float64's u (u
+    from the exact distances: the reference of tests/passes/
+    test_cmeans_mma.py), to first order, for fuzzifier *m*; the float32
+    evaluation of the memberships adds its rounding (about 1e-6 absolute).
+
+    Every distance is exact or within t = TARGET + OPERAND_ROUNDING of
+    float64's relatively (recheck_ratio); u_j = 1 / sum_k (v_j / v_k)^(1 /
+    (m - 1)), and each ratio v_j / v_k moves by (1 + t)^2 at most, so u_j
+    by 2 t / (m - 1) relatively to first order: float32 2^-12 / (m - 1),
+    tf32 2^-7 / (m - 1), bf16 2^-4 / (m - 1); rounded up by 5% for the
+    second order (t <= 2^-5)."""
+    return 1.05 * 2 * (TARGET[precision_of(precision)] + OPERAND_ROUNDING) / (m - 1)
 
 
 def expansion_bound(precision, d, dp):
@@ -46,8 +70,9 @@ def expansion_bound(precision, d, dp):
 
     * the operands: 3xTF32 (x = xb + xs + r, |r| <= 2^-22 |x|, the small
       x small product dropped) is off by 3 2^-22 |x'_k c'_k| <= 16 u a
-      product; "tf32" rounds both to TF32 (nearest: 2^-11): (2^-10 +
-      2^-22) |x'_k c'_k|;
+      product; "tf32" and "bf16" round both to their format (nearest:
+      q = 2^-11, 2^-8; lloyd_mma.MANTISSA_BITS): (2 q + q^2) |x'_k c'_k|
+      (TF32 x TF32 and BF16 x BF16 products are exact in float);
     * a k8 step's big product, from zero: its 8 exact products aligned to
       the largest and cut toward zero, the sum cut to float (NVIDIA's
       accumulation; two k4 halves at worst): under 16 2^-23 = 32 u of the
@@ -63,8 +88,9 @@ def expansion_bound(precision, d, dp):
     moves the distance by at most 2^-23 sqrt(2 / ratio) of it where v >=
     ratio (||x'||^2 + ||c'||^2): 2^-19 for ratio >= 2^-6."""
     u = 2.0 ** -24
-    if precision == "tf32":
-        g = 2.0 ** -10 + 2.0 ** -22 + (32 + dp // 8 + 1) * u
+    if precision in MANTISSA_BITS:
+        q = 2.0 ** -(MANTISSA_BITS[precision] + 1)
+        g = 2 * q + q * q + (32 + dp // 8 + 1) * u
     else:
         g = (16 + 32 + dp // 8 + 2) * u
     return g + (d + 5) * u
@@ -74,12 +100,10 @@ def recheck_ratio(precision, d, dp):
     """The kernel's re-check: a distance v <= ratio (||x'||^2 + ||c'||^2)
     is the exact sum of squared differences (the portable pass's bits),
     ratio = expansion_bound / TARGET, so that every other distance is within
-    TARGET (+ 2^-19 from the operands' rounding) of v relatively: float32
-    (d + dp/8 + 55) 2^-11, 0.028 (d=1) to 0.095 (d=128); tf32 about 2^-2.
-    A relative error e of every distance moves each membership's log by
-    2 e / (m - 1) at most (to first order): 2^-12 / (m - 1) relatively for
-    float32, 2^-7 / (m - 1) for tf32.  Rounded up by 2^-10 (the kernel's
-    float evaluation of the threshold)."""
+    TARGET (+ OPERAND_ROUNDING) of v relatively: float32 (d + dp/8 + 55)
+    2^-11, 0.028 (d=1) to 0.095 (d=128); tf32 and bf16 about 2^-2.  What
+    that keeps of the memberships: membership_bound.  Rounded up by 2^-10
+    (the kernel's float evaluation of the threshold)."""
     return expansion_bound(precision, d, dp) / TARGET[precision] * (1 + 2.0 ** -10)
 
 

@@ -12,7 +12,7 @@ OpenCL: CPU runtimes and oclgrind run every other line).
 Reads spec: the portable kernel's fields (tiled, stage_centers, stage_point
 and row_major off), dp (d padded to 8), kp (c padded to 8), emulate,
 truncate (emulate's products as the tensor cores' truncating accumulation:
-mma_fragments.cl.mako), precision ("float32": 3xTF32, or "tf32"), recheck
+mma_fragments.cl.mako), precision ("float32": 3xTF32, "tf32" or "bf16"), recheck
 (the re-check's ratio: below, cmeans_mma.recheck_ratio), stats_mma (the
 statistics too: below).
 P = 16 RT rows a tile (RT m16 row tiles, dividing the WG / 32 warps); warp
@@ -47,7 +47,11 @@ relative to a step's products, not to the whole running dot product.
 ``precision`` "tf32" (the estimator's fast mode): one TF32 product a step
 (x' and c' rounded to TF32, float32 accumulation) instead of three; beta
 is then about 2^-10 and recheck about 2^-2 (cmeans_mma.recheck_ratio), a
-distance not re-checked within 2^-8 of v relatively.
+distance not re-checked within 2^-8 of v relatively.  "bf16": one BF16
+product a step (m16n8k8 bf16: x' and c' rounded to bfloat16, to nearest
+even, two to a register; float32 accumulation); beta about 2^-7, recheck
+about 2^-2 again, a distance not re-checked within 2^-5 of v.  The
+statistics' GEMM (below) stays 3xTF32 in every precision.
 
 With ``stats_mma`` (update), phase 4 -- a tile's sums of w u^m [x | 1],
 c x (d + 1) -- is one more GEMM on the tensor cores, 3xTF32 likewise: the
@@ -106,7 +110,7 @@ inline float exact_sqdiff(__local const float *x, __global const float *c)
 #define U_AT(j, rr) ((j) < C ? DT(rr, j) : 0.0f)
 #define X_AT(rr, k) ((k) < DA ? xt[(rr) * XS + (k)] : 0.0f)
 % endif
-${mma.products(emulate, truncate)}\
+${mma.products(emulate, truncate, precision == "bf16")}\
 </%block>
 <%block name="more_locals">\
     __local float xn[P];                        /* the tile's ||x'||^2 */
@@ -115,7 +119,7 @@ ${mma.products(emulate, truncate)}\
 % endif
 </%block>
 <%block name="distances">\
-<% steps, fast = dp // 8, precision == "tf32" %>\
+<% steps, fast, bf16 = dp // 8, precision != "float32", precision == "bf16" %>\
         /* 1. the tile's squared distances on tensor cores, then my row's
            minimum over my centres */
         if (lid < P) {
@@ -131,9 +135,16 @@ ${mma.products(emulate, truncate)}\
             const int lane = lid % 32, warp = lid / 32;
             const int gq = lane / 4, tq = lane % 4;   /* the fragments' row group, thread */
             const int r0 = (warp % RT) * 16 + gq;     /* my rows r0, r0 + 8 */
-            /* my A fragments: rows r0 (+8), dimensions 8 s + tq (+4) */
+            /* my A fragments: rows r0 (+8), dimensions 8 s + tq (+4); bf16:
+               dimensions 8 s + 2 tq, 8 s + 2 tq + 1 packed */
 % for s in range(steps):
-  % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 4), (1, 4))):
+  % if bf16:
+            const uint ab_${s}_0 = bf16_pack(A_AT(r0, ${8 * s} + 2 * tq),
+                                             A_AT(r0, ${8 * s + 1} + 2 * tq));
+            const uint ab_${s}_1 = bf16_pack(A_AT(r0 + 8, ${8 * s} + 2 * tq),
+                                             A_AT(r0 + 8, ${8 * s + 1} + 2 * tq));
+  % endif
+  % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 4), (1, 4)) if not bf16 else ()):
     % if fast:
             const uint ab_${s}_${e} = tf32(A_AT(r0 + ${8 * h}, ${8 * s + kk} + tq));
     % else:
@@ -154,7 +165,11 @@ ${mma.products(emulate, truncate)}\
                        largest magnitude, not the running sum's */
                     __global const float *bq = CP + (jb + gq) * DP + ${8 * s} + tq;
                     float step0 = 0, step1 = 0, step2 = 0, step3 = 0;
-  % if fast:
+  % if bf16:
+                    /* centre jb + gq's dimensions 8 s + 2 tq (+1) */
+                    const uint bb0 = bf16_pack(bq[tq], bq[tq + 1]);
+                    MMA_BF16(step, ab_${s}_0, ab_${s}_1, bb0);
+  % elif fast:
                     const uint bb0 = tf32(bq[0]), bb1 = tf32(bq[4]);
                     MMA(step, ab_${s}_0, ab_${s}_1, ab_${s}_2, ab_${s}_3, bb0, bb1);
   % else:

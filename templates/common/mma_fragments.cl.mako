@@ -19,8 +19,20 @@ truncates, Fasi et al. 2021, though real hardware may keep a few more
 bits; this is the coarser model, so that CPU tests see the worst of it).
 Magnitudes near float's underflow are not modelled (tests do not reach
 them).
+
+``bf16`` (cmeans_mma_pass's "bf16" precision): MMA_BF16(d, a0, a1, b0) too,
+one m16n8k8 BF16 product (PTX mma.sync ...m16n8k8.row.col.f32.bf16.bf16.f32,
+compute capability 8 or more) into the same four accumulators: two packed
+bf16 values a register (bf16_pack.cl: the lower k index in the low half,
+rounded to nearest, ties to even, as cvt.rn.bf16x2.f32), A row gq
+(a0) / gq + 8 (a1) at k 2 tq, 2 tq + 1; B column gq at k 2 tq, 2 tq + 1
+(b0); the accumulators' layout the TF32 product's.  Emulated likewise
+(BF16 x BF16 fits a float exactly, so ``truncate`` models it the same).
 </%doc>
-<%def name="products(emulate, truncate=False)">\
+<%def name="products(emulate, truncate=False, bf16=False)">\
+% if bf16:
+<%include file="/bf16_pack.cl"/>
+% endif
 % if emulate:
 <%include file="/tf32_split.cl"/>
 /* emulate: the m16n8k8 product through local memory (the fragments' PTX
@@ -51,44 +63,32 @@ inline void mma_emulated(float *d0, float *d1, float *d2, float *d3, const uint 
                          const uint a1, const uint a2, const uint a3, const uint b0,
                          const uint b1, __local uint *s, const int lane)
 {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    s[lane * 6] = a0;
-    s[lane * 6 + 1] = a1;
-    s[lane * 6 + 2] = a2;
-    s[lane * 6 + 3] = a3;
-    s[lane * 6 + 4] = b0;
-    s[lane * 6 + 5] = b1;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int gq = lane / 4, tq = lane % 4;
-  % if truncate:
-    float p0[8], p1[8], p2[8], p3[8];
-  % endif
+${store_fragments(("a0", "a1", "a2", "a3", "b0", "b1"))}\
     /* A[r][c]: lane (r % 8) * 4 + c % 4, register a0 / a1 (r >= 8) / a2 (c >= 4) / a3;
        B[c][col]: lane col * 4 + c % 4, register b0 / b1 (c >= 4) */
-    for (int c = 0; c < 8; ++c) {
-        const float lo = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 2 : 0)]);
-        const float hi = as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 3 : 1)]);
-        const float e0 = as_float(s[((2 * tq) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
-        const float e1 = as_float(s[((2 * tq + 1) * 4 + c % 4) * 6 + 4 + (c >= 4)]);
-  % if truncate:
-        p0[c] = lo * e0;        /* exact: 11 x 11 significand bits */
-        p1[c] = lo * e1;
-        p2[c] = hi * e0;
-        p3[c] = hi * e1;
-    }
-    *d0 = truncated_sum(*d0, p0);
-    *d1 = truncated_sum(*d1, p1);
-    *d2 = truncated_sum(*d2, p2);
-    *d3 = truncated_sum(*d3, p3);
+${accumulate("as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 2 : 0)])",
+             "as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 3 : 1)])",
+             "as_float(s[((2 * tq) * 4 + c % 4) * 6 + 4 + (c >= 4)])",
+             "as_float(s[((2 * tq + 1) * 4 + c % 4) * 6 + 4 + (c >= 4)])", truncate)}\
 }
-  % else:
-        *d0 = fma(lo, e0, *d0);
-        *d1 = fma(lo, e1, *d1);
-        *d2 = fma(hi, e0, *d2);
-        *d3 = fma(hi, e1, *d3);
-    }
+% if bf16:
+
+/* the bf16 value in half h (0: low) of a packed register, as a float */
+#define BF16_AT(word, h) as_float(((word) >> (16 * (h))) << 16)
+#define MMA_BF16(d, a0, a1, b0) \
+    mma_emulated_bf16(&d##0, &d##1, &d##2, &d##3, a0, a1, b0, emulated + warp * 192, lane)
+inline void mma_emulated_bf16(float *d0, float *d1, float *d2, float *d3, const uint a0,
+                              const uint a1, const uint b0, __local uint *s, const int lane)
+{
+${store_fragments(("a0", "a1", None, None, "b0", None))}\
+    /* A[r][c]: lane (r % 8) * 4 + c / 2, register a0 / a1 (r >= 8), half c % 2;
+       B[c][col]: lane col * 4 + c / 2, register b0, half c % 2 */
+${accumulate("BF16_AT(s[(gq * 4 + c / 2) * 6], c % 2)",
+             "BF16_AT(s[(gq * 4 + c / 2) * 6 + 1], c % 2)",
+             "BF16_AT(s[((2 * tq) * 4 + c / 2) * 6 + 4], c % 2)",
+             "BF16_AT(s[((2 * tq + 1) * 4 + c / 2) * 6 + 4], c % 2)", truncate)}\
 }
-  % endif
+% endif
 
 /* v rounded to TF32, nearest, ties away */
 inline uint tf32(const float v)
@@ -103,6 +103,15 @@ inline uint tf32(const float v)
         : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
 
+% if bf16:
+/* d##0 ... d##3 += A (a0, a1) x B (b0), one m16n8k8 BF16 product */
+#define MMA_BF16(d, a0, a1, b0) \
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 " \
+        "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};" \
+        : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
+        : "r"(a0), "r"(a1), "r"(b0))
+
+% endif
 /* whether v is non-zero in any lane of the warp (every lane reaches it) */
 inline int warp_any(const int v)
 {
@@ -123,4 +132,43 @@ inline uint tf32(const float v)
 
 /* big and small TF32 parts of v */
 #define SPLIT(b, s, v) const uint b = tf32(v), s = tf32((v) - as_float(b))
+</%def>
+
+<%def name="store_fragments(regs)">\
+    barrier(CLK_LOCAL_MEM_FENCE);
+% for i, r in enumerate(regs):
+  % if r is not None:
+    s[lane * 6 + ${i}] = ${r};
+  % endif
+% endfor
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int gq = lane / 4, tq = lane % 4;
+</%def>
+
+<%def name="accumulate(lo, hi, e0, e1, truncate)">\
+  % if truncate:
+    float p0[8], p1[8], p2[8], p3[8];
+  % endif
+    for (int c = 0; c < 8; ++c) {
+        const float lo = ${lo};
+        const float hi = ${hi};
+        const float e0 = ${e0};
+        const float e1 = ${e1};
+  % if truncate:
+        p0[c] = lo * e0;        /* exact: 11 x 11 (8 x 8) significand bits */
+        p1[c] = lo * e1;
+        p2[c] = hi * e0;
+        p3[c] = hi * e1;
+    }
+    *d0 = truncated_sum(*d0, p0);
+    *d1 = truncated_sum(*d1, p1);
+    *d2 = truncated_sum(*d2, p2);
+    *d3 = truncated_sum(*d3, p3);
+  % else:
+        *d0 = fma(lo, e0, *d0);
+        *d1 = fma(lo, e1, *d1);
+        *d2 = fma(hi, e0, *d2);
+        *d3 = fma(hi, e1, *d3);
+    }
+  % endif
 </%def>

@@ -20,7 +20,7 @@ every mode, weighted and not, m == 2 and not, memberships in local and in
 global memory, work-groups of 8 and 4 warps, the statistics on the
 (emulated) tensor cores and the portable way, the products summed with
 float fma and as the tensor cores' truncation (truncate), precision
-float32 (3xTF32) and tf32 (one product a step).
+float32 (3xTF32), tf32 and bf16 (one product a step).
 """
 import dataclasses
 import itertools
@@ -30,6 +30,7 @@ import pyopencl.array as cla
 
 import oclclust as oc
 from oclclust.passes import cmeans as cmeans_pass
+from oclclust.passes import cmeans_mma
 from oclclust.runtime import codegen
 from oclclust.runtime.partition import DevicePartition
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
@@ -144,11 +145,13 @@ def exercise_cmeans_mma(device, log):
             spec = first[i % 2 * (len(first) - 1)]   # local memberships, 8 warps; global, 4
             if update and i % 4 == 2:                # the portable statistics after the GEMM's
                 spec = dataclasses.replace(spec, stats_mma=False)
-            # the truncating sums every other variant, tf32 every third
+            # the truncating sums every other variant, the precisions in turn
+            # (every pair of the two)
             spec = dataclasses.replace(spec, truncate=i % 2 == 1,
-                                       precision="tf32" if i % 3 == 2 else "float32")
-            tol = 2e-2 if spec.precision == "tf32" else 2e-4   # 2^-8 a distance: 2^-7 / (m - 1)
+                                       precision=cmeans_mma.PRECISIONS[i % 3])
             m = 2.0 if m_two else 1.6
+            # memberships within membership_bound (relative), u^m m times that
+            tol = max(2e-4, m * cmeans_mma.membership_bound(spec.precision, m))
             mark(f"cmeans_mma fp64={fp64} {spec}")
             part = DevicePartition(profile, X, w if weighted else None)
             cpass = cmeans_pass.CMeansPass(part, C, m, update, write_u, spec=spec)

@@ -60,8 +60,11 @@ class FuzzyCMeans(ClusterMixin, KCluster):
     precision : {"float32", "tf32", "bf16"}, default="float32"
         On NVIDIA tensor cores the pass's distances are GEMM tiles:
         "float32" 3xTF32 (every distance within 2^-13 of float64's, the
-        rest re-checked exactly), "tf32" one TF32 product a step; "bf16"
-        runs as "float32", as does every mode elsewhere (bit for bit).
+        rest re-checked exactly), "tf32" one TF32 product a step (within
+        2^-8), "bf16" one BF16 product a step (within 2^-5): memberships
+        within about 2^-12, 2^-7 and 2^-4 over (m - 1) of float64's,
+        relatively (docs: Precision).  Every mode runs as "float32"
+        elsewhere (bit for bit).
 
     ``checkpoint`` (a path) and ``checkpoint_every`` (an int: iterations;
     a float or "30s": seconds): the fit's state written there that often,
