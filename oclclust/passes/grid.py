@@ -19,6 +19,7 @@ device stores them, widened to float64 exactly) in float64, whose rounding
 is far below the margin while a feature has at most MAX_CELLS cells (past
 that the cells widen: more candidates, the same pairs).
 """
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -63,6 +64,16 @@ def stable_order(keys, threads=SORT_THREADS):
     return order
 
 
+@dataclasses.dataclass(frozen=True)
+class Slab:
+    """Sorted rows of a CellGrid: [first, last) answered for, [lo, hi) with
+    the halo around them (CellGrid.slabs)."""
+    lo: int
+    first: int
+    last: int
+    hi: int
+
+
 class CellGrid:
     """The rows of X (n x d) in the device's value type *dtype*, sorted by
     their cell under radius *eps* (see the module), on the host:
@@ -98,12 +109,39 @@ class CellGrid:
         self.shape = np.concatenate([multiplier, self.cells])
         self._values = values
 
-    def upload(self, queue):
-        """(x, keys, index, shape) on *queue*'s device: the sorted rows,
-        their keys, their indices in X (int32) and the grid's shape."""
-        return (upload(queue, np.take(self._values, self.order, axis=0)),
-                upload(queue, self.keys), upload(queue, self.order.astype(np.int32)),
+    def upload(self, queue, start=0, stop=None):
+        """(x, keys, index, shape) on *queue*'s device: the sorted rows
+        [start, stop) (all by default), their keys, their indices in X
+        (int32) and the grid's shape."""
+        rows = self.order[start:stop]
+        return (upload(queue, np.take(self._values, rows, axis=0)),
+                upload(queue, self.keys[start:stop]), upload(queue, rows.astype(np.int32)),
                 upload(queue, self.shape))
+
+    def slabs(self, shares):
+        """The sorted rows cut into one slab a share, each a Slab: the rows
+        it answers for, [first, last), about its share of all (whole cells,
+        so a slab is a range of cell keys; a slab may be empty), and its
+        halo, the rows of the cells within eps of them: [lo, first) and
+        [last, hi).  A cell's neighbours differ from its key by at most
+        the sum of the key multipliers, so the halo is the key range that
+        wide on either side: contiguous sorted rows."""
+        shares = np.asarray(shares, np.float64)
+        cuts = np.round(np.cumsum(shares)[:-1] / shares.sum() * self.n).astype(np.int64)
+        # each cut moved to the start of the cell it falls in
+        cuts = np.where(cuts < self.n, np.searchsorted(
+            self.keys, self.keys[np.minimum(cuts, self.n - 1)], "left"), self.n)
+        bounds = np.concatenate([[0], np.maximum.accumulate(cuts), [self.n]])
+        reach = int(self.shape[:self.g].sum())
+        slabs = []
+        for first, last in zip(bounds[:-1], bounds[1:]):
+            if last > first:
+                lo = np.searchsorted(self.keys, self.keys[first] - reach, "left")
+                hi = np.searchsorted(self.keys, self.keys[last - 1] + reach, "right")
+            else:
+                lo, hi = first, last
+            slabs.append(Slab(int(lo), int(first), int(last), int(hi)))
+        return slabs
 
     @property
     def g(self):
