@@ -178,7 +178,7 @@ class GridNeighbourhoods:
         """Each core row's component as its least core row index (-1 for the others)."""
         sorted_core = self.grid.sorted(core).astype(bool)
         roots = self._each(lambda s: s.roots(sorted_core))
-        ids, root = self.grid.order, np.empty(self.n, np.int64)
+        ids, root = self.grid.ids, np.empty(self.n, np.int64)
         ends, in_halo = [], np.zeros(self.n, bool)
         for slab, local in zip((s.slab for s in self.slabs), roots):
             local = ids[slab.lo + local]          # each slab row's root there, by row index

@@ -39,8 +39,13 @@ def grid_features(X, g=GRID_DIMS):
     feature's least value, every feature's extent)."""
     lo = np.array([X[:, f].min() for f in range(X.shape[1])], np.float64)
     extent = np.array([X[:, f].max() for f in range(X.shape[1])], np.float64) - lo
-    features = np.sort(np.argsort(-extent, kind="stable")[:min(g, X.shape[1])])
-    return features, lo, extent
+    return widest(lo, extent, g)
+
+
+def widest(lo, extent, g=GRID_DIMS):
+    """grid_features' answer for features of least values *lo* and *extent*."""
+    lo, extent = np.asarray(lo, np.float64), np.asarray(extent, np.float64)
+    return np.sort(np.argsort(-extent, kind="stable")[:min(g, len(extent))]), lo, extent
 
 
 def stable_order(keys, threads=SORT_THREADS):
@@ -77,18 +82,23 @@ class Slab:
 class CellGrid:
     """The rows of X (n x d) in the device's value type *dtype*, sorted by
     their cell under radius *eps* (see the module), on the host:
-    ``order`` (the sorted rows' indices in X), ``keys`` (their cell keys,
-    int64 ascending), ``shape`` (the grid for the kernels, int64: each
-    gridded feature's key multiplier, then its number of cells),
+    ``order`` (the sorted rows' indices in X), ``ids`` (their row indices
+    as the kernels see them: *ids* of X's rows, X's own by default; under
+    MPI, a rank's rows numbered among all ranks'), ``keys`` (their cell
+    keys, int64 ascending), ``shape`` (the grid for the kernels, int64:
+    each gridded feature's key multiplier, then its number of cells),
     ``features`` (the gridded ones), ``cells`` (along each), ``eps`` and
     ``occupancy`` (rows a non-empty cell).  ``upload(queue)``: the
-    device's copies."""
+    device's copies.  *bounds*: (least values, extents) of every feature
+    (of all ranks' rows: one grid, whichever rows a rank holds), by
+    default grid_features' of X."""
 
-    def __init__(self, X, eps, dtype):
+    def __init__(self, X, eps, dtype, bounds=None, ids=None):
         self.n, self.d = X.shape
         self.eps = eps
         values = np.ascontiguousarray(X, dtype)
-        self.features, lo, extent = grid_features(values)
+        self.features, lo, extent = (grid_features(values) if bounds is None
+                                     else widest(*bounds))
         lo, extent = lo[self.features], extent[self.features]
         width = np.maximum(eps * (1 + MARGIN), extent / (MAX_CELLS - 1))
         self.cells = (np.floor(extent / width).astype(np.int64) + 1)
@@ -103,6 +113,7 @@ class CellGrid:
         for f in range(len(self.cells) - 2, -1, -1):
             multiplier[f] = multiplier[f + 1] * self.cells[f + 1]
         self.order = stable_order(keys)
+        self.ids = self.order if ids is None else np.asarray(ids, np.int64)[self.order]
         self.keys = keys[self.order]
         starts = np.flatnonzero(self.keys[1:] != self.keys[:-1]) + 1
         self.occupancy = np.diff(np.concatenate([[0], starts, [self.n]]))
@@ -111,12 +122,11 @@ class CellGrid:
 
     def upload(self, queue, start=0, stop=None):
         """(x, keys, index, shape) on *queue*'s device: the sorted rows
-        [start, stop) (all by default), their keys, their indices in X
-        (int32) and the grid's shape."""
-        rows = self.order[start:stop]
-        return (upload(queue, np.take(self._values, rows, axis=0)),
-                upload(queue, self.keys[start:stop]), upload(queue, rows.astype(np.int32)),
-                upload(queue, self.shape))
+        [start, stop) (all by default), their keys, their ids (int32) and
+        the grid's shape."""
+        return (upload(queue, np.take(self._values, self.order[start:stop], axis=0)),
+                upload(queue, self.keys[start:stop]),
+                upload(queue, self.ids[start:stop].astype(np.int32)), upload(queue, self.shape))
 
     def slabs(self, shares):
         """The sorted rows cut into one slab a share, each a Slab: the rows

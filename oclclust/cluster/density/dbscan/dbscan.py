@@ -21,9 +21,12 @@ import warnings
 import numpy as np
 
 from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, fit_devices
+from ....parallel.comm import local_rank, size
 from ....parallel.manager import DeviceManager
+from ....parallel.placement import bind_devices
 from ....passes.linkage import check_range, plan_for, plans_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
+from .ranks import labels_across_ranks
 from .rules import graph_labels
 from ....passes.dbscan import Neighbourhoods
 from ....passes.dbscan_grid import GRID_METRICS, GridNeighbourhoods
@@ -114,6 +117,13 @@ default=None
         whatever the split.  Any other value ("all", "gpu", a name, None:
         ``$OCLCLUST_DEVICES``) runs on its preferred device, as the brute
         search and the eps-graph paths do.
+    comm : mpi4py communicator, default=None
+        Fit across MPI ranks: each rank passes its own rows and gets their
+        ``labels_`` (the clusters one process finds in all ranks' rows,
+        numbered alike), ``core_sample_indices_`` (into its rows) and
+        ``components_``; each rank answers for a slab of the grid of cells
+        (dense rows, euclidean, manhattan or chebyshev distances) and holds
+        its own rows and its slab's with their halo (:doc:`/guide/mpi`).
 
     Attributes
     ----------
@@ -150,10 +160,12 @@ default=None
         "p": [(numbers.Real, 0, None, "right"), None],
         "n_jobs": [numbers.Integral, None],
         "devices": DEVICES_RULE,
+        "comm": [None, object],
     }
 
     def __init__(self, eps=0.5, *, min_samples=5, metric="euclidean", metric_params=None,
-                 algorithm="auto", leaf_size=30, p=None, n_jobs=None, devices=None):
+                 algorithm="auto", leaf_size=30, p=None, n_jobs=None, devices=None,
+                 comm=None):
         self.eps = eps
         self.min_samples = min_samples
         self.metric = metric
@@ -163,8 +175,11 @@ default=None
         self.p = p
         self.n_jobs = n_jobs
         self.devices = devices
+        self.comm = comm
 
     def fit(self, X, y=None, sample_weight=None):
+        if size(self.comm) > 1:
+            return self._fit_ranks(X, sample_weight)
         check_params(self, self._parameter_rules)
         if self.metric == "precomputed":
             X = check_precomputed(X)
@@ -195,6 +210,34 @@ default=None
         border = hoods.min_label(number, ~core)
         return self._set(X, np.where(core, number, border).astype(np.intp), core,
                          getattr(hoods, "rows", None))
+
+    def _fit_ranks(self, X, sample_weight):
+        """fit under MPI (ranks.py): this rank's rows checked here, a refusal
+        on any rank raised on every rank."""
+        local_rank(self.comm)   # collective, before anything can fail on one rank
+        plan, w, device, error = None, None, None, None
+        try:
+            check_params(self, self._parameter_rules)
+            device = None if self.metric == "precomputed" else \
+                _metric(self.metric, self.p, self.metric_params)[0]
+            if device not in GRID_METRICS or self.algorithm == "brute":
+                raise ValueError(
+                    "DBSCAN across MPI ranks (comm) splits the grid of cells: dense rows "
+                    "under euclidean, manhattan or chebyshev distances (minkowski with p "
+                    f"1, 2 or inf), algorithm other than 'brute'; got metric={self.metric!r}, "
+                    f"algorithm={self.algorithm!r}")
+            X = _rows(X, type(self).__name__)
+            if is_sparse(X):
+                raise TypeError("DBSCAN across MPI ranks (comm) takes dense rows: pass "
+                                "X.toarray()")
+            w = check_sample_weight(sample_weight, X.shape[0], np.float64, signed=True)
+            plan = _rank_plan(self.devices, self.comm)
+            check_range(X, plan)
+        except Exception as exc:   # noqa: BLE001 -- raised on every rank
+            error = exc
+        labels, core, rows = labels_across_ranks(
+            self.comm, X, w, (float(self.eps), int(self.min_samples), device), plan, error)
+        return self._set(X, labels, core, lambda: rows)
 
     def _from_graph(self, X, graph, w):
         labels, core = graph_labels(graph, self.min_samples, w)
@@ -240,6 +283,17 @@ def _device_plans(devices):
     ranked = preferred(profiles)   # the first: the brute search's device, as plan_for's
     split["shares"] = [shares[profiles.index(p)] for p in ranked]
     return plans_for(ranked), split
+
+
+def _rank_plan(devices, comm):
+    """This MPI rank's device: plan_for's of *devices*, where a name (or
+    None) picks them the rank's share of a host's GPUs (placement's
+    bind_devices, as the k-family's ranks)."""
+    if isinstance(devices, DeviceManager):
+        devices = devices.profiles
+    elif devices is None or isinstance(devices, str):
+        devices = bind_devices(select_devices(devices), comm)
+    return plan_for(devices)
 
 
 def _neighbourhoods(plans, split, X, eps, metric, algorithm):
