@@ -1,0 +1,82 @@
+"""oc.DBSCAN across MPI ranks (cluster/density/dbscan/ranks.py) under a real
+``mpiexec -n 2`` and ``-n 3`` (tests/harness/mpi_script.py's dbscan cases):
+each rank's labels, core samples and components are those of one process
+on all ranks' rows, and scikit-learn's: clusters crossing the slabs,
+border rows near them, noise, weights, uneven and sorted splits.  Bad
+input on one rank makes every rank raise, within seconds."""
+import json
+
+import numpy as np
+import pytest
+from sklearn.cluster import DBSCAN as SKDBSCAN
+
+import oclclust as oc
+from conftest import mpirun
+
+import mpi_script  # noqa: E402 -- beside conftest, as test_mpi's
+
+
+@pytest.fixture(scope="session")
+def platform(devices):
+    return devices[0].platform
+
+
+@pytest.fixture(scope="module")
+def fitted(platform, tmp_path_factory):
+    """{ranks: (mpiexec's CompletedProcess, [each rank's fits or None])} of
+    case dbscan on 2 and 3 ranks (every fit of DBSCAN_FITS in one launch)."""
+    got = {}
+    for ranks in (2, 3):
+        out = tmp_path_factory.mktemp(f"dbscan{ranks}")
+        proc = mpirun(ranks, "dbscan", str(out), platform=platform, cwd=out, timeout=600)
+        got[ranks] = proc, [json.loads((out / f"rank{r}.json").read_text())
+                            if (out / f"rank{r}.json").exists() else None
+                            for r in range(ranks)]
+    return got
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("fit", range(len(mpi_script.DBSCAN_FITS)),
+                         ids=["-".join(map(str, f)) for f in mpi_script.DBSCAN_FITS])
+def test_ranks_label_their_rows_as_one_process(devices, fitted, ranks, fit):
+    proc, got = fitted[ranks]
+    assert proc.returncode == 0 and None not in got, proc.stderr[-3000:]
+    name, metric, weighted, split = mpi_script.DBSCAN_FITS[fit]
+    X, w, eps, min_samples = mpi_script.dbscan_rows(name, weighted, split)
+    one = oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices).fit(
+        X, sample_weight=w)
+    ref = SKDBSCAN(eps=eps, min_samples=min_samples, metric=metric).fit(X, sample_weight=w)
+    assert np.array_equal(one.labels_, ref.labels_)
+    parts = sorted((r[fit] for r in got), key=lambda part: part["start"])
+    assert [p["start"] for p in parts] == sorted(p["start"] for p in parts)
+    labels = np.concatenate([p["labels"] for p in parts])
+    assert np.array_equal(labels, ref.labels_)
+    core = np.concatenate([np.asarray(p["core"], np.int64) + p["start"] for p in parts])
+    assert np.array_equal(core, ref.core_sample_indices_)
+    components = np.concatenate([np.reshape(p["components"], (-1, X.shape[1]))
+                                 for p in parts])
+    assert np.array_equal(components, ref.components_)
+    # every rank answered for a slab of the rows, together all of them, and
+    # held its share and a halo (the slabs cut at sampled quantiles of the keys)
+    assert sum(sum(p["devices"].values()) for p in parts) == len(X)
+    assert max(p["held"] for p in parts) < len(X) * (1 / ranks + 0.15)
+
+
+@pytest.mark.parametrize("case,expected,ranks", [
+    ("dbscan_mismatch", "n_features", 3), ("dbscan_nan", "NaN", 2),
+    ("dbscan_eps", "disagree", 3), ("dbscan_empty", "0 sample", 2),
+    ("dbscan_metric", "grid of cells", 2)])
+def test_bad_input_raises_on_every_rank(platform, tmp_path, case, expected, ranks):
+    """One rank's bad rows, parameters that differ between ranks, or a
+    metric the ranks cannot split: every rank raises a ValueError (a
+    RankError naming the rank, where one rank failed) within seconds."""
+    proc = mpirun(ranks, case, str(tmp_path), platform=platform, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for r in range(ranks):
+        result = json.loads((tmp_path / f"rank{r}.json").read_text())
+        assert result.get("error") == "RankError", result
+        assert expected in result["message"], result["message"]
+        assert result["value_error"], result
+        assert result["seconds"] < 10, result
+        if case != "dbscan_metric" and case != "dbscan_eps":
+            assert "rank 1" in result["message"], result["message"]
