@@ -80,3 +80,20 @@ def test_bad_input_raises_on_every_rank(platform, tmp_path, case, expected, rank
         assert result["seconds"] < 10, result
         if case != "dbscan_metric" and case != "dbscan_eps":
             assert "rank 1" in result["message"], result["message"]
+
+
+def test_cli_fit_under_mpiexec(platform, tmp_path):
+    """mpiexec -n 3 python -m oclclust fit --algorithm dbscan: each rank
+    writes its rows' labels, scikit-learn's; rank 0 counts every rank's
+    clusters and noise."""
+    X, _, eps, min_samples = mpi_script.dbscan_rows("crossing", False, "even")
+    np.save(tmp_path / "data.npy", X)
+    proc = mpirun(3, "fit", "data.npy", "--algorithm", "dbscan", "--eps", str(eps),
+                  "-k", str(min_samples), "--devices", platform, "--labels",
+                  "labels{rank}.npy", platform=platform, cwd=tmp_path, module=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ref = SKDBSCAN(eps=eps, min_samples=min_samples).fit(X).labels_
+    labels = np.concatenate([np.load(tmp_path / f"labels{r}.npy") for r in range(3)])
+    assert np.array_equal(labels, ref)
+    assert "3 rank(s)" in proc.stdout
+    assert f"{ref.max() + 1} clusters, {np.count_nonzero(ref < 0)} noise points" in proc.stdout
