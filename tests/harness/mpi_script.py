@@ -32,8 +32,9 @@ two agree, its writes and the iteration it resumed at), dbscan (every fit
 of DBSCAN_FITS, each rank its rows; rank<r>.json lists what each fitted),
 dbscan_mismatch / dbscan_nan / dbscan_eps / dbscan_empty (rank 1's rows
 have a feature fewer, a NaN, rank 1 another eps, no rows), dbscan_metric
-(every rank a metric the ranks' grid cannot cut): what each rank raised,
-and how long it took.
+(every rank a metric the ranks' grid cannot cut), dbscan_fail_mid (rank 1
+raises in its union-find, the others already in the next exchange): what
+each rank raised, and how long it took.
 """
 import argparse
 import json
@@ -254,6 +255,12 @@ def dbscan_refused(comm, devices, out, case):
             X = X[:0]
     if case == "dbscan_metric":
         metric = "cosine"
+    if case == "dbscan_fail_mid" and comm.Get_rank() == 1:
+        from oclclust.passes.dbscan_grid import GridSlab
+
+        def roots(self, core):
+            raise RuntimeError("injected failure in rank 1's union-find")
+        GridSlab.roots = roots
     began = time.perf_counter()
     try:
         oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices,

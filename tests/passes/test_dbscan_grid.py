@@ -9,7 +9,7 @@ import pytest
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import cdist
 
-from oclclust.passes.dbscan_grid import GridNeighbourhoods
+from oclclust.passes.dbscan_grid import GridNeighbourhoods, joined_roots
 from oclclust.passes.grid import CellGrid
 from oclclust.passes.linkage import plan_for
 
@@ -82,3 +82,29 @@ def test_slabs_answer_for_their_rows(devices, shares):
     assert sum(s.slab.last - s.slab.first for s in hoods.slabs) == len(X)
     assert len(hoods.slabs) == sum(1 for share in shares if share)
     assert sum(hoods.rows().values()) == len(X)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_joined_roots_is_the_least_row_of_each_joined_component(seed):
+    """joined_roots against scipy on the whole graph: rows in groups (a
+    slab's components, each under its least row), links between groups
+    that name each linked row's own root too (as the slabs' links do)."""
+    rng = np.random.default_rng(seed)
+    n = 400
+    group = rng.integers(0, 60, n)
+    roots = np.full(60, n)
+    np.minimum.at(roots, group, np.arange(n))
+    roots = roots[group]
+    linked = rng.choice(n, 40, replace=False)
+    ends = np.concatenate([linked, np.unique(roots)])
+    other = ends[rng.integers(0, len(ends), len(linked))]   # a linked row or a root
+    a = np.concatenate([linked, linked])
+    b = np.concatenate([roots[linked], other])
+    edges = np.concatenate([np.column_stack([np.arange(n), roots]), np.column_stack([a, b])])
+    from scipy.sparse import coo_matrix
+    _, part = connected_components(coo_matrix((np.ones(len(edges)), edges.T), shape=(n, n)),
+                                   directed=False)
+    least = np.full(part.max() + 1, n)
+    np.minimum.at(least, part, np.arange(n))
+    assert np.array_equal(joined_roots(roots, a, b), least[part])
+    assert np.array_equal(joined_roots(roots, a[:0], b[:0]), roots)

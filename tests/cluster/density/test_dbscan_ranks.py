@@ -65,18 +65,19 @@ def test_ranks_label_their_rows_as_one_process(devices, fitted, ranks, fit):
 @pytest.mark.parametrize("case,expected,ranks", [
     ("dbscan_mismatch", "n_features", 3), ("dbscan_nan", "NaN", 2),
     ("dbscan_eps", "disagree", 3), ("dbscan_empty", "0 sample", 2),
-    ("dbscan_metric", "grid of cells", 2)])
+    ("dbscan_metric", "grid of cells", 2), ("dbscan_fail_mid", "injected failure", 3)])
 def test_bad_input_raises_on_every_rank(platform, tmp_path, case, expected, ranks):
     """One rank's bad rows, parameters that differ between ranks, or a
     metric the ranks cannot split: every rank raises a ValueError (a
-    RankError naming the rank, where one rank failed) within seconds."""
+    RankError naming the rank, where one rank failed) within seconds.  A
+    rank that fails mid-fit: every rank raises its RuntimeError."""
     proc = mpirun(ranks, case, str(tmp_path), platform=platform, cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for r in range(ranks):
         result = json.loads((tmp_path / f"rank{r}.json").read_text())
         assert result.get("error") == "RankError", result
         assert expected in result["message"], result["message"]
-        assert result["value_error"], result
+        assert result["value_error"] is (case != "dbscan_fail_mid"), result
         assert result["seconds"] < 10, result
         if case != "dbscan_metric" and case != "dbscan_eps":
             assert "rank 1" in result["message"], result["message"]
@@ -97,3 +98,36 @@ def test_cli_fit_under_mpiexec(platform, tmp_path):
     assert np.array_equal(labels, ref)
     assert "3 rank(s)" in proc.stdout
     assert f"{ref.max() + 1} clusters, {np.count_nonzero(ref < 0)} noise points" in proc.stdout
+
+
+class _Gathered:
+    """Ranks' gather over simulated ranks: every rank's value, given."""
+
+    def __init__(self, values):
+        self.values, self.size = values, len(values)
+
+    def gather(self, value):
+        return self.values
+
+
+@pytest.mark.parametrize("sizes", [[1000, 1000], [5, 3000, 700], [1, 1, 1, 1], [4000] * 5])
+@pytest.mark.parametrize("distinct", [3, 200, 1 << 40])
+def test_slab_cuts_share_the_keys_evenly(sizes, distinct):
+    """_cuts from every rank's sampled keys: ascending, from 0 to past every
+    key, each slab about a rank's share of all keys (within a sample's
+    step and the rows of one key)."""
+    from oclclust.cluster.density.dbscan.ranks import LAST_KEY, SAMPLES, _cuts
+    rng = np.random.default_rng(len(sizes) + distinct)
+    keys = [np.sort(rng.integers(0, distinct, s)) for s in sizes]
+    offered = []
+    for k in keys:   # what each rank offers (_cuts' gather), then this rank's own cuts
+        take = np.unique(np.linspace(0, len(k) - 1, SAMPLES).astype(np.int64))
+        offered.append((k[take], np.full(len(take), len(k) / len(take))))
+    cuts = _cuts(_Gathered(offered), keys[0])
+    assert cuts[0] == 0 and cuts[-1] == LAST_KEY and np.all(np.diff(cuts) >= 0)
+    assert len(cuts) == len(sizes) + 1
+    everything = np.sort(np.concatenate(keys))
+    per_slab = np.diff(np.searchsorted(everything, cuts))
+    tolerance = max(s / SAMPLES for s in sizes) * len(sizes) + np.bincount(everything).max() \
+        if distinct < 1000 else max(s / SAMPLES for s in sizes) * len(sizes) + 2
+    assert np.all(np.abs(per_slab - len(everything) / len(sizes)) <= tolerance + 1)
