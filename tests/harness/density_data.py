@@ -29,6 +29,11 @@ def borders(seed=1):
     return X[rng.permutation(len(X))]
 
 
+def one_cell(seed=2):
+    """Every row in one cell of the grid (a slab holds them all, the others none)."""
+    return np.random.default_rng(seed).uniform(0, 0.1, (200, 2))
+
+
 # name: (rows, eps, min_samples)
 DATA = {"crossing": (crossing, 0.5, 5), "crossing_dense": (crossing, 1.0, 12),
-        "borders": (borders, 1.0, 4)}
+        "borders": (borders, 1.0, 4), "one_cell": (one_cell, 1.0, 3)}

@@ -189,7 +189,7 @@ def checkpointed(comm, devices, out, kill_after):
 DBSCAN_FITS = [("crossing", "euclidean", False, "even"), ("crossing", "manhattan", True, "even"),
                ("crossing_dense", "chebyshev", False, "uneven"),
                ("borders", "euclidean", False, "even"), ("borders", "euclidean", True, "sorted"),
-               ("crossing", "euclidean", False, "sorted")]
+               ("crossing", "euclidean", False, "sorted"), ("one_cell", "euclidean", False, "even")]
 
 
 def dbscan_rows(name, weighted, split):

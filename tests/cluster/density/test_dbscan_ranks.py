@@ -59,7 +59,8 @@ def test_ranks_label_their_rows_as_one_process(devices, fitted, ranks, fit):
     # every rank answered for a slab of the rows, together all of them, and
     # held its share and a halo (the slabs cut at sampled quantiles of the keys)
     assert sum(sum(p["devices"].values()) for p in parts) == len(X)
-    assert max(p["held"] for p in parts) < len(X) * (1 / ranks + 0.15)
+    if name != "one_cell":   # (there a slab holds every row)
+        assert max(p["held"] for p in parts) < len(X) * (1 / ranks + 0.15)
 
 
 @pytest.mark.parametrize("case,expected,ranks", [

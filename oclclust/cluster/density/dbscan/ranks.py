@@ -131,8 +131,8 @@ def _fit(ranks, X, w, eps, min_samples, metric, plan):
     # clusters numbered by their least rows (scikit-learn's numbering)
     least = np.sort(np.concatenate(ranks.gather(slab.ids[core & (root == slab.ids)])))
     number = np.where(core, np.searchsorted(least, root), -1)
-    border = (part.min_label(slab.halo(number), ~held_core) if answered
-              else np.zeros(0, np.int64))
+    held_number = slab.halo(number)   # (a collective: every rank, answering or not)
+    border = part.min_label(held_number, ~held_core) if answered else np.zeros(0, np.int64)
     labels = np.where(core, number, border)
     # each row's label and core flag back to the rank that passed it
     owner = np.searchsorted(np.cumsum(ranks.counts), slab.ids, side="right")
