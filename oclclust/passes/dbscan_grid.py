@@ -132,14 +132,21 @@ class GridNeighbourhoods:
     *shares*, one number a plan, equal by default; every plan of one value
     type, so each pair compares alike wherever it is compared).  *executor*
     makes the pool whose threads drive the slabs' devices at once (a
-    DeviceManager's: a harness's runtime may need one thread)."""
+    DeviceManager's: a harness's runtime may need one thread).  *span*:
+    the sorted rows [start, stop) the slabs answer for (by default all;
+    the rest a halo around them: an MPI rank's slab of all ranks' rows),
+    the values of the answered_* methods; the others' (by row index) need
+    all."""
 
-    def __init__(self, plans, grid, eps, metric, shares=None, executor=ThreadPoolExecutor):
+    def __init__(self, plans, grid, eps, metric, shares=None, executor=ThreadPoolExecutor,
+                 span=None):
         plans = list(plans) if isinstance(plans, (list, tuple)) else [plans]
         if len({p.dtype for p in plans}) > 1:
             raise ValueError("the devices of one DBSCAN compute in one value type")
         self.n, self.d, self.grid = grid.n, grid.d, grid
-        slabs = grid.slabs(np.ones(len(plans)) if shares is None else shares)
+        self.start, self.stop = (0, grid.n) if span is None else span
+        slabs = grid.slabs(np.ones(len(plans)) if shares is None else shares, self.start,
+                           self.stop)
         self.slabs = [GridSlab(plan, grid, slab, eps, metric)
                       for plan, slab in zip(plans, slabs) if slab.last > slab.first]
         self.executor = recorded_on_workers(executor)
@@ -154,50 +161,74 @@ class GridNeighbourhoods:
 
     def _each(self, work):
         """[work(slab) for each slab], the slabs' devices at once."""
-        if len(self.slabs) == 1:
-            return [work(self.slabs[0])]
+        if len(self.slabs) < 2:
+            return [work(slab) for slab in self.slabs]
         with self.executor(len(self.slabs)) as pool:
             return list(pool.map(work, self.slabs))
 
-    def _joined(self, parts, dtype):
-        """The slabs' answered rows' values, by row index."""
-        out = np.empty(self.n, dtype)
-        out[self.grid.order] = np.concatenate(parts)
+    def _answered(self, work, dtype):
+        """The slabs' work (each slab's answered rows' values), joined in
+        the sorted rows' order."""
+        return np.concatenate([np.zeros(0, dtype), *self._each(work)]).astype(dtype)
+
+    def _joined(self, values):
+        """The answered rows' *values* (sorted order), by row index."""
+        out = np.empty(self.n, values.dtype)
+        out[self.grid.order] = values
         return out
+
+    def answered_counts(self, sorted_w, enough):
+        """counts() of the rows answered for, in sorted order; *sorted_w*:
+        every sorted row's weight, or None."""
+        if sorted_w is not None and np.any(sorted_w < 0):
+            enough = np.inf
+        return self._answered(lambda s: s.counts(sorted_w, enough), np.float64)
+
+    def answered_roots(self, sorted_core):
+        """(root, a, b): each answered row's root in its slab (a row id), and
+        the links between slabs (joined_roots' *a*, *b*) that these slabs
+        see: their halo core rows to their roots there, and their core rows
+        in another of these slabs' halos to their own roots.  *sorted_core*:
+        every sorted row's core flag."""
+        roots = self._each(lambda s: s.roots(sorted_core))
+        ids, root = self.grid.ids, np.empty(self.stop - self.start, np.int64)
+        ends, in_halo = [(np.zeros(0, np.int64), np.zeros(0, np.int64))], \
+            np.zeros(self.grid.n, bool)
+        for slab, local in zip((s.slab for s in self.slabs), roots):
+            local = ids[slab.lo + local]          # each slab row's root there, by row id
+            root[slab.first - self.start:slab.last - self.start] = \
+                local[slab.first - slab.lo:slab.last - slab.lo]
+            halo = np.r_[slab.lo:slab.first, slab.last:slab.hi]
+            halo = halo[sorted_core[halo]]
+            ends.append((ids[halo], local[halo - slab.lo]))
+            in_halo[halo] = True
+        shared = np.flatnonzero(in_halo[self.start:self.stop])
+        ends.append((ids[self.start + shared], root[shared]))
+        return (root, *(np.concatenate(e) for e in zip(*ends)))
+
+    def answered_min_label(self, sorted_label, sorted_want):
+        """min_label() of the rows answered for, in sorted order; the
+        arguments: every sorted row's."""
+        return self._answered(lambda s: s.min_label(sorted_label, sorted_want), np.int64)
 
     def counts(self, w=None, enough=np.inf):
         """Each row's summed weight (1 each without *w*) within eps, its own
         included: exact below *enough*, some sum >= *enough* otherwise (the
         rows' search stops there where no weight is negative)."""
-        if w is not None and np.any(w < 0):
-            enough = np.inf
         sorted_w = None if w is None else self.grid.sorted(w)
-        return self._joined(self._each(lambda s: s.counts(sorted_w, enough)), np.float64)
+        return self._joined(self.answered_counts(sorted_w, enough))
 
     def components(self, core):
         """Each core row's component as its least core row index (-1 for the others)."""
         sorted_core = self.grid.sorted(core).astype(bool)
-        roots = self._each(lambda s: s.roots(sorted_core))
-        ids, root = self.grid.ids, np.empty(self.n, np.int64)
-        ends, in_halo = [], np.zeros(self.n, bool)
-        for slab, local in zip((s.slab for s in self.slabs), roots):
-            local = ids[slab.lo + local]          # each slab row's root there, by row index
-            root[slab.first:slab.last] = local[slab.first - slab.lo:slab.last - slab.lo]
-            halo = np.r_[slab.lo:slab.first, slab.last:slab.hi]
-            halo = halo[sorted_core[halo]]
-            ends.append((ids[halo], local[halo - slab.lo]))
-            in_halo[halo] = True
-        shared = np.flatnonzero(in_halo)          # a slab's core rows in another's halo
-        ends.append((ids[shared], root[shared]))
-        root = joined_roots(root, *(np.concatenate(e) for e in zip(*ends)))
-        return self._joined([np.where(sorted_core, root, -1)], np.int64)
+        root = joined_roots(*self.answered_roots(sorted_core))
+        return self._joined(np.where(sorted_core, root, -1))
 
     def min_label(self, label, want):
         """As Neighbourhoods.min_label: for each row with *want*, the least
         of its own label and those >= 0 of the rows within eps (-1: none)."""
         sorted_label, sorted_want = self.grid.sorted(label), self.grid.sorted(want)
-        return self._joined(self._each(lambda s: s.min_label(sorted_label, sorted_want)),
-                            np.int64)
+        return self._joined(self.answered_min_label(sorted_label, sorted_want))
 
 
 def joined_roots(roots, a, b):

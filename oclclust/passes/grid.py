@@ -128,20 +128,26 @@ class CellGrid:
                 upload(queue, self.keys[start:stop]),
                 upload(queue, self.ids[start:stop].astype(np.int32)), upload(queue, self.shape))
 
-    def slabs(self, shares):
-        """The sorted rows cut into one slab a share, each a Slab: the rows
-        it answers for, [first, last), about its share of all (whole cells,
-        so a slab is a range of cell keys; a slab may be empty), and its
-        halo, the rows of the cells within eps of them: [lo, first) and
-        [last, hi).  A cell's neighbours differ from its key by at most
-        the sum of the key multipliers, so the halo is the key range that
-        wide on either side: contiguous sorted rows."""
+    def slabs(self, shares, start=0, stop=None):
+        """The sorted rows [start, stop) (all by default; whole cells) cut
+        into one slab a share, each a Slab: the rows it answers for,
+        [first, last), about its share (whole cells, so a slab is a range of
+        cell keys; a slab may be empty), and its halo, the rows of the
+        cells within eps of them: [lo, first) and [last, hi).  A cell's
+        neighbours differ from its key by at most the sum of the key
+        multipliers, so the halo is the key range that wide on either side:
+        contiguous sorted rows."""
+        stop = self.n if stop is None else stop
+        if stop == start:
+            return [Slab(start, start, start, start) for _ in shares]
         shares = np.asarray(shares, np.float64)
-        cuts = np.round(np.cumsum(shares)[:-1] / shares.sum() * self.n).astype(np.int64)
+        cuts = start + np.round(np.cumsum(shares)[:-1] / shares.sum() *
+                                (stop - start)).astype(np.int64)
         # each cut moved to the start of the cell it falls in
-        cuts = np.where(cuts < self.n, np.searchsorted(
-            self.keys, self.keys[np.minimum(cuts, self.n - 1)], "left"), self.n)
-        bounds = np.concatenate([[0], np.maximum.accumulate(cuts), [self.n]])
+        cuts = np.where(cuts < stop, np.searchsorted(
+            self.keys, self.keys[np.minimum(cuts, stop - 1)], "left"), stop)
+        bounds = np.concatenate([[start], np.maximum.accumulate(np.maximum(cuts, start)),
+                                 [stop]])
         reach = int(self.shape[:self.g].sum())
         slabs = []
         for first, last in zip(bounds[:-1], bounds[1:]):

@@ -185,14 +185,20 @@ def checkpointed(comm, devices, out, kill_after):
         same=same, writes=len(writes), resumed_at=resumed_at, n_iter=int(km.n_iter_))))
 
 
-# DBSCAN across ranks: (density_data's set, metric, weighted, split of the rows)
-DBSCAN_FITS = [("crossing", "euclidean", False, "even"), ("crossing", "manhattan", True, "even"),
-               ("crossing_dense", "chebyshev", False, "uneven"),
-               ("borders", "euclidean", False, "even"), ("borders", "euclidean", True, "sorted"),
-               ("crossing", "euclidean", False, "sorted"), ("one_cell", "euclidean", False, "even")]
+# DBSCAN across ranks: (density_data's set, metric, weighted, split of the rows,
+# each rank's devices: the platform's, or its first device's two halves)
+DBSCAN_FITS = [("crossing", "euclidean", False, "even", "one"),
+               ("crossing", "manhattan", True, "even", "one"),
+               ("crossing_dense", "chebyshev", False, "uneven", "one"),
+               ("borders", "euclidean", False, "even", "one"),
+               ("borders", "euclidean", True, "sorted", "one"),
+               ("crossing", "euclidean", False, "sorted", "one"),
+               ("one_cell", "euclidean", False, "even", "one"),
+               ("crossing", "euclidean", True, "even", "halves"),
+               ("borders", "chebyshev", False, "uneven", "halves")]
 
 
-def dbscan_rows(name, weighted, split):
+def dbscan_rows(name, weighted, split, on=None):
     """(rows, weights or None, eps, min_samples) of a DBSCAN_FITS entry: the
     set's rows, sorted along the first feature for split "sorted" (each
     rank's rows then near its slab)."""
@@ -226,10 +232,12 @@ def dbscan_fits(comm, devices, out):
         held.append(self.grid.n)
     ranks._RankSlab.__init__ = holding
     fits = []
-    for name, metric, weighted, split in DBSCAN_FITS:
+    halves = oc.sub_devices(oc.select_devices(devices)[0], [1, 1])
+    for name, metric, weighted, split, on in DBSCAN_FITS:
         X, w, eps, min_samples = dbscan_rows(name, weighted, split)
         start, stop = dbscan_range(len(X), comm, split)
-        est = oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices,
+        est = oc.DBSCAN(eps, min_samples=min_samples, metric=metric,
+                        devices=devices if on == "one" else halves,
                         comm=comm).fit(X[start:stop],
                                        sample_weight=None if w is None else w[start:stop])
         fits.append(dict(start=start, labels=est.labels_.tolist(),

@@ -2,7 +2,8 @@
 ``mpiexec -n 2`` and ``-n 3`` (tests/harness/mpi_script.py's dbscan cases):
 each rank's labels, core samples and components are those of one process
 on all ranks' rows, and scikit-learn's: clusters crossing the slabs,
-border rows near them, noise, weights, uneven and sorted splits.  Bad
+border rows near them, noise, weights, uneven and sorted splits, a rank's
+slab cut again over its two sub-devices.  Bad
 input on one rank makes every rank raise, within seconds."""
 import json
 
@@ -41,7 +42,7 @@ def fitted(platform, tmp_path_factory):
 def test_ranks_label_their_rows_as_one_process(devices, fitted, ranks, fit):
     proc, got = fitted[ranks]
     assert proc.returncode == 0 and None not in got, proc.stderr[-3000:]
-    name, metric, weighted, split = mpi_script.DBSCAN_FITS[fit]
+    name, metric, weighted, split, on = mpi_script.DBSCAN_FITS[fit]
     X, w, eps, min_samples = mpi_script.dbscan_rows(name, weighted, split)
     one = oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices).fit(
         X, sample_weight=w)
@@ -59,6 +60,8 @@ def test_ranks_label_their_rows_as_one_process(devices, fitted, ranks, fit):
     # every rank answered for a slab of the rows, together all of them, and
     # held its share and a halo (the slabs cut at sampled quantiles of the keys)
     assert sum(sum(p["devices"].values()) for p in parts) == len(X)
+    if on == "halves" and name != "one_cell":   # each rank's slab cut again over them
+        assert all(len(p["devices"]) == 2 for p in parts), [p["devices"] for p in parts]
     if name != "one_cell":   # (there a slab holds every row)
         assert max(p["held"] for p in parts) < len(X) * (1 / ranks + 0.15)
 

@@ -215,7 +215,7 @@ default=None
         """fit under MPI (ranks.py): this rank's rows checked here, a refusal
         on any rank raised on every rank."""
         local_rank(self.comm)   # collective, before anything can fail on one rank
-        plan, w, device, error = None, None, None, None
+        plans, split, w, device, error = None, {}, None, None, None
         try:
             check_params(self, self._parameter_rules)
             device = None if self.metric == "precomputed" else \
@@ -231,12 +231,13 @@ default=None
                 raise TypeError("DBSCAN across MPI ranks (comm) takes dense rows: pass "
                                 "X.toarray()")
             w = check_sample_weight(sample_weight, X.shape[0], np.float64, signed=True)
-            plan = _rank_plan(self.devices, self.comm)
-            check_range(X, plan)
+            plans, split = _rank_plans(self.devices, self.comm)
+            check_range(X, plans[0])
         except Exception as exc:   # noqa: BLE001 -- raised on every rank
             error = exc
         labels, core, rows = labels_across_ranks(
-            self.comm, X, w, (float(self.eps), int(self.min_samples), device), plan, error)
+            self.comm, X, w, (float(self.eps), int(self.min_samples), device), plans, split,
+            error)
         return self._set(X, labels, core, lambda: rows)
 
     def _from_graph(self, X, graph, w):
@@ -285,15 +286,13 @@ def _device_plans(devices):
     return plans_for(ranked), split
 
 
-def _rank_plan(devices, comm):
-    """This MPI rank's device: plan_for's of *devices*, where a name (or
-    None) picks them the rank's share of a host's GPUs (placement's
-    bind_devices, as the k-family's ranks)."""
-    if isinstance(devices, DeviceManager):
-        devices = devices.profiles
-    elif devices is None or isinstance(devices, str):
-        devices = bind_devices(select_devices(devices), comm)
-    return plan_for(devices)
+def _rank_plans(devices, comm):
+    """This MPI rank's devices, as _device_plans': a name (or None) picks
+    one, the rank's share of a host's GPUs where it has several
+    (placement's bind_devices, as the k-family's ranks)."""
+    if devices is None or isinstance(devices, str):
+        return [plan_for(bind_devices(select_devices(devices), comm))], {}
+    return _device_plans(devices)
 
 
 def _neighbourhoods(plans, split, X, eps, metric, algorithm):

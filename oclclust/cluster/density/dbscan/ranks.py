@@ -9,7 +9,9 @@ around it (one Alltoallv), so a rank holds its own rows and its slab's,
 O(n / ranks + halo).  The slab's device counts its rows' neighbours and
 joins its core rows (passes/dbscan_grid.py's GridSlab); the core flags and
 cluster numbers of a slab's halo rows come from the ranks that answer for
-them (halo exchanges of the answered rows' values), the links between the
+them (halo exchanges of the answered rows' values); a rank with several
+devices cuts its slab among them again (GridNeighbourhoods' span).  The
+links between the
 slabs' components are gathered by every rank and joined
 (dbscan_grid.joined_roots), and the clusters are numbered by their least
 rows, gathered too (8 bytes a cluster).  Each row's label then goes back
@@ -21,21 +23,22 @@ a rank that fails makes every rank raise, none is left waiting.
 import numpy as np
 
 from ....parallel.comm import Ranks, rank_error_type
-from ....passes.dbscan_grid import GridSlab, joined_roots
+from ....passes.dbscan_grid import GridNeighbourhoods, joined_roots
 from ....passes.grid import CellGrid, Slab
 
 SAMPLES = 256          # keys a rank offers for the slabs' cuts
 LAST_KEY = 1 << 62     # past every cell key (keys stay below 2^60)
 
 
-def labels_across_ranks(comm, X, w, params, plan, error):
+def labels_across_ranks(comm, X, w, params, plans, split, error):
     """(labels, core mask, {device: rows answered}) of this rank's rows X
     (dense, checked, or None where *error* is this rank's exception) with
     weights *w* (or None); *params*: (eps, min_samples, metric) as the
-    device compares them (GRID_METRICS), the same on every rank; *plan*:
-    this rank's device."""
+    device compares them (GRID_METRICS), the same on every rank; *plans*:
+    this rank's devices, of one value type, and *split* the keywords that
+    split its slab over them (GridNeighbourhoods' shares, executor)."""
     shape = (0, 0, "float64") if error is not None else (
-        X.shape[0], X.shape[1], plan.dtype.name)
+        X.shape[0], X.shape[1], plans[0].dtype.name)
     ranks = Ranks(comm, *shape, error=error)
     try:
         agreed = ranks.gather(params)
@@ -43,7 +46,7 @@ def labels_across_ranks(comm, X, w, params, plan, error):
             raise rank_error_type("ValueError")(
                 "the ranks' DBSCAN parameters (eps, min_samples, metric) disagree: " +
                 ", ".join(f"rank {r}: {p}" for r, p in enumerate(agreed)))
-        fitted = _fit(ranks, X, w, *params, plan)
+        fitted = _fit(ranks, X, w, *params, plans, split)
     except BaseException as exc:   # an interrupt too: no rank may be left waiting
         raised = ranks.left(exc)
         if raised is exc:
@@ -105,34 +108,27 @@ class _RankSlab:
         return shared
 
 
-def _fit(ranks, X, w, eps, min_samples, metric, plan):
-    slab = _RankSlab(ranks, np.ascontiguousarray(X, plan.dtype), w, eps, plan)
-    part, grid, s = None, slab.grid, slab.slab
-    if grid.n:
-        part = GridSlab(plan, grid, s, eps, metric)
-    answered = s.last - s.first
+def _fit(ranks, X, w, eps, min_samples, metric, plans, split):
+    slab = _RankSlab(ranks, np.ascontiguousarray(X, plans[0].dtype), w, eps, plans[0])
+    grid, s = slab.grid, slab.slab
+    # this rank's devices, each a part of its slab (GridNeighbourhoods' slabs)
+    hoods = GridNeighbourhoods(plans, grid, eps, metric, span=(s.first, s.last), **split)
     sorted_w = None if slab.w is None else grid.sorted(slab.w)
-    # the weights of every neighbour of a slab's row are in the slab's
-    enough = np.inf if sorted_w is not None and np.any(sorted_w < 0) else min_samples
-    counts = part.counts(sorted_w, enough) if answered else np.zeros(0)
-    core = counts >= min_samples
+    # (the weights of every neighbour of a slab's row are in the slab's)
+    core = hoods.answered_counts(sorted_w, min_samples) >= min_samples
     held_core = slab.halo(core.astype(np.int8)).astype(bool)
-    local = grid.ids[part.roots(held_core)] if grid.n else np.zeros(0, np.int64)
-    root = local[s.first:s.last]
-    # the links between slabs: the halo's core rows to their roots here, and
-    # the core rows another slab holds to theirs
-    halo = np.r_[0:s.first, s.last:grid.n]
-    halo = halo[held_core[halo]]
+    # the links between slabs: this rank's devices' (their halos' core rows
+    # to their roots there, ...), and its core rows another rank holds
+    root, a, b = hoods.answered_roots(held_core)
     shared = slab.shared() & core
-    links = ranks.gather((np.concatenate([grid.ids[halo], slab.ids[shared]]),
-                          np.concatenate([local[halo], root[shared]])))
+    links = ranks.gather((np.concatenate([a, slab.ids[shared]]),
+                          np.concatenate([b, root[shared]])))
     root = joined_roots(root, np.concatenate([a for a, _ in links]),
                         np.concatenate([b for _, b in links]))
     # clusters numbered by their least rows (scikit-learn's numbering)
     least = np.sort(np.concatenate(ranks.gather(slab.ids[core & (root == slab.ids)])))
     number = np.where(core, np.searchsorted(least, root), -1)
-    held_number = slab.halo(number)   # (a collective: every rank, answering or not)
-    border = part.min_label(held_number, ~held_core) if answered else np.zeros(0, np.int64)
+    border = hoods.answered_min_label(slab.halo(number), ~held_core)
     labels = np.where(core, number, border)
     # each row's label and core flag back to the rank that passed it
     owner = np.searchsorted(np.cumsum(ranks.counts), slab.ids, side="right")
@@ -143,8 +139,7 @@ def _fit(ranks, X, w, eps, min_samples, metric, plan):
         np.bincount(owner, minlength=ranks.size))[:-1])))
     out = np.empty((len(X), 2), np.int64)
     out[got[:, 0]] = got[:, 1:]
-    return out[:, 0].astype(np.intp), out[:, 1].astype(bool), \
-        {str(plan.profile): int(answered)}
+    return out[:, 0].astype(np.intp), out[:, 1].astype(bool), hoods.rows()
 
 
 def _cuts(ranks, keys):
