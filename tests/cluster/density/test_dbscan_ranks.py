@@ -135,3 +135,17 @@ def test_slab_cuts_share_the_keys_evenly(sizes, distinct):
     tolerance = max(s / SAMPLES for s in sizes) * len(sizes) + np.bincount(everything).max() \
         if distinct < 1000 else max(s / SAMPLES for s in sizes) * len(sizes) + 2
     assert np.all(np.abs(per_slab - len(everything) / len(sizes)) <= tolerance + 1)
+
+
+def test_more_rows_than_int32_numbers_are_refused(monkeypatch):
+    """Past MAX_ROWS rows over all ranks (the kernels' int32 row numbers): a
+    ValueError on every rank (each sees the same count), before any exchange."""
+    from oclclust.cluster.density.dbscan import ranks
+    monkeypatch.setattr(ranks, "MAX_ROWS", 10)
+    X = np.zeros((11, 2))
+    with pytest.raises(ValueError, match="int32"):
+        ranks.labels_across_ranks(None, X, None, (1.0, 2, "euclidean"), [_Plan()], {}, None)
+
+
+class _Plan:
+    dtype = np.dtype(np.float64)

@@ -6,16 +6,15 @@ joined), and rank r answers for a slab of its cell keys, cut at quantiles
 of a sample of every rank's keys: every rank sends it the rows whose keys
 fall in the slab or in its halo, the key range of the cells within eps
 around it (one Alltoallv), so a rank holds its own rows and its slab's,
-O(n / ranks + halo).  The slab's device counts its rows' neighbours and
-joins its core rows (passes/dbscan_grid.py's GridSlab); the core flags and
+O(n / ranks + halo).  The rank's devices count its slab's rows' neighbours
+and join its core rows (passes/dbscan_grid.py's GridNeighbourhoods over the
+slab, cut again where the rank has several devices); the core flags and
 cluster numbers of a slab's halo rows come from the ranks that answer for
-them (halo exchanges of the answered rows' values); a rank with several
-devices cuts its slab among them again (GridNeighbourhoods' span).  The
-links between the
-slabs' components are gathered by every rank and joined
+them (halo exchanges of the answered rows' values).  The links between the
+slabs' components (a few a halo row) are gathered by every rank and joined
 (dbscan_grid.joined_roots), and the clusters are numbered by their least
-rows, gathered too (8 bytes a cluster).  Each row's label then goes back
-to the rank that passed it.
+rows, gathered too (8 bytes a cluster).  Each row's label then goes back to
+the rank that passed it.
 
 Every exchange is a collective of the fit's communicator (parallel/comm.py):
 a rank that fails makes every rank raise, none is left waiting.
@@ -27,6 +26,7 @@ from ....passes.dbscan_grid import GridNeighbourhoods, joined_roots
 from ....passes.grid import CellGrid, Slab
 
 SAMPLES = 256          # keys a rank offers for the slabs' cuts
+MAX_ROWS = (1 << 31) - 1   # the kernels number rows in int32
 LAST_KEY = 1 << 62     # past every cell key (keys stay below 2^60)
 
 
@@ -41,6 +41,10 @@ def labels_across_ranks(comm, X, w, params, plans, split, error):
         X.shape[0], X.shape[1], plans[0].dtype.name)
     ranks = Ranks(comm, *shape, error=error)
     try:
+        if ranks.n > MAX_ROWS:   # (every rank sees the same n: all raise)
+            raise rank_error_type("ValueError")(
+                f"DBSCAN across MPI ranks numbers rows in int32: {ranks.n} rows are more "
+                f"than {MAX_ROWS}")
         agreed = ranks.gather(params)
         if any(p != agreed[0] for p in agreed):
             raise rank_error_type("ValueError")(
