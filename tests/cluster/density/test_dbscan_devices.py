@@ -93,3 +93,9 @@ def test_brute_search_runs_on_one_of_the_devices(profile, algorithm):
     ours = oc.DBSCAN(100.0, min_samples=5, algorithm=algorithm, devices=devices).fit(X)
     assert np.array_equal(ours.labels_, np.zeros(len(X)))
     assert list(ours.devices_) == [str(profile)]
+
+
+def test_a_device_listed_twice_is_refused(profile):
+    """As every estimator's devices: a device takes one share of the rows."""
+    with pytest.raises(ValueError, match="twice"):
+        oc.DBSCAN(0.5, algorithm="grid", devices=[profile, profile]).fit(crossing())

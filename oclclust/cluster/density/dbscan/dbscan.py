@@ -275,7 +275,8 @@ def _device_plans(devices):
         profiles, shares = devices.profiles, devices.current_weights()
         split["executor"] = devices.executor
     elif isinstance(devices, (list, tuple)):
-        profiles = select_devices(devices)
+        # as the k-family's: profiles as given, names as DeviceManager reads them
+        profiles = DeviceManager(devices).profiles
         shares = [p.compute_units for p in profiles]
     else:
         return [plan_for(devices)], split
