@@ -232,8 +232,18 @@ def dbscan_fits(comm, devices, out):
         held.append(self.grid.n)
     ranks._RankSlab.__init__ = holding
     fits = []
-    halves = oc.sub_devices(oc.select_devices(devices)[0], [1, 1])
+    profile = oc.select_devices(devices)[0]
+    halves = oc.sub_devices(profile, [1, 1])
+    try:
+        halves[0].cl_device()
+    except ValueError:   # a GPU (NVIDIA's): its "halves" fits are None, skipped
+        if profile.type == "cpu":
+            raise
+        halves = None
     for name, metric, weighted, split, on in DBSCAN_FITS:
+        if on == "halves" and halves is None:
+            fits.append(None)
+            continue
         X, w, eps, min_samples = dbscan_rows(name, weighted, split)
         start, stop = dbscan_range(len(X), comm, split)
         est = oc.DBSCAN(eps, min_samples=min_samples, metric=metric,

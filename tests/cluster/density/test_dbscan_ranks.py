@@ -43,6 +43,8 @@ def test_ranks_label_their_rows_as_one_process(devices, fitted, ranks, fit):
     proc, got = fitted[ranks]
     assert proc.returncode == 0 and None not in got, proc.stderr[-3000:]
     name, metric, weighted, split, on = mpi_script.DBSCAN_FITS[fit]
+    if any(r[fit] is None for r in got):
+        pytest.skip(f"{devices[0]} cannot be split into sub-devices")
     X, w, eps, min_samples = mpi_script.dbscan_rows(name, weighted, split)
     one = oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices).fit(
         X, sample_weight=w)
