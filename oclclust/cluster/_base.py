@@ -285,10 +285,7 @@ class KCluster(RecordsKernels, BaseEstimator):
             fitted = surviving(data, attempt, rng)
             ranks.finished()   # no rank returns a model while another fails
         except BaseException as exc:   # an interrupt too: no rank may be left waiting
-            raised = ranks.left(exc)
-            if raised is exc:
-                raise
-            raise raised from exc
+            ranks.raise_left(exc)
         finally:
             self.__dict__.pop("_checkpoint", None)
         return fitted

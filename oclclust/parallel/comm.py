@@ -212,6 +212,8 @@ class Ranks:
             except RankError:   # every rank raises here: the fit's communicator goes
                 self.close()
                 raise
+            except BaseException as exc:   # noqa: BLE001 -- in the check itself (interrupted
+                self.raise_left(exc)       # as it waits for a slower rank): the others are told
         self.n = int(self.counts.sum())
         self.offset = int(self.counts[:self.rank].sum())
 
@@ -246,6 +248,14 @@ class Ranks:
             raise_if_any_failed(self.comm)
         self.close()
 
+    def raise_left(self, exc):
+        """Raise what this rank raises on leaving the fit with *exc* (left's
+        error, from *exc*; exc itself where that is it)."""
+        raised = self.left(exc)
+        if raised is exc:
+            raise exc
+        raise raised from exc
+
     def close(self):
         """The fit's communicator freed (every rank ended the fit, or
         raised together)."""
@@ -276,10 +286,7 @@ class Ranks:
         try:
             return fn()
         except BaseException as exc:   # noqa: BLE001 -- an interrupt must reach them too
-            raised = self.left(exc)
-            if raised is exc:
-                raise
-            raise raised from exc
+            self.raise_left(exc)
 
     together = run_failing_all   # its former name (oclclust.mpi's public API)
 

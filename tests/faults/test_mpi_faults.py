@@ -4,7 +4,8 @@ tests/harness/mpi_script.py, its faults tests/harness/rank_faults.py).
 
 Rank 1 of 2 or 3 fails in one phase of a fit of every iterative estimator
 that takes ``comm`` (MiniBatchKMeans fits in one process): in its shard's
-placement (load), in the initialisation (start), in the third iteration's
+placement (load), in the ranks' check of their shards (check), in the
+initialisation (start), in the third iteration's
 pass (mid) or before that iteration's sum over the ranks (between), or
 after the last iteration (end).  Rank 1's record of where its fault fired
 is checked, so that a case cannot pass by failing elsewhere.
@@ -89,7 +90,8 @@ def ended_together(planned, ranks, key):
 
 def fired_in(fired, phase):
     """Whether rank 1's fault fired in *phase* (rank_faults' record)."""
-    iterations = {"load": 0, "start": 0, "mid": MID_ITERATIONS, "between": MID_ITERATIONS}
+    iterations = {"load": 0, "check": 0, "start": 0, "mid": MID_ITERATIONS,
+                  "between": MID_ITERATIONS}
     done = fired["iterations"]
     return fired["phase"] == phase and (done > MID_ITERATIONS if phase == "end"
                                         else done == iterations[phase])

@@ -5,6 +5,8 @@ A fit's phases, each found by the methods the fit runs in it, so that a
 fault fires in that phase and nowhere else:
 - load: this rank's rows placed on its devices (parallel.placement's
   _local_fit_data), before the ranks' check of their shards;
+- check: that check (parallel.comm.Ranks), the fit's first collective,
+  the others in it already;
 - start: the estimator's initialisation (k-means++ over every rank's rows;
   GaussianMixture's from its k-means++ responsibilities), at its second
   device pass: the others have joined its first sums and wait in the next;
@@ -37,7 +39,7 @@ from oclclust.parallel.comm import Ranks
 from oclclust.parallel.device_data import DeviceData
 from oclclust.runtime.progress import Progress
 
-PHASES = ("load", "start", "mid", "between", "end")
+PHASES = ("load", "check", "start", "mid", "between", "end")
 ACTIONS = ("raise", "interrupt", "exit", "kill")
 
 # (class, method) a phase runs in, per estimator
@@ -130,6 +132,13 @@ class Fault:
                     return real(*args, **kwargs)
                 return load
             self._patch_module(placement, "_local_fit_data", loading)
+        if self.phase == "check":
+            def checking(real):
+                def agree(ranks, *args, **kwargs):
+                    fault.fire("the ranks' check of their shards")
+                    return real(ranks, *args, **kwargs)
+                return agree
+            self._patch(Ranks, "_agree", checking)
         if self.phase == "between":
             def summing(real):
                 def sum_(ranks, *args, **kwargs):
