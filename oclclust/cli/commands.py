@@ -213,13 +213,14 @@ def cmd_fit(args, usage_error):
     estimator.fit(X)
     seconds = time.perf_counter() - start
     rows = getattr(X, "values", X)       # a NamedRows' (the linkage and plot take arrays)
+    found = found_clusters(args.algorithm, estimator, comm)   # collective under MPI
     if r == 0:
         summary = [f"{type(estimator).__name__} on {args.data}",
                    f"{n_ranks} rank(s)" if comm is not None else None, f"{seconds:.3f} s"]
         for attr in ("n_iter_", "inertia_", "objective_", "lower_bound_", "n_components_"):
             if hasattr(estimator, attr):
                 summary.append(f"{attr.rstrip('_')} {np.round(getattr(estimator, attr), 6)}")
-        summary += found_clusters(args.algorithm, estimator)
+        summary += found
         print(", ".join(s for s in summary if s))
         if not (args.out or args.labels or args.tree or args.plot):
             # (after the fit: a fit that fails is one line of error, as every mistake)
@@ -255,16 +256,22 @@ def cmd_fit(args, usage_error):
 FOUND = ("hierarchical", "dbscan", "hdbscan")
 
 
-def found_clusters(algorithm, estimator):
+def found_clusters(algorithm, estimator, comm=None):
     """The summary's words on the clusters *estimator* found: how many, and
     the rows labelled noise (-1; HDBSCAN's -2 and -3: rows with infinite or
-    missing values) -- for the algorithms that find their clusters."""
+    missing values) -- for the algorithms that find their clusters.  Under
+    MPI (DBSCAN's ranks: clusters numbered 0, 1, ... over all ranks' rows)
+    every rank's, gathered."""
     if algorithm not in FOUND:
         return []
     labels = np.asarray(estimator.labels_)
-    words = [f"{len(np.unique(labels[labels >= 0]))} clusters"]
+    clusters, noise = len(np.unique(labels[labels >= 0])), int(np.count_nonzero(labels < 0))
+    if comm is not None:
+        every = comm.allgather((int(labels.max(initial=-1)) + 1, noise))
+        clusters, noise = max(c for c, _ in every), sum(n for _, n in every)
+    words = [f"{clusters} clusters"]
     if algorithm != "hierarchical":
-        words.append(f"{int(np.count_nonzero(labels < 0))} noise points")
+        words.append(f"{noise} noise points")
     return words
 
 

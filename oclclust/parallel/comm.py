@@ -161,6 +161,10 @@ class FitComm:
         """The elementwise sum (MPI.SUM) of every rank's *sendbuf*."""
         self._wait(self._comm.Iallreduce(sendbuf, recvbuf))
 
+    def Alltoallv(self, sendbuf, recvbuf):
+        """mpi4py's Alltoallv: [array, (counts, displacements), datatype] each."""
+        self._wait(self._comm.Ialltoallv(sendbuf, recvbuf))
+
     def allgather(self, value):
         """Every rank's picklable *value*, in rank order."""
         mine = np.frombuffer(pickle.dumps(value), np.uint8)
@@ -294,6 +298,31 @@ class Ranks:
         """Every rank's *value* (small Python objects), in rank order."""
         return [value] if self.comm is None else self.comm.allgather(value)
 
+    def exchange(self, parts):
+        """What every rank sends every other: *parts*[r] (a numpy array) goes
+        to rank r; returns the arrays the ranks sent this one, in rank order
+        (one Alltoallv of whole rows: each part of one dtype and one shape
+        past its first axis on every rank)."""
+        if self.comm is None:
+            return [parts[0]]
+        from mpi4py import MPI
+        dtype, tail = parts[0].dtype, parts[0].shape[1:]
+        width = int(np.prod(tail, dtype=np.int64)) * dtype.itemsize
+        sent = np.array([len(part) for part in parts], np.int64)
+        every = np.empty((self.size, self.size), np.int64)
+        self.comm.Allgather(sent, every)
+        got = every[:, self.rank]
+        send = np.ascontiguousarray(np.concatenate(parts), dtype)
+        recv = np.empty((int(got.sum()), *tail), dtype)
+        row = MPI.BYTE.Create_contiguous(max(width, 1)).Commit()
+        try:
+            self.comm.Alltoallv(
+                [send.view(np.uint8).reshape(-1), (sent, _displacements(sent)), row],
+                [recv.view(np.uint8).reshape(-1), (got, _displacements(got)), row])
+        finally:
+            row.Free()
+        return np.split(recv, np.cumsum(got)[:-1])
+
     def owner(self, index):
         """(rank, local row) of global row *index*."""
         rank = int(np.searchsorted(np.cumsum(self.counts), index, side="right"))
@@ -319,6 +348,10 @@ class Ranks:
         owner = np.minimum(np.searchsorted(ends, targets, side="left"), self.size - 1)
         starts = np.concatenate([[0.0], ends[:-1]])
         return owner, targets - starts[owner]
+
+
+def _displacements(counts):
+    return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
 
 
 # ------------------------------------------------------------- local ranks

@@ -23,10 +23,13 @@ class GmmTerms:
     """distance_tiles 1: the diagonal E-step's distances as register tiles
     (TileTerms) first.  mma 1: the diagonal E-step on NVIDIA tensor cores
     (gmm_mma.py) first where the device has them; mma_mstep 1: the
-    diagonal M-step statistics there too."""
+    diagonal M-step statistics there too.  mstep_triangle 1: the full
+    M-step's scatter blocks on and above the diagonal only (GPUs' tiled
+    kernel), in larger register blocks."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
     mma: int = term("gmm_mma", 0, 1)
     mma_mstep: int = term("gmm_mma_mstep", 0, 1)
+    mstep_triangle: int = term("gmm_mstep_triangle", 0, 1)
 
 
 # ------------------------------------------------------------ kernel specs
@@ -60,7 +63,8 @@ class EStepSpec(TileFields, Spec):
 class MStepSpec(Spec):
     """``variant`` "tiled": a work-group per (component, chunk), register
     blocks of the scatter per work-item (GPUs); "rowwise": a work-item per
-    component (CPUs, which vectorise across work-items; d <= 32 full, 64 diag)."""
+    component (CPUs, which vectorise across work-items; d <= 32 full, 64 diag).
+    tri (tiled, full): the blocks on and above the diagonal only."""
     variant: str = "tiled"
     d: int = 1
     wg: int = 1
@@ -69,6 +73,7 @@ class MStepSpec(Spec):
     reps: int = 1
     tile: int = 1
     full: bool = True
+    tri: bool = False
 
     @property
     def template(self):
@@ -188,7 +193,14 @@ def _mstep_specs(profile, dtype, d, full, precision="float32", mma=True):
         yield MStepSpec(variant="rowwise", dtype=np.dtype(dtype).name,
                         acc_double=profile.fp64, d=d, wg=16, tile=64, full=full)
     target = 4 if cpu else min(64, limit)
-    if full:
+    tri = full and not cpu and bool(profile.terms(GmmTerms).mstep_triangle)
+    if tri:   # register blocks of up to 6 x 6 (2 tb local reads feed tb^2 fmas)
+        tb = min(6, max(1, -(-d // 6)))
+        while (-(-d // tb)) * (-(-d // tb) + 1) // 2 > limit:
+            tb += 1
+        nb = -(-d // tb)
+        nblk = nb * (nb + 1) // 2
+    elif full:
         tb = min(d, 8) if cpu else max(1, -(-d // 8))
         while -(-d // tb) ** 2 > limit:
             tb += 1
@@ -201,7 +213,8 @@ def _mstep_specs(profile, dtype, d, full, precision="float32", mma=True):
     reps = max(1, target // nblk)
     for tile in ((256, 64, 16, 4, 1) if cpu else (64, 16, 4, 1)):
         spec = MStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
-                         wg=reps * nblk, tb=tb, nb=nb, reps=reps, tile=tile, full=full)
+                         wg=reps * nblk, tb=tb, nb=nb, reps=reps, tile=tile, full=full,
+                         tri=tri)
         if spec.local_bytes() <= profile.local_memory_budget:
             yield spec
 

@@ -19,6 +19,7 @@ device stores them, widened to float64 exactly) in float64, whose rounding
 is far below the margin while a feature has at most MAX_CELLS cells (past
 that the cells widen: more candidates, the same pairs).
 """
+import dataclasses
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,8 +39,13 @@ def grid_features(X, g=GRID_DIMS):
     feature's least value, every feature's extent)."""
     lo = np.array([X[:, f].min() for f in range(X.shape[1])], np.float64)
     extent = np.array([X[:, f].max() for f in range(X.shape[1])], np.float64) - lo
-    features = np.sort(np.argsort(-extent, kind="stable")[:min(g, X.shape[1])])
-    return features, lo, extent
+    return widest(lo, extent, g)
+
+
+def widest(lo, extent, g=GRID_DIMS):
+    """grid_features' answer for features of least values *lo* and *extent*."""
+    lo, extent = np.asarray(lo, np.float64), np.asarray(extent, np.float64)
+    return np.sort(np.argsort(-extent, kind="stable")[:min(g, len(extent))]), lo, extent
 
 
 def stable_order(keys, threads=SORT_THREADS):
@@ -63,21 +69,36 @@ def stable_order(keys, threads=SORT_THREADS):
     return order
 
 
+@dataclasses.dataclass(frozen=True)
+class Slab:
+    """Sorted rows of a CellGrid: [first, last) answered for, [lo, hi) with
+    the halo around them (CellGrid.slabs)."""
+    lo: int
+    first: int
+    last: int
+    hi: int
+
+
 class CellGrid:
     """The rows of X (n x d) in the device's value type *dtype*, sorted by
     their cell under radius *eps* (see the module), on the host:
-    ``order`` (the sorted rows' indices in X), ``keys`` (their cell keys,
-    int64 ascending), ``shape`` (the grid for the kernels, int64: each
-    gridded feature's key multiplier, then its number of cells),
+    ``order`` (the sorted rows' indices in X), ``ids`` (their row indices
+    as the kernels see them: *ids* of X's rows, X's own by default; under
+    MPI, a rank's rows numbered among all ranks'), ``keys`` (their cell
+    keys, int64 ascending), ``shape`` (the grid for the kernels, int64:
+    each gridded feature's key multiplier, then its number of cells),
     ``features`` (the gridded ones), ``cells`` (along each), ``eps`` and
     ``occupancy`` (rows a non-empty cell).  ``upload(queue)``: the
-    device's copies."""
+    device's copies.  *bounds*: (least values, extents) of every feature
+    (of all ranks' rows: one grid, whichever rows a rank holds), by
+    default grid_features' of X."""
 
-    def __init__(self, X, eps, dtype):
+    def __init__(self, X, eps, dtype, bounds=None, ids=None):
         self.n, self.d = X.shape
         self.eps = eps
         values = np.ascontiguousarray(X, dtype)
-        self.features, lo, extent = grid_features(values)
+        self.features, lo, extent = (grid_features(values) if bounds is None
+                                     else widest(*bounds))
         lo, extent = lo[self.features], extent[self.features]
         width = np.maximum(eps * (1 + MARGIN), extent / (MAX_CELLS - 1))
         self.cells = (np.floor(extent / width).astype(np.int64) + 1)
@@ -92,18 +113,51 @@ class CellGrid:
         for f in range(len(self.cells) - 2, -1, -1):
             multiplier[f] = multiplier[f + 1] * self.cells[f + 1]
         self.order = stable_order(keys)
+        self.ids = self.order if ids is None else np.asarray(ids, np.int64)[self.order]
         self.keys = keys[self.order]
         starts = np.flatnonzero(self.keys[1:] != self.keys[:-1]) + 1
         self.occupancy = np.diff(np.concatenate([[0], starts, [self.n]]))
         self.shape = np.concatenate([multiplier, self.cells])
         self._values = values
 
-    def upload(self, queue):
-        """(x, keys, index, shape) on *queue*'s device: the sorted rows,
-        their keys, their indices in X (int32) and the grid's shape."""
-        return (upload(queue, np.take(self._values, self.order, axis=0)),
-                upload(queue, self.keys), upload(queue, self.order.astype(np.int32)),
-                upload(queue, self.shape))
+    def upload(self, queue, start=0, stop=None):
+        """(x, keys, index, shape) on *queue*'s device: the sorted rows
+        [start, stop) (all by default), their keys, their ids (int32) and
+        the grid's shape."""
+        return (upload(queue, np.take(self._values, self.order[start:stop], axis=0)),
+                upload(queue, self.keys[start:stop]),
+                upload(queue, self.ids[start:stop].astype(np.int32)), upload(queue, self.shape))
+
+    def slabs(self, shares, start=0, stop=None):
+        """The sorted rows [start, stop) (all by default; whole cells) cut
+        into one slab a share, each a Slab: the rows it answers for,
+        [first, last), about its share (whole cells, so a slab is a range of
+        cell keys; a slab may be empty), and its halo, the rows of the
+        cells within eps of them: [lo, first) and [last, hi).  A cell's
+        neighbours differ from its key by at most the sum of the key
+        multipliers, so the halo is the key range that wide on either side:
+        contiguous sorted rows."""
+        stop = self.n if stop is None else stop
+        if stop == start:
+            return [Slab(start, start, start, start) for _ in shares]
+        shares = np.asarray(shares, np.float64)
+        cuts = start + np.round(np.cumsum(shares)[:-1] / shares.sum() *
+                                (stop - start)).astype(np.int64)
+        # each cut moved to the start of the cell it falls in
+        cuts = np.where(cuts < stop, np.searchsorted(
+            self.keys, self.keys[np.minimum(cuts, stop - 1)], "left"), stop)
+        bounds = np.concatenate([[start], np.maximum.accumulate(np.maximum(cuts, start)),
+                                 [stop]])
+        reach = int(self.shape[:self.g].sum())
+        slabs = []
+        for first, last in zip(bounds[:-1], bounds[1:]):
+            if last > first:
+                lo = np.searchsorted(self.keys, self.keys[first] - reach, "left")
+                hi = np.searchsorted(self.keys, self.keys[last - 1] + reach, "right")
+            else:
+                lo, hi = first, last
+            slabs.append(Slab(int(lo), int(first), int(last), int(hi)))
+        return slabs
 
     @property
     def g(self):

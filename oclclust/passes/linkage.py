@@ -389,6 +389,18 @@ def plan_for(devices):
     return Plan(profile, np.float64 if profile.fp64 else np.float32)
 
 
+def plans_for(profiles):
+    """Plans on each of *profiles* (a fit split over several devices:
+    DBSCAN's grid slabs), all of one value type, so every device compares
+    alike: float64 where each has fp64, else float32, with plan_for's warning."""
+    no_fp64 = [p for p in profiles if not p.fp64]
+    if no_fp64:
+        warnings.warn(f"{no_fp64[0]} has no fp64: distances and heights in float32, "
+                      "so near-ties may merge unlike scipy", RuntimeWarning,
+                      stacklevel=user_stacklevel())
+    return [Plan(p, np.float32 if no_fp64 else np.float64) for p in profiles]
+
+
 def check_range(values, plan):
     """ValueError where host values (observations or distances) do not fit
     the plan's value type: float32 on a device without fp64 would make them inf."""

@@ -41,6 +41,10 @@ WIDE_LSB = -1074               # the wide (host) fold: float64's smallest bit ..
 WIDE_WORDS = 55                # ... to past its largest, 40 bits a word
 MIN_BLOCK_ROWS, MAX_BLOCK_ROWS = 512, 1 << 20
 SCATTER_PIECE = 1 << 22       # values a host fold adds before carrying (int64 words)
+# values a host fold sums as Python integers instead (the same carried words:
+# a total has one form with its lower words in [0, 2^40)): numpy's 55-word
+# bincounts and carry took ~1 ms a call, a small fit's every iteration
+FEW_VALUES = 64
 TOTAL_PARTS = 1 << 12          # carried sums (words under 2^40) added before carrying
 PARTIALS_SHARE = 8             # the partials take at most 1/8 of their rows' bytes
 FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
@@ -206,6 +210,10 @@ class ExactWords:
         np.add.at(special, cols[~finite], v[~finite])
         words = np.zeros(WIDE_WORDS * size, np.int64)
         keep = finite & (v != 0)
+        shape = (size,) if shape is None else shape
+        if np.count_nonzero(keep) <= FEW_VALUES:
+            return cls(_wide_words_of_few(v[keep], cols[keep], size),
+                       np.full(size, WIDE_LSB, np.int32), special, shape)
         if keep.any():
             v, cols = v[keep], cols[keep]
             last = np.frexp(v)[1] - 53           # the exponent of each one's last bit
@@ -215,8 +223,7 @@ class ExactWords:
             for i, h in enumerate(_cut(s)):
                 words += _whole_bincount(at + i * size, h, words.size)
         return cls(_carry_int(words.reshape(WIDE_WORDS, size)),
-                   np.full(size, WIDE_LSB, np.int32), special,
-                   (size,) if shape is None else shape)
+                   np.full(size, WIDE_LSB, np.int32), special, shape)
 
     @classmethod
     def total(cls, parts):
@@ -308,6 +315,26 @@ def _whole_bincount(index, h, length):
     low = h - high * 2.0 ** 20                   # [0, 2^20): exact
     return ((np.bincount(index, high, length).astype(np.int64) << 20)
             + np.bincount(index, low, length).astype(np.int64))
+
+
+def _wide_words_of_few(values, columns, size):
+    """The carried wide-grid words (WIDE_WORDS x *size*, float64) of finite
+    *values* summed into elements *columns*: each total a Python integer of
+    2^WIDE_LSB units, cut into 40-bit words from the bottom (floor shifts:
+    a negative total's lower words in [0, 2^40) too, as _carry_int's)."""
+    totals = [0] * size
+    for value, column in zip(values.tolist(), columns.tolist()):
+        num, den = value.as_integer_ratio()              # den: a power of two
+        totals[column] += num * ((1 << -WIDE_LSB) // den)
+    words = np.zeros((WIDE_WORDS, size))
+    mask = (1 << WORD_BITS) - 1
+    for column, total in enumerate(totals):
+        if total:
+            for i in range(WIDE_WORDS - 1):
+                words[i, column] = total & mask
+                total >>= WORD_BITS
+            words[WIDE_WORDS - 1, column] = total
+    return words
 
 
 def _carry_int(words):

@@ -4,8 +4,11 @@ weight of the rows within eps of it (itself included), or the first partial
 sum to reach ``enough`` (a row's core test needs no more; +inf where a
 weight is negative, so no sum stops early), the candidates only
 those of the 3^g cells around its own (grid_cells.cl.mako), compared as
-dbscan_counts compares them, so the same neighbours.  One work-item a sorted
-row; ``w`` in the grid's row order, ``counts`` by row index.
+dbscan_counts compares them, so the same neighbours.  The rows are a slab
+of the sorted grid (all of it on one device): the kernel answers for sorted
+rows [first, last), one work-item each, the others (its halo: the cells
+within eps of the slab) only their candidates.  ``w`` in the slab's row
+order, ``counts`` in the answered rows' order (counts[p - first]).
 Reads spec: d, metric (the compared distance), g, weighted.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
@@ -19,11 +22,12 @@ __kernel void dbscan_grid_counts(__global const real_t *restrict x, const int n,
                                  const real_t radius, __global const long *restrict keys,
                                  __global const long *restrict shape,
                                  __global const int *restrict index,
+                                 const int first, const int last,
                                  __global const real_t *restrict w, const real_t enough,
                                  __global real_t *restrict counts)
 {
-    const int p = get_global_id(0);
-    if (p >= n)
+    const int p = first + (int)get_global_id(0);
+    if (p >= last)
         return;
     real_t own[D];
     for (int c = 0; c < D; ++c)
@@ -39,5 +43,5 @@ ${dist.pair_distance("own", "other", "dd")}\
                     total += 1;
 % endif
 </%grid:for_candidates>
-    counts[index[p]] = total;
+    counts[p - first] = total;
 }

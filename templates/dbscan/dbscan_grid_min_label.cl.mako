@@ -2,8 +2,9 @@
 dbscan_min_label over the grid (passes/grid.py): for every row with want
 set, the least label >= 0 among the rows within eps of it (or its own label
 if less; -1 when none), the candidates those of the 3^g cells around its own
-(grid_cells.cl.mako), compared as dbscan_counts compares them.  ``label``
-and ``want`` in the grid's row order, ``out`` by row index.
+(grid_cells.cl.mako), compared as dbscan_counts compares them.  For the
+sorted rows [first, last) of a slab (dbscan_grid_counts.cl.mako); ``label``
+and ``want`` in the slab's row order, ``out`` in the answered rows' order.
 Reads spec: d, metric, g.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
@@ -17,16 +18,17 @@ __kernel void dbscan_grid_min_label(__global const real_t *restrict x, const int
                                     const real_t radius, __global const long *restrict keys,
                                     __global const long *restrict shape,
                                     __global const int *restrict index,
+                                    const int first, const int last,
                                     __global const int *restrict label,
                                     __global const char *restrict want,
                                     __global int *restrict out)
 {
-    const int p = get_global_id(0);
-    if (p >= n)
+    const int p = first + (int)get_global_id(0);
+    if (p >= last)
         return;
     const int mine = label[p];
     if (!want[p]) {
-        out[index[p]] = mine;
+        out[p - first] = mine;
         return;
     }
     real_t own[D];
@@ -42,5 +44,5 @@ ${dist.pair_distance("own", "other", "dd")}\
                 if (dd <= radius)
                     best = lq;
 </%grid:for_candidates>
-    out[index[p]] = best == INT_MAX ? -1 : best;
+    out[p - first] = best == INT_MAX ? -1 : best;
 }

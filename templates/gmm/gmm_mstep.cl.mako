@@ -3,7 +3,10 @@ GMM M-step partial statistics from the responsibilities of the E-step.
 Reads spec: d, wg, tb (register block edge), nb (blocks per side:
 ceil(d / tb)), reps (replicas: work-items sharing one block, each taking
 every reps-th point of a tile), tile (points staged in local memory at a
-time), full (scatter matrices; else their diagonal).
+time), full (scatter matrices; else their diagonal), tri (full: only the
+blocks on and above the diagonal, NB (NB + 1) / 2 of them; an off-diagonal
+block's sums written to its mirror too: the sums of S2 are symmetric, and
+the square's other half cost as many local reads and fmas again).
 
 A work-group owns one component j and one chunk of rows (group id = chunk *
 k + j, k a kernel argument: the k groups of a chunk run together and share its rows in
@@ -29,7 +32,7 @@ is written, in a fixed order (no atomics), for reduce_partials.
 #define P ${tile}
 #define DP (NB * TB)
 % if full:
-#define NBLK (NB * NB)
+#define NBLK ${"(NB * (NB + 1) / 2)" if tri else "(NB * NB)"}
 #define SZ (1 + D + D * D)
 % else:
 #define NBLK NB
@@ -59,7 +62,15 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     const long chunk = g / k;
     const long lo = chunk * rows_per_chunk, hi = min(n, lo + rows_per_chunk);
     const int rep = lid / NBLK, blk = lid % NBLK;
-% if full:
+% if full and tri:
+    int bi = 0, rest = blk;          /* blk -> the (bi <= bj) block, row by row */
+    while (rest >= NB - bi) {
+        rest -= NB - bi;
+        ++bi;
+    }
+    const int bj = bi + rest;
+    const int a0 = bi * TB, b0 = bj * TB;
+% elif full:
     const int a0 = (blk / NB) * TB, b0 = (blk % NB) * TB;
 % else:
     const int a0 = blk * TB;
@@ -156,7 +167,7 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     if (blk == 0)
         PUT(0, n_acc, n_comp);
 % if full:
-    if (b0 == 0)
+    if (${"bi == bj" if tri else "b0 == 0"})     /* each block row's S1 once */
 % endif
         for (int q = 0; q < TB; ++q)
             if (a0 + q < D)
@@ -164,8 +175,13 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     for (int q = 0; q < TB; ++q) {
 % if full:
         for (int u = 0; u < TB; ++u)
-            if (a0 + q < D && b0 + u < D)
+            if (a0 + q < D && b0 + u < D) {
                 PUT(1 + D + (a0 + q) * D + b0 + u, s2[q][u], s2_comp[q][u]);
+  % if tri:
+                if (bi != bj)
+                    PUT(1 + D + (b0 + u) * D + a0 + q, s2[q][u], s2_comp[q][u]);
+  % endif
+            }
 % else:
         if (a0 + q < D)
             PUT(1 + D + a0 + q, s2[q], s2_comp[q]);

@@ -27,7 +27,13 @@ sums, parallel.shares.rank_rows: each rank pickles its models to
 OUTDIR/split_free<r>.pkl), checkpoint (a KMeans fit with OUTDIR/fit.ckpt:
 with ``--kill-after N`` rank 0 kills itself after its N-th write; without,
 each rank resumes, fits again without a checkpoint and writes whether the
-two agree, its writes and the iteration it resumed at).
+two agree, its writes and the iteration it resumed at), dbscan (every fit
+of DBSCAN_FITS, each rank its rows; rank<r>.json lists what each fitted),
+dbscan_mismatch / dbscan_nan / dbscan_eps / dbscan_empty (rank 1's rows
+have a feature fewer, a NaN, rank 1 another eps, no rows), dbscan_metric
+(every rank a metric the ranks' grid cannot cut), dbscan_fail_mid (rank 1
+raises in its union-find, the others already in the next exchange): what
+each rank raised, and how long it took.
 """
 import argparse
 import contextlib
@@ -48,6 +54,7 @@ from oclclust.parallel.shares import rank_rows
 
 # beside this script (CI runs with PYTHONSAFEPATH: its folder is not on sys.path)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import density_data  # noqa: E402
 import split_free_models  # noqa: E402
 from rank_faults import Fault  # noqa: E402
 
@@ -140,6 +147,102 @@ def checkpointed(comm, devices, out, kill_after):
         same=same, writes=len(writes), resumed_at=resumed_at, n_iter=int(km.n_iter_))))
 
 
+# DBSCAN across ranks: (density_data's set, metric, weighted, split of the rows,
+# each rank's devices: the platform's, or its first device's two halves)
+DBSCAN_FITS = [("crossing", "euclidean", False, "even", "one"),
+               ("crossing", "manhattan", True, "even", "one"),
+               ("crossing_dense", "chebyshev", False, "uneven", "one"),
+               ("borders", "euclidean", False, "even", "one"),
+               ("borders", "euclidean", True, "sorted", "one"),
+               ("crossing", "euclidean", False, "sorted", "one"),
+               ("one_cell", "euclidean", False, "even", "one"),
+               ("crossing", "euclidean", True, "even", "halves"),
+               ("borders", "chebyshev", False, "uneven", "halves")]
+
+
+def dbscan_rows(name, weighted, split, on=None):
+    """(rows, weights or None, eps, min_samples) of a DBSCAN_FITS entry: the
+    set's rows, sorted along the first feature for split "sorted" (each
+    rank's rows then near its slab)."""
+    make, eps, min_samples = density_data.DATA[name]
+    X = make()
+    if split == "sorted":
+        X = X[np.argsort(X[:, 0], kind="stable")]
+    w = np.random.default_rng(9).integers(-1, 4, len(X)).astype(float) if weighted else None
+    return X, w, eps, min_samples
+
+
+def dbscan_range(n, comm, split):
+    """This rank's rows: shard_range's, or "uneven": the first rank 7 rows,
+    the last half of them."""
+    if split != "uneven":
+        return shard_range(n, comm)
+    size, rank = comm.Get_size(), comm.Get_rank()
+    cuts = np.concatenate([[0, 7], np.linspace(7, n // 2, size - 1)[1:].astype(int), [n]]) \
+        if size > 1 else np.array([0, n])
+    return int(cuts[rank]), int(cuts[rank + 1])
+
+
+def dbscan_fits(comm, devices, out):
+    """Case dbscan (see the module); each fit says the rows its rank held
+    (its slab's with their halo)."""
+    from oclclust.cluster.density.dbscan import ranks
+    held, made = [], ranks._RankSlab.__init__
+
+    def holding(self, *args):
+        made(self, *args)
+        held.append(self.grid.n)
+    ranks._RankSlab.__init__ = holding
+    fits = []
+    halves = oc.sub_devices(oc.select_devices(devices)[0], [1, 1])
+    for name, metric, weighted, split, on in DBSCAN_FITS:
+        X, w, eps, min_samples = dbscan_rows(name, weighted, split)
+        start, stop = dbscan_range(len(X), comm, split)
+        est = oc.DBSCAN(eps, min_samples=min_samples, metric=metric,
+                        devices=devices if on == "one" else halves,
+                        comm=comm).fit(X[start:stop],
+                                       sample_weight=None if w is None else w[start:stop])
+        fits.append(dict(start=start, labels=est.labels_.tolist(),
+                         core=est.core_sample_indices_.tolist(),
+                         components=est.components_.tolist(), devices=est.devices_,
+                         held=held[-1]))
+    (out / f"rank{comm.Get_rank()}.json").write_text(json.dumps(fits))
+
+
+def dbscan_refused(comm, devices, out, case):
+    """The dbscan_* cases of bad input (see the module)."""
+    X, _, eps, min_samples = dbscan_rows("crossing", False, "even")
+    start, stop = shard_range(len(X), comm)
+    X, metric = X[start:stop].copy(), "euclidean"
+    if comm.Get_rank() == 1:
+        if case == "dbscan_mismatch":
+            X = X[:, :-1]
+        if case == "dbscan_nan":
+            X[3, 0] = np.nan
+        if case == "dbscan_eps":
+            eps *= 2
+        if case == "dbscan_empty":
+            X = X[:0]
+    if case == "dbscan_metric":
+        metric = "cosine"
+    if case == "dbscan_fail_mid" and comm.Get_rank() == 1:
+        from oclclust.passes.dbscan_grid import GridSlab
+
+        def roots(self, core):
+            raise RuntimeError("injected failure in rank 1's union-find")
+        GridSlab.roots = roots
+    began = time.perf_counter()
+    try:
+        oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices,
+                  comm=comm).fit(X)
+        result = {}
+    except Exception as exc:   # noqa: BLE001 -- the test reads what each rank raised
+        result = {"error": type(exc).__name__, "message": str(exc),
+                  "value_error": isinstance(exc, ValueError)}
+    result["seconds"] = time.perf_counter() - began
+    (out / f"rank{comm.Get_rank()}.json").write_text(json.dumps(result))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -163,6 +266,12 @@ def main():
         return 0
     if args.case == "checkpoint":
         checkpointed(comm, devices, out, args.kill_after)
+        return 0
+    if args.case == "dbscan":
+        dbscan_fits(comm, devices, out)
+        return 0
+    if args.case.startswith("dbscan_"):
+        dbscan_refused(comm, devices, out, args.case)
         return 0
     if args.case == "shards":
         X = load_shard(sorted(str(p) for p in out.glob("part*.npy")), comm)

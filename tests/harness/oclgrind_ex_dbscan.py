@@ -12,7 +12,7 @@ import numpy as np
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import cdist
 
-from oclgrind_driver import mark, profile_for
+from oclgrind_driver import CallingThread, mark, profile_for
 from oclclust.passes.linkage import plan_for
 from oclclust.passes.dbscan import Neighbourhoods
 from oclclust.passes.dbscan_grid import GridNeighbourhoods
@@ -38,13 +38,18 @@ def exercise_dbscan(device, log):
 
 
 def exercise_dbscan_grid(device, log):
+    """One slab, then three (halos: rows outside [first, last) read, never written)."""
     X = np.random.RandomState(5).randint(0, 5, (41, 3)).astype(float)
     w = np.random.RandomState(6).uniform(0, 2, len(X))
     plan = plan_for([profile_for(device, True)])
-    for metric in ("euclidean", "cityblock", "chebyshev"):
-        mark(f"dbscan grid {metric}")
+    for metric, shares in (("euclidean", None), ("cityblock", None), ("chebyshev", None),
+                           ("euclidean", [1, 2, 1])):
+        mark(f"dbscan grid {metric} {shares}")
         near = cdist(X, X, metric) <= 1.0
-        hoods = GridNeighbourhoods(plan, CellGrid(X, 1.0, plan.dtype), 1.0, metric)
+        grid = CellGrid(X, 1.0, plan.dtype)
+        hoods = (GridNeighbourhoods(plan, grid, 1.0, metric) if shares is None else
+                 GridNeighbourhoods([plan] * len(shares), grid, 1.0, metric, shares,
+                                    executor=CallingThread))
         full = near.sum(axis=1)
         if not np.allclose(hoods.counts(w), near @ w, rtol=1e-12):
             raise AssertionError(f"dbscan grid weighted counts {metric}")

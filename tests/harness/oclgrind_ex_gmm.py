@@ -78,6 +78,10 @@ def mstep_variants(base, d, full):
     nb_gpu = -(-d // 2)
     yield gmm_specs.MStepSpec(wg=3 * (nb_gpu * nb_gpu if full else nb_gpu), tb=2, nb=nb_gpu,
                         reps=3, tile=4, **base)                 # GPU shape, replicas
+    if full:   # the blocks on and above the diagonal (3 of a 2 x 2), mirrored, replicas
+        nb_tri = -(-d // 3)
+        yield gmm_specs.MStepSpec(wg=2 * nb_tri * (nb_tri + 1) // 2, tb=3, nb=nb_tri, reps=2,
+                                  tile=4, tri=True, **base)
     yield gmm_specs.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
     # CPU: a work-item per component (ragged last block of components)
     yield gmm_specs.MStepSpec(variant="rowwise", wg=2, tile=4, **base)

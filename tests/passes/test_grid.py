@@ -64,3 +64,41 @@ def test_stable_order_is_numpys(monkeypatch, threads, distinct):
     monkeypatch.setattr(grid_module, "SORT_SPLIT", 10)
     keys = np.random.default_rng(distinct).integers(0, distinct, 5000)
     assert np.array_equal(stable_order(keys, threads), np.argsort(keys, kind="stable"))
+
+
+@pytest.mark.parametrize("kind,eps", [("integers", 1.0), ("far", 0.05), ("wide", 0.7),
+                                      ("line", 0.01)])
+@pytest.mark.parametrize("shares", [[1], [1, 1], [3, 1, 2], [1] * 7, [0, 2, 0, 1, 0]])
+def test_slabs_cover_the_rows_and_their_halos_every_neighbour(kind, eps, shares):
+    """Slabs: the answered rows cover the sorted rows in order, cut between
+    cells, about their shares; every row within eps of an answered row is in
+    its slab's halo or answered rows, and the halo is the rows of keys
+    within the multipliers' sum of the slab's."""
+    X = _data(kind, np.random.default_rng(len(kind) + len(shares)))
+    grid = CellGrid(X, eps, np.float64)
+    slabs = grid.slabs(shares)
+    assert len(slabs) == len(shares)
+    assert slabs[0].first == 0 and slabs[-1].last == len(X)
+    assert all(a.last == b.first for a, b in zip(slabs[:-1], slabs[1:]))
+    for share, slab in zip(shares, slabs):
+        assert slab.lo <= slab.first <= slab.last <= slab.hi
+        if share == 0 and slab.first < len(X):
+            assert slab.first == slab.last
+        if 0 < slab.first < len(X):   # a cut between two cells
+            assert grid.keys[slab.first - 1] != grid.keys[slab.first]
+    near = cdist(X, X, "chebyshev") <= eps
+    place = np.empty(len(X), np.int64)
+    place[grid.order] = np.arange(len(X))
+    reach = grid.shape[:grid.g].sum()
+    for slab in slabs:
+        answered = grid.order[slab.first:slab.last]
+        held = place[np.flatnonzero(near[answered].any(axis=0))]
+        assert held.size == 0 or (held.min() >= slab.lo and held.max() < slab.hi)
+        if slab.last > slab.first:
+            keys = grid.keys[slab.lo:slab.hi]
+            assert keys.min() >= grid.keys[slab.first] - reach
+            assert keys.max() <= grid.keys[slab.last - 1] + reach
+    # the rows split about as the shares say, within a cell's rows
+    counts = np.array([s.last - s.first for s in slabs])
+    expected = np.asarray(shares) / np.sum(shares) * len(X)
+    assert np.all(np.abs(np.cumsum(counts) - np.cumsum(expected)) <= grid.occupancy.max() + 1)

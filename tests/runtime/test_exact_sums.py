@@ -117,6 +117,27 @@ def test_scattered_values_fold_as_added_one_by_one(size):
     assert ExactWords.of_values([2.0 ** 1023] * 3).value() == math.inf   # as float sums overflow
 
 
+@pytest.mark.parametrize("count", [1, 5, exact_sums.FEW_VALUES])
+@pytest.mark.parametrize("size", [1, 3])
+def test_few_values_fold_to_the_bincounts_words(monkeypatch, count, size):
+    """Up to FEW_VALUES values are summed as Python integers: the words of
+    the bincount path (negative totals, float64's least and greatest bits,
+    zeros, cancelling values, the non-finite aside)."""
+    rng = np.random.default_rng(count * 10 + size)
+    v = rng.standard_normal(count) * 10.0 ** rng.integers(-300, 300, count)
+    v[::4] = -np.abs(v[::4])
+    if count >= 5:
+        v[:5] = [5e-324, -2.0 ** 1012, 0.0, 1.5, -1.5]
+    cols = rng.integers(0, size, count)
+    few = ExactWords.of_scattered(v, cols, size)
+    monkeypatch.setattr(exact_sums, "FEW_VALUES", -1)
+    many = ExactWords.of_scattered(v, cols, size)
+    assert np.array_equal(few.words, many.words) and np.array_equal(few.lsb, many.lsb)
+    assert np.array_equal(few.value(), [math.fsum(v[cols == c]) for c in range(size)])
+    with_inf = np.append(v, np.inf)
+    assert ExactWords.of_scattered(with_inf, np.append(cols, 0), size).value()[0] == np.inf
+
+
 def test_fold_grid_kept_while_its_bounds_stay(queue):
     fold = Fold(queue, (3,))
     fold.set_bounds(np.array([1.0, 2.0, 3.0]))

@@ -21,13 +21,18 @@ import warnings
 import numpy as np
 
 from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, fit_devices
-from ....passes.linkage import check_range, plan_for
+from ....parallel.comm import local_rank, size
+from ....parallel.manager import DeviceManager
+from ....parallel.placement import bind_devices
+from ....passes.linkage import check_range, plan_for, plans_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
+from .ranks import labels_across_ranks
 from .rules import graph_labels
 from ....passes.dbscan import Neighbourhoods
 from ....passes.dbscan_grid import GRID_METRICS, GridNeighbourhoods
 from ....passes.grid import CellGrid
 from ....passes.lloyd_csr import CsrRows
+from ....runtime.devices import preferred, select_devices
 from ....runtime.validation import (check_data, check_params, check_sample_weight, checked_csr,
                                     is_sparse)
 from ....runtime.warning_site import user_stacklevel
@@ -103,6 +108,22 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         Accepted and checked for scikit-learn's API.
     p : float or None, default=None
         The Minkowski power.
+    devices : str, DeviceProfile, pyopencl Device, list of them or DeviceManager, \
+default=None
+        Where the work runs.  A list of devices, or a
+        :class:`oclclust.DeviceManager` (its devices, split by its
+        weights), spreads the grid's rows over all of them: slabs of cells,
+        each device's with a halo of the cells within eps, the same labels
+        whatever the split.  Any other value ("all", "gpu", a name, None:
+        ``$OCLCLUST_DEVICES``) runs on its preferred device, as the brute
+        search and the eps-graph paths do.
+    comm : mpi4py communicator, default=None
+        Fit across MPI ranks: each rank passes its own rows and gets their
+        ``labels_`` (the clusters one process finds in all ranks' rows,
+        numbered alike), ``core_sample_indices_`` (into its rows) and
+        ``components_``; each rank answers for a slab of the grid of cells
+        (dense rows, euclidean, manhattan or chebyshev distances) and holds
+        its own rows and its slab's with their halo (:doc:`/guide/mpi`).
 
     Attributes
     ----------
@@ -112,6 +133,9 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         The core samples.
     labels_ : ndarray of shape (n_samples,)
         Each row's cluster; -1 for noise.
+    devices_ : dict
+        {device: the rows it answered for} of the devices the fit ran on
+        ({} where it ran on the host alone).
 
     See Also
     --------
@@ -136,10 +160,12 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         "p": [(numbers.Real, 0, None, "right"), None],
         "n_jobs": [numbers.Integral, None],
         "devices": DEVICES_RULE,
+        "comm": [None, object],
     }
 
     def __init__(self, eps=0.5, *, min_samples=5, metric="euclidean", metric_params=None,
-                 algorithm="auto", leaf_size=30, p=None, n_jobs=None, devices=None):
+                 algorithm="auto", leaf_size=30, p=None, n_jobs=None, devices=None,
+                 comm=None):
         self.eps = eps
         self.min_samples = min_samples
         self.metric = metric
@@ -149,8 +175,11 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         self.p = p
         self.n_jobs = n_jobs
         self.devices = devices
+        self.comm = comm
 
     def fit(self, X, y=None, sample_weight=None):
+        if size(self.comm) > 1:
+            return self._fit_ranks(X, sample_weight)
         check_params(self, self._parameter_rules)
         if self.metric == "precomputed":
             X = check_precomputed(X)
@@ -169,29 +198,60 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
             return self._from_graph(X, graph, w)
         if device is None:
             return self._from_graph(X, metric_graph(X, float(self.eps), metric, params), w)
-        plan = plan_for(self.devices)
-        check_range(X, plan)
-        hoods = _neighbourhoods(plan, X, float(self.eps), device, self.algorithm)
+        plans, split = _device_plans(self.devices)
+        for plan in plans:
+            check_range(X, plan)
+        hoods = _neighbourhoods(plans, split, X, float(self.eps), device, self.algorithm)
         core = hoods.counts(w, enough=self.min_samples) >= self.min_samples
         label = hoods.components(core)       # each core row's least core index
         roots = np.zeros(X.shape[0] + 1, bool)
         roots[label[core]] = True            # scikit-learn numbers clusters by it
         number = np.where(core, np.cumsum(roots)[label] - 1, -1)
         border = hoods.min_label(number, ~core)
-        return self._set(X, np.where(core, number, border).astype(np.intp), core)
+        return self._set(X, np.where(core, number, border).astype(np.intp), core,
+                         getattr(hoods, "rows", None))
+
+    def _fit_ranks(self, X, sample_weight):
+        """fit under MPI (ranks.py): this rank's rows checked here, a refusal
+        on any rank raised on every rank."""
+        local_rank(self.comm)   # collective, before anything can fail on one rank
+        plans, split, w, device, error = None, {}, None, None, None
+        try:
+            check_params(self, self._parameter_rules)
+            device = None if self.metric == "precomputed" else \
+                _metric(self.metric, self.p, self.metric_params)[0]
+            if device not in GRID_METRICS or self.algorithm == "brute":
+                raise ValueError(
+                    "DBSCAN across MPI ranks (comm) splits the grid of cells: dense rows "
+                    "under euclidean, manhattan or chebyshev distances (minkowski with p "
+                    f"1, 2 or inf), algorithm other than 'brute'; got metric={self.metric!r}, "
+                    f"algorithm={self.algorithm!r}")
+            X = _rows(X, type(self).__name__)
+            if is_sparse(X):
+                raise TypeError("DBSCAN across MPI ranks (comm) takes dense rows: pass "
+                                "X.toarray()")
+            w = check_sample_weight(sample_weight, X.shape[0], np.float64, signed=True)
+            plans, split = _rank_plans(self.devices, self.comm)
+            check_range(X, plans[0])
+        except Exception as exc:   # noqa: BLE001 -- raised on every rank
+            error = exc
+        labels, core, rows = labels_across_ranks(
+            self.comm, X, w, (float(self.eps), int(self.min_samples), device), plans, split,
+            error)
+        return self._set(X, labels, core, lambda: rows)
 
     def _from_graph(self, X, graph, w):
         labels, core = graph_labels(graph, self.min_samples, w)
         return self._set(X, labels, core)
 
-    def _set(self, X, labels, core):
+    def _set(self, X, labels, core, rows=None):
         self.labels_ = labels
         self.core_sample_indices_ = np.flatnonzero(core)
         # scikit-learn's: the core rows (sparse stays sparse), or an empty dense array
         self.components_ = (X[self.core_sample_indices_].copy() if core.any()
                             else np.empty((0, X.shape[1])))
         self.n_features_in_ = X.shape[1]
-        self.devices_ = fit_devices(X.shape[0])
+        self.devices_ = fit_devices(X.shape[0]) if rows is None else rows()
         return self
 
     def fit_predict(self, X, y=None, sample_weight=None):
@@ -204,17 +264,51 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         return tags
 
 
-def _neighbourhoods(plan, X, eps, metric, algorithm):
-    """The device's neighbourhoods of the rows X: over a grid of cells
+def _device_plans(devices):
+    """(plans, split): the devices of a fit on *devices*, and the grid's
+    keywords that split the rows over them (shares, executor).  Several
+    where *devices* names them one by one: a DeviceManager's (by its
+    weights, on its executor's threads) or a list's (by compute units);
+    one, plan_for's, for any other value (a name, None, a device)."""
+    split = {}
+    if isinstance(devices, DeviceManager):
+        profiles, shares = devices.profiles, devices.current_weights()
+        split["executor"] = devices.executor
+    elif isinstance(devices, (list, tuple)):
+        # as the k-family's: profiles as given, names as DeviceManager reads them
+        profiles = DeviceManager(devices).profiles
+        shares = [p.compute_units for p in profiles]
+    else:
+        return [plan_for(devices)], split
+    if len(profiles) == 1:
+        return [plan_for(profiles)], split
+    ranked = preferred(profiles)   # the first: the brute search's device, as plan_for's
+    split["shares"] = [shares[profiles.index(p)] for p in ranked]
+    return plans_for(ranked), split
+
+
+def _rank_plans(devices, comm):
+    """This MPI rank's devices, as _device_plans': a name (or None) picks
+    one, the rank's share of a host's GPUs where it has several
+    (placement's bind_devices, as the k-family's ranks)."""
+    if devices is None or isinstance(devices, str):
+        return [plan_for(bind_devices(select_devices(devices), comm))], {}
+    return _device_plans(devices)
+
+
+def _neighbourhoods(plans, split, X, eps, metric, algorithm):
+    """The devices' neighbourhoods of the rows X: over a grid of cells
     (passes/grid.py) for algorithm "grid", "kd_tree" and "ball_tree" (a
     spatial index, the same labels), and for "auto" where the grid compares
-    fewer than GRID_SHARE of the n^2 pairs; every pair ("brute") otherwise
-    and for the metrics the grid cannot cut."""
+    fewer than GRID_SHARE of the n^2 pairs, its slabs over all *plans*
+    (*split*: its shares and executor);
+    every pair ("brute") otherwise and for the metrics the grid cannot cut,
+    on the first plan's device alone."""
     if algorithm != "brute" and metric in GRID_METRICS:
-        grid = CellGrid(X, eps, plan.dtype)
+        grid = CellGrid(X, eps, plans[0].dtype)
         if algorithm != "auto" or grid.candidate_pairs() < GRID_SHARE * float(X.shape[0]) ** 2:
-            return GridNeighbourhoods(plan, grid, eps, metric)
-    return Neighbourhoods(plan, X, eps, metric)
+            return GridNeighbourhoods(plans, grid, eps, metric, **split)
+    return Neighbourhoods(plans[0], X, eps, metric)
 
 
 def _rows(X, name):
