@@ -216,8 +216,8 @@ class Ranks:
             except RankError:   # every rank raises here: the fit's communicator goes
                 self.close()
                 raise
-            except BaseException as exc:   # noqa: BLE001 -- in the check itself (interrupted
-                self.raise_left(exc)       # as it waits for a slower rank): the others are told
+            except BaseException as exc:   # noqa: BLE001 -- failed in the check itself
+                self.raise_left(exc)   # (interrupted waiting for a slower rank): all are told
         self.n = int(self.counts.sum())
         self.offset = int(self.counts[:self.rank].sum())
 

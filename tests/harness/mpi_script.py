@@ -12,8 +12,9 @@ without it, GaussianMixture starts from a whole given model); "repeated"
 equal, so a row fills the empty cluster and stays its centre.
 
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
-raised (type and message), and the fit's seconds.  ``--plan PLAN.json`` runs a list of fit and
-mismatch cases in this one launch instead (each entry: run_case's
+raised (type and message), and the fit's seconds.  ``--plan PLAN.json``
+runs a list of fit and mismatch cases in this one launch instead (each
+entry: run_case's
 keywords: case, estimator_name, init, weighted, dtype, covariance_type,
 spherical, sparse, fault), entry i writing rank<r>_<i>.json:
 the process's start, imports and kernels once for them all.  Cases:
@@ -21,7 +22,8 @@ fit (each rank fits its slice of one data set), mismatch (rank 1's shard
 has a feature fewer), empty (rank 1 has no rows), fault (``--fault
 ACTION@PHASE``, a plan entry's ``fault``: rank 1 fails as
 rank_faults.Fault says, which its result records as "fired"; a rank that
-dies writes it to OUTDIR/fault1.json), shards (each rank loads its slice of three .npy files), split_free (every
+dies writes it to OUTDIR/fault1.json), shards (each rank loads its slice
+of three .npy files), split_free (every
 estimator of split_free_models.py on rows shared in whole blocks of its
 sums, parallel.shares.rank_rows: each rank pickles its models to
 OUTDIR/split_free<r>.pkl), checkpoint (a KMeans fit with OUTDIR/fit.ckpt:
