@@ -283,14 +283,11 @@ class KCluster(RecordsKernels, BaseEstimator):
             self._checkpoint = Checkpoint.of(self, X, sample_weight, ranks.n, data.d,
                                              data.dtype, ranks)
             fitted = surviving(data, attempt, rng)
+            ranks.finished()   # no rank returns a model while another fails
         except BaseException as exc:   # an interrupt too: no rank may be left waiting
-            raised = ranks.left(exc)
-            if raised is exc:
-                raise
-            raise raised from exc
+            ranks.raise_left(exc)
         finally:
             self.__dict__.pop("_checkpoint", None)
-        ranks.close()
         return fitted
 
     def _check_n_samples(self, n, d):

@@ -82,8 +82,9 @@ def sum_across(comm, *arrays, exact=False):
 
 def raise_if_any_failed(comm, error=None):
     """A collective check: raise on every rank if any rank had *error*
-    (an exception or None).  Call it where all ranks pass, so a failing rank
-    never leaves the others waiting in the next collective."""
+    (an exception, a KeyboardInterrupt, or None).  Call it where all ranks
+    pass, so a failing rank never leaves the others waiting in the next
+    collective."""
     if comm is None or comm.Get_size() == 1:
         if error is not None:
             raise error
@@ -94,6 +95,8 @@ def raise_if_any_failed(comm, error=None):
     if not failed:
         return
     text = "; ".join(f"rank {r}: {m[0]}" for r, m in failed)
+    if error is not None and not isinstance(error, Exception):
+        raise error   # a KeyboardInterrupt stays one where it came (the others: RankError)
     # the first failing rank's type, the same on every rank
     kind = rank_error_type(failed[0][1][1])
     if error is not None:
@@ -213,6 +216,8 @@ class Ranks:
             except RankError:   # every rank raises here: the fit's communicator goes
                 self.close()
                 raise
+            except BaseException as exc:   # noqa: BLE001 -- failed in the check itself
+                self.raise_left(exc)   # (interrupted waiting for a slower rank): all are told
         self.n = int(self.counts.sum())
         self.offset = int(self.counts[:self.rank].sum())
 
@@ -236,8 +241,28 @@ class Ranks:
             return exc
         return self.comm.fail(exc)
 
+    def finished(self):
+        """The end of this rank's fit, collective: it returns once every
+        rank has ended its fit, and raises on every rank where one failed
+        after its last sum over the ranks (the host's work after the last
+        iteration, as GaussianMixture's final model): the others, with
+        nothing left to wait for, would return a model that rank never
+        had.  Then the fit's communicator goes."""
+        if self.comm is not None:
+            raise_if_any_failed(self.comm)
+        self.close()
+
+    def raise_left(self, exc):
+        """Raise what this rank raises on leaving the fit with *exc* (left's
+        error, from *exc*; exc itself where that is it)."""
+        raised = self.left(exc)
+        if raised is exc:
+            raise exc
+        raise raised from exc
+
     def close(self):
-        """The end of a fit every rank completed."""
+        """The fit's communicator freed (every rank ended the fit, or
+        raised together)."""
         if self.comm is not None:
             self.comm.free()
             self.comm = None
@@ -265,10 +290,7 @@ class Ranks:
         try:
             return fn()
         except BaseException as exc:   # noqa: BLE001 -- an interrupt must reach them too
-            raised = self.left(exc)
-            if raised is exc:
-                raise
-            raise raised from exc
+            self.raise_left(exc)
 
     together = run_failing_all   # its former name (oclclust.mpi's public API)
 

@@ -119,11 +119,11 @@ def fit_data(X, sample_weight, devices, dtype, comm=None, calibration=None, name
     try:
         data, w = _local_fit_data(*args)
         shape = (data.n, data.d, data.dtype)
-    except Exception as exc:   # noqa: BLE001 -- reported on every rank
+    except BaseException as exc:   # noqa: BLE001 -- an interrupt too: reported on every rank
         error = exc
     try:
         ranks = Ranks(comm, *shape, error=error)
-    except Exception:
+    except BaseException:
         if data is not None:
             data.close()
         raise

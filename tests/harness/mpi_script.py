@@ -12,17 +12,18 @@ without it, GaussianMixture starts from a whole given model); "repeated"
 equal, so a row fills the empty cluster and stays its centre.
 
 Every rank writes OUTDIR/rank<r>.json: what it fitted, or the error it
-raised (type and message).  ``--plan PLAN.json`` runs a list of fit and
-mismatch cases in this one launch instead (each entry: run_case's
+raised (type and message), and the fit's seconds.  ``--plan PLAN.json``
+runs a list of fit and mismatch cases in this one launch instead (each
+entry: run_case's
 keywords: case, estimator_name, init, weighted, dtype, covariance_type,
-spherical, sparse), entry i writing rank<r>_<i>.json:
+spherical, sparse, fault), entry i writing rank<r>_<i>.json:
 the process's start, imports and kernels once for them all.  Cases:
 fit (each rank fits its slice of one data set), mismatch (rank 1's shard
-has a feature fewer), empty (rank 1 has no rows), fail_mid (rank 1 raises
-in its third pass), interrupt_mid (a KeyboardInterrupt there), exit_mid /
-kill_mid (rank 1's process ends there: os._exit, SIGKILL), fail_between
-(rank 1 raises before its third sum over the ranks, outside any pass),
-shards (each rank loads its slice of three .npy files), split_free (every
+has a feature fewer), empty (rank 1 has no rows), fault (``--fault
+ACTION@PHASE``, a plan entry's ``fault``: rank 1 fails as
+rank_faults.Fault says, which its result records as "fired"; a rank that
+dies writes it to OUTDIR/fault1.json), shards (each rank loads its slice
+of three .npy files), split_free (every
 estimator of split_free_models.py on rows shared in whole blocks of its
 sums, parallel.shares.rank_rows: each rank pickles its models to
 OUTDIR/split_free<r>.pkl), checkpoint (a KMeans fit with OUTDIR/fit.ckpt:
@@ -37,6 +38,7 @@ raises in its union-find, the others already in the next exchange): what
 each rank raised, and how long it took.
 """
 import argparse
+import contextlib
 import json
 import os
 import pickle
@@ -49,8 +51,6 @@ import numpy as np
 from mpi4py import MPI
 
 import oclclust as oc
-from oclclust.parallel.comm import Ranks
-from oclclust.parallel.device_data import DeviceData
 from oclclust.io.shards import load_shard, shard_range
 from oclclust.parallel.shares import rank_rows
 
@@ -58,6 +58,7 @@ from oclclust.parallel.shares import rank_rows
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import density_data  # noqa: E402
 import split_free_models  # noqa: E402
+from rank_faults import Fault  # noqa: E402
 
 N, D, K = 601, 3, 5
 
@@ -98,43 +99,6 @@ def estimator(name, devices, comm, init=None):
         return oc.EnsembleKMeans(n_clusters=K, n_models=3, init=init, random_state=0,
                                  tol=0, max_iter=30, **common)
     raise ValueError(name)
-
-
-class FailingData(DeviceData):
-    """Rows whose third main pass (the algorithm's, timed) fails as FAULT says:
-    raises, is interrupted, or the process ends at once (no MPI_Finalize)."""
-    FAULT = "fail_mid"
-
-    def map(self, fn, timed=False, rows=True):
-        if timed and self.passes == 2:
-            if self.FAULT == "interrupt_mid":
-                raise KeyboardInterrupt
-            if self.FAULT == "exit_mid":
-                os._exit(3)
-            if self.FAULT == "kill_mid":
-                os.kill(os.getpid(), signal.SIGKILL)
-            raise RuntimeError("injected failure on rank 1")
-        return super().map(fn, timed, rows)
-
-
-class FailingDevices(oc.DeviceManager):
-    """The devices of rank 1 in case fail_mid: a fit's rows are FailingData."""
-
-    def scatter(self, X, sample_weight=None, calibration=None, dtype=None, stat_values=1):
-        return FailingData(self, X, sample_weight, calibration, dtype, stat_values)
-
-
-def fail_before_sum(nth):
-    """This rank raises instead of entering its *nth* sum over the ranks
-    (the others are already in it, or about to be)."""
-    real, calls = Ranks.sum, []
-
-    def sum_(self, *arrays, **kwargs):
-        calls.append(1)
-        if len(calls) == nth:
-            raise ValueError("injected failure between passes on rank 1")
-        return real(self, *arrays, **kwargs)
-    Ranks.sum = sum_
 
 
 def model_of(est):
@@ -304,6 +268,7 @@ def main():
     ap.add_argument("--spherical", action="store_true")
     ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--kill-after", type=int)
+    ap.add_argument("--fault", help="ACTION@PHASE of rank 1 (rank_faults)")
     args = ap.parse_args()
     comm = MPI.COMM_WORLD
     out = Path(args.out)
@@ -330,12 +295,13 @@ def main():
         return 0
     run_case(comm, devices, out / f"rank{comm.Get_rank()}.json", args.case, args.estimator,
              args.init, args.weighted, args.dtype, args.covariance_type, args.spherical,
-             args.sparse)
+             args.sparse, args.fault)
     return 0
 
 
 def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weighted=False,
-             dtype="float64", covariance_type=None, spherical=False, sparse=False):
+             dtype="float64", covariance_type=None, spherical=False, sparse=False,
+             fault=None):
     """One case's fit on this rank; what it fitted or raised to *path*."""
     rank = comm.Get_rank()
     X, w = data()
@@ -345,11 +311,6 @@ def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weig
         X = X[:, :-1]
     if case == "empty" and rank == 1:
         X, w = X[:0], w[:0]
-    if case in ("fail_mid", "interrupt_mid", "exit_mid", "kill_mid") and rank == 1:
-        FailingData.FAULT = case
-        devices = FailingDevices(devices)
-    if case == "fail_between" and rank == 1:
-        fail_before_sum(3)
     km = estimator(estimator_name, devices, comm, init)
     if covariance_type:
         km.set_params(covariance_type=covariance_type)
@@ -358,11 +319,15 @@ def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weig
     if sparse:
         from scipy.sparse import csr_matrix
         X = csr_matrix(X)
+    failing = Fault(*fault.split("@"), estimator_name, path.parent) \
+        if case == "fault" and rank == 1 else contextlib.nullcontext()
+    began = time.monotonic()
     try:
-        if weighted:
-            km.fit(X, sample_weight=w)
-        else:
-            km.fit(X)
+        with failing:
+            if weighted:
+                km.fit(X, sample_weight=w)
+            else:
+                km.fit(X)
     except BaseException as exc:   # noqa: BLE001 -- the test reads what each rank raised
         result = {"error": type(exc).__name__, "message": str(exc),
                   "value_error": isinstance(exc, ValueError)}
@@ -375,6 +340,9 @@ def run_case(comm, devices, path, case, estimator_name="KMeans", init=None, weig
         if estimator_name == "KMeans":
             result.update(centers=km.cluster_centers_.tolist(), inertia=km.inertia_,
                           n_iter=km.n_iter_)
+    result["seconds"] = time.monotonic() - began   # a fit's time on this rank
+    if isinstance(failing, Fault):
+        result["fired"] = failing.fired
     path.write_text(json.dumps(result))
 
 

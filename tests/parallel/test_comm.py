@@ -5,7 +5,7 @@ launcher's runs are tests/parallel/test_mpi.py."""
 import numpy as np
 import pytest
 
-from oclclust.parallel.comm import sum_across
+from oclclust.parallel.comm import RankError, raise_if_any_failed, sum_across
 
 
 class VectorsComm:
@@ -50,3 +50,34 @@ def test_floats_keep_the_rank_order():
     comm = VectorsComm(vectors)
     assert sum_across(comm, vectors[0])[0] == (1e16 + 1.0) - 1e16
     assert comm.calls == ["Allgather"]
+
+
+class NoticesComm:
+    """Rank *rank* of ranks whose allgather gives the others' *values*
+    (None: the rank is well; else its failure as raise_if_any_failed sends it)."""
+
+    def __init__(self, rank, values):
+        self.rank, self.values = rank, values
+
+    def Get_size(self):
+        return len(self.values)
+
+    def allgather(self, mine):
+        return [mine if r == self.rank else v for r, v in enumerate(self.values)]
+
+
+@pytest.mark.parametrize("error,value_error", [(ValueError("bad shard"), True),
+                                               (KeyboardInterrupt("bad shard"), False)])
+def test_a_rank_that_failed_before_the_check_fails_every_rank(error, value_error):
+    """Rank 1 of 2 failed before the collective check (placing its shard):
+    rank 0 raises a RankError naming it, of its error's built-in type; an
+    interrupt stays a KeyboardInterrupt on its rank, as one later in a fit
+    (FitComm.fail).  (Placement passed no interrupt here: the other ranks
+    waited in the check forever; tests/faults/test_mpi_faults.py.)"""
+    kind = type(error).__name__
+    with pytest.raises(RankError, match=f"rank 1: {kind}: bad shard") as raised:
+        raise_if_any_failed(NoticesComm(0, [None, (f"{kind}: bad shard", kind)]))
+    assert isinstance(raised.value, ValueError) is value_error
+    with pytest.raises(type(error)) as raised:
+        raise_if_any_failed(NoticesComm(1, [None, None]), error)
+    assert isinstance(raised.value, RankError) is value_error

@@ -192,7 +192,7 @@ def fit_csr(est, X, sample_weight):
                         unit=bool(getattr(est, "spherical", False)))
         w = check_sample_weight(sample_weight, rows.n, rows.dtype)
         w = np.ones(rows.n, rows.dtype) if w is None else w
-    except Exception as exc:   # noqa: BLE001 -- reported on every rank
+    except BaseException as exc:   # noqa: BLE001 -- an interrupt too: reported on every rank
         if comm is None:
             raise
         error = exc
@@ -200,7 +200,7 @@ def fit_csr(est, X, sample_weight):
     ranks = Ranks(comm, *shape, error=error)
     fitted = ranks.run_failing_all(lambda: _fit_csr_rows(est, rows, w, ranks, Checkpoint.of(
         est, X, sample_weight, ranks.n, rows.d, rows.dtype, ranks)))
-    ranks.close()
+    ranks.finished()   # no rank returns a model while another fails
     return fitted
 
 

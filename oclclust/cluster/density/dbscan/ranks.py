@@ -51,12 +51,9 @@ def labels_across_ranks(comm, X, w, params, plans, split, error):
                 "the ranks' DBSCAN parameters (eps, min_samples, metric) disagree: " +
                 ", ".join(f"rank {r}: {p}" for r, p in enumerate(agreed)))
         fitted = _fit(ranks, X, w, *params, plans, split)
+        ranks.finished()   # no rank returns labels while another fails
     except BaseException as exc:   # an interrupt too: no rank may be left waiting
-        raised = ranks.left(exc)
-        if raised is exc:
-            raise
-        raise raised from exc
-    ranks.close()
+        ranks.raise_left(exc)
     return fitted
 
 
