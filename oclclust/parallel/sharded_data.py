@@ -13,7 +13,8 @@ from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkabl
 import numpy as np
 
 from ..runtime import exact_sums
-from ..runtime.exact_sums import ExactWords, magnitudes_of
+from ..runtime.exact_fold import magnitudes_of
+from ..runtime.exact_sums import ExactWords
 
 
 @runtime_checkable
@@ -159,7 +160,7 @@ def _exact_block_moments(chunk, shift):
 
 def combined_magnitudes(data):
     """(max |x| of each column, max weight) of *data*'s rows: each chunk's
-    (exact_sums.magnitudes_of, on its device), their maximum (exact)."""
+    (exact_fold.magnitudes_of, on its device), their maximum (exact)."""
     parts = data.map(magnitudes_of)
     if not parts:
         return np.zeros(data.d), 1.0

@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from ..runtime.codegen import EmulatedBuild, Spec, first_fitting
-from ..runtime import codegen, exact_sums
+from ..runtime import codegen, exact_fold, exact_sums
 from ..runtime.profiles import declare_terms, term
 from .cmeans_mma import (MAX_SLOTS, operand_size, operands, precision_of, recheck_ratio,
                          shape_fields, stats_slots)
@@ -288,7 +288,7 @@ class CMeansPass:
             self.block_rows = exact_sums.block_rows_of(part, self.size)
             self.groups = max(1, exact_sums.blocks_of(part.n, self.block_rows))
             self.tiles = -(-self.block_rows // self.spec.p)
-            self.fold = exact_sums.Fold(q, (c, part.d + 1)) if update else None
+            self.fold = exact_fold.Fold(q, (c, part.d + 1)) if update else None
         else:
             self.groups, self.tiles = part.groups(self.spec.wg, self.spec.p)
             self.block_rows = self.tiles * self.spec.p
@@ -330,7 +330,7 @@ class CMeansPass:
                             else np.asarray(centers, part.dtype))]
         if self.update and self.exact:   # uploads before the kernels (GmmPass.em_launch)
             # |a block's sum of w u^m x_k| <= B wmax max|x_k|, of w u^m <= B wmax
-            absmax, wmax = exact_sums.magnitudes_of(part)
+            absmax, wmax = exact_fold.magnitudes_of(part)
             self.fold.set_bounds(self.block_rows * wmax * np.append(absmax, 1.0)[None, :])
         real = part.dtype.type
         self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),

@@ -14,7 +14,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime import exact_sums
+from ..runtime import exact_fold, exact_sums
 from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, means_of, mstep_size, operands,
@@ -201,7 +201,7 @@ class GmmPass:
             cl.enqueue_copy(q, self.own.data, self.labels.data, byte_count=part.n * 4)
         events.append(stage.get("bad", self.part_bad, groups))
         if self.exact:
-            exact_sums.enqueue_block_sums(q, self.lse, None, part.n, self.block_rows,
+            exact_fold.enqueue_block_sums(q, self.lse, None, part.n, self.block_rows,
                                           self.block_ll)
             events.append(stage.get("ll", self.block_ll,
                                     exact_sums.blocks_of(part.n, self.block_rows)))
@@ -228,7 +228,7 @@ class GmmPass:
         k = means.shape[0]
         if self.exact:
             if k not in self.folds:
-                self.folds[k] = exact_sums.Fold(q, (k, self._mstats_size()))
+                self.folds[k] = exact_fold.Fold(q, (k, self._mstats_size()))
             self.folds[k].set_bounds(self._bounds(means))
         if self.mma_m:   # about the shift and about the means (float32)
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
@@ -284,7 +284,7 @@ class GmmPass:
         """Bounds of one block's M statistics (k x SZ) about *means*: a
         responsibility is at most 1, so N <= B wmax, a first moment about m
         <= B wmax (max|x| + |m|), a second moment the product of two such."""
-        absmax, wmax = exact_sums.magnitudes_of(self.part)
+        absmax, wmax = exact_fold.magnitudes_of(self.part)
         scale = self.block_rows * wmax
         means = np.asarray(means, np.float64)
         k, d = means.shape

@@ -24,7 +24,7 @@ import pyopencl.array as cla
 from pyopencl.elementwise import ElementwiseKernel
 from pyopencl.scan import GenericScanKernel
 
-from ..runtime import exact_sums
+from ..runtime import exact_fold, exact_sums
 from ..runtime.codegen import (Launch, SharedKernel, Spec, c_type, kernel,
                               kernel_work_group_limit, plan, quiet_build)
 from ..runtime.reduce import acc_dtype
@@ -193,7 +193,7 @@ class ChunkSeeding:
         if self.exact:
             blocks = exact_sums.blocks_of(part.n, self.block_rows)
             out = cla.empty(q, max(blocks, 1), np.float64)
-            exact_sums.enqueue_block_sums(q, self.closest, part.weights if part.weighted
+            exact_fold.enqueue_block_sums(q, self.closest, part.weights if part.weighted
                                           else None, part.n, self.block_rows, out)
             return out.get(q)[:blocks]
         self._scan()

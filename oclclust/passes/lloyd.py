@@ -14,7 +14,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_limit
-from ..runtime import codegen, exact_sums
+from ..runtime import codegen, exact_fold, exact_sums
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
 from .lloyd_blocked import blocked_specs, items_per_unit, pack_centers
@@ -307,8 +307,8 @@ class LloydPass:
     partials are one slab per fixed block of ``block_rows`` rows: the fused
     variants' groups (or work-items) take whole blocks, a slab each; the
     gemm and mma variants' accumulation a segment a block.  The slabs are
-    folded exactly on the device (exact_sums.Fold) and the inertia is the
-    exact sum of min_dist's weighted block sums (exact_sums.enqueue_block_sums,
+    folded exactly on the device (exact_fold.Fold) and the inertia is the
+    exact sum of min_dist's weighted block sums (exact_fold.enqueue_block_sums,
     the same for every variant); collect() gives them as ExactWords.  Else
     (Kahan sums, or exact sums disabled) a slab per persistent group, reduced
     in float64 on the device.  The layout is fixed at construction: a
@@ -362,8 +362,8 @@ class LloydPass:
         self.part_sums = partial_buffer(q, partials, k * part.d if update else 1, acc)
         self.part_weights = partial_buffer(q, partials, k if update else 1, acc)
         if self.exact:   # the exact folds of the slabs; the inertia's block sums
-            self.folds = ({"sums": exact_sums.Fold(q, (k, part.d)),
-                           "weights": exact_sums.Fold(q, (k,))} if update else {})
+            self.folds = ({"sums": exact_fold.Fold(q, (k, part.d)),
+                           "weights": exact_fold.Fold(q, (k,))} if update else {})
             self.block_inertia = cla.empty(q, self.blocks, np.float64)
 
     def upload(self, centers, norms=None):
@@ -507,13 +507,13 @@ class LloydPass:
         and min_dist's weighted block sums (``block_inertia``)."""
         part, q = self.part, self.part.queue
         if self.update:
-            absmax, wmax = exact_sums.magnitudes_of(part)
+            absmax, wmax = exact_fold.magnitudes_of(part)
             bound = self.block_rows * wmax
             for name, fold in self.folds.items():
                 fold.set_bounds(bound * absmax[None, :] if name == "sums" else bound)
                 fold.enqueue(self.part_sums if name == "sums" else self.part_weights,
                              self.partials)
-        exact_sums.enqueue_block_sums(q, self.min_dist, part.weights, part.n, self.block_rows,
+        exact_fold.enqueue_block_sums(q, self.min_dist, part.weights, part.n, self.block_rows,
                                       self.block_inertia)
 
     def _launch_exact(self, host):

@@ -22,7 +22,7 @@ back the labels it overwrote (ResidentCenters).
 
 Split-free (the pass's ``exact``: runtime/exact_sums.py), the sums and
 weights are the pass's exact folds rounded on the device as
-ExactWords.value() rounds them on the host (exact_sums.Fold.enqueue_value),
+ExactWords.value() rounds them on the host (exact_fold.Fold.enqueue_value),
 so the centres are the host update's bit for bit; the inertia is the exact
 sum of the pass's block sums, which the host reads with the six numbers and
 folds (ExactWords.of_values), as the host path does.

@@ -33,7 +33,7 @@ class DevicePartition:
         # the blocks of the passes' split-free sums (runtime.exact_sums); None:
         # a partition of its own, each pass picks them for its statistics
         self.block_rows = block_rows
-        # (max |x| a column, max weight) of the whole fit: exact_sums.magnitudes_of
+        # (max |x| a column, max weight) of the whole fit: exact_fold.magnitudes_of
         self.magnitudes = None
         if isinstance(X, cla.Array):
             # the caller's own queue and context: kernels are built there, so

@@ -9,7 +9,7 @@ import pytest
 
 import oclclust as oc
 from oclclust.passes.lloyd import LloydPass, LloydStats, stat_values
-from oclclust.runtime import exact_sums
+from oclclust.runtime import exact_fold, exact_sums
 from oclclust.runtime.partition import DevicePartition
 
 TWEAKS = {   # every variant of the pass (as test_lloyd's: centroids in local or global memory)
@@ -56,7 +56,7 @@ def split_pass(profile, X, w, centres, cuts):
     cut at *cuts* (in blocks), summed as ShardedPass sums chunks."""
     B = exact_sums.block_rows_for(X.shape[1], X.dtype.itemsize, stat_values(K, X.shape[1]))
     whole = DevicePartition(profile, X, w)
-    magnitudes = exact_sums.magnitudes_of(whole)
+    magnitudes = exact_fold.magnitudes_of(whole)
     bounds = [0] + [min(len(X), c * B) for c in cuts] + [len(X)]
     got = [pass_stats(profile, X[a:b], None if w is None else w[a:b], centres, B, magnitudes)
            for a, b in zip(bounds, bounds[1:])]

@@ -10,8 +10,9 @@ import pyopencl.array as cla
 import pytest
 
 from oclclust.parallel.shares import split_rows
-from oclclust.runtime import exact_sums
-from oclclust.runtime.exact_sums import ExactWords, Fold, lsb_for_bounds
+from oclclust.runtime import exact_fold, exact_sums
+from oclclust.runtime.exact_fold import Fold
+from oclclust.runtime.exact_sums import ExactWords, lsb_for_bounds
 from oclclust.runtime.partition import DevicePartition
 
 
@@ -156,7 +157,7 @@ def test_block_sums(queue, weighted):
     values = rng.random(n).astype(np.float32)
     weights = rng.random(n).astype(np.float32) if weighted else None
     out = cla.empty(queue, exact_sums.blocks_of(n, block), np.float64)
-    exact_sums.enqueue_block_sums(queue, cla.to_device(queue, values),
+    exact_fold.enqueue_block_sums(queue, cla.to_device(queue, values),
                                   None if weights is None else cla.to_device(queue, weights),
                                   n, block, out)
     terms = values.astype(np.float64) * (1.0 if weights is None else weights)
@@ -169,7 +170,7 @@ def test_magnitudes_of_a_partition(profile):
     X = rng.standard_normal((3000, 5)) * [1, 1e3, 1e-3, 0, 7]
     w = rng.random(3000) * 4
     part = DevicePartition(profile, X, w)
-    absmax, wmax = exact_sums.magnitudes_of(part)
+    absmax, wmax = exact_fold.magnitudes_of(part)
     assert np.array_equal(absmax, np.abs(X).max(axis=0))
     assert wmax == w.max()
 

@@ -12,7 +12,7 @@ import oclclust as oc
 from conftest import split_or_skip
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import cmeans, gmm as gmm_pass, gmm_mma
-from oclclust.runtime import exact_sums
+from oclclust.runtime import exact_fold, exact_sums
 from oclclust.runtime.partition import DevicePartition
 
 N, D = 5000, 4
@@ -99,7 +99,7 @@ def split_partitions(profile, X, w, block_rows):
     halves = [DevicePartition(profile, X[a:b], None if w is None else w[a:b], offset=a,
                               block_rows=block_rows) for a, b in ((0, cut), (cut, len(X)))]
     for part in halves:
-        part.magnitudes = exact_sums.magnitudes_of(whole)
+        part.magnitudes = exact_fold.magnitudes_of(whole)
     return [whole], halves
 
 

@@ -1,0 +1,160 @@
+"""The split-free sums' device side (runtime/exact_sums.py the host's):
+each statistic's block partials folded into exact words on the device
+(Fold: templates/runtime/exact_fold.cl.mako, its words rounded by
+exact_value.cl.mako for a device-resident update), one value a block summed
+(block_sums.cl.mako), and the rows' column magnitudes the grids are cut
+from (column_absmax.cl.mako)."""
+import dataclasses
+
+import numpy as np
+import pyopencl.array as cla
+
+from .codegen import Spec, c_type, kernel
+from .exact_sums import ARRAY_WORDS, ExactWords, blocks_of, lsb_for_bounds
+from .transfer import PinnedStaging
+
+FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
+FOLD_BLOCKS = 1 << 13          # a fold's blocks a work-item: its double words stay exact
+
+
+def magnitudes_of(part):
+    """(max |x| of each column, max weight) over all the fit's rows: what a
+    pass bounds its partials with.  A ShardedPass sets them on its chunks
+    (all chunks and ranks: the same grid everywhere); a partition of its
+    own measures its rows."""
+    if part.magnitudes is None:
+        wmax = 1.0 if part.weights is None else float(
+            _absmax(part, part.weights, part.n, 1, 1)[0])
+        part.magnitudes = (_absmax(part, part.x, part.n, part.d, part.stride), wmax)
+    return part.magnitudes
+
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactFoldSpec(Spec):
+    template = "runtime/exact_fold.cl.mako"
+    dtype: str = "float64"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactValueSpec(Spec):
+    template = "runtime/exact_value.cl.mako"
+    build_options = ()    # IEEE products and sums: ExactWords.value()'s bits
+    dtype: str = "float64"
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockSumsSpec(Spec):
+    """``weight_dtype``: the weights' type ("": the values'; k-means++'s
+    float64 distances of float32 rows have float32 weights)."""
+    template = "runtime/block_sums.cl.mako"
+    weighted: bool = False
+    weight_dtype: str = ""
+
+    def template_args(self):
+        args = super().template_args()
+        args["weight_t"] = c_type(self.weight_dtype or self.dtype)
+        return args
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnAbsmaxSpec(Spec):
+    template = "runtime/column_absmax.cl.mako"
+    d: int = 1
+    wg: int = 1
+
+
+class Fold:
+    """The exact fold of one statistic of a pass (*shape*) on a device
+    (*queue*): its grid uploaded once per ``set_bounds``, its words in a
+    device array (``out``) read by the caller."""
+
+    def __init__(self, queue, shape):
+        self.queue, self.shape = queue, tuple(shape)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.lsb = self._bounds = None
+        self._staging = PinnedStaging(queue)
+        self._lsb_dev = cla.empty(queue, max(self.size, 1), np.int32)
+        self.out = cla.empty(queue, (ARRAY_WORDS + 1) * max(self.size, 1), np.float64)
+        self._partial = None   # the parts' words (enqueue), made on first use
+
+    def set_bounds(self, bounds):
+        """The grid from *bounds* (broadcast to the shape): one block's
+        partial of each element is at most its bound in magnitude."""
+        bounds = np.broadcast_to(np.asarray(bounds, np.float64), self.shape)
+        if self._bounds is not None and np.array_equal(bounds, self._bounds):
+            return   # the same grid (every iteration of a fit: its magnitudes are fixed)
+        self._bounds = bounds.copy()
+        lsb = lsb_for_bounds(bounds).ravel()
+        if self.lsb is None or not np.array_equal(lsb, self.lsb):
+            self.lsb = lsb
+            # not a blocking copy: it would wait for the queue's kernels, and a
+            # fit that launches several devices' passes from one thread (a
+            # GMM's grid moves with its means) would run them one by one
+            self._staging.put("lsb", self._lsb_dev, lsb)
+
+    def enqueue(self, part, blocks):
+        """Fold *blocks* partials of *part* (blocks x size float64) into
+        ``out``: in parts of the blocks, then the parts' words added, where
+        the elements alone would leave the device idle (FOLD_ITEMS work-items
+        a compute unit)."""
+        ctx, wg = self.queue.context, 64
+        units = self.queue.device.max_compute_units
+        parts = int(min(max(blocks, 1), max(1, -(-units * FOLD_ITEMS // max(self.size, 1)),
+                                            -(-blocks // FOLD_BLOCKS))))
+        if parts > 1 and (self._partial is None or self._partial.size < parts * self.out.size):
+            self._partial = cla.empty(self.queue, parts * self.out.size, np.float64)
+        target = self._partial if parts > 1 else self.out
+        items = -(-self.size // wg) * wg
+        kernel(ctx, ExactFoldSpec(), "exact_fold")(
+            self.queue, (items, parts), (wg, 1), part.data, np.int64(blocks),
+            np.int64(self.size), self._lsb_dev.data, target.data)
+        if parts > 1:
+            kernel(ctx, ExactFoldSpec(), "exact_fold_parts")(
+                self.queue, (items,), (wg,), self._partial.data, np.int64(parts),
+                np.int64(self.size), self.out.data)
+
+    def enqueue_value(self, values):
+        """Enqueue ``out`` rounded to float64 into device array *values*
+        (size doubles) as ExactWords.value() rounds the words read: a
+        device-resident update computes with the host's totals' bits."""
+        value = kernel(self.queue.context, ExactValueSpec(acc_double=True), "exact_value")
+        wg = 64
+        value(self.queue, (-(-self.size // wg) * wg,), (wg,), self.out.data,
+              np.int64(self.size), self._lsb_dev.data, values.data)
+
+    def words(self, host_out, copy=True):
+        """The ExactWords of ``out`` as read to *host_out* (*copy* False:
+        a fresh array of their own, as ``out.get()`` gives)."""
+        return ExactWords.from_device(host_out[:(ARRAY_WORDS + 1) * self.size], self.lsb,
+                                      self.shape, copy)
+
+
+def enqueue_block_sums(queue, values, weights, n, block_rows, out):
+    """Enqueue the float64 sum of each block of *values* (n, a device array;
+    times *weights* when not None) into *out* (one double a block)."""
+    spec = BlockSumsSpec(dtype=values.dtype.name, acc_double=True, weighted=weights is not None,
+                         weight_dtype="" if weights is None or weights.dtype == values.dtype
+                         else weights.dtype.name)
+    blocks = blocks_of(n, block_rows)
+    if blocks == 0:
+        return
+    kernel(queue.context, spec, "block_sums")(
+        queue, (blocks * 256,), (256,), values.data, (weights if weights is not None
+                                                      else values).data,
+        np.int64(n), np.int64(block_rows), out.data)
+
+
+def _absmax(part, x, n, d, stride):
+    """max |x| of each of the *d* columns of device rows *x* (float64; NaN
+    where a NaN is): exact, so the same over any split."""
+    if n == 0:
+        return np.zeros(d)
+    wg = 1 << min(6, max(d - 1, 0).bit_length())
+    spec = ColumnAbsmaxSpec(dtype=part.dtype.name, acc_double=True, d=d, wg=wg)
+    groups, steps = part.groups(1, 4096)
+    out = cla.empty(part.queue, groups * d, np.float64)
+    kernel(part.queue.context, spec, "column_absmax")(
+        part.queue, (groups * wg,), (wg,), x.data, np.int64(n), np.int64(stride), out.data,
+        np.int64(steps * 4096))
+    return out.get(part.queue).reshape(groups, d).max(axis=0)   # NaN stays NaN
