@@ -55,9 +55,9 @@ runtime_job() {
   # checks that do not depend on the runtime (marker one_runtime: the host's code, the
   # package, the docs' examples, which the docs build runs on PoCL too) run on Intel's alone
   [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms" && once+=(-m "not one_runtime")
-  echo "=== $key: OCLCLUST_TEST_PLATFORM='$name' pytest -q tests ${once[*]}${*:+ $*} ===" >>"$joblog"
+  echo "=== $key: OCLCLUST_TEST_PLATFORM='$name' pytest -q --durations=30 tests ${once[*]}${*:+ $*} ===" >>"$joblog"
   OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 run_pytest "$key" \
-    "$py" -m pytest -q tests "${once[@]}" "$@"
+    "$py" -m pytest -q --durations=30 tests "${once[@]}" "$@"
   echo "=== $key: scikit-learn's test modules, oclclust substituted: ${sklearn_modules[*]} ===" >>"$joblog"
   OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 SKLEARN_RUN_FLOAT32_TESTS=1 \
     PYTHONPATH=tests/sklearn_suite run_pytest "$key sklearn-suite" \
