@@ -46,8 +46,11 @@ INDEX_LEVELS = 2
 class MstTerms:
     """single_rows_from: single linkage runs on the rows (this engine)
     from this many observations on, where the condensed matrix would still
-    fit (cluster/hierarchy/linkage_matrix.py)."""
+    fit (cluster/hierarchy/linkage_matrix.py).  index_tile_rows: the most
+    rows of a tile (and work-items) of the scans over the tiles' hierarchy
+    (index=True: its walk makes many small tiles cheap)."""
     single_rows_from: int = term("mst_single_rows_from", 2, 2**62)
+    index_tile_rows: int = term("mst_index_tile_rows", 1, 4096)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,8 +98,11 @@ def nearest_spec(plan, d, metric, core, wg=None, levels=0):
 def nearest_kernel(plan, d, metric, core, index=False):
     """(spec, kernel) of Boruvka's round, the work-group halved until the
     built kernel runs it (its registers may allow fewer work-items);
-    *index*: INDEX_LEVELS over the tiles, else every tile tested."""
+    *index*: INDEX_LEVELS over the tiles of at most mst_index_tile_rows
+    rows, else every tile tested."""
     wg = plan.wg
+    if index:
+        wg = min(wg, 1 << (plan.profile.terms(MstTerms).index_tile_rows.bit_length() - 1))
     while True:
         spec = nearest_spec(plan, d, metric, core, wg, INDEX_LEVELS if index else 0)
         kern = exact_kernel(plan.queue, spec, "nearest_other")

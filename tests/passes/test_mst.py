@@ -178,6 +178,20 @@ def test_index_is_the_brute_walks_tree(profile, metric, kind, d, core):
         z_of(*mst.minimum_spanning_tree(plan, X, metric, core=c, index=True), len(X)), ref)
 
 
+def test_index_tile_rows_caps_the_index_scans_tiles(profile):
+    """mst_index_tile_rows: the index scans' tiles (and work-groups) of at
+    most that many rows (a power of two), the brute walk's the profile's;
+    the same tree."""
+    plan = Plan(profile.replace(work_group_size=16, mst_index_tile_rows=6), np.float64)
+    assert mst.nearest_kernel(plan, 3, "euclidean", True, index=True)[0].wg == 4
+    assert mst.nearest_kernel(plan, 3, "euclidean", True, index=False)[0].wg == 16
+    X = index_rows("far blobs", 3, 200)
+    c = np.sort(squareform(pdist(X)), axis=1)[:, 3]
+    for ours, theirs in zip(mst.minimum_spanning_tree(plan, X, core=c, ties="any", index=True),
+                            mst.minimum_spanning_tree(plan, X, core=c, ties="any")):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 def test_bad_input(profile):
     plan = Plan(profile, np.float64)
     X = np.arange(12.0).reshape(6, 2)
