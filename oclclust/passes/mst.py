@@ -21,7 +21,7 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import Plan, exact_kernel, prim_tree
-from .tiles import boxes, hierarchy, hierarchy_fan, spatial_order
+from .tiles import boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -193,7 +193,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False):
     least edge among the rows known exactly, capped by that edge (a row
     farther needs no more than the bound); a large component with no known
     edge first has a few of its rows scanned uncapped (_probes).  *index*:
-    the tiles are the leaves of INDEX_LEVELS of nodes (fan each, with their
+    the tiles are a k-d tree's leaves (leaf_tiles: at most tb rows each,
+    not tb consecutive rows), under INDEX_LEVELS of nodes (fan each, with their
     boxes, components and least cores) that a scan skips whole where none
     of a work-group's rows needs them; without it every tile is tested."""
     from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
@@ -201,20 +202,23 @@ def boruvka(plan, X, n, d, metric, core=None, index=False):
     q = plan.queue
     spec, kern = nearest_kernel(plan, d, metric, core is not None, index)
     keep, tb, levels = spec.k, spec.tb, spec.levels
-    fan = hierarchy_fan(-(-n // tb), levels)
-    ids = spatial_order(X, metric, tb)
+    if index:                  # tiles: the k-d tree's leaves, tighter boxes
+        ids, starts = leaf_tiles(X, metric, tb)
+    else:
+        ids, starts = spatial_order(X, metric, tb), np.arange(0, n, tb)
+    fan = hierarchy_fan(len(starts), levels)
     pos = np.empty(n, np.int32)
     pos[ids] = np.arange(n, dtype=np.int32)
     xp = np.ascontiguousarray(X[ids], plan.dtype)
-    starts = np.arange(0, n, tb)
-    args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n)]
+    args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n),
+            cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
     extra = []
     if core is not None:
         core_pos = np.ascontiguousarray(core[ids], plan.dtype)
         extra += [cla.to_device(q, core_pos).data, cla.to_device(q, hierarchy(
             np.minimum.reduceat(core_pos, starts), fan, levels, np.minimum)).data]
     if spec.bound:
-        lo, hi = boxes(xp, tb)
+        lo, hi = boxes(xp, tb, starts)
         extra += [cla.to_device(q, hierarchy(lo, fan, levels, np.minimum)).data,
                   cla.to_device(q, hierarchy(hi, fan, levels, np.maximum)).data]
     active_dev, cap_dev = cla.empty(q, n, np.int32), cla.empty(q, n, plan.dtype)

@@ -10,7 +10,9 @@ written, ascending), bound (tiles skipped by their bounding box: every
 metric but cosine), levels (the tiles' hierarchy, below).
 
 The rows come in the host's spatial order (x[p] is observation ids[p]: a
-k-d tree's leaf order) and in tiles of tb rows, each with its bounding box
+k-d tree's leaf order) and in tiles of at most tb rows (tile p: rows
+tile_start[p] up to tile_start[p + 1]; tb consecutive rows, or with levels
+the tree's leaves), each with its bounding box
 (box_lo, box_hi) and its component (node_comp: the one component of all its
 rows, -1 where they differ), with core their least core distance
 (node_core).  A work-item per active row i (positions, ascending:
@@ -127,8 +129,8 @@ ${walk(l - 1)}\
 <%def name="scan_tile()">
             /* every iteration meets the same barriers: a tile no one needs
                stages and scans no rows */
-            const int j0 = p0 * TB;
-            const int m = need ? min(TB, n - j0) : 0;
+            const int j0 = tile_start[p0];
+            const int m = need ? tile_start[p0 + 1] - j0 : 0;
 % if tj:
             for (int e = lid; e < m * D; e += WG)
                 lx[e] = x[(long)j0 * D + e];
@@ -156,7 +158,6 @@ ${candidate("v_", "comp[j]", "ids[j]", "core[j]")}\
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define WG ${wg}
-#define TB ${tb}
 #define EPS ${"DBL_EPSILON" if real_t == "double" else "FLT_EPSILON"}
 #define BEFORE(w, j, bw, bj) ((w) < (bw) || ((w) == (bw) && (j) < (bj)))
 % if tj:
@@ -202,7 +203,8 @@ static real_t box_bound(${"" if private_row else "__global "}const real_t *u, __
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void nearest_other(__global const real_t *restrict x, __global const int *restrict ids,
-                   const int n, __global const int *restrict active, const int m_active,
+                   const int n, __global const int *restrict tile_start, const int tiles,
+                   __global const int *restrict active, const int m_active,
                    __global const real_t *restrict cap, __global const int *restrict comp,
 % if core:
                    __global const real_t *restrict core,
@@ -250,14 +252,25 @@ void nearest_other(__global const real_t *restrict x, __global const int *restri
 % endif
     __local int need;
     /* each level's nodes (level 0: the tiles) and its first in node_* */
-    const int cnt0 = (n + TB - 1) / TB;
+    const int cnt0 = tiles;
     const int off0 = 0, span0 = 1;        /* span: the tiles a node spans */
 % for l in range(1, levels + 1):
     const int cnt${l} = (cnt${l - 1} + fan - 1) / fan;
     const int off${l} = off${l - 1} + cnt${l - 1}, span${l} = span${l - 1} * fan;
 % endfor
-    /* the group's first row's tile: the walk starts nearest it */
-    const int t0 = active[min((int)get_group_id(0) * WG, m_active - 1)] / TB;
+    /* the group's first row's tile (the last whose start is not past it):
+       the walk starts nearest it */
+    const int first = active[min((int)get_group_id(0) * WG, m_active - 1)];
+    int t0 = 0;
+    for (int lo = 0, hi = tiles; lo < hi; ) {
+        const int mid = lo + ((hi - lo) >> 1);
+        if (tile_start[mid] <= first) {
+            t0 = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
     const int mine${levels + 1} = live;
 ${walk(levels)}\
     if (live) {
