@@ -211,14 +211,18 @@ def test_spatial_index_mst_is_brutes(devices, monkeypatch, kind, d, prim):
 
 
 def test_auto_indexes_the_mst_from_grid_from_rows(devices, monkeypatch):
+    """From GRID_FROM rows, every device metric (sqeuclidean: no grid of
+    cells, still the tiles' hierarchy); scikit-learn's labels."""
     import oclclust.cluster.density.hdbscan.hdbscan as hdbscan_module
     indexed, spanning = [], hdbscan_module.minimum_spanning_tree
     monkeypatch.setattr(hdbscan_module, "minimum_spanning_tree", lambda *a, **k: (
         indexed.append(k["index"]), spanning(*a, **k))[1])
     monkeypatch.setattr(hdbscan_module, "GRID_FROM", 300)
-    for n in (299, 300):
-        oc.HDBSCAN(devices=devices).fit(sk_blobs(n))
-    assert indexed == [False, True]
+    for n, metric in ((299, "euclidean"), (300, "euclidean"), (300, "sqeuclidean")):
+        X = sk_blobs(n)
+        ours = oc.HDBSCAN(metric=metric, devices=devices).fit(X)
+        assert_same(ours, sk_fit(X, metric=metric))
+    assert indexed == [False, True, True]
 
 
 def grid():
