@@ -210,8 +210,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False):
     pos = np.empty(n, np.int32)
     pos[ids] = np.arange(n, dtype=np.int32)
     xp = np.ascontiguousarray(X[ids], plan.dtype)
-    args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n),
-            cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
+    args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n)]
+    tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
     extra = []
     if core is not None:
         core_pos = np.ascontiguousarray(core[ids], plan.dtype)
@@ -239,7 +239,7 @@ def boruvka(plan, X, n, d, metric, core=None, index=False):
         cl.enqueue_copy(q, cap_dev.data, np.ascontiguousarray(caps, plan.dtype))
         groups = -(-m // spec.wg)
         kern(q, (groups * spec.wg,), (spec.wg,), *args, active_dev.data, np.int32(m),
-             cap_dev.data, comp_dev.data, *extra, node_dev.data,
+             cap_dev.data, comp_dev.data, *extra, node_dev.data, *tiles,
              *((np.int32(fan),) if levels else ()), *(o.data for o in out))
         w, j, b = (np.empty(m * keep, plan.dtype), np.empty(m * keep, np.int32),
                    np.empty(m, plan.dtype))

@@ -203,8 +203,7 @@ static real_t box_bound(${"" if private_row else "__global "}const real_t *u, __
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void nearest_other(__global const real_t *restrict x, __global const int *restrict ids,
-                   const int n, __global const int *restrict tile_start, const int tiles,
-                   __global const int *restrict active, const int m_active,
+                   const int n, __global const int *restrict active, const int m_active,
                    __global const real_t *restrict cap, __global const int *restrict comp,
 % if core:
                    __global const real_t *restrict core,
@@ -215,6 +214,7 @@ void nearest_other(__global const real_t *restrict x, __global const int *restri
                    __global const real_t *restrict box_hi,
 % endif
                    __global const int *restrict node_comp,
+                   __global const int *restrict tile_start, const int tiles,
 % if levels:
                    const int fan,
 % endif
