@@ -18,7 +18,8 @@ out as n shrinks and d grows; without it eps=2.0); DBSCAN runs with
 algorithm="auto" (the grid where it wins), DBSCAN-brute with "brute".
 Kernels are built on a small warm-up set first.  --phases
 splits HDBSCAN's time into core distances (over the grid of cells from
-GRID_FROM rows, as algorithm="auto" runs them), MST and the host's tree
+GRID_FROM rows, as algorithm="auto" runs them), MST (over its hierarchy of
+tiles from GRID_FROM rows) and the host's tree
 (from the MST edges: the single-linkage tree, labels and probabilities, the
 record dbscan_clustering cuts; the best of 3).  A new
 estimator is one more Bench row in ESTIMATORS.
@@ -90,9 +91,10 @@ def hdbscan_phases(oc, X, params, devices):
     from oclclust.passes.neighbours import core_distances, prim_edges
     plan = plan_for(devices)
     t0 = time.perf_counter()
-    core = core_distances(plan, X, params["min_samples"], grid=len(X) >= GRID_FROM)
+    index = len(X) >= GRID_FROM
+    core = core_distances(plan, X, params["min_samples"], grid=index)
     t1 = time.perf_counter()
-    a, b, w = minimum_spanning_tree(plan, X, "euclidean", core=core, ties="any")
+    a, b, w = minimum_spanning_tree(plan, X, "euclidean", core=core, ties="any", index=index)
     if np.any(w[1:] == w[:-1]) and len(X) <= PRIM_TIES_UP_TO:
         a, b, w = prim_edges(plan, X, "euclidean", core)
     t2 = time.perf_counter()

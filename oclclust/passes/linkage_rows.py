@@ -28,7 +28,7 @@ from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import exact_kernel
 from .linkage_generic import NO_NEIGHBOUR, generic_merges, lowered_bounds
-from .mst import _boxes, spatial_order
+from .tiles import boxes, spatial_order
 
 
 @declare_terms
@@ -192,7 +192,7 @@ def ward_rounds(plan, X):
         pos[order] = np.arange(m)
         cc = np.ascontiguousarray(C[order], plan.dtype)
         sc = np.ascontiguousarray(size[order], plan.dtype)
-        lo, hi = _boxes(cc, tb)
+        lo, hi = boxes(cc, tb)
         qp = pos[query]
         sort = np.argsort(qp, kind="stable")
         query, qp = query[sort], qp[sort].astype(np.int32)

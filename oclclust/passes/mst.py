@@ -21,6 +21,7 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import Plan, exact_kernel, prim_tree
+from .tiles import boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -34,8 +35,10 @@ PRIVATE_ROW_FEATURES = 64
 KEEP = 8
 # rows of a large component with no known edge scanned first, uncapped
 PROBE = 32
-# principal axes the rows' spatial order is taken over
-ORDER_AXES = 8
+# levels of nodes over the tiles (index=True): each node holds fan nodes of
+# the level below, fan the least that leaves at most fan nodes on top (a
+# launch argument: one kernel for every n)
+INDEX_LEVELS = 2
 
 
 @declare_terms
@@ -43,8 +46,11 @@ ORDER_AXES = 8
 class MstTerms:
     """single_rows_from: single linkage runs on the rows (this engine)
     from this many observations on, where the condensed matrix would still
-    fit (cluster/hierarchy/linkage_matrix.py)."""
+    fit (cluster/hierarchy/linkage_matrix.py).  index_tile_rows: the most
+    rows of a tile (and work-items) of the scans over the tiles' hierarchy
+    (index=True: its walk makes many small tiles cheap)."""
     single_rows_from: int = term("mst_single_rows_from", 2, 2**62)
+    index_tile_rows: int = term("mst_index_tile_rows", 1, 4096)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +59,8 @@ class NearestSpec(Spec):
     read from global memory); ``tb`` rows a tile (its bounding box and
     component); ``private_row``: a work-item's own row in registers;
     ``core``: mutual-reachability weights; ``bound``: tiles skipped by
-    their bounding box (no box bound for cosine)."""
+    their bounding box (no box bound for cosine); ``levels`` of nodes over
+    the tiles, skipped whole (0: every tile tested)."""
     template = "mst/mst_nearest.cl.mako"
     d: int = 1
     metric: str = "euclidean"
@@ -64,6 +71,7 @@ class NearestSpec(Spec):
     core: bool = False
     k: int = 1
     bound: bool = True
+    levels: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,23 +83,28 @@ class PrimRowsSpec(Spec):
     core: bool = False
 
 
-def nearest_spec(plan, d, metric, core, wg=None):
+def nearest_spec(plan, d, metric, core, wg=None, levels=0):
     """Rows staged in blocks of up to a work-group's size, as many as the
-    local memory budget holds (none where not one row fits)."""
+    local memory budget holds (none where not one row fits); *levels* of
+    the tiles' hierarchy."""
     item, wg = plan.dtype.itemsize, wg or plan.wg
     fits = plan.profile.local_memory_budget // (d * item + 8 + (item if core else 0))
     tj = 1 << (min(fits, wg).bit_length() - 1) if fits >= 1 else 0
     return NearestSpec(d=d, metric=metric, wg=wg, tj=tj, tb=tj or wg, k=KEEP,
                        private_row=d <= PRIVATE_ROW_FEATURES, core=core,
-                       bound=metric != "cosine", **plan.base)
+                       bound=metric != "cosine", levels=levels, **plan.base)
 
 
-def nearest_kernel(plan, d, metric, core):
+def nearest_kernel(plan, d, metric, core, index=False):
     """(spec, kernel) of Boruvka's round, the work-group halved until the
-    built kernel runs it (its registers may allow fewer work-items)."""
+    built kernel runs it (its registers may allow fewer work-items);
+    *index*: INDEX_LEVELS over the tiles of at most mst_index_tile_rows
+    rows, else every tile tested."""
     wg = plan.wg
+    if index:
+        wg = min(wg, 1 << (plan.profile.terms(MstTerms).index_tile_rows.bit_length() - 1))
     while True:
-        spec = nearest_spec(plan, d, metric, core, wg)
+        spec = nearest_spec(plan, d, metric, core, wg, INDEX_LEVELS if index else 0)
         kern = exact_kernel(plan.queue, spec, "nearest_other")
         if wg == 1 or codegen.kernel_work_group_limit(kern, plan.queue.device) >= wg:
             return spec, kern
@@ -104,41 +117,6 @@ def _not_finite(plan, metric):
     return ValueError("The condensed distance matrix must contain only finite values"
                       f" ({metric} distances of finite {plan.dtype.name} observations "
                       "overflow, or a zero vector under cosine).")
-
-
-def spatial_order(X, metric, tb):
-    """A permutation of the rows that keeps near rows together: a k-d tree's
-    leaf order (scipy's cKDTree) over the rows' leading principal axes (at
-    most 8, from a sample of the rows; cosine: of the unit rows), so a tile
-    of tb consecutive rows is compact and its bounding box tight."""
-    from scipy.spatial import cKDTree
-    n, d = X.shape
-    Y = np.asarray(X, np.float64)
-    if metric == "cosine":
-        norm = np.sqrt(np.einsum("ij,ij->i", Y, Y))
-        Y = Y / np.where(norm > 0, norm, 1)[:, None]
-    if d > ORDER_AXES:
-        sample = Y[np.linspace(0, n - 1, min(n, 20000)).astype(np.int64)]
-        sample = sample - sample.mean(axis=0)
-        # the covariance's leading eigenvectors (eigh: ascending)
-        axes = np.linalg.eigh(sample.T @ sample)[1][:, ::-1][:, :ORDER_AXES]
-        Y = Y @ axes
-    if not np.all(np.isfinite(Y)):          # an overflow: any order is right
-        return np.arange(n, dtype=np.int32)
-    tree = cKDTree(Y, leafsize=max(8, tb), balanced_tree=False, compact_nodes=False)
-    return tree.indices.astype(np.int32)
-
-
-def _boxes(xp, tb):
-    """Each tile's bounding box (lo, hi): tiles of tb rows, the last ragged
-    (a reshape: reduceat along the rows is much slower)."""
-    full = len(xp) // tb * tb
-    lo, hi = (xp[:full].reshape(-1, tb, xp.shape[1]).min(axis=1),
-              xp[:full].reshape(-1, tb, xp.shape[1]).max(axis=1))
-    if full < len(xp):
-        lo = np.vstack([lo, xp[full:].min(axis=0)])
-        hi = np.vstack([hi, xp[full:].max(axis=0)])
-    return np.ascontiguousarray(lo), np.ascontiguousarray(hi)
 
 
 def _known(rows, comp_ext, W, J, B, slot):
@@ -199,7 +177,7 @@ def _probes(rows, comp):
     return rows[pick]
 
 
-def boruvka(plan, X, n, d, metric, core=None):
+def boruvka(plan, X, n, d, metric, core=None, index=False):
     """Boruvka's rounds: (lo, hi, w) of the tree's n-1 edges, lo < hi, in
     the order they were found.  Edges compare by (w, lo, hi), a total order,
     so the tree is unique and no round makes a cycle.
@@ -214,25 +192,38 @@ def boruvka(plan, X, n, d, metric, core=None):
     round scans only the rows whose bound does not exceed their component's
     least edge among the rows known exactly, capped by that edge (a row
     farther needs no more than the bound); a large component with no known
-    edge first has a few of its rows scanned uncapped (_probes)."""
+    edge first has a few of its rows scanned uncapped (_probes).  *index*:
+    the tiles are a k-d tree's leaves (leaf_tiles: at most tb rows each,
+    not tb consecutive rows), under INDEX_LEVELS of nodes (fan each, with their
+    boxes, components and least cores) that a scan skips whole where none
+    of a work-group's rows needs them; without it every tile is tested."""
     from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
     from scipy.sparse.csgraph import connected_components
     q = plan.queue
-    spec, kern = nearest_kernel(plan, d, metric, core is not None)
-    keep, tb = spec.k, spec.tb
-    ids = spatial_order(X, metric, tb)
+    spec, kern = nearest_kernel(plan, d, metric, core is not None, index)
+    keep, tb, levels = spec.k, spec.tb, spec.levels
+    if index:                  # tiles: the k-d tree's leaves, tighter boxes
+        ids, starts = leaf_tiles(X, metric, tb)
+    else:
+        ids, starts = spatial_order(X, metric, tb), np.arange(0, n, tb)
+    fan = hierarchy_fan(len(starts), levels)
     pos = np.empty(n, np.int32)
     pos[ids] = np.arange(n, dtype=np.int32)
     xp = np.ascontiguousarray(X[ids], plan.dtype)
-    starts = np.arange(0, n, tb)
     args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n)]
+    tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
     extra = []
     if core is not None:
-        extra.append(cla.to_device(q, np.ascontiguousarray(core[ids], plan.dtype)).data)
+        core_pos = np.ascontiguousarray(core[ids], plan.dtype)
+        extra += [cla.to_device(q, core_pos).data, cla.to_device(q, hierarchy(
+            np.minimum.reduceat(core_pos, starts), fan, levels, np.minimum)).data]
     if spec.bound:
-        extra += [cla.to_device(q, box).data for box in _boxes(xp, tb)]
+        lo, hi = boxes(xp, tb, starts)
+        extra += [cla.to_device(q, hierarchy(lo, fan, levels, np.minimum)).data,
+                  cla.to_device(q, hierarchy(hi, fan, levels, np.maximum)).data]
     active_dev, cap_dev = cla.empty(q, n, np.int32), cla.empty(q, n, plan.dtype)
-    comp_dev, tile_dev = cla.empty(q, n, np.int32), cla.empty(q, len(starts), np.int32)
+    nodes = len(hierarchy(starts, fan, levels, np.minimum))
+    comp_dev, node_dev = cla.empty(q, n, np.int32), cla.empty(q, nodes, np.int32)
     out = (cla.empty(q, n * keep, plan.dtype), cla.empty(q, n * keep, np.int32),
            cla.empty(q, n, plan.dtype))
     comp = np.zeros(n, np.int32) if n == 1 else np.arange(n, dtype=np.int32)
@@ -248,7 +239,8 @@ def boruvka(plan, X, n, d, metric, core=None):
         cl.enqueue_copy(q, cap_dev.data, np.ascontiguousarray(caps, plan.dtype))
         groups = -(-m // spec.wg)
         kern(q, (groups * spec.wg,), (spec.wg,), *args, active_dev.data, np.int32(m),
-             cap_dev.data, comp_dev.data, *extra, tile_dev.data, *(o.data for o in out))
+             cap_dev.data, comp_dev.data, *extra, node_dev.data, *tiles,
+             *((np.int32(fan),) if levels else ()), *(o.data for o in out))
         w, j, b = (np.empty(m * keep, plan.dtype), np.empty(m * keep, np.int32),
                    np.empty(m, plan.dtype))
         for host, dev in zip((w, j, b), out):
@@ -265,9 +257,9 @@ def boruvka(plan, X, n, d, metric, core=None):
         comp_ext[:n], comp_ext[n] = comp, -1
         comp_pos = comp[ids]
         cl.enqueue_copy(q, comp_dev.data, comp_pos)
-        low = np.minimum.reduceat(comp_pos, starts)
-        cl.enqueue_copy(q, tile_dev.data, np.where(
-            low == np.maximum.reduceat(comp_pos, starts), low, -1).astype(np.int32))
+        low = hierarchy(np.minimum.reduceat(comp_pos, starts), fan, levels, np.minimum)
+        high = hierarchy(np.maximum.reduceat(comp_pos, starts), fan, levels, np.maximum)
+        cl.enqueue_copy(q, node_dev.data, np.where(low == high, low, -1).astype(np.int32))
         exact, w, j = _known(every, comp_ext, W, J, B, slot)
         least = _least(ncomp, comp, w, exact)
         # rows in the spatial order (ids), so a scan's rows come ascending
@@ -361,7 +353,7 @@ def check_args(X, metric, core, ties):
     return X, core
 
 
-def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
+def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", index=False):
     """The n-1 edges (a, b, w) of a minimum spanning tree of the rows of X.
 
     *plan*: a passes.linkage.Plan (device, queue, value type; float64 where
@@ -369,7 +361,10 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
     euclidean, sqeuclidean, cityblock, chebyshev or cosine, computed as
     scipy's pdist computes it (the same float64 rounding).  *core*: None, or
     n per-row core distances: the edge weight is then the mutual-reachability
-    distance max(core[a], core[b], d(a, b)).
+    distance max(core[a], core[b], d(a, b)).  *index*: Boruvka's scans
+    skip whole nodes of a hierarchy over the rows' tiles (boruvka), the
+    same tree in far fewer box tests where the rows are many and their
+    dimension low; without it every tile is tested.
 
     Returns int64 a, b and float64 w, sorted by w (a stable sort), in the
     order single linkage needs: linkage_matrix.label on them gives scipy's Z.
@@ -395,7 +390,7 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy"):
     n, d = X.shape
     q = plan.queue
     X = np.ascontiguousarray(X, plan.dtype)
-    lo, hi, w = boruvka(plan, X, n, d, metric, core)
+    lo, hi, w = boruvka(plan, X, n, d, metric, core, index)
     if ties == "any":
         order = np.lexsort((hi, lo, w))
         a, b = toward_root(n, lo[order], hi[order])

@@ -3,7 +3,8 @@
 Boruvka's round (mst_nearest.cl.mako) with the other rows staged in local
 memory and read from global memory, the row in registers and not, with and
 without core distances, tiles skipped by their box (every metric but
-cosine) and by their component, probes and capped scans (PROBE = 1);
+cosine) and by their component, and (index=True, with core) nodes of the
+tiles' hierarchy skipped whole, probes and capped scans (PROBE = 1);
 scipy's Prim on the rows (mst_prim.cl.mako) in one
 persistent launch and in a launch a step; every metric (odd and even d: the
 cosine tail), in each precision of PRECISIONS, a work-group of 4 so the
@@ -67,6 +68,10 @@ def exercise_mst(device, log):
                         ref = hierarchy.linkage(M[np.triu_indices(n, 1)], "single")
                         _check(*mst.minimum_spanning_tree(plan, X, metric, core=core),
                                ref, f"core {tag}", rtol)
+                        mark(f"mst core index {tag}")
+                        _check(*mst.minimum_spanning_tree(plan, X, metric, core=core,
+                                                          index=True),
+                               ref, f"core index {tag}", rtol)
                 finally:
                     mst.PRIVATE_ROW_FEATURES, mst.PROBE = saved
     log("mst: ok")

@@ -141,6 +141,57 @@ def test_core_distances_mutual_reachability(plan, metric, kind):
     assert w.sum() == pytest.approx(csgraph_weight(M), rel=1e-12)
 
 
+def index_rows(kind, d, n=600):
+    """Rows the tiles' hierarchy is tested on: blobs far apart (big empty
+    regions between them), a grid of integer points (ties, grid-aligned
+    boxes, duplicates) and duplicated continuous rows."""
+    rng = np.random.RandomState(d)
+    if kind == "far blobs":
+        centres = rng.uniform(-1, 1, (4, d)) * 1e3
+        return centres[rng.randint(0, 4, n)] + rng.randn(n, d)
+    if kind == "grid":
+        return rng.randint(0, 5, (n, d)).astype(np.float64) + 1
+    return (rng.randn(n // 4, d) + 2)[rng.randint(0, n // 4, n)]
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("kind", ["far blobs", "grid", "duplicates"])
+@pytest.mark.parametrize("d", [2, 3, 8])
+@pytest.mark.parametrize("core", [False, True])
+def test_index_is_the_brute_walks_tree(profile, metric, kind, d, core):
+    """index=True (the tiles' hierarchy, skipped a node at a time): the
+    brute walk's tree edge for edge (ties="any"), scipy's Z (ties="scipy"),
+    csgraph's weight; 75 tiles of 8 rows under two levels of fan 5."""
+    X = index_rows(kind, d)
+    plan = Plan(profile.replace(work_group_size=8), np.float64)
+    D = squareform(pdist(X, metric))
+    c = np.sort(D, axis=1)[:, 5] if core else None
+    M = mutual_reachability(X, metric, c) if core else D
+    brute = mst.minimum_spanning_tree(plan, X, metric, core=c, ties="any")
+    index = mst.minimum_spanning_tree(plan, X, metric, core=c, ties="any", index=True)
+    for ours, theirs in zip(index, brute):
+        np.testing.assert_array_equal(ours, theirs)
+    a, b, w = index
+    assert np.all(M[a, b] == w) and w.sum() == pytest.approx(csgraph_weight(M), rel=1e-12)
+    ref = hierarchy.linkage(squareform(M, checks=False), "single")
+    np.testing.assert_array_equal(
+        z_of(*mst.minimum_spanning_tree(plan, X, metric, core=c, index=True), len(X)), ref)
+
+
+def test_index_tile_rows_caps_the_index_scans_tiles(profile):
+    """mst_index_tile_rows: the index scans' tiles (and work-groups) of at
+    most that many rows (a power of two), the brute walk's the profile's;
+    the same tree."""
+    plan = Plan(profile.replace(work_group_size=16, mst_index_tile_rows=6), np.float64)
+    assert mst.nearest_kernel(plan, 3, "euclidean", True, index=True)[0].wg == 4
+    assert mst.nearest_kernel(plan, 3, "euclidean", True, index=False)[0].wg == 16
+    X = index_rows("far blobs", 3, 200)
+    c = np.sort(squareform(pdist(X)), axis=1)[:, 3]
+    for ours, theirs in zip(mst.minimum_spanning_tree(plan, X, core=c, ties="any", index=True),
+                            mst.minimum_spanning_tree(plan, X, core=c, ties="any")):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 def test_bad_input(profile):
     plan = Plan(profile, np.float64)
     X = np.arange(12.0).reshape(6, 2)

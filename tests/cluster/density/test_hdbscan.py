@@ -171,6 +171,60 @@ def test_boruvka_tree_past_prim_limit(devices, monkeypatch):
     assert_same(oc.HDBSCAN(devices=devices, **params).fit(X), sk_fit(X, **params))
 
 
+def index_rows(kind, d, n=500):
+    """Blobs far apart (empty regions between them), integer points (ties,
+    grid-aligned) and duplicated rows, in d features."""
+    rng = np.random.RandomState(d)
+    if kind == "far blobs":
+        centres = rng.uniform(-1, 1, (3, d)) * 500
+        return centres[rng.randint(0, 3, n)] + rng.randn(n, d)
+    if kind == "grid":
+        return rng.randint(0, 6, (n, d)).astype(np.float64)
+    return (rng.randn(n // 3, d) * 3)[rng.randint(0, n // 3, n)]
+
+
+@pytest.mark.parametrize("kind", ["far blobs", "grid", "duplicates"])
+@pytest.mark.parametrize("d", [2, 3, 8])
+@pytest.mark.parametrize("prim", [True, False])
+def test_spatial_index_mst_is_brutes(devices, monkeypatch, kind, d, prim):
+    """algorithm="kd_tree": the MST's scans over the tiles' hierarchy, the
+    brute walk's labels and probabilities exactly; scikit-learn's where
+    tied heights take Prim's order (prim) or barely tie (far blobs); with
+    Boruvka's tree of heavily tied heights (past PRIM_TIES_UP_TO, as at
+    20,000 rows and more) scikit-learn's may condense otherwise
+    (assert_same's KNOWN GAP), so there the brute walk is the reference."""
+    import oclclust.cluster.density.hdbscan.hdbscan as hdbscan_module
+    import oclclust.passes.mst as mst
+    if not prim:
+        monkeypatch.setattr(hdbscan_module, "PRIM_TIES_UP_TO", 0)
+    indexed, spanning = [], hdbscan_module.minimum_spanning_tree
+    monkeypatch.setattr(hdbscan_module, "minimum_spanning_tree", lambda *a, **k: (
+        indexed.append(k["index"]), spanning(*a, **k))[1])
+    X = index_rows(kind, d)
+    params = dict(min_cluster_size=8, min_samples=4)
+    ours = oc.HDBSCAN(algorithm="kd_tree", devices=devices, **params).fit(X)
+    brute = oc.HDBSCAN(algorithm="brute", devices=devices, **params).fit(X)
+    assert indexed == [True, False]
+    assert_same(ours, brute)
+    if prim or kind == "far blobs":
+        assert_same(ours, sk_fit(X, **params))
+
+
+def test_auto_indexes_the_mst_from_grid_from_rows(devices, monkeypatch):
+    """From GRID_FROM rows, every device metric (sqeuclidean: no grid of
+    cells, still the tiles' hierarchy); scikit-learn's labels."""
+    import oclclust.cluster.density.hdbscan.hdbscan as hdbscan_module
+    indexed, spanning = [], hdbscan_module.minimum_spanning_tree
+    monkeypatch.setattr(hdbscan_module, "minimum_spanning_tree", lambda *a, **k: (
+        indexed.append(k["index"]), spanning(*a, **k))[1])
+    monkeypatch.setattr(hdbscan_module, "GRID_FROM", 300)
+    for n, metric in ((299, "euclidean"), (300, "euclidean"), (300, "sqeuclidean")):
+        X = sk_blobs(n)
+        ours = oc.HDBSCAN(metric=metric, devices=devices).fit(X)
+        assert_same(ours, sk_fit(X, metric=metric))
+    assert indexed == [False, True, True]
+
+
 def grid():
     # integer rows: mutual-reachability weights tie everywhere
     return np.random.RandomState(3).randint(0, 6, (150, 2)).astype(np.float64)

@@ -33,7 +33,8 @@ MISSING = (-3, np.nan)
 # launches; past this many rows Boruvka's tree is taken (the same clusters
 # at every height; a tied height may condense otherwise)
 PRIM_TIES_UP_TO = 20000
-# algorithm="auto": core distances over a grid of cells from this many rows
+# algorithm="auto": core distances over a grid of cells and the MST over its
+# hierarchy of tiles from this many rows
 GRID_FROM = 4096
 
 
@@ -67,7 +68,10 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         Checked as scikit-learn checks it.  The core distances of
         euclidean, manhattan and chebyshev rows: over a grid of cells with
         "kd_tree" or "ball_tree" (scikit-learn's spatial indexes) and with
-        "auto" from 4096 rows, else from every pair; the same values.
+        "auto" from 4096 rows, else from every pair; the same values.  With
+        those, for every metric on the device, the minimum spanning tree's
+        scans skip whole groups of far rows (a hierarchy of boxes over a
+        k-d tree's leaves), else test every tile: the same tree.
     leaf_size : int, default=40
         Checked as scikit-learn checks it.
     n_jobs : int or None, default=None
@@ -226,14 +230,16 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         metric = DEVICE[self.metric]
         plan = plan_for(self.devices)
         check_range(X, plan)
-        # a grid of cells where the metric allows and the rows are many
-        # (kd_tree / ball_tree: a spatial index asked for, at any size)
-        grid = metric in GRID_METRICS and (
-            self.algorithm in ("kd_tree", "ball_tree") or
-            (self.algorithm == "auto" and X.shape[0] >= GRID_FROM))
-        core = core_distances(plan, X, min_samples, metric, grid=grid)
+        # a spatial index where the rows are many (kd_tree / ball_tree: one
+        # asked for, at any size): the MST's scans over the tiles' hierarchy
+        # (every device metric), the core distances over a grid of cells
+        # where the metric allows
+        index = (self.algorithm in ("kd_tree", "ball_tree") or
+                 (self.algorithm == "auto" and X.shape[0] >= GRID_FROM))
+        core = core_distances(plan, X, min_samples, metric,
+                              grid=index and metric in GRID_METRICS)
         rows = X if self.alpha == 1.0 else X / self.alpha ** (1.0 / HOMOGENEITY[metric])
-        a, b, w = minimum_spanning_tree(plan, rows, metric, core=core, ties="any")
+        a, b, w = minimum_spanning_tree(plan, rows, metric, core=core, ties="any", index=index)
         if np.any(w[1:] == w[:-1]) and X.shape[0] <= PRIM_TIES_UP_TO:
             a, b, w = prim_edges(plan, rows, metric, core)
         return a, b, w

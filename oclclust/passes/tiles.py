@@ -1,0 +1,104 @@
+"""Rows in tiles of a spatial order (the MST engine's and linkage_rows'):
+the order, each tile's bounding box, and a hierarchy of nodes over the
+tiles (each node fan consecutive nodes of the level below, with its rows'
+box, least core, component) that lets a scan skip far rows a node at a
+time (templates/mst/mst_nearest.cl.mako).
+"""
+import numpy as np
+
+# principal axes the rows' spatial order is taken over
+ORDER_AXES = 8
+
+
+def _order_space(X, metric):
+    """The rows as the spatial orders see them: their leading principal
+    axes (at most ORDER_AXES, from a sample of the rows; cosine: of the unit
+    rows), float64; None where a value overflows (any order is right)."""
+    n, d = X.shape
+    Y = np.asarray(X, np.float64)
+    if metric == "cosine":
+        norm = np.sqrt(np.einsum("ij,ij->i", Y, Y))
+        Y = Y / np.where(norm > 0, norm, 1)[:, None]
+    if d > ORDER_AXES:
+        sample = Y[np.linspace(0, n - 1, min(n, 20000)).astype(np.int64)]
+        sample = sample - sample.mean(axis=0)
+        # the covariance's leading eigenvectors (eigh: ascending)
+        axes = np.linalg.eigh(sample.T @ sample)[1][:, ::-1][:, :ORDER_AXES]
+        Y = Y @ axes
+    return Y if np.all(np.isfinite(Y)) else None
+
+
+def spatial_order(X, metric, tb):
+    """A permutation of the rows that keeps near rows together: a k-d tree's
+    leaf order (scipy's cKDTree) over _order_space, so a tile of tb
+    consecutive rows is compact and its bounding box tight."""
+    from scipy.spatial import cKDTree
+    Y = _order_space(X, metric)
+    if Y is None:
+        return np.arange(len(X), dtype=np.int32)
+    tree = cKDTree(Y, leafsize=max(8, tb), balanced_tree=False, compact_nodes=False)
+    return tree.indices.astype(np.int32)
+
+
+def leaf_tiles(X, metric, tb):
+    """(order, starts): a k-d tree's leaf order as spatial_order's, and the
+    first place of each tile, the tiles its leaves (at most tb rows; a leaf
+    of more, all of one point, cut in tiles of tb).  A tile of tb
+    consecutive rows straddles leaves, so its box is looser: blobs 100k x 3,
+    HDBSCAN's MST scans compare a third of the tiles over leaves."""
+    from scipy.spatial import cKDTree
+    n = len(X)
+    Y = _order_space(X, metric)
+    if Y is None:
+        return np.arange(n, dtype=np.int32), np.arange(0, n, tb)
+    tree = cKDTree(Y, leafsize=tb, balanced_tree=False, compact_nodes=False)
+    first, stack = [], [tree.tree]
+    while stack:                         # the leaves in their order
+        node = stack.pop()
+        if node.split_dim == -1:
+            first.append(node.start_idx)
+        else:
+            stack += [node.greater, node.lesser]
+    first = np.asarray(first, np.int64)
+    size = np.diff(np.r_[first, n])
+    cuts = -(-size // tb)
+    starts = np.repeat(first, cuts) + tb * (np.arange(cuts.sum()) - np.repeat(np.cumsum(cuts) - cuts, cuts))
+    return tree.indices.astype(np.int32), starts
+
+
+def boxes(xp, tb, starts=None):
+    """Each tile's bounding box (lo, hi): tiles of tb rows, the last ragged
+    (a reshape: reduceat along the rows is much slower), or from the places
+    *starts* on."""
+    if starts is not None:
+        return (np.ascontiguousarray(np.minimum.reduceat(xp, starts, axis=0)),
+                np.ascontiguousarray(np.maximum.reduceat(xp, starts, axis=0)))
+    full = len(xp) // tb * tb
+    lo, hi = (xp[:full].reshape(-1, tb, xp.shape[1]).min(axis=1),
+              xp[:full].reshape(-1, tb, xp.shape[1]).max(axis=1))
+    if full < len(xp):
+        lo = np.vstack([lo, xp[full:].min(axis=0)])
+        hi = np.vstack([hi, xp[full:].max(axis=0)])
+    return np.ascontiguousarray(lo), np.ascontiguousarray(hi)
+
+
+def hierarchy(tiles, fan, levels, reduce):
+    """Per-tile values and, level by level, each node's *reduce* (a ufunc)
+    over its fan children (the last ragged), concatenated along axis 0."""
+    parts = [tiles]
+    for _ in range(levels):
+        parts.append(reduce.reduceat(parts[-1], np.arange(0, len(parts[-1]), fan), axis=0))
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+def hierarchy_fan(tiles, levels):
+    """The least fan (at least 2) whose *levels* over *tiles* leave at most
+    fan nodes on top."""
+    fan = max(2, int(tiles ** (1 / (levels + 1))))
+    while True:
+        count = tiles
+        for _ in range(levels):
+            count = -(-count // fan)
+        if count <= fan:
+            return fan
+        fan += 1
