@@ -385,8 +385,12 @@ class DaskData(RemoteShardedData):
         try:
             return self.client.gather(wanted), []
         except BaseException:   # a cancellation too (not an Exception)
-            if not lost:
-                raise
+            if not lost:   # a task that Dask ran again elsewhere may fail first
+                with contextlib.suppress(Exception):
+                    lost = sorted(mine - set(workers_info(self.client)))
+                if not lost:
+                    raise
+                self.client.cancel(of_lost(lost))
             return None, lost
         finally:
             done.set()

@@ -56,6 +56,8 @@ def fitted(est):
 
 
 def same(a, b):
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.array_equal(a, b, equal_nan=np.asarray(a).dtype.kind == "f")
     return a == b
