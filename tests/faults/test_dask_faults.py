@@ -76,7 +76,7 @@ def in_thread(fn):
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     thread.join(timeout=SECONDS)
-    assert not thread.is_alive(), f"the fit hangs after a worker was killed ({SECONDS} s)"
+    assert not thread.is_alive(), f"the fit hangs ({SECONDS} s)"
     return outcome.get("result"), outcome.get("error"), outcome.get("at")
 
 
@@ -105,7 +105,14 @@ class Passes:
 
 @pytest.fixture
 def two_workers(client):
-    client.wait_for_workers(2, timeout=SECONDS)   # a killed worker's replacement
+    """The module's cluster with 2 workers again: a killed worker's nanny
+    starts another (on a loaded host it was seen not to: one more then)."""
+    from distributed.exceptions import WorkerStartTimeoutError
+    try:
+        client.wait_for_workers(2, timeout=SECONDS / 3)
+    except WorkerStartTimeoutError:
+        client.cluster.scale(len(client.cluster.worker_spec) + 1)
+        client.wait_for_workers(2, timeout=SECONDS)
     return client
 
 
@@ -123,17 +130,17 @@ def test_a_worker_killed_mid_fit_leaves_the_undisturbed_model(two_workers, devic
     client, make, X = two_workers, ESTIMATORS[name], blobs()
     if name not in undisturbed:
         counted = Passes(client, monkeypatch)
-        ref = fitted(make(devices).fit(X))
+        ref, error, _ = in_thread(lambda: fitted(make(devices).fit(X)))
+        assert error is None, repr(error)
         undisturbed[name] = ref, counted.count
         monkeypatch.undo()
     ref, waits = undisturbed[name]
     kill_at = {"loading": 0, "mid-fit": waits // 2, "last pass": waits - 1}[point]
     passes = Passes(client, monkeypatch, kill_at)
-    est, error, _ = in_thread(lambda: make(devices).fit(X))
+    got, error, _ = in_thread(lambda: fitted(make(devices).fit(X)))
     assert error is None, repr(error)
     assert passes.killed is not None, "no worker was killed"
     assert any(was == passes.killed for _, was, _ in passes.moves), passes.moves
-    got = fitted(est)
     assert got.keys() == ref.keys()
     differ = [k for k in ref if not same(got[k], ref[k])]
     assert not differ, f"{differ} differ from the undisturbed fit's"
