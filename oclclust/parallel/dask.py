@@ -15,7 +15,7 @@ one device (split-free sums).  Per-row outputs (labels) stay on the workers
 as dask arrays, in the user's row chunks; only rows a rule asks for by index
 (seeds, relocated centres) travel, k at a time.
 
-A worker lost during a fit does not end it (survive.py's rule, here): its
+A worker lost during a fit does not end it: its
 blocks are computed anew from the dask array's graph on the workers left,
 loaded there, and the passes' states they held rebuilt by running the
 fit's keyed passes on them again in order (a journal of them is kept on
