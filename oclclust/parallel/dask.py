@@ -490,6 +490,7 @@ class DaskData(RemoteShardedData):
                 warnings.warn(f"freeing the fit's blocks on the Dask workers failed: {exc}",
                               RuntimeWarning, stacklevel=user_stacklevel())
             self.workers, self._outputs = [], []
+        self._journal = self._graphs = self._weights = None   # nothing left to rebuild
 
 
 def workers_info(client):
