@@ -15,18 +15,26 @@ one device (split-free sums).  Per-row outputs (labels) stay on the workers
 as dask arrays, in the user's row chunks; only rows a rule asks for by index
 (seeds, relocated centres) travel, k at a time.
 
-A worker lost during a fit makes it raise WorkerLostError naming it within
-a poll (its blocks' device state is gone with it: no retry elsewhere).
+A worker lost during a fit does not end it: its
+blocks are computed anew from the dask array's graph on the workers left,
+loaded there, and the passes' states they held rebuilt by running the
+fit's keyed passes on them again in order (a journal of them is kept on
+the client); the pass in flight runs there, the other blocks' results
+kept.  The sums being split-free, the model is the undisturbed one bit for
+bit.  WorkerLostError only where no worker is left, a block cannot be
+computed or laid out as before, or the journal outgrew JOURNAL_BYTES.
 
 A fitted estimator's calls on a dask array (predict, transform, score ...)
 run on the blocks where they are (map_rows, block_total), with each
 worker's devices.
 
-The only module that imports dask: placement imports it for a dask array.
+The workers' side (their registry of blocks, the tasks sent to a block) is
+dask_blocks.py.  The only modules that import dask: placement imports this
+one for a dask array.
 """
 import contextlib
-import copy
 import threading
+import time
 import uuid
 import warnings
 
@@ -36,9 +44,10 @@ import pyopencl as cl
 from ..runtime.extras import require
 from ..runtime.devices import select_devices
 from ..runtime.exact_sums import block_rows_for
-from ..runtime.validation import as_dtype, check_data, check_sample_weight
-from .manager import DeviceManager
-from .placement import bind_by_index, compute_dtype
+from .placement import compute_dtype
+from .dask_blocks import (_BLOCKS, _block_rows, _free, _on_block,  # noqa: F401 (_BLOCKS:
+                          _rebuild_block, _rows_of_block,   # the workers' registry, here too)
+                          _shape_and_dtype, _with_block, worker_devices)
 from .sharded_data import RemoteShardedData, combined_magnitudes, combined_mean_var_finite
 from ..runtime.warning_site import user_stacklevel
 
@@ -49,10 +58,15 @@ cloudpickle = require("cloudpickle", "fitting dask arrays")
 get_client, get_worker, wait = distributed.get_client, distributed.get_worker, distributed.wait
 
 POLL_SECONDS = 1.0     # how often a waiting pass checks that its workers are alive
+NO_WORKER_SECONDS = 5.0   # how long a move waits for a worker when none is left
+#                           (a nanny restarts a killed worker in a second or two)
+JOURNAL_BYTES = 1 << 28   # the keyed passes kept for a rebuild: beyond, none is kept
 
 
 class WorkerLostError(RuntimeError):
-    """A Dask worker that held a fit's blocks left during the fit."""
+    """A Dask worker that held a fit's blocks left during the fit and its
+    blocks could not be rebuilt elsewhere (no worker left, a block that
+    cannot be computed again, or laid out as before)."""
 
 
 def active_client():
@@ -116,7 +130,9 @@ class DaskData(RemoteShardedData):
         self.block_rows = block_rows_for(X.shape[1], item, stat_values)
         self.user_chunks = X.chunks[0]   # per-row outputs go back to these
         X = X.rechunk({0: whole_block_chunks(X.chunks[0], self.block_rows), 1: -1})
-        parts = client.compute(list(X.to_delayed().ravel()))
+        # each block's graph: what a block whose worker left is computed anew from
+        self._graphs = list(X.to_delayed().ravel())
+        parts = client.compute(self._graphs)
         weights = [None] * len(parts)
         if isinstance(sample_weight, da.Array):
             by_block = sample_weight.rechunk((X.chunks[0],))
@@ -127,24 +143,28 @@ class DaskData(RemoteShardedData):
                 raise ValueError(f"sample_weight.shape == {sample_weight.shape}, "
                                  f"expected ({X.shape[0]},)!")
             weights = np.split(sample_weight, np.cumsum(X.chunks[0])[:-1])
-        self.workers, self.chunks, self.blocks = [], [], []
+        self._weights = weights   # small (one number a row): kept for a rebuild
+        self._loading = (devices, dtype, name)
+        self.block_starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]])
+        self._journal, self._journal_bytes, self._passes = [], 0, 0
+        self._outputs = []   # rows_states' futures {block: future}, made again on a move
+        self.workers, self.chunks, self.blocks, self._layouts = [], [], [], []
+        first, self.moves = [], []   # (block, from worker, to worker) of every block moved
         try:
-            self._wait(parts + [w for w in weights if hasattr(w, "key")])
-            who = client.who_has(parts)
+            wait(parts + [w for w in weights if hasattr(w, "key")])   # Dask recomputes
+            who = client.who_has(parts)                               # a lost part
             self.workers = [who[p.key][0] for p in parts]
-            local = local_indices(client)
-            starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]])
-            loads = [client.submit(_load, self.fit, i, part, w, int(start), devices,
-                                   dtype, local[addr], name, stat_values, workers=[addr],
-                                   allow_other_workers=False, pure=False)
-                     for i, (part, w, start, addr)
-                     in enumerate(zip(parts, weights, starts, self.workers))]
-            loaded = self._gather(loads)
+            first = list(parts)   # each block's rows where Dask made them, once
+
+            def load(i):
+                part, first[i] = first[i], None
+                return [self._rebuild(i, part)]
+            loaded = self._per_block(load, places=True)
         except BaseException:
             self.close()
             raise
         finally:
-            del parts, weights   # the rows live on in the workers' registries
+            del parts, first   # the rows live on in the workers' registries
         for message in sorted({m for block in loaded for m in block["warnings"]}):
             warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
         dtypes = {block["dtype"] for block in loaded}
@@ -155,12 +175,17 @@ class DaskData(RemoteShardedData):
         self.n, self.d = X.shape
         self.source = X   # the rows as the user's dask array (an init may fit on them)
         self.dtype = np.dtype(dtypes.pop())
+        self._layouts = [block["chunks"] for block in loaded]
         self.blocks = [[_Chunk(o, n) for o, n in block["chunks"]] for block in loaded]
         self.chunks = [c for block in self.blocks for c in block]
-        self.block_starts = starts
+        self._block_devices = [block["rows_per_device"] for block in loaded]
+        self._count_rows()
+
+    def _count_rows(self):
+        """rows_per_device: {"worker device": rows} of the blocks where they are."""
         self.rows_per_device = {}
-        for addr, block in zip(self.workers, loaded):
-            for device, rows in block["rows_per_device"].items():
+        for addr, block in zip(self.workers, self._block_devices):
+            for device, rows in block.items():
                 key = f"{addr} {device}"
                 self.rows_per_device[key] = self.rows_per_device.get(key, 0) + rows
 
@@ -180,9 +205,10 @@ class DaskData(RemoteShardedData):
         ends = np.cumsum([0] + [len(block) for block in self.blocks])
         mine = [None if each is None else list(each[lo:hi])
                 for lo, hi in zip(ends, ends[1:])]
-        futures = self._each_block(_on_block, key, payload, timed, tuple(others), rows,
-                                   per_block=mine)
-        return [r for block in self._gather(futures) for r in block]
+        args = (key, payload, timed, tuple(others), rows)
+        out = self._per_block(lambda i: [self._submit(i, _on_block, *args, mine[i])])
+        self._note(_on_block, args, None if each is None else mine, key is not None)
+        return [r for block in out for r in block]
 
     def map(self, fn, timed=False, rows=True):
         """[fn(chunk)] over every chunk in row order, on the workers."""
@@ -196,25 +222,51 @@ class DaskData(RemoteShardedData):
     def rows_states(self, key, make, fn):
         """fn(chunk, state) -> per-row values, as a dask array whose blocks
         stay on the workers (computed now: the states go with the fit), in
-        the row chunks of the user's array."""
+        the row chunks of the user's array.  A block's values lost with its
+        worker later in the fit are made again where it moves (_move); lost
+        after the fit, computing them raises (their states went with it)."""
         payload = cloudpickle.dumps((make, fn))
-        futures = self._each_block(_rows_of_block, key, payload)
-        self._wait(futures)
-        metas = self._gather([self.client.submit(_shape_and_dtype, f, pure=False)
-                              for f in futures])
-        return da.concatenate([da.from_delayed(f, shape=shape, dtype=dtype)
-                               for f, (shape, dtype) in zip(futures, metas)]
+        made, version = {}, self._passes + 1   # the keyed pass it will be
+
+        def one(i):   # the block's values stay there: only their shape comes
+            made[i] = self._submit(i, _rows_of_block, key, payload, version, loose=True)
+            return [made[i], self.client.submit(_shape_and_dtype, made[i], pure=False)]
+        metas = self._per_block(one)
+        while True:   # made, they stay: a worker that left since took some with it
+            gone = sorted(set(self.workers) - set(workers_info(self.client)))
+            if not gone:
+                break
+            lost = [i for i, w in enumerate(self.workers) if w in gone]
+            self._move(gone)
+            for i, meta in zip(lost, self._per_block(one, lost)):
+                metas[i] = meta
+        self._note(_rows_of_block, (key, payload, version), None, True)
+        self._outputs.append(made)
+        return da.concatenate([da.from_delayed(made[i], shape=shape, dtype=dtype)
+                               for i, (shape, dtype) in enumerate(metas)]
                               ).rechunk({0: self.user_chunks})
 
-    def _each_block(self, task, *args, per_block=None):
-        """task(fit, i, *args[, per_block[i]]) on each block i's worker."""
-        futures = []
-        for i, addr in enumerate(self.workers):
-            last = () if per_block is None else (per_block[i],)
-            futures.append(self.client.submit(task, self.fit, i, *args, *last,
-                                              workers=[addr], allow_other_workers=False,
-                                              pure=False))
-        return futures
+    def _submit(self, i, task, *args, loose=False):
+        """A future of task(fit, i, *args) on block i's worker (*loose*: run
+        elsewhere should that worker leave, where the task checks the block)."""
+        return self.client.submit(task, self.fit, i, *args, workers=[self.workers[i]],
+                                  allow_other_workers=loose, pure=False)
+
+    def _note(self, task, args, per_block, keyed):
+        """A keyed pass that ran on every block, in the journal a rebuilt
+        block runs again (its states are then those it had: the passes are
+        deterministic); a pass without a key keeps no state."""
+        if not keyed:
+            return
+        self._passes += 1   # as each block's version counts them
+        if self._journal is None:
+            return
+        self._journal_bytes += len(args[1]) + (0 if per_block is None else
+                                               len(cloudpickle.dumps(per_block)))
+        if self._journal_bytes > JOURNAL_BYTES:
+            self._journal = None   # a lost block cannot be rebuilt: WorkerLostError then
+            return
+        self._journal.append((task, args, per_block))
 
     def rows(self, indices):
         """Rows *indices* (global), from their blocks' host copies."""
@@ -222,11 +274,9 @@ class DaskData(RemoteShardedData):
         block = np.searchsorted(self.block_starts, indices, side="right") - 1
         out = np.empty((len(indices), self.d), self.dtype)
         asked = {int(b): np.flatnonzero(block == b) for b in np.unique(block)}
-        futures = [self.client.submit(_block_rows, self.fit, b,
-                                      indices[at] - self.block_starts[b],
-                                      workers=[self.workers[b]], pure=False)
-                   for b, at in asked.items()]
-        for at, rows in zip(asked.values(), self._gather(futures)):
+        got = self._per_block(lambda b: [self._submit(b, _block_rows, indices[asked[b]]
+                                                      - self.block_starts[b])], asked)
+        for at, rows in zip(asked.values(), got):
             out[at] = rows
         return out
 
@@ -241,25 +291,29 @@ class DaskData(RemoteShardedData):
         (``assign(block's rows, local indices, weights, centers)``), then the
         blocks fold theirs in block order (``fold(total, assigned)``), each
         handing the running totals to the next; the rows stay where they
-        are.  (The mini-batch's functions: cluster/kmeans/minibatch_sums.py.)"""
+        are.  (The mini-batch's functions: cluster/kmeans/minibatch_sums.py.)
+        A worker lost, its blocks move and the whole chain runs again."""
         indices = np.asarray(indices, np.int64)
         weights = np.asarray(weights, np.float64)
         block = np.searchsorted(self.block_starts, indices, side="right") - 1
         ends = np.searchsorted(block, np.arange(len(self.workers)), side="right")
-        futures, lo = [], 0
-        for b, (addr, hi) in enumerate(zip(self.workers, ends)):
-            if hi > lo:
-                pinned = dict(workers=[addr], allow_other_workers=False, pure=False)
-                part = self.client.submit(_with_block, self.fit, b, assign,
-                                          indices[lo:hi] - self.block_starts[b],
-                                          weights[lo:hi], centers, **pinned)
-                total = self.client.submit(fold, total, part, **pinned)
-                futures += [part, total]
-            lo = hi
-        if not futures:
+        spans = [(b, lo, hi) for b, (lo, hi) in enumerate(zip(np.r_[0, ends[:-1]], ends))
+                 if hi > lo]
+        if not spans:
             return total
-        with self._watched(futures):
-            return self.client.gather(futures[-1])
+        while True:
+            chain, running = {}, total
+            for b, lo, hi in spans:
+                part = self._submit(b, _with_block, assign, indices[lo:hi]
+                                    - self.block_starts[b], weights[lo:hi], centers)
+                running = self.client.submit(fold, running, part, workers=[self.workers[b]],
+                                             allow_other_workers=False, pure=False)
+                chain[b] = [part, running]
+            every = [f for fs in chain.values() for f in fs]
+            got, gone = self._watched(chain, [running], lambda _: every)
+            if not gone:
+                return got[0]
+            self._move(gone)
 
     def mean_var_finite(self):
         """(column means, column variances, all finite) over all rows, in
@@ -287,50 +341,143 @@ class DaskData(RemoteShardedData):
         """As its own manager: no worker's device is dropped, *failure* raises."""
         raise failure
 
-    # ------------------------------------------------------- waiting, end
-    def _wait(self, futures):
-        """Wait for *futures* (see _watched)."""
-        with self._watched(futures):
-            wait(futures)
+    # ------------------------------------------------ waiting, moving, end
+    def _per_block(self, submit, blocks=None, places=False):
+        """[the last of submit(i)'s futures' result] for each block i (all,
+        or *blocks*), submit(i) giving a list of futures on block i's worker.
+        A block whose worker left is moved (_move: rebuilt on a worker
+        left) and submitted there anew; the other blocks' futures are kept
+        (they ran once: a keyed pass changes its states).  *places*:
+        submit(i) places the block itself (it loads it), nothing to move."""
+        blocks = range(len(self.workers)) if blocks is None else blocks
+        futures = {i: submit(i) for i in blocks}
+        while True:
+            got, gone = self._watched(futures, [fs[-1] for fs in futures.values()],
+                                      lambda g: [f for i, fs in futures.items()
+                                                 if self.workers[i] in g for f in fs])
+            if not gone:
+                return got
+            lost = [i for i in futures if self.workers[i] in gone]
+            if not places:
+                self._move(gone)
+            for i in lost:
+                futures[i] = submit(i)
 
-    def _gather(self, futures):
-        """The results of *futures* (see _watched)."""
-        with self._watched(futures):
-            return self.client.gather(futures)
-
-    @contextlib.contextmanager
-    def _watched(self, futures):
-        """While the block runs, a watcher asks the scheduler every poll
-        whether this fit's workers are all there; one gone, it cancels
-        *futures* and the block raises WorkerLostError naming it.  (Dask
-        would wait for a lost block's worker forever: its tasks may run
-        nowhere else.  No timeout on Dask's own calls: a cancelled gather
-        leaves exceptions no one retrieves, logged at collection.)"""
+    def _watched(self, futures, wanted, of_lost):
+        """(the results of *wanted*, []), or (None, the workers gone) when
+        one of *futures*' blocks' ({block: [futures]}) workers left: a
+        watcher asks the scheduler every poll whether they are all there
+        and cancels the futures of_lost(gone) then.  (Dask would wait for a
+        lost block's worker forever: its tasks may run nowhere else.)"""
         lost, done = [], threading.Event()
+        mine = {self.workers[i] for i in futures}
 
         def watch():
             while not done.wait(POLL_SECONDS):
                 try:
-                    gone = sorted(set(self.workers) - set(workers_info(self.client)))
+                    gone = sorted(mine - set(workers_info(self.client)))
                 except Exception:   # noqa: BLE001 -- the scheduler is gone: Dask raises
                     return
                 if gone:
                     lost.extend(gone)
-                    self.client.cancel(futures)
+                    self.client.cancel(of_lost(gone))
                     return
         watcher = threading.Thread(target=watch, daemon=True, name="oclclust-dask-watch")
         watcher.start()
         try:
-            yield
+            return self.client.gather(wanted), []
         except BaseException:   # a cancellation too (not an Exception)
-            if not lost:
-                raise
-            held = [i for i, w in enumerate(self.workers) if w in lost]
-            raise WorkerLostError(
-                f"Dask worker(s) {', '.join(lost)} left during the fit; they held "
-                f"block(s) {held} of its rows on their devices: fit again") from None
+            if not lost:   # a task that Dask ran again elsewhere may fail first
+                with contextlib.suppress(Exception):
+                    lost = sorted(mine - set(workers_info(self.client)))
+                if not lost:
+                    raise
+                self.client.cancel(of_lost(lost))
+            return None, lost
         finally:
             done.set()
+            watcher.join()
+
+    def _move(self, gone):
+        """The blocks of the workers *gone* rebuilt on workers left (each
+        where fewest blocks are), their keyed passes run again (_rebuild)."""
+        lost = [i for i, w in enumerate(self.workers) if w in gone]
+        if not lost:
+            return
+        if self._journal is None:
+            raise WorkerLostError(
+                f"Dask worker(s) {', '.join(gone)} left during the fit with block(s) {lost} "
+                f"of its rows; the passes that made their states outgrew the "
+                f"{JOURNAL_BYTES} bytes kept to rebuild them: fit again")
+        try:
+            loaded = self._per_block(lambda i: [self._rebuild(i, None, gone)], lost,
+                                     places=True)
+        except WorkerLostError:
+            raise
+        except Exception as exc:   # noqa: BLE001 -- Dask's or a pass's own, in its words
+            raise WorkerLostError(f"block(s) {lost} of lost Dask worker(s) "
+                                  f"{', '.join(gone)} could not be rebuilt: {exc}") from exc
+        for i, block in zip(lost, loaded):
+            if block["chunks"] != self._layouts[i] or block["dtype"] != self.dtype.name:
+                raise WorkerLostError(
+                    f"block {i} of a lost Dask worker ({', '.join(gone)}) cannot be laid "
+                    f"out as before on {self.workers[i]} (its devices differ): fit again")
+            self._block_devices[i] = block["rows_per_device"]
+        self._count_rows()
+        self._remake_outputs(lost)
+
+    def _remake_outputs(self, moved):
+        """The per-row values of earlier rows_states on the blocks *moved*,
+        lost with their worker: Dask runs their tasks again (loose
+        restrictions), which fail where the block is not as it was; they run
+        again on its new worker, where its rebuild kept them (_KEPT)."""
+        lost = [(made[i], self.workers[i]) for made in self._outputs for i in moved]
+        for future, where in lost:
+            self.client.sync(self.client.scheduler.set_restrictions,
+                             worker={future.key: [where]})
+        for future, where in lost:
+            with contextlib.suppress(Exception):   # an error: run again just below
+                wait(future, timeout=30)
+            if future.status != "finished":
+                self.client.retry([future])
+        shapes = [self.client.submit(_shape_and_dtype, f, pure=False) for f, _ in lost]
+        _, gone = self._watched({i: [made[i]] for made in self._outputs for i in moved},
+                                shapes, lambda g: shapes)
+        if gone:
+            raise WorkerLostError(f"Dask worker(s) {', '.join(gone)} left while the fit's "
+                                  f"per-row values were made again: fit again")
+
+    def _rebuild(self, i, part=None, gone=()):
+        """A future of block i loaded on a worker with its keyed passes run
+        again: from *part* (its rows' future) on its worker, or, without,
+        computed anew from its graph on the worker left that holds fewest
+        blocks (waiting NO_WORKER_SECONDS for one)."""
+        if part is None:
+            was = self.workers[i]
+            self.workers[i] = self._place([*gone, was])
+            self.moves.append((i, was, self.workers[i]))
+            part = self.client.compute(self._graphs[i], workers=[self.workers[i]])
+        devices, dtype, name = self._loading
+        local = local_indices(self.client).get(self.workers[i], (0, 1))
+        replay = [(task, args, None if each is None else each[i])
+                  for task, args, each in self._journal]
+        return self._submit(i, _rebuild_block, part, self._weights[i],
+                            int(self.block_starts[i]), devices, dtype, local, name,
+                            self.stat_values, replay)
+
+    def _place(self, gone):
+        """The worker left holding fewest of the fit's blocks (then by
+        address), waited for NO_WORKER_SECONDS when none is left."""
+        deadline = time.monotonic() + NO_WORKER_SECONDS
+        while True:
+            alive = sorted(set(workers_info(self.client)) - set(gone))
+            if alive:
+                return min(alive, key=lambda w: (self.workers.count(w), w))
+            if time.monotonic() > deadline:
+                raise WorkerLostError(
+                    f"Dask worker(s) {', '.join(gone)} left during the fit and no worker "
+                    f"is left to take their blocks of its rows")
+            time.sleep(POLL_SECONDS / 4)
 
     def close(self):
         """Free the fit's blocks on every worker (those still there)."""
@@ -342,7 +489,8 @@ class DaskData(RemoteShardedData):
             except Exception as exc:   # noqa: BLE001 -- never hides the fit's own error
                 warnings.warn(f"freeing the fit's blocks on the Dask workers failed: {exc}",
                               RuntimeWarning, stacklevel=user_stacklevel())
-            self.workers = []
+            self.workers, self._outputs = [], []
+        self._journal = self._graphs = self._weights = None   # nothing left to rebuild
 
 
 def workers_info(client):
@@ -376,37 +524,6 @@ def picklable_devices(devices):
     return devices
 
 
-def worker_devices(devices, local):
-    """The devices of this worker (*local*: its index and count on its
-    host): a list or a DeviceManager as given; a name (or None) resolved
-    here, one GPU per worker on a host of several (bind_by_index)."""
-    if isinstance(devices, DeviceManager):
-        return copy.deepcopy(devices)
-    manager = DeviceManager(devices)
-    if devices is None or isinstance(devices, str):
-        manager.profiles = bind_by_index(manager.profiles, *local)
-    return manager
-
-
-# --------------------------------------------------- on the workers
-_BLOCKS = {}   # (fit id, block index) -> _Block, in each worker process
-
-
-class _Block:
-    """A block's rows on this worker's devices and the passes' states."""
-
-    def __init__(self, data):
-        self.data, self.states = data, {}
-
-
-def _block(fit, index):
-    try:
-        return _BLOCKS[fit, index]
-    except KeyError:
-        raise RuntimeError(f"block {index} of the fit is not on Dask worker "
-                           f"{get_worker().address} (restarted since it was loaded?)") from None
-
-
 def whole_block_chunks(chunks, block_rows):
     """Row chunks (sizes) whose boundaries are *chunks*' moved to the
     nearest multiple of *block_rows* (a chunk left empty merges with the
@@ -417,67 +534,6 @@ def whole_block_chunks(chunks, block_rows):
     cuts = np.minimum(np.rint(ends / block_rows).astype(np.int64) * block_rows, n)
     cuts = np.unique(np.append(cuts[cuts > 0], n))
     return tuple(int(c) for c in np.diff(cuts, prepend=0)) if n else tuple(chunks)
-
-
-def _load(fit, index, rows, weights, start, devices, dtype, local, name, stat_values):
-    X = check_data(rows, name)
-    manager = worker_devices(devices, local)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dtype = compute_dtype(dtype, X, manager.profiles)
-    w = check_sample_weight(_computed(weights), X.shape[0], dtype)
-    data = manager.scatter(as_dtype(X, dtype), w, stat_values=stat_values)
-    for chunk in data.chunks:   # global rows: what the passes report and relocation asks
-        chunk.offset += start
-    _BLOCKS[fit, index] = _Block(data)
-    return dict(dtype=dtype.name, chunks=[(c.offset, c.n) for c in data.chunks],
-                rows_per_device=data.rows_per_device,
-                warnings=[str(c.message) for c in caught])
-
-
-def _states_fn(fit, index, key, payload, other_keys=(), values=None):
-    block = _block(fit, index)
-    make, fn = cloudpickle.loads(payload)
-    if key is None:
-        return block, lambda chunk: fn(chunk, None)
-    states = block.states.setdefault(key, {})
-    theirs = [block.states[other] for other in other_keys]   # made by earlier maps
-    extra = {} if values is None else dict(zip(block.data.chunks, values))
-
-    def one(chunk):
-        if chunk not in states:
-            states[chunk] = make(chunk)
-        return fn(chunk, states[chunk], *[t[chunk] for t in theirs],
-                  *([extra[chunk]] if values is not None else []))
-    return block, one
-
-
-def _on_block(fit, index, key, payload, timed, other_keys=(), rows=True, values=None):
-    block, one = _states_fn(fit, index, key, payload, other_keys, values)
-    return block.data.map(one, timed, rows)
-
-
-def _rows_of_block(fit, index, key, payload):
-    block, one = _states_fn(fit, index, key, payload)
-    return np.concatenate(block.data.map(one))
-
-
-def _shape_and_dtype(array):
-    return array.shape, array.dtype
-
-
-def _block_rows(fit, index, local):
-    data = _block(fit, index).data
-    return np.array([data.row(int(i)) for i in local]).reshape(len(local), data.d)
-
-
-def _with_block(fit, index, fn, *args):
-    return fn(_block(fit, index).data, *args)
-
-
-def _free(fit):
-    for key in [k for k in _BLOCKS if k[0] == fit]:
-        _BLOCKS.pop(key).data.close()
 
 
 # ---------------------------------- a fitted estimator's calls on the blocks

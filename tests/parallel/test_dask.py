@@ -23,7 +23,6 @@ from distributed import get_task_stream  # noqa: E402
 
 import oclclust.parallel.dask  # noqa: E402
 from dask_cluster import BLOCK, D, K, N, blobs  # noqa: E402
-from oclclust.parallel.dask import WorkerLostError  # noqa: E402
 
 def fitted_on_workers(client, make, X, monkeypatch, **fit):
     """make().fit(X) on the workers; checks the statistics tasks ran on both
@@ -173,22 +172,31 @@ def test_fuzzy_cmeans_equals_the_one_device_fit(client, devices):
 
 @pytest.mark.parametrize("make", [
     lambda devices: oc.KMeans(64, init="random", n_init=1, random_state=0, tol=0,
-                              max_iter=100000, devices=devices),
+                              max_iter=40, devices=devices),
     lambda devices: oc.GaussianMixture(8, covariance_type="diag", init_params="random",
-                                       random_state=0, tol=0, max_iter=100000,
+                                       random_state=0, tol=0, max_iter=40,
                                        devices=devices)], ids=["kmeans", "gmm"])
-def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices, make):
-    """Last: it kills one of the module's workers (its nanny starts another)."""
+def test_a_worker_that_dies_mid_fit_is_replaced(client, devices, make, monkeypatch):
+    """Last: it kills one of the module's workers (its nanny starts another)
+    while the fit iterates: its blocks move to the worker left (or the new
+    one) and the fit ends as the undisturbed one.  (tests/faults/
+    test_dask_faults.py kills at given passes, and with no worker left.)"""
     client.wait_for_workers(2, timeout=60)   # the last kill's worker back
     X = da.random.RandomState(5).uniform(size=(40000, 2), chunks=(10000, 2))
-    outcome = {}
+    ref = make(devices).fit(X)
+    outcome, moves = {}, []
+    close = oc.parallel.dask.DaskData.close
+
+    def closing(data):
+        moves.extend(data.moves)
+        close(data)
+    monkeypatch.setattr(oc.parallel.dask.DaskData, "close", closing)
 
     def fit():
         try:
-            make(devices).fit(X)
-            outcome["fitted"] = True
+            outcome["fitted"] = make(devices).fit(X)
         except Exception as exc:   # noqa: BLE001 -- what the test inspects
-            outcome["error"], outcome["at"] = exc, time.monotonic()
+            outcome["error"] = exc
     thread = threading.Thread(target=fit)
     thread.start()
     while thread.is_alive() and not all(held(client).values()):
@@ -196,12 +204,14 @@ def test_a_worker_that_dies_mid_fit_raises_naming_it(client, devices, make):
     pids = client.run(os.getpid)
     victim = sorted(pids)[0]
     os.kill(pids[victim], signal.SIGKILL)
-    killed = time.monotonic()
     thread.join(timeout=60)
     assert not thread.is_alive(), "the fit hangs after its worker died"
-    assert isinstance(outcome.get("error"), WorkerLostError), outcome
-    assert victim in str(outcome["error"])
-    assert outcome["at"] - killed < 10
+    assert "error" not in outcome, outcome
+    assert any(was == victim for _, was, _ in moves), moves
+    est = outcome["fitted"]
+    for name in ("cluster_centers_", "means_", "covariances_", "n_iter_", "inertia_"):
+        if hasattr(ref, name):
+            assert np.array_equal(getattr(est, name), getattr(ref, name)), name
 
 
 def test_pyopencl_devices_travel_as_their_profiles(client, devices):
