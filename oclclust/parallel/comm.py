@@ -299,7 +299,7 @@ class Ranks:
         return [value] if self.comm is None else self.comm.allgather(value)
 
     def exchange(self, parts):
-        """What every rank sends every other: *parts*[r] (a numpy array) goes
+        """What every rank sends every other: ``parts[r]`` (a numpy array) goes
         to rank r; returns the arrays the ranks sent this one, in rank order
         (one Alltoallv of whole rows: each part of one dtype and one shape
         past its first axis on every rank)."""
