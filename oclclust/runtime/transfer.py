@@ -153,24 +153,24 @@ class Staging:
         """The next pinned piece as *rows* rows of *dtype*, once it is free."""
         j = self.turn
         self.turn ^= 1
+        nbytes = rows * int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        return j, self._free(j, nbytes)[:nbytes].view(dtype).reshape((rows,) + tuple(row_shape))
+
+    def _free(self, j, nbytes):
+        """Piece *j* once its last DMA is done, made anew where smaller than *nbytes*."""
         if self.events[j] is not None:
             self.events[j].wait()
             self.events[j] = None
-        nbytes = rows * int(np.prod(row_shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        if self.pieces[j] is None or len(self.pieces[j]) < nbytes:   # its DMA is done
-            self.pieces[j] = pinned_empty(self.queue, (nbytes,), np.uint8)
-        return j, self.pieces[j][:nbytes].view(dtype).reshape((rows,) + tuple(row_shape))
+        if self.pieces[j] is None or len(self.pieces[j]) < nbytes:
+            self.pieces[j] = pinned_empty(self.queue, (int(nbytes),), np.uint8)
+        return self.pieces[j]
 
     def reserve(self, nbytes):
         """Both pieces made now at *nbytes* at least (page-locking memory
         takes milliseconds a piece: warm_up's, ahead of the first upload)."""
         with self.lock:
             for j in (0, 1):
-                if self.pieces[j] is None or len(self.pieces[j]) < nbytes:
-                    if self.events[j] is not None:
-                        self.events[j].wait()
-                        self.events[j] = None
-                    self.pieces[j] = pinned_empty(self.queue, (int(nbytes),), np.uint8)
+                self._free(j, nbytes)
 
     def rows_per_piece(self, row_bytes):
         return max(1, self.piece_bytes // max(1, row_bytes))

@@ -72,6 +72,23 @@ def test_a_piece_is_refilled_only_after_its_copy(queue):
     np.testing.assert_array_equal(dst.get(), X)
 
 
+def test_reserved_pieces_serve_the_copies_after_their_own(queue):
+    """reserve (warm_up's) makes both pieces at their size at once, after any
+    copy still reading them; the copies then reuse them, not made again."""
+    n, d = 100, 4
+    X = np.arange(n * d, dtype=np.float32).reshape(n, d)
+    staging = Staging(queue, 10 * d * 4)
+    dst = cla.empty(queue, (n, d), np.float32)
+    staging.to_device(queue, dst, X[:30])
+    staging.reserve(10 * d * 4)
+    made = [id(piece) for piece in staging.pieces]
+    assert all(len(piece) >= 10 * d * 4 for piece in staging.pieces)
+    staging.to_device(queue, dst, X)
+    queue.finish()
+    np.testing.assert_array_equal(dst.get(), X)
+    assert [id(piece) for piece in staging.pieces] == made
+
+
 def test_copy_rows_splits_over_threads(monkeypatch):
     monkeypatch.setattr(transfer, "FILL_SPLIT", 64)   # 1 KiB pieces split by 64 bytes
     src = np.asfortranarray(np.random.RandomState(2).randn(97, 5))
