@@ -18,7 +18,7 @@ from ..runtime import exact_fold, exact_sums
 from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, means_of, mstep_size, operands,
-                      shift_of)
+                      own_spec, shift_of)
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
@@ -83,6 +83,9 @@ class GmmPass:
             self.mshift = cla.empty(q, self.mspec.dp, np.float32)
             self.mmeans = cla.empty(q, k * self.mspec.dp, np.float32)
             self.own = cla.zeros(q, max(part.n, 1), np.int32)
+            # ... the own sums by a kernel of their own (gmm_mma_own.cl.mako)
+            self.ospec, self.okernel = plan(p, q, [own_spec(part.d, k, self.mspec.precision)],
+                                            "gmm_own")
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
         self.exact = exact_sums.exact_device(part)
@@ -245,8 +248,7 @@ class GmmPass:
         k = means.shape[0]
         events = []
         if self.mma_m:
-            about = (self.lse.data, np.int32(self.resp_log), self.mshift.data,
-                     self.mmeans.data, self.own.data)
+            about = (self.lse.data, np.int32(self.resp_log), self.mshift.data, self.own.data)
         else:
             about = (self.means.data,)
         rows = self.block_rows if self.exact else -(-part.n // self.chunks)
@@ -254,6 +256,13 @@ class GmmPass:
                      part.x.data,
                      np.int64(part.n), np.int64(part.stride), self._resp(k).data,
                      *about, np.int32(k), np.int64(rows), self.part_stats.data)
+        if self.mma_m:   # the own entries of the same slabs
+            ospec = self.ospec
+            self.okernel(q, (self.chunks * ospec.groups_per_chunk(k) * ospec.wg,), (ospec.wg,),
+                         part.x.data, np.int64(part.n), np.int64(part.stride),
+                         self._resp(k).data, self.lse.data, np.int32(self.resp_log),
+                         self.mmeans.data, self.own.data, np.int32(k), np.int64(rows),
+                         self.part_stats.data)
         # the kernel packs the slabs for this k (Kahan: then the compensations)
         if self.exact:
             fold = self.folds[k]

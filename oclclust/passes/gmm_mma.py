@@ -150,13 +150,57 @@ class MmaMStepSpec(EmulatedBuild, Spec):
         return -(-k // self.cb)
 
     def local_bytes(self):
-        """x stage, the block's means (both rows of xs floats), the
-        responsibilities, own components and step flags, the N sums."""
+        """x stage, the responsibilities, own components, the N sums."""
         xs, rs = self.dp + (8 - self.dp) % 32, self.stage + 4
-        floats = self.stage * xs + self.cb * xs + self.cb * rs
-        ints = self.stage + self.stage // 8
-        return ((floats + ints) * 4 + self.cb * 8 * 8
+        floats = self.stage * xs + self.cb * rs
+        return ((floats + self.stage) * 4 + self.cb * 4 * 8
                 + (self.wg * 24 if self.emulate else 0))
+
+
+# the own kernel's local sums: at most this many bytes (a block's components
+# x dp x 2 doubles), so that several work-groups share a multiprocessor
+OWN_LOCAL = 32 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaOwnSpec(Spec):
+    """The M step's own sums (gmm_mma_own.cl.mako) beside the tensor-core
+    M kernel: a work-group of wg work-items in *groups* of a column each
+    per (chunk of rows, block of cb components), as that kernel's chunks."""
+    template = "gmm_mma/gmm_mma_own.cl.mako"
+    d: int = 1
+    dp: int = 8
+    wg: int = 128
+    groups: int = 1
+    cb: int = 16
+    precision: str = "float32"
+
+    def groups_per_chunk(self, k):
+        return -(-k // self.cb)
+
+    def local_bytes(self):
+        return (self.groups * (2 * self.cb * self.dp + self.cb) * 8
+                + (self.wg // 32 + self.wg) * 4)
+
+
+OWN_WG = 128      # the own kernel's work-items: a batch of rows scanned at once
+
+
+def own_spec(d, k, precision="float32"):
+    """The own kernel beside the tensor-core M kernel for k components of
+    d dimensions (its means' rows dp = d padded to 8 floats, as that
+    kernel's): OWN_WG work-items in groups of a column each (columns: dp
+    rounded up to 32; several groups where d is small, each taking rows in
+    turn), blocks of the components whose groups' sums fit OWN_LOCAL (a
+    power of two, at most k's); *precision* the M kernel's."""
+    dp = -(-d // 8) * 8
+    cols = -(-dp // 32) * 32
+    groups = max(1, OWN_WG // cols)
+    cb = 1
+    while cb < k and groups * 2 * cb * 2 * dp * 8 <= OWN_LOCAL:
+        cb *= 2
+    return MmaOwnSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=groups * cols,
+                      groups=groups, cb=cb, precision=precision)
 
 
 def mstep_size(d):

@@ -7,17 +7,19 @@ E step's label, gmm_mma.py): r_ij = [j = o_i] r_ij + [j != o_i] r_ij, and
 per component j
   other: N_j = sum r_ij,  sum r_ij x'_i,   sum r_ij x'_i^2   (x' = x - shift)
   own:   N_j = sum r_ij,  sum r_ij x''_i,  sum r_ij x''_i^2  (x'' = x - mu_j)
-the first over the rows j does not own (R_other^T [x' | x'^2]), the second
-over the rows it owns (R_own^T [x'' | x''^2]; mu_j the current mean in
-float32), elementwise squares.  Raw sums about one shift lose digits as
-|x'| grows against |x - mu_j| (the scatter is sum r x'^2 - 2 mu' sum r x' +
-N mu'^2: a one-hot start's scatter, zero, came out +-1e-5 at |x'| ~ 10);
-about each row's own mean the bulk of every scatter is summed without that
-cancellation, and the rest -- rows a component shares but does not own --
-is the small part.  gmm_mma.central_stats makes both the statistics about
-the means of gmm_mstep.cl.mako on the host, in float64; gmm_mma.py offers
-this kernel only where NVIDIA's runtime reports tensor cores, and
-gmm_mstep.cl.mako / gmm_mstep_rowwise.cl.mako serve everywhere else.
+the first over the rows j does not own (R_other^T [x' | x'^2], this
+kernel), the second over the rows it owns (gmm_mma_own.cl.mako: a row has
+one own component, so those sums are n x d work, not a GEMM; mu_j the
+current mean in float32), elementwise squares.  Raw sums about one shift
+lose digits as |x'| grows against |x - mu_j| (the scatter is sum r x'^2 -
+2 mu' sum r x' + N mu'^2: a one-hot start's scatter, zero, came out +-1e-5
+at |x'| ~ 10); about each row's own mean the bulk of every scatter is
+summed without that cancellation, and the rest -- rows a component shares
+but does not own -- is the small part.  gmm_mma.central_stats makes both
+the statistics about the means of gmm_mstep.cl.mako on the host, in
+float64; gmm_mma.py offers this kernel only where NVIDIA's runtime reports
+tensor cores, and gmm_mstep.cl.mako / gmm_mstep_rowwise.cl.mako serve
+everywhere else.
 Reads spec: d, dp (d padded to 8), wg, g (column groups of a half: x or
 x^2), ntw (n8 column tiles a warp owns), mb (m16 component tiles a
 work-group: cb = 16 mb components), stage (rows a local-memory stage),
@@ -25,16 +27,17 @@ emulate (the products in plain OpenCL: tests on CPUs).
 
 A work-group owns one chunk of rows (slab) and one block of cb components
 (group id = chunk * blocks + block; k, the number of components, is a
-kernel argument); it copies the block's means (float32, zero past d) to
-local memory once.  Each stage copies stage rows of x (row stride dp + pad
-= 8 mod 32 floats), the block's stage responsibilities (stride stage + 4),
-each row's own component if the block holds it (else -1) and, per k8 step
-of 8 rows, whether any row of it is the block's: all zero outside the data.
-Warp w owns component tile w / (2 g) and the ntw column tiles of group w %
-(2 g): the first g groups the x columns, the others x^2 (squared as read,
-after the shift or the own mean is taken off).  The own products run only
-in the k8 steps with a row of the block (a flag uniform over the
-work-group; emulated: in every step, the flag masking A).
+kernel argument).  Each stage copies stage rows of x (row stride dp + pad
+= 8 mod 32 floats), the block's stage responsibilities (stride stage + 4)
+and each row's own component if the block holds it (else -1): all zero
+outside the data.  Warp w owns component tile w / (2 g) and the ntw column
+tiles of group w % (2 g): the first g groups the x columns, the others x^2
+(squared as read, after the shift is taken off).  A row's responsibility
+for its own component is zero here (the own kernel sums it), exactly.
+
+Only the other sums: their registers alone (the own ones beside them held
+the kernel at 255 registers, one work-group of 8 warps a multiprocessor on
+an H200, every barrier stalling it).
 
 precision "tf32" (the estimators' "tf32" and "bf16"): the responsibilities
 are rounded to TF32 alone and the rows keep their 3xTF32 split (2 products
@@ -46,8 +49,9 @@ accumulate in float over a stage and are added into double registers
 after it, so precision does not depend on n; the N sums
 are the warps of group 0's sums of their A values, in the same stages.
 Output: slab x k x SZ doubles (SZ = 2 + 4 d: [N other, N own, other sum r
-x' (d), sum r x'^2 (d), own sum r x'' (d), sum r x''^2 (d)]), every entry
-of every slab written, no atomics, for reduce_partials.
+x' (d), sum r x'^2 (d), own sum r x'' (d), sum r x''^2 (d)]), the other
+entries of every slab written here, the own ones by gmm_mma_own.cl.mako,
+no atomics, for reduce_partials.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 <%namespace name="mma" file="/common/mma_fragments.cl.mako"/>
@@ -119,7 +123,6 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                __global const float *restrict lse,      /* n (normalize) */
                const int normalize,
                __global const float *restrict shift,    /* DP */
-               __global const float *restrict means,    /* k x DP, zero past D */
                __global const int *restrict own,        /* n: each row's own component */
                const int k,
                const long rows_per_chunk,
@@ -142,23 +145,14 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     const int jlo = mtile * 16 + gq, jhi = jlo + 8;   /* this lane's A rows (block-relative) */
     __local float xl[S * XS];
     __local float rl[CB * RS];
-    __local float ml[CB * XS];                   /* the block's means */
     __local int ol[S];                           /* a row's own component - j0, or -1 */
-% if emulate:
-    __local int fl[S / 8];                       /* a k8 step has a row of the block */
-% endif
-    __local double nl[CB * 4 * 2];
-    for (int e = lid; e < CB * DP; e += WG) {
-        const int jj = e / DP, c = e % DP;
-        ml[jj * XS + c] = jj < jn ? means[(long)(j0 + jj) * DP + c] : 0.0f;
-    }
+    __local double nl[CB * 4];
 % for t in range(ntw):
     /* column tile t0 + ${t}'s shift (a tile past STEPS reads column DP - 1) */
     const float sc_${t} = shift[min((t0 + ${t}) * 8 + gq, DP - 1)];
     double sum_${t}_0 = 0, sum_${t}_1 = 0, sum_${t}_2 = 0, sum_${t}_3 = 0;
-    double own_${t}_0 = 0, own_${t}_1 = 0, own_${t}_2 = 0, own_${t}_3 = 0;
 % endfor
-    double n_lo = 0, n_hi = 0, on_lo = 0, on_hi = 0;   /* components jlo, jhi */
+    double n_lo = 0, n_hi = 0;                   /* components jlo, jhi */
     /* a stage's values are read into registers while the stage before is
        multiplied (global reads in flight over the products), stored to
        local memory after it */
@@ -185,43 +179,32 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
 % endfor
         if (lid < S)
             ol[lid] = po;
-% if emulate:
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int s = lid; s < S / 8; s += WG) {   /* (the MMA path votes in each warp) */
-            int any = 0;
-            for (int r = 0; r < 8; ++r)
-                any |= ol[8 * s + r] >= 0;
-            fl[s] = any;
-        }
-% endif
         barrier(CLK_LOCAL_MEM_FENCE);
         if (start + S < hi) {
             ${fetch("start + S")}
         }
 % for t in range(ntw):
         float acc_${t}_0 = 0, acc_${t}_1 = 0, acc_${t}_2 = 0, acc_${t}_3 = 0;
-        float oac_${t}_0 = 0, oac_${t}_1 = 0, oac_${t}_2 = 0, oac_${t}_3 = 0;
 % endfor
-        float part_lo = 0, part_hi = 0, opart_lo = 0, opart_hi = 0;
+        float part_lo = 0, part_hi = 0;
 % for s in range(stage // 8):
         {   /* k8 step ${s}: rows ${8 * s}.. of the stage */
             __local const float *ra = rl + jlo * RS + ${8 * s} + tq;
+            const int o0 = ol[${8 * s} + tq], o1 = ol[${8 * s + 4} + tq];   /* rows tq, tq + 4 */
+            /* A[component][row]: f0 (jlo, tq), f1 (jhi, tq), f2 (jlo, tq + 4), f3 (jhi,
+               tq + 4), each zero where the row is the component's own */
 % if precision == "float32":
-            const float a0 = ra[0], a1 = ra[8 * RS], a2 = ra[4], a3 = ra[8 * RS + 4];
+            const float f0 = o0 == jlo ? 0.0f : ra[0], f1 = o0 == jhi ? 0.0f : ra[8 * RS],
+                        f2 = o1 == jlo ? 0.0f : ra[4], f3 = o1 == jhi ? 0.0f : ra[8 * RS + 4];
 % else:
             /* the responsibilities rounded to TF32 once: N and the products alike */
-            const float a0 = as_float(tf32(ra[0])), a1 = as_float(tf32(ra[8 * RS])),
-                        a2 = as_float(tf32(ra[4])), a3 = as_float(tf32(ra[8 * RS + 4]));
+            const float f0 = o0 == jlo ? 0.0f : as_float(tf32(ra[0])),
+                        f1 = o0 == jhi ? 0.0f : as_float(tf32(ra[8 * RS])),
+                        f2 = o1 == jlo ? 0.0f : as_float(tf32(ra[4])),
+                        f3 = o1 == jhi ? 0.0f : as_float(tf32(ra[8 * RS + 4]));
 % endif
-            const int o0 = ol[${8 * s} + tq], o1 = ol[${8 * s + 4} + tq];   /* rows tq, tq + 4 */
-            /* A[component][row]: a0 (jlo, tq), a1 (jhi, tq), a2 (jlo, tq + 4), a3 (jhi, tq + 4) */
-            const float w0 = o0 == jlo ? a0 : 0.0f, w1 = o0 == jhi ? a1 : 0.0f;
-            const float w2 = o1 == jlo ? a2 : 0.0f, w3 = o1 == jhi ? a3 : 0.0f;
-            const float f0 = a0 - w0, f1 = a1 - w1, f2 = a2 - w2, f3 = a3 - w3;   /* exact */
             part_lo += f0 + f2;
             part_hi += f1 + f3;
-            opart_lo += w0 + w2;
-            opart_hi += w1 + w3;
   % for q in range(4):
             ${split_resp("fb%d" % q, "fs%d" % q, "f%d" % q)}
   % endfor
@@ -239,60 +222,26 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                 ${products("acc_%d_" % t, "f", "b")}
             }
   % endfor
-  % if emulate:
-            {   /* emulated: no MMA under a branch (PoCL's build of it is very slow); the
-                   flag masks the A values instead, so that a wrong flag shows */
-                const float on = fl[${s}] ? 1.0f : 0.0f;
-  % else:
-            if (warp_any(o0 == jlo || o0 == jhi || o1 == jlo || o1 == jhi)) {
-                /* a row of the step is one of this warp's components' own */
-                const float on = 1.0f;
-  % endif
-  % for q in range(4):
-                ${split_resp("wb%d" % q, "ws%d" % q, "w%d * on" % q)}
-  % endfor
-  % for t in range(ntw):
-                {   /* x'' = x - the row's own mean (0 where the block does not own it) */
-                    const int c = min((t0 + ${t}) * 8 + gq, DP - 1);
-                    float v0 = o0 >= 0 ? xl[(${8 * s} + tq) * XS + c] - ml[o0 * XS + c] : 0.0f;
-                    float v1 = o1 >= 0 ? xl[(${8 * s + 4} + tq) * XS + c] - ml[o1 * XS + c] : 0.0f;
-                    if (sq) {
-                        v0 *= v0;
-                        v1 *= v1;
-                    }
-                    SPLIT(bb0, bs0, v0);
-                    SPLIT(bb1, bs1, v1);
-                    ${products("oac_%d_" % t, "w", "b")}
-                }
-  % endfor
-            }
         }
 % endfor
 % for t in range(ntw):
   % for q in range(4):
         sum_${t}_${q} += acc_${t}_${q};
-        own_${t}_${q} += oac_${t}_${q};
   % endfor
 % endfor
         n_lo += part_lo;
         n_hi += part_hi;
-        on_lo += opart_lo;
-        on_hi += opart_hi;
     }
     const long slab = chunk;
     /* N: group 0's lanes, the 4 of each component added in a fixed order */
     if (cg == 0) {
         nl[jlo * 4 + tq] = n_lo;
         nl[jhi * 4 + tq] = n_hi;
-        nl[(CB + jlo) * 4 + tq] = on_lo;
-        nl[(CB + jhi) * 4 + tq] = on_hi;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int e = lid; e < 2 * CB; e += WG) {
-        const int jj = e % CB, which = e / CB;   /* N other, N own */
-        __local const double *v = nl + e * 4;
-        if (jj < jn)
-            part[(slab * k + j0 + jj) * SZ + which] = ((v[0] + v[1]) + v[2]) + v[3];
+    for (int jj = lid; jj < jn; jj += WG) {
+        __local const double *v = nl + jj * 4;
+        part[(slab * k + j0 + jj) * SZ] = ((v[0] + v[1]) + v[2]) + v[3];
     }
 % for t in range(ntw):
     if (t0 + ${t} < STEPS) {
@@ -300,11 +249,8 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
         {
             const int j = j0 + (${q} < 2 ? jlo : jhi);
             const int c = (t0 + ${t}) * 8 + 2 * tq + ${q % 2};
-            if (j < k && c < D) {
-                __global double *out = part + (slab * k + j) * SZ + 2 + sq * D + c;
-                out[0] = sum_${t}_${q};
-                out[2 * D] = own_${t}_${q};
-            }
+            if (j < k && c < D)
+                part[(slab * k + j) * SZ + 2 + sq * D + c] = sum_${t}_${q};
         }
   % endfor
     }

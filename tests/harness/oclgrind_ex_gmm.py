@@ -15,6 +15,7 @@ work-group past the last row) against the host's one-hot matrix (and each
 row's own component it writes), and fits
 from every init_params, resident and streamed.
 """
+import dataclasses
 import warnings
 
 import numpy as np
@@ -26,6 +27,8 @@ from oclclust.passes import gmm_specs
 from oclclust.runtime import codegen
 from oclclust.cluster.mixture import mdl
 from oclclust.runtime.partition import DevicePartition
+from gmm_own import own_case, own_reference, run_own
+from oclclust.passes import gmm_mma
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 
 K = 5
@@ -213,7 +216,35 @@ def exercise_init_fits(device, log):
     log(f"gmm init fits: {fits}")
 
 
+def exercise_own(device, log):
+    """The tensor-core M step's own sums (gmm_mma_own.cl.mako: plain
+    OpenCL) alone: ragged blocks of components, chunks of rows smaller than
+    a batch and across batches, stored and log-density responsibilities,
+    float32 and TF32-rounded, against numpy."""
+    count = 0
+    q = device.queue()
+    for n, d, k, rows, precision in ((70, 3, 5, 32, "float32"), (200, 40, 3, 150, "tf32")):
+        rng = np.random.RandomState(n)
+        X, logs, lse, own = own_case(rng, n, d, k)
+        spec = gmm_mma.own_spec(d, k, precision)
+        spec = dataclasses.replace(spec, cb=2)   # ragged blocks
+        means32 = gmm_mma.means_of(rng.uniform(-5, 5, (k, d)) + 40.0, spec.dp)
+        resp = np.exp(logs - lse).astype(np.float32)
+        for normalize, r in ((0, resp), (1, logs)):
+            what = f"gmm_own {spec} normalize={normalize}"
+            mark(what)
+            got = run_own(q, spec, X, r, lse, normalize, means32, own, k, rows)
+            want = own_reference(X, r, lse, normalize, means32, own, k, rows, precision)
+            ok = np.isfinite(want)
+            close(got[ok], want[ok], what, 1e-5)
+            if not np.array_equal(np.isfinite(got), ok):
+                raise AssertionError(f"{what}: non-finite entries differ")
+            count += 1
+    log(f"gmm own sums: {count} variants")
+
+
 EXERCISERS = {
+    "gmm_mma_own.cl.mako": [exercise_own],
     "gmm_onehot.cl.mako": [exercise_onehot, exercise_init_fits],
     "gmm_estep.cl.mako": [exercise_kernels, exercise_fits],
     "gmm_mstep.cl.mako": [exercise_kernels, exercise_fits],

@@ -13,6 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture as SkGMM
 
 import oclclust as oc
+from gmm_own import own_case, own_reference, run_own
 from gmm_parity import assert_gmm_parity
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import gmm as gmm_pass
@@ -353,6 +354,40 @@ def test_emulated_mstep_matches_numpy(profile, kind, precision):
                                       precision=precision)))
     gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
     check_mstep_of(gp, X, resp, rows, means, precision)
+
+
+@pytest.mark.parametrize("precision", ["float32", "tf32"])
+@pytest.mark.parametrize("n, d, k, rows", [(203, 5, 13, 64), (517, 37, 40, 128),
+                                           (300, 128, 33, 100), (1000, 24, 100, 4096)])
+def test_own_sums_match_numpy(profile, n, d, k, rows, precision):
+    """The M step's own sums (gmm_mma_own.cl.mako, plain OpenCL on every
+    runtime): per chunk of rows and component, N, sum r x'' and sum r x''^2
+    over the rows it owns, against float64 sums of the same float32 values;
+    rows owned by no component or another partition's left out, a NaN row
+    NaN in its component alone, blocks of components ragged, responsibilities
+    stored and normalised from log-densities, rounded to TF32 for "tf32"."""
+    if not profile.fp64:
+        pytest.skip("the own sums are double")
+    rng = np.random.RandomState(n + k)
+    X, logs, lse, own = own_case(rng, n, d, k)
+    spec = gmm_mma.own_spec(d, k, precision)
+    assert spec.wg >= d and (spec.cb < k or spec.cb // 2 < k)
+    means32 = gmm_mma.means_of(rng.uniform(-5, 5, (k, d)) + 40.0, spec.dp)
+    q = DevicePartition(profile, X).queue
+    resp = np.exp(logs - lse).astype(np.float32)
+    for normalize, r in ((0, resp), (1, logs)):
+        got = run_own(q, spec, X, r, lse, normalize, means32, own, k, rows)
+        want = own_reference(X, r, lse, normalize, means32, own, k, rows, precision)
+        others = np.ones(got.shape[-1], bool)
+        others[1], others[2 + 2 * d:] = False, False
+        assert not got[..., others].any()
+        # each responsibility's exp within a few float32 ulps of numpy's
+        scale = own_reference(X, r, lse, normalize, means32, own, k, rows, precision, True)
+        ok = np.isfinite(want)
+        assert np.array_equal(np.isfinite(got), ok)
+        assert np.all(np.abs(got - want)[ok] <= 2e-6 * scale[ok] + 1e-12)
+        bad = np.isnan(got).any(axis=-1)
+        assert bad.sum() == (0 <= own[3] < k)
 
 
 @pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
