@@ -102,6 +102,8 @@ class GmmPass:
         slabs = self.chunks * self.mspec.reps
         self.part_stats = partial_buffer(q, slabs, k * self._mstats_size(), part.acc_double)
         self.reduced = None   # the M statistics' float64 totals (not split-free)
+        self.mvalues = None   # ... or their exact totals rounded on the device (em_launch)
+        self._settled = False
         self.staging = PinnedStaging(q)   # uploads and reads (em_launch)
 
     def _mstats_size(self):
@@ -144,20 +146,24 @@ class GmmPass:
         stats, raw = self.mstep_sums(means)
         return central(exact_sums.settle(stats), means, raw)
 
-    def mstep_sums(self, means):
+    def mstep_sums(self, means, settle=False):
         """(the M kernel's statistics, raw): split-free, exact
-        (exact_sums.ExactWords) and, from the tensor-core kernel, its raw
-        sums (*raw* True: made central once summed, ``central``); else
-        k x SZ float64 about the means."""
-        wait(self._mstep_put(means) + self._mstep_enqueue(means))
+        (exact_sums.ExactWords; *settle*: rounded on the device, as
+        em_launch's) and, from the tensor-core kernel, its raw sums (*raw*
+        True: made central once summed, ``central``); else k x SZ float64
+        about the means."""
+        wait(self._mstep_put(means) + self._mstep_enqueue(means, settle))
         return self._mstep_result()
 
-    def em_launch(self, records, means):
+    def em_launch(self, records, means, settle=False):
         """One EM pass (estep_sums(records, for_mstep=True), then
         mstep_sums(means)) enqueued, its uploads and reads through
         page-locked memory, not waited on (flushed: it starts now): what
         em_collect() waits for.  Several devices' passes are launched one
-        after another from one thread, then collected."""
+        after another from one thread, then collected.  *settle*: this
+        partition is the fit's only one, so its exact M statistics are
+        rounded to float64 on the device (exact_fold.Fold.enqueue_value:
+        the bits ExactWords.value() gives) and only those are read."""
         # every upload first, while the queue is idle: on NVIDIA's runtime a
         # write enqueued behind a kernel waits for it, page-locked and
         # non-blocking as it is (a GMM's M grid behind its E and M kernels
@@ -165,7 +171,7 @@ class GmmPass:
         events, params = self._estep_put(records)
         events += self._mstep_put(means)
         events += self._estep_enqueue(records.shape[0], params, True, True)
-        events += self._mstep_enqueue(means)
+        events += self._mstep_enqueue(means, settle)
         self.part.queue.flush()
         return events
 
@@ -232,7 +238,7 @@ class GmmPass:
         if self.exact:
             if k not in self.folds:
                 self.folds[k] = exact_fold.Fold(q, (k, self._mstats_size()))
-            self.folds[k].set_bounds(self._bounds(means))
+            self.folds[k].set_lsb(self._grid(means))
         if self.mma_m:   # about the shift and about the means (float32)
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
             self._about = means, shift, means32
@@ -241,9 +247,9 @@ class GmmPass:
         self._about = means, None, None
         return [stage.put("means", self.means, np.asarray(means, part.dtype))]
 
-    def _mstep_enqueue(self, means):
+    def _mstep_enqueue(self, means, settle=False):
         """The M kernel (its inputs put by _mstep_put) and its reads
-        enqueued: the reads' events."""
+        enqueued: the reads' events (*settle*: em_launch's)."""
         part, q, spec, stage = self.part, self.part.queue, self.mspec, self.staging
         k = means.shape[0]
         events = []
@@ -264,10 +270,17 @@ class GmmPass:
                          self.mmeans.data, self.own.data, np.int32(k), np.int64(rows),
                          self.part_stats.data)
         # the kernel packs the slabs for this k (Kahan: then the compensations)
+        self._settled = bool(settle and self.exact)
         if self.exact:
             fold = self.folds[k]
             fold.enqueue(self.part_stats, self.chunks * spec.reps)
-            events.append(stage.get("mstats", fold.out))
+            if self._settled:   # (the largest k's: mdl.py's orders only shrink it)
+                if self.mvalues is None:
+                    self.mvalues = cla.empty(q, self.k * self._mstats_size(), np.float64)
+                fold.enqueue_value(self.mvalues)
+                events.append(stage.get("mstats", self.mvalues, fold.size))
+            else:
+                events.append(stage.get("mstats", fold.out))
         else:
             size = k * self._mstats_size()
             if self.reduced is None:   # for the largest k (mdl.py's orders only shrink it)
@@ -282,31 +295,41 @@ class GmmPass:
         part, stage = self.part, self.staging
         means, shift, means32 = self._about
         k = means.shape[0]
-        if self.exact:   # a copy: the array is read into again
+        if self._settled:   # a copy: the array is read into again
+            return stage.read("mstats", k * self._mstats_size()).reshape(k, -1).copy(), self.mma_m
+        if self.exact:
             fold = self.folds[k]
             return fold.words(stage.read("mstats", fold.out.size)), self.mma_m
         stats = totals_of(stage.read("mstats", self.reduced.size), k * self._mstats_size(),
                           part.acc_double).reshape(k, -1)
         return (central_stats(stats, means, shift, means32) if self.mma_m else stats), False
 
-    def _bounds(self, means):
-        """Bounds of one block's M statistics (k x SZ) about *means*: a
-        responsibility is at most 1, so N <= B wmax, a first moment about m
-        <= B wmax (max|x| + |m|), a second moment the product of two such."""
+    def _grid(self, means):
+        """The exact fold's grid (exact_sums.lsb_for_bounds, k x SZ) of one
+        block's M statistics about *means*: a responsibility is at most 1,
+        so N <= B wmax, a first moment about m <= B wmax (max|x| + |m|), a
+        second moment the product of two such.  The tensor-core kernel's
+        other sums are about one shift: their d bounds' grid is made once
+        and repeated down the components."""
         absmax, wmax = exact_fold.magnitudes_of(self.part)
         scale = self.block_rows * wmax
         means = np.asarray(means, np.float64)
         k, d = means.shape
         about = absmax + np.abs(means)                               # k x d
-        if self.mma_m:   # [N other, N own, other about the shift, own about the means]
-            spread = np.broadcast_to(absmax + np.abs(shift_of(means, self.mspec.dp)[:d]),
-                                     (k, d))
-            parts = [np.ones((k, 2)), spread, spread * spread, about, about * about]
-        else:
+        if not self.mma_m:
             second = ((about[:, :, None] * about[:, None, :]).reshape(k, d * d) if self.full
                       else about * about)
-            parts = [np.ones((k, 1)), about, second]
-        return scale * np.concatenate(parts, axis=1)
+            return exact_sums.lsb_for_bounds(
+                scale * np.concatenate([np.ones((k, 1)), about, second], axis=1))
+        # [N other, N own, other about the shift, own about the means]
+        spread = absmax + np.abs(shift_of(means, self.mspec.dp)[:d])
+        grid = np.empty((k, mstep_size(d)), np.int32)
+        grid[:, :2] = exact_sums.lsb_for_bounds(scale)
+        grid[:, 2:2 + d] = exact_sums.lsb_for_bounds(scale * spread)
+        grid[:, 2 + d:2 + 2 * d] = exact_sums.lsb_for_bounds(scale * (spread * spread))
+        grid[:, 2 + 2 * d:2 + 3 * d] = exact_sums.lsb_for_bounds(scale * about)
+        grid[:, 2 + 3 * d:] = exact_sums.lsb_for_bounds(scale * (about * about))
+        return grid
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their

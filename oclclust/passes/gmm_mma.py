@@ -271,12 +271,36 @@ def central_stats(raw, means, shift, means32=None):
     means) made about the float64 means (dm = mu - mu32: S1 - N dm, S2 -
     2 dm S1 + N dm^2), the two added."""
     means = np.asarray(means, np.float64)
-    d = means.shape[1]
+    k, d = means.shape
     m32 = means if means32 is None else np.asarray(means32, np.float64)[:, :d]
     n_other, n_own = raw[:, :1], raw[:, 1:2]
     sx, sxx, s1o, s2o = (raw[:, 2 + q * d:2 + (q + 1) * d] for q in range(4))
     mu = means - shift[:d].astype(np.float64)
     dm = means - m32
-    s1 = (sx - n_other * mu) + (s1o - n_own * dm)
-    s2 = (sxx - 2 * mu * sx + n_other * mu * mu) + (s2o - 2 * dm * s1o + n_own * dm * dm)
-    return np.concatenate([n_other + n_own, s1, s2], axis=1)
+    # S1 = (sx - n_other mu) + (s1o - n_own dm) and
+    # S2 = (sxx - 2 mu sx + n_other mu mu) + (s2o - 2 dm s1o + n_own dm dm),
+    # evaluated in that order into two scratch arrays (k x d, an iteration's
+    # dozen fresh temporaries cost more than the arithmetic at 1024 x 128)
+    out = np.empty((k, 1 + 2 * d))
+    np.add(n_other[:, 0], n_own[:, 0], out=out[:, 0])
+    a, b = np.empty((k, d)), np.empty((k, d))
+    s1, s2 = out[:, 1:1 + d], out[:, 1 + d:]
+    np.multiply(n_other, mu, out=a)
+    np.subtract(sx, a, out=s1)
+    np.multiply(n_own, dm, out=a)
+    np.subtract(s1o, a, out=a)
+    s1 += a
+    np.multiply(2, mu, out=a)
+    a *= sx
+    np.subtract(sxx, a, out=s2)
+    np.multiply(n_other, mu, out=a)
+    a *= mu
+    s2 += a
+    np.multiply(2, dm, out=a)
+    a *= s1o
+    np.subtract(s2o, a, out=b)
+    np.multiply(n_own, dm, out=a)
+    a *= dm
+    b += a
+    s2 += b
+    return out

@@ -85,7 +85,12 @@ class Fold:
         if self._bounds is not None and np.array_equal(bounds, self._bounds):
             return   # the same grid (every iteration of a fit: its magnitudes are fixed)
         self._bounds = bounds.copy()
-        lsb = lsb_for_bounds(bounds).ravel()
+        self.set_lsb(lsb_for_bounds(bounds))
+
+    def set_lsb(self, lsb):
+        """The grid itself: each element's exponent (exact_sums.lsb_for_bounds
+        of its bound), uploaded where it changed."""
+        lsb = np.asarray(lsb, np.int32).ravel()
         if self.lsb is None or not np.array_equal(lsb, self.lsb):
             self.lsb = lsb
             # not a blocking copy: it would wait for the queue's kernels, and a

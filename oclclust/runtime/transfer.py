@@ -30,8 +30,10 @@ each piece grows to the largest copy it has staged); copies under
 DIRECT_BYTES go straight, where the staging would cost more, and so do
 those of devices that share the host's memory (``straight``).
 """
+import collections
 import os
 import threading
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -57,6 +59,44 @@ def pinned_empty(queue, shape, dtype):
     return host
 
 
+# page-locked arrays of passes that are gone, by (context, dtype), for the
+# next pass's staging: a warm fit makes no page-locked memory of its own
+# (H200 host: ~10 ms an array, nine arrays a GaussianMixture fit); at most
+# POOL_BYTES kept.  Given back through a deque without the lock: a
+# staging's finalizer may run inside the locked block (the collector runs
+# where it likes), and a lock there would wait on itself
+POOL_BYTES = 256 << 20
+_pool_arrays, _pool_lock, _pool_returned = {}, threading.Lock(), collections.deque()
+
+
+def _pool_take(queue, count, dtype):
+    """A page-locked array of at least *count* values of *dtype* for
+    *queue*'s context: the smallest pooled one that fits (once its last
+    copy is done), else a new one."""
+    key = (queue.context.int_ptr, np.dtype(dtype).str)
+    with _pool_lock:
+        held = sum(a.nbytes for free in _pool_arrays.values() for a, _ in free)
+        while _pool_returned:
+            context, array, last = _pool_returned.popleft()
+            if held + array.nbytes <= POOL_BYTES:
+                _pool_arrays.setdefault((context, array.dtype.str), []).append((array, last))
+                held += array.nbytes
+        free = _pool_arrays.get(key, [])
+        fits = [i for i, (a, _) in enumerate(free) if a.size >= count]
+        got = free.pop(min(fits, key=lambda i: free[i][0].size)) if fits else None
+    if got is None:
+        return pinned_empty(queue, (max(int(count), 1),), dtype)
+    array, last = got
+    wait([last])
+    return array
+
+
+def _pool_give(context, arrays, events):
+    """A staging's arrays back to the pool, each with its last copy's event."""
+    for name, array in list(arrays.items()):
+        _pool_returned.append((context, array, events.get(name)))
+
+
 class PinnedStaging:
     """A pass's page-locked host arrays on one queue, by name, for its
     small uploads (centres, parameters) and reads (statistics): each copy
@@ -64,16 +104,22 @@ class PinnedStaging:
     then collected (from pageable memory a copy blocks and, with several
     devices driven at once, NVIDIA's runtime holds them all).  An array
     grows when more is asked of it; a caller writes one again only after
-    its last copy is done (its pass collected)."""
+    its last copy is done (its pass collected).  The arrays come from and
+    go back to a process-wide pool (a pass's staging gone: its arrays,
+    once their last copies are done, serve the next)."""
 
     def __init__(self, queue):
-        self.queue, self.arrays = queue, {}
+        self.queue, self.arrays, self._last = queue, {}, {}
+        weakref.finalize(self, _pool_give, queue.context.int_ptr, self.arrays, self._last)
 
     def host(self, name, count, dtype):
         """The first *count* values of array *name* (made or grown)."""
         have = self.arrays.get(name)
         if have is None or have.size < count or have.dtype != np.dtype(dtype):
-            have = self.arrays[name] = pinned_empty(self.queue, (max(int(count), 1),), dtype)
+            if have is not None:   # the smaller one to the pool, once its copy is done
+                _pool_give(self.queue.context.int_ptr, {name: have}, self._last)
+            have = self.arrays[name] = _pool_take(self.queue, count, dtype)
+            self._last.pop(name, None)
         return have[:count]
 
     def put(self, name, device, values):
@@ -84,7 +130,9 @@ class PinnedStaging:
             return None
         host = self.host(name, values.size, device.dtype)
         host[:] = values
-        return cl.enqueue_copy(self.queue, device.data, host, is_blocking=False)
+        event = self._last[name] = cl.enqueue_copy(self.queue, device.data, host,
+                                                   is_blocking=False)
+        return event
 
     def get(self, name, device, count=None):
         """The first *count* values of the device array *device* (all: None)
@@ -93,8 +141,9 @@ class PinnedStaging:
         count = device.size if count is None else int(count)
         if not count:
             return None
-        return cl.enqueue_copy(self.queue, self.host(name, count, device.dtype), device.data,
-                               is_blocking=False)
+        event = self._last[name] = cl.enqueue_copy(
+            self.queue, self.host(name, count, device.dtype), device.data, is_blocking=False)
+        return event
 
     def read(self, name, count):
         return self.arrays[name][:count]

@@ -1,5 +1,8 @@
 """The page-locked staging pipeline: exact copies both ways, whatever the
 source (layout, dtype, memmap), the piece size and the row count."""
+import collections
+import gc
+
 import numpy as np
 import pyopencl.array as cla
 import pytest
@@ -148,3 +151,38 @@ def test_a_device_on_host_memory_copies_straight(queue, monkeypatch, unified):
         assert not transfer._shared                 # no staging made
         np.testing.assert_array_equal(out[:33], X[:33])
         np.testing.assert_array_equal(out[33:], X[:7] + 1)
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+def test_pinned_staging_takes_the_arrays_of_gone_ones(queue, monkeypatch):
+    """A staging gone, its page-locked arrays serve the next staging on the
+    context (the smallest that fits, after its last copy), a larger ask
+    makes a new one, and the pool keeps at most POOL_BYTES."""
+    monkeypatch.setattr(transfer, "_pool_arrays", {})
+    monkeypatch.setattr(transfer, "_pool_returned", collections.deque())
+    gc.collect()   # earlier tests' stagings go to the deque this test no longer reads
+    monkeypatch.setattr(transfer, "_pool_returned", collections.deque())
+    dev = cla.zeros(queue, 1000, np.float32)
+    first = transfer.PinnedStaging(queue)
+    transfer.wait([first.put("small", dev, np.arange(10)), first.put("big", dev, np.arange(500))])
+    small, big = _address(first.arrays["small"]), _address(first.arrays["big"])
+    del first
+    gc.collect()
+    second = transfer.PinnedStaging(queue)
+    transfer.wait([second.put("x", dev, np.full(8, 3.0))])
+    assert _address(second.arrays["x"]) == small
+    np.testing.assert_array_equal(dev.get()[:10], [3] * 8 + [8, 9])
+    transfer.wait([second.get("y", dev, 400)])
+    assert _address(second.arrays["y"]) == big
+    np.testing.assert_array_equal(second.read("y", 400)[8:], np.arange(8, 400))
+    transfer.wait([second.get("z", dev, 1000)])   # none pooled fits: a new one
+    assert _address(second.arrays["z"]) not in (small, big)
+    monkeypatch.setattr(transfer, "POOL_BYTES", 1024)
+    del second
+    gc.collect()
+    transfer._pool_take(queue, 1, np.float32)      # the pool takes in what it may keep
+    kept = [a.nbytes for free in transfer._pool_arrays.values() for a, _ in free]
+    assert sum(kept) <= 1024
