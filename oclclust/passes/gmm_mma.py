@@ -154,7 +154,7 @@ class MmaMStepSpec(EmulatedBuild, Spec):
         xs, rs = self.dp + (8 - self.dp) % 32, self.stage + 4
         floats = self.stage * xs + self.cb * rs
         return ((floats + self.stage) * 4 + self.cb * 4 * 8
-                + (self.wg * 24 if self.emulate else 0))
+                + ((self.wg * 6 + self.stage // 8 * self.mb) * 4 if self.emulate else 0))
 
 
 # the own kernel's local sums: at most this many bytes (a block's components

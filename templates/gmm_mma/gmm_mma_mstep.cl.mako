@@ -73,6 +73,7 @@ no atomics, for reduce_partials.
 #define RS ${rs}                        /* responsibility row stride */
 #define G ${g}
 #define NTW ${ntw}
+#define MB ${mb}
 #define SZ (2 + 4 * D)
 
 ${mma.products(emulate)}\
@@ -81,6 +82,13 @@ ${mma.products(emulate)}\
 const uint ${b} = as_uint(${v});\
 % else:
 SPLIT(${b}, ${sm}, ${v});\
+% endif
+</%def>\
+<%def name="a_value(v)">\
+% if precision == "float32":
+${v}\
+% else:
+as_float(tf32(${v}))\
 % endif
 </%def>\
 <%def name="fetch(first)">\
@@ -146,6 +154,9 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     __local float xl[S * XS];
     __local float rl[CB * RS];
     __local int ol[S];                           /* a row's own component - j0, or -1 */
+% if emulate:
+    __local int zl[(S / 8) * MB];                /* a k8 step's m16 tile is not all zero */
+% endif
     __local double nl[CB * 4];
 % for t in range(ntw):
     /* column tile t0 + ${t}'s shift (a tile past STEPS reads column DP - 1) */
@@ -180,6 +191,19 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
         if (lid < S)
             ol[lid] = po;
         barrier(CLK_LOCAL_MEM_FENCE);
+% if emulate:
+        /* each k8 step's flag per m16 tile: any A value of it not zero (the
+           MMA path votes in each warp) */
+        for (int e = lid; e < (S / 8) * MB; e += WG) {
+            const int st = e / MB, mt = e % MB;
+            int any = 0;
+            for (int jj = mt * 16; jj < mt * 16 + 16; ++jj)
+                for (int r = st * 8; r < st * 8 + 8; ++r)
+                    any |= ol[r] != jj && ${a_value("rl[jj * RS + r]")} != 0.0f;
+            zl[e] = any;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+% endif
         if (start + S < hi) {
             ${fetch("start + S")}
         }
@@ -205,8 +229,20 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
 % endif
             part_lo += f0 + f2;
             part_hi += f1 + f3;
+  % if emulate:
+            {   /* emulated: no MMA under a branch (PoCL's build of it is very slow); the
+                   step's flag masks A instead, so that a wrong flag shows */
+                const float on = zl[${s} * MB + mtile] ? 1.0f : 0.0f;
+                const float g0 = f0 * on, g1 = f1 * on, g2 = f2 * on, g3 = f3 * on;
+  % else:
+            if (warp_any(f0 != 0.0f || f1 != 0.0f || f2 != 0.0f || f3 != 0.0f)) {
+                /* a step whose A tile is all zero adds nothing: skipped (a
+                   responsibility far from its component underflows to zero,
+                   most of them where the components are many and apart) */
+                const float g0 = f0, g1 = f1, g2 = f2, g3 = f3;
+  % endif
   % for q in range(4):
-            ${split_resp("fb%d" % q, "fs%d" % q, "f%d" % q)}
+            ${split_resp("fb%d" % q, "fs%d" % q, "g%d" % q)}
   % endfor
   % for t in range(ntw):
             {
@@ -222,6 +258,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                 ${products("acc_%d_" % t, "f", "b")}
             }
   % endfor
+            }
         }
 % endfor
 % for t in range(ntw):
