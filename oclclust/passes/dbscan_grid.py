@@ -127,11 +127,13 @@ class GridSlab:
     def device_roots(self, core):
         """roots() on the device: *core* the slab's rows' flags (int8 device
         array); the roots, an int32 device array."""
-        parent = upload(self.q, np.arange(self.n, dtype=np.int32))
         spec = GridUnionSpec(**self._base())
+        wide = -(-self.n // self.wg) * self.wg
+        parent = cla.empty(self.q, self.n, np.int32)
+        exact_kernel(self.q, spec, "dbscan_grid_parents")(
+            self.q, (wide,), (self.wg,), np.int32(self.n), parent.data)
         self._launch(spec, "dbscan_grid_union", core.data, parent.data)
         root = cla.empty(self.q, self.n, np.int32)
-        wide = -(-self.n // self.wg) * self.wg
         exact_kernel(self.q, spec, "dbscan_grid_roots")(
             self.q, (wide,), (self.wg,), np.int32(self.n), parent.data, root.data)
         return root
