@@ -15,6 +15,11 @@ device's union-find joins the pairs with a row in its slab; a halo row's
 root there is a link between two slabs' components, which the host joins
 (joined_roots: a graph of the halos' links, O(halo) nodes).  The same
 components, so the same labels, whatever the split.
+
+On one device answering for every row (WholeGrid) the per-row values of the
+row-index API go to the device in row order and come back in it, sorted
+and put back by the grid's order there (passes/permute.py): the host
+permutes no n-sized array.
 """
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +32,9 @@ from scipy.sparse.csgraph import connected_components
 from ..runtime.codegen import Spec
 from ..runtime.kernel_recorder import recorded_on_workers
 from ..runtime.transfer import download, upload
+from .grid import Slab
 from .linkage import exact_kernel
+from .permute import gather, scatter, scatter_positions
 
 GRID_METRICS = ("euclidean", "cityblock", "chebyshev")
 
@@ -90,39 +97,95 @@ class GridSlab:
         """Per-row host values of the grid's sorted rows, the slab's on the device."""
         return upload(self.q, np.asarray(values[self.slab.lo:self.slab.hi]), dtype)
 
+    def _answered(self, out, dtype):
+        """The answered rows' values of device array *out* on the host."""
+        return download(self.q, out)[:self.last - self.first].astype(dtype, copy=False)
+
     def counts(self, w, enough):
         """The answered rows' summed weights within eps (GridNeighbourhoods.counts);
         *w*: every sorted row's weight, or None."""
-        weights = (cla.empty(self.q, 1, self.plan.dtype) if w is None
-                   else self._rows(w, self.plan.dtype))
+        weights = None if w is None else self._rows(w, self.plan.dtype)
+        return self._answered(self.device_counts(weights, enough), np.float64)
+
+    def device_counts(self, weights, enough):
+        """counts() on the device: *weights* the slab's rows' (a device
+        array) or None; the answered rows' sums, a device array."""
         out = cla.empty(self.q, max(1, self.last - self.first), self.plan.dtype)
-        self._launch(GridCountsSpec(weighted=w is not None, **self._base()),
-                     "dbscan_grid_counts", weights.data, self.plan.dtype.type(enough),
-                     out.data)
-        return download(self.q, out)[:self.last - self.first].astype(np.float64)
+        self._launch(GridCountsSpec(weighted=weights is not None, **self._base()),
+                     "dbscan_grid_counts",
+                     (cla.empty(self.q, 1, self.plan.dtype) if weights is None
+                      else weights).data, self.plan.dtype.type(enough), out.data)
+        return out
 
     def roots(self, core):
         """For each row of the slab, halo included, the slab's row of least
         index joined to it by the pairs with a row in the slab (a position in
         the slab; the row itself where it is not core).  *core*: every sorted
         row's."""
-        parent = upload(self.q, np.arange(self.n, dtype=np.int32))
+        return download(self.q, self.device_roots(self._rows(core, np.int8)))
+
+    def device_roots(self, core):
+        """roots() on the device: *core* the slab's rows' flags (int8 device
+        array); the roots, an int32 device array."""
         spec = GridUnionSpec(**self._base())
-        self._launch(spec, "dbscan_grid_union", self._rows(core, np.int8).data, parent.data)
-        root = cla.empty(self.q, self.n, np.int32)
         wide = -(-self.n // self.wg) * self.wg
+        parent = cla.empty(self.q, self.n, np.int32)
+        exact_kernel(self.q, spec, "dbscan_grid_parents")(
+            self.q, (wide,), (self.wg,), np.int32(self.n), parent.data)
+        self._launch(spec, "dbscan_grid_union", core.data, parent.data)
+        root = cla.empty(self.q, self.n, np.int32)
         exact_kernel(self.q, spec, "dbscan_grid_roots")(
             self.q, (wide,), (self.wg,), np.int32(self.n), parent.data, root.data)
-        return download(self.q, root)
+        return root
 
     def min_label(self, label, want):
         """GridNeighbourhoods.min_label of the answered rows; *label* and
         *want*: every sorted row's."""
+        return self._answered(self.device_min_label(self._rows(label, np.int32),
+                                                    self._rows(want, np.int8)), np.int64)
+
+    def device_min_label(self, label, want):
+        """min_label() on the device: *label* (int32) and *want* (int8) the
+        slab's rows' device arrays; the answered rows' labels, an int32
+        device array."""
         out = cla.empty(self.q, max(1, self.last - self.first), np.int32)
-        self._launch(GridMinLabelSpec(**self._base()), "dbscan_grid_min_label",
-                     self._rows(label, np.int32).data, self._rows(want, np.int8).data,
-                     out.data)
-        return download(self.q, out)[:self.last - self.first].astype(np.int64)
+        self._launch(GridMinLabelSpec(**self._base()), "dbscan_grid_min_label", label.data,
+                     want.data, out.data)
+        return out
+
+
+class WholeGrid:
+    """A GridSlab that holds and answers for every row of its grid (one
+    device, no halo; the grid numbered as X's rows) by row index: per-row
+    values go to the device in row order and are sorted there, the answers
+    put back in row order there (passes/permute.py by the slab's ids, the
+    grid's order), so each crosses to the host once and the host permutes
+    nothing."""
+
+    def __init__(self, slab):
+        self.slab, self.q, self.order = slab, slab.q, slab.index
+
+    def _sorted(self, values, dtype):
+        """Host per-row *values* (row order) in sorted order on the device."""
+        return gather(self.q, self.order, upload(self.q, np.asarray(values), dtype))
+
+    def counts(self, w, enough):
+        """GridNeighbourhoods.counts by row."""
+        weights = None if w is None else self._sorted(w, self.slab.plan.dtype)
+        sums = scatter(self.q, self.order, self.slab.device_counts(weights, enough))
+        return download(self.q, sums).astype(np.float64, copy=False)
+
+    def components(self, core):
+        """GridNeighbourhoods.components by row."""
+        root = self.slab.device_roots(self._sorted(core, np.int8))
+        return np.where(core, download(self.q, scatter_positions(self.q, self.order, root)),
+                        -1).astype(np.int64)
+
+    def min_label(self, label, want):
+        """GridNeighbourhoods.min_label by row."""
+        out = self.slab.device_min_label(self._sorted(label, np.int32),
+                                         self._sorted(want, np.int8))
+        return download(self.q, scatter(self.q, self.order, out)).astype(np.int64)
 
 
 class GridNeighbourhoods:
@@ -150,6 +213,10 @@ class GridNeighbourhoods:
         self.slabs = [GridSlab(plan, grid, slab, eps, metric)
                       for plan, slab in zip(plans, slabs) if slab.last > slab.first]
         self.executor = recorded_on_workers(executor)
+        # one device answering for every row: the row-index API by WholeGrid
+        self.whole = (WholeGrid(self.slabs[0]) if len(self.slabs) == 1 and
+                      self.slabs[0].slab == Slab(0, 0, grid.n, grid.n) and
+                      grid.numbered_as_rows() else None)
 
     def rows(self):
         """{plan's profile: the rows its slab answers for} (a fit's ``devices_``)."""
@@ -215,11 +282,15 @@ class GridNeighbourhoods:
         """Each row's summed weight (1 each without *w*) within eps, its own
         included: exact below *enough*, some sum >= *enough* otherwise (the
         rows' search stops there where no weight is negative)."""
+        if self.whole is not None:
+            return self.whole.counts(w, np.inf if w is not None and np.any(w < 0) else enough)
         sorted_w = None if w is None else self.grid.sorted(w)
         return self._joined(self.answered_counts(sorted_w, enough))
 
     def components(self, core):
         """Each core row's component as its least core row index (-1 for the others)."""
+        if self.whole is not None:
+            return self.whole.components(core)
         sorted_core = self.grid.sorted(core).astype(bool)
         root = joined_roots(*self.answered_roots(sorted_core))
         return self._joined(np.where(sorted_core, root, -1))
@@ -227,6 +298,8 @@ class GridNeighbourhoods:
     def min_label(self, label, want):
         """As Neighbourhoods.min_label: for each row with *want*, the least
         of its own label and those >= 0 of the rows within eps (-1: none)."""
+        if self.whole is not None:
+            return self.whole.min_label(label, want)
         sorted_label, sorted_want = self.grid.sorted(label), self.grid.sorted(want)
         return self._joined(self.answered_min_label(sorted_label, sorted_want))
 

@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ..runtime.transfer import upload
+from .permute import gather
 
 GRID_DIMS = 3          # features cut into cells: 3^g cells searched a row
 MARGIN = 2.0 ** -10    # a cell's width over eps
@@ -123,10 +124,21 @@ class CellGrid:
     def upload(self, queue, start=0, stop=None):
         """(x, keys, index, shape) on *queue*'s device: the sorted rows
         [start, stop) (all by default), their keys, their ids (int32) and
-        the grid's shape."""
-        return (upload(queue, np.take(self._values, self.order[start:stop], axis=0)),
-                upload(queue, self.keys[start:stop]),
-                upload(queue, self.ids[start:stop].astype(np.int32)), upload(queue, self.shape))
+        the grid's shape.  All the rows, numbered as X's, are sorted there
+        (their ids are the permutation): the host gathers none."""
+        stop = self.n if stop is None else stop
+        index = upload(queue, self.ids[start:stop].astype(np.int32))
+        if self.numbered_as_rows() and (start, stop) == (0, self.n):
+            x = gather(queue, index, upload(queue, self._values))
+        else:
+            x = upload(queue, np.take(self._values, self.order[start:stop], axis=0))
+        return x, upload(queue, self.keys[start:stop]), index, upload(queue, self.shape)
+
+    def numbered_as_rows(self):
+        """Whether the ids are X's row indices (no *ids* given): the sorted
+        rows' ids are then their order, the permutation the device moves
+        per-row values by (passes/permute.py)."""
+        return self.ids is self.order
 
     def slabs(self, shares, start=0, stop=None):
         """The sorted rows [start, stop) (all by default; whole cells) cut

@@ -17,6 +17,7 @@ the rows outside are its halo, the cells within eps of it.  A pair of two
 answered rows is joined from its first sorted row, a pair of an answered
 row and a halo row from the answered one: every pair with a row in
 [first, last), none of two halo rows (another slab answers for those).
+dbscan_grid_parents makes every row its own parent first;
 dbscan_grid_roots then reads each row's root (the halo's too: the links
 between slabs).  ``core`` in the slab's row order.  Reads spec: d, metric, g.
 </%doc>
@@ -80,6 +81,14 @@ ${dist.pair_distance("own", "other", "dd")}\
                 if (dd <= radius)
                     unite(parent, index, p, q);
 </%grid:for_candidates>
+}
+
+/* every row its own parent, before the links (made here, not sent from the host) */
+__kernel void dbscan_grid_parents(const int n, __global int *restrict parent)
+{
+    const int i = get_global_id(0);
+    if (i < n)
+        parent[i] = i;
 }
 
 /* each row's root once the links are made (no link runs beside it) */

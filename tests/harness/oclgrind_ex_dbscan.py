@@ -3,7 +3,8 @@ passes/dbscan_grid.py) -- counts and least labels within eps on a ragged
 set with distances exactly at eps, in every metric, with the eps-graph
 stored (its rows made and read), without it, and over the grid of cells
 (its counts with and without weights and an early stop, and the core rows'
-components by its union-find), against numpy.
+components by its union-find; on one slab the rows and per-row values
+sorted and put back on the device, passes/permute.py), against numpy.
 
 Run:  cd /tmp && PYOPENCL_NO_CACHE=1 oclgrind --data-races --uninitialized \
       --check-api --build-options -cl-opt-disable python tests/harness/oclgrind_driver.py --only dbscan
@@ -50,6 +51,8 @@ def exercise_dbscan_grid(device, log):
         hoods = (GridNeighbourhoods(plan, grid, 1.0, metric) if shares is None else
                  GridNeighbourhoods([plan] * len(shares), grid, 1.0, metric, shares,
                                     executor=CallingThread))
+        if (hoods.whole is not None) != (shares is None):
+            raise AssertionError("dbscan grid: one slab's values permuted on the device")
         full = near.sum(axis=1)
         if not np.allclose(hoods.counts(w), near @ w, rtol=1e-12):
             raise AssertionError(f"dbscan grid weighted counts {metric}")
@@ -75,5 +78,5 @@ EXERCISERS = {
         "dbscan_graph_min_label.cl.mako")},
     **{name: [exercise_dbscan_grid] for name in (
         "dbscan_grid_counts.cl.mako", "dbscan_grid_min_label.cl.mako",
-        "dbscan_grid_union.cl.mako")},
+        "dbscan_grid_union.cl.mako", "permute_rows.cl.mako")},
 }

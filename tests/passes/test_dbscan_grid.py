@@ -84,6 +84,33 @@ def test_slabs_answer_for_their_rows(devices, shares):
     assert sum(hoods.rows().values()) == len(X)
 
 
+@pytest.mark.parametrize("shares,whole", [(None, True), ([1, 1], False), ([0, 1, 0], True)],
+                         ids=str)
+def test_one_device_answering_for_every_row_permutes_on_it(devices, shares, whole):
+    """The row-index API sorts and puts back per-row values on the device
+    (WholeGrid) where one slab answers for every row, whichever share list
+    left it alone; the same values as the slabs' host path."""
+    X = np.random.default_rng(8).uniform(0, 20, (700, 3))
+    hoods = _hoods(devices, X, 1.0, "euclidean", shares)
+    assert (hoods.whole is not None) == whole
+    host = _hoods(devices, X, 1.0, "euclidean", [1, 2])
+    w = np.random.default_rng(9).uniform(-0.5, 2, len(X))
+    np.testing.assert_allclose(hoods.counts(w), host.counts(w), rtol=1e-12)
+    core = host.counts() >= 4
+    assert np.array_equal(hoods.components(core), host.components(core))
+    label = np.where(core, np.arange(len(X)), -1)
+    assert np.array_equal(hoods.min_label(label, ~core), host.min_label(label, ~core))
+
+
+def test_rows_numbered_otherwise_keep_the_host_path(devices):
+    """A grid whose ids are not its rows' indices (an MPI rank's) has no
+    device permutation: its ids are not the order."""
+    X = np.random.default_rng(10).uniform(0, 5, (50, 2))
+    plan = plan_for(devices)
+    grid = CellGrid(X, 1.0, plan.dtype, ids=np.arange(50) + 1000)
+    assert GridNeighbourhoods(plan, grid, 1.0, "euclidean").whole is None
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_joined_roots_is_the_least_row_of_each_joined_component(seed):
     """joined_roots against scipy on the whole graph: rows in groups (a
