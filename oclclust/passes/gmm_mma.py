@@ -277,30 +277,32 @@ def central_stats(raw, means, shift, means32=None):
     sx, sxx, s1o, s2o = (raw[:, 2 + q * d:2 + (q + 1) * d] for q in range(4))
     mu = means - shift[:d].astype(np.float64)
     dm = means - m32
-    # S1 = (sx - n_other mu) + (s1o - n_own dm) and
-    # S2 = (sxx - 2 mu sx + n_other mu mu) + (s2o - 2 dm s1o + n_own dm dm),
-    # evaluated in that order into two scratch arrays (k x d, an iteration's
-    # dozen fresh temporaries cost more than the arithmetic at 1024 x 128)
+    # S1 and S2 as their sums say, in that order, into scratch arrays (k x d:
+    # an iteration's dozen fresh temporaries cost more than the arithmetic)
     out = np.empty((k, 1 + 2 * d))
     np.add(n_other[:, 0], n_own[:, 0], out=out[:, 0])
     a, b = np.empty((k, d)), np.empty((k, d))
     s1, s2 = out[:, 1:1 + d], out[:, 1 + d:]
-    np.multiply(n_other, mu, out=a)
-    np.subtract(sx, a, out=s1)
-    np.multiply(n_own, dm, out=a)
-    np.subtract(s1o, a, out=a)
-    s1 += a
-    np.multiply(2, mu, out=a)
-    a *= sx
-    np.subtract(sxx, a, out=s2)
-    np.multiply(n_other, mu, out=a)
-    a *= mu
-    s2 += a
-    np.multiply(2, dm, out=a)
-    a *= s1o
-    np.subtract(s2o, a, out=b)
-    np.multiply(n_own, dm, out=a)
-    a *= dm
-    b += a
+    _moved(s1, sx, n_other, mu, a)
+    _moved(b, s1o, n_own, dm, a)
+    s1 += b
+    _moved_second(s2, sxx, sx, n_other, mu, a)
+    _moved_second(b, s2o, s1o, n_own, dm, a)
     s2 += b
     return out
+
+
+def _moved(out, first, n, m, scratch):
+    """out = first - n m: a first moment about the origin made about m."""
+    np.multiply(n, m, out=scratch)
+    np.subtract(first, scratch, out=out)
+
+
+def _moved_second(out, second, first, n, m, scratch):
+    """out = (second - 2 m first) + n m m: a second moment made about m."""
+    np.multiply(2, m, out=scratch)
+    scratch *= first
+    np.subtract(second, scratch, out=out)
+    np.multiply(n, m, out=scratch)
+    scratch *= m
+    out += scratch
