@@ -21,7 +21,8 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import Plan, exact_kernel, prim_tree
-from .tiles import boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order
+from .tiles import (boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order,
+                    split_hierarchy, tile_rows)
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -256,18 +257,24 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     xp = np.ascontiguousarray(X[ids], plan.dtype)
     args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n)]
     tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
-    extra = []
+    extra, parts = [], []      # parts: split_hierarchy's (values, tiles, ufunc, empty)
     if core is not None:
         core_pos = np.ascontiguousarray(core[ids], plan.dtype)
-        extra += [cla.to_device(q, core_pos).data, cla.to_device(q, hierarchy(
-            np.minimum.reduceat(core_pos, starts), fan, levels, np.minimum)).data]
+        core_tiles = np.minimum.reduceat(core_pos, starts)
+        extra += [cla.to_device(q, core_pos).data,
+                  cla.to_device(q, hierarchy(core_tiles, fan, levels, np.minimum)).data]
+        parts.append((core_pos, core_tiles, np.minimum, np.inf))
     if spec.bound:
         lo, hi = boxes(xp, tb, starts)
         extra += [cla.to_device(q, hierarchy(lo, fan, levels, np.minimum)).data,
                   cla.to_device(q, hierarchy(hi, fan, levels, np.maximum)).data]
+        parts += [(xp, lo, np.minimum, np.inf), (xp, hi, np.maximum, -np.inf)]
     active_dev, cap_dev = cla.empty(q, n, np.int32), cla.empty(q, n, plan.dtype)
     nodes = len(hierarchy(starts, fan, levels, np.minimum))
-    comp_dev, node_dev = cla.empty(q, n, np.int32), cla.empty(q, nodes, np.int32)
+    comp_dev, places = cla.empty(q, n, np.int32), tile_rows(starts, n)
+    # the nodes' components: pure, major, and the rests' cores and boxes
+    node_devs = [cla.empty(q, nodes, np.int32), cla.empty(q, nodes, np.int32)] + [
+        cla.empty(q, (nodes,) + values.shape[1:], plan.dtype) for values, *_ in parts]
     out = (cla.empty(q, n * keep, plan.dtype), cla.empty(q, n * keep, np.int32),
            cla.empty(q, n, plan.dtype)) + ((cla.empty(q, 3 * n, np.int32),) if spec.count else ())
     comp = np.zeros(n, np.int32) if n == 1 else np.arange(n, dtype=np.int32)
@@ -291,7 +298,7 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         cl.enqueue_copy(q, cap_dev.data, np.ascontiguousarray(caps, plan.dtype))
         groups = -(-m // spec.wg)
         kern(q, (groups * spec.wg,), (spec.wg,), *args, active_dev.data, np.int32(m),
-             cap_dev.data, comp_dev.data, *extra, node_dev.data, *tiles,
+             cap_dev.data, comp_dev.data, *extra, *(v.data for v in node_devs), *tiles,
              *((np.int32(fan),) if levels else ()), *(o.data for o in out))
         w, j, b = (np.empty(m * keep, plan.dtype), np.empty(m * keep, np.int32),
                    np.empty(m, plan.dtype))
@@ -323,9 +330,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         comp_ext[:n], comp_ext[n] = comp, -1
         comp_pos = comp[ids]
         cl.enqueue_copy(q, comp_dev.data, comp_pos)
-        low = hierarchy(np.minimum.reduceat(comp_pos, starts), fan, levels, np.minimum)
-        high = hierarchy(np.maximum.reduceat(comp_pos, starts), fan, levels, np.maximum)
-        cl.enqueue_copy(q, node_dev.data, np.where(low == high, low, -1).astype(np.int32))
+        for dev, host in zip(node_devs, split_hierarchy(comp_pos, starts, fan, levels, parts, places)):
+            cl.enqueue_copy(q, dev.data, np.ascontiguousarray(host, dev.dtype))
         exact, w, j = _known(every, comp_ext, W, J, B, Bj, slot)
         least = _least(ncomp, comp, w, exact)
         # rows in the spatial order (ids), so a scan's rows come ascending

@@ -17,7 +17,11 @@ tile_start[p] up to tile_start[p + 1]; tb consecutive rows, or with levels
 the tree's leaves), each with its bounding box
 (box_lo, box_hi) and its component (node_comp: the one component of all its
 rows, -1 where they differ), with core their least core distance
-(node_core).  A work-item per active row i (positions, ascending:
+(node_core); and a major component (node_major) with the box and least
+core of the rows not of it (rest_lo, rest_hi, rest_core; empty boxes lo >
+hi where there are none, whose bound is inf): what a row of that component
+meets there (a node at a component's edge, mostly its own rows, is as far
+as its other rows).  A work-item per active row i (positions, ascending:
 neighbouring rows share a work-group); the work-group walks the tiles
 outward from its first row's tile.  A work-item skips a tile of its own
 component and one whose box or least core is farther than its threshold:
@@ -98,12 +102,15 @@ ${insert()}\
 <%def name="needs(node, mine)">\
             if (node_comp[${node}] != ci) {
                 const real_t thr = best${k - 1} < cap_i ? best${k - 1} : cap_i;
+                /* of the node's major component: only its other rows */
+                const int rest = node_major[${node}] == ci;
 % if bound:
-                const real_t lb_box = box_bound(u, box_lo + (long)(${node}) * D,
-                                                box_hi + (long)(${node}) * D) * (1 - 8 * EPS);
+                const real_t lb_box = box_bound(u, (rest ? rest_lo : box_lo) + (long)(${node}) * D,
+                                                (rest ? rest_hi : box_hi) + (long)(${node}) * D)
+                                      * (1 - 8 * EPS);
 % endif
 % if core:
-                const real_t lb_core = node_core[${node}];
+                const real_t lb_core = rest ? rest_core[${node}] : node_core[${node}];
 % endif
 <% tests = (["lb_box > thr"] if bound else []) + (["lb_core > thr"] if core else []) %>\
                 if (${" || ".join(tests) or "0"}) {
@@ -247,6 +254,14 @@ void nearest_other(__global const real_t *restrict x, __global const int *restri
                    __global const real_t *restrict box_hi,
 % endif
                    __global const int *restrict node_comp,
+                   __global const int *restrict node_major,
+% if core:
+                   __global const real_t *restrict rest_core,
+% endif
+% if bound:
+                   __global const real_t *restrict rest_lo,
+                   __global const real_t *restrict rest_hi,
+% endif
                    __global const int *restrict tile_start, const int tiles,
 % if levels:
                    const int fan,
