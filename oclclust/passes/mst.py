@@ -226,9 +226,10 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     in another component (the candidates only shrink) and is within B, the
     first such is the row's nearest; else B bounds the row's from below.  A
     round scans only the rows whose bound does not exceed their component's
-    least edge among the rows known exactly, capped by that edge (a row
-    farther needs no more than the bound); a large component with no known
-    edge first has a few of its rows scanned uncapped (_probes).  *index*:
+    least kept edge (exact or not: every kept edge leaves the component, so
+    its least edge is no heavier), capped by that edge (a row farther needs
+    no more than the bound); a large component with no kept edge first has
+    a few of its rows scanned uncapped (_probes).  *index*:
     the tiles are a k-d tree's leaves (leaf_tiles: at most tb rows each,
     not tb consecutive rows), under INDEX_LEVELS of nodes (fan each, with their
     boxes, components and least cores) that a scan skips whole where none
@@ -237,7 +238,7 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     ascending, of the rows X as given; core_distances' neighbours): the
     first candidates (_seed), so that the first round scans only the rows
     whose nearest by weight may lie beyond them.  A row whose core distance
-    exceeds its component's least known edge is not scanned: its every
+    exceeds that cap is not scanned: its every
     weight is at least that core.
     *stats*: a list, given a dict a round (components, rows scanned, and
     their nodes tested, tiles scanned and distances computed: the kernel
@@ -333,23 +334,26 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         for dev, host in zip(node_devs, split_hierarchy(comp_pos, starts, fan, levels, parts, places)):
             cl.enqueue_copy(q, dev.data, np.ascontiguousarray(host, dev.dtype))
         exact, w, j = _known(every, comp_ext, W, J, B, Bj, slot)
-        least = _least(ncomp, comp, w, exact)
+        # a component's least edge is at most any kept edge of its rows, exact
+        # or not (each is an edge out of it): the caps
+        upper = _least(ncomp, comp, w, np.isfinite(w))
         # rows in the spatial order (ids), so a scan's rows come ascending
-        need = ~exact[ids] & (np.maximum(B, floor)[ids] <= least[comp_pos])
-        probe = _probes(ids[need & np.isinf(least[comp_pos])], comp)
+        need = ~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos])
+        probe = _probes(ids[need & np.isinf(upper[comp_pos])], comp)
         for probing in (True, False):
             if probing:
                 rows, caps = probe, np.full(probe.size, np.inf)
             else:
                 rows = ids[need]
-                caps = least[comp[rows]]
+                caps = upper[comp[rows]]
             if not rows.size:
                 continue
             scan(rows, caps)
             exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B, Bj, slot)
-            least = _least(ncomp, comp, w, exact)
+            upper = _least(ncomp, comp, w, np.isfinite(w))
             if probing:
-                need = ~exact[ids] & (np.maximum(B, floor)[ids] <= least[comp_pos])
+                need = ~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos])
+        least = _least(ncomp, comp, w, exact)
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi): a
         # sort only among the components with several (tied) such rows
