@@ -78,6 +78,19 @@ class NearestSpec(Spec):
 
 
 @dataclasses.dataclass(frozen=True)
+class TileReachSpec(Spec):
+    """How near another component may come to each tile of one component
+    (mst_tile_reach.cl.mako): over ``levels`` of the tiles' hierarchy, by
+    box-to-box bounds (``bound``) and least cores (``core``)."""
+    template = "mst/mst_tile_reach.cl.mako"
+    d: int = 1
+    metric: str = "euclidean"
+    core: bool = False
+    bound: bool = True
+    levels: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
 class PrimRowsSpec(Spec):
     template = "mst/mst_prim.cl.mako"
     d: int = 1
@@ -259,16 +272,18 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n)]
     tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
     extra, parts = [], []      # parts: split_hierarchy's (values, tiles, ufunc, empty)
+    full = []                  # the nodes' least cores and boxes (tile_reach's too)
     if core is not None:
         core_pos = np.ascontiguousarray(core[ids], plan.dtype)
         core_tiles = np.minimum.reduceat(core_pos, starts)
-        extra += [cla.to_device(q, core_pos).data,
-                  cla.to_device(q, hierarchy(core_tiles, fan, levels, np.minimum)).data]
+        full.append(cla.to_device(q, hierarchy(core_tiles, fan, levels, np.minimum)).data)
+        extra += [cla.to_device(q, core_pos).data, full[-1]]
         parts.append((core_pos, core_tiles, np.minimum, np.inf))
     if spec.bound:
         lo, hi = boxes(xp, tb, starts)
-        extra += [cla.to_device(q, hierarchy(lo, fan, levels, np.minimum)).data,
-                  cla.to_device(q, hierarchy(hi, fan, levels, np.maximum)).data]
+        full += [cla.to_device(q, hierarchy(lo, fan, levels, np.minimum)).data,
+                 cla.to_device(q, hierarchy(hi, fan, levels, np.maximum)).data]
+        extra += full[-2:]
         parts += [(xp, lo, np.minimum, np.inf), (xp, hi, np.maximum, -np.inf)]
     active_dev, cap_dev = cla.empty(q, n, np.int32), cla.empty(q, n, plan.dtype)
     nodes = len(hierarchy(starts, fan, levels, np.minimum))
@@ -291,6 +306,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     # a lower bound of every row's weights: its core distance
     floor = (np.full(n, -np.inf, plan.dtype) if core is None
              else np.asarray(core, np.float64).astype(plan.dtype))
+    reach = (_tile_reach(plan, d, metric, spec, starts, n, full, node_devs)
+             if levels and (spec.bound or spec.core) else None)
 
     def scan(rows, caps):
         """Scan *rows* (ascending by place in the spatial order) capped by *caps*."""
@@ -331,14 +348,19 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         comp_ext[:n], comp_ext[n] = comp, -1
         comp_pos = comp[ids]
         cl.enqueue_copy(q, comp_dev.data, comp_pos)
-        for dev, host in zip(node_devs, split_hierarchy(comp_pos, starts, fan, levels, parts, places)):
+        split = split_hierarchy(comp_pos, starts, fan, levels, parts, places)
+        for dev, host in zip(node_devs, split):
             cl.enqueue_copy(q, dev.data, np.ascontiguousarray(host, dev.dtype))
         exact, w, j = _known(every, comp_ext, W, J, B, Bj, slot)
         # a component's least edge is at most any kept edge of its rows, exact
         # or not (each is an edge out of it): the caps
         upper = _least(ncomp, comp, w, np.isfinite(w))
-        # rows in the spatial order (ids), so a scan's rows come ascending
-        need = ~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos])
+        # rows in the spatial order (ids), so a scan's rows come ascending;
+        # a row's tile's reach bounds its weights too (-inf: none)
+        far = reach(split[0][:len(starts)], upper) if reach else np.full(n, -np.inf, plan.dtype)
+        need = ~exact[ids] & (np.maximum(np.maximum(B, floor)[ids], far) <= upper[comp_pos])
+        if stats is not None:
+            stats[-1]["reach"] = int(np.sum(~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos]) & ~need))
         probe = _probes(ids[need & np.isinf(upper[comp_pos])], comp)
         for probing in (True, False):
             if probing:
@@ -352,7 +374,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
             exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B, Bj, slot)
             upper = _least(ncomp, comp, w, np.isfinite(w))
             if probing:
-                need = ~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos])
+                need = ~exact[ids] & (np.maximum(np.maximum(B, floor)[ids], far)
+                                      <= upper[comp_pos])
         least = _least(ncomp, comp, w, exact)
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi): a
@@ -384,6 +407,36 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     lo, hi, w = (np.concatenate(parts) for parts in zip(*found))
     return lo.astype(np.int64), hi.astype(np.int64), w
+
+
+def _tile_reach(plan, d, metric, spec, starts, n, full, node_devs):
+    """reach(pure, upper): each row's (by place) lower bound of its weights
+    to every row of another component, from its tile's (tile_reach; -inf:
+    a tile of several components, or another's tile within the cap).
+    *full*: the nodes' least cores and boxes on the device, *node_devs*:
+    the nodes' components and rests (boruvka's)."""
+    q, tiles = plan.queue, len(starts)
+    rspec = TileReachSpec(d=d, metric=metric, core=spec.core, bound=spec.bound,
+                          levels=spec.levels, **plan.base)
+    kern = exact_kernel(q, rspec, "tile_reach")
+    pure_dev, major_dev, *rests = node_devs
+    order = [full[0], rests[0].data] if spec.core else []      # the kernel's arguments
+    if spec.bound:
+        order += full[-2:] + [r.data for r in rests[-2:]]
+    cap_dev, out_dev = cla.empty(q, tiles, plan.dtype), cla.empty(q, tiles, plan.dtype)
+    tile_of = np.repeat(np.arange(tiles), np.diff(np.r_[starts, n]))
+    fan = hierarchy_fan(tiles, spec.levels)
+    wg = plan.wg
+
+    def reach(pure, upper):
+        caps = np.where(pure >= 0, upper[np.maximum(pure, 0)], np.inf).astype(plan.dtype)
+        cl.enqueue_copy(q, cap_dev.data, caps)
+        kern(q, (-(-tiles // wg) * wg,), (wg,), *order, pure_dev.data, major_dev.data,
+             cap_dev.data, np.int32(tiles), np.int32(fan), out_dev.data)
+        out = np.empty(tiles, plan.dtype)
+        cl.enqueue_copy(q, out, out_dev.data)
+        return out[tile_of]
+    return reach
 
 
 def prim_rows(plan, x, n, d, metric, core=None):

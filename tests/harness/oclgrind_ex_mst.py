@@ -5,7 +5,8 @@ memory and read from global memory, the row in registers and not, with and
 without core distances, tiles skipped by their box (every metric but
 cosine) and by their component, and (index=True, with core) nodes of the
 tiles' hierarchy skipped whole, probes and capped scans (PROBE = 1), and
-started from the core distances' nearest rows (nearest);
+started from the core distances' nearest rows (nearest), with the tiles'
+reach (mst_tile_reach.cl.mako) filtering each round's rows;
 scipy's Prim on the rows (mst_prim.cl.mako) in one
 persistent launch and in a launch a step; every metric (odd and even d: the
 cosine tail), in each precision of PRECISIONS, a work-group of 4 so the
@@ -88,4 +89,5 @@ def exercise_mst(device, log):
 EXERCISERS = {
     "mst_nearest.cl.mako": [exercise_mst],
     "mst_prim.cl.mako": [exercise_mst],
+    "mst_tile_reach.cl.mako": [exercise_mst],
 }
