@@ -5,7 +5,9 @@ Pairs with templates/mst/: mst_distance.cl.mako (a def library: one pair's
 distance, pdist's arithmetic), mst_nearest.cl.mako (Boruvka's round: every
 row's nearest row of another component) and mst_prim.cl.mako (scipy's Prim
 from node 0, for the tie order).  The host keeps the O(n) part of each
-Boruvka round: each component's least edge and the union of components.
+Boruvka round: each component's least edge and the union of components,
+with what it knows of the rows unscanned (mst_known.py) and the tiles'
+reach (mst_reach.py: which rows a round need not scan).
 
 The engine of single linkage past the condensed matrix (cluster/
 hierarchy/linkage_matrix.py) and of HDBSCAN (mutual-reachability weights through
@@ -21,6 +23,8 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import Plan, exact_kernel, prim_tree
+from .mst_known import known as _known, seed as _seed
+from .mst_reach import tile_reach as _tile_reach
 from .tiles import (boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order,
                     split_hierarchy, tile_rows)
 
@@ -78,19 +82,6 @@ class NearestSpec(Spec):
 
 
 @dataclasses.dataclass(frozen=True)
-class TileReachSpec(Spec):
-    """How near another component may come to each tile of one component
-    (mst_tile_reach.cl.mako): over ``levels`` of the tiles' hierarchy, by
-    box-to-box bounds (``bound``) and least cores (``core``)."""
-    template = "mst/mst_tile_reach.cl.mako"
-    d: int = 1
-    metric: str = "euclidean"
-    core: bool = False
-    bound: bool = True
-    levels: int = 1
-
-
-@dataclasses.dataclass(frozen=True)
 class PrimRowsSpec(Spec):
     template = "mst/mst_prim.cl.mako"
     d: int = 1
@@ -133,66 +124,6 @@ def _not_finite(plan, metric):
     return ValueError("The condensed distance matrix must contain only finite values"
                       f" ({metric} distances of finite {plan.dtype.name} observations "
                       "overflow, or a zero vector under cosine).")
-
-
-def _known(rows, comp_ext, W, J, B, Bj, slot):
-    """(exact, w, j) of *rows*: a row's first kept row still in another
-    component (the kept rows are ascending by (w, j)) is its nearest there
-    where no row left out can beat it: (w, j) is at most the row's bound
-    (B, Bj) (every row left out comes after it by (w, j); Bj = n: w <= B).
-    *comp_ext*: the components with -1 appended (J = n: none kept).
-    *slot*: each row's first kept row not yet seen in its own component
-    (components only merge, so a kept row found inside stays inside: a
-    round starts there, not at the first; KEEP: none left), advanced here
-    (a scan of a row starts it at 0 again)."""
-    keep, n = W.shape[1], len(B)
-    exact = np.zeros(rows.size, bool)
-    w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, n, np.int32)
-    Jf, Wf = J.reshape(-1), W.reshape(-1)             # flat: one gather a slot
-    todo = np.flatnonzero(slot[rows] < keep)
-    while todo.size:
-        r = rows[todo]
-        at = r * keep + slot[r]
-        js = Jf[at]
-        apart = (comp_ext[js] != comp_ext[r]) & (js < n)
-        hit = todo[apart]
-        w[hit], j[hit] = Wf[at[apart]], js[apart]
-        ra = r[apart]
-        exact[hit] = (w[hit] < B[ra]) | ((w[hit] == B[ra]) & (j[hit] <= Bj[ra]))
-        out = ~apart
-        inside = r[out]
-        slot[inside] += 1
-        todo = todo[out][slot[inside] < keep]
-    return exact, w, j
-
-
-def _seed(nearest, core, keep, dtype):
-    """(W, J, B, Bj) of every row from its nearest rows (distances, ids: n
-    x m ascending, the row itself among them; core_distances' neighbours):
-    their mutual-reachability weights max(core_i, core_j, d_ij), the keep
-    least by (w, j), and the bound: a row not among the m is at least the
-    m-th distance away, so its weight is too (Bj = -1: strictly below it
-    is exact); one of the m not kept comes after the last kept."""
-    dist, ids = nearest
-    n, m = ids.shape
-    own = ids == np.arange(n)[:, None]
-    w = np.where(own, np.inf, np.maximum(np.maximum(core[:, None], core[ids]), dist)).astype(dtype)
-    j = np.where(own, n, ids).astype(np.int32)
-    by_j = np.argsort(j, axis=1, kind="stable")
-    w, j = np.take_along_axis(w, by_j, 1), np.take_along_axis(j, by_j, 1)
-    by_w = np.argsort(w, axis=1, kind="stable")
-    w, j = np.take_along_axis(w, by_w, 1), np.take_along_axis(j, by_w, 1)
-    B = dist[:, -1].astype(dtype)
-    Bj = np.full(n, -1, np.int32)
-    if m > keep:                      # the first left out: strictly before it
-        cut_w, cut_j = w[:, keep], j[:, keep] - 1
-        tighter = (cut_w < B) | ((cut_w == B) & (cut_j < Bj))
-        B, Bj = np.where(tighter, cut_w, B), np.where(tighter, cut_j, Bj)
-        w, j = w[:, :keep], j[:, :keep]
-    W = np.full((n, keep), np.inf, dtype)
-    J = np.full((n, keep), n, np.int32)
-    W[:, :w.shape[1]], J[:, :j.shape[1]] = w, j
-    return W, J, B, Bj
 
 
 def _least(ncomp, comp, w, exact):
@@ -407,36 +338,6 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     lo, hi, w = (np.concatenate(parts) for parts in zip(*found))
     return lo.astype(np.int64), hi.astype(np.int64), w
-
-
-def _tile_reach(plan, d, metric, spec, starts, n, full, node_devs):
-    """reach(pure, upper): each row's (by place) lower bound of its weights
-    to every row of another component, from its tile's (tile_reach; -inf:
-    a tile of several components, or another's tile within the cap).
-    *full*: the nodes' least cores and boxes on the device, *node_devs*:
-    the nodes' components and rests (boruvka's)."""
-    q, tiles = plan.queue, len(starts)
-    rspec = TileReachSpec(d=d, metric=metric, core=spec.core, bound=spec.bound,
-                          levels=spec.levels, **plan.base)
-    kern = exact_kernel(q, rspec, "tile_reach")
-    pure_dev, major_dev, *rests = node_devs
-    order = [full[0], rests[0].data] if spec.core else []      # the kernel's arguments
-    if spec.bound:
-        order += full[-2:] + [r.data for r in rests[-2:]]
-    cap_dev, out_dev = cla.empty(q, tiles, plan.dtype), cla.empty(q, tiles, plan.dtype)
-    tile_of = np.repeat(np.arange(tiles), np.diff(np.r_[starts, n]))
-    fan = hierarchy_fan(tiles, spec.levels)
-    wg = plan.wg
-
-    def reach(pure, upper):
-        caps = np.where(pure >= 0, upper[np.maximum(pure, 0)], np.inf).astype(plan.dtype)
-        cl.enqueue_copy(q, cap_dev.data, caps)
-        kern(q, (-(-tiles // wg) * wg,), (wg,), *order, pure_dev.data, major_dev.data,
-             cap_dev.data, np.int32(tiles), np.int32(fan), out_dev.data)
-        out = np.empty(tiles, plan.dtype)
-        cl.enqueue_copy(q, out, out_dev.data)
-        return out[tile_of]
-    return reach
 
 
 def prim_rows(plan, x, n, d, metric, core=None):
