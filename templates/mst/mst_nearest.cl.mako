@@ -7,9 +7,9 @@ fit), tb (rows of a tile: tj, else wg), private_row (the work-item's own
 row in registers), core (edge weights max(core[i], core[j], d(i, j)):
 mutual reachability), k (each row's k nearest rows of other components are
 written, ascending), bound (tiles skipped by their bounding box: every
-metric but cosine), levels (the tiles' hierarchy, below), count (the work of each active
-row written to counts[3 t ..]: nodes tested, tiles scanned, distances
-computed; bench/mst_work.py's measure).
+metric but cosine), levels (the tiles' hierarchy, below), count (the work
+of each active row written to counts[3 t ..]: nodes tested, tiles
+scanned, distances computed; bench/mst_work.py's measure).
 
 The rows come in the host's spatial order (x[p] is observation ids[p]: a
 k-d tree's leaf order) and in tiles of at most tb rows (tile p: rows
