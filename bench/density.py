@@ -92,9 +92,11 @@ def hdbscan_phases(oc, X, params, devices):
     plan = plan_for(devices)
     t0 = time.perf_counter()
     index = len(X) >= GRID_FROM
-    core = core_distances(plan, X, params["min_samples"], grid=index)
+    # as HDBSCAN's fit: the core pass's nearest rows start the MST
+    core, nearest = core_distances(plan, X, params["min_samples"], grid=index, neighbours=True)
     t1 = time.perf_counter()
-    a, b, w = minimum_spanning_tree(plan, X, "euclidean", core=core, ties="any", index=index)
+    a, b, w = minimum_spanning_tree(plan, X, "euclidean", core=core, ties="any", index=index,
+                                    nearest=nearest)
     if np.any(w[1:] == w[:-1]) and len(X) <= PRIM_TIES_UP_TO:
         a, b, w = prim_edges(plan, X, "euclidean", core)
     t2 = time.perf_counter()

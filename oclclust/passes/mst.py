@@ -5,7 +5,9 @@ Pairs with templates/mst/: mst_distance.cl.mako (a def library: one pair's
 distance, pdist's arithmetic), mst_nearest.cl.mako (Boruvka's round: every
 row's nearest row of another component) and mst_prim.cl.mako (scipy's Prim
 from node 0, for the tie order).  The host keeps the O(n) part of each
-Boruvka round: each component's least edge and the union of components.
+Boruvka round: each component's least edge and the union of components,
+with what it knows of the rows unscanned (mst_known.py) and the tiles'
+reach (mst_reach.py: which rows a round need not scan).
 
 The engine of single linkage past the condensed matrix (cluster/
 hierarchy/linkage_matrix.py) and of HDBSCAN (mutual-reachability weights through
@@ -21,7 +23,10 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import Plan, exact_kernel, prim_tree
-from .tiles import boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order
+from .mst_known import known as _known, seed as _seed
+from .mst_reach import tile_reach as _tile_reach
+from .tiles import (boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order,
+                    split_hierarchy, tile_rows)
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -60,7 +65,8 @@ class NearestSpec(Spec):
     component); ``private_row``: a work-item's own row in registers;
     ``core``: mutual-reachability weights; ``bound``: tiles skipped by
     their bounding box (no box bound for cosine); ``levels`` of nodes over
-    the tiles, skipped whole (0: every tile tested)."""
+    the tiles, skipped whole (0: every tile tested); ``count``: each
+    row's work written out (boruvka's *stats*)."""
     template = "mst/mst_nearest.cl.mako"
     d: int = 1
     metric: str = "euclidean"
@@ -72,6 +78,7 @@ class NearestSpec(Spec):
     k: int = 1
     bound: bool = True
     levels: int = 0
+    count: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,7 +90,7 @@ class PrimRowsSpec(Spec):
     core: bool = False
 
 
-def nearest_spec(plan, d, metric, core, wg=None, levels=0):
+def nearest_spec(plan, d, metric, core, wg=None, levels=0, count=False):
     """Rows staged in blocks of up to a work-group's size, as many as the
     local memory budget holds (none where not one row fits); *levels* of
     the tiles' hierarchy."""
@@ -92,10 +99,10 @@ def nearest_spec(plan, d, metric, core, wg=None, levels=0):
     tj = 1 << (min(fits, wg).bit_length() - 1) if fits >= 1 else 0
     return NearestSpec(d=d, metric=metric, wg=wg, tj=tj, tb=tj or wg, k=KEEP,
                        private_row=d <= PRIVATE_ROW_FEATURES, core=core,
-                       bound=metric != "cosine", levels=levels, **plan.base)
+                       bound=metric != "cosine", levels=levels, count=count, **plan.base)
 
 
-def nearest_kernel(plan, d, metric, core, index=False):
+def nearest_kernel(plan, d, metric, core, index=False, count=False):
     """(spec, kernel) of Boruvka's round, the work-group halved until the
     built kernel runs it (its registers may allow fewer work-items);
     *index*: INDEX_LEVELS over the tiles of at most mst_index_tile_rows
@@ -104,7 +111,7 @@ def nearest_kernel(plan, d, metric, core, index=False):
     if index:
         wg = min(wg, 1 << (plan.profile.terms(MstTerms).index_tile_rows.bit_length() - 1))
     while True:
-        spec = nearest_spec(plan, d, metric, core, wg, INDEX_LEVELS if index else 0)
+        spec = nearest_spec(plan, d, metric, core, wg, INDEX_LEVELS if index else 0, count)
         kern = exact_kernel(plan.queue, spec, "nearest_other")
         if wg == 1 or codegen.kernel_work_group_limit(kern, plan.queue.device) >= wg:
             return spec, kern
@@ -117,35 +124,6 @@ def _not_finite(plan, metric):
     return ValueError("The condensed distance matrix must contain only finite values"
                       f" ({metric} distances of finite {plan.dtype.name} observations "
                       "overflow, or a zero vector under cosine).")
-
-
-def _known(rows, comp_ext, W, J, B, slot):
-    """(exact, w, j) of *rows*: a row's first kept row still in another
-    component (the kept rows are ascending by (w, j)) is its nearest there
-    where no row left out can beat it: its w is at most the row's bound B.
-    *comp_ext*: the components with -1 appended (J = n: none kept).
-    *slot*: each row's first kept row not yet seen in its own component
-    (components only merge, so a kept row found inside stays inside: a
-    round starts there, not at the first; KEEP: none left), advanced here
-    (a scan of a row starts it at 0 again)."""
-    keep, n = W.shape[1], len(B)
-    exact = np.zeros(rows.size, bool)
-    w, j = np.full(rows.size, np.inf, W.dtype), np.full(rows.size, n, np.int32)
-    Jf, Wf = J.reshape(-1), W.reshape(-1)             # flat: one gather a slot
-    todo = np.flatnonzero(slot[rows] < keep)
-    while todo.size:
-        r = rows[todo]
-        at = r * keep + slot[r]
-        js = Jf[at]
-        apart = (comp_ext[js] != comp_ext[r]) & (js < n)
-        hit = todo[apart]
-        w[hit], j[hit] = Wf[at[apart]], js[apart]
-        exact[hit] = w[hit] <= B[r[apart]]
-        out = ~apart
-        inside = r[out]
-        slot[inside] += 1
-        todo = todo[out][slot[inside] < keep]
-    return exact, w, j
 
 
 def _least(ncomp, comp, w, exact):
@@ -177,7 +155,7 @@ def _probes(rows, comp):
     return rows[pick]
 
 
-def boruvka(plan, X, n, d, metric, core=None, index=False):
+def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=None):
     """Boruvka's rounds: (lo, hi, w) of the tree's n-1 edges, lo < hi, in
     the order they were found.  Edges compare by (w, lo, hi), a total order,
     so the tree is unique and no round makes a cycle.
@@ -186,21 +164,33 @@ def boruvka(plan, X, n, d, metric, core=None, index=False):
     boxes (mst_nearest.cl.mako skips a tile of the row's own component and
     one farther than the row needs).  A scan keeps each row's KEEP nearest
     rows of other components and a bound B: every other row of another
-    component is at least B away.  While one kept row stays in another
-    component (the candidates only shrink) and is no farther than B, the
+    component is at least B away (the k-th kept's weight, or the least
+    bound of the nodes the scan skipped: a row deep inside its component
+    keeps how far another may be, not the cap).  While one kept row stays
+    in another component (the candidates only shrink) and is within B, the
     first such is the row's nearest; else B bounds the row's from below.  A
     round scans only the rows whose bound does not exceed their component's
-    least edge among the rows known exactly, capped by that edge (a row
-    farther needs no more than the bound); a large component with no known
-    edge first has a few of its rows scanned uncapped (_probes).  *index*:
+    least kept edge (exact or not: every kept edge leaves the component, so
+    its least edge is no heavier), capped by that edge (a row farther needs
+    no more than the bound); a large component with no kept edge first has
+    a few of its rows scanned uncapped (_probes).  *index*:
     the tiles are a k-d tree's leaves (leaf_tiles: at most tb rows each,
     not tb consecutive rows), under INDEX_LEVELS of nodes (fan each, with their
     boxes, components and least cores) that a scan skips whole where none
-    of a work-group's rows needs them; without it every tile is tested."""
+    of a work-group's rows needs them; without it every tile is tested.
+    *nearest*: with *core*, each row's nearest rows (distances, ids: n x m,
+    ascending, of the rows X as given; core_distances' neighbours): the
+    first candidates (_seed), so that the first round scans only the rows
+    whose nearest by weight may lie beyond them.  A row whose core distance
+    exceeds that cap is not scanned: its every
+    weight is at least that core.
+    *stats*: a list, given a dict a round (components, rows scanned, and
+    their nodes tested, tiles scanned and distances computed: the kernel
+    counts them)."""
     from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
     from scipy.sparse.csgraph import connected_components
     q = plan.queue
-    spec, kern = nearest_kernel(plan, d, metric, core is not None, index)
+    spec, kern = nearest_kernel(plan, d, metric, core is not None, index, stats is not None)
     keep, tb, levels = spec.k, spec.tb, spec.levels
     if index:                  # tiles: the k-d tree's leaves, tighter boxes
         ids, starts = leaf_tiles(X, metric, tb)
@@ -212,25 +202,43 @@ def boruvka(plan, X, n, d, metric, core=None, index=False):
     xp = np.ascontiguousarray(X[ids], plan.dtype)
     args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n)]
     tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
-    extra = []
+    extra, parts = [], []      # parts: split_hierarchy's (values, tiles, ufunc, empty)
+    full = []                  # the nodes' least cores and boxes (tile_reach's too)
     if core is not None:
         core_pos = np.ascontiguousarray(core[ids], plan.dtype)
-        extra += [cla.to_device(q, core_pos).data, cla.to_device(q, hierarchy(
-            np.minimum.reduceat(core_pos, starts), fan, levels, np.minimum)).data]
+        core_tiles = np.minimum.reduceat(core_pos, starts)
+        full.append(cla.to_device(q, hierarchy(core_tiles, fan, levels, np.minimum)).data)
+        extra += [cla.to_device(q, core_pos).data, full[-1]]
+        parts.append((core_pos, core_tiles, np.minimum, np.inf))
     if spec.bound:
         lo, hi = boxes(xp, tb, starts)
-        extra += [cla.to_device(q, hierarchy(lo, fan, levels, np.minimum)).data,
-                  cla.to_device(q, hierarchy(hi, fan, levels, np.maximum)).data]
+        full += [cla.to_device(q, hierarchy(lo, fan, levels, np.minimum)).data,
+                 cla.to_device(q, hierarchy(hi, fan, levels, np.maximum)).data]
+        extra += full[-2:]
+        parts += [(xp, lo, np.minimum, np.inf), (xp, hi, np.maximum, -np.inf)]
     active_dev, cap_dev = cla.empty(q, n, np.int32), cla.empty(q, n, plan.dtype)
     nodes = len(hierarchy(starts, fan, levels, np.minimum))
-    comp_dev, node_dev = cla.empty(q, n, np.int32), cla.empty(q, nodes, np.int32)
+    comp_dev, places = cla.empty(q, n, np.int32), tile_rows(starts, n)
+    # the nodes' components: pure, major, and the rests' cores and boxes
+    node_devs = [cla.empty(q, nodes, np.int32), cla.empty(q, nodes, np.int32)] + [
+        cla.empty(q, (nodes,) + values.shape[1:], plan.dtype) for values, *_ in parts]
     out = (cla.empty(q, n * keep, plan.dtype), cla.empty(q, n * keep, np.int32),
-           cla.empty(q, n, plan.dtype))
+           cla.empty(q, n, plan.dtype)) + ((cla.empty(q, 3 * n, np.int32),) if spec.count else ())
     comp = np.zeros(n, np.int32) if n == 1 else np.arange(n, dtype=np.int32)
-    W = np.full((n, keep), np.inf, plan.dtype)
-    J = np.full((n, keep), n, np.int32)
-    B = np.full(n, -np.inf, plan.dtype)             # -inf: never scanned
-    slot = np.full(n, keep, np.int8)                # _known's start (KEEP: none kept)
+    if nearest is not None and core is not None:
+        W, J, B, Bj = _seed(nearest, core, keep, plan.dtype)
+        slot = np.zeros(n, np.int8)                 # _known's start
+    else:
+        W = np.full((n, keep), np.inf, plan.dtype)
+        J = np.full((n, keep), n, np.int32)
+        B = np.full(n, -np.inf, plan.dtype)         # -inf: never scanned
+        Bj = np.full(n, n, np.int32)
+        slot = np.full(n, keep, np.int8)            # _known's start (KEEP: none kept)
+    # a lower bound of every row's weights: its core distance
+    floor = (np.full(n, -np.inf, plan.dtype) if core is None
+             else np.asarray(core, np.float64).astype(plan.dtype))
+    reach = (_tile_reach(plan, d, metric, spec, starts, n, full, node_devs)
+             if levels and (spec.bound or spec.core) else None)
 
     def scan(rows, caps):
         """Scan *rows* (ascending by place in the spatial order) capped by *caps*."""
@@ -239,13 +247,25 @@ def boruvka(plan, X, n, d, metric, core=None, index=False):
         cl.enqueue_copy(q, cap_dev.data, np.ascontiguousarray(caps, plan.dtype))
         groups = -(-m // spec.wg)
         kern(q, (groups * spec.wg,), (spec.wg,), *args, active_dev.data, np.int32(m),
-             cap_dev.data, comp_dev.data, *extra, node_dev.data, *tiles,
+             cap_dev.data, comp_dev.data, *extra, *(v.data for v in node_devs), *tiles,
              *((np.int32(fan),) if levels else ()), *(o.data for o in out))
         w, j, b = (np.empty(m * keep, plan.dtype), np.empty(m * keep, np.int32),
                    np.empty(m, plan.dtype))
         for host, dev in zip((w, j, b), out):
             cl.enqueue_copy(q, host, dev.data)
-        W[rows], J[rows], B[rows] = w.reshape(m, keep), j.reshape(m, keep), b
+        if spec.count:
+            work = np.empty(3 * m, np.int32)
+            cl.enqueue_copy(q, work, out[3].data)
+            tally = stats[-1]
+            tally["rows"] += m
+            for name, v in zip(("nodes", "tiles", "distances"), work.reshape(m, 3).sum(axis=0)):
+                tally[name] += int(v)
+        W[rows], J[rows] = w.reshape(m, keep), j.reshape(m, keep)
+        # the row's bound: its k-th kept (every row left out comes after it)
+        # or, where lower or tied, its skipped nodes' least (strictly: a row
+        # there may be at that weight)
+        kth = W[rows, keep - 1]
+        B[rows], Bj[rows] = np.minimum(kth, b), np.where(kth < b, n, -1)
         slot[rows] = 0
         free = np.isinf(caps)
         if np.any(J[rows[free], 0] >= n) or not np.all(np.isfinite(W[rows[free], 0])):
@@ -254,30 +274,40 @@ def boruvka(plan, X, n, d, metric, core=None, index=False):
     found, ncomp, every = [], n, np.arange(n)
     comp_ext = np.empty(n + 1, np.int32)
     while ncomp > 1:
+        if stats is not None:
+            stats.append(dict(components=ncomp, rows=0, nodes=0, tiles=0, distances=0))
         comp_ext[:n], comp_ext[n] = comp, -1
         comp_pos = comp[ids]
         cl.enqueue_copy(q, comp_dev.data, comp_pos)
-        low = hierarchy(np.minimum.reduceat(comp_pos, starts), fan, levels, np.minimum)
-        high = hierarchy(np.maximum.reduceat(comp_pos, starts), fan, levels, np.maximum)
-        cl.enqueue_copy(q, node_dev.data, np.where(low == high, low, -1).astype(np.int32))
-        exact, w, j = _known(every, comp_ext, W, J, B, slot)
-        least = _least(ncomp, comp, w, exact)
-        # rows in the spatial order (ids), so a scan's rows come ascending
-        need = ~exact[ids] & (B[ids] <= least[comp_pos])
-        probe = _probes(ids[need & np.isinf(least[comp_pos])], comp)
+        split = split_hierarchy(comp_pos, starts, fan, levels, parts, places)
+        for dev, host in zip(node_devs, split):
+            cl.enqueue_copy(q, dev.data, np.ascontiguousarray(host, dev.dtype))
+        exact, w, j = _known(every, comp_ext, W, J, B, Bj, slot)
+        # a component's least edge is at most any kept edge of its rows, exact
+        # or not (each is an edge out of it): the caps
+        upper = _least(ncomp, comp, w, np.isfinite(w))
+        # rows in the spatial order (ids), so a scan's rows come ascending;
+        # a row's tile's reach bounds its weights too (-inf: none)
+        far = reach(split[0][:len(starts)], upper) if reach else np.full(n, -np.inf, plan.dtype)
+        need = ~exact[ids] & (np.maximum(np.maximum(B, floor)[ids], far) <= upper[comp_pos])
+        if stats is not None:
+            stats[-1]["reach"] = int(np.sum(~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos]) & ~need))
+        probe = _probes(ids[need & np.isinf(upper[comp_pos])], comp)
         for probing in (True, False):
             if probing:
                 rows, caps = probe, np.full(probe.size, np.inf)
             else:
                 rows = ids[need]
-                caps = least[comp[rows]]
+                caps = upper[comp[rows]]
             if not rows.size:
                 continue
             scan(rows, caps)
-            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B, slot)
-            least = _least(ncomp, comp, w, exact)
+            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B, Bj, slot)
+            upper = _least(ncomp, comp, w, np.isfinite(w))
             if probing:
-                need = ~exact[ids] & (B[ids] <= least[comp_pos])
+                need = ~exact[ids] & (np.maximum(np.maximum(B, floor)[ids], far)
+                                      <= upper[comp_pos])
+        least = _least(ncomp, comp, w, exact)
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi): a
         # sort only among the components with several (tied) such rows
@@ -353,7 +383,8 @@ def check_args(X, metric, core, ties):
     return X, core
 
 
-def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", index=False):
+def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", index=False,
+                          nearest=None):
     """The n-1 edges (a, b, w) of a minimum spanning tree of the rows of X.
 
     *plan*: a passes.linkage.Plan (device, queue, value type; float64 where
@@ -364,7 +395,11 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", 
     distance max(core[a], core[b], d(a, b)).  *index*: Boruvka's scans
     skip whole nodes of a hierarchy over the rows' tiles (boruvka), the
     same tree in far fewer box tests where the rows are many and their
-    dimension low; without it every tile is tested.
+    dimension low; without it every tile is tested.  *nearest*: with
+    *core*, each row's nearest rows of X (distances, ids: n x m ascending,
+    as passes/neighbours.py core_distances gives them with neighbours=True,
+    the distances computed as the engine's): Boruvka's first candidates,
+    the same tree in fewer scans (boruvka).
 
     Returns int64 a, b and float64 w, sorted by w (a stable sort), in the
     order single linkage needs: linkage_matrix.label on them gives scipy's Z.
@@ -390,7 +425,7 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", 
     n, d = X.shape
     q = plan.queue
     X = np.ascontiguousarray(X, plan.dtype)
-    lo, hi, w = boruvka(plan, X, n, d, metric, core, index)
+    lo, hi, w = boruvka(plan, X, n, d, metric, core, index, nearest=nearest)
     if ties == "any":
         order = np.lexsort((hi, lo, w))
         a, b = toward_root(n, lo[order], hi[order])

@@ -33,6 +33,7 @@ class KnnCoreSpec(Spec):
     k: int = 1
     wg: int = 64
     subset: bool = False
+    ids: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,12 +43,16 @@ class KnnGridCoreSpec(Spec):
     metric: str = "euclidean"
     k: int = 1
     g: int = 1
+    ids: bool = False
 
 
 GRID_METRICS = ("euclidean", "cityblock", "chebyshev")   # distances >= each feature's difference
 GRID_RINGS = 8         # rings of cells a row searches before knn_core finishes it
 WIDTH_QUERIES = 256    # rows whose neighbours estimate the grid's cell width
 WIDTH_SAMPLE = 1 << 16   # rows they are measured against
+# the most neighbours a row keeps for the MST (core_distances' neighbours):
+# n x m ints and values, and m registers of the kernels' lists
+NEIGHBOURS_KEPT = 33
 
 
 def row_tile_work_group(plan, d, extra_bytes=0):
@@ -58,10 +63,10 @@ def row_tile_work_group(plan, d, extra_bytes=0):
     return 1 << (min(fits, plan.wg).bit_length() - 1)
 
 
-def knn_spec(plan, d, metric, k, subset=False):
+def knn_spec(plan, d, metric, k, subset=False, ids=False):
     """A work-group's tile of rows in local memory (row_tile_work_group)."""
     return KnnCoreSpec(d=d, metric=metric, k=k, wg=row_tile_work_group(plan, d),
-                       subset=subset, **plan.base)
+                       subset=subset, ids=ids, **plan.base)
 
 
 def _plan(plan):
@@ -79,34 +84,41 @@ def _check(X, k, metric, metrics=NEIGHBOUR_METRICS):
     return X
 
 
-def k_nearest_distances(plan, X, k, metric="euclidean"):
+def k_nearest_distances(plan, X, k, metric="euclidean", ids=False):
     """n x k float64: each row's k smallest distances to the rows of X (its
-    own, 0, among them), ascending.  *plan*: a passes.linkage.Plan or a
-    DeviceProfile."""
+    own, 0, among them), ascending; with *ids*, (those, n x k int32: the
+    rows they are to, ties in any order).  *plan*: a passes.linkage.Plan or
+    a DeviceProfile."""
     X = _check(X, k, metric)
     n, d = X.shape
     plan = _plan(plan)
     q = plan.queue
-    spec = knn_spec(plan, d, metric, int(k))
+    spec = knn_spec(plan, d, metric, int(k), ids=ids)
     kern = exact_kernel(q, spec, "knn_core")
     x = cla.to_device(q, np.ascontiguousarray(X, plan.dtype))
     out = cla.empty(q, (n, k), plan.dtype)
+    out_j = cla.empty(q, (n, k), np.int32) if ids else None
     groups = -(-n // spec.wg)
-    kern(q, (groups * spec.wg,), (spec.wg,), x.data, np.int32(n), out.data)
-    return out.get(q).astype(np.float64)
+    kern(q, (groups * spec.wg,), (spec.wg,), x.data, np.int32(n), out.data,
+         *((out_j.data,) if ids else ()))
+    distances = out.get(q).astype(np.float64)
+    return (distances, out_j.get(q)) if ids else distances
 
 
-def _subset_nearest(plan, x, n, d, rows, k, metric):
+def _subset_nearest(plan, x, n, d, rows, k, metric, ids=False):
     """len(rows) x k: the k smallest distances of the device rows x[rows]
-    to all n rows of x (knn_core's subset)."""
+    to all n rows of x (knn_core's subset); with *ids*, and their rows'
+    places in x."""
     q = plan.queue
-    spec = knn_spec(plan, d, metric, int(k), subset=True)
+    spec = knn_spec(plan, d, metric, int(k), subset=True, ids=ids)
     out = cla.empty(q, (len(rows), k), plan.dtype)
+    out_j = cla.empty(q, (len(rows), k), np.int32) if ids else None
     groups = -(-len(rows) // spec.wg)
     exact_kernel(q, spec, "knn_core")(q, (groups * spec.wg,), (spec.wg,), x.data, np.int32(n),
                                       upload(q, rows.astype(np.int32)).data,
-                                      np.int32(len(rows)), out.data)
-    return download(q, out)
+                                      np.int32(len(rows)), out.data,
+                                      *((out_j.data,) if ids else ()))
+    return (download(q, out), download(q, out_j)) if ids else download(q, out)
 
 
 def grid_width(X, k, metric):
@@ -126,9 +138,10 @@ def grid_width(X, k, metric):
     return float(np.median(positive)) / 2
 
 
-def grid_k_nearest_distances(plan, X, k, metric="euclidean"):
+def grid_k_nearest_distances(plan, X, k, metric="euclidean", ids=False):
     """k_nearest_distances over a grid of cells (see the module): the same
-    n x k values, for the metrics of GRID_METRICS."""
+    n x k values (with *ids*, and their rows), for the metrics of
+    GRID_METRICS."""
     X = _check(X, k, metric, GRID_METRICS)
     n, d = X.shape
     plan = _plan(plan)
@@ -137,26 +150,40 @@ def grid_k_nearest_distances(plan, X, k, metric="euclidean"):
     x, keys, index, shape = grid.upload(q)
     out = cla.empty(q, (n, k), plan.dtype)
     left = cla.empty(q, n, np.int8)
-    spec = KnnGridCoreSpec(d=d, metric=metric, k=int(k), g=grid.g, **plan.base)
+    out_j = cla.empty(q, (n, k), np.int32) if ids else None
+    spec = KnnGridCoreSpec(d=d, metric=metric, k=int(k), g=grid.g, ids=ids, **plan.base)
     size = -(-n // plan.wg) * plan.wg
     exact_kernel(q, spec, "knn_grid_core")(
         q, (size,), (plan.wg,), x.data, np.int32(n), keys.data, shape.data, index.data,
         plan.dtype.type(grid.eps), np.int32(GRID_RINGS), np.int32(grid.cells.max() - 1),
-        out.data, left.data)
+        out.data, left.data, *((out_j.data,) if ids else ()))
     distances = download(q, out)
+    near = download(q, out_j) if ids else None
     rows = np.flatnonzero(download(q, left))
     if rows.size:                  # their places among the sorted rows
         place = np.empty(n, np.int64)
         place[grid.order] = np.arange(n)
-        distances[rows] = _subset_nearest(plan, x, n, d, place[rows], k, metric)
-    return distances.astype(np.float64)
+        found = _subset_nearest(plan, x, n, d, place[rows], k, metric, ids)
+        if ids:
+            distances[rows], near[rows] = found[0], grid.order[found[1]]
+        else:
+            distances[rows] = found
+    return (distances.astype(np.float64), near) if ids else distances.astype(np.float64)
 
 
-def core_distances(plan, X, min_samples, metric="euclidean", grid=False):
+def core_distances(plan, X, min_samples, metric="euclidean", grid=False, neighbours=False):
     """Each row's distance to its min_samples-th nearest row, itself
-    counted; over a grid of cells with *grid* (grid_k_nearest_distances)."""
+    counted; over a grid of cells with *grid* (grid_k_nearest_distances).
+    *neighbours*: (core, (distances, ids)), each row's min_samples + 1
+    nearest (n x m, ascending; m at most NEIGHBOURS_KEPT, else None): the
+    MST's first candidates (passes/mst.py boruvka's *nearest*)."""
     nearest = grid_k_nearest_distances if grid else k_nearest_distances
-    return nearest(plan, X, min_samples, metric)[:, -1]
+    m = min(len(X), min_samples + 1)
+    if not neighbours or m > NEIGHBOURS_KEPT:
+        core = nearest(plan, X, min_samples, metric)[:, -1]
+        return (core, None) if neighbours else core
+    distances, ids = nearest(plan, X, m, metric, ids=True)
+    return distances[:, min_samples - 1].copy(), (distances, ids)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,6 +8,10 @@ import numpy as np
 
 # principal axes the rows' spatial order is taken over
 ORDER_AXES = 8
+# split_hierarchy gathers the rows of the tiles of several components where
+# they are at most this fraction of the tiles (the first Boruvka rounds' are
+# nearly all: the gather would cost O(n d) where a rest is little tighter)
+SPLIT_MIXED_UP_TO = 0.25
 
 
 def _order_space(X, metric):
@@ -102,3 +106,63 @@ def hierarchy_fan(tiles, levels):
         if count <= fan:
             return fan
         fan += 1
+
+
+def tile_rows(starts, n):
+    """Each tile's places (tiles x its most rows; -1 past a tile's last):
+    split_hierarchy's gather of a tile's rows."""
+    size = np.diff(np.r_[starts, n])
+    places = np.asarray(starts)[:, None] + np.arange(size.max() if size.size else 0)
+    return np.where(places < (np.asarray(starts) + size)[:, None], places, -1)
+
+
+def split_hierarchy(comp_pos, starts, fan, levels, parts, places):
+    """Each node's components, for a scan to skip the rows of its own:
+    (pure, major, rests), each over hierarchy's nodes (levels concatenated).
+    pure: the one component of the node's rows (-1: several); major: one
+    component of them (a tile's middle row's, a node's middle child's: most
+    often the most rows'); rests: for each (values, tiles, ufunc, empty) of
+    *parts* (per-row values in the spatial order, and ufunc's reduce of
+    them over each tile's rows), ufunc's reduce over the node's rows not of
+    its major component (empty where there are none): the box and least
+    core a row of the major component meets there.  *places*: tile_rows';
+    only the tiles of several components are gathered (after the first
+    rounds, the few at components' edges), and only where they are at most
+    SPLIT_MIXED_UP_TO of the tiles (else their rests are all their rows'
+    reduce: looser, as right)."""
+    n = len(comp_pos)
+    size = np.diff(np.r_[starts, n])
+    major = comp_pos[starts + size // 2]
+    low, high = np.minimum.reduceat(comp_pos, starts), np.maximum.reduceat(comp_pos, starts)
+    pure = np.where(low == high, low, -1)
+    full = [tiles for _, tiles, _, _ in parts]
+    rest = [np.full_like(tiles, empty) for _, tiles, _, empty in parts]
+    mixed = np.flatnonzero(pure < 0)
+    if mixed.size > SPLIT_MIXED_UP_TO * len(starts):
+        for r, f in zip(rest, full):        # all their rows: a looser bound, no gather
+            r[mixed] = f[mixed]
+    elif mixed.size:
+        at = places[mixed]
+        other = (at >= 0) & (comp_pos[at] != major[mixed][:, None])
+        for r, (values, _, ufunc, empty) in zip(rest, parts):
+            gathered = values[at]
+            shape = other.shape + (1,) * (values.ndim - 1)
+            r[mixed] = ufunc.reduce(np.where(other.reshape(shape), gathered, empty), axis=1)
+    out = [[pure], [major]] + [[r] for r in rest]
+    for _ in range(levels):
+        count = len(major)
+        firsts = np.arange(0, count, fan)
+        sizes = np.diff(np.r_[firsts, count])
+        node_major = major[firsts + sizes // 2]
+        # a child of the node's major component: its rest; else all its rows
+        same = major == np.repeat(node_major, sizes)
+        low, high = np.minimum.reduceat(pure, firsts), np.maximum.reduceat(pure, firsts)
+        pure, major = np.where(low == high, low, -1), node_major
+        for p, (values, _, ufunc, _) in enumerate(parts):
+            shape = (-1,) + (1,) * (values.ndim - 1)
+            rest[p] = ufunc.reduceat(np.where(same.reshape(shape), rest[p], full[p]), firsts,
+                                     axis=0)
+            full[p] = ufunc.reduceat(full[p], firsts, axis=0)
+        for o, v in zip(out, [pure, major] + rest):
+            o.append(v)
+    return [np.ascontiguousarray(np.concatenate(o)) for o in out]

@@ -7,7 +7,9 @@ fit), tb (rows of a tile: tj, else wg), private_row (the work-item's own
 row in registers), core (edge weights max(core[i], core[j], d(i, j)):
 mutual reachability), k (each row's k nearest rows of other components are
 written, ascending), bound (tiles skipped by their bounding box: every
-metric but cosine), levels (the tiles' hierarchy, below).
+metric but cosine), levels (the tiles' hierarchy, below), count (the work
+of each active row written to counts[3 t ..]: nodes tested, tiles
+scanned, distances computed; bench/mst_work.py's measure).
 
 The rows come in the host's spatial order (x[p] is observation ids[p]: a
 k-d tree's leaf order) and in tiles of at most tb rows (tile p: rows
@@ -15,7 +17,11 @@ tile_start[p] up to tile_start[p + 1]; tb consecutive rows, or with levels
 the tree's leaves), each with its bounding box
 (box_lo, box_hi) and its component (node_comp: the one component of all its
 rows, -1 where they differ), with core their least core distance
-(node_core).  A work-item per active row i (positions, ascending:
+(node_core); and a major component (node_major) with the box and least
+core of the rows not of it (rest_lo, rest_hi, rest_core; empty boxes lo >
+hi where there are none, whose bound is inf): what a row of that component
+meets there (a node at a component's edge, mostly its own rows, is as far
+as its other rows).  A work-item per active row i (positions, ascending:
 neighbouring rows share a work-group); the work-group walks the tiles
 outward from its first row's tile.  A work-item skips a tile of its own
 component and one whose box or least core is farther than its threshold:
@@ -29,8 +35,12 @@ Candidates compare by (w, ids[j]) (ties to the lower observation), so the
 scan order does not matter and with the host's per-component choice by
 (w, min(i, j), max(i, j)) every edge has one place in a total order.  Out:
 by active place t, out_w/out_j its k nearest kept (j an observation; n:
-none) and out_b a bound: every row of another component not kept is at
-least that far (min of the k-th distance and the cap).  A row with no finite
+none) and out_b the least lower bound of the nodes it skipped for their
+boxes or cores (inf: none): every row of another component not kept is
+after the k-th kept by (w, j) or at least out_b away (perhaps exactly: the
+host's bound is strict there).  That bound, not the cap, is what the row
+keeps: a row far inside its component keeps how far the nearest other one
+may be, and later rounds with larger caps pass it over.  A row with no finite
 distance to another component (cosine's zero vector, an overflow) keeps
 w = inf or j = n in its first slot: the host refuses it, as scipy refuses a
 non-finite distance matrix.
@@ -71,6 +81,9 @@ bounds prune, strictly, so ties are met.
 <%def name="candidate(v, vc, jid, vcore)">
             if (${vc} == ci)
                 continue;
+% if count:
+            ++work_d;
+% endif
 ${dist.pair_distance("u", v, "w")}\
   % if core:
             if (w < core_i || w < ${vcore})    /* NaN stays NaN (fmax would drop it) */
@@ -84,15 +97,37 @@ ${insert()}\
             }
 </%def>
 ## whether the work-item needs node ${node} (all levels' nodes in one array):
-## not all of its own component, its box and cores no farther than thr
-<%def name="needs(node)">\
-node_comp[${node}] != ci\
+## not all of its own component, its box and cores no farther than thr; a
+## node skipped for its box or cores lowers skipped to its bound
+<%def name="needs(node, mine)">\
+            if (node_comp[${node}] != ci) {
+                const real_t thr = best${k - 1} < cap_i ? best${k - 1} : cap_i;
+                /* of the node's major component: only its other rows */
+                const int rest = node_major[${node}] == ci;
 % if bound:
- && !(box_bound(u, box_lo + (long)(${node}) * D, box_hi + (long)(${node}) * D) * (1 - 8 * EPS) > thr)\
+                const real_t lb_box = box_bound(u, (rest ? rest_lo : box_lo) + (long)(${node}) * D,
+                                                (rest ? rest_hi : box_hi) + (long)(${node}) * D)
+                                      * (1 - 8 * EPS);
 % endif
 % if core:
- && !(node_core[${node}] > thr)\
+                const real_t lb_core = rest ? rest_core[${node}] : node_core[${node}];
 % endif
+<% tests = (["lb_box > thr"] if bound else []) + (["lb_core > thr"] if core else []) %>\
+                if (${" || ".join(tests) or "0"}) {
+% if bound and core:
+                    const real_t lb = lb_box > lb_core ? lb_box : lb_core;
+% elif bound:
+                    const real_t lb = lb_box;
+% elif core:
+                    const real_t lb = lb_core;
+% else:
+                    const real_t lb = INFINITY;
+% endif
+                    skipped = lb < skipped ? lb : skipped;
+                } else {
+                    ${mine} = 1;
+                }
+            }
 </%def>
 ## the walk of level l's nodes (level 0: the tiles, scanned), inside node
 ## p${l + 1} of the level above (the top: every node), outward
@@ -109,8 +144,10 @@ node_comp[${node}] != ci\
             barrier(CLK_LOCAL_MEM_FENCE);
             int mine${l} = 0;
             if (mine${l + 1}) {
-                const real_t thr = best${k - 1} < cap_i ? best${k - 1} : cap_i;
-                mine${l} = ${needs(f"off{l} + p{l}")};
+${needs(f"off{l} + p{l}", f"mine{l}")}\
+% if count:
+                ++work_n;
+% endif
             }
             if (mine${l})
                 need = 1;
@@ -131,6 +168,9 @@ ${walk(l - 1)}\
                stages and scans no rows */
             const int j0 = tile_start[p0];
             const int m = need ? tile_start[p0 + 1] - j0 : 0;
+% if count:
+            work_t += mine0 && m > 0;
+% endif
 % if tj:
             for (int e = lid; e < m * D; e += WG)
                 lx[e] = x[(long)j0 * D + e];
@@ -214,12 +254,24 @@ void nearest_other(__global const real_t *restrict x, __global const int *restri
                    __global const real_t *restrict box_hi,
 % endif
                    __global const int *restrict node_comp,
+                   __global const int *restrict node_major,
+% if core:
+                   __global const real_t *restrict rest_core,
+% endif
+% if bound:
+                   __global const real_t *restrict rest_lo,
+                   __global const real_t *restrict rest_hi,
+% endif
                    __global const int *restrict tile_start, const int tiles,
 % if levels:
                    const int fan,
 % endif
                    __global real_t *restrict out_w, __global int *restrict out_j,
-                   __global real_t *restrict out_b)
+                   __global real_t *restrict out_b
+% if count:
+                   , __global int *restrict counts
+% endif
+                   )
 {
     const int t = get_global_id(0);
     const int lid = get_local_id(0);
@@ -251,6 +303,11 @@ void nearest_other(__global const real_t *restrict x, __global const int *restri
   % endif
 % endif
     __local int need;
+    /* the least bound of the nodes skipped for their boxes or cores */
+    real_t skipped = INFINITY;
+% if count:
+    int work_n = 0, work_t = 0, work_d = 0;
+% endif
     /* each level's nodes (level 0: the tiles) and its first in node_* */
     const int cnt0 = tiles;
     const int off0 = 0, span0 = 1;        /* span: the tiles a node spans */
@@ -278,6 +335,11 @@ ${walk(levels)}\
         out_w[(long)t * ${k} + ${s}] = best${s};
         out_j[(long)t * ${k} + ${s}] = bj${s};
 % endfor
-        out_b[t] = best${k - 1} < cap_i ? best${k - 1} : cap_i;
+        out_b[t] = skipped;
+% if count:
+        counts[3 * t] = work_n;
+        counts[3 * t + 1] = work_t;
+        counts[3 * t + 2] = work_d;
+% endif
     }
 }

@@ -4,7 +4,8 @@ distance 0): HDBSCAN's core distance is the last of them (scikit-learn's
 kneighbors of the fitted rows, which counts the row itself).  Distances are
 computed from the rows on the fly (mst_distance.cl.mako, pdist's arithmetic,
 the MST engine's), never stored: the other rows pass through local memory a
-work-group's tile at a time.  Reads spec: d, metric, k, wg, subset.
+work-group's tile at a time.  Reads spec: d, metric, k, wg, subset, ids
+(the rows of those distances written to out_j too, ties in any order).
   knn_core: one work-item a row (subset: a row of the m in ``rows``, the
             rows the grid's search left, passes/neighbours.py); its k
             smallest so far in a private sorted list (insertion: k is
@@ -24,7 +25,11 @@ void knn_core(__global const real_t *restrict x, const int n,
 % if subset:
               __global const int *restrict rows, const int m,
 % endif
-              __global real_t *restrict out)
+              __global real_t *restrict out
+% if ids:
+              , __global int *restrict out_j
+% endif
+              )
 {
     __local real_t tile[WG * D];
     const int i = get_global_id(0), lid = get_local_id(0);
@@ -40,6 +45,11 @@ void knn_core(__global const real_t *restrict x, const int n,
     real_t best[K];
     for (int s = 0; s < K; ++s)
         best[s] = INFINITY;
+% if ids:
+    int bj[K];
+    for (int s = 0; s < K; ++s)
+        bj[s] = -1;
+% endif
     for (int base = 0; base < n; base += WG) {
         const int j0 = base + lid;
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -52,13 +62,24 @@ void knn_core(__global const real_t *restrict x, const int n,
 ${dist.pair_distance("own", "other", "dd")}\
             if (dd < best[K - 1]) {
                 int s = K - 1;
-                for (; s > 0 && best[s - 1] > dd; --s)
+                for (; s > 0 && best[s - 1] > dd; --s) {
                     best[s] = best[s - 1];
+% if ids:
+                    bj[s] = bj[s - 1];
+% endif
+                }
                 best[s] = dd;
+% if ids:
+                bj[s] = base + t;
+% endif
             }
         }
     }
     if (i < m)
-        for (int s = 0; s < K; ++s)
+        for (int s = 0; s < K; ++s) {
             out[(size_t)i * K + s] = best[s];
+% if ids:
+            out_j[(size_t)i * K + s] = bj[s];
+% endif
+        }
 }

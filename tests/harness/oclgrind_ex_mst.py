@@ -4,7 +4,9 @@ Boruvka's round (mst_nearest.cl.mako) with the other rows staged in local
 memory and read from global memory, the row in registers and not, with and
 without core distances, tiles skipped by their box (every metric but
 cosine) and by their component, and (index=True, with core) nodes of the
-tiles' hierarchy skipped whole, probes and capped scans (PROBE = 1);
+tiles' hierarchy skipped whole, probes and capped scans (PROBE = 1), and
+started from the core distances' nearest rows (nearest), with the tiles'
+reach (mst_tile_reach.cl.mako) filtering each round's rows;
 scipy's Prim on the rows (mst_prim.cl.mako) in one
 persistent launch and in a launch a step; every metric (odd and even d: the
 cosine tail), in each precision of PRECISIONS, a work-group of 4 so the
@@ -20,6 +22,7 @@ from scipy.spatial.distance import cdist
 import oclclust.passes.mst as mst
 from oclclust.cluster.hierarchy.linkage_matrix import METRICS, label
 from oclclust.passes.linkage import Plan
+from oclclust.passes.neighbours import core_distances
 
 
 def _rows(kind, n, d, seed):
@@ -72,6 +75,12 @@ def exercise_mst(device, log):
                         _check(*mst.minimum_spanning_tree(plan, X, metric, core=core,
                                                           index=True),
                                ref, f"core index {tag}", rtol)
+                        if dtype == "float64":     # the seed's distances: the engine's
+                            mark(f"mst core index nearest {tag}")
+                            c, nearest = core_distances(plan, X, 3, metric, neighbours=True)
+                            _check(*mst.minimum_spanning_tree(plan, X, metric, core=c,
+                                                              index=True, nearest=nearest),
+                                   ref, f"core index nearest {tag}", rtol)
                 finally:
                     mst.PRIVATE_ROW_FEATURES, mst.PROBE = saved
     log("mst: ok")
@@ -80,4 +89,5 @@ def exercise_mst(device, log):
 EXERCISERS = {
     "mst_nearest.cl.mako": [exercise_mst],
     "mst_prim.cl.mako": [exercise_mst],
+    "mst_tile_reach.cl.mako": [exercise_mst],
 }

@@ -2,7 +2,8 @@
 
 knn_grid_core.cl.mako (the k nearest over the grid of cells, its rings)
 and knn_core's subset (the rows left past the rings: with none allowed, all
-of them) on 23 rows with an outlier, against knn_core over every pair.
+of them) on 23 rows with an outlier, against knn_core over every pair; with
+ids, the rows of those distances (every pair's, the grid's and the subset's).
 
 knn_core.cl.mako (k nearest distances, rows staged a work-group's tile at
 a time: 9 rows over work-groups of 4, the last tile ragged) for every metric
@@ -70,6 +71,13 @@ def exercise_grid_neighbours(device, log):
             if not np.array_equal(nb.grid_k_nearest_distances(plan, X, 4, metric),
                                   nb.k_nearest_distances(plan, X, 4, metric)):
                 raise AssertionError(f"knn_grid_core {metric} rings={nb.GRID_RINGS}")
+            mark(f"knn_grid_core ids {metric} rings={nb.GRID_RINGS}")
+            D = cdist(X, X, metric)
+            for distances, ids in (nb.grid_k_nearest_distances(plan, X, 4, metric, ids=True),
+                                   nb.k_nearest_distances(plan, X, 4, metric, ids=True)):
+                if not np.array_equal(np.take_along_axis(D, ids.astype(np.int64), 1),
+                                      distances):
+                    raise AssertionError(f"knn ids {metric} rings={nb.GRID_RINGS}: {ids}")
     nb.GRID_RINGS = rings
     log("grid neighbours: ok")
 

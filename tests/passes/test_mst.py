@@ -178,6 +178,38 @@ def test_index_is_the_brute_walks_tree(profile, metric, kind, d, core):
         z_of(*mst.minimum_spanning_tree(plan, X, metric, core=c, index=True), len(X)), ref)
 
 
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("kind", ["far blobs", "grid", "duplicates"])
+@pytest.mark.parametrize("d", [2, 8])
+@pytest.mark.parametrize("index", [False, True])
+def test_nearest_seed_is_the_same_tree(profile, metric, kind, d, index):
+    """nearest (the core distances' pass's nearest rows, Boruvka's first
+    candidates): the tree without them edge for edge, ties="any" and
+    scipy's; the same rounds, the first scanning fewer rows (stats) where
+    distances seldom tie (on the grid the m-th ties the core: none known)."""
+    from oclclust.passes.neighbours import GRID_METRICS, core_distances
+    X = index_rows(kind, d)
+    plan = Plan(profile.replace(work_group_size=8), np.float64)
+    core, nearest = core_distances(plan, X, 6, metric, grid=metric in GRID_METRICS,
+                                   neighbours=True)
+    for ties in ("any", "scipy"):
+        ours = mst.minimum_spanning_tree(plan, X, metric, core=core, ties=ties, index=index,
+                                         nearest=nearest)
+        theirs = mst.minimum_spanning_tree(plan, X, metric, core=core, ties=ties, index=index)
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(a, b)
+    seeded, scratch = [], []
+    Xp = np.ascontiguousarray(X)
+    for stats, seed in ((seeded, nearest), (scratch, None)):
+        mst.boruvka(plan, Xp, len(X), d, metric, core, index, stats=stats, nearest=seed)
+    assert scratch[0]["rows"] == len(X)
+    assert seeded[0]["rows"] < (len(X) // 10 if kind == "far blobs" else len(X) + 1)
+    assert [s["components"] for s in seeded] == [s["components"] for s in scratch]
+    if index and kind == "far blobs" and metric != "cosine" and d == 2:
+        # tiles far inside their blob: their rows left out by tile_reach
+        assert sum(s["reach"] for s in seeded) > 0
+
+
 def test_index_tile_rows_caps_the_index_scans_tiles(profile):
     """mst_index_tile_rows: the index scans' tiles (and work-groups) of at
     most that many rows (a power of two), the brute walk's the profile's;

@@ -50,6 +50,51 @@ def test_grid_rows_past_the_rings_finish_on_every_pair(profile, monkeypatch):
                           k_nearest_distances(profile, X, 5))
 
 
+def _check_ids(X, metric, k, distances, ids):
+    """ids: each row's k rows at those distances, every row nearer than
+    the k-th among them (ties at the k-th in any order)."""
+    D = cdist(X, X, metric)
+    assert ids.shape == distances.shape and ids.dtype == np.int32
+    np.testing.assert_allclose(np.take_along_axis(D, ids.astype(np.int64), 1), distances,
+                               rtol=1e-12, atol=1e-12)
+    assert all(len(set(row)) == k for row in ids)
+    for i in range(len(X)):
+        assert set(np.flatnonzero(D[i] < distances[i, -1] - 1e-12)) <= set(ids[i])
+
+
+@pytest.mark.parametrize("metric", GRID_METRICS)
+@pytest.mark.parametrize("kind", ["integers", "outliers", "duplicates"])
+def test_ids_are_the_rows_of_the_distances(profile, monkeypatch, metric, kind):
+    """ids=True: the same distances, and their rows (every pair's, the
+    grid's, and the grid's with every row finished by the subset pass)."""
+    X = _grid_data(kind)
+    want = k_nearest_distances(profile, X, 6, metric)
+    for nearest in (k_nearest_distances, grid_k_nearest_distances):
+        distances, ids = nearest(profile, X, 6, metric, ids=True)
+        assert np.array_equal(distances, want)
+        _check_ids(X, metric, 6, distances, ids)
+    monkeypatch.setattr(neighbours, "GRID_RINGS", -1)
+    distances, ids = grid_k_nearest_distances(profile, X, 6, metric, ids=True)
+    assert np.array_equal(distances, want)
+    _check_ids(X, metric, 6, distances, ids)
+
+
+@pytest.mark.parametrize("min_samples, kept", [(5, True), (40, False)])
+def test_core_distances_with_neighbours(profile, monkeypatch, min_samples, kept):
+    """neighbours=True: the same core distances, and min_samples + 1
+    nearest rows where that many are at most NEIGHBOURS_KEPT (else None)."""
+    monkeypatch.setattr(neighbours, "NEIGHBOURS_KEPT", 33)
+    X = _grid_data("outliers")
+    core, nearest = core_distances(profile, X, min_samples, neighbours=True)
+    assert np.array_equal(core, core_distances(profile, X, min_samples))
+    if not kept:
+        assert nearest is None
+        return
+    distances, ids = nearest
+    assert distances.shape == (len(X), min_samples + 1)
+    _check_ids(X, "euclidean", min_samples + 1, distances, ids)
+
+
 def test_core_distance_counts_the_row_itself(profile):
     X = np.array([[0.0], [1.0], [3.0], [3.0]])
     np.testing.assert_array_equal(core_distances(profile, X, 1), 0)

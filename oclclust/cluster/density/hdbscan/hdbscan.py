@@ -236,10 +236,16 @@ class HDBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
         # where the metric allows
         index = (self.algorithm in ("kd_tree", "ball_tree") or
                  (self.algorithm == "auto" and X.shape[0] >= GRID_FROM))
-        core = core_distances(plan, X, min_samples, metric,
-                              grid=index and metric in GRID_METRICS)
+        # each row's nearest rows: the MST's first candidates, where its
+        # distances are theirs (alpha 1: the rows unscaled)
+        grid = index and metric in GRID_METRICS
+        if self.alpha == 1.0:
+            core, nearest = core_distances(plan, X, min_samples, metric, grid, neighbours=True)
+        else:
+            core, nearest = core_distances(plan, X, min_samples, metric, grid), None
         rows = X if self.alpha == 1.0 else X / self.alpha ** (1.0 / HOMOGENEITY[metric])
-        a, b, w = minimum_spanning_tree(plan, rows, metric, core=core, ties="any", index=index)
+        a, b, w = minimum_spanning_tree(plan, rows, metric, core=core, ties="any", index=index,
+                                        nearest=nearest)
         if np.any(w[1:] == w[:-1]) and X.shape[0] <= PRIM_TIES_UP_TO:
             a, b, w = prim_edges(plan, rows, metric, core)
         return a, b, w
