@@ -507,6 +507,9 @@ def test_compare_help_names_each_default_once():
     assert text.count("(default 0)") == 1
 
 
+# the fit only makes the model file (test_fit_every_algorithm fits an ensemble on each
+# runtime); predict refuses --proba before reading the rows onto a device
+@pytest.mark.one_runtime
 def test_messages_name_estimators_without_a_wrong_article(devices, tmp_path):
     X = make_blobs(60, 2, 3)[0]
     np.save(tmp_path / "x.npy", X)
