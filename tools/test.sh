@@ -103,14 +103,16 @@ docs_job() {
 }
 
 # The two runtimes run one after the other, each with every core: both run kernels on a
-# thread a core, and two runs at once each took longer than both in turn.
+# thread a core, and two runs at once each took longer than both in turn (again on 2 cores,
+# two PoCL test selections: 53-56 s at once against 24-30 s one after the other).
 # OCLCLUST_TEST_JOBS=2 runs them at once. Beside them (with no pytest arguments, where
 # Intel's runtime and oclgrind are), one after another in a side job: the oclgrind check,
 # the docs, the one_runtime checks (on Intel's platform) and both scikit-learn suites.
 # PoCL's run leaves part of the second core idle: measured on 2 cores (load ~1.8), a PoCL
 # test selection of 16 s alone took 17.4 s beside PoCL's scikit-learn modules (17 s alone;
 # 17.7 s for both, against 33 s one after the other), 19.7 s beside Intel's (29-32 s
-# against 20 s) and 17.4 s beside the one_runtime checks (22.7 s against 17.4 s).
+# against 20 s) and 17.4 s beside the one_runtime checks (22.7 s against 17.4 s); beside
+# scikit-learn's test_k_means on PoCL, 35 s for both against 52 s (load ~4).
 side=false
 if [ "$#" -eq 0 ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms" && command -v oclgrind >/dev/null
 then
