@@ -33,7 +33,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "one_runtime: checks that do not depend on the OpenCL runtime (the host's "
-        "code, the package, the docs' examples): tools/test.sh runs them on one runtime only")
+        "code, the package, the docs' examples, the command line's refusals before any device "
+        "work): tools/test.sh runs them on one runtime only")
 
 
 def platforms_under_test():

@@ -41,8 +41,7 @@ run_pytest() {
 }
 
 # One runtime: the suite, then scikit-learn's own test modules with our estimators in their
-# place (tests/sklearn_suite: the plugin, its exclusion list and its strict known failures;
-# their skips are scikit-learn's own: array libraries it can test against, not installed).
+# place (sklearn_job), unless the side job runs those ($4: whether this run takes them).
 # PYTHONSAFEPATH keeps the repo root off sys.path, so the tests import the *installed*
 # oclclust (as users do) rather than the source tree.
 # The oclgrind check runs its kernels on the simulator, its own platform, whatever
@@ -50,18 +49,37 @@ run_pytest() {
 # beside the runtimes' runs (oclgrind_job), or in the last runtime's run where pytest
 # arguments were given ($3: whether this run takes it).
 runtime_job() {
-  local key=$1 name=$2 last=$3; shift 3
+  local key=$1 name=$2 last=$3 own_sklearn=$4; shift 4
   local once=(); $last || once=(--ignore tests/passes/test_oclgrind.py)
   # checks that do not depend on the runtime (marker one_runtime: the host's code, the
-  # package, the docs' examples, which the docs build runs on PoCL too) run on Intel's alone
-  [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms" && once+=(-m "not one_runtime")
+  # package, the docs' examples, which the docs build runs on PoCL too, the command line's
+  # refusals) run on Intel's alone: in Intel's run, or beside PoCL's in the side job
+  if { [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms"; } ||
+     { [ "$key" = intel ] && $side; }; then
+    once+=(-m "not one_runtime")
+  fi
   echo "=== $key: OCLCLUST_TEST_PLATFORM='$name' pytest -q --durations=30 tests ${once[*]}${*:+ $*} ===" >>"$joblog"
   OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 run_pytest "$key" \
     "$py" -m pytest -q --durations=30 tests "${once[@]}" "$@"
+  if $own_sklearn; then sklearn_job "$key" "$name"; fi
+}
+
+# scikit-learn's own test modules on one runtime, oclclust's estimators in their place
+# (tests/sklearn_suite: the plugin, its exclusion list and its strict known failures;
+# their skips are scikit-learn's own: array libraries it can test against, not installed).
+sklearn_job() {
+  local key=$1 name=$2
   echo "=== $key: scikit-learn's test modules, oclclust substituted: ${sklearn_modules[*]} ===" >>"$joblog"
   OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 SKLEARN_RUN_FLOAT32_TESTS=1 \
     PYTHONPATH=tests/sklearn_suite run_pytest "$key sklearn-suite" \
     "$py" -m pytest -q -p oclclust_substitute -p no:cacheprovider --pyargs "${sklearn_modules[@]}"
+}
+
+# The checks marked one_runtime alone, on Intel's runtime (the side job's share of the suite).
+one_runtime_job() {
+  echo "=== intel one_runtime: OCLCLUST_TEST_PLATFORM='Intel(R) OpenCL' pytest -q --durations=30 tests --ignore tests/passes/test_oclgrind.py -m one_runtime ===" >>"$joblog"
+  OCLCLUST_TEST_PLATFORM="Intel(R) OpenCL" PYTHONSAFEPATH=1 run_pytest "intel one_runtime" \
+    "$py" -m pytest -q --durations=30 tests --ignore tests/passes/test_oclgrind.py -m one_runtime
 }
 
 # The oclgrind check alone (the simulator is single-threaded: a core of its own while the
@@ -85,15 +103,28 @@ docs_job() {
 }
 
 # The two runtimes run one after the other, each with every core: both run kernels on a
-# thread a core, and two runs at once each took longer than both in turn.
+# thread a core, and two runs at once each took longer than both in turn (again on 2 cores,
+# two PoCL test selections: 53-56 s at once against 24-30 s one after the other).
 # OCLCLUST_TEST_JOBS=2 runs them at once. Beside them (with no pytest arguments, where
-# Intel's runtime and oclgrind are): the oclgrind check, then the docs.
+# Intel's runtime and oclgrind are), one after another in a side job: the oclgrind check,
+# the docs, the one_runtime checks (on Intel's platform) and both scikit-learn suites.
+# PoCL's run leaves part of the second core idle: measured on 2 cores (load ~1.8), a PoCL
+# test selection of 16 s alone took 17.4 s beside PoCL's scikit-learn modules (17 s alone;
+# 17.7 s for both, against 33 s one after the other), 19.7 s beside Intel's (29-32 s
+# against 20 s) and 17.4 s beside the one_runtime checks (22.7 s against 17.4 s); beside
+# scikit-learn's test_k_means on PoCL, 35 s for both against 52 s (load ~4).
 side=false
 if [ "$#" -eq 0 ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms" && command -v oclgrind >/dev/null
 then
   side=true
   : >"$work/oclgrind.log"; : >"$work/oclgrind.res"
-  (joblog=$work/oclgrind.log jobres=$work/oclgrind.res; oclgrind_job; docs_job) &
+  (
+    joblog=$work/oclgrind.log jobres=$work/oclgrind.res
+    oclgrind_job; docs_job; one_runtime_job
+    for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
+      if grep -qxF "${entry#*=}" <<<"$platforms"; then sklearn_job "${entry%%=*}" "${entry#*=}"; fi
+    done
+  ) &
 fi
 jobs=()
 for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
@@ -107,7 +138,8 @@ for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
   jobs+=("$key"); : >"$work/$key.log"; : >"$work/$key.res"
   (
     joblog=$work/$key.log jobres=$work/$key.res
-    runtime_job "$key" "$name" "$last" "$@"
+    own_sklearn=true; $side && own_sklearn=false
+    runtime_job "$key" "$name" "$last" "$own_sklearn" "$@"
     if [ "$key" = intel ] && ! $side; then docs_job; fi
   ) &
   pid=$!

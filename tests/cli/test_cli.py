@@ -76,6 +76,7 @@ def test_example_on_the_platform_under_test(devices, tmp_path):
         assert r["ari"] > 0.99 and r["n_iter"] >= 1 and r["inertia"] > 0 and r["fit_s"] > 0
 
 
+@pytest.mark.one_runtime   # argparse's and the devices' names: no runtime's work
 @pytest.mark.parametrize("argv", [
     [],
     ["bogus"],
@@ -96,6 +97,7 @@ def test_mistakes_give_one_line_and_status_2(argv, capsys):
     assert captured.out == ""
 
 
+@pytest.mark.one_runtime   # no device matches: none is opened
 def test_a_mistake_has_no_traceback_from_the_shell():
     proc = run_cli("example", "--devices", "no-such-device-anywhere")
     assert proc.returncode == 2
@@ -103,6 +105,7 @@ def test_a_mistake_has_no_traceback_from_the_shell():
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.one_runtime   # argparse alone
 @pytest.mark.parametrize("argv", [["--help"], ["devices", "--help"], ["example", "--help"]])
 def test_help(argv, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -388,6 +391,7 @@ def no_opencl_env(tmp_path):
     return env
 
 
+@pytest.mark.one_runtime   # no runtime at all
 @pytest.mark.parametrize("argv", [["devices"], ["fit", "{x}", "-k", "2"],
                                   ["example", "--n", "100", "--k", "2"]])
 def test_no_opencl_runtime_is_one_line_naming_what_to_install(argv, tmp_path):
@@ -404,6 +408,7 @@ def test_no_opencl_runtime_is_one_line_naming_what_to_install(argv, tmp_path):
         assert proc.stdout.startswith("OpenCL devices: 0\n")
 
 
+@pytest.mark.one_runtime   # no runtime at all
 def test_no_opencl_runtime_in_the_library(tmp_path):
     """An estimator's fit, select_devices: NoOpenCLError (a RuntimeError)
     naming what to install; list_devices: an empty list; show_devices: the
@@ -438,6 +443,7 @@ WITHOUT = ("import sys; sys.modules[sys.argv.pop(1)] = None; "
            "from oclclust.cli.main import main; sys.exit(main(sys.argv[1:]))")
 
 
+@pytest.mark.one_runtime   # refused before any device work
 @pytest.mark.parametrize("module,argv,status,message", [
     ("h5py", ["fit", "{tmp}/x.h5", "-k", "2"], 1,
      "reading x.h5 requires h5py: pip install 'oclclust[formats]'"),
@@ -489,6 +495,7 @@ def test_a_reader_that_stops_early_is_no_error(devices, tmp_path):
         assert err == "" and status == 141, (argv[0], status, err)
 
 
+@pytest.mark.one_runtime   # argparse alone
 def test_compare_help_names_each_default_once():
     proc = run_cli("compare", "--help")
     assert proc.returncode == 0, proc.stderr
@@ -500,6 +507,9 @@ def test_compare_help_names_each_default_once():
     assert text.count("(default 0)") == 1
 
 
+# the fit only makes the model file (test_fit_every_algorithm fits an ensemble on each
+# runtime); predict refuses --proba before reading the rows onto a device
+@pytest.mark.one_runtime
 def test_messages_name_estimators_without_a_wrong_article(devices, tmp_path):
     X = make_blobs(60, 2, 3)[0]
     np.save(tmp_path / "x.npy", X)

@@ -81,6 +81,7 @@ def test_bad_arguments_are_usage_errors(tmp_path, capsys, argv, message):
     assert not (tmp_path / "x.yaml").exists()
 
 
+@pytest.mark.one_runtime   # argparse alone
 def test_help_runs_standalone():
     import subprocess
     import sys

@@ -17,6 +17,8 @@ from scipy.spatial.distance import pdist, squareform
 from oclclust.cluster.hierarchy.linkage_matrix import label
 from oclclust.cluster.merge_tree import merged_clusters
 
+pytestmark = pytest.mark.one_runtime   # host code only: one runtime runs it
+
 
 def union_find(xs, ys, n):
     """The definition: each merge's two current clusters and its size."""

@@ -44,6 +44,9 @@ def _bad_output(tmp_path, kind, ext):
     return tmp_path / "out.xyz", "unknown extension .xyz (use "
 
 
+# refused before any device work (the estimator is only constructed, --devices not yet
+# resolved): the same on every runtime, so one runtime runs it (tools/test.sh)
+@pytest.mark.one_runtime
 @pytest.mark.parametrize("kind", ["missing-folder", "a-folder", "under-a-file",
                                   "unknown-extension"])
 @pytest.mark.parametrize("flag", sorted(OUTPUTS))
@@ -59,6 +62,7 @@ def test_fit_refuses_an_output_before_fitting(flag, kind, data, devices, tmp_pat
     assert not (tmp_path / "out.xyz").exists() and not (tmp_path / "out.xyz.npy").exists()
 
 
+@pytest.mark.one_runtime   # refused before predicting (the model is loaded, not run)
 @pytest.mark.parametrize("flag", ["--labels", "--proba"])
 @pytest.mark.parametrize("kind", ["missing-folder", "unknown-extension"])
 def test_predict_refuses_an_output_before_predicting(flag, kind, data, devices, tmp_path):
@@ -73,6 +77,7 @@ def test_predict_refuses_an_output_before_predicting(flag, kind, data, devices, 
     assert not (tmp_path / "out.xyz").exists() and not (tmp_path / "out.xyz.npy").exists()
 
 
+@pytest.mark.one_runtime   # refused before the example opens a device
 def test_example_refuses_its_json_output_before_running(devices, tmp_path):
     path = tmp_path / "no" / "results.json"
     proc = run_cli("example", "--n", "200", "--k", "2", "--devices", devices[0].platform,

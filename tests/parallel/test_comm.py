@@ -7,6 +7,8 @@ import pytest
 
 from oclclust.parallel.comm import RankError, raise_if_any_failed, sum_across
 
+pytestmark = pytest.mark.one_runtime   # host code only: one runtime runs it
+
 
 class VectorsComm:
     """R ranks' send buffers, seen from rank 0: Allgather stacks them,

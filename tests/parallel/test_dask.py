@@ -72,6 +72,7 @@ def test_workers_of_a_host_take_one_gpu_each(client, profile):
     assert bind([profile], 0, 2) == [profile]   # CPU workers share the CPU
 
 
+@pytest.mark.one_runtime   # the imports alone
 def test_import_oclclust_does_not_import_dask():
     code = ("import sys, oclclust; import oclclust.cluster.kmeans.kmeans; "
             "sys.exit(any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules))")

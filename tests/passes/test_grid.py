@@ -9,6 +9,8 @@ from scipy.spatial.distance import cdist
 from oclclust.passes import grid as grid_module
 from oclclust.passes.grid import CellGrid, grid_features, stable_order
 
+pytestmark = pytest.mark.one_runtime   # host code only: one runtime runs it
+
 
 def _coords(grid):
     """Each sorted row's cell coordinates (gridded features) from its key."""

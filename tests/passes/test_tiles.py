@@ -9,6 +9,8 @@ from oclclust.passes.tiles import (hierarchy, hierarchy_fan, leaf_tiles, split_h
                                    tile_rows)
 import oclclust.passes.tiles as tiles_module
 
+pytestmark = pytest.mark.one_runtime   # host code only: one runtime runs it
+
 
 @pytest.mark.parametrize("tiles, fan, levels", [(1, 2, 2), (75, 5, 2), (16, 4, 1), (17, 4, 2)])
 def test_hierarchy_levels_reduce_fan_children(tiles, fan, levels):

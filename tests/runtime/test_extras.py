@@ -8,6 +8,8 @@ import pytest
 
 from oclclust.runtime.extras import EXTRAS, MissingExtraError, install_hint, require
 
+pytestmark = pytest.mark.one_runtime   # host code only: one runtime runs it
+
 
 @pytest.mark.parametrize("module,extra", [("h5py", "formats"), ("mpi4py.MPI", "mpi"),
                                           ("distributed", "dask"), ("dask.array", "dask"),
