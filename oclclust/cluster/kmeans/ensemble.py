@@ -10,6 +10,7 @@ an independent KMeans fit from its own init follows (its own tol, its own
 iteration count: a converged model leaves the passes, the others go on).
 """
 import numbers
+import threading
 
 import numpy as np
 import pyopencl.array as cla
@@ -56,11 +57,23 @@ def ensemble_passes(data, fixed, ks, strategy="auto", kdtree=None, ranks=None,
     return EnsembleShards(data, fixed, make, ranks, device_update)
 
 
+# pyopencl memoizes its min / max reduction kernels per context, so two fits
+# in two threads set the arguments of one kernel object at once, which is not
+# thread-safe (PoCL aborts: tests/runtime/test_reuse.py): one call at a time
+_REDUCTIONS = threading.Lock()
+
+
+def _extremes(x):
+    """(min, max) of device array *x* by pyopencl's reductions."""
+    with _REDUCTIONS:
+        return float(cla.min(x).get()), float(cla.max(x).get())
+
+
 def fixed_point(data, host_w, mean, ranks=None):
     """The FixedPoint of a fit: origin at the data mean, scales from bounds
     (summed over *ranks*, so every rank has the same ones)."""
     with quiet_build():   # pyopencl's own min/max kernels build on first use
-        ext = data.map(lambda c: (float(cla.min(c.x).get()), float(cla.max(c.x).get())))
+        ext = data.map(lambda c: _extremes(c.x))
     lo, hi = min(e[0] for e in ext), max(e[1] for e in ext)
     spread = max(hi - float(np.min(mean)), float(np.max(mean)) - lo, 0.0)
     # rows whose squared distances overflow the compute dtype have no fixed
