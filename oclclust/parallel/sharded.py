@@ -14,6 +14,7 @@ import numpy as np
 from ..runtime import exact_sums
 from ..runtime.reduce import AdditiveStats
 from .comm import Ranks
+from .sharded_data import one_partition
 
 _KEYS = itertools.count()
 
@@ -44,13 +45,11 @@ class ShardedPass:
         return np.max([m[0] for m in every], axis=0), max(m[1] for m in every)
 
     def one_partition(self):
-        """Whether the fit's rows are one chunk on one process: its passes
-        may then round their exact sums as they finish (on the device, or
-        exact_sums.rounded_sum), as no other chunk or rank adds to them
-        (GMM's 1024 x 514 M statistics: 4.2 MB read instead of 16.8, ~6 ms
-        of host work an iteration on the H200 host)."""
-        return (not getattr(self.data, "remote", False) and self.ranks.comm is None
-                and len(self.data.chunks) == 1)
+        """sharded_data.one_partition of the fit's rows: its passes then
+        round their exact sums as they finish (GMM's 1024 x 514 M
+        statistics: 4.2 MB read instead of 16.8, ~6 ms of host work an
+        iteration on the H200 host)."""
+        return one_partition(self.data, self.ranks)
 
     def state(self, chunk):
         if chunk not in self._states:

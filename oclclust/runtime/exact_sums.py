@@ -282,13 +282,17 @@ class ExactWords:
 
 
 def rounded_sum(values):
-    """``settle(ExactWords.of_values(values))`` of a 1-D float64 array, its
-    exact sum rounded once to nearest-even, fast: math.fsum rounds so where
-    every value is finite and the sum stays in range (~10 us for a few
-    hundred block sums where the words take ~0.7 ms, an iteration's host
-    work on the H200 host), else the words.  For the pass of a fit's only
-    partition, whose sum no other chunk or rank adds to."""
-    v = np.asarray(values, np.float64).ravel()
+    """``settle(ExactWords.of_values(values))`` -- the exact sums of float64
+    *values* down their first axis (a 1-D array gives one value, blocks x m
+    gives m), each rounded once to nearest-even -- fast: math.fsum rounds
+    so where a column's values are finite and its sum stays in range (~10
+    us for a few hundred block sums where the words take ~0.7 ms, an
+    iteration's host work on the H200 host), else the words.  For a fit's
+    only partition, whose sums no other chunk or rank adds to."""
+    v = np.asarray(values, np.float64)
+    if v.ndim > 1:
+        return np.array([rounded_sum(column) for column in v.reshape(v.shape[0], -1).T]
+                        ).reshape(v.shape[1:])
     if np.isfinite(v).all():
         try:
             return math.fsum(v.tolist()) + 0.0   # (+ 0.0: the words' zero has no sign)
