@@ -351,20 +351,13 @@ class GmmPass:
                         region=(b * item, k), buffer_pitches=(part.n * item,),
                         host_pitches=(b * item,))
 
-    def onehot(self, k, labels=None, rows=None):
-        """One-hot responsibilities of k components made on the device:
-        from each row's *labels* (a device int32 array of the n rows), or
-        from *rows*, the local row of each component (k host integers; one
-        outside 0..n-1 is another chunk's)."""
+    def onehot(self, k, labels):
+        """One-hot responsibilities of k components made on the device from
+        each row's *labels* (a device int32 array of the n rows)."""
         part, q = self.part, self.part.queue
         if part.n == 0:   # (a rank without rows: no kernel of no work-items)
             return
         self.resp_log = False
-        spec, kern = plan(part.profile, q, _onehot_specs(part.profile, part.dtype,
-                                                         labels is not None), "gmm_onehot")
-        resp = self._resp(k)
-        if labels is None:   # kept until the kernel has run
-            self.rows = cla.to_device(q, np.asarray(rows, np.int64))
-        kern(q, (-(-part.n // spec.wg) * spec.wg,), (spec.wg,), resp.data, np.int64(part.n),
-             np.int32(k), (self.labels if labels is None else labels).data,
-             (resp if labels is not None else self.rows).data, self.own.data)
+        spec, kern = plan(part.profile, q, _onehot_specs(part.profile, part.dtype), "gmm_onehot")
+        kern(q, (-(-part.n // spec.wg) * spec.wg,), (spec.wg,), self._resp(k).data,
+             np.int64(part.n), np.int32(k), labels.data, self.own.data)

@@ -86,20 +86,17 @@ class MStepSpec(Spec):
 
 @dataclasses.dataclass(frozen=True)
 class OneHotSpec(Spec):
-    """from_labels: rows from their labels; else one row per component."""
     template = "gmm/gmm_onehot.cl.mako"
     wg: int = 1
-    from_labels: bool = True
 
     def local_bytes(self):
         return 0
 
 
-def _onehot_specs(profile, dtype, from_labels):
+def _onehot_specs(profile, dtype):
     wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)
     for w in (wg, 1):
-        yield OneHotSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, wg=w,
-                         from_labels=from_labels)
+        yield OneHotSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, wg=w)
 
 
 def record_size(d, full):

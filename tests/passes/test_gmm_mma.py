@@ -263,9 +263,8 @@ def reference_mstep(X, resp, means, block=8):
 
 
 def mstep_case(kind, n, d, k):
-    """(X float32, responsibilities n x k float32 or None, one-hot rows or
-    None, means float64): "soft" Dirichlet rows over components spread
-    about 50; "hard" each row one-hot in its component, the components
+    """(X float32, responsibilities n x k float32, means float64): "soft"
+    Dirichlet rows over components spread about 50; "hard" each row one-hot in its component, the components
     narrow (sd 1e-3) and far from the origin -- about one shift the scatter
     cancels 9 digits; "rows" the one-hot start of k distinct rows (each
     component's scatter zero) about those rows.  The means are float32
@@ -278,14 +277,16 @@ def mstep_case(kind, n, d, k):
     if kind == "soft":
         X = (centres[labels] + rng.normal(size=(n, d))).astype(np.float32)
         resp = rng.dirichlet(np.full(k, 0.3), n).astype(np.float32)
-        return X, resp, None, f32(centres + rng.normal(size=(k, d)))
+        return X, resp, f32(centres + rng.normal(size=(k, d)))
     X = (centres[labels] + 1e-3 * rng.normal(size=(n, d))).astype(np.float32)
     if kind == "hard":
         resp = np.zeros((n, k), np.float32)
         resp[np.arange(n), labels] = 1
-        return X, resp, None, f32(centres + 1e-4 * rng.normal(size=(k, d)))
+        return X, resp, f32(centres + 1e-4 * rng.normal(size=(k, d)))
     rows = rng.choice(n, k, replace=False)
-    return X, None, rows, X[rows].astype(np.float64)
+    resp = np.zeros((n, k), np.float32)
+    resp[rows, np.arange(k)] = 1
+    return X, resp, X[rows].astype(np.float64)
 
 
 def check_mstep(got, want):
@@ -311,33 +312,28 @@ def tf32_round(a):
 def test_mstep_matches_numpy(profile, kind, n, d, k, precision):
     """The M pass the planner gives where gmm_mma_mstep asks (tensor cores:
     the mma kernel, else the portable one) against float64 numpy on ragged
-    shapes: responsibilities set from the host, made one-hot on the device
-    from k rows; narrow components far from the origin included.  "tf32":
-    the statistics of the responsibilities rounded to TF32 (elsewhere the
+    shapes: responsibilities set from the host (one-hot on k rows too:
+    the start scikit-learn's random_from_data makes); narrow components
+    far from the origin included.  "tf32": the statistics of the responsibilities rounded to TF32 (elsewhere the
     same as float32's)."""
-    X, resp, rows, means = mstep_case(kind, n, d, k)
+    X, resp, means = mstep_case(kind, n, d, k)
     codegen.forget_plans("gmm")
     prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1)
     gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, chunks=3, precision=precision)
     assert isinstance(gp.mspec, gmm_mma.MmaMStepSpec) == (tensor_cores(profile) and profile.fp64)
     if isinstance(gp.mspec, gmm_mma.MmaMStepSpec):
         assert gp.mspec.precision == precision
-    check_mstep_of(gp, X, resp, rows, means, precision)
+    check_mstep_of(gp, X, resp, means, precision)
 
 
-def check_mstep_of(gp, X, resp, rows, means, precision="float32"):
+def check_mstep_of(gp, X, resp, means, precision="float32"):
     """gp's M step against numpy's, its responsibilities set from the host
-    (rows None: in two blocks, the second at an offset) or made one-hot on
-    the device from *rows*; a fast *precision*'s kernel against the
-    statistics of the responsibilities rounded to TF32 (its contract)."""
-    n, k = len(X), len(means)
-    if rows is None:
-        gp.set_resp(resp[:n // 3])
-        gp.set_resp(resp[n // 3:], n // 3)
-    else:
-        gp.onehot(k, rows=rows)
-        resp = np.zeros((n, k), np.float32)
-        resp[rows, np.arange(k)] = 1
+    in two blocks, the second at an offset; a fast *precision*'s kernel
+    against the statistics of the responsibilities rounded to TF32 (its
+    contract)."""
+    n = len(X)
+    gp.set_resp(resp[:n // 3])
+    gp.set_resp(resp[n // 3:], n // 3)
     fast = isinstance(gp.mspec, gmm_mma.MmaMStepSpec) and gp.mspec.precision != "float32"
     check_mstep(gp.mstep(means), reference_mstep(X, tf32_round(resp) if fast else resp, means))
 
@@ -351,12 +347,12 @@ def test_emulated_mstep_matches_numpy(profile, kind, precision):
     if not profile.fp64:
         pytest.skip("the M kernel's partial sums are double")
     n, d, k = 203, 13, 21
-    X, resp, rows, means = mstep_case(kind, n, d, k)
+    X, resp, means = mstep_case(kind, n, d, k)
     specs = (portable_specs(profile, d, k)[0],
              next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True,
                                       precision=precision)))
     gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
-    check_mstep_of(gp, X, resp, rows, means, precision)
+    check_mstep_of(gp, X, resp, means, precision)
 
 
 @pytest.mark.parametrize("precision", ["float32", "tf32"])
@@ -445,7 +441,9 @@ def test_one_m_kernel_for_every_device(profile, others):
     data.manager.profiles = [profile.replace(gmm_mma=1, gmm_mma_mstep=t) for t in others]
     codegen.forget_plans("gmm")
     shards = GmmShards(data, 7, False)
-    shards.resp_from_rows(np.arange(7))
+    onehot = np.zeros((500, 7), np.float32)
+    onehot[np.arange(7), np.arange(7)] = 1   # component j: row j alone
+    shards.map(lambda chunk, gp: gp.set_resp(onehot[chunk.offset:chunk.offset + chunk.n]))
     stats = shards.resp_stats(means)
     kinds = {isinstance(shards.state(c).mspec, gmm_mma.MmaMStepSpec) for c in data.chunks}
     assert kinds == {len(others) == 1 and tensor_cores(profile) and profile.fp64}

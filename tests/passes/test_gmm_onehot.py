@@ -1,6 +1,7 @@
 """The initialisations' responsibilities on the device (passes/gmm.py's
-GmmPass.onehot, templates/gmm/gmm_onehot.cl.mako; GmmPass.set_resp of a block
-of rows): the same buffer as the host's one-hot matrix uploaded whole."""
+GmmPass.onehot of k-means' labels, templates/gmm/gmm_onehot.cl.mako;
+GmmPass.set_resp of a block of rows): the same buffer as the host's one-hot
+matrix uploaded whole."""
 import numpy as np
 import pyopencl.array as cla
 import pytest
@@ -33,28 +34,12 @@ def test_onehot_from_labels_is_the_hosts(part, k):
     n = part.n
     labels = np.random.RandomState(k).randint(-1, k + 1, n).astype(np.int32)  # -1, k: none
     gp = gmm_pass.GmmPass(part, k, False)
-    gp.onehot(k, labels=cla.to_device(part.queue, labels))
+    gp.onehot(k, cla.to_device(part.queue, labels))
     got = device_resp(gp, k)
-    ref = host_onehot(n, k, labels=labels)
+    ref = host_onehot(n, k, labels)
     assert got.dtype == part.dtype and np.array_equal(got, ref)
     assert np.array_equal(got, whole(gp, ref))
-
-
-@pytest.mark.parametrize("k", [1, 5, 64])
-def test_onehot_from_rows_is_the_hosts(part, k):
-    n = part.n
-    rng = np.random.RandomState(k)
-    rows = rng.randint(-n, 2 * n, k)          # rows of other chunks or ranks too
-    rows[::3] = rows[0] if k > 1 else n - 1   # one row for several components
-    gp = gmm_pass.GmmPass(part, k, True)
-    gp.resp = cla.empty(part.queue, k * n, part.dtype).fill(7)   # every entry written
-    gp.onehot(k, rows=rows)
-    got = device_resp(gp, k)
-    ref = host_onehot(n, k, rows=rows)
-    assert np.array_equal(got, ref) and np.array_equal(got, whole(gp, ref))
-    # each row's own component: the first whose row it is, -1 (none) for the rest
-    own = np.where(ref.any(axis=1), ref.argmax(axis=1), -1)
-    assert np.array_equal(gp.own.get(part.queue)[:n], own)
+    assert np.array_equal(gp.own.get(part.queue)[:n], labels)   # each row's own: its label
 
 
 def test_blocks_of_rows_land_in_their_columns(part):

@@ -76,12 +76,6 @@ class GmmShards(ShardedPass):
         self.map(lambda chunk, gp: gp.onehot(gp.k, labels=cla.zeros(chunk.queue, chunk.n,
                                                                      np.int32)))
 
-    def resp_from_rows(self, rows):
-        """One-hot responsibilities on the device: component j is the one
-        row rows[j] (this rank's row numbers; others' lie outside 0..n-1)."""
-        rows = np.asarray(rows, np.int64)
-        self.map(lambda chunk, gp: gp.onehot(gp.k, rows=rows - chunk.offset))
-
     def resp_from_stream(self, rng, draw, skip, block):
         """Responsibilities drawn from the random stream *rng* (a numpy
         RandomState) in row order: draw(rng, b) -> the next b x k rows,

@@ -104,6 +104,16 @@ def raw_second_moment(stats, about):
             + n_raw[:, None, None] * about[:, :, None] * about[:, None, :]).sum(0)
 
 
+def row_stats(rows, about, full):
+    """The M statistics about *about* (k x d) of one-hot responsibilities on
+    k rows (component j's one row ``rows[j]``), as the device passes give
+    them (k x SZ: N, S1 = sum r (x - mu), S2 = sum r (x - mu)(x - mu)^T or
+    its diagonal): N = 1, x - mu and its square, in float64."""
+    z = np.asarray(rows, np.float64) - about
+    second = (z[:, :, None] * z[:, None, :]).reshape(len(z), -1) if full else z * z
+    return np.hstack([np.ones((len(z), 1)), z, second])
+
+
 def m_step(stats, means_old, reg_covar, full, eps, float32=False, pooled=False, extra=None):
     """The model of scikit-learn's M step from statistics about *means_old*.
     *pooled*: scikit-learn's 'tied' (full) or 'spherical' (diag) covariances,
