@@ -227,10 +227,12 @@ class KCluster(RecordsKernels, BaseEstimator):
         *calibration*), or None where the estimator has no such pass."""
         if self._calibration_pass is None:
             return None
+        # the rates this process measures are kept by the pass and its shape
+        key = (type(self).__name__, self._work_per_row(1), getattr(self, "precision", None))
         if self._rate_name is None:
-            return Calibration(self._calibration_pass)
+            return Calibration(self._calibration_pass, key=key)
         return Calibration(self._calibration_pass, lambda profile, d: known_rate(
-            profile, self._rate_name, self._work_per_row(d)))
+            profile, self._rate_name, self._work_per_row(d)), key)
 
     def _check_params(self):
         own = self._parameter_rules

@@ -10,7 +10,6 @@ per-chunk results in row order, so the caller reduces them in a fixed order
 whatever the split.
 """
 import time
-from typing import Callable, NamedTuple
 
 import numpy as np
 import pyopencl as cl
@@ -19,6 +18,7 @@ import pyopencl.array as cla
 from ..runtime.codegen import KernelBuildError
 from ..runtime.exact_sums import block_rows_for
 from ..runtime.partition import DevicePartition
+from .calibration import Calibration, recalled_rate, remember_rates
 from .shard import Shard
 from .shares import kept_rates, leave_aside_unlike, measuring, split_rows
 from .sharded_data import ShardedData, combined_magnitudes, combined_mean_var_finite
@@ -54,24 +54,6 @@ class DeviceFailure(RuntimeError):
         super().__init__(f"OpenCL device {profile} failed: {type(cause).__name__}: {cause}")
         self.profile, self.cause = profile, cause
 
-
-
-class Calibration(NamedTuple):
-    """What measured weights time, and what the devices' profiles may
-    already know (DeviceManager.scatter's *calibration*).
-
-    pass_on(partition) sets the fit's pass up over a sample *partition*
-    and returns a function of no arguments that runs it once;
-    known_rate(profile, d) is a device's rows per second in that pass
-    over rows of *d* features where its profile knows it, else None."""
-
-    pass_on: Callable
-    known_rate: Callable = lambda profile, d: None
-
-    @classmethod
-    def of(cls, calibration):
-        """*calibration*, a bare pass function taken as one with no known rates."""
-        return calibration if isinstance(calibration, cls) else cls(calibration)
 
 
 class _CompletedFuture:
@@ -111,8 +93,10 @@ class DeviceData(ShardedData):
         self.last_times = None
         self.pass_rates = False
         self.move_overhead = 0.0   # measured by the first re-split
+        # the pass measured weights time (its joint passes' rates are kept too)
+        self.calibration = None if calibration is None else Calibration.of(calibration)
         if calibration is not None and manager.measured is None:
-            self._calibrate(calibration)
+            self._calibrate(self.calibration)
         self._layout()
 
     def _layout(self, previous=()):
@@ -274,21 +258,24 @@ class DeviceData(ShardedData):
 
     def _calibrate(self, calibration, rows=None):
         """Measured weights before the rows are laid out: each device's
-        rate as its profile knows it (*calibration*'s known_rate), else
-        from short passes of *calibration*'s pass (see
-        DeviceManager.scatter) on the same first rows on every such device
-        at once (once to build, then timed); a device under MIN_SHARE of
-        the summed rate gets none (shares.kept_rates).  The sample (n/64,
-        within 64 Ki and 256 Ki rows) keeps a big GPU busy, so launch
-        latency does not pass for slowness."""
+        rate as its profile knows it (*calibration*'s known_rate) or as
+        this process last measured it in the same pass and shape
+        (calibration.recalled_rate), else from short passes of
+        *calibration*'s pass (see DeviceManager.scatter) on the same first
+        rows on every such device at once (once to build, then timed); a
+        device under MIN_SHARE of the summed rate gets none
+        (shares.kept_rates).  The sample (n/64, within 64 Ki and 256 Ki
+        rows) keeps a big GPU busy, so launch latency does not pass for
+        slowness."""
         m = self.manager
         if not measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
             return
-        calibration = Calibration.of(calibration)
-        rates = [calibration.known_rate(p, self.d) for p in m.profiles]
+        rates = [recalled_rate(calibration, p, self.d, self.dtype) for p in m.profiles]
         unknown = [p for p, rate in zip(m.profiles, rates) if rate is None]
         if unknown:
-            timed = iter(self._timed_rates(calibration.pass_on, unknown, rows))
+            timed = self._timed_rates(calibration.pass_on, unknown, rows)
+            remember_rates(calibration, unknown, timed, self.d, self.dtype)
+            timed = iter(timed)
             rates = [next(timed) if rate is None else rate for rate in rates]
         self._keep(rates)
 
@@ -370,6 +357,9 @@ class DeviceData(ShardedData):
         # a device without rows keeps the rate it had (0: left out, it stays out)
         rate = np.zeros(len(m.profiles)) if m.measured is None else m.measured.copy()
         rate[held] = rows / np.maximum(times, 1e-9)
+        if self.calibration is not None:   # the next fit of this shape starts from them
+            remember_rates(self.calibration, [m.profiles[i] for i in held], rate[held],
+                           self.d, self.dtype)
         # a calibration times each device alone; passes time them together
         # (sharing the host's cores and memory), which is what counts
         self._keep(rate if not self.pass_rates else 0.5 * m.measured + 0.5 * rate)

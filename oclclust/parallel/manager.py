@@ -15,7 +15,8 @@ import pyopencl as cl
 from ..runtime.kernel_recorder import recorded_on_workers
 from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
 # DEVICE_ERRORS and measuring: imported from here by the families' backends too
-from .device_data import DEVICE_ERRORS, Calibration, DeviceData, DeviceFailure  # noqa: F401
+from .calibration import Calibration  # noqa: F401
+from .device_data import DEVICE_ERRORS, DeviceData, DeviceFailure  # noqa: F401
 from .shares import checked_memory_budget, checked_weights, measuring  # noqa: F401
 from ..runtime.warning_site import user_stacklevel
 

@@ -13,6 +13,7 @@ import pytest
 
 import oclclust as oc
 from conftest import split_or_skip
+from oclclust.parallel.calibration import forget_rates
 from oclclust.parallel.device_data import DeviceData
 from oclclust.parallel.shares import MIN_SHARE, alike, kept_rates, split_rows
 from oclclust.runtime.profiles import ProfileError
@@ -75,7 +76,9 @@ def with_rate(profiles, key, rates):
 
 @pytest.fixture
 def timings(monkeypatch):
-    """The calibrations timed in the test: a list of (profiles timed, their rates)."""
+    """The calibrations timed in the test: a list of (profiles timed, their
+    rates); the rates earlier tests measured forgotten first."""
+    forget_rates()
     seen = []
     original = DeviceData._timed_rates
 
@@ -222,6 +225,27 @@ def test_auto_without_a_measure_keeps_the_devices_alike_the_first(runtimes, timi
     km = oc.KMeans(4, n_init=1, random_state=0, devices=[runtimes[0]]).fit(X)
     km.devices = runtimes
     np.testing.assert_array_equal(km.predict(X), km.labels_)
+
+
+@pytest.mark.parametrize("name", ["kmeans", "gmm-diag"])
+def test_a_process_times_a_pass_and_shape_once(runtimes, timings, name):
+    """The next fit of the same pass and shape starts from the rates the
+    last one measured (its joint passes' where it rebalanced): nothing
+    timed; another shape, or forget_rates, times them again."""
+    make, _, _ = ESTIMATORS[name]
+    X = data()
+    first = make(runtimes).fit(X)
+    assert [profiles for profiles, _ in timings] == [runtimes]
+    second = make(runtimes).fit(X)
+    assert len(timings) == 1
+    assert sum(second.devices_.values()) == sum(first.devices_.values()) == N
+    other = make(runtimes).set_params(**{"n_clusters" if name == "kmeans" else
+                                         "n_components": 2})
+    other.fit(X)
+    assert len(timings) == 2
+    forget_rates()
+    make(runtimes).fit(X)
+    assert len(timings) == 3
 
 
 # --------------------------------------- a measured split: the same model
