@@ -134,6 +134,8 @@ def combined_mean_var_finite(data, ranks=None):
     n = data.n if ranks is None else ranks.n
 
     def total(shift):
+        if one_partition(data, ranks):   # the same bits without the words
+            return exact_sums.rounded_sum(data.map(lambda c: _block_moments(c, shift))[0])
         parts = data.map(lambda c: _exact_block_moments(c, shift))
         summed = sum(parts) if parts else ExactWords.of_values(np.zeros((0, 2 * data.d)))
         if ranks is not None:
@@ -152,10 +154,22 @@ def combined_mean_var_finite(data, ranks=None):
     return mean, np.maximum(s2 / n - (mean - shift) ** 2, 0.0), True
 
 
+def one_partition(data, ranks=None):
+    """Whether *data*'s rows (over *ranks*: comm.Ranks, None for one
+    process) are one chunk on one process: their exact sums may then be
+    rounded as they finish (runtime.exact_sums.rounded_sum, or on the
+    device), as no other chunk or rank adds to them."""
+    return (not getattr(data, "remote", False) and len(data.chunks) == 1
+            and getattr(ranks, "comm", None) is None)
+
+
+def _block_moments(chunk, shift):
+    return chunk.block_moments(shift, chunk.block_rows or exact_sums.MIN_BLOCK_ROWS)
+
+
 def _exact_block_moments(chunk, shift):
     """A chunk's block moments about *shift*, exactly summed (ExactWords)."""
-    block_rows = chunk.block_rows or exact_sums.MIN_BLOCK_ROWS
-    return ExactWords.of_values(chunk.block_moments(shift, block_rows))
+    return ExactWords.of_values(_block_moments(chunk, shift))
 
 
 def combined_magnitudes(data):

@@ -306,6 +306,8 @@ class CMeansPass:
         self.reduced = (partial_buffer(q, 1, self.size, part.acc_double)
                         if update and not self.exact else None)
         self.staging = PinnedStaging(q)
+        self.values = None          # the settled statistics (launch's *settle*)
+        self.settled = False
 
     def run(self, centers):
         """(statistics c x (d+1) float64 or None, objective, non-finite count)."""
@@ -318,12 +320,16 @@ class CMeansPass:
         chunks and ranks to the same bits however the rows are split)."""
         return self.collect(self.launch(centers))
 
-    def launch(self, centers):
+    def launch(self, centers, settle=False):
         """sums()'s device work enqueued, the centres going up and the
         results coming back through page-locked memory, not waited on
         (flushed: it starts now): what collect() waits for.  Several
         devices' passes are launched one after another from one thread,
-        then collected (runtime.transfer.PinnedStaging)."""
+        then collected (runtime.transfer.PinnedStaging).  *settle*: this
+        partition is the fit's only one, so its exact sums are rounded as
+        they finish (the statistics on the device: exact_fold.Fold.
+        enqueue_value, the bits ExactWords.value() gives; the objective by
+        exact_sums.rounded_sum) and collect() gives float64 values."""
         part, q, stage = self.part, self.part.queue, self.staging
         events = [stage.put("centers", self.centers,
                             operands(centers, self.spec.dp, self.spec.kp) if self.mma
@@ -340,9 +346,14 @@ class CMeansPass:
                     self.part_obj.data, self.part_flags.data,
                     (self.scratch if self.scratch is not None else part.x).data,
                     np.int64(self.tiles), np.int64(self.block_rows))
+        self.settled = bool(settle and self.exact)
         if self.update and self.exact:
             self.fold.enqueue(self.part_stats, self.groups)
-            events.append(stage.get("stats", self.fold.out))
+            if self.settled:
+                if self.values is None:
+                    self.values = cla.empty(q, self.size, np.float64)
+                self.fold.enqueue_value(self.values)
+            events.append(stage.get("stats", self.values if self.settled else self.fold.out))
         elif self.update:
             enqueue_reduce(q, self.part_stats, self.groups, self.size, part.dtype,
                            part.acc_double, self.reduced)
@@ -356,12 +367,18 @@ class CMeansPass:
         part, stage = self.part, self.staging
         wait(events)
         stats = None
-        if self.update and self.exact:   # a copy: the array is read into again
+        if self.update and self.settled:   # copies: the arrays are read into again
+            stats = stage.read("stats", self.size).reshape(self.c, part.d + 1).copy()
+        elif self.update and self.exact:
             stats = self.fold.words(stage.read("stats", self.fold.out.size))
         elif self.update:
             stats = totals_of(stage.read("stats", self.reduced.size), self.size,
                               part.acc_double).reshape(self.c, part.d + 1)
         obj = stage.read("obj", self.groups)
-        objective = (exact_sums.ExactWords.of_values(obj) if self.exact
-                     else float(np.sum(obj, dtype=np.float64)))
+        if self.settled:
+            objective = exact_sums.rounded_sum(obj)
+        elif self.exact:
+            objective = exact_sums.ExactWords.of_values(obj)
+        else:
+            objective = float(np.sum(obj, dtype=np.float64))
         return stats, objective, int(stage.read("flags", self.groups).sum())

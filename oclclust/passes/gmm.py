@@ -103,7 +103,7 @@ class GmmPass:
         self.part_stats = partial_buffer(q, slabs, k * self._mstats_size(), part.acc_double)
         self.reduced = None   # the M statistics' float64 totals (not split-free)
         self.mvalues = None   # ... or their exact totals rounded on the device (em_launch)
-        self._settled = False
+        self._settled = self._settled_ll = False
         self.staging = PinnedStaging(q)   # uploads and reads (em_launch)
 
     def _mstats_size(self):
@@ -138,6 +138,7 @@ class GmmPass:
         (both kernels the tensor-core ones) normalises the log-densities
         as it reads them: the same statistics, bit for bit."""
         events, params = self._estep_put(records)
+        self._settled_ll = False
         wait(events + self._estep_enqueue(records.shape[0], params, store_resp, for_mstep))
         return self._estep_result()
 
@@ -172,6 +173,7 @@ class GmmPass:
         events += self._mstep_put(means)
         events += self._estep_enqueue(records.shape[0], params, True, True)
         events += self._mstep_enqueue(means, settle)
+        self._settled_ll = settle
         self.part.queue.flush()
         return events
 
@@ -225,7 +227,10 @@ class GmmPass:
         bad = int(stage.read("bad", groups).sum())
         if self.exact:
             blocks = exact_sums.blocks_of(part.n, self.block_rows)
-            return exact_sums.ExactWords.of_values(stage.read("ll", blocks)), bad
+            sums = stage.read("ll", blocks)
+            if self._settled_ll:   # em_launch's *settle*
+                return exact_sums.rounded_sum(sums), bad
+            return exact_sums.ExactWords.of_values(sums), bad
         ll = stage.read("ll", groups * (1 if part.acc_double else 2)).astype(np.float64)
         ll = ll[:groups].sum() - (0 if part.acc_double else ll[groups:2 * groups].sum())
         return float(ll), bad

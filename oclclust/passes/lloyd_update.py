@@ -25,7 +25,7 @@ weights are the pass's exact folds rounded on the device as
 ExactWords.value() rounds them on the host (exact_fold.Fold.enqueue_value),
 so the centres are the host update's bit for bit; the inertia is the exact
 sum of the pass's block sums, which the host reads with the six numbers and
-folds (ExactWords.of_values), as the host path does.
+folds (exact_sums.rounded_sum: ExactWords.of_values rounded), as the host path does.
 """
 import dataclasses
 
@@ -34,7 +34,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, own_kernel
-from ..runtime.exact_sums import ExactWords, blocks_of
+from ..runtime.exact_sums import blocks_of, rounded_sum
 from ..runtime.kernel_recorder import note
 from ..runtime.reduce import ReduceSpec
 from ..runtime.transfer import pinned_empty
@@ -295,8 +295,8 @@ class ResidentCenters:
         got = self.host_results[slot].tolist()
         if self.lloyd.exact:   # the host path's exact inertia
             lp = self.lloyd
-            got[INERTIA] = ExactWords.of_values(
-                self.host_inertia[slot][:blocks_of(lp.part.n, lp.block_rows)]).value()
+            got[INERTIA] = rounded_sum(
+                self.host_inertia[slot][:blocks_of(lp.part.n, lp.block_rows)])
         self.last = LloydStats(None, None, got[INERTIA], int(got[CHANGED]),
                                int(got[NONFINITE]), int(got[RECHECKED]))
         flagged = bool(got[EMPTY]) or self.last.n_nonfinite > 0

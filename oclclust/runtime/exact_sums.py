@@ -281,6 +281,26 @@ class ExactWords:
         return np.where(self.special != 0, self.special, total).reshape(self.shape)
 
 
+def rounded_sum(values):
+    """``settle(ExactWords.of_values(values))`` -- the exact sums of float64
+    *values* down their first axis (a 1-D array gives one value, blocks x m
+    gives m), each rounded once to nearest-even -- fast: math.fsum rounds
+    so where a column's values are finite and its sum stays in range (~10
+    us for a few hundred block sums where the words take ~0.7 ms, an
+    iteration's host work on the H200 host), else the words.  For a fit's
+    only partition, whose sums no other chunk or rank adds to."""
+    v = np.asarray(values, np.float64)
+    if v.ndim > 1:
+        return np.array([rounded_sum(column) for column in v.reshape(v.shape[0], -1).T]
+                        ).reshape(v.shape[1:])
+    if np.isfinite(v).all():
+        try:
+            return math.fsum(v.tolist()) + 0.0   # (+ 0.0: the words' zero has no sign)
+        except OverflowError:
+            pass
+    return ExactWords.of_values(v).value()
+
+
 def settle(value):
     """*value* rounded to float64 where it is an exact sum (ExactWords), else
     as it is: what a caller of one pass on one partition reads."""

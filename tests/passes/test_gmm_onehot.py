@@ -52,6 +52,9 @@ def test_onehot_from_rows_is_the_hosts(part, k):
     got = device_resp(gp, k)
     ref = host_onehot(n, k, rows=rows)
     assert np.array_equal(got, ref) and np.array_equal(got, whole(gp, ref))
+    # each row's own component: the first whose row it is, -1 (none) for the rest
+    own = np.where(ref.any(axis=1), ref.argmax(axis=1), -1)
+    assert np.array_equal(gp.own.get(part.queue)[:n], own)
 
 
 def test_blocks_of_rows_land_in_their_columns(part):

@@ -79,6 +79,32 @@ def test_one_value_a_block_is_summed_over_the_whole_float64_range():
     assert ExactWords.of_values([1.0, np.nan]).value() != ExactWords.of_values([1.0]).value()
 
 
+def _cancelling(rng, n):
+    v = rng.standard_normal(n)
+    return np.concatenate([v, -v[:n // 2], [2.0 ** 53, 1.0, 1.0]])
+
+
+@pytest.mark.parametrize("values", [
+    lambda rng: rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300),
+    _cancelling,
+    lambda rng: np.ldexp(rng.integers(-2 ** 20, 2 ** 20, 200).astype(float),
+                         rng.integers(-1074, -1000, 200)),           # subnormals
+    lambda rng: np.array([1e308, 1e308, -1e308]),                    # fsum overflows
+    lambda rng: np.array([1.0, np.inf, 2.0]),
+    lambda rng: np.array([np.inf, -np.inf]),
+    lambda rng: np.array([-0.0, 0.0, -0.0]),
+    lambda rng: np.vstack([partials(300, [1.0, 1e-20, 1e20, 3.0]),
+                           [[0.0, 0.0, 0.0, np.nan]]])])                  # columns
+def test_rounded_sum_is_the_words_rounded(values):
+    v = values(np.random.default_rng(3), 301) if values is _cancelling else values(
+        np.random.default_rng(3))
+    want = ExactWords.of_values(v).value()
+    got = exact_sums.rounded_sum(v)
+    assert np.shape(got) == np.shape(want)
+    same = np.asarray(got, np.float64).view(np.int64) == np.asarray(want, np.float64).view(np.int64)
+    assert np.all(same | (np.isnan(got) & np.isnan(want)))
+
+
 @pytest.mark.parametrize("count", [2, 3, 9])
 def test_total_of_parts_is_their_sum_word_for_word(count):
     """ExactWords.total (one carry) gives sum()'s words, specials in order;

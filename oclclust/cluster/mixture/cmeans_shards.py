@@ -44,12 +44,13 @@ class CMeansShards(ShardedPass):
     def _run(self, centers, update, write_u):
         kept, remote = [], getattr(self.data, "remote", False)
         c, m, precision = self.c, self.m, self.precision   # not self: over remote data `one` travels to the rows
+        settle = self.one_partition()
 
         def launch(chunk, passes):
             if (update, write_u) not in passes:
                 passes[update, write_u] = CMeansPass(chunk, c, m, update, write_u,
                                                      precision=precision)
-            return passes[update, write_u].launch(centers)
+            return passes[update, write_u].launch(centers, settle)
 
         def collect(chunk, passes, launched):
             p = passes[update, write_u]
