@@ -193,12 +193,18 @@ class DeviceManager:
         warnings.warn(f"{failure}; its rows move to the remaining devices", RuntimeWarning,
                       stacklevel=user_stacklevel())
         del self.profiles[i]
-        if isinstance(self.weights, np.ndarray):
-            self.weights = np.delete(self.weights, i)
-        if self.measured is not None:
-            self.measured = np.delete(self.measured, i)
         if not self.profiles:
             raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
+        if isinstance(self.weights, np.ndarray):
+            self.weights = np.delete(self.weights, i)
+            if not self.weights.any():   # the devices given no share take the rows now
+                self.weights = np.ones(len(self.profiles))
+        if self.measured is not None:
+            self.measured = np.delete(self.measured, i)
+        if all(p in self.left_out for p in self.profiles):
+            # the devices left out for slowness are all that is left: they take
+            # the rows, by compute units (their own rates were not kept)
+            self.left_out, self.measured = [], None
 
     def scatter(self, X, sample_weight=None, calibration=None, dtype=None, stat_values=1):
         """Spread host rows (or take a device array as it is) over the devices.

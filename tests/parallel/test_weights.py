@@ -9,10 +9,12 @@ platforms); alike ones the device under test beside its sub-devices."""
 import os
 
 import numpy as np
+import pyopencl as cl
 import pytest
 
 import oclclust as oc
 from conftest import split_or_skip
+from oclclust.passes import lloyd
 from oclclust.parallel.calibration import forget_rates
 from oclclust.parallel.device_data import DeviceData
 from oclclust.parallel.shares import MIN_SHARE, alike, kept_rates, split_rows
@@ -212,6 +214,28 @@ def test_a_device_under_the_share_rule_gets_no_rows(runtimes, timings, name, wei
                                                                          weights=weights), X)
     assert left_out == [devices[1]] and measured[1] == 0 and rows == [N, 0]
     assert_same_model(fitted, make([runtimes[0]]).fit(X), attributes)
+
+
+@pytest.mark.parametrize("weights", ["auto", "measured", [1, 0]])
+def test_a_device_left_out_takes_the_rows_when_the_other_fails(runtimes, timings, monkeypatch,
+                                                                weights):
+    """The only device that held rows fails: the one left out (or given no
+    share) takes them, with a warning, and the fit is its own alone."""
+    make, attributes, key = ESTIMATORS["kmeans"]
+    devices = with_rate(runtimes, key, [4e9, 4e9 / 40])
+    original = lloyd.LloydPass.launch
+
+    def launch(self, *args, **kwargs):
+        if self.part.profile == devices[0]:
+            raise cl.RuntimeError("injected fault: kernel launch failed")
+        return original(self, *args, **kwargs)
+    X = data()
+    alone = make([runtimes[1]]).fit(X)
+    monkeypatch.setattr(lloyd.LloydPass, "launch", launch)
+    with pytest.warns(RuntimeWarning, match="failed"):
+        fitted = make(oc.DeviceManager(devices, weights=weights)).fit(X)
+    assert fitted.devices_ == {str(devices[1]): N}
+    assert_same_model(fitted, alone, attributes)
 
 
 def test_auto_without_a_measure_keeps_the_devices_alike_the_first(runtimes, timings):
