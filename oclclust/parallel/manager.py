@@ -155,7 +155,8 @@ class DeviceManager:
             return self.weights
         if measuring(self) and self.measured is not None:
             return self.measured
-        return np.array([0 if p in self.left_out else p.compute_units for p in self.profiles],
+        left_out = getattr(self, "left_out", ())   # (a manager pickled before it had one)
+        return np.array([0 if p in left_out else p.compute_units for p in self.profiles],
                         dtype=np.float64)
 
     def budget(self, profile, d, dtype):
@@ -201,7 +202,7 @@ class DeviceManager:
                 self.weights = np.ones(len(self.profiles))
         if self.measured is not None:
             self.measured = np.delete(self.measured, i)
-        if all(p in self.left_out for p in self.profiles):
+        if all(p in getattr(self, "left_out", ()) for p in self.profiles):
             # the devices left out for slowness are all that is left: they take
             # the rows, by compute units (their own rates were not kept)
             self.left_out, self.measured = [], None

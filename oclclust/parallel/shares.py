@@ -116,8 +116,9 @@ def measuring(manager):
     weights = manager.weights
     if not isinstance(weights, str):
         return False
+    left_out = getattr(manager, "left_out", ())   # (a manager pickled before it had one)
     return weights == "measured" or weights == "auto" and not alike(
-        [p for p in manager.profiles if p not in manager.left_out])
+        [p for p in manager.profiles if p not in left_out])
 
 
 def kept_rates(rates):
