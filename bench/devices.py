@@ -10,6 +10,7 @@ devices at once.
     python bench/devices.py mpi --ranks 1 2 4 --cores 4 --n-per-rank 2000000 --d 32 --k 256
     python bench/devices.py dask --workers 1 2 4 --cores 4 --n-per-worker 2000000 --d 32 --k 256
     python bench/devices.py dask-gmm-init --workers 2 --n 400000 --d 8 --k 16
+    python bench/devices.py hetero --n 10000000 [--only kmeans,cmeans,gmm]
 
 Measurements (``python bench/devices.py NAME --help`` gives each one's flags):
 
@@ -24,6 +25,8 @@ Measurements (``python bench/devices.py NAME --help`` gives each one's flags):
     dask           weak scaling of KMeans over Dask workers
     dask-gmm-init  GaussianMixture's data-driven starts on Dask workers:
                    seconds and bytes between client and workers
+    hetero         a host's unlike devices (GPUs and its CPU) in one fit
+                   against each alone: KMeans, FuzzyCMeans, GaussianMixture
 """
 import argparse
 import json
@@ -39,6 +42,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from devices_hetero import DOC_HETERO, hetero_main
 from _common import (add_devices_argument, blob_centres, blobs, data_functions,
                      import_oclclust, large_blobs, run_measurement, seconds, select_profiles,
                      table)
@@ -800,6 +804,7 @@ MEASUREMENTS = {
     "mpi": (mpi_main, DOC_MPI),
     "dask": (dask_main, DOC_DASK),
     "dask-gmm-init": (dask_gmm_init_main, DOC_DASK_GMM_INIT),
+    "hetero": (hetero_main, DOC_HETERO),
 }
 
 

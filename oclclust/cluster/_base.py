@@ -20,10 +20,11 @@ from .column_contract import TAKE_ROWS, checks_columns, records_columns
 from .docstrings import document
 from .inits import DEFAULT_OVERSAMPLING, draw_centers
 from .spherical import renormalised, unit_rows
-from ..parallel.manager import DeviceManager, surviving
+from ..parallel.manager import Calibration, DeviceManager, surviving
 from ..parallel.comm import Ranks
 from ..parallel.placement import (compute_dtype, fit_data, is_dask_array,
                                   joined_mean_var_finite, new_data)
+from ..passes.pass_rates import known_rate
 from ..runtime.exact_sums import block_rows_for
 from ..runtime.kernel_recorder import kernel_records, recorded_contexts, recording_kernels
 from ..runtime.devices import DeviceProfile, profile_of_context
@@ -206,13 +207,32 @@ class KCluster(RecordsKernels, BaseEstimator):
     A subclass declares its own ``_parameter_rules`` (SHARED_RULES fill in
     the rest), implements ``_fit(data, host_w, rng, ranks)``, and may set
     ``_calibration_pass`` (what measured device weights time:
-    DeviceManager.scatter's *calibration*) and
+    parallel.device_data.Calibration's pass_on) with ``_rate_name`` (the
+    passes.pass_rates.PassRates field a profile knows its rate by) and
     ``_fitted_attribute`` (what a fit sets: the not-fitted check and the
     dtype of predict's data)."""
 
     _parameter_rules = {}
     _calibration_pass = None
+    _rate_name = None
     _fitted_attribute = "cluster_centers_"
+
+    def _work_per_row(self, d):
+        """The values a row meets in the calibrated pass (passes.pass_rates):
+        the clusters' features."""
+        return int(np.sum(self.n_clusters)) * d
+
+    def _calibration(self):
+        """What measured device weights time and read (DeviceManager.scatter's
+        *calibration*), or None where the estimator has no such pass."""
+        if self._calibration_pass is None:
+            return None
+        # the rates this process measures are kept by the pass and its shape
+        key = (type(self).__name__, self._work_per_row(1), getattr(self, "precision", None))
+        if self._rate_name is None:
+            return Calibration(self._calibration_pass, key=key)
+        return Calibration(self._calibration_pass, lambda profile, d: known_rate(
+            profile, self._rate_name, self._work_per_row(d)), key)
 
     def _check_params(self):
         own = self._parameter_rules
@@ -271,7 +291,7 @@ class KCluster(RecordsKernels, BaseEstimator):
             ranks = Ranks.alone(data)
         else:
             data, host_w, ranks = fit_data(X, sample_weight, self.devices, self.dtype,
-                                           self.comm, self._calibration_pass,
+                                           self.comm, self._calibration(),
                                            type(self).__name__, self._stat_values(_columns(X)),
                                            unit)
         rng = check_random_state(self.random_state)

@@ -18,8 +18,9 @@ import pyopencl.array as cla
 from ..runtime.codegen import KernelBuildError
 from ..runtime.exact_sums import block_rows_for
 from ..runtime.partition import DevicePartition
+from .calibration import Calibration, recalled_rate, remember_rates
 from .shard import Shard
-from .shares import measuring, split_rows
+from .shares import kept_rates, leave_aside_unlike, measuring, split_rows
 from .sharded_data import ShardedData, combined_magnitudes, combined_mean_var_finite
 
 DEVICE_ERRORS = (cl.Error, KernelBuildError)
@@ -92,8 +93,10 @@ class DeviceData(ShardedData):
         self.last_times = None
         self.pass_rates = False
         self.move_overhead = 0.0   # measured by the first re-split
+        # the pass measured weights time (its joint passes' rates are kept too)
+        self.calibration = None if calibration is None else Calibration.of(calibration)
         if calibration is not None and manager.measured is None:
-            self._calibrate(calibration)
+            self._calibrate(self.calibration)
         self._layout()
 
     def _layout(self, previous=()):
@@ -104,8 +107,11 @@ class DeviceData(ShardedData):
             self.shards, self.chunks = [], [DevicePartition(m.profiles[0], X, w,
                                                             block_rows=self.block_rows)]
         else:
+            leave_aside_unlike(m)
             counts = split_rows(self.n, m.current_weights(), self.block_rows)
             starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            # a device without rows takes no part (no shard, no thread, no pass)
+            held = [i for i, rows in enumerate(counts) if rows or len(counts) == 1]
 
             def shard(profile, start, rows):
                 return Shard(profile, X[start:start + rows],
@@ -113,11 +119,12 @@ class DeviceData(ShardedData):
                              int(start), m.budget(profile, self.d, self.dtype),
                              previous.get(id(profile)),
                              self.dtype, m.executor, self.block_rows)
-            if len(m.profiles) == 1:   # no thread (a small fit's fixed cost)
-                self.shards = [shard(m.profiles[0], starts[0], counts[0])]
+            profiles = [m.profiles[i] for i in held]
+            if len(held) == 1:   # no thread (a small fit's fixed cost)
+                self.shards = [shard(profiles[0], starts[held[0]], counts[held[0]])]
             else:   # every device's upload at once: the copies to several devices overlap
-                with m.executor(len(m.profiles)) as pool:
-                    self.shards = list(pool.map(shard, m.profiles, starts, counts))
+                with m.executor(len(held)) as pool:
+                    self.shards = list(pool.map(shard, profiles, starts[held], counts[held]))
             self.chunks = [c for s in self.shards for c in s.chunks]
         self.starts = np.array([c.offset for c in self.chunks])
         self.passes, self.lost = 0, 0.0
@@ -130,14 +137,16 @@ class DeviceData(ShardedData):
 
     @property
     def rows_per_device(self):
-        """{device: rows}; like-named devices (two GPUs of a model) told
-        apart by their index on the platform."""
+        """{device: rows}, a device that holds none (measured too slow) at 0;
+        like-named devices (two GPUs of a model) told apart by their index
+        on the platform."""
         cached = getattr(self, "_rows_per_device", None)
         if cached is not None and cached[0] is self.shards:   # each iteration's history_
             return dict(cached[1])
-        names = [str(s.profile) for s in self.shards]
-        rows = {(f"{name} #{s.profile.device_index}" if names.count(name) > 1 else name):
-                sum(c.n for c in s.chunks) for name, s in zip(names, self.shards)}
+        profiles = self.manager.profiles if self.shards else []
+        names = [str(p) for p in profiles]
+        rows = {(f"{name} #{p.device_index}" if names.count(name) > 1 else name): int(held)
+                for name, p, held in zip(names, profiles, self._shard_rows())}
         self._rows_per_device = (self.shards, rows)
         return dict(rows)
 
@@ -247,15 +256,39 @@ class DeviceData(ShardedData):
         for shard in self.shards:
             shard.close()
 
-    def _calibrate(self, fn, rows=None):
-        """Measured weights from short passes: *fn*'s pass (see
-        DeviceManager.scatter) on the same first rows on every device at
-        once (once to build, then timed), before the rows are laid out.
-        The sample (n/64, within 64 Ki and 256 Ki rows) keeps a big GPU
-        busy, so launch latency does not pass for slowness."""
+    def _calibrate(self, calibration, rows=None):
+        """Measured weights before the rows are laid out: each device's
+        rate as its profile knows it (*calibration*'s known_rate) or as
+        this process last measured it in the same pass and shape
+        (calibration.recalled_rate), else from short passes of
+        *calibration*'s pass (see DeviceManager.scatter) on the same first
+        rows on every such device at once (once to build, then timed); a
+        device under MIN_SHARE of the summed rate gets none
+        (shares.kept_rates).  The sample (n/64, within 64 Ki and 256 Ki
+        rows) keeps a big GPU busy, so launch latency does not pass for
+        slowness."""
         m = self.manager
         if not measuring(m) or len(m.profiles) < 2 or isinstance(self.source, cla.Array):
             return
+        rates = [recalled_rate(calibration, p, self.d, self.dtype) for p in m.profiles]
+        unknown = [p for p, rate in zip(m.profiles, rates) if rate is None]
+        if unknown:
+            timed = self._timed_rates(calibration.pass_on, unknown, rows)
+            remember_rates(calibration, unknown, timed, self.d, self.dtype)
+            timed = iter(timed)
+            rates = [next(timed) if rate is None else rate for rate in rates]
+        self._keep(rates)
+
+    def _keep(self, rates):
+        """Measured *rates* (rows per second, one a device) as the manager's,
+        the devices too slow to pay for their passes left out."""
+        m = self.manager
+        m.measured = kept_rates(rates)
+        m.left_out = [p for p, rate in zip(m.profiles, m.measured) if rate == 0]
+
+    def _timed_rates(self, fn, profiles, rows=None):
+        """Rows per second of *profiles* in the pass *fn* sets up (see
+        Calibration), all timed at once."""
         rows = min(self.n, rows or int(np.clip(self.n // 64, 1 << 16, 1 << 18)))
         sample = np.ascontiguousarray(self.source[:rows], dtype=self.dtype)
         w = None if self.sample_weight is None else self.sample_weight[:rows]
@@ -272,11 +305,19 @@ class DeviceData(ShardedData):
             return passes * rows / max(time.perf_counter() - start, 1e-9)
         # all devices at once, as they will run their shares: they share the
         # host's cores and memory, and the time is the slowest one's, not the sum
-        with m.executor(len(m.profiles)) as pool:
-            m.measured = np.array(list(pool.map(timed, m.profiles)))
+        with self.manager.executor(len(profiles)) as pool:
+            return list(pool.map(timed, profiles))
+
+    def _held(self):
+        """Each shard's device's index among the manager's profiles."""
+        keys = [p.key for p in self.manager.profiles]
+        return [keys.index(s.profile.key) for s in self.shards]
 
     def _shard_rows(self):
-        return np.array([sum(c.n for c in s.chunks) for s in self.shards])
+        """Rows of each of the manager's devices (0: it holds no shard)."""
+        rows = np.zeros(len(self.manager.profiles), dtype=np.int64)
+        rows[self._held()] = [sum(c.n for c in s.chunks) for s in self.shards]
+        return rows
 
     def _measured_split(self):
         return split_rows(self.n, self.manager.measured, self.block_rows)
@@ -309,13 +350,19 @@ class DeviceData(ShardedData):
         if not measuring(m) or not self.last_times or len(self.shards) < 2:
             return None
         times = np.array(self.last_times)
-        rows = self._shard_rows().astype(np.float64)
+        held = self._held()
+        rows = self._shard_rows()[held].astype(np.float64)
         if not (rows > 0).all():
             return None
-        rate = rows / np.maximum(times, 1e-9)
+        # a device without rows keeps the rate it had (0: left out, it stays out)
+        rate = np.zeros(len(m.profiles)) if m.measured is None else m.measured.copy()
+        rate[held] = rows / np.maximum(times, 1e-9)
+        if self.calibration is not None:   # the next fit of this shape starts from them
+            remember_rates(self.calibration, [m.profiles[i] for i in held], rate[held],
+                           self.d, self.dtype)
         # a calibration times each device alone; passes time them together
         # (sharing the host's cores and memory), which is what counts
-        m.measured = rate if not self.pass_rates else 0.5 * m.measured + 0.5 * rate
+        self._keep(rate if not self.pass_rates else 0.5 * m.measured + 0.5 * rate)
         self.pass_rates = True
         lost = times.max() - self.n / m.measured.sum()
         self.lost += max(lost, 0.0)

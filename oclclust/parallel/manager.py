@@ -15,6 +15,7 @@ import pyopencl as cl
 from ..runtime.kernel_recorder import recorded_on_workers
 from ..runtime.devices import DeviceProfile, preferred, select_devices, sub_devices
 # DEVICE_ERRORS and measuring: imported from here by the families' backends too
+from .calibration import Calibration  # noqa: F401
 from .device_data import DEVICE_ERRORS, DeviceData, DeviceFailure  # noqa: F401
 from .shares import checked_memory_budget, checked_weights, measuring  # noqa: F401
 from ..runtime.warning_site import user_stacklevel
@@ -22,6 +23,9 @@ from ..runtime.warning_site import user_stacklevel
 # the former name of the host's implementation (sharded_data.ShardedData is
 # the protocol it declares): code written against manager.ShardedData still runs
 ShardedData = DeviceData
+
+# DeviceManager's named weightings
+WEIGHTINGS = ("auto", "compute_units", "measured")
 
 
 def surviving(data, attempt, rng=None):
@@ -56,11 +60,18 @@ class DeviceManager:
     devices : str, DeviceProfile, pyopencl Device or list of them, default=None
         The devices, as :func:`select_devices` reads them (a CPU that two
         platforms expose counts once); a list of profiles is taken as given.
-    weights : "compute_units", "measured" or list of float, default="compute_units"
-        How the rows are split: by compute units, by a timed pass on a
-        sample and then the joint passes' timings (rows move again only
-        when the time lost to imbalance has paid for the move), or by one
-        number a device.
+    weights : "auto", "compute_units", "measured" or list of float, default="auto"
+        How the rows are split: by compute units; measured: each device's
+        rate for the fit's pass as its profile knows it (devices.yaml's
+        ``*_rate`` terms), else from a timed pass on a sample, and then the
+        joint passes' timings (rows move again only when the time lost to
+        imbalance has paid for the move), a device whose rate is under
+        1/32 of the sum given no rows (``left_out``); or one number a
+        device.  "auto": compute units over devices that are alike (one
+        model of one vendor's runtime: identical GPUs, sub-devices of one
+        CPU), measured over others (a GPU beside a CPU); where the fit has
+        no pass to measure (MiniBatchKMeans) and no profile knows a rate,
+        only the devices alike the first (GPUs first) take rows.
     memory_budget : int or None, default=None
         Bytes of rows a device holds at once; a larger shard streams
         through two staging buffers of half of it each.  None: the
@@ -78,7 +89,12 @@ class DeviceManager:
     weights : str or ndarray
         The split asked for.
     measured : ndarray or None
-        The measured weights, once measured.
+        The measured weights (rows per second; 0 for a device left out),
+        once measured.
+    left_out : list of DeviceProfile
+        The devices that measured weights gave no rows (their rate under
+        1/32 of the devices' sum: ``oclclust.parallel.shares.MIN_SHARE``),
+        or that "auto" left aside for want of a measurement.
     reshards : int
         Times measured weights moved rows between devices.
 
@@ -98,7 +114,7 @@ class DeviceManager:
     1000
     """
 
-    def __init__(self, devices=None, weights="compute_units", memory_budget=None,
+    def __init__(self, devices=None, weights="auto", memory_budget=None,
                  executor=ThreadPoolExecutor):
         if isinstance(devices, DeviceManager):
             raise ValueError("devices is already a DeviceManager")
@@ -114,9 +130,9 @@ class DeviceManager:
             self.profiles = reserve_host_cores(
                 _one_per_processor(preferred(select_devices(devices))))
         if isinstance(weights, str):
-            if weights not in ("compute_units", "measured"):
-                raise ValueError(f"weights must be 'compute_units', 'measured' or numbers, "
-                                 f"got {weights!r}")
+            if weights not in WEIGHTINGS:
+                raise ValueError(f"weights must be 'auto', 'compute_units', 'measured' or "
+                                 f"numbers, got {weights!r}")
             self.weights = weights
         else:
             self.weights = checked_weights(weights, len(self.profiles))
@@ -124,6 +140,7 @@ class DeviceManager:
         self.executor = recorded_on_workers(executor)
         self.measured = None     # rows per second of each device, once known
         self.reshards = 0        # times rows were laid out anew (rebalancing, faults)
+        self.left_out = []       # devices measured weights (or "auto") gave no rows
 
     def current_weights(self):
         """The shares the rows are split by now.
@@ -132,13 +149,15 @@ class DeviceManager:
         -------
         weights : ndarray of shape (n_devices,)
             The given weights, the measured ones once measured, else the
-            devices' compute units.
+            devices' compute units (0 for a device left out).
         """
         if isinstance(self.weights, np.ndarray):
             return self.weights
-        if self.weights == "measured" and self.measured is not None:
+        if measuring(self) and self.measured is not None:
             return self.measured
-        return np.array([p.compute_units for p in self.profiles], dtype=np.float64)
+        left_out = getattr(self, "left_out", ())   # (a manager pickled before it had one)
+        return np.array([0 if p in left_out else p.compute_units for p in self.profiles],
+                        dtype=np.float64)
 
     def budget(self, profile, d, dtype):
         """Bytes of rows a device holds at once.
@@ -175,12 +194,18 @@ class DeviceManager:
         warnings.warn(f"{failure}; its rows move to the remaining devices", RuntimeWarning,
                       stacklevel=user_stacklevel())
         del self.profiles[i]
-        if isinstance(self.weights, np.ndarray):
-            self.weights = np.delete(self.weights, i)
-        if self.measured is not None:
-            self.measured = np.delete(self.measured, i)
         if not self.profiles:
             raise RuntimeError(f"no OpenCL device left: {failure}") from failure.cause
+        if isinstance(self.weights, np.ndarray):
+            self.weights = np.delete(self.weights, i)
+            if not self.weights.any():   # the devices given no share take the rows now
+                self.weights = np.ones(len(self.profiles))
+        if self.measured is not None:
+            self.measured = np.delete(self.measured, i)
+        if all(p in getattr(self, "left_out", ()) for p in self.profiles):
+            # the devices left out for slowness are all that is left: they take
+            # the rows, by compute units (their own rates were not kept)
+            self.left_out, self.measured = [], None
 
     def scatter(self, X, sample_weight=None, calibration=None, dtype=None, stat_values=1):
         """Spread host rows (or take a device array as it is) over the devices.
@@ -194,11 +219,12 @@ class DeviceManager:
             The rows.
         sample_weight : array-like of shape (n_samples,), default=None
             Their weights.
-        calibration : callable, default=None
-            With measured weights not yet measured, timed first on a sample
-            on each device: fn(partition) sets the algorithm's pass up over
-            that partition and returns a function of no arguments that runs
-            it once.
+        calibration : Calibration or callable, default=None
+            With measured weights not yet measured, each device's rate as
+            its profile knows it (Calibration.known_rate), else timed first
+            on a sample on each device: fn(partition) (Calibration.pass_on)
+            sets the algorithm's pass up over that partition and returns a
+            function of no arguments that runs it once.
         dtype : numpy dtype, default=None
             The dtype the devices hold (None: X's).
         stat_values : int, default=1

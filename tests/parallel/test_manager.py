@@ -30,7 +30,7 @@ from oclclust.passes import kmeanspp
 from oclclust.passes import lloyd
 from oclclust.runtime.codegen import KernelBuildError
 from oclclust.parallel.device_data import DeviceData
-from oclclust.parallel.shares import split_rows
+from oclclust.parallel.shares import kept_rates, split_rows
 from oclclust.cluster.kmeans import lloyd_shards
 from oclclust.cluster.kmeans.lloyd_shards import LloydShards
 
@@ -180,7 +180,8 @@ def test_both_cpu_runtimes_in_one_fit(profile, make_blobs, dtype):
     # well-separated blobs: the two compilers may round distances differently
     X, _ = make_blobs(n=N, d=D, k=K, seed=4, dtype=dtype)
     for weighted in (False, True):
-        km = fit(both, dtype, weighted=weighted, X=X)
+        # (unlike devices: "auto" would measure them; tests/parallel/test_weights.py)
+        km = fit(oc.DeviceManager(both, weights="compute_units"), dtype, weighted=weighted, X=X)
         ref = fit([profile], dtype, weighted=weighted, X=X)
         assert_same_fit(km, ref)
         assert list(km.devices_) == [str(p) for p in both]
@@ -246,7 +247,7 @@ def test_split_rows_sum_and_proportion(seed, block):
     ([1, 1], "weights must be 3 non-negative numbers"),
     ([1, -1, 1], "non-negative"),
     ([0, 0, 0], "positive sum"),
-    ("fastest", "weights must be 'compute_units', 'measured' or numbers"),
+    ("fastest", "weights must be 'auto', 'compute_units', 'measured' or numbers"),
 ])
 def test_manager_rejects_bad_weights(profile, subs, weights, match):
     with pytest.raises(ValueError, match=match):
@@ -338,9 +339,10 @@ def _lloyd_pass(k=K):
     return one_pass
 
 
-def test_measured_weights_follow_speed(profile, subs):
+def test_measured_weights_follow_speed(profile, subs, monkeypatch):
     """A device made slow in the calibration pass gets few rows: the rows
-    follow the measured rows per second."""
+    follow the measured rows per second (none under the share rule:
+    shares.kept_rates)."""
     devices = [profile, *subs]
     slow = subs[1]
     real = _lloyd_pass()
@@ -355,6 +357,13 @@ def test_measured_weights_follow_speed(profile, subs):
                 time.sleep(0.2)
             one_pass()
         return counted
+    timed = []
+    original = DeviceData._timed_rates
+
+    def spy(self, *args, **kwargs):
+        timed.append(np.array(original(self, *args, **kwargs)))
+        return timed[-1]
+    monkeypatch.setattr(DeviceData, "_timed_rates", spy)
     mgr = oc.DeviceManager(devices, weights="measured")
     data = mgr.scatter(random_data(), None, calibration)
     try:
@@ -362,12 +371,15 @@ def test_measured_weights_follow_speed(profile, subs):
         # device's 0.2 s passes: twice; the others as often as that takes)
         assert set(calls) == set(devices) and calls[slow] == 3
         assert all(calls[p] > 3 for p in devices if p != slow)
+        assert len(timed) == 1 and timed[0].shape == (3,)
+        assert np.all(np.isfinite(timed[0]) & (timed[0] > 0))
+        assert timed[0][2] < min(timed[0][:2]) / 5
         measured = np.asarray(mgr.measured)
-        assert measured.shape == (3,) and np.all(np.isfinite(measured) & (measured > 0))
-        assert measured[2] < min(measured[:2]) / 5
-        counts = [sum(c.n for c in s.chunks) for s in data.shards]
+        np.testing.assert_array_equal(measured, kept_rates(timed[0]))
+        counts = list(data.rows_per_device.values())
         assert counts == split(measured, data.block_rows) and sum(counts) == N
         assert counts[2] < min(counts[:2]) / 5
+        assert mgr.left_out == ([slow] if measured[2] == 0 else [])
     finally:
         data.close()
 
@@ -428,7 +440,8 @@ def test_rebalance_keeps_labels(profile, subs):
         before = passes.labels()
         data.last_times = [1.0, 0.1, 0.1]       # the first device was slowest
         passes.rebalance()
-        counts = [sum(c.n for c in s.chunks) for s in data.shards]
+        # (a device whose share rounds to no block of rows holds no shard)
+        counts = list(data.rows_per_device.values())
         assert counts[0] < counts[1] and sum(counts) == N
         # rows kept by a device were copied on it, the others uploaded: all in place
         np.testing.assert_array_equal(np.concatenate([c.x.get(c.queue) for c in data.chunks]),
@@ -437,9 +450,9 @@ def test_rebalance_keeps_labels(profile, subs):
         assert passes.run(centres).n_changed == 0    # the moved labels are the old ones
         assert mgr.reshards == 1
         # every device finished at the time the measured rates predict: no re-split
-        data.last_times = [N / mgr.measured.sum()] * 3
+        data.last_times = [N / mgr.measured.sum()] * len(data.shards)
         passes.rebalance()
-        assert [sum(c.n for c in s.chunks) for s in data.shards] == counts
+        assert list(data.rows_per_device.values()) == counts
         assert mgr.reshards == 1
     finally:
         data.close()

@@ -22,6 +22,7 @@ from ..checkpoint import CHECKPOINT_RULES
 from ..inits import DEFAULT_OVERSAMPLING, draw_centers
 from ..spherical import renormalised
 from .lloyd_loop import LloydBackend, fit_lloyd, saved_centers
+from .lloyd_shards import lloyd_calibration
 from ...parallel.comm import Ranks
 from ...parallel.placement import is_dask_array
 from .ensemble_shards import EnsembleShards
@@ -205,7 +206,8 @@ class EnsembleKMeans(ClusterMixin, KCluster):
     strategy_ : dict
         {device: (strategy, KD-tree mapping)} the fit ran.
     devices_ : dict
-        Rows per device of the fit.
+        Rows per device of the fit; 0 for a device whose measured rate was
+        too small a share to pay for its passes (:class:`DeviceManager`).
 
     See Also
     --------
@@ -284,6 +286,18 @@ class EnsembleKMeans(ClusterMixin, KCluster):
         if self.kdtree not in (None, "auto") and self.strategy in ("task", "data"):
             raise ValueError("the KD-tree mappings are concatenated parallelism: use "
                              "strategy='concatenated' or 'auto' with kdtree")
+
+    _rate_name = "lloyd"
+
+    def _work_per_row(self, d):
+        return sum(self._ks()) * d
+
+    def _calibration_pass(self, part):
+        """What measured weights time (DeviceManager.scatter): a Lloyd pass
+        over every model's centres at once, the work of the concatenated
+        pass (the joint passes' timings do not re-split an ensemble: this
+        rate is its split)."""
+        return lloyd_calibration(part, sum(self._ks()))
 
     def _fit(self, data, host_w, rng, ranks):
         ks = self._ks()

@@ -9,7 +9,6 @@ import time
 import warnings
 
 import numpy as np
-import pyopencl.array as cla
 
 from .._base import (CENTERS_INIT_RULE, KMEANS_PARALLEL_RULES, ClusterDistancesOut, ClusterMixin,
                      KCluster, TransformerMixin, check_oversampling)
@@ -21,8 +20,8 @@ from .sparse import assign_csr, fit_csr, transform_csr
 from ...runtime.validation import is_sparse, nonfinite_error
 from .lloyd_loop import LloydBackend, fit_lloyd, saved_centers
 from ...parallel.placement import is_dask_array
-from .lloyd_shards import LloydShards
-from ...passes.lloyd import LloydPass, stat_values
+from .lloyd_shards import LloydShards, lloyd_calibration
+from ...passes.lloyd import stat_values
 from ...runtime.warning_site import user_stacklevel
 
 try:
@@ -103,7 +102,8 @@ shape (n_clusters, n_features), default="k-means++"
         Per iteration of a single run: its statistics, seconds and rows per
         device (None where n_init > 1 ran the runs as an ensemble).
     devices_ : dict
-        Rows per device of the fit.
+        Rows per device of the fit; 0 for a device whose measured rate was
+        too small a share to pay for its passes (:class:`DeviceManager`).
 
     See Also
     --------
@@ -268,15 +268,12 @@ shape (n_clusters, n_features), default="k-means++"
         self.reshards_ = data.manager.reshards
         return self
 
+    _rate_name = "lloyd"
+
     def _calibration_pass(self, part):
         """What measured weights time (DeviceManager.scatter): a Lloyd pass
-        over a sample partition (any centres cost the same; the sample's
-        first rows serve)."""
-        k = min(self.n_clusters, part.n)
-        centers = part.x[:k].get(part.queue).astype(np.float64)
-        labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
-        lloyd = LloydPass(part, k)
-        return lambda: lloyd.run(centers, labels)
+        over a sample partition."""
+        return lloyd_calibration(part, self.n_clusters)
 
     def _check_params(self):
         super()._check_params()

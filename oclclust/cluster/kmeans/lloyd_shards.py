@@ -341,3 +341,15 @@ class LloydShards(ShardedPass):
         saved = self.data.rebalance(save=self.labels)
         if saved is not None:
             self.set_labels(saved)
+
+
+def lloyd_calibration(part, k):
+    """What measured device weights time (DeviceManager.scatter): a Lloyd
+    pass of *k* centres over a sample partition (any centres cost the
+    same; the sample's first rows serve).  Returns the function that runs
+    it once."""
+    k = min(k, part.n)
+    centers = part.x[:k].get(part.queue).astype(np.float64)
+    labels = cla.zeros(part.queue, part.n, np.int32)   # read by the pass
+    lloyd = LloydPass(part, k)
+    return lambda: lloyd.run(centers, labels)

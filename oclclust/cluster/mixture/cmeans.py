@@ -86,7 +86,8 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         Per iteration its objective, centre shift, seconds and rows per
         device.
     devices_ : dict
-        Rows per device of the fit.
+        Rows per device of the fit; 0 for a device whose measured rate was
+        too small a share to pay for its passes (:class:`DeviceManager`).
 
     See Also
     --------
@@ -240,6 +241,8 @@ class FuzzyCMeans(ClusterMixin, KCluster):
             self.u_, self.labels_
         getstate = getattr(super(), "__getstate__", None)   # scikit-learn's, else Python's
         return getstate() if getstate is not None else dict(self.__dict__)
+
+    _rate_name = "cmeans"
 
     def _calibration_pass(self, part):
         """What measured weights time (DeviceManager.scatter): an updating

@@ -26,7 +26,7 @@ from .gmm_checkpoint import EmCheckpoint
 from .gmm_params import broadcast, checked_inits, compact
 from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array, joined_mean_var_finite
-from .gmm_shards import GmmShards
+from .gmm_shards import GmmShards, calibration_pass
 from ...passes.gmm_specs import stats_size
 from ..registry import estimator_class
 from ...runtime.progress import Progress, history_entry
@@ -104,6 +104,9 @@ default="kmeans"
     n_components_, mdl_path_
         With min_components: the order MDL chose, and (order, MDL) of every
         order tried.
+    devices_ : dict
+        Rows per device of the fit; 0 for a device whose measured rate was
+        too small a share to pay for its passes (:class:`DeviceManager`).
 
     See Also
     --------
@@ -184,6 +187,17 @@ default="kmeans"
     def _pooled(self):
         """One covariance for all components (tied) or for all features (spherical)."""
         return self.covariance_type in ("tied", "spherical")
+
+    _rate_name = "gmm"
+
+    def _work_per_row(self, d):
+        """The values a row meets (passes.pass_rates): each component's mean
+        and covariance factor (a full one's triangle)."""
+        return self.n_components * (d * (d + 3) // 2 if self._full else d)
+
+    def _calibration_pass(self, part):
+        """What measured weights time: an E+M pass over a sample partition."""
+        return calibration_pass(part, self.n_components, self._full, self.precision)
 
     def _stat_values(self, d):
         """A block's M statistics: k x [N, S1, S2] (passes/gmm.stats_size)."""

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pyopencl.array as cla
 
+from .mdl import Model, records
 from ...parallel.sharded import ShardedPass
 from ...passes.gmm import GmmPass, central
 from ...passes.gmm_specs import mma_mstep_planned
@@ -46,7 +47,9 @@ class GmmShards(ShardedPass):
 
     def __init__(self, data, k, full, ranks=None, precision="float32"):
         mma = True
-        profiles = getattr(data.manager, "profiles", None)
+        # the devices that hold rows (one measured too slow takes no part)
+        profiles = [s.profile for s in getattr(data, "shards", ())] or \
+            getattr(data.manager, "profiles", None)
         if profiles is not None:
             mma = all(mma_mstep_planned(p, data.dtype, data.d, full) for p in profiles)
             mma = all(ranks.gather(mma)) if ranks is not None else mma
@@ -127,3 +130,23 @@ class GmmShards(ShardedPass):
                 out[w][rows] = got.reshape(k, -1).T if w == "resp" else got
             return GmmStats(ll, bad)
         return self.reduce(one), out
+
+
+def calibration_pass(part, k, full, precision="float32"):
+    """What measured device weights time (DeviceManager.scatter): one E+M
+    pass over a sample partition, its components at the sample's first
+    rows with unit covariances and equal weights (the pass's cost does not
+    depend on the model).  Each device plans its own M kernel: where a
+    device measured too slow is left out, the others run theirs (GmmShards
+    takes the devices that hold rows); where a GPU and a CPU runtime share
+    the rows, both run the portable one and the joint passes' timings
+    correct the split."""
+    k = min(k, part.n)
+    means = part.x[:k].get(part.queue).astype(np.float64)
+    unit = np.ones((k, part.d)) if not full else np.broadcast_to(
+        np.eye(part.d), (k, part.d, part.d)).copy()
+    model = Model(np.full(k, 1.0 / k), means, unit, unit)
+    gp = GmmPass(part, k, full, precision=precision,
+                 mma_mstep=mma_mstep_planned(part.profile, part.dtype, part.d, full))
+    params = records(model, full)
+    return lambda: gp.em_collect(gp.em_launch(params, means))
