@@ -413,7 +413,10 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", 
     X = np.ascontiguousarray(X, plan.dtype)
     lo, hi, w = boruvka(plan, X, n, d, metric, core, index, nearest=nearest)
     if ties == "any":
-        order = np.lexsort((hi, lo, w))
+        # by (w, lo, hi): lexsort's order in two stable sorts, the ends as
+        # one key (lexsort of three keys took twice as long at 1M edges)
+        order = np.argsort(lo * n + hi, kind="stable")
+        order = order[np.argsort(w[order], kind="stable")]
         a, b = toward_root(n, lo[order], hi[order])
         return a, b, w[order]
     order = np.argsort(w, kind="mergesort")

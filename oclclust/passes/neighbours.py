@@ -129,9 +129,10 @@ def grid_width(X, k, metric):
     n = X.shape[0]
     sample = X[::max(1, n // WIDTH_SAMPLE)]
     queries = X[::max(1, n // WIDTH_QUERIES)]
-    near = np.sort(cdist(queries, sample, metric), axis=1)
     column = int(np.clip(round(k * len(sample) / n), 1, len(sample))) - 1
-    kth = near[:, column]
+    # that column of the rows sorted: a partition gives it (a sort of the
+    # 256 x 65536 distances took 0.6 s of a 200k x 3 fit on two cores)
+    kth = np.partition(cdist(queries, sample, metric), column, axis=1)[:, column]
     positive = kth[kth > 0]
     if positive.size == 0:
         return float(np.ptp(X, axis=0).max() or 1.0)
