@@ -127,11 +127,11 @@ def _not_finite(plan, metric):
                       "overflow, or a zero vector under cosine).")
 
 
-def _least(ncomp, comp, w, exact):
-    """Each of the *ncomp* components' least w among its exact rows (inf:
-    none known)."""
+def _least(ncomp, comp, w):
+    """Each of the *ncomp* components' least w (inf: none; a row's w inf
+    where it is not to count)."""
     least = np.full(ncomp, np.inf)
-    np.minimum.at(least, comp[exact], w[exact])
+    np.minimum.at(least, comp, w)
     return least
 
 
@@ -272,11 +272,12 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         exact, w, j = known.every(comp)
         # a component's least edge is at most any kept edge of its rows, exact
         # or not (each is an edge out of it): the caps
-        upper = _least(ncomp, comp, w, np.isfinite(w))
+        upper = _least(ncomp, comp, w)
         # rows in the spatial order (ids), so a scan's rows come ascending;
         # a row's tile's reach bounds its weights too (-inf: none)
         far = reach(split[0][:len(starts)], upper) if reach else np.full(n, -np.inf, plan.dtype)
-        need = ~exact[ids] & (np.maximum(np.maximum(B, floor)[ids], far) <= upper[comp_pos])
+        low, unsure = np.maximum(np.maximum(B, floor)[ids], far), ~exact[ids]
+        need = unsure & (low <= upper[comp_pos])
         if stats is not None:
             stats[-1]["reach"] = int(np.sum(~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos]) & ~need))
         probe = _probes(ids[need & np.isinf(upper[comp_pos])], comp)
@@ -289,11 +290,15 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
             if not rows.size:
                 continue
             exact[rows], w[rows], j[rows] = scan(rows, caps)
-            upper = _least(ncomp, comp, w, np.isfinite(w))
             if probing:
-                need = ~exact[ids] & (np.maximum(np.maximum(B, floor)[ids], far)
-                                      <= upper[comp_pos])
-        least = _least(ncomp, comp, w, exact)
+                # the probes' components had no kept edge (w inf): their
+                # new ones lower the caps; only the probes' places change
+                np.minimum.at(upper, comp[rows], w[rows])
+                at = pos[rows]
+                low[at] = np.maximum(np.maximum(B[rows], floor[rows]), far[at])
+                unsure[at] = ~exact[rows]
+                need = unsure & (low <= upper[comp_pos])
+        least = _least(ncomp, comp, np.where(exact, w, np.inf))
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi): a
         # sort only among the components with several (tied) such rows
