@@ -277,10 +277,11 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         # a row's tile's reach bounds its weights too (-inf: none)
         far = reach(split[0][:len(starts)], upper) if reach else np.full(n, -np.inf, plan.dtype)
         low, unsure = np.maximum(np.maximum(B, floor)[ids], far), ~exact[ids]
-        need = unsure & (low <= upper[comp_pos])
+        cap_pos = upper[comp_pos]
+        need = unsure & (low <= cap_pos)
         if stats is not None:
-            stats[-1]["reach"] = int(np.sum(~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos]) & ~need))
-        probe = _probes(ids[need & np.isinf(upper[comp_pos])], comp)
+            stats[-1]["reach"] = int(np.sum(unsure & (np.maximum(B, floor)[ids] <= cap_pos) & ~need))
+        probe = _probes(ids[need & np.isinf(cap_pos)], comp)
         for probing in (True, False):
             if probing:
                 rows, caps = probe, np.full(probe.size, np.inf)
@@ -324,7 +325,7 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
                            shape=(ncomp, ncomp))
         ncomp, relabel = connected_components(graph, directed=False)
-        comp = relabel[comp].astype(np.int32)
+        comp = relabel.astype(np.int32, copy=False)[comp]
     if not found:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     lo, hi, w = (np.concatenate(parts) for parts in zip(*found))
