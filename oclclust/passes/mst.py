@@ -2,11 +2,12 @@
 from the rows as they are needed (never an n x n matrix): O(n d) memory.
 
 Pairs with templates/mst/: mst_distance.cl.mako (a def library: one pair's
-distance, pdist's arithmetic), mst_nearest.cl.mako (Boruvka's round: every
-row's nearest row of another component) and mst_prim.cl.mako (scipy's Prim
-from node 0, for the tie order).  The host keeps the O(n) part of each
-Boruvka round: each component's least edge and the union of components,
-with what it knows of the rows unscanned (mst_known.py) and the tiles'
+distance, pdist's arithmetic), mst_keep.cl.mako (a def library: a row's
+kept rows), mst_nearest.cl.mako (Boruvka's round: every row's nearest rows
+of another component) and mst_prim.cl.mako (scipy's Prim from node 0, for
+the tie order).  What a round knows of the rows unscanned stays on the
+device (mst_known.py); the host keeps the O(n) part of each Boruvka round:
+each component's least edge and the union of components, with the tiles'
 reach (mst_reach.py: which rows a round need not scan).
 
 The engine of single linkage past the condensed matrix (cluster/
@@ -23,7 +24,7 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import Plan, exact_kernel, prim_tree
-from .mst_known import known as _known, seed as _seed
+from .mst_known import Known
 from .mst_reach import tile_reach as _tile_reach
 from .tiles import (boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order,
                     split_hierarchy, tile_rows)
@@ -126,11 +127,11 @@ def _not_finite(plan, metric):
                       "overflow, or a zero vector under cosine).")
 
 
-def _least(ncomp, comp, w, exact):
-    """Each of the *ncomp* components' least w among its exact rows (inf:
-    none known)."""
+def _least(ncomp, comp, w):
+    """Each of the *ncomp* components' least w (inf: none; a row's w inf
+    where it is not to count)."""
     least = np.full(ncomp, np.inf)
-    np.minimum.at(least, comp[exact], w[exact])
+    np.minimum.at(least, comp, w)
     return least
 
 
@@ -180,7 +181,7 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     of a work-group's rows needs them; without it every tile is tested.
     *nearest*: with *core*, each row's nearest rows (distances, ids: n x m,
     ascending, of the rows X as given; core_distances' neighbours): the
-    first candidates (_seed), so that the first round scans only the rows
+    first candidates (mst_known.Known), so that the first round scans only the rows
     whose nearest by weight may lie beyond them.  A row whose core distance
     exceeds that cap is not scanned: its every
     weight is at least that core.
@@ -200,7 +201,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     pos = np.empty(n, np.int32)
     pos[ids] = np.arange(n, dtype=np.int32)
     xp = np.ascontiguousarray(X[ids], plan.dtype)
-    args = [cla.to_device(q, xp).data, cla.to_device(q, ids).data, np.int32(n)]
+    ids_dev = cla.to_device(q, ids)
+    args = [cla.to_device(q, xp).data, ids_dev.data, np.int32(n)]
     tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
     extra, parts = [], []      # parts: split_hierarchy's (values, tiles, ufunc, empty)
     full = []                  # the nodes' least cores and boxes (tile_reach's too)
@@ -225,15 +227,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     out = (cla.empty(q, n * keep, plan.dtype), cla.empty(q, n * keep, np.int32),
            cla.empty(q, n, plan.dtype)) + ((cla.empty(q, 3 * n, np.int32),) if spec.count else ())
     comp = np.zeros(n, np.int32) if n == 1 else np.arange(n, dtype=np.int32)
-    if nearest is not None and core is not None:
-        W, J, B, Bj = _seed(nearest, core, keep, plan.dtype)
-        slot = np.zeros(n, np.int8)                 # _known's start
-    else:
-        W = np.full((n, keep), np.inf, plan.dtype)
-        J = np.full((n, keep), n, np.int32)
-        B = np.full(n, -np.inf, plan.dtype)         # -inf: never scanned
-        Bj = np.full(n, n, np.int32)
-        slot = np.full(n, keep, np.int8)            # _known's start (KEEP: none kept)
+    known = Known(plan, n, keep, nearest, core)
+    B = known.bound                                 # the rows' bounds, kept up to date
     # a lower bound of every row's weights: its core distance
     floor = (np.full(n, -np.inf, plan.dtype) if core is None
              else np.asarray(core, np.float64).astype(plan.dtype))
@@ -249,10 +244,6 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         kern(q, (groups * spec.wg,), (spec.wg,), *args, active_dev.data, np.int32(m),
              cap_dev.data, comp_dev.data, *extra, *(v.data for v in node_devs), *tiles,
              *((np.int32(fan),) if levels else ()), *(o.data for o in out))
-        w, j, b = (np.empty(m * keep, plan.dtype), np.empty(m * keep, np.int32),
-                   np.empty(m, plan.dtype))
-        for host, dev in zip((w, j, b), out):
-            cl.enqueue_copy(q, host, dev.data)
         if spec.count:
             work = np.empty(3 * m, np.int32)
             cl.enqueue_copy(q, work, out[3].data)
@@ -260,39 +251,37 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
             tally["rows"] += m
             for name, v in zip(("nodes", "tiles", "distances"), work.reshape(m, 3).sum(axis=0)):
                 tally[name] += int(v)
-        W[rows], J[rows] = w.reshape(m, keep), j.reshape(m, keep)
         # the row's bound: its k-th kept (every row left out comes after it)
         # or, where lower or tied, its skipped nodes' least (strictly: a row
-        # there may be at that weight)
-        kth = W[rows, keep - 1]
-        B[rows], Bj[rows] = np.minimum(kth, b), np.where(kth < b, n, -1)
-        slot[rows] = 0
+        # there may be at that weight); (w, j) its first kept
+        exact, w, j = known.absorb(rows, active_dev, ids_dev, out[:3])
         free = np.isinf(caps)
-        if np.any(J[rows[free], 0] >= n) or not np.all(np.isfinite(W[rows[free], 0])):
+        if np.any(j[free] >= n) or not np.all(np.isfinite(w[free])):
             raise _not_finite(plan, metric)
+        return exact, w, j
 
-    found, ncomp, every = [], n, np.arange(n)
-    comp_ext = np.empty(n + 1, np.int32)
+    found, ncomp = [], n
     while ncomp > 1:
         if stats is not None:
             stats.append(dict(components=ncomp, rows=0, nodes=0, tiles=0, distances=0))
-        comp_ext[:n], comp_ext[n] = comp, -1
         comp_pos = comp[ids]
         cl.enqueue_copy(q, comp_dev.data, comp_pos)
         split = split_hierarchy(comp_pos, starts, fan, levels, parts, places)
         for dev, host in zip(node_devs, split):
             cl.enqueue_copy(q, dev.data, np.ascontiguousarray(host, dev.dtype))
-        exact, w, j = _known(every, comp_ext, W, J, B, Bj, slot)
+        exact, w, j = known.every(comp)
         # a component's least edge is at most any kept edge of its rows, exact
         # or not (each is an edge out of it): the caps
-        upper = _least(ncomp, comp, w, np.isfinite(w))
+        upper = _least(ncomp, comp, w)
         # rows in the spatial order (ids), so a scan's rows come ascending;
         # a row's tile's reach bounds its weights too (-inf: none)
         far = reach(split[0][:len(starts)], upper) if reach else np.full(n, -np.inf, plan.dtype)
-        need = ~exact[ids] & (np.maximum(np.maximum(B, floor)[ids], far) <= upper[comp_pos])
+        low, unsure = np.maximum(np.maximum(B, floor)[ids], far), ~exact[ids]
+        cap_pos = upper[comp_pos]
+        need = unsure & (low <= cap_pos)
         if stats is not None:
-            stats[-1]["reach"] = int(np.sum(~exact[ids] & (np.maximum(B, floor)[ids] <= upper[comp_pos]) & ~need))
-        probe = _probes(ids[need & np.isinf(upper[comp_pos])], comp)
+            stats[-1]["reach"] = int(np.sum(unsure & (np.maximum(B, floor)[ids] <= cap_pos) & ~need))
+        probe = _probes(ids[need & np.isinf(cap_pos)], comp)
         for probing in (True, False):
             if probing:
                 rows, caps = probe, np.full(probe.size, np.inf)
@@ -301,13 +290,16 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
                 caps = upper[comp[rows]]
             if not rows.size:
                 continue
-            scan(rows, caps)
-            exact[rows], w[rows], j[rows] = _known(rows, comp_ext, W, J, B, Bj, slot)
-            upper = _least(ncomp, comp, w, np.isfinite(w))
+            exact[rows], w[rows], j[rows] = scan(rows, caps)
             if probing:
-                need = ~exact[ids] & (np.maximum(np.maximum(B, floor)[ids], far)
-                                      <= upper[comp_pos])
-        least = _least(ncomp, comp, w, exact)
+                # the probes' components had no kept edge (w inf): their
+                # new ones lower the caps; only the probes' places change
+                np.minimum.at(upper, comp[rows], w[rows])
+                at = pos[rows]
+                low[at] = np.maximum(np.maximum(B[rows], floor[rows]), far[at])
+                unsure[at] = ~exact[rows]
+                need = unsure & (low <= upper[comp_pos])
+        least = _least(ncomp, comp, np.where(exact, w, np.inf))
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi): a
         # sort only among the components with several (tied) such rows
@@ -333,7 +325,7 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
                            shape=(ncomp, ncomp))
         ncomp, relabel = connected_components(graph, directed=False)
-        comp = relabel[comp].astype(np.int32)
+        comp = relabel.astype(np.int32, copy=False)[comp]
     if not found:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     lo, hi, w = (np.concatenate(parts) for parts in zip(*found))
@@ -427,7 +419,10 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", 
     X = np.ascontiguousarray(X, plan.dtype)
     lo, hi, w = boruvka(plan, X, n, d, metric, core, index, nearest=nearest)
     if ties == "any":
-        order = np.lexsort((hi, lo, w))
+        # by (w, lo, hi): lexsort's order in two stable sorts, the ends as
+        # one key (lexsort of three keys took twice as long at 1M edges)
+        order = np.argsort(lo * n + hi, kind="stable")
+        order = order[np.argsort(w[order], kind="stable")]
         a, b = toward_root(n, lo[order], hi[order])
         return a, b, w[order]
     order = np.argsort(w, kind="mergesort")

@@ -129,8 +129,12 @@ def grid_width(X, k, metric):
     n = X.shape[0]
     sample = X[::max(1, n // WIDTH_SAMPLE)]
     queries = X[::max(1, n // WIDTH_QUERIES)]
-    near = np.sort(cdist(queries, sample, metric), axis=1)
     column = int(np.clip(round(k * len(sample) / n), 1, len(sample))) - 1
+    # that column of the rows sorted: a partition in place gives it (a sort
+    # of the 256 x 65536 distances and its copy took 0.9 s of a 200k x 3
+    # fit on two cores)
+    near = cdist(queries, sample, metric)
+    near.partition(column, axis=1)
     kth = near[:, column]
     positive = kth[kth > 0]
     if positive.size == 0:

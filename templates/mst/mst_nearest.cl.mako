@@ -60,23 +60,6 @@ instead of every tile's.  levels = 0: the tiles alone, every one tested
 bounds prune, strictly, so ties are met.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
-## (w, jid) into the sorted list best0.. / bj0..: after every entry that is
-## before it by (w, observation)
-<%def name="insert()">
-% for s in range(k - 1, 0, -1):
-                if (BEFORE(w, jid, best${s - 1}, bj${s - 1})) {
-                    best${s} = best${s - 1};
-                    bj${s} = bj${s - 1};
-                } else if (BEFORE(w, jid, best${s}, bj${s})) {
-                    best${s} = w;
-                    bj${s} = jid;
-                }
-% endfor
-                if (BEFORE(w, jid, best0, bj0)) {
-                    best0 = w;
-                    bj0 = jid;
-                }
-</%def>
 ## one candidate row: its values v, component vc, observation jid, core vcore
 <%def name="candidate(v, vc, jid, vcore)">
             if (${vc} == ci)
@@ -92,7 +75,7 @@ ${dist.pair_distance("u", v, "w")}\
             {
                 const int jid = ${jid};
                 if (BEFORE(w, jid, best${k - 1}, bj${k - 1})) {
-${insert()}\
+${kept.insert(k)}\
                 }
             }
 </%def>
@@ -194,6 +177,7 @@ ${candidate("v_", "comp[j]", "ids[j]", "core[j]")}\
 % endif
 </%def>
 <%namespace name="dist" file="/mst/mst_distance.cl.mako"/>
+<%namespace name="kept" file="/mst/mst_keep.cl.mako"/>
 /* pdist rounds every product and sum: no fused multiply-adds */
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}

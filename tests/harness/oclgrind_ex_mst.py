@@ -5,8 +5,10 @@ memory and read from global memory, the row in registers and not, with and
 without core distances, tiles skipped by their box (every metric but
 cosine) and by their component, and (index=True, with core) nodes of the
 tiles' hierarchy skipped whole, probes and capped scans (PROBE = 1), and
-started from the core distances' nearest rows (nearest), with the tiles'
-reach (mst_tile_reach.cl.mako) filtering each round's rows;
+started from the core distances' nearest rows (nearest: mst_seed.cl.mako),
+what each round knows of the rows unscanned and the scans' rows taken in
+(mst_known.cl.mako), with the tiles' reach (mst_tile_reach.cl.mako)
+filtering each round's rows;
 scipy's Prim on the rows (mst_prim.cl.mako) in one
 persistent launch and in a launch a step; every metric (odd and even d: the
 cosine tail), in each precision of PRECISIONS, a work-group of 4 so the
@@ -90,4 +92,6 @@ EXERCISERS = {
     "mst_nearest.cl.mako": [exercise_mst],
     "mst_prim.cl.mako": [exercise_mst],
     "mst_tile_reach.cl.mako": [exercise_mst],
+    "mst_seed.cl.mako": [exercise_mst],
+    "mst_known.cl.mako": [exercise_mst],
 }
