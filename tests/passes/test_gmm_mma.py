@@ -428,19 +428,21 @@ def test_mstep_normalises_the_log_densities(profile, emulate):
 
 
 @pytest.mark.parametrize("others", [(1,), (1, 0)], ids=["alike", "mixed"])
-def test_one_m_kernel_for_every_device(profile, others):
+def test_one_m_kernel_for_every_device(profile, others, monkeypatch):
     """A fit's chunks run one kind of M kernel (their exact sums add only to
     their like): the tensor-core one where every device of the fit plans it,
     the portable one on all of them where one device does not (a GPU beside
-    a CPU runtime) -- the devices' profiles as GmmShards reads them."""
-    from oclclust.cluster.mixture.gmm_shards import GmmShards
+    a CPU runtime) -- the profiles of the devices that hold rows, as
+    GmmShards reads them (one shard a device)."""
+    from oclclust.cluster.mixture import gmm_shards
     rng = np.random.RandomState(3)
     X = rng.normal(size=(500, 24)).astype(np.float32)
     means = X[:7].astype(np.float64)
     data = oc.DeviceManager([profile]).scatter(X)
-    data.manager.profiles = [profile.replace(gmm_mma=1, gmm_mma_mstep=t) for t in others]
+    monkeypatch.setattr(gmm_shards, "holding_profiles", lambda data: [
+        profile.replace(gmm_mma=1, gmm_mma_mstep=t) for t in others])
     codegen.forget_plans("gmm")
-    shards = GmmShards(data, 7, False)
+    shards = gmm_shards.GmmShards(data, 7, False)
     onehot = np.zeros((500, 7), np.float32)
     onehot[np.arange(7), np.arange(7)] = 1   # component j: row j alone
     shards.map(lambda chunk, gp: gp.set_resp(onehot[chunk.offset:chunk.offset + chunk.n]))

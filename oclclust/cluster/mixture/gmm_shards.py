@@ -38,6 +38,13 @@ class GmmStats(AdditiveStats):
         return central(self.stats, means, self.raw)
 
 
+def holding_profiles(data):
+    """The profiles of the devices that hold *data*'s rows (one measured too
+    slow takes no part), else its manager's; None over a Dask cluster."""
+    return ([s.profile for s in getattr(data, "shards", ())]
+            or getattr(data.manager, "profiles", None))
+
+
 class GmmShards(ShardedPass):
     """The E and M passes (passes.gmm) over a fit's rows.  The tensor-core
     M kernel's raw sums add only to their like: it runs where every device
@@ -47,9 +54,7 @@ class GmmShards(ShardedPass):
 
     def __init__(self, data, k, full, ranks=None, precision="float32"):
         mma = True
-        # the devices that hold rows (one measured too slow takes no part)
-        profiles = [s.profile for s in getattr(data, "shards", ())] or \
-            getattr(data.manager, "profiles", None)
+        profiles = holding_profiles(data)
         if profiles is not None:
             mma = all(mma_mstep_planned(p, data.dtype, data.d, full) for p in profiles)
             mma = all(ranks.gather(mma)) if ranks is not None else mma
