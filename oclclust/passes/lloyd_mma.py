@@ -39,26 +39,33 @@ def bound_terms(precision, dp, kp):
     float32 accumulation's share; quantum = 2^(q - 23), a key's index bits
     q = index_bits(kp) in units of its exponent's power of two.
 
-    Scores are s_j = ||c_j||^2 - 2 x.c_j (the argmin of ||x - c_j||^2);
-    T_j the exact one, in real arithmetic on the float32 x and c_j.  The
-    operands are rounded to p mantissa bits (x~, c~_j: bf16 to nearest even,
-    tf32 to nearest away); their products are exact in float32 (8 + 8 and
-    11 + 11 significand bits); each of the dp / m fused steps of m products
-    (m = 8 tf32, 16 bf16) with its accumulator cut to the largest term's
-    grid and the result cut to a float (NVIDIA's truncating accumulation,
-    the coarser model; rounding does better) loses < (m + 2) 2^-23 of the
+    A row's scores are s_j = ||c_j||^2 - 2 x.c_j + X (X: ||x||^2 summed in
+    float by the row's lanes, the same value in each: a shift of the row's
+    scores alike, so s_j is about ||x - c_j||^2 and the argmin is the
+    distances'); T_j the exact one, in real arithmetic on the float32 x,
+    c_j and X.  The operands are rounded to p mantissa bits (x~, c~_j:
+    bf16 to nearest even, tf32 to nearest away); their products are exact
+    in float32 (8 + 8 and 11 + 11 significand bits); the accumulators
+    start at -X / 2; each of the dp / m fused steps of m products (m = 8
+    tf32, 16 bf16) with its accumulator cut to the largest term's grid and
+    the result cut to a float (NVIDIA's truncating accumulation, the
+    coarser model; rounding does better) loses < (m + 2) 2^-23 of the
     terms' magnitude, and the two accumulator sets' sum 2^-24 more: the
-    computed P_j is within gamma sum |x~_i c~_ji| <= gamma ||x~|| ||c~_j||
-    of x~.c~_j.  Exactly x~.c~_j - x.c_j = (x~ - x).c~_j + x.(c~_j - c_j),
-    so by Cauchy-Schwarz, with rho = ||x - x~|| (a row's, on the device),
-    m_j = ||c~_j||, r_j = ||c_j - c~_j|| (a centre's, split_centers)
-        |P_j - x.c_j| <= rho m_j + ||x|| r_j + gamma (||x|| + rho) m_j.
+    computed P_j is within gamma (X / 2 + sum |x~_i c~_ji|) <= gamma (X / 2 +
+    ||x~|| ||c~_j||) of x~.c~_j - X / 2.  Exactly x~.c~_j - x.c_j =
+    (x~ - x).c~_j + x.(c~_j - c_j), so by Cauchy-Schwarz, with rho =
+    ||x - x~|| (a row's, on the device), m_j = ||c~_j||, r_j = ||c_j - c~_j||
+    (a centre's, split_centers)
+        |P_j - (x.c_j - X / 2)| <= rho m_j + ||x|| r_j + gamma ((||x|| + rho) m_j + X / 2).
     The score fma(-2, P_j, n_j) rounds once (2^-24 |s_j|) and n_j, the
     float32 norm, is within 2^-24 n_j of ||c_j||^2.  The key k_j (s_j with
     its low q mantissa bits the index) is within Q_j = quantum 2^e_j of
-    s_j, 2^e_j <= |k_j| the power of two of its exponent.  So
-        |k_j - T_j| < E_j = 2 (rho m_j + ||x|| r_j + gamma (||x|| + rho) m_j)
-                            + 2^-24 (n_j + |k_j|) + (1 + 2^-24) Q_j.
+    s_j, 2^e_j <= |k_j| the power of two of its exponent.  So, X taken as
+    ||x||^2 (within 2^-17 of it)
+        |k_j - T_j| < E_j = 2 (rho m_j + ||x|| r_j + gamma ((||x|| + rho) m_j + ||x||^2 / 2))
+                            + 2^-24 (n_j + |k_j|) + (1 + 2^-24) Q_j,
+    Q_j and 2^-24 |k_j| small where the distance is (the shift's point:
+    unshifted, |k_j| is about ||x||^2).
     The winner j1 (the least key) is the exact argmin when every other
     centre j has k_j - k_1 >= E_1 + E_j: its T_j exceeds T_1.  The row
     knows its three least keys: for j2 and j3 the test is theirs; every
@@ -102,8 +109,9 @@ def rounding_bound(precision, dp, kp, X, C):
     m = np.linalg.norm(rounded(precision, C).astype(np.float64), axis=1)[None]
     r = np.linalg.norm(C64 - rounded(precision, C), axis=1)[None]
     n = (C64 * C64).sum(1)[None]
-    rest = 2 * (rho * m + norm * r + gamma * (norm + rho) * m) + 2.0 ** -24 * n
-    score = np.abs(n - 2 * X64 @ C64.T) + rest
+    rest = (2 * (rho * m + norm * r + gamma * ((norm + rho) * m + norm * norm / 2))
+            + 2.0 ** -24 * n)
+    score = np.abs(norm * norm + n - 2 * X64 @ C64.T) + rest   # |T_j|: the distance
     key = quantum * (1 + 2.0 ** -24) * score
     return (rest + 2.0 ** -24 * (score + key) + key) * 1.001
 

@@ -27,7 +27,10 @@ bf16 layout of lloyd_mma_split.cl.mako, rows rounded by bf16_pack.cl).
 A score and its centroid's index are one key: the index in the score's
 low IBITS mantissa bits (bits of kp - 1), so each lane keeps its three
 best keys of a row with five fmin / fmax (no index registers, no
-branches), and the rows their three best of all.  Each key is within E_j
+branches), and the rows their three best of all.  The accumulators start
+at -||x||^2 / 2, so a key is the distance ||x - c||^2 (shifted alike for
+all of a row's centres) rather than ||c||^2 - 2 x.c: its index bits cost
+2^(q-23) of the distance, not of ||x||^2.  Each key is within E_j
 of its centre's exact score (lloyd_mma.bound_terms: the row's rounding
 rho = ||x - x~|| and norm, taken here as the row's last step; the
 centre's ||c~_j||, ||c_j - c~_j|| from split_centers' center_rounding; the
@@ -107,7 +110,7 @@ inline float score_error(const float key, const float m, const float r, const fl
                          const float norm, const float rho)
 {
     const float quantum = fmax(as_float(as_uint(key) & 0x7f800000u), FLT_MIN) * QUANTUM;
-    return 2.0f * (fma(rho, m, norm * r) + GAMMA * (norm + rho) * m)
+    return 2.0f * (fma(rho, m, norm * r) + GAMMA * fma(norm + rho, m, 0.5f * norm * norm))
            + fma(0x1p-24f, nn + fabs(key) + quantum, quantum);
 }
 % endif
@@ -216,11 +219,26 @@ void assign_gemm(
         uint xs_${mi}_${s}_0, xs_${mi}_${s}_1, xs_${mi}_${s}_2, xs_${mi}_${s}_3;
     % endif
   % endfor
+  % if fast:
+        /* -||x||^2 / 2 of rows gq, gq + 8: the products' accumulators start
+           there, so that a key is ||x - c||^2 (shifted alike for the row in
+           its four lanes: the same sum), whose index bits cost 2^(q-23) of
+           the distance, not of ||x||^2 (lloyd_mma.bound_terms) */
+        float shift_${mi}_0 = 0, shift_${mi}_1 = 0;
+  % endif
         {
   % for h in range(2):
             const long i${h} = base + warp * ${16 * mt} + ${16 * mi + 8 * h} + gq;
             __global const float *r${h} = x + (i${h} < n ? i${h} : 0) * stride;
             const int ok${h} = i${h} < n;
+    % if fast:
+            if (ok${h}) {
+                float xx = 0;
+                for (int c = 0; c < D; ++c)
+                    xx = fma(r${h}[c], r${h}[c], xx);
+                shift_${mi}_${h} = -0.5f * xx;
+            }
+    % endif
   % endfor
   % for s in range(steps):
     % if bf16:
@@ -279,7 +297,8 @@ void assign_gemm(
   % for ni in range(nt):
     % for a in (("big",) if fast else ("big", "fix")):
       % for par in range(kpar):
-            float ${a}_${mi}_${ni}_${par}_0 = 0, ${a}_${mi}_${ni}_${par}_1 = 0, ${a}_${mi}_${ni}_${par}_2 = 0, ${a}_${mi}_${ni}_${par}_3 = 0;
+<% z0, z1 = (f"shift_{mi}_0", f"shift_{mi}_1") if fast and par == 0 else ("0", "0") %>\
+            float ${a}_${mi}_${ni}_${par}_0 = ${z0}, ${a}_${mi}_${ni}_${par}_1 = ${z0}, ${a}_${mi}_${ni}_${par}_2 = ${z1}, ${a}_${mi}_${ni}_${par}_3 = ${z1};
       % endfor
     % endfor
   % endfor
