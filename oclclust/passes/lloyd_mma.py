@@ -101,7 +101,7 @@ def rounding_bound(precision, dp, kp, X, C):
     |T_j| + the rest): a host model of what the device's re-check tests.
     A row whose label l differs from its exact argmin b has
     T_l - T_b <= E_b + max_j E_j + d 2^-22 (||x - c_l||^2 + ||x - c_b||^2)
-    (the last: the float32 re-check's own rounding)."""
+    (the last: the float32 re-check's own rounding): tie_margin."""
     gamma, quantum = bound_terms(precision, dp, kp)
     X64, C64 = np.asarray(X, np.float64), np.asarray(C, np.float64)
     rho = np.linalg.norm(X64 - rounded(precision, X), axis=1)[:, None]
@@ -114,6 +114,19 @@ def rounding_bound(precision, dp, kp, X, C):
     score = np.abs(norm * norm + n - 2 * X64 @ C64.T) + rest   # |T_j|: the distance
     key = quantum * (1 + 2.0 ** -24) * score
     return (rest + 2.0 ** -24 * (score + key) + key) * 1.001
+
+
+def tie_margin(precision, dp, kp, X, C, labels, best):
+    """(gap, allowed), float64 per row of *X*: how much farther its centre
+    *labels* is than its exact nearest *best* (squared distances), and what
+    the fast modes' contract allows a label that differs from it,
+    E_b + max_j E_j + d 2^-22 (D_l + D_b) (rounding_bound)."""
+    X64, C64 = np.asarray(X, np.float64), np.asarray(C, np.float64)
+    own = ((X64 - C64[labels]) ** 2).sum(1)
+    least = ((X64 - C64[best]) ** 2).sum(1)
+    E = rounding_bound(precision, dp, kp, X, C)
+    allowed = E[np.arange(len(X64)), best] + E.max(1) + X64.shape[1] * 2.0 ** -22 * (own + least)
+    return own - least, allowed
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,7 @@ tests/passes/test_lloyd_mma.py and tests/cluster/kmeans/test_precision.py
 (both find this folder on sys.path)."""
 import numpy as np
 
-from oclclust.passes.lloyd_mma import rounding_bound
+from oclclust.passes.lloyd_mma import rounding_bound, tie_margin
 
 
 def distances(X, C):
@@ -14,25 +14,14 @@ def distances(X, C):
     return np.maximum(d2, 0)
 
 
-def margins(precision, dp, kp, X, C, labels):
-    """(gap, allowed): each row's label's distance over the float64 best,
-    and what the contract allows it: E_b + max_j E_j plus the float32
-    re-check's rounding, d 2^-22 (D_l + D_b) (rounding_bound)."""
-    d2 = distances(X, C)
-    E = rounding_bound(precision, dp, kp, X, C)
-    rows, best = np.arange(len(X)), d2.argmin(1)
-    own, least = d2[rows, labels], d2[rows, best]
-    return own - least, E[rows, best] + E.max(1) + X.shape[1] * 2.0 ** -22 * (own + least)
-
-
 def check_contract(precision, dp, kp, X, C, labels):
     """Labels differ from the float64 argmin only within the bound of a tie,
     and every row whose second best is past the bound has the argmin."""
     d2 = distances(X, C)
-    gap, allowed = margins(precision, dp, kp, X, C, labels)
+    ranked = np.argsort(d2, 1)
+    gap, allowed = tie_margin(precision, dp, kp, X, C, labels, ranked[:, 0])
     assert np.all(gap <= allowed), (np.sum(gap > allowed), gap[gap > allowed][:4])
-    second = np.sort(d2, 1)[:, 1] - d2.min(1)
-    _, to_second = margins(precision, dp, kp, X, C, np.argsort(d2, 1)[:, 1])
+    second, to_second = tie_margin(precision, dp, kp, X, C, ranked[:, 1], ranked[:, 0])
     clear = second > to_second
     np.testing.assert_array_equal(labels[clear], d2.argmin(1)[clear])
     return int((labels != d2.argmin(1)).sum())
