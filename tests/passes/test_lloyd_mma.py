@@ -184,3 +184,22 @@ def test_rows_about_ties_are_rechecked_within_the_bound_alone(profile, precision
     u = 2.0 ** -(MANTISSA_BITS[precision] + 1)
     worst = 16 * u * np.linalg.norm(X, axis=1) * np.linalg.norm(C, axis=1).max()
     assert np.all(ranked[factor == 3, 1] - ranked[factor == 3, 0] < worst[factor == 3])
+
+
+@pytest.mark.parametrize("n, d, k", [(517, 8, 17), (700, 37, 33)])
+def test_emulated_float32_pass_matches_numpy(profile, make_blobs, n, d, k):
+    """The 3xTF32 kernel with its products emulated (any runtime): labels,
+    weighted sums and the winners' distances as numpy's float64."""
+    X, _ = make_blobs(n=n, d=d, k=k, seed=d, dtype=np.float32)
+    C = X[:k] + np.float32(0.25)
+    w = np.random.RandomState(2).uniform(0, 3, n).astype(np.float32)
+    base = dict(dtype="float32", acc_double=profile.fp64, d=d, k=k, update=True, weighted=True)
+    spec = next(mma_specs(profile, base, LloydSpec, emulate=True))
+    stats, labels, lloyd = run_pass(profile, X, C, w, spec=spec)
+    d2 = distances(X, C)
+    want = d2.argmin(1)
+    np.testing.assert_array_equal(labels.get(), want)
+    sums = np.stack([np.bincount(want, w * X[:, c], minlength=k) for c in range(d)], 1)
+    np.testing.assert_allclose(stats.sums, sums, rtol=1e-6, atol=1e-6 * np.abs(sums).max())
+    np.testing.assert_allclose(lloyd.min_dist.get(), d2[np.arange(n), want], rtol=1e-5)
+    assert stats.n_rechecked == 0 and stats.n_changed == n
