@@ -220,33 +220,25 @@ void assign_gemm(
     % endif
   % endfor
   % if fast:
-        /* -||x||^2 / 2 of rows gq, gq + 8: the products' accumulators start
-           there, so that a key is ||x - c||^2 (shifted alike for the row in
-           its four lanes: the same sum), whose index bits cost 2^(q-23) of
-           the distance, not of ||x||^2 (lloyd_mma.bound_terms) */
-        float shift_${mi}_0 = 0, shift_${mi}_1 = 0;
+        /* this lane's share of ||x||^2 of rows gq, gq + 8 (its fragments'
+           dimensions): the rows' shifts below */
+        float part_${mi}_0 = 0, part_${mi}_1 = 0, shift_${mi}_0, shift_${mi}_1;
   % endif
         {
   % for h in range(2):
             const long i${h} = base + warp * ${16 * mt} + ${16 * mi + 8 * h} + gq;
             __global const float *r${h} = x + (i${h} < n ? i${h} : 0) * stride;
             const int ok${h} = i${h} < n;
-    % if fast:
-            if (ok${h}) {
-                float xx = 0;
-                for (int c = 0; c < D; ++c)
-                    xx = fma(r${h}[c], r${h}[c], xx);
-                shift_${mi}_${h} = -0.5f * xx;
-            }
-    % endif
   % endfor
   % for s in range(steps):
     % if bf16:
       % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 8), (1, 8))):
             {   /* dimensions c and c + 1, packed */
                 const int c = ${16 * s + kk} + 2 * tq;
-                xb_${mi}_${s}_${e} = bf16_pack(ok${h} && c < D ? r${h}[c] : 0.0f,
-                                               ok${h} && c + 1 < D ? r${h}[c + 1] : 0.0f);
+                const float v0 = ok${h} && c < D ? r${h}[c] : 0.0f;
+                const float v1 = ok${h} && c + 1 < D ? r${h}[c + 1] : 0.0f;
+                xb_${mi}_${s}_${e} = bf16_pack(v0, v1);
+                part_${mi}_${h} = fma(v1, v1, fma(v0, v0, part_${mi}_${h}));
             }
       % endfor
     % else:
@@ -255,7 +247,9 @@ void assign_gemm(
                 const int c = ${8 * s + kk} + tq;
                 const float v = ok${h} && c < D ? r${h}[c] : 0.0f;
                 xb_${mi}_${s}_${e} = tf32_bits(v);
-        % if not fast:
+        % if fast:
+                part_${mi}_${h} = fma(v, v, part_${mi}_${h});
+        % else:
                 xs_${mi}_${s}_${e} = tf32_bits(v - as_float(xb_${mi}_${s}_${e}));
         % endif
             }
@@ -264,6 +258,31 @@ void assign_gemm(
   % endfor
         }
 % endfor
+% if fast:
+        {   /* -||x||^2 / 2 of each row, its four lanes' shares added in one
+               order in each of them (so the row's keys shift alike): the
+               products' accumulators start there, so that a key is
+               ||x - c||^2, whose index bits cost 2^(q-23) of the distance,
+               not of ||x||^2 (lloyd_mma.bound_terms).  lc is free here: the
+               last tile's row winners were read before its end's barrier */
+            __local float *parts = (__local float *)lc;
+  % for mi in range(mt):
+    % for h in range(2):
+            parts[(warp * ${16 * mt} + ${16 * mi + 8 * h} + gq) * 4 + tq] = part_${mi}_${h};
+    % endfor
+  % endfor
+            barrier(CLK_LOCAL_MEM_FENCE);
+  % for mi in range(mt):
+    % for h in range(2):
+            {
+                __local const float *p = parts + (warp * ${16 * mt} + ${16 * mi + 8 * h} + gq) * 4;
+                shift_${mi}_${h} = -0.5f * (((p[0] + p[1]) + p[2]) + p[3]);
+            }
+    % endfor
+  % endfor
+            barrier(CLK_LOCAL_MEM_FENCE);   /* read before chunk 0 is staged there */
+        }
+% endif
 % for mi in range(mt):
   % for r in range(2):
     % if fast:
