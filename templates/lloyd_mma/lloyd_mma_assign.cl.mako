@@ -471,7 +471,8 @@ void assign_gemm(
                 const float c3 = 0x1p-24f + (1.0f + 0x1p-23f) * QUANTUM;
                 const int beyond = !isinf(k3) &&
                     !(k3 - k1 - 1.001f * c3 * fabs(k3) > 1.001f * (e1 + others));
-                if (check || beyond) {   /* a near tie: the exact distances decide */
+                /* (a row of no finite key -- non-finite data, flagged -- is not a tie) */
+                if (!isinf(k1) && (check || beyond)) {   /* a near tie: the exact distances decide */
                     ++rechecked;
                     for (int m = 0; m < 2; ++m) {
                         if (!(check & (1 << m)))

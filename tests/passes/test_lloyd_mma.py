@@ -203,3 +203,16 @@ def test_emulated_float32_pass_matches_numpy(profile, make_blobs, n, d, k):
     np.testing.assert_allclose(stats.sums, sums, rtol=1e-6, atol=1e-6 * np.abs(sums).max())
     np.testing.assert_allclose(lloyd.min_dist.get(), d2[np.arange(n), want], rtol=1e-5)
     assert stats.n_rechecked == 0 and stats.n_changed == n
+
+
+@pytest.mark.parametrize("precision", FAST)
+def test_non_finite_rows_are_flagged_not_rechecked(profile, precision):
+    """Rows holding a NaN have no finite key: flagged, never counted as
+    near ties; the other rows re-checked as without them."""
+    X, C = near_ties(n=600)
+    bad = X.copy()
+    bad[:5, 3] = np.nan
+    clean = fast_pass(profile, X[5:], C, precision)[0]
+    stats = fast_pass(profile, bad, C, precision)[0]
+    assert stats.n_nonfinite == 5
+    assert stats.n_rechecked == clean.n_rechecked > 0
