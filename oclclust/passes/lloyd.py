@@ -13,13 +13,14 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..runtime.codegen import Spec, first_fitting, kernel, kernel_work_group_limit
+from ..runtime.codegen import (EmulatedBuild, Spec, first_fitting, kernel,
+                               kernel_work_group_limit)
 from ..runtime import codegen, exact_fold, exact_sums
 from ..runtime.profiles import declare_terms, term
 from .distance_tile import power_of_two_at_most
 from .lloyd_blocked import blocked_specs, items_per_unit, pack_centers
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
-from .lloyd_mma import mma_specs, split_centers, tie_bound, tile_words
+from .lloyd_mma import bound_terms, mma_specs, split_centers, tile_words
 from ..runtime.reduce import AdditiveStats, acc_dtype, enqueue_reduce, partial_buffer
 from ..runtime.transfer import pinned_empty
 
@@ -43,7 +44,7 @@ class LloydTerms:
 
 
 @dataclasses.dataclass(frozen=True)
-class LloydSpec(Spec):
+class LloydSpec(EmulatedBuild, Spec):
     """``variant`` "tiled": a point per work-item, a slab per work-group
     (GPUs); "rowwise": a work-item walks its rows with vw-wide vectors over
     the centroids (CPUs).  The two give bitwise-equal sums and labels.
@@ -58,7 +59,10 @@ class LloydSpec(Spec):
     outputs from NVIDIA tensor cores (lloyd_mma.py): wg / 32 warps of mt m16
     row tiles, chunks of tn centroids, kpar accumulator sets, ``precision``
     "float32" (3xTF32), "tf32" or "bf16" (one product, near ties re-checked);
-    every other variant is float32 alone (its precision stays "float32")."""
+    every other variant is float32 alone (its precision stays "float32");
+    ``emulate``: the mma variant's products in plain OpenCL on any device
+    (tests), ``truncate`` with them the tensor cores' truncating sums
+    (common/mma_fragments.cl.mako)."""
     variant: str = "tiled"
     vw: int = 1
     d: int = 1
@@ -88,6 +92,8 @@ class LloydSpec(Spec):
     mt: int = 1
     kpar: int = 1
     precision: str = "float32"
+    emulate: bool = False
+    truncate: bool = False
 
     @property
     def template(self):
@@ -125,7 +131,8 @@ class LloydSpec(Spec):
         if self.variant == "mma":    # as lloyd_mma_assign.cl.mako lays it out
             chunks = self.tn * tile_words(self) // self.kp * 2   # two copies, uint32 words
             winners = (12 if self.rechecks else 8) * self.tm
-            return max(max(chunks, winners) * 4 + self.wg * acc, sums)
+            emulated = self.wg * 24 if self.emulate else 0
+            return max(max(chunks, winners) * 4 + self.wg * acc + emulated, sums)
         if self.variant == "gemm":   # as lloyd_gemm_assign.cl.mako lays it out
             winners = self.tm * (self.tn // self.rn)
             chunks = self.copies * self.kc * (self.tm + self.vw + self.tn) * item
@@ -153,9 +160,9 @@ class LloydSpec(Spec):
 
     def template_args(self):
         args = dict(super().template_args(), copies=self.copies, aliased=self.aliased)
-        tie_a, tie_b = (tie_bound(self.precision, self.d, self.kp) if self.rechecks
-                        else (0, 0))
-        return dict(args, tie_a=f"{tie_a:.9e}f", tie_b=f"{tie_b:.9e}f")
+        gamma, quantum = (bound_terms(self.precision, self.dp, self.kp) if self.rechecks
+                          else (0, 0))
+        return dict(args, gamma=f"{gamma:.9e}f", quantum=f"{quantum:.9e}f")
 
     def private_floats(self):
         if self.variant == "blocked":   # accumulators, a panel's vectors, the winners
@@ -340,6 +347,9 @@ class LloydPass:
         self.part_flags = cla.empty(q, 2 * self.groups, np.int32)
         self.part_rechecked = (cla.empty(q, self.groups, np.int32) if self.spec.rechecks
                                else None)
+        # a fast mode's ||c~_j||, ||c_j - c~_j|| (lloyd_mma.split_args)
+        self.center_rounding = (cla.empty(q, 2 * self.spec.kp, np.float32)
+                                if self.spec.rechecks else None)
         self.min_dist = cla.empty(q, part.n, part.dtype)
         self.norms = cla.empty(q, self.spec.kp, part.dtype)
         self.center_rows = (cla.empty(q, k * part.d, part.dtype) if self.spec.reads_rows
@@ -384,7 +394,8 @@ class LloydPass:
             host["center_rows"][:] = centers.reshape(-1)
             self._write(self.center_rows, host["center_rows"])
         if spec.variant == "mma":   # split on the device, in its fragments' order
-            split_centers(self.part.queue, spec, self.center_rows, self.centers)
+            split_centers(self.part.queue, spec, self.center_rows, self.centers,
+                          self.center_rounding)
             return
         padded = host["centers"]
         padded[:] = 0
@@ -447,8 +458,10 @@ class LloydPass:
                 self.part_inertia.data, self.part_flags.data, np.int64(self.group_rows),
                 np.int64(self.block_rows or self.group_rows)))]
         rechecked = (self.part_rechecked.data,) if spec.rechecks else ()
+        rounding = (self.center_rounding.data,) if spec.rechecks else ()
         out = [(spec, spec.kernel_name, (self.groups * spec.wg,), (spec.wg,), (
-            *data, self.centers.data, self.center_rows.data, self.norms.data, labels.data,
+            *data, self.centers.data, self.center_rows.data, self.norms.data, *rounding,
+            labels.data,
             self.min_dist.data, self.part_inertia.data, self.part_flags.data,
             *rechecked, np.int64(self.tiles)))]
         if self.update:

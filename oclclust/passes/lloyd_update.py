@@ -42,7 +42,7 @@ from .distance_tile import power_of_two_at_most
 # the same condition as the ensemble's: one chunk, one rank, fp64
 from .ensemble_update import centers_can_stay_resident  # noqa: F401
 from .lloyd import LloydStats
-from .lloyd_mma import split_plan
+from .lloyd_mma import split_args, split_plan
 
 EXACT = ()    # build options: IEEE products and sums (no -cl-mad-enable)
 
@@ -207,7 +207,7 @@ class ResidentCenters:
         if spec.variant == "mma":
             split, global_size, local_size = split_plan(spec)
             kern = own_kernel(ctx, split, "split_centers")
-            kern.set_args(lp.center_rows.data, lp.centers.data)
+            kern.set_args(*split_args(spec, lp.center_rows, lp.centers, lp.center_rounding))
             self.split = (kern, global_size, local_size)
             self.update_specs += (split,)
 

@@ -48,9 +48,10 @@ inline float truncated_sum(const float acc, const float *p)
 {
     float big = fabs(acc);
     for (int c = 0; c < 8; ++c)
-        big = fmax(big, fabs(p[c]));
-    if (big == 0 || !isfinite(big))
-        return acc + p[0] + p[1] + p[2] + p[3] + p[4] + p[5] + p[6] + p[7];
+        big = fmax(big, fabs(p[c]));   /* fmax passes NaN over: the plain sum keeps it */
+    const float plain = acc + p[0] + p[1] + p[2] + p[3] + p[4] + p[5] + p[6] + p[7];
+    if (big == 0 || !isfinite(big) || isnan(plain))
+        return plain;
     const int e = ilogb(big);
     long sum = (long)trunc(ldexp(acc, 23 - e));
     for (int c = 0; c < 8; ++c)

@@ -10,8 +10,10 @@ Reads spec: d, dp (d padded to 8), kp (k padded to tn), tm (rows of a
 work-group tile: wg / 32 warps of 16 * mt), tn (centroids of a local-memory
 chunk), wg (work-items), mt (m16 row tiles a warp owns), kpar (accumulator
 sets over the k steps: 1, or 2 for even and odd ones), weighted, k,
-precision ("float32", "tf32", "bf16"), tie_a, tie_b (the fast modes' tie
-bound: lloyd_mma.tie_bound).
+precision ("float32", "tf32", "bf16"), gamma, quantum (the fast modes'
+bound: lloyd_mma.bound_terms), emulate (the products in plain OpenCL:
+common/mma_fragments.cl.mako, tests on CPUs; bf16's m16n8k16 as two
+m16n8k8), truncate (emulate's sums as the tensor cores' truncation).
 
 The dot products x.c run as inline-PTX mma.sync m16n8k8 TF32 products in the
 3xTF32 split: each float v = big + small, both TF32 (round to nearest), and
@@ -25,15 +27,23 @@ bf16 layout of lloyd_mma_split.cl.mako, rows rounded by bf16_pack.cl).
 A score and its centroid's index are one key: the index in the score's
 low IBITS mantissa bits (bits of kp - 1), so each lane keeps its three
 best keys of a row with five fmin / fmax (no index registers, no
-branches), and the rows their three best of all.  A row whose two best
-keys are within the mode's bound of each other, tie_a ||x|| max||c|| +
-tie_b max||c||^2 (lloyd_mma.tie_bound: the operands' rounding and the keys'
-quantisation; max||c|| from center_norms here), is re-checked: the exact
-float32 (x - c)^2 distances of the best and of each of the others within
-the bound of it; the smallest (lower index on ties) wins.  A row not
-re-checked has its winner's score ahead of every other by more than both
-scores' errors, so its winner is the exact argmin; labels differ from the
-float32 model's only where four centres are within the bound of a tie.
+branches), and the rows their three best of all.  The accumulators start
+at -||x||^2 / 2, so a key is the distance ||x - c||^2 (shifted alike for
+all of a row's centres) rather than ||c||^2 - 2 x.c: its index bits cost
+2^(q-23) of the distance, not of ||x||^2.  Each key is within E_j
+of its centre's exact score (lloyd_mma.bound_terms: the row's rounding
+rho = ||x - x~|| and norm, taken here as the row's last step; the
+centre's ||c~_j||, ||c_j - c~_j|| from split_centers' center_rounding; the
+accumulation's gamma; the key's own quantum at its exponent).  A row is
+re-checked unless k2 - k1 > E_1 + E_2, k3 - k1 > E_1 + E_3 and
+k3 - k1 - c |k3| > E_1 + E (every other centre: the iteration's largest
+centre terms, reduced at the start), each widened by 1.001 for its float
+evaluation: the exact float32 (x - c)^2 distances of the best and of
+each of j2, j3 failing its own test decide; the smallest (lower index on
+ties) wins.  A row not re-checked has its winner's exact score below
+every other's, so its winner is the exact argmin; a re-checked row's
+label differs from it only by the float32 distances' rounding or where
+a fourth centre is within the bound (the three-candidate limit).
 part_rechecked counts the re-checked rows of each work-group.
 
 A warp's rows stay in registers as the products' A fragments, split once per
@@ -48,11 +58,20 @@ tensor cores' latency.  Scores ||c||^2 - 2 x.c, ties to the lowest index, and th
 exact (x - c)^2 distance recomputed, as in the gemm variant.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
-<%include file="/tf32_split.cl"/>
-% if precision == "bf16":
-<%include file="/bf16_pack.cl"/>
-% endif
 <%namespace name="select" file="/common/select.cl.mako"/>
+<%namespace name="mma" file="/common/mma_fragments.cl.mako"/>
+% if emulate:
+${mma.products(True, truncate, precision == "bf16")}\
+/* the m16n8k16 bf16 product as its two m16n8k8 halves (registers a0, a1,
+   b0: k 0..7; a2, a3, b1: k 8..15) */
+#define MMA16(d, a0, a1, a2, a3, b0, b1) \
+    do { MMA_BF16(d, a0, a1, b0); MMA_BF16(d, a2, a3, b1); } while (0)
+% else:
+<%include file="/tf32_split.cl"/>
+  % if precision == "bf16":
+<%include file="/bf16_pack.cl"/>
+  % endif
+% endif
 <%
     fast = precision != "float32"
     bf16 = precision == "bf16"
@@ -75,6 +94,25 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
 % if fast:
 #define KEY_MASK ${hex(2 ** 32 - 2 ** ibits)}u    /* a key's score bits */
 #define KEY_INDEX(key) ((int)(as_uint(key) & ${hex(2 ** ibits - 1)}u))
+#define GAMMA ${gamma}
+#define QUANTUM ${quantum}
+  % if bf16:
+#define ROUNDED(v) as_float(bf16_bits(v) << 16)   /* as the products read v */
+  % else:
+#define ROUNDED(v) as_float(tf32_bits(v))
+  % endif
+
+/* E_j of lloyd_mma.bound_terms: a bound on |key - exact score| for a key of
+   a centre with ||c~|| m, ||c - c~|| r and float32 norm nn, for a row of
+   norm `norm` and rounding rho; the key's quantum is the power of two of
+   its exponent (at least the smallest normal's) times 2^(q - 23) */
+inline float score_error(const float key, const float m, const float r, const float nn,
+                         const float norm, const float rho)
+{
+    const float quantum = fmax(as_float(as_uint(key) & 0x7f800000u), FLT_MIN) * QUANTUM;
+    return 2.0f * (fma(rho, m, norm * r) + GAMMA * fma(norm + rho, m, 0.5f * norm * norm))
+           + fma(0x1p-24f, nn + fabs(key) + quantum, quantum);
+}
 % endif
 % if weighted:
 #define WEIGHT(i) w[i]
@@ -82,13 +120,15 @@ exact (x - c)^2 distance recomputed, as in the gemm variant.
 #define WEIGHT(i) ((real_t)1)
 % endif
 
+% if not emulate:
 /* d##0 ... d##3 += A (a0..a3) x B (b0, b1), one m16n8k8 product */
 #define MMA(d, a0, a1, a2, a3, b0, b1) \
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 " \
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};" \
         : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
-% if bf16:
+% endif
+% if bf16 and not emulate:
 /* the same with m16n8k16 bf16 operands (two packed values a register) */
 #define MMA16(d, a0, a1, a2, a3, b0, b1) \
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 " \
@@ -104,6 +144,9 @@ void assign_gemm(
     __global const uint4 *restrict center_tiles,  /* KP x SLOTS (lloyd_mma_split) */
     __global const float *restrict centers,       /* K x D, for the exact distance */
     __global const float *restrict center_norms,  /* KP, +inf on padding */
+% if fast:
+    __global const float *restrict center_rounding,   /* KP x 2 (lloyd_mma_split) */
+% endif
     __global int *restrict labels,                /* in: previous, out: new */
     __global float *restrict min_dist,            /* exact distance to own centre */
     __global acc_t *restrict part_inertia,        /* groups */
@@ -134,28 +177,33 @@ void assign_gemm(
     __local int *row_index = (__local int *)lc + TM * 4;
 % endif
     __local acc_t scratch[WG];
+% if emulate:
+    __local uint emulated[WG * 6];
+% endif
 
     acc_t inertia = 0;
     int changed = 0, nonfinite = 0;
 % if fast:
     int rechecked = 0;
-    /* max ||c||^2 over the real centres (the bound's): a work-group's max */
+    /* the largest n_j, ||c~_j||, ||c_j - c~_j|| over the real centres (the
+       bound of the centres past a row's three): a work-group's max each */
+    float most[3];
+% for v, src in enumerate(("center_norms[j]", "center_rounding[2 * j]", "center_rounding[2 * j + 1]")):
     {
-        float most = 0.0f;
+        float m = 0.0f;
         for (int j = lid; j < ${k}; j += WG)
-            most = fmax(most, center_norms[j]);
-        scratch[lid] = most;
+            m = fmax(m, ${src});
+        scratch[lid] = m;
         for (int s = WG / 2; s > 0; s >>= 1) {
             barrier(CLK_LOCAL_MEM_FENCE);
             if (lid < s)
                 scratch[lid] = fmax(scratch[lid], scratch[lid + s]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+        most[${v}] = scratch[0];
+        barrier(CLK_LOCAL_MEM_FENCE);   /* scratch is free again */
     }
-    const float cmax2 = scratch[0];
-    /* the bound's terms, rounded up past its float evaluation */
-    const float tie_a = ${tie_a} * sqrt(cmax2) * 1.0001f, tie_b = ${tie_b} * cmax2 * 1.0001f;
-    barrier(CLK_LOCAL_MEM_FENCE);   /* scratch is free again */
+% endfor
 % endif
     const long first = g * tiles_per_group * TM;
     for (long t = 0; t < tiles_per_group; ++t) {
@@ -171,6 +219,11 @@ void assign_gemm(
         uint xs_${mi}_${s}_0, xs_${mi}_${s}_1, xs_${mi}_${s}_2, xs_${mi}_${s}_3;
     % endif
   % endfor
+  % if fast:
+        /* this lane's share of ||x||^2 of rows gq, gq + 8 (its fragments'
+           dimensions): the rows' shifts below */
+        float part_${mi}_0 = 0, part_${mi}_1 = 0, shift_${mi}_0, shift_${mi}_1;
+  % endif
         {
   % for h in range(2):
             const long i${h} = base + warp * ${16 * mt} + ${16 * mi + 8 * h} + gq;
@@ -182,8 +235,10 @@ void assign_gemm(
       % for e, (h, kk) in enumerate(((0, 0), (1, 0), (0, 8), (1, 8))):
             {   /* dimensions c and c + 1, packed */
                 const int c = ${16 * s + kk} + 2 * tq;
-                xb_${mi}_${s}_${e} = bf16_pack(ok${h} && c < D ? r${h}[c] : 0.0f,
-                                               ok${h} && c + 1 < D ? r${h}[c + 1] : 0.0f);
+                const float v0 = ok${h} && c < D ? r${h}[c] : 0.0f;
+                const float v1 = ok${h} && c + 1 < D ? r${h}[c + 1] : 0.0f;
+                xb_${mi}_${s}_${e} = bf16_pack(v0, v1);
+                part_${mi}_${h} = fma(v1, v1, fma(v0, v0, part_${mi}_${h}));
             }
       % endfor
     % else:
@@ -192,7 +247,9 @@ void assign_gemm(
                 const int c = ${8 * s + kk} + tq;
                 const float v = ok${h} && c < D ? r${h}[c] : 0.0f;
                 xb_${mi}_${s}_${e} = tf32_bits(v);
-        % if not fast:
+        % if fast:
+                part_${mi}_${h} = fma(v, v, part_${mi}_${h});
+        % else:
                 xs_${mi}_${s}_${e} = tf32_bits(v - as_float(xb_${mi}_${s}_${e}));
         % endif
             }
@@ -201,6 +258,31 @@ void assign_gemm(
   % endfor
         }
 % endfor
+% if fast:
+        {   /* -||x||^2 / 2 of each row, its four lanes' shares added in one
+               order in each of them (so the row's keys shift alike): the
+               products' accumulators start there, so that a key is
+               ||x - c||^2, whose index bits cost 2^(q-23) of the distance,
+               not of ||x||^2 (lloyd_mma.bound_terms).  lc is free here: the
+               last tile's row winners were read before its end's barrier */
+            __local float *parts = (__local float *)lc;
+  % for mi in range(mt):
+    % for h in range(2):
+            parts[(warp * ${16 * mt} + ${16 * mi + 8 * h} + gq) * 4 + tq] = part_${mi}_${h};
+    % endfor
+  % endfor
+            barrier(CLK_LOCAL_MEM_FENCE);
+  % for mi in range(mt):
+    % for h in range(2):
+            {
+                __local const float *p = parts + (warp * ${16 * mt} + ${16 * mi + 8 * h} + gq) * 4;
+                shift_${mi}_${h} = -0.5f * (((p[0] + p[1]) + p[2]) + p[3]);
+            }
+    % endfor
+  % endfor
+            barrier(CLK_LOCAL_MEM_FENCE);   /* read before chunk 0 is staged there */
+        }
+% endif
 % for mi in range(mt):
   % for r in range(2):
     % if fast:
@@ -234,7 +316,8 @@ void assign_gemm(
   % for ni in range(nt):
     % for a in (("big",) if fast else ("big", "fix")):
       % for par in range(kpar):
-            float ${a}_${mi}_${ni}_${par}_0 = 0, ${a}_${mi}_${ni}_${par}_1 = 0, ${a}_${mi}_${ni}_${par}_2 = 0, ${a}_${mi}_${ni}_${par}_3 = 0;
+<% z0, z1 = (f"shift_{mi}_0", f"shift_{mi}_1") if fast and par == 0 else ("0", "0") %>\
+            float ${a}_${mi}_${ni}_${par}_0 = ${z0}, ${a}_${mi}_${ni}_${par}_1 = ${z0}, ${a}_${mi}_${ni}_${par}_2 = ${z1}, ${a}_${mi}_${ni}_${par}_3 = ${z1};
       % endfor
     % endfor
   % endfor
@@ -360,17 +443,41 @@ void assign_gemm(
                     const float diff = row[c] - centers[(long)j * D + c];
                     exact = fma(diff, diff, exact);
                 }
-                float xx = 0;
-                for (int c = 0; c < D; ++c)
-                    xx = fma(row[c], row[c], xx);
-                const float bound = fma(tie_a, sqrt(xx), tie_b);
-                if (k2 - k1 <= bound) {   /* a near tie: the exact distances decide */
+                /* the row's norm and rounding rho = ||x - x~|| (the bound's) */
+                float xx = 0, lost = 0;
+                for (int c = 0; c < D; ++c) {
+                    const float v = row[c], e = v - ROUNDED(v);   /* exact */
+                    xx = fma(v, v, xx);
+                    lost = fma(e, e, lost);
+                }
+                const float norm = sqrt(xx), rho = sqrt(lost);
+                const float e1 = score_error(k1, center_rounding[2 * j], center_rounding[2 * j + 1],
+                                             center_norms[j], norm, rho);
+                /* candidates 2 and 3 against their own bounds; every other
+                   centre (key >= k3) against the iteration's largest terms */
+                int check = 0;
+                for (int m = 0; m < 2; ++m) {
+                    const float km = m ? k3 : k2;
+                    if (isinf(km))
+                        continue;   /* no such candidate */
+                    const int jm = KEY_INDEX(km);
+                    const float em = score_error(km, center_rounding[2 * jm],
+                                                 center_rounding[2 * jm + 1], center_norms[jm],
+                                                 norm, rho);
+                    if (!(km - k1 > 1.001f * (e1 + em)))
+                        check |= 1 << m;
+                }
+                const float others = score_error(0.0f, most[1], most[2], most[0], norm, rho);
+                const float c3 = 0x1p-24f + (1.0f + 0x1p-23f) * QUANTUM;
+                const int beyond = !isinf(k3) &&
+                    !(k3 - k1 - 1.001f * c3 * fabs(k3) > 1.001f * (e1 + others));
+                /* (a row of no finite key -- non-finite data, flagged -- is not a tie) */
+                if (!isinf(k1) && (check || beyond)) {   /* a near tie: the exact distances decide */
                     ++rechecked;
                     for (int m = 0; m < 2; ++m) {
-                        const float km = m ? k3 : k2;
-                        if (!(km - k1 <= bound))
-                            break;
-                        const int jm = KEY_INDEX(km);
+                        if (!(check & (1 << m)))
+                            continue;
+                        const int jm = KEY_INDEX(m ? k3 : k2);
                         float other = 0;
                         for (int c = 0; c < D; ++c) {
                             const float diff = row[c] - centers[(long)jm * D + c];

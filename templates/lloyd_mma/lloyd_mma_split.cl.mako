@@ -14,6 +14,11 @@ registers of two bf16 values (the m16n8k16 B fragment): dimensions
 number of slot groups (4 slots each) the rows' length is a multiple of 32
 banks, and odd rows swap the slots of even and odd groups, so that the
 fragment reads of a warp's 8 rows do not collide.
+
+The fast modes ("tf32", "bf16") also write center_rounding: centroid j's
+||c~_j|| and ||c_j - c~_j|| (c~_j: its operands as the products read them),
+the per-centre terms of the re-check's bound (lloyd_mma.bound_terms; zero
+on padding), one work-item a centroid.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 <%include file="/tf32_split.cl"/>
@@ -29,12 +34,33 @@ fragment reads of a warp's 8 rows do not collide.
 
 /* dimension c of centroid j, zero outside the centres */
 #define AT(j, c) ((j) < K && (c) < D ? centers[(long)(j) * D + (c)] : 0.0f)
+% if precision == "bf16":
+#define ROUNDED(v) as_float(bf16_bits(v) << 16)
+% elif precision == "tf32":
+#define ROUNDED(v) as_float(tf32_bits(v))
+% endif
 
 __kernel void split_centers(
     __global const float *restrict centers,   /* K x D */
-    __global uint4 *restrict center_tiles)    /* KP x SLOTS */
+    __global uint4 *restrict center_tiles     /* KP x SLOTS */
+% if precision != "float32":
+    , __global float *restrict center_rounding  /* KP x 2: ||c~_j||, ||c_j - c~_j|| */
+% endif
+    )
 {
     const int e = get_global_id(0);
+% if precision != "float32":
+    if (e < KP) {   /* the launch has KP * SLOTS >= KP work-items */
+        float kept = 0, lost = 0;
+        for (int c = 0; c < D; ++c) {
+            const float v = AT(e, c), r = ROUNDED(v);
+            kept = fma(r, r, kept);
+            lost = fma(v - r, v - r, lost);   /* v - r: exact */
+        }
+        center_rounding[2 * e] = sqrt(kept);
+        center_rounding[2 * e + 1] = sqrt(lost);
+    }
+% endif
     if (e >= KP * SLOTS)
         return;
     const int j = e / SLOTS, s = (e % SLOTS) ^ SWIZZLE(j);

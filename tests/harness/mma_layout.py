@@ -7,7 +7,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from oclclust.passes.lloyd import LloydSpec
-from oclclust.passes.lloyd_mma import split_centers, tile_words
+from oclclust.passes.lloyd_mma import rounded, split_centers, tile_words
 
 
 def slot_dims(spec):
@@ -42,14 +42,24 @@ def bf16_slot_dims(spec):
 
 def check_split(queue, C, precision="float32"):
     """Split *C* (k x d float32) on *queue*'s device for *precision*; assert
-    the words are the documented layout's."""
+    the words are the documented layout's, and a fast mode's rounding terms
+    (||c~_j||, ||c_j - c~_j||; zero on padding) numpy's to float32's sums."""
     k, d = C.shape
     pad = 32 if precision == "bf16" else 8
     dp = -(-d // pad) * pad
     spec = LloydSpec(variant="mma", dtype="float32", d=d, k=k, kp=-(-k // 16) * 16, dp=dp,
                      precision=precision)
     tiles = cla.empty(queue, tile_words(spec), np.uint32)
-    split_centers(queue, spec, cla.to_device(queue, C.ravel()), tiles)
+    terms = cla.empty(queue, 2 * spec.kp, np.float32)
+    split_centers(queue, spec, cla.to_device(queue, C.ravel()), tiles, terms)
+    if precision != "float32":
+        kept = rounded(precision, C).astype(np.float64)
+        want = np.zeros((spec.kp, 2))
+        want[:k] = np.stack([np.linalg.norm(kept, axis=1), np.linalg.norm(C - kept, axis=1)], 1)
+        np.testing.assert_allclose(terms.get().reshape(-1, 2), want, rtol=2e-6,
+                                   atol=1e-30)
+    if precision == "tf32":
+        return   # the float32 layout, its big parts read
     padded = np.zeros((spec.kp, dp), np.float32)
     padded[:k, :d] = C
     rows = np.arange(spec.kp)[:, None]

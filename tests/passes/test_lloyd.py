@@ -65,12 +65,13 @@ def reference(X, centres, w):
     return labels, sums, np.bincount(labels, w, minlength=k), float((w * own).sum()), own
 
 
-def run_pass(profile, X, centres, w=None, update=True, labels=None, precision="float32"):
+def run_pass(profile, X, centres, w=None, update=True, labels=None, precision="float32",
+             spec=None):
     part = DevicePartition(profile, X, w)
     if labels is None:
         labels = cla.empty(part.queue, part.n, np.int32)
         cl.enqueue_fill_buffer(part.queue, labels.data, np.int32(-1), 0, labels.nbytes)
-    lloyd = LloydPass(part, len(centres), update=update, precision=precision)
+    lloyd = LloydPass(part, len(centres), update=update, spec=spec, precision=precision)
     stats = lloyd.run(centres.astype(np.float64), labels)
     return stats, labels, lloyd
 

@@ -10,7 +10,8 @@ from sklearn.datasets import make_blobs
 import oclclust as oc
 from oclclust.cluster.kmeans import kmeans
 from oclclust.passes.gmm_specs import mma_mstep_planned
-from oclclust.passes.lloyd_mma import tensor_cores, tie_bound
+from oclclust.passes.lloyd_mma import tensor_cores
+from tie_checks import check_contract, distances
 
 ESTIMATORS = [oc.KMeans, oc.MiniBatchKMeans, oc.EnsembleKMeans, oc.FuzzyCMeans,
               oc.GaussianMixture]
@@ -68,16 +69,13 @@ def test_kmeans_fast_modes(devices, profile, precision, device_update):
     else:   # near ties part the runs' ways: each run's labels are its centres' argmin
         assert all(0 <= h["rechecked"] <= len(X) for h in fast.history_)
         assert sum(h["rechecked"] for h in fast.history_) > 0
-        C = fast.cluster_centers_.astype(np.float64)
-        d2 = ((X[:, None].astype(np.float64) - C[None]) ** 2).sum(-1)
-        best, rows = d2.min(1), np.arange(len(X))
-        a, b = tie_bound(precision, X.shape[1], -(-len(C) // 16) * 16)
-        cmax = np.sqrt((C ** 2).sum(1).max())
-        bound = a * np.linalg.norm(X.astype(np.float64), axis=1) * cmax + b * cmax ** 2
-        assert np.all(d2[rows, fast.labels_] - best <= bound)   # off only at near ties
-        clear = np.sort(d2, 1)[:, 1] - best > bound
-        np.testing.assert_array_equal(fast.labels_[clear], d2.argmin(1)[clear])
-        assert fast.inertia_ == pytest.approx(d2[rows, fast.labels_].sum(), rel=1e-4)
+        C = fast.cluster_centers_.astype(np.float32)   # as the pass reads them
+        dp = -(-X.shape[1] // (32 if precision == "bf16" else 8)) * (32 if precision == "bf16"
+                                                                    else 8)
+        check_contract(precision, dp, -(-len(C) // 16) * 16, X, C, fast.labels_)
+        d2 = distances(X, C)
+        assert fast.inertia_ == pytest.approx(d2[np.arange(len(X)), fast.labels_].sum(),
+                                              rel=1e-4)
 
 
 @pytest.mark.parametrize("estimator, kw", [
