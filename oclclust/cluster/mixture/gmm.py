@@ -5,11 +5,7 @@ One EM iteration is one pass over every chunk of the fit's rows
 the M kernel on the responsibilities it left on the device); only the
 reduced float64 statistics come to the host, which updates the model and
 its Cholesky factors (the model's math, beside the MDL merge, is in
-mdl.py).  The data-driven starts leave their responsibilities on the
-devices: one-hot rows made there from k-means' labels (a KMeans fit of
-these same rows) or from k chosen rows; "random" draws them on the rows'
-host, a block of rows at a time (on a Dask worker from the random stream
-moved to its rows: no per-row value travels).
+mdl.py; the starts in gmm_starts.py).
 """
 import math
 import numbers
@@ -18,19 +14,17 @@ import warnings
 
 import numpy as np
 
-from .mdl import (Fitted, Model, cholesky_of_precisions, covariances_of, m_step, precisions_of,
-                  raw_second_moment, records, row_stats, select_order)
+from .mdl import Fitted, Model, m_step, precisions_of, records, select_order
 from .._base import KCluster
 from ..checkpoint import CHECKPOINT_RULES
 from .gmm_checkpoint import EmCheckpoint
 from .gmm_params import broadcast, checked_inits, compact
-from ..inits import kmeans_plusplus
 from ...parallel.placement import is_dask_array, joined_mean_var_finite
 from .gmm_shards import GmmShards, calibration_pass
+from .gmm_starts import GmmStarts
 from ...passes.gmm_specs import stats_size
-from ..registry import estimator_class
 from ...runtime.progress import Progress, history_entry
-from ...runtime.validation import check_random_state, skip_uniform
+from ...runtime.validation import check_random_state
 from ...runtime.warning_site import user_stacklevel
 
 try:
@@ -44,11 +38,7 @@ except ImportError:   # scikit-learn is optional
         pass
 
 
-# "random" init: responsibilities drawn and uploaded this many values at a time
-RANDOM_BLOCK = 1 << 20
-
-
-class GaussianMixture(DensityMixin, KCluster):
+class GaussianMixture(GmmStarts, DensityMixin, KCluster):
     """Gaussian mixture fitted by EM on OpenCL devices (scikit-learn's API).
 
     The E step (log-densities, log-sum-exp, responsibilities) and the M
@@ -339,81 +329,6 @@ default="kmeans"
                              f"but n_components={self.n_components} and X has {d} features")
         return model
 
-    def _initial_model(self, gm, data, given, rng, host_w):
-        full, k = self._full, self.n_components
-        w0, m0, p0 = given
-        if w0 is None or m0 is None or p0 is None:
-            # the rows' mean (the same bits however they are split), the
-            # shift of the first statistics
-            center = np.broadcast_to(self._data_mean, (k, data.d))
-            xtx = None
-            if self.covariance_type == "tied" and self.init_params in ("k-means++",
-                                                                        "random_from_data"):
-                # one-hot on k rows is no partition: scikit-learn's tied
-                # covariance counts every row's x x' (X'X, all in component 0)
-                gm.resp_in_first()
-                xtx = raw_second_moment(gm.resp_stats(center)[:1], center[:1])
-            stats_about = self._initial_stats(gm, data, rng, host_w)
-            # means first (about the data mean), then the scatter about them
-            stats = stats_about(center)
-            nk = stats[:, 0] + 10 * self._eps
-            means = (stats[:, 1:1 + data.d] + stats[:, :1] * center) / nk[:, None]
-            stats = stats_about(means)
-            extra = None if xtx is None else xtx - raw_second_moment(stats, means)
-            est = m_step(stats, means, self.reg_covar, full, self._eps, self._float32,
-                         self._pooled, extra)
-            est.weights = (stats[:, 0] + 10 * self._eps) / self._ranks.n
-            w0 = est.weights if w0 is None else w0
-            m0 = est.means if m0 is None else m0
-            if p0 is None:
-                return Model(w0, m0, est.covariances, est.prec_chol)
-        prec_chol = cholesky_of_precisions(p0, full)
-        return Model(w0, m0, covariances_of(prec_chol, full), prec_chol)
-
-    def _initial_stats(self, gm, data, rng, host_w):
-        """The initial responsibilities' M statistics about given means, as
-        a function of them: of one-hot rows on k rows ("random_from_data",
-        "k-means++"), each component's row alone (mdl.row_stats: no pass
-        over n x k responsibilities, two M passes that took 2 x 30 ms of a
-        1M x 128 x 1024 fit's 0.28 s on an H200); else the M pass of the
-        responsibilities _initial_resp leaves on the devices."""
-        if self.init_params in ("random_from_data", "k-means++"):
-            rows = self._ranks.rows(data, self._initial_rows(data, rng, host_w))
-            return lambda about: row_stats(rows, about, self._full)
-        self._initial_resp(gm, data, rng, host_w)
-        return gm.resp_stats
-
-    def _initial_resp(self, gm, data, rng, host_w):
-        """The initial responsibilities ("random", "kmeans") of this rank's
-        rows, left on the devices (gm: the fit's GmmShards); drawn from all
-        ranks' rows, as one process would.  "random" draws on a host (a
-        block of rows at a time, where the rows are); "kmeans" makes one-hot
-        rows of its labels on the devices."""
-        k, ranks = self.n_components, self._ranks
-        if self.init_params == "random":   # all ranks' draws, in row order
-            def skip(stream, rows):
-                skip_uniform(stream, rows * k, RANDOM_BLOCK)
-            skip(rng, ranks.offset)
-            gm.resp_from_stream(rng, lambda own, rows: _uniform_resp(own, rows, k), skip,
-                                max(1, RANDOM_BLOCK // k))
-            skip(rng, ranks.n - ranks.offset - data.n)
-        elif self.init_params == "kmeans":   # a fit of all ranks' rows, on these devices
-            kmeans = estimator_class("KMeans")(n_clusters=k, n_init=1, random_state=rng,
-                                               devices=self.devices, dtype=data.dtype,
-                                               comm=self.comm)
-            lloyd = kmeans._fit_leaving_labels(data, host_w, rng, ranks)
-            # its labels, still on the devices (as its labels_, this rank's rows)
-            gm.resp_from_lloyd(lloyd)
-
-    def _initial_rows(self, data, rng, host_w):
-        """The k rows (global indices) of the one-hot inits: drawn
-        ("random_from_data", scikit-learn's draw) or k-means++'s (on the
-        devices, unit weights)."""
-        k, ranks = self.n_components, self._ranks
-        if self.init_params == "random_from_data":
-            return rng.choice(ranks.n, size=k, replace=False)
-        return np.asarray(kmeans_plusplus(data, k, rng, host_w, ranks=ranks))
-
     def _set_model(self, model, dtype):
         full, kind = self._full, self.covariance_type
         self.weights_ = model.weights.astype(dtype)
@@ -505,10 +420,3 @@ default="kmeans"
                            for m, c, s in zip(model.means, model.covariances, counts)])
         return X, np.repeat(np.arange(model.k), counts)
 
-
-def _uniform_resp(rng, rows, k):
-    """The "random" init's next *rows* responsibilities from *rng*
-    (scikit-learn's: uniform draws, each row normalised)."""
-    resp = rng.uniform(size=(rows, k))
-    resp /= resp.sum(axis=1)[:, None]
-    return resp

@@ -12,7 +12,7 @@ import pytest
 
 import oclclust as oc
 from conftest import split_or_skip
-from oclclust.cluster.mixture import gmm as gmm_module
+from oclclust.cluster.mixture import gmm as gmm_module, gmm_starts
 from oclclust.cluster.inits import kmeans_plusplus
 
 INITS = ["kmeans", "k-means++", "random", "random_from_data"]
@@ -106,7 +106,7 @@ def test_sub_devices_and_streamed_chunks(profile, init, monkeypatch):
     the random draws in small blocks across the chunks' ends."""
     X = data(np.float64)
     streamed = oc.DeviceManager([profile], memory_budget=2 * 90 * 4 * 8)   # 90 rows a chunk
-    monkeypatch.setattr(gmm_module, "RANDOM_BLOCK", 5 * 37)   # 37 rows a block
+    monkeypatch.setattr(gmm_starts, "RANDOM_BLOCK", 5 * 37)   # 37 rows a block
     for devices in (split_or_skip(profile), streamed):
         new = fit(X, devices, covariance_type="diag", init_params=init)
         assert_same(new, old_way(monkeypatch, X, devices, covariance_type="diag",
