@@ -67,6 +67,7 @@ def pinned_empty(queue, shape, dtype):
 # where it likes), and a lock there would wait on itself
 POOL_BYTES = 256 << 20
 _pool_arrays, _pool_lock, _pool_returned = {}, threading.Lock(), collections.deque()
+_pool_held = [0]   # bytes in _pool_arrays (under the lock)
 
 
 def _pool_take(queue, count, dtype):
@@ -75,15 +76,16 @@ def _pool_take(queue, count, dtype):
     copy is done), else a new one."""
     key = (queue.context.int_ptr, np.dtype(dtype).str)
     with _pool_lock:
-        held = sum(a.nbytes for free in _pool_arrays.values() for a, _ in free)
         while _pool_returned:
             context, array, last = _pool_returned.popleft()
-            if held + array.nbytes <= POOL_BYTES:
+            if _pool_held[0] + array.nbytes <= POOL_BYTES:
                 _pool_arrays.setdefault((context, array.dtype.str), []).append((array, last))
-                held += array.nbytes
+                _pool_held[0] += array.nbytes
         free = _pool_arrays.get(key, [])
         fits = [i for i, (a, _) in enumerate(free) if a.size >= count]
         got = free.pop(min(fits, key=lambda i: free[i][0].size)) if fits else None
+        if got is not None:
+            _pool_held[0] -= got[0].nbytes
     if got is None:
         return pinned_empty(queue, (max(int(count), 1),), dtype)
     array, last = got

@@ -162,6 +162,7 @@ def test_pinned_staging_takes_the_arrays_of_gone_ones(queue, monkeypatch):
     context (the smallest that fits, after its last copy), a larger ask
     makes a new one, and the pool keeps at most POOL_BYTES."""
     monkeypatch.setattr(transfer, "_pool_arrays", {})
+    monkeypatch.setattr(transfer, "_pool_held", [0])
     monkeypatch.setattr(transfer, "_pool_returned", collections.deque())
     gc.collect()   # earlier tests' stagings go to the deque this test no longer reads
     monkeypatch.setattr(transfer, "_pool_returned", collections.deque())
@@ -185,4 +186,4 @@ def test_pinned_staging_takes_the_arrays_of_gone_ones(queue, monkeypatch):
     gc.collect()
     transfer._pool_take(queue, 1, np.float32)      # the pool takes in what it may keep
     kept = [a.nbytes for free in transfer._pool_arrays.values() for a, _ in free]
-    assert sum(kept) <= 1024
+    assert sum(kept) <= 1024 and transfer._pool_held == [sum(kept)]   # the running total
