@@ -107,6 +107,24 @@ def make_blobs_fixture():
     return make_blobs
 
 
+CPU_RUNTIMES = ["Portable Computing Language", "Intel(R) OpenCL"]
+
+
+@pytest.fixture(scope="module")
+def runtimes():
+    """Both CPU runtimes' devices, unlike devices of one host (missing: a
+    failure under CI=true, else a skip)."""
+    found = []
+    for name in CPU_RUNTIMES:
+        try:
+            found.append(oc.runtime.devices.preferred(oc.select_devices(name))[0])
+        except ValueError as exc:
+            if os.environ.get("CI", "").lower() == "true":
+                pytest.fail(f"CI=true but the OpenCL platform {name!r} is missing: {exc}")
+            pytest.skip(f"the OpenCL platform {name!r} is not installed: {exc}")
+    return found
+
+
 def split_or_skip(profile, counts=(1, 1)):
     """Sub-devices of *profile* by compute-unit *counts*; the test is skipped
     on a device that cannot be split (NVIDIA GPUs), never on a CPU (both

@@ -6,7 +6,6 @@ no rows; a measured split fits the model of any other split, bit for bit.
 
 Unlike devices here are the two CPU runtimes (PoCL and Intel's, two
 platforms); alike ones the device under test beside its sub-devices."""
-import os
 
 import numpy as np
 import pyopencl as cl
@@ -25,7 +24,6 @@ N, D = 6000, 8
 pytestmark = [pytest.mark.filterwarnings("ignore:Best performing initialization did not "
                                          "converge"),
               pytest.mark.filterwarnings("ignore:FuzzyCMeans did not converge")]
-CPU_RUNTIMES = ["Portable Computing Language", "Intel(R) OpenCL"]
 
 # estimator -> (made on devices, fitted attributes, its devices.yaml rate term)
 ESTIMATORS = {
@@ -48,20 +46,6 @@ ESTIMATORS = {
 @pytest.fixture(scope="module")
 def subs(profile):
     return split_or_skip(profile)
-
-
-@pytest.fixture(scope="module")
-def runtimes():
-    """Both CPU runtimes' devices (missing: a failure under CI=true, else a skip)."""
-    found = []
-    for name in CPU_RUNTIMES:
-        try:
-            found.append(oc.runtime.devices.preferred(oc.select_devices(name))[0])
-        except ValueError as exc:
-            if os.environ.get("CI", "").lower() == "true":
-                pytest.fail(f"CI=true but the OpenCL platform {name!r} is missing: {exc}")
-            pytest.skip(f"the OpenCL platform {name!r} is not installed: {exc}")
-    return found
 
 
 def data(seed=0, n=N):

@@ -64,6 +64,22 @@ def test_any_split_by_weights_gives_the_same_labels(profile, share, data):
         assert list(ours.devices_.values()) == [len(X)]
 
 
+@pytest.mark.parametrize("weights", ["auto", "compute_units"])
+def test_unlike_devices_of_a_manager(runtimes, weights):
+    """A DeviceManager over unlike devices (two runtimes, as a GPU beside its
+    host's CPU): "auto" gives rows to the devices alike the first alone (no
+    pass measures DBSCAN's), compute units to both; the labels either way,
+    and the user's manager keeps its state."""
+    make, eps, min_samples = DATA["crossing"]
+    X = make()
+    manager = oc.DeviceManager(runtimes, weights=weights)
+    ours = oc.DBSCAN(eps, min_samples=min_samples, algorithm="grid", devices=manager).fit(X)
+    assert_same(ours, SKDBSCAN(eps=eps, min_samples=min_samples).fit(X))
+    held = [n for n in ours.devices_.values() if n > 0]
+    assert len(held) == (1 if weights == "auto" else 2) and sum(held) == len(X)
+    assert manager.left_out == []
+
+
 @pytest.mark.parametrize("low", [0, -2])
 @pytest.mark.parametrize("eps", [0.4, 1.0])
 def test_weights_count_alike_on_several_devices(profile, low, eps):

@@ -15,6 +15,7 @@ sparse rows go through an explicit neighbourhood graph built in row blocks
 sparse rows under euclidean distances on the device (CsrRows), under the
 other metrics on the host.
 """
+import copy
 import numbers
 import warnings
 
@@ -24,6 +25,7 @@ from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, 
 from ....parallel.comm import local_rank, size
 from ....parallel.manager import DeviceManager
 from ....parallel.placement import bind_devices
+from ....parallel.shares import leave_aside_unlike
 from ....passes.linkage import check_range, plan_for, plans_for
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .ranks import labels_across_ranks
@@ -269,9 +271,16 @@ def _device_plans(devices):
     keywords that split the rows over them (shares, executor).  Several
     where *devices* names them one by one: a DeviceManager's (by its
     weights, on its executor's threads) or a list's (by compute units);
-    one, plan_for's, for any other value (a name, None, a device)."""
+    one, plan_for's, for any other value (a name, None, a device).  A
+    device a DeviceManager gives no share holds no slab."""
     split = {}
     if isinstance(devices, DeviceManager):
+        # "auto" over unlike devices (a GPU beside its host's CPU runtime):
+        # nothing measures this pass, so only the devices alike the first
+        # take rows, not the CPU by its compute units (a copy: the user's
+        # manager keeps its state)
+        devices = copy.deepcopy(devices)
+        leave_aside_unlike(devices)
         profiles, shares = devices.profiles, devices.current_weights()
         split["executor"] = devices.executor
     elif isinstance(devices, (list, tuple)):
