@@ -325,6 +325,7 @@ class LloydPass:
         self.part, self.k, self.update = part, k, update
         self._pinned = None   # page-locked host arrays (_host), made on first use
         self._writes = []     # the copies of the last upload, not yet waited on
+        self._grids_of = None   # the magnitudes the folds' grids were set from
         self.spec, self.kernel = plan(part.profile, part.queue, part.dtype, part.d, k, update,
                                        part.weighted, spec, precision)
         gemm = self.spec.labels_first
@@ -519,11 +520,15 @@ class LloydPass:
         fit's magnitudes (set here: a pooled pass's partition changes),
         and min_dist's weighted block sums (``block_inertia``)."""
         part, q = self.part, self.part.queue
-        if self.update:
-            absmax, wmax = exact_fold.magnitudes_of(part)
+        magnitudes = exact_fold.magnitudes_of(part)
+        if self.update and self._grids_of is not magnitudes:   # (k x d bounds compared)
+            absmax, wmax = magnitudes
             bound = self.block_rows * wmax
             for name, fold in self.folds.items():
                 fold.set_bounds(bound * absmax[None, :] if name == "sums" else bound)
+            self._grids_of = magnitudes
+        if self.update:
+            for name, fold in self.folds.items():
                 fold.enqueue(self.part_sums if name == "sums" else self.part_weights,
                              self.partials)
         exact_fold.enqueue_block_sums(q, self.min_dist, part.weights, part.n, self.block_rows,

@@ -219,14 +219,7 @@ class ResidentCenters:
         reduce = () if self.lloyd.exact else (self.reduce_spec,)   # exact: fetched (noted)
         note(q.context, *reduce, *self.update_specs, *self.lloyd.kernel_specs())
         self.drop()
-        self.labels = labels
-        self.launches = []
-        for spec, name, global_size, local_size, args in self.lloyd.launches(labels):
-            if (spec, name) not in self.pass_kernels:
-                self.pass_kernels[spec, name] = own_kernel(q.context, spec, name)
-            kern = self.pass_kernels[spec, name]
-            kern.set_args(*args)
-            self.launches.append((kern, global_size, local_size))
+        self.bind(labels)
         self.lloyd.upload(centers)   # from the pass's own page-locked arrays
         # no wait for this copy: its host array kept until the first read
         self.kept = np.ascontiguousarray(centers, np.float64).ravel()
@@ -236,6 +229,25 @@ class ResidentCenters:
         self.active = True
         self.clobbered = False
 
+    def bind(self, labels):
+        """The pass's kernels (its own objects) bound to read and write
+        *labels*: ``launches``, enqueued without building an argument."""
+        q = self.lloyd.part.queue
+        self.labels = labels
+        self.launches = []
+        for spec, name, global_size, local_size, args in self.lloyd.launches(labels):
+            if (spec, name) not in self.pass_kernels:
+                self.pass_kernels[spec, name] = own_kernel(q.context, spec, name)
+            kern = self.pass_kernels[spec, name]
+            kern.set_args(*args)
+            self.launches.append((kern, global_size, local_size))
+
+    def enqueue_pass(self):
+        """The bound pass (``bind``) enqueued, and its reductions."""
+        q = self.lloyd.part.queue
+        for kern, global_size, local_size in self.launches + self.reduces:
+            cl.enqueue_nd_range_kernel(q, kern, global_size, local_size)
+
     def _enqueue(self):
         """The pass and update of the iteration after the last enqueued."""
         q = self.lloyd.part.queue
@@ -243,11 +255,7 @@ class ResidentCenters:
         target = (source + 1) % len(self.buffers)
         slot = self.next_slot
         self.next_slot = (slot + 1) % self.n_slots
-        enqueue = cl.enqueue_nd_range_kernel
-        for kern, global_size, local_size in self.launches:
-            enqueue(q, kern, global_size, local_size)
-        for kern, global_size, local_size in self.reduces:
-            enqueue(q, kern, global_size, local_size)
+        self.enqueue_pass()
         lp = self.lloyd
         if lp.exact:
             lp.enqueue_exact()
@@ -256,7 +264,7 @@ class ResidentCenters:
             cl.enqueue_copy(q, self.block_inertia[slot].data, lp.block_inertia.data)
         self.new_centers(source)
         ss = self.summary_spec
-        done = enqueue(q, self.summaries[slot], (ss.wg,), (ss.wg,))
+        done = cl.enqueue_nd_range_kernel(q, self.summaries[slot], (ss.wg,), (ss.wg,))
         self.pending.append([target, slot, done, None])
 
     def _read(self, count):
@@ -342,77 +350,3 @@ class ResidentCenters:
         self.active = False
         q = self.lloyd.part.queue
         return self.buffers[self.current].get(q).reshape(self.lloyd.k, -1)
-
-
-class SharedCenters:
-    """The centres of one device's LloydPass (with the update) when several
-    devices share one update (cluster.kmeans.lloyd_shards.LloydShards: each
-    device's rows in one resident chunk, one process, fp64).
-
-    The host reads every device's pass statistics (LloydPass.launch /
-    collect, the centre upload skipped), adds them in chunk order as the
-    host update does, and writes the totals back to every device
-    (``update``); each computes the new centres from them itself with
-    ResidentCenters' new_centers kernel, into the pass's inputs, so the
-    host computes no centre, norm or layout and uploads none between
-    passes (on several GPUs those were a noticeable part of an iteration).  Every device
-    computes the same centres from the same totals; the first one's
-    summary gives the shift (np.sum's bits, as on one device)."""
-
-    def __init__(self, lloyd_pass):
-        self.resident = r = ResidentCenters(lloyd_pass, depth=0)
-        q, k, d = lloyd_pass.part.queue, lloyd_pass.k, lloyd_pass.part.d
-        self.host_sums = pinned_empty(q, (k * d,), np.float64)
-        self.host_weights = pinned_empty(q, (k,), np.float64)
-        self.writes = []   # the last update's copies from the two arrays above
-        self.active = False
-        self.summary = r.summaries[0]
-
-    def start(self, centers):
-        """*centers* (k x d float64, the host's: current) uploaded, as the
-        pass's inputs and the update's."""
-        r = self.resident
-        lp = r.lloyd
-        note(lp.part.queue.context, *r.update_specs)
-        lp.upload(centers)
-        r.current = 0
-        r.buffers[0].set(np.ascontiguousarray(centers, np.float64).ravel(), lp.part.queue)
-        self.active = True
-
-    def launch(self, labels):
-        """The pass over the resident centres into *labels*, with its
-        statistics' reads, enqueued (LloydPass.launch: collect() them)."""
-        return self.resident.lloyd.launch(None, labels)
-
-    def update(self, sums, weights, summarize=False):
-        """All devices' totals in (*sums* k x d, *weights* k, float64), the
-        new centres computed here; with *summarize*, their shift summed and
-        read: its read event (else None).  Not waited on."""
-        r = self.resident
-        q = r.lloyd.part.queue
-        if self.writes:   # the last copies from the page-locked arrays are done
-            cl.wait_for_events(self.writes)
-        self.host_sums[:] = sums.reshape(-1)
-        self.host_weights[:] = weights
-        self.writes = [cl.enqueue_copy(q, r.sums.data, self.host_sums, is_blocking=False),
-                       cl.enqueue_copy(q, r.weights.data, self.host_weights, is_blocking=False)]
-        r.new_centers(r.current)
-        r.current = (r.current + 1) % len(r.buffers)
-        read = None
-        if summarize:
-            ss = r.summary_spec
-            cl.enqueue_nd_range_kernel(q, self.summary, (ss.wg,), (ss.wg,))
-            read = cl.enqueue_copy(q, r.host_results[0], r.results.data, is_blocking=False)
-        q.flush()
-        return read
-
-    def shift(self, read):
-        """The shift of the update whose summary *read* is (update's)."""
-        read.wait()
-        return float(self.resident.host_results[0][SHIFT])
-
-    def centers_to_host(self):
-        """The current centres (k x d float64); none resident after."""
-        self.active = False
-        r = self.resident
-        return r.buffers[r.current].get(r.lloyd.part.queue).reshape(r.lloyd.k, -1)

@@ -119,6 +119,16 @@ class Fold:
                 self.queue, (items,), (wg,), self._partial.data, np.int64(parts),
                 np.int64(self.size), self.out.data)
 
+    def enqueue_total(self, gathered, parts):
+        """Enqueue the total of *parts* folds' words (device array
+        *gathered*: parts x 4 x size doubles, each a fold's ``out`` on this
+        grid, from any device) into ``out``: integers, so the same words
+        as the host's ExactWords.total of them (carried alike), in any order."""
+        wg = 64
+        kernel(self.queue.context, ExactFoldSpec(), "exact_fold_parts")(
+            self.queue, (-(-self.size // wg) * wg,), (wg,), gathered.data, np.int64(parts),
+            np.int64(self.size), self.out.data)
+
     def enqueue_value(self, values):
         """Enqueue ``out`` rounded to float64 into device array *values*
         (size doubles) as ExactWords.value() rounds the words read: a

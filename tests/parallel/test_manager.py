@@ -28,6 +28,7 @@ from sklearn.cluster import kmeans_plusplus as sk_kmeans_plusplus
 import oclclust as oc
 from oclclust.passes import kmeanspp
 from oclclust.passes import lloyd
+from oclclust.passes import lloyd_shared
 from oclclust.runtime.codegen import KernelBuildError
 from oclclust.parallel.device_data import DeviceData
 from oclclust.parallel.shares import kept_rates, split_rows
@@ -535,6 +536,13 @@ def _fail_on(monkeypatch, where, failing, on_call):
                 raise cl.RuntimeError("injected fault: kernel launch failed")
             return original(self, *args, **kwargs)
         monkeypatch.setattr(lloyd.LloydPass, "launch", launch)
+        shared_launch = lloyd_shared.SharedCenters.launch   # several devices' shared update
+
+        def launch_shared(self, *args, **kwargs):
+            if should_fail(self.resident.lloyd.part.profile):
+                raise cl.RuntimeError("injected fault: kernel launch failed")
+            return shared_launch(self, *args, **kwargs)
+        monkeypatch.setattr(lloyd_shared.SharedCenters, "launch", launch_shared)
     elif where == "build":
         original = lloyd.plan
 

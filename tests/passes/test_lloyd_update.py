@@ -350,12 +350,17 @@ def test_a_collection_under_the_pool_lock_gives_back():
 
 
 # ---------------------------------------- several devices: one shared update
-def two_sub_devices(profile):
-    """The device split in two 1-unit sub-devices (the CPU runtimes of CI;
-    a device that cannot be split: skipped)."""
-    if profile.type != "cpu" or profile.compute_units < 2:
-        pytest.skip(f"{profile} is not split into sub-devices here")
-    return oc.sub_devices(profile, [1, 1])
+def two_devices(profile):
+    """Two devices like *profile*: a CPU split in two 1-unit sub-devices
+    (the CPU runtimes of CI), a GPU and another of its platform and name
+    (a several-GPU host); else skipped."""
+    if profile.type == "cpu" and profile.compute_units >= 2:
+        return oc.sub_devices(profile, [1, 1])
+    alike = [p for p in oc.select_devices(profile.platform)
+             if p.name == profile.name and p.type == profile.type]
+    if profile.type == "cpu" or len(alike) < 2:
+        pytest.skip(f"{profile} has no second device like it here")
+    return alike[:2]
 
 
 def shared_fit(devices, X, device, variant, **params):
@@ -410,7 +415,7 @@ def test_shared_update_over_devices_is_the_host_fit(profile, variant, case):
     the model the host update's over the same devices, bit for bit."""
     import re
     needs_fp64(profile)
-    subs = two_sub_devices(profile)
+    subs = two_devices(profile)
     X, params, pattern = shared_case(case)
     host, none = shared_fit(subs, X, False, variant, **params)
     shared, steps = shared_fit(subs, X, True, variant, **params)
@@ -428,7 +433,7 @@ def test_shared_update_only_where_every_device_holds_its_rows(profile):
     no fp64."""
     from oclclust.cluster.kmeans.lloyd_shards import LloydShards
     needs_fp64(profile)
-    subs = two_sub_devices(profile)
+    subs = two_devices(profile)
     X = blobs(600, 3, 3, np.float64)
     made = {name: oc.DeviceManager(devs, **kw).scatter(X, None) for name, devs, kw in (
         ("two", subs, {}), ("one", subs[:1], {}),

@@ -3,7 +3,7 @@ the fused Lloyd pass on every chunk, its labels and distances left on the
 devices, and the centre update kept there between passes: one device's
 resident update (passes.lloyd_update.ResidentCenters) or, over several
 resident devices of one process, one update every device computes from
-the totals the host adds (SharedCenters).  What a chunk's passes allocate
+the same totals (passes.lloyd_shared.SharedCenters).  What a chunk's passes allocate
 is pooled across fits (LloydState)."""
 import dataclasses
 import threading
@@ -15,6 +15,7 @@ import pyopencl.array as cla
 
 from ...passes.kmeanspp import count_kernel
 from ...passes import lloyd_update
+from ...passes.lloyd_shared import SharedCenters
 from ...passes.lloyd import LloydPass, center_norms
 from ...runtime import exact_sums
 from ...runtime.codegen import quiet_build
@@ -154,9 +155,9 @@ class _LloydChunk:
             centers[0] = resident.centers_to_host()
 
     def shared_centers(self):
-        """This chunk's lloyd_update.SharedCenters (pooled with its state)."""
+        """This chunk's lloyd_shared.SharedCenters (pooled with its state)."""
         if self.state.shared is None:
-            self.state.shared = lloyd_update.SharedCenters(self.lloyd_pass(True))
+            self.state.shared = SharedCenters(self.lloyd_pass(True))
         return self.state.shared
 
     def current_labels(self):
@@ -178,7 +179,7 @@ class LloydShards(ShardedPass):
     def __init__(self, data, k, ranks=None, device_update=True, precision="float32"):
         super().__init__(data, ranks, lambda chunk: _LloydChunk(chunk, k, precision))
         # one device: its resident update; several, each with its rows in one
-        # chunk: one update that every device computes (lloyd_update.SharedCenters)
+        # chunk: one update that every device computes (lloyd_shared.SharedCenters)
         self.shared_update = device_update and shareable(data, self.ranks.comm)
         self.device_update = self.shared_update or (
             device_update and lloyd_update.centers_can_stay_resident(data, self.ranks.comm))
@@ -229,9 +230,10 @@ class LloydShards(ShardedPass):
 
     def _shared_step(self, centers, iterations_left=None):
         """device_step over several devices (``shared_update``): every
-        device's pass over its resident centres, their statistics added on
-        the host as reduce() adds them, the totals written back and the new
-        centres computed on every device.  Flagged (an empty cluster, a
+        device's pass over its resident centres, their statistics added as
+        reduce() adds them (split-free, the sums' words on every device;
+        the rest on the host), the totals written back and the new centres
+        computed on every device.  Flagged (an empty cluster, a
         non-finite row), nothing is written: *centers* get this iteration's
         centres and the host's update takes it with the full statistics.
         When another iteration may follow (*iterations_left*), each device's
@@ -253,19 +255,24 @@ class LloydShards(ShardedPass):
                 sc.start(centers[0])
             return sc.launch(st.current_labels())
         parts = self.map_enqueued(launch, lambda chunk, st, launched:
-                                  st.passes[True].collect(launched), timed=True)
+                                  st.state.shared.collect(launched), timed=True)
         shared = [self.state(chunk).state.shared for chunk in self.data.chunks]
-        total = type(parts[0]).total(parts).settled()   # one process: no rank to add
+        exact = shared[0].exact   # the sums' totals made on every device, not here
+        total = type(parts[0]).total([dataclasses.replace(p, sums=None) for p in parts]
+                                     if exact else parts).settled()   # no rank to add
         if (total.weights == 0).any() or total.n_nonfinite:
+            if exact:   # the host's update takes the iteration: its sums too
+                total = type(parts[0]).total(parts).settled()
             centers[0] = shared[0].centers_to_host()
             for sc in shared[1:]:
                 sc.active = False
             return total, None, True
         reads, following = [], iterations_left is None or iterations_left > 0
+        sums = [sc.words_read[sc.turn] for sc in shared] if exact else total.sums
         nxt = {}
         for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
             try:
-                reads.append(sc.update(total.sums, total.weights, summarize=i == 0))
+                reads.append(sc.update(sums, total.weights, summarize=i == 0, own=i))
                 if following:
                     nxt[chunk] = sc.launch(self.state(chunk).current_labels())
             except DEVICE_ERRORS as exc:   # as map raises it: the device dropped

@@ -1,0 +1,171 @@
+"""One k-means centre update shared by several devices of one process
+(cluster.kmeans.lloyd_shards.LloydShards, each device's rows in one
+resident chunk, fp64): every device computes the same new centres from
+the same totals, so the host computes no centre, norm or layout and
+uploads none between passes.
+
+Split-free (the pass's ``exact``), the totals of the k x d sums are made
+on every device: each device's folded words (exact_fold.Fold) are read
+into page-locked memory, the host writes every other device's words
+beside the device's own, and the device adds them (exact_fold_parts:
+integers, the host's ExactWords.total) and rounds them (exact_value:
+ExactWords.value()'s bits).  The host adds only what it needs to decide
+the iteration (the k weights, the inertia, the counts): on two H200s the
+host's total of 1024 x 128 sums' words and their rounding took 4.4 ms of
+a 40 ms iteration (bench/scaling.py's R), the words' copies a fraction
+of it.  Else (Kahan sums, or exact sums disabled) the host adds the
+devices' float64 totals and writes them to every device.
+"""
+import dataclasses
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from ..runtime.kernel_recorder import note
+from ..runtime.transfer import pinned_empty
+from .lloyd_update import SHIFT, ResidentCenters
+
+
+class SharedCenters:
+    """The centres of one device's LloydPass (with the update) when several
+    devices share one update.
+
+    The host reads every device's pass statistics (``launch`` /
+    ``collect``, the centre upload skipped), adds what decides the
+    iteration in chunk order as the host update does, and ``update``
+    gives every device the totals (split-free: every device's sums' words,
+    ``sums_words``, which it adds itself); each computes the new centres
+    with ResidentCenters' new_centers kernel, into the pass's inputs.  The
+    first device's summary gives the shift (np.sum's bits, as on one
+    device)."""
+
+    def __init__(self, lloyd_pass):
+        self.resident = r = ResidentCenters(lloyd_pass, depth=0)
+        q, k, d = lloyd_pass.part.queue, lloyd_pass.k, lloyd_pass.part.d
+        self.exact = lloyd_pass.exact
+        self.host_sums = None if self.exact else pinned_empty(q, (k * d,), np.float64)
+        self.host_weights = pinned_empty(q, (k,), np.float64)
+        self.writes = []   # the last update's copies from the page-locked arrays
+        self.active = False
+        self.summary = r.summaries[0]
+        self.bound = None  # the labels the pass's kernels are bound to (exact)
+        # split-free: the sums' words read in turn into two page-locked
+        # arrays (another device copies from the last one while the next
+        # pass reads into the other: by the next step every device's pass,
+        # after those copies on its in-order queue, has been collected), and
+        # every device's words gathered on this one
+        words = lloyd_pass.folds["sums"].out.size if self.exact else 0
+        self.words_read = [pinned_empty(q, (words,), np.float64) for _ in range(2)] \
+            if self.exact else []
+        self.turn = 0
+        self.gathered = None
+
+    def start(self, centers):
+        """*centers* (k x d float64, the host's: current) uploaded, as the
+        pass's inputs and the update's."""
+        r = self.resident
+        lp = r.lloyd
+        note(lp.part.queue.context, *r.update_specs)
+        lp.upload(centers)
+        r.current = 0
+        r.buffers[0].set(np.ascontiguousarray(centers, np.float64).ravel(), lp.part.queue)
+        self.bound = None   # a pooled pass's partition is this fit's: bound anew
+        self.active = True
+
+    def launch(self, labels):
+        """The pass over the resident centres into *labels*, with its
+        statistics' reads, enqueued (collect() them)."""
+        r = self.resident
+        lp = r.lloyd
+        if not self.exact:
+            return lp.launch(None, labels)
+        if self.bound is not labels:
+            r.bind(labels)
+            self.bound = labels
+        q = lp.part.queue
+        r.enqueue_pass()
+        lp.enqueue_exact()
+        host = lp._host()
+        self.turn ^= 1
+        reads = [(host["inertia"], lp.block_inertia), (host["flags"], lp.part_flags),
+                 (host["weights"], lp.folds["weights"].out),
+                 (self.words_read[self.turn], lp.folds["sums"].out)]
+        events = [cl.enqueue_copy(q, dst, src.data, is_blocking=False) for dst, src in reads]
+        q.flush()
+        return events
+
+    def collect(self, launched):
+        """The LloydStats of the pass launch() enqueued; split-free, its
+        sums the words read (``sums_words``)."""
+        lp = self.resident.lloyd
+        stats = lp.collect(launched)
+        if not self.exact:
+            return stats
+        return dataclasses.replace(stats, sums=self.sums_words())
+
+    def sums_words(self):
+        """The ExactWords of the last collected pass's sums (views of the
+        page-locked array read into)."""
+        return self.resident.lloyd.folds["sums"].words(self.words_read[self.turn], copy=False)
+
+    def update(self, sums, weights, summarize=False, own=None):
+        """All devices' totals in, the new centres computed here; with
+        *summarize*, their shift summed and read: its read event (else
+        None).  Not waited on.  *weights*: the k totals (float64); *sums*:
+        the k x d totals, or split-free the page-locked words arrays of
+        every device's pass (``words_read``), in chunk order, *own* this
+        device's place among them (its words are taken on the device)."""
+        r = self.resident
+        q = r.lloyd.part.queue
+        if self.writes:   # the last copies from the page-locked arrays are done
+            cl.wait_for_events(self.writes)
+        self.host_weights[:] = weights
+        self.writes = [cl.enqueue_copy(q, r.weights.data, self.host_weights, is_blocking=False)]
+        if self.exact:
+            self._total_sums(sums, own)
+        else:
+            self.host_sums[:] = sums.reshape(-1)
+            self.writes.append(cl.enqueue_copy(q, r.sums.data, self.host_sums,
+                                               is_blocking=False))
+        r.new_centers(r.current)
+        r.current = (r.current + 1) % len(r.buffers)
+        read = None
+        if summarize:
+            ss = r.summary_spec
+            cl.enqueue_nd_range_kernel(q, self.summary, (ss.wg,), (ss.wg,))
+            read = cl.enqueue_copy(q, r.host_results[0], r.results.data, is_blocking=False)
+        q.flush()
+        return read
+
+    def _total_sums(self, words, own):
+        """Every device's sums' words (*words*: their page-locked arrays,
+        this device's at *own*) gathered here, added and rounded into the
+        update's sums."""
+        r = self.resident
+        lp, q = r.lloyd, r.lloyd.part.queue
+        fold = lp.folds["sums"]
+        size = fold.out.size
+        if self.gathered is None or self.gathered.size != len(words) * size:
+            self.gathered = cla.empty(q, len(words) * size, np.float64)
+        for i, host in enumerate(words):
+            at = i * size * 8
+            if i == own:   # the device's own words, still in the fold's output
+                cl.enqueue_copy(q, self.gathered.data, fold.out.data, dst_offset=at,
+                                byte_count=size * 8)
+            else:
+                self.writes.append(cl.enqueue_copy(q, self.gathered.data, host,
+                                                   dst_offset=at, is_blocking=False))
+        fold.enqueue_total(self.gathered, len(words))
+        fold.enqueue_value(r.sums)
+
+    def shift(self, read):
+        """The shift of the update whose summary *read* is (update's)."""
+        read.wait()
+        return float(self.resident.host_results[0][SHIFT])
+
+    def centers_to_host(self):
+        """The current centres (k x d float64); none resident after."""
+        self.active = False
+        r = self.resident
+        return r.buffers[r.current].get(r.lloyd.part.queue).reshape(r.lloyd.k, -1)
