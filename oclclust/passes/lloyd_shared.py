@@ -16,14 +16,14 @@ a 40 ms iteration (bench/scaling.py's R), the words' copies a fraction
 of it.  Else (Kahan sums, or exact sums disabled) the host adds the
 devices' float64 totals and writes them to every device.
 """
-import dataclasses
-
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from ..runtime.exact_sums import blocks_of
 from ..runtime.kernel_recorder import note
 from ..runtime.transfer import pinned_empty
+from .lloyd import LloydStats
 from .lloyd_update import SHIFT, ResidentCenters
 
 
@@ -60,6 +60,7 @@ class SharedCenters:
             if self.exact else []
         self.turn = 0
         self.gathered = None
+        self.summed = None   # over MPI ranks: the words' sums (summed_host)
 
     def start(self, centers):
         """*centers* (k x d float64, the host's: current) uploaded, as the
@@ -97,12 +98,27 @@ class SharedCenters:
 
     def collect(self, launched):
         """The LloydStats of the pass launch() enqueued; split-free, its
-        sums the words read (``sums_words``)."""
+        sums the words read (``sums_words``) and its inertia the block
+        sums (a copy: float64, one a block), which the caller adds once
+        every device's are in and the next passes are launched."""
         lp = self.resident.lloyd
-        stats = lp.collect(launched)
         if not self.exact:
-            return stats
-        return dataclasses.replace(stats, sums=self.sums_words())
+            return lp.collect(launched)
+        cl.wait_for_events(launched)
+        host = lp._host()
+        flags = host["flags"].reshape(-1, 2)
+        return LloydStats(self.sums_words(), lp.folds["weights"].words(host["weights"],
+                                                                       copy=False),
+                          host["inertia"][:blocks_of(lp.part.n, lp.block_rows)].copy(),
+                          int(flags[:, 0].sum()), int(flags[:, 1].sum()), lp.rechecked())
+
+    def summed_host(self, count):
+        """A page-locked array for *count* devices' words summed over the
+        ranks (made once)."""
+        size = count * self.words_read[0].size
+        if self.summed is None or self.summed.size != size:
+            self.summed = pinned_empty(self.resident.lloyd.part.queue, (size,), np.float64)
+        return self.summed
 
     def sums_words(self):
         """The ExactWords of the last collected pass's sums (views of the

@@ -108,11 +108,21 @@ def model_of(est):
     raise AttributeError("no model attribute")
 
 
+SHARED_STEPS = "shared steps"   # split_free's: {estimator: its shared update's steps}
+
+
 def split_free(comm, platform, dtype, out):
     """Each estimator of split_free_models fitted on this rank's whole blocks."""
     sf = split_free_models
     devices = sf.one_device([p for p in oc.list_devices() if p.platform == platform])
-    X, models = sf.data(dtype), {}
+    X, models, shared = sf.data(dtype), {}, {}
+    from oclclust.cluster.kmeans.lloyd_shards import LloydShards
+    step = LloydShards._shared_step
+
+    def counted(self, *args, **kwargs):   # the ranks' update shared on their devices
+        shared[name] = shared.get(name, 0) + 1
+        return step(self, *args, **kwargs)
+    LloydShards._shared_step = counted
     for name in sf.MPI_ESTIMATORS:
         est = sf.ESTIMATORS[name](devices, comm=comm)
         start, stop = rank_rows(len(X), comm.Get_size(), comm.Get_rank(),
@@ -121,6 +131,7 @@ def split_free(comm, platform, dtype, out):
             models[name] = (start, sf.model(est.fit(X[start:stop])))
         except Exception as exc:   # noqa: BLE001 -- the test reports it
             models[name] = (start, f"{type(exc).__name__}: {exc}")
+    models[SHARED_STEPS] = shared
     (out / f"split_free{comm.Get_rank()}.pkl").write_bytes(pickle.dumps(models))
 
 

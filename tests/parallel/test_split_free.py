@@ -19,6 +19,7 @@ from oclclust.io.modelio import load_model, save_model
 from oclclust.parallel.dask import whole_block_chunks
 from oclclust.parallel.shares import rank_rows
 
+import mpi_script
 import split_free_models as sf
 
 DTYPES = ["float32", "float64"]
@@ -59,7 +60,9 @@ def mpi_models(devices, tmp_path_factory):
                           platform=devices[0].platform, cwd=out, timeout=300)
             assert proc.returncode == 0, proc.stderr[-3000:]
             ranks = [pickle.loads((out / f"split_free{r}.pkl").read_bytes()) for r in range(2)]
-            cache[dtype] = {name: joined([r[name] for r in ranks]) for name in ranks[0]}
+            cache[dtype] = {name: joined([r[name] for r in ranks]) for name in ranks[0]
+                            if name != mpi_script.SHARED_STEPS}
+            cache[dtype][mpi_script.SHARED_STEPS] = [r[mpi_script.SHARED_STEPS] for r in ranks]
         return cache[dtype]
     return models
 
@@ -85,6 +88,17 @@ def joined(rank_models):
 @pytest.mark.parametrize("name", sf.MPI_ESTIMATORS)
 def test_mpi_ranks_in_whole_blocks(name, dtype, mpi_models, reference):
     assert_same(mpi_models(dtype)[name], reference(name, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_mpi_kmeans_shares_one_update_on_the_devices(dtype, mpi_models, devices):
+    """Split-free (fp64), the ranks' KMeans computes its centres on every
+    rank's device from the ranks' summed words (lloyd_shared): the models
+    test_mpi_ranks_in_whole_blocks holds to one device's came that way."""
+    if not devices[0].fp64:
+        pytest.skip(f"{devices[0]} has no fp64: the host's update")
+    for rank in mpi_models(dtype)[mpi_script.SHARED_STEPS]:
+        assert all(rank.get(f"KMeans-{v}", 0) > 0 for v in ("tiled", "rowwise", "blocked"))
 
 
 def test_rank_rows_are_whole_blocks():

@@ -25,16 +25,22 @@ from ...parallel.manager import DEVICE_ERRORS, DeviceFailure, measuring
 from ...parallel.sharded import ShardedPass, chunk_farthest, farthest_of
 
 
-def shareable(data, comm):
-    """Whether several devices can share one update computed on each
-    (SharedCenters): one process, rows on this process's devices, each
-    device's in one resident chunk, fp64 on every one, and weights not
-    measured (a re-split lays the chunks out anew)."""
+def shareable(data, ranks):
+    """Whether the devices can share one update computed on each
+    (SharedCenters): rows on this process's devices, each device's in one
+    resident chunk, fp64 on every one, and weights not measured (a re-split
+    lays the chunks out anew); several devices in one process, or MPI
+    ranks (*ranks*: comm.Ranks) that each hold as many devices so and sum
+    split-free (their sums' words added by the ranks, then on every
+    device).  Under MPI every rank asks every other: a collective."""
     shards = getattr(data, "shards", None)
-    return (bool(shards) and len(shards) > 1 and not getattr(data, "remote", False)
-            and (comm is None or comm.Get_size() == 1)
-            and all(s.single_resident for s in shards)
-            and all(c.acc_double for c in data.chunks) and not measuring(data.manager))
+    local = (bool(shards) and not getattr(data, "remote", False)
+             and all(s.single_resident for s in shards)
+             and all(c.acc_double for c in data.chunks) and not measuring(data.manager))
+    if ranks.comm is None or ranks.comm.Get_size() == 1:
+        return local and len(shards) > 1
+    every = ranks.gather((local and exact_sums.enabled(), len(shards) if shards else 0))
+    return all(ok for ok, _ in every) and len({count for _, count in every}) == 1
 
 
 # ------------------------------------------------ per-fit state, pooled
@@ -180,7 +186,7 @@ class LloydShards(ShardedPass):
         super().__init__(data, ranks, lambda chunk: _LloydChunk(chunk, k, precision))
         # one device: its resident update; several, each with its rows in one
         # chunk: one update that every device computes (lloyd_shared.SharedCenters)
-        self.shared_update = device_update and shareable(data, self.ranks.comm)
+        self.shared_update = device_update and shareable(data, self.ranks)
         self.device_update = self.shared_update or (
             device_update and lloyd_update.centers_can_stay_resident(data, self.ranks.comm))
         self._made = set()   # what _make has made on every chunk
@@ -231,17 +237,19 @@ class LloydShards(ShardedPass):
     def _shared_step(self, centers, iterations_left=None):
         """device_step over several devices (``shared_update``): every
         device's pass over its resident centres, their statistics added as
-        reduce() adds them (split-free, the sums' words on every device;
-        the rest on the host), the totals written back and the new centres
-        computed on every device.  Flagged (an empty cluster, a
-        non-finite row), nothing is written: *centers* get this iteration's
-        centres and the host's update takes it with the full statistics.
-        When another iteration may follow (*iterations_left*), each device's
-        next pass is enqueued right after its update, before the shift is
-        read: the devices do not wait for the host's read, bookkeeping and
-        launches between passes.  If the fit stops there, that pass has
-        only rewritten the labels: with none changed, the same ones (the
-        same totals give the same centres); else finish() assigns anew."""
+        reduce() adds them (split-free, the sums' words on every device,
+        after the ranks' sum; the rest on the host), the totals written
+        back and the new centres computed on every device.  Flagged (an
+        empty cluster, a non-finite row), nothing is written: *centers* get
+        this iteration's centres and the host's update takes it with the
+        full statistics.  When another iteration may follow
+        (*iterations_left*), each device's next pass is enqueued right
+        after its update, before the shift is read, and before the inertia
+        is summed: the devices do not wait for the host's read,
+        bookkeeping and launches between passes.  If the fit stops there,
+        that pass has only rewritten the labels: with none changed, the
+        same ones (the same totals give the same centres); else finish()
+        assigns anew."""
         self._make("shared")
         ahead, self._next = self._next, None
         if ahead is not None and ahead[0] is not self.data.chunks:
@@ -254,33 +262,63 @@ class LloydShards(ShardedPass):
             if not sc.active:    # the first step, or after the host's: its centres
                 sc.start(centers[0])
             return sc.launch(st.current_labels())
-        parts = self.map_enqueued(launch, lambda chunk, st, launched:
-                                  st.state.shared.collect(launched), timed=True)
+        parts = self.ranks.run_failing_all(lambda: self.map_enqueued(
+            launch, lambda chunk, st, launched: st.state.shared.collect(launched), timed=True))
         shared = [self.state(chunk).state.shared for chunk in self.data.chunks]
         exact = shared[0].exact   # the sums' totals made on every device, not here
-        total = type(parts[0]).total([dataclasses.replace(p, sums=None) for p in parts]
-                                     if exact else parts).settled()   # no rank to add
+        blocks = [p.inertia for p in parts] if exact else None   # (block sums: the inertia's)
+        light = [dataclasses.replace(p, sums=None, inertia=None) for p in parts] if exact \
+            else parts
+        total = self.over_ranks(type(parts[0]).total(light))
         if (total.weights == 0).any() or total.n_nonfinite:
             if exact:   # the host's update takes the iteration: its sums too
-                total = type(parts[0]).total(parts).settled()
+                total = self.over_ranks(type(parts[0]).total([
+                    dataclasses.replace(p, inertia=exact_sums.ExactWords.of_values(b))
+                    for p, b in zip(parts, blocks)]))
             centers[0] = shared[0].centers_to_host()
             for sc in shared[1:]:
                 sc.active = False
             return total, None, True
         reads, following = [], iterations_left is None or iterations_left > 0
-        sums = [sc.words_read[sc.turn] for sc in shared] if exact else total.sums
+        sums, own = self._sums_for_devices(shared) if exact else (total.sums, False)
         nxt = {}
         for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
             try:
-                reads.append(sc.update(sums, total.weights, summarize=i == 0, own=i))
+                reads.append(sc.update(sums, total.weights, summarize=i == 0,
+                                       own=i if own else None))
                 if following:
                     nxt[chunk] = sc.launch(self.state(chunk).current_labels())
             except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
                 raise DeviceFailure(chunk.profile, exc) from exc
         if following:
             self._next = (self.data.chunks, nxt)
+        inertia = self._inertia(blocks) if exact else total.inertia
         shift = shared[0].shift(reads[0])
-        return dataclasses.replace(total, sums=None, weights=None), shift, False
+        return dataclasses.replace(total, sums=None, weights=None, inertia=inertia), shift, False
+
+    def _sums_for_devices(self, shared):
+        """(the page-locked words arrays every device adds, whether each
+        device's own words are among them, at its place): one process,
+        every device's own; over MPI ranks, each place summed over the
+        ranks (one Allreduce: integers, any order), every one written to
+        every device."""
+        words = [sc.words_read[sc.turn] for sc in shared]
+        if self.ranks.comm is None or self.ranks.comm.Get_size() == 1:
+            return words, True
+        summed = shared[0].summed_host(len(words))
+        self.ranks.comm.Allreduce(words[0] if len(words) == 1 else np.concatenate(words),
+                                  summed)
+        return np.split(summed, len(words)), False
+
+    def _inertia(self, blocks):
+        """The inertia of every rank's devices' block sums (*blocks*: this
+        rank's, chunk order): their exact sum rounded once, the host path's
+        bits (exact_sums.rounded_sum; over the ranks, the words summed)."""
+        local = np.concatenate(blocks)
+        if self.ranks.comm is None or self.ranks.comm.Get_size() == 1:
+            return exact_sums.rounded_sum(local)
+        words = exact_sums.ExactWords.of_values(local)
+        return words.from_flat(self.ranks.sum(words.flat(), exact=True)).value()
 
     def centers_to_host(self, centers):
         """The centres kept on the device, if any, into *centers* [k x d]."""
