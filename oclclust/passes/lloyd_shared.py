@@ -61,6 +61,7 @@ class SharedCenters:
         self.turn = 0
         self.gathered = None
         self.summed = None   # over MPI ranks: the words' sums (summed_host)
+        self.kept = None     # the centres start() copies from
 
     def start(self, centers):
         """*centers* (k x d float64, the host's: current) uploaded, as the
@@ -70,7 +71,9 @@ class SharedCenters:
         note(lp.part.queue.context, *r.update_specs)
         lp.upload(centers)
         r.current = 0
-        r.buffers[0].set(np.ascontiguousarray(centers, np.float64).ravel(), lp.part.queue)
+        # not waited on: kept until the next start, after a collect (the queue passed it)
+        self.kept = np.ascontiguousarray(centers, np.float64).ravel()
+        r.buffers[0].set(self.kept, lp.part.queue, async_=True)
         self.bound = None   # a pooled pass's partition is this fit's: bound anew
         self.active = True
 

@@ -282,14 +282,18 @@ class LloydShards(ShardedPass):
         reads, following = [], iterations_left is None or iterations_left > 0
         sums, own = self._sums_for_devices(shared) if exact else (total.sums, False)
         nxt = {}
-        for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
-            try:
-                reads.append(sc.update(sums, total.weights, summarize=i == 0,
-                                       own=i if own else None))
-                if following:
-                    nxt[chunk] = sc.launch(self.state(chunk).current_labels())
-            except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
-                raise DeviceFailure(chunk.profile, exc) from exc
+        # every device's update first, then the passes: the last device's
+        # update is not held back by the others' pass launches
+        for step in ("update", "launch") if following else ("update",):
+            for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
+                try:
+                    if step == "update":
+                        reads.append(sc.update(sums, total.weights, summarize=i == 0,
+                                               own=i if own else None))
+                    else:
+                        nxt[chunk] = sc.launch(self.state(chunk).current_labels())
+                except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
+                    raise DeviceFailure(chunk.profile, exc) from exc
         if following:
             self._next = (self.data.chunks, nxt)
         inertia = self._inertia(blocks) if exact else total.inertia
