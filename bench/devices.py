@@ -262,7 +262,10 @@ def gpus_run(args):
             out = os.path.join(tempfile.mkdtemp(), "centres.npy")
             env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
                        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-            proc = subprocess.run(["mpiexec", "-n", str(count), sys.executable, __file__, "gpus",
+            # (Open MPI binds a rank to one core by default: its uploads' fill
+            # threads then share it, 5.5 GB/s where one process's reach 22)
+            mpiexec = launcher(argparse.Namespace(mpiexec="auto", mpiexec_args=""))
+            proc = subprocess.run([*mpiexec, "-n", str(count), sys.executable, __file__, "gpus",
                                    "--mpi-body", "--out", out, "--n", str(args.n),
                                    "--iters", str(args.iters)],
                                   capture_output=True, text=True, env=env, timeout=600)

@@ -45,7 +45,9 @@ import pyopencl.array as cla
 PIECE_BYTES = 128 << 20
 DIRECT_BYTES = 1 << 20   # below this a pageable copy costs less than the staging
 FILL_SPLIT = 1 << 20     # bytes a fill thread takes at least
-FILL_THREADS = max(1, min(16, os.cpu_count() or 1))
+# the cores this process may run on (an MPI rank bound to one core: one thread)
+FILL_THREADS = max(1, min(16, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else os.cpu_count() or 1))
 
 
 def pinned_empty(queue, shape, dtype):
