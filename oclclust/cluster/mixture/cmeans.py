@@ -9,7 +9,11 @@ then in float64 over the chunks of every device (in row order) and over MPI
 ranks (eq. 4).  Only the final pass (``u_``, ``predict_proba``) writes the
 n x c membership matrix; the fit leaves it on the devices, ``u_`` brings it
 to the host when first read and ``labels_`` (like ``predict``) is taken on
-the devices while it is there.
+the devices while it is there.  Where the rows allow (one device, or
+several of one process each holding its rows in one chunk, fp64), the
+centres stay on the devices between passes and the update runs there
+(CMeansShards.device_step, passes/cmeans_update.py), with the host
+update's bits.
 
 Conventions (documented choices where the paper is silent):
 - a row that coincides with k >= 1 centres (distance exactly 0) gets
