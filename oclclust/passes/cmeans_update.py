@@ -65,6 +65,9 @@ class CentersOnDevice:
                                         packed=True)
         self.summary_spec = SummarySpec(dtype=part.dtype.name, acc_double=True, k=c,
                                         wg=summary_work_group(part.profile))
+        # fetched here, in the fit (its kernels_ record them), not per launch
+        self.new_centers = kernel(q.context, self.centers_spec, "new_centers")
+        self.summarize = kernel(q.context, self.summary_spec, "summarize")
 
     def start(self, centers):
         """*centers* (c x d float64, the host's: current) uploaded, as the
@@ -83,7 +86,7 @@ class CentersOnDevice:
         old = self.buffers[self.current]
         self.current = (self.current + 1) % len(self.buffers)
         centers = self.cpass.centers
-        kernel(q.context, cs, "new_centers")(
+        self.new_centers(
             q, (-(-self.c // cs.wg) * cs.wg,), (cs.wg,), stats.data, stats.data, old.data,
             self.buffers[self.current].data, self.moved.data, centers.data, centers.data,
             self.norms.data)
@@ -92,7 +95,7 @@ class CentersOnDevice:
         ss, out = self.summary_spec, self.results[slot]
         # only the shift: no inertia, flag or weight is summed (0 groups; the
         # weights read for the empty flag, unread, are the statistics' first c)
-        kernel(q.context, ss, "summarize")(
+        self.summarize(
             q, (ss.wg,), (ss.wg,), self.moved.data, np.int64(self.c * self.d), self.moved.data,
             self.cpass.part_flags.data, np.int64(0), self.cpass.part_flags.data, np.int64(0),
             stats.data, out.data, np.int64(0))
