@@ -27,11 +27,10 @@ gives the shift.
 The tensor-core pass (cmeans_mma.py, whose centres are operands the host
 derives) keeps the host's update (``can_update``)."""
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import kernel
-from ..runtime.transfer import PinnedStaging, pinned_empty, wait
+from ..runtime.transfer import PinnedStaging, wait
 from .lloyd_update import (RESULTS, SHIFT, CentersSpec, SummarySpec, summary_work_group,
                            update_work_group)
 
@@ -47,7 +46,8 @@ class CentersOnDevice:
     """The update's buffers and kernels on one CMeansPass's device: a ring
     of *ring* float64 centre buffers (``current``: the centres of the next
     pass), the squared moves, and *slots* summary results, each read through
-    page-locked memory (``staging``, names by slot)."""
+    page-locked memory (``staging``: one array a kind, a slot each, made
+    once: a page-locked array costs ~10 ms on a GPU host)."""
 
     def __init__(self, cpass, ring, slots):
         part, q = cpass.part, cpass.part.queue
@@ -58,6 +58,7 @@ class CentersOnDevice:
         self.norms = cla.empty(q, c, part.dtype)   # new_centers writes them; unread here
         self.results = [cla.empty(q, RESULTS, np.float64) for _ in range(slots)]
         self.staging = PinnedStaging(q)
+        self.staging.host("summary", slots * RESULTS, np.float64)
         self.current = 0
         self.active = False
         self.centers_spec = CentersSpec(dtype=part.dtype.name, acc_double=True, d=d, k=c,
@@ -99,11 +100,11 @@ class CentersOnDevice:
             q, (ss.wg,), (ss.wg,), self.moved.data, np.int64(self.c * self.d), self.moved.data,
             self.cpass.part_flags.data, np.int64(0), self.cpass.part_flags.data, np.int64(0),
             stats.data, out.data, np.int64(0))
-        return self.staging.get(f"summary{slot}", out)
+        return self.staging.get("summary", out, at=slot * RESULTS)
 
     def shift(self, slot):
         """The shift the read of *slot* brought (waited on by the caller)."""
-        return float(self.staging.read(f"summary{slot}", RESULTS)[SHIFT])
+        return float(self.staging.read("summary", RESULTS, slot * RESULTS)[SHIFT])
 
     def centers_to_host(self):
         """The current centres (c x d float64); none resident after."""
@@ -127,6 +128,9 @@ class ResidentCMeans(CentersOnDevice):
         self.next_slot = 0
         self.pending = []   # enqueued, unread: (slot, ring buffer written, read events)
         self.read = 0       # the ring buffer of the last iteration read
+        groups = cpass.groups   # each slot's objective and flags by work-group
+        self.staging.host("obj", (depth + 1) * groups, cpass.part_obj.dtype)
+        self.staging.host("flags", (depth + 1) * groups, cpass.part_flags.dtype)
 
     def start(self, centers):
         self.drop()
@@ -139,9 +143,10 @@ class ResidentCMeans(CentersOnDevice):
         p, slot = self.cpass, self.next_slot
         self.next_slot = (slot + 1) % len(self.results)
         p.enqueue_sums(settle=True)
+        at = slot * p.groups
         events = [self.enqueue_update(p.summed(), slot),
-                  self.staging.get(f"obj{slot}", p.part_obj),
-                  self.staging.get(f"flags{slot}", p.part_flags)]
+                  self.staging.get("obj", p.part_obj, at=at),
+                  self.staging.get("flags", p.part_flags, at=at)]
         p.part.queue.flush()
         self.pending.append((slot, self.current, events))
 
@@ -152,9 +157,9 @@ class ResidentCMeans(CentersOnDevice):
             self._enqueue()
         slot, self.read, events = self.pending.pop(0)
         wait(events)
-        p, stage = self.cpass, self.staging
-        objective = p.objective_of(stage.read(f"obj{slot}", p.groups))
-        return objective, int(stage.read(f"flags{slot}", p.groups).sum()), self.shift(slot)
+        p, stage, at = self.cpass, self.staging, slot * self.cpass.groups
+        objective = p.objective_of(stage.read("obj", p.groups, at))
+        return objective, int(stage.read("flags", p.groups, at).sum()), self.shift(slot)
 
     def drop(self):
         """Forget the iterations enqueued ahead, once their reads are done
@@ -181,9 +186,8 @@ class SharedCMeans(CentersOnDevice):
 
     def __init__(self, cpass):
         super().__init__(cpass, 2, 1)
-        self.host_totals = pinned_empty(cpass.part.queue, (cpass.size,), np.float64)
         self.totals = cla.empty(cpass.part.queue, cpass.size, np.float64)
-        self.write = None   # the last update's copy from host_totals
+        self.write = None   # the last update's copy up (staging's "totals")
 
     def launch(self):
         return self.cpass.launch(None)
@@ -195,8 +199,7 @@ class SharedCMeans(CentersOnDevice):
         q = self.cpass.part.queue
         if self.write is not None:   # the last copy from the page-locked array is done
             self.write.wait()
-        self.host_totals[:] = np.asarray(totals, np.float64).ravel()
-        self.write = cl.enqueue_copy(q, self.totals.data, self.host_totals, is_blocking=False)
+        self.write = self.staging.put("totals", self.totals, np.asarray(totals, np.float64))
         read = self.enqueue_update(self.totals, 0 if summarize else None)
         q.flush()
         return read
