@@ -394,6 +394,13 @@ class CMeansPass:
 
     def collect(self, events):
         """The sums of the pass launch() enqueued (*events*: its copies)."""
+        stats, obj, bad = self.collect_parts(events)
+        return stats, self.objective_of(obj), bad
+
+    def collect_parts(self, events):
+        """collect()'s values with the objective's group values as read (a
+        copy: the staging is read into again), for objective_of once the
+        caller has time (a shared update: after the next pass is enqueued)."""
         part, stage = self.part, self.staging
         wait(events)
         stats = None
@@ -404,5 +411,5 @@ class CMeansPass:
         elif self.update:
             stats = totals_of(stage.read("stats", self.reduced.size), self.size,
                               part.acc_double).reshape(self.c, part.d + 1)
-        objective = self.objective_of(stage.read("obj", self.groups))
-        return stats, objective, int(stage.read("flags", self.groups).sum())
+        return (stats, stage.read("obj", self.groups).copy(),
+                int(stage.read("flags", self.groups).sum()))

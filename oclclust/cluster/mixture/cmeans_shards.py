@@ -130,8 +130,8 @@ class CMeansShards(ShardedPass):
         the host as run() adds them, the totals written back and the new
         centres computed on every device.  When another iteration may
         follow, each device's next pass is enqueued right after its update,
-        before the shift is read; if the fit stops there, its results are
-        not read."""
+        before the objective is summed and the shift read; if the fit stops
+        there, its results are not read."""
         ahead, self._next = self._next, None
         if ahead is not None and ahead[0] is not self.data.chunks:
             ahead = None   # laid out anew since (not while the update is shared)
@@ -144,26 +144,33 @@ class CMeansShards(ShardedPass):
             if not passes["shared"].active:   # the first step: the host's centres
                 passes["shared"].start(centers)
             return passes["shared"].launch()
-        total = self.reduce(None, timed=True, enqueued=(
-            launch, lambda chunk, passes, launched: CMeansStats(
-                *passes["shared"].cpass.collect(launched))))
+
+        def collect(chunk, passes, launched):   # the objective's group values kept
+            stats, obj, bad = passes["shared"].cpass.collect_parts(launched)
+            return CMeansStats(stats, None, bad), obj
+        total, objs = self.reduce(None, timed=True, keep=True, enqueued=(launch, collect))
+        shared = [self.state(chunk)["shared"] for chunk in self.data.chunks]
+
+        def objective():   # as run() sums it (a field of its own: the same bits apart)
+            return self.over_ranks(CMeansStats.total(
+                [CMeansStats(None, sc.cpass.objective_of(obj), 0)
+                 for sc, obj in zip(shared, objs)])).objective
         if total.n_nonfinite:   # no centre from these statistics
-            return dataclasses.replace(total, stats=None), None
+            return dataclasses.replace(total, stats=None, objective=objective()), None
         following = iterations_left is None or iterations_left > 0
         reads, nxt = [], {}
-        for i, chunk in enumerate(self.data.chunks):
-            shared = self.state(chunk)["shared"]
+        for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
             try:
-                reads.append(shared.update(total.stats, summarize=i == 0))
+                reads.append(sc.update(total.stats, summarize=i == 0))
                 if following:
-                    nxt[chunk] = shared.launch()
+                    nxt[chunk] = sc.launch()
             except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
                 raise DeviceFailure(chunk.profile, exc) from exc
         if following:
             self._next = (self.data.chunks, nxt)
+        total = dataclasses.replace(total, stats=None, objective=objective())
         wait(reads[:1])
-        return (dataclasses.replace(total, stats=None),
-                self.state(self.data.chunks[0])["shared"].shift(0))
+        return total, shared[0].shift(0)
 
     def centers_to_host(self):
         """The centres kept on the devices (c x d float64, the first
