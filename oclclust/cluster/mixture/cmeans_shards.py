@@ -121,7 +121,7 @@ class CMeansShards(ShardedPass):
         except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
             raise DeviceFailure(chunk.profile, exc) from exc
         # the host path's total of its one chunk (0 + its values), settled
-        total = CMeansStats.total([CMeansStats(None, objective, bad)]).alone().settled()
+        total = self.over_ranks(CMeansStats.total([CMeansStats(None, objective, bad)]))
         return total, None if bad else shift
 
     def _shared_step(self, centers, iterations_left):

@@ -6,13 +6,16 @@ device (0, 1 or 3 iterations enqueued ahead) and on two sub-devices sharing
 one update, stopped by tol and by max_iter, with a centre of no weight
 (den == 0: it keeps its place), weighted, without split-free sums, and
 raising on non-finite rows as the host's does."""
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import oclclust as oc
-from conftest import split_or_skip
+from conftest import mpiexec, split_or_skip
 from oclclust.cluster._base import ConvergenceWarning
 from oclclust.cluster.mixture import cmeans, cmeans_shards
 from oclclust.runtime import exact_sums
@@ -212,3 +215,39 @@ def test_a_checkpoint_keeps_the_host_update(profile, tmp_path):
     host, _ = fit([profile], X, False, **params)
     assert not seen
     assert_same_fit(fc, host)
+
+
+ONE_RANK = """
+import sys
+import numpy as np
+from mpi4py import MPI
+import oclclust as oc
+from oclclust.cluster.mixture import cmeans, cmeans_shards
+steps, original = [], cmeans_shards.CMeansShards.device_step
+cmeans_shards.CMeansShards.device_step = lambda self, *a: steps.append(1) or original(self, *a)
+X = np.load("X.npy")
+for device in (False, True):
+    cmeans.DEVICE_UPDATE = device
+    fc = oc.FuzzyCMeans(6, random_state=0, tol=1e-3, devices=sys.argv[1],
+                        comm=MPI.COMM_WORLD).fit(X)
+    np.savez(f"fit{int(device)}.npz", centers=fc.cluster_centers_, u=fc.u_,
+             objective=fc.objective_, n_iter=fc.n_iter_, steps=len(steps),
+             shifts=[h["center_shift"] for h in fc.history_],
+             objectives=[h["objective"] for h in fc.history_])
+"""
+
+
+def test_one_mpi_rank_is_the_host_fit(profile, devices, tmp_path):
+    """mpiexec -n 1: a communicator of one rank keeps the centres on the
+    device, with the host update's model (its rank sums: over_ranks)."""
+    needs_fp64(profile)
+    np.save(tmp_path / "X.npy", case("tol", np.float64)[0])
+    (tmp_path / "fit.py").write_text(ONE_RANK)
+    env = {k: v for k, v in os.environ.items() if k != "OCLCLUST_DEVICES"}
+    proc = subprocess.run([mpiexec(), "-n", "1", sys.executable, "fit.py", devices[0].platform],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    host, device = (np.load(tmp_path / f"fit{i}.npz") for i in (0, 1))
+    assert int(host["steps"]) == 0 and int(device["steps"]) == int(device["n_iter"]) > 1
+    for key in ("centers", "u", "objective", "n_iter", "shifts", "objectives"):
+        np.testing.assert_array_equal(device[key], host[key], err_msg=key)
