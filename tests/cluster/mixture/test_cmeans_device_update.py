@@ -2,8 +2,9 @@
 (passes/cmeans_update.py through cmeans_shards.CMeansShards.device_step):
 the same model as the host's update bit for bit -- centres, objective,
 n_iter, history (shifts, objectives), memberships and labels -- on one
-device (0, 1 or 3 iterations enqueued ahead) and on two sub-devices sharing
-one update, stopped by tol and by max_iter, with a centre of no weight
+device (0, 1 or 3 iterations enqueued ahead), on two devices (two
+sub-devices, or the device beside one of them) sharing one update and under
+one MPI rank, stopped by tol and by max_iter, with a centre of no weight
 (den == 0: it keeps its place), weighted, without split-free sums, and
 raising on non-finite rows as the host's does."""
 import os
@@ -122,13 +123,17 @@ def test_one_device_is_the_host_fit(profile, dtype, name, depth):
     assert steps == [depth > 0] * (len(steps) - 1) + [depth > 0 and last]
 
 
+@pytest.mark.parametrize("layout", ["sub-devices", "device+sub-device"])
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
-def test_two_sub_devices_are_the_host_fit(profile, dtype, name):
+def test_two_devices_are_the_host_fit(profile, dtype, name, layout):
+    """Two sub-devices, or the device beside one of its sub-devices: one
+    shared update."""
     needs_fp64(profile)
     subs = split_or_skip(profile)
     X, sw, params = case(name, dtype)
-    manager = oc.DeviceManager(subs, weights="compute_units")
+    devices = subs if layout == "sub-devices" else [profile, subs[0]]
+    manager = oc.DeviceManager(devices, weights="compute_units")
     host, none = fit(manager, X, False, sw, **params)
     shared, steps = fit(manager, X, True, sw, **params)
     assert not none and len(steps) == shared.n_iter_ and len(shared.devices_) == 2
