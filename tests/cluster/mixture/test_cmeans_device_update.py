@@ -3,8 +3,8 @@
 the same model as the host's update bit for bit -- centres, objective,
 n_iter, history (shifts, objectives), memberships and labels -- on one
 device (0, 1 or 3 iterations enqueued ahead), on two devices (two
-sub-devices, or the device beside one of them) sharing one update and under
-one MPI rank, stopped by tol and by max_iter, with a centre of no weight
+sub-devices, the device beside one of them, or both CPU runtimes' devices)
+sharing one update and under one MPI rank, stopped by tol and by max_iter, with a centre of no weight
 (den == 0: it keeps its place), weighted, without split-free sums, and
 raising on non-finite rows as the host's does."""
 import os
@@ -142,6 +142,19 @@ def test_two_devices_are_the_host_fit(profile, dtype, name, layout):
     assert steps == [True] * (len(steps) - 1) + [params["max_iter"] > shared.n_iter_]
     one, _ = fit([profile], X, True, sw, **params)   # split-free: one device's model too
     assert_same_fit(shared, one, layout=False)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_unlike_runtimes_share_the_update(runtimes, name):
+    """PoCL's and Intel's devices of one host in one fit: each computes the
+    same centres from the same totals (IEEE double arithmetic, no
+    contraction), and the model is the host update's."""
+    X, sw, params = case(name, np.float64)
+    manager = oc.DeviceManager(runtimes, weights="compute_units")
+    host, _ = fit(manager, X, False, sw, **params)
+    shared, steps = fit(manager, X, True, sw, **params)
+    assert len(steps) == shared.n_iter_ and len(shared.devices_) == 2
+    assert_same_fit(shared, host)
 
 
 @pytest.mark.parametrize("layout", ["one device", "two sub-devices"])
