@@ -2,11 +2,11 @@
 (passes/cmeans_update.py through cmeans_shards.CMeansShards.device_step):
 the same model as the host's update bit for bit -- centres, objective,
 n_iter, history (shifts, objectives), memberships and labels -- on one
-device (0, 1 or 3 iterations enqueued ahead), on two devices (two
-sub-devices, the device beside one of them, or both CPU runtimes' devices)
-sharing one update and under one MPI rank, stopped by tol and by max_iter, with a centre of no weight
-(den == 0: it keeps its place), weighted, without split-free sums, and
-raising on non-finite rows as the host's does."""
+device (0, 1 or 3 iterations enqueued ahead), on two devices sharing one
+update (two sub-devices, the device beside one of them, both CPU runtimes'
+devices) and under one MPI rank; stopped by tol and by max_iter, with a
+centre of no weight (den == 0: it keeps its place), weighted, without
+split-free sums, and raising on non-finite rows as the host's does."""
 import os
 import subprocess
 import sys
