@@ -329,11 +329,29 @@ class CMeansPass:
         partition is the fit's only one, so its exact sums are rounded as
         they finish (the statistics on the device: exact_fold.Fold.
         enqueue_value, the bits ExactWords.value() gives; the objective by
-        exact_sums.rounded_sum) and collect() gives float64 values."""
-        part, q, stage = self.part, self.part.queue, self.staging
-        events = [stage.put("centers", self.centers,
-                            operands(centers, self.spec.dp, self.spec.kp) if self.mma
-                            else np.asarray(centers, part.dtype))]
+        exact_sums.rounded_sum) and collect() gives float64 values.
+        *centers* None: the pass reads the centres its buffer holds (an
+        update on the device wrote them: passes/cmeans_update.py)."""
+        events = [] if centers is None else [self.upload(centers)]
+        self.enqueue_sums(settle)
+        stage = self.staging
+        if self.update:
+            events.append(stage.get("stats", self.summed()))
+        events += [stage.get("obj", self.part_obj), stage.get("flags", self.part_flags)]
+        self.part.queue.flush()
+        return events
+
+    def upload(self, centers):
+        """*centers* (c x d) into the pass's buffer, as it reads them, not
+        waited on: the copy's event."""
+        return self.staging.put("centers", self.centers,
+                                operands(centers, self.spec.dp, self.spec.kp) if self.mma
+                                else np.asarray(centers, self.part.dtype))
+
+    def enqueue_sums(self, settle=False):
+        """The pass over the centres in its buffer and its statistics'
+        reduction (summed(): where they end) enqueued; launch's *settle*."""
+        part, q = self.part, self.part.queue
         if self.update and self.exact:   # uploads before the kernels (GmmPass.em_launch)
             # |a block's sum of w u^m x_k| <= B wmax max|x_k|, of w u^m <= B wmax
             absmax, wmax = exact_fold.magnitudes_of(part)
@@ -350,20 +368,39 @@ class CMeansPass:
         if self.update and self.exact:
             self.fold.enqueue(self.part_stats, self.groups)
             if self.settled:
-                if self.values is None:
-                    self.values = cla.empty(q, self.size, np.float64)
-                self.fold.enqueue_value(self.values)
-            events.append(stage.get("stats", self.values if self.settled else self.fold.out))
+                self.fold.enqueue_value(self.summed())
         elif self.update:
             enqueue_reduce(q, self.part_stats, self.groups, self.size, part.dtype,
                            part.acc_double, self.reduced)
-            events.append(stage.get("stats", self.reduced))
-        events += [stage.get("obj", self.part_obj), stage.get("flags", self.part_flags)]
-        q.flush()
-        return events
+
+    def summed(self):
+        """The device array enqueue_sums leaves the statistics in: settled,
+        c x (d + 1) float64 values; exact, the fold's words; else the
+        reduced partials (with fp64, c x (d + 1) float64 values)."""
+        if self.settled:
+            if self.values is None:
+                self.values = cla.empty(self.part.queue, self.size, np.float64)
+            return self.values
+        return self.fold.out if self.exact else self.reduced
+
+    def objective_of(self, obj):
+        """The objective of the group values *obj* (part_obj, read): as
+        collect() gives it."""
+        if self.settled:
+            return exact_sums.rounded_sum(obj)
+        if self.exact:
+            return exact_sums.ExactWords.of_values(obj)
+        return float(np.sum(obj, dtype=np.float64))
 
     def collect(self, events):
         """The sums of the pass launch() enqueued (*events*: its copies)."""
+        stats, obj, bad = self.collect_parts(events)
+        return stats, self.objective_of(obj), bad
+
+    def collect_parts(self, events):
+        """collect()'s values with the objective's group values as read (a
+        copy: the staging is read into again), for objective_of once the
+        caller has time (a shared update: after the next pass is enqueued)."""
         part, stage = self.part, self.staging
         wait(events)
         stats = None
@@ -374,11 +411,5 @@ class CMeansPass:
         elif self.update:
             stats = totals_of(stage.read("stats", self.reduced.size), self.size,
                               part.acc_double).reshape(self.c, part.d + 1)
-        obj = stage.read("obj", self.groups)
-        if self.settled:
-            objective = exact_sums.rounded_sum(obj)
-        elif self.exact:
-            objective = exact_sums.ExactWords.of_values(obj)
-        else:
-            objective = float(np.sum(obj, dtype=np.float64))
-        return stats, objective, int(stage.read("flags", self.groups).sum())
+        return (stats, stage.read("obj", self.groups).copy(),
+                int(stage.read("flags", self.groups).sum()))

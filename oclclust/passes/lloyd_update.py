@@ -52,7 +52,8 @@ class CentersSpec(Spec):
     """``layout`` "rows" (K x D: the tiled variant, and the mma variant's
     rows before their split), "columns" (D x KP: rowwise, gemm) or
     "panels" (KP / cb panels of D x cb: blocked, lloyd_blocked.pack_centers);
-    ``rows``: also the K x D rows (gemm)."""
+    ``rows``: also the K x D rows (gemm); ``packed``: the sums K x (D + 1)
+    with each centre's weight last (fuzzy c-means: passes/cmeans_update.py)."""
     template = "lloyd_update/lloyd_new_centers.cl.mako"
     build_options = EXACT
     d: int = 1
@@ -62,6 +63,7 @@ class CentersSpec(Spec):
     cb: int = 1
     rows: bool = False
     wg: int = 64
+    packed: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +80,19 @@ class SummarySpec(Spec):
 # what summarize writes, in order
 SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY, RECHECKED = range(6)
 RESULTS = 6
+
+
+def update_work_group(profile):
+    """new_centers' work-group: a centre an item, 64 at most."""
+    return power_of_two_at_most(min(64, profile.max_work_group_size))
+
+
+def summary_work_group(profile):
+    """summarize's work-group.  A CPU runtime runs a work-group's items in
+    turn, switching at each barrier: one item sums alone there (a group of
+    many items made a small fit's iteration slow on Intel's runtime)."""
+    return (1 if profile.type == "cpu" else
+            power_of_two_at_most(min(256, profile.max_work_group_size)))
 
 
 def default_depth(part, k):
@@ -145,7 +160,7 @@ class ResidentCenters:
         self.pending = []
         self.clobbered = False   # a pass ran after the last read one (flagged: run again)
         self.labels = None
-        wg = power_of_two_at_most(min(64, part.profile.max_work_group_size))
+        wg = update_work_group(part.profile)
         # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); blocked:
         # panels of D x cv * vw (and the rows); mma: the rows, which
         # split_centers lays out in its fragments' order
@@ -159,13 +174,8 @@ class ResidentCenters:
         layout_buf, rows_buf = ((lp.center_rows, lp.center_rows) if spec.variant == "mma" else
                                 (lp.centers, lp.center_rows if spec.variant in ("gemm", "blocked")
                                  else lp.centers))
-        # a CPU runtime runs a work-group's items in turn, switching at each
-        # barrier: one item sums alone there (a group of many items made a small
-        # fit's iteration slow on Intel's runtime)
-        swg = (1 if part.profile.type == "cpu" else
-               power_of_two_at_most(min(256, part.profile.max_work_group_size)))
         self.summary_spec = ss = SummarySpec(dtype=part.dtype.name, acc_double=True, k=k,
-                                             wg=swg)
+                                             wg=summary_work_group(part.profile))
         self.last = None
         # the launches, their arguments bound once: the reductions, the
         # update from each ring buffer into the next, the summary into each slot

@@ -138,19 +138,22 @@ class PinnedStaging:
                                                    is_blocking=False)
         return event
 
-    def get(self, name, device, count=None):
+    def get(self, name, device, count=None, at=0):
         """The first *count* values of the device array *device* (all: None)
-        into array *name*, not waited on: the copy's event (None for none);
-        read(name, count) once it is done."""
+        into array *name* from its value *at* on (a slot of an array
+        host() made large enough first: a copy that grows it loses the
+        others), not waited on: the copy's event (None for none);
+        read(name, count, at) once it is done."""
         count = device.size if count is None else int(count)
         if not count:
             return None
-        event = self._last[name] = cl.enqueue_copy(
-            self.queue, self.host(name, count, device.dtype), device.data, is_blocking=False)
+        host = self.host(name, at + count, device.dtype)[at:]
+        event = self._last[name] = cl.enqueue_copy(self.queue, host, device.data,
+                                                   is_blocking=False)
         return event
 
-    def read(self, name, count):
-        return self.arrays[name][:count]
+    def read(self, name, count, at=0):
+        return self.arrays[name][at:at + count]
 
 
 def wait(events):

@@ -34,12 +34,20 @@ void new_centers(
     const int j = get_global_id(0);
     if (j >= K)
         return;
+% if packed:
+    const double w = 0.0 + sums[(long)j * (D + 1) + D];
+% else:
     const double w = weights[j];
+% endif
     volatile double norm = 0;   /* in order: Intel's CPU compiler reorders a loop's sums */
     for (int c = 0; c < D; ++c) {
         const long e = (long)j * D + c;
         const double before = old[e];
+% if packed:
+        const double after = w > 0 ? (0.0 + sums[(long)j * (D + 1) + c]) / w : before;
+% else:
         const double after = w > 0 ? sums[e] / w : before;
+% endif
         const double step = after - before;
         moved[e] = step * step;
         next[e] = after;

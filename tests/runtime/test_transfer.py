@@ -187,3 +187,20 @@ def test_pinned_staging_takes_the_arrays_of_gone_ones(queue, monkeypatch):
     transfer._pool_take(queue, 1, np.float32)      # the pool takes in what it may keep
     kept = [a.nbytes for free in transfer._pool_arrays.values() for a, _ in free]
     assert sum(kept) <= 1024 and transfer._pool_held == [sum(kept)]   # the running total
+
+
+def test_pinned_staging_reads_into_slots_of_one_array(queue):
+    """get(..., at=): several reads in flight into slots of one page-locked
+    array made once (passes/cmeans_update.py: an iteration a slot), each
+    read back by read(name, count, at)."""
+    staging = transfer.PinnedStaging(queue)
+    made = staging.host("slots", 3 * 5, np.float64)
+    events = []
+    for slot in range(3):
+        dev = cla.to_device(queue, np.arange(5, dtype=np.float64) + 10 * slot)
+        events.append(staging.get("slots", dev, at=5 * slot))
+    transfer.wait(events)
+    assert _address(staging.arrays["slots"]) == _address(made)
+    for slot in (2, 0, 1):
+        np.testing.assert_array_equal(staging.read("slots", 5, 5 * slot),
+                                      np.arange(5) + 10 * slot)

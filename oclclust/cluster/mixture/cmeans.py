@@ -9,7 +9,11 @@ then in float64 over the chunks of every device (in row order) and over MPI
 ranks (eq. 4).  Only the final pass (``u_``, ``predict_proba``) writes the
 n x c membership matrix; the fit leaves it on the devices, ``u_`` brings it
 to the host when first read and ``labels_`` (like ``predict``) is taken on
-the devices while it is there.
+the devices while it is there.  Where the rows allow (one device, or
+several of one process each holding its rows in one chunk, fp64), the
+centres stay on the devices between passes and the update runs there
+(CMeansShards.device_step, passes/cmeans_update.py), with the host
+update's bits.
 
 Conventions (documented choices where the paper is silent):
 - a row that coincides with k >= 1 centres (distance exactly 0) gets
@@ -38,6 +42,8 @@ from .cmeans_shards import CMeansShards, Memberships
 from ...runtime.progress import Progress, history_entry
 from ...runtime.validation import nonfinite_error
 from ...runtime.warning_site import user_stacklevel
+
+DEVICE_UPDATE = True   # False: every iteration's update on the host (tests compare)
 
 
 class FuzzyCMeans(ClusterMixin, KCluster):
@@ -160,21 +166,29 @@ class FuzzyCMeans(ClusterMixin, KCluster):
         else:   # resumed where the checkpoint left the loop
             centers, first, done = saved["centers"], saved["iteration"], saved["done"]
             self.history_ = saved["history"]
+        # the centres kept on the devices between passes where the layout
+        # allows (cmeans_shards.CMeansShards.device_step); a checkpoint
+        # reads them each iteration: the host's update
         passes = CMeansShards(data, self.n_clusters, float(self.m), ranks,
-                              precision=self.precision)
+                              precision=self.precision,
+                              device_update=DEVICE_UPDATE and checkpoint is None)
         d, it = data.d, first - 1
         bar = Progress(self.max_iter, "c-means", bool(self.verbose) and ranks.rank == 0)
         for it in range(first, first if done else self.max_iter):
             start = time.perf_counter()
-            stats, _ = passes.run(centers)
+            if passes.device_update:   # shift None: a row not finite
+                stats, shift = passes.device_step(centers, self.max_iter - it - 1)
+            else:
+                stats, _ = passes.run(centers)
             objective = stats.objective
             if stats.n_nonfinite:
                 bar.close()
                 raise nonfinite_error(data.dtype)
-            num, den = stats.stats[:, :d], stats.stats[:, d]
-            new = centers_update(num, den, centers)
-            shift = float(((new - centers) ** 2).sum())
-            centers = new
+            if not passes.device_update:
+                num, den = stats.stats[:, :d], stats.stats[:, d]
+                new = centers_update(num, den, centers)
+                shift = float(((new - centers) ** 2).sum())
+                centers = new
             self.history_.append(history_entry(it + 1, start, data, objective=objective,
                                                center_shift=shift))
             bar.step(objective=objective, shift=shift)
@@ -188,6 +202,8 @@ class FuzzyCMeans(ClusterMixin, KCluster):
                 break
             data.rebalance()
         bar.close()
+        if passes.device_update and it >= first:   # the last iteration's, from the devices
+            centers = passes.centers_to_host()
         if shift > tol:
             warnings.warn(f"FuzzyCMeans did not converge in max_iter={self.max_iter} "
                           f"iterations (the last centre shift {shift:.3g} is above tol's "
