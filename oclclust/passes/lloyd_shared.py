@@ -1,14 +1,15 @@
-"""One k-means centre update shared by several devices of one process
-(cluster.kmeans.lloyd_shards.LloydShards, each device's rows in one
-resident chunk, fp64): every device computes the same new centres from
-the same totals, so the host computes no centre, norm or layout and
+"""One k-means centre update shared by several devices, of one process or
+of MPI ranks (cluster.kmeans.lloyd_shards.LloydShards, each device's rows
+in one resident chunk, fp64): every device computes the same new centres
+from the same totals, so the host computes no centre, norm or layout and
 uploads none between passes.
 
 Split-free (the pass's ``exact``), the totals of the k x d sums are made
 on every device: each device's folded words (exact_fold.Fold) are read
 into page-locked memory, the host writes every other device's words
-beside the device's own, and the device adds them (exact_fold_parts:
-integers, the host's ExactWords.total) and rounds them (exact_value:
+beside the device's own (over MPI ranks, each place's words summed over
+the ranks first), and the device adds them (exact_fold_parts: integers,
+the host's ExactWords.total) and rounds them (exact_value:
 ExactWords.value()'s bits).  The host adds only what it needs to decide
 the iteration (the k weights, the inertia, the counts): on two H200s the
 host's total of 1024 x 128 sums' words and their rounding took 4.4 ms of
