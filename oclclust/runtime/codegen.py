@@ -2,7 +2,7 @@
 
 A spec is the only route from a device profile and a problem shape to template
 parameters.  Programs are memoised per (context, source, options) in this
-process and cached on disk by pyopencl across processes.
+process and their binaries kept on disk across processes (program_cache).
 """
 import contextlib
 import dataclasses
@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
-from mako.lookup import TemplateLookup
 
+from . import program_cache
 from .kernel_recorder import (KernelRecorder, active_recorders, held_back, note, note_recorded,
                               recording_kernels)
+from .program_cache import cache_folder
 from .resources import template_dirs
 
 _LOOKUP = None
@@ -58,10 +59,8 @@ class KernelBuildError(RuntimeError):
 def template_module_dir(directories):
     """Where Mako keeps the templates compiled to Python modules, so that a
     fresh process renders without lexing and compiling them again (compiling
-    them was a good part of a cold fit):
-    under $OCLCLUST_CACHE_DIR/mako, else the user's own cache folder (the
-    modules are code this process runs: never a folder others can write), a
-    folder per content of the template *directories* (another checkout or
+    them was a good part of a cold fit): in the cache's folder "mako"
+    (program_cache.cache_folder), a folder per content of the template *directories* (another checkout or
     version never meets these modules, whatever its files' times).  None
     where it cannot be made (then templates compile in memory, as before)."""
     digest = hashlib.sha1()
@@ -69,18 +68,12 @@ def template_module_dir(directories):
         for path in sorted(Path(top).rglob("*.cl*")):
             digest.update(path.relative_to(top).as_posix().encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")
-    root = os.environ.get("OCLCLUST_CACHE_DIR")
-    if root:
-        base = Path(root) / "mako"
-    else:
-        try:
-            import platformdirs
-            base = Path(platformdirs.user_cache_dir("oclclust")) / "mako"
-        except ImportError:
-            base = Path.home() / ".cache" / "oclclust" / "mako"
+    base = cache_folder("mako")
+    if base is None:
+        return None
     path = base / digest.hexdigest()[:16]
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
     except OSError:
         return None
     return str(path) if os.access(path, os.W_OK) else None
@@ -97,6 +90,9 @@ def lookup():
     not searched for."""
     global _LOOKUP
     if _LOOKUP is None:
+        # Mako on first use: `import oclclust` need not import it (and pygments, which
+        # its exceptions module pulls in where installed)
+        from mako.lookup import TemplateLookup
         dirs = template_dirs()
         _LOOKUP = TemplateLookup(directories=dirs, strict_undefined=True,
                                  input_encoding="utf-8",
@@ -197,14 +193,18 @@ def build(context, spec, options=BUILD_OPTIONS, source=None):
     key = (context.int_ptr, source, tuple(options))
     program = _PROGRAMS.get(key)
     if program is None:
-        try:
-            with quiet_build():
-                program = cl.Program(context, source).build(options=list(options))
-        except cl.RuntimeError as exc:
-            path = _rendered_file(source)
-            raise KernelBuildError(f"building {spec.template} for "
-                                   f"{context.devices[0].name.strip()} failed; rendered "
-                                   f"source: {path}\n{exc}") from exc
+        with quiet_build():
+            program = program_cache.load(context, source, options)
+        if program is None:
+            try:
+                with quiet_build():
+                    program = cl.Program(context, source).build(options=list(options))
+            except cl.RuntimeError as exc:
+                path = _rendered_file(source)
+                raise KernelBuildError(f"building {spec.template} for "
+                                       f"{context.devices[0].name.strip()} failed; rendered "
+                                       f"source: {path}\n{exc}") from exc
+            program_cache.store(context, program, source, options)
         _PROGRAMS[key] = program
     if active_recorders():
         note(context, spec)
