@@ -1,5 +1,6 @@
 """Built programs on disk: a fresh process loads its programs' binaries
-rather than building them from source again.
+rather than building them from source again, and reads their rendered
+sources rather than rendering them (codegen.Spec.render).
 
 pyopencl keeps binaries on disk itself, except on the runtimes it assumes
 cache source builds themselves (PoCL, NVIDIA's: pyopencl.characterize
@@ -18,7 +19,8 @@ from pathlib import Path
 
 import pyopencl as cl
 
-FOLDER = "programs"
+FOLDER = "programs"   # the binaries
+SOURCES = "sources"   # the rendered kernel sources
 
 
 def cache_folder(name):
@@ -91,9 +93,7 @@ def load(context, source, options):
 
 def store(context, program, source, options):
     """Keep the binary of *program* (built from *source* with *options* in
-    the one-device *context*) for later processes.  Written to a temporary
-    file and renamed: a process reading it meanwhile (an MPI rank, another
-    fit) sees the old file or the whole new one."""
+    the one-device *context*) for later processes."""
     if not _enabled(context):
         return
     path = _path(context, source, options)
@@ -103,15 +103,39 @@ def store(context, program, source, options):
         binary = program.get_info(cl.program_info.BINARIES)[0]
     except cl.Error:
         return
-    if not binary:
-        return
+    if binary:
+        _write(path, binary)
+
+
+def load_source(key):
+    """The kernel source kept under *key* (codegen.source_key), or None."""
+    folder = cache_folder(SOURCES)
+    if folder is None:
+        return None
+    try:
+        return (folder / f"{key[:40]}.cl").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def store_source(key, source):
+    """Keep the kernel *source* rendered under *key* for later processes."""
+    folder = cache_folder(SOURCES)
+    if folder is not None:
+        _write(folder / f"{key[:40]}.cl", source.encode("utf-8"))
+
+
+def _write(path, data):
+    """*data* written to a temporary file and renamed to *path*: a process
+    reading it meanwhile (an MPI rank, another fit) sees the old file or the
+    whole new one, never a part."""
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     except OSError:
         return
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(binary)
+            out.write(data)
         os.replace(tmp, path)
     except OSError:
         _remove(tmp)

@@ -1,6 +1,8 @@
 """program_cache: a fresh process loads its programs from their binaries on
 disk (no source build), the model the same bit for bit; a damaged binary
-is built again from source; the key tells apart what makes a binary."""
+is built again from source; the key tells apart what makes a binary.  It
+reads the sources an earlier process rendered (no rendering), keyed by all
+a rendering reads."""
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
@@ -119,3 +121,37 @@ def test_an_unwritable_cache_folder_is_not_used(monkeypatch, tmp_path):
     blocker.write_text("")
     monkeypatch.setenv("OCLCLUST_CACHE_DIR", str(blocker))   # no folder can be made in it
     assert program_cache.cache_folder(program_cache.FOLDER) is None
+
+
+# ---------------------------------------------------------------- sources
+def test_a_fresh_process_reads_its_sources_rendered_by_an_earlier_one(fresh_process,
+                                                                      monkeypatch):
+    spec = ReduceSpec(dtype="float32", acc_double=False)
+    rendered = spec.render()                       # rendered, and kept
+
+    def no_mako():
+        raise AssertionError("rendered again")
+    monkeypatch.setattr(codegen, "lookup", no_mako)   # the next process: no rendering
+    assert spec.render() == rendered
+    with pytest.raises(AssertionError, match="rendered again"):
+        ReduceSpec(dtype="float64").render()      # never rendered: not on disk
+
+
+def test_what_a_rendering_reads_is_in_its_key(tmp_path):
+    args = ReduceSpec(dtype="float32").template_args()
+    key = codegen.source_key(ReduceSpec.template, args)
+    assert key == codegen.source_key(ReduceSpec.template, dict(args))
+    assert key != codegen.source_key(ReduceSpec.template, dict(args, dtype="float64"))
+    assert key != codegen.source_key("runtime/count_labels.cl.mako", args)
+    (tmp_path / "a.cl.mako").write_text("one")
+    before = codegen.template_digest([str(tmp_path)])
+    codegen._DIGESTS.clear()
+    (tmp_path / "a.cl.mako").write_text("two")          # a template changed
+    assert codegen.template_digest([str(tmp_path)]) != before
+
+
+def test_a_lookup_of_a_callers_own_is_never_served_from_disk(monkeypatch):
+    shipped = codegen.lookup()
+    own = type(shipped)(shipped.directories, strict_undefined=True, input_encoding="utf-8")
+    monkeypatch.setattr(codegen, "_LOOKUP", own)
+    assert codegen.source_key(ReduceSpec.template, ReduceSpec().template_args()) is None
