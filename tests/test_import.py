@@ -58,7 +58,8 @@ def test_without_scikit_learn_the_names_are_oclclusts_own():
                   "sys.modules['sklearn'] = None\n"
                   "import oclclust\n"
                   "from oclclust.runtime.validation import NotFittedError\n"
-                  "print(json.dumps([oclclust.KMeans.__name__, NotFittedError.__module__,\n"
+                  "print(json.dumps([oclclust.KMeans.__name__,\n"
+                  "                  f'{NotFittedError.__module__}.{NotFittedError.__name__}',\n"
                   "                  issubclass(NotFittedError, ValueError),\n"
                   "                  sys.modules['sklearn'] is None]))")
-    assert found == ["KMeans", "oclclust.runtime.validation", True, True]
+    assert found == ["KMeans", "oclclust.runtime.validation.NotFittedError", True, True]

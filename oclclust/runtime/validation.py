@@ -6,8 +6,12 @@ import numpy as np
 import pyopencl.array as cla
 
 
-class _NotFittedError(ValueError, AttributeError):
+class NotFittedError(ValueError, AttributeError):
     """Raised when a method needs a fitted estimator (as scikit-learn's)."""
+
+
+_OWN_NOT_FITTED = NotFittedError
+del NotFittedError   # the module's is chosen on first use (__getattr__)
 
 
 def __getattr__(name):
@@ -19,7 +23,7 @@ def __getattr__(name):
         try:
             from sklearn.exceptions import NotFittedError
         except ImportError:
-            NotFittedError = _NotFittedError
+            NotFittedError = _OWN_NOT_FITTED
         globals()["NotFittedError"] = NotFittedError
         return NotFittedError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
