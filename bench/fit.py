@@ -163,7 +163,8 @@ def child(args):
     spec = (QUICK if args.quick else WORKLOADS)[args.child]
     C0 = random_rows(X, spec[3])
     start = time.perf_counter()
-    oc = import_oclclust()     # scikit-learn's base classes come with it where installed
+    oc = import_oclclust()
+    getattr(oc, spec[0])       # its module: scikit-learn's base classes, where installed
     imported = time.perf_counter() - start
     warmed = None
     if args.warm_up:   # the devices, programs and staging of this shape, ahead of the fit

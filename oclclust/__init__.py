@@ -11,7 +11,6 @@ import types as _types
 
 from . import passes  # noqa: F401  (declares every pass's devices.yaml terms)
 from .cluster.inits import kmeans_plusplus
-from .cluster.kmeans.kmeans import KMeans
 from .cluster.registry import ESTIMATORS, estimator_class
 from .cluster.warm_up import warm_up
 from .parallel.manager import DeviceFailure, DeviceManager
@@ -26,6 +25,7 @@ __version__ = "0.1.0"
 
 def __getattr__(name):
     # the estimators (and scipy's linkage), imported on first use: a fast `import oclclust`
+    # (the estimators' modules import scikit-learn's base classes where it is installed)
     if name in ESTIMATORS:
         return estimator_class(name)
     if name == "linkage":

@@ -22,12 +22,11 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.elementwise import ElementwiseKernel
-from pyopencl.scan import GenericScanKernel
 
 from ..runtime import exact_fold, exact_sums
 from ..runtime.codegen import (Launch, SharedKernel, Spec, c_type, kernel,
                               kernel_work_group_limit, plan, quiet_build)
-from ..runtime.reduce import acc_dtype
+from ..runtime.reduce import acc_dtype, count_labels
 from .lloyd import LloydPass
 
 
@@ -67,6 +66,8 @@ def pyopencl_prefix_sum(queue, acc, weighted, real_t):
     """pyopencl scan of (w *) dist into out, in the accumulation type: the
     seeding's prefix sums unless prefix_sums_by() says otherwise."""
     def make():
+        # imported here: pyopencl's scan module imports Mako (40 ms of `import oclclust`)
+        from pyopencl.scan import GenericScanKernel
         acc_c = c_type(acc)
         args = f"__global {acc_c} *dist, __global {acc_c} *out"
         if weighted:
@@ -99,16 +100,6 @@ def _lower_kernel(context, acc, real_t):
                 "kmeanspp_lower"))
     return plan("kmeanspp_lower_nearest", context,
                 (np.dtype(acc).name, np.dtype(real_t).name), make)
-
-
-def count_kernel(context):
-    """counts[nearest[i]] += 1 (integer atomics: exact, in any order)."""
-    def make():
-        with quiet_build():
-            return SharedKernel(ElementwiseKernel(
-                context, "const int *nearest, volatile __global int *counts",
-                "atomic_inc(&counts[nearest[i]])", "kmeanspp_count"))
-    return plan("kmeanspp_count", context, (), make)
 
 
 @contextlib.contextmanager
@@ -306,8 +297,7 @@ class ChunkOversampling:
                 return exact_sums.ExactWords.of_scattered(w, self.nearest.get(q), count)
             return np.bincount(self.nearest.get(q), weights=w, minlength=count)[:count]
         counts = cla.zeros(q, count, np.int32)
-        with quiet_build():
-            count_kernel(q.context)(self.nearest, counts, range=slice(part.n), queue=q)
+        count_labels(q, self.nearest, counts, part.n)
         return counts.get(q).astype(np.float64)
 
 

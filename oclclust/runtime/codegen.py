@@ -2,7 +2,8 @@
 
 A spec is the only route from a device profile and a problem shape to template
 parameters.  Programs are memoised per (context, source, options) in this
-process and cached on disk by pyopencl across processes.
+process; their rendered sources and binaries are kept on disk across
+processes (program_cache).
 """
 import contextlib
 import dataclasses
@@ -17,10 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pyopencl as cl
-from mako.lookup import TemplateLookup
 
+from . import program_cache
 from .kernel_recorder import (KernelRecorder, active_recorders, held_back, note, note_recorded,
                               recording_kernels)
+from .program_cache import cache_folder
 from .resources import template_dirs
 
 _LOOKUP = None
@@ -55,32 +57,38 @@ class KernelBuildError(RuntimeError):
     """
 
 
+_DIGESTS = {}
+
+
+def template_digest(directories):
+    """The hex digest of the template *directories*' files, their names and
+    contents (read once a process): what the compiled templates and the
+    rendered sources on disk are kept under."""
+    key = tuple(directories)
+    if key not in _DIGESTS:
+        digest = hashlib.sha1()
+        for top in directories:
+            for path in sorted(Path(top).rglob("*.cl*")):
+                digest.update(path.relative_to(top).as_posix().encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+        _DIGESTS[key] = digest.hexdigest()
+    return _DIGESTS[key]
+
+
 def template_module_dir(directories):
     """Where Mako keeps the templates compiled to Python modules, so that a
     fresh process renders without lexing and compiling them again (compiling
-    them was a good part of a cold fit):
-    under $OCLCLUST_CACHE_DIR/mako, else the user's own cache folder (the
-    modules are code this process runs: never a folder others can write), a
-    folder per content of the template *directories* (another checkout or
-    version never meets these modules, whatever its files' times).  None
-    where it cannot be made (then templates compile in memory, as before)."""
-    digest = hashlib.sha1()
-    for top in directories:
-        for path in sorted(Path(top).rglob("*.cl*")):
-            digest.update(path.relative_to(top).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes() + b"\0")
-    root = os.environ.get("OCLCLUST_CACHE_DIR")
-    if root:
-        base = Path(root) / "mako"
-    else:
-        try:
-            import platformdirs
-            base = Path(platformdirs.user_cache_dir("oclclust")) / "mako"
-        except ImportError:
-            base = Path.home() / ".cache" / "oclclust" / "mako"
-    path = base / digest.hexdigest()[:16]
+    them was a good part of a cold fit): in the cache's folder "mako"
+    (program_cache.cache_folder), a folder per content of the template
+    *directories* (another checkout or version never meets these modules,
+    whatever its files' times).  None where it cannot be made (then
+    templates compile in memory, as before)."""
+    base = cache_folder("mako")
+    if base is None:
+        return None
+    path = base / template_digest(directories)[:16]
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(exist_ok=True)
     except OSError:
         return None
     return str(path) if os.access(path, os.W_OK) else None
@@ -97,11 +105,30 @@ def lookup():
     not searched for."""
     global _LOOKUP
     if _LOOKUP is None:
+        # Mako on first use: `import oclclust` need not import it (and pygments, which
+        # its exceptions module pulls in where installed)
+        from mako.lookup import TemplateLookup
         dirs = template_dirs()
         _LOOKUP = TemplateLookup(directories=dirs, strict_undefined=True,
                                  input_encoding="utf-8",
                                  module_directory=template_module_dir(dirs))
+        _LOOKUP.shipped = True   # the shipped templates alone: source_key covers them
     return _LOOKUP
+
+
+def source_key(template, args):
+    """The key of the source rendered from *template* with *args* (a
+    spec's template_args) on disk: the template, the arguments, the
+    shipped templates' contents and Mako's version -- all a rendering reads.
+    None while a lookup of a caller's own is in use (tests' templates)."""
+    if _LOOKUP is not None and not getattr(_LOOKUP, "shipped", False):
+        return None
+    import mako   # its package alone: its version, not its compiler
+    digest = hashlib.sha256()
+    for part in (template, repr(sorted(args.items())), template_digest(template_dirs()),
+                 mako.__version__):
+        digest.update(part.encode() + b"\0")
+    return digest.hexdigest()
 
 
 def c_type(dtype):
@@ -130,9 +157,19 @@ class Spec:
         return args
 
     def render(self):
+        """The kernel source: read from disk where an earlier process
+        rendered it (a fresh process's first fit then neither imports Mako's
+        compiler nor renders), else rendered and kept there."""
         for observe in _RENDER_OBSERVERS:
             observe(self)
-        return lookup().get_template(self.template).render(**self.template_args())
+        args = self.template_args()
+        key = source_key(self.template, args)
+        source = None if key is None else program_cache.load_source(key)
+        if source is None:
+            source = lookup().get_template(self.template).render(**args)
+            if key is not None:
+                program_cache.store_source(key, source)
+        return source
 
 
 _RENDER_OBSERVERS = []
@@ -197,14 +234,18 @@ def build(context, spec, options=BUILD_OPTIONS, source=None):
     key = (context.int_ptr, source, tuple(options))
     program = _PROGRAMS.get(key)
     if program is None:
-        try:
-            with quiet_build():
-                program = cl.Program(context, source).build(options=list(options))
-        except cl.RuntimeError as exc:
-            path = _rendered_file(source)
-            raise KernelBuildError(f"building {spec.template} for "
-                                   f"{context.devices[0].name.strip()} failed; rendered "
-                                   f"source: {path}\n{exc}") from exc
+        with quiet_build():
+            program = program_cache.load(context, source, options)
+        if program is None:
+            try:
+                with quiet_build():
+                    program = cl.Program(context, source).build(options=list(options))
+            except cl.RuntimeError as exc:
+                path = _rendered_file(source)
+                raise KernelBuildError(f"building {spec.template} for "
+                                       f"{context.devices[0].name.strip()} failed; rendered "
+                                       f"source: {path}\n{exc}") from exc
+            program_cache.store(context, program, source, options)
         _PROGRAMS[key] = program
     if active_recorders():
         note(context, spec)

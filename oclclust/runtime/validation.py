@@ -10,10 +10,23 @@ class NotFittedError(ValueError, AttributeError):
     """Raised when a method needs a fitted estimator (as scikit-learn's)."""
 
 
-try:  # one exception type with scikit-learn's, so its callers catch ours
-    from sklearn.exceptions import NotFittedError  # noqa: F401,F811
-except ImportError:
-    pass
+_OWN_NOT_FITTED = NotFittedError
+del NotFittedError   # the module's is chosen on first use (__getattr__)
+
+
+def __getattr__(name):
+    # NotFittedError: scikit-learn's where it is installed, one exception type
+    # with its, so that its callers catch ours; looked up on first use, for
+    # importing scikit-learn (its scipy.stats) is most of a second that
+    # `import oclclust` need not pay (the estimators' modules import it)
+    if name == "NotFittedError":
+        try:
+            from sklearn.exceptions import NotFittedError
+        except ImportError:
+            NotFittedError = _OWN_NOT_FITTED
+        globals()["NotFittedError"] = NotFittedError
+        return NotFittedError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_params(estimator, rules):

@@ -13,13 +13,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ...passes.kmeanspp import count_kernel
 from ...passes import lloyd_update
 from ...passes.lloyd_shared import SharedCenters
 from ...passes.lloyd import LloydPass, center_norms
 from ...runtime import exact_sums
-from ...runtime.codegen import quiet_build
 from ...runtime.kernel_recorder import note
+from ...runtime.reduce import count_labels
 from ...runtime.transfer import download
 from ...parallel.manager import DEVICE_ERRORS, DeviceFailure, measuring
 from ...parallel.sharded import ShardedPass, chunk_farthest, farthest_of
@@ -352,10 +351,7 @@ class LloydShards(ShardedPass):
         def count(chunk, st):
             q = chunk.queue
             counts = cla.zeros(q, st.k, np.int32)
-            if chunk.n:
-                with quiet_build():   # built at its first call
-                    count_kernel(q.context)(st.current_labels(), counts,
-                                            range=slice(chunk.n), queue=q)
+            count_labels(q, st.current_labels(), counts, chunk.n)
             return counts.get(q).astype(np.float64)
         local = self.ranks.run_failing_all(
             lambda: np.sum(self.map(count, rows=False), axis=0))
