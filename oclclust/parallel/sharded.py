@@ -14,6 +14,7 @@ import numpy as np
 from ..runtime import exact_sums
 from ..runtime.reduce import AdditiveStats
 from .comm import Ranks
+from .shares import measuring
 from .sharded_data import one_partition
 
 _KEYS = itertools.count()
@@ -129,6 +130,24 @@ class ShardedPass:
         if getattr(self.data, "remote", False):
             return self.data.rows_states(self.key, self.make, fn)
         return np.concatenate(self.map(fn))
+
+
+def shareable(data, ranks):
+    """Whether the devices can share one update computed on each
+    (passes.lloyd_shared.SharedCenters, passes.cmeans_update): rows on this process's devices, each device's in one
+    resident chunk, fp64 on every one, and weights not measured (a re-split
+    lays the chunks out anew); several devices in one process, or MPI
+    ranks (*ranks*: comm.Ranks) that each hold as many devices so and sum
+    split-free (their sums' words added by the ranks, then on every
+    device).  Under MPI every rank asks every other: a collective."""
+    shards = getattr(data, "shards", None)
+    local = (bool(shards) and not getattr(data, "remote", False)
+             and all(s.single_resident for s in shards)
+             and all(c.acc_double for c in data.chunks) and not measuring(data.manager))
+    if ranks.comm is None or ranks.comm.Get_size() == 1:
+        return local and len(shards) > 1
+    every = ranks.gather((local and exact_sums.enabled(), len(shards) if shards else 0))
+    return all(ok for ok, _ in every) and len({count for _, count in every}) == 1
 
 
 def _bounded(make, magnitudes):

@@ -9,13 +9,12 @@ import dataclasses
 import numpy as np
 
 from ...parallel.manager import DEVICE_ERRORS, DeviceFailure
-from ...parallel.sharded import ShardedPass
+from ...parallel.sharded import ShardedPass, shareable
 from ...passes.cmeans import CMeansPass, row_labels
 from ...passes.cmeans_update import ResidentCMeans, SharedCMeans, can_update
 from ...passes.ensemble_update import centers_can_stay_resident
 from ...passes.lloyd_update import default_depth
 from ...runtime.reduce import AdditiveStats
-from ..kmeans.lloyd_shards import shareable
 from ...runtime.transfer import download, wait
 
 
