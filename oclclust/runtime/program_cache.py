@@ -8,7 +8,8 @@ cache source builds themselves (PoCL, NVIDIA's: pyopencl.characterize
 program: PoCL hashes and re-reads each from its kernel cache (a 1k x 2 x 3
 KMeans's 8 programs: 183 ms from source, 8 ms from their binaries, 2
 cores), NVIDIA's compiler turns each source into PTX again.  So every
-single-device program's binary is kept here, under a key of everything
+single-device program's binary can be kept here (OCLCLUST_PROGRAM_BINARIES=1:
+taking a binary has its own cost, see _enabled), under a key of everything
 that makes the binary: the source, the build options (pyopencl's
 included), the device, its driver and platform versions, pyopencl's.
 """
@@ -46,10 +47,17 @@ def cache_folder(name):
 
 
 def _enabled(context):
-    # one device a context (a binary is a device's); PYOPENCL_NO_CACHE turns
-    # off every on-disk program cache, pyopencl's and this one
+    # asked for (OCLCLUST_PROGRAM_BINARIES=1): taking a built program's binary
+    # costs PoCL ~0.14 s a program (a 1k KMeans's 13: 1.8 s of a 5.7 s cold
+    # fit on 2 cores; CI's PoCL suite, cold, ran twice as long), paid once for
+    # every later process's ~20 ms; NVIDIA's driver keeps its own builds (a
+    # fresh process's first fit on an H200: 0.80-0.84 s over the warm fit with
+    # these binaries, 0.80-0.87 without).  One device a context (a binary is a
+    # device's); PYOPENCL_NO_CACHE turns off every on-disk program cache
     no_cache = os.environ.get("PYOPENCL_NO_CACHE", "").strip().lower()
-    return len(context.devices) == 1 and no_cache not in ("1", "true", "yes", "on")
+    wanted = os.environ.get("OCLCLUST_PROGRAM_BINARIES", "").strip().lower()
+    return (len(context.devices) == 1 and no_cache not in ("1", "true", "yes", "on")
+            and wanted in ("1", "true", "yes", "on"))
 
 
 def program_key(device, source, options):

@@ -18,6 +18,7 @@ def fresh_process(monkeypatch, tmp_path):
     """An empty cache folder of its own and this process's programs, kernels
     and plans forgotten, as in a fresh process; the source builds counted."""
     monkeypatch.setenv("OCLCLUST_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("OCLCLUST_PROGRAM_BINARIES", "1")   # asked for (off by default)
     monkeypatch.delenv("PYOPENCL_NO_CACHE", raising=False)
     forget(monkeypatch)
     sources = []
@@ -100,6 +101,13 @@ def test_a_damaged_binary_is_built_again_from_source(profile, fresh_process, tmp
 def test_no_binary_is_kept_under_pyopencl_no_cache(profile, fresh_process, tmp_path,
                                                    monkeypatch):
     monkeypatch.setenv("PYOPENCL_NO_CACHE", "1")
+    codegen.build(profile.queue().context, ReduceSpec(dtype="float32", acc_double=False))
+    assert binaries(tmp_path) == []
+
+
+def test_no_binary_is_kept_unless_asked_for(profile, fresh_process, tmp_path, monkeypatch):
+    """Taking a binary costs PoCL a good part of a build: off by default."""
+    monkeypatch.delenv("OCLCLUST_PROGRAM_BINARIES")
     codegen.build(profile.queue().context, ReduceSpec(dtype="float32", acc_double=False))
     assert binaries(tmp_path) == []
 
