@@ -281,6 +281,10 @@ class LloydShards(ShardedPass):
         shift = shared[0].shift(reads[0])
         return dataclasses.replace(total, sums=None, weights=None, inertia=inertia), shift, False
 
+    def _one_process(self):
+        """Whether the fit has no other rank to sum with."""
+        return self.ranks.comm is None or self.ranks.comm.Get_size() == 1
+
     def _sums_for_devices(self, shared):
         """(the page-locked words arrays every device adds, whether each
         device's own words are among them, at its place): one process,
@@ -288,7 +292,7 @@ class LloydShards(ShardedPass):
         ranks (one Allreduce: integers, any order), every one written to
         every device."""
         words = [sc.words_read[sc.turn] for sc in shared]
-        if self.ranks.comm is None or self.ranks.comm.Get_size() == 1:
+        if self._one_process():
             return words, True
         summed = shared[0].summed_host(len(words))
         self.ranks.comm.Allreduce(words[0] if len(words) == 1 else np.concatenate(words),
@@ -300,7 +304,7 @@ class LloydShards(ShardedPass):
         rank's, chunk order): their exact sum rounded once, the host path's
         bits (exact_sums.rounded_sum; over the ranks, the words summed)."""
         local = np.concatenate(blocks)
-        if self.ranks.comm is None or self.ranks.comm.Get_size() == 1:
+        if self._one_process():
             return exact_sums.rounded_sum(local)
         words = exact_sums.ExactWords.of_values(local)
         return words.from_flat(self.ranks.sum(words.flat(), exact=True)).value()

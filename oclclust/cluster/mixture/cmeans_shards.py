@@ -93,7 +93,6 @@ class CMeansShards(ShardedPass):
         return stats, (Memberships(self.data.n, self.c, self.data.dtype, kept) if write_u
                        else None)
 
-
     # ------------------------------------------ the centres on the devices
     def device_step(self, centers, iterations_left=None):
         """One pass and centre update with the centres kept on the devices
