@@ -320,7 +320,7 @@ class CMeansPass:
         chunks and ranks to the same bits however the rows are split)."""
         return self.collect(self.launch(centers))
 
-    def launch(self, centers, settle=False):
+    def launch(self, centers, settle=False, read_stats=True):
         """sums()'s device work enqueued, the centres going up and the
         results coming back through page-locked memory, not waited on
         (flushed: it starts now): what collect() waits for.  Several
@@ -331,11 +331,13 @@ class CMeansPass:
         enqueue_value, the bits ExactWords.value() gives; the objective by
         exact_sums.rounded_sum) and collect() gives float64 values.
         *centers* None: the pass reads the centres its buffer holds (an
-        update on the device wrote them: passes/cmeans_update.py)."""
+        update on the device wrote them: passes/cmeans_update.py);
+        *read_stats* False: the statistics stay on the device (the caller
+        reads the fold's words: cmeans_update.SharedCMeans)."""
         events = [] if centers is None else [self.upload(centers)]
         self.enqueue_sums(settle)
         stage = self.staging
-        if self.update:
+        if self.update and read_stats:
             events.append(stage.get("stats", self.summed()))
         events += [stage.get("obj", self.part_obj), stage.get("flags", self.part_flags)]
         self.part.queue.flush()
@@ -397,19 +399,21 @@ class CMeansPass:
         stats, obj, bad = self.collect_parts(events)
         return stats, self.objective_of(obj), bad
 
-    def collect_parts(self, events):
+    def collect_parts(self, events, stats_read=True):
         """collect()'s values with the objective's group values as read (a
         copy: the staging is read into again), for objective_of once the
-        caller has time (a shared update: after the next pass is enqueued)."""
+        caller has time (a shared update: after the next pass is enqueued);
+        the statistics None where launch() did not read them (*stats_read*)."""
         part, stage = self.part, self.staging
         wait(events)
         stats = None
-        if self.update and self.settled:   # copies: the arrays are read into again
-            stats = stage.read("stats", self.size).reshape(self.c, part.d + 1).copy()
-        elif self.update and self.exact:
-            stats = self.fold.words(stage.read("stats", self.fold.out.size))
-        elif self.update:
-            stats = totals_of(stage.read("stats", self.reduced.size), self.size,
-                              part.acc_double).reshape(self.c, part.d + 1)
+        if self.update and stats_read:
+            if self.settled:   # copies: the arrays are read into again
+                stats = stage.read("stats", self.size).reshape(self.c, part.d + 1).copy()
+            elif self.exact:
+                stats = self.fold.words(stage.read("stats", self.fold.out.size))
+            else:
+                stats = totals_of(stage.read("stats", self.reduced.size), self.size,
+                                  part.acc_double).reshape(self.c, part.d + 1)
         return (stats, stage.read("obj", self.groups).copy(),
                 int(stage.read("flags", self.groups).sum()))

@@ -19,8 +19,8 @@ devices' float64 totals and writes them to every device.
 """
 import numpy as np
 import pyopencl as cl
-import pyopencl.array as cla
 
+from ..runtime.exact_fold import SharedFold
 from ..runtime.exact_sums import blocks_of
 from ..runtime.kernel_recorder import note
 from ..runtime.transfer import pooled_empty
@@ -51,16 +51,8 @@ class SharedCenters:
         self.active = False
         self.summary = r.summaries[0]
         self.bound = None  # the labels the pass's kernels are bound to (exact)
-        # split-free: the sums' words read in turn into two page-locked
-        # arrays (another device copies from the last one while the next
-        # pass reads into the other: by the next step every device's pass,
-        # after those copies on its in-order queue, has been collected), and
-        # every device's words gathered on this one
-        words = lloyd_pass.folds["sums"].out.size if self.exact else 0
-        self.words_read = [pooled_empty(self, q, (words,), np.float64) for _ in range(2)] \
-            if self.exact else []
-        self.turn = 0
-        self.gathered = None
+        # split-free: every device's sums' words added here
+        self.shared_sums = SharedFold(lloyd_pass.folds["sums"]) if self.exact else None
         self.summed = None   # over MPI ranks: the words' sums (summed_host)
         self.kept = None     # the centres start() copies from
 
@@ -92,11 +84,10 @@ class SharedCenters:
         r.enqueue_pass()
         lp.enqueue_exact()
         host = lp._host()
-        self.turn ^= 1
         reads = [(host["inertia"], lp.block_inertia), (host["flags"], lp.part_flags),
-                 (host["weights"], lp.folds["weights"].out),
-                 (self.words_read[self.turn], lp.folds["sums"].out)]
+                 (host["weights"], lp.folds["weights"].out)]
         events = [cl.enqueue_copy(q, dst, src.data, is_blocking=False) for dst, src in reads]
+        events.append(self.shared_sums.read())
         q.flush()
         return events
 
@@ -119,7 +110,7 @@ class SharedCenters:
     def summed_host(self, count):
         """A page-locked array for *count* devices' words summed over the
         ranks (made once)."""
-        size = count * self.words_read[0].size
+        size = count * self.shared_sums.words.size
         if self.summed is None or self.summed.size != size:
             self.summed = pooled_empty(self, self.resident.lloyd.part.queue, (size,), np.float64)
         return self.summed
@@ -127,14 +118,14 @@ class SharedCenters:
     def sums_words(self):
         """The ExactWords of the last collected pass's sums (views of the
         page-locked array read into)."""
-        return self.resident.lloyd.folds["sums"].words(self.words_read[self.turn], copy=False)
+        return self.resident.lloyd.folds["sums"].words(self.shared_sums.words, copy=False)
 
     def update(self, sums, weights, summarize=False, own=None):
         """All devices' totals in, the new centres computed here; with
         *summarize*, their shift summed and read: its read event (else
         None).  Not waited on.  *weights*: the k totals (float64); *sums*:
         the k x d totals, or split-free the page-locked words arrays of
-        every device's pass (``words_read``), in chunk order, *own* this
+        every device's pass (their SharedFold.words), in chunk order, *own* this
         device's place among them (its words are taken on the device)."""
         r = self.resident
         q = r.lloyd.part.queue
@@ -143,7 +134,8 @@ class SharedCenters:
         self.host_weights[:] = weights
         self.writes = [cl.enqueue_copy(q, r.weights.data, self.host_weights, is_blocking=False)]
         if self.exact:
-            self._total_sums(sums, own)
+            self.shared_sums.wait_writes()
+            self.shared_sums.enqueue_total(sums, own, r.sums)
         else:
             self.host_sums[:] = sums.reshape(-1)
             self.writes.append(cl.enqueue_copy(q, r.sums.data, self.host_sums,
@@ -157,27 +149,6 @@ class SharedCenters:
             read = cl.enqueue_copy(q, r.host_results[0], r.results.data, is_blocking=False)
         q.flush()
         return read
-
-    def _total_sums(self, words, own):
-        """Every device's sums' words (*words*: their page-locked arrays,
-        this device's at *own*) gathered here, added and rounded into the
-        update's sums."""
-        r = self.resident
-        lp, q = r.lloyd, r.lloyd.part.queue
-        fold = lp.folds["sums"]
-        size = fold.out.size
-        if self.gathered is None or self.gathered.size != len(words) * size:
-            self.gathered = cla.empty(q, len(words) * size, np.float64)
-        for i, host in enumerate(words):
-            at = i * size * 8
-            if i == own:   # the device's own words, still in the fold's output
-                cl.enqueue_copy(q, self.gathered.data, fold.out.data, dst_offset=at,
-                                byte_count=size * 8)
-            else:
-                self.writes.append(cl.enqueue_copy(q, self.gathered.data, host,
-                                                   dst_offset=at, is_blocking=False))
-        fold.enqueue_total(self.gathered, len(words))
-        fold.enqueue_value(r.sums)
 
     def shift(self, read):
         """The shift of the update whose summary *read* is (update's)."""

@@ -7,11 +7,12 @@ from (column_absmax.cl.mako)."""
 import dataclasses
 
 import numpy as np
+import pyopencl as cl
 import pyopencl.array as cla
 
 from .codegen import Spec, c_type, kernel
 from .exact_sums import ARRAY_WORDS, ExactWords, blocks_of, lsb_for_bounds
-from .transfer import PinnedStaging
+from .transfer import PinnedStaging, pooled_empty, wait
 
 FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
 FOLD_BLOCKS = 1 << 13          # a fold's blocks a work-item: its double words stay exact
@@ -143,6 +144,65 @@ class Fold:
         a fresh array of their own, as ``out.get()`` gives)."""
         return ExactWords.from_device(host_out[:(ARRAY_WORDS + 1) * self.size], self.lsb,
                                       self.shape, copy)
+
+
+class SharedFold:
+    """One device's side of a fold's total over several devices (one
+    update shared by devices that each hold rows): its words read into
+    page-locked memory (``read``), every device's words gathered on it,
+    added (Fold.enqueue_total: integers, any order) and rounded
+    (Fold.enqueue_value) on the device, so the host neither adds nor
+    rounds them.  The words are read into two page-locked arrays in turn
+    (``words``: the last read): another device may still copy from the
+    last one while the next pass reads into the other; by then every
+    device's pass, after those copies on its in-order queue, has been
+    collected."""
+
+    def __init__(self, fold):
+        self.fold, q = fold, fold.queue
+        self.read_into = [pooled_empty(self, q, (fold.out.size,), np.float64)
+                          for _ in range(2)]
+        self.turn = 0
+        self.gathered = None
+        self.writes = []   # the last total's copies from the page-locked arrays
+
+    @property
+    def words(self):
+        """The page-locked array the last read() went into."""
+        return self.read_into[self.turn]
+
+    def read(self):
+        """The fold's words read (into the next array in turn), not waited
+        on: the copy's event."""
+        self.turn ^= 1
+        return cl.enqueue_copy(self.fold.queue, self.words, self.fold.out.data,
+                               is_blocking=False)
+
+    def enqueue_total(self, words, own, values):
+        """Every device's words (*words*: their page-locked arrays, in
+        order; this device's at *own*, taken from its fold's output, or
+        None: all from the host) gathered here, added and rounded into
+        *values* (a device array of the fold's size, float64), not waited
+        on: wait_writes() before the host arrays are written again."""
+        fold, q = self.fold, self.fold.queue
+        size = fold.out.size
+        if self.gathered is None or self.gathered.size != len(words) * size:
+            self.gathered = cla.empty(q, len(words) * size, np.float64)
+        for i, host in enumerate(words):
+            at = i * size * 8
+            if i == own:   # the device's own words, still in the fold's output
+                cl.enqueue_copy(q, self.gathered.data, fold.out.data, dst_offset=at,
+                                byte_count=size * 8)
+            else:
+                self.writes.append(cl.enqueue_copy(q, self.gathered.data, host,
+                                                   dst_offset=at, is_blocking=False))
+        fold.enqueue_total(self.gathered, len(words))
+        fold.enqueue_value(values)
+
+    def wait_writes(self):
+        """The last total's copies from the host's arrays done."""
+        wait(self.writes)
+        self.writes = []
 
 
 def enqueue_block_sums(queue, values, weights, n, block_rows, out):

@@ -291,7 +291,7 @@ class LloydShards(ShardedPass):
         every device's own; over MPI ranks, each place summed over the
         ranks (one Allreduce: integers, any order), every one written to
         every device."""
-        words = [sc.words_read[sc.turn] for sc in shared]
+        words = [sc.shared_sums.words for sc in shared]
         if self._one_process():
             return words, True
         summed = shared[0].summed_host(len(words))

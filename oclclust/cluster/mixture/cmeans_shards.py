@@ -144,10 +144,14 @@ class CMeansShards(ShardedPass):
             return passes["shared"].launch()
 
         def collect(chunk, passes, launched):   # the objective's group values kept
-            stats, obj, bad = passes["shared"].cpass.collect_parts(launched)
+            sc = passes["shared"]
+            stats, obj, bad = sc.cpass.collect_parts(launched, sc.shared_stats is None)
             return CMeansStats(stats, None, bad), obj
         total, objs = self.reduce(None, timed=True, keep=True, enqueued=(launch, collect))
         shared = [self.state(chunk)["shared"] for chunk in self.data.chunks]
+        # split-free: every device adds every device's words (their page-locked arrays)
+        words = [sc.shared_stats.words for sc in shared] \
+            if shared[0].shared_stats is not None else None
 
         def objective():   # as run() sums it (a field of its own: the same bits apart)
             return self.over_ranks(CMeansStats.total(
@@ -159,7 +163,8 @@ class CMeansShards(ShardedPass):
         reads, nxt = [], {}
         for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
             try:
-                reads.append(sc.update(total.stats, summarize=i == 0))
+                reads.append(sc.update(total.stats if words is None else words,
+                                       summarize=i == 0, own=i))
                 if following:
                     nxt[chunk] = sc.launch()
             except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
