@@ -17,7 +17,9 @@ Measurements (``python bench/devices.py NAME --help`` gives each one's flags):
     kmeans         k-means rows per second of each device alone and of all
                    of them in one fit (DeviceManager): the efficiency
     gpus           whole KMeans / GMM / c-means fits on N GPUs of one host
-                   against one GPU, the same under mpiexec, and streamed
+                   against one GPU, the same under mpiexec, streamed, and
+                   KMeans' weak scaling (--only weak: --n rows a GPU; the
+                   efficiency t1(n) / tN(N n), the rows' rate N i1 / iN)
     upload         DeviceManager.scatter's pinned staging onto N devices
                    against pageable copies, by device count
     mpi            weak scaling of KMeans over MPI ranks (CPU sub-devices,
@@ -281,6 +283,20 @@ def gpus_run(args):
                                  same_bits=bool(np.array_equal(ranks, ref)),
                                  max_diff=float(np.abs(ranks - ref).max())))
                 print(json.dumps(rows[-1]), flush=True)
+        del X
+    if "weak" in only:   # --n rows a GPU: the 1-GPU fit's n against N GPUs' N n
+        X = large_blobs(max(counts) * args.n, 128, 1024)
+        C0 = X[np.random.default_rng(1).choice(args.n, 1024, replace=False)].copy()
+        make = kmeans_maker(1024, args.iters, C0)
+        for count in (1, *counts):   # warm: each configuration's size once
+            fit(oc, make, X[:count * args.n], gpus(oc, count))
+        t1, i1, _ = fit(oc, make, X[:args.n], gpus(oc, 1))
+        for count in counts:
+            tn, i_n, _ = fit(oc, make, X[:count * args.n], gpus(oc, count))
+            rows.append(dict(case=f"KMeans {args.n:,} rows a GPU x 128 x 1024 (weak)",
+                             gpus=count, whole_1=t1, whole_n=tn, efficiency=t1 / tn, iter_1=i1,
+                             iter_n=i_n, iter_speedup=count * i1 / i_n))
+            print(json.dumps(rows[-1]), flush=True)
         del X
     if only & {"gmm", "cmeans"}:
         X = large_blobs(args.n, 24, 100)
