@@ -18,7 +18,7 @@ import pyopencl.array as cla
 
 from ..runtime.codegen import Launch, Spec, kernel
 from .ensemble import work_group
-from ..runtime.transfer import pooled_empty
+from ..runtime.transfer import pinned_empty
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +85,7 @@ class DeviceUpdate:
                             for _ in range(self.ahead + 2)]
         if self.results is None or self.results[0].size != 2 * len(active):
             self.results = [cla.empty(q, 2 * len(active), np.float64) for _ in self.buffers]
-            self.host_results = [pooled_empty(self, (q, self.reader), 2 * len(active),
-                                              np.float64)
+            self.host_results = [pinned_empty(q, 2 * len(active), np.float64)
                                  for _ in self.buffers]
         self.current = 0                      # the buffer of the current centres
         self.buffers[0].set(packed, q)

@@ -22,7 +22,7 @@ from .lloyd_blocked import blocked_specs, items_per_unit, pack_centers
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import bound_terms, mma_specs, split_centers, tile_words
 from ..runtime.reduce import AdditiveStats, acc_dtype, enqueue_reduce, partial_buffer
-from ..runtime.transfer import pooled_empty
+from ..runtime.transfer import pinned_empty
 
 VARIANTS = ("tiled", "rowwise", "blocked", "gemm", "mma")
 
@@ -435,7 +435,7 @@ class LloydPass:
                               weights=(words * k, acc_dtype(acc)))
                 self.reduced = {name: cla.empty(q, size, t) for name, (size, t) in
                                 shapes.items() if name in ("sums", "weights")}
-            self._pinned = {name: pooled_empty(self, q, (size,), t)
+            self._pinned = {name: pinned_empty(q, (size,), t)
                             for name, (size, t) in shapes.items()}
         return self._pinned
 

@@ -12,7 +12,7 @@ import pyopencl.array as cla
 
 from .codegen import Spec, c_type, kernel
 from .exact_sums import ARRAY_WORDS, ExactWords, blocks_of, lsb_for_bounds
-from .transfer import PinnedStaging, pooled_empty, wait
+from .transfer import PinnedStaging, pinned_empty, wait
 
 FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
 FOLD_BLOCKS = 1 << 13          # a fold's blocks a work-item: its double words stay exact
@@ -160,7 +160,7 @@ class SharedFold:
 
     def __init__(self, fold):
         self.fold, q = fold, fold.queue
-        self.read_into = [pooled_empty(self, q, (fold.out.size,), np.float64)
+        self.read_into = [pinned_empty(q, (fold.out.size,), np.float64)
                           for _ in range(2)]
         self.turn = 0
         self.gathered = None

@@ -91,34 +91,8 @@ def _pool_take(queue, count, dtype):
     if got is None:
         return pinned_empty(queue, (max(int(count), 1),), dtype)
     array, last = got
-    wait(last if isinstance(last, list) else [last])
+    wait([last])
     return array
-
-
-def pooled_empty(owner, queues, shape, dtype):
-    """A page-locked array as pinned_empty's, taken from the pool and given
-    back when *owner* is gone, once every copy then enqueued on *queues*
-    (its copies' queues: the first is the one it is made on) is done: a
-    pass made per fit (above the estimators' pooled sizes) makes no
-    page-locked memory of its own (2 x H200: 22 ms of a 2-GPU KMeans fit's
-    first iteration went to its update's arrays)."""
-    queues = [queues] if isinstance(queues, cl.CommandQueue) else list(queues)
-    count = max(1, int(np.prod(shape)))
-    array = _pool_take(queues[0], count, dtype)
-    weakref.finalize(owner, _give_after, queues, array).atexit = False
-    return array[:count].reshape(shape)
-
-
-def _give_after(queues, array):
-    """*array* back to the pool after the commands enqueued so far on
-    *queues* (a marker's event each; their contexts gone: not given back)."""
-    try:
-        markers = [cl.enqueue_marker(q) for q in queues]
-    except cl.Error:
-        return
-    for q in queues:
-        q.flush()
-    _pool_returned.append((queues[0].context.int_ptr, array, markers))
 
 
 def _pool_give(context, arrays, events):

@@ -4,7 +4,6 @@ import collections
 import gc
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 
@@ -188,35 +187,6 @@ def test_pinned_staging_takes_the_arrays_of_gone_ones(queue, monkeypatch):
     transfer._pool_take(queue, 1, np.float32)      # the pool takes in what it may keep
     kept = [a.nbytes for free in transfer._pool_arrays.values() for a, _ in free]
     assert sum(kept) <= 1024 and transfer._pool_held == [sum(kept)]   # the running total
-
-
-def test_a_pooled_array_comes_back_after_its_owners_copies(queue, monkeypatch):
-    """pooled_empty: a page-locked array of the pool, shaped, given back
-    when its owner is gone; the next ask takes it only once the copies
-    enqueued before then are done (a marker's event), a larger ask not."""
-    monkeypatch.setattr(transfer, "_pool_arrays", {})
-    monkeypatch.setattr(transfer, "_pool_held", [0])
-    gc.collect()
-    monkeypatch.setattr(transfer, "_pool_returned", collections.deque())
-
-    class Owner:
-        pass
-    owner = Owner()
-    host = transfer.pooled_empty(owner, queue, (3, 5), np.float64)
-    assert host.shape == (3, 5) and host.dtype == np.float64
-    dev = cla.to_device(queue, np.arange(15.0))
-    copy = cl.enqueue_copy(queue, host, dev.data, is_blocking=False)
-    address = _address(host)
-    del owner
-    gc.collect()
-    (_, _, markers), = transfer._pool_returned
-    assert len(markers) == 1
-    again = transfer.pooled_empty(Owner(), [queue], (15,), np.float64)
-    assert copy.command_execution_status == cl.command_execution_status.COMPLETE
-    assert markers[0].command_execution_status == cl.command_execution_status.COMPLETE
-    assert _address(again) == address
-    np.testing.assert_array_equal(again, np.arange(15.0))   # the copy's values, whole
-    assert _address(transfer.pooled_empty(Owner(), queue, 16, np.float64)) != address
 
 
 def test_pinned_staging_reads_into_slots_of_one_array(queue):
