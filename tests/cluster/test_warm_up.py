@@ -1,6 +1,12 @@
 """oclclust.warm_up: after it, a fit of a warmed shape builds no program and
 makes no plan of its own, whatever its number of rows; bad shapes are
 refused before any device work."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -44,6 +50,50 @@ def test_a_warmed_shape_fits_without_building(devices, fresh_process, shape, fit
     X = np.random.default_rng(3).standard_normal((30000, 13)).astype(np.float32)
     fit(devices).fit(X)
     assert fresh_process == []
+
+
+# a fresh process: warm_up of a platform and two shapes, then what a first fit
+# would pay counted through fits of them: the platforms and devices asked of
+# the runtime, the programs, plans and (contexts') queues made
+AFTER_WARM_UP = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import pyopencl as cl
+    import oclclust as oc
+    from oclclust.runtime import codegen, devices
+    platform = sys.argv[1]
+    oc.warm_up(platform, [("KMeans", 9, 5), ("GaussianMixture", 9, 5)])
+    calls = {"get_platforms": 0, "get_devices": 0}
+    def counted(owner, name):
+        real = getattr(owner, name)
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        setattr(owner, name, call)
+    counted(cl, "get_platforms")
+    counted(cl.Platform, "get_devices")
+    made = [len(codegen._PROGRAMS), len(codegen._PLANS), len(devices._QUEUES)]
+    X = np.random.default_rng(1).standard_normal((5000, 9)).astype(np.float32)
+    oc.KMeans(5, devices=platform).fit(X)
+    oc.GaussianMixture(5, devices=platform).fit(X)
+    calls["programs"], calls["plans"], calls["queues"] = [
+        now - then for now, then in zip([len(codegen._PROGRAMS), len(codegen._PLANS),
+                                          len(devices._QUEUES)], made)]
+    print(json.dumps(calls))
+""")
+
+
+def test_after_warm_up_a_first_fit_discovers_makes_and_builds_nothing(profile):
+    """In a fresh process, warm_up leaves a first fit of its shapes no
+    platform to discover, no context or queue to make, no program to build
+    and no plan to make."""
+    env = {k: v for k, v in os.environ.items() if k != "OCLCLUST_DEVICES"}
+    out = subprocess.run([sys.executable, "-c", AFTER_WARM_UP, profile.platform],
+                         capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr
+    calls = json.loads(out.stdout.strip().splitlines()[-1])
+    assert calls == {"get_platforms": 0, "get_devices": 0, "programs": 0, "plans": 0,
+                     "queues": 0}
 
 
 def test_without_shapes_the_devices_are_made_ready(devices, fresh_process):
