@@ -32,9 +32,10 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "one_runtime: checks that do not depend on the OpenCL runtime (the host's "
-        "code, the package, the docs' examples, the command line's refusals before any device "
-        "work): tools/test.sh runs them on one runtime only")
+        "markers", "one_runtime: checks that do not depend on the OpenCL runtime under test "
+        "(the host's code, the package, the docs' examples, the command line's refusals before "
+        "any device work; fits over both CPU runtimes, the runtimes fixture's, whatever the "
+        "platform under test): tools/test.sh runs them on one runtime only")
 
 
 def platforms_under_test():
@@ -113,7 +114,9 @@ CPU_RUNTIMES = ["Portable Computing Language", "Intel(R) OpenCL"]
 @pytest.fixture(scope="module")
 def runtimes():
     """Both CPU runtimes' devices, unlike devices of one host (missing: a
-    failure under CI=true, else a skip)."""
+    failure under CI=true, else a skip), whatever OCLCLUST_TEST_PLATFORM
+    says: a test that asks for them alone is the same in each runtime's run
+    (mark it one_runtime)."""
     found = []
     for name in CPU_RUNTIMES:
         try:

@@ -53,7 +53,8 @@ runtime_job() {
   local once=(); $last || once=(--ignore tests/passes/test_oclgrind.py)
   # checks that do not depend on the runtime (marker one_runtime: the host's code, the
   # package, the docs' examples, which the docs build runs on PoCL too, the command line's
-  # refusals) run on Intel's alone: in Intel's run, or beside PoCL's in the side job
+  # refusals; fits over both CPU runtimes at once, whichever is under test) run on Intel's
+  # alone: in Intel's run, or beside PoCL's in the side job
   if { [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms"; } ||
      { [ "$key" = intel ] && $side; }; then
     once+=(-m "not one_runtime")

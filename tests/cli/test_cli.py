@@ -188,20 +188,30 @@ def test_fit_spherical_with_kmeans_parallel(devices, tmp_path):
     assert (np.loadtxt(tmp_path / "fit.csv", dtype=np.int64) == ref.labels_).all()
 
 
+# refused before any device is opened (the usage errors, the data file and the model
+# file read first): on one runtime; the two refused by the estimator's fit on each
+BEFORE_DEVICES = pytest.mark.one_runtime
+
+
 @pytest.mark.parametrize("args,status,message", [
-    (["fit", "{x}"], 2, "-k is needed"),
-    (["fit", "{x}", "-k", "2", "--linkage", "ward"], 2, "does not apply to --algorithm kmeans"),
-    (["fit", "{bad}", "-k", "2"], 1, "bad.npy: not a valid .npy"),
+    pytest.param(["fit", "{x}"], 2, "-k is needed", marks=BEFORE_DEVICES),
+    pytest.param(["fit", "{x}", "-k", "2", "--linkage", "ward"], 2,
+                 "does not apply to --algorithm kmeans", marks=BEFORE_DEVICES),
+    pytest.param(["fit", "{bad}", "-k", "2"], 1, "bad.npy: not a valid .npy",
+                 marks=BEFORE_DEVICES),
     (["fit", "{x}", "-k", "999"], 1, "should be >= n_clusters=999"),
-    (["predict", "{x}", "{x}"], 1, "not a readable .npz model"),
-    (["fit", "{x}", "-k", "2", "-a", "gmm", "--spherical"], 2,
-     "--spherical does not apply to --algorithm gmm"),
-    (["fit", "{x}", "-k", "2", "--checkpoint-every", "0"], 2,
-     "--checkpoint-every: an integer of iterations must be >= 1"),
-    (["fit", "{x}", "-k", "2", "--checkpoint-every", "soon"], 2,
-     "a string like '30s', '5min', '1h'"),
-    (["fit", "{x}", "-k", "2", "-a", "hierarchical", "--checkpoint", "{x}"], 2,
-     "--checkpoint does not apply to --algorithm hierarchical"),
+    pytest.param(["predict", "{x}", "{x}"], 1, "not a readable .npz model",
+                 marks=BEFORE_DEVICES),
+    pytest.param(["fit", "{x}", "-k", "2", "-a", "gmm", "--spherical"], 2,
+                 "--spherical does not apply to --algorithm gmm", marks=BEFORE_DEVICES),
+    pytest.param(["fit", "{x}", "-k", "2", "--checkpoint-every", "0"], 2,
+                 "--checkpoint-every: an integer of iterations must be >= 1",
+                 marks=BEFORE_DEVICES),
+    pytest.param(["fit", "{x}", "-k", "2", "--checkpoint-every", "soon"], 2,
+                 "a string like '30s', '5min', '1h'", marks=BEFORE_DEVICES),
+    pytest.param(["fit", "{x}", "-k", "2", "-a", "hierarchical", "--checkpoint", "{x}"], 2,
+                 "--checkpoint does not apply to --algorithm hierarchical",
+                 marks=BEFORE_DEVICES),
     (["fit", "{x}", "-k", "2", "--checkpoint", "{bad}"], 1,
      "not a readable oclclust checkpoint"),
 ])

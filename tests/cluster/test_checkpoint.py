@@ -10,6 +10,7 @@ from oclclust.cluster import checkpoint
 ESTIMATORS = ["KMeans", "MiniBatchKMeans", "EnsembleKMeans", "FuzzyCMeans", "GaussianMixture"]
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("value,parsed", [
     (1, ("iterations", 1)), (25, ("iterations", 25)), (0.5, ("seconds", 0.5)),
     ("30s", ("seconds", 30.0)), ("2.5 s", ("seconds", 2.5)), ("5min", ("seconds", 300.0)),
@@ -18,6 +19,7 @@ def test_checkpoint_every_forms(value, parsed):
     assert checkpoint.parse_every(value) == parsed
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("name", ESTIMATORS)
 @pytest.mark.parametrize("value,message", [
     (0, "checkpoint_every"), (-2.0, "checkpoint_every"), (True, "checkpoint_every"),
@@ -30,6 +32,7 @@ def test_a_bad_checkpoint_every_is_refused_before_the_fit(name, value, message, 
     assert not (tmp_path / "c").exists()
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_a_checkpoint_that_is_not_a_path_is_refused(name):
     with pytest.raises(ValueError, match="'checkpoint' parameter"):

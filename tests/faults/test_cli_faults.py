@@ -125,6 +125,7 @@ def _sets_predict(path):
     np.savez(path, **files)
 
 
+@pytest.mark.one_runtime   # refused as the model is loaded (the fit only writes its file)
 @pytest.mark.parametrize("damage,message", [
     (_truncated, "not a readable .npz model file"),
     (_metadata_a_list, "its metadata is a JSON array, not an object"),
@@ -142,7 +143,10 @@ def test_predict_refuses_a_bad_model_file(damage, message, data, devices, tmp_pa
 
 
 @pytest.mark.parametrize("algorithm", ["kmeans", "ensemble", "cmeans", "gmm"])
-@pytest.mark.parametrize("value", [np.inf, 1e300], ids=["inf", "square-overflows"])
+# an infinity: refused as the data is checked, before any device work (on one runtime);
+# squares that overflow: found by the device's pass
+@pytest.mark.parametrize("value", [pytest.param(np.inf, marks=pytest.mark.one_runtime), 1e300],
+                         ids=["inf", "square-overflows"])
 def test_non_finite_data_is_one_line_without_warnings(algorithm, value, devices, tmp_path):
     X = make_blobs(60, 3, 2)[0]
     X[7, 1] = value

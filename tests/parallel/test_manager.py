@@ -191,6 +191,7 @@ def test_both_cpu_runtimes_in_one_fit(profile, make_blobs, dtype):
 
 
 # --------------------------------------------------- partition sizes / weights
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("n, weights, block, expected", [
     (10, [1, 1, 1], 1, [4, 3, 3]),          # equal remainders: the first device first
     (7, [0.5, 0.3, 0.2], 1, [4, 2, 1]),     # 3.5, 2.1, 1.4: the largest remainder wins
@@ -217,6 +218,7 @@ def test_split_rows_examples(n, weights, block, expected):
     assert np.issubdtype(counts.dtype, np.integer)
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("block", [1, 7, 512])
 @pytest.mark.parametrize("seed", range(20))
 def test_split_rows_sum_and_proportion(seed, block):

@@ -139,6 +139,7 @@ def test_auto_over_alike_devices_splits_by_compute_units(profile, subs, timings,
 
 
 # ---------------------------------------------------- unlike: measured
+@pytest.mark.one_runtime
 @pytest.mark.parametrize("name", list(ESTIMATORS))
 def test_auto_over_unlike_devices_measures_them(runtimes, timings, name):
     """Two runtimes' devices: each timed in the estimator's own pass, the
@@ -156,6 +157,7 @@ def test_auto_over_unlike_devices_measures_them(runtimes, timings, name):
     assert rows == split_rows(N, weights, block).tolist()
 
 
+@pytest.mark.one_runtime
 @pytest.mark.parametrize("name", list(ESTIMATORS))
 def test_profile_rates_replace_the_calibration(runtimes, timings, name):
     """Rates the profiles know: no pass timed, the rows split by the rates
@@ -171,6 +173,7 @@ def test_profile_rates_replace_the_calibration(runtimes, timings, name):
     assert rows[0] > rows[1] > 0
 
 
+@pytest.mark.one_runtime
 def test_a_rate_the_profile_lacks_is_timed(runtimes, timings):
     """Only the device whose profile does not know its rate is timed."""
     devices = with_rate(runtimes, "lloyd_rate", [0, 5e9])
@@ -180,6 +183,7 @@ def test_a_rate_the_profile_lacks_is_timed(runtimes, timings):
     assert measured[1] == kept_rates([timings[0][1][0], 5e9 / estimator._work_per_row(D)])[1]
 
 
+@pytest.mark.one_runtime
 @pytest.mark.parametrize("weights", ["auto", "measured"])
 @pytest.mark.parametrize("name", ["kmeans", "gmm-full"])
 def test_a_device_under_the_share_rule_gets_no_rows(runtimes, timings, name, weights):
@@ -200,6 +204,7 @@ def test_a_device_under_the_share_rule_gets_no_rows(runtimes, timings, name, wei
     assert_same_model(fitted, make([runtimes[0]]).fit(X), attributes)
 
 
+@pytest.mark.one_runtime
 @pytest.mark.parametrize("weights", ["auto", "measured", [1, 0]])
 def test_a_device_left_out_takes_the_rows_when_the_other_fails(runtimes, timings, monkeypatch,
                                                                 weights):
@@ -222,6 +227,7 @@ def test_a_device_left_out_takes_the_rows_when_the_other_fails(runtimes, timings
     assert_same_model(fitted, alone, attributes)
 
 
+@pytest.mark.one_runtime
 def test_auto_without_a_measure_keeps_the_devices_alike_the_first(runtimes, timings):
     """Nothing to time (a predict, MiniBatchKMeans) and no rate known: the
     devices alike the first take every row."""
@@ -235,6 +241,7 @@ def test_auto_without_a_measure_keeps_the_devices_alike_the_first(runtimes, timi
     np.testing.assert_array_equal(km.predict(X), km.labels_)
 
 
+@pytest.mark.one_runtime
 @pytest.mark.parametrize("name", ["kmeans", "gmm-diag"])
 def test_a_process_times_a_pass_and_shape_once(runtimes, timings, name):
     """The next fit of the same pass and shape starts from the rates the

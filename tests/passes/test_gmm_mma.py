@@ -204,54 +204,6 @@ def portable_specs(profile, d, k):
             next(gmm_specs._mstep_specs(off, np.float32, d, False)))
 
 
-# the emulated products run slowly (two barriers a product): small shapes;
-# two m16 tiles a warp, padded components, one and several M column tiles
-EMULATED = [(203, 5, 13), (300, 37, 33)]
-
-
-@pytest.mark.parametrize("n, d, k", EMULATED)
-def test_emulated_kernels_match_the_portable_ones(profile, n, d, k):
-    """Both tensor-core kernels with their products emulated in plain OpenCL
-    (the PTX fragment layout through local memory), on every runtime: every
-    line but the PTX against the portable kernels -- the E outputs (NaN row
-    included) and the M statistics from the same responsibilities."""
-    if not profile.fp64:
-        pytest.skip("the M kernel's partial sums are double")
-    rng = np.random.RandomState(n + d)
-    m = model(rng, k, d)
-    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
-    clean = X.copy()   # the M statistics' rows: a NaN row would make every one NaN
-    X[5] = np.nan
-    pe, pm = portable_specs(profile, d, k)
-    ee = next(gmm_mma.estep_specs(profile, np.float32, d, k, emulate=True))
-    me = next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True))
-    assert ee.emulate and me.emulate
-    records = mdl.records(m, False)
-    out = {}
-    for name, specs in (("emulated", (ee, me)), ("portable", (pe, pm))):
-        gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
-        ll, bad = gp.estep(records)
-        q = gp.part.queue
-        e = (gp.lse.get(q), gp.labels.get(q), gp.resp[:k * n].get(q).reshape(k, n), ll, bad)
-        gm = gmm_pass.GmmPass(DevicePartition(profile, clean), k, False, specs=specs, chunks=2)
-        gm.set_resp(rng.dirichlet(np.ones(k), n).astype(np.float32) if name == "emulated"
-                    else resp)
-        out[name] = e + (gm.mstep(m.means + 0.25),)
-        resp = gm.resp[:k * n].get(gm.part.queue).reshape(k, n).T.copy()
-    got, want = out["emulated"], out["portable"]
-    ok = np.isfinite(want[0])
-    assert got[4] == want[4] == 1 and not ok[5] and ok.sum() == n - 1
-    np.testing.assert_allclose(got[0][ok], want[0][ok], rtol=1e-5, atol=1e-3)
-    np.testing.assert_allclose(got[2][:, ok], want[2][:, ok], atol=1e-3)
-    lp = np.log(np.maximum(want[2][:, ok].astype(np.float64), 1e-300))
-    top = np.sort(lp, axis=0)[-2:]
-    assert (got[1] == want[1])[ok][top[1] - top[0] > 1e-3].all()
-    assert got[3] == pytest.approx(want[3], rel=1e-5)
-    assert np.isfinite(want[5]).all()
-    scale = np.abs(want[5]).max(axis=0, keepdims=True) + 1.0
-    np.testing.assert_allclose(got[5] / scale, want[5] / scale, rtol=0, atol=2e-6)
-
-
 def f32(a):
     return np.asarray(a, np.float32).astype(np.float64)
 

@@ -28,11 +28,18 @@ def test_split_matches_its_layout(queue, d, k):
                         * 10.0 ** rng.integers(-3, 4, (k, 1))).astype(np.float32))
 
 
-def test_offered_only_with_tensor_cores(profile):
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
+def test_offered_only_with_tensor_cores(profile, dtype):
+    """Without tensor cores the "mma" variant's candidates are the gemm
+    variant's (test_lloyd_update runs "mma" only where there are some)."""
     specs = list(candidate_specs(profile.replace(lloyd_variant="mma"),
-                             np.float32, 32, 100, True, False))
-    assert (specs[0].variant == "mma") == tensor_cores(profile)
+                                 dtype, 32, 100, True, False))
+    mma = tensor_cores(profile) and dtype == np.float32
+    assert (specs[0].variant == "mma") == mma
     assert {s.variant for s in specs[1:]} <= {"mma", "gemm", "tiled", "rowwise"}
+    if not mma:
+        assert specs == list(candidate_specs(profile.replace(lloyd_variant="gemm"),
+                                             dtype, 32, 100, True, False))
 
 
 # several chunks and row tiles, ragged d and k, d above MAX_D (gemm)

@@ -31,6 +31,7 @@ def fsums(part):
     return np.array([math.fsum(column) for column in part.T])
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 def test_fold_is_the_exact_sum_rounded_once_whatever_the_grouping():
     part = partials(200, SCALES)
     lsb = lsb_for_bounds(np.abs(part).max(axis=0))
@@ -58,6 +59,7 @@ def test_device_fold_matches_the_host_word_for_word(queue, blocks):
     assert device.value()[3] == np.inf
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 def test_ranks_sum_the_flat_words_exactly():
     """The words cross ranks as float64 vectors: any order of adding them
     (an MPI reduction tree) gives the same total."""
@@ -70,6 +72,7 @@ def test_ranks_sum_the_flat_words_exactly():
     assert np.array_equal(forward.value(), fsums(part))
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 def test_one_value_a_block_is_summed_over_the_whole_float64_range():
     rng = np.random.default_rng(2)
     values = rng.standard_normal(500) * 10.0 ** rng.integers(-300, 300, 500)
@@ -84,6 +87,7 @@ def _cancelling(rng, n):
     return np.concatenate([v, -v[:n // 2], [2.0 ** 53, 1.0, 1.0]])
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("values", [
     lambda rng: rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300),
     _cancelling,
@@ -105,6 +109,7 @@ def test_rounded_sum_is_the_words_rounded(values):
     assert np.all(same | (np.isnan(got) & np.isnan(want)))
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("count", [2, 3, 9])
 def test_total_of_parts_is_their_sum_word_for_word(count):
     """ExactWords.total (one carry) gives sum()'s words, specials in order;
@@ -125,6 +130,7 @@ def test_total_of_parts_is_their_sum_word_for_word(count):
         assert np.array_equal(x, y, equal_nan=True) and type(x) is type(y)
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("size", [1, 5])
 def test_scattered_values_fold_as_added_one_by_one(size):
     """of_scattered's bincount of 20-bit halves: the words np.add.at adds."""
@@ -144,6 +150,7 @@ def test_scattered_values_fold_as_added_one_by_one(size):
     assert ExactWords.of_values([2.0 ** 1023] * 3).value() == math.inf   # as float sums overflow
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("count", [1, 5, exact_sums.FEW_VALUES])
 @pytest.mark.parametrize("size", [1, 3])
 def test_few_values_fold_to_the_bincounts_words(monkeypatch, count, size):
@@ -201,6 +208,7 @@ def test_magnitudes_of_a_partition(profile):
     assert wmax == w.max()
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("n, weights", [(10_000, [1, 1]), (10_000, [3, 1, 2]),
                                         (1_000, [1, 1, 1]), (513, [1, 5])])
 def test_splits_hold_whole_blocks(n, weights):
@@ -211,6 +219,7 @@ def test_splits_hold_whole_blocks(n, weights):
     assert np.array_equal(split_rows(n, weights), split_rows(n, weights, 1))
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("d, itemsize, stats", [(2, 8, 9), (128, 4, 1024 * 129),
                                                 (24, 4, 100 * 601)])
 def test_block_rows_bound_the_partials(d, itemsize, stats):

@@ -56,6 +56,7 @@ BAD_FILES = {
 }
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("case", BAD_FILES)
 def test_bad_profile_file(tmp_path, case):
     text, match = BAD_FILES[case]
@@ -65,6 +66,7 @@ def test_bad_profile_file(tmp_path, case):
     assert str(path) in str(info.value)   # the error names the file
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("term", NUMERIC_TERMS)
 def test_every_numeric_term_is_range_checked(tmp_path, term):
     kind, lo, hi = PROFILE_TERMS[term]
@@ -291,6 +293,7 @@ BOUNDED_FILES = {
 }
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("case", BOUNDED_FILES)
 def test_profile_file_is_bounded(tmp_path, case):
     """A hostile file is refused at once, named, without being expanded."""

@@ -21,6 +21,7 @@ class Toy:
         self.n, self.mode, self.x, self.f, self.r, self.s = n, mode, x, f, r, s
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("params", [dict(), dict(n=10), dict(mode=None), dict(mode="b"),
                                     dict(x=np.zeros(2)), dict(x=0), dict(n=np.int64(3)),
                                     dict(f=np.max), dict(f=lambda a: a), dict(r=1e-300),
@@ -29,6 +30,7 @@ def test_check_params_accepts(params):
     check_params(Toy(**params), Toy.rules)
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("params, match", [
     (dict(n=0), r"'n' parameter of Toy must be one of Integral in \[1, 10\]. Got 0"),
     (dict(n=11), "Got 11"),
@@ -48,6 +50,7 @@ def test_check_params_rejects(params, match):
         check_params(Toy(**params), Toy.rules)
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("X", [
     np.ones((3, 2), np.float32), np.ones((3, 2), np.int8), np.ones((3, 2), np.uint64),
     np.ones((3, 2), bool), [[1, 2], [3, 4]], np.array([["1", "2.5"]]),
@@ -58,6 +61,7 @@ def test_check_data_accepts_numbers(X):
     np.testing.assert_array_equal(out.astype(float), np.asarray(X, dtype=float))
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 def test_check_data_names_the_estimator():
     with pytest.raises(ValueError, match="minimum of 2 is required by Thing"):
         check_data(np.ones((1, 3)), "Thing", min_samples=2)
@@ -83,6 +87,7 @@ def test_as_dtype(queue, dtype):
     np.testing.assert_array_equal(conv.get(), np.arange(6).reshape(3, 2))
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 def test_check_sample_weight():
     assert check_sample_weight(None, 5, np.float32) is None
     w = check_sample_weight(2, 3, np.float32)
@@ -95,6 +100,7 @@ def test_check_sample_weight():
         check_sample_weight([0, 0, 0], 3, np.float64, signed=True)
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("weights, message", [
     (np.ones(3) + 1j, "Complex data not supported"), (np.array([1, 1 + 0j, 2]), "Complex"),
     (["a", "b", "c"], "must be numbers"), ([1, None, 2], "NaN or infinity"),
@@ -132,6 +138,7 @@ def test_compute_dtype_without_fp64(profile, others):
         compute_dtype(np.float16, np.zeros((1, 1)), [profile])
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 def test_check_random_state():
     assert check_random_state(None) is np.random.mtrand._rand
     assert check_random_state(np.random) is np.random.mtrand._rand
@@ -142,6 +149,7 @@ def test_check_random_state():
         check_random_state("seed")
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("kind", ["MT19937", "PCG64", "PCG64DXSM", "Philox", "SFC64", None])
 @pytest.mark.parametrize("values", [0, 1, 7, 1000, 4099])
 def test_skip_uniform_leaves_the_stream_where_the_draws_would(kind, values, monkeypatch):

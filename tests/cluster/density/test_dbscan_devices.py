@@ -64,6 +64,7 @@ def test_any_split_by_weights_gives_the_same_labels(profile, share, data):
         assert list(ours.devices_.values()) == [len(X)]
 
 
+@pytest.mark.one_runtime
 @pytest.mark.parametrize("weights", ["auto", "compute_units"])
 def test_unlike_devices_of_a_manager(runtimes, weights):
     """A DeviceManager over unlike devices (two runtimes, as a GPU beside its

@@ -140,6 +140,7 @@ def test_ensemble_takes_kmeans_parallel(devices):
     assert np.isclose(ens.inertia_, ref.inertia_, rtol=1e-6)   # the blobs' one optimum
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("make", [oc.KMeans, lambda **p: oc.EnsembleKMeans(n_models=2, **p)],
                          ids=["KMeans", "EnsembleKMeans"])
 @pytest.mark.parametrize("param, value, match", [

@@ -22,6 +22,7 @@ def blobs(n=500, d=6, seed=0):
     return make_blobs(n, n_features=d, centers=5, random_state=seed)[0].astype(np.float32)
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: e.__name__)
 @pytest.mark.parametrize("bad", ["fp16", "FLOAT32", None, 32])
 def test_a_bad_precision_is_refused_before_device_work(estimator, bad):

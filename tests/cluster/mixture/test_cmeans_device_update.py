@@ -144,6 +144,7 @@ def test_two_devices_are_the_host_fit(profile, dtype, name, layout):
     assert_same_fit(shared, one, layout=False)
 
 
+@pytest.mark.one_runtime
 @pytest.mark.parametrize("name", CASES)
 def test_unlike_runtimes_share_the_update(runtimes, name):
     """PoCL's and Intel's devices of one host in one fit: each computes the

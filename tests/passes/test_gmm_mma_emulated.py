@@ -1,0 +1,102 @@
+"""The tensor-core diagonal GMM E and M kernels of oclclust/passes/gmm_mma.py
+with their products emulated in plain OpenCL (the PTX fragment layout
+through local memory), on every runtime: every line but the PTX against
+the portable kernels (test_gmm_mma.py: the planned kernels, their operands,
+the emulated M kernel against numpy).
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from oclclust.cluster.mixture import mdl
+from oclclust.passes import gmm as gmm_pass
+from oclclust.passes import gmm_mma
+from oclclust.runtime.partition import DevicePartition
+from test_gmm_mma import model, portable_specs
+
+
+# the emulated products run slowly (two barriers a product) and PoCL's build
+# of their unrolled fragments grows faster than their count (the E kernel of
+# d 37, k 33: 240 products, 56 s on 2 cores; at d 13 in the same layout, 96
+# products, 7 s): small shapes, the E kernel in each layout the planner gives
+# a larger d (estep_layout), the M kernel at a d of its own
+def estep_layout(profile, d, k, layout_d):
+    """The emulated E spec the planner gives at *layout_d* dimensions (work-group,
+    row tiles a warp, chunk of components, copies, splits) for *d* dimensions."""
+    spec = next(gmm_mma.estep_specs(profile, np.float32, layout_d, k, emulate=True))
+    dp = -(-d // 8) * 8
+    return dataclasses.replace(spec, d=d, dp=dp, kp=-(-k // spec.tn) * spec.tn)
+
+
+def emulated_case(n, d, k):
+    """(model, rows with a NaN row 5, the same rows without it)."""
+    rng = np.random.RandomState(n + d)
+    m = model(rng, k, d)
+    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    clean = X.copy()   # the M statistics' rows: a NaN row would make every one NaN
+    X[5] = np.nan
+    return rng, m, X, clean
+
+
+@pytest.mark.parametrize("n, d, k, layout_d", [
+    (203, 5, 21, 5),      # d <= 32's: two m16 tiles a warp, two chunks double-buffered
+    (300, 13, 33, 37),    # d 33-64's: the rows split each chunk of 32, one copy
+    (300, 13, 33, 100),   # d > 64's: one m16 tile a warp
+])
+def test_emulated_estep_matches_the_portable_one(profile, n, d, k, layout_d):
+    """The tensor-core E kernel with its products emulated in plain OpenCL
+    (the PTX fragment layout through local memory), on every runtime, in
+    each of the planner's layouts: every line but the PTX against the
+    portable kernel -- log-sum-exps (NaN row included), labels,
+    responsibilities and log-likelihood; several work-group tiles, the last
+    partial."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    rng, m, X, _ = emulated_case(n, d, k)
+    pe, pm = portable_specs(profile, d, k)
+    ee = estep_layout(profile, d, k, layout_d)
+    assert ee.emulate and -(-n // ee.tm) > 1 and n % ee.tm
+    records = mdl.records(m, False)
+    out = {}
+    for name, spec in (("emulated", ee), ("portable", pe)):
+        gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=(spec, pm), chunks=2)
+        ll, bad = gp.estep(records)
+        q = gp.part.queue
+        out[name] = (gp.lse.get(q), gp.labels.get(q), gp.resp[:k * n].get(q).reshape(k, n),
+                     ll, bad)
+    got, want = out["emulated"], out["portable"]
+    ok = np.isfinite(want[0])
+    assert got[4] == want[4] == 1 and not ok[5] and ok.sum() == n - 1
+    np.testing.assert_allclose(got[0][ok], want[0][ok], rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(got[2][:, ok], want[2][:, ok], atol=1e-3)
+    lp = np.log(np.maximum(want[2][:, ok].astype(np.float64), 1e-300))
+    top = np.sort(lp, axis=0)[-2:]
+    assert (got[1] == want[1])[ok][top[1] - top[0] > 1e-3].all()
+    assert got[3] == pytest.approx(want[3], rel=1e-5)
+
+
+# one column group of one n8 tile; two groups of three tiles (the last
+# tile past dp), two component blocks, the second one component
+@pytest.mark.parametrize("n, d, k", [(203, 5, 13), (300, 37, 33)])
+def test_emulated_mstep_matches_the_portable_one(profile, n, d, k):
+    """The tensor-core M kernel with its products emulated in plain OpenCL,
+    on every runtime: its statistics against the portable kernel's from the
+    same responsibilities."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    rng, m, _, clean = emulated_case(n, d, k)
+    pe, pm = portable_specs(profile, d, k)
+    me = next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True))
+    assert me.emulate
+    resp = rng.dirichlet(np.ones(k), n).astype(np.float32)
+    out = {}
+    for name, spec in (("emulated", me), ("portable", pm)):
+        gm = gmm_pass.GmmPass(DevicePartition(profile, clean), k, False, specs=(pe, spec),
+                              chunks=2)
+        gm.set_resp(resp)
+        out[name] = gm.mstep(m.means + 0.25)
+    got, want = out["emulated"], out["portable"]
+    assert np.isfinite(want).all()
+    scale = np.abs(want).max(axis=0, keepdims=True) + 1.0
+    np.testing.assert_allclose(got / scale, want / scale, rtol=0, atol=2e-6)
