@@ -270,7 +270,11 @@ def tree_record(tree, rows=None, n_rows=None):
     shift = out_rows.shape[0]
     record = np.zeros(n_rows - 1, TREE_DTYPE)
 
+    identity = shift == 0 and np.array_equal(rows, np.arange(n))
+
     def node(x):   # a point -> its row; a cluster -> its number past the rows
+        if identity:                      # every row kept, in order: no gather
+            return x
         return np.where(x < n, rows[np.minimum(x, n - 1)], x + shift)
     record["left_node"][:n - 1], record["right_node"][:n - 1] = node(left), node(right)
     record["value"][:n - 1], record["cluster_size"][:n - 1] = value, size
