@@ -40,8 +40,8 @@ def _tops(a, b, n):
     pe[b] = np.arange(m)
     root = int(np.argmax(pe))
     index = np.int32 if n < np.iinfo(np.int32).max else np.int64
-    children = csr_matrix((np.ones(m, np.int8), (a.astype(index), b.astype(index))),
-                          shape=(n, n))
+    # float64 weights and int32 indices: csgraph's own types, taken without a copy
+    children = csr_matrix((np.ones(m), (a.astype(index), b.astype(index))), shape=(n, n))
     order = breadth_first_order(children, root, directed=True, return_predecessors=False)
     if order.shape[0] != n:       # each point a child once, yet some unreached
         raise ValueError("the merges form a cycle: not a merge sequence")
