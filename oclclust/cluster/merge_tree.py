@@ -32,7 +32,9 @@ def _tops(a, b, n):
     grows with its own): the gathers of parents and of their levels read
     nearly in order, where the points' own numbers (the data's rows, in no
     tree order) would read at random -- past the cache, at millions of
-    points, most of the time went there."""
+    points, most of the time went there.  The vertices with children come
+    first (in that order still): every walk passes only them, so the
+    levels hold only them (an MST's leaves are about half its points)."""
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import breadth_first_order
     m = n - 1
@@ -45,6 +47,9 @@ def _tops(a, b, n):
     order = breadth_first_order(children, root, directed=True, return_predecessors=False)
     if order.shape[0] != n:       # each point a child once, yet some unreached
         raise ValueError("the merges form a cycle: not a merge sequence")
+    inner = (np.diff(children.indptr) > 0)[order]
+    inners = int(np.count_nonzero(inner))
+    order = np.concatenate([order[inner], order[~inner]])
     number = np.empty(n, np.int64)
     number[order] = np.arange(n)
     parent = np.zeros(n, np.int64)                # the root's: itself, number 0
@@ -65,7 +70,7 @@ def _tops(a, b, n):
         # level l: (the largest pe of the 2^l vertices from v up) << 32 |
         # v's 2^l-th ancestor; lifting from the highest level down
         low = np.int64(0xFFFFFFFF)
-        levels, jump = [(pe << 32) | parent], parent.copy()
+        levels, jump = [(pe[:inners] << 32) | parent[:inners]], parent[:inners].copy()
         while jump.any():
             above = levels[-1][jump]
             np.bitwise_and(above, low, out=jump)
