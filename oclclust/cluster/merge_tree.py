@@ -23,9 +23,11 @@ def _tree_parents(a, b, n):
 
 
 def _tops(a, b, n):
-    """T_k for each merge k of a_k (the parent) and b_k: b_k's nearest proper
-    ancestor whose merge with its parent comes after k (pe > k; the root's
-    pe: after every merge), by a step up and then binary lifting.
+    """(up, pe, point) over the vertices renumbered (below): each vertex's
+    nearest proper ancestor with a later merge (pe, the merge of a vertex
+    and its parent; the root's: after every merge, and its up itself), by a
+    step up and then binary lifting; and each vertex's point.  For merge k
+    of a_k (the parent) and b_k = point[v] (k = pe[v]), T_k = up[v].
 
     The walks run over the vertices renumbered breadth first from the root
     (a vertex's ancestors then lie at lower numbers, its parent's number
@@ -89,7 +91,7 @@ def _tops(a, b, n):
             step &= low
             np.copyto(walk, step, where=below)
         up[todo] = walk
-    return order.astype(np.int64)[up[number[b]]]
+    return up, pe, order.astype(np.int64)
 
 
 def merged_clusters(xs, ys, n):
@@ -114,17 +116,19 @@ def merged_clusters(xs, ys, n):
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
     flip = _tree_parents(xs, ys, n)
     a, b = np.where(flip, ys, xs), np.where(flip, xs, ys)    # a_k the parent of b_k
-    top = _tops(a, b, n)
-    # by top, merges ascending: a sort of the keys top * m + k (values sort
-    # faster than an argsort)
-    tops, order = np.divmod(np.sort(top * m + np.arange(m)), m)
+    up, pe, point = _tops(a, b, n)
+    # by top, merges ascending: a sort of the keys T_k * m + k over the
+    # renumbered vertices but the root (number 0), made in their order
+    # (values sort faster than an argsort)
+    tops, order = np.divmod(np.sort(up[1:] * m + pe[1:]), m)
     same = np.r_[False, tops[1:] == tops[:-1]]
     upper = np.empty(m, np.int64)
-    upper[order] = np.where(same, n + np.r_[0, order[:-1]], tops)
+    upper[order] = np.where(same, n + np.r_[0, order[:-1]], point[tops])
     ends = np.flatnonzero(np.r_[~same[1:], True])
     latest = np.full(n, -1, np.int64)
     latest[tops[ends]] = order[ends]
-    lower = np.where(latest[b] >= 0, n + latest[b], b)
+    lower = np.empty(m, np.int64)
+    lower[pe[1:]] = np.where(latest[1:] >= 0, n + latest[1:], point[1:])
     mz = np.zeros((m, 3))
     mz[:, 0], mz[:, 1] = upper + 1, lower + 1
     sizes = from_mlab_linkage(mz)[:, 3].astype(np.int64)
