@@ -22,6 +22,78 @@ def _tree_parents(a, b, n):
     return parent[a] == b
 
 
+def _tops(a, b, n):
+    """(up, pe, point) over the vertices renumbered (below): each vertex's
+    nearest proper ancestor with a later merge (pe, the merge of a vertex
+    and its parent; the root's: after every merge, and its up itself), by a
+    step up and then binary lifting; and each vertex's point.  For merge k
+    of a_k (the parent) and b_k = point[v] (k = pe[v]), T_k = up[v].
+
+    The walks run over the vertices renumbered breadth first from the root
+    (a vertex's ancestors then lie at lower numbers, its parent's number
+    grows with its own): the gathers of parents and of their levels read
+    nearly in order, where the points' own numbers (the data's rows, in no
+    tree order) would read at random -- past the cache, at millions of
+    points, most of the time went there.  The vertices with children come
+    first (in that order still): every walk passes only them, so the
+    levels hold only them (an MST's leaves are about half its points)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order
+    m = n - 1
+    pe = np.full(n, m, np.int64)                  # the root: after every merge
+    pe[b] = np.arange(m)
+    root = int(np.argmax(pe))
+    index = np.int32 if n < np.iinfo(np.int32).max else np.int64
+    # float64 weights and int32 indices: csgraph's own types, taken without a copy
+    children = csr_matrix((np.ones(m), (a.astype(index), b.astype(index))), shape=(n, n))
+    order = breadth_first_order(children, root, directed=True, return_predecessors=False)
+    if order.shape[0] != n:       # each point a child once, yet some unreached
+        raise ValueError("the merges form a cycle: not a merge sequence")
+    inner = (np.diff(children.indptr) > 0)[order]
+    inners = int(np.count_nonzero(inner))
+    order = np.concatenate([order[inner], order[~inner]])
+    number = np.empty(n, np.int64)
+    number[order] = np.arange(n)
+    parent = np.zeros(n, np.int64)                # the root's: itself, number 0
+    parent[number[b]] = number[a]
+    pe = pe[order]
+    # up[v]: v's nearest proper ancestor with pe > pe[v] (the root's: itself)
+    up = parent.copy()
+    todo = np.flatnonzero(pe[up] < pe)
+    while todo.size:
+        # a step up while it ends at least an eighth of the walks (a
+        # chain's merges walk far: binary lifting then does better)
+        before = todo.size
+        up[todo] = parent[up[todo]]
+        todo = todo[pe[up[todo]] < pe[todo]]
+        if 8 * todo.size > 7 * before:
+            break
+    if todo.size:
+        # level l: (the largest pe of the 2^l vertices from v up) << 32 |
+        # v's 2^l-th ancestor; lifting from the highest level down
+        low = np.int64(0xFFFFFFFF)
+        levels, jump = [(pe[:inners] << 32) | parent[:inners]], parent[:inners].copy()
+        while jump.any():
+            above = levels[-1][jump]
+            np.bitwise_and(above, low, out=jump)
+            np.maximum(above, levels[-1], out=above)
+            above &= ~low
+            above |= jump
+            levels.append(above)
+        # in place (fresh arrays of this size cost their pages' faults):
+        # a step where the largest pe is below the bound, i.e. the level's
+        # value below bound << 32
+        walk, bound = up[todo], pe[todo] << 32
+        step, below = np.empty_like(walk), np.empty(walk.shape, bool)
+        for level in reversed(levels):
+            np.take(level, walk, out=step)
+            np.less(step, bound, out=below)
+            step &= low
+            np.copyto(walk, step, where=below)
+        up[todo] = walk
+    return up, pe, order.astype(np.int64)
+
+
 def merged_clusters(xs, ys, n):
     """Union-find over the merges of points xs[k], ys[k] of n points taken in
     order (merge k makes cluster n + k): each merge's two current clusters
@@ -44,51 +116,19 @@ def merged_clusters(xs, ys, n):
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
     flip = _tree_parents(xs, ys, n)
     a, b = np.where(flip, ys, xs), np.where(flip, xs, ys)    # a_k the parent of b_k
-    parent = np.empty(n, np.int64)
-    pe = np.full(n, m, np.int64)                  # the root: after every merge
-    parent[b] = a
-    pe[b] = np.arange(m)
-    root = int(np.argmax(pe))
-    parent[root] = root
-    top = a.copy()
-    todo = np.flatnonzero(pe[top] < np.arange(m))
-    while todo.size:
-        # a step up while it ends at least an eighth of the walks (a
-        # chain's merges walk far: binary lifting then does better)
-        before = todo.size
-        top[todo] = parent[top[todo]]
-        todo = todo[pe[top[todo]] < todo]
-        if 8 * todo.size > 7 * before:
-            break
-    if todo.size:
-        # level l: (the largest pe of the 2^l vertices from v up) << 32 |
-        # v's 2^l-th ancestor; lifting from the highest level down
-        low = np.int64(0xFFFFFFFF)
-        levels, jump = [(pe << 32) | parent], parent
-        while not np.all(jump == root):
-            if len(levels) > m.bit_length() + 1:
-                raise ValueError("the merges form a cycle: not a merge sequence")
-            up = levels[-1][jump]
-            jump = up & low
-            level = np.maximum(levels[-1], up)
-            level &= ~low
-            level |= jump
-            levels.append(level)
-        walk = top[todo]
-        for level in reversed(levels):
-            step = level[walk]
-            walk = np.where((step >> 32) < todo, step & low, walk)
-        top[todo] = walk
-    # by top, merges ascending: a sort of the keys top * m + k (values sort
-    # faster than an argsort)
-    tops, order = np.divmod(np.sort(top * m + np.arange(m)), m)
+    up, pe, point = _tops(a, b, n)
+    # by top, merges ascending: a sort of the keys T_k * m + k over the
+    # renumbered vertices but the root (number 0), made in their order
+    # (values sort faster than an argsort)
+    tops, order = np.divmod(np.sort(up[1:] * m + pe[1:]), m)
     same = np.r_[False, tops[1:] == tops[:-1]]
     upper = np.empty(m, np.int64)
-    upper[order] = np.where(same, n + np.r_[0, order[:-1]], tops)
+    upper[order] = np.where(same, n + np.r_[0, order[:-1]], point[tops])
     ends = np.flatnonzero(np.r_[~same[1:], True])
     latest = np.full(n, -1, np.int64)
     latest[tops[ends]] = order[ends]
-    lower = np.where(latest[b] >= 0, n + latest[b], b)
+    lower = np.empty(m, np.int64)
+    lower[pe[1:]] = np.where(latest[1:] >= 0, n + latest[1:], point[1:])
     mz = np.zeros((m, 3))
     mz[:, 0], mz[:, 1] = upper + 1, lower + 1
     sizes = from_mlab_linkage(mz)[:, 3].astype(np.int64)

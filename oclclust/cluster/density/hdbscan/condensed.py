@@ -91,9 +91,9 @@ def condense(tree, min_cluster_size):
         row_node[np.repeat(several, count)] = points[
             np.argsort(place[unit[points]], kind="stable")]
     is_cluster = np.repeat(clusters, count)
-    merge = parent[row_unit]
-    dist = np.asarray(value, np.float64)
+    merge = parent[row_unit] - n
+    dist = np.asarray(value, np.float64)[merge]    # lambda at the rows only
     with np.errstate(divide="ignore"):
         lam = np.where(dist > 0.0, 1.0 / dist, np.inf)
-    return (label[head[merge - n]], np.where(is_cluster, label[row_unit], row_node),
-            lam[merge - n], np.where(is_cluster, sizes[row_unit], 1))
+    return (label[head[merge]], np.where(is_cluster, label[row_unit], row_node), lam,
+            np.where(is_cluster, sizes[row_unit], 1))

@@ -187,7 +187,7 @@ def labels_and_probabilities(condensed, clusters, allow_single=False, epsilon=0.
     if len(clusters) == 1 and allow_single and root in numbers:
         threshold = 1.0 / epsilon if epsilon != 0.0 else lam[parent == root].max()
         labels[at_root & (point_lambda >= threshold)] = numbers[root]
-    return labels, _probabilities(condensed, numbers, labels)
+    return labels, _probabilities(condensed, numbers, labels, point_lambda)
 
 
 def _selected_owner(parent, child, clusters, root, ids):
@@ -217,20 +217,28 @@ def _deaths(parent, lam):
     return deaths
 
 
-def _probabilities(condensed, numbers, labels):
+def _probabilities(condensed, numbers, labels, point_lambda=None):
+    """Each point's membership strength: its lambda over its cluster's
+    death, capped at 1 (noise: 0), in the points' order -- point_lambda
+    (each point's lambda, its one row's) where given, so that no pass
+    scatters over the rows again (at millions of points a scatter reads and
+    writes at random)."""
     parent, child, lam, size = condensed
     n = labels.shape[0]
+    if point_lambda is None:
+        pts = child < n
+        point_lambda = np.empty(n)
+        point_lambda[child[pts]] = lam[pts]
     deaths = _deaths(parent, lam)
     cluster_of = np.array(sorted(numbers), np.int64)
     out = np.zeros(n)
-    rows = np.flatnonzero(child < n)
-    rows = rows[labels[child[rows]] != -1]
-    pts = child[rows]
-    death = deaths[cluster_of[labels[pts]]] if len(rows) else np.zeros(0)
-    value = lam[rows]
+    member = labels != -1
+    members = labels[member]
+    death = deaths[cluster_of[members]] if members.shape[0] else np.zeros(0)
+    value = point_lambda[member]
     whole = (death == 0.0) | np.isinf(value)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out[pts] = np.where(whole, 1.0, np.minimum(value, death) / death)
+        out[member] = np.where(whole, 1.0, np.minimum(value, death) / death)
     return out
 
 
@@ -270,7 +278,11 @@ def tree_record(tree, rows=None, n_rows=None):
     shift = out_rows.shape[0]
     record = np.zeros(n_rows - 1, TREE_DTYPE)
 
+    identity = shift == 0 and np.array_equal(rows, np.arange(n))
+
     def node(x):   # a point -> its row; a cluster -> its number past the rows
+        if identity:                      # every row kept, in order: no gather
+            return x
         return np.where(x < n, rows[np.minimum(x, n - 1)], x + shift)
     record["left_node"][:n - 1], record["right_node"][:n - 1] = node(left), node(right)
     record["value"][:n - 1], record["cluster_size"][:n - 1] = value, size
