@@ -94,6 +94,7 @@ class GmmPass:
             chunks = max(1, exact_sums.blocks_of(part.n, self.block_rows))
             self.block_ll = cla.empty(q, chunks, np.float64)
             self.folds = {}   # by k (mdl.py's orders): the M statistics' exact folds
+            self._shared_folds = {}   # ... their totals over several devices (total_mstats)
         elif chunks is None:
             target = p.compute_units * p.groups_per_compute_unit * (4 if p.type == "gpu" else 1)
             per_chunk = self.mspec.groups_per_chunk(k)
@@ -177,10 +178,38 @@ class GmmPass:
         self.part.queue.flush()
         return events
 
-    def em_collect(self, events):
-        """(sum of log p(x), bad rows, M statistics, raw) of em_launch's pass."""
+    def em_collect(self, events, mstats=True):
+        """(sum of log p(x), bad rows, M statistics, raw) of em_launch's pass;
+        *mstats* False: the statistics None, their words left as read
+        (mstats_words: one device totals every device's, total_mstats)."""
         wait(events)
+        if not mstats:
+            return (*self._estep_result(), None, self.mma_m)
         return (*self._estep_result(), *self._mstep_result())
+
+    def mstats_words(self, k):
+        """The words of the M statistics of *k* components the last
+        em_launch read (split-free, not settled; page-locked, in the
+        device's layout): until the next launch."""
+        return self.staging.read("mstats", self.folds[k].out.size)
+
+    def total_mstats(self, k, words, own):
+        """Every device's M statistics of *k* components (*words*: their
+        mstats_words, on this pass's grid, in chunk order; this device's at
+        *own*, still in its fold) added and rounded on this device: k x SZ
+        float64, ExactWords.total(...).value()'s bits.  The host adds none
+        of them (2 x H200, diag 1M x 128, K = 1024: its total of two
+        devices' 1024 x 514 statistics took ~27 ms an iteration)."""
+        fold, q = self.folds[k], self.part.queue
+        if k not in self._shared_folds:
+            self._shared_folds[k] = exact_fold.SharedFold(fold)
+        shared = self._shared_folds[k]
+        if self.mvalues is None:
+            self.mvalues = cla.empty(q, self.k * self._mstats_size(), np.float64)
+        shared.enqueue_total(words, own, self.mvalues)
+        wait([self.staging.get("mtotal", self.mvalues, fold.size)])
+        shared.wait_writes()   # (done: before the read, on this queue)
+        return self.staging.read("mtotal", fold.size).reshape(k, -1).copy()
 
     def _estep_put(self, records):
         """The E kernel's parameters going up: (the copies' events, the

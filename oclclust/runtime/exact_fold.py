@@ -153,15 +153,15 @@ class SharedFold:
     added (Fold.enqueue_total: integers, any order) and rounded
     (Fold.enqueue_value) on the device, so the host neither adds nor
     rounds them.  The words are read into two page-locked arrays in turn
-    (``words``: the last read): another device may still copy from the
-    last one while the next pass reads into the other; by then every
-    device's pass, after those copies on its in-order queue, has been
-    collected."""
+    (``words``: the last read; made on the first): another device may still
+    copy from the last one while the next pass reads into the other; by
+    then every device's pass, after those copies on its in-order queue, has
+    been collected.  A device that only totals reads none (its caller has
+    the words)."""
 
     def __init__(self, fold):
-        self.fold, q = fold, fold.queue
-        self.read_into = [pinned_empty(q, (fold.out.size,), np.float64)
-                          for _ in range(2)]
+        self.fold = fold
+        self.read_into = []
         self.turn = 0
         self.gathered = None
         self.writes = []   # the last total's copies from the page-locked arrays
@@ -174,6 +174,9 @@ class SharedFold:
     def read(self):
         """The fold's words read (into the next array in turn), not waited
         on: the copy's event."""
+        if not self.read_into:
+            self.read_into = [pinned_empty(self.fold.queue, (self.fold.out.size,), np.float64)
+                              for _ in range(2)]
         self.turn ^= 1
         return cl.enqueue_copy(self.fold.queue, self.words, self.fold.out.data,
                                is_blocking=False)

@@ -8,9 +8,11 @@ import numpy as np
 import pyopencl.array as cla
 
 from .mdl import Model, records
-from ...parallel.sharded import ShardedPass
+from ...parallel.manager import DEVICE_ERRORS, DeviceFailure
+from ...parallel.sharded import ShardedPass, shareable
 from ...passes.gmm import GmmPass, central
 from ...passes.gmm_specs import mma_mstep_planned
+from ...runtime import exact_sums
 from ...runtime.reduce import AdditiveStats
 from ...runtime.transfer import download
 
@@ -64,11 +66,37 @@ class GmmShards(ShardedPass):
     def em(self, records, means):
         """One EM pass: GmmStats with the M statistics."""
         alone = self.one_partition()
+        if not alone and self._totals_on_device():
+            return self._em_totalled_on_device(records, means)
         # several resident devices: every launch, then every collect, from this thread
         total = self.reduce(None, timed=True, enqueued=(
             lambda chunk, gp: gp.em_launch(records, means, settle=alone),
             lambda chunk, gp, launched: GmmStats(*gp.em_collect(launched))))
         return dataclasses.replace(total, stats=total.central(means), raw=False)
+
+    def _totals_on_device(self):
+        """Whether the M statistics' words are added on the first device
+        (GmmPass.total_mstats): several devices of one process, each with
+        its rows in one resident chunk, split-free."""
+        return (exact_sums.enabled() and shareable(self.data, self.ranks)
+                and (self.ranks.comm is None or self.ranks.comm.Get_size() == 1))
+
+    def _em_totalled_on_device(self, records, means):
+        """em() with the M statistics' words of every device added and
+        rounded on the first (the same bits as the host's total); the
+        log-likelihood and the counts added here."""
+        def collect(chunk, gp, launched):
+            return GmmStats(*gp.em_collect(launched, mstats=False))
+        parts = self.ranks.run_failing_all(lambda: self.map_enqueued(
+            lambda chunk, gp: gp.em_launch(records, means), collect, timed=True))
+        gps = [self.state(chunk) for chunk in self.data.chunks]
+        k = means.shape[0]
+        try:
+            stats = gps[0].total_mstats(k, [gp.mstats_words(k) for gp in gps], own=0)
+        except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
+            raise DeviceFailure(self.data.chunks[0].profile, exc) from exc
+        total = self.over_ranks(GmmStats.total(parts))
+        return dataclasses.replace(total, stats=central(stats, means, parts[0].raw), raw=False)
 
     def resp_from_lloyd(self, lloyd):
         """One-hot responsibilities on the device from the labels a k-means

@@ -90,6 +90,31 @@ def test_same_bits_however_split(name, dtype, layout, profile, subs):
         assert np.array_equal(got[attribute], value), (attribute, got[attribute], value)
 
 
+@pytest.mark.parametrize("layout", ["subs", "weights", "measured"])
+def test_gmm_statistics_of_several_devices_are_added_on_one(layout, profile, subs,
+                                                            monkeypatch):
+    """Several devices of one process, each its rows' one resident chunk:
+    every iteration's M statistics are added and rounded on the first
+    device (GmmPass.total_mstats), none on the host; measured weights
+    (chunks laid out anew) keep the host's total.  The bits are the one
+    device's either way (test_same_bits_however_split)."""
+    if not profile.fp64:
+        pytest.skip("split-free sums need fp64")
+    calls = []
+    original = gmm_pass.GmmPass.total_mstats
+
+    def counted(self, k, words, own):
+        calls.append((len(words), own))
+        return original(self, k, words, own)
+    monkeypatch.setattr(gmm_pass.GmmPass, "total_mstats", counted)
+    est = ESTIMATORS["gmm-diag"][0](devices_of(layout, profile, subs, 1 << 30))
+    est.fit(blobs(np.float64))
+    if layout == "measured":
+        assert calls == []
+    else:
+        assert calls and set(calls) == {(2, 0)} and len(calls) >= est.n_iter_
+
+
 # ------------------------------------------- the passes, tensor-core forms too
 def split_partitions(profile, X, w, block_rows):
     """[the whole], [its rows cut at a block boundary]: partitions of the
