@@ -308,6 +308,7 @@ class CMeansPass:
         self.staging = PinnedStaging(q)
         self.values = None          # the settled statistics (launch's *settle*)
         self.settled = False
+        self.stats_read = False     # whether the last launch read the statistics
 
     def run(self, centers):
         """(statistics c x (d+1) float64 or None, objective, non-finite count)."""
@@ -337,7 +338,8 @@ class CMeansPass:
         events = [] if centers is None else [self.upload(centers)]
         self.enqueue_sums(settle)
         stage = self.staging
-        if self.update and read_stats:
+        self.stats_read = self.update and read_stats
+        if self.stats_read:
             events.append(stage.get("stats", self.summed()))
         events += [stage.get("obj", self.part_obj), stage.get("flags", self.part_flags)]
         self.part.queue.flush()
@@ -399,15 +401,15 @@ class CMeansPass:
         stats, obj, bad = self.collect_parts(events)
         return stats, self.objective_of(obj), bad
 
-    def collect_parts(self, events, stats_read=True):
+    def collect_parts(self, events):
         """collect()'s values with the objective's group values as read (a
         copy: the staging is read into again), for objective_of once the
         caller has time (a shared update: after the next pass is enqueued);
-        the statistics None where launch() did not read them (*stats_read*)."""
+        the statistics None where launch() did not read them (``stats_read``)."""
         part, stage = self.part, self.staging
         wait(events)
         stats = None
-        if self.update and stats_read:
+        if self.stats_read:
             if self.settled:   # copies: the arrays are read into again
                 stats = stage.read("stats", self.size).reshape(self.c, part.d + 1).copy()
             elif self.exact:

@@ -197,7 +197,7 @@ class SharedCMeans(CentersOnDevice):
 
     def launch(self):
         """The pass over the resident centres with its reads, enqueued
-        (CMeansPass.collect_parts them, ``stats_read`` not split-free)."""
+        (CMeansPass.collect_parts them: split-free, with no statistics)."""
         if self.shared_stats is None:
             return self.cpass.launch(None)
         events = self.cpass.launch(None, read_stats=False)

@@ -144,8 +144,7 @@ class CMeansShards(ShardedPass):
             return passes["shared"].launch()
 
         def collect(chunk, passes, launched):   # the objective's group values kept
-            sc = passes["shared"]
-            stats, obj, bad = sc.cpass.collect_parts(launched, sc.shared_stats is None)
+            stats, obj, bad = passes["shared"].cpass.collect_parts(launched)
             return CMeansStats(stats, None, bad), obj
         total, objs = self.reduce(None, timed=True, keep=True, enqueued=(launch, collect))
         shared = [self.state(chunk)["shared"] for chunk in self.data.chunks]

@@ -77,9 +77,10 @@ class GmmShards(ShardedPass):
     def _totals_on_device(self):
         """Whether the M statistics' words are added on the first device
         (GmmPass.total_mstats): several devices of one process, each with
-        its rows in one resident chunk, split-free."""
-        return (exact_sums.enabled() and shareable(self.data, self.ranks)
-                and (self.ranks.comm is None or self.ranks.comm.Get_size() == 1))
+        its rows in one resident chunk, split-free.  (Over MPI ranks
+        shareable is a collective: not asked, the host adds them.)"""
+        return ((self.ranks.comm is None or self.ranks.comm.Get_size() == 1)
+                and exact_sums.enabled() and shareable(self.data, self.ranks))
 
     def _em_totalled_on_device(self, records, means):
         """em() with the M statistics' words of every device added and
