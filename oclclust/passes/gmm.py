@@ -17,8 +17,8 @@ import pyopencl.array as cla
 from ..runtime import exact_fold, exact_sums
 from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
-from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, means_of, mstep_size, operands,
-                      own_spec, shift_of)
+from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, enqueue_central, means_of,
+                      mstep_size, operands, own_spec, shift_of)
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
@@ -86,6 +86,9 @@ class GmmPass:
             # ... the own sums by a kernel of their own (gmm_mma_own.cl.mako)
             self.ospec, self.okernel = plan(p, q, [own_spec(part.d, k, self.mspec.precision)],
                                             "gmm_own")
+            # where the exact totals are rounded here, they are made central
+            # here too (gmm_mma.enqueue_central), about these float64 means
+            self.mmeans64 = cla.empty(q, k * part.d, np.float64)
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
         self.exact = exact_sums.exact_device(part)
@@ -104,6 +107,7 @@ class GmmPass:
         self.part_stats = partial_buffer(q, slabs, k * self._mstats_size(), part.acc_double)
         self.reduced = None   # the M statistics' float64 totals (not split-free)
         self.mvalues = None   # ... or their exact totals rounded on the device (em_launch)
+        self.mcentral = None  # ... and those made central (the tensor-core kernel's)
         self._settled = self._settled_ll = False
         self.staging = PinnedStaging(q)   # uploads and reads (em_launch)
 
@@ -196,8 +200,10 @@ class GmmPass:
     def total_mstats(self, k, words, own):
         """Every device's M statistics of *k* components (*words*: their
         mstats_words, on this pass's grid, in chunk order; this device's at
-        *own*, still in its fold) added and rounded on this device: k x SZ
-        float64, ExactWords.total(...).value()'s bits.  The host adds none
+        *own*, still in its fold) added and rounded on this device (the bits
+        of ExactWords.total(...).value()) and, from the tensor-core kernel,
+        made central there: k x SZ float64, as central() gives them from
+        the host's total.  The host adds none
         of them (2 x H200, diag 1M x 128, K = 1024: its total of two
         devices' 1024 x 514 statistics took ~27 ms an iteration)."""
         fold, q = self.folds[k], self.part.queue
@@ -207,9 +213,26 @@ class GmmPass:
         if self.mvalues is None:
             self.mvalues = cla.empty(q, self.k * self._mstats_size(), np.float64)
         shared.enqueue_total(words, own, self.mvalues)
-        wait([self.staging.get("mtotal", self.mvalues, fold.size)])
+        values, size = self._central_values(k)
+        wait([self.staging.get("mtotal", values, size)])
         shared.wait_writes()   # (done: before the read, on this queue)
-        return self.staging.read("mtotal", fold.size).reshape(k, -1).copy()
+        return self.staging.read("mtotal", size).reshape(k, -1).copy()
+
+    def _central_values(self, k):
+        """(device array, count) of the M statistics of *k* components
+        rounded on the device (mvalues), made central there where they are
+        the tensor-core kernel's raw sums (about the means _mstep_put sent):
+        what the host reads, the statistics central() gives."""
+        if not self.mma_m:
+            return self.mvalues, k * self._mstats_size()
+        size = k * stats_size(self.part.d, False)
+        if self.mcentral is None:   # (the largest k's, as mvalues)
+            self.mcentral = cla.empty(self.part.queue, self.k * stats_size(self.part.d, False),
+                                      np.float64)
+        spec = self.mspec
+        enqueue_central(self.part.queue, self.mvalues, k, self.part.d, spec.dp,
+                        self.mmeans64, self.mshift, self.mmeans, self.mcentral)
+        return self.mcentral, size
 
     def _estep_put(self, records):
         """The E kernel's parameters going up: (the copies' events, the
@@ -277,7 +300,8 @@ class GmmPass:
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
             self._about = means, shift, means32
             return [stage.put("mshift", self.mshift, shift),
-                    stage.put("mmeans", self.mmeans, means32)]
+                    stage.put("mmeans", self.mmeans, means32),
+                    stage.put("mmeans64", self.mmeans64, means) if self.exact else None]
         self._about = means, None, None
         return [stage.put("means", self.means, np.asarray(means, part.dtype))]
 
@@ -312,7 +336,7 @@ class GmmPass:
                 if self.mvalues is None:
                     self.mvalues = cla.empty(q, self.k * self._mstats_size(), np.float64)
                 fold.enqueue_value(self.mvalues)
-                events.append(stage.get("mstats", self.mvalues, fold.size))
+                events.append(stage.get("mstats", *self._central_values(k)))
             else:
                 events.append(stage.get("mstats", fold.out))
         else:
@@ -329,8 +353,9 @@ class GmmPass:
         part, stage = self.part, self.staging
         means, shift, means32 = self._about
         k = means.shape[0]
-        if self._settled:   # a copy: the array is read into again
-            return stage.read("mstats", k * self._mstats_size()).reshape(k, -1).copy(), self.mma_m
+        if self._settled:   # central (_central_values); a copy: the array is read into again
+            return stage.read("mstats", k * stats_size(part.d, False) if self.mma_m
+                              else k * self._mstats_size()).reshape(k, -1).copy(), False
         if self.exact:
             fold = self.folds[k]
             return fold.words(stage.read("mstats", fold.out.size)), self.mma_m

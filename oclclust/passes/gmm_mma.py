@@ -29,7 +29,7 @@ import dataclasses
 
 import numpy as np
 
-from ..runtime.codegen import EmulatedBuild, Spec
+from ..runtime.codegen import EmulatedBuild, Spec, kernel
 from .lloyd_mma import tensor_cores
 
 MAX_D = 128       # a warp's rows stay in registers as raw floats: dp / 2 a m16 tile
@@ -290,6 +290,28 @@ def central_stats(raw, means, shift, means32=None):
     _moved_second(b, s2o, s1o, n_own, dm, a)
     s2 += b
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaCentralSpec(Spec):
+    """central_stats on the device (gmm_mma_central.cl.mako): the same IEEE
+    operations, uncontracted, so the host's bits."""
+    template = "gmm_mma/gmm_mma_central.cl.mako"
+    build_options = ()
+    dtype: str = "float64"
+    d: int = 1
+    dp: int = 8
+
+
+def enqueue_central(queue, raw, k, d, dp, means, shift, means32, out):
+    """Enqueue central_stats of the k x mstep_size(d) device values *raw*
+    (the exact totals' values) about the float64 *means* (device, k x d),
+    their float32 *shift* (dp) and *means32* (k x dp) as the M kernel took
+    them, into device array *out* (k x (1 + 2d) doubles)."""
+    wg, items = 64, k * d
+    kernel(queue.context, MmaCentralSpec(d=d, dp=dp), "gmm_mma_central")(
+        queue, (-(-items // wg) * wg,), (wg,), raw.data, np.int32(k), means.data,
+        shift.data, means32.data, out.data)
 
 
 def _moved(out, first, n, m, scratch):

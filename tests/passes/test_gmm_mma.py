@@ -8,6 +8,7 @@ the same bits as before).
 import warnings
 
 import numpy as np
+import pyopencl.array as cla
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import GaussianMixture as SkGMM
@@ -85,6 +86,45 @@ def test_central_stats_from_raw_sums():
     assert raw.shape == (k, gmm_mma.mstep_size(d))
     np.testing.assert_allclose(gmm_mma.central_stats(raw, means, shift, m32),
                                numpy_mstep(X, r, means), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("d, k", [(5, 13), (24, 100), (128, 33)])
+def test_central_stats_on_the_device_are_the_hosts(profile, queue, d, k):
+    """gmm_mma_central.cl.mako (every runtime: what a fit on one device, or
+    totalled on one, reads) gives central_stats' bits: sums spanning
+    magnitudes, means and their float32 shift and means."""
+    if not profile.fp64:
+        pytest.skip("the statistics are double")
+    rng = np.random.RandomState(d + k)
+    dp = -(-d // 8) * 8
+    raw = rng.normal(size=(k, gmm_mma.mstep_size(d))) * 10.0 ** rng.randint(-3, 9, (k, 1))
+    means = rng.normal(size=(k, d)) * 30 + 1e3 / 3
+    shift, m32 = gmm_mma.shift_of(means, dp), gmm_mma.means_of(means, dp)
+    q = queue
+    out = cla.empty(q, k * (1 + 2 * d), np.float64)
+    gmm_mma.enqueue_central(q, cla.to_device(q, raw), k, d, dp, cla.to_device(q, means),
+                            cla.to_device(q, shift), cla.to_device(q, m32), out)
+    np.testing.assert_array_equal(out.get().reshape(k, -1),
+                                  gmm_mma.central_stats(raw, means, shift, m32))
+
+
+@pytest.mark.parametrize("kind", ["soft", "hard"])
+def test_settled_mstep_is_the_hosts(profile, kind):
+    """An M step settled on the device (one partition: its exact totals
+    rounded and, from the tensor-core kernel, made central there) gives
+    the bits of the words read and settled on the host, made central there."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    n, d, k = 203, 13, 21
+    X, resp, means = mstep_case(kind, n, d, k)
+    specs = (portable_specs(profile, d, k)[0],
+             next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
+    gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
+    assert gp.exact
+    gp.set_resp(resp)
+    settled, raw = gp.mstep_sums(means, settle=True)
+    assert not raw
+    np.testing.assert_array_equal(settled, gp.mstep(means))
 
 
 def test_offered_only_with_tensor_cores(profile):

@@ -83,8 +83,9 @@ class GmmShards(ShardedPass):
                 and exact_sums.enabled() and shareable(self.data, self.ranks))
 
     def _em_totalled_on_device(self, records, means):
-        """em() with the M statistics' words of every device added and
-        rounded on the first (the same bits as the host's total); the
+        """em() with the M statistics' words of every device added,
+        rounded and made central on the first (the same bits as the host's
+        total); the
         log-likelihood and the counts added here."""
         def collect(chunk, gp, launched):
             return GmmStats(*gp.em_collect(launched, mstats=False))
@@ -97,7 +98,7 @@ class GmmShards(ShardedPass):
         except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
             raise DeviceFailure(self.data.chunks[0].profile, exc) from exc
         total = self.over_ranks(GmmStats.total(parts))
-        return dataclasses.replace(total, stats=central(stats, means, parts[0].raw), raw=False)
+        return dataclasses.replace(total, stats=stats, raw=False)
 
     def resp_from_lloyd(self, lloyd):
         """One-hot responsibilities on the device from the labels a k-means
