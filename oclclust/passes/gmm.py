@@ -238,11 +238,14 @@ class GmmPass:
         """The E kernel's parameters going up: (the copies' events, the
         kernel's parameter arguments)."""
         part, stage, spec = self.part, self.staging, self.espec
-        if self.mma:
-            coefs, consts, shift = operands(records, part.d, spec.dp, spec.kp)
-            return ([stage.put("coefs", self.coefs, coefs),
-                     stage.put("consts", self.consts, consts),
-                     stage.put("shift", self.shift, shift)],
+        if self.mma:   # written where they go up from
+            kp, dp = spec.kp, spec.dp
+            operands(records, part.d, dp, kp,
+                     out=(stage.host("coefs", kp * 2 * dp, np.float32).reshape(kp, 2 * dp),
+                          stage.host("consts", kp, np.float32), stage.host("shift", dp, np.float32)))
+            return ([stage.send("coefs", self.coefs, kp * 2 * dp),
+                     stage.send("consts", self.consts, kp),
+                     stage.send("shift", self.shift, dp)],
                     (self.coefs.data, self.consts.data, self.shift.data))
         return ([stage.put("params", self.params, np.asarray(records, part.dtype))],
                 (self.params.data,))

@@ -132,8 +132,14 @@ class PinnedStaging:
         values = np.asarray(values).ravel()
         if not values.size:
             return None
-        host = self.host(name, values.size, device.dtype)
-        host[:] = values
+        self.host(name, values.size, device.dtype)[:] = values
+        return self.send(name, device, values.size)
+
+    def send(self, name, device, count):
+        """The first *count* values of array *name*, as the caller wrote
+        them through host() (no copy of its own), into the start of the
+        device array *device*, not waited on: the copy's event."""
+        host = self.host(name, count, device.dtype)
         event = self._last[name] = cl.enqueue_copy(self.queue, device.data, host,
                                                    is_blocking=False)
         return event

@@ -126,7 +126,9 @@ def m_step(stats, means_old, reg_covar, full, eps, float32=False, pooled=False, 
     k, d = means_old.shape
     n_raw, s1 = stats[:, 0], stats[:, 1:1 + d]
     nk = n_raw + 10 * eps
-    means = (s1 + n_raw[:, None] * means_old) / nk[:, None]
+    means = np.multiply(n_raw[:, None], means_old)    # (s1 + N mu_old) / nk, in place:
+    means += s1                                       # k x d temporaries page-fault
+    means /= nk[:, None]
     dm = means - means_old                            # scatter about the new means:
     if full:                                          # S2 - S1 dm' - dm S1' + N dm dm'
         s2 = stats[:, 1 + d:].reshape(k, d, d)
@@ -145,8 +147,16 @@ def m_step(stats, means_old, reg_covar, full, eps, float32=False, pooled=False, 
         # rounding leaves it so (a component of one row that moved, its S2 and
         # S1^2 / N cancelling: float32 sums off by 1e-5 at |x - mu| = 6, past
         # reg_covar's 1e-6), zero, as the exact sums would be within it
-        scatter = np.maximum(stats[:, 1 + d:] - 2 * s1 * dm + n_raw[:, None] * dm ** 2, 0.0)
-        cov = scatter / nk[:, None] + reg_covar
+        # (S2 - 2 S1 dm + N dm^2, in that order, in two arrays)
+        term = np.multiply(2, s1)
+        term *= dm
+        cov = np.subtract(stats[:, 1 + d:], term)
+        np.multiply(dm, dm, out=term)
+        term *= n_raw[:, None]
+        cov += term
+        np.maximum(cov, 0.0, out=cov)
+        cov /= nk[:, None]
+        cov += reg_covar
         if pooled:
             cov = np.broadcast_to(cov.mean(1, keepdims=True), (k, d)).copy()
     return Model(nk / nk.sum(), means, cov, precision_cholesky(cov, full, float32))
