@@ -84,7 +84,8 @@ def records_kernels(fit):
         with recording_kernels() as recorder:
             fitted = fit(self, *args, **kwargs)
         earlier = getattr(self, "kernels_", []) if adds else []
-        self.kernels_ = kernel_records([*earlier, *recorder.records()])
+        made = recorder.records()   # each once, in order already
+        self.kernels_ = kernel_records([*earlier, *made]) if earlier else made
         return fitted
     return recorded
 

@@ -309,6 +309,7 @@ class CMeansPass:
         self.values = None          # the settled statistics (launch's *settle*)
         self.settled = False
         self.stats_read = False     # whether the last launch read the statistics
+        self._grids_of = None       # the magnitudes the fold's grid was set from
 
     def run(self, centers):
         """(statistics c x (d+1) float64 or None, objective, non-finite count)."""
@@ -357,9 +358,12 @@ class CMeansPass:
         reduction (summed(): where they end) enqueued; launch's *settle*."""
         part, q = self.part, self.part.queue
         if self.update and self.exact:   # uploads before the kernels (GmmPass.em_launch)
-            # |a block's sum of w u^m x_k| <= B wmax max|x_k|, of w u^m <= B wmax
-            absmax, wmax = exact_fold.magnitudes_of(part)
-            self.fold.set_bounds(self.block_rows * wmax * np.append(absmax, 1.0)[None, :])
+            magnitudes = exact_fold.magnitudes_of(part)
+            if self._grids_of is not magnitudes:   # (a fit's are fixed: once, not each pass)
+                # |a block's sum of w u^m x_k| <= B wmax max|x_k|, of w u^m <= B wmax
+                absmax, wmax = magnitudes
+                self.fold.set_bounds(self.block_rows * wmax * np.append(absmax, 1.0)[None, :])
+                self._grids_of = magnitudes
         real = part.dtype.type
         self.kernel(q, (self.groups * self.spec.wg,), (self.spec.wg,),
                     part.x.data, np.int64(part.n), np.int64(part.stride), part.weights_arg(),

@@ -151,6 +151,7 @@ class ChunkSeeding:
         self.targets = cla.empty(q, trials, self.acc)
         self.found = cla.empty(q, trials, np.int32)
         self.scanned = False   # whether cumsum holds the prefix sums of closest
+        self.block_draws = None   # search_blocks' (block, target, row) buffers
 
     def potentials(self, rows):
         """Each candidate's potential over this chunk's blocks (clipped by
@@ -159,7 +160,7 @@ class ChunkSeeding:
         t = len(rows)
         spec = CandidateSpec(dtype=part.dtype.name, acc_double=part.acc_double, d=part.d,
                              trials=t, wg=self.WG, weighted=part.weighted)
-        self.cand_rows[:t * part.d].set(np.ascontiguousarray(rows, part.dtype).ravel(), q)
+        cl.enqueue_copy(q, self.cand_rows.data, np.ascontiguousarray(rows, part.dtype).ravel())
         kernel(q.context, spec, "candidate_potentials")(
             q, (self.groups * self.WG,), (self.WG,), part.x.data, np.int64(part.n),
             np.int64(part.stride), part.weights_arg(), self.cand_rows.data, self.closest.data,
@@ -219,13 +220,22 @@ class ChunkSeeding:
         count = len(targets)
         search = kernel(q.context, BlockSearchSpec(dtype=part.dtype.name, acc_double=True,
                                                    weighted=part.weighted), "block_search")
-        found = cla.empty(q, max(count, 1), np.int32)
+        # the draws' buffers kept (made again only for more draws: k-means||)
+        if self.block_draws is None or self.block_draws[2].size < max(count, 1):
+            size = max(count, 1, self.trials)
+            self.block_draws = (cla.empty(q, size, np.int64), cla.empty(q, size, np.float64),
+                                cla.empty(q, size, np.int32))
+        ids, where, found = self.block_draws
+        if count:   # blocking: the last search's read is done, these are read by the next
+            cl.enqueue_copy(q, ids.data, np.ascontiguousarray(blocks, np.int64))
+            cl.enqueue_copy(q, where.data, np.ascontiguousarray(targets, np.float64))
         search(q, (max(count, 1),), None, self.closest.data, part.weights_arg(),
-               np.int64(part.n), np.int64(self.block_rows),
-               cla.to_device(q, np.asarray(blocks, np.int64)).data,
-               cla.to_device(q, np.asarray(targets, np.float64)).data, np.int32(count),
-               found.data)
-        return found.get(q)[:count]
+               np.int64(part.n), np.int64(self.block_rows), ids.data, where.data,
+               np.int32(count), found.data)
+        out = np.empty(count, np.int32)
+        if count:
+            cl.enqueue_copy(q, out, found.data)
+        return out
 
 
 class ChunkOversampling:

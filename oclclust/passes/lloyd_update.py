@@ -182,8 +182,10 @@ class ResidentCenters:
         rs = ReduceSpec(dtype=part.dtype.name, acc_double=True)
         self.reduces = []
         if lp.exact:   # the folds (LloydPass.enqueue_exact) rounded; the block sums read
+            # a slot's copy of them where passes run ahead (they rewrite the
+            # pass's); none ahead, the read takes the pass's own
             self.block_inertia = [cla.empty(q, lp.blocks, np.float64)
-                                  for _ in range(self.n_slots)]
+                                  for _ in range(self.n_slots if depth else 0)]
             self.host_inertia = pinned_empty(q, (self.n_slots, lp.blocks), np.float64)
         for partial, size, out in () if lp.exact else ((lp.part_sums, k * d, self.sums),
                                                        (lp.part_weights, k, self.weights)):
@@ -271,7 +273,8 @@ class ResidentCenters:
             lp.enqueue_exact()
             lp.folds["sums"].enqueue_value(self.sums)
             lp.folds["weights"].enqueue_value(self.weights)
-            cl.enqueue_copy(q, self.block_inertia[slot].data, lp.block_inertia.data)
+            if self.depth:
+                cl.enqueue_copy(q, self.block_inertia[slot].data, lp.block_inertia.data)
         self.new_centers(source)
         ss = self.summary_spec
         done = cl.enqueue_nd_range_kernel(q, self.summaries[slot], (ss.wg,), (ss.wg,))
@@ -292,9 +295,9 @@ class ResidentCenters:
                                    is_blocking=False)
         if self.lloyd.exact:   # the block sums of the inertia (an in-order queue: the last waits)
             for p in todo:
-                read = cl.enqueue_copy(self.reader, self.host_inertia[p[1]],
-                                       self.block_inertia[p[1]].data, wait_for=[todo[-1][2]],
-                                       is_blocking=False)
+                source = self.block_inertia[p[1]] if self.depth else self.lloyd.block_inertia
+                read = cl.enqueue_copy(self.reader, self.host_inertia[p[1]], source.data,
+                                       wait_for=[todo[-1][2]], is_blocking=False)
         for p in todo:
             p[3] = read
 

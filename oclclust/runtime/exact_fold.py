@@ -5,17 +5,21 @@ exact_value.cl.mako for a device-resident update), one value a block summed
 (block_sums.cl.mako), and the rows' column magnitudes the grids are cut
 from (column_absmax.cl.mako)."""
 import dataclasses
+import functools
 
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
 from .codegen import Spec, c_type, kernel
+from .kernel_recorder import active_recorders, note
 from .exact_sums import ARRAY_WORDS, ExactWords, blocks_of, lsb_for_bounds
 from .transfer import PinnedStaging, pinned_empty, wait
 
 FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
 FOLD_BLOCKS = 1 << 13          # a fold's blocks a work-item: its double words stay exact
+FOLD_ALONE = 64                # blocks a work-item folds alone rather than in parts: a
+#                                second launch costs more than that loop (the same words)
 
 
 def magnitudes_of(part):
@@ -65,10 +69,19 @@ class ColumnAbsmaxSpec(Spec):
     wg: int = 1
 
 
+# one spec of each (a spec made and hashed a launch was a fold's host work)
+FOLD_SPEC = ExactFoldSpec()
+VALUE_SPEC = ExactValueSpec(acc_double=True)
+
+
 class Fold:
     """The exact fold of one statistic of a pass (*shape*) on a device
     (*queue*): its grid uploaded once per ``set_bounds``, its words in a
-    device array (``out``) read by the caller."""
+    device array (``out``) read by the caller.  Its kernels are fetched
+    once, its device's compute units asked once (a fold runs every
+    iteration of a fit: a small fit's per-launch look-ups were a part of
+    its host work); its specs are noted once per recording for the fit's
+    ``kernels_`` (a pooled pass's fold serves later fits)."""
 
     def __init__(self, queue, shape):
         self.queue, self.shape = queue, tuple(shape)
@@ -78,6 +91,23 @@ class Fold:
         self._lsb_dev = cla.empty(queue, max(self.size, 1), np.int32)
         self.out = cla.empty(queue, (ARRAY_WORDS + 1) * max(self.size, 1), np.float64)
         self._partial = None   # the parts' words (enqueue), made on first use
+        self._units = queue.device.max_compute_units
+        self._parts = {}       # blocks -> parts (enqueue)
+        self._kernels = {}     # name -> its SharedKernel (kernel())
+        self._noted = {}       # name -> the recorders (a fit's) that last noted its spec
+
+    def _kernel(self, spec, name):
+        """The kernel *name* of *spec* (fetched once), its spec noted for
+        the fit under way (kernel_recorder.note, as kernel() notes it): once
+        for the recorders active (one tuple a fit, and a fit inside it)."""
+        kern = self._kernels.get(name)
+        if kern is None:
+            kern = self._kernels[name] = kernel(self.queue.context, spec, name)
+        recorders = active_recorders()
+        if self._noted.get(name) is not recorders:
+            note(self.queue.context, spec)
+            self._noted[name] = recorders
+        return kern
 
     def set_bounds(self, bounds):
         """The grid from *bounds* (broadcast to the shape): one block's
@@ -104,19 +134,20 @@ class Fold:
         ``out``: in parts of the blocks, then the parts' words added, where
         the elements alone would leave the device idle (FOLD_ITEMS work-items
         a compute unit)."""
-        ctx, wg = self.queue.context, 64
-        units = self.queue.device.max_compute_units
-        parts = int(min(max(blocks, 1), max(1, -(-units * FOLD_ITEMS // max(self.size, 1)),
-                                            -(-blocks // FOLD_BLOCKS))))
+        wg, items = 64, -(-self.size // 64) * 64
+        parts = self._parts.get(blocks)
+        if parts is None:
+            parts = self._parts[blocks] = 1 if blocks <= FOLD_ALONE else int(min(blocks, max(
+                1, -(-self._units * FOLD_ITEMS // max(self.size, 1)),
+                -(-blocks // FOLD_BLOCKS))))
         if parts > 1 and (self._partial is None or self._partial.size < parts * self.out.size):
             self._partial = cla.empty(self.queue, parts * self.out.size, np.float64)
         target = self._partial if parts > 1 else self.out
-        items = -(-self.size // wg) * wg
-        kernel(ctx, ExactFoldSpec(), "exact_fold")(
+        self._kernel(FOLD_SPEC, "exact_fold")(
             self.queue, (items, parts), (wg, 1), part.data, np.int64(blocks),
             np.int64(self.size), self._lsb_dev.data, target.data)
         if parts > 1:
-            kernel(ctx, ExactFoldSpec(), "exact_fold_parts")(
+            self._kernel(FOLD_SPEC, "exact_fold_parts")(
                 self.queue, (items,), (wg,), self._partial.data, np.int64(parts),
                 np.int64(self.size), self.out.data)
 
@@ -126,7 +157,7 @@ class Fold:
         grid, from any device) into ``out``: integers, so the same words
         as the host's ExactWords.total of them (carried alike), in any order."""
         wg = 64
-        kernel(self.queue.context, ExactFoldSpec(), "exact_fold_parts")(
+        self._kernel(FOLD_SPEC, "exact_fold_parts")(
             self.queue, (-(-self.size // wg) * wg,), (wg,), gathered.data, np.int64(parts),
             np.int64(self.size), self.out.data)
 
@@ -134,9 +165,8 @@ class Fold:
         """Enqueue ``out`` rounded to float64 into device array *values*
         (size doubles) as ExactWords.value() rounds the words read: a
         device-resident update computes with the host's totals' bits."""
-        value = kernel(self.queue.context, ExactValueSpec(acc_double=True), "exact_value")
         wg = 64
-        value(self.queue, (-(-self.size // wg) * wg,), (wg,), self.out.data,
+        self._kernel(VALUE_SPEC, "exact_value")(self.queue, (-(-self.size // wg) * wg,), (wg,), self.out.data,
               np.int64(self.size), self._lsb_dev.data, values.data)
 
     def words(self, host_out, copy=True):
@@ -208,12 +238,20 @@ class SharedFold:
         self.writes = []
 
 
+@functools.lru_cache(maxsize=None)
+def _block_sums_spec(dtype, weight_dtype):
+    """The BlockSumsSpec of values of *dtype* (a numpy dtype) and weights of
+    *weight_dtype* (None: unweighted): made once (every iteration sums its
+    distances' blocks)."""
+    return BlockSumsSpec(dtype=dtype.name, acc_double=True, weighted=weight_dtype is not None,
+                         weight_dtype="" if weight_dtype is None or weight_dtype == dtype
+                         else weight_dtype.name)
+
+
 def enqueue_block_sums(queue, values, weights, n, block_rows, out):
     """Enqueue the float64 sum of each block of *values* (n, a device array;
     times *weights* when not None) into *out* (one double a block)."""
-    spec = BlockSumsSpec(dtype=values.dtype.name, acc_double=True, weighted=weights is not None,
-                         weight_dtype="" if weights is None or weights.dtype == values.dtype
-                         else weights.dtype.name)
+    spec = _block_sums_spec(values.dtype, None if weights is None else weights.dtype)
     blocks = blocks_of(n, block_rows)
     if blocks == 0:
         return

@@ -77,16 +77,47 @@ class KernelRecorder:
 
     def records(self):
         """kernel_record of every kernel fetched (kernel_records' order)."""
-        return kernel_records(kernel_record(spec, self.devices[ptr])
-                              for ptr, spec in list(self.fetched))
+        unique = {}
+        for ptr, spec in list(self.fetched):
+            record, same, order = _known_record(spec, self.devices[ptr])
+            unique[same] = order, record
+        return [_fresh(record) for _, record in sorted(unique.values(), key=lambda e: e[0])]
+
+
+def _identity(record):
+    """What kernel_records tells records apart by."""
+    return repr(sorted(record.items()))
+
+
+def _order(record):
+    """kernel_records' order: device, pass, template, variant, key values."""
+    return (record["device"], record["pass"], record["template"], record["variant"],
+            repr(record["key"]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _known_record(spec, device):
+    """(kernel_record, its identity, its order) of *spec* on *device*, made
+    once: a fit records the same few kernels as the last (building them
+    took ~0.1 ms of a small fit); callers copy the record (_fresh)."""
+    record = kernel_record(spec, device)
+    return record, _identity(record), _order(record)
+
+
+def _fresh(value):
+    """A copy of a record's plain data (a dict or a list: its dicts and lists new)."""
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    copied = {} if isinstance(value, dict) else [None] * len(value)
+    for k, v in items:
+        copied[k] = _fresh(v) if isinstance(v, (dict, list)) else v
+    return copied
 
 
 def kernel_records(records):
     """*records* (kernel_record's) each once, ordered by device, pass,
     template, variant and key values."""
-    unique = {repr(sorted(r.items())): r for r in records}
-    return sorted(unique.values(), key=lambda r: (
-        r["device"], r["pass"], r["template"], r["variant"], repr(r["key"])))
+    unique = {_identity(r): r for r in records}
+    return sorted(unique.values(), key=_order)
 
 
 def active_recorders():

@@ -122,6 +122,7 @@ class TermValues(Mapping):
 
     def __init__(self, values=()):
         self._values = dict(values)
+        self._hash = None   # read-only: hashed once (a profile keys caches every fit)
 
     def __getitem__(self, key):
         return self._values[key]
@@ -133,7 +134,12 @@ class TermValues(Mapping):
         return len(self._values)
 
     def __hash__(self):
-        return hash(frozenset(self._values.items()))
+        if self._hash is None:
+            self._hash = hash(frozenset(self._values.items()))
+        return self._hash
+
+    def __reduce__(self):   # the values alone: a string's hash is another process's there
+        return type(self), (self._values,)
 
     def __repr__(self):
         return f"TermValues({self._values!r})"

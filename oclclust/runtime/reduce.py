@@ -5,6 +5,7 @@ to the host, where they become float64.  Also the rows per label
 (count_labels.cl.mako): integer atomics, exact in any order.
 """
 import dataclasses
+import functools
 
 import numpy as np
 import pyopencl.array as cla
@@ -52,6 +53,13 @@ def totals_of(host, size, acc_double):
     return got if acc_double else got[:size] + got[size:]
 
 
+@functools.lru_cache(maxsize=None)
+def _class_fields(cls):
+    """dataclasses.fields of a statistics class, asked once (several times
+    an iteration otherwise)."""
+    return dataclasses.fields(cls)
+
+
 class AdditiveStats:
     """Base of a pass's per-chunk statistics (a dataclass): they add field
     by field, as Python adds them (``sum`` over chunks in their order; a
@@ -61,7 +69,7 @@ class AdditiveStats:
     every chunk (carried, not added)."""
 
     def _fields(self):
-        return [(f, getattr(self, f.name)) for f in dataclasses.fields(self)]
+        return [(f, getattr(self, f.name)) for f in _class_fields(type(self))]
 
     @classmethod
     def total(cls, parts):

@@ -45,8 +45,9 @@ def test_fold_is_the_exact_sum_rounded_once_whatever_the_grouping():
     assert np.array_equal(whole.value(), fsums(part))   # 100 grid bits: nothing lost here
 
 
-@pytest.mark.parametrize("blocks", [1, 7, 300])
+@pytest.mark.parametrize("blocks", [1, 7, exact_fold.FOLD_ALONE, exact_fold.FOLD_ALONE + 1, 300])
 def test_device_fold_matches_the_host_word_for_word(queue, blocks):
+    """In one launch (up to FOLD_ALONE blocks) or in parts, the host's words."""
     part = partials(blocks, SCALES, seed=blocks)
     part[0, 3] = np.inf   # a non-finite partial is summed apart
     fold = Fold(queue, (len(SCALES),))
@@ -170,6 +171,24 @@ def test_few_values_fold_to_the_bincounts_words(monkeypatch, count, size):
     assert np.array_equal(few.value(), [math.fsum(v[cols == c]) for c in range(size)])
     with_inf = np.append(v, np.inf)
     assert ExactWords.of_scattered(with_inf, np.append(cols, 0), size).value()[0] == np.inf
+
+
+def test_a_fold_notes_its_kernels_in_every_fit_that_runs_it(queue):
+    """Its kernels fetched once, a fold still tells each recording (a fit's
+    kernels_) that it ran them, once however many launches."""
+    from oclclust.runtime import kernel_recorder
+    fold = Fold(queue, (3,))
+    fold.set_bounds(np.ones(3))
+    part = cla.to_device(queue, np.ones(6))
+    fold.enqueue(part, 2)
+    for _ in range(2):
+        with kernel_recorder.recording_kernels() as fit:
+            fold.enqueue(part, 2)
+            fold.enqueue_value(cla.empty(queue, 3, np.float64))
+            fold.enqueue(part, 2)
+        assert sorted(r["template"] for r in fit.records()) == [
+            "runtime/exact_fold.cl.mako", "runtime/exact_value.cl.mako"]
+    assert fold.words(fold.out.get(queue)).value().tolist() == [2.0, 2.0, 2.0]
 
 
 def test_fold_grid_kept_while_its_bounds_stay(queue):

@@ -30,6 +30,23 @@ def test_recording_kernels_notes_each_kernel_once(profile):
                       "key": {"dtype": "float32", "acc_double": profile.fp64}}
 
 
+def test_records_are_each_recordings_own(profile):
+    """The records of a kernel are made once a process, but each recording
+    gives copies: a fit's kernels_ changed leaves the next fit's alone."""
+    ctx = profile.queue().context
+    spec = ReduceSpec(dtype="float32", acc_double=profile.fp64)
+    made = []
+    for _ in range(2):
+        with kernel_recorder.recording_kernels() as recorder:
+            codegen.kernel(ctx, spec, "reduce_partials")
+        made.append(recorder.records())
+    assert made[0] == made[1]
+    made[0][0]["key"]["dtype"] = "changed"
+    with kernel_recorder.recording_kernels() as recorder:
+        codegen.kernel(ctx, spec, "reduce_partials")
+    assert recorder.records() == made[1] and made[1][0]["key"]["dtype"] == "float32"
+
+
 def test_a_reused_plan_records_its_kernels_again(profile):
     """A plan is made once per process; each fit that reuses it records
     the kernels it fetched, not the candidates it tried and refused."""

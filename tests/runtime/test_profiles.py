@@ -304,3 +304,14 @@ def test_profile_file_is_bounded(tmp_path, case):
     with pytest.raises(ProfileError, match=match) as info:
         pf.load_profile_file(path)
     assert str(path) in str(info.value) and time.perf_counter() - start < 1.0
+
+
+@pytest.mark.one_runtime   # host code alone
+def test_term_values_hash_once_and_pickle_their_values_alone():
+    """A profile's terms are hashed once (profiles key plan caches every
+    fit); a pickled copy carries the values, not this process's hash."""
+    import pickle
+    terms = pf.TermValues({"lloyd_variant": "tiled", "cmeans_wg": 64})
+    assert hash(terms) == hash(frozenset(terms.items())) == terms._hash
+    copy = pickle.loads(pickle.dumps(terms))
+    assert copy._hash is None and copy == terms and hash(copy) == hash(terms)
