@@ -166,8 +166,9 @@ class Fold:
         (size doubles) as ExactWords.value() rounds the words read: a
         device-resident update computes with the host's totals' bits."""
         wg = 64
-        self._kernel(VALUE_SPEC, "exact_value")(self.queue, (-(-self.size // wg) * wg,), (wg,), self.out.data,
-              np.int64(self.size), self._lsb_dev.data, values.data)
+        self._kernel(VALUE_SPEC, "exact_value")(
+            self.queue, (-(-self.size // wg) * wg,), (wg,), self.out.data,
+            np.int64(self.size), self._lsb_dev.data, values.data)
 
     def words(self, host_out, copy=True):
         """The ExactWords of ``out`` as read to *host_out* (*copy* False:
