@@ -17,8 +17,8 @@ import pyopencl.array as cla
 from ..runtime import exact_fold, exact_sums
 from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
-from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, enqueue_central, means_of,
-                      mstep_size, operands, own_spec, shift_of)
+from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, enqueue_central, enqueue_grid,
+                      means_of, mstep_size, operands, own_spec, shift_of)
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
@@ -89,6 +89,9 @@ class GmmPass:
             # where the exact totals are rounded here, they are made central
             # here too (gmm_mma.enqueue_central), about these float64 means
             self.mmeans64 = cla.empty(q, k * part.d, np.float64)
+            # ... and their exact fold's grid made here (gmm_mma.enqueue_grid)
+            self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)
+            self._absmax = None   # (the fit's magnitudes, their columns on the device)
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
         self.exact = exact_sums.exact_device(part)
@@ -298,13 +301,21 @@ class GmmPass:
         if self.exact:
             if k not in self.folds:
                 self.folds[k] = exact_fold.Fold(q, (k, self._mstats_size()))
-            self.folds[k].set_lsb(self._grid(means))
+            if not self.mma_m:
+                self.folds[k].set_lsb(self._grid(means))
         if self.mma_m:   # about the shift and about the means (float32)
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
             self._about = means, shift, means32
-            return [stage.put("mshift", self.mshift, shift),
-                    stage.put("mmeans", self.mmeans, means32),
-                    stage.put("mmeans64", self.mmeans64, means) if self.exact else None]
+            events = [stage.put("mshift", self.mshift, shift),
+                      stage.put("mmeans", self.mmeans, means32)]
+            if self.exact:   # the grid of the own sums from the means, on the device
+                events += [stage.put("mmeans64", self.mmeans64, means),
+                           stage.put("mgrid_head", self.mgrid_head, self._grid_head(shift))]
+                absmax, scale = self._grid_scale()
+                enqueue_grid(q, self.mmeans64, k, part.d, absmax, scale, self.mgrid_head,
+                             self.folds[k].lsb_dev)
+                self.folds[k].grid_enqueued()
+            return events
         self._about = means, None, None
         return [stage.put("means", self.means, np.asarray(means, part.dtype))]
 
@@ -368,30 +379,39 @@ class GmmPass:
 
     def _grid(self, means):
         """The exact fold's grid (exact_sums.lsb_for_bounds, k x SZ) of one
-        block's M statistics about *means*: a responsibility is at most 1,
-        so N <= B wmax, a first moment about m <= B wmax (max|x| + |m|), a
-        second moment the product of two such.  The tensor-core kernel's
-        other sums are about one shift: their d bounds' grid is made once
-        and repeated down the components."""
+        block's M statistics about *means* (the portable kernels'): a
+        responsibility is at most 1, so N <= B wmax, a first moment about m
+        <= B wmax (max|x| + |m|), a second moment the product of two such."""
         absmax, wmax = exact_fold.magnitudes_of(self.part)
         scale = self.block_rows * wmax
         means = np.asarray(means, np.float64)
         k, d = means.shape
         about = absmax + np.abs(means)                               # k x d
-        if not self.mma_m:
-            second = ((about[:, :, None] * about[:, None, :]).reshape(k, d * d) if self.full
-                      else about * about)
-            return exact_sums.lsb_for_bounds(
-                scale * np.concatenate([np.ones((k, 1)), about, second], axis=1))
-        # [N other, N own, other about the shift, own about the means]
-        spread = absmax + np.abs(shift_of(means, self.mspec.dp)[:d])
-        grid = np.empty((k, mstep_size(d)), np.int32)
-        grid[:, :2] = exact_sums.lsb_for_bounds(scale)
-        grid[:, 2:2 + d] = exact_sums.lsb_for_bounds(scale * spread)
-        grid[:, 2 + d:2 + 2 * d] = exact_sums.lsb_for_bounds(scale * (spread * spread))
-        grid[:, 2 + 2 * d:2 + 3 * d] = exact_sums.lsb_for_bounds(scale * about)
-        grid[:, 2 + 3 * d:] = exact_sums.lsb_for_bounds(scale * (about * about))
-        return grid
+        second = ((about[:, :, None] * about[:, None, :]).reshape(k, d * d) if self.full
+                  else about * about)
+        return exact_sums.lsb_for_bounds(
+            scale * np.concatenate([np.ones((k, 1)), about, second], axis=1))
+
+    def _grid_scale(self):
+        """(the rows' column magnitudes on the device, B wmax): the bounds'
+        parts of the tensor-core M statistics' grid that a fit keeps."""
+        magnitudes = exact_fold.magnitudes_of(self.part)
+        if self._absmax is None or self._absmax[0] is not magnitudes:
+            self._absmax = magnitudes, cla.to_device(
+                self.part.queue, np.ascontiguousarray(magnitudes[0], np.float64))
+        return self._absmax[1], self.block_rows * magnitudes[1]
+
+    def _grid_head(self, shift):
+        """The grid's first 2 + 2d columns of the tensor-core M statistics,
+        alike for every component: [N other, N own] (N <= B wmax), the other
+        rows' sums about the *shift* (float32, dp) and their squares (B wmax
+        (max|x| + |s|), its square); the own sums' columns are made on the
+        device from the means (gmm_mma.enqueue_grid)."""
+        absmax, scale = exact_fold.magnitudes_of(self.part)[0], self._grid_scale()[1]
+        spread = absmax + np.abs(shift[:self.part.d])
+        return np.concatenate([exact_sums.lsb_for_bounds(np.full(2, scale)),
+                               exact_sums.lsb_for_bounds(scale * spread),
+                               exact_sums.lsb_for_bounds(scale * (spread * spread))])
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their

@@ -29,6 +29,7 @@ import dataclasses
 
 import numpy as np
 
+from ..runtime import exact_sums
 from ..runtime.codegen import EmulatedBuild, Spec, kernel
 from .lloyd_mma import tensor_cores
 
@@ -320,6 +321,30 @@ def enqueue_central(queue, raw, k, d, dp, means, shift, means32, out):
     kernel(queue.context, MmaCentralSpec(d=d, dp=dp), "gmm_mma_central")(
         queue, (-(-items // wg) * wg,), (wg,), raw.data, np.int32(k), means.data,
         shift.data, means32.data, out.data)
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaGridSpec(Spec):
+    """The tensor-core M statistics' exact-fold grid on the device
+    (gmm_mma_grid.cl.mako): lsb_for_bounds' bits."""
+    template = "gmm_mma/gmm_mma_grid.cl.mako"
+    build_options = ()
+    dtype: str = "float64"
+    d: int = 1
+    headroom: int = exact_sums.HEADROOM
+
+
+def enqueue_grid(queue, means, k, d, absmax, scale, head, lsb):
+    """Enqueue the exact-fold grid of the M statistics of *k* components
+    (k x mstep_size(d) exponents, into device array *lsb*) about the
+    float64 *means* (device, k x d): the first 2 + 2d columns *head*'s
+    (device ints, alike for every component), the own sums' from the
+    rows' column magnitudes *absmax* (device, d doubles) and *scale* (a
+    block's rows times the largest weight)."""
+    wg, items = 64, k * mstep_size(d)
+    kernel(queue.context, MmaGridSpec(d=d), "gmm_mma_grid")(
+        queue, (-(-items // wg) * wg,), (wg,), means.data, np.int32(k), absmax.data,
+        np.float64(scale), head.data, lsb.data)
 
 
 def _moved(out, first, n, m, scratch):

@@ -87,8 +87,9 @@ class Fold:
         self.queue, self.shape = queue, tuple(shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
         self.lsb = self._bounds = None
+        self._lsb_on_device = False   # grid_enqueued's: lsb read back when words need it
         self._staging = PinnedStaging(queue)
-        self._lsb_dev = cla.empty(queue, max(self.size, 1), np.int32)
+        self.lsb_dev = cla.empty(queue, max(self.size, 1), np.int32)
         self.out = cla.empty(queue, (ARRAY_WORDS + 1) * max(self.size, 1), np.float64)
         self._partial = None   # the parts' words (enqueue), made on first use
         self._units = queue.device.max_compute_units
@@ -123,11 +124,18 @@ class Fold:
         of its bound), uploaded where it changed."""
         lsb = np.asarray(lsb, np.int32).ravel()
         if self.lsb is None or not np.array_equal(lsb, self.lsb):
-            self.lsb = lsb
+            self.lsb, self._lsb_on_device = lsb, False
             # not a blocking copy: it would wait for the queue's kernels, and a
             # fit that launches several devices' passes from one thread (a
             # GMM's grid moves with its means) would run them one by one
-            self._staging.put("lsb", self._lsb_dev, lsb)
+            self._staging.put("lsb", self.lsb_dev, lsb)
+
+    def grid_enqueued(self):
+        """The grid was enqueued into ``lsb_dev`` by a kernel of the
+        caller's (made on the device: GmmPass's tensor-core M statistics):
+        the host reads it back only when it takes words (``words``)."""
+        self.lsb = self._bounds = None
+        self._lsb_on_device = True
 
     def enqueue(self, part, blocks):
         """Fold *blocks* partials of *part* (blocks x size float64) into
@@ -145,7 +153,7 @@ class Fold:
         target = self._partial if parts > 1 else self.out
         self._kernel(FOLD_SPEC, "exact_fold")(
             self.queue, (items, parts), (wg, 1), part.data, np.int64(blocks),
-            np.int64(self.size), self._lsb_dev.data, target.data)
+            np.int64(self.size), self.lsb_dev.data, target.data)
         if parts > 1:
             self._kernel(FOLD_SPEC, "exact_fold_parts")(
                 self.queue, (items,), (wg,), self._partial.data, np.int64(parts),
@@ -168,11 +176,13 @@ class Fold:
         wg = 64
         self._kernel(VALUE_SPEC, "exact_value")(
             self.queue, (-(-self.size // wg) * wg,), (wg,), self.out.data,
-            np.int64(self.size), self._lsb_dev.data, values.data)
+            np.int64(self.size), self.lsb_dev.data, values.data)
 
     def words(self, host_out, copy=True):
         """The ExactWords of ``out`` as read to *host_out* (*copy* False:
         a fresh array of their own, as ``out.get()`` gives)."""
+        if self.lsb is None and self._lsb_on_device:   # (its pass collected: the queue is done)
+            self.lsb = self.lsb_dev.get(self.queue)[:self.size]
         return ExactWords.from_device(host_out[:(ARRAY_WORDS + 1) * self.size], self.lsb,
                                       self.shape, copy)
 

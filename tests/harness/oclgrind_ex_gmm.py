@@ -232,7 +232,54 @@ def exercise_own(device, log):
     log(f"gmm own sums: {count} variants")
 
 
+def exercise_central(device, log):
+    """The tensor-core M step's totals made central on the device
+    (gmm_mma_central.cl.mako) against central_stats, bit for bit: a d
+    short of its padding, means far from their shift."""
+    q = device.queue()
+    k, d, dp = 5, 11, 16
+    rng = np.random.RandomState(3)
+    raw = rng.normal(size=(k, gmm_mma.mstep_size(d))) * 1e3
+    means = rng.normal(size=(k, d)) * 7 + 40.0
+    shift, m32 = gmm_mma.shift_of(means, dp), gmm_mma.means_of(means, dp)
+    out = cla.empty(q, k * (1 + 2 * d), np.float64)
+    mark(f"gmm_mma_central k={k} d={d}")
+    gmm_mma.enqueue_central(q, cla.to_device(q, raw), k, d, dp, cla.to_device(q, means),
+                            cla.to_device(q, shift), cla.to_device(q, m32), out)
+    if not np.array_equal(out.get().reshape(k, -1), gmm_mma.central_stats(raw, means, shift, m32)):
+        raise AssertionError("gmm_mma_central: not central_stats' bits")
+    log("gmm central: 1 variant")
+
+
+def exercise_grid(device, log):
+    """The tensor-core M statistics' exact-fold grid on the device
+    (gmm_mma_grid.cl.mako) against lsb_for_bounds, bit for bit: a zero
+    mean and a zero column (subnormal and zero bounds)."""
+    from oclclust.runtime.exact_sums import lsb_for_bounds
+    q = device.queue()
+    k, d, scale = 3, 5, 64.0
+    rng = np.random.RandomState(4)
+    means = rng.normal(size=(k, d)) * 1e-160
+    means[1] = rng.normal(size=d) * 40
+    means[0, 0] = 0.0
+    absmax = np.abs(rng.normal(size=d))
+    absmax[0] = 0.0
+    head = np.arange(2 + 2 * d, dtype=np.int32) - 7
+    lsb = cla.empty(q, k * gmm_mma.mstep_size(d), np.int32)
+    mark(f"gmm_mma_grid k={k} d={d}")
+    gmm_mma.enqueue_grid(q, cla.to_device(q, means), k, d, cla.to_device(q, absmax), scale,
+                         cla.to_device(q, head), lsb)
+    about = absmax + np.abs(means)
+    want = np.concatenate([np.broadcast_to(head, (k, head.size)), lsb_for_bounds(scale * about),
+                           lsb_for_bounds(scale * (about * about))], axis=1)
+    if not np.array_equal(lsb.get().reshape(k, -1), want):
+        raise AssertionError("gmm_mma_grid: not lsb_for_bounds' bits")
+    log("gmm grid: 1 variant")
+
+
 EXERCISERS = {
+    "gmm_mma_central.cl.mako": [exercise_central],
+    "gmm_mma_grid.cl.mako": [exercise_grid],
     "gmm_mma_own.cl.mako": [exercise_own],
     "gmm_onehot.cl.mako": [exercise_onehot, exercise_init_fits],
     "gmm_estep.cl.mako": [exercise_kernels, exercise_fits],

@@ -21,7 +21,7 @@ from oclclust.passes import gmm as gmm_pass
 from oclclust.passes import gmm_specs
 from oclclust.passes import gmm_mma
 from oclclust.passes.lloyd_mma import tensor_cores
-from oclclust.runtime import codegen
+from oclclust.runtime import codegen, exact_fold, exact_sums
 from oclclust.runtime.partition import DevicePartition
 
 
@@ -106,6 +106,47 @@ def test_central_stats_on_the_device_are_the_hosts(profile, queue, d, k):
                             cla.to_device(q, shift), cla.to_device(q, m32), out)
     np.testing.assert_array_equal(out.get().reshape(k, -1),
                                   gmm_mma.central_stats(raw, means, shift, m32))
+
+
+@pytest.mark.parametrize("d, k, rows, scale", [(13, 21, 1.0, 1.0), (37, 40, 1e30, 1e150),
+                                               (5, 3, 1e-30, 1e-160)])
+def test_grid_on_the_device_is_the_hosts(profile, d, k, rows, scale):
+    """The tensor-core M statistics' exact-fold grid made on the device
+    (gmm_mma_grid.cl.mako: where the words stay there, the host never
+    makes it) against exact_sums.lsb_for_bounds of the bounds, bit for
+    bit: means spanning magnitudes, one zero, a column of zero rows, huge
+    and tiny scales (bounds past float64's range, subnormal ones)."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    rng = np.random.RandomState(d + k)
+    X = (rng.normal(size=(64, d)) * rows).astype(np.float32)
+    X[:, 0] = 0.0
+    specs = (portable_specs(profile, d, k)[0],
+             next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
+    means = rng.normal(size=(k, d)) * 10.0 ** rng.randint(-5, 6, (k, d)) * scale
+    means[0, 0] = 0.0
+    gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs)
+    gmm_pass.wait(gp._mstep_put(means))
+    with np.errstate(over="ignore"):   # (bounds past float64's: the grid of 1.0)
+        want = grid_reference(gp, means)
+    fold = gp.folds[k]
+    np.testing.assert_array_equal(fold.lsb_dev.get(gp.part.queue)[:want.size].reshape(k, -1),
+                                  want)
+    assert fold.lsb is None   # read back only where words are taken on the host
+
+
+def grid_reference(gp, means):
+    """The grid of a tensor-core M pass's statistics about *means*, in numpy."""
+    k, d = means.shape
+    absmax, wmax = exact_fold.magnitudes_of(gp.part)
+    bound, lsb = gp.block_rows * wmax, exact_sums.lsb_for_bounds
+    about = absmax + np.abs(means)
+    spread = absmax + np.abs(gmm_mma.shift_of(means, gp.mspec.dp)[:d])
+    want = np.concatenate([np.broadcast_to(lsb(np.full(2, bound)), (k, 2)),
+                           np.broadcast_to(lsb(bound * spread), (k, d)),
+                           np.broadcast_to(lsb(bound * (spread * spread)), (k, d)),
+                           lsb(bound * about), lsb(bound * (about * about))], axis=1)
+    return want
 
 
 @pytest.mark.parametrize("kind", ["soft", "hard"])

@@ -194,12 +194,12 @@ def test_a_fold_notes_its_kernels_in_every_fit_that_runs_it(queue):
 def test_fold_grid_kept_while_its_bounds_stay(queue):
     fold = Fold(queue, (3,))
     fold.set_bounds(np.array([1.0, 2.0, 3.0]))
-    device_lsb = fold._lsb_dev
+    device_lsb = fold.lsb_dev
     fold.set_bounds(np.array([1.0, 2.0, 3.0]))
     assert fold.lsb.tolist() == lsb_for_bounds([1.0, 2.0, 3.0]).tolist()
     fold.set_bounds(np.array([1.0, 2.0, 1e9]))
     assert fold.lsb.tolist() == lsb_for_bounds([1.0, 2.0, 1e9]).tolist()
-    assert fold._lsb_dev.get(queue).tolist() == fold.lsb.tolist() and fold._lsb_dev is device_lsb
+    assert fold.lsb_dev.get(queue).tolist() == fold.lsb.tolist() and fold.lsb_dev is device_lsb
 
 
 @pytest.mark.parametrize("weighted", [False, True])
