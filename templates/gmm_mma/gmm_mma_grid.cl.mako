@@ -7,7 +7,7 @@ their squares (d)] take *head*'s exponents, alike for every component
   sum r x''   : lsb(scale * a),   sum r x''^2 : lsb(scale * (a * a)),
   a = absmax_c + |mu_jc|,
 with lsb(b) = frexp's exponent of b (of 1.0 where b is not finite and
-positive) - HEADROOM: the host's float64 operations, uncontracted.  The
+positive), ilogb(b) + 1, - HEADROOM: the host's float64 operations, uncontracted.  The
 k x (2 + 4d) grid then never leaves the device where the words do not
 (one device, or totalled on one: GmmPass); the host reads it back only
 to add words itself (exact_fold.Fold.words).
@@ -20,11 +20,10 @@ ints); output: lsb (k x (2 + 4d) ints), a work-item an element.
 #define D ${d}
 #define SZ (2 + 4 * D)
 
+/* frexp's exponent (ilogb + 1, subnormal bounds too), less the headroom */
 inline int lsb_of(const double bound)
 {
-    int e;
-    frexp(isfinite(bound) && bound > 0 ? bound : 1.0, &e);
-    return e - ${headroom};
+    return ilogb(isfinite(bound) && bound > 0 ? bound : 1.0) + 1 - ${headroom};
 }
 
 __kernel void gmm_mma_grid(__global const double *restrict means, const int k,
