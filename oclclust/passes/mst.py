@@ -7,8 +7,8 @@ kept rows), mst_nearest.cl.mako (Boruvka's round: every row's nearest rows
 of another component) and mst_prim.cl.mako (scipy's Prim from node 0, for
 the tie order).  What a round knows of the rows unscanned stays on the
 device (mst_known.py); the host keeps the O(n) part of each Boruvka round:
-each component's least edge and the union of components, with the tiles'
-reach (mst_reach.py: which rows a round need not scan).
+each component's least edge and the union of components (mst_graph.py),
+with the tiles' reach (mst_reach.py: which rows a round need not scan).
 
 The engine of single linkage past the condensed matrix (cluster/
 hierarchy/linkage_matrix.py) and of HDBSCAN (mutual-reachability weights through
@@ -24,6 +24,7 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import Plan, exact_kernel, prim_tree
+from .mst_graph import edge_order, joined, toward_root
 from .mst_known import Known
 from .mst_reach import tile_reach as _tile_reach
 from .tiles import (boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order,
@@ -188,8 +189,6 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     *stats*: a list, given a dict a round (components, rows scanned, and
     their nodes tested, tiles scanned and distances computed: the kernel
     counts them)."""
-    from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
-    from scipy.sparse.csgraph import connected_components
     q = plan.queue
     spec, kern = nearest_kernel(plan, d, metric, core is not None, index, stats is not None)
     keep, tb, levels = spec.k, spec.tb, spec.levels
@@ -331,11 +330,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         chose[c_cand[first]] = key
         c_lo = comp[lo[first]]
         e = first[(c_cand[first] == c_lo) | (chose[c_lo] != key)]
-        found.append((lo[e], hi[e], w[cand][e].astype(np.float64)))
-        graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
-                           shape=(ncomp, ncomp))
-        ncomp, relabel = connected_components(graph, directed=False)
-        relabel = relabel.astype(np.int32, copy=False)
+        found.append((lo[e], hi[e], w[cand[e]].astype(np.float64)))
+        ncomp, relabel = joined(ncomp, c_cand[first], comp[j_cand[first]])
         comp, comp_pos = relabel[comp], relabel[comp_pos]
     if not found:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
@@ -353,34 +349,6 @@ def prim_rows(plan, x, n, d, metric, core=None):
     if not np.all(np.isfinite(h)):
         raise _not_finite(plan, metric)
     return pairs[:, 0], pairs[:, 1], h.astype(np.float64)
-
-
-def edge_order(n, lo, hi, w):
-    """The order of the edges by (w, lo, hi), lexsort's: one sort by w,
-    then only the runs of tied weights sorted by (w, lo, hi) in their
-    places (a tenth of HDBSCAN's edges at 1M rows; two stable sorts of
-    every edge took twice as long)."""
-    order = np.argsort(w)
-    ws = w[order]
-    tie = np.zeros(len(ws), bool)
-    tie[1:] = ws[1:] == ws[:-1]
-    tie[:-1] |= tie[1:]
-    at = np.flatnonzero(tie)
-    if at.size:
-        sub = order[at]
-        order[at] = sub[np.lexsort((lo[sub] * n + hi[sub], w[sub]))]
-    return order
-
-
-def toward_root(n, lo, hi):
-    """Each tree edge as (a, b), a the end nearer node 0: the end Prim's
-    algorithm from node 0 reaches first."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import breadth_first_order
-    tree = coo_matrix((np.ones(lo.size, np.int8), (lo, hi)), shape=(n, n)).tocsr()
-    _, parent = breadth_first_order(tree, 0, directed=False, return_predecessors=True)
-    flip = parent[lo] == hi
-    return np.where(flip, hi, lo), np.where(flip, lo, hi)
 
 
 def check_args(X, metric, core, ties):

@@ -224,24 +224,6 @@ def test_index_tile_rows_caps_the_index_scans_tiles(profile):
         np.testing.assert_array_equal(ours, theirs)
 
 
-@pytest.mark.parametrize("levels", [3, 50, 10**6])
-@pytest.mark.parametrize("m", [0, 1, 2, 1000])
-def test_edge_order_is_lexsorts(levels, m):
-    """ties="any"'s order of the edges: lexsort's by (w, lo, hi), with few
-    and many tied weights (-0.0 among the zeros)."""
-    rng = np.random.default_rng(m + levels)
-    n = 2 * m + 2
-    lo = rng.integers(0, n // 2, m)
-    hi = lo + 1 + rng.integers(0, n // 2, m)
-    w = rng.integers(0, levels, m) / 7.0
-    w[rng.random(m) < 0.1] = -0.0
-    order = mst.edge_order(n, lo, hi, w)
-    # keys lo * n + hi may repeat here, where a tree's cannot: compare keys
-    want = np.lexsort((hi, lo, w))
-    assert np.array_equal(w[order], w[want])
-    assert np.array_equal(lo[order] * n + hi[order], lo[want] * n + hi[want])
-
-
 def test_bad_input(profile):
     plan = Plan(profile, np.float64)
     X = np.arange(12.0).reshape(6, 2)
