@@ -199,7 +199,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     fan = hierarchy_fan(len(starts), levels)
     pos = np.empty(n, np.int32)
     pos[ids] = np.arange(n, dtype=np.int32)
-    xp = np.ascontiguousarray(X[ids], plan.dtype)
+    # take: a third of X[ids]'s time (rows of a few features)
+    xp = np.ascontiguousarray(np.take(X, ids, axis=0), plan.dtype)
     ids_dev = cla.to_device(q, ids)
     args = [cla.to_device(q, xp).data, ids_dev.data, np.int32(n)]
     tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
