@@ -7,8 +7,8 @@ kept rows), mst_nearest.cl.mako (Boruvka's round: every row's nearest rows
 of another component) and mst_prim.cl.mako (scipy's Prim from node 0, for
 the tie order).  What a round knows of the rows unscanned stays on the
 device (mst_known.py); the host keeps the O(n) part of each Boruvka round:
-each component's least edge and the union of components, with the tiles'
-reach (mst_reach.py: which rows a round need not scan).
+each component's least edge and the union of components (mst_graph.py),
+with the tiles' reach (mst_reach.py: which rows a round need not scan).
 
 The engine of single linkage past the condensed matrix (cluster/
 hierarchy/linkage_matrix.py) and of HDBSCAN (mutual-reachability weights through
@@ -24,6 +24,7 @@ from ..runtime import codegen
 from ..runtime.codegen import Spec
 from ..runtime.profiles import declare_terms, term
 from .linkage import Plan, exact_kernel, prim_tree
+from .mst_graph import edge_order, joined, toward_root
 from .mst_known import Known
 from .mst_reach import tile_reach as _tile_reach
 from .tiles import (boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order,
@@ -188,8 +189,6 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     *stats*: a list, given a dict a round (components, rows scanned, and
     their nodes tested, tiles scanned and distances computed: the kernel
     counts them)."""
-    from scipy.sparse import coo_matrix      # here: a fast `import oclclust`
-    from scipy.sparse.csgraph import connected_components
     q = plan.queue
     spec, kern = nearest_kernel(plan, d, metric, core is not None, index, stats is not None)
     keep, tb, levels = spec.k, spec.tb, spec.levels
@@ -200,7 +199,8 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     fan = hierarchy_fan(len(starts), levels)
     pos = np.empty(n, np.int32)
     pos[ids] = np.arange(n, dtype=np.int32)
-    xp = np.ascontiguousarray(X[ids], plan.dtype)
+    # take: a third of X[ids]'s time (rows of a few features)
+    xp = np.ascontiguousarray(np.take(X, ids, axis=0), plan.dtype)
     ids_dev = cla.to_device(q, ids)
     args = [cla.to_device(q, xp).data, ids_dev.data, np.int32(n)]
     tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
@@ -261,10 +261,15 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         return exact, w, j
 
     found, ncomp = [], n
+    # kept in the spatial order too, so a round's filter reads them in
+    # sequence (gathers by ids over n rows cost more than the rest): each
+    # row's component, and its lower bound max(B, floor), updated at the
+    # places a scan changes
+    comp_pos = comp[ids]
+    bound_pos = np.maximum(B, floor)[ids]
     while ncomp > 1:
         if stats is not None:
             stats.append(dict(components=ncomp, rows=0, nodes=0, tiles=0, distances=0))
-        comp_pos = comp[ids]
         cl.enqueue_copy(q, comp_dev.data, comp_pos)
         split = split_hierarchy(comp_pos, starts, fan, levels, parts, places)
         for dev, host in zip(node_devs, split):
@@ -275,12 +280,13 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         upper = _least(ncomp, comp, w)
         # rows in the spatial order (ids), so a scan's rows come ascending;
         # a row's tile's reach bounds its weights too (-inf: none)
-        far = reach(split[0][:len(starts)], upper) if reach else np.full(n, -np.inf, plan.dtype)
-        low, unsure = np.maximum(np.maximum(B, floor)[ids], far), ~exact[ids]
         cap_pos = upper[comp_pos]
+        unsure = ~exact[ids]
+        far = reach(split[0][:len(starts)], upper) if reach else None
+        low = np.maximum(bound_pos, far) if reach else bound_pos.copy()
         need = unsure & (low <= cap_pos)
         if stats is not None:
-            stats[-1]["reach"] = int(np.sum(unsure & (np.maximum(B, floor)[ids] <= cap_pos) & ~need))
+            stats[-1]["reach"] = int(np.sum(unsure & (bound_pos <= cap_pos) & ~need))
         probe = _probes(ids[need & np.isinf(cap_pos)], comp)
         for probing in (True, False):
             if probing:
@@ -291,25 +297,28 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
             if not rows.size:
                 continue
             exact[rows], w[rows], j[rows] = scan(rows, caps)
+            at = pos[rows]
+            bound_pos[at] = np.maximum(B[rows], floor[rows])
             if probing:
                 # the probes' components had no kept edge (w inf): their
                 # new ones lower the caps; only the probes' places change
                 np.minimum.at(upper, comp[rows], w[rows])
-                at = pos[rows]
-                low[at] = np.maximum(np.maximum(B[rows], floor[rows]), far[at])
+                low[at] = np.maximum(bound_pos[at], far[at]) if reach else bound_pos[at]
                 unsure[at] = ~exact[rows]
                 need = unsure & (low <= upper[comp_pos])
-        least = _least(ncomp, comp, np.where(exact, w, np.inf))
+        sure = np.flatnonzero(exact)
+        least = np.full(ncomp, np.inf)
+        np.minimum.at(least, comp[sure], w[sure])
         # each component's least edge: of its exact rows at its least w (a
         # linear pass, not a sort of all rows), the first by (lo, hi): a
         # sort only among the components with several (tied) such rows
-        sure = np.flatnonzero(exact)
         cand = sure[w[sure] == least[comp[sure]]]
-        lo, hi = np.minimum(cand, j[cand]), np.maximum(cand, j[cand])
-        several = np.bincount(comp[cand], minlength=ncomp)[comp[cand]] > 1
+        c_cand, j_cand = comp[cand], j[cand]
+        lo, hi = np.minimum(cand, j_cand), np.maximum(cand, j_cand)
+        several = np.bincount(c_cand, minlength=ncomp)[c_cand] > 1
         tied = np.flatnonzero(several)
-        order = tied[np.lexsort((hi[tied], lo[tied], comp[cand][tied]))]
-        c_sorted = comp[cand][order]
+        order = tied[np.lexsort((hi[tied], lo[tied], c_cand[tied]))]
+        c_sorted = c_cand[order]
         if tied.size:
             heads = np.flatnonzero(np.r_[True, c_sorted[1:] != c_sorted[:-1]])
         else:
@@ -318,14 +327,13 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         # an edge that both of its components chose comes once: from the
         # component of its lower end
         chose = np.full(ncomp, -1, np.int64)
-        chose[comp[cand][first]] = lo[first].astype(np.int64) * n + hi[first]
         key = lo[first].astype(np.int64) * n + hi[first]
-        e = first[(comp[cand][first] == comp[lo[first]]) | (chose[comp[lo[first]]] != key)]
-        found.append((lo[e], hi[e], w[cand][e].astype(np.float64)))
-        graph = coo_matrix((np.ones(e.size, np.int8), (comp[lo[e]], comp[hi[e]])),
-                           shape=(ncomp, ncomp))
-        ncomp, relabel = connected_components(graph, directed=False)
-        comp = relabel.astype(np.int32, copy=False)[comp]
+        chose[c_cand[first]] = key
+        c_lo = comp[lo[first]]
+        e = first[(c_cand[first] == c_lo) | (chose[c_lo] != key)]
+        found.append((lo[e], hi[e], w[cand[e]].astype(np.float64)))
+        ncomp, relabel = joined(ncomp, c_cand[first], comp[j_cand[first]])
+        comp, comp_pos = relabel[comp], relabel[comp_pos]
     if not found:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     lo, hi, w = (np.concatenate(parts) for parts in zip(*found))
@@ -342,17 +350,6 @@ def prim_rows(plan, x, n, d, metric, core=None):
     if not np.all(np.isfinite(h)):
         raise _not_finite(plan, metric)
     return pairs[:, 0], pairs[:, 1], h.astype(np.float64)
-
-
-def toward_root(n, lo, hi):
-    """Each tree edge as (a, b), a the end nearer node 0: the end Prim's
-    algorithm from node 0 reaches first."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import breadth_first_order
-    tree = coo_matrix((np.ones(lo.size, np.int8), (lo, hi)), shape=(n, n)).tocsr()
-    _, parent = breadth_first_order(tree, 0, directed=False, return_predecessors=True)
-    flip = parent[lo] == hi
-    return np.where(flip, hi, lo), np.where(flip, lo, hi)
 
 
 def check_args(X, metric, core, ties):
@@ -419,10 +416,7 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", 
     X = np.ascontiguousarray(X, plan.dtype)
     lo, hi, w = boruvka(plan, X, n, d, metric, core, index, nearest=nearest)
     if ties == "any":
-        # by (w, lo, hi): lexsort's order in two stable sorts, the ends as
-        # one key (lexsort of three keys took twice as long at 1M edges)
-        order = np.argsort(lo * n + hi, kind="stable")
-        order = order[np.argsort(w[order], kind="stable")]
+        order = edge_order(n, lo, hi, w)
         a, b = toward_root(n, lo[order], hi[order])
         return a, b, w[order]
     order = np.argsort(w, kind="mergesort")
