@@ -185,20 +185,17 @@ def _mstep_specs(profile, dtype, d, full, precision="float32", mma=True):
         yield MStepSpec(variant="rowwise", dtype=np.dtype(dtype).name,
                         acc_double=profile.fp64, d=d, wg=16, tile=64, full=full)
     target = 4 if cpu else min(64, limit)
-    if full:   # the blocks on and above the diagonal (the scatter is symmetric)
+    if full:
         tb = min(d, 8) if cpu else max(1, -(-d // 8))
-        while -(-d // tb) * (-(-d // tb) + 1) // 2 > limit:
+        while -(-d // tb) ** 2 > limit:
             tb += 1
         nb = -(-d // tb)
-        nblk = nb * (nb + 1) // 2
-        # GPUs: replicas up to the limit (whole warps: 36 blocks alone left
-        # 28 of 64 lanes idle)
-        reps = max(1, (4 if cpu else limit) // nblk)
+        nblk = nb * nb
     else:
         tb = min(d, 8) if cpu else max(1, -(-d // target))
         nb = -(-d // tb)
         nblk = nb
-        reps = max(1, target // nblk)
+    reps = max(1, target // nblk)
     for tile in ((256, 64, 16, 4, 1) if cpu else (64, 16, 4, 1)):
         spec = MStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
                          wg=reps * nblk, tb=tb, nb=nb, reps=reps, tile=tile, full=full)

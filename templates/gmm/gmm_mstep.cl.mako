@@ -3,11 +3,7 @@ GMM M-step partial statistics from the responsibilities of the E-step.
 Reads spec: d, wg, tb (register block edge), nb (blocks per side:
 ceil(d / tb)), reps (replicas: work-items sharing one block, each taking
 every reps-th point of a tile), tile (points staged in local memory at a
-time), full (scatter matrices; else their diagonal).  Full: the blocks on
-and above the diagonal, nb (nb + 1) / 2 of them (a work-item each per
-replica); a block above it is written to its mirror below too (its
-entries are the sums of r z_a z_b, the lower block's of r z_b z_a: the
-host averages the two, mdl.m_step, and so takes the upper one).
+time), full (scatter matrices; else their diagonal).
 
 A work-group owns one component j and one chunk of rows (group id = chunk *
 k + j, k a kernel argument: the k groups of a chunk run together and share its rows in
@@ -33,12 +29,8 @@ is written, in a fixed order (no atomics), for reduce_partials.
 #define P ${tile}
 #define DP (NB * TB)
 % if full:
-#define NBLK (NB * (NB + 1) / 2)
+#define NBLK (NB * NB)
 #define SZ (1 + D + D * D)
-<% upper = [(a, b) for a in range(nb) for b in range(a, nb)] %>
-/* each work-item's block: row and column of blocks, on or above the diagonal */
-__constant int BLOCK_ROW[NBLK] = {${", ".join(str(a) for a, _ in upper)}};
-__constant int BLOCK_COL[NBLK] = {${", ".join(str(b) for _, b in upper)}};
 % else:
 #define NBLK NB
 #define SZ (1 + 2 * D)
@@ -68,7 +60,7 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     const long lo = chunk * rows_per_chunk, hi = min(n, lo + rows_per_chunk);
     const int rep = lid / NBLK, blk = lid % NBLK;
 % if full:
-    const int a0 = BLOCK_ROW[blk] * TB, b0 = BLOCK_COL[blk] * TB;
+    const int a0 = (blk / NB) * TB, b0 = (blk % NB) * TB;
 % else:
     const int a0 = blk * TB;
 % endif
@@ -164,7 +156,7 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     if (blk == 0)
         PUT(0, n_acc, n_comp);
 % if full:
-    if (a0 == b0)   /* the diagonal blocks: each a0's columns once */
+    if (b0 == 0)
 % endif
         for (int q = 0; q < TB; ++q)
             if (a0 + q < D)
@@ -172,11 +164,8 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     for (int q = 0; q < TB; ++q) {
 % if full:
         for (int u = 0; u < TB; ++u)
-            if (a0 + q < D && b0 + u < D) {
+            if (a0 + q < D && b0 + u < D)
                 PUT(1 + D + (a0 + q) * D + b0 + u, s2[q][u], s2_comp[q][u]);
-                if (a0 != b0)
-                    PUT(1 + D + (b0 + u) * D + a0 + q, s2[q][u], s2_comp[q][u]);
-            }
 % else:
         if (a0 + q < D)
             PUT(1 + D + a0 + q, s2[q], s2_comp[q]);

@@ -79,9 +79,8 @@ def estep_variants(base):
 
 def mstep_variants(base, d, full):
     nb_gpu = -(-d // 2)
-    blocks = nb_gpu * (nb_gpu + 1) // 2 if full else nb_gpu   # (full: on and above the diagonal)
-    yield gmm_specs.MStepSpec(wg=3 * blocks, tb=2, nb=nb_gpu,
-                              reps=3, tile=4, **base)           # GPU shape, replicas
+    yield gmm_specs.MStepSpec(wg=3 * (nb_gpu * nb_gpu if full else nb_gpu), tb=2, nb=nb_gpu,
+                        reps=3, tile=4, **base)                 # GPU shape, replicas
     yield gmm_specs.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
     # CPU: a work-item per component (ragged last block of components)
     yield gmm_specs.MStepSpec(variant="rowwise", wg=2, tile=4, **base)

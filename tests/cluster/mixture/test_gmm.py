@@ -326,15 +326,18 @@ def test_sklearn_check_estimator(estimator, check):
     check(estimator)
 
 
-def fit_as_gpu(profile, cov, d):
-    """(ours, scikit-learn's, this fit's E and M specs): 4 EM steps of 12
-    components of d features from the same start, ours on the device under
-    test as if it were a GPU with 16 KiB of local memory."""
+@pytest.mark.parametrize("cov", COVS)
+def test_gpu_kernel_shapes_on_this_device(profile, cov):
+    """The kernels a GPU gets (records staged in local memory, two points per
+    work-item, the tiled M step with register blocks), at d=24, run on the
+    device under test as if it were a GPU with 16 KiB of local memory (the
+    12 records staged in chunks, the M step in smaller tiles): same fit as
+    scikit-learn's."""
     as_gpu = dataclasses.replace(profile, type="gpu", work_group_size=32,
                                  groups_per_compute_unit=2, local_mem_size=16384,
                                  local_memory_fraction=1.0).replace(gmm_mma=0)
     rng = np.random.RandomState(3)
-    n, k = 600, 12
+    n, d, k = 600, 24, 12
     X = rng.uniform(-6, 6, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))
     w, m = np.full(k, 1.0 / k), X[:k] + 0.2
     prec = np.stack([np.eye(d)] * k) if cov == "full" else np.ones((k, d))
@@ -345,39 +348,15 @@ def fit_as_gpu(profile, cov, d):
         ours = oc.GaussianMixture(k, devices=oc.DeviceManager([as_gpu]), **params).fit(X)
         sk = SkGMM(k, **params).fit(X)
     # this fit's plans (the other covariance's, planned for an equal profile
-    # by another case, may be memoised beside them in this process)
+    # by the other case, may be memoised beside them in this process)
     full = cov == "full"
     chosen = [plan[0] for key, plan in codegen.plans("gmm").items()
-              if key[0] == as_gpu and getattr(plan[0], "full", full) == full
-              and getattr(plan[0], "d", d) == d]
-    return (ours, sk, next(s for s in chosen if isinstance(s, gmm_specs.EStepSpec)),
-            next(s for s in chosen if isinstance(s, gmm_specs.MStepSpec)))
-
-
-@pytest.mark.parametrize("cov", COVS)
-def test_gpu_kernel_shapes_on_this_device(profile, cov):
-    """The kernels a GPU gets (records staged in local memory, two points per
-    work-item, the tiled M step with register blocks), at d=24, run on the
-    device under test as if it were a GPU with 16 KiB of local memory (the
-    12 full records staged in chunks, the M step in smaller tiles): same
-    fit as scikit-learn's."""
-    ours, sk, espec, mspec = fit_as_gpu(profile, cov, 24)
+              if key[0] == as_gpu and getattr(plan[0], "full", full) == full]
+    espec = next(s for s in chosen if isinstance(s, gmm_specs.EStepSpec))
+    mspec = next(s for s in chosen if isinstance(s, gmm_specs.MStepSpec))
     # 16 KiB holds 41 diag records of d=24 (all 12 at once), 6 full ones
-    assert espec.ppi == 2 and espec.stage_params and (espec.cchunk < 12) == (cov == "full")
+    assert espec.ppi == 2 and espec.stage_params and (espec.cchunk < k) == full
     assert mspec.variant == "tiled" and mspec.tile < 64
-    np.testing.assert_allclose(ours.means_, sk.means_, atol=1e-9)
-    np.testing.assert_allclose(ours.covariances_, sk.covariances_, atol=1e-9)
-    assert ours.lower_bound_ == pytest.approx(sk.lower_bound_, rel=1e-10)
-
-
-@pytest.mark.parametrize("d", [13, 20])
-def test_gpu_full_scatter_blocks(profile, d):
-    """The tiled M step's full scatter from the blocks on and above the
-    diagonal (those above written to their mirrors too), d not a multiple
-    of the block edge (the last blocks ragged): scikit-learn's fit."""
-    ours, sk, _, mspec = fit_as_gpu(profile, "full", d)
-    assert mspec.variant == "tiled" and mspec.nb * mspec.tb > d and mspec.nb > 1
-    assert mspec.wg == mspec.reps * mspec.nb * (mspec.nb + 1) // 2
     np.testing.assert_allclose(ours.means_, sk.means_, atol=1e-9)
     np.testing.assert_allclose(ours.covariances_, sk.covariances_, atol=1e-9)
     assert ours.lower_bound_ == pytest.approx(sk.lower_bound_, rel=1e-10)
