@@ -85,8 +85,7 @@ class GmmShards(ShardedPass):
     def _em_totalled_on_device(self, records, means):
         """em() with the M statistics' words of every device added,
         rounded and made central on the first (the same bits as the host's
-        total); the
-        log-likelihood and the counts added here."""
+        total); the log-likelihood and the counts added here."""
         def collect(chunk, gp, launched):
             return GmmStats(*gp.em_collect(launched, mstats=False))
         parts = self.ranks.run_failing_all(lambda: self.map_enqueued(
