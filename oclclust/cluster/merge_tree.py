@@ -37,15 +37,24 @@ def _tops(a, b, n):
     points, most of the time went there.  The vertices with children come
     first (in that order still): every walk passes only them, so the
     levels hold only them (an MST's leaves are about half its points)."""
-    from scipy.sparse import csr_matrix
+    from scipy.sparse import csc_matrix
     from scipy.sparse.csgraph import breadth_first_order
     m = n - 1
     pe = np.full(n, m, np.int64)                  # the root: after every merge
     pe[b] = np.arange(m)
     root = int(np.argmax(pe))
     index = np.int32 if n < np.iinfo(np.int32).max else np.int64
-    # float64 weights and int32 indices: csgraph's own types, taken without a copy
-    children = csr_matrix((np.ones(m), (a.astype(index), b.astype(index))), shape=(n, n))
+    # the children graph's transpose, each vertex's column holding its
+    # parent, is compressed already (every vertex but the root one entry):
+    # tocsr's one counting pass then makes the graph, where a matrix of
+    # (a, b) pairs would sort each row and sum duplicates as well.  float64
+    # weights and int32 indices: csgraph's own types, taken without a copy
+    up_of = np.empty(n, index)
+    up_of[b] = a
+    has = np.ones(n + 1, index)
+    has[0], has[root + 1] = 0, 0
+    children = csc_matrix((np.ones(m), np.delete(up_of, root), np.cumsum(has, dtype=index)),
+                          shape=(n, n)).tocsr()
     order = breadth_first_order(children, root, directed=True, return_predecessors=False)
     if order.shape[0] != n:       # each point a child once, yet some unreached
         raise ValueError("the merges form a cycle: not a merge sequence")

@@ -75,9 +75,9 @@ def condense(tree, min_cluster_size):
     tops = bfs[1:][start[bfs[1:]]]          # the units, breadth first
     clusters = big[tops]
     label[tops[clusters]] = np.arange(n + 1, n + 1 + int(clusters.sum()))
-    count = np.where(clusters, 1, sizes[tops])
-    row_unit = np.repeat(tops, count)
-    row_node = row_unit.copy()              # a new cluster, or a point falling alone
+    unit_size = sizes[tops]
+    count = np.where(clusters, 1, unit_size)
+    row_node = np.repeat(tops, count)       # a new cluster, or a point falling alone
     several = count > 1
     if several.any():
         # the points of the falling sides of several points, side by side;
@@ -90,10 +90,13 @@ def condense(tree, min_cluster_size):
         points = points[unit[points] >= n]
         row_node[np.repeat(several, count)] = points[
             np.argsort(place[unit[points]], kind="stable")]
-    is_cluster = np.repeat(clusters, count)
-    merge = parent[row_unit] - n
-    dist = np.asarray(value, np.float64)[merge]    # lambda at the rows only
+    # each unit's parent, lambda and size, then repeated over its rows: the
+    # gathers run over the units, the rows (millions, one a point) are
+    # written in order
+    row_node[np.repeat(clusters, count)] = label[tops[clusters]]   # one row each
+    merge = parent[tops] - n
+    dist = np.asarray(value, np.float64)[merge]
     with np.errstate(divide="ignore"):
         lam = np.where(dist > 0.0, 1.0 / dist, np.inf)
-    return (label[head[merge]], np.where(is_cluster, label[row_unit], row_node), lam,
-            np.where(is_cluster, sizes[row_unit], 1))
+    return (np.repeat(label[head[merge]], count), row_node, np.repeat(lam, count),
+            np.repeat(np.where(clusters, unit_size, 1), count))

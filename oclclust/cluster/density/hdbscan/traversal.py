@@ -39,16 +39,15 @@ def preorder(counts, indices, roots):
 
 def breadth_first(left, right, n):
     """The nodes of the merge tree (merge i is node n + i, its children
-    left[i] and right[i]) breadth first from the root, left before right.
-    scipy's traversal takes a vertex's successors in the order of their
-    numbers, so it walks the child slots (slot 2i holds left[i], 2i + 1
-    right[i], slot 2m the root) rather than the nodes."""
+    left[i] and right[i]) breadth first from the root, left before right:
+    scipy's traversal takes a vertex's successors in the order they are
+    stored (successor_graph), so the nodes are the vertices, merge i's row
+    holding left[i], right[i], each point's none."""
     from scipy.sparse.csgraph import breadth_first_order
     m = left.shape[0]
-    node = np.empty(2 * m + 1, np.int64)
-    node[0:2 * m:2], node[1:2 * m:2], node[2 * m] = left, right, 2 * m
-    merge = node[node >= n] - n                   # the slots that hold merges, in order
-    indices = np.empty(2 * merge.shape[0], np.int64)
-    indices[0::2], indices[1::2] = 2 * merge, 2 * merge + 1
-    graph = successor_graph(2 * (node >= n), indices)
-    return node[breadth_first_order(graph, 2 * m, directed=True, return_predecessors=False)]
+    counts = np.zeros(n + m, np.int64)
+    counts[n:] = 2
+    children = np.empty(2 * m, np.int64)
+    children[0::2], children[1::2] = left, right
+    return breadth_first_order(successor_graph(counts, children), n + m - 1, directed=True,
+                               return_predecessors=False).astype(np.int64, copy=False)

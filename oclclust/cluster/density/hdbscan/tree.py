@@ -27,15 +27,15 @@ def single_linkage(a, b, w):
 
 def stability(condensed):
     """Each cluster's stability: sum over its rows of (lambda - its birth
-    lambda) * size, added in row order (np.add.at adds in order)."""
+    lambda) * size, added in row order (np.bincount adds its weights in
+    order, as np.add.at, in one pass)."""
     parent, child, lam, size = condensed
     root = int(parent.min())
     births = np.full(max(int(child.max()), root) + 1, np.nan)
     births[child] = lam
     births[root] = 0.0
-    out = np.zeros(int(parent.max()) + 1)
     with np.errstate(invalid="ignore"):   # born at distance 0: inf - inf, NaN as scikit-learn's
-        np.add.at(out, parent, (lam - births[parent]) * size)
+        out = np.bincount(parent, (lam - births[parent]) * size, int(parent.max()) + 1)
     return {c: out[c] for c in range(root, int(parent.max()) + 1)}
 
 
