@@ -23,10 +23,13 @@ class GmmTerms:
     """distance_tiles 1: the diagonal E-step's distances as register tiles
     (TileTerms) first.  mma 1: the diagonal E-step on NVIDIA tensor cores
     (gmm_mma.py) first where the device has them; mma_mstep 1: the
-    diagonal M-step statistics there too."""
+    diagonal M-step statistics there too.  mstep_upper 1: the full
+    covariances' M statistics in symmetric register blocks
+    (MStepUpperSpec) first on a GPU with fp64."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
     mma: int = term("gmm_mma", 0, 1)
     mma_mstep: int = term("gmm_mma_mstep", 0, 1)
+    mstep_upper: int = term("gmm_mstep_upper", 0, 1)
 
 
 # ------------------------------------------------------------ kernel specs
@@ -82,6 +85,37 @@ class MStepSpec(Spec):
 
     def groups_per_chunk(self, k):
         return k if self.variant == "tiled" else -(-k // self.wg)
+
+
+@dataclasses.dataclass(frozen=True)
+class MStepUpperSpec(Spec):
+    """The full covariances' M statistics in symmetric register blocks
+    (gmm_mstep_upper.cl.mako): a work-group of wg work-items per
+    (component, chunk), the nb (nb + 1) / 2 tb x tb blocks on and above
+    S2's diagonal each shared by *replicas* work-items, stages of *tile*
+    rows.  Float64 sums (acc_double) alone."""
+    template = "gmm/gmm_mstep_upper.cl.mako"
+    reps = 1      # slabs a chunk: the replicas are added in the work-group
+    d: int = 1
+    wg: int = 1
+    tb: int = 4
+    nb: int = 1
+    replicas: int = 1
+    tile: int = 64
+
+    @property
+    def blocks(self):
+        return self.nb * (self.nb + 1) // 2
+
+    def local_bytes(self):
+        """Two stages of rows (z, r z), a replica's blocks, the staging
+        items' N and S1."""
+        staged = 2 * self.tile * self.nb * self.tb * np.dtype(self.dtype).itemsize
+        return staged + 8 * (self.blocks * self.tb * self.tb
+                             + self.wg // self.nb * self.nb * (self.tb + 1))
+
+    def groups_per_chunk(self, k):
+        return k
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,6 +215,8 @@ def _mstep_specs(profile, dtype, d, full, precision="float32", mma=True):
         yield from mma_mstep_specs(profile, dtype, d, precision=precision)
     limit = min(profile.max_work_group_size, 256)
     cpu = profile.type == "cpu"
+    if full and not cpu and profile.fp64 and profile.terms(GmmTerms).mstep_upper:
+        yield from _upper_mstep_specs(profile, dtype, d, limit)
     if cpu and d <= (32 if full else 64) and limit >= 16:
         yield MStepSpec(variant="rowwise", dtype=np.dtype(dtype).name,
                         acc_double=profile.fp64, d=d, wg=16, tile=64, full=full)
@@ -199,6 +235,27 @@ def _mstep_specs(profile, dtype, d, full, precision="float32", mma=True):
     for tile in ((256, 64, 16, 4, 1) if cpu else (64, 16, 4, 1)):
         spec = MStepSpec(dtype=np.dtype(dtype).name, acc_double=profile.fp64, d=d,
                          wg=reps * nblk, tb=tb, nb=nb, reps=reps, tile=tile, full=full)
+        if spec.local_bytes() <= profile.local_memory_budget:
+            yield spec
+
+
+UPPER_ITEMS = 128   # the symmetric-block M kernel's work-items, where its blocks allow
+
+
+def _upper_mstep_specs(profile, dtype, d, limit):
+    """MStepUpperSpec: blocks of 4 x 4 (2 x 2 up to d = 4), as many replicas
+    of them as fill UPPER_ITEMS work-items (at least the blocks, rounded up
+    to a warp; none past the work-group limit), stages of 64 rows, else
+    fewer where local memory is short."""
+    tb = 2 if d <= 4 else 4
+    nb = -(-d // tb)
+    blocks = nb * (nb + 1) // 2
+    wg = min(limit, -(-max(UPPER_ITEMS, blocks) // 32) * 32)
+    if blocks > wg:
+        return
+    for tile in (64, 32, 16):
+        spec = MStepUpperSpec(dtype=np.dtype(dtype).name, acc_double=True, d=d, wg=wg,
+                              tb=tb, nb=nb, replicas=wg // blocks, tile=tile)
         if spec.local_bytes() <= profile.local_memory_budget:
             yield spec
 

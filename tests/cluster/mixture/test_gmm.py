@@ -326,16 +326,17 @@ def test_sklearn_check_estimator(estimator, check):
     check(estimator)
 
 
-@pytest.mark.parametrize("cov", COVS)
-def test_gpu_kernel_shapes_on_this_device(profile, cov):
+@pytest.mark.parametrize("cov, upper", [(cov, 0) for cov in COVS] + [("full", 1)])
+def test_gpu_kernel_shapes_on_this_device(profile, cov, upper):
     """The kernels a GPU gets (records staged in local memory, two points per
-    work-item, the tiled M step with register blocks), at d=24, run on the
-    device under test as if it were a GPU with 16 KiB of local memory (the
-    12 records staged in chunks, the M step in smaller tiles): same fit as
-    scikit-learn's."""
+    work-item, the tiled M step with register blocks, or with *upper* its
+    symmetric blocks), at d=24, run on the device under test as if it were a
+    GPU with 16 KiB of local memory (the 12 records staged in chunks, the M
+    step in smaller tiles): same fit as scikit-learn's."""
     as_gpu = dataclasses.replace(profile, type="gpu", work_group_size=32,
                                  groups_per_compute_unit=2, local_mem_size=16384,
-                                 local_memory_fraction=1.0).replace(gmm_mma=0)
+                                 local_memory_fraction=1.0).replace(gmm_mma=0,
+                                                                    gmm_mstep_upper=upper)
     rng = np.random.RandomState(3)
     n, d, k = 600, 24, 12
     X = rng.uniform(-6, 6, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))
@@ -353,10 +354,12 @@ def test_gpu_kernel_shapes_on_this_device(profile, cov):
     chosen = [plan[0] for key, plan in codegen.plans("gmm").items()
               if key[0] == as_gpu and getattr(plan[0], "full", full) == full]
     espec = next(s for s in chosen if isinstance(s, gmm_specs.EStepSpec))
-    mspec = next(s for s in chosen if isinstance(s, gmm_specs.MStepSpec))
+    mspec = next(s for s in chosen if isinstance(s, (gmm_specs.MStepSpec,
+                                                      gmm_specs.MStepUpperSpec)))
     # 16 KiB holds 41 diag records of d=24 (all 12 at once), 6 full ones
     assert espec.ppi == 2 and espec.stage_params and (espec.cchunk < k) == full
-    assert mspec.variant == "tiled" and mspec.tile < 64
+    assert (isinstance(mspec, gmm_specs.MStepUpperSpec) if upper else
+            mspec.variant == "tiled") and mspec.tile < 64
     np.testing.assert_allclose(ours.means_, sk.means_, atol=1e-9)
     np.testing.assert_allclose(ours.covariances_, sk.covariances_, atol=1e-9)
     assert ours.lower_bound_ == pytest.approx(sk.lower_bound_, rel=1e-10)

@@ -1,0 +1,199 @@
+<%doc>
+The full-covariance GMM M statistics in symmetric register blocks (GPUs
+whose profile asks: gmm_mstep_upper): gmm_mstep.cl.mako's statistics about
+the current mean (z = x - mu_j),
+  N_j = sum r_ij,  S1_j = sum r_ij z_i,  S2_j = sum r_ij z_i z_i^T,
+with S2's tb x tb blocks on and above the diagonal alone (nb (nb + 1) / 2
+of nb^2), each a work-item's register block fed by two tb-vector local
+reads a row (2 reads for tb^2 fmas, where gmm_mstep.cl.mako reads 2 tb
+scalars for them).  A block's mirror below the diagonal is written with
+its values, so S2 is exactly symmetric.  N and S1 are summed as the rows
+are staged (each staging work-item owns one vector column: its means in
+registers), so the product loop holds nothing else.
+Reads spec: d, wg, tb (2, 4 or 8: the vector type's width), nb
+(ceil(d / tb)), replicas (work-items sharing a block, each taking every
+replicas-th row of a stage), tile (rows a stage).
+
+A work-group owns component j and one chunk of rows (group id = chunk * k +
+j, k a kernel argument), as gmm_mstep.cl.mako.  Sums: float over a stage,
+then added into double registers (fp64 only: the planner offers this
+kernel where acc_double), so precision does not depend on n.  The
+replicas' blocks, and the staging work-items' N and S1, are added in the
+work-group in a fixed order (replica 0, 1, ...; staging row 0, 1, ...)
+before the write.
+
+Output: chunk x k x SZ doubles, SZ = 1 + D + D*D: [N, S1 (D), S2 (D x D
+row-major)], every entry written, no atomics, for reduce_partials.
+</%doc>
+<%inherit file="/prelude.cl.mako"/>
+<%
+    nblk = nb * (nb + 1) // 2
+    comps = ["s%x" % q for q in range(tb)]
+    vec = "%s%d" % (real_t, tb)
+%>
+% if not acc_double:
+#error "gmm_mstep_upper sums in double (the planner offers it with fp64 alone)"
+% endif
+#define D ${d}
+#define WG ${wg}
+#define TB ${tb}
+#define NB ${nb}
+#define NBLK ${nblk}
+#define REPS ${replicas}
+#define P ${tile}
+#define SZ (1 + D + D * D)
+#define SROWS (WG / NB)                 /* rows staged at once: an item a vector column */
+typedef ${vec} vec_t;
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gmm_mstep(__global const real_t *restrict x, const long n, const long stride,
+               __global const real_t *restrict resp,     /* k x n */
+               __global const real_t *restrict means,    /* k x D: the current means */
+               const int k,
+               const long rows_per_chunk,
+               __global acc_t *restrict part)            /* chunks x k x SZ */
+{
+    const int lid = get_local_id(0);
+    const long g = get_group_id(0);
+    const int j = g % k;
+    const long chunk = g / k;
+    const long lo = chunk * rows_per_chunk, hi = min(n, lo + rows_per_chunk);
+    __local vec_t zt[P * NB];                    /* z = x - mu_j: a row's NB vectors */
+    __local vec_t wzt[P * NB];                   /* r_ij z */
+    __local acc_t red[NBLK * TB * TB];           /* a replica's blocks, added in order */
+    __local acc_t sred[SROWS * NB * (TB + 1)];   /* the staging items' N and S1 */
+
+    /* staging: item (sr, sv) stages vector column sv of rows sr, sr + SROWS, ... */
+    const int sv = lid % NB, sr = lid / NB;
+    const int stager = sr < SROWS;
+    vec_t mu;
+% for q, c in enumerate(comps):
+    mu.${c} = sv * TB + ${q} < D ? means[j * D + sv * TB + ${q}] : 0;
+% endfor
+    acc_t n_acc = 0;
+% for c in comps:
+    acc_t s1_${c} = 0;
+% endfor
+
+    /* product block blk = (ba, bb), ba <= bb, the upper triangle in row order */
+    const int rep = lid / NBLK, blk = lid % NBLK;
+    int ba = 0, rest = blk;
+    while (rest >= NB - ba) {
+        rest -= NB - ba;
+        ++ba;
+    }
+    const int bb = ba + rest;
+% for q in range(tb):
+  % for u in range(tb):
+    acc_t s2_${q}_${u} = 0;
+  % endfor
+% endfor
+
+    for (long start = lo; start < hi; start += P) {
+        barrier(CLK_LOCAL_MEM_FENCE);            /* the last stage's readers are done */
+        if (stager) {
+            real_t t_n = 0;
+            vec_t t1 = 0;
+            for (int p = sr; p < P; p += SROWS) {
+                const long i = start + p;
+                vec_t z = 0;
+                real_t r = 0;
+                if (i < hi) {
+                    __global const real_t *row = x + i * stride + sv * TB;
+                    r = resp[(long)j * n + i];
+% for q, c in enumerate(comps):
+                    z.${c} = sv * TB + ${q} < D ? row[${q}] - mu.${c} : 0;
+% endfor
+                }
+                const vec_t wz = r * z;
+                zt[p * NB + sv] = z;
+                wzt[p * NB + sv] = wz;
+                t_n += r;
+                t1 += wz;
+            }
+            n_acc += t_n;
+% for c in comps:
+            s1_${c} += t1.${c};
+% endfor
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (rep < REPS) {
+% for q in range(tb):
+  % for u in range(tb):
+            real_t t2_${q}_${u} = 0;
+  % endfor
+% endfor
+            for (int p = rep; p < P; p += REPS) {
+                const vec_t wa = wzt[p * NB + ba], zb = zt[p * NB + bb];
+% for q, cq in enumerate(comps):
+  % for u, cu in enumerate(comps):
+                t2_${q}_${u} = fma(wa.${cq}, zb.${cu}, t2_${q}_${u});
+  % endfor
+% endfor
+            }
+% for q in range(tb):
+  % for u in range(tb):
+            s2_${q}_${u} += t2_${q}_${u};
+  % endfor
+% endfor
+        }
+    }
+
+    /* the replicas' blocks added into replica 0's, in replica order */
+    for (int r = 1; r < REPS; ++r) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (rep == r) {
+% for q in range(tb):
+  % for u in range(tb):
+            red[blk * TB * TB + ${q * tb + u}] = s2_${q}_${u};
+  % endfor
+% endfor
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (rep == 0) {
+% for q in range(tb):
+  % for u in range(tb):
+            s2_${q}_${u} += red[blk * TB * TB + ${q * tb + u}];
+  % endfor
+% endfor
+        }
+    }
+    /* the staging items' N and S1, added in staging-row order */
+    if (stager) {
+        __local acc_t *mine = sred + (sr * NB + sv) * (TB + 1);
+        mine[0] = n_acc;
+% for q, c in enumerate(comps):
+        mine[${q + 1}] = s1_${c};
+% endfor
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    __global acc_t *out = part + (chunk * k + j) * SZ;
+    if (lid < NB) {
+        acc_t tn = 0, t1[TB];
+        for (int q = 0; q < TB; ++q)
+            t1[q] = 0;
+        for (int s = 0; s < SROWS; ++s) {
+            __local const acc_t *v = sred + (s * NB + lid) * (TB + 1);
+            tn += v[0];
+            for (int q = 0; q < TB; ++q)
+                t1[q] += v[q + 1];
+        }
+        if (lid == 0)
+            out[0] = tn;
+        for (int q = 0; q < TB; ++q)
+            if (lid * TB + q < D)
+                out[1 + lid * TB + q] = t1[q];
+    }
+    if (rep == 0) {
+        const int a0 = ba * TB, b0 = bb * TB;
+% for q in range(tb):
+  % for u in range(tb):
+        if (a0 + ${q} < D && b0 + ${u} < D && (ba < bb || ${q} <= ${u})) {
+            out[1 + D + (a0 + ${q}) * D + b0 + ${u}] = s2_${q}_${u};
+            out[1 + D + (b0 + ${u}) * D + a0 + ${q}] = s2_${q}_${u};
+        }
+  % endfor
+% endfor
+    }
+}
