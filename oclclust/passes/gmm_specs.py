@@ -210,7 +210,9 @@ def _mstep_specs(profile, dtype, d, full, precision="float32", mma=True):
     tiled kernel there), else (larger d) few work-items with large blocks
     and long tiles (faster than the GPU shape there).  The
     tensor-core kernel (gmm_mma.py) before all where the profile asks
-    (gmm_mma_mstep) and the device, dtype and d allow."""
+    (gmm_mma_mstep) and the device, dtype and d allow; full covariances on
+    a GPU with fp64 whose profile asks (gmm_mstep_upper): the symmetric
+    blocks (MStepUpperSpec) first."""
     if mma and not full and profile.terms(GmmTerms).mma_mstep:
         yield from mma_mstep_specs(profile, dtype, d, precision=precision)
     limit = min(profile.max_work_group_size, 256)
@@ -245,7 +247,7 @@ UPPER_ITEMS = 128   # the symmetric-block M kernel's work-items, where its block
 def _upper_mstep_specs(profile, dtype, d, limit):
     """MStepUpperSpec: blocks of 4 x 4 (2 x 2 up to d = 4), as many replicas
     of them as fill UPPER_ITEMS work-items (at least the blocks, rounded up
-    to a warp; none past the work-group limit), stages of 64 rows, else
+    to a warp; none past the work-group limit), stages of 128 rows, else
     fewer where local memory is short."""
     tb = 2 if d <= 4 else 4
     nb = -(-d // tb)
@@ -253,7 +255,7 @@ def _upper_mstep_specs(profile, dtype, d, limit):
     wg = min(limit, -(-max(UPPER_ITEMS, blocks) // 32) * 32)
     if blocks > wg:
         return
-    for tile in (64, 32, 16):
+    for tile in (128, 64, 32, 16):
         spec = MStepUpperSpec(dtype=np.dtype(dtype).name, acc_double=True, d=d, wg=wg,
                               tb=tb, nb=nb, replicas=wg // blocks, tile=tile)
         if spec.local_bytes() <= profile.local_memory_budget:

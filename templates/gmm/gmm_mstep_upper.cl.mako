@@ -30,6 +30,8 @@ row-major)], every entry written, no atomics, for reduce_partials.
     nblk = nb * (nb + 1) // 2
     comps = ["s%x" % q for q in range(tb)]
     vec = "%s%d" % (real_t, tb)
+    stagers = wg // nb                  # rows staged at once
+    s_iters = -(-tile // stagers)       # rows a staging item stages a stage
 %>
 % if not acc_double:
 #error "gmm_mstep_upper sums in double (the planner offers it with fp64 alone)"
@@ -42,7 +44,7 @@ row-major)], every entry written, no atomics, for reduce_partials.
 #define REPS ${replicas}
 #define P ${tile}
 #define SZ (1 + D + D * D)
-#define SROWS (WG / NB)                 /* rows staged at once: an item a vector column */
+#define SROWS ${stagers}                 /* rows staged at once: an item a vector column */
 typedef ${vec} vec_t;
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -92,25 +94,37 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     for (long start = lo; start < hi; start += P) {
         barrier(CLK_LOCAL_MEM_FENCE);            /* the last stage's readers are done */
         if (stager) {
-            real_t t_n = 0;
-            vec_t t1 = 0;
-            for (int p = sr; p < P; p += SROWS) {
+            /* every row's reads first, then the stores: the stage's reads in
+               flight together, not one row's after another's */
+% for u in range(s_iters):
+            vec_t z_${u} = (vec_t)(0);
+            real_t r_${u} = 0;
+            {
+                const int p = sr + ${u * stagers};
                 const long i = start + p;
-                vec_t z = 0;
-                real_t r = 0;
-                if (i < hi) {
+                if (${"p < P && " if (u + 1) * stagers > tile else ""}i < hi) {
                     __global const real_t *row = x + i * stride + sv * TB;
-                    r = resp[(long)j * n + i];
-% for q, c in enumerate(comps):
-                    z.${c} = sv * TB + ${q} < D ? row[${q}] - mu.${c} : 0;
-% endfor
+                    r_${u} = resp[(long)j * n + i];
+  % for q, c in enumerate(comps):
+                    z_${u}.${c} = sv * TB + ${q} < D ? row[${q}] - mu.${c} : 0;
+  % endfor
                 }
-                const vec_t wz = r * z;
-                zt[p * NB + sv] = z;
-                wzt[p * NB + sv] = wz;
-                t_n += r;
+            }
+% endfor
+            real_t t_n = 0;
+            vec_t t1 = (vec_t)(0);
+% for u in range(s_iters):
+            {
+                const int p = sr + ${u * stagers};
+                const vec_t wz = r_${u} * z_${u};
+                ${"if (p < P) {" if (u + 1) * stagers > tile else "{"}
+                    zt[p * NB + sv] = z_${u};
+                    wzt[p * NB + sv] = wz;
+                }
+                t_n += r_${u};
                 t1 += wz;
             }
+% endfor
             n_acc += t_n;
 % for c in comps:
             s1_${c} += t1.${c};
@@ -189,7 +203,7 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
         const int a0 = ba * TB, b0 = bb * TB;
 % for q in range(tb):
   % for u in range(tb):
-        if (a0 + ${q} < D && b0 + ${u} < D && (ba < bb || ${q} <= ${u})) {
+        if (${"ba < bb && " if q > u else ""}a0 + ${q} < D && b0 + ${u} < D) {
             out[1 + D + (a0 + ${q}) * D + b0 + ${u}] = s2_${q}_${u};
             out[1 + D + (b0 + ${u}) * D + a0 + ${q}] = s2_${q}_${u};
         }

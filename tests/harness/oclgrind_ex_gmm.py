@@ -5,7 +5,8 @@ Run by tests/harness/oclgrind_driver.py (--only gmm).  The E-step variants
 staged in local memory in several chunks, in one, or read from global
 memory, one or two points per work-item; diag also as register tiles of
 distance_tile.cl.mako) and the M-step shapes (the GPU's small register
-blocks with replicas, the CPU's large blocks, the CPU's work-item per
+blocks with replicas, its symmetric blocks for full covariances
+(gmm_mstep_upper), the CPU's large blocks, the CPU's work-item per
 component; tiles smaller than a chunk of rows) run for every precision of
 PRECISIONS (float64 sums, float64 data, Kahan-compensated float sums) and
 are checked against numpy; then whole fits through the device manager,
@@ -84,6 +85,10 @@ def mstep_variants(base, d, full):
     yield gmm_specs.MStepSpec(wg=1, tb=d, nb=1, reps=1, tile=8, **base)   # CPU shape
     # CPU: a work-item per component (ragged last block of components)
     yield gmm_specs.MStepSpec(variant="rowwise", wg=2, tile=4, **base)
+    if full and base["acc_double"]:   # symmetric blocks (GPUs), idle items, ragged d
+        nb = -(-d // 2)
+        yield gmm_specs.MStepUpperSpec(wg=nb * (nb + 1) + 2, tb=2, nb=nb, replicas=2, tile=4,
+                                       **{key: v for key, v in base.items() if key != "full"})
 
 
 def exercise_kernels(device, log):
@@ -98,8 +103,13 @@ def exercise_kernels(device, log):
             z = X.astype(np.float64)[:, None, :] - m.means[None]
             base = dict(dtype=dtype, acc_double=fp64, d=X.shape[1], full=full)
             msteps = list(mstep_variants(base, X.shape[1], full))
-            for v, (label, estep) in enumerate(estep_variants(base)):
-                mstep = msteps[v % len(msteps)]
+            esteps = list(estep_variants(base))
+            # every E variant with an M variant in turn, the M variants left
+            # over with the first E variant
+            pairs = [(label, estep, msteps[v % len(msteps)])
+                     for v, (label, estep) in enumerate(esteps)]
+            pairs += [esteps[0] + (mstep,) for mstep in msteps[len(esteps):]]
+            for label, estep, mstep in pairs:
                 for store in (True, False):
                     what = f"gmm {dtype} fp64={fp64} full={full} {label} store={store} {mstep}"
                     mark(what)

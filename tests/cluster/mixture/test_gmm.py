@@ -231,6 +231,22 @@ def test_merge_cost_matches_bouman():
     np.testing.assert_allclose(merged.weights, [0.5, 0.5])
 
 
+@pytest.mark.one_runtime
+@pytest.mark.parametrize("k, d", [(1, 1), (7, 5), (100, 24)])
+def test_precision_cholesky_is_sklearns(k, d):
+    """The host's precision factors are scikit-learn's bit for bit (its
+    solve_triangular's LAPACK trtrs a component); singular: ValueError."""
+    from sklearn.mixture._gaussian_mixture import _compute_precision_cholesky
+    rng = np.random.RandomState(k)
+    a = rng.normal(size=(k, d, d)) * 0.3 + np.eye(d)
+    cov = a @ np.swapaxes(a, 1, 2)
+    np.testing.assert_array_equal(mdl.precision_cholesky(cov, True),
+                                  _compute_precision_cholesky(cov, "full"))
+    cov[-1] = 0
+    with pytest.raises(ValueError, match="ill-defined empirical covariance"):
+        mdl.precision_cholesky(cov, True)
+
+
 # --------------------------------------------------------- several devices
 def test_sub_devices_and_streaming_equal_one_device(profile):
     subs = split_or_skip(profile)
