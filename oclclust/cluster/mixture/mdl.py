@@ -51,16 +51,17 @@ def precision_cholesky(cov, full, float32=False):
         lower = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
         raise ValueError(msg) from None
-    # scikit-learn's solve_triangular(L, I, lower=True).T, its LAPACK trtrs a
-    # component (np.linalg.solve's batched LU took twice as long at k=100, d=24)
-    eye = np.eye(cov.shape[-1])
+    # (L^-1)^T, scikit-learn's solve_triangular(L, I, lower=True).T, as LAPACK's
+    # triangular inverse a component: at k=100, d=24 0.34 ms, where
+    # np.linalg.solve's batched LU took 1.0 ms and trtrs (scikit-learn's) 0.43
+    # ms, 0.8-1.1 with OpenBLAS's threads (2 cores)
     prec_chol = np.empty_like(lower)
     factors, out = (a.reshape((-1,) + lower.shape[-2:]) for a in (lower, prec_chol))
     for factor, transposed in zip(factors, out):
-        solved, info = lapack.dtrtrs(factor, eye, lower=1)
+        inverse, info = lapack.dtrtri(factor, lower=1)
         if info:
             raise ValueError(msg)
-        transposed[...] = solved.T
+        transposed[...] = inverse.T
     if not np.all(np.isfinite(prec_chol)):
         raise ValueError(msg)
     return prec_chol
