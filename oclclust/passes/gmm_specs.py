@@ -108,11 +108,13 @@ class MStepUpperSpec(Spec):
         return self.nb * (self.nb + 1) // 2
 
     def local_bytes(self):
-        """Two stages of rows (z, r z), a replica's blocks, the staging
-        items' N and S1."""
-        staged = 2 * self.tile * self.nb * self.tb * np.dtype(self.dtype).itemsize
-        return staged + 8 * (self.blocks * self.tb * self.tb
-                             + self.wg // self.nb * self.nb * (self.tb + 1))
+        """The stage (z and r z of its rows), whose memory the replicas'
+        blocks and the staging items' N and S1 take after."""
+        vector = self.tb * np.dtype(self.dtype).itemsize
+        staged = 2 * self.tile * self.nb * vector
+        stagers = min(self.wg // self.nb, self.tile)
+        sums = self.blocks * self.tb * self.tb + stagers * self.nb * (self.tb + 1)
+        return max(staged, -(-sums * 8 // vector) * vector)
 
     def groups_per_chunk(self, k):
         return k

@@ -15,12 +15,15 @@ Reads spec: d, wg, tb (2, 4 or 8: the vector type's width), nb
 replicas-th row of a stage), tile (rows a stage).
 
 A work-group owns component j and one chunk of rows (group id = chunk * k +
-j, k a kernel argument), as gmm_mstep.cl.mako.  Sums: float over a stage,
-then added into double registers (fp64 only: the planner offers this
-kernel where acc_double), so precision does not depend on n.  The
-replicas' blocks, and the staging work-items' N and S1, are added in the
-work-group in a fixed order (replica 0, 1, ...; staging row 0, 1, ...)
-before the write.
+j, k a kernel argument), as gmm_mstep.cl.mako; its work-items are
+replicas x blocks (the rest stage rows only).  Every read of a stage is
+issued before its stores.  Sums: float over a stage, then added into
+double registers (fp64 only: the planner offers this kernel where
+acc_double), so precision does not depend on n.  The replicas' blocks,
+and the staging work-items' N and S1, are added in the work-group in a
+fixed order (replica 0, 1, ...; staging row 0, 1, ...) before the write,
+in the local memory the stages no longer need (less local memory a
+work-group: more of them a multiprocessor).
 
 Output: chunk x k x SZ doubles, SZ = 1 + D + D*D: [N, S1 (D), S2 (D x D
 row-major)], every entry written, no atomics, for reduce_partials.
@@ -28,10 +31,15 @@ row-major)], every entry written, no atomics, for reduce_partials.
 <%inherit file="/prelude.cl.mako"/>
 <%
     nblk = nb * (nb + 1) // 2
-    comps = ["s%x" % q for q in range(tb)]
+    lanes = ["s%x" % q for q in range(tb)]
     vec = "%s%d" % (real_t, tb)
-    stagers = wg // nb                  # rows staged at once
+    stagers = min(wg // nb, tile)       # rows staged at once
     s_iters = -(-tile // stagers)       # rows a staging item stages a stage
+    # the sums' local memory reuses the stages' (vectors of tb reals)
+    item = 8 if real_t == "double" else 4
+    staged = 2 * tile * nb
+    sums = nblk * tb * tb + stagers * nb * (tb + 1)
+    pool = max(staged, -(-sums * 8 // (tb * item)))
 %>
 % if not acc_double:
 #error "gmm_mstep_upper sums in double (the planner offers it with fp64 alone)"
@@ -60,24 +68,26 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     const int j = g % k;
     const long chunk = g / k;
     const long lo = chunk * rows_per_chunk, hi = min(n, lo + rows_per_chunk);
-    __local vec_t zt[P * NB];                    /* z = x - mu_j: a row's NB vectors */
-    __local vec_t wzt[P * NB];                   /* r_ij z */
-    __local acc_t red[NBLK * TB * TB];           /* a replica's blocks, added in order */
-    __local acc_t sred[SROWS * NB * (TB + 1)];   /* the staging items' N and S1 */
+    __local vec_t pool[${pool}];
+    __local vec_t *zt = pool;                    /* z = x - mu_j: a row's NB vectors */
+    __local vec_t *wzt = pool + P * NB;          /* r_ij z */
+    __local acc_t *red = (__local acc_t *)pool;  /* after the stages: a replica's blocks, */
+    __local acc_t *sred = red + NBLK * TB * TB;  /* the staging items' N and S1 */
 
     /* staging: item (sr, sv) stages vector column sv of rows sr, sr + SROWS, ... */
     const int sv = lid % NB, sr = lid / NB;
     const int stager = sr < SROWS;
     vec_t mu;
-% for q, c in enumerate(comps):
-    mu.${c} = sv * TB + ${q} < D ? means[j * D + sv * TB + ${q}] : 0;
+% for q, lane in enumerate(lanes):
+    mu.${lane} = sv * TB + ${q} < D ? means[j * D + sv * TB + ${q}] : 0;
 % endfor
     acc_t n_acc = 0;
-% for c in comps:
-    acc_t s1_${c} = 0;
+% for lane in lanes:
+    acc_t s1_${lane} = 0;
 % endfor
 
-    /* product block blk = (ba, bb), ba <= bb, the upper triangle in row order */
+    /* product block blk = (ba, bb), ba <= bb, the upper triangle in row
+       order, of replica rep */
     const int rep = lid / NBLK, blk = lid % NBLK;
     int ba = 0, rest = blk;
     while (rest >= NB - ba) {
@@ -85,6 +95,7 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
         ++ba;
     }
     const int bb = ba + rest;
+    __local const vec_t *wrow = wzt + ba, *zrow = zt + bb;
 % for q in range(tb):
   % for u in range(tb):
     acc_t s2_${q}_${u} = 0;
@@ -97,17 +108,16 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
             /* every row's reads first, then the stores: the stage's reads in
                flight together, not one row's after another's */
 % for u in range(s_iters):
-            vec_t z_${u} = (vec_t)(0);
+            vec_t x_${u} = (vec_t)(0);
             real_t r_${u} = 0;
             {
-                const int p = sr + ${u * stagers};
-                const long i = start + p;
-                if (${"p < P && " if (u + 1) * stagers > tile else ""}i < hi) {
+                const long i = start + sr + ${u * stagers};
+                if (${"sr + %d < P && " % (u * stagers) if (u + 1) * stagers > tile else ""}i < hi) {
                     __global const real_t *row = x + i * stride + sv * TB;
-                    r_${u} = resp[(long)j * n + i];
-  % for q, c in enumerate(comps):
-                    z_${u}.${c} = sv * TB + ${q} < D ? row[${q}] - mu.${c} : 0;
+  % for q, lane in enumerate(lanes):
+                    x_${u}.${lane} = sv * TB + ${q} < D ? row[${q}] : 0;
   % endfor
+                    r_${u} = resp[(long)j * n + i];
                 }
             }
 % endfor
@@ -116,9 +126,9 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
 % for u in range(s_iters):
             {
                 const int p = sr + ${u * stagers};
-                const vec_t wz = r_${u} * z_${u};
+                const vec_t z = x_${u} - mu, wz = r_${u} * z;
                 ${"if (p < P) {" if (u + 1) * stagers > tile else "{"}
-                    zt[p * NB + sv] = z_${u};
+                    zt[p * NB + sv] = z;
                     wzt[p * NB + sv] = wz;
                 }
                 t_n += r_${u};
@@ -126,8 +136,8 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
             }
 % endfor
             n_acc += t_n;
-% for c in comps:
-            s1_${c} += t1.${c};
+% for lane in lanes:
+            s1_${lane} += t1.${lane};
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -138,10 +148,10 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
   % endfor
 % endfor
             for (int p = rep; p < P; p += REPS) {
-                const vec_t wa = wzt[p * NB + ba], zb = zt[p * NB + bb];
-% for q, cq in enumerate(comps):
-  % for u, cu in enumerate(comps):
-                t2_${q}_${u} = fma(wa.${cq}, zb.${cu}, t2_${q}_${u});
+                const vec_t wa = wrow[p * NB], zb = zrow[p * NB];
+% for q, lq in enumerate(lanes):
+  % for u, lu in enumerate(lanes):
+                t2_${q}_${u} = fma(wa.${lq}, zb.${lu}, t2_${q}_${u});
   % endfor
 % endfor
             }
@@ -152,14 +162,15 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
 % endfor
         }
     }
+    barrier(CLK_LOCAL_MEM_FENCE);                /* the stages' memory is the sums' now */
 
     /* the replicas' blocks added into replica 0's, in replica order */
+    __local acc_t *mine = red + blk * TB * TB;
     for (int r = 1; r < REPS; ++r) {
-        barrier(CLK_LOCAL_MEM_FENCE);
         if (rep == r) {
 % for q in range(tb):
   % for u in range(tb):
-            red[blk * TB * TB + ${q * tb + u}] = s2_${q}_${u};
+            mine[${q * tb + u}] = s2_${q}_${u};
   % endfor
 % endfor
         }
@@ -167,37 +178,39 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
         if (rep == 0) {
 % for q in range(tb):
   % for u in range(tb):
-            s2_${q}_${u} += red[blk * TB * TB + ${q * tb + u}];
+            s2_${q}_${u} += mine[${q * tb + u}];
   % endfor
 % endfor
         }
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
     /* the staging items' N and S1, added in staging-row order */
     if (stager) {
-        __local acc_t *mine = sred + (sr * NB + sv) * (TB + 1);
-        mine[0] = n_acc;
-% for q, c in enumerate(comps):
-        mine[${q + 1}] = s1_${c};
+        __local acc_t *v = sred + (sr * NB + sv) * (TB + 1);
+        v[0] = n_acc;
+% for q, lane in enumerate(lanes):
+        v[${q + 1}] = s1_${lane};
 % endfor
     }
     barrier(CLK_LOCAL_MEM_FENCE);
 
     __global acc_t *out = part + (chunk * k + j) * SZ;
     if (lid < NB) {
+        const int v = lid;
         acc_t tn = 0, t1[TB];
         for (int q = 0; q < TB; ++q)
             t1[q] = 0;
         for (int s = 0; s < SROWS; ++s) {
-            __local const acc_t *v = sred + (s * NB + lid) * (TB + 1);
-            tn += v[0];
+            __local const acc_t *w = sred + (s * NB + v) * (TB + 1);
+            tn += w[0];
             for (int q = 0; q < TB; ++q)
-                t1[q] += v[q + 1];
+                t1[q] += w[q + 1];
         }
-        if (lid == 0)
+        if (v == 0)
             out[0] = tn;
         for (int q = 0; q < TB; ++q)
-            if (lid * TB + q < D)
-                out[1 + lid * TB + q] = t1[q];
+            if (v * TB + q < D)
+                out[1 + v * TB + q] = t1[q];
     }
     if (rep == 0) {
         const int a0 = ba * TB, b0 = bb * TB;

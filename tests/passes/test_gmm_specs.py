@@ -29,11 +29,23 @@ def upper(dtype, d, tb, replicas, wg, tile):
                                     tb=tb, nb=-(-d // tb), replicas=replicas, tile=tile)
 
 
+def statistics(profile, X, m, mspec):
+    """(the M statistics of *mspec* from the E step's responsibilities, those)."""
+    k, n, d = len(m.weights), len(X), X.shape[1]
+    espec = next(gmm_specs._estep_specs(profile, X.dtype, d, True, k))
+    part = DevicePartition(profile, X)
+    gp = gmm_pass.GmmPass(part, k, True, specs=(espec, mspec))
+    gp.estep(mdl.records(m, True), store_resp=True)
+    resp = gp.resp[:k * n].get(part.queue).reshape(k, n).T.astype(np.float64)
+    return gp.mstep(m.means), resp
+
+
 # (d, tb, replicas, wg, tile): ragged blocks (d not a multiple of tb), idle
-# work-items past the replicas, a stage longer and shorter than the rows
-# a staging item sees, every vector width
+# work-items past the replicas, a stage longer and shorter than the rows a
+# staging item sees (staging items fewer than the work-items: more than
+# the stage's rows), every vector width
 SHAPES = [(3, 2, 2, 8, 16), (8, 4, 3, 9, 7), (24, 4, 6, 128, 64), (26, 4, 1, 32, 32),
-          (5, 8, 4, 4, 5)]
+          (5, 8, 4, 4, 5), (3, 2, 5, 32, 4), (24, 4, 6, 128, 128)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -42,17 +54,11 @@ def test_upper_statistics_equal_numpy(profile, shape, dtype):
     if not profile.fp64:
         pytest.skip("the kernel sums in double")
     d, tb, replicas, wg, tile = shape
-    k, n = 4, 1500
+    k, n = 5, 1500
     rng = np.random.RandomState(d)
     X = (rng.uniform(-5, 5, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))).astype(dtype)
     m = model(X, k)
-    mspec = upper(dtype, d, tb, replicas, wg, tile)
-    espec = next(gmm_specs._estep_specs(profile, dtype, d, True, k))
-    part = DevicePartition(profile, X)
-    gp = gmm_pass.GmmPass(part, k, True, specs=(espec, mspec))
-    gp.estep(mdl.records(m, True), store_resp=True)
-    resp = gp.resp[:k * n].get(part.queue).reshape(k, n).T.astype(np.float64)
-    got = gp.mstep(m.means)
+    got, resp = statistics(profile, X, m, upper(dtype, d, tb, replicas, wg, tile))
     z = X.astype(np.float64)[:, None, :] - m.means[None]
     s2 = got[:, 1 + d:].reshape(k, d, d)
     rtol = 1e-5 if dtype == np.float32 else 1e-12
