@@ -113,6 +113,7 @@ class GmmPass:
         self.mcentral = None  # ... and those made central (the tensor-core kernel's)
         self._settled = self._settled_ll = False
         self.staging = PinnedStaging(q)   # uploads and reads (em_launch)
+        self._grid_bounds = None          # (_grid's scratch)
 
     def _mstats_size(self):
         """Reals per component of the M kernel's statistics."""
@@ -387,10 +388,20 @@ class GmmPass:
         means = np.asarray(means, np.float64)
         k, d = means.shape
         about = absmax + np.abs(means)                               # k x d
-        second = ((about[:, :, None] * about[:, None, :]).reshape(k, d * d) if self.full
-                  else about * about)
-        return exact_sums.lsb_for_bounds(
-            scale * np.concatenate([np.ones((k, 1)), about, second], axis=1))
+        # the bounds in a scratch array of the pass's (a fresh k x SZ one an
+        # iteration page-faults): [1, about, about about' or about^2] x scale
+        size = 1 + d + (d * d if self.full else d)
+        if self._grid_bounds is None or self._grid_bounds.shape != (k, size):
+            self._grid_bounds = np.empty((k, size))
+        bounds = self._grid_bounds
+        bounds[:, 0] = scale
+        np.multiply(scale, about, out=bounds[:, 1:1 + d])
+        second = np.ndarray((k, d, d if self.full else 1), np.float64, bounds,
+                            (1 + d) * 8, (size * 8, (d if self.full else 1) * 8, 8))
+        np.multiply(about[:, :, None], about[:, None, :] if self.full else about[:, :, None],
+                    out=second)
+        second *= scale
+        return exact_sums.lsb_for_bounds(bounds)
 
     def _grid_scale(self):
         """(the rows' column magnitudes on the device, B wmax): the bounds'

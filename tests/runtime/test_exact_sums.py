@@ -45,6 +45,23 @@ def test_fold_is_the_exact_sum_rounded_once_whatever_the_grouping():
     assert np.array_equal(whole.value(), fsums(part))   # 100 grid bits: nothing lost here
 
 
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
+@pytest.mark.parametrize("bounds", [
+    np.float64(3.0), 5e-324, [1e-310, 2.2250738585072014e-308, 0.5, 1.0, 2.0, 0.75],
+    [0.0, -0.0, -1.0, np.inf, -np.inf, np.nan, np.finfo(float).max],
+    np.arange(24.0).reshape(2, 3, 4)[:, ::2, 1:], np.zeros((0, 3))])
+def test_grid_is_frexps(bounds):
+    """lsb_for_bounds: HEADROOM under frexp's exponent of each bound (of 1.0
+    where the bound is zero, negative or not finite), subnormals, shapes and
+    strides kept."""
+    b = np.asarray(bounds, np.float64)
+    ok = np.isfinite(b) & (b > 0)
+    expected = (np.frexp(np.where(ok, b, 1.0))[1] - exact_sums.HEADROOM).astype(np.int32)
+    got = lsb_for_bounds(bounds)
+    assert got.shape == expected.shape and got.dtype == np.int32
+    np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("blocks", [1, 7, exact_fold.FOLD_ALONE, exact_fold.FOLD_ALONE + 1, 300])
 def test_device_fold_matches_the_host_word_for_word(queue, blocks):
     """In one launch (up to FOLD_ALONE blocks) or in parts, the host's words."""
