@@ -388,8 +388,7 @@ class GmmPass:
         means = np.asarray(means, np.float64)
         k, d = means.shape
         about = absmax + np.abs(means)                               # k x d
-        # the bounds in a scratch array of the pass's (a fresh k x SZ one an
-        # iteration page-faults): [1, about, about about' or about^2] x scale
+        # [1, about, about about' or about^2] x scale, in a scratch array (fresh ones page-fault)
         size = 1 + d + (d * d if self.full else d)
         if self._grid_bounds is None or self._grid_bounds.shape != (k, size):
             self._grid_bounds = np.empty((k, size))
