@@ -107,14 +107,24 @@ class MStepUpperSpec(Spec):
     def blocks(self):
         return self.nb * (self.nb + 1) // 2
 
-    def local_bytes(self):
-        """The stage (z and r z of its rows), whose memory the replicas'
-        blocks and the staging items' N and S1 take after."""
+    @property
+    def stagers(self):
+        """Rows staged at once (a work-item a row's vector column)."""
+        return min(self.wg // self.nb, self.tile)
+
+    def pool_vectors(self):
+        """The kernel's local memory in tb-vectors: the stage (z and r z of
+        its rows), whose memory the replicas' blocks and the staging items'
+        N and S1 (doubles) take after."""
         vector = self.tb * np.dtype(self.dtype).itemsize
-        staged = 2 * self.tile * self.nb * vector
-        stagers = min(self.wg // self.nb, self.tile)
-        sums = self.blocks * self.tb * self.tb + stagers * self.nb * (self.tb + 1)
-        return max(staged, -(-sums * 8 // vector) * vector)
+        sums = self.blocks * self.tb * self.tb + self.stagers * self.nb * (self.tb + 1)
+        return max(2 * self.tile * self.nb, -(-sums * 8 // vector))
+
+    def local_bytes(self):
+        return self.pool_vectors() * self.tb * np.dtype(self.dtype).itemsize
+
+    def template_args(self):
+        return dict(super().template_args(), stagers=self.stagers, pool=self.pool_vectors())
 
     def groups_per_chunk(self, k):
         return k

@@ -12,7 +12,8 @@ are staged (each staging work-item owns one vector column: its means in
 registers), so the product loop holds nothing else.
 Reads spec: d, wg, tb (2, 4 or 8: the vector type's width), nb
 (ceil(d / tb)), replicas (work-items sharing a block, each taking every
-replicas-th row of a stage), tile (rows a stage).
+replicas-th row of a stage), tile (rows a stage), stagers (rows staged at
+once), pool (the local memory in tb-vectors: MStepUpperSpec.pool_vectors).
 
 A work-group owns component j and one chunk of rows (group id = chunk * k +
 j, k a kernel argument), as gmm_mstep.cl.mako; its work-items are
@@ -33,13 +34,7 @@ row-major)], every entry written, no atomics, for reduce_partials.
     nblk = nb * (nb + 1) // 2
     lanes = ["s%x" % q for q in range(tb)]
     vec = "%s%d" % (real_t, tb)
-    stagers = min(wg // nb, tile)       # rows staged at once
     s_iters = -(-tile // stagers)       # rows a staging item stages a stage
-    # the sums' local memory reuses the stages' (vectors of tb reals)
-    item = 8 if real_t == "double" else 4
-    staged = 2 * tile * nb
-    sums = nblk * tb * tb + stagers * nb * (tb + 1)
-    pool = max(staged, -(-sums * 8 // (tb * item)))
 %>
 % if not acc_double:
 #error "gmm_mstep_upper sums in double (the planner offers it with fp64 alone)"
@@ -195,22 +190,21 @@ void gmm_mstep(__global const real_t *restrict x, const long n, const long strid
     barrier(CLK_LOCAL_MEM_FENCE);
 
     __global acc_t *out = part + (chunk * k + j) * SZ;
-    if (lid < NB) {
-        const int v = lid;
+    if (lid < NB) {                              /* vector column lid's N and S1 */
         acc_t tn = 0, t1[TB];
         for (int q = 0; q < TB; ++q)
             t1[q] = 0;
         for (int s = 0; s < SROWS; ++s) {
-            __local const acc_t *w = sred + (s * NB + v) * (TB + 1);
+            __local const acc_t *w = sred + (s * NB + lid) * (TB + 1);
             tn += w[0];
             for (int q = 0; q < TB; ++q)
                 t1[q] += w[q + 1];
         }
-        if (v == 0)
+        if (lid == 0)
             out[0] = tn;
         for (int q = 0; q < TB; ++q)
-            if (v * TB + q < D)
-                out[1 + v * TB + q] = t1[q];
+            if (lid * TB + q < D)
+                out[1 + lid * TB + q] = t1[q];
     }
     if (rep == 0) {
         const int a0 = ba * TB, b0 = bb * TB;
