@@ -22,7 +22,7 @@ from .lloyd_blocked import blocked_specs, items_per_unit, pack_centers
 from .lloyd_gemm import AccumulateSpec, gemm_specs, segments
 from .lloyd_mma import bound_terms, mma_specs, split_centers, tile_words
 from ..runtime.reduce import AdditiveStats, acc_dtype, enqueue_reduce, partial_buffer
-from ..runtime.transfer import pinned_empty
+from ..runtime.transfer import PinnedStaging
 
 VARIANTS = ("tiled", "rowwise", "blocked", "gemm", "mma")
 
@@ -324,6 +324,7 @@ class LloydPass:
     def __init__(self, part, k, update=True, spec=None, precision="float32"):
         self.part, self.k, self.update = part, k, update
         self._pinned = None   # page-locked host arrays (_host), made on first use
+        self._staging = None  # ... and the pooled staging they come from
         self._writes = []     # the copies of the last upload, not yet waited on
         self._grids_of = None   # the magnitudes the folds' grids were set from
         self.spec, self.kernel = plan(part.profile, part.queue, part.dtype, part.d, k, update,
@@ -435,7 +436,10 @@ class LloydPass:
                               weights=(words * k, acc_dtype(acc)))
                 self.reduced = {name: cla.empty(q, size, t) for name, (size, t) in
                                 shapes.items() if name in ("sums", "weights")}
-            self._pinned = {name: pinned_empty(q, (size,), t)
+            # from the process's pool: a pass over more rows than lloyd_shards
+            # pools is made anew each fit, and page-locking is slow on NVIDIA's
+            staging = self._staging = PinnedStaging(q)
+            self._pinned = {name: staging.host(name, size, t)
                             for name, (size, t) in shapes.items()}
         return self._pinned
 

@@ -23,7 +23,7 @@ import pyopencl as cl
 from ..runtime.exact_fold import SharedFold
 from ..runtime.exact_sums import blocks_of
 from ..runtime.kernel_recorder import note
-from ..runtime.transfer import pinned_empty
+from ..runtime.transfer import PinnedStaging
 from .lloyd import LloydStats
 from .lloyd_update import SHIFT, ResidentCenters
 
@@ -45,8 +45,9 @@ class SharedCenters:
         self.resident = r = ResidentCenters(lloyd_pass, depth=0)
         q, k, d = lloyd_pass.part.queue, lloyd_pass.k, lloyd_pass.part.d
         self.exact = lloyd_pass.exact
-        self.host_sums = None if self.exact else pinned_empty(q, (k * d,), np.float64)
-        self.host_weights = pinned_empty(q, (k,), np.float64)
+        self.staging = PinnedStaging(q)   # (pooled: a warm fit page-locks none)
+        self.host_sums = None if self.exact else self.staging.host("sums", k * d, np.float64)
+        self.host_weights = self.staging.host("weights", k, np.float64)
         self.writes = []   # the last update's copies from the page-locked arrays
         self.active = False
         self.summary = r.summaries[0]
@@ -112,7 +113,7 @@ class SharedCenters:
         ranks (made once)."""
         size = count * self.shared_sums.words.size
         if self.summed is None or self.summed.size != size:
-            self.summed = pinned_empty(self.resident.lloyd.part.queue, (size,), np.float64)
+            self.summed = self.staging.host("summed", size, np.float64)
         return self.summed
 
     def sums_words(self):

@@ -37,7 +37,7 @@ from ..runtime.codegen import Spec, own_kernel
 from ..runtime.exact_sums import blocks_of, rounded_sum
 from ..runtime.kernel_recorder import note
 from ..runtime.reduce import ReduceSpec
-from ..runtime.transfer import pinned_empty
+from ..runtime.transfer import PinnedStaging
 from .distance_tile import power_of_two_at_most
 # the same condition as the ensemble's: one chunk, one rank, fp64
 from .ensemble_update import centers_can_stay_resident  # noqa: F401
@@ -150,7 +150,11 @@ class ResidentCenters:
         self.moved = cla.empty(q, k * d, np.float64)
         self.n_slots = 2 * (depth + 1)
         self.results = cla.empty(q, RESULTS * self.n_slots, np.float64)
-        self.host_results = pinned_empty(q, (self.n_slots, RESULTS), np.float64)
+        # page-locked, from the process's pool (a pass over more rows than
+        # lloyd_shards pools is made anew each fit)
+        self.staging = PinnedStaging(q)
+        self.host_results = self.staging.host("results", self.n_slots * RESULTS,
+                                              np.float64).reshape(self.n_slots, RESULTS)
         # the read on a queue of its own holds no pass ahead back; with none
         # ahead, on the pass's queue (see default_depth)
         self.reader = cl.CommandQueue(ctx, q.device) if depth else q
@@ -186,7 +190,8 @@ class ResidentCenters:
             # pass's); none ahead, the read takes the pass's own
             self.block_inertia = [cla.empty(q, lp.blocks, np.float64)
                                   for _ in range(self.n_slots if depth else 0)]
-            self.host_inertia = pinned_empty(q, (self.n_slots, lp.blocks), np.float64)
+            self.host_inertia = self.staging.host("inertia", self.n_slots * lp.blocks,
+                                                  np.float64).reshape(self.n_slots, lp.blocks)
         for partial, size, out in () if lp.exact else ((lp.part_sums, k * d, self.sums),
                                                        (lp.part_weights, k, self.weights)):
             kern = own_kernel(ctx, rs, "reduce_partials")

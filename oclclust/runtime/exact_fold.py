@@ -14,7 +14,7 @@ import pyopencl.array as cla
 from .codegen import Spec, c_type, kernel
 from .kernel_recorder import active_recorders, note
 from .exact_sums import ARRAY_WORDS, ExactWords, blocks_of, lsb_for_bounds
-from .transfer import PinnedStaging, pinned_empty, wait
+from .transfer import PinnedStaging, wait
 
 FOLD_ITEMS = 2048              # a fold's work-items a compute unit (latency hidden)
 FOLD_BLOCKS = 1 << 13          # a fold's blocks a work-item: its double words stay exact
@@ -203,6 +203,7 @@ class SharedFold:
     def __init__(self, fold):
         self.fold = fold
         self.read_into = []
+        self.staging = PinnedStaging(fold.queue)   # (pooled: a warm fit page-locks none)
         self.turn = 0
         self.gathered = None
         self.writes = []   # the last total's copies from the page-locked arrays
@@ -216,8 +217,8 @@ class SharedFold:
         """The fold's words read (into the next array in turn), not waited
         on: the copy's event."""
         if not self.read_into:
-            self.read_into = [pinned_empty(self.fold.queue, (self.fold.out.size,), np.float64)
-                              for _ in range(2)]
+            self.read_into = [self.staging.host(f"words{i}", self.fold.out.size, np.float64)
+                              for i in range(2)]
         self.turn ^= 1
         return cl.enqueue_copy(self.fold.queue, self.words, self.fold.out.data,
                                is_blocking=False)

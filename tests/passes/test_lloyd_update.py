@@ -431,6 +431,33 @@ def test_shared_update_over_devices_is_the_host_fit(profile, variant, case):
     assert_same_fit(shared, host)
 
 
+@pytest.mark.parametrize("count", ["one", "two"])
+def test_a_warm_fit_too_large_to_pool_page_locks_nothing(profile, count, monkeypatch):
+    """A chunk over POOL_MAX_ROWS keeps no pooled state, so its passes,
+    resident or shared update and folds are made anew each fit: their
+    page-locked arrays come from the process's pool, and a warm fit maps
+    no new page-locked memory (page-locking is slow on NVIDIA's runtime);
+    the same model, bit for bit."""
+    import gc
+    import pyopencl as cl
+    needs_fp64(profile)
+    monkeypatch.setattr(lloyd_shards, "POOL_MAX_ROWS", 0)
+    devs = two_devices(profile) if count == "two" else [profile]
+    X = blobs(3000, 17, 40, np.float32, seed=5)
+    params = dict(n_clusters=40, init=X[:40].astype(np.float64), tol=0.0, max_iter=5)
+    first, _ = shared_fit(devs, X, True, "tiled", **params)
+    gc.collect()   # the first fit's passes gone: their arrays to the pool
+    maps, map_buffer = [], cl.enqueue_map_buffer
+
+    def counted(queue, buf, *args, **kwargs):
+        maps.append(buf.size)
+        return map_buffer(queue, buf, *args, **kwargs)
+    monkeypatch.setattr(cl, "enqueue_map_buffer", counted)
+    second, steps = shared_fit(devs, X, True, "tiled", **params)
+    assert maps == [], maps
+    assert_same_fit(second, first)
+
+
 def test_shared_update_only_where_every_device_holds_its_rows(profile):
     """Shared: several devices, each its rows in one resident chunk, fp64,
     one process; not with measured weights, streamed rows, one device or
