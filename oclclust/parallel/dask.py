@@ -222,14 +222,17 @@ class DaskData(RemoteShardedData):
     def rows_states(self, key, make, fn):
         """fn(chunk, state) -> per-row values, as a dask array whose blocks
         stay on the workers (computed now: the states go with the fit), in
-        the row chunks of the user's array.  A block's values lost with its
-        worker later in the fit are made again where it moves (_move); lost
-        after the fit, computing them raises (their states went with it)."""
+        the row chunks of the user's array.  Their tasks are pinned to their
+        block's worker as every pass is (Dask steals a task placed loosely
+        to an idle worker, where the block is not).  A block's values lost
+        with its worker later in the fit are made again where it moves
+        (_move); lost after the fit, computing them raises (their states
+        went with it: close lifts the pins)."""
         payload = cloudpickle.dumps((make, fn))
         made, version = {}, self._passes + 1   # the keyed pass it will be
 
         def one(i):   # the block's values stay there: only their shape comes
-            made[i] = self._submit(i, _rows_of_block, key, payload, version, loose=True)
+            made[i] = self._submit(i, _rows_of_block, key, payload, version)
             return [made[i], self.client.submit(_shape_and_dtype, made[i], pure=False)]
         metas = self._per_block(one)
         while True:   # made, they stay: a worker that left since took some with it
@@ -246,11 +249,15 @@ class DaskData(RemoteShardedData):
                                for i, (shape, dtype) in enumerate(metas)]
                               ).rechunk({0: self.user_chunks})
 
-    def _submit(self, i, task, *args, loose=False):
-        """A future of task(fit, i, *args) on block i's worker (*loose*: run
-        elsewhere should that worker leave, where the task checks the block)."""
+    def _submit(self, i, task, *args):
+        """A future of task(fit, i, *args) on block i's worker, and there only."""
         return self.client.submit(task, self.fit, i, *args, workers=[self.workers[i]],
-                                  allow_other_workers=loose, pure=False)
+                                  allow_other_workers=False, pure=False)
+
+    def _pin(self, where):
+        """Dask's worker restrictions of tasks already submitted: *where*
+        {key: [worker], or [] for any worker}."""
+        self.client.sync(self.client.scheduler.set_restrictions, worker=where)
 
     def _note(self, task, args, per_block, keyed):
         """A keyed pass that ran on every block, in the journal a rebuilt
@@ -428,19 +435,15 @@ class DaskData(RemoteShardedData):
 
     def _remake_outputs(self, moved):
         """The per-row values of earlier rows_states on the blocks *moved*,
-        lost with their worker: Dask runs their tasks again (loose
-        restrictions), which fail where the block is not as it was; they run
-        again on its new worker, where its rebuild kept them (_KEPT)."""
-        lost = [(made[i], self.workers[i]) for made in self._outputs for i in moved]
-        for future, where in lost:
-            self.client.sync(self.client.scheduler.set_restrictions,
-                             worker={future.key: [where]})
-        for future, where in lost:
-            with contextlib.suppress(Exception):   # an error: run again just below
-                wait(future, timeout=30)
-            if future.status != "finished":
-                self.client.retry([future])
-        shapes = [self.client.submit(_shape_and_dtype, f, pure=False) for f, _ in lost]
+        lost with their worker: their tasks, pinned to it, wait in Dask's
+        no-worker state; pinned to the block's new worker and retried, they
+        run there from what its rebuild kept (_KEPT).  Values a worker left
+        still holds (a copy Dask made) stay."""
+        lost = [made[i] for made in self._outputs for i in moved]
+        self._pin({made[i].key: [self.workers[i]] for made in self._outputs for i in moved})
+        held = self.client.who_has(lost)
+        self.client.retry([f for f in lost if not held.get(f.key)])
+        shapes = [self.client.submit(_shape_and_dtype, f, pure=False) for f in lost]
         _, gone = self._watched({i: [made[i]] for made in self._outputs for i in moved},
                                 shapes, lambda g: shapes)
         if gone:
@@ -480,12 +483,16 @@ class DaskData(RemoteShardedData):
             time.sleep(POLL_SECONDS / 4)
 
     def close(self):
-        """Free the fit's blocks on every worker (those still there)."""
+        """Free the fit's blocks on every worker (those still there), and
+        lift the pins of its per-row values: lost after the fit, Dask makes
+        them again anywhere, where _rows_of_block raises (pinned to a worker
+        gone, they would wait for it forever)."""
         if self.workers:
             try:   # a worker that left is not waited for (a connection's timeout)
                 alive = set(workers_info(self.client))
                 self.client.run(_free, self.fit, workers=sorted(set(self.workers) & alive),
                                 on_error="ignore")
+                self._pin({f.key: [] for made in self._outputs for f in made.values()})
             except Exception as exc:   # noqa: BLE001 -- never hides the fit's own error
                 warnings.warn(f"freeing the fit's blocks on the Dask workers failed: {exc}",
                               RuntimeWarning, stacklevel=user_stacklevel())

@@ -147,6 +147,21 @@ def test_a_worker_killed_mid_fit_leaves_the_undisturbed_model(two_workers, devic
     assert not any(client.run(lambda: len(od._BLOCKS)).values())   # the blocks freed
 
 
+def test_per_row_values_lost_after_the_fit_raise(two_workers, devices):
+    """A worker killed after the fit with the only copy of some labels:
+    computing them raises at once (the fit's pins on them lifted, Dask
+    makes them elsewhere, where their block's states are not)."""
+    client = two_workers
+    est = ESTIMATORS["kmeans"](devices).fit(blobs())
+    has = client.has_what()
+    alone = [w for w, keys in has.items() for k in keys if str(k).startswith("_rows_of_block")
+             and sum(k in theirs for theirs in has.values()) == 1]
+    assert alone, has
+    os.kill(client.run(os.getpid, workers=[alone[0]])[alone[0]], signal.SIGKILL)
+    _, error, _ = in_thread(lambda: est.labels_.compute())
+    assert isinstance(error, RuntimeError) and "left with their worker" in str(error), error
+
+
 def test_no_worker_left_raises_naming_it(devices, monkeypatch):
     """A cluster of its own, of one worker whose nanny does not restart it."""
     from distributed import Client, LocalCluster

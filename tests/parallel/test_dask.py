@@ -171,6 +171,39 @@ def test_fuzzy_cmeans_equals_the_one_device_fit(client, devices):
     assert np.isclose(cm.score(X), ref.score(X.compute()), rtol=1e-12, atol=0)
 
 
+def test_per_row_values_are_made_on_their_blocks_worker(client, devices):
+    """Twelve blocks on one worker, the other idle, the per-row values' tasks
+    slow: Dask's work stealing moves a task placed loosely to the idle
+    worker, where its block is not (the fit raised there); pinned, they
+    stay.  (A worker killed mid-fit left its blocks so, beside its idle
+    replacement: tests/faults/test_dask_faults.py.)"""
+    holder = sorted(client.scheduler_info()["workers"])[0]
+    rows = blobs(n=12 * BLOCK).compute()
+    X = da.concatenate([da.from_delayed(client.scatter(rows[lo:lo + BLOCK], workers=[holder]),
+                                        shape=(BLOCK, D), dtype=rows.dtype)
+                        for lo in range(0, len(rows), BLOCK)])
+    dask_blocks = oc.parallel.dask_blocks
+
+    def slow_rows(seconds):   # on the workers (a closure: pickled by value)
+        real = getattr(dask_blocks._rows_of_block, "real", dask_blocks._rows_of_block)
+
+        def slow(*args):
+            time.sleep(seconds)
+            return real(*args)
+        slow.real = real
+        dask_blocks._rows_of_block = slow if seconds else real
+    client.run(slow_rows, 0.3)
+    try:
+        km = oc.KMeans(K, init="random", n_init=1, random_state=0, tol=0, max_iter=4,
+                       devices=devices).fit(X)
+    finally:
+        client.run(slow_rows, 0)
+    assert {where.split()[0] for where in km.devices_} == {holder}
+    ref = oc.KMeans(K, init="random", n_init=1, random_state=0, tol=0, max_iter=4,
+                    devices=devices[:1]).fit(rows)
+    assert np.array_equal(km.labels_.compute(), ref.labels_)
+
+
 @pytest.mark.parametrize("make", [
     lambda devices: oc.KMeans(64, init="random", n_init=1, random_state=0, tol=0,
                               max_iter=40, devices=devices),
