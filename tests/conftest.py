@@ -36,6 +36,46 @@ def pytest_configure(config):
         "(the host's code, the package, the docs' examples, the command line's refusals before "
         "any device work; fits over both CPU runtimes, the runtimes fixture's, whatever the "
         "platform under test): tools/test.sh runs them on one runtime only")
+    config.addinivalue_line(
+        "markers", "covering(strength): a parametrized test whose cases that give each "
+        "parameter each of its values (strength 1), or every two parameters each pair of "
+        "their values (strength 2), are enough on a runtime whose kernels' compilation is "
+        "most of the test (PoCL); its other cases are marked breadth")
+    config.addinivalue_line(
+        "markers", "breadth: a case of a covering test beyond those that cover its values: "
+        "tools/test.sh leaves it out of PoCL's run (Intel's runtime and GPUs run every case)")
+
+
+def _covered(item, strength):
+    """The parameter values (strength 1) or pairs of them (2) a case gives."""
+    values = sorted((name, repr(value)) for name, value in item.callspec.params.items())
+    if strength == 1:
+        return set(values)
+    return {(a, b) for i, a in enumerate(values) for b in values[i + 1:]} or set(values)
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m selects by marks
+def pytest_collection_modifyitems(config, items):
+    """Of each covering test, keep (greedily) the cases that give the most
+    values or pairs not yet given, until every one is; mark the others
+    breadth."""
+    tests = {}
+    for item in items:
+        mark = item.get_closest_marker("covering")
+        if mark is not None and hasattr(item, "callspec"):
+            tests.setdefault(item.nodeid.split("[")[0], []).append(
+                (item, _covered(item, mark.args[0] if mark.args else 2)))
+    for cases in tests.values():
+        left = dict(cases)
+        while left:
+            best = max(left, key=lambda item: len(left[item]))
+            if not left[best]:
+                break
+            given = left.pop(best)
+            for item in left:
+                left[item] -= given
+        for item in left:
+            item.add_marker(pytest.mark.breadth)
 
 
 def platforms_under_test():

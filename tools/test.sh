@@ -54,14 +54,13 @@ runtime_job() {
   # checks that do not depend on the runtime (marker one_runtime: the host's code, the
   # package, the docs' examples, which the docs build runs on PoCL too, the command line's
   # refusals; fits over both CPU runtimes at once, whichever is under test) run on Intel's
-  # alone: in Intel's run, or beside PoCL's in the side job
-  if { [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms"; } ||
-     { [ "$key" = intel ] && $side; }; then
+  # alone: in Intel's run, or beside it in the side job
+  # Of covering tests, PoCL runs the cases that give each value (or pair of values) of
+  # their parameters (the others are marked breadth): compiling kernels is most of its run
+  if [ "$key" = pocl ] && grep -qxF "Intel(R) OpenCL" <<<"$platforms"; then
+    once+=(-m "not one_runtime and not breadth")
+  elif [ "$key" = intel ] && $side; then
     once+=(-m "not one_runtime")
-  fi
-  # Intel's share of the process-spawning checks runs in the side job, beside PoCL's run
-  if [ "$key" = intel ] && $side; then
-    for path in "${beside_pocl[@]}"; do once+=(--ignore "$path"); done
   fi
   echo "=== $key: OCLCLUST_TEST_PLATFORM='$name' pytest -q --durations=30 tests ${once[*]}${*:+ $*} ===" >>"$joblog"
   OCLCLUST_TEST_PLATFORM=$name PYTHONSAFEPATH=1 run_pytest "$key" \
@@ -87,17 +86,6 @@ one_runtime_job() {
     "$py" -m pytest -q --durations=30 tests --ignore tests/passes/test_oclgrind.py -m one_runtime
 }
 
-# The checks that start processes (MPI launches, Dask clusters, the command line: mostly
-# interpreters starting, little kernel work), on Intel's runtime, in the side job: beside
-# PoCL's run rather than after it, where Intel's run would wait for them (stop 53's CI:
-# Intel's suite 15.9 min after PoCL's 29.0, the side job 15 min of PoCL's 29).
-beside_pocl=(tests/faults tests/cli)
-intel_beside_pocl_job() {
-  echo "=== intel beside pocl: OCLCLUST_TEST_PLATFORM='Intel(R) OpenCL' pytest -q --durations=30 ${beside_pocl[*]} -m 'not one_runtime' ===" >>"$joblog"
-  OCLCLUST_TEST_PLATFORM="Intel(R) OpenCL" PYTHONSAFEPATH=1 run_pytest "intel beside pocl" \
-    "$py" -m pytest -q --durations=30 "${beside_pocl[@]}" -m "not one_runtime"
-}
-
 # The oclgrind check alone (the simulator is single-threaded: a core of its own while the
 # runtimes' runs take the others), on Intel's platform name as the runtime runs give it.
 oclgrind_job() {
@@ -118,13 +106,14 @@ docs_job() {
   else printf 'docs\t1\t\n' >>"$jobres"; fi
 }
 
-# The two runtimes run one after the other, each with every core: both run kernels on a
-# thread a core, and two runs at once each took longer than both in turn (again on 2 cores,
-# two PoCL test selections: 53-56 s at once against 24-30 s one after the other).
-# OCLCLUST_TEST_JOBS=2 runs them at once. Beside them (with no pytest arguments, where
-# Intel's runtime and oclgrind are), one after another in a side job: the oclgrind check,
-# Intel's run of the process-spawning checks (beside_pocl), the docs, the one_runtime
-# checks (on Intel's platform) and both scikit-learn suites.
+# With no pytest arguments, where Intel's runtime and oclgrind are: PoCL's run and its
+# scikit-learn suite, and beside them, one after another in a side job, the oclgrind
+# check, the docs, Intel's run, the one_runtime checks (on Intel's platform) and Intel's
+# scikit-learn suite: two streams of about equal length on the 2 cores. A cold run is
+# mostly kernel compilation, a thread at a time: measured on 2 cores, a cold PoCL and a
+# cold Intel selection (71 and 29 s alone) took 79 and 29 s at once. (Stop 56's CI ran
+# PoCL's 47.5 min, then Intel's 17.6, beside a side job of 30: 68 min.)
+# Otherwise the two runtimes run one after the other (OCLCLUST_TEST_JOBS=2: at once).
 # PoCL's run leaves part of the second core idle: measured on 2 cores (load ~1.8), a PoCL
 # test selection of 16 s alone took 17.4 s beside PoCL's scikit-learn modules (17 s alone;
 # 17.7 s for both, against 33 s one after the other), 19.7 s beside Intel's (29-32 s
@@ -137,15 +126,15 @@ then
   : >"$work/oclgrind.log"; : >"$work/oclgrind.res"
   (
     joblog=$work/oclgrind.log jobres=$work/oclgrind.res
-    oclgrind_job; intel_beside_pocl_job; docs_job; one_runtime_job
-    for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
-      if grep -qxF "${entry#*=}" <<<"$platforms"; then sklearn_job "${entry%%=*}" "${entry#*=}"; fi
-    done
+    oclgrind_job; docs_job
+    runtime_job intel "Intel(R) OpenCL" false false
+    one_runtime_job; sklearn_job intel "Intel(R) OpenCL"
   ) &
 fi
 jobs=()
 for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
   key=${entry%%=*}; name=${entry#*=}
+  [ "$key" = intel ] && $side && continue   # in the side job
   if ! grep -qxF "$name" <<<"$platforms"; then
     missing "platform '$name' not found"; printf '%s\tmissing\t\n' "$key" >"$work/$key.res"
     continue
@@ -155,7 +144,7 @@ for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
   jobs+=("$key"); : >"$work/$key.log"; : >"$work/$key.res"
   (
     joblog=$work/$key.log jobres=$work/$key.res
-    own_sklearn=true; $side && own_sklearn=false
+    own_sklearn=true
     runtime_job "$key" "$name" "$last" "$own_sklearn" "$@"
     if [ "$key" = intel ] && ! $side; then docs_job; fi
   ) &

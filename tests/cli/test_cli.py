@@ -355,6 +355,7 @@ def found_words(labels):
 
 @pytest.mark.parametrize("outputs", [[], ["--labels", "{tmp}/l.npy"], ["--out", "{tmp}/m.npz"]])
 @pytest.mark.parametrize("algorithm,extra", [("hierarchical", ["-k", "3"]), ("kmeans", ["-k", "3"])])
+@pytest.mark.covering(1)
 def test_fit_summary_and_a_fit_not_saved(algorithm, extra, outputs, devices, tmp_path):
     """A hierarchical fit says how many clusters it found; a fit with no
     output option says on stderr that it was not saved (once it ran)."""

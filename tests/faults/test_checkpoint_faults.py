@@ -55,6 +55,7 @@ def without_history(model):
 
 @pytest.mark.parametrize("torn", [False, True], ids=["after", "mid-write"])
 @pytest.mark.parametrize("name", list(cs.ESTIMATORS))
+@pytest.mark.covering(1)
 def test_a_killed_fit_resumes_at_the_uninterrupted_model(name, torn, one_device, tmp_path,
                                                          monkeypatch):
     """Killed after its 2nd write, or halfway through its 3rd (the temporary

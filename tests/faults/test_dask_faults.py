@@ -124,6 +124,7 @@ def undisturbed():
 
 @pytest.mark.parametrize("point", POINTS)
 @pytest.mark.parametrize("name", ESTIMATORS)
+@pytest.mark.covering(1)
 def test_a_worker_killed_mid_fit_leaves_the_undisturbed_model(two_workers, devices, name,
                                                                point, undisturbed,
                                                                monkeypatch):

@@ -101,6 +101,7 @@ def fired_in(fired, phase):
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("action", RAISING)
+@pytest.mark.covering(2)
 def test_a_failing_rank_makes_every_rank_raise(ranks, estimator, phase, action, planned):
     got = ended_together(planned, ranks, (estimator, phase, action))
     assert fired_in(got[1]["fired"], phase), got[1]

@@ -151,6 +151,7 @@ def assert_streamed(data):
 @pytest.mark.parametrize("init", ["k-means++", "array"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 @pytest.mark.parametrize("n_devices", ["1", "2", "3"])
+@pytest.mark.covering(2)
 def test_sub_devices_equal_single_device(profile, subs, n_devices, dtype, init, weighted):
     devices = layout(profile, subs, n_devices)
     km = fit(devices, dtype, init, weighted)

@@ -86,6 +86,7 @@ def joined(rank_models):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", sf.MPI_ESTIMATORS)
+@pytest.mark.covering(1)
 def test_mpi_ranks_in_whole_blocks(name, dtype, mpi_models, reference):
     assert_same(mpi_models(dtype)[name], reference(name, dtype))
 
@@ -139,6 +140,7 @@ def test_dask_chunks_move_to_whole_blocks():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", list(sf.ESTIMATORS))
+@pytest.mark.covering(1)
 def test_dask_workers(name, dtype, client, one_device, reference):
     da = pytest.importorskip("dask.array")
     X = da.from_array(sf.data(dtype), chunks=(700, sf.D))   # not whole blocks: moved

@@ -286,6 +286,7 @@ def check_fast(got, X, w, C, m, precision):
                                                (3001, 64, 300, 2.0, False),
                                                (4099, 24, 100, 2.0, False),
                                                (2000, 128, 10, 1.5, True)])
+@pytest.mark.covering(1)
 def test_fast_within_its_bound(profile, mode, n, d, c, m, pairs, precision):
     """precision "tf32" / "bf16": one TF32 / BF16 product a step, its
     distances re-checked where the expansion's bound is not below 2^-8 /

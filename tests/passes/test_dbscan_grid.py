@@ -30,6 +30,7 @@ def _hoods(devices, X, eps, metric, shares=None):
 @pytest.mark.parametrize("metric", ["euclidean", "cityblock", "chebyshev"])
 @pytest.mark.parametrize("n,d,offset", [(1, 1, 0), (63, 2, 0), (130, 5, 0), (257, 3, 1e5)])
 @pytest.mark.parametrize("shares", SHARES, ids=str)
+@pytest.mark.covering(2)
 def test_counts_labels_and_components_equal_numpy(devices, metric, n, d, offset, shares):
     rng = np.random.default_rng(n)
     X = rng.integers(0, 4, (n, d)).astype(float) + offset     # distances exactly at eps

@@ -50,6 +50,7 @@ SHAPES = [(3, 2, 2, 8, 16), (8, 4, 3, 9, 7), (24, 4, 6, 128, 64), (26, 4, 1, 32,
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "d%d-tb%d-r%d-wg%d-p%d" % s)
+@pytest.mark.covering(1)
 def test_upper_statistics_equal_numpy(profile, shape, dtype):
     if not profile.fp64:
         pytest.skip("the kernel sums in double")

@@ -237,6 +237,7 @@ _FITS = {}
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 @pytest.mark.parametrize("name", sorted(SEEDING))
+@pytest.mark.covering(2)
 def test_seeded_fits_are_split_free(profile, seeding_draws, name, dtype, weighted, layout):
     """Each layout's fit: the draws (every target's bits, the k-means||
     weights) and every fitted attribute np.array_equal to one device's."""

@@ -38,6 +38,7 @@ def assert_scipys(Z, X, method="ward", rtol=1e-12):
 @pytest.mark.parametrize("engine", [ward_rows, ward_chain])
 @pytest.mark.parametrize("kind", ["blobs", "uniform", "duplicates"])
 @pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (64, 3), (301, 7)])
+@pytest.mark.covering(2)
 def test_ward_rows_give_scipys_tree(devices, kind, n, d, engine):
     X = rows(kind, n, d)
     plan = hier.plan_for(devices)
@@ -178,6 +179,7 @@ def test_ward_ties_where_the_matrix_fits_run_its_chain(devices, monkeypatch):
 @pytest.mark.parametrize("method", ["centroid", "median"])
 @pytest.mark.parametrize("kind", ["blobs", "uniform", "duplicates"])
 @pytest.mark.parametrize("n,d", [(2, 1), (3, 2), (64, 3), (301, 7)])
+@pytest.mark.covering(2)
 def test_generic_rows_give_scipys_tree(devices, kind, n, d, method):
     """The same merges as scipy's generic algorithm on the matrix (ties and
     duplicates included), the heights within 1e-13 relative: scipy updates

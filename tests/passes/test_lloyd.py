@@ -176,6 +176,7 @@ SHAPES = {   # n, d, k
 
 @pytest.mark.parametrize("name", ["shipped", "tiled", "gemm", "mma", "blocked"])
 @pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.covering(1)
 def test_edge_shapes(profile, make_blobs, shape, name):
     n, d, k = SHAPES[shape]
     X, _ = make_blobs(n=n, d=d, k=k, seed=n, dtype=np.float32)
@@ -194,6 +195,7 @@ GEMM_TILES = [(8, 4, 2, 2, 2, 2, 0), (4, 8, 1, 2, 4, 1, 1), (16, 16, 4, 2, 8, 2,
 
 @pytest.mark.parametrize("tiles", GEMM_TILES, ids=lambda t: "x".join(map(str, t)))
 @pytest.mark.parametrize("d, k", [(5, 13), (67, 5)])
+@pytest.mark.covering(1)
 def test_gemm_tiles_match_numpy(profile, make_blobs, tiles, d, k):
     tm, tn, rm, rn, kc, vw, prefetch = tiles
     prof = profile.replace(lloyd_variant="gemm", lloyd_tile_rows=tm,

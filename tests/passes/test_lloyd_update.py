@@ -160,6 +160,7 @@ def assert_same_fit(a, b):
 SHAPES = [(900, 3, 5), (2500, 17, 40), (3000, 40, 70)]
 
 
+@pytest.mark.covering(2)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
@@ -187,6 +188,7 @@ DEPTHS = [0, 1, 4]
 @pytest.mark.parametrize("depth", DEPTHS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("stop", ["tol", "no change", "max_iter"])
+@pytest.mark.covering(2)
 def test_every_way_to_stop(profile, variant, stop, depth):
     """Stopped by the shift (tol), by a pass that changes no label (tol=0:
     the inertia is that pass's) and by max_iter (the final pass's); the
@@ -208,6 +210,7 @@ def test_every_way_to_stop(profile, variant, stop, depth):
 @pytest.mark.parametrize("depth", DEPTHS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.covering(2)
 def test_empty_clusters_first_iteration(profile, variant, weighted, depth):
     """Centres far from every row: the first iteration's clusters are
     empty, that iteration is the host's (relocation), the others the device's."""
@@ -242,6 +245,7 @@ def test_empty_clusters_in_the_last_iteration(profile, variant):
 @pytest.mark.parametrize("depth", DEPTHS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("seed", [51, 66, 120])
+@pytest.mark.covering(2)
 def test_empty_clusters_mid_fit(profile, variant, seed, depth):
     """A cluster that empties after device iterations (found by search: 12
     centres near 40 rows): the host takes that iteration, then the device

@@ -27,6 +27,7 @@ def grid():
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan", "chebyshev"])
 @pytest.mark.parametrize("eps,min_samples", [(0.5, 5), (1.0, 4), (3.0, 30), (0.05, 2)])
 @pytest.mark.parametrize("algorithm", ["brute", "grid"])
+@pytest.mark.covering(2)
 def test_labels_equal_sklearns(devices, data, metric, eps, min_samples, algorithm):
     X = {"blobs": blobs(), "blobs3d": blobs(301, 3, seed=2), "grid": grid(),
          "blobs5d": blobs(257, 5, seed=3)}[data]
@@ -191,6 +192,7 @@ def test_sparse_rows_equal_sklearns(devices, container, metric, eps):
 @pytest.mark.parametrize("metric", ["euclidean", "cityblock", "chebyshev"])
 @pytest.mark.parametrize("eps,min_samples", [(0.5, 5), (1.0, 4), (2.0, 12)])
 @pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.covering(2)
 def test_graph_rules_equal_device_path(devices, data, metric, eps, min_samples, weighted):
     """The host graph's rules (density/dbscan/rules.graph_labels) give the device
     path's labels on the metrics the device computes."""

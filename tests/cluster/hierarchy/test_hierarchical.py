@@ -43,6 +43,7 @@ def assert_same_linkage(Z, ref):
 
 @pytest.mark.parametrize("method, metric", PAIRS)
 @pytest.mark.parametrize("seed", range(3))
+@pytest.mark.covering(1)
 def test_linkage_equals_scipy(devices, linkage_strategy, method, metric, seed):
     for name, X in point_sets(seed):
         for dtype in (np.float64, np.float32):
@@ -143,6 +144,7 @@ DISTANCE_TILES = [(8, 2, 2, 2, 2), (16, 4, 2, 4, 1), (32, 4, 4, 8, 4), (64, 8, 4
 
 @pytest.mark.parametrize("tiles", DISTANCE_TILES, ids=lambda t: "x".join(map(str, t)))
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.covering(1)
 def test_tiled_distances_equal_pdist(profile, tiles, dtype):
     """The register-tiled condensed distances are pdist's exactly (float64)
     and the one-pair-per-work-item kernel's bit for bit, for every tile

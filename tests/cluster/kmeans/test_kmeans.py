@@ -113,6 +113,7 @@ def test_empty_cluster_relocation(devices, blobs, dtype, n_far, weighted):
 @pytest.mark.parametrize("rows", [[0, 0, 1, 2], [1, 2, 0, 0], [0, 1, 2, 3] + [0] * 16],
                          ids=["first", "last", "sixteen"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+@pytest.mark.covering(2)
 def test_exact_ties_go_to_the_lowest_index(profile, blobs, dtype, rows, variant):
     """Duplicate initial centres tie exactly: as in scikit-learn the lower index
     wins, the duplicates stay empty and are relocated."""

@@ -25,6 +25,7 @@ def assert_same(ours, ref, dtype):
 @pytest.mark.parametrize("init", ["k-means++", "random", "array"])
 @pytest.mark.parametrize("params", [dict(), dict(tol=1e-3), dict(reassignment_ratio=0.3),
                                     dict(max_no_improvement=None, max_iter=3)])
+@pytest.mark.covering(2)
 def test_fit_equals_sklearn(devices, dtype, init, params):
     X = blobs().astype(dtype)
     init = X[:8].copy() if init == "array" else init

@@ -88,6 +88,7 @@ def assert_matches(fc, X, init, m, w=None, rtol=1e-5):
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("m", MS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+@pytest.mark.covering(2)
 def test_matches_bezdek(devices, make_blobs, dtype, m, weighted):
     X = data(dtype, make_blobs)
     w = weights(len(X), dtype) if weighted else None
@@ -194,6 +195,7 @@ def pass_results(profile, spec, X, w, centers, m):
 
 @pytest.mark.parametrize("rows", TILED_ROWS)
 @pytest.mark.parametrize("tiles", CMEANS_TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.covering(1)
 def test_tiled_distances_equal_untiled(profile, make_blobs, tiles, rows):
     """The distances as register tiles (distance_tile.cl.mako, sqdiff; chosen
     where the profile asks, cmeans_distance_tiles) give the same bits as the per-row

@@ -110,6 +110,7 @@ def check_case(name, X, params, fc):
 @pytest.mark.parametrize("depth", [0, 1, 3])
 @pytest.mark.parametrize("name", CASES)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+@pytest.mark.covering(2)
 def test_one_device_is_the_host_fit(profile, dtype, name, depth):
     needs_fp64(profile)
     X, sw, params = case(name, dtype)

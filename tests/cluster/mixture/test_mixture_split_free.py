@@ -78,6 +78,7 @@ _REFERENCE = {}
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
+@pytest.mark.covering(2)
 def test_same_bits_however_split(name, dtype, layout, profile, subs):
     if not profile.fp64:
         pytest.skip("split-free sums need fp64")
