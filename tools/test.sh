@@ -106,13 +106,15 @@ docs_job() {
   else printf 'docs\t1\t\n' >>"$jobres"; fi
 }
 
-# With no pytest arguments, where Intel's runtime and oclgrind are: PoCL's run and its
-# scikit-learn suite, and beside them, one after another in a side job, the oclgrind
-# check, the docs, Intel's run, the one_runtime checks (on Intel's platform) and Intel's
-# scikit-learn suite: two streams of about equal length on the 2 cores. A cold run is
-# mostly kernel compilation, a thread at a time: measured on 2 cores, a cold PoCL and a
-# cold Intel selection (71 and 29 s alone) took 79 and 29 s at once. (Stop 56's CI ran
-# PoCL's 47.5 min, then Intel's 17.6, beside a side job of 30: 68 min.)
+# With no pytest arguments, where Intel's runtime and oclgrind are: PoCL's run and both
+# scikit-learn suites, and beside them, one after another in a side job, the oclgrind
+# check, the docs, Intel's run and the one_runtime checks (on Intel's platform): two
+# streams of about equal length on the 2 cores. A cold run is mostly kernel compilation,
+# a thread at a time: measured on 2 cores, a cold PoCL and a cold Intel selection (71 and
+# 29 s alone) took 79 and 29 s at once. (Stop 56's CI ran PoCL's 47.5 min, then Intel's
+# 17.6, beside a side job of 30: 68 min; stop 57's, PoCL's 40.4 and its scikit-learn
+# suite 2.9 beside the side job's oclgrind 9.1, docs, Intel 28.3, one_runtime 4.1 and
+# Intel's scikit-learn suite 1.6: 45 min.)
 # Otherwise the two runtimes run one after the other (OCLCLUST_TEST_JOBS=2: at once).
 # PoCL's run leaves part of the second core idle: measured on 2 cores (load ~1.8), a PoCL
 # test selection of 16 s alone took 17.4 s beside PoCL's scikit-learn modules (17 s alone;
@@ -128,7 +130,7 @@ then
     joblog=$work/oclgrind.log jobres=$work/oclgrind.res
     oclgrind_job; docs_job
     runtime_job intel "Intel(R) OpenCL" false false
-    one_runtime_job; sklearn_job intel "Intel(R) OpenCL"
+    one_runtime_job
   ) &
 fi
 jobs=()
@@ -147,6 +149,7 @@ for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
     own_sklearn=true
     runtime_job "$key" "$name" "$last" "$own_sklearn" "$@"
     if [ "$key" = intel ] && ! $side; then docs_job; fi
+    if $side; then sklearn_job intel "Intel(R) OpenCL"; fi   # (PoCL's stream: the shorter)
   ) &
   pid=$!
   # the first job's log streams as it grows (CI shows progress); the others print at the end

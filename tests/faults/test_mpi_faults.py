@@ -118,6 +118,7 @@ def test_a_failing_rank_makes_every_rank_raise(ranks, estimator, phase, action, 
 
 
 @pytest.mark.parametrize("estimator,phase,death", DEATHS)
+@pytest.mark.covering(1)
 def test_a_rank_that_dies_ends_the_job(estimator, phase, death, platform, tmp_path):
     start = time.monotonic()
     proc = mpirun(2, "fault", str(tmp_path), "--estimator", estimator, "--init", "k-means++",

@@ -84,7 +84,10 @@ def test_kmeans_equals_the_one_device_fit(client, devices, init, dtype, monkeypa
     X = blobs(dtype)
     host = X.compute()
     kw = dict(n_clusters=K, init=init, n_init=1, random_state=3, tol=0, max_iter=30)
-    km = fitted_on_workers(client, lambda: oc.KMeans(devices=devices, **kw), X, monkeypatch)
+    # the platform's name, as users give it: a worker of several on a host of several GPUs
+    # takes one of them (a list is each worker's whole)
+    km = fitted_on_workers(client, lambda: oc.KMeans(devices=devices[0].platform, **kw), X,
+                           monkeypatch)
     ref = oc.KMeans(devices=devices[:1], **kw).fit(host)
     assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
     assert km.inertia_ == ref.inertia_ and km.n_iter_ == ref.n_iter_
@@ -266,7 +269,10 @@ def test_spherical_and_kmeans_parallel_on_the_workers(client, devices, init, mon
     host = X.compute()
     kw = dict(n_clusters=K, init=init, n_init=1, random_state=3, tol=0, max_iter=30,
               spherical=init == "k-means++")
-    km = fitted_on_workers(client, lambda: oc.KMeans(devices=devices, **kw), X, monkeypatch)
+    # the platform's name, as users give it: a worker of several on a host of several GPUs
+    # takes one of them (a list is each worker's whole)
+    km = fitted_on_workers(client, lambda: oc.KMeans(devices=devices[0].platform, **kw), X,
+                           monkeypatch)
     ref = oc.KMeans(devices=devices[:1], **kw).fit(host)
     assert np.array_equal(km.cluster_centers_, ref.cluster_centers_)
     assert km.inertia_ == ref.inertia_

@@ -38,14 +38,15 @@ CASES = [("kmeans", "full", np.float32), ("k-means++", "diag", np.float64),
 
 @pytest.mark.parametrize("init_params,cov,dtype", CASES,
                          ids=[f"{i}-{c}-{np.dtype(t).name}" for i, c, t in CASES])
+@pytest.mark.covering(1)
 def test_every_init_equals_the_numpy_fit_and_no_row_sized_array_travels(
         client, devices, init_params, cov, dtype, monkeypatch):
     X = blobs(dtype, n=N)
     kw = dict(n_components=K, covariance_type=cov, random_state=2, max_iter=8, tol=0,
               init_params=init_params)
     moved = Transfers(client, monkeypatch)
-    with get_task_stream(client) as stream:
-        gm = oc.GaussianMixture(devices=devices, **kw).fit(X)
+    with get_task_stream(client) as stream:   # (by name: one GPU a worker on a host of several)
+        gm = oc.GaussianMixture(devices=devices[0].platform, **kw).fit(X)
     monkeypatch.undo()
     ran = {t["worker"] for t in stream.data if str(t["key"]).startswith("_on_block")}
     assert ran == set(client.scheduler_info()["workers"]), ran   # the passes ran on both
@@ -80,6 +81,7 @@ PER_ROW = [("KMeans", "predict"), ("KMeans", "transform"), ("MiniBatchKMeans", "
 
 
 @pytest.mark.parametrize("name,method", PER_ROW, ids=[f"{n}.{m}" for n, m in PER_ROW])
+@pytest.mark.covering(1)
 def test_per_row_outputs_of_a_dask_array_stay_on_the_workers(client, devices, name, method,
                                                              monkeypatch):
     """A model's per-row output of a dask array is a dask array made on the

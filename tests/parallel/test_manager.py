@@ -465,6 +465,7 @@ def test_rebalance_keeps_labels(profile, subs):
 # ------------------------------------------------------- streamed vs resident
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
 @pytest.mark.parametrize("which", ["single", "3"])
+@pytest.mark.covering(1)
 def test_streamed_equals_resident(profile, subs, which, dtype):
     devices = layout(profile, subs, which)
     X = random_data(dtype)

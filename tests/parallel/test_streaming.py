@@ -73,6 +73,7 @@ def assert_same_model(name, got, want, dtype, exact=None):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("name", list(ESTIMATORS))
+@pytest.mark.covering(1)
 def test_streamed_through_an_eighth_equals_resident(profile, name, dtype):
     if dtype == np.float64 and not profile.fp64:
         pytest.skip("no fp64")

@@ -228,6 +228,7 @@ def test_emulated_pass_matches_float64(profile, n, d, c, m):
 
 @pytest.mark.parametrize("mode", ["planned", "emulated", "truncated"])
 @pytest.mark.parametrize("n, d, c", [(300, 64, 8), (2000, 128, 10)])
+@pytest.mark.covering(1)
 def test_rows_near_two_centres(profile, mode, n, d, c):
     """Rows fuzzy between two near centres (near_pairs): their distances are
     re-checked exactly where the expansion's error bound is not small

@@ -12,6 +12,7 @@ from oclclust.passes.dbscan import Neighbourhoods
 @pytest.mark.parametrize("metric", ["euclidean", "cityblock", "chebyshev"])
 @pytest.mark.parametrize("n,d", [(1, 1), (63, 2), (130, 5)])
 @pytest.mark.parametrize("graph", [True, False], ids=["graph", "no-graph"])
+@pytest.mark.covering(1)
 def test_counts_and_least_labels_equal_numpy(devices, metric, n, d, graph):
     rng = np.random.default_rng(n)
     X = rng.integers(0, 4, (n, d)).astype(float)          # distances exactly at eps

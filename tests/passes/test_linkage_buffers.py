@@ -36,6 +36,7 @@ def split(devices, buffers, **changes):
 
 
 @pytest.mark.parametrize("kind", ["blobs", "grid", "duplicates"])
+@pytest.mark.covering(1)
 def test_every_method_across_buffers_is_one_buffers_and_scipys(devices, linkage_strategy, kind):
     X = data(kind)
     for method in METHODS:

@@ -127,6 +127,7 @@ def mutual_reachability(X, metric, core):
 
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("kind", ["random", "grid"])
+@pytest.mark.covering(1)
 def test_core_distances_mutual_reachability(plan, metric, kind):
     """core: scipy's single linkage of the mutual-reachability matrix, the
     same Prim order (ties are the rule here: many weights are a core)."""

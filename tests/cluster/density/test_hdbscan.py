@@ -57,6 +57,7 @@ def assert_same(ours, theirs, exact=True):
     ("sqeuclidean", "brute"), ("euclidean", "kd_tree"), ("manhattan", "kd_tree"),
     ("chebyshev", "ball_tree")])
 @pytest.mark.parametrize("min_samples", [None, 3])
+@pytest.mark.covering(1)
 def test_metrics_match_sklearn(devices, metric, min_samples, algorithm):
     """kd_tree, ball_tree: the core distances over the grid of cells."""
     X = sk_blobs()

@@ -103,6 +103,7 @@ def estep_outputs(profile, X, m, k, store):
 
 @pytest.mark.parametrize("d", [5, 37])
 @pytest.mark.parametrize("tiles", ESTEP_TILES, ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.covering(1)
 def test_tiled_diag_estep_equals_per_point(profile, tiles, d):
     """Where the profile asks (gmm_distance_tiles), the diag E step
     takes its Mahalanobis terms from distance_tile.cl.mako (sqdiff_scaled):
