@@ -63,8 +63,10 @@ def _tops(a, b, n):
     order = np.concatenate([order[inner], order[~inner]])
     number = np.empty(n, np.int64)
     number[order] = np.arange(n)
-    parent = np.zeros(n, np.int64)                # the root's: itself, number 0
-    parent[number[b]] = number[a]
+    # each vertex's parent's number, written in the new order (a gather of
+    # the parents, not a scatter over the children)
+    up_of[root] = root                            # the root's: itself, number 0
+    parent = number[up_of[order]]
     pe = pe[order]
     # up[v]: v's nearest proper ancestor with pe > pe[v] (the root's: itself)
     up = parent.copy()
@@ -97,8 +99,7 @@ def _tops(a, b, n):
         for level in reversed(levels):
             np.take(level, walk, out=step)
             np.less(step, bound, out=below)
-            step &= low
-            np.copyto(walk, step, where=below)
+            np.bitwise_and(step, low, out=walk, where=below)     # the step's ancestor
         up[todo] = walk
     return up, pe, order.astype(np.int64)
 
@@ -124,7 +125,9 @@ def merged_clusters(xs, ys, n):
     if m <= 0:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
     flip = _tree_parents(xs, ys, n)
-    a, b = np.where(flip, ys, xs), np.where(flip, xs, ys)    # a_k the parent of b_k
+    flipped = bool(flip.any())          # none where the merges come rooted: no copies
+    a, b = (np.where(flip, ys, xs), np.where(flip, xs, ys)) if flipped else (xs, ys)
+    # a_k the parent of b_k
     up, pe, point = _tops(a, b, n)
     # by top, merges ascending: a sort of the keys T_k * m + k over the
     # renumbered vertices but the root (number 0), made in their order
@@ -138,7 +141,12 @@ def merged_clusters(xs, ys, n):
     latest[tops[ends]] = order[ends]
     lower = np.empty(m, np.int64)
     lower[pe[1:]] = np.where(latest[1:] >= 0, n + latest[1:], point[1:])
-    mz = np.zeros((m, 3))
-    mz[:, 0], mz[:, 1] = upper + 1, lower + 1
-    sizes = from_mlab_linkage(mz)[:, 3].astype(np.int64)
+    # MATLAB's linkage (ids from 1) of the two columns alone: scipy's copy
+    # and checks of a third would be a pass over the merges more
+    mz = np.empty((m, 2))
+    mz[:, 0], mz[:, 1] = upper, lower
+    mz += 1.0
+    sizes = from_mlab_linkage(mz)[:, 2].astype(np.int64)
+    if not flipped:
+        return upper, lower, sizes
     return np.where(flip, lower, upper), np.where(flip, upper, lower), sizes

@@ -295,3 +295,18 @@ def test_traversals_are_the_definitions(n, shape, weights, seed):
     pre, tree = traversal.preorder(counts, children, roots)
     np.testing.assert_array_equal(pre, walk(roots[0]) + walk(roots[1]))
     np.testing.assert_array_equal(tree, np.repeat([0, 1], [len(walk(r)) for r in roots]))
+
+
+@pytest.mark.parametrize("n, shape, weights, seed", [c for c in CASES if c[2] == "tied"])
+@pytest.mark.parametrize("min_size", [1, 2, 3, 5, 16, 1000])
+def test_breadth_first_within_is_the_whole_walks(n, shape, weights, seed, min_size):
+    """traversal.breadth_first(within=): the merges of a top part of the
+    tree (those of min_size points or more, and the root) in the order the
+    walk of the whole tree lists them."""
+    from oclclust.cluster.density.hdbscan import traversal
+    left, right, _, size = hdbscan_tree.single_linkage(*random_edges(n, shape, weights, seed))
+    within = size >= min_size
+    within[-1] = True
+    whole = traversal.breadth_first(left, right, n)
+    expected = whole[(whole >= n) & within[np.maximum(whole - n, 0)]]
+    np.testing.assert_array_equal(traversal.breadth_first(left, right, n, within), expected)

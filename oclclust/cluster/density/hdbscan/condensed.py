@@ -18,13 +18,31 @@ def _cluster_heads(goes_on, heads, m):
     return out
 
 
-def _jump(step, todo, done):
-    """step[x] followed from each x in *todo* until a node where done holds
-    (pointer jumping, in place: the chains must be short or few)."""
-    while todo.shape[0]:
-        step[todo] = step[step[todo]]
-        todo = todo[~done[step[todo]]]
-    return step
+def _falling_points(left, right, n, sides, rows, out):
+    """out[rows[k]:] <- the points of falling side k (merge node sides[k],
+    fewer than min_cluster_size points) breadth first, as a walk of the
+    whole tree meets them: one level of every side at a time (fewer levels
+    than min_cluster_size), each level's nodes side by side in the order
+    of the sides and, within one, left before right; a side's points at a
+    level follow those it had at the levels above."""
+    filled = np.zeros(sides.shape[0], np.int64)
+    nodes, side = sides, np.arange(sides.shape[0])
+    while nodes.shape[0]:
+        below = np.empty((nodes.shape[0], 2), np.int64)
+        below[:, 0], below[:, 1] = left[nodes - n], right[nodes - n]
+        below = below.ravel()
+        side = np.repeat(side, 2)
+        point = below < n
+        points, of = below[point], side[point]
+        if points.shape[0]:
+            # each side's points of this level are one run (of ascends)
+            first = np.flatnonzero(np.r_[True, of[1:] != of[:-1]])
+            runs = np.diff(np.r_[first, points.shape[0]])
+            rank = np.arange(points.shape[0]) - np.repeat(first, runs)
+            out[rows[of] + filled[of] + rank] = points
+            filled[of[first]] += runs
+        nodes, side = below[~point], side[~point]
+    return out
 
 
 def condense(tree, min_cluster_size):
@@ -39,9 +57,11 @@ def condense(tree, min_cluster_size):
     is small or one of two big ones starts a unit (a falling side or a new
     cluster), the one big child of the others goes on as its parent's
     cluster.  Each visited merge's cluster comes from one walk down the
-    clusters' chains, each point's falling side from pointer jumping (fewer
-    than min_cluster_size steps up).  The rows are the units breadth first,
-    one row for a new cluster, a falling side's points breadth first."""
+    clusters' chains, the units' order from a walk of the visited merges
+    alone, the falling sides' points from a walk of all sides at once, a
+    level at a time (fewer than min_cluster_size levels).  The rows are the
+    units breadth first, one row for a new cluster, a falling side's points
+    breadth first."""
     left, right, value, size = (np.asarray(t) for t in tree)
     m = left.shape[0]
     n = m + 1
@@ -49,54 +69,59 @@ def condense(tree, min_cluster_size):
         return (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64),
                 np.empty(0, np.int64))
     left, right = left.astype(np.int64, copy=False), right.astype(np.int64, copy=False)
-    root = 2 * n - 2
     sizes = np.ones(2 * n - 1, np.int64)
     sizes[n:] = size
     big = sizes >= min_cluster_size
-    parent = np.empty(2 * n - 1, np.int64)
-    parent[left] = parent[right] = np.arange(n, 2 * n - 1)
-    parent[root] = root
+    big_left, big_right = big[left], big[right]
     visited = big[n:].copy()
     visited[-1] = True                      # the root, whatever its size
-    both_big = big[left] & big[right]
-    up = parent[:-1] - n                    # every node but the root: its parent's merge
-    start = np.ones(2 * n - 1, bool)
-    start[:-1] = visited[up] & (~big[:-1] | both_big[up])
-    new_cluster = start & big
-    new_cluster[root] = False
+    both_big = big_left & big_right
+    # the merges that start clusters: the root and the merges under a
+    # visited merge of two big sides (each of them a new cluster)
+    splits = visited & both_big
+    starts = np.zeros(m, bool)
+    starts[-1] = True
+    for side in (left[splits], right[splits]):
+        starts[side[side >= n] - n] = True
     # each visited merge's cluster: the chains of one big child
-    goes_on = np.where(visited & ~both_big, np.where(big[left], left, right), -1)
+    goes_on = np.where(visited & ~both_big, np.where(big_left, left, right), -1)
     goes_on = np.where(goes_on >= n, goes_on - n, -1)
-    head = _cluster_heads(goes_on, np.flatnonzero(new_cluster[n:] | (np.arange(m) == m - 1)),
-                          m) + n
-    bfs = breadth_first(left, right, n)
+    head = _cluster_heads(goes_on, np.flatnonzero(starts), m) + n
+    # the units breadth first: the children of the visited merges (a top
+    # part of the tree: a big merge's parent is bigger) taken breadth first,
+    # left before right -- the whole walk's order, from a walk of that part;
+    # a child starts a unit where it is small or its sibling big too
+    walked = breadth_first(left, right, n, visited) - n
+    kids = np.empty((walked.shape[0], 2), np.int64)
+    kids[:, 0], kids[:, 1] = left[walked], right[walked]
+    kid_big = np.empty(kids.shape, bool)
+    kid_big[:, 0], kid_big[:, 1] = big_left[walked], big_right[walked]
+    unit = ~kid_big
+    unit |= both_big[walked][:, None]
+    unit = unit.ravel()
+    tops, clusters = kids.ravel()[unit], kid_big.ravel()[unit]
+    merge = np.repeat(walked, 2)[unit]      # each unit's parent merge
     label = np.empty(2 * n - 1, np.int64)
-    label[root] = n
-    tops = bfs[1:][start[bfs[1:]]]          # the units, breadth first
-    clusters = big[tops]
+    label[2 * n - 2] = n                    # the root
     label[tops[clusters]] = np.arange(n + 1, n + 1 + int(clusters.sum()))
     unit_size = sizes[tops]
     count = np.where(clusters, 1, unit_size)
-    row_node = np.repeat(tops, count)       # a new cluster, or a point falling alone
+    # a new cluster's row, or a point falling alone; then the points of the
+    # sides of several (not new clusters: rows of their own)
+    unit_node = tops.copy()
+    unit_node[clusters] = label[tops[clusters]]
+    row_node = np.repeat(unit_node, count)
+    first_row = np.cumsum(count) - count
     several = count > 1
     if several.any():
-        # the points of the falling sides of several points, side by side;
-        # a point's side: its top, fewer than min_cluster_size steps up
-        falling = np.flatnonzero(~start[:-1] & ~visited[up])
-        unit = _jump(np.where(start, np.arange(2 * n - 1), parent), falling, start)
-        place = np.empty(2 * n - 1, np.int64)
-        place[tops[several]] = np.arange(int(several.sum()))
-        points = bfs[bfs < n]
-        points = points[unit[points] >= n]
-        row_node[np.repeat(several, count)] = points[
-            np.argsort(place[unit[points]], kind="stable")]
+        _falling_points(left, right, n, tops[several], first_row[several], row_node)
     # each unit's parent, lambda and size, then repeated over its rows: the
     # gathers run over the units, the rows (millions, one a point) are
-    # written in order
-    row_node[np.repeat(clusters, count)] = label[tops[clusters]]   # one row each
-    merge = parent[tops] - n
-    dist = np.asarray(value, np.float64)[merge]
-    with np.errstate(divide="ignore"):
-        lam = np.where(dist > 0.0, 1.0 / dist, np.inf)
-    return (np.repeat(label[head[merge]], count), row_node, np.repeat(lam, count),
-            np.repeat(np.where(clusters, unit_size, 1), count))
+    # written in order; lambda in place (1 / 0 and below: inf)
+    lam = np.asarray(value, np.float64)[merge]
+    positive = lam > 0.0
+    np.divide(1.0, lam, out=lam, where=positive)
+    lam[~positive] = np.inf
+    row_size = np.ones(row_node.shape[0], np.int64)    # a point's 1, a new cluster's size
+    row_size[first_row[clusters]] = unit_size[clusters]
+    return np.repeat(label[head[merge]], count), row_node, np.repeat(lam, count), row_size

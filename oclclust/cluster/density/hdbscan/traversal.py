@@ -12,7 +12,7 @@ def successor_graph(counts, indices):
              else np.int64)
     indptr = np.zeros(counts.shape[0] + 1, index)
     np.cumsum(counts, out=indptr[1:])
-    return csr_matrix((np.ones(indices.shape[0]), indices.astype(index), indptr),
+    return csr_matrix((np.ones(indices.shape[0]), indices.astype(index, copy=False), indptr),
                       shape=(counts.shape[0],) * 2)
 
 
@@ -37,14 +37,33 @@ def preorder(counts, indices, roots):
     return pre[inside], tree[inside]
 
 
-def breadth_first(left, right, n):
+def breadth_first(left, right, n, within=None):
     """The nodes of the merge tree (merge i is node n + i, its children
     left[i] and right[i]) breadth first from the root, left before right:
     scipy's traversal takes a vertex's successors in the order they are
     stored (successor_graph), so the nodes are the vertices, merge i's row
-    holding left[i], right[i], each point's none."""
+    holding left[i], right[i], each point's none.
+
+    *within* (a mask over the merges holding each one's parent too: a top
+    part of the tree): only those merges' nodes, the walk over them alone
+    (its vertices the merges, a merge's successors its children within) --
+    the order the whole walk lists them in, the points and the merges below
+    never stored nor walked."""
     from scipy.sparse.csgraph import breadth_first_order
     m = left.shape[0]
+    if within is not None:
+        inside = np.zeros(n + m, bool)            # by node: the merges within
+        inside[n:] = within
+        # the children's nodes in successor_graph's index type: no copy there
+        inner = np.empty((m, 2), np.int32 if n + m < np.iinfo(np.int32).max else np.int64)
+        inner[:, 0], inner[:, 1] = left, right
+        kept = inside[inner]
+        counts = np.add(kept[:, 0], kept[:, 1], dtype=np.int64)
+        inner = inner[kept]
+        inner -= n                                   # their merges: the vertices
+        order = breadth_first_order(successor_graph(counts, inner), m - 1, directed=True,
+                                    return_predecessors=False)
+        return order.astype(np.int64) + n
     counts = np.zeros(n + m, np.int64)
     counts[n:] = 2
     children = np.empty(2 * m, np.int64)
