@@ -107,11 +107,22 @@ def test_page_examples_run(page, devices, tmp_path):
     assert slowest < LIMIT_S, f"{page.name}: a block took {slowest:.1f} s"
 
 
+# Intel's CPU runtime with sub-devices at times aborts as the process exits,
+# after the script's work is done ("libc++abi: Pure virtual function called!";
+# 1 run in 12-24 of plot_several_devices.py on the 2-core CI host, none of 33
+# under gdb: its teardown, not ours).  Such a run is run once more.
+INTEL_EXIT_ABORT = "Pure virtual function called!"
+
+
 @pytest.mark.parametrize("script", GALLERY, ids=lambda p: p.name)
 def test_gallery_example_runs(script, devices, tmp_path):
     _needs(script.name)
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(devices),
-                          capture_output=True, text=True, timeout=LIMIT_S)
+    for attempt in range(2):
+        proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(devices),
+                              capture_output=True, text=True, timeout=LIMIT_S)
+        if not (proc.returncode in (-6, 134) and INTEL_EXIT_ABORT in proc.stderr
+                and devices[0].platform.startswith("Intel")):
+            break
     assert proc.returncode == 0, f"{script.name}:\n{proc.stderr[-4000:]}"
 
 
