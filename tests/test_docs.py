@@ -117,7 +117,7 @@ INTEL_EXIT_ABORT = "Pure virtual function called!"
 @pytest.mark.parametrize("script", GALLERY, ids=lambda p: p.name)
 def test_gallery_example_runs(script, devices, tmp_path):
     _needs(script.name)
-    for attempt in range(2):
+    for _ in range(2):
         proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(devices),
                               capture_output=True, text=True, timeout=LIMIT_S)
         if not (proc.returncode in (-6, 134) and INTEL_EXIT_ABORT in proc.stderr
