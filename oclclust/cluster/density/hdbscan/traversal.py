@@ -4,12 +4,16 @@ tree in one piece."""
 import numpy as np
 
 
+def index_type(size):
+    """The index type of successor_graph's matrix for *size* entries."""
+    return np.int32 if size < np.iinfo(np.int32).max else np.int64
+
+
 def successor_graph(counts, indices):
     """The graph whose vertex v has the next counts[v] of *indices* as its
     successors, in that order (scipy's traversals take them so)."""
     from scipy.sparse import csr_matrix
-    index = (np.int32 if max(indices.shape[0], counts.shape[0]) < np.iinfo(np.int32).max
-             else np.int64)
+    index = index_type(max(indices.shape[0], counts.shape[0]))
     indptr = np.zeros(counts.shape[0] + 1, index)
     np.cumsum(counts, out=indptr[1:])
     return csr_matrix((np.ones(indices.shape[0]), indices.astype(index, copy=False), indptr),
@@ -55,7 +59,7 @@ def breadth_first(left, right, n, within=None):
         inside = np.zeros(n + m, bool)            # by node: the merges within
         inside[n:] = within
         # the children's nodes in successor_graph's index type: no copy there
-        inner = np.empty((m, 2), np.int32 if n + m < np.iinfo(np.int32).max else np.int64)
+        inner = np.empty((m, 2), index_type(n + m))
         inner[:, 0], inner[:, 1] = left, right
         kept = inside[inner]
         counts = np.add(kept[:, 0], kept[:, 1], dtype=np.int64)
