@@ -23,22 +23,38 @@ def place_left_empty(centers, weights):
     centers[weights == 0] = centers[big]
 
 
-def relocate_empty(sums, weights, dist, labels, data, host_w, comm=None):
+# rows of a rank up to which its farthest rows are scikit-learn's selection
+# (numpy.argpartition's order, over every row's distance on the host); past
+# it they are found where the rows are, in order of distance, then row (the
+# order MPI ranks and Dask chunks merge theirs in): at 10M rows the host's
+# read and selection were 50-80 ms of the iteration they flag
+HOST_SELECTION_ROWS = 1 << 20
+
+
+def relocate_empty(sums, weights, farthest, data, host_w, comm=None):
     """scikit-learn's rule: empty clusters take the rows farthest from their
-    centres (*dist*, *labels*: this rank's rows); *sums* and *weights*, over
-    all ranks, are mended in place.  Over ranks (``comm``): the farthest of
-    all ranks' farthest (of equals, the first row).  Whether any moved
+    centres; *sums* and *weights*, over all ranks, are mended in place.
+    *farthest(take)*: (distances, rows, labels) of this rank's *take*
+    farthest rows, in the order they fill the empty clusters
+    (host_farthest: scikit-learn's).  Over ranks (``comm``): the farthest
+    of all ranks' farthest (of equals, the first row).  Whether any moved
     (see move_rows)."""
     empty = np.flatnonzero(weights == 0)
-    take = min(len(empty), data.n)
-    far = farthest_rows(dist, take)
-    mine = [(float(dist[i]), int(i), int(labels[i]), float(host_w[i]),
-             data.row(i).astype(np.float64)) for i in far]
+    dist, rows, labels = farthest(min(len(empty), data.n))
+    mine = [(float(d), int(i), int(label), float(host_w[i]), data.row(i).astype(np.float64))
+            for d, i, label in zip(dist, rows, labels)]
     if comm is not None and comm.Get_size() > 1:   # one process: argpartition's (sklearn's)
         every = [(r, c) for r, cands in enumerate(comm.allgather(mine)) for c in cands]
         # ranks hold the rows in order: (rank, local row) sorts as the global row
         mine = [c for _, c in sorted(every, key=lambda rc: (-rc[1][0], rc[0], rc[1][1]))]
     return move_rows(sums, weights, empty, mine)
+
+
+def host_farthest(dist, labels, take):
+    """(distances, rows, labels) of the *take* rows of largest *dist* (every
+    row's, on the host), in scikit-learn's order (farthest_rows)."""
+    far = farthest_rows(dist, take)
+    return dist[far], far, labels[far]
 
 
 def farthest_rows(dist, take):

@@ -50,7 +50,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 import oclclust as oc
-from oclclust.runtime import codegen
+from oclclust.runtime import codegen, group_maxima
 from oclclust.cluster.inits import kmeans_plusplus
 from oclclust.passes import kmeanspp
 from oclclust.passes import lloyd
@@ -480,6 +480,31 @@ def exercise_moments(device, log):
     log("moments: ok")
 
 
+def exercise_group_maxima(device, log):
+    """The largest entries of a vector (runtime.group_maxima): with ties
+    (the whole vector read) and without (the chosen groups gathered), a
+    work-group of one item and of several, groups of a ragged size."""
+    q = device.queue()
+    rng = np.random.default_rng(4)
+    saved, group_maxima.GROUPS = group_maxima.GROUPS, 13
+    try:
+        for dtype, wg, ties in itertools.product((np.float32, np.float64), (1, 8),
+                                                 (True, False)):
+            mark(f"group_maxima {dtype.__name__} wg={wg} ties={ties}")
+            values = (rng.integers(0, 6, N) if ties else rng.permutation(N)).astype(dtype)
+            labels = rng.integers(0, K, N).astype(np.int32)
+            take = 4 if ties else 2
+            got = group_maxima.largest(q, cla.to_device(q, values), cla.to_device(q, labels),
+                                       N, take, wg=wg)
+            first = np.lexsort((np.arange(N), -values))[:take]
+            if not (np.array_equal(got[1], first) and np.array_equal(got[0], values[first])
+                    and np.array_equal(got[2], labels[first])):
+                raise AssertionError(f"group_maxima {dtype.__name__} wg={wg}: {got}")
+    finally:
+        group_maxima.GROUPS = saved
+    log("group_maxima: ok")
+
+
 def exercise_kmeanspp(device, log):
     """k-means++ (candidate potentials, search_sorted) in every precision,
     weighted and not, on resident data and streamed in chunks: the same picks."""
@@ -523,6 +548,8 @@ EXERCISERS = {
     "lloyd_accumulate_sums.cl.mako": [exercise_lloyd, exercise_accumulate_sums],
     "reduce_partials.cl.mako": [exercise_lloyd, exercise_moments],
     "partition_moments.cl.mako": [exercise_moments],
+    "group_maxima.cl.mako": [exercise_group_maxima],
+    "group_entries.cl.mako": [exercise_group_maxima],
     "kmeanspp_candidates.cl.mako": [exercise_kmeanspp],
     "search_sorted.cl.mako": [exercise_kmeanspp],
     "pairwise_distances.cl.mako": [exercise_pairwise],

@@ -410,6 +410,9 @@ class LloydModel(LloydBackend):
     def farthest(self, centers, take):
         return self.lloyd.farthest(take)   # of the pass just run
 
+    def farthest_found(self, take):
+        return self.lloyd.farthest_found(take)   # of the pass just run
+
     def rebalance(self):
         self.lloyd.rebalance()
 

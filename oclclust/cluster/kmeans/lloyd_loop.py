@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
-from ..empty_clusters import centers_update, move_rows, place_left_empty, relocate_empty
+from .. import empty_clusters
+from ..empty_clusters import (centers_update, host_farthest, move_rows, place_left_empty,
+                              relocate_empty)
 from ..spherical import renormalised
 from ...runtime.progress import Progress, history_entry
 
@@ -46,17 +48,32 @@ class LloydBackend:
         *centers* (sharded.farthest_of): relocation over remote rows."""
         raise NotImplementedError
 
+    def farthest_found(self, take):
+        """(distances, rows, labels) of this rank's *take* rows farthest from
+        their centres in the last pass, largest first, of equals the first
+        row, found where the rows are; None where they cannot be (the host
+        selects them from every row's distance)."""
+        return None
+
     def relocate(self, sums, weights, centers, data, host_w):
         """One model's empty clusters (of *sums*, *weights*, mended in
-        place) take the rows farthest from their *centers* (relocate_empty);
-        over rows on a Dask cluster's workers, each chunk's farthest merged
-        as MPI's ranks merge theirs."""
+        place) take the rows farthest from their *centers* (relocate_empty):
+        scikit-learn's selection on the host, or past HOST_SELECTION_ROWS
+        rows the devices' (farthest_found); over rows on a Dask cluster's
+        workers, each chunk's farthest merged as MPI's ranks merge theirs."""
         if getattr(data, "remote", False):
             empty = np.flatnonzero(weights == 0)
             return move_rows(sums, weights, empty,
                              self.farthest(centers, min(len(empty), data.n)))
-        dist, labels = self.nearest(centers)
-        return relocate_empty(sums, weights, dist, labels, data, host_w, self.ranks.comm)
+
+        def farthest(take):
+            found = (self.farthest_found(take)
+                     if data.n > empty_clusters.HOST_SELECTION_ROWS else None)
+            if found is not None:
+                return found
+            dist, labels = self.nearest(centers)
+            return host_farthest(dist, labels, take)
+        return relocate_empty(sums, weights, farthest, data, host_w, self.ranks.comm)
 
     def record(self, shifts, moving, n_models):
         """(the statistics of this iteration for history_ and the bar, the

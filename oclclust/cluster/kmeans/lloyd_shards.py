@@ -17,6 +17,7 @@ from ...passes import lloyd_update
 from ...passes.lloyd_shared import SharedCenters
 from ...passes.lloyd import LloydPass, center_norms
 from ...runtime import exact_sums
+from ...runtime.group_maxima import largest
 from ...runtime.kernel_recorder import note
 from ...runtime.reduce import count_labels
 from ...runtime.transfer import download
@@ -366,6 +367,20 @@ class LloydShards(ShardedPass):
         return farthest_of(self.map(lambda chunk, st: chunk_farthest(
             chunk, st.passes[True].min_dist.get(chunk.queue), st.current_labels().get(
                 chunk.queue), take)), take)
+
+    def farthest_found(self, take):
+        """(distances, rows, labels) of this rank's *take* rows farthest from
+        their centres in the last updating pass, largest first, of equals
+        the first row: each chunk's found on its device
+        (runtime.group_maxima.largest), then merged; only they come to the
+        host."""
+        found = self.map(lambda chunk, st: largest(chunk.queue, st.passes[True].min_dist,
+                                                   st.current_labels(), chunk.n, take),
+                         rows=False)
+        dist = np.concatenate([f[0] for f in found])
+        rows = np.concatenate([f[1] + c.offset for f, c in zip(found, self.data.chunks)])
+        first = np.lexsort((rows, -dist))[:take]
+        return dist[first], rows[first], np.concatenate([f[2] for f in found])[first]
 
     def rebalance(self):
         """Measured weights: re-split between iterations, labels kept."""

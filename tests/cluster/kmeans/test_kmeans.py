@@ -16,7 +16,8 @@ from sklearn.cluster import KMeans as SKMeans
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 import oclclust as oc
-from conftest import SAMPLE_WEIGHT_XFAIL, sklearn_checks
+from conftest import SAMPLE_WEIGHT_XFAIL, sklearn_checks, split_or_skip
+from oclclust.cluster import empty_clusters
 from oclclust.runtime.partition import DevicePartition
 
 FLOATS = [np.float32, np.float64]
@@ -107,6 +108,36 @@ def test_empty_cluster_relocation(devices, blobs, dtype, n_far, weighted):
     ours = oc.KMeans(devices=devices, **params).fit(X, sample_weight=sw)
     assert_same_fit(ours, SKMeans(**params).fit(X, sample_weight=sw))
     assert len(np.unique(ours.labels_)) == K
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("n_far", [1, 2, 5])
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+def test_farthest_rows_found_on_the_devices(profile, blobs, monkeypatch, dtype, n_far,
+                                            weighted):
+    """Past HOST_SELECTION_ROWS rows the devices find the rows the empty
+    clusters take, in order of distance, then row: the host's selection in
+    that order, bit for bit, on one device and on two (sub-devices); with
+    one or two empty clusters that is argpartition's order, so
+    scikit-learn's fit."""
+    X = blobs[0].astype(dtype)
+    sw = np.random.RandomState(1).randint(1, 4, len(X)).astype(dtype) if weighted else None
+    init = np.concatenate([bad_init(X), 1e4 + np.arange(n_far)[:, None] + 0 * X[:n_far]])
+    params = dict(n_clusters=len(init), init=init, n_init=1, max_iter=6, tol=0)
+
+    def fit(devices):
+        return oc.KMeans(devices=devices, **params).fit(X, sample_weight=sw)
+    in_order = lambda dist, take: np.lexsort((np.arange(len(dist)), -dist))[:take]  # noqa: E731
+    with monkeypatch.context() as m:    # the host's selection, in the devices' order
+        m.setattr(empty_clusters, "farthest_rows", in_order)
+        host = fit([profile])
+    monkeypatch.setattr(empty_clusters, "HOST_SELECTION_ROWS", 0)
+    for found in (fit([profile]), fit(split_or_skip(profile))):
+        np.testing.assert_array_equal(found.cluster_centers_, host.cluster_centers_)
+        np.testing.assert_array_equal(found.labels_, host.labels_)
+        assert found.inertia_ == host.inertia_ and found.n_iter_ == host.n_iter_
+    if n_far <= 2:
+        assert_same_fit(host, SKMeans(**params).fit(X, sample_weight=sw))
 
 
 @pytest.mark.parametrize("variant", ["rowwise", "tiled"])
