@@ -87,12 +87,16 @@ def largest(queue, values, labels, n, take, wg=None):
         else most.min()
     chosen = np.flatnonzero(most >= bound)
     if len(chosen) > len(most) // 4:   # many (ties): the whole vector, no gather
+        chosen = np.arange(len(most))     # (the same places: every group in order)
         got_values, got_labels = values[:n].get(queue), labels[:n].get(queue)
-        rows = np.arange(n)
     else:
         got_values, got_labels = group_entries(queue, values, labels, n, per_group, chosen)
-        rows = (chosen[:, None] * per_group + np.arange(per_group)).ravel()
-        inside = rows < n
-        rows, got_values, got_labels = rows[inside], got_values[inside], got_labels[inside]
-    first = np.lexsort((rows, -got_values.astype(np.float64)))[:take]
-    return got_values[first].astype(np.float64), rows[first], got_labels[first]
+    # what reaches the take-th largest, then a sort of only that (np.lexsort of
+    # the groups' 76k entries took 8 ms)
+    cut = len(got_values) - take
+    at = np.flatnonzero(got_values >= np.partition(got_values, cut)[cut])
+    rows = chosen[at // per_group] * per_group + at % per_group
+    at, rows = at[rows < n], rows[rows < n]
+    first = np.lexsort((rows, -got_values[at].astype(np.float64)))[:take]
+    at, rows = at[first], rows[first]
+    return got_values[at].astype(np.float64), rows, got_labels[at]

@@ -48,10 +48,14 @@ def test_a_fit_on_the_host_alone_names_no_device(make, precomputed, devices):
 
 @pytest.mark.parametrize("compute_labels", [True, False])
 def test_minibatch_kmeans_names_its_devices(compute_labels, devices):
-    """Every row's (the labels' pass) with compute_labels, else the last batch's."""
+    """Every row's (the labels' pass) with compute_labels, else the last batch's
+    (like-named devices, two GPUs of a model, told apart by " #index")."""
     fitted = oc.MiniBatchKMeans(3, batch_size=64, compute_labels=compute_labels,
                                 random_state=0, devices=devices).fit(X)
-    names = {str(p) for p in oc.select_devices(devices)}
+    profiles = oc.select_devices(devices)
+    named = [str(p) for p in profiles]
+    names = {f"{name} #{p.device_index}" if named.count(name) > 1 else name
+             for name, p in zip(named, profiles)}
     assert fitted.devices_ and set(fitted.devices_) <= names
     assert sum(fitted.devices_.values()) in ((300,) if compute_labels else (64, 300))
     fitted.partial_fit(X[:50])
