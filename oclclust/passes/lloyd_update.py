@@ -13,8 +13,9 @@ The host reads those six numbers, on a queue of its own into page-locked
 memory, and uploads nothing.  The shift and inertia are np.sum's bits, so
 the host's convergence test on them and history_ are the host update's;
 an iteration with an empty cluster or a non-finite row is the host's (its
-statistics read from the device, or the pass run again over the same
-centres where the pass ahead overwrote them).
+statistics read from the device, where the pass ahead overwrote them from
+the copies made before it, or from the pass run again over the same
+centres where none were made).
 
 The next iteration is enqueued before this one's numbers are read (one
 ahead, speculatively); a stop or the host's iteration drops it and puts
@@ -125,16 +126,17 @@ class ResidentCenters:
     for the host's reads and decisions, and their numbers are read a few
     iterations at a time (one copy into page-locked memory, on a queue of
     its own where passes are ahead).  The passes ahead overwrite the
-    labels, distances and sums of the one read, and none is saved: when
-    the fit stops at an iteration with no label changed, the passes after
-    it are over the same centres (the same labels give the same sums, bit
-    for bit) and leave the same labels and distances; a stop on the shift
-    is followed by a pass over the final centres anyway (the labels;
-    KMeans' finish); and a flagged iteration's statistics come from its
-    pass run again over its centres (``stats``; its changed-label count is
-    the one read).  *depth* + 2 centre buffers turn in a ring (the current
-    centres, each pending iteration's output), and 2 (depth + 1) result
-    slots.
+    labels, distances and sums of the one read: when the fit stops at an
+    iteration with no label changed, the passes after it are over the same
+    centres (the same labels give the same sums, bit for bit) and leave the
+    same labels and distances; a stop on the shift is followed by a pass
+    over the final centres anyway (the labels; KMeans' finish); and a
+    flagged iteration's labels, distances and statistics are the copies
+    made before the pass ahead (``kept_rows``: one pass ahead, unweighted
+    rows) or else come from its pass run again over its centres (``stats``;
+    its changed-label count is the one read).  *depth* + 2 centre buffers
+    turn in a ring (the current centres, each pending iteration's output),
+    and 2 (depth + 1) result slots.
 
     Its buffers, queue and kernel objects (arguments bound once) are one
     fit's at a time; cluster.kmeans.lloyd_shards pools them across fits."""
@@ -162,8 +164,20 @@ class ResidentCenters:
         self.current = 0
         # enqueued iterations not consumed: [target buffer, slot, done event, read event]
         self.pending = []
-        self.clobbered = False   # a pass ran after the last read one (flagged: run again)
+        self.clobbered = False   # a pass ran after the last read one (flagged: see stats)
         self.labels = None
+        # copies of an iteration's labels, distances, sums and weights made
+        # before the pass ahead overwrites them (None: run again): a flagged
+        # iteration ran its pass twice more (the pass ahead, then again: 66 ms
+        # each, 10M x 128 x 1024 on an H200).  Where one pass runs ahead (a
+        # pass longer than its launch) over unweighted rows: DeviceManager.budget
+        # keeps 4 + 3 items a row for the rows' state, of which labels and
+        # distances take 4 + 1 (weights, where there are, one more)
+        self.kept_rows = None
+        if depth == 1 and not part.weighted:
+            self.kept_rows = (cla.empty(q, part.n, np.int32),
+                              cla.empty(q, lp.min_dist.size, lp.min_dist.dtype),
+                              cla.empty(q, k * d, np.float64), cla.empty(q, k, np.float64))
         wg = update_work_group(part.profile)
         # tiled: K x D; rowwise, gemm: D x KP (gemm also the rows); blocked:
         # panels of D x cv * vw (and the rows); mma: the rows, which
@@ -272,6 +286,9 @@ class ResidentCenters:
         target = (source + 1) % len(self.buffers)
         slot = self.next_slot
         self.next_slot = (slot + 1) % self.n_slots
+        if self.kept_rows is not None and self.pending:   # a pass ahead of an unread one
+            self._keep(self.kept_rows, (self.labels, self.lloyd.min_dist, self.sums,
+                                        self.weights))
         self.enqueue_pass()
         lp = self.lloyd
         if lp.exact:
@@ -354,13 +371,26 @@ class ResidentCenters:
         """The last read pass's LloydStats with its sums and weights (as
         LloydPass.run returns them), its distances and labels in the pass's
         buffers; *centers*: its centres (centers_to_host's).  Where a pass
-        ran after it, it runs again over them (rare: flagged iterations)."""
+        ran after it (rare: flagged iterations), its kept copies come back,
+        or where none were kept it runs again over them."""
         lp, q = self.lloyd, self.lloyd.part.queue
-        if self.clobbered:
+        sums, weights = self.sums, self.weights
+        if self.clobbered and self.kept_rows is None:
             again = lp.run(centers, self.labels)
             return dataclasses.replace(self.last, sums=again.sums, weights=again.weights)
-        return dataclasses.replace(self.last, sums=self.sums.get(q).reshape(lp.k, -1),
-                                   weights=self.weights.get(q))
+        if self.clobbered:   # the kept copies back where the pass ahead wrote
+            kept_labels, kept_dist, sums, weights = self.kept_rows
+            self._keep((self.labels, lp.min_dist), (kept_labels, kept_dist))
+            self.clobbered = False
+        return dataclasses.replace(self.last, sums=sums.get(q).reshape(lp.k, -1),
+                                   weights=weights.get(q))
+
+    def _keep(self, targets, sources):
+        """Device copies of *sources* into *targets* (device arrays), in
+        the pass's queue's order."""
+        q = self.lloyd.part.queue
+        for target, source in zip(targets, sources):
+            cl.enqueue_copy(q, target.data, source.data, byte_count=source.nbytes)
 
     def centers_to_host(self):
         """The current centres (k x d float64); none resident after."""

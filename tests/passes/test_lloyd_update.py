@@ -262,6 +262,30 @@ def test_empty_clusters_mid_fit(profile, variant, seed, depth):
         assert ".F." in pattern and len(steps) == host.n_iter_
 
 
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_flagged_iteration_ahead_runs_no_pass_again(profile, monkeypatch, variant,
+                                                      weighted):
+    """One pass ahead over unweighted rows: a flagged iteration's labels,
+    distances and statistics are the copies made before the pass ahead, no
+    pass runs again, and the fit is the host's; weighted rows keep no copies
+    (the memory budget's room) and run it again."""
+    needs_fp64(profile)
+    rng = np.random.RandomState(51)     # test_empty_clusters_mid_fit's seed 51
+    X = (rng.rand(40, 2) ** 2).astype(np.float32)
+    init = X[rng.choice(40, 12, replace=False)].astype(np.float64) + rng.randn(12, 2) * 0.05
+    sw = np.random.RandomState(4).randint(1, 4, len(X)).astype(np.float32) if weighted \
+        else None
+    params = dict(n_clusters=12, init=init, tol=0.0)
+    host, _ = fit(profile, X, False, sw, variant, **params)
+    again, run = [], LloydPass.run
+    monkeypatch.setattr(LloydPass, "run", lambda self, *a, **k: (
+        again.append(self.update), run(self, *a, **k))[1])
+    device, steps = fit(profile, X, True, sw, variant, depth=1, **params)
+    assert_same_fit(device, host)
+    assert any(steps) and any(again) == weighted    # (the finish's pass: no update)
+
+
 def test_non_finite_rows_raise_as_on_the_host(profile):
     X = blobs(500, 3, 4, np.float32)
     X[7, 1] = 3e38                    # its squared distances overflow float32
