@@ -117,27 +117,32 @@ def test_farthest_rows_found_on_the_devices(profile, blobs, monkeypatch, dtype, 
                                             weighted):
     """Past HOST_SELECTION_ROWS rows the devices find the rows the empty
     clusters take, in order of distance, then row: the host's selection in
-    that order, bit for bit, on one device and on two (sub-devices); with
-    one or two empty clusters that is argpartition's order, so
-    scikit-learn's fit."""
+    that order, bit for bit, on one device, on two (sub-devices) and
+    streamed through an eighth of the rows; with one or two empty clusters
+    that is argpartition's order, so scikit-learn's fit."""
     X = blobs[0].astype(dtype)
     sw = np.random.RandomState(1).randint(1, 4, len(X)).astype(dtype) if weighted else None
     init = np.concatenate([bad_init(X), 1e4 + np.arange(n_far)[:, None] + 0 * X[:n_far]])
     params = dict(n_clusters=len(init), init=init, n_init=1, max_iter=6, tol=0)
-
-    def fit(devices):
-        return oc.KMeans(devices=devices, **params).fit(X, sample_weight=sw)
     in_order = lambda dist, take: np.lexsort((np.arange(len(dist)), -dist))[:take]  # noqa: E731
-    with monkeypatch.context() as m:    # the host's selection, in the devices' order
-        m.setattr(empty_clusters, "farthest_rows", in_order)
-        host = fit([profile])
-    monkeypatch.setattr(empty_clusters, "HOST_SELECTION_ROWS", 0)
-    for found in (fit([profile]), fit(split_or_skip(profile))):
+    fits = []
+    for devices in ([profile], split_or_skip(profile),
+                    oc.DeviceManager([profile], memory_budget=X.nbytes // 8)):
+        with monkeypatch.context() as m:    # the host's selection, in the devices' order
+            m.setattr(empty_clusters, "farthest_rows", in_order)
+            host = oc.KMeans(devices=devices, **params).fit(X, sample_weight=sw)
+        with monkeypatch.context() as m:
+            m.setattr(empty_clusters, "HOST_SELECTION_ROWS", 0)
+            found = oc.KMeans(devices=devices, **params).fit(X, sample_weight=sw)
         np.testing.assert_array_equal(found.cluster_centers_, host.cluster_centers_)
         np.testing.assert_array_equal(found.labels_, host.labels_)
         assert found.inertia_ == host.inertia_ and found.n_iter_ == host.n_iter_
+        fits.append(found)
+    # one device and two: the same model (resident rows' sums are split-free)
+    np.testing.assert_array_equal(fits[0].cluster_centers_, fits[1].cluster_centers_)
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
     if n_far <= 2:
-        assert_same_fit(host, SKMeans(**params).fit(X, sample_weight=sw))
+        assert_same_fit(fits[0], SKMeans(**params).fit(X, sample_weight=sw))
 
 
 @pytest.mark.parametrize("variant", ["rowwise", "tiled"])
