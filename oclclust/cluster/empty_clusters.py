@@ -43,7 +43,7 @@ def relocate_empty(sums, weights, farthest, data, host_w, comm=None):
     dist, rows, labels = farthest(min(len(empty), data.n))
     mine = [(float(d), int(i), int(label), float(host_w[i]), data.row(i).astype(np.float64))
             for d, i, label in zip(dist, rows, labels)]
-    if comm is not None and comm.Get_size() > 1:   # one process: argpartition's (sklearn's)
+    if comm is not None and comm.Get_size() > 1:   # one process: *farthest*'s order
         every = [(r, c) for r, cands in enumerate(comm.allgather(mine)) for c in cands]
         # ranks hold the rows in order: (rank, local row) sorts as the global row
         mine = [c for _, c in sorted(every, key=lambda rc: (-rc[1][0], rc[0], rc[1][1]))]

@@ -12,7 +12,7 @@ import pyopencl.array as cla
 from .codegen import Spec, kernel, kernel_work_group_limit
 
 GROUPS = 4096   # groups a vector is cut into: few rows each to read, few maxima
-GPU_WG = 256
+GPU_WG = 256    # a GPU's work-group a group (any size gives the same maxima)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +51,7 @@ class GroupEntriesSpec(Spec):
     acc_double: bool = False
 
 
-GATHER_WG = 64
+GATHER_WG = 64   # copies alone: any work-group copies the same
 
 
 def group_entries(queue, values, labels, n, per_group, chosen):
