@@ -113,6 +113,7 @@ def test_empty_cluster_relocation(devices, blobs, dtype, n_far, weighted):
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("n_far", [1, 2, 5])
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
+@pytest.mark.covering(2)
 def test_farthest_rows_found_on_the_devices(profile, blobs, monkeypatch, dtype, n_far,
                                             weighted):
     """Past HOST_SELECTION_ROWS rows the devices find the rows the empty
