@@ -96,7 +96,8 @@ def largest(queue, values, labels, n, take, wg=None):
     cut = len(got_values) - take
     at = np.flatnonzero(got_values >= np.partition(got_values, cut)[cut])
     rows = chosen[at // per_group] * per_group + at % per_group
-    at, rows = at[rows < n], rows[rows < n]
-    first = np.lexsort((rows, -got_values[at].astype(np.float64)))[:take]
-    at, rows = at[first], rows[first]
-    return got_values[at].astype(np.float64), rows, got_labels[at]
+    inside = rows < n
+    at, rows = at[inside], rows[inside]
+    reached = got_values[at].astype(np.float64)
+    first = np.lexsort((rows, -reached))[:take]
+    return reached[first], rows[first], got_labels[at[first]]
