@@ -18,8 +18,9 @@ out as n shrinks and d grows; without it eps=2.0); DBSCAN runs with
 algorithm="auto" (the grid where it wins), DBSCAN-brute with "brute".
 Kernels are built on a small warm-up set first.  --phases
 splits HDBSCAN's time into core distances (over the grid of cells from
-GRID_FROM rows, as algorithm="auto" runs them), MST (over its hierarchy of
-tiles from GRID_FROM rows) and the host's tree
+GRID_FROM rows, as algorithm="auto" runs them; the MST's tiles made beside
+them, as the fit makes them), MST (over its hierarchy of tiles from
+GRID_FROM rows) and the host's tree
 (from the MST edges: the single-linkage tree, labels and probabilities, the
 record dbscan_clustering cuts; the best of 3).  A new
 estimator is one more Bench row in ESTIMATORS.
@@ -27,6 +28,7 @@ estimator is one more Bench row in ESTIMATORS.
 import argparse
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -87,16 +89,21 @@ def hdbscan_phases(oc, X, params, devices):
     """(core distances s, MST s, host tree s) of one HDBSCAN fit's parts."""
     from oclclust.cluster.density.hdbscan.hdbscan import GRID_FROM, PRIM_TIES_UP_TO
     from oclclust.passes.linkage import plan_for
-    from oclclust.passes.mst import minimum_spanning_tree
+    from oclclust.passes.mst import minimum_spanning_tree, tiles_work
     from oclclust.passes.neighbours import core_distances, prim_edges
     plan = plan_for(devices)
     t0 = time.perf_counter()
     index = len(X) >= GRID_FROM
-    # as HDBSCAN's fit: the core pass's nearest rows start the MST
-    core, nearest = core_distances(plan, X, params["min_samples"], grid=index, neighbours=True)
+    # as HDBSCAN's fit: the MST's tiles made on a thread beside the core
+    # pass, whose nearest rows start the MST
+    with ThreadPoolExecutor(1) as pool:
+        tiles = pool.submit(tiles_work(plan, X, "euclidean", core=True, index=index))
+        core, nearest = core_distances(plan, X, params["min_samples"], grid=index,
+                                       neighbours=True)
+        tiles = tiles.result()
     t1 = time.perf_counter()
     a, b, w = minimum_spanning_tree(plan, X, "euclidean", core=core, ties="any", index=index,
-                                    nearest=nearest)
+                                    nearest=nearest, tiles=tiles)
     if np.any(w[1:] == w[:-1]) and len(X) <= PRIM_TIES_UP_TO:
         a, b, w = prim_edges(plan, X, "euclidean", core)
     t2 = time.perf_counter()

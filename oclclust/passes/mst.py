@@ -15,6 +15,7 @@ hierarchy/linkage_matrix.py) and of HDBSCAN (mutual-reachability weights through
 ``core``).
 """
 import dataclasses
+import functools
 
 import numpy as np
 import pyopencl as cl
@@ -128,6 +129,52 @@ def _not_finite(plan, metric):
                       "overflow, or a zero vector under cosine).")
 
 
+@dataclasses.dataclass(frozen=True)
+class RowTiles:
+    """Boruvka's rows in tiles of a spatial order, made on the host from the
+    rows alone (no core distance, no device): the order (ids: the row at
+    each place), each tile's first place (starts), the rows in that order
+    (rows, the scan's value type) and each tile's box (lo, hi; None where
+    the scan tests no box).  tb, bound, index: the scan's (NearestSpec: its
+    tb, bound, levels > 0) they were made for."""
+    tb: int
+    bound: bool
+    index: bool
+    ids: np.ndarray
+    starts: np.ndarray
+    rows: np.ndarray
+    lo: np.ndarray = None
+    hi: np.ndarray = None
+
+
+def row_tiles(X, metric, spec, dtype):
+    """The RowTiles of X (dense rows) for a scan of *spec*: with spec.levels
+    (index=True) a k-d tree's leaves (leaf_tiles: tighter boxes), else tb
+    consecutive rows of spatial_order."""
+    X = np.ascontiguousarray(X, dtype)      # the order of the values the device holds
+    n = len(X)
+    if spec.levels:
+        ids, starts = leaf_tiles(X, metric, spec.tb)
+    else:
+        ids, starts = spatial_order(X, metric, spec.tb), np.arange(0, n, spec.tb)
+    # take: a third of X[ids]'s time (rows of a few features)
+    rows = np.ascontiguousarray(np.take(X, ids, axis=0))
+    lo, hi = boxes(rows, spec.tb, starts) if spec.bound else (None, None)
+    return RowTiles(spec.tb, spec.bound, spec.levels > 0, ids, starts, rows, lo, hi)
+
+
+def tiles_work(plan, X, metric, core=False, index=False):
+    """A function of no argument that makes the RowTiles minimum_spanning_tree
+    (plan, X, metric, core=..., index=...) scans: host work alone (the
+    kernel is fetched here, in the caller's thread), for a caller to run on
+    another thread beside device work (HDBSCAN: the core distances; the
+    k-d tree's build releases the GIL).  *core*: whether core distances
+    will be given."""
+    X = np.asarray(X)
+    spec, _ = nearest_kernel(plan, X.shape[1], metric, core, index)
+    return functools.partial(row_tiles, X, metric, spec, plan.dtype)
+
+
 def _least(ncomp, comp, w):
     """Each of the *ncomp* components' least w (inf: none; a row's w inf
     where it is not to count)."""
@@ -157,7 +204,8 @@ def _probes(rows, comp):
     return rows[pick]
 
 
-def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=None):
+def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=None,
+            tiles=None):
     """Boruvka's rounds: (lo, hi, w) of the tree's n-1 edges, lo < hi, in
     the order they were found.  Edges compare by (w, lo, hi), a total order,
     so the tree is unique and no round makes a cycle.
@@ -188,19 +236,20 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     weight is at least that core.
     *stats*: a list, given a dict a round (components, rows scanned, and
     their nodes tested, tiles scanned and distances computed: the kernel
-    counts them)."""
+    counts them).  *tiles*: the rows' RowTiles for this scan, made ahead
+    (tiles_work), else made here."""
     q = plan.queue
     spec, kern = nearest_kernel(plan, d, metric, core is not None, index, stats is not None)
-    keep, tb, levels = spec.k, spec.tb, spec.levels
-    if index:                  # tiles: the k-d tree's leaves, tighter boxes
-        ids, starts = leaf_tiles(X, metric, tb)
-    else:
-        ids, starts = spatial_order(X, metric, tb), np.arange(0, n, tb)
+    keep, levels = spec.k, spec.levels
+    made = row_tiles(X, metric, spec, plan.dtype) if tiles is None else tiles
+    if ((made.tb, made.bound, made.index, len(made.ids)) !=
+            (spec.tb, spec.bound, spec.levels > 0, n)):
+        raise ValueError("the tiles were made for other rows or another scan than this one "
+                         "(tiles_work's rows, core and index must be the MST's)")
+    ids, starts, xp = made.ids, made.starts, made.rows
     fan = hierarchy_fan(len(starts), levels)
     pos = np.empty(n, np.int32)
     pos[ids] = np.arange(n, dtype=np.int32)
-    # take: a third of X[ids]'s time (rows of a few features)
-    xp = np.ascontiguousarray(np.take(X, ids, axis=0), plan.dtype)
     ids_dev = cla.to_device(q, ids)
     args = [cla.to_device(q, xp).data, ids_dev.data, np.int32(n)]
     tiles = [cla.to_device(q, np.r_[starts, n].astype(np.int32)).data, np.int32(len(starts))]
@@ -213,7 +262,7 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
         extra += [cla.to_device(q, core_pos).data, full[-1]]
         parts.append((core_pos, core_tiles, np.minimum, np.inf))
     if spec.bound:
-        lo, hi = boxes(xp, tb, starts)
+        lo, hi = made.lo, made.hi
         full += [cla.to_device(q, hierarchy(lo, fan, levels, np.minimum)).data,
                  cla.to_device(q, hierarchy(hi, fan, levels, np.maximum)).data]
         extra += full[-2:]
@@ -373,7 +422,7 @@ def check_args(X, metric, core, ties):
 
 
 def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", index=False,
-                          nearest=None):
+                          nearest=None, tiles=None):
     """The n-1 edges (a, b, w) of a minimum spanning tree of the rows of X.
 
     *plan*: a passes.linkage.Plan (device, queue, value type; float64 where
@@ -388,7 +437,9 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", 
     *core*, each row's nearest rows of X (distances, ids: n x m ascending,
     as passes/neighbours.py core_distances gives them with neighbours=True,
     the distances computed as the engine's): Boruvka's first candidates,
-    the same tree in fewer scans (boruvka).
+    the same tree in fewer scans (boruvka).  *tiles*: the RowTiles of X
+    that tiles_work(plan, X, metric, core is not None, index) makes, made
+    ahead (the same tree; else made here).
 
     Returns int64 a, b and float64 w, sorted by w (a stable sort), in the
     order single linkage needs: linkage_matrix.label on them gives scipy's Z.
@@ -414,7 +465,7 @@ def minimum_spanning_tree(plan, X, metric="euclidean", core=None, ties="scipy", 
     n, d = X.shape
     q = plan.queue
     X = np.ascontiguousarray(X, plan.dtype)
-    lo, hi, w = boruvka(plan, X, n, d, metric, core, index, nearest=nearest)
+    lo, hi, w = boruvka(plan, X, n, d, metric, core, index, nearest=nearest, tiles=tiles)
     if ties == "any":
         order = edge_order(n, lo, hi, w)
         a, b = toward_root(n, lo[order], hi[order])

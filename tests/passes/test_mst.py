@@ -214,6 +214,36 @@ def test_nearest_seed_is_the_same_tree(profile, metric, kind, d, index):
         assert sum(s["reach"] for s in seeded) > 0
 
 
+@pytest.mark.parametrize("metric", ["euclidean", "cosine"])
+@pytest.mark.parametrize("index", [False, True])
+@pytest.mark.parametrize("core", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.covering(2)
+def test_tiles_made_ahead_are_the_same_tree(profile, metric, index, core, dtype):
+    """tiles_work's RowTiles, made on another thread from float64 rows (as
+    HDBSCAN makes them beside its core distances): the tree the MST makes
+    its own tiles for, edge for edge; tiles of another scan or other rows
+    refused."""
+    from concurrent.futures import ThreadPoolExecutor
+    X = index_rows("far blobs", 3)
+    plan = Plan(profile.replace(work_group_size=8), dtype)
+    c = np.sort(squareform(pdist(X, metric)), axis=1)[:, 5] if core else None
+    with ThreadPoolExecutor(1) as pool:
+        tiles = pool.submit(mst.tiles_work(plan, X, metric, core=core, index=index)).result()
+    assert tiles.rows.dtype == dtype and np.array_equal(tiles.rows, X[tiles.ids].astype(dtype))
+    ours = mst.minimum_spanning_tree(plan, X, metric, core=c, ties="any", index=index,
+                                     tiles=tiles)
+    theirs = mst.minimum_spanning_tree(plan, X, metric, core=c, ties="any", index=index)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="tiles were made for"):
+        mst.minimum_spanning_tree(plan, X, metric, core=c, ties="any", index=not index,
+                                  tiles=tiles)
+    with pytest.raises(ValueError, match="tiles were made for"):
+        mst.minimum_spanning_tree(plan, X[:-1], metric, core=None if c is None else c[:-1],
+                                  ties="any", index=index, tiles=tiles)
+
+
 def test_index_tile_rows_caps_the_index_scans_tiles(profile):
     """mst_index_tile_rows: the index scans' tiles (and work-groups) of at
     most that many rows (a power of two), the brute walk's the profile's;

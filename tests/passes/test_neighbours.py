@@ -33,6 +33,28 @@ def _grid_data(kind):
     return rng.normal(0, 1, (500, 1)) + 1e6   # a line far from the origin
 
 
+@pytest.mark.one_runtime       # host code alone
+@pytest.mark.parametrize("kind", ["integers", "outliers", "duplicates", "line", "blobs"])
+@pytest.mark.parametrize("k", [1, 6, 17])
+def test_grid_width_of_euclidean_rows_is_cdists(monkeypatch, kind, k):
+    """grid_width's euclidean k-th distances (a BLAS product picks the
+    row): the width cdist's sorted distances give, over few rows and over
+    a sample (blobs: 20,000 rows against 4,000)."""
+    if kind == "blobs":
+        rng = np.random.default_rng(3)
+        X = rng.normal(0, 1, (20000, 8)) + rng.normal(0, 30, (20, 8))[rng.integers(0, 20, 20000)]
+        monkeypatch.setattr(neighbours, "WIDTH_SAMPLE", 4000)
+    else:
+        X = _grid_data(kind)
+    n = len(X)
+    sample = X[::max(1, n // neighbours.WIDTH_SAMPLE)]
+    queries = X[::max(1, n // neighbours.WIDTH_QUERIES)]
+    column = int(np.clip(round(k * len(sample) / n), 1, len(sample))) - 1
+    kth = np.sort(cdist(queries, sample), axis=1)[:, column]
+    positive = kth[kth > 0]      # none: the rows' extent
+    want = np.median(positive) / 2 if positive.size else np.ptp(X, axis=0).max()
+    assert neighbours.grid_width(X, k, "euclidean") == pytest.approx(want, rel=1e-12)
+
 @pytest.mark.parametrize("metric", GRID_METRICS)
 @pytest.mark.parametrize("kind", ["integers", "outliers", "duplicates", "line"])
 @pytest.mark.parametrize("k", [1, 6, 17])
