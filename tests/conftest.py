@@ -200,12 +200,26 @@ SAMPLE_WEIGHT_XFAIL = {"check_sample_weight_equivalence_on_dense_data":
 # checks that can only skip here: they need pandas / SCIPY_ARRAY_API with
 # array-api-strict, optional packages the test extra does not install
 NEEDS_MISSING_PACKAGES = {"check_sample_weights_pandas_series", "check_array_api_input"}
+# the checks whose data reach the kernels in shapes, types or layouts the
+# other tests seldom give (one row, one feature, float32/int, read-only,
+# Fortran order, sparse, weights); the rest check the estimator's host
+# contract (parameters, tags, pickles, errors before any device work), the
+# same on every runtime: marked breadth, out of PoCL's run (about 3 of its
+# 38 minutes in CI), run on Intel's and on GPUs
+KERNEL_DATA_CHECKS = {
+    "check_estimators_dtypes", "check_readonly_memmap_input", "check_f_contiguous_array_estimator",
+    "check_sample_weight_equivalence_on_dense_data",
+    "check_sample_weight_equivalence_on_sparse_data", "check_estimator_sparse_matrix",
+    "check_clustering", "check_fit2d_1sample", "check_fit2d_1feature", "check_fit1d",
+    "check_fit2d_predict1d", "check_methods_subset_invariance",
+    "check_methods_sample_order_invariance", "check_fit_idempotent", "check_transformer_general"}
 
 
 def sklearn_checks(make, expected_failed_checks=None):
     """pytest params (estimator, check) of scikit-learn's estimator checks of
     make(platform name) on every platform under test; an expected failure is
-    strict (it must fail)."""
+    strict (it must fail); the checks not in KERNEL_DATA_CHECKS marked
+    breadth."""
     from sklearn.utils.estimator_checks import estimator_checks_generator
     for name in sorted(PLATFORMS):
         for entry in estimator_checks_generator(make(name), mark="xfail", xfail_strict=True,
@@ -213,8 +227,10 @@ def sklearn_checks(make, expected_failed_checks=None):
             check = getattr(entry, "values", entry)[1]
             check_name = getattr(check, "func", check).__name__
             if check_name not in NEEDS_MISSING_PACKAGES:
-                yield pytest.param(*getattr(entry, "values", entry),
-                                   marks=getattr(entry, "marks", ()),
+                marks = list(getattr(entry, "marks", ()))
+                if check_name not in KERNEL_DATA_CHECKS:
+                    marks.append(pytest.mark.breadth)
+                yield pytest.param(*getattr(entry, "values", entry), marks=marks,
                                    id=f"{name.split()[0]}-{check_name}")
 
 
