@@ -14,13 +14,14 @@ after the shipped devices.yaml; --shipped writes that one.
 """
 import argparse
 import itertools
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import yaml
+
+from .tune_results import default_path, relative_score, write_entries
 
 DEFAULT_SHAPES = {"gpu": ["2000000,128,4096", "1000000,32,256"],
                   "cpu": ["200000,32,256"], "accelerator": ["200000,32,256"]}
@@ -130,8 +131,7 @@ def tune_device(profile, shapes, quick=False, repeats=3, log=print, configs=None
     ok = ~np.isnan(times).any(axis=1)
     if not ok.any():
         raise RuntimeError(f"no configuration ran on every shape on {profile}")
-    score = np.exp(np.log(times[ok] / np.nanmin(times[ok], axis=0)).mean(axis=1))
-    best = configs[int(np.flatnonzero(ok)[np.argmin(score)])]
+    best = configs[int(np.flatnonzero(ok)[np.argmin(relative_score(times[ok]))])]
     return best, times
 
 
@@ -139,44 +139,9 @@ def _label(terms):
     return " ".join(f"{k.replace('lloyd_', '')}={v}" for k, v in terms.items())
 
 
-def entry_for(profile, terms, shapes, times):
-    """(marker, YAML text) of the devices.yaml entry for *profile*."""
-    marker = (f"# tuned by oclclust.tune: {profile.name} | {profile.platform} | "
-              f"{profile.driver_version}")
-    note = "; ".join(f"{n}x{d} k={k}: {t:.4g} s/pass" for (n, d, k), t in zip(shapes, times))
-    entry = {"match": {"name": profile.name, "platform": profile.platform,
-                       "driver": profile.driver_version}, **terms}
-    return marker, f"{marker}\n# {note}\n" + yaml.safe_dump([entry], sort_keys=False,
-                                                            width=100)
-
-
-def default_path():
-    """$OCLCLUST_DEVICES_YAML, else the user's devices.yaml (both read by default)."""
-    from ..runtime.profiles import user_profiles_path
-    return Path(os.environ.get("OCLCLUST_DEVICES_YAML") or user_profiles_path())
-
-
-def write_entries(path, entries):
-    """Append the (marker, text) *entries* to the devices.yaml at *path*, each
-    replacing the block (marker line to blank line) an earlier tune of the same
-    device wrote; the rest of the file, comments included, is kept.  The file
-    is loaded back before it replaces the old one."""
-    from ..runtime.profiles import load_profile_file
-    path = Path(path)
-    blocks = (path.read_text() if path.exists() else "").rstrip("\n").split("\n\n")
-    markers = {marker for marker, _ in entries}
-    kept = [b for b in blocks if b.strip() and b.lstrip("\n").split("\n")[0] not in markers]
-    text = "\n\n".join(kept + [t.rstrip("\n") for _, t in entries]) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    try:
-        load_profile_file(tmp)      # a malformed entry never replaces a good file
-    except Exception:
-        tmp.unlink()
-        raise
-    tmp.replace(path)
-    return path
+def lloyd_note(shapes, times):
+    """The Lloyd winner's figures: its seconds a pass on each shape."""
+    return "; ".join(f"{n}x{d} k={k}: {t:.4g} s/pass" for (n, d, k), t in zip(shapes, times))
 
 
 def parse_shape(text):
@@ -232,7 +197,7 @@ def main(argv=None):
                                   update=not args.no_update)
         row = times[tried.index(best)]
         print(f"tune: best {_label(best)}", flush=True)
-        entries.append(entry_for(profile, best, shapes, row))
+        entries.append((profile, {"lloyd": (best, [lloyd_note(shapes, row)])}))
     print(f"tune: wrote {write_entries(path, entries)}")
     return 0
 
