@@ -1,26 +1,34 @@
-"""Auto-tuner: time Lloyd kernel configurations on each selected device and
+"""Auto-tuner: time kernel configurations on each selected device and
 write the fastest as a devices.yaml entry keyed by device name and driver.
 
-    python -m oclclust tune [--devices gpu] [--shapes 2000000,128,4096 ...]
+    python -m oclclust tune [--devices gpu] [--kernels lloyd ensemble]
+                            [--shapes 2000000,128,4096 ...]
+                            [--ensemble-shapes 1000000,2,10,32 ...]
                             [--out FILE | --shipped] [--quick]
 
-A configuration is a set of profile terms (lloyd_variant and its tiles); it
-is timed as the Lloyd pass the planner builds from the profile it gives, on
-resident random blobs of each shape.  The winner has the least geometric mean
-of its time relative to the best on each shape.  Entries go to the user file
-($OCLCLUST_DEVICES_YAML, else $XDG_CONFIG_HOME/oclclust/devices.yaml, by
-default ~/.config/oclclust/devices.yaml), which oclclust reads by default
-after the shipped devices.yaml; --shipped writes that one.
+--kernels names what is tuned: lloyd (the default) and ensemble
+(EnsembleKMeans' strategy and statistics pass: cli/tune_ensemble.py).  A
+Lloyd configuration is a set of profile terms (lloyd_variant and its tiles);
+it is timed as the Lloyd pass the planner builds from the profile it gives,
+on resident random blobs of each shape.  The winner has the least geometric
+mean of its time relative to the best on each shape.  A device's kernels
+share its entry: a tune of some keeps the others' terms (cli/tune_results.py).
+Entries go to the user file ($OCLCLUST_DEVICES_YAML, else
+$XDG_CONFIG_HOME/oclclust/devices.yaml, by default
+~/.config/oclclust/devices.yaml), which oclclust reads by default after the
+shipped devices.yaml; --shipped writes that one.
 """
 import argparse
 import itertools
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import yaml
+
+from .tune_ensemble import PAPER_SHAPE, QUICK_SHAPE, label, tune_ensemble
+from .tune_results import KERNELS, default_path, relative_score, write_entries
 
 DEFAULT_SHAPES = {"gpu": ["2000000,128,4096", "1000000,32,256"],
                   "cpu": ["200000,32,256"], "accelerator": ["200000,32,256"]}
@@ -130,8 +138,7 @@ def tune_device(profile, shapes, quick=False, repeats=3, log=print, configs=None
     ok = ~np.isnan(times).any(axis=1)
     if not ok.any():
         raise RuntimeError(f"no configuration ran on every shape on {profile}")
-    score = np.exp(np.log(times[ok] / np.nanmin(times[ok], axis=0)).mean(axis=1))
-    best = configs[int(np.flatnonzero(ok)[np.argmin(score)])]
+    best = configs[int(np.flatnonzero(ok)[np.argmin(relative_score(times[ok]))])]
     return best, times
 
 
@@ -139,44 +146,9 @@ def _label(terms):
     return " ".join(f"{k.replace('lloyd_', '')}={v}" for k, v in terms.items())
 
 
-def entry_for(profile, terms, shapes, times):
-    """(marker, YAML text) of the devices.yaml entry for *profile*."""
-    marker = (f"# tuned by oclclust.tune: {profile.name} | {profile.platform} | "
-              f"{profile.driver_version}")
-    note = "; ".join(f"{n}x{d} k={k}: {t:.4g} s/pass" for (n, d, k), t in zip(shapes, times))
-    entry = {"match": {"name": profile.name, "platform": profile.platform,
-                       "driver": profile.driver_version}, **terms}
-    return marker, f"{marker}\n# {note}\n" + yaml.safe_dump([entry], sort_keys=False,
-                                                            width=100)
-
-
-def default_path():
-    """$OCLCLUST_DEVICES_YAML, else the user's devices.yaml (both read by default)."""
-    from ..runtime.profiles import user_profiles_path
-    return Path(os.environ.get("OCLCLUST_DEVICES_YAML") or user_profiles_path())
-
-
-def write_entries(path, entries):
-    """Append the (marker, text) *entries* to the devices.yaml at *path*, each
-    replacing the block (marker line to blank line) an earlier tune of the same
-    device wrote; the rest of the file, comments included, is kept.  The file
-    is loaded back before it replaces the old one."""
-    from ..runtime.profiles import load_profile_file
-    path = Path(path)
-    blocks = (path.read_text() if path.exists() else "").rstrip("\n").split("\n\n")
-    markers = {marker for marker, _ in entries}
-    kept = [b for b in blocks if b.strip() and b.lstrip("\n").split("\n")[0] not in markers]
-    text = "\n\n".join(kept + [t.rstrip("\n") for _, t in entries]) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    try:
-        load_profile_file(tmp)      # a malformed entry never replaces a good file
-    except Exception:
-        tmp.unlink()
-        raise
-    tmp.replace(path)
-    return path
+def lloyd_note(shapes, times):
+    """The Lloyd winner's figures: its seconds a pass on each shape."""
+    return "; ".join(f"{n}x{d} k={k}: {t:.4g} s/pass" for (n, d, k), t in zip(shapes, times))
 
 
 def parse_shape(text):
@@ -189,32 +161,88 @@ def parse_shape(text):
     return n, d, k
 
 
-def main(argv=None):
+def parse_ensemble_shape(text):
+    """n,d,k,m: rows, features, clusters a model and models."""
+    head, _, models = text.rpartition(",")
+    if head.count(",") != 2 or not models.strip().lstrip("-").isdigit():
+        raise argparse.ArgumentTypeError(f"ensemble shape must be n,d,k,m; got {text!r}")
+    if int(models) < 1:
+        raise argparse.ArgumentTypeError(f"ensemble shape needs m >= 1 models: {text!r}")
+    return (*parse_shape(head), int(models))
+
+
+def positive(text):
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _shape(shape):
+    return ",".join(map(str, shape))
+
+
+def parser():
     ap = argparse.ArgumentParser(prog="oclclust tune", description=__doc__.split("\n\n")[0])
     ap.add_argument("--devices", default="all", help="devices to tune (as in KMeans)")
+    ap.add_argument("--kernels", nargs="+", choices=KERNELS, default=["lloyd"],
+                    help="what is tuned: lloyd (its variants and tiles; the default), ensemble "
+                         "(EnsembleKMeans' strategy for 'auto', model order, atomics and "
+                         "work-groups); a device's entry keeps the terms of those not tuned")
     ap.add_argument("--shapes", nargs="+", type=parse_shape, metavar="N,D,K",
-                    help="problem shapes timed (default: per device type)")
+                    help="Lloyd's problem shapes timed (default: per device type)")
+    ap.add_argument("--ensemble-shapes", nargs="+", type=parse_ensemble_shape,
+                    metavar="N,D,K,M",
+                    help="the ensembles timed: rows, features, clusters a model, models "
+                         f"(default {_shape(PAPER_SHAPE)}, the paper's; --quick "
+                         f"{_shape(QUICK_SHAPE)})")
     ap.add_argument("--out", type=Path, help=f"file to write (default {default_path()})")
     ap.add_argument("--shipped", action="store_true",
                     help="write the repository's shipped devices.yaml instead")
     ap.add_argument("--quick", action="store_true", help="a few configurations, tiny shape")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=positive, default=3, help="Lloyd passes timed (the best)")
+    ap.add_argument("--iters", type=positive,
+                    help="ensemble iterations timed a configuration (default 10; --quick 3)")
     ap.add_argument("--configs", type=Path, metavar="YAML",
-                    help="time these profile-term sets (a YAML list of mappings) instead")
+                    help="time these Lloyd profile-term sets (a YAML list of mappings) instead")
     ap.add_argument("--no-update", action="store_true",
-                    help="time the assignment alone (no sums), as predict runs it")
+                    help="time the Lloyd assignment alone (no sums), as predict runs it")
+    return ap
+
+
+def lloyd_configs(ap, path):
+    """The Lloyd configurations of the --configs file at *path*, checked."""
+    from ..runtime.profiles import ProfileError, check_terms
+    configs = yaml.safe_load(path.read_text())
+    if not isinstance(configs, list) or not all(isinstance(c, dict) and "lloyd_variant" in c
+                                                for c in configs):
+        ap.error("--configs: a YAML list of mappings, each with lloyd_variant")
+    try:
+        return [check_terms(c, f"{path} entry {i}") for i, c in enumerate(configs)]
+    except ProfileError as exc:
+        ap.error(f"--configs: {exc}")
+
+
+def tune_lloyd(profile, args, configs):
+    """The Lloyd part of *profile*'s entry: (winning terms, [its figures])."""
+    shapes = args.shapes or [parse_shape(s) for s in
+                             (QUICK_SHAPES if args.quick else DEFAULT_SHAPES[profile.type])]
+    tried = configs or configurations(profile, args.quick)
+    best, times = tune_device(profile, shapes, args.quick, args.repeats, configs=tried,
+                              update=not args.no_update)
+    print(f"tune: best {_label(best)}", flush=True)
+    return best, [lloyd_note(shapes, times[tried.index(best)])]
+
+
+def main(argv=None):
+    ap = parser()
     args = ap.parse_args(argv)
-    configs = None
-    if args.configs:
-        from ..runtime.profiles import ProfileError, check_terms
-        configs = yaml.safe_load(args.configs.read_text())
-        if not isinstance(configs, list) or not all(isinstance(c, dict) and "lloyd_variant" in c
-                                                    for c in configs):
-            ap.error("--configs: a YAML list of mappings, each with lloyd_variant")
-        try:
-            configs = [check_terms(c, f"{args.configs} entry {i}") for i, c in enumerate(configs)]
-        except ProfileError as exc:
-            ap.error(f"--configs: {exc}")
+    # each kernel's own flags without it tune nothing: a usage error, not a silent no-op
+    for flag, kernel in (("shapes", "lloyd"), ("configs", "lloyd"), ("no_update", "lloyd"),
+                         ("ensemble_shapes", "ensemble"), ("iters", "ensemble")):
+        if getattr(args, flag) and kernel not in args.kernels:
+            ap.error(f"--{flag.replace('_', '-')} is {kernel}'s: add --kernels {kernel}")
+    configs = lloyd_configs(ap, args.configs) if args.configs else None
     from ..runtime.devices import select_devices
     from ..runtime.resources import shipped_profiles_path
     path = shipped_profiles_path() if args.shipped else (args.out or default_path())
@@ -224,15 +252,19 @@ def main(argv=None):
         ap.error(str(exc))
     entries = []
     for profile in profiles:
-        shapes = args.shapes or [parse_shape(s) for s in
-                                 (QUICK_SHAPES if args.quick else DEFAULT_SHAPES[profile.type])]
         print(f"tune: {profile} (driver {profile.driver_version})", flush=True)
-        tried = configs or configurations(profile, args.quick)
-        best, times = tune_device(profile, shapes, args.quick, args.repeats, configs=tried,
-                                  update=not args.no_update)
-        row = times[tried.index(best)]
-        print(f"tune: best {_label(best)}", flush=True)
-        entries.append(entry_for(profile, best, shapes, row))
+        parts = {}
+        if "lloyd" in args.kernels:
+            parts["lloyd"] = tune_lloyd(profile, args, configs)
+        if "ensemble" in args.kernels:
+            shapes = args.ensemble_shapes or [QUICK_SHAPE if args.quick else PAPER_SHAPE]
+            terms, notes = tune_ensemble(profile, shapes, args.quick,
+                                         args.iters or (3 if args.quick else 10))
+            print(f"tune: ensemble best {label(terms)}", flush=True)
+            for note in notes:
+                print(f"tune: {note}", flush=True)
+            parts["ensemble"] = terms, notes
+        entries.append((profile, parts))
     print(f"tune: wrote {write_entries(path, entries)}")
     return 0
 
