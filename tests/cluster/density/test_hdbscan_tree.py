@@ -246,9 +246,10 @@ def test_excess_of_mass_is_the_loop(n, shape, weights, seed, allow_single, max_c
     for min_cluster_size in (2, 3, 5):
         condensed = condense_reference(tree, min_cluster_size)
         stab = hdbscan_tree.stability(condensed)
+        by_id = dict(enumerate(stab.tolist(), int(condensed[0].min())))   # from the root's id
         largest = n + 1 if max_cluster_size is None else max_cluster_size
         assert (hdbscan_tree.select(condensed, stab, "eom", allow_single, 0.0, max_cluster_size)
-                == eom_reference(condensed, stab, allow_single, largest))
+                == eom_reference(condensed, by_id, allow_single, largest))
 
 
 @pytest.mark.parametrize("n, shape, weights, seed", [c for c in CASES if c[2] == "tied"])

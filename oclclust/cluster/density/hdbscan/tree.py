@@ -26,9 +26,10 @@ def single_linkage(a, b, w):
 
 
 def stability(condensed):
-    """Each cluster's stability: sum over its rows of (lambda - its birth
-    lambda) * size, added in row order (np.bincount adds its weights in
-    order, as np.add.at, in one pass)."""
+    """The clusters' stabilities, an array over the cluster ids from the
+    root's on (cluster c at c - root): sum over its rows of (lambda - its
+    birth lambda) * size, added in row order (np.bincount adds its weights
+    in order, as np.add.at, in one pass)."""
     parent, child, lam, size = condensed
     root = int(parent.min())
     births = np.full(max(int(child.max()), root) + 1, np.nan)
@@ -36,7 +37,7 @@ def stability(condensed):
     births[root] = 0.0
     with np.errstate(invalid="ignore"):   # born at distance 0: inf - inf, NaN as scikit-learn's
         out = np.bincount(parent, (lam - births[parent]) * size, int(parent.max()) + 1)
-    return {c: out[c] for c in range(root, int(parent.max()) + 1)}
+    return out[root:]
 
 
 class _ClusterTree:
@@ -106,59 +107,92 @@ def _epsilon_search(leaves, tree, epsilon, allow_single):
 
 def select(condensed, stab, method="eom", allow_single=False, epsilon=0.0,
            max_cluster_size=None):
-    """The set of selected condensed clusters."""
-    tree = _ClusterTree(condensed)
+    """The set of selected condensed clusters; *stab*: stability()'s.  The
+    candidates are every cluster but the root (the root too with
+    *allow_single*)."""
     parent, child, lam, size = condensed
-    nodes = sorted(stab, reverse=True)
-    if not allow_single:
-        nodes = nodes[:-1]
-    is_cluster = {c: True for c in nodes}
+    root, ids = int(parent.min()), len(stab)
+    rows = size > 1                        # the rows between clusters, parents' first
+    up, down = parent[rows] - root, child[rows] - root
+    low = 0 if allow_single else 1         # the candidates: ids low.. (from the root)
     n = int(child[size == 1].max()) + 1
     if max_cluster_size is None:
         max_cluster_size = n + 1
-    sizes = dict(tree.size)
+    sizes = np.zeros(ids, np.int64)
+    sizes[down] = size[rows]
     if allow_single:
-        sizes[nodes[-1]] = sum(tree.size[c] for c in tree.children.get(nodes[-1], ()))
+        sizes[0] = sizes[down[up == 0]].sum()
+    is_cluster = np.arange(ids) >= low
     if method == "eom":
-        stab = dict(stab)
-        # children before parents (ids grow downwards): a parent keeps
-        # itself only where it beats its children's best (their sum as
-        # np.sum adds it: none 0.0, else in row order), and then no
-        # descendant is selected: marked parents first, after the loop
-        keeps = {}
-        for node in nodes:
-            kids = tree.children.get(node, ())
-            sub = 0.0 if not kids else stab[kids[0]]
-            for c in kids[1:]:
-                sub = sub + stab[c]
-            keeps[node] = not (sub > stab[node] or sizes[node] > max_cluster_size)
-            if not keeps[node]:
-                is_cluster[node] = False
-                stab[node] = float(sub)
-        kept_above = {}
-        for p, c in zip(tree.parent, tree.child):       # parents' rows first
-            kept_above[c] = kept_above.get(p, False) or keeps.get(p, False)
-            if kept_above[c] and c in is_cluster:
-                is_cluster[c] = False
-        if epsilon != 0.0 and tree.child:
-            eom = [c for c in is_cluster if is_cluster[c]]
+        kept = _excess_of_mass(stab, up, down, sizes, low, max_cluster_size)
+        is_cluster &= kept & ~_below(kept, up, down, ids)
+        if epsilon != 0.0 and up.size:
+            tree = _ClusterTree(condensed)
+            eom = (np.flatnonzero(is_cluster)[::-1] + root).tolist()   # the candidates' order
             if len(eom) == 1 and eom[0] == tree.root:
                 chosen = eom if allow_single else []
             else:
                 chosen = _epsilon_search(set(eom), tree, epsilon, allow_single)
-            for c in is_cluster:
-                is_cluster[c] = c in chosen
+            is_cluster = (np.arange(ids) >= low) & _among(chosen, root, ids)
     else:
-        leaves = set(tree.leaves())
-        if not leaves:
-            for c in is_cluster:
-                is_cluster[c] = False
-            is_cluster[tree.root] = True
+        tree = _ClusterTree(condensed)
+        leaves = set(tree.leaves())   # none (no split): none selected
         chosen = (_epsilon_search(leaves, tree, epsilon, allow_single)
                   if epsilon != 0.0 else leaves)
-        for c in is_cluster:
-            is_cluster[c] = c in chosen
-    return {c for c in is_cluster if is_cluster[c]}
+        is_cluster &= _among(chosen, root, ids)
+    return set((np.flatnonzero(is_cluster) + root).tolist())
+
+
+def _among(chosen, root, ids):
+    """Over the cluster ids from the root's: whether in the set *chosen*."""
+    mask = np.zeros(ids, bool)
+    mask[np.fromiter(chosen, np.int64, len(chosen)) - root] = True
+    return mask
+
+
+def _excess_of_mass(stab, up, down, sizes, low, max_cluster_size):
+    """Which candidates (ids low..) keep themselves under the excess of mass:
+    children before parents (ids grow downwards), a cluster keeps itself
+    only where its stability is at least its children's best (their sum as
+    scikit-learn adds it, in row order: none 0.0) and it is not too large;
+    one that does not passes that sum up as its own.  The leaves at once;
+    the clusters with children one at a time, from the deepest id up."""
+    ids = len(stab)
+    best = np.array(stab, np.float64)
+    count = np.bincount(up, minlength=ids)
+    leaf = count == 0
+    leaf[:low] = False
+    kept = np.zeros(ids, bool)
+    kept[leaf] = ~((0.0 > best[leaf]) | (sizes[leaf] > max_cluster_size))
+    best[leaf & ~kept] = 0.0
+    order = np.argsort(up, kind="stable")  # each cluster's children in row order
+    start = np.r_[0, np.cumsum(count)].tolist()
+    children = down[order].tolist()
+    values, too_large = best.tolist(), (sizes > max_cluster_size).tolist()
+    for node in np.flatnonzero(count[low:] > 0)[::-1] + low:
+        node = int(node)
+        first, last = start[node], start[node + 1]
+        sub = values[children[first]]
+        for c in children[first + 1:last]:
+            sub = sub + values[c]
+        if sub > values[node] or too_large[node]:
+            values[node] = sub
+        else:
+            kept[node] = True
+    return kept
+
+
+def _below(kept, up, down, ids):
+    """Which clusters lie below a kept one (a strict ancestor kept): by
+    pointer jumping up the cluster tree (id ids: past the root)."""
+    above = np.full(ids + 1, ids)
+    above[down] = up
+    flag = np.zeros(ids + 1, bool)
+    flag[down] = kept[up]                  # the parent kept
+    while np.any(above[:ids] < ids):
+        flag = flag | flag[above]
+        above = above[above]
+    return flag[:ids]
 
 
 def labels_and_probabilities(condensed, clusters, allow_single=False, epsilon=0.0):
