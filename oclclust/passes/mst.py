@@ -28,8 +28,7 @@ from .linkage import Plan, exact_kernel, prim_tree
 from .mst_graph import edge_order, joined, toward_root
 from .mst_known import Known
 from .mst_reach import tile_reach as _tile_reach
-from .tiles import (boxes, hierarchy, hierarchy_fan, leaf_tiles, spatial_order,
-                    split_hierarchy, tile_rows)
+from .tiles import hierarchy, hierarchy_fan, row_tiles, split_hierarchy, tile_rows
 
 MST_METRICS = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "cosine")
 TIES = ("scipy", "any")
@@ -129,40 +128,6 @@ def _not_finite(plan, metric):
                       "overflow, or a zero vector under cosine).")
 
 
-@dataclasses.dataclass(frozen=True)
-class RowTiles:
-    """Boruvka's rows in tiles of a spatial order, made on the host from the
-    rows alone (no core distance, no device): the order (ids: the row at
-    each place), each tile's first place (starts), the rows in that order
-    (rows, the scan's value type) and each tile's box (lo, hi; None where
-    the scan tests no box).  tb, bound, index: the scan's (NearestSpec: its
-    tb, bound, levels > 0) they were made for."""
-    tb: int
-    bound: bool
-    index: bool
-    ids: np.ndarray
-    starts: np.ndarray
-    rows: np.ndarray
-    lo: np.ndarray = None
-    hi: np.ndarray = None
-
-
-def row_tiles(X, metric, spec, dtype):
-    """The RowTiles of X (dense rows) for a scan of *spec*: with spec.levels
-    (index=True) a k-d tree's leaves (leaf_tiles: tighter boxes), else tb
-    consecutive rows of spatial_order."""
-    X = np.ascontiguousarray(X, dtype)      # the order of the values the device holds
-    n = len(X)
-    if spec.levels:
-        ids, starts = leaf_tiles(X, metric, spec.tb)
-    else:
-        ids, starts = spatial_order(X, metric, spec.tb), np.arange(0, n, spec.tb)
-    # take: a third of X[ids]'s time (rows of a few features)
-    rows = np.ascontiguousarray(np.take(X, ids, axis=0))
-    lo, hi = boxes(rows, spec.tb, starts) if spec.bound else (None, None)
-    return RowTiles(spec.tb, spec.bound, spec.levels > 0, ids, starts, rows, lo, hi)
-
-
 def tiles_work(plan, X, metric, core=False, index=False):
     """A function of no argument that makes the RowTiles minimum_spanning_tree
     (plan, X, metric, core=..., index=...) scans: host work alone (the
@@ -172,7 +137,8 @@ def tiles_work(plan, X, metric, core=False, index=False):
     will be given."""
     X = np.asarray(X)
     spec, _ = nearest_kernel(plan, X.shape[1], metric, core, index)
-    return functools.partial(row_tiles, X, metric, spec, plan.dtype)
+    return functools.partial(row_tiles, X, metric, spec.tb, spec.bound, spec.levels > 0,
+                             plan.dtype)
 
 
 def _least(ncomp, comp, w):
@@ -236,12 +202,13 @@ def boruvka(plan, X, n, d, metric, core=None, index=False, stats=None, nearest=N
     weight is at least that core.
     *stats*: a list, given a dict a round (components, rows scanned, and
     their nodes tested, tiles scanned and distances computed: the kernel
-    counts them).  *tiles*: the rows' RowTiles for this scan, made ahead
-    (tiles_work), else made here."""
+    counts them).  *tiles*: the rows' RowTiles (passes/tiles.py) for this
+    scan, made ahead (tiles_work), else made here."""
     q = plan.queue
     spec, kern = nearest_kernel(plan, d, metric, core is not None, index, stats is not None)
     keep, levels = spec.k, spec.levels
-    made = row_tiles(X, metric, spec, plan.dtype) if tiles is None else tiles
+    made = (row_tiles(X, metric, spec.tb, spec.bound, spec.levels > 0, plan.dtype)
+            if tiles is None else tiles)
     if ((made.tb, made.bound, made.index, len(made.ids)) !=
             (spec.tb, spec.bound, spec.levels > 0, n)):
         raise ValueError("the tiles were made for other rows or another scan than this one "

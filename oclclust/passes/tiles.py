@@ -4,6 +4,8 @@ tiles (each node fan consecutive nodes of the level below, with its rows'
 box, least core, component) that lets a scan skip far rows a node at a
 time (templates/mst/mst_nearest.cl.mako).
 """
+import dataclasses
+
 import numpy as np
 
 # principal axes the rows' spatial order is taken over
@@ -68,6 +70,40 @@ def leaf_tiles(X, metric, tb):
     cuts = -(-size // tb)
     starts = np.repeat(first, cuts) + tb * (np.arange(cuts.sum()) - np.repeat(np.cumsum(cuts) - cuts, cuts))
     return tree.indices.astype(np.int32), starts
+
+
+@dataclasses.dataclass(frozen=True)
+class RowTiles:
+    """Boruvka's rows in tiles of a spatial order (passes/mst.py), made on
+    the host from the rows alone (no core distance, no device): the order
+    (ids: the row at each place), each tile's first place (starts), the
+    rows in that order (rows, the scan's value type) and each tile's box
+    (lo, hi; None where the scan tests no box).  tb, bound, index: the
+    scan's (NearestSpec: its tb, bound, levels > 0) they were made for."""
+    tb: int
+    bound: bool
+    index: bool
+    ids: np.ndarray
+    starts: np.ndarray
+    rows: np.ndarray
+    lo: np.ndarray = None
+    hi: np.ndarray = None
+
+
+def row_tiles(X, metric, tb, bound, index, dtype):
+    """The RowTiles of X (dense rows) for a scan of tiles of at most *tb*
+    rows: with *index* a k-d tree's leaves (leaf_tiles: tighter boxes), else
+    tb consecutive rows of spatial_order; their boxes where *bound*."""
+    X = np.ascontiguousarray(X, dtype)      # the order of the values the device holds
+    n = len(X)
+    if index:
+        ids, starts = leaf_tiles(X, metric, tb)
+    else:
+        ids, starts = spatial_order(X, metric, tb), np.arange(0, n, tb)
+    # take: a third of X[ids]'s time (rows of a few features)
+    rows = np.ascontiguousarray(np.take(X, ids, axis=0))
+    lo, hi = boxes(rows, tb, starts) if bound else (None, None)
+    return RowTiles(tb, bound, index, ids, starts, rows, lo, hi)
 
 
 def boxes(xp, tb, starts=None):
