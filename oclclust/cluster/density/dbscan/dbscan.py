@@ -15,7 +15,6 @@ sparse rows go through an explicit neighbourhood graph built in row blocks
 sparse rows under euclidean distances on the device (CsrRows), under the
 other metrics on the host.
 """
-import copy
 import numbers
 import warnings
 
@@ -23,10 +22,8 @@ import numpy as np
 
 from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, fit_devices
 from ....parallel.comm import local_rank, size
-from ....parallel.manager import DeviceManager
-from ....parallel.placement import bind_devices
-from ....parallel.shares import leave_aside_unlike
-from ....passes.linkage import check_range, plan_for, plans_for
+from ....passes.linkage import check_range, plan_for
+from .plans import device_plans, rank_plans
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .ranks import labels_across_ranks
 from .rules import graph_labels
@@ -34,7 +31,6 @@ from ....passes.dbscan import Neighbourhoods
 from ....passes.dbscan_grid import GRID_METRICS, GridNeighbourhoods
 from ....passes.grid import CellGrid
 from ....passes.lloyd_csr import CsrRows
-from ....runtime.devices import preferred, select_devices
 from ....runtime.validation import (check_data, check_params, check_sample_weight, checked_csr,
                                     is_sparse)
 from ....runtime.warning_site import user_stacklevel
@@ -200,7 +196,7 @@ default=None
             return self._from_graph(X, graph, w)
         if device is None:
             return self._from_graph(X, metric_graph(X, float(self.eps), metric, params), w)
-        plans, split = _device_plans(self.devices)
+        plans, split = device_plans(self.devices)
         for plan in plans:
             check_range(X, plan)
         hoods = _neighbourhoods(plans, split, X, float(self.eps), device, self.algorithm)
@@ -233,7 +229,7 @@ default=None
                 raise TypeError("DBSCAN across MPI ranks (comm) takes dense rows: pass "
                                 "X.toarray()")
             w = check_sample_weight(sample_weight, X.shape[0], np.float64, signed=True)
-            plans, split = _rank_plans(self.devices, self.comm)
+            plans, split = rank_plans(self.devices, self.comm)
             check_range(X, plans[0])
         except Exception as exc:   # noqa: BLE001 -- raised on every rank
             error = exc
@@ -264,45 +260,6 @@ default=None
         tags.input_tags.pairwise = self.metric == "precomputed"
         tags.input_tags.sparse = True
         return tags
-
-
-def _device_plans(devices):
-    """(plans, split): the devices of a fit on *devices*, and the grid's
-    keywords that split the rows over them (shares, executor).  Several
-    where *devices* names them one by one: a DeviceManager's (by its
-    weights, on its executor's threads) or a list's (by compute units);
-    one, plan_for's, for any other value (a name, None, a device).  A
-    device a DeviceManager gives no share holds no slab."""
-    split = {}
-    if isinstance(devices, DeviceManager):
-        # "auto" over unlike devices (a GPU beside its host's CPU runtime):
-        # nothing measures this pass, so only the devices alike the first
-        # take rows, not the CPU by its compute units (a copy: the user's
-        # manager keeps its state)
-        devices = copy.deepcopy(devices)
-        leave_aside_unlike(devices)
-        profiles, shares = devices.profiles, devices.current_weights()
-        split["executor"] = devices.executor
-    elif isinstance(devices, (list, tuple)):
-        # as the k-family's: profiles as given, names as DeviceManager reads them
-        profiles = DeviceManager(devices).profiles
-        shares = [p.compute_units for p in profiles]
-    else:
-        return [plan_for(devices)], split
-    if len(profiles) == 1:
-        return [plan_for(profiles)], split
-    ranked = preferred(profiles)   # the first: the brute search's device, as plan_for's
-    split["shares"] = [shares[profiles.index(p)] for p in ranked]
-    return plans_for(ranked), split
-
-
-def _rank_plans(devices, comm):
-    """This MPI rank's devices, as _device_plans': a name (or None) picks
-    one, the rank's share of a host's GPUs where it has several
-    (placement's bind_devices, as the k-family's ranks)."""
-    if devices is None or isinstance(devices, str):
-        return [plan_for(bind_devices(select_devices(devices), comm))], {}
-    return _device_plans(devices)
 
 
 def _neighbourhoods(plans, split, X, eps, metric, algorithm):
