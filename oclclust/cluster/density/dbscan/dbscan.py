@@ -22,6 +22,7 @@ import numpy as np
 
 from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, fit_devices
 from ....parallel.comm import local_rank, size
+from ....parallel.placement import is_dask_array
 from ....passes.linkage import check_range, plan_for
 from .plans import device_plans, rank_plans
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
@@ -85,7 +86,9 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     of cells wider than eps over up to 3 features (see ``algorithm``);
     other metrics, callables, ``metric="precomputed"`` and sparse rows
     through an eps-graph built a block of rows at a time.  scikit-learn's
-    labels.
+    labels.  A dask array, with a ``distributed.Client`` active, is fitted
+    on the workers (the grid's slabs, one a worker holding rows; the rows
+    never on the client: :doc:`/guide/dask`).
 
     Parameters
     ----------
@@ -128,12 +131,14 @@ default=None
     core_sample_indices_ : ndarray of shape (n_core_samples,)
         Indices of the core samples.
     components_ : ndarray of shape (n_core_samples, n_features)
-        The core samples.
+        The core samples (a dask array, on the workers, after a fit on
+        a Dask cluster's workers).
     labels_ : ndarray of shape (n_samples,)
-        Each row's cluster; -1 for noise.
+        Each row's cluster; -1 for noise (a dask array in X's row
+        chunks after a fit on a Dask cluster's workers).
     devices_ : dict
         {device: the rows it answered for} of the devices the fit ran on
-        ({} where it ran on the host alone).
+        ({} where it ran on the host alone; "worker device" on Dask).
 
     See Also
     --------
@@ -176,6 +181,12 @@ default=None
         self.comm = comm
 
     def fit(self, X, y=None, sample_weight=None):
+        if is_dask_array(X):
+            if self._fit_dask(X, sample_weight):
+                return self
+            X = X.compute()
+        if is_dask_array(sample_weight):
+            sample_weight = sample_weight.compute()
         if size(self.comm) > 1:
             return self._fit_ranks(X, sample_weight)
         check_params(self, self._parameter_rules)
@@ -237,6 +248,40 @@ default=None
             self.comm, X, w, (float(self.eps), int(self.min_samples), device), plans, split,
             error)
         return self._set(X, labels, core, lambda: rows)
+
+    def _fit_dask(self, X, sample_weight):
+        """fit on a dask array X on the active Client's workers
+        (dask_slabs.py): the grid's slabs, one a worker holding rows.  False
+        where X is to be computed here instead: without a Client (as any
+        array), and, with a warning, for the brute search and the metrics
+        the grid does not cut."""
+        from ....parallel.dask import active_client
+        check_params(self, self._parameter_rules)
+        if self.comm is not None and size(self.comm) > 1:
+            raise ValueError("a fit takes a dask array or an MPI comm, not both")
+        client = active_client()
+        if client is None:
+            return False
+        device = None if self.metric == "precomputed" else \
+            _metric(self.metric, self.p, self.metric_params)[0]
+        if device not in GRID_METRICS or self.algorithm == "brute":
+            warnings.warn(
+                f"DBSCAN(metric={self.metric!r}, algorithm={self.algorithm!r}) computes the "
+                "dask array's rows in this process: only the grid of cells (euclidean, "
+                "manhattan or chebyshev distances, minkowski with p 1, 2 or inf, algorithm "
+                "other than 'brute') runs on the Dask workers", UserWarning,
+                stacklevel=user_stacklevel())
+            return False
+        from .dask_slabs import fit_on_workers
+        labels, core, rows = fit_on_workers(
+            client, X, sample_weight, (float(self.eps), int(self.min_samples), device),
+            self.devices, type(self).__name__)
+        # the rows stay on the workers: labels_ and components_ dask arrays
+        self.labels_, self.core_sample_indices_ = labels, core
+        self.components_ = X[core].astype(np.float64)
+        self.n_features_in_ = X.shape[1]
+        self.devices_ = rows
+        return True
 
     def _from_graph(self, X, graph, w):
         labels, core = graph_labels(graph, self.min_samples, w)
