@@ -56,8 +56,8 @@ def weights_for(kind):
 
 def held(client):
     """{worker: slabs of DBSCAN fits its registry holds}."""
-    from oclclust.cluster.density.dbscan import dask_slabs
-    return client.run(lambda: len(dask_slabs._HELD))
+    from oclclust.cluster.density.dbscan import dask_slab_tasks as tasks
+    return client.run(lambda: len(tasks._HELD))
 
 
 def test_without_a_client_the_rows_are_computed_here(devices):
@@ -183,18 +183,18 @@ def test_a_lost_worker_raises_within_seconds(client, devices):
     """Last: it kills one of the module's workers while the fit's slabs
     wait (their links' task held up there): WorkerLostError, not a hang."""
     client.wait_for_workers(2, timeout=60)
-    from oclclust.cluster.density.dbscan import dask_slabs
+    from oclclust.cluster.density.dbscan import dask_slab_tasks as tasks
 
     def hold_up(on):   # on the workers (a closure: pickled by value)
-        real = getattr(dask_slabs._link, "real", dask_slabs._link)
+        real = getattr(tasks._link, "real", tasks._link)
 
         def waiting(*args):
-            while getattr(dask_slabs, "_held_up", False):
+            while getattr(tasks, "_held_up", False):
                 time.sleep(0.05)
             return real(*args)
         waiting.real = real
-        dask_slabs._held_up = on
-        dask_slabs._link = waiting if on else real
+        tasks._held_up = on
+        tasks._link = waiting if on else real
     client.run(hold_up, True)
     outcome = {}
 

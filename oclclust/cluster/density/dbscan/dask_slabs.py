@@ -22,21 +22,23 @@ come to the client (8 bytes a core row).
 
 A worker lost mid-fit takes its slab with it: WorkerLostError within
 seconds (the k-family's passes rebuild a lost block; this fit does not).
+
+The workers' side (the tasks, the registry of slabs) is dask_slab_tasks.py.
 """
 import operator
 import uuid
+import warnings
 
 import numpy as np
 
 from ....parallel.dask import (WorkerLostError, da, local_indices, picklable_devices, wait,
                                watched_gather, workers_info)
-from ....passes.dbscan_grid import joined_roots
 from ....passes.grid import CellGrid
-from ....passes.linkage import check_range
-from ....runtime.validation import check_data, check_sample_weight
-from .plans import worker_plans
-from .slabs import (MAX_ROWS, HeldSlab, halo_ranges, joined_bounds, key_sample, numbered,
-                    owned, owner_parts, slab_cuts, to_slabs, value_bounds)
+from ....runtime.validation import check_sample_weight
+from ....runtime.warning_site import user_stacklevel
+from .dask_slab_tasks import (_block_grid, _block_out, _check_block, _free, _hold, _label,
+                              _least, _link, _number, _offer, _routed)
+from .slabs import MAX_ROWS, halo_ranges, joined_bounds, slab_cuts
 
 REFUSALS = {"ValueError": ValueError, "TypeError": TypeError}
 
@@ -58,8 +60,9 @@ def fit_on_workers(client, X, sample_weight, params, devices, name):
     fit = _Fit(client, uuid.uuid4().hex)
     try:
         blocks = client.compute(list(X.to_delayed().ravel()))
-        weights = [client.compute(w) if hasattr(w, "dask") else w for w in weights]
-        wait(blocks + [w for w in weights if hasattr(w, "key")])
+        if not checked:   # a dask array's blocks, made on the workers
+            weights = client.compute(weights)
+        wait(blocks + (weights if not checked else []))
         who = client.who_has(blocks)
         fit.workers = [who[b.key][0] for b in blocks]
         fit.local = local_indices(client)
@@ -115,42 +118,29 @@ class _Fit:
     def halos(self, made):
         """For each slab, the other slabs' halo_parts for it (*made*: each
         slab's future of them), fetched where it is held, and its own
-        future: its next step waits for its last (no halo may link them)."""
+        future, so that its next step waits for its last even where no
+        halo ties it to another slab."""
         return [[made[r] if r == s else self.on(self.slabs[s], operator.getitem, made[s], r)
                  for s in range(len(made))] for r in range(len(made))]
 
     def run(self, blocks, weights, checked, counts, starts, params, devices, name, d):
+        """fit_on_workers' answer, *blocks* (futures of X's row blocks)
+        on self.workers."""
         eps, min_samples, metric = params
         nb = range(len(blocks))
-        local = [self.local.get(w, (0, 1)) for w in self.workers]
-        seen = self.gather([self.on(self.workers[i], _check_block, blocks[i], weights[i],
-                                    devices, local[i], name) for i in nb])
-        for i, got in enumerate(seen):
-            if got["refused"] is not None:
-                kind, message = got["refused"]
-                raise REFUSALS[kind](f"{message} (block {i} of the dask array, rows "
-                                     f"{starts[i]} to {starts[i] + counts[i] - 1})")
-        if not checked and not any(got["nonzero"] for got in seen):
-            raise ValueError("Sample weights must contain at least one non-zero number.")
-        dtypes = {got["dtype"] for got in seen}
-        if len(dtypes) > 1:
-            raise ValueError(f"the workers' devices compute in different dtypes {dtypes}: "
-                             "give every worker devices of one kind")
-        dtype = np.dtype(dtypes.pop())
-        bounds = joined_bounds([got["bounds"] for got in seen if got["bounds"] is not None])
+        dtype, bounds = self.checked(blocks, weights, checked, counts, starts, devices, name)
         keyed = [self.on(self.workers[i], _block_grid, blocks[i], weights[i], starts[i],
                          bounds, eps, dtype) for i in nb]
         blocks.clear()   # the keyed rows stand for them now (Dask keeps them till then)
-        held = [i for i in nb if counts[i]]
-        self.slabs = sorted({self.workers[i] for i in held})
-        offered = self.gather([self.on(self.workers[i], _offer, keyed[i]) for i in held])
-        cuts = slab_cuts(offered, len(self.slabs))
+        self.slabs = sorted({self.workers[i] for i in nb if counts[i]})
+        cuts = slab_cuts(self.gather([self.on(self.workers[i], _offer, keyed[i])
+                                      for i in nb if counts[i]]), len(self.slabs))
         low, high = halo_ranges(cuts, CellGrid(np.zeros((0, d), dtype), eps, dtype, bounds))
         routed = [self.on(self.workers[i], _routed, keyed[i], low, high) for i in nb]
-        slab_args = (eps, metric, min_samples, bounds, cuts, low, high, devices, d, dtype)
         made = [self.on(w, _hold, self.fit, s, [self.on(self.workers[i], operator.getitem,
                                                         routed[i], s) for i in nb],
-                        self.local.get(w, (0, 1)), *slab_args)
+                        self.local.get(w, (0, 1)), eps, metric, min_samples, bounds, cuts,
+                        low, high, devices, d, dtype)
                 for s, w in enumerate(self.slabs)]
         keyed = routed = None   # the slabs hold their rows now
         linked = self.gather([self.on(w, _link, self.fit, s, got) for s, (w, got)
@@ -162,6 +152,37 @@ class _Fit:
         made = [self.on(w, _number, self.fit, s, least) for s, w in enumerate(self.slabs)]
         labelled = [self.on(w, _label, self.fit, s, got, counts) for s, (w, got)
                     in enumerate(zip(self.slabs, self.halos(made)))]
+        labels, core = self.by_block(labelled, starts, counts)
+        rows = {}
+        for w, (_, _, answered) in zip(self.slabs, linked):
+            for device, count in answered.items():
+                rows[f"{w} {device}"] = rows.get(f"{w} {device}", 0) + count
+        return labels, core, rows
+
+    def checked(self, blocks, weights, checked, counts, starts, devices, name):
+        """(the devices' value type, the grid's bounds) of the blocks, each
+        checked on its worker: a refusal raised here, naming its block."""
+        seen = self.gather([self.on(self.workers[i], _check_block, blocks[i], weights[i],
+                                    devices, self.local.get(self.workers[i], (0, 1)), name)
+                            for i in range(len(blocks))])
+        for i, got in enumerate(seen):
+            if got["refused"] is not None:
+                kind, message = got["refused"]
+                raise REFUSALS[kind](f"{message} (block {i} of the dask array, rows "
+                                     f"{starts[i]} to {starts[i] + counts[i] - 1})")
+        if not checked and not any(got["nonzero"] for got in seen):
+            raise ValueError("Sample weights must contain at least one non-zero number.")
+        dtypes = {got["dtype"] for got in seen}
+        if len(dtypes) > 1:
+            raise ValueError(f"the workers' devices compute in different dtypes {dtypes}: "
+                             "give every worker devices of one kind")
+        return np.dtype(dtypes.pop()), joined_bounds(
+            [got["bounds"] for got in seen if got["bounds"] is not None])
+
+    def by_block(self, labelled, starts, counts):
+        """(labels: a dask array of each block's, made on its worker from the
+        slabs' *labelled* parts; the core rows' indices)."""
+        nb = range(len(counts))
         outs = [self.on(self.workers[i], _block_out, starts[i], counts[i],
                         [self.on(w, operator.getitem, labelled[s], i)
                          for s, w in enumerate(self.slabs)]) for i in nb]
@@ -172,143 +193,18 @@ class _Fit:
         # its slab went with the fit), not waited for on a worker gone
         self.client.sync(self.client.scheduler.set_restrictions,
                          worker={f.key: [] for f in labels})
-        rows = {}
-        for w, (_, _, answered) in zip(self.slabs, linked):
-            for device, count in answered.items():
-                rows[f"{w} {device}"] = rows.get(f"{w} {device}", 0) + count
         return (da.concatenate([da.from_delayed(f, shape=(c,), dtype=np.intp)
                                 for f, c in zip(labels, counts)]),
-                np.concatenate(core[:len(counts)]), rows)
+                np.concatenate(core[:len(counts)]))
 
     def close(self):
         """Free the fit's slabs on the workers still there."""
         if self.slabs:
-            alive = set(workers_info(self.client))
-            self.client.run(_free, self.fit, workers=sorted(set(self.slabs) & alive),
-                            on_error="ignore")
+            try:   # a worker that left is not waited for (a connection's timeout)
+                alive = set(workers_info(self.client))
+                self.client.run(_free, self.fit, workers=sorted(set(self.slabs) & alive),
+                                on_error="ignore")
+            except Exception as exc:   # noqa: BLE001 -- never hides the fit's own error
+                warnings.warn(f"freeing the DBSCAN fit's slabs on the Dask workers failed: "
+                              f"{exc}", RuntimeWarning, stacklevel=user_stacklevel())
             self.slabs = []
-
-
-# --------------------------------------------------- on the workers
-_HELD = {}   # (fit id, slab index) -> {"slab": HeldSlab, its values}, in each worker
-_ENDED = set()   # the ids of the fits freed here (32 characters a fit): a slab
-#                  made after its fit failed elsewhere is not kept
-
-
-def _rows(block, name):
-    """A block's rows as float64, checked as the one-process fit checks X."""
-    X = np.asarray(check_data(block, name, min_samples=0), np.float64)
-    if not np.isfinite(X).all():
-        raise ValueError("Input X contains NaN or infinity.")
-    return X
-
-
-def _weights(w, n):
-    """A block's weights (None: unit weights), checked as check_sample_weight
-    checks them but for weights all zero: the fit refuses those alone."""
-    if w is not None and np.asarray(w).dtype.kind in "biuf" and not np.asarray(w).any():
-        return np.zeros(n)
-    return check_sample_weight(w, n, np.float64, signed=True)
-
-
-def _check_block(block, w, devices, local, name):
-    """A refusal of a block of rows (its exception's class name and
-    message: the client raises it), or its devices' value type, value
-    bounds and whether a weight is not zero."""
-    try:
-        X = _rows(block, name)
-        plans, _ = worker_plans(devices, local)
-        for plan in plans:
-            check_range(X, plan)
-        w = _weights(w, len(X))
-    except (ValueError, TypeError) as exc:
-        return dict(refused=(type(exc).__name__, str(exc)))
-    values = np.ascontiguousarray(X, plans[0].dtype)
-    return dict(refused=None, dtype=plans[0].dtype.name, nonzero=w is None or bool(w.any()),
-                bounds=value_bounds(values) if len(values) else None)
-
-
-def _block_grid(block, w, start, bounds, eps, dtype):
-    """(rows in the devices' value type, weights, their CellGrid under the
-    fit's bounds, rows numbered from *start*)."""
-    values = np.ascontiguousarray(_rows(block, "DBSCAN"), dtype)
-    grid = CellGrid(values, eps, dtype, bounds, start + np.arange(len(values)))
-    return values, _weights(w, len(values)), grid
-
-
-def _offer(keyed):
-    return key_sample(keyed[2].keys)
-
-
-def _routed(keyed, low, high):
-    """[(rows, ids, weights)] a slab: the block's rows each slab holds."""
-    values, w, grid = keyed
-    sent = to_slabs(grid.keys, low, high)
-    ws = sent(w[grid.order]) if w is not None else [None] * len(low)
-    return list(zip(sent(values[grid.order]), sent(grid.ids), ws))
-
-
-def _held(fit, index):
-    try:
-        return _HELD[fit, index]
-    except KeyError:
-        raise RuntimeError(f"slab {index} of a DBSCAN fit on Dask is not on this worker "
-                           "(it left, or the fit ended): fit again") from None
-
-
-def _hold(fit, index, parts, local, eps, metric, min_samples, bounds, cuts, low, high,
-          devices, d, dtype):
-    """Slab *index* held here from every block's *parts* (block order), its
-    core flags counted: its halo_parts of them."""
-    rows = np.concatenate([np.zeros((0, d), dtype)] + [p[0] for p in parts])
-    ids = np.concatenate([np.zeros(0, np.int64)] + [p[1] for p in parts])
-    w = None if parts[0][2] is None else np.concatenate([p[2] for p in parts])
-    plans, split = worker_plans(devices, local)
-    slab = HeldSlab(index, rows, ids, w, eps, metric, bounds, cuts, low, high, plans, split)
-    state = dict(slab=slab, core=slab.core(min_samples))
-    if fit not in _ENDED:
-        _HELD[fit, index] = state
-    return slab.halo_parts(state["core"].astype(np.int8))
-
-
-def _link(fit, index, got):
-    """(a, b, rows answered): the slab's links between components."""
-    state = _held(fit, index)
-    slab = state["slab"]
-    state["held_core"] = slab.held(got, state["core"].astype(np.int8)).astype(bool)
-    state["root"], a, b = slab.links(state["core"], state["held_core"])
-    return a, b, slab.hoods.rows()
-
-
-def _least(fit, index, a, b):
-    """Every slab's links joined: the slab's rows that are their cluster's least."""
-    state = _held(fit, index)
-    state["root"] = joined_roots(state["root"], a, b)
-    return state["slab"].least_rows(state["core"], state["root"])
-
-
-def _number(fit, index, least):
-    state = _held(fit, index)
-    state["number"] = numbered(state["core"], state["root"], least)
-    return state["slab"].halo_parts(state["number"])
-
-
-def _label(fit, index, got, counts):
-    """The slab's rows' (local index, label, core) cut by block."""
-    state = _held(fit, index)
-    slab = state["slab"]
-    labels = slab.labels(state["core"], state["number"], state["held_core"],
-                         slab.held(got, state["number"]))
-    return owner_parts(slab.ids, labels, state["core"], counts)
-
-
-def _block_out(start, n, parts):
-    """(the block's labels, its core rows' global indices)."""
-    labels, core = owned(parts, n)
-    return labels, np.flatnonzero(core) + start
-
-
-def _free(fit):
-    _ENDED.add(fit)
-    for key in [k for k in _HELD if k[0] == fit]:
-        del _HELD[key]
