@@ -18,6 +18,7 @@ dask = pytest.importorskip("dask")   # the [dask] extra: tools/setup.sh installs
 import dask.array as da  # noqa: E402
 from distributed import get_task_stream  # noqa: E402
 
+from conftest import split_or_skip  # noqa: E402
 from dask_cluster import BLOCK, D, N, Transfers, blobs  # noqa: E402
 
 from oclclust.parallel.dask import WorkerLostError  # noqa: E402
@@ -99,6 +100,18 @@ def test_labels_equal_the_one_process_fit(client, devices, case):
         assert (got == -1).all() and components.shape == (0, D)
     if case == "eps-past-the-spread":
         assert (got == 0).all()
+
+
+def test_each_worker_cuts_its_slab_over_its_devices(client, profile):
+    """A list of devices (two halves of the CPU) is each worker's: its
+    slab cut again over them (GridNeighbourhoods' slabs), the same labels."""
+    halves = split_or_skip(profile)
+    X = blobs()
+    est = oc.DBSCAN(EPS, min_samples=MIN_SAMPLES, devices=halves).fit(X)
+    ref = oc.DBSCAN(EPS, min_samples=MIN_SAMPLES, devices=[profile]).fit(X.compute())
+    assert np.array_equal(est.labels_.compute(), ref.labels_)
+    assert np.array_equal(est.core_sample_indices_, ref.core_sample_indices_)
+    assert len(est.devices_) == 4 and sum(est.devices_.values()) == N, est.devices_
 
 
 def test_scikit_learns_labels(client, devices):
