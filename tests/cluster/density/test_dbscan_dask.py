@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+import scipy.sparse
 from sklearn.cluster import DBSCAN as SKDBSCAN
 
 import oclclust as oc
@@ -153,6 +154,8 @@ def test_the_client_never_holds_the_rows(client, devices, monkeypatch):
     ("weights-nan", "sample_weight contains NaN.*block 2 "),
     ("weights-zero", "at least one non-zero"),
     ("eps", "eps"),
+    ("sparse-blocks", "dense blocks"),
+    ("sparse-blocks-unsaid", "dense blocks.*block 0 "),
 ])
 def test_bad_input_raises_at_the_client_before_any_slab(client, devices, bad, expected):
     X, w, eps = blobs(), None, EPS
@@ -171,9 +174,14 @@ def test_bad_input_raises_at_the_client_before_any_slab(client, devices, bad, ex
         w = da.where(row[:, 0] == 2 * BLOCK, np.nan, da.ones(N, chunks=BLOCK))
     elif bad == "weights-zero":
         w = da.zeros(N, chunks=BLOCK)
+    elif bad == "sparse-blocks":   # said by the dask array's meta, or found in a block
+        X = X.map_blocks(scipy.sparse.csr_matrix, meta=scipy.sparse.csr_matrix((0, 0)))
+    elif bad == "sparse-blocks-unsaid":
+        X = X.map_blocks(scipy.sparse.csr_matrix, meta=np.empty((0, 0)))
     else:
         eps = -1.0
-    with get_task_stream(client) as stream, pytest.raises(ValueError, match=expected):
+    error = TypeError if bad.startswith("sparse") else ValueError
+    with get_task_stream(client) as stream, pytest.raises(error, match=expected):
         oc.DBSCAN(eps, min_samples=MIN_SAMPLES, devices=devices).fit(X, sample_weight=w)
     assert not [t for t in stream.data if str(t["key"]).startswith(("_hold", "_block_grid"))]
     assert not any(held(client).values())

@@ -12,10 +12,14 @@ import numpy as np
 from ....passes.dbscan_grid import joined_roots
 from ....passes.grid import CellGrid
 from ....passes.linkage import check_range
-from ....runtime.validation import check_data, check_sample_weight
+from ....runtime.validation import check_data, check_sample_weight, is_sparse
 from .plans import worker_plans
 from .slabs import (HeldSlab, key_sample, numbered, owned, owner_parts, to_slabs,
                     value_bounds)
+
+# (the one-process fit takes sparse rows through an eps-graph on the host: no slabs)
+SPARSE = ("DBSCAN on Dask workers takes dense blocks of rows, not sparse ones: pass "
+          "X.map_blocks(lambda b: b.toarray()), or X.compute() to fit them here")
 
 _HELD = {}   # (fit id, slab index) -> {"slab": HeldSlab, its values}, in each worker
 _ENDED = set()   # the ids of the fits freed here (32 characters a fit): a slab
@@ -24,6 +28,8 @@ _ENDED = set()   # the ids of the fits freed here (32 characters a fit): a slab
 
 def _rows(block, name):
     """A block's rows as float64, checked as the one-process fit checks X."""
+    if is_sparse(block):
+        raise TypeError(SPARSE)
     X = np.asarray(check_data(block, name, min_samples=0), np.float64)
     if not np.isfinite(X).all():
         raise ValueError("Input X contains NaN or infinity.")

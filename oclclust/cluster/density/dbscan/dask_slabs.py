@@ -34,10 +34,10 @@ import numpy as np
 from ....parallel.dask import (WorkerLostError, da, local_indices, picklable_devices, wait,
                                watched_gather, workers_info)
 from ....passes.grid import CellGrid
-from ....runtime.validation import check_sample_weight
+from ....runtime.validation import check_sample_weight, is_sparse
 from ....runtime.warning_site import user_stacklevel
-from .dask_slab_tasks import (_block_grid, _block_out, _check_block, _free, _hold, _label,
-                              _least, _link, _number, _offer, _routed)
+from .dask_slab_tasks import (SPARSE, _block_grid, _block_out, _check_block, _free, _hold,
+                              _label, _least, _link, _number, _offer, _routed)
 from .slabs import MAX_ROWS, halo_ranges, joined_bounds, slab_cuts
 
 REFUSALS = {"ValueError": ValueError, "TypeError": TypeError}
@@ -78,6 +78,8 @@ def _checked_shape(X, name):
         raise ValueError(f"Expected 2D array, got {X.ndim}D dask array instead.")
     if any(np.isnan(c) for c in X.shape):
         raise ValueError("the dask array's row chunks must be known (compute_chunk_sizes())")
+    if is_sparse(getattr(X, "_meta", None)):
+        raise TypeError(SPARSE)
     if X.shape[0] < 1:
         raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum "
                          f"of 1 is required by {name}.")
