@@ -53,6 +53,7 @@ def fit_on_workers(client, X, sample_weight, params, devices, name):
     n = _checked_shape(X, name)
     if n > MAX_ROWS:
         raise ValueError(f"DBSCAN numbers rows in int32: {n} rows are more than {MAX_ROWS}")
+    user_chunks = X.chunks[0]   # (whole rows may drop empty chunks)
     X = X.rechunk({1: -1})
     counts = [int(c) for c in X.chunks[0]]
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -66,8 +67,10 @@ def fit_on_workers(client, X, sample_weight, params, devices, name):
         who = client.who_has(blocks)
         fit.workers = [who[b.key][0] for b in blocks]
         fit.local = local_indices(client)
-        return fit.run(blocks, weights, checked, counts, starts, params,
-                       picklable_devices(devices), name, X.shape[1])
+        labels, core, rows = fit.run(blocks, weights, checked, counts, starts, params,
+                                     picklable_devices(devices), name, X.shape[1])
+        return (labels if labels.chunks[0] == user_chunks else
+                labels.rechunk({0: user_chunks})), core, rows
     finally:
         fit.close()
 
