@@ -17,8 +17,8 @@ row) and sent back to every slab to join; each cluster's least row,
 gathered to number the clusters (8 bytes a cluster); the halo rows'
 numbers, moved as the core flags were; the labels.  Each block's labels and
 core flags then come from the slabs to the block's worker: ``labels_`` is
-a dask array of those blocks, in X's row chunks; the core rows' indices
-come to the client (8 bytes a core row).
+a dask array of those blocks, in X's row chunks; the core flags come to
+the client (a bit a row), which makes core_sample_indices_ of them.
 
 A worker lost mid-fit takes its slab with it: WorkerLostError within
 seconds (the k-family's passes rebuild a lost block; this fit does not).
@@ -188,19 +188,21 @@ class _Fit:
         """(labels: a dask array of each block's, made on its worker from the
         slabs' *labelled* parts; the core rows' indices)."""
         nb = range(len(counts))
-        outs = [self.on(self.workers[i], _block_out, starts[i], counts[i],
+        outs = [self.on(self.workers[i], _block_out, counts[i],
                         [self.on(w, operator.getitem, labelled[s], i)
                          for s, w in enumerate(self.slabs)]) for i in nb]
         labels = [self.on(self.workers[i], operator.getitem, outs[i], 0) for i in nb]
-        core = self.gather([self.on(self.workers[i], operator.getitem, outs[i], 1)
-                            for i in nb] + [self.on(self.workers[i], len, labels[i]) for i in nb])
+        flags = self.gather([self.on(self.workers[i], operator.getitem, outs[i], 1)
+                             for i in nb] + [self.on(self.workers[i], len, labels[i]) for i in nb])
+        core = [np.flatnonzero(np.unpackbits(flags[i], count=counts[i])) + starts[i]
+                for i in nb]
         # a labels block lost later is computed again anywhere (where it raises:
         # its slab went with the fit), not waited for on a worker gone
         self.client.sync(self.client.scheduler.set_restrictions,
                          worker={f.key: [] for f in labels})
         return (da.concatenate([da.from_delayed(f, shape=(c,), dtype=np.intp)
                                 for f, c in zip(labels, counts)]),
-                np.concatenate(core[:len(counts)]))
+                np.concatenate(core))
 
     def close(self):
         """Free the fit's slabs on the workers still there."""
