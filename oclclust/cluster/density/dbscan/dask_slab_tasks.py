@@ -39,7 +39,8 @@ def _rows(block, name):
 def _weights(w, n):
     """A block's weights (None: unit weights), checked as check_sample_weight
     checks them but for weights all zero: the fit refuses those alone."""
-    if w is not None and np.asarray(w).dtype.kind in "biuf" and not np.asarray(w).any():
+    if (w is not None and np.shape(w) == (n,) and np.asarray(w).dtype.kind in "biuf"
+            and not np.asarray(w).any()):
         return np.zeros(n)
     return check_sample_weight(w, n, np.float64, signed=True)
 

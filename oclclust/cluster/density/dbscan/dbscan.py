@@ -14,6 +14,10 @@ sparse rows go through an explicit neighbourhood graph built in row blocks
 (graph.py) and the same rules (rules.py):
 sparse rows under euclidean distances on the device (CsrRows), under the
 other metrics on the host.
+
+Across MPI ranks the grid's slabs are ranks.py's; on a Dask cluster's
+workers, dask_slabs.py's (the grid metrics; the others compute a dask
+array's rows here, with a warning).
 """
 import numbers
 import warnings

@@ -17,7 +17,9 @@ rows, gathered too (8 bytes a cluster).  Each row's label then goes back to
 the rank that passed it.
 
 Every exchange is a collective of the fit's communicator (parallel/comm.py):
-a rank that fails makes every rank raise, none is left waiting.
+a rank that fails makes every rank raise, none is left waiting.  The steps
+between the exchanges are slabs.py's, which the fit on Dask workers
+(dask_slabs.py) takes too.
 """
 import numpy as np
 
