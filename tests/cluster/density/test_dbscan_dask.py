@@ -58,6 +58,17 @@ def weights_for(kind):
     return None if kind is None else w if kind == "dask" else w.compute()
 
 
+def spread(client, X):
+    """X with its row blocks made on the two workers in turn (Dask may make
+    a rechunked array's blocks on one), from X's graph: a slab a worker."""
+    workers = sorted(client.scheduler_info()["workers"])
+    made = [[client.compute(part, workers=[workers[i % 2]]) for part in row]
+            for i, row in enumerate(X.to_delayed())]
+    return da.block([[da.from_delayed(f, shape=(rows, cols), dtype=X.dtype)
+                      for f, cols in zip(row, X.chunks[1])]
+                     for row, rows in zip(made, X.chunks[0])])
+
+
 def held(client):
     """{worker: slabs of DBSCAN fits its registry holds}."""
     from oclclust.cluster.density.dbscan import dask_slab_tasks as tasks
@@ -77,10 +88,11 @@ def test_without_a_client_the_rows_are_computed_here(devices):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_labels_equal_the_one_process_fit(client, devices, case):
     make, eps, min_samples, metric, weighted = CASES[case]
-    X = make()
+    X = spread(client, make())
     w = weights_for(weighted)
     est = oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices)
-    labels = est.fit_predict(X, sample_weight=w)
+    with get_task_stream(client) as stream:
+        labels = est.fit_predict(X, sample_weight=w)
     ref = oc.DBSCAN(eps, min_samples=min_samples, metric=metric, devices=devices).fit(
         X.compute(), sample_weight=None if w is None else np.asarray(w))
     assert isinstance(est.labels_, da.Array) and labels is est.labels_
@@ -92,16 +104,14 @@ def test_labels_equal_the_one_process_fit(client, devices, case):
     assert components.dtype == ref.components_.dtype
     assert np.array_equal(components, ref.components_)
     assert est.n_features_in_ == D
-    # every row answered for once, by the workers that hold blocks (both
-    # those of blobs(), whose blocks Dask spreads; a rechunk may gather
-    # them); a slab cut at the key of a cell holding most rows, or every
-    # row, is empty
+    # a slab a worker holding rows, every row answered for once; a slab cut
+    # at the key of a cell holding most rows, or every row, answers for none
+    slabs = {t["worker"] for t in stream.data if str(t["key"]).startswith("_hold")}
+    assert len(slabs) == (1 if case == "one-block" else 2), slabs
     assert sum(est.devices_.values()) == N
-    workers = {where.split()[0] for where in est.devices_}
-    if case in ("one-block", "empty-slab", "eps-past-the-spread"):
-        assert len(workers) == 1, est.devices_
-    elif case in ("blocks-two-a-worker", "numpy-weights", "all-noise"):
-        assert len(workers) == 2, est.devices_
+    answering = {where.split()[0] for where in est.devices_}
+    empty = case in ("empty-slab", "eps-past-the-spread")
+    assert answering <= slabs and len(answering) == len(slabs) - empty, est.devices_
     assert not any(held(client).values())   # the fit freed its slabs
     if case == "all-noise":
         assert (got == -1).all() and components.shape == (0, D)
