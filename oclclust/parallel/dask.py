@@ -372,38 +372,9 @@ class DaskData(RemoteShardedData):
 
     def _watched(self, futures, wanted, of_lost):
         """(the results of *wanted*, []), or (None, the workers gone) when
-        one of *futures*' blocks' ({block: [futures]}) workers left: a
-        watcher asks the scheduler every poll whether they are all there
-        and cancels the futures of_lost(gone) then.  (Dask would wait for a
-        lost block's worker forever: its tasks may run nowhere else.)"""
-        lost, done = [], threading.Event()
-        mine = {self.workers[i] for i in futures}
-
-        def watch():
-            while not done.wait(POLL_SECONDS):
-                try:
-                    gone = sorted(mine - set(workers_info(self.client)))
-                except Exception:   # noqa: BLE001 -- the scheduler is gone: Dask raises
-                    return
-                if gone:
-                    lost.extend(gone)
-                    self.client.cancel(of_lost(gone))
-                    return
-        watcher = threading.Thread(target=watch, daemon=True, name="oclclust-dask-watch")
-        watcher.start()
-        try:
-            return self.client.gather(wanted), []
-        except BaseException:   # a cancellation too (not an Exception)
-            if not lost:   # a task that Dask ran again elsewhere may fail first
-                with contextlib.suppress(Exception):
-                    lost = sorted(mine - set(workers_info(self.client)))
-                if not lost:
-                    raise
-                self.client.cancel(of_lost(lost))
-            return None, lost
-        finally:
-            done.set()
-            watcher.join()
+        one of *futures*' blocks' ({block: [futures]}) workers left
+        (watched_gather; of_lost(gone): the futures to cancel then)."""
+        return watched_gather(self.client, wanted, {self.workers[i] for i in futures}, of_lost)
 
     def _move(self, gone):
         """The blocks of the workers *gone* rebuilt on workers left (each
@@ -498,6 +469,41 @@ class DaskData(RemoteShardedData):
                               RuntimeWarning, stacklevel=user_stacklevel())
             self.workers, self._outputs = [], []
         self._journal = self._graphs = self._weights = None   # nothing left to rebuild
+
+
+def watched_gather(client, wanted, workers, of_lost):
+    """(the results of *wanted*, []), or (None, the workers gone) when one
+    of *workers* left first: a watcher asks the scheduler every poll
+    whether they are all there and cancels the futures of_lost(gone) then.
+    (Dask would wait for a lost worker forever for the tasks pinned to it.)"""
+    lost, done = [], threading.Event()
+    mine = set(workers)
+
+    def watch():
+        while not done.wait(POLL_SECONDS):
+            try:
+                gone = sorted(mine - set(workers_info(client)))
+            except Exception:   # noqa: BLE001 -- the scheduler is gone: Dask raises
+                return
+            if gone:
+                lost.extend(gone)
+                client.cancel(of_lost(gone))
+                return
+    watcher = threading.Thread(target=watch, daemon=True, name="oclclust-dask-watch")
+    watcher.start()
+    try:
+        return client.gather(wanted), []
+    except BaseException:   # a cancellation too (not an Exception)
+        if not lost:   # a task that Dask ran again elsewhere may fail first
+            with contextlib.suppress(Exception):
+                lost = sorted(mine - set(workers_info(client)))
+            if not lost:
+                raise
+            client.cancel(of_lost(lost))
+        return None, lost
+    finally:
+        done.set()
+        watcher.join()
 
 
 def workers_info(client):

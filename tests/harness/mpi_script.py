@@ -200,12 +200,12 @@ def dbscan_fits(comm, devices, out):
     """Case dbscan (see the module); each fit says the rows its rank held
     (its slab's with their halo)."""
     from oclclust.cluster.density.dbscan import ranks
-    held, made = [], ranks._RankSlab.__init__
+    held, made = [], ranks.HeldSlab.__init__
 
     def holding(self, *args):
         made(self, *args)
         held.append(self.grid.n)
-    ranks._RankSlab.__init__ = holding
+    ranks.HeldSlab.__init__ = holding
     fits = []
     profile = oc.select_devices(devices)[0]
     halves = oc.sub_devices(profile, [1, 1])

@@ -14,8 +14,11 @@ sparse rows go through an explicit neighbourhood graph built in row blocks
 (graph.py) and the same rules (rules.py):
 sparse rows under euclidean distances on the device (CsrRows), under the
 other metrics on the host.
+
+Across MPI ranks the grid's slabs are ranks.py's; on a Dask cluster's
+workers, dask_slabs.py's (the grid metrics; the others compute a dask
+array's rows here, with a warning).
 """
-import copy
 import numbers
 import warnings
 
@@ -23,10 +26,9 @@ import numpy as np
 
 from ..._base import DEVICES_RULE, BaseEstimator, ClusterMixin, RecordsKernels, fit_devices
 from ....parallel.comm import local_rank, size
-from ....parallel.manager import DeviceManager
-from ....parallel.placement import bind_devices
-from ....parallel.shares import leave_aside_unlike
-from ....passes.linkage import check_range, plan_for, plans_for
+from ....parallel.placement import is_dask_array
+from ....passes.linkage import check_range, plan_for
+from .plans import device_plans, rank_plans
 from .graph import check_precomputed, metric_graph, precomputed_graph, sparse_euclidean_graph
 from .ranks import labels_across_ranks
 from .rules import graph_labels
@@ -34,7 +36,6 @@ from ....passes.dbscan import Neighbourhoods
 from ....passes.dbscan_grid import GRID_METRICS, GridNeighbourhoods
 from ....passes.grid import CellGrid
 from ....passes.lloyd_csr import CsrRows
-from ....runtime.devices import preferred, select_devices
 from ....runtime.validation import (check_data, check_params, check_sample_weight, checked_csr,
                                     is_sparse)
 from ....runtime.warning_site import user_stacklevel
@@ -89,7 +90,9 @@ class DBSCAN(ClusterMixin, RecordsKernels, BaseEstimator):
     of cells wider than eps over up to 3 features (see ``algorithm``);
     other metrics, callables, ``metric="precomputed"`` and sparse rows
     through an eps-graph built a block of rows at a time.  scikit-learn's
-    labels.
+    labels.  A dask array, with a ``distributed.Client`` active, is fitted
+    on the workers (the grid's slabs, one a worker holding rows; the rows
+    never on the client: :doc:`/guide/dask`).
 
     Parameters
     ----------
@@ -132,12 +135,14 @@ default=None
     core_sample_indices_ : ndarray of shape (n_core_samples,)
         Indices of the core samples.
     components_ : ndarray of shape (n_core_samples, n_features)
-        The core samples.
+        The core samples (a dask array, on the workers, after a fit on
+        a Dask cluster's workers).
     labels_ : ndarray of shape (n_samples,)
-        Each row's cluster; -1 for noise.
+        Each row's cluster; -1 for noise (a dask array in X's row
+        chunks after a fit on a Dask cluster's workers).
     devices_ : dict
         {device: the rows it answered for} of the devices the fit ran on
-        ({} where it ran on the host alone).
+        ({} where it ran on the host alone; "worker device" on Dask).
 
     See Also
     --------
@@ -180,6 +185,12 @@ default=None
         self.comm = comm
 
     def fit(self, X, y=None, sample_weight=None):
+        if is_dask_array(X):
+            if self._fit_dask(X, sample_weight):
+                return self
+            X = X.compute()
+        if is_dask_array(sample_weight):
+            sample_weight = sample_weight.compute()
         if size(self.comm) > 1:
             return self._fit_ranks(X, sample_weight)
         check_params(self, self._parameter_rules)
@@ -200,7 +211,7 @@ default=None
             return self._from_graph(X, graph, w)
         if device is None:
             return self._from_graph(X, metric_graph(X, float(self.eps), metric, params), w)
-        plans, split = _device_plans(self.devices)
+        plans, split = device_plans(self.devices)
         for plan in plans:
             check_range(X, plan)
         hoods = _neighbourhoods(plans, split, X, float(self.eps), device, self.algorithm)
@@ -233,7 +244,7 @@ default=None
                 raise TypeError("DBSCAN across MPI ranks (comm) takes dense rows: pass "
                                 "X.toarray()")
             w = check_sample_weight(sample_weight, X.shape[0], np.float64, signed=True)
-            plans, split = _rank_plans(self.devices, self.comm)
+            plans, split = rank_plans(self.devices, self.comm)
             check_range(X, plans[0])
         except Exception as exc:   # noqa: BLE001 -- raised on every rank
             error = exc
@@ -241,6 +252,40 @@ default=None
             self.comm, X, w, (float(self.eps), int(self.min_samples), device), plans, split,
             error)
         return self._set(X, labels, core, lambda: rows)
+
+    def _fit_dask(self, X, sample_weight):
+        """fit on a dask array X on the active Client's workers
+        (dask_slabs.py): the grid's slabs, one a worker holding rows.  False
+        where X is to be computed here instead: without a Client (as any
+        array), and, with a warning, for the brute search and the metrics
+        the grid does not cut."""
+        from ....parallel.dask import active_client
+        check_params(self, self._parameter_rules)
+        if self.comm is not None and size(self.comm) > 1:
+            raise ValueError("a fit takes a dask array or an MPI comm, not both")
+        client = active_client()
+        if client is None:
+            return False
+        device = None if self.metric == "precomputed" else \
+            _metric(self.metric, self.p, self.metric_params)[0]
+        if device not in GRID_METRICS or self.algorithm == "brute":
+            warnings.warn(
+                f"DBSCAN(metric={self.metric!r}, algorithm={self.algorithm!r}) computes the "
+                "dask array's rows in this process: only the grid of cells (euclidean, "
+                "manhattan or chebyshev distances, minkowski with p 1, 2 or inf, algorithm "
+                "other than 'brute') runs on the Dask workers", UserWarning,
+                stacklevel=user_stacklevel())
+            return False
+        from .dask_slabs import fit_on_workers
+        labels, core, rows = fit_on_workers(
+            client, X, sample_weight, (float(self.eps), int(self.min_samples), device),
+            self.devices, type(self).__name__)
+        # the rows stay on the workers: labels_ and components_ dask arrays
+        self.labels_, self.core_sample_indices_ = labels, core
+        self.components_ = X[core].astype(np.float64)
+        self.n_features_in_ = X.shape[1]
+        self.devices_ = rows
+        return True
 
     def _from_graph(self, X, graph, w):
         labels, core = graph_labels(graph, self.min_samples, w)
@@ -264,45 +309,6 @@ default=None
         tags.input_tags.pairwise = self.metric == "precomputed"
         tags.input_tags.sparse = True
         return tags
-
-
-def _device_plans(devices):
-    """(plans, split): the devices of a fit on *devices*, and the grid's
-    keywords that split the rows over them (shares, executor).  Several
-    where *devices* names them one by one: a DeviceManager's (by its
-    weights, on its executor's threads) or a list's (by compute units);
-    one, plan_for's, for any other value (a name, None, a device).  A
-    device a DeviceManager gives no share holds no slab."""
-    split = {}
-    if isinstance(devices, DeviceManager):
-        # "auto" over unlike devices (a GPU beside its host's CPU runtime):
-        # nothing measures this pass, so only the devices alike the first
-        # take rows, not the CPU by its compute units (a copy: the user's
-        # manager keeps its state)
-        devices = copy.deepcopy(devices)
-        leave_aside_unlike(devices)
-        profiles, shares = devices.profiles, devices.current_weights()
-        split["executor"] = devices.executor
-    elif isinstance(devices, (list, tuple)):
-        # as the k-family's: profiles as given, names as DeviceManager reads them
-        profiles = DeviceManager(devices).profiles
-        shares = [p.compute_units for p in profiles]
-    else:
-        return [plan_for(devices)], split
-    if len(profiles) == 1:
-        return [plan_for(profiles)], split
-    ranked = preferred(profiles)   # the first: the brute search's device, as plan_for's
-    split["shares"] = [shares[profiles.index(p)] for p in ranked]
-    return plans_for(ranked), split
-
-
-def _rank_plans(devices, comm):
-    """This MPI rank's devices, as _device_plans': a name (or None) picks
-    one, the rank's share of a host's GPUs where it has several
-    (placement's bind_devices, as the k-family's ranks)."""
-    if devices is None or isinstance(devices, str):
-        return [plan_for(bind_devices(select_devices(devices), comm))], {}
-    return _device_plans(devices)
 
 
 def _neighbourhoods(plans, split, X, eps, metric, algorithm):

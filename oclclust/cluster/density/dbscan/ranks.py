@@ -17,17 +17,19 @@ rows, gathered too (8 bytes a cluster).  Each row's label then goes back to
 the rank that passed it.
 
 Every exchange is a collective of the fit's communicator (parallel/comm.py):
-a rank that fails makes every rank raise, none is left waiting.
+a rank that fails makes every rank raise, none is left waiting.  The steps
+between the exchanges are slabs.py's, which the fit on Dask workers
+(dask_slabs.py) takes too.
 """
 import numpy as np
 
 from ....parallel.comm import Ranks, rank_error_type
-from ....passes.dbscan_grid import GridNeighbourhoods, joined_roots
-from ....passes.grid import CellGrid, Slab
-
-SAMPLES = 256          # keys a rank offers for the slabs' cuts
-MAX_ROWS = (1 << 31) - 1   # the kernels number rows in int32
-LAST_KEY = 1 << 62     # past every cell key (keys stay below 2^60)
+from ....passes.dbscan_grid import joined_roots
+from ....passes.grid import CellGrid
+# (LAST_KEY, SAMPLES: the cuts' terms, named here too)
+from .slabs import (LAST_KEY, MAX_ROWS, SAMPLES, HeldSlab, halo_ranges,  # noqa: F401
+                    joined_bounds, key_sample, numbered, owned, owner_parts, slab_cuts,
+                    to_slabs, value_bounds)
 
 
 def labels_across_ranks(comm, X, w, params, plans, split, error):
@@ -57,101 +59,39 @@ def labels_across_ranks(comm, X, w, params, plans, split, error):
     return fitted
 
 
-class _RankSlab:
-    """This rank's slab: the rows of every rank in its key range and halo,
-    sorted (a CellGrid of them, numbered as all ranks' rows), and the halo
-    exchanges of values of the rows it answers for."""
-
-    def __init__(self, ranks, values, w, eps, plan):
-        lo = values.min(axis=0).astype(np.float64)
-        hi = values.max(axis=0).astype(np.float64)
-        both = ranks.gather((lo, hi))
-        lo = np.min([b[0] for b in both], axis=0)
-        bounds = (lo, np.max([b[1] for b in both], axis=0) - lo)
-        mine = CellGrid(values, eps, plan.dtype, bounds, ranks.offset + np.arange(len(values)))
-        self.ranks, self.rank = ranks, ranks.rank
-        cuts = _cuts(ranks, mine.keys)
-        reach = int(mine.shape[:mine.g].sum())
-        # every slab's key range with its halo, ends included
-        self.low, self.high = cuts[:-1] - reach, cuts[1:] - 1 + reach
-        sent = self._to_slabs(mine.keys)
-        rows = np.concatenate(ranks.exchange(sent(values[mine.order])))
-        ids = np.concatenate(ranks.exchange(sent(mine.ids)))
-        self.w = None if w is None else np.concatenate(ranks.exchange(sent(w[mine.order])))
-        self.grid = CellGrid(rows, eps, plan.dtype, bounds, ids)
-        first, last = np.searchsorted(self.grid.keys, cuts[self.rank:self.rank + 2])
-        self.slab = Slab(0, int(first), int(last), self.grid.n)
-        self.ids = self.grid.ids[first:last]
-        self.answered_to = self._to_slabs(self.grid.keys[first:last])
-
-    def _to_slabs(self, keys):
-        """parts(values): *values* of rows of ascending *keys* cut into the
-        parts each slab holds (its key range and halo)."""
-        starts = np.searchsorted(keys, self.low, "left")
-        stops = np.searchsorted(keys, self.high, "right")
-        return lambda values: [values[a:b] for a, b in zip(starts, stops)]
-
-    def halo(self, answered):
-        """The slab's rows' values, halo included, from *answered* (this
-        rank's answered rows' values in their sorted order): the lesser
-        ranks answer for the rows below its keys, the greater above."""
-        parts = self.answered_to(answered)
-        parts[self.rank] = answered[:0]
-        got = self.ranks.exchange(parts)
-        return np.concatenate([*got[:self.rank], answered, *got[self.rank + 1:]])
-
-    def shared(self):
-        """Mask of the answered rows some other slab holds in its halo."""
-        shared = np.zeros(len(self.ids), bool)
-        for r, part in enumerate(self.answered_to(np.arange(len(self.ids)))):
-            if r != self.rank:
-                shared[part] = True
-        return shared
-
-
 def _fit(ranks, X, w, eps, min_samples, metric, plans, split):
-    slab = _RankSlab(ranks, np.ascontiguousarray(X, plans[0].dtype), w, eps, plans[0])
-    grid, s = slab.grid, slab.slab
-    # this rank's devices, each a part of its slab (GridNeighbourhoods' slabs)
-    hoods = GridNeighbourhoods(plans, grid, eps, metric, span=(s.first, s.last), **split)
-    sorted_w = None if slab.w is None else grid.sorted(slab.w)
-    # (the weights of every neighbour of a slab's row are in the slab's)
-    core = hoods.answered_counts(sorted_w, min_samples) >= min_samples
-    held_core = slab.halo(core.astype(np.int8)).astype(bool)
-    # the links between slabs: this rank's devices' (their halos' core rows
-    # to their roots there, ...), and its core rows another rank holds
-    root, a, b = hoods.answered_roots(held_core)
-    shared = slab.shared() & core
-    links = ranks.gather((np.concatenate([a, slab.ids[shared]]),
-                          np.concatenate([b, root[shared]])))
+    values = np.ascontiguousarray(X, plans[0].dtype)
+    bounds = joined_bounds(ranks.gather(value_bounds(values)))
+    mine = CellGrid(values, eps, plans[0].dtype, bounds, ranks.offset + np.arange(len(values)))
+    cuts = _cuts(ranks, mine.keys)
+    low, high = halo_ranges(cuts, mine)
+    # this rank's rows to the slabs that hold them, in its sorted order
+    sent = to_slabs(mine.keys, low, high)
+    rows = np.concatenate(ranks.exchange(sent(values[mine.order])))
+    ids = np.concatenate(ranks.exchange(sent(mine.ids)))
+    w = None if w is None else np.concatenate(ranks.exchange(sent(w[mine.order])))
+    # its slab, on this rank's devices (each a part of it: GridNeighbourhoods' slabs)
+    slab = HeldSlab(ranks.rank, rows, ids, w, eps, metric, bounds, cuts, low, high, plans,
+                    split)
+
+    def held(answered):   # the halo rows' values from the ranks that answer for them
+        return slab.held(ranks.exchange(slab.halo_parts(answered)), answered)
+    core = slab.core(min_samples)
+    held_core = held(core.astype(np.int8)).astype(bool)
+    root, a, b = slab.links(core, held_core)
+    links = ranks.gather((a, b))
     root = joined_roots(root, np.concatenate([a for a, _ in links]),
                         np.concatenate([b for _, b in links]))
     # clusters numbered by their least rows (scikit-learn's numbering)
-    least = np.sort(np.concatenate(ranks.gather(slab.ids[core & (root == slab.ids)])))
-    number = np.where(core, np.searchsorted(least, root), -1)
-    border = hoods.answered_min_label(slab.halo(number), ~held_core)
-    labels = np.where(core, number, border)
+    least = np.sort(np.concatenate(ranks.gather(slab.least_rows(core, root))))
+    number = numbered(core, root, least)
+    labels = slab.labels(core, number, held_core, held(number))
     # each row's label and core flag back to the rank that passed it
-    owner = np.searchsorted(np.cumsum(ranks.counts), slab.ids, side="right")
-    by_owner = np.argsort(owner, kind="stable")
-    rows = np.column_stack([slab.ids - np.concatenate([[0], np.cumsum(ranks.counts)])[owner],
-                            labels, core])[by_owner]
-    got = np.concatenate(ranks.exchange(np.split(rows, np.cumsum(
-        np.bincount(owner, minlength=ranks.size))[:-1])))
-    out = np.empty((len(X), 2), np.int64)
-    out[got[:, 0]] = got[:, 1:]
-    return out[:, 0].astype(np.intp), out[:, 1].astype(bool), hoods.rows()
+    got = ranks.exchange(owner_parts(slab.ids, labels, core, ranks.counts))
+    return (*owned(got, len(X)), slab.hoods.rows())
 
 
 def _cuts(ranks, keys):
-    """The slabs' first keys, one a rank, and LAST_KEY: quantiles of every
-    rank's (ascending) *keys*, from SAMPLES of each, each standing for its
-    share of its rank's rows."""
-    take = np.unique(np.linspace(0, len(keys) - 1, SAMPLES).astype(np.int64))
-    offered = ranks.gather((keys[take], np.full(len(take), len(keys) / len(take))))
-    sample = np.concatenate([k for k, _ in offered])
-    order = np.argsort(sample, kind="stable")
-    weight = np.cumsum(np.concatenate([c for _, c in offered])[order])
-    at = np.searchsorted(weight, weight[-1] * np.arange(1, ranks.size) / ranks.size)
-    inner = sample[order][np.minimum(at, len(sample) - 1)]
-    return np.concatenate([[0], np.maximum.accumulate(inner), [LAST_KEY]]).astype(np.int64)
+    """The slabs' first keys, one a rank, and LAST_KEY (slab_cuts of every
+    rank's key_sample)."""
+    return slab_cuts(ranks.gather(key_sample(keys)), ranks.size)
