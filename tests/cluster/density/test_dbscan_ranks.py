@@ -122,7 +122,8 @@ def test_slab_cuts_share_the_keys_evenly(sizes, distinct):
     """_cuts from every rank's sampled keys: ascending, from 0 to past every
     key, each slab about a rank's share of all keys (within a sample's
     step and the rows of one key)."""
-    from oclclust.cluster.density.dbscan.ranks import LAST_KEY, SAMPLES, _cuts
+    from oclclust.cluster.density.dbscan.ranks import _cuts
+    from oclclust.cluster.density.dbscan.slabs import LAST_KEY, SAMPLES
     rng = np.random.default_rng(len(sizes) + distinct)
     keys = [np.sort(rng.integers(0, distinct, s)) for s in sizes]
     offered = []

@@ -26,10 +26,8 @@ import numpy as np
 from ....parallel.comm import Ranks, rank_error_type
 from ....passes.dbscan_grid import joined_roots
 from ....passes.grid import CellGrid
-# (LAST_KEY, SAMPLES: the cuts' terms, named here too)
-from .slabs import (LAST_KEY, MAX_ROWS, SAMPLES, HeldSlab, halo_ranges,  # noqa: F401
-                    joined_bounds, key_sample, numbered, owned, owner_parts, slab_cuts,
-                    to_slabs, value_bounds)
+from .slabs import (MAX_ROWS, HeldSlab, halo_ranges, joined_bounds, key_sample, numbered,
+                    owned, owner_parts, slab_cuts, to_slabs, value_bounds)
 
 
 def labels_across_ranks(comm, X, w, params, plans, split, error):

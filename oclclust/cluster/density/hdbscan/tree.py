@@ -46,13 +46,12 @@ class _ClusterTree:
     def __init__(self, condensed):
         parent, child, lam, size = condensed
         keep = size > 1
-        self.parent = parent[keep].tolist()
+        parents = parent[keep].tolist()
         self.child = child[keep].tolist()
         self.birth = dict(zip(self.child, lam[keep].tolist()))
-        self.size = dict(zip(self.child, size[keep].tolist()))
-        self.up = dict(zip(self.child, self.parent))
+        self.up = dict(zip(self.child, parents))
         self.children = {}
-        for p, c in zip(self.parent, self.child):
+        for p, c in zip(parents, self.child):
             self.children.setdefault(p, []).append(c)
         self.root = int(parent.min())
 
