@@ -17,8 +17,8 @@ import pyopencl.array as cla
 from ..runtime import exact_fold, exact_sums
 from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
-from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, central_stats, enqueue_central, enqueue_grid,
-                      means_of, mstep_size, operands, own_spec, shift_of)
+from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, StageFlags, central_stats, enqueue_central,
+                      enqueue_grid, means_of, mstep_size, operands, own_spec, shift_of)
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
@@ -79,19 +79,18 @@ class GmmPass:
         self.mma_m = isinstance(self.mspec, MmaMStepSpec)
         if self.mma_m:   # the M kernel's other sums are about a shift of its own,
             # its own sums about the means (float32): each row's own component
-            # is its label when the responsibilities were made (self.own)
+            # is its label when the responsibilities were made (self.own), the
+            # own sums by a kernel of their own (gmm_mma_own.cl.mako)
             self.mshift = cla.empty(q, self.mspec.dp, np.float32)
             self.mmeans = cla.empty(q, k * self.mspec.dp, np.float32)
             self.own = cla.zeros(q, max(part.n, 1), np.int32)
-            # ... the own sums by a kernel of their own (gmm_mma_own.cl.mako)
             self.ospec, self.okernel = plan(p, q, [own_spec(part.d, k, self.mspec.precision)],
                                             "gmm_own")
-            # where the exact totals are rounded here, they are made central
-            # here too (gmm_mma.enqueue_central), about these float64 means
+            # exact totals rounded here are made central here, about these (enqueue_central)
             self.mmeans64 = cla.empty(q, k * part.d, np.float64)
-            # ... and their exact fold's grid made here (gmm_mma.enqueue_grid)
-            self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)
+            self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)   # ... their grid (enqueue_grid)
             self._absmax = None   # (the fit's magnitudes, their columns on the device)
+            self.stage_flags = StageFlags(q, self.mspec)   # (its stages with products)
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
         self.exact = exact_sums.exact_device(part)
@@ -326,14 +325,16 @@ class GmmPass:
         part, q, spec, stage = self.part, self.part.queue, self.mspec, self.staging
         k = means.shape[0]
         events = []
-        if self.mma_m:
-            about = (self.lse.data, np.int32(self.resp_log), self.mshift.data, self.own.data)
+        rows = self.block_rows if self.exact else -(-part.n // self.chunks)
+        if self.mma_m:   # (and the stages it multiplies: gmm_mma.StageFlags)
+            flags, words = self.stage_flags.enqueue(self._resp(k), self.lse, int(self.resp_log),
+                                                    self.own, part.n, k, rows, self.chunks)
+            about = (self.lse.data, np.int32(self.resp_log), self.mshift.data, self.own.data,
+                     flags.data, np.int64(words))
         else:
             about = (self.means.data,)
-        rows = self.block_rows if self.exact else -(-part.n // self.chunks)
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
-                     part.x.data,
-                     np.int64(part.n), np.int64(part.stride), self._resp(k).data,
+                     part.x.data, np.int64(part.n), np.int64(part.stride), self._resp(k).data,
                      *about, np.int32(k), np.int64(rows), self.part_stats.data)
         if self.mma_m:   # the own entries of the same slabs
             ospec = self.ospec
@@ -357,8 +358,7 @@ class GmmPass:
         else:
             size = k * self._mstats_size()
             if self.reduced is None:   # for the largest k (mdl.py's orders only shrink it)
-                self.reduced = partial_buffer(q, 1, self.k * self._mstats_size(),
-                                              part.acc_double)
+                self.reduced = partial_buffer(q, 1, self.k * self._mstats_size(), part.acc_double)
             enqueue_reduce(q, self.part_stats, self.chunks * spec.reps, size, part.dtype,
                            part.acc_double, self.reduced)
             events.append(stage.get("mstats", self.reduced))

@@ -28,6 +28,7 @@ owns, large only where components overlap far from the shift.
 import dataclasses
 
 import numpy as np
+import pyopencl.array as cla
 
 from ..runtime import exact_sums
 from ..runtime.codegen import EmulatedBuild, Spec, kernel
@@ -137,7 +138,10 @@ class MmaMStepSpec(EmulatedBuild, Spec):
     """The tensor-core M kernel (gmm_mma_mstep.cl.mako): a work-group per
     (chunk of rows, block of cb = 16 mb components); each warp one m16
     component tile and ntw n8 column tiles of one half (x or x^2), g
-    column groups a half.  tile: the fewest rows a chunk is given."""
+    column groups a half.  tile: the fewest rows a chunk is given.
+    skip_stages: only the stages MmaStagesSpec's kernel flags are read and
+    multiplied (the others' products would all add zero); False every
+    stage (the same sums, bit for bit: the tests' reference)."""
     template = "gmm_mma/gmm_mma_mstep.cl.mako"
     d: int = 1
     dp: int = 8
@@ -149,6 +153,7 @@ class MmaMStepSpec(EmulatedBuild, Spec):
     stage: int = STAGE
     precision: str = "float32"
     emulate: bool = False
+    skip_stages: bool = True
     reps = 1
 
     @property
@@ -164,6 +169,59 @@ class MmaMStepSpec(EmulatedBuild, Spec):
         floats = self.stage * xs + self.cb * rs
         return ((floats + self.stage) * 4 + self.cb * 4 * 8
                 + ((self.wg * 6 + self.stage // 8 * self.mb) * 4 if self.emulate else 0))
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaStagesSpec(Spec):
+    """The M kernel's stage flags (gmm_mma_stages.cl.mako): a work-group of
+    wg work-items per (chunk of rows, block of cb components, word of 32
+    stages of *stage* rows), as that kernel's chunks, blocks and stages."""
+    template = "gmm_mma/gmm_mma_stages.cl.mako"
+    wg: int = 256
+    stage: int = STAGE
+    cb: int = 16
+
+    def words(self, rows_per_chunk):
+        """Flag words a chunk of *rows_per_chunk* rows and block takes."""
+        return max(1, -(-rows_per_chunk // (32 * self.stage)))
+
+
+class StageFlags:
+    """The stage flags the tensor-core M kernel of *mspec* (an
+    MmaMStepSpec) reads, on *queue*: one device array, grown to the
+    largest size asked."""
+
+    def __init__(self, queue, mspec):
+        self.queue, self.skip = queue, mspec.skip_stages
+        self.spec = MmaStagesSpec(dtype="float32", stage=mspec.stage, cb=mspec.cb)
+        self.flags = None
+
+    def enqueue(self, resp, lse, normalize, own, n, k, rows_per_chunk, chunks):
+        """The flags of *k* components over *chunks* chunks of
+        *rows_per_chunk* of the *n* rows (enqueue_stages' arguments),
+        enqueued where the kernel skips stages: (device array, words a
+        chunk and block), its stage_flags and words arguments."""
+        words = self.spec.words(rows_per_chunk)
+        size = chunks * -(-k // self.spec.cb) * words
+        if self.flags is None or self.flags.size < size:
+            self.flags = cla.empty(self.queue, size, np.uint32)
+        if self.skip and n:
+            enqueue_stages(self.queue, self.spec, resp, lse, normalize, own, n, k,
+                           rows_per_chunk, chunks, self.flags)
+        return self.flags, words
+
+
+def enqueue_stages(queue, spec, resp, lse, normalize, own, n, k, rows_per_chunk, chunks, out):
+    """Enqueue the stage flags of *chunks* chunks of *rows_per_chunk* rows
+    and every block of the *k* components (device arrays: *resp* k x n,
+    its rows' *lse* where *normalize*, their *own* components) into *out*
+    (chunks x blocks x spec.words(rows_per_chunk) uint32)."""
+    words = spec.words(rows_per_chunk)
+    groups = chunks * -(-k // spec.cb) * words
+    kernel(queue.context, spec, "gmm_stages")(
+        queue, (groups * spec.wg,), (spec.wg,), resp.data, lse.data, np.int32(normalize),
+        own.data, np.int64(n), np.int32(k), np.int64(rows_per_chunk), np.int64(words),
+        out.data)
 
 
 # the own kernel's local sums: at most this many bytes (a block's components

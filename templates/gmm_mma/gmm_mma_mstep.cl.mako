@@ -23,7 +23,8 @@ everywhere else.
 Reads spec: d, dp (d padded to 8), wg, g (column groups of a half: x or
 x^2), ntw (n8 column tiles a warp owns), mb (m16 component tiles a
 work-group: cb = 16 mb components), stage (rows a local-memory stage),
-emulate (the products in plain OpenCL: tests on CPUs).
+emulate (the products in plain OpenCL: tests on CPUs), skip_stages (the
+stages gmm_mma_stages.cl.mako flags alone: below).
 
 A work-group owns one chunk of rows (slab) and one block of cb components
 (group id = chunk * blocks + block; k, the number of components, is a
@@ -34,6 +35,11 @@ outside the data.  Warp w owns component tile w / (2 g) and the ntw column
 tiles of group w % (2 g): the first g groups the x columns, the others x^2
 (squared as read, after the shift is taken off).  A row's responsibility
 for its own component is zero here (the own kernel sums it), exactly.
+With skip_stages, the stages the stage flags leave unset (none of their
+A values can be other than zero: gmm_mma_stages.cl.mako) are neither read
+nor multiplied; they would have added zeros, so the sums are the same,
+bit for bit.  Where the components are many and apart, most stages of a
+block are such.
 
 Only the other sums: their registers alone (the own ones beside them held
 the kernel at 255 registers, one work-group of 8 warps a multiprocessor on
@@ -77,6 +83,22 @@ no atomics, for reduce_partials.
 #define SZ (2 + 4 * D)
 
 ${mma.products(emulate)}\
+% if skip_stages:
+/* the first stage from st on whose flag is set, else stages */
+inline long next_stage(__global const uint *restrict flags, long st, const long stages)
+{
+    while (st < stages) {
+        const uint w = flags[st / 32] >> (st % 32);
+        if (w)
+            return st + (31 - clz(w & (0u - w)));   /* its lowest set bit */
+        st = (st / 32 + 1) * 32;
+    }
+    return stages;
+}
+#define NEXT(st) next_stage(busy, st, stages)
+% else:
+#define NEXT(st) (st)
+% endif
 <%def name="split_resp(b, sm, v)">\
 % if precision != "float32":
 const uint ${b} = as_uint(${v});\
@@ -132,6 +154,8 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
                const int normalize,
                __global const float *restrict shift,    /* DP */
                __global const int *restrict own,        /* n: each row's own component */
+               __global const uint *restrict stage_flags,   /* skip_stages: gmm_stages' */
+               const long words,                        /* ... of a slab and block */
                const int k,
                const long rows_per_chunk,
                __global double *restrict part)          /* slabs x k x SZ */
@@ -174,8 +198,15 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     float pr_${u}, pl_${u};
 % endfor
     int po = -1;
-    ${fetch("lo")}
-    for (long start = lo; start < hi; start += S) {
+    /* the stages to multiply, in order (every one without skip_stages) */
+    const long stages = hi > lo ? (hi - lo + S - 1) / S : 0;
+    __global const uint *busy = stage_flags + g * words;
+    long st = NEXT(0);
+    if (st < stages) {
+        ${fetch("lo + st * S")}
+    }
+    while (st < stages) {
+        const long following = NEXT(st + 1);
         barrier(CLK_LOCAL_MEM_FENCE);            /* the last stage's readers are done */
 % for u in range(x_iters):
         { const int e = lid + ${u * wg};
@@ -204,8 +235,8 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 % endif
-        if (start + S < hi) {
-            ${fetch("start + S")}
+        if (following < stages) {
+            ${fetch("lo + following * S")}
         }
 % for t in range(ntw):
         float acc_${t}_0 = 0, acc_${t}_1 = 0, acc_${t}_2 = 0, acc_${t}_3 = 0;
@@ -268,6 +299,7 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
 % endfor
         n_lo += part_lo;
         n_hi += part_hi;
+        st = following;
     }
     const long slab = chunk;
     /* N: group 0's lanes, the 4 of each component added in a fixed order */

@@ -29,6 +29,7 @@ from oclclust.runtime import codegen
 from oclclust.cluster.mixture import mdl
 from oclclust.runtime.partition import DevicePartition
 from gmm_own import own_case, own_reference, run_own
+from gmm_stages import run_stages, stages_case, stages_reference
 from oclclust.passes import gmm_mma
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 
@@ -242,6 +243,21 @@ def exercise_own(device, log):
     log(f"gmm own sums: {count} variants")
 
 
+def exercise_stages(device, log):
+    """The tensor-core M kernel's stage flags (gmm_mma_stages.cl.mako:
+    plain OpenCL) against numpy's: stages of 8 rows, ragged chunks, blocks
+    and words, stored and log-density responsibilities."""
+    q = device.queue()
+    spec = gmm_mma.MmaStagesSpec(dtype="float32", wg=32, stage=8, cb=2)
+    for normalize in (0, 1):
+        resp, lse, own = stages_case(np.random.RandomState(6), 700, 5, normalize, 12)
+        mark(f"gmm_stages {spec} normalize={normalize}")
+        if not np.array_equal(run_stages(q, spec, resp, lse, own, normalize, 300),
+                              stages_reference(resp, lse, own, normalize, 300, spec)):
+            raise AssertionError(f"gmm_stages normalize={normalize}: not numpy's flags")
+    log("gmm stages: 2 variants")
+
+
 def exercise_central(device, log):
     """The tensor-core M step's totals made central on the device
     (gmm_mma_central.cl.mako) against central_stats, bit for bit: a d
@@ -291,6 +307,7 @@ EXERCISERS = {
     "gmm_mma_central.cl.mako": [exercise_central],
     "gmm_mma_grid.cl.mako": [exercise_grid],
     "gmm_mma_own.cl.mako": [exercise_own],
+    "gmm_mma_stages.cl.mako": [exercise_stages],
     "gmm_onehot.cl.mako": [exercise_onehot, exercise_init_fits],
     "gmm_estep.cl.mako": [exercise_kernels, exercise_fits],
     "gmm_mstep.cl.mako": [exercise_kernels, exercise_fits],

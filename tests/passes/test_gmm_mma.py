@@ -5,6 +5,7 @@ portable ones and a fit against scikit-learn's; elsewhere the same cases
 check that the planner offers them nowhere else (the portable kernels run,
 the same bits as before).
 """
+import dataclasses
 import warnings
 
 import numpy as np
@@ -16,6 +17,7 @@ from sklearn.mixture import GaussianMixture as SkGMM
 import oclclust as oc
 from gmm_own import own_case, own_reference, run_own
 from gmm_parity import assert_gmm_parity
+from gmm_stages import run_stages, stages_case, stages_reference
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import gmm as gmm_pass
 from oclclust.passes import gmm_specs
@@ -299,8 +301,11 @@ def mstep_case(kind, n, d, k):
     """(X float32, responsibilities n x k float32, means float64): "soft"
     Dirichlet rows over components spread about 50; "hard" each row one-hot in its component, the components
     narrow (sd 1e-3) and far from the origin -- about one shift the scatter
-    cancels 9 digits; "rows" the one-hot start of k distinct rows (each
-    component's scatter zero) about those rows.  The means are float32
+    cancels 9 digits; "sparse" the same with a second component at 1/4 on
+    every 47th row (most of the tensor-core M kernel's stages hold only
+    their rows' own components, some one other); "rows" the
+    one-hot start of k distinct rows (each component's scatter zero)
+    about those rows.  The means are float32
     values (the portable kernel takes z = x - mu in float32: a mean's own
     rounding, 4e-6 at 50, is not what is tested here)."""
     rng = np.random.RandomState(n + d + k)
@@ -312,9 +317,13 @@ def mstep_case(kind, n, d, k):
         resp = rng.dirichlet(np.full(k, 0.3), n).astype(np.float32)
         return X, resp, f32(centres + rng.normal(size=(k, d)))
     X = (centres[labels] + 1e-3 * rng.normal(size=(n, d))).astype(np.float32)
-    if kind == "hard":
+    if kind in ("hard", "sparse"):
         resp = np.zeros((n, k), np.float32)
         resp[np.arange(n), labels] = 1
+        if kind == "sparse":
+            extra = np.arange(3, n, 47)
+            resp[extra, labels[extra]] = 0.75
+            resp[extra, (labels[extra] + 1 + extra) % k] = 0.25
         return X, resp, f32(centres + 1e-4 * rng.normal(size=(k, d)))
     rows = rng.choice(n, k, replace=False)
     resp = np.zeros((n, k), np.float32)
@@ -386,6 +395,47 @@ def test_emulated_mstep_matches_numpy(profile, kind, precision):
                                       precision=precision)))
     gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
     check_mstep_of(gp, X, resp, means, precision)
+
+
+@pytest.mark.parametrize("normalize", [0, 1], ids=["stored", "log-densities"])
+def test_stage_flags_match_numpy(profile, normalize):
+    """gmm_mma_stages.cl.mako's flags against numpy's rule: a stage's bit
+    set where one of its rows has a responsibility for a component of the
+    block, not its own, that may not be zero (stored: not zero or NaN;
+    log-densities: within 120 of the row's lse, or a NaN lse's row with a
+    value not zero); ragged chunks, blocks and words."""
+    n, k, rows = 5000, 37, 1500
+    spec = gmm_mma.MmaStagesSpec(dtype="float32", stage=32, cb=16)
+    resp, lse, own = stages_case(np.random.RandomState(5), n, k, normalize, 40)
+    q = DevicePartition(profile, np.zeros((1, 1), np.float32)).queue
+    want = stages_reference(resp, lse, own, normalize, rows, spec)
+    assert want.any() and not want.all()
+    np.testing.assert_array_equal(run_stages(q, spec, resp, lse, own, normalize, rows), want)
+
+
+@pytest.mark.parametrize("precision", ["float32", "tf32"])
+def test_mstep_skips_the_stages_without_products(profile, precision):
+    """The tensor-core M kernel (on tensor cores where there are some, else
+    emulated) skips a stage whose A values are all zero: the same
+    statistics, bit for bit, as the kernel that reads every stage, on
+    responsibilities whose stages are mostly their rows' own components
+    and some not ("sparse"), each component's N every responsibility's."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    emulate = not tensor_cores(profile)
+    n, d, k = (203, 13, 21) if emulate else (3001, 128, 300)
+    X, resp, means = mstep_case("sparse", n, d, k)
+    spec = next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=emulate, precision=precision))
+    got = []
+    for skip in (True, False):
+        specs = (portable_specs(profile, d, k)[0], dataclasses.replace(spec, skip_stages=skip))
+        gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=specs, chunks=2)
+        gp.set_resp(resp[:n // 3])
+        gp.set_resp(resp[n // 3:], n // 3)
+        got.append(gp.mstep(means))
+    np.testing.assert_array_equal(got[0], got[1])
+    rounded = tf32_round(resp) if precision != "float32" else resp.astype(np.float64)
+    np.testing.assert_allclose(got[0][:, 0], rounded.sum(axis=0), rtol=1e-6)
 
 
 @pytest.mark.parametrize("precision", ["float32", "tf32"])
