@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .mdl import Fitted, Model, m_step, precisions_of, records, select_order
+from .mdl import DiagArrays, Fitted, Model, m_step, precisions_of, records, select_order
 from .._base import KCluster
 from ..checkpoint import CHECKPOINT_RULES
 from .gmm_checkpoint import EmCheckpoint
@@ -289,6 +289,7 @@ default="kmeans"
         if self.max_iter == 0:   # scikit-learn: the start, no lower bound (warm too)
             return Fitted(model, -np.inf, 0, False)
         converged, it, bounds = False, first, list(bounds)
+        arrays = None if self._full else DiagArrays(*model.means.shape)
         for it in range(first + 1, self.max_iter + 1):
             start = time.perf_counter()
             prev = lower_bound
@@ -297,8 +298,9 @@ default="kmeans"
             if step.n_bad:
                 raise ValueError("Input X contains NaN or infinity (or values whose "
                                  "log-density is not finite).")
+            out = None if arrays is None else arrays.next()
             model = m_step(stats, model.means, self.reg_covar, self._full, self._eps,
-                           self._float32, self._pooled)
+                           self._float32, self._pooled, out=out)
             lower_bound = float(ll) / n
             bounds.append(lower_bound)
             self.history_.append(history_entry(it, start, gm.data, lower_bound=lower_bound,
