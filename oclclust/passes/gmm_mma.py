@@ -31,6 +31,7 @@ import numpy as np
 import pyopencl.array as cla
 
 from ..runtime import exact_sums
+from ..runtime.transfer import by_rows
 from ..runtime.codegen import EmulatedBuild, Spec, kernel
 from .lloyd_mma import tensor_cores
 
@@ -117,28 +118,40 @@ def operands(records, d, dp, kp, out=None, scratch=None):
     mu'_j^2 P_j, the shift s the mean of the means (zero past d).  *out*:
     the three arrays to write (a pass's page-locked staging: a fresh MB a
     call costs page faults); *scratch*: three k x d float64 arrays for the
-    products (HostScratch's, for the same reason)."""
+    products (HostScratch's, for the same reason).  A block of components
+    a host thread (each one's arithmetic its own: the same bits)."""
     records = np.asarray(records, np.float64)
     k = records.shape[0]
-    c, mu, u = records[:, 0], records[:, 1:1 + d], records[:, 1 + d:1 + 2 * d]
+    mu = records[:, 1:1 + d]
     if out is None:
         out = np.empty((kp, 2 * dp), np.float32), np.empty(kp, np.float32), np.empty(dp, np.float32)
-    prec, centred, term = scratch if scratch is not None else (None,) * 3
+    if scratch is None:
+        scratch = tuple(np.empty((k, d)) for _ in range(3))
     coefs, consts, padded = out
     for a in out:
         a.fill(0)
-    prec = np.multiply(u, u, out=prec)
     shift = mu.mean(axis=0)
-    centred = np.subtract(mu, shift, out=centred)
-    coefs[:k, :d] = prec
-    term = np.multiply(-2.0, centred, out=term)  # -2 mu' P, then mu'^2 P: in one scratch
-    term *= prec
-    coefs[:k, dp:dp + d] = term
-    np.multiply(centred, centred, out=term)
-    term *= prec
-    consts[:k] = c - 0.5 * term.sum(axis=1)
     padded[:d] = shift
+
+    def rows_of(rows):
+        prec, centred, term = (a[rows] for a in scratch)
+        u = records[rows, 1 + d:1 + 2 * d]
+        np.multiply(u, u, out=prec)
+        np.subtract(mu[rows], shift, out=centred)
+        coefs[rows, :d] = prec
+        np.multiply(-2.0, centred, out=term)     # -2 mu' P, then mu'^2 P: in one scratch
+        term *= prec
+        coefs[rows, dp:dp + d] = term
+        np.multiply(centred, centred, out=term)
+        term *= prec
+        consts[rows] = records[rows, 0] - 0.5 * term.sum(axis=1)
+    by_rows(rows_of, k, k // ROWS_A_THREAD)
     return coefs, consts, padded
+
+
+# components a host thread takes at least in operands (K = 1024, d = 128: 1.75 ms on
+# one core of an H200 host, the GPU idle meanwhile)
+ROWS_A_THREAD = 256
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)

@@ -181,19 +181,26 @@ def _pool():
         return _fill_pool
 
 
+def by_rows(fn, n, parts):
+    """fn(rows) for *parts* (at most FILL_THREADS) consecutive slices of
+    range(n) on the fill threads (numpy's copies and ufuncs release the
+    GIL), waited for, the first exception raised; in this thread alone
+    where one part."""
+    parts = min(FILL_THREADS, parts, n)
+    if parts <= 1:
+        fn(slice(0, n))
+        return
+    cuts = np.linspace(0, n, parts + 1).astype(np.int64)
+    futures = [_pool().submit(fn, slice(a, b)) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    for f in futures:
+        f.result()
+
+
 def copy_rows(dst, src):
     """dst[:] = src (same first dimension), converted to dst's dtype, split
     by rows over the fill threads when it is large."""
-    n = len(dst)
-    parts = min(FILL_THREADS, max(1, dst.nbytes // FILL_SPLIT), n)
-    if parts <= 1:
-        np.copyto(dst, src, casting="unsafe")
-        return
-    cuts = np.linspace(0, n, parts + 1).astype(np.int64)
-    futures = [_pool().submit(np.copyto, dst[a:b], src[a:b], casting="unsafe")
-               for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
-    for f in futures:
-        f.result()
+    by_rows(lambda rows: np.copyto(dst[rows], src[rows], casting="unsafe"), len(dst),
+            max(1, dst.nbytes // FILL_SPLIT))
 
 
 class Staging:
