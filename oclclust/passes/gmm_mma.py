@@ -100,7 +100,7 @@ def estep_specs(profile, dtype, d, k, emulate=False):
 
 class HostScratch:
     """*count* float64 host arrays of one shape, kept from call to call
-    (fresh MBs page-fault: ~0.5 ms each on the hosts measured)."""
+    (fresh MBs page-fault: ~0.5 ms each on the 2-core CI host)."""
 
     def __init__(self, count):
         self.count, self._arrays = count, ()
@@ -149,8 +149,8 @@ def operands(records, d, dp, kp, out=None, scratch=None):
     return coefs, consts, padded
 
 
-# components a host thread takes at least in operands (K = 1024, d = 128: 1.75 ms on
-# one core of an H200 host, the GPU idle meanwhile)
+# components a host thread takes at least in operands (K = 1024, d = 128: on an H200
+# host 1.9-2.1 ms on one core, 1.6-1.7 on four, the GPU idle meanwhile)
 ROWS_A_THREAD = 256
 
 

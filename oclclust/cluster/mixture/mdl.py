@@ -23,8 +23,8 @@ PRECISION_ERROR = (
     "Fitting the mixture model failed because some components have ill-defined empirical "
     "covariance (for instance caused by singleton or collapsed samples). Try to decrease "
     "the number of components, increase reg_covar, or scale the input data.")
-# components a host thread takes at least in a diagonal M step and its records (K =
-# 1024, d = 128: 1.7 and 0.6 ms on one core of an H200 host, the GPU idle meanwhile)
+# components a host thread takes at least in a diagonal M step (K = 1024, d = 128: on
+# an H200 host 2.2 ms on one core, 1.7 on four, the GPU idle meanwhile)
 ROWS_A_THREAD = 256
 
 
@@ -102,17 +102,9 @@ def records(model, full):
         cols = np.concatenate([np.full(c + 1, c) for c in range(d)])
         rows = np.concatenate([np.arange(c + 1) for c in range(d)])
         factor = model.prec_chol[:, rows, cols]       # column by column, upper triangle
-    else:   # a block of components a host thread (the same bits)
-        out = np.empty((k, 1 + 2 * d))
-
-        def rows_of(rows):
-            with np.errstate(divide="ignore"):        # weight 0: log 0 = -inf, as sklearn
-                out[rows, 0] = (np.log(model.weights[rows]) - 0.5 * d * math.log(2 * math.pi)
-                                + np.log(model.prec_chol[rows]).sum(1))
-            out[rows, 1:1 + d] = model.means[rows]
-            out[rows, 1 + d:] = model.prec_chol[rows]
-        by_rows(rows_of, k, k // ROWS_A_THREAD)
-        return out
+    else:
+        log_det = np.log(model.prec_chol).sum(1)
+        factor = model.prec_chol
     with np.errstate(divide="ignore"):                # weight 0: log 0 = -inf, as sklearn
         c = np.log(model.weights) - 0.5 * d * math.log(2 * math.pi) + log_det
     return np.concatenate([c[:, None], model.means, factor], axis=1)
@@ -142,9 +134,9 @@ def row_stats(rows, about, full):
 class DiagArrays:
     """Two sets of k x d arrays for the diagonal models an EM loop makes one
     after another (m_step's *out*): each model is written into the set the
-    one before it does not hold.  A fresh MB page-faults (~0.5 ms on the
-    hosts measured; an M step's four: most of its time at K = 1024, d =
-    128)."""
+    one before it does not hold.  A fresh MB page-faults: on the 2-core
+    CI host ~0.5 ms, most of an M step's time at K = 1024, d = 128 (less on
+    the GPU hosts)."""
 
     def __init__(self, k, d):
         self._sets = [tuple(np.empty((k, d)) for _ in range(4)) for _ in range(2)]
