@@ -17,9 +17,8 @@ import pyopencl.array as cla
 from ..runtime import exact_fold, exact_sums
 from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
-from .gmm_mma import (HostScratch, MmaEStepSpec, MmaMStepSpec, StageFlags, central_stats,
-                      enqueue_central, enqueue_grid, grid_head, means_of, mstep_size, operands,
-                      own_spec, shift_of)
+from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, StageFlags, central_stats, enqueue_central,
+                      enqueue_grid, means_of, mstep_size, operands, own_spec, shift_of)
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
@@ -74,7 +73,6 @@ class GmmPass:
         # reads them (the E kernel's store_resp 2: one pass over n x k less)
         self.resp_log = False
         if self.mma:   # the GEMM form's operands (gmm_mma.operands)
-            self.operand_scratch = HostScratch(3)
             self.coefs = cla.empty(q, self.espec.kp * 2 * self.espec.dp, np.float32)
             self.consts = cla.empty(q, self.espec.kp, np.float32)
             self.shift = cla.empty(q, self.espec.dp, np.float32)
@@ -247,8 +245,7 @@ class GmmPass:
             kp, dp = spec.kp, spec.dp
             operands(records, part.d, dp, kp,
                      out=(stage.host("coefs", kp * 2 * dp, np.float32).reshape(kp, 2 * dp),
-                          stage.host("consts", kp, np.float32), stage.host("shift", dp, np.float32)),
-                     scratch=self.operand_scratch(records.shape[0], part.d))
+                          stage.host("consts", kp, np.float32), stage.host("shift", dp, np.float32)))
             return ([stage.send("coefs", self.coefs, kp * 2 * dp),
                      stage.send("consts", self.consts, kp),
                      stage.send("shift", self.shift, dp)],
@@ -312,10 +309,9 @@ class GmmPass:
             events = [stage.put("mshift", self.mshift, shift),
                       stage.put("mmeans", self.mmeans, means32)]
             if self.exact:   # the grid of the own sums from the means, on the device
-                absmax, scale = self._grid_scale()
-                head = grid_head(exact_fold.magnitudes_of(part)[0], scale, shift)
                 events += [stage.put("mmeans64", self.mmeans64, means),
-                           stage.put("mgrid_head", self.mgrid_head, head)]
+                           stage.put("mgrid_head", self.mgrid_head, self._grid_head(shift))]
+                absmax, scale = self._grid_scale()
                 enqueue_grid(q, self.mmeans64, k, part.d, absmax, scale, self.mgrid_head,
                              self.folds[k].lsb_dev)
                 self.folds[k].grid_enqueued()
@@ -414,6 +410,18 @@ class GmmPass:
             self._absmax = magnitudes, cla.to_device(
                 self.part.queue, np.ascontiguousarray(magnitudes[0], np.float64))
         return self._absmax[1], self.block_rows * magnitudes[1]
+
+    def _grid_head(self, shift):
+        """The grid's first 2 + 2d columns of the tensor-core M statistics,
+        alike for every component: [N other, N own] (N <= B wmax), the other
+        rows' sums about the *shift* (float32, dp) and their squares (B wmax
+        (max|x| + |s|), its square); the own sums' columns are made on the
+        device from the means (gmm_mma.enqueue_grid)."""
+        absmax, scale = exact_fold.magnitudes_of(self.part)[0], self._grid_scale()[1]
+        spread = absmax + np.abs(shift[:self.part.d])
+        return np.concatenate([exact_sums.lsb_for_bounds(np.full(2, scale)),
+                               exact_sums.lsb_for_bounds(scale * spread),
+                               exact_sums.lsb_for_bounds(scale * (spread * spread))])
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their

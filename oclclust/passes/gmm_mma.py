@@ -31,7 +31,6 @@ import numpy as np
 import pyopencl.array as cla
 
 from ..runtime import exact_sums
-from ..runtime.transfer import by_rows
 from ..runtime.codegen import EmulatedBuild, Spec, kernel
 from .lloyd_mma import tensor_cores
 
@@ -98,60 +97,33 @@ def estep_specs(profile, dtype, d, k, emulate=False):
                                emulate=emulate, resplit=resplit, copies=copies)
 
 
-class HostScratch:
-    """*count* float64 host arrays of one shape, kept from call to call
-    (fresh MBs page-fault: ~0.5 ms each on the 2-core CI host)."""
-
-    def __init__(self, count):
-        self.count, self._arrays = count, ()
-
-    def __call__(self, *shape):
-        if not self._arrays or self._arrays[0].shape != shape:
-            self._arrays = tuple(np.empty(shape) for _ in range(self.count))
-        return self._arrays
-
-
-def operands(records, d, dp, kp, out=None, scratch=None):
+def operands(records, d, dp, kp, out=None):
     """(coefs kp x 2dp, consts kp, shift dp), float32, from the k x (1 + 2d)
     diagonal *records* (gmm.record_size: c_j, mu_j, u_j): coefficient rows
     [P_j | -2 mu'_j P_j] (zero past d and past k), consts c_j - 1/2 sum
     mu'_j^2 P_j, the shift s the mean of the means (zero past d).  *out*:
     the three arrays to write (a pass's page-locked staging: a fresh MB a
-    call costs page faults); *scratch*: three k x d float64 arrays for the
-    products (HostScratch's, for the same reason).  A block of components
-    a host thread (each one's arithmetic its own: the same bits)."""
+    call costs page faults, ~0.5 ms each on the hosts measured)."""
     records = np.asarray(records, np.float64)
     k = records.shape[0]
-    mu = records[:, 1:1 + d]
+    c, mu, u = records[:, 0], records[:, 1:1 + d], records[:, 1 + d:1 + 2 * d]
     if out is None:
         out = np.empty((kp, 2 * dp), np.float32), np.empty(kp, np.float32), np.empty(dp, np.float32)
-    if scratch is None:
-        scratch = tuple(np.empty((k, d)) for _ in range(3))
     coefs, consts, padded = out
     for a in out:
         a.fill(0)
+    prec = u * u
     shift = mu.mean(axis=0)
+    centred = mu - shift
+    coefs[:k, :d] = prec
+    term = np.multiply(-2.0, centred)            # -2 mu' P, then mu'^2 P: in one scratch
+    term *= prec
+    coefs[:k, dp:dp + d] = term
+    np.multiply(centred, centred, out=term)
+    term *= prec
+    consts[:k] = c - 0.5 * term.sum(axis=1)
     padded[:d] = shift
-
-    def rows_of(rows):
-        prec, centred, term = (a[rows] for a in scratch)
-        u = records[rows, 1 + d:1 + 2 * d]
-        np.multiply(u, u, out=prec)
-        np.subtract(mu[rows], shift, out=centred)
-        coefs[rows, :d] = prec
-        np.multiply(-2.0, centred, out=term)     # -2 mu' P, then mu'^2 P: in one scratch
-        term *= prec
-        coefs[rows, dp:dp + d] = term
-        np.multiply(centred, centred, out=term)
-        term *= prec
-        consts[rows] = records[rows, 0] - 0.5 * term.sum(axis=1)
-    by_rows(rows_of, k, k // ROWS_A_THREAD)
     return coefs, consts, padded
-
-
-# components a host thread takes at least in operands (K = 1024, d = 128: on an H200
-# host 1.9-2.1 ms on one core, 1.6-1.7 on four, the GPU idle meanwhile)
-ROWS_A_THREAD = 256
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)
@@ -431,19 +403,6 @@ def enqueue_grid(queue, means, k, d, absmax, scale, head, lsb):
     kernel(queue.context, MmaGridSpec(d=d), "gmm_mma_grid")(
         queue, (-(-items // wg) * wg,), (wg,), means.data, np.int32(k), absmax.data,
         np.float64(scale), head.data, lsb.data)
-
-
-def grid_head(absmax, scale, shift):
-    """The exact-fold grid's first 2 + 2d columns of the M statistics
-    (exponents, alike for every component): [N other, N own] (N <= *scale*,
-    a block's rows times the largest weight), the other rows' sums about
-    the float32 *shift* and their squares (scale (max|x| + |s|), its
-    square; *absmax* the rows' d column magnitudes); the own sums' columns
-    are made on the device from the means (enqueue_grid)."""
-    spread = absmax + np.abs(shift[:len(absmax)])
-    return np.concatenate([exact_sums.lsb_for_bounds(np.full(2, scale)),
-                           exact_sums.lsb_for_bounds(scale * spread),
-                           exact_sums.lsb_for_bounds(scale * (spread * spread))])
 
 
 def _moved(out, first, n, m, scratch):
