@@ -84,18 +84,25 @@ no atomics, for reduce_partials.
 
 ${mma.products(emulate)}\
 % if skip_stages:
-/* the first stage from st on whose flag is set, else stages */
-inline long next_stage(__global const uint *restrict flags, long st, const long stages)
+/* the first stage from st on whose flag is set, else stages; *at and *word
+   the flag word last read and its index (a word read once for its 32
+   stages: where every stage is flagged, no read's latency a stage) */
+inline long next_stage(__global const uint *restrict flags, long st, const long stages,
+                       long *at, uint *word)
 {
     while (st < stages) {
-        const uint w = flags[st / 32] >> (st % 32);
+        if (st / 32 != *at) {
+            *at = st / 32;
+            *word = flags[*at];
+        }
+        const uint w = *word >> (st % 32);
         if (w)
             return st + (31 - clz(w & (0u - w)));   /* its lowest set bit */
         st = (st / 32 + 1) * 32;
     }
     return stages;
 }
-#define NEXT(st) next_stage(busy, st, stages)
+#define NEXT(st) next_stage(busy, st, stages, &word_at, &word)
 % else:
 #define NEXT(st) (st)
 % endif
@@ -201,6 +208,8 @@ void gmm_mstep(__global const float *restrict x, const long n, const long stride
     /* the stages to multiply, in order (every one without skip_stages) */
     const long stages = hi > lo ? (hi - lo + S - 1) / S : 0;
     __global const uint *busy = stage_flags + g * words;
+    long word_at = -1;                           /* (next_stage's) */
+    uint word = 0;
     long st = NEXT(0);
     if (st < stages) {
         ${fetch("lo + st * S")}

@@ -423,7 +423,7 @@ def test_mstep_skips_the_stages_without_products(profile, precision):
     if not profile.fp64:
         pytest.skip("the M kernel's partial sums are double")
     emulate = not tensor_cores(profile)
-    n, d, k = (203, 13, 21) if emulate else (3001, 128, 300)
+    n, d, k = (2100, 13, 21) if emulate else (3001, 128, 300)   # past 32 stages a chunk
     X, resp, means = mstep_case("sparse", n, d, k)
     spec = next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=emulate, precision=precision))
     got = []
