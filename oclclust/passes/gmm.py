@@ -86,11 +86,12 @@ class GmmPass:
             self.own = cla.zeros(q, max(part.n, 1), np.int32)
             self.ospec, self.okernel = plan(p, q, [own_spec(part.d, k, self.mspec.precision)],
                                             "gmm_own")
-            # exact totals rounded here are made central here, about these (enqueue_central)
+            # exact totals rounded here are made central here (enqueue_central)
             self.mmeans64 = cla.empty(q, k * part.d, np.float64)
-            self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)   # ... their grid (enqueue_grid)
+            # ... and their exact fold's grid made here (gmm_mma.enqueue_grid)
+            self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)
             self._absmax = None   # (the fit's magnitudes, their columns on the device)
-            self.stage_flags = StageFlags(q, self.mspec)   # (its stages with products)
+            self.stage_flags = StageFlags(q, self.mspec)   # (the stages it multiplies)
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
         self.exact = exact_sums.exact_device(part)
