@@ -88,8 +88,7 @@ class GmmPass:
                                             "gmm_own")
             # exact totals rounded here are made central here (enqueue_central)
             self.mmeans64 = cla.empty(q, k * part.d, np.float64)
-            # ... and their exact fold's grid made here (gmm_mma.enqueue_grid)
-            self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)
+            self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)   # ... their grid (enqueue_grid)
             self._absmax = None   # (the fit's magnitudes, their columns on the device)
             self.stage_flags = StageFlags(q, self.mspec)   # (the stages it multiplies)
         else:
