@@ -194,7 +194,6 @@ def m_step(stats, means_old, reg_covar, full, eps, float32=False, pooled=False, 
     return Model(nk / nk.sum(), means, cov, precision_cholesky(cov, full, float32))
 
 
-
 def _diag_m_step(stats, means_old, nk, reg_covar, pooled, float32, means, cov, prec, scratch):
     """m_step's diagonal model of some components, into *means*, *cov* and
     *prec* (*scratch*: a fourth array of their shape)."""
