@@ -17,20 +17,10 @@ import pyopencl.array as cla
 from ..runtime import exact_fold, exact_sums
 from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
-from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, StageFlags, central_stats, enqueue_central,
-                      enqueue_grid, means_of, mstep_size, operands, own_spec, shift_of)
+from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, StageFlags, central, central_stats,
+                      enqueue_central, enqueue_grid, means_of, mstep_size, operands, own_spec,
+                      shift_of)
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
-
-
-def central(stats, means, raw):
-    """M statistics (k x SZ float64, summed over every chunk and rank) about
-    *means*: the tensor-core kernel's raw sums (*raw*) made central
-    (gmm_mma.central_stats, about the shift and float32 means it took them
-    about), the others as they are."""
-    if not raw:
-        return stats
-    dp = -(-means.shape[1] // 8) * 8
-    return central_stats(stats, means, shift_of(means, dp), means_of(means, dp))
 
 
 # ------------------------------------------------------- passes on devices
@@ -91,6 +81,9 @@ class GmmPass:
             self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)   # ... their grid (enqueue_grid)
             self._absmax = None   # (the fit's magnitudes, their columns on the device)
             self.stage_flags = StageFlags(q, self.mspec)   # (the stages it multiplies)
+            # (its inputs go up beside the E kernel, on a queue of their own: em_launch)
+            self.uploads = cl.CommandQueue(q.context, q.device)
+            self.mstaging, self._m_ready = PinnedStaging(self.uploads), None
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
         self.exact = exact_sums.exact_device(part)
@@ -173,13 +166,17 @@ class GmmPass:
         partition is the fit's only one, so its exact M statistics are
         rounded to float64 on the device (exact_fold.Fold.enqueue_value:
         the bits ExactWords.value() gives) and only those are read."""
-        # every upload first, while the queue is idle: on NVIDIA's runtime a
-        # write enqueued behind a kernel waits for it, page-locked and
-        # non-blocking as it is (a GMM's M grid behind its E and M kernels
-        # ran four H200s' passes one by one)
+        # uploads first, while the queue is idle: on NVIDIA's runtime a write
+        # enqueued behind a kernel waits for it, page-locked and non-blocking
+        # as it is (a GMM's M grid behind its E and M kernels ran four H200s'
+        # passes one by one); the tensor-core M kernel's, on a queue of their
+        # own, made and sent while the E kernel runs
         events, params = self._estep_put(records)
-        events += self._mstep_put(means)
+        events += [] if self.mma_m else self._mstep_put(means)
         events += self._estep_enqueue(records.shape[0], params, True, True)
+        if self.mma_m:
+            self.part.queue.flush()
+            events += self._mstep_put(means)
         events += self._mstep_enqueue(means, settle)
         self._settled_ll = settle
         self.part.queue.flush()
@@ -303,18 +300,20 @@ class GmmPass:
                 self.folds[k] = exact_fold.Fold(q, (k, self._mstats_size()))
             if not self.mma_m:
                 self.folds[k].set_lsb(self._grid(means))
-        if self.mma_m:   # about the shift and about the means (float32)
+        if self.mma_m:   # about the shift and about the means (float32), on uploads
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
-            self._about = means, shift, means32
+            self._about, up, stage = (means, shift, means32), self.uploads, self.mstaging
             events = [stage.put("mshift", self.mshift, shift),
                       stage.put("mmeans", self.mmeans, means32)]
             if self.exact:   # the grid of the own sums from the means, on the device
                 events += [stage.put("mmeans64", self.mmeans64, means),
                            stage.put("mgrid_head", self.mgrid_head, self._grid_head(shift))]
                 absmax, scale = self._grid_scale()
-                enqueue_grid(q, self.mmeans64, k, part.d, absmax, scale, self.mgrid_head,
-                             self.folds[k].lsb_dev)
+                events.append(enqueue_grid(up, self.mmeans64, k, part.d, absmax, scale,
+                                           self.mgrid_head, self.folds[k].lsb_dev))
                 self.folds[k].grid_enqueued()
+            self._m_ready = events[-1:]   # (the queue's last: the M kernels wait for it)
+            up.flush()
             return events
         self._about = means, None, None
         return [stage.put("means", self.means, np.asarray(means, part.dtype))]
@@ -333,9 +332,10 @@ class GmmPass:
                      flags.data, np.int64(words))
         else:
             about = (self.means.data,)
+        ready = self._m_ready if self.mma_m else None
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
                      part.x.data, np.int64(part.n), np.int64(part.stride), self._resp(k).data,
-                     *about, np.int32(k), np.int64(rows), self.part_stats.data)
+                     *about, np.int32(k), np.int64(rows), self.part_stats.data, wait_for=ready)
         if self.mma_m:   # the own entries of the same slabs
             ospec = self.ospec
             self.okernel(q, (self.chunks * ospec.groups_per_chunk(k) * ospec.wg,), (ospec.wg,),
@@ -408,7 +408,7 @@ class GmmPass:
         magnitudes = exact_fold.magnitudes_of(self.part)
         if self._absmax is None or self._absmax[0] is not magnitudes:
             self._absmax = magnitudes, cla.to_device(
-                self.part.queue, np.ascontiguousarray(magnitudes[0], np.float64))
+                self.uploads, np.ascontiguousarray(magnitudes[0], np.float64))
         return self._absmax[1], self.block_rows * magnitudes[1]
 
     def _grid_head(self, shift):

@@ -233,11 +233,13 @@ OWN_LOCAL = 32 * 1024
 class MmaOwnSpec(Spec):
     """The M step's own sums (gmm_mma_own.cl.mako) beside the tensor-core
     M kernel: a work-group of wg work-items in *groups* of a column each
-    per (chunk of rows, block of cb components), as that kernel's chunks."""
+    per (chunk of rows, block of cb components), as that kernel's chunks,
+    scanning wg * batch rows a step."""
     template = "gmm_mma/gmm_mma_own.cl.mako"
     d: int = 1
     dp: int = 8
     wg: int = 128
+    batch: int = 1
     groups: int = 1
     cb: int = 16
     precision: str = "float32"
@@ -246,11 +248,15 @@ class MmaOwnSpec(Spec):
         return -(-k // self.cb)
 
     def local_bytes(self):
-        return (self.groups * (2 * self.cb * self.dp + self.cb) * 8
-                + (self.wg // 32 + self.wg) * 4)
+        rows = self.wg * self.batch
+        return self.groups * (2 * self.cb * self.dp + self.cb) * 8 + (rows // 32 + rows) * 4
 
 
-OWN_WG = 128      # the own kernel's work-items: a batch of rows scanned at once
+OWN_WG = 128      # the own kernel's work-items
+# rows a work-item marks a scan step: a block of 16 of 1024 components owns
+# ~2 of 128 rows, and a step of 128 rows (4 barriers, two dependent reads)
+# took the kernel 2.0 ms at 1M x 128 (H200); 1024 rows a step
+OWN_BATCH = 8
 
 
 def own_spec(d, k, precision="float32"):
@@ -267,7 +273,7 @@ def own_spec(d, k, precision="float32"):
     while cb < k and groups * 2 * cb * 2 * dp * 8 <= OWN_LOCAL:
         cb *= 2
     return MmaOwnSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=groups * cols,
-                      groups=groups, cb=cb, precision=precision)
+                      batch=OWN_BATCH, groups=groups, cb=cb, precision=precision)
 
 
 def mstep_size(d):
@@ -327,6 +333,17 @@ def means_of(means, dp):
     out = np.zeros((means.shape[0], dp), np.float32)
     out[:, :means.shape[1]] = means
     return out
+
+
+def central(stats, means, raw):
+    """M statistics (k x SZ float64, summed over every chunk and rank) about
+    *means*: the tensor-core kernel's raw sums (*raw*) made central
+    (central_stats, about the shift and float32 means it took them
+    about), the others as they are."""
+    if not raw:
+        return stats
+    dp = -(-means.shape[1] // 8) * 8
+    return central_stats(stats, means, shift_of(means, dp), means_of(means, dp))
 
 
 def central_stats(raw, means, shift, means32=None):
@@ -398,9 +415,9 @@ def enqueue_grid(queue, means, k, d, absmax, scale, head, lsb):
     float64 *means* (device, k x d): the first 2 + 2d columns *head*'s
     (device ints, alike for every component), the own sums' from the
     rows' column magnitudes *absmax* (device, d doubles) and *scale* (a
-    block's rows times the largest weight)."""
+    block's rows times the largest weight): the kernel's event."""
     wg, items = 64, k * mstep_size(d)
-    kernel(queue.context, MmaGridSpec(d=d), "gmm_mma_grid")(
+    return kernel(queue.context, MmaGridSpec(d=d), "gmm_mma_grid")(
         queue, (-(-items // wg) * wg,), (wg,), means.data, np.int32(k), absmax.data,
         np.float64(scale), head.data, lsb.data)
 

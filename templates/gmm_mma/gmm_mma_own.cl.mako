@@ -8,16 +8,18 @@ component, so these are n x d products, not a GEMM: plain OpenCL on every
 device, float32 differences x'' (as the GEMM kernel's shifted rows) and
 their products with the responsibility and the sums in double.
 Reads spec: d, dp (d padded to 8; the means' row stride), wg (work-items),
-groups (of wg / groups work-items, at least d: a column each), cb
+batch (rows a work-item marks a scan step), groups (of wg / groups work-items, at least d: a column each), cb
 (components a work-group), precision
 (not "float32": the responsibilities rounded to TF32 first, as the GEMM
 kernel's).
 
 A work-group owns one chunk of rows (slab) and one block of cb components
 (group id = chunk * blocks + block, as the GEMM kernel's).  It scans the
-chunk wg rows at a time: each work-item marks whether its row is owned by
-the block (a bit of a local mask word), then every work-item walks the set
-bits in row order, U rows a step (their reads in flight together), and
+chunk wg * batch rows at a time: each work-item marks whether its batch
+rows are owned by the block (bits of local mask words; a block owns few of
+them, so a batch of many rows keeps the scan's barriers and its dependent
+reads few), then every work-item walks the set bits in row order, U rows
+a step (their reads in flight together), and
 work-item c adds row i's column c into the block's local sums of its own
 component (work-item 0 its N).  Where d is small the work-items form
 several groups, each with sums of its own, which take the list's rows U at
@@ -30,7 +32,7 @@ global memory, for reduce_partials.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 <%
-    words = wg // 32
+    words = wg * batch // 32
     U = 4
 %>
 #define D ${d}
@@ -40,6 +42,7 @@ global memory, for reduce_partials.
 #define P ${groups}
 #define COLS (WG / P)                        /* work-items a group: columns */
 #define WORDS ${words}
+#define BATCH (WG * ${batch})                /* rows a scan step */
 #define SZ (2 + 4 * D)
 % if precision != "float32":
 <%include file="/tf32_split.cl"/>
@@ -81,7 +84,7 @@ void gmm_own(__global const float *restrict x, const long n, const long stride,
     /* each group's sums: s1[group][component][column], s2 alike, nn[group][component] */
     __local double s1[P * CB * DP], s2[P * CB * DP], nn[P * CB];
     __local uint hits[WORDS];
-    __local int list[WG];                        /* the batch's rows of the block */
+    __local int list[BATCH];                     /* the batch's rows of the block */
     for (int e = lid; e < P * CB * DP; e += WG)
         s1[e] = s2[e] = 0;
     for (int e = lid; e < P * CB; e += WG)
@@ -89,27 +92,28 @@ void gmm_own(__global const float *restrict x, const long n, const long stride,
     const int grp = lid / COLS, col = lid % COLS;
     const int c = min(col, D - 1);               /* this work-item's column (past D: unused) */
     __local double *g1 = s1 + grp * CB * DP, *g2 = s2 + grp * CB * DP, *gn = nn + grp * CB;
-    for (long start = lo; start < hi; start += WG) {
+    for (long start = lo; start < hi; start += BATCH) {
         barrier(CLK_LOCAL_MEM_FENCE);            /* the last batch's walkers are done */
-        if (lid < WORDS)
-            hits[lid] = 0;
+        for (int v = lid; v < WORDS; v += WG)
+            hits[v] = 0;
         barrier(CLK_LOCAL_MEM_FENCE);
-        {
-            const long i = start + lid;
+        for (int b = lid; b < BATCH; b += WG) {  /* consecutive work-items, consecutive rows */
+            const long i = start + b;
             const int o = i < hi ? own[i] - j0 : -1;
             if (o >= 0 && o < jn)
-                atomic_or(hits + lid / 32, 1u << (lid % 32));
+                atomic_or(hits + b / 32, 1u << (b % 32));
         }
         barrier(CLK_LOCAL_MEM_FENCE);
-        {   /* the batch's rows of the block listed in row order: a row's place
-               is the number of marked rows before it */
-            const int word = lid / 32, bit = lid % 32;
+        /* the batch's rows of the block listed in row order: a row's place
+           is the number of marked rows before it */
+        for (int b = lid; b < BATCH; b += WG) {
+            const int word = b / 32, bit = b % 32;
             const uint mine = hits[word];
             if (mine >> bit & 1u) {
                 int at = popcount(mine & ((1u << bit) - 1u));
                 for (int v = 0; v < word; ++v)
                     at += popcount(hits[v]);
-                list[at] = lid;
+                list[at] = b;
             }
         }
         int count = 0;

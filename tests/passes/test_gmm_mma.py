@@ -438,21 +438,24 @@ def test_mstep_skips_the_stages_without_products(profile, precision):
     np.testing.assert_allclose(got[0][:, 0], rounded.sum(axis=0), rtol=1e-6)
 
 
+@pytest.mark.covering(2)
+@pytest.mark.parametrize("batch", [2, gmm_mma.OWN_BATCH])
 @pytest.mark.parametrize("precision", ["float32", "tf32"])
 @pytest.mark.parametrize("n, d, k, rows", [(203, 5, 13, 64), (517, 37, 40, 128),
                                            (300, 128, 33, 100), (1000, 24, 100, 4096)])
-def test_own_sums_match_numpy(profile, n, d, k, rows, precision):
+def test_own_sums_match_numpy(profile, n, d, k, rows, precision, batch):
     """The M step's own sums (gmm_mma_own.cl.mako, plain OpenCL on every
     runtime): per chunk of rows and component, N, sum r x'' and sum r x''^2
     over the rows it owns, against float64 sums of the same float32 values;
     rows owned by no component or another partition's left out, a NaN row
     NaN in its component alone, blocks of components ragged, responsibilities
-    stored and normalised from log-densities, rounded to TF32 for "tf32"."""
+    stored and normalised from log-densities, rounded to TF32 for "tf32";
+    chunks of one scan step and of several (batch 2: 1000 rows, 4 steps)."""
     if not profile.fp64:
         pytest.skip("the own sums are double")
     rng = np.random.RandomState(n + k)
     X, logs, lse, own = own_case(rng, n, d, k)
-    spec = gmm_mma.own_spec(d, k, precision)
+    spec = dataclasses.replace(gmm_mma.own_spec(d, k, precision), batch=batch)
     assert spec.wg >= d and (spec.cb < k or spec.cb // 2 < k)
     means32 = gmm_mma.means_of(rng.uniform(-5, 5, (k, d)) + 40.0, spec.dp)
     q = DevicePartition(profile, X).queue
@@ -508,6 +511,40 @@ def test_mstep_normalises_the_log_densities(profile, emulate):
     gp.estep_sums(records)            # a score's: normalised on the device
     assert not gp.resp_log
     np.testing.assert_array_equal(gp.resp[:k * n].get(q), normalised)
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
+def test_em_launch_is_the_two_steps_one_after_the_other(profile, emulate):
+    """An EM pass launched at once (em_launch: the tensor-core M kernel's
+    inputs made and sent on a queue of their own while the E kernel runs)
+    gives the log-likelihood and statistics, bit for bit, of estep_sums
+    then mstep_sums; twice, about other means, settled on the device and
+    not."""
+    if not profile.fp64:
+        pytest.skip("the M kernel's partial sums are double")
+    n, d, k = (4099, 24, 100) if not emulate else (203, 13, 21)
+    rng = np.random.RandomState(k + 1)
+    m = model(rng, k, d)
+    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    specs = None
+    if emulate:
+        specs = (next(gmm_mma.estep_specs(profile, np.float32, d, k, emulate=True)),
+                 next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
+    codegen.forget_plans("gmm")
+    prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1)
+    gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, specs=specs, chunks=2)
+    assert gp.mma_m == (emulate or (tensor_cores(profile) and profile.fp64))
+    records = mdl.records(m, False)
+    for moved, settle in ((0.25, False), (-0.5, True)):
+        means = m.means + moved
+        ll, bad = gp.estep_sums(records, for_mstep=True)
+        stats, raw = gp.mstep_sums(means)
+        want = (exact_sums.settle(ll), bad,
+                gmm_mma.central(exact_sums.settle(stats), means, raw))
+        got_ll, got_bad, got_stats, got_raw = gp.em_collect(gp.em_launch(records, means, settle))
+        got_stats = gmm_mma.central(exact_sums.settle(got_stats), means, got_raw)
+        assert (float(exact_sums.settle(got_ll)), got_bad) == (float(want[0]), want[1])
+        np.testing.assert_array_equal(got_stats, want[2])
 
 
 @pytest.mark.parametrize("others", [(1,), (1, 0)], ids=["alike", "mixed"])

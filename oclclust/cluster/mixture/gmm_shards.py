@@ -10,7 +10,8 @@ import pyopencl.array as cla
 from .mdl import Model, records
 from ...parallel.manager import DEVICE_ERRORS, DeviceFailure
 from ...parallel.sharded import ShardedPass, shareable
-from ...passes.gmm import GmmPass, central
+from ...passes.gmm import GmmPass
+from ...passes.gmm_mma import central
 from ...passes.gmm_specs import mma_mstep_planned
 from ...runtime import exact_sums
 from ...runtime.reduce import AdditiveStats
