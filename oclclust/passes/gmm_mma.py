@@ -224,8 +224,8 @@ def enqueue_stages(queue, spec, resp, lse, normalize, own, n, k, rows_per_chunk,
         out.data)
 
 
-# the own kernel's local sums: at most this many bytes (a block's components
-# x dp x 2 doubles), so that several work-groups share a multiprocessor
+# the own kernel's local memory (its block's sums, a scan step's list): at
+# most this many bytes, so that several work-groups share a multiprocessor
 OWN_LOCAL = 32 * 1024
 
 
@@ -253,9 +253,10 @@ class MmaOwnSpec(Spec):
 
 
 OWN_WG = 128      # the own kernel's work-items
-# rows a work-item marks a scan step: a block of 16 of 1024 components owns
-# ~2 of 128 rows, and a step of 128 rows (4 barriers, two dependent reads)
-# took the kernel 2.0 ms at 1M x 128 (H200); 1024 rows a step
+# rows a work-item marks a scan step: a step is a few dependent reads long
+# (the rows' owners, then the owned rows'), and a block of 16 of 1024
+# components owns ~2 of 128 rows: steps of 128 rows took the kernel 2.0 ms
+# at 1M x 128 (H200)
 OWN_BATCH = 8
 
 
@@ -264,16 +265,17 @@ def own_spec(d, k, precision="float32"):
     d dimensions (its means' rows dp = d padded to 8 floats, as that
     kernel's): OWN_WG work-items in groups of a column each (columns: dp
     rounded up to 32; several groups where d is small, each taking rows in
-    turn), blocks of the components whose groups' sums fit OWN_LOCAL (a
-    power of two, at most k's); *precision* the M kernel's."""
+    turn), scan steps of OWN_BATCH rows a work-item, blocks of as many
+    components as local memory holds within OWN_LOCAL (a power of two, at
+    most k's); *precision* the M kernel's."""
     dp = -(-d // 8) * 8
     cols = -(-dp // 32) * 32
     groups = max(1, OWN_WG // cols)
-    cb = 1
-    while cb < k and groups * 2 * cb * 2 * dp * 8 <= OWN_LOCAL:
-        cb *= 2
-    return MmaOwnSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=groups * cols,
-                      batch=OWN_BATCH, groups=groups, cb=cb, precision=precision)
+    spec = MmaOwnSpec(dtype="float32", acc_double=True, d=d, dp=dp, wg=groups * cols,
+                      batch=OWN_BATCH, groups=groups, cb=1, precision=precision)
+    while spec.cb < k and dataclasses.replace(spec, cb=2 * spec.cb).local_bytes() <= OWN_LOCAL:
+        spec = dataclasses.replace(spec, cb=2 * spec.cb)
+    return spec
 
 
 def mstep_size(d):

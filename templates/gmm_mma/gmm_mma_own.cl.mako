@@ -15,11 +15,12 @@ kernel's).
 
 A work-group owns one chunk of rows (slab) and one block of cb components
 (group id = chunk * blocks + block, as the GEMM kernel's).  It scans the
-chunk wg * batch rows at a time: each work-item marks whether its batch
-rows are owned by the block (bits of local mask words; a block owns few of
-them, so a batch of many rows keeps the scan's barriers and its dependent
-reads few), then every work-item walks the set bits in row order, U rows
-a step (their reads in flight together), and
+chunk wg * batch rows a step: each work-item reads its batch rows' owners
+(all in flight at once) and marks those the block owns (bits of local mask
+words), the marked rows are listed in row order with their components (a
+block owns few rows: a step of many keeps the scan's barriers and its
+dependent reads few), then every work-item walks the list, U rows a round
+(their reads in flight together), and
 work-item c adds row i's column c into the block's local sums of its own
 component (work-item 0 its N).  Where d is small the work-items form
 several groups, each with sums of its own, which take the list's rows U at
@@ -84,7 +85,7 @@ void gmm_own(__global const float *restrict x, const long n, const long stride,
     /* each group's sums: s1[group][component][column], s2 alike, nn[group][component] */
     __local double s1[P * CB * DP], s2[P * CB * DP], nn[P * CB];
     __local uint hits[WORDS];
-    __local int list[BATCH];                     /* the batch's rows of the block */
+    __local int list[BATCH];                     /* the step's rows of the block: b CB + jj */
     for (int e = lid; e < P * CB * DP; e += WG)
         s1[e] = s2[e] = 0;
     for (int e = lid; e < P * CB; e += WG)
@@ -93,29 +94,30 @@ void gmm_own(__global const float *restrict x, const long n, const long stride,
     const int c = min(col, D - 1);               /* this work-item's column (past D: unused) */
     __local double *g1 = s1 + grp * CB * DP, *g2 = s2 + grp * CB * DP, *gn = nn + grp * CB;
     for (long start = lo; start < hi; start += BATCH) {
-        barrier(CLK_LOCAL_MEM_FENCE);            /* the last batch's walkers are done */
+        barrier(CLK_LOCAL_MEM_FENCE);            /* the last step's walkers are done */
         for (int v = lid; v < WORDS; v += WG)
             hits[v] = 0;
+        /* work-item lid's rows: lid + t WG (consecutive work-items, consecutive rows) */
+% for t in range(batch):
+        const int o_${t} = start + lid + ${t * wg} < hi ? own[start + lid + ${t * wg}] - j0 : -1;
+% endfor
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int b = lid; b < BATCH; b += WG) {  /* consecutive work-items, consecutive rows */
-            const long i = start + b;
-            const int o = i < hi ? own[i] - j0 : -1;
-            if (o >= 0 && o < jn)
-                atomic_or(hits + b / 32, 1u << (b % 32));
-        }
+% for t in range(batch):
+        if (o_${t} >= 0 && o_${t} < jn)
+            atomic_or(hits + ${t * wg // 32} + lid / 32, 1u << (lid % 32));
+% endfor
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* the batch's rows of the block listed in row order: a row's place
+        /* the step's rows of the block listed in row order: a row's place
            is the number of marked rows before it */
-        for (int b = lid; b < BATCH; b += WG) {
-            const int word = b / 32, bit = b % 32;
-            const uint mine = hits[word];
-            if (mine >> bit & 1u) {
-                int at = popcount(mine & ((1u << bit) - 1u));
-                for (int v = 0; v < word; ++v)
-                    at += popcount(hits[v]);
-                list[at] = b;
-            }
+% for t in range(batch):
+        if (o_${t} >= 0 && o_${t} < jn) {
+            const int b = lid + ${t * wg}, word = b / 32;
+            int at = popcount(hits[word] & ((1u << (b % 32)) - 1u));
+            for (int v = 0; v < word; ++v)
+                at += popcount(hits[v]);
+            list[at] = b * CB + o_${t};
         }
+% endfor
         int count = 0;
         for (int v = 0; v < WORDS; ++v)
             count += popcount(hits[v]);
@@ -124,8 +126,9 @@ void gmm_own(__global const float *restrict x, const long n, const long stride,
            reads in flight together */
         for (int p = grp * ${U}; p < count; p += P * ${U}) {
 % for u in range(U):
-            const long r_${u} = p + ${u} < count ? start + list[p + ${u}] : -1;
-            const int j_${u} = r_${u} >= 0 ? own[r_${u}] : j0;
+            const int e_${u} = p + ${u} < count ? list[p + ${u}] : -1;
+            const long r_${u} = e_${u} >= 0 ? start + e_${u} / CB : -1;
+            const int j_${u} = e_${u} >= 0 ? j0 + e_${u} % CB : j0;
             const float wt_${u} = r_${u} >= 0 ? own_resp(resp, lse, normalize, n, j_${u}, r_${u}) : 0.0f;
             const float v_${u} = r_${u} >= 0 ? x[r_${u} * stride + c] - means[(long)j_${u} * DP + c] : 0.0f;
 % endfor

@@ -438,6 +438,19 @@ def test_mstep_skips_the_stages_without_products(profile, precision):
     np.testing.assert_allclose(got[0][:, 0], rounded.sum(axis=0), rtol=1e-6)
 
 
+@pytest.mark.one_runtime       # host code alone
+@pytest.mark.parametrize("d", [1, 5, 24, 37, 64, 128])
+def test_own_kernel_fits_its_local_memory(d):
+    """own_spec's blocks and scan steps fit OWN_LOCAL, which fits a GPU's
+    budget (NVIDIA's 48 KB at the default local_memory_fraction 0.75): one
+    spec is planned, so one that did not fit would fail the fit."""
+    assert gmm_mma.OWN_LOCAL <= 0.75 * 48 * 1024
+    for k in (1, 3, 16, 100, 1024):
+        spec = gmm_mma.own_spec(d, k)
+        assert spec.local_bytes() <= gmm_mma.OWN_LOCAL and spec.wg >= d
+        assert spec.cb >= min(k, 8) and spec.batch == gmm_mma.OWN_BATCH
+
+
 @pytest.mark.covering(2)
 @pytest.mark.parametrize("batch", [2, gmm_mma.OWN_BATCH])
 @pytest.mark.parametrize("precision", ["float32", "tf32"])
