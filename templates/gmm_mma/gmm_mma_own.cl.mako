@@ -8,25 +8,27 @@ component, so these are n x d products, not a GEMM: plain OpenCL on every
 device, float32 differences x'' (as the GEMM kernel's shifted rows) and
 their products with the responsibility and the sums in double.
 Reads spec: d, dp (d padded to 8; the means' row stride), wg (work-items),
-batch (rows a work-item marks a scan step), groups (of wg / groups work-items, at least d: a column each), cb
-(components a work-group), precision
-(not "float32": the responsibilities rounded to TF32 first, as the GEMM
-kernel's).
+batch (rows a work-item marks a scan step), groups (of wg / groups
+work-items, at least d: a column each), cb (components a work-group, at
+most 65536), precision (not "float32": the responsibilities rounded to
+TF32 first, as the GEMM kernel's).
 
 A work-group owns one chunk of rows (slab) and one block of cb components
 (group id = chunk * blocks + block, as the GEMM kernel's).  It scans the
 chunk wg * batch rows a step: each work-item reads its batch rows' owners
 (all in flight at once) and marks those the block owns (bits of local mask
-words), the marked rows are listed in row order with their components (a
-block owns few rows: a step of many keeps the scan's barriers and its
-dependent reads few), then every work-item walks the list, U rows a round
-(their reads in flight together), and
-work-item c adds row i's column c into the block's local sums of its own
-component (work-item 0 its N).  Where d is small the work-items form
-several groups, each with sums of its own, which take the list's rows U at
-a time in turn; the groups' sums are added in group order at the end: each
-sum in an order fixed by the rows alone, whatever the device.  The responsibility is normalised as the GEMM kernel's (the same
-expression: a row's two halves are one value).
+words, their components beside them), then every work-item walks the
+marked rows in row order, U a round (their reads in flight together): the
+walk is the same for every work-item (the same words, read from local
+memory), so it takes no list and no prefix sums, and a block owns few
+rows: a step of many keeps the scan's barriers and its dependent reads
+few.  Work-item c adds row i's column c into the block's local sums of its
+own component (work-item 0 its N).  Where d is small the work-items form
+several groups, each with sums of its own, which take the rounds in turn;
+the groups' sums are added in group order at the end: each sum in an order
+fixed by the rows alone, whatever the device.  The responsibility is
+normalised as the GEMM kernel's (the same expression: a row's two halves
+are one value).
 Output: slab x k x SZ doubles (SZ = 2 + 4 d), the own entries (N own,
 own sum r x'', own sum r x''^2) of every slab and component, no atomics on
 global memory, for reduce_partials.
@@ -34,7 +36,7 @@ global memory, for reduce_partials.
 <%inherit file="/prelude.cl.mako"/>
 <%
     words = wg * batch // 32
-    U = 4
+    U = 8
 %>
 #define D ${d}
 #define DP ${dp}
@@ -85,7 +87,7 @@ void gmm_own(__global const float *restrict x, const long n, const long stride,
     /* each group's sums: s1[group][component][column], s2 alike, nn[group][component] */
     __local double s1[P * CB * DP], s2[P * CB * DP], nn[P * CB];
     __local uint hits[WORDS];
-    __local int list[BATCH];                     /* the step's rows of the block: b CB + jj */
+    __local ushort comp[BATCH];                  /* a marked row's component - j0 */
     for (int e = lid; e < P * CB * DP; e += WG)
         s1[e] = s2[e] = 0;
     for (int e = lid; e < P * CB; e += WG)
@@ -103,32 +105,29 @@ void gmm_own(__global const float *restrict x, const long n, const long stride,
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
 % for t in range(batch):
-        if (o_${t} >= 0 && o_${t} < jn)
-            atomic_or(hits + ${t * wg // 32} + lid / 32, 1u << (lid % 32));
-% endfor
-        barrier(CLK_LOCAL_MEM_FENCE);
-        /* the step's rows of the block listed in row order: a row's place
-           is the number of marked rows before it */
-% for t in range(batch):
         if (o_${t} >= 0 && o_${t} < jn) {
-            const int b = lid + ${t * wg}, word = b / 32;
-            int at = popcount(hits[word] & ((1u << (b % 32)) - 1u));
-            for (int v = 0; v < word; ++v)
-                at += popcount(hits[v]);
-            list[at] = b * CB + o_${t};
+            atomic_or(hits + ${t * wg // 32} + lid / 32, 1u << (lid % 32));
+            comp[lid + ${t * wg}] = (ushort)o_${t};
         }
 % endfor
-        int count = 0;
-        for (int v = 0; v < WORDS; ++v)
-            count += popcount(hits[v]);
         barrier(CLK_LOCAL_MEM_FENCE);
-        /* rounds of P U listed rows: group grp the U from p + grp U, their
-           reads in flight together */
-        for (int p = grp * ${U}; p < count; p += P * ${U}) {
+        /* the marked rows in row order, U a round (round q: group q % P's) */
+        int v = 0;
+        uint w = hits[0];
+        for (int q = 0; ; ++q) {
 % for u in range(U):
-            const int e_${u} = p + ${u} < count ? list[p + ${u}] : -1;
-            const long r_${u} = e_${u} >= 0 ? start + e_${u} / CB : -1;
-            const int j_${u} = e_${u} >= 0 ? j0 + e_${u} % CB : j0;
+            while (w == 0u && ++v < WORDS)
+                w = hits[v];
+            const int b_${u} = v < WORDS ? v * 32 + 31 - (int)clz(w & (0u - w)) : -1;
+            w &= w - 1u;
+% endfor
+            if (b_0 < 0)
+                break;
+            if (q % P != grp)
+                continue;
+% for u in range(U):
+            const long r_${u} = b_${u} >= 0 ? start + b_${u} : -1;
+            const int j_${u} = b_${u} >= 0 ? j0 + comp[b_${u}] : j0;
             const float wt_${u} = r_${u} >= 0 ? own_resp(resp, lse, normalize, n, j_${u}, r_${u}) : 0.0f;
             const float v_${u} = r_${u} >= 0 ? x[r_${u} * stride + c] - means[(long)j_${u} * DP + c] : 0.0f;
 % endfor
