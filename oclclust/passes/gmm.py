@@ -62,10 +62,10 @@ class GmmPass:
         # resp holds log-densities the tensor-core M kernel normalises as it
         # reads them (the E kernel's store_resp 2: one pass over n x k less)
         self.resp_log = False
-        if self.mma:   # the GEMM form's operands (gmm_mma.operands; their scratch)
-            kp, dp, self._scratch = self.espec.kp, self.espec.dp, {}
-            self.coefs = cla.empty(q, kp * 2 * dp, np.float32)
-            self.consts, self.shift = cla.empty(q, kp, np.float32), cla.empty(q, dp, np.float32)
+        if self.mma:   # the GEMM form's operands (gmm_mma.operands)
+            self.coefs = cla.empty(q, self.espec.kp * 2 * self.espec.dp, np.float32)
+            self.consts = cla.empty(q, self.espec.kp, np.float32)
+            self.shift = cla.empty(q, self.espec.dp, np.float32)
         self.mma_m = isinstance(self.mspec, MmaMStepSpec)
         if self.mma_m:   # the M kernel's other sums are about a shift of its own,
             # its own sums about the means (float32): each row's own component
@@ -240,7 +240,7 @@ class GmmPass:
         part, stage, spec = self.part, self.staging, self.espec
         if self.mma:   # written where they go up from
             kp, dp = spec.kp, spec.dp
-            operands(records, part.d, dp, kp, scratch=self._scratch,
+            operands(records, part.d, dp, kp,
                      out=(stage.host("coefs", kp * 2 * dp, np.float32).reshape(kp, 2 * dp),
                           stage.host("consts", kp, np.float32), stage.host("shift", dp, np.float32)))
             return ([stage.send("coefs", self.coefs, kp * 2 * dp),

@@ -97,31 +97,26 @@ def estep_specs(profile, dtype, d, k, emulate=False):
                                emulate=emulate, resplit=resplit, copies=copies)
 
 
-def operands(records, d, dp, kp, out=None, scratch=None):
+def operands(records, d, dp, kp, out=None):
     """(coefs kp x 2dp, consts kp, shift dp), float32, from the k x (1 + 2d)
     diagonal *records* (gmm.record_size: c_j, mu_j, u_j): coefficient rows
     [P_j | -2 mu'_j P_j] (zero past d and past k), consts c_j - 1/2 sum
     mu'_j^2 P_j, the shift s the mean of the means (zero past d).  *out*:
-    the three arrays to write (a pass's page-locked staging); *scratch*: a
-    dict where the terms' three k x d float64 arrays are kept from call to
-    call (a pass's: a fresh MB costs page faults, ~0.5 ms on the hosts
-    measured)."""
+    the three arrays to write (a pass's page-locked staging: a fresh MB a
+    call costs page faults, ~0.5 ms each on the hosts measured)."""
     records = np.asarray(records, np.float64)
     k = records.shape[0]
     c, mu, u = records[:, 0], records[:, 1:1 + d], records[:, 1 + d:1 + 2 * d]
     if out is None:
         out = np.empty((kp, 2 * dp), np.float32), np.empty(kp, np.float32), np.empty(dp, np.float32)
-    scratch = {} if scratch is None else scratch
-    if (k, d) not in scratch:
-        scratch[k, d] = tuple(np.empty((k, d)) for _ in range(3))
-    prec, centred, term = scratch[k, d]
     coefs, consts, padded = out
-    coefs[k:], coefs[:k, d:dp], coefs[:k, dp + d:], consts[k:], padded[d:] = 0, 0, 0, 0, 0
-    np.multiply(u, u, out=prec)
+    for a in out:
+        a.fill(0)
+    prec = u * u
     shift = mu.mean(axis=0)
-    np.subtract(mu, shift, out=centred)
+    centred = mu - shift
     coefs[:k, :d] = prec
-    np.multiply(-2.0, centred, out=term)         # -2 mu' P, then mu'^2 P
+    term = np.multiply(-2.0, centred)            # -2 mu' P, then mu'^2 P: in one scratch
     term *= prec
     coefs[:k, dp:dp + d] = term
     np.multiply(centred, centred, out=term)

@@ -293,8 +293,7 @@ default="kmeans"
         for it in range(first + 1, self.max_iter + 1):
             start = time.perf_counter()
             prev = lower_bound
-            step = gm.em(records(model, self._full, None if arrays is None else arrays.records),
-                         model.means)
+            step = gm.em(records(model, self._full), model.means)
             ll, stats = step.loglik, step.stats
             if step.n_bad:
                 raise ValueError("Input X contains NaN or infinity (or values whose "

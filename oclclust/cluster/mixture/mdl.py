@@ -94,27 +94,19 @@ def precisions_of(prec_chol, full):
     return prec_chol @ np.swapaxes(prec_chol, -1, -2) if full else prec_chol ** 2
 
 
-def records(model, full, out=None):
-    """Component records for the E kernel: c_k, mean, packed factor (k x CP).
-    *out* (diag): the k x CP array they are written into (an EM loop's
-    DiagArrays.records: a fresh MB page-faults)."""
+def records(model, full):
+    """Component records for the E kernel: c_k, mean, packed factor (k x CP)."""
     k, d = model.means.shape
     if full:
         log_det = np.log(np.diagonal(model.prec_chol, axis1=1, axis2=2)).sum(1)
         cols = np.concatenate([np.full(c + 1, c) for c in range(d)])
         rows = np.concatenate([np.arange(c + 1) for c in range(d)])
         factor = model.prec_chol[:, rows, cols]       # column by column, upper triangle
-    elif out is None:
+    else:
         log_det = np.log(model.prec_chol).sum(1)
         factor = model.prec_chol
-    else:   # the logs where the factors go, then the factors
-        log_det = np.log(model.prec_chol, out=out[:, 1 + d:]).sum(1)
-        out[:, 1:1 + d], out[:, 1 + d:], factor = model.means, model.prec_chol, None
     with np.errstate(divide="ignore"):                # weight 0: log 0 = -inf, as sklearn
         c = np.log(model.weights) - 0.5 * d * math.log(2 * math.pi) + log_det
-    if factor is None:
-        out[:, 0] = c
-        return out
     return np.concatenate([c[:, None], model.means, factor], axis=1)
 
 
@@ -149,7 +141,6 @@ class DiagArrays:
     def __init__(self, k, d):
         self._sets = [tuple(np.empty((k, d)) for _ in range(4)) for _ in range(2)]
         self._turn = 0
-        self.records = np.empty((k, 1 + 2 * d))   # (records' *out*: read before the next)
 
     def next(self):
         """The set the next model goes into: (means, covariances, factors,

@@ -250,35 +250,6 @@ def test_precision_cholesky_is_sklearns(k, d):
         mdl.precision_cholesky(cov, True)
 
 
-@pytest.mark.one_runtime
-@pytest.mark.parametrize("k, d", [(1, 1), (7, 5), (1024, 128)])
-def test_diag_records_into_an_array_are_the_same_bits(k, d):
-    """records(out=) (an EM loop's, each iteration) writes what records()
-    returns, bit for bit, a zero weight's -inf too, over whatever was
-    there; and gmm_mma.operands, its scratch kept, gives the same bits
-    call after call."""
-    from oclclust.passes import gmm_mma
-    rng = np.random.RandomState(k)
-    var = rng.uniform(0.5, 2, (k, d))
-    weights = rng.uniform(0, 1, k)
-    weights[0] = 0
-    model = mdl.Model(weights / weights.sum(), rng.normal(size=(k, d)) * 3 + 7, var,
-                      mdl.precision_cholesky(var, False))
-    arrays = mdl.DiagArrays(k, d)
-    arrays.records.fill(np.nan)
-    want = mdl.records(model, False)
-    got = mdl.records(model, False, out=arrays.records)
-    assert got is arrays.records
-    np.testing.assert_array_equal(got, want)
-    dp, kp, scratch = -(-d // 8) * 8, -(-k // 16) * 16, {}
-    fresh = gmm_mma.operands(want, d, dp, kp)
-    for _ in range(2):
-        out = (np.full((kp, 2 * dp), np.nan, np.float32), np.full(kp, np.nan, np.float32),
-               np.full(dp, np.nan, np.float32))
-        for a, b in zip(gmm_mma.operands(got, d, dp, kp, out=out, scratch=scratch), fresh):
-            np.testing.assert_array_equal(a, b)
-
-
 # --------------------------------------------------------- several devices
 def test_sub_devices_and_streaming_equal_one_device(profile):
     subs = split_or_skip(profile)
