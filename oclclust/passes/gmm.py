@@ -18,8 +18,8 @@ from ..runtime import exact_fold, exact_sums
 from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, StageFlags, central, central_stats,
-                      enqueue_central, enqueue_grid, means_of, mstep_size, operands, own_spec,
-                      shift_of)
+                      enqueue_central, enqueue_grid, means_of, mstep_size, own_spec, shift_of)
+from .gmm_mma_operands import enqueue_operands
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
@@ -51,21 +51,22 @@ class GmmPass:
         self.espec, self.ekernel = plan(p, q, esteps, "gmm_estep")
         self.mspec, self.mkernel = plan(p, q, msteps, "gmm_mstep")
         self.groups = self._groups(self.espec)[0]
-        self.params = cla.empty(q, k * record_size(part.d, full), dt)
+        self.mma = isinstance(self.espec, MmaEStepSpec)   # (its records in double)
+        self.params = cla.empty(q, k * record_size(part.d, full), np.float64 if self.mma else dt)
         self.means = cla.empty(q, k * part.d, dt)
         self.lse = cla.empty(q, part.n, dt)
         self.labels = cla.empty(q, part.n, np.int32)
         self.part_ll = partial_buffer(q, self.groups, 1, part.acc_double)
         self.part_bad = cla.empty(q, self.groups, np.int32)
         self.resp = None
-        self.mma = isinstance(self.espec, MmaEStepSpec)
         # resp holds log-densities the tensor-core M kernel normalises as it
         # reads them (the E kernel's store_resp 2: one pass over n x k less)
         self.resp_log = False
-        if self.mma:   # the GEMM form's operands (gmm_mma.operands)
-            self.coefs = cla.empty(q, self.espec.kp * 2 * self.espec.dp, np.float32)
-            self.consts = cla.empty(q, self.espec.kp, np.float32)
-            self.shift = cla.empty(q, self.espec.dp, np.float32)
+        if self.mma:   # the GEMM form's operands, made on the device from double records
+            kp, dp = self.espec.kp, self.espec.dp
+            self.operands = (cla.empty(q, kp * 2 * dp, np.float32), cla.empty(q, kp, np.float32),
+                             cla.empty(q, dp, np.float32))
+            self.shift64 = cla.empty(q, dp, np.float64)   # (enqueue_operands)
         self.mma_m = isinstance(self.mspec, MmaMStepSpec)
         if self.mma_m:   # the M kernel's other sums are about a shift of its own,
             # its own sums about the means (float32): each row's own component
@@ -238,17 +239,12 @@ class GmmPass:
         """The E kernel's parameters going up: (the copies' events, the
         kernel's parameter arguments)."""
         part, stage, spec = self.part, self.staging, self.espec
-        if self.mma:   # written where they go up from
-            kp, dp = spec.kp, spec.dp
-            operands(records, part.d, dp, kp,
-                     out=(stage.host("coefs", kp * 2 * dp, np.float32).reshape(kp, 2 * dp),
-                          stage.host("consts", kp, np.float32), stage.host("shift", dp, np.float32)))
-            return ([stage.send("coefs", self.coefs, kp * 2 * dp),
-                     stage.send("consts", self.consts, kp),
-                     stage.send("shift", self.shift, dp)],
-                    (self.coefs.data, self.consts.data, self.shift.data))
-        return ([stage.put("params", self.params, np.asarray(records, part.dtype))],
-                (self.params.data,))
+        put = stage.put("params", self.params, np.asarray(records, self.params.dtype))
+        if self.mma:
+            enqueue_operands(part.queue, self.params, records.shape[0], part.d, spec.dp, spec.kp,
+                             self.shift64, self.operands)
+            return [put], tuple(a.data for a in self.operands)
+        return [put], (self.params.data,)
 
     def _estep_enqueue(self, k, params, store_resp, for_mstep):
         """The E kernel over *k* components (*params*: _estep_put's) and its

@@ -11,10 +11,10 @@ _estimate_log_gaussian_prob uses the same expansion):
 P_j = u_j^2 (u the precision Cholesky diagonal), x' = x - s and mu' = mu - s
 about one shift s (the components' mean of means): the expansion cancels
 digits as |x'| grows against |x' - mu'|, and the shift keeps |x'| at the
-data's spread instead of its distance from the origin.  The host makes the
-kp x 2dp coefficients [P | -2 mu' P] and the constants c_j - 1/2 sum mu'^2 P
-in float64 (then float32): k x 2d values, no larger than the records it
-already uploads.
+data's spread instead of its distance from the origin.  The kp x 2dp
+coefficients [P | -2 mu' P] and the constants c_j - 1/2 sum mu'^2 P are
+made in float64 (then float32) on the device from the records the host
+uploads (gmm_mma_operands.py).
 
 The M-step statistics (gmm_mma_mstep.cl.mako) are GEMMs of the
 responsibilities too, split by each row's own component (its label): a
@@ -70,7 +70,8 @@ class MmaEStepSpec(EmulatedBuild, Spec):
 
 def estep_specs(profile, dtype, d, k, emulate=False):
     """The tensor-core E kernel for diagonal float32 data of at most MAX_D
-    dimensions on a device with tensor cores (else nothing: gmm.py's kernels
+    dimensions on a device with tensor cores and fp64 (its operands are
+    made in double: gmm_mma_operands.py; else nothing: gmm.py's kernels
     serve).  Rows: one m16 tile a warp at dp > 64, two below (a warp's
     x' values take dp / 2 registers a tile); work-groups of 8 warps, then 4
     (two tiles a warp: 4, then 8).  Where the rows' splits are made each
@@ -78,7 +79,8 @@ def estep_specs(profile, dtype, d, k, emulate=False):
     split serves twice the components.
     *emulate*: the same kernels with the products in plain OpenCL, on any
     device (tests on CPUs)."""
-    if np.dtype(dtype) != np.float32 or d > MAX_D or not (emulate or tensor_cores(profile)):
+    if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
+            or not (emulate or tensor_cores(profile))):
         return
     dp = -(-d // 8) * 8
     mt = 1 if dp > 64 else 2
@@ -95,35 +97,6 @@ def estep_specs(profile, dtype, d, k, emulate=False):
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
                                wg=wg, mt=mt, tn=tn, tm=wg // 32 * 16 * mt,
                                emulate=emulate, resplit=resplit, copies=copies)
-
-
-def operands(records, d, dp, kp, out=None):
-    """(coefs kp x 2dp, consts kp, shift dp), float32, from the k x (1 + 2d)
-    diagonal *records* (gmm.record_size: c_j, mu_j, u_j): coefficient rows
-    [P_j | -2 mu'_j P_j] (zero past d and past k), consts c_j - 1/2 sum
-    mu'_j^2 P_j, the shift s the mean of the means (zero past d).  *out*:
-    the three arrays to write (a pass's page-locked staging: a fresh MB a
-    call costs page faults, ~0.5 ms each on the hosts measured)."""
-    records = np.asarray(records, np.float64)
-    k = records.shape[0]
-    c, mu, u = records[:, 0], records[:, 1:1 + d], records[:, 1 + d:1 + 2 * d]
-    if out is None:
-        out = np.empty((kp, 2 * dp), np.float32), np.empty(kp, np.float32), np.empty(dp, np.float32)
-    coefs, consts, padded = out
-    for a in out:
-        a.fill(0)
-    prec = u * u
-    shift = mu.mean(axis=0)
-    centred = mu - shift
-    coefs[:k, :d] = prec
-    term = np.multiply(-2.0, centred)            # -2 mu' P, then mu'^2 P: in one scratch
-    term *= prec
-    coefs[:k, dp:dp + d] = term
-    np.multiply(centred, centred, out=term)
-    term *= prec
-    consts[:k] = c - 0.5 * term.sum(axis=1)
-    padded[:d] = shift
-    return coefs, consts, padded
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)

@@ -64,3 +64,4 @@ def own_reference(X, resp, lse, normalize, means32, own, k, rows, precision="flo
         slab[2 + 2 * d:2 + 3 * d] += float(w) * (np.abs(v) if absolute else v)
         slab[2 + 3 * d:] += float(w) * v * v
     return out
+

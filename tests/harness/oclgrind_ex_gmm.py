@@ -28,9 +28,10 @@ from oclclust.passes import gmm_specs
 from oclclust.runtime import codegen
 from oclclust.cluster.mixture import mdl
 from oclclust.runtime.partition import DevicePartition
+from gmm_operands import run_operands
 from gmm_own import own_case, own_reference, run_own
 from gmm_stages import run_stages, stages_case, stages_reference
-from oclclust.passes import gmm_mma
+from oclclust.passes import gmm_mma, gmm_mma_operands
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 
 K = 5
@@ -277,6 +278,26 @@ def exercise_central(device, log):
     log("gmm central: 1 variant")
 
 
+def exercise_operands(device, log):
+    """The tensor-core E kernel's operands made on the device
+    (gmm_mma_operands.cl.mako) against the host's operands: coefs and shift bit
+    for bit, consts within a float ulp; a d short of its padding, rows past
+    k."""
+    q = device.queue()
+    k, d, dp, kp = 5, 11, 16, 16
+    rng = np.random.RandomState(5)
+    var = rng.uniform(0.5, 2, (k, d))
+    m = mdl.Model(np.full(k, 1 / k), rng.normal(size=(k, d)) * 7 + 40.0, var,
+                  mdl.precision_cholesky(var, False))
+    rec = mdl.records(m, False)
+    mark(f"gmm_mma_operands k={k} d={d}")
+    got, want = run_operands(q, rec, d, dp, kp), gmm_mma_operands.operands(rec, d, dp, kp)
+    if not (np.array_equal(got[0], want[0]) and np.array_equal(got[2], want[2])
+            and np.all(np.abs(got[1] - want[1]) <= np.spacing(np.abs(want[1])))):
+        raise AssertionError("gmm_mma_operands: not operands' values")
+    log("gmm operands: 1 variant")
+
+
 def exercise_grid(device, log):
     """The tensor-core M statistics' exact-fold grid on the device
     (gmm_mma_grid.cl.mako) against lsb_for_bounds, bit for bit: a zero
@@ -306,6 +327,7 @@ def exercise_grid(device, log):
 EXERCISERS = {
     "gmm_mma_central.cl.mako": [exercise_central],
     "gmm_mma_grid.cl.mako": [exercise_grid],
+    "gmm_mma_operands.cl.mako": [exercise_operands],
     "gmm_mma_own.cl.mako": [exercise_own],
     "gmm_mma_stages.cl.mako": [exercise_stages],
     "gmm_onehot.cl.mako": [exercise_onehot, exercise_init_fits],

@@ -34,28 +34,6 @@ def model(rng, k, d, spread=3.0):
                      mdl.precision_cholesky(cov, False))
 
 
-@pytest.mark.parametrize("d, k", [(5, 13), (24, 100), (128, 40)])
-def test_operands_give_the_log_densities(d, k):
-    """const_j - 1/2 [x'^2 | x'] . [P_j | -2 mu'_j P_j] is log w_j + log
-    N(x | mu_j, diag): the records' per-point form, in float64 (the data far
-    from the origin: the shift keeps the expansion's digits)."""
-    rng = np.random.RandomState(d)
-    m = model(rng, k, d)
-    X = rng.normal(size=(50, d)) * 2 + 5.0
-    rec = mdl.records(m, False)
-    dp, kp = -(-d // 8) * 8, -(-k // 16) * 16
-    coefs, consts, shift = gmm_mma.operands(rec, d, dp, kp)
-    assert coefs.shape == (kp, 2 * dp) and consts.shape == (kp,) and shift.shape == (dp,)
-    assert not coefs[k:].any() and not coefs[:, d:dp].any() and not coefs[:, dp + d:].any()
-    xs = np.zeros((len(X), dp))
-    xs[:, :d] = X - shift[:d].astype(np.float64)
-    gemm = consts[:k].astype(np.float64) - 0.5 * (
-        np.concatenate([xs * xs, xs], axis=1) @ coefs[:k].astype(np.float64).T)
-    prec = m.prec_chol ** 2
-    direct = rec[:, 0] - 0.5 * (((X[:, None, :] - m.means[None]) ** 2) * prec[None]).sum(-1)
-    np.testing.assert_allclose(gemm, direct, rtol=1e-5, atol=1e-4)
-
-
 def numpy_mstep(X, resp, means):
     """The M statistics [N, S1, S2] about *means* in float64 (n x d rows,
     n x k responsibilities): gmm_mstep.cl.mako's, directly."""

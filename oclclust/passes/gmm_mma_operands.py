@@ -1,0 +1,56 @@
+"""The tensor-core diagonal E kernel's operands (gmm_mma.py's GEMM form of
+the log-densities): made on the device from the double records each
+iteration (templates/gmm_mma/gmm_mma_operands.cl.mako, enqueue_operands),
+the host's form of them (operands) the tests' reference."""
+import dataclasses
+
+import numpy as np
+
+from ..runtime.codegen import Spec, kernel
+
+
+def operands(records, d, dp, kp):
+    """(coefs kp x 2dp, consts kp, shift dp), float32, from the k x (1 + 2d)
+    diagonal *records* (gmm.record_size: c_j, mu_j, u_j): coefficient rows
+    [P_j | -2 mu'_j P_j] (zero past d and past k), consts c_j - 1/2 sum
+    mu'_j^2 P_j, the shift s the mean of the means (zero past d)."""
+    records = np.asarray(records, np.float64)
+    k = records.shape[0]
+    c, mu, u = records[:, 0], records[:, 1:1 + d], records[:, 1 + d:1 + 2 * d]
+    coefs, consts, padded = (np.zeros((kp, 2 * dp), np.float32), np.zeros(kp, np.float32),
+                             np.zeros(dp, np.float32))
+    prec = u * u
+    shift = mu.mean(axis=0)
+    centred = mu - shift
+    coefs[:k, :d] = prec
+    term = np.multiply(-2.0, centred)            # -2 mu' P, then mu'^2 P
+    term *= prec
+    coefs[:k, dp:dp + d] = term
+    np.multiply(centred, centred, out=term)
+    term *= prec
+    consts[:k] = c - 0.5 * term.sum(axis=1)
+    padded[:d] = shift
+    return coefs, consts, padded
+
+
+@dataclasses.dataclass(frozen=True)
+class MmaOperandsSpec(Spec):
+    """operands on the device (gmm_mma_operands.cl.mako), from the records."""
+    template = "gmm_mma/gmm_mma_operands.cl.mako"
+    build_options = ()
+    dtype: str = "float64"
+    d: int = 1
+    dp: int = 8
+
+
+def enqueue_operands(queue, records, k, d, dp, kp, shift64, out):
+    """Enqueue operands of the k diagonal *records* (device, k x (1 + 2d)
+    doubles) into *out* (device coefs kp x 2dp, consts kp and shift dp,
+    float32), the shift in double into *shift64* (device, dp): the kernel's
+    event."""
+    spec, (coefs, consts, shift) = MmaOperandsSpec(d=d, dp=dp), out
+    kernel(queue.context, spec, "gmm_mma_shift")(
+        queue, (-(-dp // 32) * 32,), (32,), records.data, np.int32(k), shift64.data, shift.data)
+    return kernel(queue.context, spec, "gmm_mma_operands")(
+        queue, (-(-kp // 64) * 64,), (64,), records.data, np.int32(k), np.int32(kp),
+        shift64.data, coefs.data, consts.data)

@@ -1,0 +1,64 @@
+<%doc>
+The tensor-core diagonal E kernel's operands (gmm_mma_estep.cl.mako) made
+on the device from the k x RS diagonal records (RS = 1 + 2d doubles: c_j,
+mu_j, u_j, the host's mdl.records): gmm_mma.operands' arithmetic, in its
+order, none contracted --
+  s = (sum_j mu_j) / k                 (j in order: numpy's mean over rows)
+  coefs_j = [P_j | (-2 mu'_j) P_j],    P = u u, mu' = mu - s
+  consts_j = c_j - 1/2 sum_c (mu'_jc mu'_jc) P_jc
+in double, rounded to float; the host's bits but for consts' sum, taken
+here over c in order (numpy's is pairwise: the last bits of a double may
+differ).  The host then sends the records alone, and its float32 copies
+of them are not made each iteration (1.5 ms on the H200 host).
+Reads spec: d, dp (d padded to 8).
+Kernels: gmm_mma_shift, a work-item a column (dp: s in double and float,
+zero past d); gmm_mma_operands, a work-item a component row of kp (zero
+rows past k), after it.
+</%doc>
+<%inherit file="/prelude.cl.mako"/>
+#pragma OPENCL FP_CONTRACT OFF
+#define D ${d}
+#define DP ${dp}
+#define RS (1 + 2 * D)
+
+__kernel void gmm_mma_shift(__global const double *restrict records, const int k,
+                            __global double *restrict shift64, __global float *restrict shift)
+{
+    const int c = get_global_id(0);
+    if (c >= DP)
+        return;
+    double s = 0.0;
+    if (c < D) {
+        for (int j = 0; j < k; ++j)
+            s += records[(long)j * RS + 1 + c];
+        s = s / (double)k;
+    }
+    shift64[c] = s;
+    shift[c] = (float)s;
+}
+
+__kernel void gmm_mma_operands(__global const double *restrict records, const int k,
+                               const int kp, __global const double *restrict shift64,
+                               __global float *restrict coefs,     /* kp x 2 DP */
+                               __global float *restrict consts)    /* kp */
+{
+    const int j = get_global_id(0);
+    if (j >= kp)
+        return;
+    __global const double *r = records + (long)j * RS;
+    __global float *row = coefs + (long)j * 2 * DP;
+    double sum = 0.0;
+    for (int c = 0; c < DP; ++c) {
+        float p32 = 0.0f, t32 = 0.0f;
+        if (j < k && c < D) {
+            const double u = r[1 + D + c], mu = r[1 + c] - shift64[c];
+            const double p = u * u;
+            p32 = (float)p;
+            t32 = (float)((-2.0 * mu) * p);
+            sum += (mu * mu) * p;
+        }
+        row[c] = p32;
+        row[DP + c] = t32;
+    }
+    consts[j] = j < k ? (float)(r[0] - 0.5 * sum) : 0.0f;
+}
