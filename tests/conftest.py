@@ -33,9 +33,10 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "one_runtime: checks that do not depend on the OpenCL runtime under test "
-        "(the host's code, the package, the docs' examples, the command line's refusals before "
-        "any device work; fits over both CPU runtimes, the runtimes fixture's, whatever the "
-        "platform under test): tools/test.sh runs them on one runtime only")
+        "(the host's code, the package, the docs' examples, the command line, whose fits are "
+        "the estimators' the suite runs on every runtime; fits over both CPU runtimes, the "
+        "runtimes fixture's, whatever the platform under test): tools/test.sh runs them on "
+        "one runtime only")
     config.addinivalue_line(
         "markers", "covering(strength): a parametrized test whose cases that give each "
         "parameter each of its values (strength 1), or every two parameters each pair of "

@@ -17,6 +17,11 @@ from oclclust.runtime.profiles import PROFILE_TERMS
 from oclclust.__main__ import main
 from oclclust.cli.example import adjusted_rand_index, make_blobs
 
+# the command line's own work is the host's (arguments, files, messages); the
+# fits it runs are the estimators', which every runtime's run of the suite
+# covers: these run on one runtime (153 s of PoCL's run, cold caches, here)
+pytestmark = pytest.mark.one_runtime
+
 
 def test_devices_verbose_lists_every_device_with_its_profile():
     proc = run_cli("devices", "-v")

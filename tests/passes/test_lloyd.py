@@ -117,7 +117,7 @@ PASS_CASES = [("shipped", np.float32, False), ("shipped", np.float64, False),
 @pytest.mark.parametrize("name, dtype, weighted", [
     pytest.param(*case, id=f"{case[0]}-{case[1].__name__}{'-weighted' * case[2]}")
     for case in PASS_CASES])
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 def test_pass_matches_numpy(profile, make_blobs, name, dtype, weighted):
     prof = variant(profile, name)
     X, _ = make_blobs(n=1001, d=5, k=13, seed=1, dtype=dtype)   # k=13: ragged tiles

@@ -160,7 +160,7 @@ def assert_same_fit(a, b):
 SHAPES = [(900, 3, 5), (2500, 17, 40), (3000, 40, 70)]
 
 
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
@@ -210,7 +210,7 @@ def test_every_way_to_stop(profile, variant, stop, depth):
 @pytest.mark.parametrize("depth", DEPTHS)
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 def test_empty_clusters_first_iteration(profile, variant, weighted, depth):
     """Centres far from every row: the first iteration's clusters are
     empty, that iteration is the host's (relocation), the others the device's."""

@@ -53,7 +53,7 @@ def plan(request, profile):
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize("kind", ["random", "grid", "duplicates"])
 @pytest.mark.parametrize("n", [2, 37, 130])
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 def test_single_linkage_is_scipys(plan, metric, kind, n):
     X = data(kind, n, seed=n)
     a, b, w = mst.minimum_spanning_tree(plan, X, metric)
@@ -160,7 +160,7 @@ def index_rows(kind, d, n=600):
 @pytest.mark.parametrize("kind", ["far blobs", "grid", "duplicates"])
 @pytest.mark.parametrize("d", [2, 3, 8])
 @pytest.mark.parametrize("core", [False, True])
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 def test_index_is_the_brute_walks_tree(profile, metric, kind, d, core):
     """index=True (the tiles' hierarchy, skipped a node at a time): the
     brute walk's tree edge for edge (ties="any"), scipy's Z (ties="scipy"),
@@ -185,7 +185,7 @@ def test_index_is_the_brute_walks_tree(profile, metric, kind, d, core):
 @pytest.mark.parametrize("kind", ["far blobs", "grid", "duplicates"])
 @pytest.mark.parametrize("d", [2, 8])
 @pytest.mark.parametrize("index", [False, True])
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 def test_nearest_seed_is_the_same_tree(profile, metric, kind, d, index):
     """nearest (the core distances' pass's nearest rows, Boruvka's first
     candidates): the tree without them edge for edge, ties="any" and

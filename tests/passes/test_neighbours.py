@@ -58,7 +58,7 @@ def test_grid_width_of_euclidean_rows_is_cdists(monkeypatch, kind, k):
 @pytest.mark.parametrize("metric", GRID_METRICS)
 @pytest.mark.parametrize("kind", ["integers", "outliers", "duplicates", "line"])
 @pytest.mark.parametrize("k", [1, 6, 17])
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 def test_grid_k_nearest_equal_every_pairs(profile, metric, kind, k):
     X = _grid_data(kind)
     assert np.array_equal(grid_k_nearest_distances(profile, X, k, metric),

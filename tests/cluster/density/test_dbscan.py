@@ -27,7 +27,7 @@ def grid():
 @pytest.mark.parametrize("metric", ["euclidean", "manhattan", "chebyshev"])
 @pytest.mark.parametrize("eps,min_samples", [(0.5, 5), (1.0, 4), (3.0, 30), (0.05, 2)])
 @pytest.mark.parametrize("algorithm", ["brute", "grid"])
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 def test_labels_equal_sklearns(devices, data, metric, eps, min_samples, algorithm):
     X = {"blobs": blobs(), "blobs3d": blobs(301, 3, seed=2), "grid": grid(),
          "blobs5d": blobs(257, 5, seed=3)}[data]

@@ -88,7 +88,7 @@ def assert_matches(fc, X, init, m, w=None, rtol=1e-5):
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.parametrize("m", MS)
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda t: t.__name__)
-@pytest.mark.covering(2)
+@pytest.mark.covering(1)
 def test_matches_bezdek(devices, make_blobs, dtype, m, weighted):
     X = data(dtype, make_blobs)
     w = weights(len(X), dtype) if weighted else None
