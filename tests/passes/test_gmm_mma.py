@@ -466,17 +466,15 @@ def test_own_sums_match_numpy(profile, n, d, k, rows, precision, batch):
         assert bad.sum() == (0 <= own[3] < k)
 
 
-@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
-def test_mstep_normalises_the_log_densities(profile, emulate):
-    """An EM pass's responsibilities left as log-densities by the tensor-core
-    E kernel and normalised by the M kernel as it reads them (for_mstep):
-    the same statistics, bit for bit, as the E kernel's own normalisation
-    (tensor cores planned where there are some; emulated on every runtime);
-    a score's responsibilities are normalised on the device as before."""
+def tensor_core_pass(profile, emulate, seed):
+    """(GmmPass in chunks of rows, its diag Model) of the tensor-core E and M
+    kernels where the device plans them (4099 x 24, K=100; else the
+    portable ones), or *emulate*d on every runtime (203 x 13, K=21); the
+    test skipped without fp64 (the M kernel's partial sums are double)."""
     if not profile.fp64:
         pytest.skip("the M kernel's partial sums are double")
     n, d, k = (4099, 24, 100) if not emulate else (203, 13, 21)
-    rng = np.random.RandomState(k)
+    rng = np.random.RandomState(k + seed)
     m = model(rng, k, d)
     X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
     specs = None
@@ -485,7 +483,18 @@ def test_mstep_normalises_the_log_densities(profile, emulate):
                  next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
     codegen.forget_plans("gmm")
     prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1)
-    gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, specs=specs, chunks=2)
+    return gmm_pass.GmmPass(DevicePartition(prof, X), k, False, specs=specs, chunks=2), m
+
+
+@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
+def test_mstep_normalises_the_log_densities(profile, emulate):
+    """An EM pass's responsibilities left as log-densities by the tensor-core
+    E kernel and normalised by the M kernel as it reads them (for_mstep):
+    the same statistics, bit for bit, as the E kernel's own normalisation
+    (tensor cores planned where there are some; emulated on every runtime);
+    a score's responsibilities are normalised on the device as before."""
+    gp, m = tensor_core_pass(profile, emulate, 0)
+    n, k = gp.part.n, gp.k
     fused = gp.mma and gp.mma_m
     assert fused == (emulate or (tensor_cores(profile) and profile.fp64))
     records, means = mdl.records(m, False), m.means + 0.25
@@ -511,19 +520,7 @@ def test_em_launch_is_the_two_steps_one_after_the_other(profile, emulate):
     gives the log-likelihood and statistics, bit for bit, of estep_sums
     then mstep_sums; twice, about other means, settled on the device and
     not."""
-    if not profile.fp64:
-        pytest.skip("the M kernel's partial sums are double")
-    n, d, k = (4099, 24, 100) if not emulate else (203, 13, 21)
-    rng = np.random.RandomState(k + 1)
-    m = model(rng, k, d)
-    X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
-    specs = None
-    if emulate:
-        specs = (next(gmm_mma.estep_specs(profile, np.float32, d, k, emulate=True)),
-                 next(gmm_mma.mstep_specs(profile, np.float32, d, emulate=True)))
-    codegen.forget_plans("gmm")
-    prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1)
-    gp = gmm_pass.GmmPass(DevicePartition(prof, X), k, False, specs=specs, chunks=2)
+    gp, m = tensor_core_pass(profile, emulate, 1)
     assert gp.mma_m == (emulate or (tensor_cores(profile) and profile.fp64))
     records = mdl.records(m, False)
     for moved, settle in ((0.25, False), (-0.5, True)):
