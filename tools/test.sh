@@ -115,12 +115,14 @@ docs_job() {
 }
 
 # With no pytest arguments, where Intel's runtime and oclgrind are: PoCL's run, Intel's
-# run of tests/faults, scikit-learn's modules on Intel's runtime (once: they check the
-# estimators' contract, which our suite checks on both runtimes) and the docs, and beside
-# them, one after another in a side job, the oclgrind check, the rest of Intel's run and
-# the one_runtime checks (on Intel's platform): two streams of about equal length on the
-# 2 cores (stop 61's local run: PoCL's 40.8 min and both scikit-learn suites, 5.3, beside
-# oclgrind 8.9, docs, Intel 30.9 and one_runtime 4.7: 47.5 min; CI 49.5). A cold run is mostly kernel compilation,
+# run of tests/faults and scikit-learn's modules on Intel's runtime (once: they check the
+# estimators' contract, which our suite checks on both runtimes), and beside them, one
+# after another in a side job, the oclgrind check, the rest of Intel's run, the
+# one_runtime checks (on Intel's platform) and the docs: two streams of about equal length
+# on the 2 cores (stop 61's local run: PoCL's 40.8 min and both scikit-learn suites, 5.3,
+# beside oclgrind 8.9, docs, Intel 30.9 and one_runtime 4.7: 47.5 min; CI 49.5. Stop 62's,
+# with the docs in the first stream: PoCL 37.3, Intel's tests/faults 4.3 and its
+# scikit-learn suite beside oclgrind 10.2, Intel 23.1 and one_runtime 6.4). A cold run is mostly kernel compilation,
 # a thread at a time: measured on 2 cores, a cold PoCL and a cold Intel selection (71 and
 # 29 s alone) took 79 and 29 s at once. (Stop 56's CI ran PoCL's 47.5 min, then Intel's
 # 17.6, beside a side job of 30: 68 min; stop 57's, PoCL's 40.4 and its scikit-learn
@@ -141,7 +143,7 @@ then
     joblog=$work/oclgrind.log jobres=$work/oclgrind.res
     oclgrind_job
     runtime_job intel "Intel(R) OpenCL" false false
-    one_runtime_job
+    one_runtime_job; docs_job
   ) &
 fi
 jobs=()
@@ -160,7 +162,7 @@ for entry in "pocl=Portable Computing Language" "intel=Intel(R) OpenCL"; do
     own_sklearn=true; $side && own_sklearn=false   # (scikit-learn's modules: Intel's alone)
     runtime_job "$key" "$name" "$last" "$own_sklearn" "$@"
     if [ "$key" = intel ] && ! $side; then docs_job; fi
-    if $side; then faults_job; sklearn_job intel "Intel(R) OpenCL"; docs_job; fi
+    if $side; then faults_job; sklearn_job intel "Intel(R) OpenCL"; fi
   ) &
   pid=$!
   # the first job's log streams as it grows (CI shows progress); the others print at the end
