@@ -82,9 +82,6 @@ class GmmPass:
             self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)   # ... their grid (enqueue_grid)
             self._absmax = None   # (the fit's magnitudes, their columns on the device)
             self.stage_flags = StageFlags(q, self.mspec)   # (the stages it multiplies)
-            # (its inputs go up beside the E kernel, on a queue of their own: em_launch)
-            self.uploads = cl.CommandQueue(q.context, q.device)
-            self.mstaging, self._m_ready = PinnedStaging(self.uploads), None
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
         self.exact = exact_sums.exact_device(part)
@@ -106,6 +103,9 @@ class GmmPass:
         self.mcentral = None  # ... and those made central (the tensor-core kernel's)
         self._settled = self._settled_ll = False
         self.staging = PinnedStaging(q)   # uploads and reads (em_launch)
+        # the M kernel's inputs go up beside the E kernel, on a queue of their own (em_launch)
+        self.uploads = cl.CommandQueue(q.context, q.device)
+        self.mstaging, self._m_ready = PinnedStaging(self.uploads), None
         self._grid_bounds = None          # (_grid's scratch)
 
     def _mstats_size(self):
@@ -167,17 +167,15 @@ class GmmPass:
         partition is the fit's only one, so its exact M statistics are
         rounded to float64 on the device (exact_fold.Fold.enqueue_value:
         the bits ExactWords.value() gives) and only those are read."""
-        # uploads first, while the queue is idle: on NVIDIA's runtime a write
-        # enqueued behind a kernel waits for it, page-locked and non-blocking
-        # as it is (a GMM's M grid behind its E and M kernels ran four H200s'
-        # passes one by one); the tensor-core M kernel's, on a queue of their
-        # own, made and sent while the E kernel runs
+        # the E kernel's uploads first, while the queue is idle: on NVIDIA's
+        # runtime a write enqueued behind a kernel waits for it, page-locked
+        # and non-blocking as it is (a GMM's M grid behind its E and M kernels
+        # ran four H200s' passes one by one); the M kernel's, on a queue of
+        # their own, made and sent while the E kernel runs
         events, params = self._estep_put(records)
-        events += [] if self.mma_m else self._mstep_put(means)
         events += self._estep_enqueue(records.shape[0], params, True, True)
-        if self.mma_m:
-            self.part.queue.flush()
-            events += self._mstep_put(means)
+        self.part.queue.flush()
+        events += self._mstep_put(means)
         events += self._mstep_enqueue(means, settle)
         self._settled_ll = settle
         self.part.queue.flush()
@@ -288,17 +286,15 @@ class GmmPass:
 
     def _mstep_put(self, means):
         """The M kernel's means (about which it sums) and its exact fold's
-        grid going up: the copies' events."""
-        part, q, spec, stage = self.part, self.part.queue, self.mspec, self.staging
+        grid going up on the uploads queue, whose last copy the M kernel
+        waits for (_m_ready): the copies' events."""
+        part, spec, up, stage = self.part, self.mspec, self.uploads, self.mstaging
         k = means.shape[0]
-        if self.exact:
-            if k not in self.folds:
-                self.folds[k] = exact_fold.Fold(q, (k, self._mstats_size()))
-            if not self.mma_m:
-                self.folds[k].set_lsb(self._grid(means))
-        if self.mma_m:   # about the shift and about the means (float32), on uploads
+        if self.exact and k not in self.folds:
+            self.folds[k] = exact_fold.Fold(part.queue, (k, self._mstats_size()))
+        if self.mma_m:   # about the shift and about the means (float32)
             shift, means32 = shift_of(means, spec.dp), means_of(means, spec.dp)
-            self._about, up, stage = (means, shift, means32), self.uploads, self.mstaging
+            self._about = means, shift, means32
             events = [stage.put("mshift", self.mshift, shift),
                       stage.put("mmeans", self.mmeans, means32)]
             if self.exact:   # the grid of the own sums from the means, on the device
@@ -308,11 +304,15 @@ class GmmPass:
                 events.append(enqueue_grid(up, self.mmeans64, k, part.d, absmax, scale,
                                            self.mgrid_head, self.folds[k].lsb_dev))
                 self.folds[k].grid_enqueued()
-            self._m_ready = events[-1:]   # (the queue's last: the M kernels wait for it)
-            up.flush()
-            return events
-        self._about = means, None, None
-        return [stage.put("means", self.means, np.asarray(means, part.dtype))]
+        else:
+            self._about = means, None, None
+            events = [stage.put("means", self.means, np.asarray(means, part.dtype))]
+            if self.exact:
+                events.append(self.folds[k].set_lsb(self._grid(means), stage))
+        events = [e for e in events if e is not None]
+        self._m_ready = events[-1:]   # (the queue's last: the M kernels wait for it)
+        up.flush()
+        return events
 
     def _mstep_enqueue(self, means, settle=False):
         """The M kernel (its inputs put by _mstep_put) and its reads
@@ -328,7 +328,7 @@ class GmmPass:
                      flags.data, np.int64(words))
         else:
             about = (self.means.data,)
-        ready = self._m_ready if self.mma_m else None
+        ready = self._m_ready
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
                      part.x.data, np.int64(part.n), np.int64(part.stride), self._resp(k).data,
                      *about, np.int32(k), np.int64(rows), self.part_stats.data, wait_for=ready)

@@ -119,16 +119,20 @@ class Fold:
         self._bounds = bounds.copy()
         self.set_lsb(lsb_for_bounds(bounds))
 
-    def set_lsb(self, lsb):
+    def set_lsb(self, lsb, staging=None):
         """The grid itself: each element's exponent (exact_sums.lsb_for_bounds
-        of its bound), uploaded where it changed."""
+        of its bound), uploaded where it changed, through *staging* (a
+        transfer.PinnedStaging; default: the fold's own, on its queue): the
+        copy's event, None where the grid is the same.  A caller's staging on
+        another queue has the fold's kernels wait for that event."""
         lsb = np.asarray(lsb, np.int32).ravel()
-        if self.lsb is None or not np.array_equal(lsb, self.lsb):
-            self.lsb, self._lsb_on_device = lsb, False
-            # not a blocking copy: it would wait for the queue's kernels, and a
-            # fit that launches several devices' passes from one thread (a
-            # GMM's grid moves with its means) would run them one by one
-            self._staging.put("lsb", self.lsb_dev, lsb)
+        if self.lsb is not None and np.array_equal(lsb, self.lsb):
+            return None
+        self.lsb, self._lsb_on_device = lsb, False
+        # not a blocking copy: it would wait for the queue's kernels, and a
+        # fit that launches several devices' passes from one thread (a
+        # GMM's grid moves with its means) would run them one by one
+        return (staging or self._staging).put("lsb", self.lsb_dev, lsb)
 
     def grid_enqueued(self):
         """The grid was enqueued into ``lsb_dev`` by a kernel of the
