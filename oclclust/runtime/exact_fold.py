@@ -123,8 +123,8 @@ class Fold:
         """The grid itself: each element's exponent (exact_sums.lsb_for_bounds
         of its bound), uploaded where it changed, through *staging* (a
         transfer.PinnedStaging; default: the fold's own, on its queue): the
-        copy's event, None where the grid is the same.  A caller's staging on
-        another queue has the fold's kernels wait for that event."""
+        copy's event, None where the grid is the same.  A caller whose
+        staging is another queue's makes the fold's kernels wait for it."""
         lsb = np.asarray(lsb, np.int32).ravel()
         if self.lsb is not None and np.array_equal(lsb, self.lsb):
             return None
