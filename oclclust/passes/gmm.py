@@ -38,15 +38,15 @@ class GmmPass:
         chunks: the M kernel's chunks of rows where the sums are not
         split-free (default: enough work-groups for every compute unit, no
         more chunks than tiles of rows); split-free, they are the blocks.
-        precision: the estimators' (lloyd_mma.PRECISIONS); only the
-        tensor-core M kernel reads it (gmm_mma.mstep_specs), the E step is
-        3xTF32 at every precision.  mma_mstep False: the portable M
-        kernels alone (a fit whose devices do not all plan the tensor-core
+        precision: the estimators' (lloyd_mma.PRECISIONS); the tensor-core
+        kernels read it (gmm_mma.estep_specs, mstep_specs): 3xTF32 at
+        "float32", one product at "tf32" and "bf16".  mma_mstep False: the
+        portable M kernels alone (a fit whose devices do not all plan the tensor-core
         one: mma_mstep_planned)."""
         self.part, self.k, self.full = part, k, full
         q, p, dt = part.queue, part.profile, part.dtype
         esteps, msteps = (([specs[0]], [specs[1]]) if specs else
-                          (_estep_specs(p, dt, part.d, full, k),
+                          (_estep_specs(p, dt, part.d, full, k, precision),
                            _mstep_specs(p, dt, part.d, full, precision, mma_mstep)))
         self.espec, self.ekernel = plan(p, q, esteps, "gmm_estep")
         self.mspec, self.mkernel = plan(p, q, msteps, "gmm_mstep")

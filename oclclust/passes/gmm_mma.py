@@ -68,7 +68,7 @@ class MmaEStepSpec(EmulatedBuild, Spec):
         return (floats + self.tm) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
 
 
-def estep_specs(profile, dtype, d, k, emulate=False):
+def estep_specs(profile, dtype, d, k, emulate=False, precision="float32"):
     """The tensor-core E kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores and fp64 (its operands are
     made in double: gmm_mma_operands.py; else nothing: gmm.py's kernels
@@ -78,7 +78,9 @@ def estep_specs(profile, dtype, d, k, emulate=False):
     chunk (resplit), chunks of WIDE_CHUNK components in one copy: each
     split serves twice the components.
     *emulate*: the same kernels with the products in plain OpenCL, on any
-    device (tests on CPUs)."""
+    device (tests on CPUs).  *precision* (lloyd_mma.PRECISIONS): "float32"
+    3xTF32, "tf32" and "bf16" one product of operands rounded to that
+    format (estep_bound)."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
             or not (emulate or tensor_cores(profile))):
         return
@@ -96,7 +98,31 @@ def estep_specs(profile, dtype, d, k, emulate=False):
         if wg <= profile.max_work_group_size:
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
                                wg=wg, mt=mt, tn=tn, tm=wg // 32 * 16 * mt,
-                               emulate=emulate, resplit=resplit, copies=copies)
+                               precision=precision, emulate=emulate, resplit=resplit,
+                               copies=copies)
+
+
+# the unit roundoff of the one-product E kernels' operands (round to nearest:
+# TF32 11 significant bits, bfloat16 8)
+OPERAND_ROUNDOFF = {"tf32": 2.0 ** -11, "bf16": 2.0 ** -8}
+
+
+def estep_bound(rows, coefs, dp, precision):
+    """What the E kernel at *precision* may add to each log-density beyond
+    the float32 operands' exact value: rows x components float64.  *rows*:
+    the shifted rows x' (n x d, float32), *coefs*: the kernel's operands
+    (components x 2 dp: [P | -2 mu' P], float32).  A product of two rounded
+    operands is off by at most (2u + u^2) of its size, u the format's unit
+    roundoff; float32 accumulation in dp / 8 + 1 steps (truncating, as
+    NVIDIA's tensor cores may) adds at most 2^-22 of the terms' sizes a
+    step; the log-density is -1/2 their sum.  The 3xTF32 kernel
+    ("float32") keeps its products to the accumulation's bound alone."""
+    x = np.asarray(rows, np.float64)
+    c = np.asarray(coefs, np.float64)
+    d = x.shape[1]
+    size = (x * x) @ np.abs(c[:, :d]).T + np.abs(x) @ np.abs(c[:, dp:dp + d]).T
+    u = OPERAND_ROUNDOFF.get(precision, 0.0)
+    return 0.5 * (2 * u + u * u + (dp // 8 + 1) * 2.0 ** -22) * size
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)

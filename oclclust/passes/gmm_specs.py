@@ -183,15 +183,16 @@ def _tiled_estep_specs(profile, dtype, d, k):
             tm //= 2
 
 
-def _estep_specs(profile, dtype, d, full, k=1):
+def _estep_specs(profile, dtype, d, full, k=1, precision="float32"):
     """Diagonal covariances where the profile asks for distance tiles: the
     tiled kernel first.  GPUs: records staged in local memory, two points
     per work-item.  CPUs: small groups reading the records from memory (their
     caches serve: faster than the staged kernel on both CPU runtimes).
     The tensor-core kernel (gmm_mma.py) before all where the profile asks
-    (gmm_mma) and the device, dtype and d allow."""
+    (gmm_mma) and the device, dtype and d allow, its products at
+    *precision* (gmm_mma.estep_specs)."""
     if not full and profile.terms(GmmTerms).mma:
-        yield from mma_estep_specs(profile, dtype, d, k)
+        yield from mma_estep_specs(profile, dtype, d, k, precision=precision)
     if not full and profile.terms(GmmTerms).distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize

@@ -28,6 +28,8 @@ rounded to nearest, ties to even, as cvt.rn.bf16x2.f32), A row gq
 (a0) / gq + 8 (a1) at k 2 tq, 2 tq + 1; B column gq at k 2 tq, 2 tq + 1
 (b0); the accumulators' layout the TF32 product's.  Emulated likewise
 (BF16 x BF16 fits a float exactly, so ``truncate`` models it the same).
+BF16_PACK(lo, hi): bf16_pack's register, in one cvt.rn.bf16x2.f32 with
+PTX (the same rounding; NaN stays NaN).
 </%doc>
 <%def name="products(emulate, truncate=False, bf16=False)">\
 % if bf16:
@@ -76,6 +78,7 @@ ${accumulate("as_float(s[(gq * 4 + c % 4) * 6 + (c >= 4 ? 2 : 0)])",
 
 /* the bf16 value in half h (0: low) of a packed register, as a float */
 #define BF16_AT(word, h) as_float(((word) >> (16 * (h))) << 16)
+#define BF16_PACK(lo, hi) bf16_pack(lo, hi)
 #define MMA_BF16(d, a0, a1, b0) \
     mma_emulated_bf16(&d##0, &d##1, &d##2, &d##3, a0, a1, b0, emulated + warp * 192, lane)
 inline void mma_emulated_bf16(float *d0, float *d1, float *d2, float *d3, const uint a0,
@@ -111,6 +114,15 @@ inline uint tf32(const float v)
         "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};" \
         : "+f"(d##0), "+f"(d##1), "+f"(d##2), "+f"(d##3) \
         : "r"(a0), "r"(a1), "r"(b0))
+
+/* bf16_pack(lo, hi) in one instruction (a to the upper half, b to the lower) */
+inline uint bf16_pack_cvt(const float lo, const float hi)
+{
+    uint r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+#define BF16_PACK(lo, hi) bf16_pack_cvt(lo, hi)
 
 % endif
 /* whether v is non-zero in any lane of the warp (every lane reaches it) */

@@ -9,9 +9,19 @@ small TF32 parts).  gmm_mma.py offers it only where NVIDIA's runtime reports
 tensor cores; gmm_estep.cl.mako serves everywhere else.
 Reads spec: d, dp (d padded to 8), tn (components of a local-memory chunk),
 tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
-tiles a warp owns), emulate (the products in plain OpenCL: tests on CPUs),
-resplit (the rows split again each chunk: KEEP), copies (of the
+tiles a warp owns), precision, emulate (the products in plain OpenCL: tests
+on CPUs), resplit (the rows split again each chunk: KEEP), copies (of the
 chunk in local memory: 2, double-buffered, or 1).
+
+precision "float32": the 3xTF32 products below.  "tf32": one TF32 product
+of the rounded operands (x'^2 and x' against P and -2 mu' P, each rounded
+to nearest TF32: relative error 2^-11 an operand); "bf16": one m16n8k8
+BF16 product of operands rounded to bfloat16 (2^-8 an operand), each
+lane's two k slots 2 tq, 2 tq + 1 holding its dimensions tq, tq + 4 of the
+step (a dot product over the step's 8 dimensions in any order).  Each
+log-density is then within 1/2 (2u + u^2) sum_c (|x'_c^2 P_jc| +
+|x'_c 2 mu'_jc P_jc|) of the float32 operands' exact value, u the
+operands' unit roundoff, plus float32 accumulation (gmm_mma.estep_bound).
 The number of components k is a kernel argument.
 
     log p_j(x) = const_j - 1/2 (sum_c x'_c^2 P_jc + sum_c x'_c (-2 mu'_jc P_jc))
@@ -44,6 +54,8 @@ exp(log p_j - lse) with the same operations, as it reads them.
 <%namespace name="select" file="/common/select.cl.mako"/>
 <%
     steps = dp // 8
+    corrected = precision == "float32"   # the small parts' two products too
+    bf16 = precision == "bf16"
     nt = tn // 8
     roww = 2 * dp + 4
     chunk_f4 = tn * 2 * dp // 4
@@ -59,7 +71,7 @@ exp(log p_j - lse) with the same operations, as it reads them.
 #define CHUNK_F4 ${chunk_f4}            /* float4 of a chunk's coefficients */
 #define CHUNK_LOCAL (TN * ROWW)
 
-${mma.products(emulate)}\
+${mma.products(emulate, bf16=bf16)}\
 % if resplit and not emulate:
 /* v, opaque to the compiler's loop-invariant motion: the rows' splits are
    made again each chunk instead of hoisted out of the chunk loop, where
@@ -167,7 +179,7 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
 % endif
 % for mi in range(mt):
   % for ni in range(nt):
-    % for a in ("sqb", "sqf", "lnb", "lnf"):
+    % for a in (("sqb", "sqf", "lnb", "lnf") if corrected else ("sqb", "lnb")):
             float ${a}_${mi}_${ni}_0 = 0, ${a}_${mi}_${ni}_1 = 0, ${a}_${mi}_${ni}_2 = 0, ${a}_${mi}_${ni}_3 = 0;
     % endfor
   % endfor
@@ -177,26 +189,48 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
   % for mi in range(mt):
     % for e in range(4):
                 const float v_${mi}_${e} = KEEP(xr_${mi}_${s}_${e});
-                SPLIT(lb_${mi}_${e}, ls_${mi}_${e}, v_${mi}_${e});
                 const float v2_${mi}_${e} = v_${mi}_${e} * v_${mi}_${e};
+      % if corrected:
+                SPLIT(lb_${mi}_${e}, ls_${mi}_${e}, v_${mi}_${e});
                 SPLIT(qb_${mi}_${e}, qs_${mi}_${e}, v2_${mi}_${e});
+      % elif not bf16:
+                const uint lb_${mi}_${e} = tf32(v_${mi}_${e}), qb_${mi}_${e} = tf32(v2_${mi}_${e});
+      % endif
     % endfor
+    % if bf16:
+                /* rows gq (a0) and gq + 8 (a1), dimensions tq (low) and tq + 4 (high) */
+                const uint la_${mi}_0 = BF16_PACK(v_${mi}_0, v_${mi}_2), la_${mi}_1 = BF16_PACK(v_${mi}_1, v_${mi}_3);
+                const uint qa_${mi}_0 = BF16_PACK(v2_${mi}_0, v2_${mi}_2), qa_${mi}_1 = BF16_PACK(v2_${mi}_1, v2_${mi}_3);
+    % endif
   % endfor
   % for ni in range(nt):
                 {   /* component 8 ni + gq's coefficients of dimensions tq, tq + 4 */
                     __local const float *bq = cur + (${8 * ni} + gq) * ROWW + ${8 * s} + tq;
                     const float p0 = bq[0], p1 = bq[4], m0 = bq[DP], m1 = bq[DP + 4];
+    % if corrected:
                     SPLIT(pb0, ps0, p0);
                     SPLIT(pb1, ps1, p1);
                     SPLIT(mb0, ms0, m0);
                     SPLIT(mb1, ms1, m1);
+    % elif bf16:
+                    const uint pa = BF16_PACK(p0, p1), ma = BF16_PACK(m0, m1);
+    % else:
+                    const uint pb0 = tf32(p0), pb1 = tf32(p1), mb0 = tf32(m0), mb1 = tf32(m1);
+    % endif
     % for mi in range(mt):
+      % if bf16:
+                    MMA_BF16(sqb_${mi}_${ni}_, qa_${mi}_0, qa_${mi}_1, pa);
+                    MMA_BF16(lnb_${mi}_${ni}_, la_${mi}_0, la_${mi}_1, ma);
+      % else:
                     MMA(sqb_${mi}_${ni}_, qb_${mi}_0, qb_${mi}_1, qb_${mi}_2, qb_${mi}_3, pb0, pb1);
                     MMA(lnb_${mi}_${ni}_, lb_${mi}_0, lb_${mi}_1, lb_${mi}_2, lb_${mi}_3, mb0, mb1);
+      % endif
+      % if corrected:
                     MMA(sqf_${mi}_${ni}_, qb_${mi}_0, qb_${mi}_1, qb_${mi}_2, qb_${mi}_3, ps0, ps1);
                     MMA(lnf_${mi}_${ni}_, lb_${mi}_0, lb_${mi}_1, lb_${mi}_2, lb_${mi}_3, ms0, ms1);
                     MMA(sqf_${mi}_${ni}_, qs_${mi}_0, qs_${mi}_1, qs_${mi}_2, qs_${mi}_3, pb0, pb1);
                     MMA(lnf_${mi}_${ni}_, ls_${mi}_0, ls_${mi}_1, ls_${mi}_2, ls_${mi}_3, mb0, mb1);
+      % endif
     % endfor
                 }
   % endfor
@@ -214,8 +248,12 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
       % for e in range(2):
 <% q = 2 * r + e %>\
                     if (j0 + ${e} < k) {
+% if corrected:
                         const float logp = fma(-0.5f, (sqb_${mi}_${ni}_${q} + lnb_${mi}_${ni}_${q})
                                                       + (sqf_${mi}_${ni}_${q} + lnf_${mi}_${ni}_${q}), c${e});
+% else:
+                        const float logp = fma(-0.5f, sqb_${mi}_${ni}_${q} + lnb_${mi}_${ni}_${q}, c${e});
+% endif
                         saw_nan_${mi}_${r} |= isnan(logp);
                         if (store_resp && i < n)
                             resp[(long)(j0 + ${e}) * n + i] = logp;

@@ -12,6 +12,7 @@ import pytest
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import gmm as gmm_pass
 from oclclust.passes import gmm_mma
+from oclclust.passes.lloyd_mma import tensor_cores
 from oclclust.runtime.partition import DevicePartition
 from test_gmm_mma import model, portable_specs
 
@@ -100,3 +101,39 @@ def test_emulated_mstep_matches_the_portable_one(profile, n, d, k):
     assert np.isfinite(want).all()
     scale = np.abs(want).max(axis=0, keepdims=True) + 1.0
     np.testing.assert_allclose(got / scale, want / scale, rtol=0, atol=2e-6)
+
+
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
+def test_one_product_log_likelihoods_are_within_their_bound(profile, emulate, precision):
+    """The E kernel at "tf32" and "bf16" (one product of operands rounded to
+    that format) against its 3xTF32 self ("float32") on the same operands:
+    each row's log-likelihood within gmm_mma.estep_bound of both kernels'
+    largest log-density error, and not the same computation (some row
+    differs).  Emulated on every runtime; planned on tensor cores."""
+    if not profile.fp64:
+        pytest.skip("the E kernel's operands are made in double")
+    if not emulate and not tensor_cores(profile):
+        pytest.skip("no tensor cores: the one-product kernels are planned only there")
+    n, d, k = (4099, 24, 100) if not emulate else (203, 5, 21)
+    _, m, _, X = emulated_case(n, d, k)
+    pe, pm = portable_specs(profile, d, k)
+    base = (estep_layout(profile, d, k, d) if emulate else
+            next(gmm_mma.estep_specs(profile, np.float32, d, k)))
+    lse, operands = {}, None
+    for prec in ("float32", precision):
+        spec = dataclasses.replace(base, precision=prec)
+        gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=(spec, pm), chunks=2)
+        gp.estep(mdl.records(m, False), store_resp=False)
+        q = gp.part.queue
+        lse[prec] = gp.lse.get(q).astype(np.float64)
+        operands = [a.get(q) for a in gp.operands]
+    coefs, _, shift = operands
+    dp = base.dp
+    rows = X - shift[:d]
+    coefs = coefs.reshape(-1, 2 * dp)[:k]
+    bound = (gmm_mma.estep_bound(rows, coefs, dp, precision) +
+             gmm_mma.estep_bound(rows, coefs, dp, "float32")).max(axis=1)
+    diff = np.abs(lse[precision] - lse["float32"])
+    assert np.all(diff <= bound + 2.0 ** -22 * np.abs(lse["float32"])), (diff / bound).max()
+    assert diff.max() > 0

@@ -108,8 +108,11 @@ default="kmeans"
     "tied" runs the "full" passes with one precision factor for every
     component, "spherical" the "diag" passes; the host pools their
     statistics as scikit-learn's M step does.  ``precision`` is read by the
-    diag and spherical tensor-core M step (NVIDIA); the E step is 3xTF32 at
-    every mode and every other kernel float32.
+    diag and spherical tensor-core E and M steps (NVIDIA): 3xTF32 at
+    "float32", one product of TF32 or bfloat16 operands in the E step at
+    "tf32" and "bf16" (each log-density within the bound the precision
+    guide states), TF32 responsibilities in the M step; every other kernel
+    is float32.
 
     Examples
     --------
