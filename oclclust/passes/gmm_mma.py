@@ -103,8 +103,9 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32"):
 
 
 # the unit roundoff of the one-product E kernels' operands (round to nearest:
-# TF32 11 significant bits, bfloat16 8)
-OPERAND_ROUNDOFF = {"tf32": 2.0 ** -11, "bf16": 2.0 ** -8}
+# TF32 11 significant bits, bfloat16 8); 3xTF32's products ("float32") leave
+# out the small parts' product and round the small parts, ~3 x 2^-22 of each
+OPERAND_ROUNDOFF = {"float32": 2.0 ** -21, "tf32": 2.0 ** -11, "bf16": 2.0 ** -8}
 
 
 def estep_bound(rows, coefs, dp, precision):
@@ -115,13 +116,12 @@ def estep_bound(rows, coefs, dp, precision):
     operands is off by at most (2u + u^2) of its size, u the format's unit
     roundoff; float32 accumulation in dp / 8 + 1 steps (truncating, as
     NVIDIA's tensor cores may) adds at most 2^-22 of the terms' sizes a
-    step; the log-density is -1/2 their sum.  The 3xTF32 kernel
-    ("float32") keeps its products to the accumulation's bound alone."""
+    step; the log-density is -1/2 their sum."""
     x = np.asarray(rows, np.float64)
     c = np.asarray(coefs, np.float64)
     d = x.shape[1]
     size = (x * x) @ np.abs(c[:, :d]).T + np.abs(x) @ np.abs(c[:, dp:dp + d]).T
-    u = OPERAND_ROUNDOFF.get(precision, 0.0)
+    u = OPERAND_ROUNDOFF[precision]
     return 0.5 * (2 * u + u * u + (dp // 8 + 1) * 2.0 ** -22) * size
 
 
