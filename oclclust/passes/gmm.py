@@ -321,7 +321,18 @@ class GmmPass:
         k = means.shape[0]
         events = []
         rows = self.block_rows if self.exact else -(-part.n // self.chunks)
-        if self.mma_m:   # (and the stages it multiplies: gmm_mma.StageFlags)
+        if self.mma_m:
+            # the own entries of the same slabs, on the uploads queue after the
+            # means it sums about and the E step (a marker here), beside the
+            # stage flags and the GEMM kernel, which write the other entries
+            ospec, e_done = self.ospec, cl.enqueue_marker(q)
+            own_done = self.okernel(
+                self.uploads, (self.chunks * ospec.groups_per_chunk(k) * ospec.wg,), (ospec.wg,),
+                part.x.data, np.int64(part.n), np.int64(part.stride), self._resp(k).data,
+                self.lse.data, np.int32(self.resp_log), self.mmeans.data, self.own.data,
+                np.int32(k), np.int64(rows), self.part_stats.data, wait_for=[e_done])
+            self.uploads.flush()
+            # (and the stages the GEMM kernel multiplies: gmm_mma.StageFlags)
             flags, words = self.stage_flags.enqueue(self._resp(k), self.lse, int(self.resp_log),
                                                     self.own, part.n, k, rows, self.chunks)
             about = (self.lse.data, np.int32(self.resp_log), self.mshift.data, self.own.data,
@@ -332,13 +343,8 @@ class GmmPass:
         self.mkernel(q, (self.chunks * spec.groups_per_chunk(k) * spec.wg,), (spec.wg,),
                      part.x.data, np.int64(part.n), np.int64(part.stride), self._resp(k).data,
                      *about, np.int32(k), np.int64(rows), self.part_stats.data, wait_for=ready)
-        if self.mma_m:   # the own entries of the same slabs
-            ospec = self.ospec
-            self.okernel(q, (self.chunks * ospec.groups_per_chunk(k) * ospec.wg,), (ospec.wg,),
-                         part.x.data, np.int64(part.n), np.int64(part.stride),
-                         self._resp(k).data, self.lse.data, np.int32(self.resp_log),
-                         self.mmeans.data, self.own.data, np.int32(k), np.int64(rows),
-                         self.part_stats.data)
+        if self.mma_m:   # the slabs' sums read once the own entries are in too
+            cl.enqueue_barrier(q, wait_for=[own_done])
         # the kernel packs the slabs for this k (Kahan: then the compensations)
         self._settled = bool(settle and self.exact)
         if self.exact:
