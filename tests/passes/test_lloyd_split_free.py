@@ -41,14 +41,17 @@ def data(dtype, weighted, n=2900, d=5, seed=3):
 
 def pass_stats(profile, X, w, centres, block_rows, magnitudes):
     """The raw (unsettled) LloydStats of one piece of the rows, its blocks
-    and grids the fit's (as ShardedPass sets them on a chunk)."""
+    and grids the fit's (as ShardedPass sets them on a chunk), its labels,
+    and the pass: its stats are views of the pass's page-locked reads, which
+    go back to the process's pool with it (a caller totals them first, as
+    ShardedPass does: the passes live for the fit)."""
     part = DevicePartition(profile, X, w, block_rows=block_rows)
     part.magnitudes = magnitudes
     labels = cla.empty(part.queue, part.n, np.int32)
     cl.enqueue_fill_buffer(part.queue, labels.data, np.int32(-1), 0, labels.nbytes)
     lloyd = LloydPass(part, len(centres))
     assert lloyd.exact and lloyd.partials == exact_sums.blocks_of(part.n, block_rows)
-    return lloyd.collect(lloyd.launch(centres, labels)), labels.get(part.queue)
+    return lloyd.collect(lloyd.launch(centres, labels)), labels.get(part.queue), lloyd
 
 
 def split_pass(profile, X, w, centres, cuts):
