@@ -62,11 +62,14 @@ class GmmPass:
         # resp holds log-densities the tensor-core M kernel normalises as it
         # reads them (the E kernel's store_resp 2: one pass over n x k less)
         self.resp_log = False
+        self.scales = None
         if self.mma:   # the GEMM form's operands, made on the device from double records
             kp, dp = self.espec.kp, self.espec.dp
             self.operands = (cla.empty(q, kp * 2 * dp, np.float32), cla.empty(q, kp, np.float32),
                              cla.empty(q, dp, np.float32))
             self.shift64 = cla.empty(q, dp, np.float64)   # (enqueue_operands)
+            # a one-product kernel's re-check scales of its coefficient rows
+            self.scales = cla.empty(q, kp * 2, np.float32) if self.espec.rechecks else None
         self.mma_m = isinstance(self.mspec, MmaMStepSpec)
         if self.mma_m:   # the M kernel's other sums are about a shift of its own,
             # its own sums about the means (float32): each row's own component
@@ -240,8 +243,9 @@ class GmmPass:
         put = stage.put("params", self.params, np.asarray(records, self.params.dtype))
         if self.mma:
             enqueue_operands(part.queue, self.params, records.shape[0], part.d, spec.dp, spec.kp,
-                             self.shift64, self.operands)
-            return [put], tuple(a.data for a in self.operands)
+                             self.shift64, self.operands, self.scales)
+            scales = () if self.scales is None else (self.scales.data,)
+            return [put], tuple(a.data for a in self.operands) + scales
         return [put], (self.params.data,)
 
     def _estep_enqueue(self, k, params, store_resp, for_mstep):
@@ -250,7 +254,8 @@ class GmmPass:
         part, q, stage, spec = self.part, self.part.queue, self.staging, self.espec
         events = []
         groups, tiles = self._groups(spec)
-        resp = self._resp(k) if store_resp else self.lse   # (not written)
+        # (not written; a one-product kernel's re-check reads its values there)
+        resp = self._resp(k) if store_resp or self.scales is not None else self.lse
         self.resp_log = bool(store_resp and for_mstep and self.mma and self.mma_m)
         mode = 2 if self.resp_log else int(bool(store_resp))
         self.ekernel(q, (groups * spec.wg,), (spec.wg,), part.x.data, np.int64(part.n),

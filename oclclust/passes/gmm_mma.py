@@ -32,6 +32,7 @@ import pyopencl.array as cla
 
 from ..runtime import exact_sums
 from ..runtime.codegen import EmulatedBuild, Spec, kernel
+from .gmm_mma_bound import bound_factor
 from .lloyd_mma import tensor_cores
 
 MAX_D = 128       # a warp's rows stay in registers as raw floats: dp / 2 a m16 tile
@@ -63,9 +64,24 @@ class MmaEStepSpec(EmulatedBuild, Spec):
         """Points of a work-group tile (GmmPass._groups)."""
         return self.tm
 
+    @property
+    def rechecks(self):
+        """A one-product kernel's values near each row's largest are made
+        again in float32 (the template's re-check)."""
+        return self.precision != "float32"
+
+    def template_args(self):
+        args = super().template_args()
+        # the re-check's B_ij / (|x'|^2 Pmax_j + |x'| |L_j|), a little over
+        # estep_bound's factor: the kernel's float32 bound is rounded
+        args["bound_factor"] = bound_factor(self.dp, self.precision) * (1 + 2.0 ** -10)
+        return args
+
     def local_bytes(self):
-        floats = max(self.copies * self.tn * (2 * self.dp + 4), self.tm * 16)
-        return (floats + self.tm) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
+        floats = max(self.copies * self.tn * (2 * self.dp + 4),
+                     self.tm * (28 if self.rechecks else 16))
+        rows = self.tm * (3 if self.rechecks else 1)   # row_total (row_best, row_xx)
+        return (floats + rows) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
 
 
 def estep_specs(profile, dtype, d, k, emulate=False, precision="float32"):
@@ -80,7 +96,7 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32"):
     *emulate*: the same kernels with the products in plain OpenCL, on any
     device (tests on CPUs).  *precision* (lloyd_mma.PRECISIONS): "float32"
     3xTF32, "tf32" and "bf16" one product of operands rounded to that
-    format (estep_bound)."""
+    format (gmm_mma_bound.estep_bound)."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
             or not (emulate or tensor_cores(profile))):
         return
@@ -100,29 +116,6 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32"):
                                wg=wg, mt=mt, tn=tn, tm=wg // 32 * 16 * mt,
                                precision=precision, emulate=emulate, resplit=resplit,
                                copies=copies)
-
-
-# the unit roundoff of the one-product E kernels' operands (round to nearest:
-# TF32 11 significant bits, bfloat16 8); 3xTF32's products ("float32") leave
-# out the small parts' product and round the small parts, ~3 x 2^-22 of each
-OPERAND_ROUNDOFF = {"float32": 2.0 ** -21, "tf32": 2.0 ** -11, "bf16": 2.0 ** -8}
-
-
-def estep_bound(rows, coefs, dp, precision):
-    """What the E kernel at *precision* may add to each log-density beyond
-    the float32 operands' exact value: rows x components float64.  *rows*:
-    the shifted rows x' (n x d, float32), *coefs*: the kernel's operands
-    (components x 2 dp: [P | -2 mu' P], float32).  A product of two rounded
-    operands is off by at most (2u + u^2) of its size, u the format's unit
-    roundoff; float32 accumulation in dp / 8 + 1 steps (truncating, as
-    NVIDIA's tensor cores may) adds at most 2^-22 of the terms' sizes a
-    step; the log-density is -1/2 their sum."""
-    x = np.asarray(rows, np.float64)
-    c = np.asarray(coefs, np.float64)
-    d = x.shape[1]
-    size = (x * x) @ np.abs(c[:, :d]).T + np.abs(x) @ np.abs(c[:, dp:dp + d]).T
-    u = OPERAND_ROUNDOFF[precision]
-    return 0.5 * (2 * u + u * u + (dp // 8 + 1) * 2.0 ** -22) * size
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)

@@ -43,14 +43,21 @@ class MmaOperandsSpec(Spec):
     dp: int = 8
 
 
-def enqueue_operands(queue, records, k, d, dp, kp, shift64, out):
+def enqueue_operands(queue, records, k, d, dp, kp, shift64, out, scales=None):
     """Enqueue operands of the k diagonal *records* (device, k x (1 + 2d)
     doubles) into *out* (device coefs kp x 2dp, consts kp and shift dp,
-    float32), the shift in double into *shift64* (device, dp): the kernel's
+    float32), the shift in double into *shift64* (device, dp), and where
+    *scales* (device, kp x 2 float32) is given, the re-check scales of the
+    coefficient rows (gmm_mma_bound.recheck_scales) into it: the last kernel's
     event."""
     spec, (coefs, consts, shift) = MmaOperandsSpec(d=d, dp=dp), out
+    groups = (-(-kp // 64) * 64,)
     kernel(queue.context, spec, "gmm_mma_shift")(
         queue, (-(-dp // 32) * 32,), (32,), records.data, np.int32(k), shift64.data, shift.data)
-    return kernel(queue.context, spec, "gmm_mma_operands")(
-        queue, (-(-kp // 64) * 64,), (64,), records.data, np.int32(k), np.int32(kp),
+    made = kernel(queue.context, spec, "gmm_mma_operands")(
+        queue, groups, (64,), records.data, np.int32(k), np.int32(kp),
         shift64.data, coefs.data, consts.data)
+    if scales is None:
+        return made
+    return kernel(queue.context, spec, "gmm_mma_scales")(
+        queue, groups, (64,), coefs.data, np.int32(kp), scales.data)

@@ -21,8 +21,28 @@ lane's two k slots 2 tq, 2 tq + 1 holding its dimensions tq, tq + 4 of the
 step (a dot product over the step's 8 dimensions in any order).  Each
 log-density is then within 1/2 (2u + u^2) sum_c (|x'_c^2 P_jc| +
 |x'_c 2 mu'_jc P_jc|) of the float32 operands' exact value, u the
-operands' unit roundoff, plus float32 accumulation (gmm_mma.estep_bound).
+operands' unit roundoff, plus float32 accumulation (gmm_mma_bound.estep_bound).
 The number of components k is a kernel argument.
+
+Re-check ("tf32", "bf16"): the log-densities are always stored (store_resp
+0 as 2).  A value j of row i may matter to the row's sum unless
+v_ij + B_ij < m_i - B_ib - T: m_i the row's largest one-product value (at
+component b), B_ij = F (|x'_i|^2 Pmax_j + |x'_i| |L_j|) at least the
+product's error (Cauchy-Schwarz on estep_bound's terms; F its factor;
+``scales``: Pmax_j, |L_j| of the coefficient rows, gmm_mma_operands.cl.mako;
+|x'_i|^2 from the lanes' registers), T = 17 + ln k: the values that cannot
+matter add less than e^-17 of the row's sum.  Each lane also keeps its
+second largest value and the largest v_j + B_j of its others (|x'|^2
+added from the lanes' parts at the tile's start): where none of those may
+matter, only the lanes' two largest values may, and those that may are
+made again in float32 from the float32 operands (one FMA a term in
+dimension order, scalar, from global memory) and stored over their
+values; the row's sum is theirs.  Else the row's values are read back
+(such rows one at a time, the work-group's items a share of each), each
+that may matter made again and stored, and the sum taken over them all.
+Either way the row's log-sum-exp, label and log-likelihood term are
+float32's to its rounding; where components are apart, one value a row is
+made again.
 
     log p_j(x) = const_j - 1/2 (sum_c x'_c^2 P_jc + sum_c x'_c (-2 mu'_jc P_jc))
 with x' = x - shift: the GEMM of the rows [x'^2 | x'] and the coefficient
@@ -57,10 +77,11 @@ exp(log p_j - lse) with the same operations, as it reads them.
     corrected = precision == "float32"   # the small parts' two products too
     bf16 = precision == "bf16"
     nt = tn // 8
+    recheck = not corrected
     roww = 2 * dp + 4
     chunk_f4 = tn * 2 * dp // 4
     copy_iters = -(-chunk_f4 // wg)
-    local_floats = max(copies * tn * roww, tm * 16)
+    local_floats = max(copies * tn * roww, tm * (28 if recheck else 16))
 %>
 #define D ${d}
 #define DP ${dp}
@@ -70,6 +91,24 @@ exp(log p_j - lse) with the same operations, as it reads them.
 #define ROWW ${roww}                    /* a component's local row: 2 DP + 4 */
 #define CHUNK_F4 ${chunk_f4}            /* float4 of a chunk's coefficients */
 #define CHUNK_LOCAL (TN * ROWW)
+% if recheck:
+/* B_ij / (|x'|^2 Pmax_j + |x'| |L_j|): gmm_mma_bound.bound_factor, a little over */
+#define BOUND_F ${"%.9e" % bound_factor}f
+
+/* the log-density of row x' against component row c ([P | L]) and its
+   constant, in float32: a term an FMA, in dimension order */
+inline float exact_logp(__global const float *restrict xi, __global const float *restrict shift,
+                        __global const float *restrict c, const float cst)
+{
+    float acc = 0.0f;
+    for (int e = 0; e < D; ++e) {
+        const float v = xi[e] - shift[e];
+        acc = fma(v * v, c[e], acc);
+        acc = fma(v, c[DP + e], acc);
+    }
+    return fma(-0.5f, acc, cst);
+}
+% endif
 
 ${mma.products(emulate, bf16=bf16)}\
 % if resplit and not emulate:
@@ -92,6 +131,9 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
                __global const float4 *restrict coefs,   /* KP x 2 DP: [P | -2 mu' P] */
                __global const float *restrict consts,   /* KP */
                __global const float *restrict shift,    /* DP */
+% if recheck:
+               __global const float2 *restrict scales,  /* KP: Pmax_j, |L_j| (re-check) */
+% endif
                const int k,
                __global float *restrict lse,            /* n */
                __global int *restrict labels,           /* n */
@@ -114,6 +156,12 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
     __local float *lane_max = lc, *lane_sum = lc + TM * 4;
     __local int *lane_best = (__local int *)(lc + TM * 8), *lane_nan = (__local int *)(lc + TM * 12);
     __local float row_total[TM];      /* each row's lse (NaN: a bad row or past n) */
+% if recheck:
+    __local int row_best[TM];         /* ... the component of its largest value (-1: done) */
+    __local float row_xx[TM];         /* ... |x'|^2 */
+    __local float *lane_upper = lc + TM * 16, *lane_max2 = lc + TM * 20;
+    __local int *lane_best2 = (__local int *)(lc + TM * 24);
+% endif
     __local acc_t scratch[WG];
     acc_t ll = 0;
 % if not acc_double:
@@ -151,9 +199,50 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
 % for mi in range(mt):
   % for r in range(2):
         float run_max_${mi}_${r} = -INFINITY, run_sum_${mi}_${r} = 0;
+% if recheck:
+        /* the lane's two largest values' B_j, its second largest and its
+           component, the largest v_j + B_j of its other values */
+        float top_b_${mi}_${r} = 0, max2_${mi}_${r} = -INFINITY, b2_${mi}_${r} = 0;
+        float upper_${mi}_${r} = -INFINITY;
+        int best2_${mi}_${r} = 0;
+% endif
         int best_${mi}_${r} = 0, saw_nan_${mi}_${r} = 0;
   % endfor
 % endfor
+% if recheck:
+        /* each row's |x'|^2, the lanes' parts added in a fixed order through
+           row_xx and row_total (free until the chunks are done):
+           (tq 0 + tq 2) + (tq 1 + tq 3) */
+  % for rnd in range(2):
+    % for mi in range(mt):
+      % for r in range(2):
+        {
+            float part = 0.0f;
+        % for st in range(steps):
+          % for e in ((0, 2) if r == 0 else (1, 3)):
+            part = fma(xr_${mi}_${st}_${e}, xr_${mi}_${st}_${e}, part);
+          % endfor
+        % endfor
+            const int row = warp * ${16 * mt} + ${16 * mi + 8 * r} + gq;
+            __local float *to = tq % 2 ? row_total : row_xx;
+            if (tq / 2 == ${rnd})
+                to[row] = ${"part" if rnd == 0 else "to[row] + part"};
+        }
+      % endfor
+    % endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+  % endfor
+  % for mi in range(mt):
+    % for r in range(2):
+        float xx_${mi}_${r}, xn_${mi}_${r};
+        {
+            const int row = warp * ${16 * mt} + ${16 * mi + 8 * r} + gq;
+            xx_${mi}_${r} = row_xx[row] + row_total[row];
+            xn_${mi}_${r} = sqrt(xx_${mi}_${r});
+        }
+    % endfor
+  % endfor
+% endif
         /* chunk 0 staged; then each chunk's successor is read into registers
            while it is multiplied, and stored in the other copy */
         float4 p[${copy_iters}];
@@ -241,6 +330,9 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
             {
                 const int j0 = chunk * TN + ${8 * ni} + 2 * tq;
                 const float c0 = consts[j0], c1 = consts[j0 + 1];
+% if recheck:
+                const float2 s0 = scales[j0], s1 = scales[j0 + 1];
+% endif
   % for mi in range(mt):
     % for r in range(2):
                 {
@@ -255,14 +347,35 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
                         const float logp = fma(-0.5f, sqb_${mi}_${ni}_${q} + lnb_${mi}_${ni}_${q}, c${e});
 % endif
                         saw_nan_${mi}_${r} |= isnan(logp);
-                        if (store_resp && i < n)
+                        if (${"1" if recheck else "store_resp"} && i < n)
                             resp[(long)(j0 + ${e}) * n + i] = logp;
+% if recheck:
+                        const float bj = BOUND_F * fma(xx_${mi}_${r}, s${e}.x, xn_${mi}_${r} * s${e}.y);
+% endif
                         if (logp > run_max_${mi}_${r}) {
                             run_sum_${mi}_${r} = fma(run_sum_${mi}_${r}, exp(run_max_${mi}_${r} - logp), 1.0f);
+% if recheck:
+                            upper_${mi}_${r} = fmax(upper_${mi}_${r}, max2_${mi}_${r} + b2_${mi}_${r});
+                            max2_${mi}_${r} = run_max_${mi}_${r};
+                            b2_${mi}_${r} = top_b_${mi}_${r};
+                            best2_${mi}_${r} = best_${mi}_${r};
+                            top_b_${mi}_${r} = bj;
+% endif
                             run_max_${mi}_${r} = logp;
                             best_${mi}_${r} = j0 + ${e};
                         } else if (logp > -INFINITY) {
                             run_sum_${mi}_${r} += exp(logp - run_max_${mi}_${r});
+% if recheck:
+                            if (logp > max2_${mi}_${r}) {
+                                upper_${mi}_${r} = fmax(upper_${mi}_${r},
+                                                        max2_${mi}_${r} + b2_${mi}_${r});
+                                max2_${mi}_${r} = logp;
+                                b2_${mi}_${r} = bj;
+                                best2_${mi}_${r} = j0 + ${e};
+                            } else {
+                                upper_${mi}_${r} = fmax(upper_${mi}_${r}, logp + bj);
+                            }
+% endif
                         }
                     }
       % endfor
@@ -296,50 +409,146 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
             lane_sum[s] = run_sum_${mi}_${r};
             lane_best[s] = best_${mi}_${r};
             lane_nan[s] = saw_nan_${mi}_${r};
+% if recheck:
+            lane_upper[s] = upper_${mi}_${r};
+            lane_max2[s] = max2_${mi}_${r};
+            lane_best2[s] = best2_${mi}_${r};
+% endif
         }
   % endfor
 % endfor
         /* the log-densities in resp are read below by other work-items
-           (store_resp 1 alone: a global fence waits for the tile's stores) */
+           (store_resp 1 or a re-check: a global fence waits for the tile's stores) */
+% if recheck:
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        for (int row = lid; row < TM; row += WG) {
+${merged()}\
+            const float xx = row_xx[row] + row_total[row];   /* (as the lanes') */
+            row_total[row] = NAN;
+            row_best[row] = -1;
+            if (i >= n)
+                continue;
+            if (bad_row) {   /* as finish(): no re-check */
+                lse[i] = most + log(sum);
+                labels[i] = best;
+                ++bad;
+                continue;
+            }
+            const float xn = sqrt(xx);
+            const float2 sb = scales[best];
+            const float least = most - BOUND_F * fma(xx, sb.x, xn * sb.y) - (17.0f + log((float)k));
+            float rest = -INFINITY;   /* the largest v_j + B_j past the lanes' two largest */
+            for (int l = 0; l < 4; ++l)
+                rest = fmax(rest, lane_upper[row * 4 + l]);
+            if (rest >= least) {
+                row_total[row] = most;   /* values past the lanes' two largest may matter */
+                row_best[row] = best;
+                row_xx[row] = xx;
+                continue;
+            }
+            /* only the lanes' two largest values may matter: those that may
+               are made again (the one-product values of the others may be far
+               off: a row's sum is of these eight alone) */
+            __global const float *xi = x + i * stride;
+            __global const float *cf = (__global const float *)coefs;
+            float again[8];
+            most = -INFINITY;
+            for (int l = 0; l < 8; ++l) {
+                const float m = l < 4 ? lane_max[row * 4 + l] : lane_max2[row * 4 + l - 4];
+                const int b = l < 4 ? lane_best[row * 4 + l] : lane_best2[row * 4 + l - 4];
+                float v = m;
+                if (m > -INFINITY) {
+                    const float2 sj = scales[b];
+                    if (m + BOUND_F * fma(xx, sj.x, xn * sj.y) >= least) {
+                        v = exact_logp(xi, shift, cf + (long)b * 2 * DP, consts[b]);
+                        resp[(long)b * n + i] = v;
+                    }
+                }
+                again[l] = v;
+                if (v > most || (v == most && b < best)) {
+                    most = v;
+                    best = b;
+                }
+            }
+            sum = 0;   /* the other values add less than e^-17 of it: left out */
+            for (int l = 0; l < 8; ++l)
+                sum += exp(again[l] - most);
+${finish()}\
+        }
+        /* the rows whose values past their lanes' two largest may matter, one
+           at a time, each work-item a share of the row's values (a few rows
+           a tile where components are near each other) */
+        for (int row = 0; row < TM; ++row) {
+            barrier(CLK_LOCAL_MEM_FENCE);   /* (row_* written; lane_* read) */
+            const int top_j = row_best[row];
+            if (top_j < 0)
+                continue;                   /* (uniform) done above */
+            const long i = base + row;
+            const float xx = row_xx[row], xn = sqrt(xx);
+            const float2 sb = scales[top_j];
+            const float least = row_total[row] - BOUND_F * fma(xx, sb.x, xn * sb.y)
+                                - (17.0f + log((float)k));
+            __global const float *xi = x + i * stride;
+            __global const float *cf = (__global const float *)coefs;
+            float run_max = -INFINITY, run_sum = 0;
+            int best = 0;
+            for (int j = lid; j < k; j += WG) {
+                __global float *rj = resp + (long)j * n + i;
+                float v = *rj;
+                const float2 sj = scales[j];
+                if (v + BOUND_F * fma(xx, sj.x, xn * sj.y) >= least) {
+                    v = exact_logp(xi, shift, cf + (long)j * 2 * DP, consts[j]);
+                    *rj = v;
+                }
+                if (v > run_max) {
+                    run_sum = fma(run_sum, exp(run_max - v), 1.0f);
+                    run_max = v;
+                    best = j;
+                } else if (v > -INFINITY) {
+                    run_sum += exp(v - run_max);
+                }
+            }
+            lane_max[lid] = run_max;
+            lane_sum[lid] = run_sum;
+            lane_best[lid] = best;
+            /* a tree of the work-items' partial log-sum-exps: the larger
+               maximum (its lower component among equal ones), sums rescaled */
+            for (int h = WG / 2; h > 0; h /= 2) {
+                barrier(CLK_LOCAL_MEM_FENCE);
+                if (lid < h) {
+                    const float m0 = lane_max[lid], m1 = lane_max[lid + h];
+                    const int b0 = lane_best[lid], b1 = lane_best[lid + h];
+                    const float most = fmax(m0, m1);
+                    if (most > -INFINITY) {
+                        const float part0 = m0 > -INFINITY ? lane_sum[lid] * exp(m0 - most) : 0.0f;
+                        const float part1 = m1 > -INFINITY ? lane_sum[lid + h] * exp(m1 - most) : 0.0f;
+                        lane_sum[lid] = part0 + part1;
+                        lane_max[lid] = most;
+                        lane_best[lid] = m1 > m0 || (m1 == m0 && b1 < b0) ? b1 : b0;
+                    }
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+            if (lid == 0) {
+                float most = lane_max[0], sum = lane_sum[0];
+                int best = lane_best[0], bad_row = 0;
+                do {   /* (finish's continue: out of this row) */
+${finish()}\
+                } while (0);
+            }
+        }
+        /* (store_resp 1 reads the values stored here: a global fence) */
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+% else:
         if (store_resp == 1)
             barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
         else
             barrier(CLK_LOCAL_MEM_FENCE);
         for (int row = lid; row < TM; row += WG) {
-            const long i = base + row;
-            float most = -INFINITY, sum = 0;
-            int best = 0, bad_row = 0;
-            for (int l = 0; l < 4; ++l) {   /* the largest maximum, its lowest component */
-                const float m = lane_max[row * 4 + l];
-                const int b = lane_best[row * 4 + l];
-                bad_row |= lane_nan[row * 4 + l];
-                if (m > most || (m == most && b < best)) {
-                    most = m;
-                    best = b;
-                }
-            }
-            for (int l = 0; l < 4; ++l) {
-                const float m = lane_max[row * 4 + l];
-                if (m > -INFINITY)
-                    sum = fma(lane_sum[row * 4 + l], exp(m - most), sum);
-            }
-            const float total = most + log(sum);
-            bad_row = bad_row || !isfinite(total);
-            row_total[row] = i < n && !bad_row ? total : NAN;   /* NaN: not normalised */
-            if (i >= n)
-                continue;
-            lse[i] = total;
-            labels[i] = best;
-            if (bad_row) {
-                ++bad;
-                continue;
-            }
-% if acc_double:
-            ll += (acc_t)total;
-% else:
-${select.kahan_add("ll", "ll_comp", "total")}\
-% endif
+${merged()}\
+${finish()}\
         }
+% endif
         barrier(CLK_LOCAL_MEM_FENCE);
         /* the tile's responsibilities normalised in place: consecutive rows
            of a component together, many independent reads in flight */
@@ -369,3 +578,45 @@ ${select.kahan_add("ll", "ll_comp", "total")}\
         part_bad[g] = total_bad;
     }
 }
+
+## the largest of a row's four lanes' partial log-sum-exps (lane_*), its
+## lowest component among equal maxima, the others' sums rescaled to it:
+## most, sum, best, bad_row
+<%def name="merged()">\
+            const long i = base + row;
+            float most = -INFINITY, sum = 0;
+            int best = 0, bad_row = 0;
+            for (int l = 0; l < 4; ++l) {   /* the largest maximum, its lowest component */
+                const float m = lane_max[row * 4 + l];
+                const int b = lane_best[row * 4 + l];
+                bad_row |= lane_nan[row * 4 + l];
+                if (m > most || (m == most && b < best)) {
+                    most = m;
+                    best = b;
+                }
+            }
+            for (int l = 0; l < 4; ++l) {
+                const float m = lane_max[row * 4 + l];
+                if (m > -INFINITY)
+                    sum = fma(lane_sum[row * 4 + l], exp(m - most), sum);
+            }
+</%def>
+## a row's lse, label and log-likelihood term from merged()'s
+<%def name="finish()">\
+            const float total = most + log(sum);
+            bad_row = bad_row || !isfinite(total);
+            row_total[row] = i < n && !bad_row ? total : NAN;   /* NaN: not normalised */
+            if (i >= n)
+                continue;
+            lse[i] = total;
+            labels[i] = best;
+            if (bad_row) {
+                ++bad;
+                continue;
+            }
+% if acc_double:
+            ll += (acc_t)total;
+% else:
+${select.kahan_add("ll", "ll_comp", "total")}\
+% endif
+</%def>

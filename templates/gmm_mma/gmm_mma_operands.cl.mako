@@ -13,7 +13,9 @@ of them are not made each iteration (1.5 ms on the H200 host).
 Reads spec: d, dp (d padded to 8).
 Kernels: gmm_mma_shift, a work-item a column (dp: s in double and float,
 zero past d); gmm_mma_operands, a work-item a component row of kp (zero
-rows past k), after it.
+rows past k), after it; gmm_mma_scales, the one-product kernels' re-check
+scales of the float coefficient rows (gmm_mma_bound.recheck_scales: the largest
+|P_jc|, L_j's norm in double, a little over), after that.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
@@ -61,4 +63,21 @@ __kernel void gmm_mma_operands(__global const double *restrict records, const in
         row[DP + c] = t32;
     }
     consts[j] = j < k ? (float)(r[0] - 0.5 * sum) : 0.0f;
+}
+
+__kernel void gmm_mma_scales(__global const float *restrict coefs, const int kp,
+                             __global float2 *restrict scales)   /* kp */
+{
+    const int j = get_global_id(0);
+    if (j >= kp)
+        return;
+    __global const float *row = coefs + (long)j * 2 * DP;
+    float pmax = 0.0f;
+    double sq = 0.0;
+    for (int c = 0; c < D; ++c) {
+        const double l = row[DP + c];
+        pmax = fmax(pmax, fabs(row[c]));
+        sq += l * l;
+    }
+    scales[j] = (float2)(pmax, (float)(sqrt(sq) * (1.0 + 0x1p-20)));
 }

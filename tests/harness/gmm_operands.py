@@ -18,13 +18,15 @@ def diag_model(rng, k, d, centre=5.0, spread=3.0):
 
 
 def run_operands(queue, records, d, dp, kp):
-    """enqueue_operands of the k x (1 + 2d) diagonal *records* on *queue*:
-    (coefs kp x 2dp, consts kp, shift dp) as the host reads them, written
-    over NaNs (every element is the kernels')."""
+    """enqueue_operands of the k x (1 + 2d) diagonal *records* on *queue*,
+    the re-check scales too: (coefs kp x 2dp, consts kp, shift dp, scales
+    kp x 2) as the host reads them, written over NaNs (every element is the
+    kernels')."""
     k = records.shape[0]
     out = [cla.to_device(queue, np.full(size, np.nan, np.float32))
-           for size in (kp * 2 * dp, kp, dp)]
+           for size in (kp * 2 * dp, kp, dp, kp * 2)]
     gmm_mma_operands.enqueue_operands(queue, cla.to_device(queue, np.ascontiguousarray(records)),
-                                      k, d, dp, kp, cla.empty(queue, dp, np.float64), out)
-    coefs, consts, shift = (a.get(queue) for a in out)
-    return coefs.reshape(kp, 2 * dp), consts, shift
+                                      k, d, dp, kp, cla.empty(queue, dp, np.float64), out[:3],
+                                      out[3])
+    coefs, consts, shift, scales = (a.get(queue) for a in out)
+    return coefs.reshape(kp, 2 * dp), consts, shift, scales.reshape(kp, 2)

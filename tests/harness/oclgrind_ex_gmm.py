@@ -31,7 +31,7 @@ from oclclust.runtime.partition import DevicePartition
 from gmm_operands import run_operands
 from gmm_own import own_case, own_reference, run_own
 from gmm_stages import run_stages, stages_case, stages_reference
-from oclclust.passes import gmm_mma, gmm_mma_operands
+from oclclust.passes import gmm_mma, gmm_mma_bound, gmm_mma_operands
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 
 K = 5
@@ -281,8 +281,8 @@ def exercise_central(device, log):
 def exercise_operands(device, log):
     """The tensor-core E kernel's operands made on the device
     (gmm_mma_operands.cl.mako) against the host's operands: coefs and shift bit
-    for bit, consts within a float ulp; a d short of its padding, rows past
-    k."""
+    for bit, consts within a float ulp, the re-check scales (Pmax bit for bit,
+    the norms within an ulp); a d short of its padding, rows past k."""
     q = device.queue()
     k, d, dp, kp = 5, 11, 16, 16
     rng = np.random.RandomState(5)
@@ -292,8 +292,11 @@ def exercise_operands(device, log):
     rec = mdl.records(m, False)
     mark(f"gmm_mma_operands k={k} d={d}")
     got, want = run_operands(q, rec, d, dp, kp), gmm_mma_operands.operands(rec, d, dp, kp)
+    scales = gmm_mma_bound.recheck_scales(want[0], d, dp)
     if not (np.array_equal(got[0], want[0]) and np.array_equal(got[2], want[2])
-            and np.all(np.abs(got[1] - want[1]) <= np.spacing(np.abs(want[1])))):
+            and np.all(np.abs(got[1] - want[1]) <= np.spacing(np.abs(want[1])))
+            and np.array_equal(got[3][:, 0], scales[:, 0])
+            and np.all(np.abs(got[3][:, 1] - scales[:, 1]) <= np.spacing(scales[:, 1]))):
         raise AssertionError("gmm_mma_operands: not operands' values")
     log("gmm operands: 1 variant")
 

@@ -11,7 +11,7 @@ import pytest
 
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import gmm as gmm_pass
-from oclclust.passes import gmm_mma
+from oclclust.passes import gmm_mma, gmm_mma_bound
 from oclclust.passes.lloyd_mma import tensor_cores
 from oclclust.runtime.partition import DevicePartition
 from test_gmm_mma import model, portable_specs
@@ -30,10 +30,15 @@ def estep_layout(profile, d, k, layout_d):
     return dataclasses.replace(spec, d=d, dp=dp, kp=-(-k // spec.tn) * spec.tn)
 
 
-def emulated_case(n, d, k):
-    """(model, rows with a NaN row 5, the same rows without it)."""
+def emulated_case(n, d, k, spread=3.0, var=1.0):
+    """(model, rows with a NaN row 5, the same rows without it); the means
+    uniform in a cube of side 2 *spread*, the variances *var* times
+    0.5-2 (the rows' own: unit)."""
     rng = np.random.RandomState(n + d)
-    m = model(rng, k, d)
+    m = model(rng, k, d, spread)
+    if var != 1.0:
+        cov = m.covariances * var
+        m = mdl.Model(m.weights, m.means, cov, mdl.precision_cholesky(cov, False))
     X = (m.means[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
     clean = X.copy()   # the M statistics' rows: a NaN row would make every one NaN
     X[5] = np.nan
@@ -103,37 +108,61 @@ def test_emulated_mstep_matches_the_portable_one(profile, n, d, k):
     np.testing.assert_allclose(got / scale, want / scale, rtol=0, atol=2e-6)
 
 
+# near: a row's values past its lanes' largest may matter (each row's values
+# read back); apart: the lanes' largest alone made again; tight: precisions
+# of 1e6 (a random_from_data start: reg_covar), one-product values off by
+# thousands of nats
+@pytest.mark.parametrize("spread, var", [(3.0, 1.0), (40.0, 1.0), (3.0, 1e-6)],
+                         ids=["near", "apart", "tight"])
 @pytest.mark.parametrize("precision", ["tf32", "bf16"])
 @pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
-def test_one_product_log_likelihoods_are_within_their_bound(profile, emulate, precision):
+def test_one_product_kernels_recheck_to_float32(profile, emulate, precision, spread, var):
     """The E kernel at "tf32" and "bf16" (one product of operands rounded to
-    that format) against its 3xTF32 self ("float32") on the same operands:
-    each row's log-likelihood within gmm_mma.estep_bound of both kernels'
-    largest log-density error, and not the same computation (some row
-    differs).  Emulated on every runtime; planned on tensor cores."""
+    that format, then the re-check) against float64 and its 3xTF32 self
+    ("float32") on the same operands: every stored log-density within
+    gmm_mma_bound.estep_bound of float64's; those within 17 + ln k of a row's
+    largest (the re-check's T: all that may matter to its sum) to float32's
+    rounding, and so each row's log-likelihood and label float32's (labels
+    where the top two are apart); some value left a one-product value (not
+    the same computation).  Emulated on every runtime; planned on tensor
+    cores."""
     if not profile.fp64:
         pytest.skip("the E kernel's operands are made in double")
     if not emulate and not tensor_cores(profile):
         pytest.skip("no tensor cores: the one-product kernels are planned only there")
     n, d, k = (4099, 24, 100) if not emulate else (203, 5, 21)
-    _, m, _, X = emulated_case(n, d, k)
+    _, m, X, _ = emulated_case(n, d, k, spread, var)
     pe, pm = portable_specs(profile, d, k)
     base = (estep_layout(profile, d, k, d) if emulate else
             next(gmm_mma.estep_specs(profile, np.float32, d, k)))
-    lse, operands = {}, None
+    got = {}
     for prec in ("float32", precision):
         spec = dataclasses.replace(base, precision=prec)
         gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=(spec, pm), chunks=2)
-        gp.estep(mdl.records(m, False), store_resp=False)
+        gp.estep(mdl.records(m, False), store_resp=False)   # (the values stay: re-check)
         q = gp.part.queue
-        lse[prec] = gp.lse.get(q).astype(np.float64)
-        operands = [a.get(q) for a in gp.operands]
-    coefs, _, shift = operands
+        got[prec] = (gp.lse.get(q).astype(np.float64), gp.labels.get(q))
+    values = gp.resp[:k * n].get(q).reshape(k, n).T.astype(np.float64)
+    coefs, consts, shift = (a.get(q) for a in gp.operands)
     dp = base.dp
-    rows = X - shift[:d]
-    coefs = coefs.reshape(-1, 2 * dp)[:k]
-    bound = (gmm_mma.estep_bound(rows, coefs, dp, precision) +
-             gmm_mma.estep_bound(rows, coefs, dp, "float32")).max(axis=1)
-    diff = np.abs(lse[precision] - lse["float32"])
-    assert np.all(diff <= bound + 2.0 ** -22 * np.abs(lse["float32"])), (diff / bound).max()
-    assert diff.max() > 0
+    rows, coefs = X - shift[:d], coefs.reshape(-1, 2 * dp)[:k]
+    x = rows.astype(np.float64)
+    want = consts[:k] - 0.5 * ((x * x) @ coefs[:, :d].T.astype(np.float64) +
+                               x @ coefs[:, dp:dp + d].T.astype(np.float64))
+    ok = np.isfinite(want).all(axis=1)   # (row 5 is NaN)
+    bound = gmm_mma_bound.estep_bound(rows, coefs, dp, precision)
+    size = bound / gmm_mma_bound.bound_factor(dp, precision)
+    # a float32 dot product of 2d terms, then the constant
+    float32 = 2 * d * 2.0 ** -24 * size + 2.0 ** -22 * np.abs(want)
+    diff = np.abs(values - want)[ok]
+    assert np.all(diff <= bound[ok] + float32[ok])
+    near = (want >= want.max(axis=1, keepdims=True) - 17 - np.log(k))[ok]
+    assert np.all(diff[near] <= float32[ok][near])
+    assert np.any(diff[~near] > float32[ok][~near])   # a one-product value left
+    lse, labels = got[precision]
+    lse32, labels32 = got["float32"]
+    tol = (gmm_mma_bound.estep_bound(rows, coefs, dp, "float32") + float32).max(axis=1)
+    assert np.all(np.abs(lse[ok] - lse32[ok]) <= 2 * tol[ok])
+    top = np.sort(want[ok], axis=1)[:, -2:]
+    apart = top[:, 1] - top[:, 0] > 2 * tol[ok]
+    np.testing.assert_array_equal(labels[ok][apart], labels32[ok][apart])

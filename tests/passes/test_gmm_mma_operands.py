@@ -6,7 +6,7 @@ import pytest
 
 from gmm_operands import diag_model, run_operands
 from oclclust.cluster.mixture import mdl
-from oclclust.passes import gmm_mma_operands
+from oclclust.passes import gmm_mma_bound, gmm_mma_operands
 from oclclust.runtime.partition import DevicePartition
 
 
@@ -38,7 +38,9 @@ def test_operands_on_the_device_are_the_hosts(profile, d, k):
     """enqueue_operands (the E kernel's operands made on the device from the
     double records) gives operands' coefs and shift bit for bit and its
     consts to float32's rounding (its sum over the features is in order,
-    numpy's pairwise), zero past k and d; a zero weight's -inf const too."""
+    numpy's pairwise), zero past k and d; a zero weight's -inf const too;
+    the re-check scales recheck_scales' (the norms to an ulp), each row's
+    at least estep_bound's sizes of it (Cauchy-Schwarz)."""
     if not profile.fp64:
         pytest.skip("the records are double")
     rng = np.random.RandomState(d + k)
@@ -54,3 +56,12 @@ def test_operands_on_the_device_are_the_hosts(profile, d, k):
     np.testing.assert_array_equal(got[2], want[2])
     assert got[1][1] == want[1][1] == -np.inf
     np.testing.assert_array_max_ulp(np.delete(got[1], 1), np.delete(want[1], 1), maxulp=1)
+    scales = gmm_mma_bound.recheck_scales(want[0], d, dp)   # (zero rows past k)
+    np.testing.assert_array_equal(got[3][:, 0], scales[:, 0])
+    np.testing.assert_array_max_ulp(got[3][:, 1], scales[:, 1], maxulp=1)
+    # each at least what it bounds: estep_bound's sizes of rows x'
+    rows = rng.normal(scale=4.0, size=(50, d)).astype(np.float32)
+    size = (gmm_mma_bound.estep_bound(rows, got[0], dp, "tf32")
+            / gmm_mma_bound.bound_factor(dp, "tf32"))
+    xx = np.square(rows.astype(np.float64)).sum(axis=1, keepdims=True)
+    assert np.all(size <= xx * got[3][:, 0] + np.sqrt(xx) * got[3][:, 1])

@@ -110,9 +110,9 @@ default="kmeans"
     statistics as scikit-learn's M step does.  ``precision`` is read by the
     diag and spherical tensor-core E and M steps (NVIDIA): 3xTF32 at
     "float32", one product of TF32 or bfloat16 operands in the E step at
-    "tf32" and "bf16" (each log-density within the bound the precision
-    guide states), TF32 responsibilities in the M step; every other kernel
-    is float32.
+    "tf32" and "bf16", the values that may matter to a row's log-likelihood
+    made again in float32 (the precision guide states the bound), TF32
+    responsibilities in the M step; every other kernel is float32.
 
     Examples
     --------

@@ -87,9 +87,11 @@ def test_kmeans_fast_modes(devices, profile, precision, device_update):
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_no_tensor_core_path_runs_float32(devices, profile, estimator, kw):
     """A fast mode where no tensor-core kernel reads it: the float32 fit, bit
-    for bit.  The diagonal GaussianMixture's tensor-core M step (NVIDIA)
-    reads it: its responsibilities rounded to TF32, the fit's lower bound
-    within 1e-5 of float32's, relatively (docs/guide/precision.rst)."""
+    for bit.  The diagonal GaussianMixture's tensor-core kernels (NVIDIA)
+    read it: one product a step in the E step, its values near each row's
+    largest made again in float32 (the re-check), the M step's
+    responsibilities rounded to TF32; the fit's lower bound within 1e-5 of
+    float32's, relatively (docs/guide/precision.rst)."""
     X = blobs(400, 5)
     ref = estimator(random_state=0, devices=devices, **kw).fit(X)
     fast = estimator(random_state=0, devices=devices, precision="bf16", **kw).fit(X)
