@@ -31,12 +31,14 @@ component b), B_ij = F (|x'_i|^2 Pmax_j + |x'_i| |L_j|) at least the
 product's error (Cauchy-Schwarz on estep_bound's terms; F its factor;
 ``scales``: Pmax_j, |L_j| of the coefficient rows, gmm_mma_operands.cl.mako;
 |x'_i|^2 from the lanes' registers), T = 17 + ln k: the values that cannot
-matter add less than e^-17 of the row's sum.  Each lane also keeps its
-second largest value and the largest v_j + B_j of its others (|x'|^2
-added from the lanes' parts at the tile's start): where none of those may
-matter, only the lanes' two largest values may, and those that may are
-made again in float32 from the float32 operands (one FMA a term in
-dimension order, scalar, from global memory) and stored over their
+matter add less than e^-17 of the row's sum.  Each lane also keeps the
+two components of its largest upper ends v_j + B_j and the largest upper
+end of its others (|x'|^2 added from the lanes' parts at the tile's
+start): by upper end, not by value, since a sharp component's B_j may
+lift a lower value over the line where a wide one's does not.  Where none
+of the others may matter, only the lanes' two each may, and those that
+may are made again in float32 from the float32 operands (one FMA a term
+in dimension order, scalar, from global memory) and stored over their
 values; the row's sum is theirs.  Else the row's values are read back
 (such rows one at a time, the work-group's items a share of each), each
 that may matter made again and stored, and the sum taken over them all.
@@ -159,8 +161,8 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
 % if recheck:
     __local int row_best[TM];         /* ... the component of its largest value (-1: done) */
     __local float row_xx[TM];         /* ... |x'|^2 */
-    __local float *lane_upper = lc + TM * 16, *lane_max2 = lc + TM * 20;
-    __local int *lane_best2 = (__local int *)(lc + TM * 24);
+    __local float *lane_upper = lc + TM * 16;
+    __local int *lane_j1 = (__local int *)(lc + TM * 20), *lane_j2 = (__local int *)(lc + TM * 24);
 % endif
     __local acc_t scratch[WG];
     acc_t ll = 0;
@@ -200,11 +202,10 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
   % for r in range(2):
         float run_max_${mi}_${r} = -INFINITY, run_sum_${mi}_${r} = 0;
 % if recheck:
-        /* the lane's two largest values' B_j, its second largest and its
-           component, the largest v_j + B_j of its other values */
-        float top_b_${mi}_${r} = 0, max2_${mi}_${r} = -INFINITY, b2_${mi}_${r} = 0;
-        float upper_${mi}_${r} = -INFINITY;
-        int best2_${mi}_${r} = 0;
+        /* the lane's two largest upper ends v_j + B_j and their components
+           (-1: none), the largest upper end of its other values */
+        float u1_${mi}_${r} = -INFINITY, u2_${mi}_${r} = -INFINITY, upper_${mi}_${r} = -INFINITY;
+        int j1_${mi}_${r} = -1, j2_${mi}_${r} = -1;
 % endif
         int best_${mi}_${r} = 0, saw_nan_${mi}_${r} = 0;
   % endfor
@@ -350,32 +351,30 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
                         if (${"1" if recheck else "store_resp"} && i < n)
                             resp[(long)(j0 + ${e}) * n + i] = logp;
 % if recheck:
-                        const float bj = BOUND_F * fma(xx_${mi}_${r}, s${e}.x, xn_${mi}_${r} * s${e}.y);
+                        {
+                            const float u = logp + BOUND_F * fma(xx_${mi}_${r}, s${e}.x,
+                                                                 xn_${mi}_${r} * s${e}.y);
+                            if (u > u1_${mi}_${r}) {
+                                upper_${mi}_${r} = fmax(upper_${mi}_${r}, u2_${mi}_${r});
+                                u2_${mi}_${r} = u1_${mi}_${r};
+                                j2_${mi}_${r} = j1_${mi}_${r};
+                                u1_${mi}_${r} = u;
+                                j1_${mi}_${r} = j0 + ${e};
+                            } else if (u > u2_${mi}_${r}) {
+                                upper_${mi}_${r} = fmax(upper_${mi}_${r}, u2_${mi}_${r});
+                                u2_${mi}_${r} = u;
+                                j2_${mi}_${r} = j0 + ${e};
+                            } else {
+                                upper_${mi}_${r} = fmax(upper_${mi}_${r}, u);
+                            }
+                        }
 % endif
                         if (logp > run_max_${mi}_${r}) {
                             run_sum_${mi}_${r} = fma(run_sum_${mi}_${r}, exp(run_max_${mi}_${r} - logp), 1.0f);
-% if recheck:
-                            upper_${mi}_${r} = fmax(upper_${mi}_${r}, max2_${mi}_${r} + b2_${mi}_${r});
-                            max2_${mi}_${r} = run_max_${mi}_${r};
-                            b2_${mi}_${r} = top_b_${mi}_${r};
-                            best2_${mi}_${r} = best_${mi}_${r};
-                            top_b_${mi}_${r} = bj;
-% endif
                             run_max_${mi}_${r} = logp;
                             best_${mi}_${r} = j0 + ${e};
                         } else if (logp > -INFINITY) {
                             run_sum_${mi}_${r} += exp(logp - run_max_${mi}_${r});
-% if recheck:
-                            if (logp > max2_${mi}_${r}) {
-                                upper_${mi}_${r} = fmax(upper_${mi}_${r},
-                                                        max2_${mi}_${r} + b2_${mi}_${r});
-                                max2_${mi}_${r} = logp;
-                                b2_${mi}_${r} = bj;
-                                best2_${mi}_${r} = j0 + ${e};
-                            } else {
-                                upper_${mi}_${r} = fmax(upper_${mi}_${r}, logp + bj);
-                            }
-% endif
                         }
                     }
       % endfor
@@ -411,8 +410,8 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
             lane_nan[s] = saw_nan_${mi}_${r};
 % if recheck:
             lane_upper[s] = upper_${mi}_${r};
-            lane_max2[s] = max2_${mi}_${r};
-            lane_best2[s] = best2_${mi}_${r};
+            lane_j1[s] = j1_${mi}_${r};
+            lane_j2[s] = j2_${mi}_${r};
 % endif
         }
   % endfor
@@ -437,42 +436,43 @@ ${merged()}\
             const float xn = sqrt(xx);
             const float2 sb = scales[best];
             const float least = most - BOUND_F * fma(xx, sb.x, xn * sb.y) - (17.0f + log((float)k));
-            float rest = -INFINITY;   /* the largest v_j + B_j past the lanes' two largest */
+            float rest = -INFINITY;   /* the largest v_j + B_j past the lanes' two */
             for (int l = 0; l < 4; ++l)
                 rest = fmax(rest, lane_upper[row * 4 + l]);
             if (rest >= least) {
-                row_total[row] = most;   /* values past the lanes' two largest may matter */
+                row_total[row] = most;   /* values past the lanes' two may matter */
                 row_best[row] = best;
                 row_xx[row] = xx;
                 continue;
             }
-            /* only the lanes' two largest values may matter: those that may
-               are made again (the one-product values of the others may be far
-               off: a row's sum is of these eight alone) */
+            /* only the lanes' two each may matter: those that may are made
+               again (the one-product values of the others may be far off: a
+               row's sum is of these alone; the largest value is among them) */
             __global const float *xi = x + i * stride;
             __global const float *cf = (__global const float *)coefs;
             float again[8];
             most = -INFINITY;
             for (int l = 0; l < 8; ++l) {
-                const float m = l < 4 ? lane_max[row * 4 + l] : lane_max2[row * 4 + l - 4];
-                const int b = l < 4 ? lane_best[row * 4 + l] : lane_best2[row * 4 + l - 4];
-                float v = m;
-                if (m > -INFINITY) {
+                const int b = l < 4 ? lane_j1[row * 4 + l] : lane_j2[row * 4 + l - 4];
+                float v = -INFINITY;
+                if (b >= 0) {
+                    __global float *rb = resp + (long)b * n + i;
                     const float2 sj = scales[b];
-                    if (m + BOUND_F * fma(xx, sj.x, xn * sj.y) >= least) {
+                    if (*rb + BOUND_F * fma(xx, sj.x, xn * sj.y) >= least) {
                         v = exact_logp(xi, shift, cf + (long)b * 2 * DP, consts[b]);
-                        resp[(long)b * n + i] = v;
+                        *rb = v;
                     }
                 }
                 again[l] = v;
-                if (v > most || (v == most && b < best)) {
+                if (v > most || (v == most && v > -INFINITY && b < best)) {
                     most = v;
                     best = b;
                 }
             }
             sum = 0;   /* the other values add less than e^-17 of it: left out */
             for (int l = 0; l < 8; ++l)
-                sum += exp(again[l] - most);
+                if (again[l] > -INFINITY)
+                    sum += exp(again[l] - most);
 ${finish()}\
         }
         /* the rows whose values past their lanes' two largest may matter, one
