@@ -45,7 +45,10 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     """The tensor-core E kernel: wg work-items (wg / 32 warps), each warp mt
     m16 row tiles (tm rows a work-group tile), chunks of tn components in
     local memory (copies 2: double-buffered); resplit: the rows' splits
-    made each chunk instead of once a tile (estep_specs)."""
+    made each chunk instead of once a tile (estep_specs); lane_recheck
+    (one-product precisions): the re-check's float32 values made by each
+    row's four lanes from their registers (the profile's
+    gmm_mma_lane_recheck: off until it has run on tensor cores)."""
     template = "gmm_mma/gmm_mma_estep.cl.mako"
     d: int = 1
     dp: int = 8
@@ -58,6 +61,7 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     emulate: bool = False
     resplit: bool = False
     copies: int = 2
+    lane_recheck: bool = False
 
     @property
     def rows(self):
@@ -78,13 +82,15 @@ class MmaEStepSpec(EmulatedBuild, Spec):
         return args
 
     def local_bytes(self):
-        floats = max(self.copies * self.tn * (2 * self.dp + 4),
-                     self.tm * (28 if self.rechecks else 16))
+        # the lanes' merge (and the lane re-check's parts and flags), in the
+        # chunks' local memory once they are done
+        lanes = 61 if self.lane_recheck and self.rechecks else 28 if self.rechecks else 16
+        floats = max(self.copies * self.tn * (2 * self.dp + 4), self.tm * lanes)
         rows = self.tm * (3 if self.rechecks else 1)   # row_total (row_best, row_xx)
         return (floats + rows) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
 
 
-def estep_specs(profile, dtype, d, k, emulate=False, precision="float32"):
+def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", lane_recheck=False):
     """The tensor-core E kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores and fp64 (its operands are
     made in double: gmm_mma_operands.py; else nothing: gmm.py's kernels
@@ -96,7 +102,8 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32"):
     *emulate*: the same kernels with the products in plain OpenCL, on any
     device (tests on CPUs).  *precision* (lloyd_mma.PRECISIONS): "float32"
     3xTF32, "tf32" and "bf16" one product of operands rounded to that
-    format (gmm_mma_bound.estep_bound)."""
+    format (gmm_mma_bound.estep_bound); *lane_recheck*: their re-check
+    made by the rows' lanes (MmaEStepSpec)."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
             or not (emulate or tensor_cores(profile))):
         return
@@ -115,7 +122,7 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32"):
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
                                wg=wg, mt=mt, tn=tn, tm=wg // 32 * 16 * mt,
                                precision=precision, emulate=emulate, resplit=resplit,
-                               copies=copies)
+                               copies=copies, lane_recheck=lane_recheck)
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)

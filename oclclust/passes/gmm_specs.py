@@ -23,12 +23,15 @@ class GmmTerms:
     """distance_tiles 1: the diagonal E-step's distances as register tiles
     (TileTerms) first.  mma 1: the diagonal E-step on NVIDIA tensor cores
     (gmm_mma.py) first where the device has them; mma_mstep 1: the
-    diagonal M-step statistics there too.  mstep_upper 1: the full
+    diagonal M-step statistics there too; mma_lane_recheck 1: its
+    one-product precisions' re-check made by each row's lanes
+    (MmaEStepSpec.lane_recheck).  mstep_upper 1: the full
     covariances' M statistics in symmetric register blocks
     (MStepUpperSpec) first on a GPU with fp64."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
     mma: int = term("gmm_mma", 0, 1)
     mma_mstep: int = term("gmm_mma_mstep", 0, 1)
+    mma_lane_recheck: int = term("gmm_mma_lane_recheck", 0, 1)
     mstep_upper: int = term("gmm_mstep_upper", 0, 1)
 
 
@@ -191,8 +194,10 @@ def _estep_specs(profile, dtype, d, full, k=1, precision="float32"):
     The tensor-core kernel (gmm_mma.py) before all where the profile asks
     (gmm_mma) and the device, dtype and d allow, its products at
     *precision* (gmm_mma.estep_specs)."""
-    if not full and profile.terms(GmmTerms).mma:
-        yield from mma_estep_specs(profile, dtype, d, k, precision=precision)
+    terms = profile.terms(GmmTerms)
+    if not full and terms.mma:
+        yield from mma_estep_specs(profile, dtype, d, k, precision=precision,
+                                   lane_recheck=bool(terms.mma_lane_recheck))
     if not full and profile.terms(GmmTerms).distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize

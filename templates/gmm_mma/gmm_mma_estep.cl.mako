@@ -11,7 +11,8 @@ Reads spec: d, dp (d padded to 8), tn (components of a local-memory chunk),
 tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
 tiles a warp owns), precision, emulate (the products in plain OpenCL: tests
 on CPUs), resplit (the rows split again each chunk: KEEP), copies (of the
-chunk in local memory: 2, double-buffered, or 1).
+chunk in local memory: 2, double-buffered, or 1), lane_recheck (the
+re-check's values made by each row's four lanes, below).
 
 precision "float32": the 3xTF32 products below.  "tf32": one TF32 product
 of the rounded operands (x'^2 and x' against P and -2 mu' P, each rounded
@@ -42,6 +43,11 @@ in dimension order, scalar, from global memory) and stored over their
 values; the row's sum is theirs.  Else the row's values are read back
 (such rows one at a time, the work-group's items a share of each), each
 that may matter made again and stored, and the sum taken over them all.
+lane_recheck: those of the lanes' two each that may matter are made by
+the row's four lanes, each the terms of its own dimensions from the x'
+in its registers (the coefficients of 4 lanes' dimensions adjacent), in
+local memory summed (tq 0 + tq 2) + (tq 1 + tq 3), instead of by one
+work-item a row from global memory.
 Either way the row's log-sum-exp, label and log-likelihood term are
 float32's to its rounding; where components are apart, one value a row is
 made again.
@@ -83,7 +89,7 @@ exp(log p_j - lse) with the same operations, as it reads them.
     roww = 2 * dp + 4
     chunk_f4 = tn * 2 * dp // 4
     copy_iters = -(-chunk_f4 // wg)
-    local_floats = max(copies * tn * roww, tm * (28 if recheck else 16))
+    local_floats = max(copies * tn * roww, tm * (61 if lane_recheck and recheck else 28 if recheck else 16))
 %>
 #define D ${d}
 #define DP ${dp}
@@ -96,6 +102,9 @@ exp(log p_j - lse) with the same operations, as it reads them.
 % if recheck:
 /* B_ij / (|x'|^2 Pmax_j + |x'| |L_j|): gmm_mma_bound.bound_factor, a little over */
 #define BOUND_F ${"%.9e" % bound_factor}f
+  % if lane_recheck:
+#define FAST_ROW 256                    /* row_made: only the lanes' two each may matter */
+  % endif
 
 /* the log-density of row x' against component row c ([P | L]) and its
    constant, in float32: a term an FMA, in dimension order */
@@ -163,6 +172,11 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
     __local float row_xx[TM];         /* ... |x'|^2 */
     __local float *lane_upper = lc + TM * 16;
     __local int *lane_j1 = (__local int *)(lc + TM * 20), *lane_j2 = (__local int *)(lc + TM * 24);
+  % if lane_recheck:
+    /* TM x 8 candidates x 4 lanes; TM */
+    __local float *parts = lc + TM * 28;
+    __local int *row_made = (__local int *)(lc + TM * 60);
+  % endif
 % endif
     __local acc_t scratch[WG];
     acc_t ll = 0;
@@ -420,6 +434,50 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
            (store_resp 1 or a re-check: a global fence waits for the tile's stores) */
 % if recheck:
         barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  % if lane_recheck:
+        /* each lane, for each of its rows: whether only the lanes' two each
+           may matter (the owner's test below), and its part of the float32
+           value of each of those that may -- the row's x' of its dimensions
+           from its registers, one FMA a term in dimension order -- into
+           parts; row_made: bit l the lanes' candidate l made, FAST_ROW */
+    % for mi in range(mt):
+      % for r in range(2):
+        {
+            const int row = warp * ${16 * mt} + ${16 * mi + 8 * r} + gq;
+${merged(sums=False)}\
+            const float xx = xx_${mi}_${r}, xn = xn_${mi}_${r};
+            float rest = -INFINITY;
+            for (int l = 0; l < 4; ++l)
+                rest = fmax(rest, lane_upper[row * 4 + l]);
+            const float2 sb = scales[best];
+            const float least = most - BOUND_F * fma(xx, sb.x, xn * sb.y) - (17.0f + log((float)k));
+            const int fast = i < n && !bad_row && rest < least;
+            int made = fast ? FAST_ROW : 0;
+            for (int l = 0; l < 8; ++l) {
+                const int b = l < 4 ? lane_j1[row * 4 + l] : lane_j2[row * 4 + l - 4];
+                float part = 0.0f;
+                if (fast && b >= 0) {
+                    const float2 sj = scales[b];
+                    if (resp[(long)b * n + i] + BOUND_F * fma(xx, sj.x, xn * sj.y) >= least) {
+                        __global const float *cb = (__global const float *)coefs + (long)b * 2 * DP;
+        % for st in range(steps):
+          % for e, kk in ((r, 0), (r + 2, 4)):
+                        part = fma(xr_${mi}_${st}_${e} * xr_${mi}_${st}_${e}, cb[${8 * st + kk} + tq], part);
+                        part = fma(xr_${mi}_${st}_${e}, cb[DP + ${8 * st + kk} + tq], part);
+          % endfor
+        % endfor
+                        made |= 1 << l;
+                    }
+                }
+                parts[(row * 8 + l) * 4 + tq] = part;
+            }
+            if (tq == 0)
+                row_made[row] = made;
+        }
+      % endfor
+    % endfor
+        barrier(CLK_LOCAL_MEM_FENCE);
+  % endif
         for (int row = lid; row < TM; row += WG) {
 ${merged()}\
             const float xx = row_xx[row] + row_total[row];   /* (as the lanes') */
@@ -433,6 +491,10 @@ ${merged()}\
                 ++bad;
                 continue;
             }
+  % if lane_recheck:
+            const int made = row_made[row];
+            if (!(made & FAST_ROW)) {
+  % else:
             const float xn = sqrt(xx);
             const float2 sb = scales[best];
             const float least = most - BOUND_F * fma(xx, sb.x, xn * sb.y) - (17.0f + log((float)k));
@@ -440,6 +502,7 @@ ${merged()}\
             for (int l = 0; l < 4; ++l)
                 rest = fmax(rest, lane_upper[row * 4 + l]);
             if (rest >= least) {
+  % endif
                 row_total[row] = most;   /* values past the lanes' two may matter */
                 row_best[row] = best;
                 row_xx[row] = xx;
@@ -448,13 +511,22 @@ ${merged()}\
             /* only the lanes' two each may matter: those that may are made
                again (the one-product values of the others may be far off: a
                row's sum is of these alone; the largest value is among them) */
+  % if not lane_recheck:
             __global const float *xi = x + i * stride;
             __global const float *cf = (__global const float *)coefs;
+  % endif
             float again[8];
             most = -INFINITY;
             for (int l = 0; l < 8; ++l) {
                 const int b = l < 4 ? lane_j1[row * 4 + l] : lane_j2[row * 4 + l - 4];
                 float v = -INFINITY;
+  % if lane_recheck:
+                if (made & (1 << l)) {   /* the four lanes' parts: (tq 0 + 2) + (1 + 3) */
+                    __local const float *pl = parts + (row * 8 + l) * 4;
+                    v = fma(-0.5f, (pl[0] + pl[2]) + (pl[1] + pl[3]), consts[b]);
+                    resp[(long)b * n + i] = v;
+                }
+  % else:
                 if (b >= 0) {
                     __global float *rb = resp + (long)b * n + i;
                     const float2 sj = scales[b];
@@ -463,6 +535,7 @@ ${merged()}\
                         *rb = v;
                     }
                 }
+  % endif
                 again[l] = v;
                 if (v > most || (v == most && v > -INFINITY && b < best)) {
                     most = v;
@@ -582,7 +655,7 @@ ${finish()}\
 ## the largest of a row's four lanes' partial log-sum-exps (lane_*), its
 ## lowest component among equal maxima, the others' sums rescaled to it:
 ## most, sum, best, bad_row
-<%def name="merged()">\
+<%def name="merged(sums=True)">\
             const long i = base + row;
             float most = -INFINITY, sum = 0;
             int best = 0, bad_row = 0;
@@ -595,11 +668,13 @@ ${finish()}\
                     best = b;
                 }
             }
+% if sums:
             for (int l = 0; l < 4; ++l) {
                 const float m = lane_max[row * 4 + l];
                 if (m > -INFINITY)
                     sum = fma(lane_sum[row * 4 + l], exp(m - most), sum);
             }
+% endif
 </%def>
 ## a row's lse, label and log-likelihood term from merged()'s
 <%def name="finish()">\

@@ -258,6 +258,33 @@ def test_fit_matches_sklearn(profile, d):
     assert_gmm_parity(ours, sk, X, np.float32)
 
 
+@pytest.mark.parametrize("lanes", [0, 1])
+@pytest.mark.parametrize("precision", ["tf32", "bf16"])
+def test_lane_recheck_term(profile, precision, lanes):
+    """gmm_mma_lane_recheck plans the one-product E kernel whose re-check the
+    rows' lanes make (where there are tensor cores); the fit's lower bound
+    is float32's within the E step's bound."""
+    rng = np.random.RandomState(lanes)
+    k, d, n = 4, 24, 2000
+    X = (rng.uniform(-4, 4, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))).astype(np.float32)
+    fits = {}
+    for prec in ("float32", precision):
+        codegen.forget_plans("gmm")
+        prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1, gmm_mma_lane_recheck=lanes)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fits[prec] = oc.GaussianMixture(k, covariance_type="diag", tol=0, max_iter=5,
+                                            random_state=0, precision=prec,
+                                            devices=oc.DeviceManager([prof])).fit(X)
+    used = [plan[0] for key, plan in codegen.plans("gmm").items()
+            if key[2] == "gmm_estep" and key[1] is not None and key[1].d == d]
+    assert len(used) == 1
+    assert isinstance(used[0], gmm_mma.MmaEStepSpec) == tensor_cores(profile)
+    if tensor_cores(profile):
+        assert used[0].lane_recheck == bool(lanes) and used[0].precision == precision
+    assert fits[precision].lower_bound_ == pytest.approx(fits["float32"].lower_bound_, rel=1e-5)
+
+
 def portable_specs(profile, d, k):
     """The (E, M) specs the planners give without tensor cores."""
     off = profile.replace(gmm_mma=0, gmm_mma_mstep=0, gmm_distance_tiles=0)

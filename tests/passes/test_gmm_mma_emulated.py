@@ -108,15 +108,18 @@ def test_emulated_mstep_matches_the_portable_one(profile, n, d, k):
     np.testing.assert_allclose(got / scale, want / scale, rtol=0, atol=2e-6)
 
 
-# near: a row's values past its lanes' largest may matter (each row's values
-# read back); apart: the lanes' largest alone made again; tight: precisions
+# near: a row's values past its lanes' two may matter (each row's values
+# read back); apart: the lanes' two alone made again; tight: precisions
 # of 1e6 (a random_from_data start: reg_covar), one-product values off by
-# thousands of nats
+# thousands of nats.  lanes: the lanes' two made by the row's four lanes
+# (MmaEStepSpec.lane_recheck), else by one work-item a row
+@pytest.mark.parametrize("lanes", [False, True], ids=["owner", "lanes"])
 @pytest.mark.parametrize("spread, var", [(3.0, 1.0), (40.0, 1.0), (3.0, 1e-6)],
                          ids=["near", "apart", "tight"])
 @pytest.mark.parametrize("precision", ["tf32", "bf16"])
 @pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
-def test_one_product_kernels_recheck_to_float32(profile, emulate, precision, spread, var):
+def test_one_product_kernels_recheck_to_float32(profile, emulate, precision, spread, var,
+                                                lanes):
     """The E kernel at "tf32" and "bf16" (one product of operands rounded to
     that format, then the re-check) against float64 and its 3xTF32 self
     ("float32") on the same operands: every stored log-density within
@@ -137,7 +140,7 @@ def test_one_product_kernels_recheck_to_float32(profile, emulate, precision, spr
             next(gmm_mma.estep_specs(profile, np.float32, d, k)))
     got = {}
     for prec in ("float32", precision):
-        spec = dataclasses.replace(base, precision=prec)
+        spec = dataclasses.replace(base, precision=prec, lane_recheck=lanes)
         gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=(spec, pm), chunks=2)
         gp.estep(mdl.records(m, False), store_resp=False)   # (the values stay: re-check)
         q = gp.part.queue
