@@ -198,7 +198,7 @@ def _estep_specs(profile, dtype, d, full, k=1, precision="float32"):
     if not full and terms.mma:
         yield from mma_estep_specs(profile, dtype, d, k, precision=precision,
                                    lane_recheck=bool(terms.mma_lane_recheck))
-    if not full and profile.terms(GmmTerms).distance_tiles:
+    if not full and terms.distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize
     wg = 1 << (min(profile.work_group_size, profile.max_work_group_size).bit_length() - 1)

@@ -106,6 +106,19 @@ exp(log p_j - lse) with the same operations, as it reads them.
 #define FAST_ROW 256                    /* row_made: only the lanes' two each may matter */
   % endif
 
+/* B_j of a row (|x'|^2 xx, |x'| xn) and a component's scales s */
+inline float value_bound(const float xx, const float xn, const float2 s)
+{
+    return BOUND_F * fma(xx, s.x, xn * s.y);
+}
+
+/* the re-check's line: a value whose upper end is below it cannot matter
+   (the row's largest one-product value most, its bound) */
+inline float line_of(const float most, const float bound, const int k)
+{
+    return most - bound - (17.0f + log((float)k));
+}
+
 /* the log-density of row x' against component row c ([P | L]) and its
    constant, in float32: a term an FMA, in dimension order */
 inline float exact_logp(__global const float *restrict xi, __global const float *restrict shift,
@@ -366,8 +379,7 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
                             resp[(long)(j0 + ${e}) * n + i] = logp;
 % if recheck:
                         {
-                            const float u = logp + BOUND_F * fma(xx_${mi}_${r}, s${e}.x,
-                                                                 xn_${mi}_${r} * s${e}.y);
+                            const float u = logp + value_bound(xx_${mi}_${r}, xn_${mi}_${r}, s${e});
                             if (u > u1_${mi}_${r}) {
                                 upper_${mi}_${r} = fmax(upper_${mi}_${r}, u2_${mi}_${r});
                                 u2_${mi}_${r} = u1_${mi}_${r};
@@ -449,16 +461,14 @@ ${merged(sums=False)}\
             float rest = -INFINITY;
             for (int l = 0; l < 4; ++l)
                 rest = fmax(rest, lane_upper[row * 4 + l]);
-            const float2 sb = scales[best];
-            const float least = most - BOUND_F * fma(xx, sb.x, xn * sb.y) - (17.0f + log((float)k));
+            const float least = line_of(most, value_bound(xx, xn, scales[best]), k);
             const int fast = i < n && !bad_row && rest < least;
             int made = fast ? FAST_ROW : 0;
             for (int l = 0; l < 8; ++l) {
                 const int b = l < 4 ? lane_j1[row * 4 + l] : lane_j2[row * 4 + l - 4];
                 float part = 0.0f;
                 if (fast && b >= 0) {
-                    const float2 sj = scales[b];
-                    if (resp[(long)b * n + i] + BOUND_F * fma(xx, sj.x, xn * sj.y) >= least) {
+                    if (resp[(long)b * n + i] + value_bound(xx, xn, scales[b]) >= least) {
                         __global const float *cb = (__global const float *)coefs + (long)b * 2 * DP;
         % for st in range(steps):
           % for e, kk in ((r, 0), (r + 2, 4)):
@@ -496,8 +506,7 @@ ${merged()}\
             if (!(made & FAST_ROW)) {
   % else:
             const float xn = sqrt(xx);
-            const float2 sb = scales[best];
-            const float least = most - BOUND_F * fma(xx, sb.x, xn * sb.y) - (17.0f + log((float)k));
+            const float least = line_of(most, value_bound(xx, xn, scales[best]), k);
             float rest = -INFINITY;   /* the largest v_j + B_j past the lanes' two */
             for (int l = 0; l < 4; ++l)
                 rest = fmax(rest, lane_upper[row * 4 + l]);
@@ -529,8 +538,7 @@ ${merged()}\
   % else:
                 if (b >= 0) {
                     __global float *rb = resp + (long)b * n + i;
-                    const float2 sj = scales[b];
-                    if (*rb + BOUND_F * fma(xx, sj.x, xn * sj.y) >= least) {
+                    if (*rb + value_bound(xx, xn, scales[b]) >= least) {
                         v = exact_logp(xi, shift, cf + (long)b * 2 * DP, consts[b]);
                         *rb = v;
                     }
@@ -558,9 +566,7 @@ ${finish()}\
                 continue;                   /* (uniform) done above */
             const long i = base + row;
             const float xx = row_xx[row], xn = sqrt(xx);
-            const float2 sb = scales[top_j];
-            const float least = row_total[row] - BOUND_F * fma(xx, sb.x, xn * sb.y)
-                                - (17.0f + log((float)k));
+            const float least = line_of(row_total[row], value_bound(xx, xn, scales[top_j]), k);
             __global const float *xi = x + i * stride;
             __global const float *cf = (__global const float *)coefs;
             float run_max = -INFINITY, run_sum = 0;
@@ -568,8 +574,7 @@ ${finish()}\
             for (int j = lid; j < k; j += WG) {
                 __global float *rj = resp + (long)j * n + i;
                 float v = *rj;
-                const float2 sj = scales[j];
-                if (v + BOUND_F * fma(xx, sj.x, xn * sj.y) >= least) {
+                if (v + value_bound(xx, xn, scales[j]) >= least) {
                     v = exact_logp(xi, shift, cf + (long)j * 2 * DP, consts[j]);
                     *rj = v;
                 }
