@@ -34,8 +34,9 @@ number of iterations (tol=0) for every library:
               iteration without the upload and set-up
     median    the median iteration of the fit's history_
     resident  s/iter with the rows already on the (first) device
-    E, M      --parts: the E and M passes alone (GmmPass on the first
-              device, the data resident; the median of 5)
+    E, M      --parts: the E and M passes alone at the precision (GmmPass
+              on the first device, the data resident, the M statistics
+              settled on the device as a one-device fit's; the median of 5)
     bound     lower_bound_ after --iters iterations (scikit-learn's after
               --sk-iters, beside ours after as many: "bound@sk")
 
@@ -135,12 +136,13 @@ def first_device(oc, devs):
     return oc.runtime.devices.preferred(profiles)[0]
 
 
-def parts(profile, X, cov, init, repeats=5):
-    """(E s, M s, E kernel spec) of one E and one M pass on *profile*'s
-    device, the data resident, as a fit runs them (the E step's
-    responsibilities for the M step alone: log-densities where the M kernel
-    normalises them, GmmPass.estep_sums' for_mstep): medians of *repeats*
-    after one untimed pass."""
+def parts(profile, X, cov, init, precision, repeats=5):
+    """(E s, M s, E kernel spec) of one E and one M pass at *precision* on
+    *profile*'s device, the data resident, as a one-device fit runs them
+    (the E step's responsibilities for the M step alone: log-densities where
+    the M kernel normalises them, GmmPass.estep_sums' for_mstep; the M
+    statistics settled on the device, mstep_sums' settle): medians of
+    *repeats* after one untimed pass."""
     from oclclust.cluster.mixture import mdl
     from oclclust.passes.gmm import GmmPass
     from oclclust.runtime.partition import DevicePartition
@@ -149,7 +151,7 @@ def parts(profile, X, cov, init, repeats=5):
     chol = mdl.cholesky_of_precisions(p0, full)
     cov_ = np.linalg.inv(p0) if full else 1.0 / p0
     records = mdl.records(mdl.Model(w0, m0, cov_, chol), full)
-    gp = GmmPass(DevicePartition(profile, X), len(w0), full)
+    gp = GmmPass(DevicePartition(profile, X), len(w0), full, precision=precision)
     times = {"E": [], "M": []}
     for r in range(repeats + 1):
         t = time.perf_counter()
@@ -157,7 +159,7 @@ def parts(profile, X, cov, init, repeats=5):
         gp.part.queue.finish()
         e = time.perf_counter() - t
         t = time.perf_counter()
-        gp.mstep(m0)
+        gp.mstep_sums(m0, settle=True)
         gp.part.queue.finish()
         if r:
             times["E"].append(e)
@@ -319,7 +321,7 @@ def run_iterations(oc, name, X, shape, data, args, per, torch_reason):
                 per.add(key, "resident_s", tr / args.iters, **ex)
             per.add(key, "bound", float(gm.lower_bound_), **ex)
             if args.parts:
-                e, m, spec = parts(first, X, cov, init)
+                e, m, spec = parts(first, X, cov, init, precision)
                 per.add(key, "E_s", e, **ex)
                 per.add(key, "M_s", m, **ex, kernel=f"{type(spec).__name__} {spec}")
             if sk is not None:

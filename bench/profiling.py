@@ -67,13 +67,13 @@ MAKERS = {
         a.k, batch_size=a.batch, max_iter=1, max_no_improvement=None, random_state=0,
         devices=dev),
     "KMeans": lambda oc, dev, a: oc.KMeans(a.k, init=a.init, n_init=1, max_iter=20, tol=0,
-                                           devices=dev),
+                                           precision=a.precision, devices=dev),
     "FuzzyCMeans": lambda oc, dev, a: oc.FuzzyCMeans(a.k, init=a.init, max_iter=20, tol=0,
-                                                     devices=dev),
+                                                     precision=a.precision, devices=dev),
     "GaussianMixture": lambda oc, dev, a: oc.GaussianMixture(
         a.k, covariance_type=a.covariance, means_init=a.init.astype(np.float64), max_iter=5, tol=0,
         init_params="random_from_data", random_state=0, reg_covar=1e-3,
-        devices=dev),
+        precision=a.precision, devices=dev),
 }
 
 
@@ -91,6 +91,8 @@ def cprofile_main():
     ap.add_argument("--count", type=int, default=0, help="the first N matching devices")
     ap.add_argument("--host-update", action="store_true", help="KMeans: the host's update")
     ap.add_argument("--covariance", default="diag", help="GaussianMixture's covariance_type")
+    ap.add_argument("--precision", default="float32",
+                    help="KMeans', FuzzyCMeans' and GaussianMixture's precision")
     ap.add_argument("--threads", action="store_true",
                     help="profile each device thread's shard runs too (merged)")
     ap.add_argument("--cold", action="store_true",
