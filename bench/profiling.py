@@ -15,7 +15,8 @@ Measurements (``python bench/profiling.py NAME --help`` gives each one's flags):
 
     cprofile        cProfile of one warm fit of DBSCAN, HDBSCAN, single
                     linkage, MiniBatchKMeans, KMeans, FuzzyCMeans or
-                    GaussianMixture (diag, 5 iterations)
+                    GaussianMixture (diag, 5 iterations); --kernels: its
+                    device time kernel by kernel instead
     cprofile-small  cProfile of repeated small warm KMeans fits
     phases          a warm KMeans / FuzzyCMeans fit from host rows, phase by
                     phase, and the garbage collector's pauses
@@ -54,8 +55,58 @@ passes, their counts and cumulative times).
 KMeans: 20 iterations (tol 0) from k rows; --count N takes the first N
 matching devices; --threads profiles the device threads' work too (each
 shard's run, under its own profiler, merged into the report); --host-update
-forces the host's centre update.
+forces the host's centre update; --kernels times the warm fit's kernels on
+the devices instead (every queue made with profiling on: OpenCL's event
+times, summed by kernel name, beside the fit's wall time).
 """
+
+
+class KernelTimes:
+    """Every kernel oclclust launches in this process timed on its device:
+    queues made with profiling on and each launch's event kept (SharedKernel
+    calls and own kernels' cl.enqueue_nd_range_kernel), to be summed by
+    name once waited for.  Installed before the first queue is made."""
+
+    def __init__(self):
+        import pyopencl as cl
+        from oclclust.runtime import codegen
+        self.events, self.on = [], False
+        plain_queue, shared_call = cl.CommandQueue, codegen.SharedKernel.__call__
+        plain_enqueue = cl.enqueue_nd_range_kernel
+        times = self
+
+        class ProfiledQueue(plain_queue):
+            def __init__(self, context, device=None, properties=None):
+                super().__init__(context, device,
+                                 cl.command_queue_properties.PROFILING_ENABLE)
+
+        def shared(kern, *args, **kwargs):
+            return times.note(kern.raw.function_name, shared_call(kern, *args, **kwargs))
+
+        def own(queue, kern, *args, **kwargs):
+            return times.note(kern.function_name, plain_enqueue(queue, kern, *args, **kwargs))
+
+        cl.CommandQueue, codegen.SharedKernel.__call__ = ProfiledQueue, shared
+        cl.enqueue_nd_range_kernel = own
+
+    def note(self, name, event):
+        if self.on and isinstance(event, __import__("pyopencl").Event):
+            self.events.append((name, event))
+        return event
+
+    def report(self, wall, iterations):
+        """Each kernel's launches and device ms (all, and a fit iteration's),
+        the largest first."""
+        total, count = defaultdict(float), defaultdict(int)
+        for name, event in self.events:
+            event.wait()
+            total[name] += (event.profile.end - event.profile.start) * 1e-6
+            count[name] += 1
+        print(f"fit {wall * 1e3:.1f} ms wall, kernels {sum(total.values()):.1f} ms "
+              f"on the devices ({iterations} iterations):")
+        for name in sorted(total, key=total.get, reverse=True):
+            print(f"  {name:36s} {count[name]:6d} launches {total[name]:10.2f} ms "
+                  f"{total[name] / max(iterations, 1):9.3f} ms/iter")
 
 
 MAKERS = {
@@ -98,9 +149,12 @@ def cprofile_main():
     ap.add_argument("--cold", action="store_true",
                     help="profile the process's first fit (devices, contexts, programs from "
                          "the on-disk cache, pinned staging) instead of a warm one")
+    ap.add_argument("--kernels", action="store_true",
+                    help="the warm fit's device time kernel by kernel instead of cProfile")
     add_devices_argument(ap)
     args = ap.parse_args()
     oc = import_oclclust()
+    kernel_times = KernelTimes() if args.kernels else None
     make = MAKERS[args.estimator]
     if args.count:
         args.devices = oc.DeviceManager(select_profiles(oc, args.devices)[:args.count],
@@ -120,12 +174,18 @@ def cprofile_main():
         make(oc, args.devices, args).fit(blobs(600, args.d, args.k).astype(np.float64))
         X = blobs(args.n, args.d, args.k).astype(np.float64)
     est = make(oc, args.devices, args)
+    if kernel_times:
+        kernel_times.on = True
     start = time.perf_counter()
     est.fit(X)
-    print(f"{args.estimator} {args.n} x {args.d}: {time.perf_counter() - start:.3f} s")
+    wall = time.perf_counter() - start
+    print(f"{args.estimator} {args.n} x {args.d}: {wall:.3f} s")
     if getattr(est, "history_", None):
         its = [h["seconds"] for h in est.history_[1:] if "seconds" in h]
         print(f"  per iteration (median of {len(its)}): {np.median(its) * 1e3:.2f} ms")
+    if kernel_times:
+        kernel_times.report(wall, getattr(est, "n_iter_", 0))
+        return
     profiled(make(oc, args.devices, args).fit, X, args, "under cProfile",
              ("cumulative", "tottime"))
 
