@@ -176,16 +176,18 @@ DOC_GMM_MMA = """The diagonal GMM's E and M kernels alone, spec by spec, per dev
 
 The data resident, one GmmPass per spec pair (GmmPass's ``specs``): the
 planner's tensor-core E kernel (gmm_mma.estep_specs, every work-group size
-it offers) with the responsibilities stored normalised ("resp"), stored as
-the log-densities the tensor-core M kernel normalises ("log", a fit's
-pass) and not stored ("none"), and its M kernel (gmm_mma.mstep_specs) at
-each precision reading either, beside the portable E and M kernels; each
+it offers, at --precision with the profile's re-check variant) with the
+responsibilities stored normalised ("resp"), stored as the log-densities
+the tensor-core M kernel normalises ("log", a fit's pass) and not stored
+("none"), and its M kernel (gmm_mma.mstep_specs) at each precision reading
+either, beside the portable E and M kernels; each
 the median of --repeats calls after a warm-up, waited for.
 The M statistics of each spec are printed as their largest difference from
 the portable kernel's, relative to each column's scale.
 
     python3 bench/kernels.py gmm-mma --devices NVIDIA                 # 1M x 128, K=1024
     python3 bench/kernels.py gmm-mma --devices NVIDIA --shape 1000000 24 100
+    python3 bench/kernels.py gmm-mma --devices NVIDIA --precision bf16  # its E kernels
 """
 
 
@@ -209,6 +211,8 @@ def gmm_mma_main(argv=None):
     ap.add_argument("--shape", nargs=3, type=int, default=[1_000_000, 128, 1024],
                     metavar=("N", "D", "K"))
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--precision", default="float32",
+                    help="the tensor-core E kernels' (the profile's re-check variant)")
     args = ap.parse_args(argv)
     n, d, k = args.shape
     rng = np.random.RandomState(0)
@@ -222,7 +226,10 @@ def gmm_mma_main(argv=None):
         portable = profile.replace(gmm_mma=0, gmm_mma_mstep=0, gmm_distance_tiles=0)
         pe = next(gmm_specs._estep_specs(portable, np.float32, d, False, k))
         pm = next(gmm_specs._mstep_specs(portable, np.float32, d, False))
-        esteps = [pe] + list(gmm_mma.estep_specs(profile, np.float32, d, k))
+        esteps = [pe] + [spec for spec in gmm_specs._estep_specs(profile, np.float32, d, False, k,
+                                                                 args.precision)
+                         if isinstance(spec, gmm_mma.MmaEStepSpec)
+                         and spec.local_bytes() <= profile.local_memory_budget]
         msteps = [pm] + [spec for precision in ("float32", "tf32") for spec in
                          gmm_mma.mstep_specs(profile, np.float32, d, precision=precision)]
         part = DevicePartition(profile, X)
