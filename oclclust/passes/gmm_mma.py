@@ -48,7 +48,11 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     made each chunk instead of once a tile (estep_specs); lane_recheck
     (one-product precisions): the re-check's float32 values made by each
     row's four lanes from their registers (the profile's
-    gmm_mma_lane_recheck: off until it has run on tensor cores)."""
+    gmm_mma_lane_recheck: off until it has run on tensor cores);
+    packed_chunks ("bf16"): the chunks' coefficients rounded to bfloat16
+    pairs once, as they are staged, the B fragments as they are read: the
+    same products in half the local memory (the profile's
+    gmm_mma_packed_chunks: off until it has run on tensor cores)."""
     template = "gmm_mma/gmm_mma_estep.cl.mako"
     d: int = 1
     dp: int = 8
@@ -62,11 +66,17 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     resplit: bool = False
     copies: int = 2
     lane_recheck: bool = False
+    packed_chunks: bool = False
 
     @property
     def rows(self):
         """Points of a work-group tile (GmmPass._groups)."""
         return self.tm
+
+    @property
+    def packed(self):
+        """The chunks' coefficients staged as bfloat16 pairs ("bf16" alone)."""
+        return self.packed_chunks and self.precision == "bf16"
 
     @property
     def rechecks(self):
@@ -85,12 +95,14 @@ class MmaEStepSpec(EmulatedBuild, Spec):
         # the lanes' merge (and the lane re-check's parts and flags), in the
         # chunks' local memory once they are done
         lanes = 61 if self.lane_recheck and self.rechecks else 28 if self.rechecks else 16
-        floats = max(self.copies * self.tn * (2 * self.dp + 4), self.tm * lanes)
+        roww = self.dp + 4 if self.packed else 2 * self.dp + 4
+        floats = max(self.copies * self.tn * roww, self.tm * lanes)
         rows = self.tm * (3 if self.rechecks else 1)   # row_total (row_best, row_xx)
         return (floats + rows) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
 
 
-def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", lane_recheck=False):
+def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", lane_recheck=False,
+                packed_chunks=False):
     """The tensor-core E kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores and fp64 (its operands are
     made in double: gmm_mma_operands.py; else nothing: gmm.py's kernels
@@ -103,7 +115,8 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", lane_r
     device (tests on CPUs).  *precision* (lloyd_mma.PRECISIONS): "float32"
     3xTF32, "tf32" and "bf16" one product of operands rounded to that
     format (gmm_mma_bound.estep_bound); *lane_recheck*: their re-check
-    made by the rows' lanes (MmaEStepSpec)."""
+    made by the rows' lanes; *packed_chunks*: "bf16" chunks staged as
+    bfloat16 pairs (MmaEStepSpec)."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
             or not (emulate or tensor_cores(profile))):
         return
@@ -122,7 +135,8 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", lane_r
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
                                wg=wg, mt=mt, tn=tn, tm=wg // 32 * 16 * mt,
                                precision=precision, emulate=emulate, resplit=resplit,
-                               copies=copies, lane_recheck=lane_recheck)
+                               copies=copies, lane_recheck=lane_recheck,
+                               packed_chunks=packed_chunks)
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)

@@ -25,13 +25,16 @@ class GmmTerms:
     (gmm_mma.py) first where the device has them; mma_mstep 1: the
     diagonal M-step statistics there too; mma_lane_recheck 1: its
     one-product precisions' re-check made by each row's lanes
-    (MmaEStepSpec.lane_recheck).  mstep_upper 1: the full
+    (MmaEStepSpec.lane_recheck); mma_packed_chunks 1: its "bf16"
+    coefficients rounded to bfloat16 pairs as each chunk is staged
+    (MmaEStepSpec.packed_chunks).  mstep_upper 1: the full
     covariances' M statistics in symmetric register blocks
     (MStepUpperSpec) first on a GPU with fp64."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
     mma: int = term("gmm_mma", 0, 1)
     mma_mstep: int = term("gmm_mma_mstep", 0, 1)
     mma_lane_recheck: int = term("gmm_mma_lane_recheck", 0, 1)
+    mma_packed_chunks: int = term("gmm_mma_packed_chunks", 0, 1)
     mstep_upper: int = term("gmm_mstep_upper", 0, 1)
 
 
@@ -197,7 +200,8 @@ def _estep_specs(profile, dtype, d, full, k=1, precision="float32"):
     terms = profile.terms(GmmTerms)
     if not full and terms.mma:
         yield from mma_estep_specs(profile, dtype, d, k, precision=precision,
-                                   lane_recheck=bool(terms.mma_lane_recheck))
+                                   lane_recheck=bool(terms.mma_lane_recheck),
+                                   packed_chunks=bool(terms.mma_packed_chunks))
     if not full and terms.distance_tiles:
         yield from _tiled_estep_specs(profile, dtype, d, k)
     item = np.dtype(dtype).itemsize

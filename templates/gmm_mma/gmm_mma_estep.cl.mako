@@ -12,7 +12,10 @@ tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
 tiles a warp owns), precision, emulate (the products in plain OpenCL: tests
 on CPUs), resplit (the rows split again each chunk: KEEP), copies (of the
 chunk in local memory: 2, double-buffered, or 1), lane_recheck (the
-re-check's values made by each row's four lanes, below).
+re-check's values made by each row's four lanes, below), packed_chunks
+("bf16": the chunk's coefficients rounded to bfloat16 pairs as they are
+staged, the B fragments' registers as they are read: half the local
+memory, and no warp rounds them again).
 
 precision "float32": the 3xTF32 products below.  "tf32": one TF32 product
 of the rounded operands (x'^2 and x' against P and -2 mu' P, each rounded
@@ -86,9 +89,12 @@ exp(log p_j - lse) with the same operations, as it reads them.
     bf16 = precision == "bf16"
     nt = tn // 8
     recheck = not corrected
-    roww = 2 * dp + 4
+    packed = bf16 and packed_chunks
+    roww = dp + 4 if packed else 2 * dp + 4
     chunk_f4 = tn * 2 * dp // 4
-    copy_iters = -(-chunk_f4 // wg)
+    # staged a work-item a float4, or, packed, two: 8 floats of a step made 4 words
+    stage_items = chunk_f4 // 2 if packed else chunk_f4
+    copy_iters = -(-stage_items // wg)
     local_floats = max(copies * tn * roww, tm * (61 if lane_recheck and recheck else 28 if recheck else 16))
 %>
 #define D ${d}
@@ -96,8 +102,9 @@ exp(log p_j - lse) with the same operations, as it reads them.
 #define TN ${tn}
 #define TM ${tm}
 #define WG ${wg}
-#define ROWW ${roww}                    /* a component's local row: 2 DP + 4 */
+#define ROWW ${roww}                    /* a component's local row: 2 DP + 4 (packed: DP + 4) */
 #define CHUNK_F4 ${chunk_f4}            /* float4 of a chunk's coefficients */
+#define STAGE_ITEMS ${stage_items}      /* ... staged a work-item each */
 #define CHUNK_LOCAL (TN * ROWW)
 % if recheck:
 /* B_ij / (|x'|^2 Pmax_j + |x'| |L_j|): gmm_mma_bound.bound_factor, a little over */
@@ -150,6 +157,25 @@ inline float keep(const float v)
 #define KEEP(v) (v)
 % endif
 
+<%def name="stage_read(u, chunk)">\
+% if packed:
+                    {   /* dimensions 8 s.. of one half: the pairs (tq, tq + 4) */
+                        __global const float4 *src = coefs + (long)(${chunk}) * CHUNK_F4 + 2 * e;
+                        const float4 a = src[0], b = src[1];
+                        p[${u}] = (uint4)(BF16_PACK(a.x, b.x), BF16_PACK(a.y, b.y),
+                                          BF16_PACK(a.z, b.z), BF16_PACK(a.w, b.w));
+                    }
+% else:
+                    p[${u}] = coefs[(long)(${chunk}) * CHUNK_F4 + e];
+% endif
+</%def>\
+<%def name="stage_write(u, to)">\
+% if packed:
+                    vstore4(p[${u}], 0, (__local uint *)(${to}) + (e / (DP / 4)) * ROWW + (e % (DP / 4)) * 4);
+% else:
+                    vstore4(p[${u}], 0, ${to} + (e / (DP / 2)) * ROWW + (e % (DP / 2)) * 4);
+% endif
+</%def>\
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gmm_estep(__global const float *restrict x, const long n, const long stride,
                __global const float4 *restrict coefs,   /* KP x 2 DP: [P | -2 mu' P] */
@@ -273,11 +299,13 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
 % endif
         /* chunk 0 staged; then each chunk's successor is read into registers
            while it is multiplied, and stored in the other copy */
-        float4 p[${copy_iters}];
+        ${"uint4" if packed else "float4"} p[${copy_iters}];
         for (int u = 0; u < ${copy_iters}; ++u) {
             const int e = lid + u * WG;
-            if (e < CHUNK_F4)
-                vstore4(coefs[e], 0, lc + (e / (DP / 2)) * ROWW + (e % (DP / 2)) * 4);
+            if (e < STAGE_ITEMS) {
+${stage_read("u", "0")}\
+${stage_write("u", "lc")}\
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int chunk = 0; chunk < chunks; ++chunk) {
@@ -285,8 +313,9 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
             if (more) {
                 for (int u = 0; u < ${copy_iters}; ++u) {
                     const int e = lid + u * WG;
-                    if (e < CHUNK_F4)
-                        p[u] = coefs[(long)(chunk + 1) * CHUNK_F4 + e];
+                    if (e < STAGE_ITEMS) {
+${stage_read("u", "chunk + 1")}\
+                    }
                 }
             }
 % if copies == 2:
@@ -322,15 +351,22 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
   % endfor
   % for ni in range(nt):
                 {   /* component 8 ni + gq's coefficients of dimensions tq, tq + 4 */
+    % if packed:
+                    __local const uint *bq = (__local const uint *)cur + (${8 * ni} + gq) * ROWW + ${4 * s} + tq;
+                    const uint pa = bq[0], ma = bq[DP / 2];
+    % else:
                     __local const float *bq = cur + (${8 * ni} + gq) * ROWW + ${8 * s} + tq;
                     const float p0 = bq[0], p1 = bq[4], m0 = bq[DP], m1 = bq[DP + 4];
+    % endif
     % if corrected:
                     SPLIT(pb0, ps0, p0);
                     SPLIT(pb1, ps1, p1);
                     SPLIT(mb0, ms0, m0);
                     SPLIT(mb1, ms1, m1);
     % elif bf16:
+      % if not packed:
                     const uint pa = BF16_PACK(p0, p1), ma = BF16_PACK(m0, m1);
+      % endif
     % else:
                     const uint pb0 = tf32(p0), pb1 = tf32(p1), mb0 = tf32(m0), mb1 = tf32(m1);
     % endif
@@ -419,8 +455,9 @@ void gmm_estep(__global const float *restrict x, const long n, const long stride
 % endif
                 for (int u = 0; u < ${copy_iters}; ++u) {
                     const int e = lid + u * WG;
-                    if (e < CHUNK_F4)
-                        vstore4(p[u], 0, next + (e / (DP / 2)) * ROWW + (e % (DP / 2)) * 4);
+                    if (e < STAGE_ITEMS) {
+${stage_write("u", "next")}\
+                    }
                 }
             }
             barrier(CLK_LOCAL_MEM_FENCE);

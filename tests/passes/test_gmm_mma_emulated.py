@@ -22,10 +22,11 @@ from test_gmm_mma import model, portable_specs
 # d 37, k 33: 240 products, 56 s on 2 cores; at d 13 in the same layout, 96
 # products, 7 s): small shapes, the E kernel in each layout the planner gives
 # a larger d (estep_layout), the M kernel at a d of its own
-def estep_layout(profile, d, k, layout_d):
+def estep_layout(profile, d, k, layout_d, emulate=True):
     """The emulated E spec the planner gives at *layout_d* dimensions (work-group,
-    row tiles a warp, chunk of components, copies, splits) for *d* dimensions."""
-    spec = next(gmm_mma.estep_specs(profile, np.float32, layout_d, k, emulate=True))
+    row tiles a warp, chunk of components, copies, splits) for *d* dimensions
+    (*emulate* False: the planned one, on tensor cores)."""
+    spec = next(gmm_mma.estep_specs(profile, np.float32, layout_d, k, emulate=emulate))
     dp = -(-d // 8) * 8
     return dataclasses.replace(spec, d=d, dp=dp, kp=-(-k // spec.tn) * spec.tn)
 
@@ -80,6 +81,37 @@ def test_emulated_estep_matches_the_portable_one(profile, n, d, k, layout_d):
     top = np.sort(lp, axis=0)[-2:]
     assert (got[1] == want[1])[ok][top[1] - top[0] > 1e-3].all()
     assert got[3] == pytest.approx(want[3], rel=1e-5)
+
+
+# the planner's two chunk styles: two copies of 16 components (d <= 32's),
+# one copy of 32, the rows split each chunk (d > 64's)
+@pytest.mark.parametrize("n, d, k, layout_d", [(203, 5, 21, 5), (300, 13, 33, 100)])
+@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
+def test_packed_chunks_change_no_bit(profile, emulate, n, d, k, layout_d):
+    """The "bf16" E kernel whose chunks' coefficients are rounded to bfloat16
+    pairs as they are staged (MmaEStepSpec.packed_chunks) against the one
+    whose warps round them as they read them: the same products, so the
+    same log-sum-exps (NaN row included), labels, stored values and
+    log-likelihood, bit for bit.  Emulated on every runtime; planned on
+    tensor cores."""
+    if not profile.fp64:
+        pytest.skip("the E kernel's operands are made in double")
+    if not emulate and not tensor_cores(profile):
+        pytest.skip("no tensor cores: the one-product kernels are planned only there")
+    _, m, X, _ = emulated_case(n, d, k)
+    pe, pm = portable_specs(profile, d, k)
+    base = estep_layout(profile, d, k, layout_d, emulate)
+    out = []
+    for packed in (False, True):
+        spec = dataclasses.replace(base, precision="bf16", lane_recheck=True,
+                                   packed_chunks=packed)
+        assert spec.packed == packed
+        gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=(spec, pm), chunks=2)
+        ll, bad = gp.estep(mdl.records(m, False), store_resp=False)   # (values stored)
+        q = gp.part.queue
+        out.append((gp.lse.get(q), gp.labels.get(q), gp.resp[:k * n].get(q), ll, bad))
+    for unpacked, packed in zip(*out):
+        np.testing.assert_array_equal(packed, unpacked)
 
 
 # one column group of one n8 tile; two groups of three tiles (the last
