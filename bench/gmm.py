@@ -43,8 +43,9 @@ number of iterations (tol=0) for every library:
 Every precision in --precision, every kernel variant in --variants:
 "default" (the devices' profiles as they are), "per-point" (the portable E
 and M kernels), "mma-e" (the tensor-core diag E step where the device has
-tensor cores), "mma" (its M-step statistics too) and "mma-lanes" (those,
-the "tf32"/"bf16" re-check made by each row's lanes).  Every oclclust
+tensor cores), "mma" (its M-step statistics too), "mma-lanes" (those,
+the "tf32"/"bf16" re-check made by each row's lanes) and "mma-packed"
+(those, the "bf16" chunks staged as bfloat16 pairs).  Every oclclust
 configuration is fitted once untimed first (kernel builds).
 
 Anchors: scikit-learn on a float64 copy (--sk-dtype) for --sk-iters
@@ -125,10 +126,11 @@ def variant_devices(oc, devices, variant):
     if variant == "default":
         return devices
     profiles = oc.select_devices(devices)
-    terms = {"per-point": (0, 0, 0), "mma-e": (1, 0, 0), "mma": (1, 1, 0),
-             "mma-lanes": (1, 1, 1)}[variant]
+    terms = {"per-point": (0, 0, 0, 0), "mma-e": (1, 0, 0, 0), "mma": (1, 1, 0, 0),
+             "mma-lanes": (1, 1, 1, 0), "mma-packed": (1, 1, 1, 1)}[variant]
     return oc.DeviceManager([p.replace(gmm_mma=terms[0], gmm_mma_mstep=terms[1],
-                                       gmm_mma_lane_recheck=terms[2]) for p in profiles])
+                                       gmm_mma_lane_recheck=terms[2],
+                                       gmm_mma_packed_chunks=terms[3]) for p in profiles])
 
 
 def first_device(oc, devs):
@@ -372,7 +374,8 @@ def parse_args(argv=None):
     ap.add_argument("--precision", default="float32,tf32,bf16",
                     help="precision modes (comma-separated; default float32,tf32,bf16)")
     ap.add_argument("--variants", default="default",
-                    help="kernels: default, per-point, mma-e, mma, mma-lanes (comma-separated)")
+                    help="kernels: default, per-point, mma-e, mma, mma-lanes, mma-packed "
+                         "(comma-separated)")
     ap.add_argument("--parts", action="store_true", help="time the E and M passes alone")
     ap.add_argument("--repeats", type=int, default=1,
                     help="PyTorch runs per figure after its warm-up, the best kept (default 1)")
