@@ -48,11 +48,11 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     made each chunk instead of once a tile (estep_specs); lane_recheck
     (one-product precisions): the re-check's float32 values made by each
     row's four lanes from their registers (the profile's
-    gmm_mma_lane_recheck: off until it has run on tensor cores);
+    gmm_mma_lane_recheck);
     packed_chunks ("bf16"): the chunks' coefficients rounded to bfloat16
     pairs once, as they are staged, the B fragments as they are read: the
     same products in half the local memory (the profile's
-    gmm_mma_packed_chunks: off until it has run on tensor cores)."""
+    gmm_mma_packed_chunks)."""
     template = "gmm_mma/gmm_mma_estep.cl.mako"
     d: int = 1
     dp: int = 8

@@ -22,13 +22,17 @@ from test_gmm_mma import model, portable_specs
 # d 37, k 33: 240 products, 56 s on 2 cores; at d 13 in the same layout, 96
 # products, 7 s): small shapes, the E kernel in each layout the planner gives
 # a larger d (estep_layout), the M kernel at a d of its own
-def estep_layout(profile, d, k, layout_d, emulate=True):
+def estep_layout(profile, d, k, layout_d, emulate=True, **fields):
     """The emulated E spec the planner gives at *layout_d* dimensions (work-group,
     row tiles a warp, chunk of components, copies, splits) for *d* dimensions
-    (*emulate* False: the planned one, on tensor cores)."""
-    spec = next(gmm_mma.estep_specs(profile, np.float32, layout_d, k, emulate=emulate))
+    with *fields* (precision, ...): the first whose local memory fits the
+    device (*emulate* False: the planned one, on tensor cores)."""
     dp = -(-d // 8) * 8
-    return dataclasses.replace(spec, d=d, dp=dp, kp=-(-k // spec.tn) * spec.tn)
+    for spec in gmm_mma.estep_specs(profile, np.float32, layout_d, k, emulate=emulate):
+        spec = dataclasses.replace(spec, d=d, dp=dp, kp=-(-k // spec.tn) * spec.tn, **fields)
+        if spec.local_bytes() <= profile.local_memory_budget:
+            return spec
+    pytest.fail(f"no E layout of {layout_d} dimensions fits {profile}'s local memory")
 
 
 def emulated_case(n, d, k, spread=3.0, var=1.0):
@@ -100,11 +104,10 @@ def test_packed_chunks_change_no_bit(profile, emulate, n, d, k, layout_d):
         pytest.skip("no tensor cores: the one-product kernels are planned only there")
     _, m, X, _ = emulated_case(n, d, k)
     pe, pm = portable_specs(profile, d, k)
-    base = estep_layout(profile, d, k, layout_d, emulate)
+    base = estep_layout(profile, d, k, layout_d, emulate, precision="bf16", lane_recheck=True)
     out = []
     for packed in (False, True):
-        spec = dataclasses.replace(base, precision="bf16", lane_recheck=True,
-                                   packed_chunks=packed)
+        spec = dataclasses.replace(base, packed_chunks=packed)
         assert spec.packed == packed
         gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, False, specs=(spec, pm), chunks=2)
         ll, bad = gp.estep(mdl.records(m, False), store_resp=False)   # (values stored)
