@@ -47,12 +47,9 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     local memory (copies 2: double-buffered); resplit: the rows' splits
     made each chunk instead of once a tile (estep_specs); lane_recheck
     (one-product precisions): the re-check's float32 values made by each
-    row's four lanes from their registers (the profile's
-    gmm_mma_lane_recheck);
-    packed_chunks ("bf16"): the chunks' coefficients rounded to bfloat16
-    pairs once, as they are staged, the B fragments as they are read: the
-    same products in half the local memory (the profile's
-    gmm_mma_packed_chunks)."""
+    row's four lanes from their registers; packed_chunks ("bf16", packed):
+    the chunks' coefficients staged as bfloat16 pairs, the B fragments'
+    registers (the profile's gmm_mma_lane_recheck, gmm_mma_packed_chunks)."""
     template = "gmm_mma/gmm_mma_estep.cl.mako"
     d: int = 1
     dp: int = 8
@@ -73,10 +70,7 @@ class MmaEStepSpec(EmulatedBuild, Spec):
         """Points of a work-group tile (GmmPass._groups)."""
         return self.tm
 
-    @property
-    def packed(self):
-        """The chunks' coefficients staged as bfloat16 pairs ("bf16" alone)."""
-        return self.packed_chunks and self.precision == "bf16"
+    packed = property(lambda self: self.packed_chunks and self.precision == "bf16")
 
     @property
     def rechecks(self):
@@ -101,8 +95,7 @@ class MmaEStepSpec(EmulatedBuild, Spec):
         return (floats + rows) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
 
 
-def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", lane_recheck=False,
-                packed_chunks=False):
+def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", **variant):
     """The tensor-core E kernel for diagonal float32 data of at most MAX_D
     dimensions on a device with tensor cores and fp64 (its operands are
     made in double: gmm_mma_operands.py; else nothing: gmm.py's kernels
@@ -114,9 +107,8 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", lane_r
     *emulate*: the same kernels with the products in plain OpenCL, on any
     device (tests on CPUs).  *precision* (lloyd_mma.PRECISIONS): "float32"
     3xTF32, "tf32" and "bf16" one product of operands rounded to that
-    format (gmm_mma_bound.estep_bound); *lane_recheck*: their re-check
-    made by the rows' lanes; *packed_chunks*: "bf16" chunks staged as
-    bfloat16 pairs (MmaEStepSpec)."""
+    format (gmm_mma_bound.estep_bound); *variant*: lane_recheck,
+    packed_chunks (MmaEStepSpec)."""
     if (np.dtype(dtype) != np.float32 or d > MAX_D or not profile.fp64
             or not (emulate or tensor_cores(profile))):
         return
@@ -135,8 +127,7 @@ def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", lane_r
             yield MmaEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=kp,
                                wg=wg, mt=mt, tn=tn, tm=wg // 32 * 16 * mt,
                                precision=precision, emulate=emulate, resplit=resplit,
-                               copies=copies, lane_recheck=lane_recheck,
-                               packed_chunks=packed_chunks)
+                               copies=copies, **variant)
 
 
 STAGE = 32        # rows of the M kernel's local-memory stage (4 k8 steps)
