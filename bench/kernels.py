@@ -180,8 +180,8 @@ it offers, at --precision with the profile's re-check variant) with the
 responsibilities stored normalised ("resp"), stored as the log-densities
 the tensor-core M kernel normalises ("log", a fit's pass) and not stored
 ("none"), and its M kernel (gmm_mma.mstep_specs) at each precision reading
-either, beside the portable E and M kernels; each
-the median of --repeats calls after a warm-up, waited for.
+either, beside the portable E and M kernels; each the median of --repeats
+calls after a warm-up, waited for.
 The M statistics of each spec are printed as their largest difference from
 the portable kernel's, relative to each column's scale.
 

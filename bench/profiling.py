@@ -70,7 +70,7 @@ class KernelTimes:
     def __init__(self):
         import pyopencl as cl
         from oclclust.runtime import codegen
-        self.events, self.on = [], False
+        self.events, self.on, self.event_type = [], False, cl.Event
         plain_queue, shared_call = cl.CommandQueue, codegen.SharedKernel.__call__
         plain_enqueue = cl.enqueue_nd_range_kernel
         times = self
@@ -90,7 +90,7 @@ class KernelTimes:
         cl.enqueue_nd_range_kernel = own
 
     def note(self, name, event):
-        if self.on and isinstance(event, __import__("pyopencl").Event):
+        if self.on and isinstance(event, self.event_type):
             self.events.append((name, event))
         return event
 
