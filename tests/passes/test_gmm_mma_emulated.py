@@ -103,7 +103,7 @@ def test_packed_chunks_change_no_bit(profile, emulate, n, d, k, layout_d):
     if not emulate and not tensor_cores(profile):
         pytest.skip("no tensor cores: the one-product kernels are planned only there")
     _, m, X, _ = emulated_case(n, d, k)
-    pe, pm = portable_specs(profile, d, k)
+    _, pm = portable_specs(profile, d, k)
     base = estep_layout(profile, d, k, layout_d, emulate, precision="bf16", lane_recheck=True)
     out = []
     for packed in (False, True):
