@@ -64,13 +64,12 @@ class MmaEStepSpec(EmulatedBuild, Spec):
     copies: int = 2
     lane_recheck: bool = False
     packed_chunks: bool = False
+    packed = property(lambda self: self.packed_chunks and self.precision == "bf16")
 
     @property
     def rows(self):
         """Points of a work-group tile (GmmPass._groups)."""
         return self.tm
-
-    packed = property(lambda self: self.packed_chunks and self.precision == "bf16")
 
     @property
     def rechecks(self):
@@ -83,16 +82,23 @@ class MmaEStepSpec(EmulatedBuild, Spec):
         # the re-check's B_ij / (|x'|^2 Pmax_j + |x'| |L_j|), a little over
         # estep_bound's factor: the kernel's float32 bound is rounded
         args["bound_factor"] = bound_factor(self.dp, self.precision) * (1 + 2.0 ** -10)
+        args.update(packed=self.packed, roww=self.chunk_row, local_floats=self.local_floats)
         return args
 
-    def local_bytes(self):
-        # the lanes' merge (and the lane re-check's parts and flags), in the
-        # chunks' local memory once they are done
+    @property
+    def chunk_row(self):
+        """Words of a component's local row: [P | L] (packed: pairs), 4 of pad."""
+        return (self.dp if self.packed else 2 * self.dp) + 4
+
+    @property
+    def local_floats(self):
+        """The chunks, then the lanes' merge (and the lane re-check's)."""
         lanes = 61 if self.lane_recheck and self.rechecks else 28 if self.rechecks else 16
-        roww = self.dp + 4 if self.packed else 2 * self.dp + 4
-        floats = max(self.copies * self.tn * roww, self.tm * lanes)
+        return max(self.copies * self.tn * self.chunk_row, self.tm * lanes)
+
+    def local_bytes(self):
         rows = self.tm * (3 if self.rechecks else 1)   # row_total (row_best, row_xx)
-        return (floats + rows) * 4 + self.wg * 8 + (self.wg * 24 if self.emulate else 0)
+        return (self.local_floats + rows) * 4 + self.wg * (32 if self.emulate else 8)
 
 
 def estep_specs(profile, dtype, d, k, emulate=False, precision="float32", **variant):

@@ -12,10 +12,11 @@ tm (rows of a work-group tile: wg / 32 warps of 16 * mt), wg, mt (m16 row
 tiles a warp owns), precision, emulate (the products in plain OpenCL: tests
 on CPUs), resplit (the rows split again each chunk: KEEP), copies (of the
 chunk in local memory: 2, double-buffered, or 1), lane_recheck (the
-re-check's values made by each row's four lanes, below), packed_chunks
-("bf16": the chunk's coefficients rounded to bfloat16 pairs as they are
-staged, the B fragments' registers as they are read: half the local
-memory, and no warp rounds them again).
+re-check's values made by each row's four lanes, below), packed
+(packed_chunks at "bf16": the chunk's coefficients rounded to bfloat16
+pairs as they are staged, the B fragments' registers as they are read:
+half the local memory, and no warp rounds them again), roww (chunk_row:
+32-bit words of a component's local row), local_floats (the local array).
 
 precision "float32": the 3xTF32 products below.  "tf32": one TF32 product
 of the rounded operands (x'^2 and x' against P and -2 mu' P, each rounded
@@ -89,13 +90,10 @@ exp(log p_j - lse) with the same operations, as it reads them.
     bf16 = precision == "bf16"
     nt = tn // 8
     recheck = not corrected
-    packed = bf16 and packed_chunks
-    roww = dp + 4 if packed else 2 * dp + 4
     chunk_f4 = tn * 2 * dp // 4
     # staged a work-item a float4, or, packed, two: 8 floats of a step made 4 words
     stage_items = chunk_f4 // 2 if packed else chunk_f4
     copy_iters = -(-stage_items // wg)
-    local_floats = max(copies * tn * roww, tm * (61 if lane_recheck and recheck else 28 if recheck else 16))
 %>
 #define D ${d}
 #define DP ${dp}
