@@ -399,6 +399,7 @@ ${stage_read("u", "chunk + 1")}\
     % for r in range(2):
                 {
                     const long i = base + warp * ${16 * mt} + ${16 * mi + 8 * r} + gq;
+                    __global float *to = resp + (long)j0 * n + i;   /* (component j0's value) */
       % for e in range(2):
 <% q = 2 * r + e %>\
                     if (j0 + ${e} < k) {
@@ -410,31 +411,25 @@ ${stage_read("u", "chunk + 1")}\
 % endif
                         saw_nan_${mi}_${r} |= isnan(logp);
                         if (${"1" if recheck else "store_resp"} && i < n)
-                            resp[(long)(j0 + ${e}) * n + i] = logp;
+                            to[${"n" if e else "0"}] = logp;
 % if recheck:
-                        {
+                        {   /* (selects, not branches: a warp's lanes part ways at each value) */
                             const float u = logp + value_bound(xx_${mi}_${r}, xn_${mi}_${r}, s${e});
-                            if (u > u1_${mi}_${r}) {
-                                upper_${mi}_${r} = fmax(upper_${mi}_${r}, u2_${mi}_${r});
-                                u2_${mi}_${r} = u1_${mi}_${r};
-                                j2_${mi}_${r} = j1_${mi}_${r};
-                                u1_${mi}_${r} = u;
-                                j1_${mi}_${r} = j0 + ${e};
-                            } else if (u > u2_${mi}_${r}) {
-                                upper_${mi}_${r} = fmax(upper_${mi}_${r}, u2_${mi}_${r});
-                                u2_${mi}_${r} = u;
-                                j2_${mi}_${r} = j0 + ${e};
-                            } else {
-                                upper_${mi}_${r} = fmax(upper_${mi}_${r}, u);
-                            }
+                            const int above1 = u > u1_${mi}_${r}, above2 = u > u2_${mi}_${r};
+                            upper_${mi}_${r} = fmax(upper_${mi}_${r}, above2 ? u2_${mi}_${r} : u);
+                            u2_${mi}_${r} = above1 ? u1_${mi}_${r} : above2 ? u : u2_${mi}_${r};
+                            j2_${mi}_${r} = above1 ? j1_${mi}_${r} : above2 ? j0 + ${e} : j2_${mi}_${r};
+                            u1_${mi}_${r} = above1 ? u : u1_${mi}_${r};
+                            j1_${mi}_${r} = above1 ? j0 + ${e} : j1_${mi}_${r};
                         }
 % endif
-                        if (logp > run_max_${mi}_${r}) {
-                            run_sum_${mi}_${r} = fma(run_sum_${mi}_${r}, exp(run_max_${mi}_${r} - logp), 1.0f);
-                            run_max_${mi}_${r} = logp;
-                            best_${mi}_${r} = j0 + ${e};
-                        } else if (logp > -INFINITY) {
-                            run_sum_${mi}_${r} += exp(logp - run_max_${mi}_${r});
+                        {
+                            const int above = logp > run_max_${mi}_${r};
+                            const float scale = exp(above ? run_max_${mi}_${r} - logp : logp - run_max_${mi}_${r});
+                            run_sum_${mi}_${r} = above ? fma(run_sum_${mi}_${r}, scale, 1.0f)
+                                                : logp > -INFINITY ? run_sum_${mi}_${r} + scale : run_sum_${mi}_${r};
+                            best_${mi}_${r} = above ? j0 + ${e} : best_${mi}_${r};
+                            run_max_${mi}_${r} = above ? logp : run_max_${mi}_${r};
                         }
                     }
       % endfor
