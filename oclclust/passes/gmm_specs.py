@@ -27,7 +27,10 @@ class GmmTerms:
     one-product precisions' re-check made by each row's lanes
     (MmaEStepSpec.lane_recheck); mma_packed_chunks 1: its "bf16"
     coefficients rounded to bfloat16 pairs as each chunk is staged
-    (MmaEStepSpec.packed_chunks).  mstep_upper 1: the full
+    (MmaEStepSpec.packed_chunks); mma_one_product_min_dk: the least d K
+    at which "tf32"/"bf16" plan its one-product kernel (below, its 3xTF32
+    kernel, faster there: each row's re-check costs more than the
+    products it saves).  mstep_upper 1: the full
     covariances' M statistics in symmetric register blocks
     (MStepUpperSpec) first on a GPU with fp64."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
@@ -35,6 +38,7 @@ class GmmTerms:
     mma_mstep: int = term("gmm_mma_mstep", 0, 1)
     mma_lane_recheck: int = term("gmm_mma_lane_recheck", 0, 1)
     mma_packed_chunks: int = term("gmm_mma_packed_chunks", 0, 1)
+    mma_one_product_min_dk: int = term("gmm_mma_one_product_min_dk", 0, 2 ** 31)
     mstep_upper: int = term("gmm_mstep_upper", 0, 1)
 
 
@@ -196,9 +200,12 @@ def _estep_specs(profile, dtype, d, full, k=1, precision="float32"):
     caches serve: faster than the staged kernel on both CPU runtimes).
     The tensor-core kernel (gmm_mma.py) before all where the profile asks
     (gmm_mma) and the device, dtype and d allow, its products at
-    *precision* (gmm_mma.estep_specs)."""
+    *precision* (gmm_mma.estep_specs), or 3xTF32 where d K is below the
+    profile's gmm_mma_one_product_min_dk."""
     terms = profile.terms(GmmTerms)
     if not full and terms.mma:
+        if d * k < terms.mma_one_product_min_dk:
+            precision = "float32"
         yield from mma_estep_specs(profile, dtype, d, k, precision=precision,
                                    lane_recheck=bool(terms.mma_lane_recheck),
                                    packed_chunks=bool(terms.mma_packed_chunks))

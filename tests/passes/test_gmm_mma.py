@@ -258,12 +258,13 @@ def test_fit_matches_sklearn(profile, d):
     assert_gmm_parity(ours, sk, X, np.float32)
 
 
-@pytest.mark.parametrize("lanes, packed", [(0, 0), (1, 0), (1, 1)])
+@pytest.mark.parametrize("lanes, packed, min_dk", [(0, 0, 0), (1, 0, 0), (1, 1, 96), (1, 1, 97)])
 @pytest.mark.parametrize("precision", ["tf32", "bf16"])
-def test_lane_recheck_term(profile, precision, lanes, packed):
+def test_lane_recheck_term(profile, precision, lanes, packed, min_dk):
     """gmm_mma_lane_recheck plans the one-product E kernel whose re-check the
     rows' lanes make, gmm_mma_packed_chunks the one whose "bf16" chunks are
-    staged as bfloat16 pairs (where there are tensor cores); the fit's
+    staged as bfloat16 pairs (where there are tensor cores), and
+    gmm_mma_one_product_min_dk past d K the 3xTF32 one instead; the fit's
     lower bound is float32's within the E step's bound."""
     rng = np.random.RandomState(lanes)
     k, d, n = 4, 24, 2000
@@ -272,7 +273,7 @@ def test_lane_recheck_term(profile, precision, lanes, packed):
     for prec in ("float32", precision):
         codegen.forget_plans("gmm")
         prof = profile.replace(gmm_mma=1, gmm_mma_mstep=1, gmm_mma_lane_recheck=lanes,
-                               gmm_mma_packed_chunks=packed)
+                               gmm_mma_packed_chunks=packed, gmm_mma_one_product_min_dk=min_dk)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             fits[prec] = oc.GaussianMixture(k, covariance_type="diag", tol=0, max_iter=5,
@@ -283,8 +284,9 @@ def test_lane_recheck_term(profile, precision, lanes, packed):
     assert len(used) == 1
     assert isinstance(used[0], gmm_mma.MmaEStepSpec) == tensor_cores(profile)
     if tensor_cores(profile):
-        assert used[0].lane_recheck == bool(lanes) and used[0].precision == precision
-        assert used[0].packed == (bool(packed) and precision == "bf16")
+        planned = precision if d * k >= min_dk else "float32"
+        assert used[0].lane_recheck == bool(lanes) and used[0].precision == planned
+        assert used[0].packed == (bool(packed) and planned == "bf16")
     assert fits[precision].lower_bound_ == pytest.approx(fits["float32"].lower_bound_, rel=1e-5)
 
 
