@@ -176,7 +176,7 @@ DOC_GMM_MMA = """The diagonal GMM's E and M kernels alone, spec by spec, per dev
 
 The data resident, one GmmPass per spec pair (GmmPass's ``specs``): the
 planner's tensor-core E kernel (gmm_mma.estep_specs, every work-group size
-it offers, at --precision with the profile's re-check variant) with the
+it offers, at each --precision with the profile's re-check variant) with the
 responsibilities stored normalised ("resp"), stored as the log-densities
 the tensor-core M kernel normalises ("log", a fit's pass) and not stored
 ("none"), and its M kernel (gmm_mma.mstep_specs) at each precision reading
@@ -188,6 +188,8 @@ the portable kernel's, relative to each column's scale.
     python3 bench/kernels.py gmm-mma --devices NVIDIA                 # 1M x 128, K=1024
     python3 bench/kernels.py gmm-mma --devices NVIDIA --shape 1000000 24 100
     python3 bench/kernels.py gmm-mma --devices NVIDIA --precision bf16  # its E kernels
+    python3 bench/kernels.py gmm-mma --devices NVIDIA --shape 1000000 24 100 \
+        --precision bf16,tf32,float32     # gmm_mma_one_product_min_dk's measurements
 """
 
 
@@ -212,7 +214,8 @@ def gmm_mma_main(argv=None):
                     metavar=("N", "D", "K"))
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--precision", default="float32",
-                    help="the tensor-core E kernels' (the profile's re-check variant)")
+                    help="the tensor-core E kernels' (comma-separated; the profile's "
+                         "re-check variant; each precision's own kernel, whatever d K)")
     args = ap.parse_args(argv)
     n, d, k = args.shape
     rng = np.random.RandomState(0)
@@ -226,8 +229,10 @@ def gmm_mma_main(argv=None):
         portable = profile.replace(gmm_mma=0, gmm_mma_mstep=0, gmm_distance_tiles=0)
         pe = next(gmm_specs._estep_specs(portable, np.float32, d, False, k))
         pm = next(gmm_specs._mstep_specs(portable, np.float32, d, False))
-        esteps = [pe] + [spec for spec in gmm_specs._estep_specs(profile, np.float32, d, False, k,
-                                                                 args.precision)
+        # (gmm_mma_one_product_min_dk 0: "tf32"/"bf16" their one-product kernels at any d K)
+        own = profile.replace(gmm_mma_one_product_min_dk=0)
+        esteps = [pe] + [spec for precision in args.precision.split(",")
+                         for spec in gmm_specs._estep_specs(own, np.float32, d, False, k, precision)
                          if isinstance(spec, gmm_mma.MmaEStepSpec)
                          and spec.local_bytes() <= profile.local_memory_budget]
         msteps = [pm] + [spec for precision in ("float32", "tf32") for spec in
@@ -242,7 +247,8 @@ def gmm_mma_main(argv=None):
             for name, (store, for_mstep) in stores.items():
                 t = timed(lambda: gp.estep_sums(records, store, for_mstep), part.queue,
                           args.repeats)
-                print(f"  E {type(espec).__name__} wg={espec.wg} store "
+                print(f"  E {type(espec).__name__} {getattr(espec, 'precision', 'float32')} "
+                      f"wg={espec.wg} store "
                       f"{name if gp.resp_log or name != 'log' else 'resp'}: "
                       f"{t * 1e3:8.2f} ms", flush=True)
         for mspec in msteps:
