@@ -60,7 +60,10 @@ def weights_for(kind):
 
 def spread(client, X):
     """X with its row blocks made on the two workers in turn (Dask may make
-    a rechunked array's blocks on one), from X's graph: a slab a worker."""
+    a rechunked array's blocks on one), from X's graph: a slab a worker.
+    (Both workers first: a worker the cluster lost and restarts -- PoCL's
+    CI run saw one missing here -- would leave one name.)"""
+    client.wait_for_workers(2, timeout=60)
     workers = sorted(client.scheduler_info()["workers"])
     made = [[client.compute(part, workers=[workers[i % 2]]) for part in row]
             for i, row in enumerate(X.to_delayed())]
