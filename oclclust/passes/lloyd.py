@@ -55,7 +55,7 @@ class LloydSpec(EmulatedBuild, Spec):
     "gemm": tm x tn tiles of points x centroids per work-group, rm x rn per
     work-item, kc dimensions (of dp) per local-memory chunk, vw-wide local
     reads; the sums follow from the labels, ``slice`` clusters per work-group
-    of ``acc_wg`` work-items (AccumulateSpec).  "mma": the gemm variant's
+    of ``acc_wg`` work-items (AccumulateSpec; ``walk``: its walk kernel).  "mma": the gemm variant's
     outputs from NVIDIA tensor cores (lloyd_mma.py): wg / 32 warps of mt m16
     row tiles, chunks of tn centroids, kpar accumulator sets, ``precision``
     "float32" (3xTF32), "tf32" or "bf16" (one product, near ties re-checked);
@@ -88,6 +88,7 @@ class LloydSpec(EmulatedBuild, Spec):
     dp: int = 1
     slice: int = 1
     acc_wg: int = 1
+    walk: bool = False
     prefetch: int = 0
     mt: int = 1
     kpar: int = 1
@@ -120,7 +121,8 @@ class LloydSpec(EmulatedBuild, Spec):
 
     def accumulate_spec(self):
         return AccumulateSpec(dtype=self.dtype, acc_double=self.acc_double, d=self.d, k=self.k,
-                              slice=self.slice, acc_wg=self.acc_wg, weighted=self.weighted)
+                              slice=self.slice, acc_wg=self.acc_wg, weighted=self.weighted,
+                              walk=self.walk)
 
     def local_bytes(self):
         item = np.dtype(self.dtype).itemsize

@@ -160,7 +160,7 @@ def mma_specs(profile, base, spec_class, precision="float32", emulate=False):
     d, k = base["d"], base["k"]
     if base["dtype"] != "float32" or d > MAX_D or not (emulate or tensor_cores(profile)):
         return
-    slice_, acc_wg = sums_plan(profile, d, k)
+    slice_, acc_wg, walk = sums_plan(profile, d, k)
     if slice_ < 1:
         return
     tn = CHUNK_CENTROIDS
@@ -176,7 +176,7 @@ def mma_specs(profile, base, spec_class, precision="float32", emulate=False):
         if wg <= profile.max_work_group_size:
             yield spec_class(variant="mma", kp=-(-k // tn) * tn, wg=wg, tn=tn, mt=mt,
                              tm=wg // 32 * 16 * mt, dp=dp, kpar=2, precision=precision,
-                             slice=slice_, acc_wg=acc_wg, emulate=emulate, **base)
+                             slice=slice_, acc_wg=acc_wg, walk=walk, emulate=emulate, **base)
 
 
 def split_plan(spec):

@@ -344,14 +344,14 @@ def exercise_accumulate_sums(device, log):
     """The gemm variant's sums kernel alone, for several rows per work-item
     (scalar and 4-wide label reads, several passes over a chunk's member list,
     segments not aligned to a chunk): the same partial sums bit for bit, and
-    numpy's.  exercise_lloyd runs it only with its default rows per item."""
+    numpy's; and the walk kernel (slices, one slice), the same bits.
+    exercise_lloyd runs it only with its default rows per item."""
     from oclclust.passes.lloyd_gemm import AccumulateSpec
     from oclclust.runtime.reduce import partial_buffer
     rng = np.random.RandomState(1)
     labels = rng.randint(0, K, N).astype(np.int32)
     labels[rng.rand(N) < 0.6] = 3            # most rows in one slice: several passes
     segments, slice_, wg = 3, 2, 4           # 13 rows a segment; slices of 2, 2, 1
-    slices = -(-K // slice_)
     count = 0
     for (dtype, fp64), weighted in itertools.product(PRECISIONS, (False, True)):
         profile = profile_for(device, fp64)
@@ -362,10 +362,13 @@ def exercise_accumulate_sums(device, log):
         want = np.zeros((K, D))
         np.add.at(want, labels, X.astype(np.float64) * ww[:, None])
         first = None
-        for rows in (1, 3, 4, 8):
-            spec = AccumulateSpec(dtype=dtype, acc_double=fp64, d=D, k=K, slice=slice_,
-                                  acc_wg=wg, weighted=weighted, rows_per_item=rows)
+        base = AccumulateSpec(dtype=dtype, acc_double=fp64, d=D, k=K, slice=slice_,
+                              acc_wg=wg, weighted=weighted)
+        walked = [dataclasses.replace(base, walk=True, rows_per_item=rows, slice=s)
+                  for s, rows in ((slice_, 1), (K, 3))]   # a chunk of 4 rows / of 12
+        for spec in [dataclasses.replace(base, rows_per_item=r) for r in (1, 3, 4, 8)] + walked:
             mark(f"accumulate_sums {spec}")
+            slices = -(-K // spec.slice)
             sums = partial_buffer(q, segments, K * D, fp64)
             weights = partial_buffer(q, segments, K, fp64)
             codegen.kernel(q.context, spec, "accumulate_sums")(
@@ -376,7 +379,7 @@ def exercise_accumulate_sums(device, log):
             if first is None:
                 first = got
             elif not all(np.array_equal(a, b) for a, b in zip(got, first)):
-                raise AssertionError(f"{spec}: partial sums differ from rows_per_item=1's")
+                raise AssertionError(f"{spec}: partial sums differ from the first variant's")
             slabs = [p.astype(np.float64).reshape(-1, segments, size).sum(axis=1)
                      for p, size in zip(got, (K * D, K))]
             total = [s[0] if fp64 else s[0] - s[1] for s in slabs]   # Kahan: less comp
@@ -546,6 +549,7 @@ EXERCISERS = {
     "lloyd_assign_accumulate_rowwise.cl.mako": [exercise_lloyd, exercise_estimator],
     "lloyd_gemm_assign.cl.mako": [exercise_lloyd],
     "lloyd_accumulate_sums.cl.mako": [exercise_lloyd, exercise_accumulate_sums],
+    "lloyd_accumulate_walk.cl.mako": [exercise_accumulate_sums],
     "reduce_partials.cl.mako": [exercise_lloyd, exercise_moments],
     "partition_moments.cl.mako": [exercise_moments],
     "group_maxima.cl.mako": [exercise_group_maxima],

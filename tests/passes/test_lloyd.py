@@ -13,7 +13,8 @@ import pytest
 
 from oclclust.runtime.codegen import kernel
 from oclclust.passes.lloyd import LloydPass, LloydSpec
-from oclclust.passes.lloyd_gemm import AccumulateSpec
+from oclclust.passes.lloyd_gemm import (WALK_CELLS_PER_ITEM, WALK_STAGE_BYTES,
+                                        AccumulateSpec, sums_plan)
 from oclclust.passes.lloyd_mma import MAX_D, tensor_cores
 from oclclust.runtime.partition import DevicePartition
 from oclclust.runtime.reduce import partial_buffer
@@ -30,6 +31,8 @@ VARIANTS = {   # profile tweaks: name -> replace(profile, **tweak)
     "gemm": dict(lloyd_variant="gemm"),
     "gemm-kahan": dict(fp64=False, lloyd_variant="gemm"),
     "gemm-scalar": dict(lloyd_variant="gemm", lloyd_vector_width=1),
+    "gemm-walk": dict(lloyd_variant="gemm", lloyd_sums_walk=1),   # sums of few cells walked
+    "gemm-walk-kahan": dict(fp64=False, lloyd_variant="gemm", lloyd_sums_walk=1),
     "mma": dict(lloyd_variant="mma"),     # tensor cores where there are, else gemm
     # register blocks of 3 rows x 3 vectors of centroids, chunks of 2 blocks:
     # k=13 pads a panel, n=1001 leaves a ragged block and chunk
@@ -175,7 +178,7 @@ SHAPES = {   # n, d, k
 }
 
 
-@pytest.mark.parametrize("name", ["shipped", "tiled", "gemm", "mma", "blocked"])
+@pytest.mark.parametrize("name", ["shipped", "tiled", "gemm", "gemm-walk", "mma", "blocked"])
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.covering(1)
 def test_edge_shapes(profile, make_blobs, shape, name):
@@ -271,8 +274,9 @@ def test_gemm_sums_equal_bitwise_for_any_rows_per_item(profile, dtype, acc_doubl
     """The sums kernel adds each cell's members in row order, whatever rows a
     work-item takes: every rows_per_item (scalar and 4-wide label reads,
     several passes over a chunk's member list when most rows fall in one
-    slice, chunks past the end) gives the same partial sums bit for bit,
-    which match numpy."""
+    slice, chunks past the end) and the walk kernel (cells a work-item one
+    to several, slices or one, chunks of one row to past the end) give the
+    same partial sums bit for bit, which match numpy."""
     n, d, k, segments = 1001, 5, 13, 3        # segments of 334 rows: not chunk-aligned
     rng = np.random.RandomState(7)
     X = (rng.randn(n, d) * 10).astype(dtype)
@@ -284,21 +288,59 @@ def test_gemm_sums_equal_bitwise_for_any_rows_per_item(profile, dtype, acc_doubl
     wd = None if w is None else cla.to_device(q, w)
     base = AccumulateSpec(dtype=np.dtype(dtype).name, acc_double=acc_double, d=d, k=k,
                           slice=4, acc_wg=8, weighted=weighted)   # slices of 4, 4, 4, 1
-    got = {r: launch_sums(q, dataclasses.replace(base, rows_per_item=r), x, wd, lab, segments)
-           for r in (1, 3, 4, 32)}
-    for r, (sums, weights) in got.items():
-        np.testing.assert_array_equal(sums, got[1][0], err_msg=f"rows_per_item={r}")
-        np.testing.assert_array_equal(weights, got[1][1], err_msg=f"rows_per_item={r}")
+    variants = [dataclasses.replace(base, rows_per_item=r) for r in (1, 3, 4, 32)] + [
+        dataclasses.replace(base, walk=True, slice=s, acc_wg=wg, rows_per_item=r)
+        for s, wg, r in ((4, 8, 1), (13, 32, 3), (13, 8, 64), (13, 128, 0))]
+    got = {spec: launch_sums(q, spec, x, wd, lab, segments) for spec in variants}
+    first = got[variants[0]]
+    for spec, (sums, weights) in got.items():
+        np.testing.assert_array_equal(sums, first[0], err_msg=str(spec))
+        np.testing.assert_array_equal(weights, first[1], err_msg=str(spec))
     def total(part, size):   # the segments' sums (Kahan: less their compensations)
         slabs = part.astype(np.float64).reshape(-1, segments, size).sum(axis=1)
         return slabs[0] - slabs[1] if len(slabs) == 2 else slabs[0]
-    sums, weights = total(got[1][0], k * d), total(got[1][1], k)
+    sums, weights = total(first[0], k * d), total(first[1], k)
     ww = np.ones(n) if w is None else w.astype(np.float64)
     want = np.zeros((k, d))
     np.add.at(want, labels, X.astype(np.float64) * ww[:, None])
     rtol = 1e-12 if acc_double else 1e-6
     np.testing.assert_allclose(sums.reshape(k, d), want, rtol=rtol, atol=rtol * np.abs(want).max())
     np.testing.assert_allclose(weights, np.bincount(labels, ww, k), rtol=rtol)
+
+
+@pytest.mark.parametrize("dtype, weighted", [(np.float32, False), (np.float64, True)])
+@pytest.mark.parametrize("name", ["gemm", "mma"])
+def test_walked_sums_equal_the_member_lists(profile, make_blobs, name, dtype, weighted):
+    """A pass whose sums are walked (lloyd_sums_walk 1, few cells) gives the
+    member-list kernel's labels, sums, weights and inertia bit for bit."""
+    rng = np.random.RandomState(5)
+    X, _ = make_blobs(n=3001, d=4, k=7, seed=5, dtype=dtype)
+    X += dtype(50)   # far from the origin: the sums' bits depend on their order
+    w = rng.uniform(0.5, 2, len(X)).astype(dtype) if weighted else None
+    centres = X[rng.choice(len(X), 7, replace=False)].astype(np.float64)
+    got = {}
+    for walk in (0, 1):
+        stats, labels, lloyd = run_pass(variant(profile, name).replace(lloyd_sums_walk=walk),
+                                        X, centres, w)
+        assert lloyd.spec.labels_first and lloyd.spec.walk == bool(walk)
+        got[walk] = stats, labels.get()
+    np.testing.assert_array_equal(got[1][1], got[0][1])
+    for field in ("sums", "weights", "inertia"):
+        assert np.array_equal(getattr(got[1][0], field), getattr(got[0][0], field)), field
+
+
+@pytest.mark.parametrize("walk, d, k, planned", [
+    (0, 2, 3, False), (1, 2, 3, True), (1, 16, 32, True), (1, 8, 1000, False),
+    (1, 128, 4, False)])
+def test_sums_walk_is_planned_for_few_cells(profile, walk, d, k, planned):
+    """lloyd_sums_walk plans the walk where each work-item's cells (at most
+    WALK_CELLS_PER_ITEM) and a chunk's staged rows fit; else the lists."""
+    slice_, acc_wg, walked = sums_plan(profile.replace(lloyd_sums_walk=walk), d, k)
+    assert walked == planned
+    if walked:
+        assert slice_ == k and k * (d + 1) <= WALK_CELLS_PER_ITEM * acc_wg
+        spec = AccumulateSpec(d=d, k=k, slice=slice_, acc_wg=acc_wg, walk=True, weighted=True)
+        assert spec.local_bytes() <= min(WALK_STAGE_BYTES, profile.local_memory_budget)
 
 
 def test_gemm_falls_back_when_it_does_not_fit(profile, make_blobs):
@@ -330,7 +372,7 @@ def shifted_blobs(n, seed, offset=1000.0):
     return X, centres
 
 
-@pytest.mark.parametrize("name", ["kahan", "tiled-kahan"])
+@pytest.mark.parametrize("name", ["kahan", "tiled-kahan", "gemm-walk-kahan"])
 def test_kahan_sums_keep_float64_accuracy(profile, name):
     """Without fp64, the sum of 2 million float32 values ~1000 stays within
     1e-5 relative of float64; a plain float sum of a quarter of them (one

@@ -18,6 +18,7 @@ TWEAKS = {   # every variant of the pass (as test_lloyd's: centroids in local or
     "rowwise": dict(lloyd_variant="rowwise"),
     "blocked": dict(lloyd_variant="blocked", blocked_rows=3, blocked_vectors=3, blocked_chunk=2),
     "gemm": dict(lloyd_variant="gemm"),
+    "gemm-walk": dict(lloyd_variant="gemm", lloyd_sums_walk=1),
     "mma": dict(lloyd_variant="mma"),     # tensor cores where there are, else gemm
 }
 EXACT_VARIANTS = list(TWEAKS)

@@ -78,6 +78,17 @@ def test_device_fold_matches_the_host_word_for_word(queue, blocks):
 
 
 @pytest.mark.one_runtime   # host code alone: the same on any runtime
+@pytest.mark.parametrize("blocks, size, units, parts", [
+    (exact_fold.FOLD_ALONE, 512, 132, 1), (98, 512, 132, 10), (66, 100_000, 132, 3),
+    (10_000, 4096 * 128, 132, 2), (300, 8, 2, 18), (100_000, 1, 1, 317)])
+def test_fold_parts(blocks, size, units, parts):
+    """Parts enough to fill the device, at most about the square root of the
+    blocks (a part's loop and the parts' sum both short), at most
+    FOLD_BLOCKS blocks a part."""
+    assert exact_fold.fold_parts(blocks, size, units) == parts
+
+
+@pytest.mark.one_runtime   # host code alone: the same on any runtime
 def test_ranks_sum_the_flat_words_exactly():
     """The words cross ranks as float64 vectors: any order of adding them
     (an MPI reduction tree) gives the same total."""

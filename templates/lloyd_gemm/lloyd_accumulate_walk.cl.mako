@@ -1,0 +1,109 @@
+<%doc>
+Per-cluster weighted sums from the labels, for few cells: the outputs (and
+kernel name) of lloyd_accumulate_sums.cl.mako, bit for bit.
+Reads spec: d, k, slice (clusters a work-group owns), acc_wg (work-items),
+rows_per_item (rows a chunk stages, per work-item), weighted.
+
+Each work-item holds CPI (cluster, dimension) cells of its work-group's
+slice in registers; the work-group stages a chunk of its segment's rows
+(labels, values, weights) in local memory, coalesced, and every work-item
+walks the chunk's rows in row order, adding a row to each of its cells
+whose cluster is the row's.  Each cell adds its members in row order with
+the list kernel's operations, so the partials are its bits; there is no
+member list, no prefix sum and no chain of local-memory additions: where a
+segment's members are one cell's long chain of dependent additions in local
+memory (a small fit: few clusters, hundreds of rows a segment), the list
+kernel waits on it.  Planned where the cells are at most CPI_MAX a
+work-item and a chunk fits the staging budget (lloyd_gemm.sums_plan).
+</%doc>
+<%inherit file="/prelude.cl.mako"/>
+<%namespace name="select" file="/common/select.cl.mako"/>
+#define D ${d}
+#define K ${k}
+#define S ${slice}
+#define WG ${acc_wg}
+#define CHUNK ${acc_wg * rows_per_item}   /* rows staged at a time */
+#define CELLS (S * (D + 1))     /* D sums and the weight of each cluster */
+#define CPI ((CELLS + WG - 1) / WG)   /* cells a work-item holds */
+% if weighted:
+#define WEIGHT(r) ws[r]
+% else:
+#define WEIGHT(r) ((real_t)1)
+% endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void accumulate_sums(
+    __global const real_t *restrict x, const long n, const long stride,
+    __global const real_t *restrict w,
+    __global const int *restrict labels,
+    __global acc_t *restrict part_sums,       /* segments x K x D (x2 if Kahan) */
+    __global acc_t *restrict part_weights,    /* segments x K (x2 if Kahan) */
+    const long rows_per_segment, const int slices)
+{
+    const int lid = get_local_id(0);
+    const int g = get_group_id(0), segments = get_num_groups(0) / slices;
+    const int j0 = (g % slices) * S, seg = g / slices;
+    const int owned = min(S, K - j0);
+    __local real_t xs[CHUNK * D];
+    __local int ls[CHUNK];
+% if weighted:
+    __local real_t ws[CHUNK];
+% endif
+    int cj[CPI], cc[CPI];       /* my cells' cluster in the slice (-1: none) and column */
+    acc_t sum[CPI];
+% if not acc_double:
+    acc_t comp[CPI];
+% endif
+    #pragma unroll
+    for (int i = 0; i < CPI; ++i) {
+        const int e = lid + i * WG;
+        cj[i] = e < owned * (D + 1) ? e / (D + 1) : -1;
+        cc[i] = e % (D + 1);
+        sum[i] = 0;
+% if not acc_double:
+        comp[i] = 0;
+% endif
+    }
+    const long row0 = seg * rows_per_segment;
+    const long row1 = min(n, row0 + rows_per_segment);
+    for (long base = row0; base < row1; base += CHUNK) {
+        const int rows = (int)min((long)CHUNK, row1 - base);
+        barrier(CLK_LOCAL_MEM_FENCE);   /* the previous chunk's walk is done */
+        for (int r = lid; r < rows; r += WG) {
+            ls[r] = labels[base + r] - j0;
+% if weighted:
+            ws[r] = w[base + r];
+% endif
+        }
+        for (int e = lid; e < rows * D; e += WG)
+            xs[e] = x[(base + e / D) * stride + e % D];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int r = 0; r < rows; ++r) {
+            const int j = ls[r];
+            #pragma unroll
+            for (int i = 0; i < CPI; ++i) {
+                if (j == cj[i]) {
+                    const acc_t v = cc[i] < D ? (acc_t)WEIGHT(r) * xs[r * D + cc[i]]
+                                              : (acc_t)WEIGHT(r);
+% if acc_double:
+                    sum[i] += v;
+% else:
+${select.kahan_add("sum[i]", "comp[i]", "v")}\
+% endif
+                }
+            }
+        }
+    }
+    #pragma unroll
+    for (int i = 0; i < CPI; ++i) {
+        if (cj[i] < 0)
+            continue;
+        const int c = cc[i];
+        const long at = c < D ? ((long)seg * K + j0 + cj[i]) * D + c : (long)seg * K + j0 + cj[i];
+        __global acc_t *out = c < D ? part_sums : part_weights;
+        out[at] = sum[i];
+% if not acc_double:
+        out[at + (long)segments * (c < D ? K * D : K)] = comp[i];
+% endif
+    }
+}
