@@ -9,7 +9,8 @@ slice in registers; the work-group stages a chunk of its segment's rows
 (labels, values, weights) in local memory, coalesced, and every work-item
 walks the chunk's rows in row order, adding a row to each of its cells
 whose cluster is the row's.  Each cell adds its members in row order with
-the list kernel's operations, so the partials are its bits; there is no
+the list kernel's operations (a select keeps or drops each row's sum), so
+the partials are its bits; there is no
 member list, no prefix sum and no chain of local-memory additions: where a
 segment's members are one cell's long chain of dependent additions in local
 memory (a small fit: few clusters, hundreds of rows a segment), the list
@@ -25,6 +26,7 @@ work-item and a chunk fits the staging budget (lloyd_gemm.sums_plan).
 #define CHUNK ${acc_wg * rows_per_item}   /* rows staged at a time */
 #define CELLS (S * (D + 1))     /* D sums and the weight of each cluster */
 #define CPI ((CELLS + WG - 1) / WG)   /* cells a work-item holds */
+#define UNROLL 8                /* rows whose labels and values are loaded at once */
 % if weighted:
 #define WEIGHT(r) ws[r]
 % else:
@@ -69,26 +71,48 @@ void accumulate_sums(
     for (long base = row0; base < row1; base += CHUNK) {
         const int rows = (int)min((long)CHUNK, row1 - base);
         barrier(CLK_LOCAL_MEM_FENCE);   /* the previous chunk's walk is done */
+        #pragma unroll 4
         for (int r = lid; r < rows; r += WG) {
             ls[r] = labels[base + r] - j0;
 % if weighted:
             ws[r] = w[base + r];
 % endif
         }
+        #pragma unroll 4
         for (int e = lid; e < rows * D; e += WG)
             xs[e] = x[(base + e / D) * stride + e % D];
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int r = 0; r < rows; ++r) {
-            const int j = ls[r];
+        /* UNROLL rows' labels and values loaded before any is added (one by
+           one, each row waited for its loads: 100+ cycles a row on an H200);
+           past the chunk: its last row again, labelled K (no cell's); each
+           cell's additions stay in row order, kept or not by a select (the
+           same sum as a branch) */
+        for (int r0 = 0; r0 < rows; r0 += UNROLL) {
+            int j[UNROLL];
+            acc_t v[UNROLL][CPI];
             #pragma unroll
-            for (int i = 0; i < CPI; ++i) {
-                if (j == cj[i]) {
-                    const acc_t v = cc[i] < D ? (acc_t)WEIGHT(r) * xs[r * D + cc[i]]
-                                              : (acc_t)WEIGHT(r);
+            for (int u = 0; u < UNROLL; ++u) {
+                const int r = min(r0 + u, rows - 1);
+                j[u] = r0 + u < rows ? ls[r] : K;
+                #pragma unroll
+                for (int i = 0; i < CPI; ++i) {
+                    const real_t xv = xs[r * D + min(cc[i], D - 1)];
+                    v[u][i] = cc[i] < D ? (acc_t)WEIGHT(r) * xv : (acc_t)WEIGHT(r);
+                }
+            }
+            #pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                #pragma unroll
+                for (int i = 0; i < CPI; ++i) {
+                    const int mine = j[u] == cj[i];
 % if acc_double:
-                    sum[i] += v;
+                    const acc_t added = sum[i] + v[u][i];
+                    sum[i] = mine ? added : sum[i];
 % else:
-${select.kahan_add("sum[i]", "comp[i]", "v")}\
+                    acc_t s = sum[i], c = comp[i];
+${select.kahan_add("s", "c", "v[u][i]")}\
+                    sum[i] = mine ? s : sum[i];
+                    comp[i] = mine ? c : comp[i];
 % endif
                 }
             }
