@@ -15,6 +15,7 @@ from oclclust.passes.linkage import LinkageTerms
 from oclclust.passes.linkage_rows import WardRowsTerms
 from oclclust.passes.lloyd_blocked import BlockedTerms
 from oclclust.passes.lloyd import LloydTerms
+from oclclust.passes.lloyd_gemm import SumsTerms
 from oclclust.passes.mst import MstTerms
 from oclclust.passes.pass_rates import PassRates
 from oclclust.runtime import profiles as pf
@@ -206,6 +207,26 @@ def test_old_names_load_the_same_values(tmp_path, monkeypatch, profile):
         assert resolved[0].term(old_name) == resolved[0].term(key)
 
 
+@pytest.mark.one_runtime   # host code alone
+def test_a_profile_file_is_read_again_unless_settled(tmp_path, monkeypatch):
+    """A file rewritten at once (the same size, maybe the same clock tick)
+    is read again; one whose stat is unchanged since a change older than
+    SETTLED_NS is not; a rewrite of it is."""
+    path = write(tmp_path, "- {lloyd_variant: gemm}\n")
+    assert "gemm" in pf.load_profile_file(path)[0][1]["lloyd_variant"]
+    path.write_text("- {lloyd_variant: mma }\n")
+    assert pf.load_profile_file(path)[0][1]["lloyd_variant"] == "mma"
+    monkeypatch.setattr(pf, "SETTLED_NS", 0)
+    pf.load_profile_file(path)                      # read, now settled
+    reads = []
+    monkeypatch.setattr(pf, "open", lambda *a: reads.append(a) or open(*a), raising=False)
+    assert pf.load_profile_file(path)[0][1]["lloyd_variant"] == "mma"
+    assert not reads
+    path.write_text("- {lloyd_variant: tiled}\n")
+    assert pf.load_profile_file(path)[0][1]["lloyd_variant"] == "tiled"
+    assert reads
+
+
 def test_a_term_set_under_both_names_is_an_error(tmp_path):
     path = write(tmp_path, "- {lloyd_depth: 4, tile_depth: 8}")
     with pytest.raises(ProfileError, match="tile_depth is set twice"):
@@ -215,8 +236,8 @@ def test_a_term_set_under_both_names_is_an_error(tmp_path):
 def test_every_pass_declares_its_terms(profile):
     """Each terms class reads back what the profile resolved; together with
     the generic terms they are every term, each declared once."""
-    declared = [LloydTerms, BlockedTerms, TileTerms, EnsembleTerms, KdTreeTerms, CMeansTerms,
-                GmmTerms, LinkageTerms, MstTerms, WardRowsTerms, PassRates]
+    declared = [LloydTerms, SumsTerms, BlockedTerms, TileTerms, EnsembleTerms, KdTreeTerms,
+                CMeansTerms, GmmTerms, LinkageTerms, MstTerms, WardRowsTerms, PassRates]
     keys = [f.metadata["profile_key"] for cls in declared for f in dataclasses.fields(cls)]
     assert sorted(keys + list(pf.GENERIC_TERMS)) == sorted(PROFILE_TERMS)
     assert set(profile.term_values) == set(keys)
