@@ -18,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 import oclclust as oc
 from conftest import SAMPLE_WEIGHT_XFAIL, sklearn_checks, split_or_skip
 from oclclust.cluster import empty_clusters
+from oclclust.cluster.kmeans import kmeans as kmeans_module
 from oclclust.runtime.partition import DevicePartition
 
 FLOATS = [np.float32, np.float64]
@@ -197,7 +198,11 @@ def test_empty_clusters_with_no_row_to_take_sit_where_sklearn_puts_them(devices,
     np.testing.assert_array_equal(ours.labels_, theirs.labels_)
 
 
-def test_duplicate_points_warn_as_sklearn(devices):
+@pytest.mark.parametrize("count_rows", [None, 0], ids=["host-counts", "device-counts"])
+def test_duplicate_points_warn_as_sklearn(devices, monkeypatch, count_rows):
+    """The sizes behind the warning: counted on the host (few rows) or on the devices."""
+    if count_rows is not None:
+        monkeypatch.setattr(kmeans_module, "HOST_COUNT_ROWS", count_rows)
     X = np.repeat(np.arange(3.0)[:, None], 10, axis=0)
     with pytest.warns(ConvergenceWarning, match="Number of distinct clusters"):
         oc.KMeans(5, n_init=1, random_state=0, devices=devices).fit(X)
