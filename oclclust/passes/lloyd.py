@@ -55,9 +55,10 @@ class LloydSpec(EmulatedBuild, Spec):
     "gemm": tm x tn tiles of points x centroids per work-group, rm x rn per
     work-item, kc dimensions (of dp) per local-memory chunk, vw-wide local
     reads; the sums follow from the labels, ``slice`` clusters per work-group
-    of ``acc_wg`` work-items (AccumulateSpec; ``walk``: its walk kernel).  "mma": the gemm variant's
-    outputs from NVIDIA tensor cores (lloyd_mma.py): wg / 32 warps of mt m16
-    row tiles, chunks of tn centroids, kpar accumulator sets, ``precision``
+    of ``acc_wg`` work-items (AccumulateSpec; ``walk``: its walk kernel).
+    "mma": the gemm variant's outputs from NVIDIA tensor cores (lloyd_mma.py):
+    wg / 32 warps of mt m16 row tiles, chunks of tn centroids, kpar
+    accumulator sets, ``precision``
     "float32" (3xTF32), "tf32" or "bf16" (one product, near ties re-checked);
     every other variant is float32 alone (its precision stays "float32");
     ``emulate``: the mma variant's products in plain OpenCL on any device

@@ -10,12 +10,12 @@ slice in registers; the work-group stages a chunk of its segment's rows
 walks the chunk's rows in row order, adding a row to each of its cells
 whose cluster is the row's.  Each cell adds its members in row order with
 the list kernel's operations (a select keeps or drops each row's sum), so
-the partials are its bits; there is no
-member list, no prefix sum and no chain of local-memory additions: where a
-segment's members are one cell's long chain of dependent additions in local
-memory (a small fit: few clusters, hundreds of rows a segment), the list
-kernel waits on it.  Planned where the cells are at most CPI_MAX a
-work-item and a chunk fits the staging budget (lloyd_gemm.sums_plan).
+the partials are its bits.  There is no member list, no prefix sum and no
+chain of additions in local memory, which the list kernel waits on where a
+segment's members make one cell's long chain (a small fit: few clusters,
+hundreds of rows a segment).  Planned where the cells are at most
+WALK_CELLS_PER_ITEM a work-item and a chunk fits the staging budget
+(lloyd_gemm.sums_plan).
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 <%namespace name="select" file="/common/select.cl.mako"/>
