@@ -25,6 +25,11 @@ class SumsTerms:
     walk: int = term("lloyd_sums_walk", 0, 1)
 
 
+def staged_row_bytes(d, itemsize, weighted):
+    """The walk's bytes of a staged row: its label, values and weight."""
+    return 4 + (d + weighted) * itemsize
+
+
 @dataclasses.dataclass(frozen=True)
 class AccumulateSpec(Spec):
     """Per-cluster sums from the labels: ``slice`` clusters' sums in local
@@ -85,8 +90,7 @@ class AccumulateSpec(Spec):
 
     @property
     def staged_row_bytes(self):
-        """walk: a staged row's label, values and weight."""
-        return 4 + (self.d + self.weighted) * np.dtype(self.dtype).itemsize
+        return staged_row_bytes(self.d, np.dtype(self.dtype).itemsize, self.weighted)
 
     def local_bytes(self):
         if self.walk:
@@ -104,7 +108,7 @@ def sums_plan(profile, d, k, itemsize=4):
     cluster, as many clusters as local memory holds (slice < 1: none)."""
     cells, most = k * (d + 1), power_of_two_at_most(min(256, profile.max_work_group_size))
     acc_wg = min(most, max(64, power_of_two_at_least(-(-cells // WALK_CELLS_PER_ITEM))))
-    staged = acc_wg * (4 + (d + 1) * itemsize)   # a row a work-item, weighted
+    staged = acc_wg * staged_row_bytes(d, itemsize, True)   # a row a work-item, weighted
     if (profile.terms(SumsTerms).walk and cells <= WALK_CELLS_PER_ITEM * acc_wg
             and staged <= min(WALK_STAGE_BYTES, profile.local_memory_budget)):
         return k, acc_wg, True
