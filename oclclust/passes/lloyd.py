@@ -318,7 +318,7 @@ class LloydPass:
     variants' groups (or work-items) take whole blocks, a slab each; the
     gemm and mma variants' accumulation a segment a block.  The slabs are
     folded exactly on the device (exact_fold.Fold) and the inertia is the
-    exact sum of min_dist's weighted block sums (exact_fold.enqueue_block_sums,
+    exact sum of min_dist's weighted block sums (exact_fold.BlockSums,
     the same for every variant); collect() gives them as ExactWords.  Else
     (Kahan sums, or exact sums disabled) a slab per persistent group, reduced
     in float64 on the device.  The layout is fixed at construction: a
@@ -380,6 +380,7 @@ class LloydPass:
             self.folds = ({"sums": exact_fold.Fold(q, (k, part.d)),
                            "weights": exact_fold.Fold(q, (k,))} if update else {})
             self.block_inertia = cla.empty(q, self.blocks, np.float64)
+            self._block_sums = None   # its kernel and arguments (enqueue_exact)
 
     def upload(self, centers, norms=None):
         """*centers* (k x d) as the pass reads them, copied from the pass's
@@ -521,11 +522,12 @@ class LloydPass:
         q.flush()
         return events
 
-    def enqueue_exact(self):
+    def enqueue_exact(self, inertia=None):
         """Enqueue the split-free statistics of the pass enqueued last: the
         slabs' exact folds (into the folds' ``out``) on the grids of the
         fit's magnitudes (set here: a pooled pass's partition changes),
-        and min_dist's weighted block sums (``block_inertia``)."""
+        and min_dist's weighted block sums (into *inertia*, a device array
+        of ``blocks`` doubles; default ``block_inertia``)."""
         part, q = self.part, self.part.queue
         magnitudes = exact_fold.magnitudes_of(part)
         if self.update and self._grids_of is not magnitudes:   # (k x d bounds compared)
@@ -534,12 +536,14 @@ class LloydPass:
             for name, fold in self.folds.items():
                 fold.set_bounds(bound * absmax[None, :] if name == "sums" else bound)
             self._grids_of = magnitudes
-        if self.update:
-            for name, fold in self.folds.items():
-                fold.enqueue(self.part_sums if name == "sums" else self.part_weights,
-                             self.partials)
-        exact_fold.enqueue_block_sums(q, self.min_dist, part.weights, part.n, self.block_rows,
-                                      self.block_inertia)
+        if self.update:   # both in one launch
+            self.folds["sums"].enqueue(self.part_sums, self.partials,
+                                       paired=(self.folds["weights"], self.part_weights))
+        sums = self._block_sums
+        if sums is None or not sums.of(self.min_dist, part.weights, part.n):
+            sums = self._block_sums = exact_fold.BlockSums(q, self.min_dist, part.weights,
+                                                           part.n, self.block_rows)
+        sums.enqueue(self.block_inertia if inertia is None else inertia)
 
     def _launch_exact(self, host):
         """launch()'s split-free statistics enqueued and their reads."""

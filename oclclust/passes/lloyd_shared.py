@@ -42,7 +42,7 @@ class SharedCenters:
     device)."""
 
     def __init__(self, lloyd_pass):
-        self.resident = r = ResidentCenters(lloyd_pass, depth=0)
+        self.resident = r = ResidentCenters(lloyd_pass, depth=0, totals=True)
         q, k, d = lloyd_pass.part.queue, lloyd_pass.k, lloyd_pass.part.d
         self.exact = lloyd_pass.exact
         self.staging = PinnedStaging(q)   # (pooled: a warm fit page-locks none)

@@ -22,11 +22,13 @@ ahead, speculatively); a stop or the host's iteration drops it and puts
 back the labels it overwrote (ResidentCenters).
 
 Split-free (the pass's ``exact``: runtime/exact_sums.py), the sums and
-weights are the pass's exact folds rounded on the device as
-ExactWords.value() rounds them on the host (exact_fold.Fold.enqueue_value),
-so the centres are the host update's bit for bit; the inertia is the exact
+weights are the pass's exact folds' words, which new_centers rounds as
+ExactWords.value() rounds them on the host (common/exact_words.cl.mako), so
+the centres are the host update's bit for bit; the inertia is the exact
 sum of the pass's block sums, which the host reads with the six numbers and
 folds (exact_sums.rounded_sum: ExactWords.of_values rounded), as the host path does.
+An iteration's launches are the pass's, its folds and block sums, the
+update and the summary: a small fit's iteration is bound by them.
 """
 import dataclasses
 
@@ -54,7 +56,9 @@ class CentersSpec(Spec):
     rows before their split), "columns" (D x KP: rowwise, gemm) or
     "panels" (KP / cb panels of D x cb: blocked, lloyd_blocked.pack_centers);
     ``rows``: also the K x D rows (gemm); ``packed``: the sums K x (D + 1)
-    with each centre's weight last (fuzzy c-means: passes/cmeans_update.py)."""
+    with each centre's weight last (fuzzy c-means: passes/cmeans_update.py);
+    ``words``: the sums and weights as exact folds' words, rounded by the
+    update itself (split-free passes)."""
     template = "lloyd_update/lloyd_new_centers.cl.mako"
     build_options = EXACT
     d: int = 1
@@ -65,6 +69,7 @@ class CentersSpec(Spec):
     rows: bool = False
     wg: int = 64
     packed: bool = False
+    words: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,10 +144,14 @@ class ResidentCenters:
     turn in a ring (the current centres, each pending iteration's output),
     and 2 (depth + 1) result slots.
 
+    Split-free, the update rounds the pass's own folds' words into ``sums``
+    and ``weights``; with *totals* the caller writes the totals there
+    instead (passes.lloyd_shared: several devices' words added).
+
     Its buffers, queue and kernel objects (arguments bound once) are one
     fit's at a time; cluster.kmeans.lloyd_shards pools them across fits."""
 
-    def __init__(self, lloyd_pass, depth=1):
+    def __init__(self, lloyd_pass, depth=1, totals=False):
         self.lloyd = lp = lloyd_pass
         part, spec, q = lp.part, lp.spec, lp.part.queue
         ctx, k, d = q.context, lp.k, part.d
@@ -189,7 +198,8 @@ class ResidentCenters:
         self.centers_spec = CentersSpec(dtype=part.dtype.name, acc_double=True, d=d, k=k,
                                         kp=spec.kp, layout=layout,
                                         cb=spec.cv * spec.vw if layout == "panels" else 1,
-                                        rows=spec.variant in ("gemm", "blocked"), wg=wg)
+                                        rows=spec.variant in ("gemm", "blocked"), wg=wg,
+                                        words=lp.exact and not totals)
         # the buffers new_centers writes: (layout, rows; unwritten without rows)
         layout_buf, rows_buf = ((lp.center_rows, lp.center_rows) if spec.variant == "mma" else
                                 (lp.centers, lp.center_rows if spec.variant in ("gemm", "blocked")
@@ -201,9 +211,9 @@ class ResidentCenters:
         # update from each ring buffer into the next, the summary into each slot
         rs = ReduceSpec(dtype=part.dtype.name, acc_double=True)
         self.reduces = []
-        if lp.exact:   # the folds (LloydPass.enqueue_exact) rounded; the block sums read
-            # a slot's copy of them where passes run ahead (they rewrite the
-            # pass's); none ahead, the read takes the pass's own
+        if lp.exact:   # the folds' words (LloydPass.enqueue_exact) rounded by the update;
+            # the block sums written into a slot of their own where passes run
+            # ahead (each pass's would overwrite the last's); none ahead, the pass's own
             self.block_inertia = [cla.empty(q, lp.blocks, np.float64)
                                   for _ in range(self.n_slots if depth else 0)]
             self.host_inertia = self.staging.host("inertia", self.n_slots * lp.blocks,
@@ -214,12 +224,16 @@ class ResidentCenters:
             kern.set_args(partial.data, np.int64(lp.partials), np.int64(size), out.data)
             self.reduces.append((kern, (-(-size // 64) * 64,), (64,)))
         cs = self.centers_spec
+        # split-free: the folds' words and grids, which the update rounds
+        words = (() if not cs.words else
+                 tuple(buf.data for name in ("sums", "weights")
+                       for buf in (lp.folds[name].out, lp.folds[name].lsb_dev)))
         self.updates = []
         for i, old in enumerate(self.buffers):
             kern = own_kernel(ctx, cs, "new_centers")
             kern.set_args(self.sums.data, self.weights.data, old.data,
                           self.buffers[(i + 1) % len(self.buffers)].data, self.moved.data,
-                          layout_buf.data, rows_buf.data, lp.norms.data)
+                          layout_buf.data, rows_buf.data, lp.norms.data, *words)
             self.updates.append(kern)
         self.update_size = ((-(-k // cs.wg) * cs.wg,), (cs.wg,))
         self.summaries = []
@@ -298,12 +312,8 @@ class ResidentCenters:
                                         self.weights))
         self.enqueue_pass()
         lp = self.lloyd
-        if lp.exact:
-            lp.enqueue_exact()
-            lp.folds["sums"].enqueue_value(self.sums)
-            lp.folds["weights"].enqueue_value(self.weights)
-            if self.depth:
-                cl.enqueue_copy(q, self.block_inertia[slot].data, lp.block_inertia.data)
+        if lp.exact:   # the folds, which new_centers rounds
+            lp.enqueue_exact(self.block_inertia[slot] if self.depth else None)
         self.new_centers(source)
         ss = self.summary_spec
         done = cl.enqueue_nd_range_kernel(q, self.summaries[slot], (ss.wg,), (ss.wg,))

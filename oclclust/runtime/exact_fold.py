@@ -91,6 +91,31 @@ def fold_parts(blocks, size, units):
                                -(-blocks // FOLD_BLOCKS))))
 
 
+class FetchedKernels:
+    """Kernels fetched once for one owner on one queue (a fold's, the block
+    sums'), each spec noted once per recording for the fit's ``kernels_``
+    (kernel_recorder.note, as kernel() notes it): an owner pooled across
+    fits launches them every iteration, where a look-up a launch was a
+    small fit's host work."""
+
+    def __init__(self, queue):
+        self.queue = queue
+        self._kernels = {}     # name -> its SharedKernel (kernel())
+        self._noted = {}       # name -> the recorders (a fit's) that last noted its spec
+
+    def __call__(self, spec, name):
+        """The kernel *name* of *spec*, noted for the fit under way: once
+        for the recorders active (one tuple a fit, and a fit inside it)."""
+        kern = self._kernels.get(name)
+        if kern is None:
+            kern = self._kernels[name] = kernel(self.queue.context, spec, name)
+        recorders = active_recorders()
+        if self._noted.get(name) is not recorders:
+            note(self.queue.context, spec)
+            self._noted[name] = recorders
+        return kern
+
+
 class Fold:
     """The exact fold of one statistic of a pass (*shape*) on a device
     (*queue*): its grid uploaded once per ``set_bounds``, its words in a
@@ -111,21 +136,7 @@ class Fold:
         self._partial = None   # the parts' words (enqueue), made on first use
         self._units = queue.device.max_compute_units
         self._parts = {}       # blocks -> parts (enqueue)
-        self._kernels = {}     # name -> its SharedKernel (kernel())
-        self._noted = {}       # name -> the recorders (a fit's) that last noted its spec
-
-    def _kernel(self, spec, name):
-        """The kernel *name* of *spec* (fetched once), its spec noted for
-        the fit under way (kernel_recorder.note, as kernel() notes it): once
-        for the recorders active (one tuple a fit, and a fit inside it)."""
-        kern = self._kernels.get(name)
-        if kern is None:
-            kern = self._kernels[name] = kernel(self.queue.context, spec, name)
-        recorders = active_recorders()
-        if self._noted.get(name) is not recorders:
-            note(self.queue.context, spec)
-            self._noted[name] = recorders
-        return kern
+        self._kernel = FetchedKernels(queue)
 
     def set_bounds(self, bounds):
         """The grid from *bounds* (broadcast to the shape): one block's
@@ -158,25 +169,42 @@ class Fold:
         self.lsb = self._bounds = None
         self._lsb_on_device = True
 
-    def enqueue(self, part, blocks):
+    def enqueue(self, part, blocks, paired=None):
         """Fold *blocks* partials of *part* (blocks x size float64) into
         ``out``: in parts of the blocks, then the parts' words added, where
         the elements alone would leave the device idle (FOLD_ITEMS work-items
-        a compute unit)."""
-        wg, items = 64, -(-self.size // 64) * 64
-        parts = self._parts.get(blocks)
+        a compute unit).  *paired*: (another Fold on this queue, its
+        partials of as many blocks), folded in the same launches (a small
+        fit's iteration is bound by its launches)."""
+        other, other_part = paired or (None, None)
+        size_b = other.size if other else 0
+        wg, items = 64, -(-(self.size + size_b) // 64) * 64
+        parts = self._parts.get((blocks, size_b))
         if parts is None:
-            parts = self._parts[blocks] = fold_parts(blocks, self.size, self._units)
-        if parts > 1 and (self._partial is None or self._partial.size < parts * self.out.size):
-            self._partial = cla.empty(self.queue, parts * self.out.size, np.float64)
-        target = self._partial if parts > 1 else self.out
+            parts = self._parts[blocks, size_b] = fold_parts(blocks, self.size + size_b,
+                                                             self._units)
+        targets = [fold._target(parts) for fold in (self, other or self)]
+        b = ((other_part, other.lsb_dev, targets[1]) if other else
+             (part, self.lsb_dev, targets[0]))   # (unread: size_b 0)
         self._kernel(FOLD_SPEC, "exact_fold")(
             self.queue, (items, parts), (wg, 1), part.data, np.int64(blocks),
-            np.int64(self.size), self.lsb_dev.data, target.data)
+            np.int64(self.size), self.lsb_dev.data, targets[0].data, b[0].data,
+            np.int64(size_b), b[1].data, b[2].data)
         if parts > 1:
+            out_b = other.out if other else self.out
             self._kernel(FOLD_SPEC, "exact_fold_parts")(
-                self.queue, (items,), (wg,), self._partial.data, np.int64(parts),
-                np.int64(self.size), self.out.data)
+                self.queue, (items,), (wg,), targets[0].data, np.int64(parts),
+                np.int64(self.size), self.out.data, targets[1].data, np.int64(size_b),
+                out_b.data)
+
+    def _target(self, parts):
+        """Where exact_fold writes this fold's words in *parts* parts: ``out``
+        (one), else the parts' array (made or grown here)."""
+        if parts == 1:
+            return self.out
+        if self._partial is None or self._partial.size < parts * self.out.size:
+            self._partial = cla.empty(self.queue, parts * self.out.size, np.float64)
+        return self._partial
 
     def enqueue_total(self, gathered, parts):
         """Enqueue the total of *parts* folds' words (device array
@@ -186,7 +214,7 @@ class Fold:
         wg = 64
         self._kernel(FOLD_SPEC, "exact_fold_parts")(
             self.queue, (-(-self.size // wg) * wg,), (wg,), gathered.data, np.int64(parts),
-            np.int64(self.size), self.out.data)
+            np.int64(self.size), self.out.data, gathered.data, np.int64(0), self.out.data)
 
     def enqueue_value(self, values):
         """Enqueue ``out`` rounded to float64 into device array *values*
@@ -279,17 +307,34 @@ def _block_sums_spec(dtype, weight_dtype):
                          else weight_dtype.name)
 
 
+class BlockSums:
+    """The float64 sum of each block of *values* (n, a device array; times
+    *weights* when not None) on *queue*, enqueued into a device array (one
+    double a block) every iteration of a fit."""
+
+    def __init__(self, queue, values, weights, n, block_rows):
+        self.queue, self.blocks = queue, blocks_of(n, block_rows)
+        self.values, self.weights, self.n = values, weights, n
+        self.spec = _block_sums_spec(values.dtype, None if weights is None else weights.dtype)
+        self.args = (values.data, (weights if weights is not None else values).data,
+                     np.int64(n), np.int64(block_rows))
+        self._kernel = FetchedKernels(queue)
+
+    def of(self, values, weights, n):
+        """Whether these are its rows' values (a pooled pass's rows change)."""
+        return values is self.values and weights is self.weights and n == self.n
+
+    def enqueue(self, out):
+        if self.blocks:
+            self._kernel(self.spec, "block_sums")(
+                self.queue, (self.blocks * 256,), (256,), *self.args, out.data)
+
+
 def enqueue_block_sums(queue, values, weights, n, block_rows, out):
     """Enqueue the float64 sum of each block of *values* (n, a device array;
-    times *weights* when not None) into *out* (one double a block)."""
-    spec = _block_sums_spec(values.dtype, None if weights is None else weights.dtype)
-    blocks = blocks_of(n, block_rows)
-    if blocks == 0:
-        return
-    kernel(queue.context, spec, "block_sums")(
-        queue, (blocks * 256,), (256,), values.data, (weights if weights is not None
-                                                      else values).data,
-        np.int64(n), np.int64(block_rows), out.data)
+    times *weights* when not None) into *out* (one double a block), once
+    (BlockSums: every iteration)."""
+    BlockSums(queue, values, weights, n, block_rows).enqueue(out)
 
 
 def _absmax(part, x, n, d, stride):

@@ -1,17 +1,19 @@
 <%doc>
 Split-free sums on the device: exact_fold's words rounded to float64 as the
-host's ExactWords.value() rounds an array's (runtime/exact_sums.py): the
-words from the top down, each scaled to its grid (exact) and added in
-float64, a non-finite partials' sum winning; the same words give the same
-bits here and there (no contraction, no fast-math: IEEE sums).  For a
-device-resident update (passes/lloyd_update.py) that computes from the
-totals what the host would.
+host's ExactWords.value() rounds an array's (runtime/exact_sums.py; the
+rounding is common/exact_words.cl.mako's), so the same words give the same
+bits here and there.  For a device-resident update that computes from the
+totals what the host would (passes/lloyd_shared.py, passes/gmm.py,
+passes/cmeans.py; KMeans' one-device update rounds its folds' words in
+lloyd_new_centers.cl.mako instead, a launch fewer).
 Reads spec: nothing beyond the prelude (acc_double).
 Input: 4 x size doubles (exact_fold's out), lsb (size exponents); output:
 size doubles.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
+<%namespace name="words" file="/common/exact_words.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
+${words.rounded()}
 
 __kernel void exact_value(__global const double *restrict words, const long size,
                           __global const int *restrict lsb, __global double *restrict out)
@@ -19,9 +21,5 @@ __kernel void exact_value(__global const double *restrict words, const long size
     const long e = get_global_id(0);
     if (e >= size)
         return;
-    double total = 0.0;
-    for (int i = 2; i >= 0; --i)
-        total += ldexp(words[i * size + e], lsb[e] + 40 * i);
-    const double special = words[3 * size + e];
-    out[e] = special != 0 ? special : total;
+    out[e] = exact_rounded(words, size, e, lsb[e]);
 }

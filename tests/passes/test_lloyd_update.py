@@ -91,10 +91,18 @@ def test_new_centers_are_the_host_update_and_upload(profile, variant, dtype):
         sums[7] = 3e38 * weights[7]            # its norm overflows float32
     q = part.queue
     resident.start(old, cla.empty(q, n, np.int32))
-    resident.sums.set(sums.ravel(), q)
-    resident.weights.set(weights, q)
+    if lp.exact:   # the update rounds the folds' words: the values folded as one block's
+        for name, values in (("sums", sums), ("weights", weights)):
+            fold = lp.folds[name]
+            fold.set_bounds(np.maximum(np.abs(values), 1.0).reshape(fold.shape))
+            fold.enqueue(cla.to_device(q, values.ravel()), 1)
+    else:
+        resident.sums.set(sums.ravel(), q)
+        resident.weights.set(weights, q)
     resident.new_centers(0)
     new = centers_update(sums, weights, old)
+    for got, values in ((resident.sums, sums), (resident.weights, weights)):
+        np.testing.assert_array_equal(got.get(q), values.ravel())   # what the summary reads
     np.testing.assert_array_equal(resident.buffers[1].get(q).reshape(k, d), new)
     np.testing.assert_array_equal(resident.moved.get(q).reshape(k, d), (new - old) ** 2)
     got = [a.get(q) for a in (lp.centers, lp.norms) + ((lp.center_rows,)

@@ -77,6 +77,22 @@ def test_device_fold_matches_the_host_word_for_word(queue, blocks):
     assert device.value()[3] == np.inf
 
 
+@pytest.mark.parametrize("blocks", [1, exact_fold.FOLD_ALONE + 1, 300])
+def test_paired_folds_are_each_folds_words(queue, blocks):
+    """Two statistics folded in one launch (a pass's sums and weights): each
+    the host's words on its own grid, in one part or several."""
+    sums = partials(blocks, SCALES, seed=blocks)
+    weights = partials(blocks, SCALES[:3], seed=blocks + 1) * 1e3
+    folds = [Fold(queue, (len(SCALES),)), Fold(queue, (3,))]
+    for fold, part in zip(folds, (sums, weights)):
+        fold.set_bounds(np.abs(part).max(axis=0))
+    folds[0].enqueue(cla.to_device(queue, sums.ravel()), blocks,
+                     paired=(folds[1], cla.to_device(queue, weights.ravel())))
+    for fold, part in zip(folds, (sums, weights)):
+        host = ExactWords.of_partials(part, fold.lsb, fold.shape)
+        assert np.array_equal(fold.words(fold.out.get(queue)).words, host.words)
+
+
 @pytest.mark.one_runtime   # host code alone: the same on any runtime
 @pytest.mark.parametrize("blocks, size, units, parts", [
     (exact_fold.FOLD_ALONE, 512, 132, 1), (98, 512, 132, 10), (66, 100_000, 132, 3),
