@@ -16,6 +16,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import KernelBuildError
+from ..runtime.exact_fold import host_magnitudes
 from ..runtime.exact_sums import block_rows_for
 from ..runtime.partition import DevicePartition
 from .calibration import Calibration, recalled_rate, remember_rates
@@ -24,6 +25,9 @@ from .shares import kept_rates, leave_aside_unlike, measuring, split_rows
 from .sharded_data import ShardedData, combined_magnitudes, combined_mean_var_finite
 
 DEVICE_ERRORS = (cl.Error, KernelBuildError)
+# host rows up to this many: their magnitudes taken on the host, where a
+# device's kernel and read cost a small fit more than the rows' own scan
+HOST_MAGNITUDE_ROWS = 1 << 16
 
 
 class DeviceFailure(RuntimeError):
@@ -239,7 +243,10 @@ class DeviceData(ShardedData):
     def magnitudes(self):
         """(max |x| of each column, max weight) over all rows (one pass, kept)."""
         if getattr(self, "_magnitudes", None) is None:
-            self._magnitudes = combined_magnitudes(self)
+            X, w = self.source, self.sample_weight
+            on_host = isinstance(X, np.ndarray) and 0 < self.n <= HOST_MAGNITUDE_ROWS
+            self._magnitudes = (host_magnitudes(X, w, self.dtype) if on_host else
+                                combined_magnitudes(self))
         return self._magnitudes
 
     def reshard(self):

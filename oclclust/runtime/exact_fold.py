@@ -337,6 +337,15 @@ def enqueue_block_sums(queue, values, weights, n, block_rows, out):
     BlockSums(queue, values, weights, n, block_rows).enqueue(out)
 
 
+def host_magnitudes(X, sample_weight, dtype):
+    """magnitudes_of host rows *X* (and weights) as a device holds them (in
+    *dtype*): the same maxima (exact; NaN where a NaN is)."""
+    absmax = np.abs(np.asarray(X, dtype)).max(axis=0).astype(np.float64)
+    wmax = (1.0 if sample_weight is None else
+            float(np.abs(np.asarray(sample_weight, dtype)).max()))
+    return absmax, wmax
+
+
 def _absmax(part, x, n, d, stride):
     """max |x| of each of the *d* columns of device rows *x* (float64; NaN
     where a NaN is): exact, so the same over any split."""

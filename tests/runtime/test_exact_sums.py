@@ -261,14 +261,23 @@ def test_block_sums(queue, weighted):
     np.testing.assert_allclose(out.get(queue), expected, rtol=1e-12)
 
 
-def test_magnitudes_of_a_partition(profile):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("special", [None, np.nan, -np.inf])
+def test_magnitudes_of_a_partition(profile, dtype, special):
+    """The device's column maxima are the host's (host_magnitudes: a small
+    fit's), of the rows as the device holds them (float32: rounded)."""
     rng = np.random.default_rng(4)
     X = rng.standard_normal((3000, 5)) * [1, 1e3, 1e-3, 0, 7]
+    if special is not None:
+        X[1234, 2] = special
     w = rng.random(3000) * 4
-    part = DevicePartition(profile, X, w)
+    part = DevicePartition(profile, X, w, dtype=dtype)
     absmax, wmax = exact_fold.magnitudes_of(part)
-    assert np.array_equal(absmax, np.abs(X).max(axis=0))
-    assert wmax == w.max()
+    host_absmax, host_wmax = exact_fold.host_magnitudes(X, w, np.dtype(dtype))
+    np.testing.assert_array_equal(absmax, host_absmax)   # NaN where NaN
+    assert wmax == host_wmax == w.astype(dtype).max()
+    if special is None:
+        assert np.array_equal(absmax, np.abs(X.astype(dtype)).max(axis=0))
 
 
 @pytest.mark.one_runtime   # host code alone: the same on any runtime
