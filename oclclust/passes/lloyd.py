@@ -529,13 +529,7 @@ class LloydPass:
         and min_dist's weighted block sums (into *inertia*, a device array
         of ``blocks`` doubles; default ``block_inertia``)."""
         part, q = self.part, self.part.queue
-        magnitudes = exact_fold.magnitudes_of(part)
-        if self.update and self._grids_of is not magnitudes:   # (k x d bounds compared)
-            absmax, wmax = magnitudes
-            bound = self.block_rows * wmax
-            for name, fold in self.folds.items():
-                fold.set_bounds(bound * absmax[None, :] if name == "sums" else bound)
-            self._grids_of = magnitudes
+        self.set_grids()
         if self.update:   # both in one launch
             self.folds["sums"].enqueue(self.part_sums, self.partials,
                                        paired=(self.folds["weights"], self.part_weights))
@@ -544,6 +538,17 @@ class LloydPass:
             sums = self._block_sums = exact_fold.BlockSums(q, self.min_dist, part.weights,
                                                            part.n, self.block_rows)
         sums.enqueue(self.block_inertia if inertia is None else inertia)
+
+    def set_grids(self):
+        """The folds' grids from the fit's magnitudes (set where they change:
+        a pooled pass's partition does)."""
+        magnitudes = exact_fold.magnitudes_of(self.part)
+        if self.update and self._grids_of is not magnitudes:   # (k x d bounds compared)
+            absmax, wmax = magnitudes
+            bound = self.block_rows * wmax
+            for name, fold in self.folds.items():
+                fold.set_bounds(bound * absmax[None, :] if name == "sums" else bound)
+            self._grids_of = magnitudes
 
     def _launch_exact(self, host):
         """launch()'s split-free statistics enqueued and their reads."""

@@ -37,8 +37,10 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from ..runtime.codegen import Spec, own_kernel
+from ..runtime.exact_fold import FOLD_BLOCKS
 from ..runtime.exact_sums import blocks_of, rounded_sum
 from ..runtime.kernel_recorder import note
+from ..runtime.profiles import declare_terms, term
 from ..runtime.reduce import ReduceSpec
 from ..runtime.transfer import PinnedStaging
 from .distance_tile import power_of_two_at_most
@@ -72,6 +74,48 @@ class CentersSpec(Spec):
     words: bool = False
 
 
+@declare_terms
+@dataclasses.dataclass(frozen=True)
+class UpdateTerms:
+    """``group`` 1: a small split-free fit's update by one work-group, one
+    launch (GroupUpdateSpec: group_update_spec says which fits), instead
+    of the block sums, the folds, new_centers and the summary apart."""
+    group: int = term("lloyd_update_group", 0, 1)
+
+
+# a fit's update is one work-group's where that group's work (its rows'
+# distances, its folds' partials and centres) is at most this many values
+GROUP_UPDATE_VALUES = 1 << 18
+
+
+@dataclasses.dataclass(frozen=True)
+class GroupUpdateSpec(CentersSpec):
+    """The update as one work-group's launch (lloyd_update_group.cl.mako):
+    the block sums, the folds, new_centers (``words``) and the summary, by
+    the same code as their own kernels, so the same bits."""
+    template = "lloyd_update/lloyd_update_group.cl.mako"
+    wg: int = 256
+
+    def template_args(self):
+        return dict(super().template_args(), levels=self.wg.bit_length() - 1)
+
+
+def group_update_spec(lloyd_pass, centers_spec):
+    """The GroupUpdateSpec of *lloyd_pass*'s update (CentersSpec
+    *centers_spec*, rounding its folds' words) where its profile asks for
+    one (UpdateTerms) and the fit is small: unweighted rows (the block sums'
+    products), the group's work at most GROUP_UPDATE_VALUES values and its
+    folds' blocks within one fold's (FOLD_BLOCKS); else None."""
+    lp = lloyd_pass
+    part, k = lp.part, lp.k
+    work = part.n + lp.partials * k * (part.d + 1)
+    if not (centers_spec.words and part.profile.terms(UpdateTerms).group and not part.weighted
+            and work <= GROUP_UPDATE_VALUES and lp.partials <= FOLD_BLOCKS):
+        return None
+    wg = power_of_two_at_most(min(256, part.profile.max_work_group_size))
+    return GroupUpdateSpec(**dict(dataclasses.asdict(centers_spec), wg=wg))
+
+
 @dataclasses.dataclass(frozen=True)
 class SummarySpec(Spec):
     template = "lloyd_update/lloyd_summary.cl.mako"
@@ -82,6 +126,8 @@ class SummarySpec(Spec):
     def template_args(self):
         return dict(super().template_args(), levels=self.wg.bit_length() - 1)
 
+
+GROUP_INERTIA_ARG, GROUP_SLOT_ARG = 3, 25   # update_group's arguments set at each launch
 
 # what summarize writes, in order
 SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY, RECHECKED = range(6)
@@ -224,20 +270,39 @@ class ResidentCenters:
             kern.set_args(partial.data, np.int64(lp.partials), np.int64(size), out.data)
             self.reduces.append((kern, (-(-size // 64) * 64,), (64,)))
         cs = self.centers_spec
+        # small fits: the update by one work-group (none of the kernels
+        # below), a kernel object from each ring buffer (the slot's block
+        # sums and number set at each launch)
+        self.group_spec = gs = group_update_spec(lp, cs)
         # split-free: the folds' words and grids, which the update rounds
         words = (() if not cs.words else
                  tuple(buf.data for name in ("sums", "weights")
                        for buf in (lp.folds[name].out, lp.folds[name].lsb_dev)))
         self.updates = []
-        for i, old in enumerate(self.buffers):
+        for i, old in enumerate(() if gs else self.buffers):
             kern = own_kernel(ctx, cs, "new_centers")
             kern.set_args(self.sums.data, self.weights.data, old.data,
                           self.buffers[(i + 1) % len(self.buffers)].data, self.moved.data,
                           layout_buf.data, rows_buf.data, lp.norms.data, *words)
             self.updates.append(kern)
         self.update_size = ((-(-k // cs.wg) * cs.wg,), (cs.wg,))
+        self.groups = []
+        for i, old in enumerate(self.buffers if gs else ()):
+            kern = own_kernel(ctx, gs, "update_group")
+            folds = lp.folds["sums"], lp.folds["weights"]
+            rechecked = lp.part_rechecked if spec.rechecks else lp.part_flags   # unread: 0
+            kern.set_args(
+                lp.min_dist.data, np.int64(part.n), np.int64(lp.block_rows),
+                lp.block_inertia.data, lp.part_sums.data, lp.part_weights.data,
+                np.int64(lp.partials), folds[0].out.data, folds[0].lsb_dev.data,
+                folds[1].out.data, folds[1].lsb_dev.data, self.sums.data, self.weights.data,
+                old.data, self.buffers[(i + 1) % len(self.buffers)].data, self.moved.data,
+                layout_buf.data, rows_buf.data, lp.norms.data, lp.part_inertia.data,
+                lp.part_flags.data, np.int64(lp.groups), rechecked.data,
+                np.int64(lp.groups if spec.rechecks else 0), self.results.data, np.int64(0))
+            self.groups.append(kern)
         self.summaries = []
-        for slot in range(self.n_slots):
+        for slot in range(0 if gs else self.n_slots):
             kern = own_kernel(ctx, ss, "summarize")
             rechecked = lp.part_rechecked if spec.rechecks else lp.part_flags   # unread: 0
             kern.set_args(self.moved.data, np.int64(k * d), lp.part_inertia.data,
@@ -250,7 +315,7 @@ class ResidentCenters:
         self.split = None        # mma: the new centres split in its fragments' order
         # the update's kernels, noted again by each fit that starts this
         # (pooled) state: kernel_recorder.note
-        self.reduce_spec, self.update_specs = rs, (cs, ss)
+        self.reduce_spec, self.update_specs = rs, (gs,) if gs else (cs, ss)
         if spec.variant == "mma":
             split, global_size, local_size = split_plan(spec)
             kern = own_kernel(ctx, split, "split_centers")
@@ -312,11 +377,21 @@ class ResidentCenters:
                                         self.weights))
         self.enqueue_pass()
         lp = self.lloyd
-        if lp.exact:   # the folds, which new_centers rounds
-            lp.enqueue_exact(self.block_inertia[slot] if self.depth else None)
-        self.new_centers(source)
-        ss = self.summary_spec
-        done = cl.enqueue_nd_range_kernel(q, self.summaries[slot], (ss.wg,), (ss.wg,))
+        if self.groups:   # the whole update in one launch
+            inertia = self.block_inertia[slot] if self.depth else lp.block_inertia
+            lp.set_grids()
+            kern, wg = self.groups[source], self.group_spec.wg
+            kern.set_arg(GROUP_INERTIA_ARG, inertia.data)
+            kern.set_arg(GROUP_SLOT_ARG, np.int64(slot))
+            done = cl.enqueue_nd_range_kernel(q, kern, (wg,), (wg,))
+            if self.split is not None:
+                cl.enqueue_nd_range_kernel(q, *self.split)
+        else:
+            if lp.exact:   # the folds, which new_centers rounds
+                lp.enqueue_exact(self.block_inertia[slot] if self.depth else None)
+            self.new_centers(source)
+            ss = self.summary_spec
+            done = cl.enqueue_nd_range_kernel(q, self.summaries[slot], (ss.wg,), (ss.wg,))
         self.pending.append([target, slot, done, None])
 
     def _read(self, count):

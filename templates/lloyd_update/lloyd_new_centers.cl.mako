@@ -28,32 +28,8 @@ and sum rounds as numpy's.
 ${exact.rounded()}
 % endif
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void new_centers(
-% if words:
-    __global double *restrict sums,           /* K x D: the words' values, written */
-    __global double *restrict weights,        /* K: the same */
-% else:
-    __global const double *restrict sums,     /* K x D, reduced */
-    __global const double *restrict weights,  /* K, reduced */
-% endif
-    __global const double *restrict old,      /* K x D centres of this pass */
-    __global double *restrict next,           /* K x D: the new ones */
-    __global double *restrict moved,          /* K x D: (next - old)^2 */
-    __global real_t *restrict centers,        /* the next pass's layout */
-    __global real_t *restrict center_rows,    /* K x D (gemm, mma) */
-    __global real_t *restrict norms           /* KP; the padding stays +inf */
-% if words:
-    , __global const double *restrict sum_words,     /* 4 x K x D (exact_fold's out) */
-    __global const int *restrict sum_lsb,            /* K x D */
-    __global const double *restrict weight_words,    /* 4 x K */
-    __global const int *restrict weight_lsb          /* K */
-% endif
-    )
-{
-    const int j = get_global_id(0);
-    if (j >= K)
-        return;
+## centre j's update (the kernel's argument names): also lloyd_update_group.cl.mako's
+<%def name="new_center()">\
 % if words:
     const double w = exact_rounded(weight_words, K, j, weight_lsb[j]);
     weights[j] = w;
@@ -93,4 +69,33 @@ void new_centers(
 % endif
     }
     norms[j] = (real_t)norm;
+</%def>
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void new_centers(
+% if words:
+    __global double *restrict sums,           /* K x D: the words' values, written */
+    __global double *restrict weights,        /* K: the same */
+% else:
+    __global const double *restrict sums,     /* K x D, reduced */
+    __global const double *restrict weights,  /* K, reduced */
+% endif
+    __global const double *restrict old,      /* K x D centres of this pass */
+    __global double *restrict next,           /* K x D: the new ones */
+    __global double *restrict moved,          /* K x D: (next - old)^2 */
+    __global real_t *restrict centers,        /* the next pass's layout */
+    __global real_t *restrict center_rows,    /* K x D (gemm, mma) */
+    __global real_t *restrict norms           /* KP; the padding stays +inf */
+% if words:
+    , __global const double *restrict sum_words,     /* 4 x K x D (exact_fold's out) */
+    __global const int *restrict sum_lsb,            /* K x D */
+    __global const double *restrict weight_words,    /* 4 x K */
+    __global const int *restrict weight_lsb          /* K */
+% endif
+    )
+{
+    const int j = get_global_id(0);
+    if (j >= K)
+        return;
+${new_center()}\
 }

@@ -24,6 +24,8 @@ Reads spec: k, wg (a power of two).
 #define BLOCK 128              /* numpy's PW_BLOCKSIZE */
 #define STACK 64               /* deeper than any array's tree */
 
+## numpy's pairwise sums by a work-group: also lloyd_update_group.cl.mako's
+<%def name="functions()">\
 static long half_of(const long n)
 {
     const long h = n / 2;
@@ -124,21 +126,9 @@ static double group_pairwise(__global const double *restrict a, const long n,
     barrier(CLK_LOCAL_MEM_FENCE);   /* vals is free again */
     return total;
 }
-
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void summarize(
-    __global const double *restrict moved,          /* n_moved squared moves */
-    const long n_moved,
-    __global const double *restrict part_inertia,   /* groups */
-    __global const int *restrict part_flags,        /* groups x 2: changed, non-finite */
-    const long groups,
-    __global const int *restrict part_rechecked,    /* rechecked_groups: re-checked rows */
-    const long rechecked_groups,                    /* 0 (the pass re-checks none) or groups */
-    __global const double *restrict weights,        /* K */
-    __global double *restrict results,              /* slots x 6: shift, inertia, changed,
-                                                       non-finite, empty, re-checked */
-    const long slot)                                /* the slot this one writes */
-{
+</%def>
+## the summary into results' slot *slot* (the kernel's argument names)
+<%def name="summary()">\
     __global double *restrict result = results + 6 * slot;
     __local double vals[WG];
     __local long counts[3 * WG];
@@ -178,4 +168,21 @@ void summarize(
         result[4] = empty;
         result[5] = (double)counts[2 * WG];
     }
+</%def>
+${functions()}
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void summarize(
+    __global const double *restrict moved,          /* n_moved squared moves */
+    const long n_moved,
+    __global const double *restrict part_inertia,   /* groups */
+    __global const int *restrict part_flags,        /* groups x 2: changed, non-finite */
+    const long groups,
+    __global const int *restrict part_rechecked,    /* rechecked_groups: re-checked rows */
+    const long rechecked_groups,                    /* 0 (the pass re-checks none) or groups */
+    __global const double *restrict weights,        /* K */
+    __global double *restrict results,              /* slots x 6: shift, inertia, changed,
+                                                       non-finite, empty, re-checked */
+    const long slot)                                /* the slot this one writes */
+{
+${summary()}\
 }

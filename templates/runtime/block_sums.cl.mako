@@ -7,29 +7,17 @@ Reads spec: weighted, weight_dtype (as weight_t: the weights' C type).
 Input: n values (and weights); output: one double a block.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
+<%namespace name="words" file="/common/exact_words.cl.mako"/>
 #define WG 256
+${words.block_sum(weighted, weight_t)}
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void block_sums(__global const real_t *restrict values, __global const ${weight_t} *restrict w,
                 const long n, const long block_rows, __global double *restrict out)
 {
     __local double tree[WG];
-    const int lid = get_local_id(0);
-    const long lo = get_group_id(0) * block_rows, hi = min(n, lo + block_rows);
-    double s = 0;
-    for (long i = lo + lid; i < hi; i += WG)
-% if weighted:
-        s += (double)w[i] * (double)values[i];
-% else:
-        s += (double)values[i];
-% endif
-    tree[lid] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int span = WG / 2; span > 0; span >>= 1) {
-        if (lid < span)
-            tree[lid] += tree[lid + span];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0)
-        out[get_group_id(0)] = tree[0];
+    const long lo = get_group_id(0) * block_rows;
+    const double total = group_block_sum(values, w, lo, min(n, lo + block_rows), tree);
+    if (get_local_id(0) == 0)
+        out[get_group_id(0)] = total;
 }

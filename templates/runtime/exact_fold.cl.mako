@@ -15,25 +15,9 @@ one launch (a k-means pass's sums and weights: size_b elements after the
 first's size, each with its own partials, grid and output; size_b 0: one).
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
+<%namespace name="words" file="/common/exact_words.cl.mako"/>
 
-/* carries: the two lower words into [0, 2^40) (floor division by 2^40);
-   then the words as doubles (whole numbers under 2^53) */
-void store_words(long w0, long w1, long w2, const double special, const long size,
-                 __global double *restrict out)
-{
-    const long mask = (1L << 40) - 1;
-    long low = w0 & mask;
-    w1 += (w0 - low) / (1L << 40);
-    w0 = low;
-    low = w1 & mask;
-    w2 += (w1 - low) / (1L << 40);
-    w1 = low;
-    out[0] = (double)w0;
-    out[size] = (double)w1;
-    out[2 * size] = (double)w2;
-    out[3 * size] = special;
-}
-
+${words.fold()}
 /* work-item (e, p): element e's partials of blocks p*per .. (p+1)*per - 1,
    into part p of *out* (parts x 4 x size; with one part, the words); the
    elements from size on are the second statistic's (the _b arguments) */
@@ -52,31 +36,8 @@ void exact_fold(__global const double *part, const long blocks, long size,
         part = part_b, size = size_b, lsb = lsb_b, out = out_b;
     }
     const long per = (blocks + parts - 1) / parts;
-    const long b0 = p * per, b1 = min(blocks, b0 + per);
-    /* the grid's scale 2^-lsb as two powers of two (each a double even
-       where 2^-lsb is not): two exact products, cheaper than ldexp */
-    const int shift = -lsb[e], part1 = shift / 2;
-    const double scale1 = ldexp(1.0, part1), scale2 = ldexp(1.0, shift - part1);
-    /* whole numbers under 2^40 added in double: exact for up to 2^13 of
-       them (Fold.enqueue keeps a part's blocks to that) */
-    double w0 = 0, w1 = 0, w2 = 0, special = 0;
-    for (long b = b0; b < b1; ++b) {
-        const double raw = part[b * size + e];
-        const int finite = isfinite(raw);
-        special += finite ? 0.0 : raw;
-        /* v on the grid, cut toward zero at 2^80 and 2^40: every step but
-           the last rint is exact (each remainder keeps v's own bits and
-           sign), so the three signed words add to v's grid value */
-        const double s = (finite ? raw : 0.0) * scale1 * scale2;
-        const double h2 = (double)(long)(s * 0x1p-80);   /* toward zero, as trunc */
-        const double r = s - h2 * 0x1p80;
-        const double h1 = (double)(long)(r * 0x1p-40);
-        const double low = r - h1 * 0x1p40;
-        w0 += (double)(long)(low + copysign(0.5, low));   /* to nearest, half away */
-        w1 += h1;
-        w2 += h2;
-    }
-    store_words((long)w0, (long)w1, (long)w2, special, size, out + p * 4 * size + e);
+    fold_words(part, p * per, min(blocks, p * per + per), size, e, lsb[e],
+               out + p * 4 * size);
 }
 
 /* the parts' words added (integers: in any order the same), carried again;

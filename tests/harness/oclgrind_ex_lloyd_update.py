@@ -55,8 +55,9 @@ def exercise_summary(device, log):
 
 def exercise_fits(device, log):
     """Fits with the update on the device and on the host, each Lloyd
-    variant, weighted and not; one initial centre far from every row (its
-    cluster empty: the host's first iteration)."""
+    variant, weighted and not, and gemm's with the update by one work-group
+    (unweighted: lloyd_update_group.cl.mako); one initial centre far from
+    every row (its cluster empty: the host's first iteration)."""
     count = 0
     for dtype, fp64 in PRECISIONS:
         if not fp64:
@@ -65,12 +66,13 @@ def exercise_fits(device, log):
         init = X[[0, 9, 18, 27, 36]].astype(np.float64)
         init[4] = 1e3
         for terms in (LLOYD_PROFILE, dict(LLOYD_PROFILE, lloyd_variant="rowwise"),
-                      GEMM_PROFILE):
+                      GEMM_PROFILE, dict(GEMM_PROFILE, lloyd_update_group=1)):
             profile = profile_for(device, fp64, **terms)
             for weights in (None, w):
                 fits = []
                 for on in (True, False):
                     mark(f"lloyd_update fit {dtype} {terms.get('lloyd_variant', 'tiled')} "
+                         f"group={terms.get('lloyd_update_group', 0)} "
                          f"weighted={weights is not None} device={on}")
                     saved, kmeans.DEVICE_UPDATE = kmeans.DEVICE_UPDATE, on
                     try:
@@ -93,4 +95,5 @@ def exercise_fits(device, log):
 EXERCISERS = {
     "lloyd_summary.cl.mako": [exercise_summary, exercise_fits],
     "lloyd_new_centers.cl.mako": [exercise_fits],
+    "lloyd_update_group.cl.mako": [exercise_fits],
 }

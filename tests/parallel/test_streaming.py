@@ -153,13 +153,16 @@ def test_uploads_and_downloads_through_pinned_pieces(profile, monkeypatch, name)
     np.testing.assert_array_equal(got.predict(X), want.predict(X.astype(np.float32)))
 
 
-def test_labels_and_distances_come_back_without_streaming_the_rows(profile, counted):
+def test_labels_and_distances_come_back_without_streaming_the_rows(profile, counted,
+                                                                  monkeypatch):
     """Reading the chunks' own arrays (labels, distances) streams no rows:
     after a pass (every row read once: its first two chunks read ahead by
     the pass before, the next pass's first two read ahead by it),
     LloydShards.labels / min_dist / set_labels read nothing more from the
     host rows."""
     from oclclust.cluster.kmeans.lloyd_shards import LloydShards
+    from oclclust.parallel import device_data
+    monkeypatch.setattr(device_data, "HOST_MAGNITUDE_ROWS", 0)   # the magnitudes streamed
     X = data(np.float32, seed=4)
     layout = eighth(profile, X, np.float32).scatter(X)
 

@@ -23,6 +23,9 @@ from oclclust.runtime.partition import DevicePartition
 # it the gemm variant's kernels (test_lloyd_mma checks that), whose cases it would repeat
 VARIANTS = ["tiled", "rowwise", "blocked", "gemm"] + (
     ["mma"] if any(tensor_cores(p) for ps in PLATFORMS.values() for p in ps) else [])
+# whole fits also with a small fit's update by one work-group (UpdateTerms)
+GROUPED = "-group"
+FIT_VARIANTS = VARIANTS + [v + GROUPED for v in VARIANTS if v in ("gemm", "mma")]
 
 
 def needs_fp64(profile):
@@ -139,7 +142,9 @@ def fit(profile, X, device, sw=None, variant=None, **params):
         return out
     spec = params.pop("ahead", None)
     depth = params.pop("depth", None)
-    prof = profile if variant is None else profile.replace(lloyd_variant=variant)
+    grouped = variant is not None and variant.endswith(GROUPED)
+    prof = profile if variant is None else profile.replace(
+        lloyd_variant=variant.removesuffix(GROUPED), lloyd_update_group=int(grouped))
     saved = kmeans.DEVICE_UPDATE
     try:
         kmeans.DEVICE_UPDATE = device
@@ -169,7 +174,7 @@ SHAPES = [(900, 3, 5), (2500, 17, 40), (3000, 40, 70)]
 
 
 @pytest.mark.covering(1)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", FIT_VARIANTS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
@@ -182,6 +187,9 @@ def test_resident_fit_is_the_host_fit(profile, variant, shape, dtype, weighted):
     device, steps = fit(profile, X, True, sw, variant, **params)
     assert not none
     assert_same_fit(device, host)
+    grouped = "lloyd_update/lloyd_update_group.cl.mako" in {r["template"]
+                                                            for r in device.kernels_}
+    assert grouped == (variant.endswith(GROUPED) and profile.fp64 and not weighted)
     if profile.fp64:
         assert len(steps) == device.n_iter_ and not any(steps)
     else:
@@ -194,7 +202,7 @@ DEPTHS = [0, 1, 4]
 
 
 @pytest.mark.parametrize("depth", DEPTHS)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", FIT_VARIANTS)
 @pytest.mark.parametrize("stop", ["tol", "no change", "max_iter"])
 @pytest.mark.covering(2)
 def test_every_way_to_stop(profile, variant, stop, depth):
@@ -216,7 +224,7 @@ def test_every_way_to_stop(profile, variant, stop, depth):
 
 
 @pytest.mark.parametrize("depth", DEPTHS)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", FIT_VARIANTS)
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
 @pytest.mark.covering(1)
 def test_empty_clusters_first_iteration(profile, variant, weighted, depth):
@@ -234,7 +242,7 @@ def test_empty_clusters_first_iteration(profile, variant, weighted, depth):
         assert steps[0] and len(steps) == host.n_iter_ and not any(steps[1:])
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", FIT_VARIANTS)
 def test_empty_clusters_in_the_last_iteration(profile, variant):
     """max_iter=1 with an empty cluster: the only iteration is flagged with
     no pass ahead (the statistics read from the device, not run again)."""
@@ -251,7 +259,7 @@ def test_empty_clusters_in_the_last_iteration(profile, variant):
 
 
 @pytest.mark.parametrize("depth", DEPTHS)
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", FIT_VARIANTS)
 @pytest.mark.parametrize("seed", [51, 66, 120])
 @pytest.mark.covering(2)
 def test_empty_clusters_mid_fit(profile, variant, seed, depth):
@@ -271,7 +279,7 @@ def test_empty_clusters_mid_fit(profile, variant, seed, depth):
 
 
 @pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", FIT_VARIANTS)
 def test_a_flagged_iteration_ahead_runs_no_pass_again(profile, monkeypatch, variant,
                                                       weighted):
     """One pass ahead over unweighted rows: a flagged iteration's labels,

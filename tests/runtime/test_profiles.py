@@ -16,6 +16,7 @@ from oclclust.passes.linkage_rows import WardRowsTerms
 from oclclust.passes.lloyd_blocked import BlockedTerms
 from oclclust.passes.lloyd import LloydTerms
 from oclclust.passes.lloyd_gemm import SumsTerms
+from oclclust.passes.lloyd_update import UpdateTerms
 from oclclust.passes.mst import MstTerms
 from oclclust.passes.pass_rates import PassRates
 from oclclust.runtime import profiles as pf
@@ -237,7 +238,8 @@ def test_every_pass_declares_its_terms(profile):
     """Each terms class reads back what the profile resolved; together with
     the generic terms they are every term, each declared once."""
     declared = [LloydTerms, SumsTerms, BlockedTerms, TileTerms, EnsembleTerms, KdTreeTerms,
-                CMeansTerms, GmmTerms, LinkageTerms, MstTerms, WardRowsTerms, PassRates]
+                CMeansTerms, GmmTerms, LinkageTerms, MstTerms, WardRowsTerms, PassRates,
+                UpdateTerms]
     keys = [f.metadata["profile_key"] for cls in declared for f in dataclasses.fields(cls)]
     assert sorted(keys + list(pf.GENERIC_TERMS)) == sorted(PROFILE_TERMS)
     assert set(profile.term_values) == set(keys)
