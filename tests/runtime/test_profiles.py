@@ -16,7 +16,7 @@ from oclclust.passes.linkage_rows import WardRowsTerms
 from oclclust.passes.lloyd_blocked import BlockedTerms
 from oclclust.passes.lloyd import LloydTerms
 from oclclust.passes.lloyd_gemm import SumsTerms
-from oclclust.passes.lloyd_update import UpdateTerms
+from oclclust.passes.lloyd_update_specs import UpdateTerms
 from oclclust.passes.mst import MstTerms
 from oclclust.passes.pass_rates import PassRates
 from oclclust.runtime import profiles as pf
