@@ -83,7 +83,8 @@ def test_new_centers_are_the_host_update_and_upload(profile, variant, dtype):
     rng = np.random.RandomState(3)
     n, d, k = 300, 7, 13
     X = rng.randn(n, d).astype(dtype)
-    part = DevicePartition(profile.replace(lloyd_variant=variant), X)
+    # new_centers' own kernel (not the one-group update's, UpdateTerms)
+    part = DevicePartition(profile.replace(lloyd_variant=variant, lloyd_update_group=0), X)
     lp = LloydPass(part, k)
     assert lp.spec.variant == variant or (variant, lp.spec.variant) == ("mma", "gemm")
     resident = lloyd_update.ResidentCenters(lp)
