@@ -35,8 +35,8 @@ import pyopencl.array as cla
 from ..runtime.codegen import kernel
 from ..runtime.exact_fold import SharedFold
 from ..runtime.transfer import PinnedStaging, wait
-from .lloyd_update import (RESULTS, SHIFT, CentersSpec, SummarySpec, summary_work_group,
-                           update_work_group)
+from .lloyd_update_specs import (RESULTS, SHIFT, CentersSpec, SummarySpec,
+                                 summary_work_group, update_work_group)
 
 
 def can_update(cpass):

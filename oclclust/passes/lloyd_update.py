@@ -47,10 +47,11 @@ from ..runtime.transfer import PinnedStaging
 from .ensemble_update import centers_can_stay_resident  # noqa: F401
 from .lloyd import LloydStats
 from .lloyd_mma import split_args, split_plan
-from .lloyd_update_specs import (  # noqa: F401 -- the update's specs, also as this module's
-    CHANGED, EMPTY, GROUP_INERTIA_ARG, GROUP_SLOT_ARG, INERTIA, NONFINITE, RECHECKED, RESULTS,
-    SHIFT, CentersSpec, GroupUpdateSpec, SummarySpec, UpdateTerms, group_update_spec,
-    summary_work_group, update_work_group)
+from .lloyd_update_specs import (CHANGED, EMPTY, GROUP_INERTIA_ARG, GROUP_SLOT_ARG, INERTIA,
+                                 NONFINITE, RECHECKED, RESULTS, SHIFT, CentersSpec,
+                                 SummarySpec, group_update_spec, summary_work_group,
+                                 update_work_group)
+
 
 def default_depth(part, k):
     """Iterations enqueued ahead of the one read: a GPU's short passes
