@@ -114,15 +114,17 @@ def blobs(n, d, k, seed=0, centres=None):
     return centres[rng.integers(0, k, n)] + rng.standard_normal((n, d), dtype=np.float32)
 
 
-def large_blobs(n, d, k):
-    """blobs(n, d, k); past 20M rows the noise repeats every 4M rows
-    (making 50 GB of normal draws would take minutes)."""
-    if n <= 20_000_000:
+def large_blobs(n, d, k, out=None):
+    """blobs(n, d, k); past 20M rows, or written into *out* (an n x d float32
+    array: an np.memmap), the noise repeats every 4M rows (making 50 GB of
+    normal draws would take minutes) and the rows are made 4M at a time
+    (never the whole array in memory besides *out*).  Returns the rows."""
+    if n <= 20_000_000 and out is None:
         return blobs(n, d, k)
     rng = np.random.default_rng(0)
     centres = blob_centres(k, d, rng)
-    noise = rng.standard_normal((1 << 22, d), dtype=np.float32)
-    X = np.empty((n, d), np.float32)
+    noise = rng.standard_normal((min(n, 1 << 22), d), dtype=np.float32)
+    X = np.empty((n, d), np.float32) if out is None else out
     for s in range(0, n, 1 << 22):
         e = min(n, s + (1 << 22))
         np.add(centres[rng.integers(0, k, e - s)], noise[:e - s], out=X[s:e])

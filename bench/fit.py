@@ -3,25 +3,34 @@
 costs, cold and warm, against the anchors in the same run, and its fixed
 cost over its iterations.
 
-    python bench/fit.py [speed] --devices NVIDIA                     # issue 18's workloads
+    python bench/fit.py [speed] --devices NVIDIA                     # issue 36's table
     python bench/fit.py speed --quick --devices "Intel(R) OpenCL"     # CPU-sized shapes
-    python bench/fit.py speed --devices NVIDIA --only small,kmeans-1m --json
+    python bench/fit.py speed --devices NVIDIA --only small-100k,kmeans-1m --json
     python bench/fit.py overhead                                      # fixed cost / iterations
     python bench/fit.py overhead --devices NVIDIA --gmm-n 1000000 --gmm-d 128 --gmm-k 1024
 
 Measurements (``python bench/fit.py NAME --help`` gives each one's flags):
 
-    speed     cold and warm whole fits of KMeans, FuzzyCMeans and
-              GaussianMixture with the PyTorch GEMM k-means and scikit-learn
-              on the same rows (one JSON line per figure with --json)
+    speed     every row of issue 36's table: cold and warm whole fits of
+              KMeans, FuzzyCMeans and GaussianMixture with the PyTorch GEMM
+              k-means and scikit-learn on the same rows, KMeans at each
+              precision (re-checked rows, float64-argmin agreement),
+              streamed and out-of-core (np.memmap) fits against resident,
+              EnsembleKMeans' concatenated over data parallelism (one JSON
+              line per workload with --json)
     overhead  t(I iterations) / (I x marginal iteration), wall and CPU
               clock, and where GMM's and c-means' fixed costs go
 """
 import argparse
+import collections
 import contextlib
 import json
+import os
+import re
 import resource
+import shutil
 import sys
+import tempfile
 import time
 import warnings
 
@@ -30,85 +39,179 @@ import numpy as np
 from _common import (_busy_seconds, add_devices_argument, blobs, fresh_process, has_cuda,
                      import_oclclust, large_blobs, load_rows, random_rows, run_measurement,
                      table)
+from kmeans import agreement   # bench/kmeans.py gpu --precisions' float64-argmin check
 
 
 # ---- speed (formerly bench/fit_speed.py) -----------------------------------------------
 
 DOC_SPEED = """The whole fit as users time it: host numpy rows in, a fitted model out.
 
-Issue 18's workloads, each timed cold (a fresh process: import, device
-discovery, programs from the on-disk cache, the fit) and warm (a second fit
-in this process), with the anchors in the same run on the same rows and
-initial centres: the PyTorch GEMM k-means recipe (host data to host labels
-and centres, FP32 and TF32) where CUDA is, scikit-learn on the host for the
-small fits.  Per-iteration seconds are the median of ``history_``.
+Every row of issue 36's table (issue 18's workloads among them) in one run,
+each fit timed cold (a fresh process: import, device discovery, programs
+from the on-disk cache, the fit) and warm (a second fit in this process),
+with the anchors in the same run on the same rows and initial centres: the
+PyTorch GEMM k-means recipe (host data to host labels and centres, FP32 and
+TF32) where CUDA is, scikit-learn on the host for the small fits.
+Per-iteration seconds are the median of ``history_``.
 
     python bench/fit.py speed --devices NVIDIA                  # every workload
-    python bench/fit.py speed --devices NVIDIA --only small,kmeans-1m
+    python bench/fit.py speed --devices NVIDIA --only small-100k,kmeans-1m
+    python bench/fit.py speed --devices NVIDIA --only outofcore-100m --memmap-dir /scratch
     python bench/fit.py speed --quick --devices "Intel(R) OpenCL"   # CPU-sized shapes
 
 Cold runs come after the warm ones (the on-disk program cache is then
 warm, as for a user's second script) and read the rows the parent wrote to
 a temporary .npy file (not timed).  "iters" is the fit's n_iter_ (a fit that
-stops changing labels stops before max_iter).  One JSON line per figure with --json, else a table at the end.
+stops changing labels stops before max_iter).  Besides, where a workload
+asks for them:
+
+    precisions   kmeans-10m, flash-16m: KMeans warm at each precision=
+                 (float32, tf32, bf16; the row's own figures are the first's):
+                 the whole fit, its TFLOP/s and median iteration; for tf32
+                 and bf16 the rows re-checked per iteration (history_; "-"
+                 where the mode runs as float32: every device but an NVIDIA
+                 GPU's tensor cores) and, of the last 100,000 rows, the
+                 labels at the final centres equal to the float64 argmin,
+                 and of those that differ, how many lie within the
+                 documented bound of a tie (bench/kmeans.py's agreement)
+    resident     stream-20m, outofcore-100m (a memory budget): the same rows
+                 fitted without it where the devices hold them at once, and
+                 streamed ms/iter over resident ms/iter
+    memmap       outofcore-100m (ask with --only): the rows an np.memmap
+                 file, written 4M rows at a time under --memmap-dir (51 GB;
+                 removed at the end) and fitted from it; no cold runs
+    ensemble-32  EnsembleKMeans M=32 on 1M x 2, k=10: concatenated over
+                 data parallelism per iteration, per pipelined statistics
+                 pass and of the pass's kernels, as ``python -m oclclust
+                 tune --kernels ensemble`` measures it (its search of the
+                 terms; with --quick the profile's work-groups alone)
+
+One JSON line per workload with --json, else tables at the end.
 """
 
 
 GIB = 1 << 30
+AGREE_ROWS = 100_000    # rows of a fast precision's float64-argmin check
+PRECISIONS = ("float32", "tf32", "bf16")
 
 
 # --------------------------------------------------------------- workloads
-# name: (estimator, n, d, k, iterations, memory budget or None); --quick shapes after
+# A fit of n x d rows, k clusters, *iters* iterations (tol=0).  budget: bytes of rows a
+# device holds at once (a DeviceManager's memory_budget: the rows stream past it);
+# precisions: precision= modes timed, the first the row's; memmap: the rows an np.memmap
+# file; models: EnsembleKMeans' M, timed by the tuner's measurement, not by a fit.
+Workload = collections.namedtuple("Workload", "estimator n d k iters budget precisions memmap "
+                                  "models", defaults=(None, ("float32",), False, None))
 WORKLOADS = {
-    "kmeans-1m": ("KMeans", 1_000_000, 32, 256, 50, None),
-    "kmeans-10m": ("KMeans", 10_000_000, 128, 4096, 20, None),
-    "small-1k": ("KMeans", 1_000, 2, 3, 20, None),
-    "small-10k": ("KMeans", 10_000, 8, 8, 20, None),
-    "small-100k": ("KMeans", 100_000, 16, 32, 20, None),
-    "stream-20m": ("KMeans", 20_000_000, 128, 1024, 10, 2 * GIB),
-    "gmm-diag-1m": ("GaussianMixture", 1_000_000, 128, 1024, 3, None),
-    "cmeans-1m": ("FuzzyCMeans", 1_000_000, 24, 100, 20, None),
-    "flash-16m": ("KMeans", 1 << 24, 128, 4096, 5, None),
-    "outofcore-100m": ("KMeans", 100_000_000, 128, 4096, 3, 40 * 10 ** 9),
+    "kmeans-1m": Workload("KMeans", 1_000_000, 32, 256, 50),
+    "kmeans-10m": Workload("KMeans", 10_000_000, 128, 4096, 20, precisions=("float32", "bf16")),
+    "small-1k": Workload("KMeans", 1_000, 2, 3, 20),
+    "small-10k": Workload("KMeans", 10_000, 8, 8, 20),
+    "small-100k": Workload("KMeans", 100_000, 16, 32, 20),
+    "stream-20m": Workload("KMeans", 20_000_000, 128, 1024, 10, 2 * GIB),
+    "gmm-diag-1m": Workload("GaussianMixture", 1_000_000, 128, 1024, 3),
+    "cmeans-1m": Workload("FuzzyCMeans", 1_000_000, 24, 100, 20),
+    "flash-16m": Workload("KMeans", 1 << 24, 128, 4096, 5, precisions=PRECISIONS),
+    "outofcore-100m": Workload("KMeans", 100_000_000, 128, 4096, 3, 40 * 10 ** 9, memmap=True),
+    # the tuner's shape: oclclust.cli.tune_ensemble.PAPER_SHAPE, its 10 iterations
+    "ensemble-32": Workload("EnsembleKMeans", 1_000_000, 2, 10, 10, models=32),
 }
 
 
 QUICK = {
-    "kmeans-1m": ("KMeans", 200_000, 32, 64, 10, None),
-    "small-1k": ("KMeans", 1_000, 2, 3, 20, None),
-    "small-10k": ("KMeans", 10_000, 8, 8, 20, None),
-    "small-100k": ("KMeans", 100_000, 16, 32, 20, None),
-    "stream-20m": ("KMeans", 400_000, 32, 64, 5, 400_000 * 32 * 4 // 8),
-    "gmm-diag-1m": ("GaussianMixture", 200_000, 32, 64, 3, None),
-    "cmeans-1m": ("FuzzyCMeans", 200_000, 24, 100, 10, None),
+    "kmeans-1m": Workload("KMeans", 200_000, 32, 64, 10),
+    "kmeans-10m": Workload("KMeans", 200_000, 32, 64, 10, precisions=("float32", "bf16")),
+    "small-1k": Workload("KMeans", 1_000, 2, 3, 20),
+    "small-10k": Workload("KMeans", 10_000, 8, 8, 20),
+    "small-100k": Workload("KMeans", 100_000, 16, 32, 20),
+    "stream-20m": Workload("KMeans", 400_000, 32, 64, 5, 400_000 * 32 * 4 // 8),
+    "gmm-diag-1m": Workload("GaussianMixture", 200_000, 32, 64, 3),
+    "cmeans-1m": Workload("FuzzyCMeans", 200_000, 24, 100, 10),
+    "flash-16m": Workload("KMeans", 1 << 18, 32, 64, 5, precisions=PRECISIONS),
+    "outofcore-100m": Workload("KMeans", 300_000, 32, 64, 3, 300_000 * 32 * 4 // 3,
+                               memmap=True),
+    "ensemble-32": Workload("EnsembleKMeans", 20_000, 2, 10, 3, models=32),
 }
 
 
 DEFAULT = ["small-1k", "small-10k", "small-100k", "kmeans-1m", "cmeans-1m", "gmm-diag-1m",
-           "kmeans-10m", "stream-20m", "flash-16m"]   # out of core: ask with --only
+           "kmeans-10m", "stream-20m", "flash-16m", "ensemble-32"]   # out of core: --only
 
 
-def estimator(oc, name, k, iters, budget, C0, devices):
-    devs = oc.DeviceManager(devices, memory_budget=budget) if budget else devices
-    if name == "KMeans":
-        return oc.KMeans(k, init=C0, n_init=1, max_iter=iters, tol=0, devices=devs)
-    if name == "FuzzyCMeans":
-        return oc.FuzzyCMeans(k, m=2.0, init=C0, max_iter=iters, tol=0, devices=devs)
-    return oc.GaussianMixture(k, covariance_type="diag", means_init=C0.astype(np.float64),
-                              init_params="random_from_data", random_state=0, max_iter=iters,
-                              tol=0, devices=devs)
+def describe(spec):
+    return (f"{spec.n}x{spec.d}x{spec.k}" + (f" M={spec.models}" if spec.models else "")
+            + (f" budget {spec.budget / GIB:.3g} GiB" if spec.budget else "")
+            + (" memmap" if spec.memmap else ""))
 
 
-def fit_seconds(oc, spec, X, C0, devices):
+@contextlib.contextmanager
+def rows_of(spec, folder=None):
+    """The workload's rows: large_blobs in memory, or for a memmap workload
+    the same made block by block into an np.memmap file in a temporary
+    folder under *folder* (removed at the end, also on error), reopened
+    read-only as a user's file would be."""
+    if not spec.memmap:
+        yield large_blobs(spec.n, spec.d, spec.k)
+        return
+    where = tempfile.mkdtemp(prefix="oclclust_fit_", dir=folder)
+    try:
+        path, shape = os.path.join(where, "rows.f32"), (spec.n, spec.d)
+        large_blobs(*shape, spec.k, out=np.memmap(path, np.float32, "w+", shape=shape)).flush()
+        yield np.memmap(path, np.float32, "r", shape=shape)
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def estimator(oc, spec, C0, devices, precision="float32"):
+    devs = oc.DeviceManager(devices, memory_budget=spec.budget) if spec.budget else devices
+    common = dict(max_iter=spec.iters, tol=0, devices=devs, precision=precision)
+    if spec.estimator == "KMeans":
+        return oc.KMeans(spec.k, init=C0, n_init=1, **common)
+    if spec.estimator == "FuzzyCMeans":
+        return oc.FuzzyCMeans(spec.k, m=2.0, init=C0, **common)
+    return oc.GaussianMixture(spec.k, covariance_type="diag", means_init=C0.astype(np.float64),
+                              init_params="random_from_data", random_state=0, **common)
+
+
+def fit_seconds(oc, spec, X, C0, devices, precision="float32"):
     """(wall seconds of one fit, median iteration seconds, the model)."""
-    name, _, _, k, iters, budget = spec
-    est = estimator(oc, name, k, iters, budget, C0, devices)
+    est = estimator(oc, spec, C0, devices, precision)
     start = time.perf_counter()
     est.fit(X)
     wall = time.perf_counter() - start
     its = [h["seconds"] for h in (getattr(est, "history_", None) or [])
            if isinstance(h, dict) and "seconds" in h]
     return wall, (float(np.median(its)) if its else None), est
+
+
+def warm_fits(oc, spec, X, C0, args, precision="float32"):
+    """fit_seconds of the least wall of --repeats fits, after one untimed
+    (the first in this process of this spec and precision: kernel builds)."""
+    fit_seconds(oc, spec, X, C0, args.devices, precision)
+    return min((fit_seconds(oc, spec, X, C0, args.devices, precision)
+                for _ in range(args.repeats)), key=lambda w: w[0])
+
+
+def checked_labels(profile, X, model, precision):
+    """A fast precision's figures: rows re-checked each iteration (0 or
+    none where it runs as float32) and agreement()'s on the last AGREE_ROWS
+    rows."""
+    rechecked = [h["rechecked"] for h in model.history_ if isinstance(h, dict)
+                 and h.get("rechecked") is not None]
+    sub = np.ascontiguousarray(X[-min(len(X), AGREE_ROWS):])
+    same, _, (differ, within) = agreement(profile, sub, model.cluster_centers_, precision)
+    return dict(rechecked=rechecked or None, agree=same, agree_rows=len(sub), differ=differ,
+                within=within)
+
+
+def held_resident(manager, X):
+    """Whether a fit without memory_budget holds *X* on the devices at once:
+    each device's share of the rows within the manager's own budget of it
+    (its memory_fraction of global_mem_size, less a pass's per-row state:
+    the headroom the fit itself leaves), else that fit would stream too."""
+    w = manager.current_weights()
+    return all(X.nbytes * wi / w.sum() <= manager.budget(p, X.shape[1], X.dtype)
+               for p, wi in zip(manager.profiles, w))
 
 
 # ----------------------------------------------------------------- anchors
@@ -148,6 +251,21 @@ def sklearn_fit(X, C0, iters):
     return time.perf_counter() - start
 
 
+def ensemble(profile, spec, quick):
+    """EnsembleKMeans' concatenated over data parallelism per iteration,
+    per pipelined pass and of the pass's kernels: tune_ensemble's own
+    measurement (its search of the terms) on *profile*, the ratios read
+    from the lines it returns (its figures, as the devices.yaml comments)."""
+    from oclclust.cli.tune_ensemble import tune_ensemble
+    _, notes = tune_ensemble(profile, [(spec.n, spec.d, spec.k, spec.models)], quick,
+                             spec.iters, log=lambda line: print(line, file=sys.stderr))
+    found = re.search(r"over data: ([\d.]+)x \(pass ([\d.]+)x, kernels ([\d.]+)x\)",
+                      "\n".join(notes))
+    ratios = zip(("over_data", "over_data_pass", "over_data_kernels"),
+                 map(float, found.groups() if found else ()))
+    return dict(ratios, notes=notes, devices=str(profile))
+
+
 # -------------------------------------------------------------------- runs
 def cold(name, X, args, warm_up=False):
     """A fresh process's first fit of *name* on the rows *X* (*warm_up*:
@@ -161,19 +279,60 @@ def cold(name, X, args, warm_up=False):
 def child(args):
     X = load_rows(args.rows)             # in memory, as a user's array (not timed)
     spec = (QUICK if args.quick else WORKLOADS)[args.child]
-    C0 = random_rows(X, spec[3])
+    C0 = random_rows(X, spec.k)
     start = time.perf_counter()
     oc = import_oclclust()
-    getattr(oc, spec[0])       # its module: scikit-learn's base classes, where installed
+    getattr(oc, spec.estimator)       # its module: scikit-learn's base classes, where installed
     imported = time.perf_counter() - start
     warmed = None
     if args.warm_up:   # the devices, programs and staging of this shape, ahead of the fit
         start = time.perf_counter()
-        name, _, d, k, iters, budget = spec
-        oc.warm_up(args.devices, [(estimator(oc, name, k, iters, budget, C0, None), d)])
+        oc.warm_up(args.devices, [(estimator(oc, spec, C0, None), spec.d)])
         warmed = time.perf_counter() - start
     wall, it, _ = fit_seconds(oc, spec, X, C0, args.devices)
     print(json.dumps({"s": wall, "import_s": imported, "iter_s": it, "warm_up_s": warmed}))
+
+
+def measure(oc, name, spec, args, manager, cuda, line):
+    """The figures of workload *name* into *line* as they come (those made
+    before an error stay)."""
+    n, d, k, iters = spec.n, spec.d, spec.k, spec.iters
+    flop = 2.0 * n * k * d * (iters + 1)
+    with rows_of(spec, args.memmap_dir) as X:
+        C0 = random_rows(X, k)
+        runs = {}
+        for precision in spec.precisions:
+            wall, it, model = warm_fits(oc, spec, X, C0, args, precision)
+            figures = runs[precision] = dict(warm_s=wall, iter_s=it)
+            if spec.estimator == "KMeans":
+                figures["tflops"] = flop / wall / 1e12
+            if precision != "float32":
+                figures.update(checked_labels(manager.profiles[0], X, model, precision))
+            if len(runs) == 1:   # the row's own figures
+                line.update(figures, iters=int(np.max(model.n_iter_)),
+                            devices=str(model.devices_))
+        if len(runs) > 1:
+            line["precisions"] = runs
+        if spec.budget and held_resident(manager, X):   # the same rows, held at once
+            wall, it, _ = warm_fits(oc, spec._replace(budget=None), X, C0, args)
+            line.update(resident_s=wall, resident_iter_s=it)
+            if it and line["iter_s"]:
+                line["streamed_over_resident"] = line["iter_s"] / it
+        # the on-disk cache is warm now; a memmap's fit from an in-memory copy is not its own
+        if not args.no_cold and not spec.memmap and X.nbytes < 8 * 10 ** 9:
+            for key, warm_up in (("cold", False), ("warmed", True)):
+                try:
+                    line[key] = cold(name, X, args, warm_up)
+                except Exception as exc:   # noqa: BLE001 -- reported, the rest goes on
+                    line[key] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+        if spec.estimator == "KMeans":
+            if cuda and not spec.budget and n * d * 4 < 40 * 10 ** 9:
+                torch_fit(X[:min(n, 100_000)], C0, 1, False)      # CUDA warm-up
+                for tf32 in (False, True):
+                    line[f"torch_{'tf32' if tf32 else 'fp32'}_s"] = min(
+                        torch_fit(X, C0, iters, tf32) for _ in range(args.repeats))
+            if n <= 1_000_000 and not args.no_sklearn:
+                line["sklearn_s"] = min(sklearn_fit(X, C0, iters) for _ in range(3))
 
 
 def run(args):
@@ -181,47 +340,23 @@ def run(args):
     shapes = QUICK if args.quick else WORKLOADS
     names = args.only.split(",") if args.only else [n for n in DEFAULT if n in shapes]
     cuda = has_cuda() and not args.no_torch
+    manager = oc.DeviceManager(args.devices)   # the fits' devices, as a fit picks them
     rows = []
     for name in names:
         spec = shapes[name]
-        est_name, n, d, k, iters, budget = spec
-        X = large_blobs(n, d, k)
-        C0 = random_rows(X, k)
-        shape = f"{n}x{d}x{k}" + (f" budget {budget / GIB:.1f} GiB" if budget else "")
-        figures = {}
+        line = dict(bench="fit_speed", workload=name, estimator=spec.estimator,
+                    shape=describe(spec), iters=spec.iters)
         try:
-            fit_seconds(oc, spec, X, C0, args.devices)               # first in this process
-            warm = [fit_seconds(oc, spec, X, C0, args.devices) for _ in range(args.repeats)]
+            if spec.models:
+                line.update(ensemble(manager.profiles[0], spec, args.quick))
+            else:
+                measure(oc, name, spec, args, manager, cuda, line)
         except Exception as exc:   # noqa: BLE001 -- reported, the rest goes on
-            rows.append(dict(workload=name, shape=shape, iters=iters,
-                             error=f"{type(exc).__name__}: {exc}"[:120]))
-            print(f"fit_speed: {name}: {rows[-1]['error']}", file=sys.stderr)
-            continue
-        best = min(warm, key=lambda w: w[0])
-        figures["warm_s"], figures["iter_s"] = best[0], best[1]
-        if not args.no_cold and X.nbytes < 8 * 10 ** 9:   # the on-disk cache is warm now
-            for key, warm_up in (("cold", False), ("warmed", True)):
-                try:
-                    figures[key] = cold(name, X, args, warm_up)
-                except Exception as exc:   # noqa: BLE001 -- reported, the rest goes on
-                    figures[key] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
-        n_iter = best[2].n_iter_
-        flop = 2.0 * n * k * d * (iters + 1)
-        if est_name == "KMeans":
-            figures["tflops"] = flop / best[0] / 1e12
-            if cuda and not budget and n * d * 4 < 40 * 10 ** 9:
-                torch_fit(X[:min(n, 100_000)], C0, 1, False)      # CUDA warm-up
-                for tf32 in (False, True):
-                    figures[f"torch_{'tf32' if tf32 else 'fp32'}_s"] = min(
-                        torch_fit(X, C0, iters, tf32) for _ in range(args.repeats))
-            if n <= 1_000_000 and not args.no_sklearn:
-                figures["sklearn_s"] = min(sklearn_fit(X, C0, iters) for _ in range(3))
-        line = dict(bench="fit_speed", workload=name, estimator=est_name, shape=shape,
-                    iters=int(np.max(n_iter)), devices=str(best[2].devices_), **figures)
+            line["error"] = f"{type(exc).__name__}: {exc}"[:120]
+            print(f"fit_speed: {name}: {line['error']}", file=sys.stderr)
         if args.json:
             print(json.dumps(line), flush=True)
         rows.append(line)
-        del X
     print_table(rows)
 
 
@@ -229,29 +364,61 @@ def ms(value):
     return "-" if value is None else f"{value * 1e3:.1f}"
 
 
+def num(value, fmt="{:.2f}"):
+    return "-" if value is None else fmt.format(value)
+
+
 def print_table(rows):
+    fits = [r for r in rows if r["estimator"] != "EnsembleKMeans"]
     head = ["workload", "shape", "iters", "import ms", "cold ms", "warm_up ms", "then ms",
-            "warm ms", "ms/iter", "TFLOP/s", "torch fp32", "torch tf32", "sklearn"]
+            "warm ms", "ms/iter", "TFLOP/s", "torch fp32", "torch tf32", "sklearn",
+            "resident ms/iter", "streamed/resident"]
     cells = []
-    for r in rows:
+    for r in fits:
         if "error" in r:
             cells.append([r["workload"], r["shape"], str(r["iters"]), r["error"][:40]]
-                         + ["-"] * 9)
+                         + ["-"] * (len(head) - 4))
             continue
         c, w = r.get("cold", {}), r.get("warmed", {})
         cells.append([r["workload"], r["shape"], str(r["iters"]), ms(c.get("import_s")),
                       ms(c.get("s")) if "error" not in c else c["error"][:30],
                       ms(w.get("warm_up_s")) if "error" not in w else w["error"][:30],
                       ms(w.get("s")),
-                      ms(r["warm_s"]), ms(r["iter_s"]),
-                      f"{r['tflops']:.2f}" if "tflops" in r else "-",
+                      ms(r["warm_s"]), ms(r["iter_s"]), num(r.get("tflops")),
                       ms(r.get("torch_fp32_s")), ms(r.get("torch_tf32_s")),
-                      ms(r.get("sklearn_s"))])
-    print(table(head, cells))
-    print("ms: whole fit from host rows (cold: the first fit of a fresh process, after "
-          "`import oclclust`; warm_up: oclclust.warm_up of its shape in another fresh process, "
-          "then: its first fit after that); "
-          "ms/iter: median of history_")
+                      ms(r.get("sklearn_s")), ms(r.get("resident_iter_s")),
+                      num(r.get("streamed_over_resident"))])
+    if cells:
+        print(table(head, cells))
+        print("ms: whole fit from host rows (cold: the first fit of a fresh process, after "
+              "`import oclclust`; warm_up: oclclust.warm_up of its shape in another fresh "
+              "process, then: its first fit after that); ms/iter: median of history_; "
+              "resident: the same rows without the memory budget")
+    modes = [[r["workload"], mode, ms(f["warm_s"]), ms(f["iter_s"]), num(f.get("tflops")),
+              num(float(np.median(f["rechecked"])) if any(f.get("rechecked") or ()) else None,
+                  "{:.0f}"),
+              num(f.get("agree"), "{:.5%}"), num(f.get("differ"), "{}"),
+              num(f.get("within"), "{}")]
+             for r in fits for mode, f in r.get("precisions", {}).items()]
+    if modes:
+        print("\n" + table(["workload", "precision", "warm ms", "ms/iter", "TFLOP/s",
+                            "re-checked/iter", "= float64 argmin", "differing",
+                            "within tie bound"], modes, left=2))
+        print(f"re-checked/iter: median over the iterations (-: none, the mode runs as "
+              f"float32 here); of the last {AGREE_ROWS:,} rows, labels at the final centres "
+              "equal to the float64 argmin, the others, and those of them within the "
+              "documented bound of a tie")
+    ensembles = [[r["workload"], r["shape"], str(r["iters"])]
+                 + ([r["error"][:60], "-", "-"] if "error" in r else
+                    [num(r.get(key), "{:.2f}x") for key in
+                     ("over_data", "over_data_pass", "over_data_kernels")])
+                 for r in rows if r["estimator"] == "EnsembleKMeans"]
+    if ensembles:
+        print("\n" + table(["workload", "shape", "iters", "concatenated/data", "pass",
+                            "kernels"], ensembles))
+        print("EnsembleKMeans, concatenated over data parallelism (python -m oclclust tune "
+              "--kernels ensemble's measurement): seconds per iteration, per pipelined "
+              "statistics pass, of the pass's kernels")
 
 
 def speed_main(argv=None):
@@ -263,6 +430,8 @@ def speed_main(argv=None):
     ap.add_argument("--no-cold", action="store_true", help="skip the fresh-process runs")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-sklearn", action="store_true")
+    ap.add_argument("--memmap-dir", help="where outofcore-100m's np.memmap file is written "
+                                         "(51 GB; default the system's temporary folder)")
     ap.add_argument("--json", action="store_true", help="a JSON line per workload")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
