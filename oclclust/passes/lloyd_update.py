@@ -25,12 +25,13 @@ Split-free (the pass's ``exact``: runtime/exact_sums.py), the sums and
 weights are the pass's exact folds' words, which new_centers rounds as
 ExactWords.value() rounds them on the host (common/exact_words.cl.mako), so
 the centres are the host update's bit for bit; the inertia is the exact
-sum of the pass's block sums, which the host reads with the six numbers and
-folds (exact_sums.rounded_sum: ExactWords.of_values rounded), as the host path does.
-An iteration's launches are the pass's, its folds and block sums, the
-update and the summary; a small fit's iteration is bound by them (about
-15 us of host time each on an H200's host), so there one work-group makes
-all but the pass's in one launch, with their code (GroupUpdateSpec).
+sum of the pass's block sums, which the host reads with the six numbers (one
+copy a slot) and folds (exact_sums.rounded_sum: ExactWords.of_values
+rounded), as the host path does.  An iteration's launches are the pass's,
+its folds and block sums, the update and the summary ("mma": the centres'
+split); a small fit's iteration is bound by them (about 15 us of host time
+each on an H200's host), so there one work-group makes all but the pass's
+in one launch, with their code (GroupUpdateSpec).
 """
 import dataclasses
 
@@ -47,7 +48,7 @@ from ..runtime.transfer import PinnedStaging
 from .ensemble_update import centers_can_stay_resident  # noqa: F401
 from .lloyd import LloydStats
 from .lloyd_mma import split_args, split_plan
-from .lloyd_update_specs import (CHANGED, EMPTY, GROUP_INERTIA_ARG, GROUP_SLOT_ARG, INERTIA,
+from .lloyd_update_specs import (CHANGED, EMPTY, GROUP_INERTIA_ARG, GROUP_RESULTS_ARG, INERTIA,
                                  NONFINITE, RECHECKED, RESULTS, SHIFT, CentersSpec,
                                  SummarySpec, group_update_spec, summary_work_group,
                                  update_work_group)
@@ -114,12 +115,31 @@ class ResidentCenters:
         self.weights = cla.empty(q, k, np.float64)
         self.moved = cla.empty(q, k * d, np.float64)
         self.n_slots = 2 * (depth + 1)
-        self.results = cla.empty(q, RESULTS * self.n_slots, np.float64)
+        # a slot: an iteration's numbers and (split-free) the block sums of
+        # its inertia, read by one copy (each enqueued copy costs the host
+        # ~15 us on an H200's: a small fit's iteration is its launches); the
+        # slots and their two parts are sub-buffers at the device's alignment
+        blocks = lp.blocks if lp.exact else 0
+        align = max(1, q.device.mem_base_addr_align // 64)     # bits -> doubles
+        self.inertia_at = -(-RESULTS // align) * align
+        self.stride = stride = -(-(self.inertia_at + blocks) // align) * align
+        self.results = cla.empty(q, stride * self.n_slots, np.float64)
+        whole = self.results.data
+        self.slot_buffers = [whole.get_sub_region(s * stride * 8, stride * 8)
+                             for s in range(self.n_slots)]
+        self.slot_results = [whole.get_sub_region(s * stride * 8, RESULTS * 8)
+                             for s in range(self.n_slots)]
+        self.block_inertia = [
+            cla.Array(q, blocks, np.float64,
+                      data=whole.get_sub_region((s * stride + self.inertia_at) * 8, blocks * 8))
+            for s in range(self.n_slots if blocks else 0)]
         # page-locked, from the process's pool (a pass over more rows than
         # lloyd_shards pools is made anew each fit)
         self.staging = PinnedStaging(q)
-        self.host_results = self.staging.host("results", self.n_slots * RESULTS,
-                                              np.float64).reshape(self.n_slots, RESULTS)
+        self.host_slots = self.staging.host("slots", self.n_slots * stride,
+                                            np.float64).reshape(self.n_slots, stride)
+        self.host_results = self.host_slots[:, :RESULTS]
+        self.host_inertia = self.host_slots[:, self.inertia_at:self.inertia_at + blocks]
         # the read on a queue of its own holds no pass ahead back; with none
         # ahead, on the pass's queue (see default_depth)
         self.reader = cl.CommandQueue(ctx, q.device) if depth else q
@@ -163,13 +183,6 @@ class ResidentCenters:
         # update from each ring buffer into the next, the summary into each slot
         rs = ReduceSpec(dtype=part.dtype.name, acc_double=True)
         self.reduces = []
-        if lp.exact:   # the folds' words (LloydPass.enqueue_exact) rounded by the update;
-            # the block sums written into a slot of their own where passes run
-            # ahead (each pass's would overwrite the last's); none ahead, the pass's own
-            self.block_inertia = [cla.empty(q, lp.blocks, np.float64)
-                                  for _ in range(self.n_slots if depth else 0)]
-            self.host_inertia = self.staging.host("inertia", self.n_slots * lp.blocks,
-                                                  np.float64).reshape(self.n_slots, lp.blocks)
         for partial, size, out in () if lp.exact else ((lp.part_sums, k * d, self.sums),
                                                        (lp.part_weights, k, self.weights)):
             kern = own_kernel(ctx, rs, "reduce_partials")
@@ -205,7 +218,9 @@ class ResidentCenters:
                 old.data, self.buffers[(i + 1) % len(self.buffers)].data, self.moved.data,
                 layout_buf.data, rows_buf.data, lp.norms.data, lp.part_inertia.data,
                 lp.part_flags.data, np.int64(lp.groups), rechecked.data,
-                np.int64(lp.groups if spec.rechecks else 0), self.results.data, np.int64(0))
+                np.int64(lp.groups if spec.rechecks else 0), self.slot_results[0], np.int64(0),
+                *(split_args(spec, lp.center_rows, lp.centers, lp.center_rounding)[1:]
+                  if gs.split else ()))
             self.groups.append(kern)
         self.summaries = []
         for slot in range(0 if gs else self.n_slots):
@@ -214,15 +229,17 @@ class ResidentCenters:
             kern.set_args(self.moved.data, np.int64(k * d), lp.part_inertia.data,
                           lp.part_flags.data, np.int64(lp.groups), rechecked.data,
                           np.int64(lp.groups if spec.rechecks else 0), self.weights.data,
-                          self.results.data, np.int64(slot))
+                          self.slot_results[slot], np.int64(0))
             self.summaries.append(kern)
         self.pass_kernels = {}   # (spec, name) -> its kernel object, bound in start
         self.launches = self.kept = None
-        self.split = None        # mma: the new centres split in its fragments' order
+        # mma: the new centres split in its fragments' order (by the group's
+        # launch where there is one)
+        self.split = None
         # the update's kernels, noted again by each fit that starts this
         # (pooled) state: kernel_recorder.note
         self.reduce_spec, self.update_specs = rs, (gs,) if gs else (cs, ss)
-        if spec.variant == "mma":
+        if spec.variant == "mma" and not gs:
             split, global_size, local_size = split_plan(spec)
             kern = own_kernel(ctx, split, "split_centers")
             kern.set_args(*split_args(spec, lp.center_rows, lp.centers, lp.center_rounding))
@@ -284,40 +301,28 @@ class ResidentCenters:
         self.enqueue_pass()
         lp = self.lloyd
         if self.groups:   # the whole update in one launch
-            inertia = self.block_inertia[slot] if self.depth else lp.block_inertia
             lp.set_grids()
             kern, wg = self.groups[source], self.group_spec.wg
-            kern.set_arg(GROUP_INERTIA_ARG, inertia.data)
-            kern.set_arg(GROUP_SLOT_ARG, np.int64(slot))
+            kern.set_arg(GROUP_INERTIA_ARG, self.block_inertia[slot].data)
+            kern.set_arg(GROUP_RESULTS_ARG, self.slot_results[slot])
             done = cl.enqueue_nd_range_kernel(q, kern, (wg,), (wg,))
-            if self.split is not None:
-                cl.enqueue_nd_range_kernel(q, *self.split)
         else:
             if lp.exact:   # the folds, which new_centers rounds
-                lp.enqueue_exact(self.block_inertia[slot] if self.depth else None)
+                lp.enqueue_exact(self.block_inertia[slot])
             self.new_centers(source)
             ss = self.summary_spec
             done = cl.enqueue_nd_range_kernel(q, self.summaries[slot], (ss.wg,), (ss.wg,))
         self.pending.append([target, slot, done, None])
 
     def _read(self, count):
-        """One read (two where the slots wrap) of the first *count* pending
-        iterations' numbers not read yet."""
+        """The reads of the first *count* pending iterations' slots not read
+        yet (each slot's own sub-buffer: none is read while a kernel writes
+        a buffer over it)."""
         todo = [p for p in self.pending if p[3] is None][:count]
-        q = self.lloyd.part.queue
-        q.flush()                       # the reader waits for them
-        first, last = todo[0][1], todo[-1][1]
-        spans = ([(first, last + 1)] if first <= last else
-                 [(first, self.n_slots), (0, last + 1)])
-        for a, b in spans:
-            read = cl.enqueue_copy(self.reader, self.host_results[a:b], self.results.data,
-                                   src_offset=a * RESULTS * 8, wait_for=[todo[-1][2]],
-                                   is_blocking=False)
-        if self.lloyd.exact:   # the block sums of the inertia (an in-order queue: the last waits)
-            for p in todo:
-                source = self.block_inertia[p[1]] if self.depth else self.lloyd.block_inertia
-                read = cl.enqueue_copy(self.reader, self.host_inertia[p[1]], source.data,
-                                       wait_for=[todo[-1][2]], is_blocking=False)
+        self.lloyd.part.queue.flush()   # the reader waits for them
+        for p in todo:   # an in-order queue: the last read waits for them all
+            read = cl.enqueue_copy(self.reader, self.host_slots[p[1]], self.slot_buffers[p[1]],
+                                   wait_for=[todo[-1][2]], is_blocking=False)
         for p in todo:
             p[3] = read
 

@@ -56,9 +56,13 @@ GROUP_UPDATE_VALUES = 1 << 16
 class GroupUpdateSpec(CentersSpec):
     """The update as one work-group's launch (lloyd_update_group.cl.mako):
     the block sums, the folds, new_centers (``words``) and the summary, by
-    the same code as their own kernels, so the same bits."""
+    the same code as their own kernels, so the same bits; *split*: the
+    "mma" variant's split_centers too (its dp and precision)."""
     template = "lloyd_update/lloyd_update_group.cl.mako"
     wg: int = 256
+    split: bool = False
+    dp: int = 8
+    precision: str = "float32"
 
     def template_args(self):
         return dict(super().template_args(), levels=self.wg.bit_length() - 1)
@@ -77,7 +81,9 @@ def group_update_spec(lloyd_pass, centers_spec):
             and work <= GROUP_UPDATE_VALUES and lp.partials <= FOLD_BLOCKS):
         return None
     wg = power_of_two_at_most(min(256, part.profile.max_work_group_size))
-    return GroupUpdateSpec(**dict(dataclasses.asdict(centers_spec), wg=wg))
+    spec = lp.spec
+    split = dict(split=True, dp=spec.dp, precision=spec.precision) if spec.variant == "mma" else {}
+    return GroupUpdateSpec(**dict(dataclasses.asdict(centers_spec), wg=wg, **split))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +97,7 @@ class SummarySpec(Spec):
         return dict(super().template_args(), levels=self.wg.bit_length() - 1)
 
 
-GROUP_INERTIA_ARG, GROUP_SLOT_ARG = 3, 25   # update_group's arguments set at each launch
+GROUP_INERTIA_ARG, GROUP_RESULTS_ARG = 3, 24   # update_group's arguments set at each launch
 
 # what summarize writes, in order
 SHIFT, INERTIA, CHANGED, NONFINITE, EMPTY, RECHECKED = range(6)

@@ -21,24 +21,11 @@ the per-centre terms of the re-check's bound (lloyd_mma.bound_terms; zero
 on padding), one work-item a centroid.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
-<%include file="/tf32_split.cl"/>
-% if precision == "bf16":
-<%include file="/bf16_pack.cl"/>
-% endif
-<% groups = dp // 32 if precision == "bf16" else dp // 8 %>\
+${includes()}\
 #define D ${d}
 #define K ${k}
 #define KP ${kp}
-#define SLOTS ${dp // 8 if precision == "bf16" else dp // 2}
-#define SWIZZLE(j) (${int(groups % 2 == 0)} * ((j) & 1) << 2)
-
-/* dimension c of centroid j, zero outside the centres */
-#define AT(j, c) ((j) < K && (c) < D ? centers[(long)(j) * D + (c)] : 0.0f)
-% if precision == "bf16":
-#define ROUNDED(v) as_float(bf16_bits(v) << 16)
-% elif precision == "tf32":
-#define ROUNDED(v) as_float(tf32_bits(v))
-% endif
+${definitions()}
 
 __kernel void split_centers(
     __global const float *restrict centers,   /* K x D */
@@ -49,29 +36,60 @@ __kernel void split_centers(
     )
 {
     const int e = get_global_id(0);
+${split_one("e")}\
+}
+
+<%doc>
+The split as definitions, which lloyd_update_group.cl.mako also expands (its
+one work-group writing every element in turn): D, K, KP defined, the
+centres read from "centers" (float, K x D), the helpers' includes
+(includes()) before.
+</%doc>
+<%def name="includes()">\
+<%include file="/tf32_split.cl"/>
+% if precision == "bf16":
+<%include file="/bf16_pack.cl"/>
+% endif
+</%def>
+
+<%def name="definitions()">\
+<% groups = dp // 32 if precision == "bf16" else dp // 8 %>\
+#define SLOTS ${dp // 8 if precision == "bf16" else dp // 2}
+#define SWIZZLE(j) (${int(groups % 2 == 0)} * ((j) & 1) << 2)
+
+/* dimension c of centroid j, zero outside the centres */
+#define AT(j, c) ((j) < K && (c) < D ? centers[(long)(j) * D + (c)] : 0.0f)
+% if precision == "bf16":
+#define ROUNDED(v) as_float(bf16_bits(v) << 16)
+% elif precision == "tf32":
+#define ROUNDED(v) as_float(tf32_bits(v))
+% endif
+</%def>
+
+<%def name="split_one(e)">\
 % if precision != "float32":
-    if (e < KP) {   /* the launch has KP * SLOTS >= KP work-items */
+    if (${e} < KP) {   /* KP * SLOTS >= KP elements */
         float kept = 0, lost = 0;
         for (int c = 0; c < D; ++c) {
-            const float v = AT(e, c), r = ROUNDED(v);
+            const float v = AT(${e}, c), r = ROUNDED(v);
             kept = fma(r, r, kept);
             lost = fma(v - r, v - r, lost);   /* v - r: exact */
         }
-        center_rounding[2 * e] = sqrt(kept);
-        center_rounding[2 * e + 1] = sqrt(lost);
+        center_rounding[2 * ${e}] = sqrt(kept);
+        center_rounding[2 * ${e} + 1] = sqrt(lost);
     }
 % endif
-    if (e >= KP * SLOTS)
-        return;
-    const int j = e / SLOTS, s = (e % SLOTS) ^ SWIZZLE(j);
+    if (${e} < KP * SLOTS) {
+        const int j = ${e} / SLOTS, s = (${e} % SLOTS) ^ SWIZZLE(j);
 % if precision == "bf16":
-    const int c0 = s / 4 * 32 + 2 * (s % 4), c1 = c0 + 16;
-    center_tiles[e] = (uint4)(bf16_pack(AT(j, c0), AT(j, c0 + 1)),
-                              bf16_pack(AT(j, c0 + 8), AT(j, c0 + 9)),
-                              bf16_pack(AT(j, c1), AT(j, c1 + 1)),
-                              bf16_pack(AT(j, c1 + 8), AT(j, c1 + 9)));
+        const int c0 = s / 4 * 32 + 2 * (s % 4), c1 = c0 + 16;
+        center_tiles[${e}] = (uint4)(bf16_pack(AT(j, c0), AT(j, c0 + 1)),
+                                     bf16_pack(AT(j, c0 + 8), AT(j, c0 + 9)),
+                                     bf16_pack(AT(j, c1), AT(j, c1 + 1)),
+                                     bf16_pack(AT(j, c1 + 8), AT(j, c1 + 9)));
 % else:
-    const int c = s / 4 * 8 + s % 4;
-    center_tiles[e] = tf32_split2(AT(j, c), AT(j, c + 4));
+        const int c = s / 4 * 8 + s % 4;
+        center_tiles[${e}] = tf32_split2(AT(j, c), AT(j, c + 4));
 % endif
-}
+    }
+</%def>

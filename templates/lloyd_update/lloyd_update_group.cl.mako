@@ -8,18 +8,25 @@ for a large fit, in one, with their code and so their bits --
       (runtime/exact_fold.cl.mako's fold_words, every block by one item);
   the new centres from the words (lloyd_new_centers.cl.mako's new_center,
       a centre an item in turn), with the next pass's inputs;
-  the summary into the results' slot (lloyd_summary.cl.mako's summary).
+  the summary into the results' slot (lloyd_summary.cl.mako's summary);
+  with split (the "mma" variant), the new centres split into its tiles
+      (lloyd_mma/lloyd_mma_split.cl.mako's split_one, every element in turn).
 Each step's global writes are read by other items of the group after a
 barrier with a global fence.  A small fit's iteration is bound by its
 launches (about 15 us of host time each on an H200's host), not by this
 group's work.
 Reads spec: d, k, kp, layout, cb, rows, wg (a power of two), levels (as
-lloyd_new_centers.cl.mako and lloyd_summary.cl.mako; words always).
+lloyd_new_centers.cl.mako and lloyd_summary.cl.mako; words always), split,
+dp and precision (as lloyd_mma_split.cl.mako).
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 <%namespace name="exact" file="/common/exact_words.cl.mako"/>
 <%namespace name="centre" file="/lloyd_update/lloyd_new_centers.cl.mako"/>
 <%namespace name="summary" file="/lloyd_update/lloyd_summary.cl.mako"/>
+<%namespace name="mma" file="/lloyd_mma/lloyd_mma_split.cl.mako"/>
+% if split:
+${mma.includes()}\
+% endif
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define K ${k}
@@ -32,6 +39,9 @@ ${exact.rounded()}
 ${exact.block_sum(False, "real_t")}
 ${exact.fold()}
 ${summary.functions()}
+% if split:
+${mma.definitions()}
+% endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void update_group(
@@ -60,7 +70,14 @@ void update_group(
     __global const int *restrict part_rechecked,    /* rechecked_groups: re-checked rows */
     const long rechecked_groups,                    /* 0 (the pass re-checks none) or groups */
     __global double *restrict results,              /* slots x 6 (lloyd_summary.cl.mako) */
-    const long slot)                                /* the slot this one writes */
+    const long slot                                 /* the slot this one writes */
+% if split:
+    , __global uint4 *restrict center_tiles         /* KP x SLOTS (lloyd_mma_split.cl.mako) */
+% if precision != "float32":
+    , __global float *restrict center_rounding      /* KP x 2 */
+% endif
+% endif
+    )
 {
     __local double tree[WG];
     const long n_moved = (long)K * D;
@@ -83,5 +100,10 @@ void update_group(
 ${centre.new_center()}\
     }
     barrier(CLK_GLOBAL_MEM_FENCE);
+% if split:
+    for (int e = get_local_id(0); e < KP * SLOTS; e += WG) {
+${mma.split_one("e")}\
+    }
+% endif
 ${summary.summary()}\
 }

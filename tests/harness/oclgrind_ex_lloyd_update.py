@@ -15,7 +15,10 @@ from oclgrind_driver import (GEMM_PROFILE, LLOYD_PROFILE, PRECISIONS, data, devi
                              profile_for)
 from oclclust.cluster.kmeans import kmeans
 from oclclust.passes import lloyd_update
+from oclclust.passes.lloyd import LloydPass, LloydSpec
+from oclclust.passes.lloyd_mma import mma_specs
 from oclclust.runtime.codegen import kernel
+from oclclust.runtime.partition import DevicePartition
 
 K = 5
 
@@ -92,8 +95,41 @@ def exercise_fits(device, log):
     log(f"lloyd_update fits: {count}")
 
 
+def exercise_group_split(device, log):
+    """The one-group update of an "mma" pass (its products emulated) with
+    the split of the new centres, every precision: three iterations' tiles,
+    rounding terms and centres equal to the separate kernels'."""
+    rng = np.random.RandomState(7)
+    n, d, k = 64, 5, 3
+    X = rng.randn(n, d).astype(np.float32)
+    for precision in ("float32", "tf32", "bf16"):
+        got = []
+        for group in (0, 1):
+            mark(f"lloyd_update group split {precision} group={group}")
+            profile = profile_for(device, True, **dict(GEMM_PROFILE, lloyd_variant="mma",
+                                                       lloyd_update_group=group))
+            part = DevicePartition(profile, X)
+            base = dict(dtype="float32", acc_double=True, d=d, k=k, update=True, weighted=False)
+            spec = next(s for s in mma_specs(profile, base, LloydSpec, precision, emulate=True)
+                        if s.wg == 128)
+            lp = LloydPass(part, k, spec=spec, precision=precision)
+            resident = lloyd_update.ResidentCenters(lp, depth=1)
+            labels = cla.zeros(part.queue, n, np.int32) - 1
+            resident.start(X[:k].astype(np.float64), labels)
+            shifts = [resident.step()[1] for _ in range(3)]
+            tiles = [lp.centers.get().view(np.uint32)]
+            if precision != "float32":
+                tiles.append(lp.center_rounding.get().view(np.uint32))
+            got.append((shifts, tiles, resident.centers_to_host()))
+        (a, ta, ca), (b, tb, cb) = got
+        if not (a == b and all(np.array_equal(x, y) for x, y in zip(ta, tb))
+                and np.array_equal(ca, cb)):
+            raise AssertionError(f"lloyd_update group split {precision}: differs")
+    log("lloyd_update group split: 3 precisions")
+
+
 EXERCISERS = {
     "lloyd_summary.cl.mako": [exercise_summary, exercise_fits],
     "lloyd_new_centers.cl.mako": [exercise_fits],
-    "lloyd_update_group.cl.mako": [exercise_fits],
+    "lloyd_update_group.cl.mako": [exercise_fits, exercise_group_split],
 }

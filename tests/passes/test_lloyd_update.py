@@ -14,8 +14,8 @@ from conftest import PLATFORMS
 from oclclust.cluster.kmeans import kmeans, lloyd_shards
 from oclclust.cluster.empty_clusters import centers_update
 from oclclust.passes import lloyd_update
-from oclclust.passes.lloyd import LloydPass
-from oclclust.passes.lloyd_mma import tensor_cores
+from oclclust.passes.lloyd import LloydPass, LloydSpec
+from oclclust.passes.lloyd_mma import mma_specs, tensor_cores
 from oclclust.runtime.codegen import kernel
 from oclclust.runtime.partition import DevicePartition
 
@@ -175,6 +175,44 @@ SHAPES = [(900, 3, 5), (2500, 17, 40), (3000, 40, 70)]
 
 
 @pytest.mark.covering(1)
+@pytest.mark.parametrize("precision", ["float32", "tf32", "bf16"])
+@pytest.mark.parametrize("depth", [0, 1])
+def test_group_update_splits_the_mma_centres(profile, precision, depth):
+    """The one-group update of an "mma" pass (its products emulated where
+    there are no tensor cores) writes split_centers' tiles and rounding
+    terms, the new centres and the numbers of the separate kernels, bit
+    for bit, through iterations that move the centres."""
+    needs_fp64(profile)
+    rng = np.random.RandomState(5)
+    n, d, k = 700, 37, 13
+    X = rng.randn(n, d).astype(np.float32) * 3
+    got = []
+    for group in (0, 1):
+        prof = profile.replace(lloyd_variant="mma", lloyd_update_group=group)
+        part = DevicePartition(prof, X)
+        spec = None
+        if not tensor_cores(profile):
+            base = dict(dtype="float32", acc_double=True, d=d, k=k, update=True, weighted=False)
+            spec = next(s for s in mma_specs(prof, base, LloydSpec, precision, emulate=True)
+                        if s.wg == 128)
+        lp = LloydPass(part, k, spec=spec, precision=precision)
+        assert (lp.spec.variant, lp.spec.precision) == ("mma", precision)
+        resident = lloyd_update.ResidentCenters(lp, depth=depth)
+        assert bool(resident.groups) == bool(group) and (resident.split is None) == bool(group)
+        labels = cla.zeros(part.queue, n, np.int32) - 1
+        resident.start(X[:k].astype(np.float64), labels)
+        steps = [resident.step() for _ in range(3)]
+        tiles = [lp.centers.get()] + ([lp.center_rounding.get()] if precision != "float32" else [])
+        got.append((steps, tiles, labels.get(), resident.centers_to_host()))
+    (steps, tiles, labels, centres), (g_steps, g_tiles, g_labels, g_centres) = got
+    assert [(s.inertia, s.n_changed, shift, flagged) for s, shift, flagged in steps] == \
+        [(s.inertia, s.n_changed, shift, flagged) for s, shift, flagged in g_steps]
+    for a, b in zip(tiles, g_tiles):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+    np.testing.assert_array_equal(labels, g_labels)
+    np.testing.assert_array_equal(centres, g_centres)
+
+
 @pytest.mark.parametrize("variant", FIT_VARIANTS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda t: t.__name__)
