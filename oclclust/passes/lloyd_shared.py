@@ -147,7 +147,7 @@ class SharedCenters:
         if summarize:
             ss = r.summary_spec
             cl.enqueue_nd_range_kernel(q, self.summary, (ss.wg,), (ss.wg,))
-            read = cl.enqueue_copy(q, r.host_results[0], r.slot_results[0], is_blocking=False)
+            read = cl.enqueue_copy(q, r.host_slots[0], r.slots[0].data, is_blocking=False)
         q.flush()
         return read
 

@@ -115,31 +115,23 @@ class ResidentCenters:
         self.weights = cla.empty(q, k, np.float64)
         self.moved = cla.empty(q, k * d, np.float64)
         self.n_slots = 2 * (depth + 1)
-        # a slot: an iteration's numbers and (split-free) the block sums of
-        # its inertia, read by one copy (each enqueued copy costs the host
-        # ~15 us on an H200's: a small fit's iteration is its launches); the
-        # slots and their two parts are sub-buffers at the device's alignment
+        # a slot: the block sums of an iteration's inertia (split-free), then
+        # its six numbers, in one buffer read by one copy (each enqueued copy
+        # costs the host ~15 us on an H200's: a small fit's iteration is its
+        # launches); buffers of their own, not sub-buffers of one (NVIDIA's
+        # runtime failed fits and crashed at exit with those)
         blocks = lp.blocks if lp.exact else 0
-        align = max(1, q.device.mem_base_addr_align // 64)     # bits -> doubles
-        self.inertia_at = -(-RESULTS // align) * align
-        self.stride = stride = -(-(self.inertia_at + blocks) // align) * align
-        self.results = cla.empty(q, stride * self.n_slots, np.float64)
-        whole = self.results.data
-        self.slot_buffers = [whole.get_sub_region(s * stride * 8, stride * 8)
-                             for s in range(self.n_slots)]
-        self.slot_results = [whole.get_sub_region(s * stride * 8, RESULTS * 8)
-                             for s in range(self.n_slots)]
-        self.block_inertia = [
-            cla.Array(q, blocks, np.float64,
-                      data=whole.get_sub_region((s * stride + self.inertia_at) * 8, blocks * 8))
-            for s in range(self.n_slots if blocks else 0)]
+        self.results_at = -(-blocks // RESULTS)   # the summaries' slot argument: 6 x it on
+        size = (self.results_at + 1) * RESULTS
+        self.slots = [cla.empty(q, size, np.float64) for _ in range(self.n_slots)]
+        self.block_inertia = self.slots if blocks else []   # written from the start
         # page-locked, from the process's pool (a pass over more rows than
         # lloyd_shards pools is made anew each fit)
         self.staging = PinnedStaging(q)
-        self.host_slots = self.staging.host("slots", self.n_slots * stride,
-                                            np.float64).reshape(self.n_slots, stride)
-        self.host_results = self.host_slots[:, :RESULTS]
-        self.host_inertia = self.host_slots[:, self.inertia_at:self.inertia_at + blocks]
+        self.host_slots = self.staging.host("slots", self.n_slots * size,
+                                            np.float64).reshape(self.n_slots, size)
+        self.host_results = self.host_slots[:, self.results_at * RESULTS:]
+        self.host_inertia = self.host_slots[:, :blocks]
         # the read on a queue of its own holds no pass ahead back; with none
         # ahead, on the pass's queue (see default_depth)
         self.reader = cl.CommandQueue(ctx, q.device) if depth else q
@@ -218,7 +210,8 @@ class ResidentCenters:
                 old.data, self.buffers[(i + 1) % len(self.buffers)].data, self.moved.data,
                 layout_buf.data, rows_buf.data, lp.norms.data, lp.part_inertia.data,
                 lp.part_flags.data, np.int64(lp.groups), rechecked.data,
-                np.int64(lp.groups if spec.rechecks else 0), self.slot_results[0], np.int64(0),
+                np.int64(lp.groups if spec.rechecks else 0), self.slots[0].data,
+                np.int64(self.results_at),
                 *(split_args(spec, lp.center_rows, lp.centers, lp.center_rounding)[1:]
                   if gs.split else ()))
             self.groups.append(kern)
@@ -229,7 +222,7 @@ class ResidentCenters:
             kern.set_args(self.moved.data, np.int64(k * d), lp.part_inertia.data,
                           lp.part_flags.data, np.int64(lp.groups), rechecked.data,
                           np.int64(lp.groups if spec.rechecks else 0), self.weights.data,
-                          self.slot_results[slot], np.int64(0))
+                          self.slots[slot].data, np.int64(self.results_at))
             self.summaries.append(kern)
         self.pass_kernels = {}   # (spec, name) -> its kernel object, bound in start
         self.launches = self.kept = None
@@ -304,7 +297,7 @@ class ResidentCenters:
             lp.set_grids()
             kern, wg = self.groups[source], self.group_spec.wg
             kern.set_arg(GROUP_INERTIA_ARG, self.block_inertia[slot].data)
-            kern.set_arg(GROUP_RESULTS_ARG, self.slot_results[slot])
+            kern.set_arg(GROUP_RESULTS_ARG, self.slots[slot].data)
             done = cl.enqueue_nd_range_kernel(q, kern, (wg,), (wg,))
         else:
             if lp.exact:   # the folds, which new_centers rounds
@@ -316,12 +309,11 @@ class ResidentCenters:
 
     def _read(self, count):
         """The reads of the first *count* pending iterations' slots not read
-        yet (each slot's own sub-buffer: none is read while a kernel writes
-        a buffer over it)."""
+        yet."""
         todo = [p for p in self.pending if p[3] is None][:count]
         self.lloyd.part.queue.flush()   # the reader waits for them
         for p in todo:   # an in-order queue: the last read waits for them all
-            read = cl.enqueue_copy(self.reader, self.host_slots[p[1]], self.slot_buffers[p[1]],
+            read = cl.enqueue_copy(self.reader, self.host_slots[p[1]], self.slots[p[1]].data,
                                    wait_for=[todo[-1][2]], is_blocking=False)
         for p in todo:
             p[3] = read
