@@ -61,38 +61,6 @@ def pinned_empty(queue, shape, dtype):
     return host
 
 
-# small page-locked arrays are carved from a context's arena: a fit's small
-# arrays (centres, their norms, the folds' grids, the results' slots) were a
-# dozen allocations of their own on its first call, each a mapped buffer of
-# its own (H200, cold first fits, one run each, the tree before and after:
-# KMeans 1k 251 -> 233 ms, GaussianMixture diag 1M x 128 x 1024 543 -> 518,
-# KMeans 10M x 128 x 4096 +0.41 -> +0.35 s over the warm fit; the large
-# upload pieces are the rest of the first call's page-locking)
-ARENA_BYTES = 32 << 20
-ARENA_ITEM = 4 << 20      # arrays of at most this many bytes come from an arena
-ARENA_ALIGN = 256
-_arenas, _arena_lock = {}, threading.Lock()   # context -> [uint8 array, bytes used]
-
-
-def _carve(queue, count, dtype):
-    """*count* values of *dtype* in page-locked memory from *queue*'s
-    context's arena (a new arena where the last is full; a full one lives
-    while an array of it does)."""
-    dtype = np.dtype(dtype)
-    nbytes = max(1, int(count)) * dtype.itemsize
-    key = queue.context.int_ptr
-    with _arena_lock:
-        arena = _arenas.get(key)
-        if arena is not None and arena[1] + nbytes <= arena[0].size:
-            start = arena[1]
-            arena[1] = -(-(start + nbytes) // ARENA_ALIGN) * ARENA_ALIGN
-            return arena[0][start:start + nbytes].view(dtype)
-    fresh = pinned_empty(queue, (ARENA_BYTES,), np.uint8)   # its map waits on the queue
-    with _arena_lock:
-        _arenas[key] = [fresh, -(-nbytes // ARENA_ALIGN) * ARENA_ALIGN]
-    return fresh[:nbytes].view(dtype)
-
-
 # page-locked arrays of passes that are gone, by (context, dtype), for the
 # next pass's staging: a warm fit makes no page-locked memory of its own
 # (H200 host: ~10 ms an array, nine arrays a GaussianMixture fit); at most
@@ -121,8 +89,6 @@ def _pool_take(queue, count, dtype):
         if got is not None:
             _pool_held[0] -= got[0].nbytes
     if got is None:
-        if max(int(count), 1) * np.dtype(dtype).itemsize <= ARENA_ITEM:
-            return _carve(queue, count, dtype)
         return pinned_empty(queue, (max(int(count), 1),), dtype)
     array, last = got
     wait([last])

@@ -4,7 +4,6 @@ import collections
 import gc
 
 import numpy as np
-import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 
@@ -188,54 +187,6 @@ def test_pinned_staging_takes_the_arrays_of_gone_ones(queue, monkeypatch):
     transfer._pool_take(queue, 1, np.float32)      # the pool takes in what it may keep
     kept = [a.nbytes for free in transfer._pool_arrays.values() for a, _ in free]
     assert sum(kept) <= 1024 and transfer._pool_held == [sum(kept)]   # the running total
-
-
-def test_small_pinned_arrays_share_an_arena(queue, monkeypatch):
-    """New small page-locked arrays are carved from one mapped arena (one
-    allocation for many: a first fit's dozen small ones cost it 20-50 ms on
-    an H200's host),
-    aligned and apart (copies into each land in it alone); a full arena is
-    followed by a new one, and arrays over ARENA_ITEM are allocations of
-    their own."""
-    made = []
-    monkeypatch.setattr(transfer, "_arenas", {})
-    monkeypatch.setattr(transfer, "pinned_empty",
-                        lambda q, shape, dtype: made.append(shape) or
-                        np.zeros(shape, dtype))
-    monkeypatch.setattr(transfer, "ARENA_BYTES", 4096)
-    monkeypatch.setattr(transfer, "ARENA_ITEM", 2048)
-    sizes = [(3, np.float64), (1, np.int32), (100, np.float32), (5, np.float64)]
-    arrays = [transfer._carve(queue, n, t) for n, t in sizes]
-    assert made == [(4096,)]
-    base = _address(arrays[0])   # the arena's start (a real one's is page-aligned)
-    for a, (n, t) in zip(arrays, sizes):
-        assert a.size == n and a.dtype == t and (_address(a) - base) % transfer.ARENA_ALIGN == 0
-    for i, a in enumerate(arrays):
-        a[:] = i + 1
-    for i, a in enumerate(arrays):
-        assert (a == i + 1).all()
-    transfer._carve(queue, 500, np.float32)   # to 3280 bytes of 4096
-    assert made == [(4096,)]
-    transfer._carve(queue, 500, np.float32)   # past the arena's end: a second
-    assert made == [(4096,), (4096,)]
-    monkeypatch.setattr(transfer, "_pool_arrays", {})
-    transfer._pool_take(queue, 1024, np.float32)   # 4096 bytes: over ARENA_ITEM
-    assert made[-1] == (1024,)
-
-
-def test_pool_arrays_of_an_arena_are_page_locked_copies(queue):
-    """The arena's arrays carry copies both ways (a device's real mapped
-    memory, the arena kept alive by its arrays alone)."""
-    arrays = [transfer._carve(queue, n, np.float32) for n in (7, 300, 1)]
-    transfer._arenas.clear()
-    gc.collect()
-    dev = cla.to_device(queue, np.arange(300, dtype=np.float32))
-    cl.enqueue_copy(queue, arrays[1], dev.data)
-    arrays[0][:] = -1
-    cl.enqueue_copy(queue, dev.data, arrays[0])
-    queue.finish()
-    np.testing.assert_array_equal(arrays[1], np.arange(300))
-    np.testing.assert_array_equal(dev.get()[:8], [-1] * 7 + [7])
 
 
 def test_pinned_staging_reads_into_slots_of_one_array(queue):
