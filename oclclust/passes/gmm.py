@@ -19,6 +19,7 @@ from ..runtime.reduce import enqueue_reduce, partial_buffer, totals_of
 from ..runtime.transfer import PinnedStaging, wait
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, StageFlags, central, central_stats,
                       enqueue_central, enqueue_grid, means_of, mstep_size, own_spec, shift_of)
+from .gmm_mma_full import MmaFullEStepSpec, enqueue_operands as enqueue_full_operands
 from .gmm_mma_operands import enqueue_operands
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
@@ -51,7 +52,8 @@ class GmmPass:
         self.espec, self.ekernel = plan(p, q, esteps, "gmm_estep")
         self.mspec, self.mkernel = plan(p, q, msteps, "gmm_mstep")
         self.groups = self._groups(self.espec)[0]
-        self.mma = isinstance(self.espec, MmaEStepSpec)   # (its records in double)
+        # (the tensor-core E kernels' records in double)
+        self.mma = isinstance(self.espec, (MmaEStepSpec, MmaFullEStepSpec))
         self.params = cla.empty(q, k * record_size(part.d, full), np.float64 if self.mma else dt)
         self.means = cla.empty(q, k * part.d, dt)
         self.lse = cla.empty(q, part.n, dt)
@@ -65,8 +67,9 @@ class GmmPass:
         self.scales = None
         if self.mma:   # the GEMM form's operands, made on the device from double records
             kp, dp = self.espec.kp, self.espec.dp
-            self.operands = (cla.empty(q, kp * 2 * dp, np.float32), cla.empty(q, kp, np.float32),
-                             cla.empty(q, dp, np.float32))
+            # diagonal: coefs, consts, shift; full: factors, offsets, consts, shift
+            sizes = (kp * dp * dp, kp * dp, kp, dp) if full else (kp * 2 * dp, kp, dp)
+            self.operands = tuple(cla.empty(q, size, np.float32) for size in sizes)
             self.shift64 = cla.empty(q, dp, np.float64)   # (enqueue_operands)
             # a one-product kernel's re-check scales of its coefficient rows
             self.scales = cla.empty(q, kp * 2, np.float32) if self.espec.rechecks else None
@@ -241,6 +244,10 @@ class GmmPass:
         kernel's parameter arguments)."""
         part, stage, spec = self.part, self.staging, self.espec
         put = stage.put("params", self.params, np.asarray(records, self.params.dtype))
+        if self.mma and self.full:
+            enqueue_full_operands(part.queue, self.params, records.shape[0], part.d, spec.dp,
+                                  spec.kp, self.shift64, self.operands)
+            return [put], tuple(a.data for a in self.operands)
         if self.mma:
             enqueue_operands(part.queue, self.params, records.shape[0], part.d, spec.dp, spec.kp,
                              self.shift64, self.operands, self.scales)

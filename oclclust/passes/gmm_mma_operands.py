@@ -35,12 +35,14 @@ def operands(records, d, dp, kp):
 
 @dataclasses.dataclass(frozen=True)
 class MmaOperandsSpec(Spec):
-    """operands on the device (gmm_mma_operands.cl.mako), from the records."""
+    """operands on the device (gmm_mma_operands.cl.mako), from the records:
+    the diagonal E kernel's, or (*full*) the full one's (gmm_mma_full.py)."""
     template = "gmm_mma/gmm_mma_operands.cl.mako"
     build_options = ()
     dtype: str = "float64"
     d: int = 1
     dp: int = 8
+    full: bool = False
 
 
 def enqueue_operands(queue, records, k, d, dp, kp, shift64, out, scales=None):

@@ -12,6 +12,7 @@ import numpy as np
 from ..runtime.codegen import Spec, first_fitting
 from ..runtime import codegen
 from ..runtime.profiles import declare_terms, term
+from .gmm_mma_full import estep_specs as mma_full_estep_specs
 from .gmm_mma import (MmaMStepSpec, estep_specs as mma_estep_specs,
                       mstep_specs as mma_mstep_specs)
 from .distance_tile import TileFields, TileTerms, chunk_depth, power_of_two_at_least
@@ -30,7 +31,10 @@ class GmmTerms:
     (MmaEStepSpec.packed_chunks); mma_one_product_min_dk: the least d K
     at which "tf32"/"bf16" plan its one-product kernel (below, its 3xTF32
     kernel, faster there: each row's re-check costs more than the
-    products it saves).  mstep_upper 1: the full
+    products it saves).  mma_full 1: the full (and tied) E-step there too
+    (gmm_mma_full.py) from mma_full_min_d dimensions on (below, the
+    portable kernel is faster: a component's few products a warp leave its
+    sums and log-sum-exp the bound).  mstep_upper 1: the full
     covariances' M statistics in symmetric register blocks
     (MStepUpperSpec) first on a GPU with fp64."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
@@ -39,6 +43,8 @@ class GmmTerms:
     mma_lane_recheck: int = term("gmm_mma_lane_recheck", 0, 1)
     mma_packed_chunks: int = term("gmm_mma_packed_chunks", 0, 1)
     mma_one_product_min_dk: int = term("gmm_mma_one_product_min_dk", 0, 2 ** 31)
+    mma_full: int = term("gmm_mma_full", 0, 1)
+    mma_full_min_d: int = term("gmm_mma_full_min_d", 0, 1 << 20)
     mstep_upper: int = term("gmm_mstep_upper", 0, 1)
 
 
@@ -201,8 +207,13 @@ def _estep_specs(profile, dtype, d, full, k=1, precision="float32"):
     The tensor-core kernel (gmm_mma.py) before all where the profile asks
     (gmm_mma) and the device, dtype and d allow, its products at
     *precision* (gmm_mma.estep_specs), or 3xTF32 where d K is below the
-    profile's gmm_mma_one_product_min_dk."""
+    profile's gmm_mma_one_product_min_dk; for full (and tied) covariances
+    the tensor-core full kernel (gmm_mma_full.py, 3xTF32 at every
+    precision) where the profile asks (gmm_mma_full, from
+    gmm_mma_full_min_d dimensions on)."""
     terms = profile.terms(GmmTerms)
+    if full and terms.mma_full and d >= terms.mma_full_min_d:
+        yield from mma_full_estep_specs(profile, dtype, d, k)
     if not full and terms.mma:
         if d * k < terms.mma_one_product_min_dk:
             precision = "float32"

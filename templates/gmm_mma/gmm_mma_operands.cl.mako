@@ -1,7 +1,7 @@
 <%doc>
-The tensor-core diagonal E kernel's operands (gmm_mma_estep.cl.mako) made
-on the device from the k x RS diagonal records (RS = 1 + 2d doubles: c_j,
-mu_j, u_j, the host's mdl.records): gmm_mma.operands' arithmetic, in its
+The tensor-core E kernels' operands made on the device from the k x RS
+records (the host's mdl.records).  Diagonal (gmm_mma_estep.cl.mako; RS =
+1 + 2d doubles: c_j, mu_j, u_j): gmm_mma.operands' arithmetic, in its
 order, none contracted --
   s = (sum_j mu_j) / k                 (j in order: numpy's mean over rows)
   coefs_j = [P_j | (-2 mu'_j) P_j],    P = u u, mu' = mu - s
@@ -10,18 +10,31 @@ in double, rounded to float; the host's bits but for consts' sum, taken
 here over c in order (numpy's is pairwise: the last bits of a double may
 differ).  The host then sends the records alone, and its float32 copies
 of them are not made each iteration (1.5 ms on the H200 host).
-Reads spec: d, dp (d padded to 8).
+Full (gmm_mma_full_estep.cl.mako; RS = 1 + d + d (d + 1) / 2: c_j,
+mu_j, U_j's upper triangle column by column), gmm_mma_full.operands' --
+  factors_j = U_j (dp x dp, zero past d and below the diagonal)
+  offsets_j[e] = sum_{c <= e} (mu_jc - s_c) U_j[c][e]   (c in order)
+  consts_j = c_j
+in double, rounded to float (the host's sums are numpy's: the last bits of
+an offset may differ).
+Reads spec: d, dp (d padded to 8), full.
 Kernels: gmm_mma_shift, a work-item a column (dp: s in double and float,
-zero past d); gmm_mma_operands, a work-item a component row of kp (zero
-rows past k), after it; gmm_mma_scales, the one-product kernels' re-check
-scales of the float coefficient rows (gmm_mma_bound.recheck_scales: the largest
-|P_jc|, L_j's norm in double, a little over), after that.
+zero past d); gmm_mma_operands (diagonal), a work-item a component row of
+kp (zero rows past k), after it; gmm_mma_scales, the one-product kernels'
+re-check scales of the float coefficient rows (gmm_mma_bound.recheck_scales:
+the largest |P_jc|, L_j's norm in double, a little over), after that;
+gmm_mma_full_operands (full), a work-item a column e of a component of kp,
+after the shift.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
 #define D ${d}
 #define DP ${dp}
+% if full:
+#define RS (1 + D + D * (D + 1) / 2)
+% else:
 #define RS (1 + 2 * D)
+% endif
 
 __kernel void gmm_mma_shift(__global const double *restrict records, const int k,
                             __global double *restrict shift64, __global float *restrict shift)
@@ -39,6 +52,34 @@ __kernel void gmm_mma_shift(__global const double *restrict records, const int k
     shift[c] = (float)s;
 }
 
+% if full:
+__kernel void gmm_mma_full_operands(__global const double *restrict records, const int k,
+                                    const int kp, __global const double *restrict shift64,
+                                    __global float *restrict factors,  /* kp x DP x DP */
+                                    __global float *restrict offsets,  /* kp x DP */
+                                    __global float *restrict consts)   /* kp */
+{
+    const int id = get_global_id(0);
+    if (id >= kp * DP)
+        return;
+    const int j = id / DP, e = id % DP;
+    const int live = j < k && e < D;
+    __global const double *r = records + (long)(live ? j : 0) * RS;
+    /* column e of U_j: rows 0..e at 1 + D + e (e + 1) / 2 */
+    __global const double *col = r + 1 + D + e * (e + 1) / 2;
+    __global float *to = factors + ((long)j * DP) * DP + e;
+    double b = 0.0;
+    for (int c = 0; c < DP; ++c) {
+        const double u = live && c <= e ? col[c] : 0.0;
+        if (live && c <= e)
+            b += (r[1 + c] - shift64[c]) * u;
+        to[(long)c * DP] = (float)u;
+    }
+    offsets[(long)j * DP + e] = (float)b;
+    if (e == 0)
+        consts[j] = j < k ? (float)r[0] : 0.0f;
+}
+% else:
 __kernel void gmm_mma_operands(__global const double *restrict records, const int k,
                                const int kp, __global const double *restrict shift64,
                                __global float *restrict coefs,     /* kp x 2 DP */
@@ -81,3 +122,4 @@ __kernel void gmm_mma_scales(__global const float *restrict coefs, const int kp,
     }
     scales[j] = (float2)(pmax, (float)(sqrt(sq) * (1.0 + 0x1p-20)));
 }
+% endif

@@ -14,7 +14,9 @@ resident and streamed in chunks (same model); the initialisations' one-hot
 responsibilities (gmm_onehot.cl.mako, from labels and from k rows, a
 work-group past the last row) against the host's one-hot matrix (and each
 row's own component it writes), and fits
-from every init_params, resident and streamed.
+from every init_params, resident and streamed; the tensor-core kernels'
+operands made on the device, and the full E kernel with its products
+emulated (the diagonal ones are NVIDIA_ONLY: test_gmm_mma_emulated.py).
 """
 import dataclasses
 import warnings
@@ -28,10 +30,11 @@ from oclclust.passes import gmm_specs
 from oclclust.runtime import codegen
 from oclclust.cluster.mixture import mdl
 from oclclust.runtime.partition import DevicePartition
+from gmm_mma_full_case import run_full_operands
 from gmm_operands import run_operands
 from gmm_own import own_case, own_reference, run_own
 from gmm_stages import run_stages, stages_case, stages_reference
-from oclclust.passes import gmm_mma, gmm_mma_bound, gmm_mma_operands
+from oclclust.passes import gmm_mma, gmm_mma_bound, gmm_mma_full, gmm_mma_operands
 from oclgrind_driver import PRECISIONS, close, data, managers, mark, profile_for
 
 K = 5
@@ -301,6 +304,53 @@ def exercise_operands(device, log):
     log("gmm operands: 1 variant")
 
 
+def exercise_full_operands(device, log):
+    """The tensor-core full E kernel's operands made on the device against
+    the host's: factors, consts and shift bit for bit, the offsets within
+    a float ulp (their double sums in another order); a d short of its
+    padding, components past k."""
+    q = device.queue()
+    X, _ = data("float32")
+    m = model(X, True)
+    d = X.shape[1]
+    dp, kp = gmm_mma_full.padded(d), 8
+    rec = mdl.records(m, True)
+    mark(f"gmm_mma_full_operands k={K} d={d}")
+    got, want = run_full_operands(q, rec, d, dp, kp), gmm_mma_full.operands(rec, d, dp, kp)
+    if not (all(np.array_equal(got[i], want[i]) for i in (0, 2, 3))
+            and np.all(np.abs(got[1] - want[1]) <= 2 * np.spacing(np.abs(want[1]) + 1))):
+        raise AssertionError("gmm_mma_full_operands: not operands' values")
+    log("gmm full operands: 1 variant")
+
+
+def exercise_full_estep(device, log):
+    """The tensor-core full E kernel with its products emulated (one warp a
+    work-group, ragged row tiles and chunks of 2 components), responsibilities
+    stored and not, against numpy in float64."""
+    profile = profile_for(device, True)
+    X, _ = data("float32")
+    m = model(X, True)
+    lp, lse, resp = reference(X, m, True)
+    d = X.shape[1]
+    spec = gmm_mma_full.MmaFullEStepSpec(d=d, dp=gmm_mma_full.padded(d), kp=6, wg=32, tn=2,
+                                         emulate=True)
+    mstep = next(mstep_variants(dict(dtype="float32", acc_double=True, d=d, full=True), d, True))
+    for store in (True, False):
+        what = f"gmm_mma_full_estep store={store}"
+        mark(what)
+        part = DevicePartition(profile, X)
+        gp = gmm_pass.GmmPass(part, K, True, specs=(spec, mstep), chunks=3)
+        ll, bad = gp.estep(mdl.records(m, True), store_resp=store)
+        close(gp.lse.get(part.queue), lse, f"{what}: lse", 1e-4)
+        close(ll, lse.sum(), f"{what}: log-likelihood", 1e-4)
+        if bad or not np.array_equal(gp.labels.get(part.queue), lp.argmax(1)):
+            raise AssertionError(f"{what}: labels or bad={bad}")
+        if store:
+            got = gp.resp[:K * len(X)].get(part.queue).reshape(K, -1).T
+            close(got, resp, f"{what}: resp", 1e-4)
+    log("gmm full tensor-core E kernel (emulated): 2 variants")
+
+
 def exercise_grid(device, log):
     """The tensor-core M statistics' exact-fold grid on the device
     (gmm_mma_grid.cl.mako) against lsb_for_bounds, bit for bit: a zero
@@ -330,7 +380,8 @@ def exercise_grid(device, log):
 EXERCISERS = {
     "gmm_mma_central.cl.mako": [exercise_central],
     "gmm_mma_grid.cl.mako": [exercise_grid],
-    "gmm_mma_operands.cl.mako": [exercise_operands],
+    "gmm_mma_operands.cl.mako": [exercise_operands, exercise_full_operands],
+    "gmm_mma_full_estep.cl.mako": [exercise_full_estep],
     "gmm_mma_own.cl.mako": [exercise_own],
     "gmm_mma_stages.cl.mako": [exercise_stages],
     "gmm_onehot.cl.mako": [exercise_onehot, exercise_init_fits],

@@ -1,0 +1,169 @@
+"""The tensor-core full-covariance GMM E kernel (oclclust/passes/
+gmm_mma_full.py): its operands (host and device), the kernel -- emulated in
+plain OpenCL on every runtime, planned on tensor cores -- against the
+portable full kernel, and full and tied fits against scikit-learn's with
+it planned (where there are tensor cores; elsewhere the planner offers it
+nowhere and the portable kernels run).
+"""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.mixture import GaussianMixture as SkGMM
+
+import oclclust as oc
+from gmm_mma_full_case import full_case, run_full_operands
+from gmm_parity import assert_gmm_parity
+from oclclust.cluster.mixture import mdl
+from oclclust.passes import gmm as gmm_pass
+from oclclust.passes import gmm_mma_full, gmm_specs
+from oclclust.passes.lloyd_mma import tensor_cores
+from oclclust.runtime import codegen
+from oclclust.runtime.partition import DevicePartition
+
+
+@pytest.mark.one_runtime       # host code alone
+@pytest.mark.parametrize("d, k", [(5, 13), (24, 100), (64, 7)])
+def test_operands_give_the_log_densities(d, k):
+    """c_j - 1/2 |(x - s)^T U_j - b_j|^2 is log w_j + log N(x | mu_j,
+    Sigma_j): the records' per-point form, in float64, the data far from
+    the origin."""
+    rng = np.random.RandomState(d)
+    m, X = full_case(rng, 50, d, k)
+    rec = mdl.records(m, True)
+    dp, kp = gmm_mma_full.padded(d), -(-k // 8) * 8
+    factors, offsets, consts, shift = gmm_mma_full.operands(rec, d, dp, kp)
+    assert factors.shape == (kp, dp, dp) and offsets.shape == (kp, dp) and shift.shape == (dp,)
+    assert not factors[k:].any() and not factors[:, d:].any() and not factors[:, :, d:].any()
+    assert not np.tril(factors[:, :d, :d], -1).any()
+    xs = np.zeros((len(X), dp))
+    xs[:, :d] = X - shift[:d].astype(np.float64)
+    z = np.einsum("nc,jce->jne", xs, factors[:k].astype(np.float64)) - offsets[:k, None]
+    gemm = consts[:k, None].astype(np.float64) - 0.5 * (z * z).sum(-1)
+    white = np.einsum("jnc,jce->jne", X[None] - m.means[:, None], m.prec_chol)
+    direct = rec[:, :1] - 0.5 * (white * white).sum(-1)
+    np.testing.assert_allclose(gemm, direct, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("d, k", [(5, 13), (24, 100), (64, 9)])
+def test_operands_on_the_device_are_the_hosts(queue, profile, d, k):
+    """enqueue_operands (made on the device from the double records) gives
+    operands' factors, constants and shift bit for bit, its offsets to
+    float32's rounding (a double sum in order, numpy's einsum), zero past k
+    and d; a zero weight's -inf constant too."""
+    if not profile.fp64:
+        pytest.skip("the records are double")
+    rng = np.random.RandomState(d + k)
+    m, _ = full_case(rng, 1, d, k)
+    m = mdl.Model(np.where(np.arange(k) == 1, 0.0, m.weights), m.means, m.covariances,
+                  m.prec_chol)
+    rec = mdl.records(m, True)
+    dp, kp = gmm_mma_full.padded(d), -(-k // 8) * 8 + 8
+    got = run_full_operands(queue, rec, d, dp, kp)
+    want = gmm_mma_full.operands(rec, d, dp, kp)
+    for i in (0, 2, 3):
+        np.testing.assert_array_equal(got[i], want[i])
+    assert got[2][1] == -np.inf
+    scale = np.abs(want[1]).max() + 1.0
+    np.testing.assert_allclose(got[1] / scale, want[1] / scale, rtol=0, atol=2e-7)
+
+
+def planned_spec(profile, d, k, emulate):
+    """The first E spec gmm_mma_full plans for *d*, *k* (*emulate*: its
+    products in plain OpenCL) whose local memory fits the device."""
+    for spec in gmm_mma_full.estep_specs(profile, np.float32, d, k, emulate=emulate):
+        if spec.local_bytes() <= profile.local_memory_budget:
+            return spec
+    pytest.fail(f"no full E layout of {d} dimensions fits {profile}'s local memory")
+
+
+def portable_specs(profile, d, k):
+    """The full (E, M) specs the planners give without the tensor-core kernel."""
+    off = profile.replace(gmm_mma_full=0)
+    return (next(gmm_specs._estep_specs(off, np.float32, d, True, k)),
+            next(gmm_specs._mstep_specs(off, np.float32, d, True)))
+
+
+# emulated, the products cost two barriers each and PoCL's build grows with
+# their count (d 13: three k8 blocks, 9 products a component): small shapes
+@pytest.mark.parametrize("n, d, k", [(203, 5, 11), (150, 13, 19)])
+@pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
+def test_estep_matches_the_portable_one(profile, emulate, n, d, k):
+    """The tensor-core full E kernel against the portable one: log-sum-exps
+    (a NaN row included), labels, responsibilities and the log-likelihood;
+    several work-group tiles (the last partial) and chunks (the last
+    partial).  Emulated on every runtime (every line but the PTX); planned
+    on tensor cores."""
+    if not profile.fp64:
+        pytest.skip("the E kernel's operands are made in double")
+    if not emulate and not tensor_cores(profile):
+        pytest.skip("no tensor cores: the kernel is planned only there")
+    rng = np.random.RandomState(n + d)
+    m, X = full_case(rng, n, d, k)
+    X[5] = np.nan
+    pe, pm = portable_specs(profile, d, k)
+    spec = planned_spec(profile, d, k, emulate)
+    assert spec.emulate == emulate and -(-n // spec.rows) > 1 and n % spec.rows
+    assert -(-k // spec.tn) > 1 and k % spec.tn
+    records = mdl.records(m, True)
+    out = {}
+    for name, s in (("mma", spec), ("portable", pe)):
+        gp = gmm_pass.GmmPass(DevicePartition(profile, X), k, True, specs=(s, pm), chunks=2)
+        ll, bad = gp.estep(records)
+        q = gp.part.queue
+        out[name] = (gp.lse.get(q), gp.labels.get(q), gp.resp[:k * n].get(q).reshape(k, n),
+                     ll, bad)
+    got, want = out["mma"], out["portable"]
+    ok = np.isfinite(want[0])
+    assert got[4] == want[4] == 1 and not ok[5] and ok.sum() == n - 1
+    np.testing.assert_array_equal(got[0][5], want[0][5])   # (a NaN row: as the portable)
+    np.testing.assert_allclose(got[0][ok], want[0][ok], rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(got[2][:, ok], want[2][:, ok], atol=1e-4)
+    lp = np.log(np.maximum(want[2][:, ok].astype(np.float64), 1e-300))
+    top = np.sort(lp, axis=0)[-2:]
+    assert (got[1] == want[1])[ok][top[1] - top[0] > 1e-3].all()
+    assert got[3] == pytest.approx(want[3], rel=1e-5)
+
+
+@pytest.mark.parametrize("covariance", ["full", "tied"])
+def test_fit_matches_sklearn(profile, covariance):
+    """Full and tied fits with the tensor-core full E step planned (where
+    there are tensor cores) from the same start as scikit-learn's, at the
+    GMM float32 tolerances."""
+    rng = np.random.RandomState(len(covariance))
+    k, n, d = 3, 300, 6
+    X = rng.uniform(-4, 4, (k, d))[np.arange(n) % k] + rng.normal(size=(n, d))
+    start = dict(weights_init=np.full(k, 1.0 / k), means_init=X[:k] + 0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        sk = SkGMM(k, covariance_type=covariance, tol=0, max_iter=8, **start).fit(X)
+        codegen.forget_plans("gmm")
+        ours = oc.GaussianMixture(k, covariance_type=covariance, tol=0, max_iter=8,
+                                  devices=oc.DeviceManager([profile.replace(gmm_mma_full=1)]),
+                                  **start).fit(X.astype(np.float32))
+    used = [plan[0] for key, plan in codegen.plans("gmm").items()
+            if key[2] == "gmm_estep" and key[1] is not None and key[1].d == d]
+    assert len(used) == 1
+    assert isinstance(used[0], gmm_mma_full.MmaFullEStepSpec) == (
+        tensor_cores(profile) and profile.fp64)
+    assert_gmm_parity(ours, sk, X, np.float32)
+
+
+def test_planner_offers_it_only_where_asked(profile):
+    """gmm_mma_full 0 plans the portable full kernel; 1 the tensor-core one
+    where the device has tensor cores and fp64 (emulated specs aside), from
+    gmm_mma_full_min_d dimensions on, never for diagonal covariances,
+    float64 data or d past MAX_D."""
+    on = profile.replace(gmm_mma_full=1, gmm_mma_full_min_d=25)
+    for d in (24, 25):
+        first = next(gmm_specs._estep_specs(on, np.float32, d, True, 100))
+        assert isinstance(first, gmm_mma_full.MmaFullEStepSpec) == (
+            d >= 25 and tensor_cores(profile) and profile.fp64)
+    for args in ((np.float32, 24, False), (np.float64, 24, True),
+                 (np.float32, gmm_mma_full.MAX_D + 1, True)):
+        spec = next(gmm_specs._estep_specs(on.replace(gmm_mma=0), *args[:2], args[2], 100))
+        assert not isinstance(spec, gmm_mma_full.MmaFullEStepSpec)
+    off = next(gmm_specs._estep_specs(profile.replace(gmm_mma_full=0), np.float32, 24, True, 100))
+    assert not isinstance(off, gmm_mma_full.MmaFullEStepSpec)
+    assert all(gmm_mma_full.MmaFullEStepSpec(dp=dp).ws % 32 == 8 for dp in range(8, 72, 8))
