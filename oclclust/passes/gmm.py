@@ -20,7 +20,7 @@ from ..runtime.transfer import PinnedStaging, wait
 from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, StageFlags, central, central_stats,
                       enqueue_central, enqueue_grid, means_of, mstep_size, own_spec, shift_of)
 from .gmm_mma_full import MmaFullEStepSpec, enqueue_operands as enqueue_full_operands
-from .gmm_mma_operands import enqueue_operands
+from .gmm_mma_operands import enqueue_operands, full_layout
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
@@ -67,8 +67,8 @@ class GmmPass:
         self.scales = None
         if self.mma:   # the GEMM form's operands, made on the device from double records
             kp, dp = self.espec.kp, self.espec.dp
-            # diagonal: coefs, consts, shift; full: factors, offsets, consts, shift
-            sizes = (kp * dp * dp, kp * dp, kp, dp) if full else (kp * 2 * dp, kp, dp)
+            # diagonal: coefs, consts, shift; full: the packed records, shift
+            sizes = (kp * full_layout(dp)[1], dp) if full else (kp * 2 * dp, kp, dp)
             self.operands = tuple(cla.empty(q, size, np.float32) for size in sizes)
             self.shift64 = cla.empty(q, dp, np.float64)   # (enqueue_operands)
             # a one-product kernel's re-check scales of its coefficient rows

@@ -44,6 +44,21 @@ class MmaOperandsSpec(Spec):
     dp: int = 8
     full: bool = False
 
+    def template_args(self):
+        args = super().template_args()
+        args["ws"], args["cw"] = full_layout(self.dp)
+        return args
+
+
+def full_layout(dp):
+    """(ws, cw) of the full E kernel's component records (gmm_mma_full.py),
+    in global memory as in its local chunks: the factor's dp rows of ws
+    words (ws % 32 == 8: a warp's B reads, rows tq and columns gq, fall in
+    32 banks), then the dp offsets and the constant, cw words in all (a
+    multiple of 4: float4 copies)."""
+    ws = dp + (8 - dp) % 32
+    return ws, -(-(dp * ws + dp + 1) // 4) * 4
+
 
 def enqueue_operands(queue, records, k, d, dp, kp, shift64, out, scales=None):
     """Enqueue operands of the k diagonal *records* (device, k x (1 + 2d)

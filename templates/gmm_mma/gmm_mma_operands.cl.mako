@@ -12,19 +12,20 @@ differ).  The host then sends the records alone, and its float32 copies
 of them are not made each iteration (1.5 ms on the H200 host).
 Full (gmm_mma_full_estep.cl.mako; RS = 1 + d + d (d + 1) / 2: c_j,
 mu_j, U_j's upper triangle column by column), gmm_mma_full.operands' --
-  factors_j = U_j (dp x dp, zero past d and below the diagonal)
+  factor_j = U_j (dp rows of ws words, zero past d and below the diagonal)
   offsets_j[e] = sum_{c <= e} (mu_jc - s_c) U_j[c][e]   (c in order)
-  consts_j = c_j
-in double, rounded to float (the host's sums are numpy's: the last bits of
-an offset may differ).
-Reads spec: d, dp (d padded to 8), full.
+  const_j = c_j
+in double, rounded to float, a component's cw words (gmm_mma_operands.
+full_layout: the E kernel's local layout, copied as it is); the host's
+sums are numpy's: the last bits of an offset may differ.
+Reads spec: d, dp (d padded to 8), full, ws, cw.
 Kernels: gmm_mma_shift, a work-item a column (dp: s in double and float,
 zero past d); gmm_mma_operands (diagonal), a work-item a component row of
 kp (zero rows past k), after it; gmm_mma_scales, the one-product kernels'
 re-check scales of the float coefficient rows (gmm_mma_bound.recheck_scales:
 the largest |P_jc|, L_j's norm in double, a little over), after that;
-gmm_mma_full_operands (full), a work-item a column e of a component of kp,
-after the shift.
+gmm_mma_full_operands (full), WS + 8 work-items a component of kp (its
+factor's columns, its tail's words), after the shift.
 </%doc>
 <%inherit file="/prelude.cl.mako"/>
 #pragma OPENCL FP_CONTRACT OFF
@@ -32,6 +33,8 @@ after the shift.
 #define DP ${dp}
 % if full:
 #define RS (1 + D + D * (D + 1) / 2)
+#define WS ${ws}
+#define CW ${cw}
 % else:
 #define RS (1 + 2 * D)
 % endif
@@ -53,31 +56,37 @@ __kernel void gmm_mma_shift(__global const double *restrict records, const int k
 }
 
 % if full:
+/* work-items a component: its factor's columns e < WS, and the tail's
+   words e (offsets, constant, padding: fewer than DP + 4 <= WS + 8) */
+#define FULL_ITEMS (WS + 8)
+
 __kernel void gmm_mma_full_operands(__global const double *restrict records, const int k,
                                     const int kp, __global const double *restrict shift64,
-                                    __global float *restrict factors,  /* kp x DP x DP */
-                                    __global float *restrict offsets,  /* kp x DP */
-                                    __global float *restrict consts)   /* kp */
+                                    __global float *restrict packed)   /* kp x CW */
 {
     const int id = get_global_id(0);
-    if (id >= kp * DP)
+    if (id >= kp * FULL_ITEMS)
         return;
-    const int j = id / DP, e = id % DP;
+    const int j = id / FULL_ITEMS, e = id % FULL_ITEMS;
     const int live = j < k && e < D;
-    __global const double *r = records + (long)(live ? j : 0) * RS;
+    __global const double *r = records + (long)(j < k ? j : 0) * RS;
     /* column e of U_j: rows 0..e at 1 + D + e (e + 1) / 2 */
-    __global const double *col = r + 1 + D + e * (e + 1) / 2;
-    __global float *to = factors + ((long)j * DP) * DP + e;
+    __global const double *col = r + 1 + D + (live ? e * (e + 1) / 2 : 0);
+    __global float *to = packed + (long)j * CW;
     double b = 0.0;
-    for (int c = 0; c < DP; ++c) {
-        const double u = live && c <= e ? col[c] : 0.0;
-        if (live && c <= e)
-            b += (r[1 + c] - shift64[c]) * u;
-        to[(long)c * DP] = (float)u;
-    }
-    offsets[(long)j * DP + e] = (float)b;
-    if (e == 0)
-        consts[j] = j < k ? (float)r[0] : 0.0f;
+    if (e < WS)
+        for (int c = 0; c < DP; ++c) {
+            const double u = live && c <= e ? col[c] : 0.0;
+            if (live && c <= e)
+                b += (r[1 + c] - shift64[c]) * u;
+            to[c * WS + e] = (float)u;
+        }
+    if (e < DP)
+        to[DP * WS + e] = (float)b;
+    else if (e == DP)
+        to[DP * WS + DP] = j < k ? (float)r[0] : 0.0f;
+    else if (e < CW - DP * WS)
+        to[DP * WS + e] = 0.0f;
 }
 % else:
 __kernel void gmm_mma_operands(__global const double *restrict records, const int k,

@@ -7,6 +7,7 @@ import pyopencl.array as cla
 
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import gmm_mma_full
+from oclclust.passes.gmm_mma_operands import full_layout
 
 
 def full_case(rng, n, d, k, centre=5.0, spread=3.0):
@@ -25,12 +26,11 @@ def full_case(rng, n, d, k, centre=5.0, spread=3.0):
 
 def run_full_operands(queue, records, d, dp, kp):
     """gmm_mma_full.enqueue_operands of the k full *records* on *queue*:
-    (factors kp x dp x dp, offsets kp x dp, consts kp, shift dp) as the host
-    reads them, written over NaNs (every element is the kernels')."""
-    k = records.shape[0]
-    out = [cla.to_device(queue, np.full(size, np.nan, np.float32))
-           for size in (kp * dp * dp, kp * dp, kp, dp)]
+    (packed kp x cw, shift dp) as the host reads them, written over NaNs
+    (every element is the kernels')."""
+    k, cw = records.shape[0], full_layout(dp)[1]
+    out = [cla.to_device(queue, np.full(size, np.nan, np.float32)) for size in (kp * cw, dp)]
     gmm_mma_full.enqueue_operands(queue, cla.to_device(queue, np.ascontiguousarray(records)),
                                   k, d, dp, kp, cla.empty(queue, dp, np.float64), out)
-    factors, offsets, consts, shift = (a.get(queue) for a in out)
-    return factors.reshape(kp, dp, dp), offsets.reshape(kp, dp), consts, shift
+    packed, shift = (a.get(queue) for a in out)
+    return packed.reshape(kp, cw), shift

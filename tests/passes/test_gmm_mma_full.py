@@ -5,6 +5,7 @@ portable full kernel, and full and tied fits against scikit-learn's with
 it planned (where there are tensor cores; elsewhere the planner offers it
 nowhere and the portable kernels run).
 """
+import dataclasses
 import warnings
 
 import numpy as np
@@ -18,6 +19,7 @@ from gmm_parity import assert_gmm_parity
 from oclclust.cluster.mixture import mdl
 from oclclust.passes import gmm as gmm_pass
 from oclclust.passes import gmm_mma_full, gmm_specs
+from oclclust.passes.gmm_mma_operands import full_layout
 from oclclust.passes.lloyd_mma import tensor_cores
 from oclclust.runtime import codegen
 from oclclust.runtime.partition import DevicePartition
@@ -33,10 +35,12 @@ def test_operands_give_the_log_densities(d, k):
     m, X = full_case(rng, 50, d, k)
     rec = mdl.records(m, True)
     dp, kp = gmm_mma_full.padded(d), -(-k // 8) * 8
-    factors, offsets, consts, shift = gmm_mma_full.operands(rec, d, dp, kp)
+    packed, shift = gmm_mma_full.operands(rec, d, dp, kp)
+    factors, offsets, consts = gmm_mma_full.parts(packed, dp)
     assert factors.shape == (kp, dp, dp) and offsets.shape == (kp, dp) and shift.shape == (dp,)
-    assert not factors[k:].any() and not factors[:, d:].any() and not factors[:, :, d:].any()
+    assert not packed[k:].any() and not factors[:, d:].any() and not factors[:, :, d:].any()
     assert not np.tril(factors[:, :d, :d], -1).any()
+    assert np.count_nonzero(packed[:k]) == k * (d * (d + 1) // 2 + d + 1)   # (all else zero)
     xs = np.zeros((len(X), dp))
     xs[:, :d] = X - shift[:d].astype(np.float64)
     z = np.einsum("nc,jce->jne", xs, factors[:k].astype(np.float64)) - offsets[:k, None]
@@ -49,9 +53,9 @@ def test_operands_give_the_log_densities(d, k):
 @pytest.mark.parametrize("d, k", [(5, 13), (24, 100), (64, 9)])
 def test_operands_on_the_device_are_the_hosts(queue, profile, d, k):
     """enqueue_operands (made on the device from the double records) gives
-    operands' factors, constants and shift bit for bit, its offsets to
-    float32's rounding (a double sum in order, numpy's einsum), zero past k
-    and d; a zero weight's -inf constant too."""
+    operands' factors, constants, padding and shift bit for bit, its
+    offsets to float32's rounding (a double sum in order, numpy's einsum),
+    zero past k and d; a zero weight's -inf constant too."""
     if not profile.fp64:
         pytest.skip("the records are double")
     rng = np.random.RandomState(d + k)
@@ -60,13 +64,15 @@ def test_operands_on_the_device_are_the_hosts(queue, profile, d, k):
                   m.prec_chol)
     rec = mdl.records(m, True)
     dp, kp = gmm_mma_full.padded(d), -(-k // 8) * 8 + 8
-    got = run_full_operands(queue, rec, d, dp, kp)
-    want = gmm_mma_full.operands(rec, d, dp, kp)
-    for i in (0, 2, 3):
-        np.testing.assert_array_equal(got[i], want[i])
-    assert got[2][1] == -np.inf
-    scale = np.abs(want[1]).max() + 1.0
-    np.testing.assert_allclose(got[1] / scale, want[1] / scale, rtol=0, atol=2e-7)
+    got, got_shift = run_full_operands(queue, rec, d, dp, kp)
+    want, want_shift = gmm_mma_full.operands(rec, d, dp, kp)
+    np.testing.assert_array_equal(got_shift, want_shift)
+    offsets = gmm_mma_full.parts(got, dp)[1], gmm_mma_full.parts(want, dp)[1]
+    scale = np.abs(offsets[1]).max() + 1.0
+    np.testing.assert_allclose(offsets[0] / scale, offsets[1] / scale, rtol=0, atol=2e-7)
+    offsets[0][...] = offsets[1]   # (in place: the rest bit for bit)
+    np.testing.assert_array_equal(got, want)
+    assert gmm_mma_full.parts(got, dp)[2][1] == -np.inf
 
 
 def planned_spec(profile, d, k, emulate):
@@ -88,13 +94,14 @@ def portable_specs(profile, d, k):
 # emulated, the products cost two barriers each and PoCL's build grows with
 # their count (d 13: three k8 blocks, 9 products a component): small shapes
 @pytest.mark.parametrize("n, d, k", [(203, 5, 11), (150, 13, 19)])
+@pytest.mark.parametrize("mt", [1, 2])
 @pytest.mark.parametrize("emulate", [False, True], ids=["planned", "emulated"])
-def test_estep_matches_the_portable_one(profile, emulate, n, d, k):
-    """The tensor-core full E kernel against the portable one: log-sum-exps
-    (a NaN row included), labels, responsibilities and the log-likelihood;
-    several work-group tiles (the last partial) and chunks (the last
-    partial).  Emulated on every runtime (every line but the PTX); planned
-    on tensor cores."""
+def test_estep_matches_the_portable_one(profile, emulate, mt, n, d, k):
+    """The tensor-core full E kernel, one or two row tiles a warp, against
+    the portable one: log-sum-exps (a NaN row included), labels,
+    responsibilities and the log-likelihood; several work-group tiles (the
+    last partial) and chunks (the last partial).  Emulated on every runtime
+    (every line but the PTX); planned on tensor cores."""
     if not profile.fp64:
         pytest.skip("the E kernel's operands are made in double")
     if not emulate and not tensor_cores(profile):
@@ -103,7 +110,7 @@ def test_estep_matches_the_portable_one(profile, emulate, n, d, k):
     m, X = full_case(rng, n, d, k)
     X[5] = np.nan
     pe, pm = portable_specs(profile, d, k)
-    spec = planned_spec(profile, d, k, emulate)
+    spec = dataclasses.replace(planned_spec(profile, d, k, emulate), mt=mt)
     assert spec.emulate == emulate and -(-n // spec.rows) > 1 and n % spec.rows
     assert -(-k // spec.tn) > 1 and k % spec.tn
     records = mdl.records(m, True)
@@ -166,4 +173,14 @@ def test_planner_offers_it_only_where_asked(profile):
         assert not isinstance(spec, gmm_mma_full.MmaFullEStepSpec)
     off = next(gmm_specs._estep_specs(profile.replace(gmm_mma_full=0), np.float32, 24, True, 100))
     assert not isinstance(off, gmm_mma_full.MmaFullEStepSpec)
-    assert all(gmm_mma_full.MmaFullEStepSpec(dp=dp).ws % 32 == 8 for dp in range(8, 72, 8))
+
+
+@pytest.mark.one_runtime       # host code alone
+@pytest.mark.parametrize("dp", range(8, gmm_mma_full.MAX_D + 8, 8))
+def test_record_layout(dp):
+    """A component's record: factor rows of ws >= dp words, ws % 32 == 8
+    (conflict-free B reads), then offsets and constant, cw a multiple of 4
+    (float4 copies), its tail within gmm_mma_full_operands' WS + 8 items."""
+    ws, cw = full_layout(dp)
+    assert ws >= dp and ws % 32 == 8 and cw % 4 == 0
+    assert dp + 1 <= cw - dp * ws <= ws + 8
