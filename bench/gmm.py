@@ -42,8 +42,9 @@ number of iterations (tol=0) for every library:
 
 Every precision in --precision, every kernel variant in --variants:
 "default" (the devices' profiles as they are), "per-point" (the portable E
-and M kernels), "mma-e" (the tensor-core diag E step where the device has
-tensor cores), "mma" (its M-step statistics too), "mma-lanes" (those,
+and M kernels), "mma-e" (the tensor-core E steps where the device has
+tensor cores: diag, and full or tied at every d), "mma" (the diag M-step
+statistics too), "mma-lanes" (those,
 the "tf32"/"bf16" re-check made by each row's lanes) and "mma-packed"
 (those, the "bf16" chunks staged as bfloat16 pairs).  Every oclclust
 configuration is fitted once untimed first (kernel builds).
@@ -130,7 +131,9 @@ def variant_devices(oc, devices, variant):
              "mma-lanes": (1, 1, 1, 0), "mma-packed": (1, 1, 1, 1)}[variant]
     return oc.DeviceManager([p.replace(gmm_mma=terms[0], gmm_mma_mstep=terms[1],
                                        gmm_mma_lane_recheck=terms[2],
-                                       gmm_mma_packed_chunks=terms[3]) for p in profiles])
+                                       gmm_mma_packed_chunks=terms[3],
+                                       gmm_mma_full=terms[0], gmm_mma_full_min_d=0)
+                             for p in profiles])
 
 
 def first_device(oc, devs):
