@@ -32,9 +32,9 @@ class GmmTerms:
     at which "tf32"/"bf16" plan its one-product kernel (below, its 3xTF32
     kernel, faster there: each row's re-check costs more than the
     products it saves).  mma_full 1: the full (and tied) E-step there too
-    (gmm_mma_full.py) from mma_full_min_d dimensions on (below, the
-    portable kernel is faster: a component's few products a warp leave its
-    sums and log-sum-exp the bound).  mstep_upper 1: the full
+    (gmm_mma_full.py) from mma_full_min_d dimensions on (below, no
+    faster than the portable kernel: a component's few products a warp
+    leave its sums and log-sum-exp the bound).  mstep_upper 1: the full
     covariances' M statistics in symmetric register blocks
     (MStepUpperSpec) first on a GPU with fp64."""
     distance_tiles: int = term("gmm_distance_tiles", 0, 1)
