@@ -105,13 +105,37 @@ def test_estep_matches_the_portable_one(profile, emulate, mt, n, d, k):
         pytest.skip("the E kernel's operands are made in double")
     if not emulate and not tensor_cores(profile):
         pytest.skip("no tensor cores: the kernel is planned only there")
+    spec = dataclasses.replace(planned_spec(profile, d, k, emulate), mt=mt)
+    assert spec.emulate == emulate
+    assert_estep_matches_the_portable_one(profile, spec, n, d, k)
+
+
+@pytest.mark.parametrize("n, d", [(300, 40), (200, 64)])
+def test_planned_estep_past_32_dimensions(profile, n, d):
+    """The planned kernel's layout past 32 dimensions (one row tile a warp,
+    fewer components a chunk) against the portable kernel, on tensor cores
+    (emulated, its products would be most of a CPU runtime's build); two
+    chunks and a partial third (one component a chunk where local memory
+    holds no more: the H200's at d=64)."""
+    if not profile.fp64 or not tensor_cores(profile):
+        pytest.skip("no tensor cores: the kernel is planned only there")
+    k = 2 * planned_spec(profile, d, 1, False).tn + 1
+    spec = planned_spec(profile, d, k, False)
+    assert spec.mt == 1
+    assert_estep_matches_the_portable_one(profile, spec, n, d, k)
+
+
+def assert_estep_matches_the_portable_one(profile, spec, n, d, k):
+    """*spec*'s E pass against the portable full kernel's on n rows of a
+    d-dimensional model of k components, row 5 NaN: several work-group
+    tiles, the last partial, and chunks, the last partial (where a chunk
+    holds more than one component)."""
+    assert -(-n // spec.rows) > 1 and n % spec.rows
+    assert -(-k // spec.tn) > 1 and (spec.tn == 1 or k % spec.tn)
     rng = np.random.RandomState(n + d)
     m, X = full_case(rng, n, d, k)
     X[5] = np.nan
     pe, pm = portable_specs(profile, d, k)
-    spec = dataclasses.replace(planned_spec(profile, d, k, emulate), mt=mt)
-    assert spec.emulate == emulate and -(-n // spec.rows) > 1 and n % spec.rows
-    assert -(-k // spec.tn) > 1 and k % spec.tn
     records = mdl.records(m, True)
     got, want = (estep_outputs(profile, X, k, True, (s, pm), records) for s in (spec, pe))
     np.testing.assert_array_equal(got[0][5], want[0][5])   # (a NaN row: as the portable)
@@ -132,7 +156,8 @@ def test_fit_matches_sklearn(profile, covariance):
         sk = SkGMM(k, covariance_type=covariance, tol=0, max_iter=8, **start).fit(X)
         codegen.forget_plans("gmm")
         ours = oc.GaussianMixture(k, covariance_type=covariance, tol=0, max_iter=8,
-                                  devices=oc.DeviceManager([profile.replace(gmm_mma_full=1)]),
+                                  devices=oc.DeviceManager([profile.replace(
+                                      gmm_mma_full=1, gmm_mma_full_min_d=0)]),
                                   **start).fit(X.astype(np.float32))
     used = [plan[0] for key, plan in codegen.plans("gmm").items()
             if key[2] == "gmm_estep" and key[1] is not None and key[1].d == d]
