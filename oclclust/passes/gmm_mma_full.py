@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 
 from ..runtime.codegen import EmulatedBuild, Spec, kernel
-from .gmm_mma_operands import MmaOperandsSpec, full_layout
+from .gmm_mma_operands import MmaOperandsSpec, full_items, full_layout
 from .lloyd_mma import tensor_cores
 
 MAX_D = 64      # a warp's split rows take mt dp registers; a component's record dp x ws floats
@@ -74,12 +74,12 @@ def estep_specs(profile, dtype, d, k, emulate=False):
     for wg in (128, 256):
         if wg > profile.max_work_group_size:
             continue
-        spare = profile.local_memory_budget - wg * (8 + (28 if emulate else 0))
-        tn = min(CHUNK, spare // (full_layout(dp)[1] * 4))
-        if tn >= 1:
-            yield MmaFullEStepSpec(dtype="float32", acc_double=profile.fp64, d=d, dp=dp,
-                                   kp=-(-k // tn) * tn, wg=wg, mt=mt, tn=int(tn),
-                                   emulate=emulate)
+        fitting = [spec for spec in (MmaFullEStepSpec(
+            dtype="float32", acc_double=profile.fp64, d=d, dp=dp, kp=-(-k // tn) * tn, wg=wg,
+            mt=mt, tn=tn, emulate=emulate) for tn in range(CHUNK, 0, -1))
+            if spec.local_bytes() <= profile.local_memory_budget]
+        if fitting:
+            yield fitting[0]
 
 
 def operands(records, d, dp, kp):
@@ -122,7 +122,7 @@ def enqueue_operands(queue, records, k, d, dp, kp, shift64, out):
     packed, shift = out
     kernel(queue.context, spec, "gmm_mma_shift")(
         queue, (-(-dp // 32) * 32,), (32,), records.data, np.int32(k), shift64.data, shift.data)
-    items = kp * (full_layout(dp)[0] + 8)   # (gmm_mma_full_operands' FULL_ITEMS a component)
+    items = kp * full_items(dp)
     return kernel(queue.context, spec, "gmm_mma_full_operands")(
         queue, (-(-items // 64) * 64,), (64,), records.data, np.int32(k), np.int32(kp),
         shift64.data, packed.data)

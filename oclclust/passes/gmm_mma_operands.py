@@ -47,6 +47,7 @@ class MmaOperandsSpec(Spec):
     def template_args(self):
         args = super().template_args()
         args["ws"], args["cw"] = full_layout(self.dp)
+        args["items"] = full_items(self.dp)
         return args
 
 
@@ -58,6 +59,13 @@ def full_layout(dp):
     multiple of 4: float4 copies)."""
     ws = dp + (8 - dp) % 32
     return ws, -(-(dp * ws + dp + 1) // 4) * 4
+
+
+def full_items(dp):
+    """Work-items of gmm_mma_full_operands a component: its factor's ws
+    columns, and as many of its tail's words (offsets, constant, padding:
+    fewer than dp + 5 <= ws + 8)."""
+    return full_layout(dp)[0] + 8
 
 
 def enqueue_operands(queue, records, k, d, dp, kp, shift64, out, scales=None):

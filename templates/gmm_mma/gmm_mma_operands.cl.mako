@@ -18,7 +18,7 @@ mu_j, U_j's upper triangle column by column), gmm_mma_full.operands' --
 in double, rounded to float, a component's cw words (gmm_mma_operands.
 full_layout: the E kernel's local layout, copied as it is); the host's
 sums are numpy's: the last bits of an offset may differ.
-Reads spec: d, dp (d padded to 8), full, ws, cw.
+Reads spec: d, dp (d padded to 8), full, ws, cw, items.
 Kernels: gmm_mma_shift, a work-item a column (dp: s in double and float,
 zero past d); gmm_mma_operands (diagonal), a work-item a component row of
 kp (zero rows past k), after it; gmm_mma_scales, the one-product kernels'
@@ -56,9 +56,9 @@ __kernel void gmm_mma_shift(__global const double *restrict records, const int k
 }
 
 % if full:
-/* work-items a component: its factor's columns e < WS, and the tail's
-   words e (offsets, constant, padding: fewer than DP + 4 <= WS + 8) */
-#define FULL_ITEMS (WS + 8)
+/* work-items a component (gmm_mma_operands.full_items): its factor's
+   columns e < WS, and the tail's words e (offsets, constant, padding) */
+#define FULL_ITEMS ${items}
 
 __kernel void gmm_mma_full_operands(__global const double *restrict records, const int k,
                                     const int kp, __global const double *restrict shift64,
