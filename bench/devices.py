@@ -668,6 +668,7 @@ def dask_run(args, workers, gpu=False):
     """{workers, per_iter_s, ...} of a fit on a fresh LocalCluster."""
     import dask.array as da
     from distributed import Client, LocalCluster
+    from oclclust.parallel.dask import workers_info
     oc = import_oclclust()
     if gpu:
         devices = [oc.select_devices(args.gpu_platform)[0]]
@@ -684,7 +685,7 @@ def dask_run(args, workers, gpu=False):
         [p for p in [os.environ.get("PYTHONPATH")] if p])
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       dashboard_address=None, env=env) as cluster, Client(cluster) as client:
-        addrs = sorted(client.scheduler_info()["workers"])
+        addrs = sorted(workers_info(client))
         order = physical_first()
         cpus = [order[w * args.cores:(w + 1) * args.cores]
                 if args.pin and args.cores and not gpu else None for w in range(workers)]

@@ -24,6 +24,7 @@ dask = pytest.importorskip("dask")   # the [dask] extra: tools/setup.sh installs
 import dask.array as da  # noqa: E402
 
 import oclclust.parallel.dask as od  # noqa: E402
+from oclclust.parallel.dask import workers_info  # noqa: E402
 from dask_cluster import K, N, blobs  # noqa: E402
 
 SECONDS = 60   # a fit here takes a few: a hang fails at the join's timeout
@@ -180,7 +181,7 @@ def test_no_worker_left_raises_naming_it(devices, monkeypatch):
 def test_a_block_that_cannot_be_computed_again_raises(two_workers, devices, monkeypatch):
     """Rows scattered to the killed worker alone: its blocks have no graph."""
     client = two_workers
-    victim = sorted(client.scheduler_info()["workers"])[0]
+    victim = sorted(workers_info(client))[0]
     rows = blobs().compute()
     X = da.concatenate([da.from_delayed(client.scatter(rows[lo:lo + N // 2], workers=[victim]),
                                         shape=(N // 2, rows.shape[1]), dtype=rows.dtype)

@@ -22,6 +22,7 @@ import dask.array as da  # noqa: E402
 from distributed import get_task_stream  # noqa: E402
 
 import oclclust.parallel.dask  # noqa: E402
+from oclclust.parallel.dask import workers_info  # noqa: E402
 from dask_cluster import BLOCK, D, K, N, blobs  # noqa: E402
 
 def fitted_on_workers(client, make, X, monkeypatch, **fit):
@@ -39,7 +40,7 @@ def fitted_on_workers(client, make, X, monkeypatch, **fit):
         est = make().fit(X, **fit)
     monkeypatch.undo()
     ran = {t["worker"] for t in stream.data if str(t["key"]).startswith("_on_block")}
-    assert ran == set(client.scheduler_info()["workers"]), ran
+    assert ran == set(workers_info(client)), ran
     row_bytes = X.shape[1] * X.dtype.itemsize
     assert max(gathered) < BLOCK * row_bytes / 2, gathered   # not even half a block
     assert not any(held(client).values())   # the fit freed its blocks
@@ -180,7 +181,7 @@ def test_per_row_values_are_made_on_their_blocks_worker(client, devices):
     worker, where its block is not (the fit raised there); pinned, they
     stay.  (A worker killed mid-fit left its blocks so, beside its idle
     replacement: tests/faults/test_dask_faults.py.)"""
-    holder = sorted(client.scheduler_info()["workers"])[0]
+    holder = sorted(workers_info(client))[0]
     rows = blobs(n=12 * BLOCK).compute()
     X = da.concatenate([da.from_delayed(client.scatter(rows[lo:lo + BLOCK], workers=[holder]),
                                         shape=(BLOCK, D), dtype=rows.dtype)

@@ -20,6 +20,8 @@ from distributed import get_task_stream  # noqa: E402
 
 from dask_cluster import BLOCK, K, Transfers, blobs  # noqa: E402
 
+from oclclust.parallel.dask import workers_info  # noqa: E402
+
 N = 16 * BLOCK   # 16 blocks, 8 on each worker: n bytes are more than any statistics'
 
 
@@ -49,7 +51,7 @@ def test_every_init_equals_the_numpy_fit_and_no_row_sized_array_travels(
         gm = oc.GaussianMixture(devices=devices[0].platform, **kw).fit(X)
     monkeypatch.undo()
     ran = {t["worker"] for t in stream.data if str(t["key"]).startswith("_on_block")}
-    assert ran == set(client.scheduler_info()["workers"]), ran   # the passes ran on both
+    assert ran == set(workers_info(client)), ran   # the passes ran on both
     for way in ("sent", "received"):
         size, array = moved.most(way)
         # not a byte a row, no array of a block's rows (n x k draws, n labels: far more)

@@ -18,6 +18,7 @@ import dask.array as da  # noqa: E402
 from distributed import get_task_stream  # noqa: E402
 
 import oclclust.parallel.dask  # noqa: E402
+from oclclust.parallel.dask import workers_info  # noqa: E402
 from dask_cluster import BLOCK, D, K, N, blobs  # noqa: E402
 from oclclust.cluster.kmeans.minibatch_sums import BatchTotals, fold  # noqa: E402
 
@@ -106,7 +107,7 @@ def test_fit_equals_the_numpy_fit(client, devices, dtype, kw):
     # at once than the init's sample (3 x batch_size, if fewer than all rows)
     # or, seeding on the workers, half a block
     ran = {t["worker"] for t in stream.data if str(t["key"]).startswith("_with_block")}
-    assert ran == set(client.scheduler_info()["workers"]), ran
+    assert ran == set(workers_info(client)), ran
     row_bytes = D * np.dtype(dtype).itemsize
     sample = 3 * mb._batch_size if 3 * mb._batch_size < N else 0
     assert max(gathered) < max(sample * row_bytes + 4096, BLOCK * row_bytes / 2), gathered
