@@ -21,6 +21,7 @@ from .gmm_mma import (MmaEStepSpec, MmaMStepSpec, StageFlags, central, central_s
                       enqueue_central, enqueue_grid, means_of, mstep_size, own_spec, shift_of)
 from .gmm_mma_full import MmaFullEStepSpec, enqueue_operands as enqueue_full_operands
 from .gmm_mma_operands import enqueue_operands, full_layout
+from .gmm_mstats_grid import MStatsGrid
 from .gmm_specs import _estep_specs, _mstep_specs, _onehot_specs, plan, record_size, stats_size
 
 
@@ -86,7 +87,6 @@ class GmmPass:
             # exact totals rounded here are made central here (enqueue_central)
             self.mmeans64 = cla.empty(q, k * part.d, np.float64)
             self.mgrid_head = cla.empty(q, 2 + 2 * part.d, np.int32)   # ... their grid (enqueue_grid)
-            self._absmax = None   # (the fit's magnitudes, their columns on the device)
             self.stage_flags = StageFlags(q, self.mspec)   # (the stages it multiplies)
         else:
             self.own = self.labels   # (the one-hot kernel's output: unread)
@@ -112,7 +112,8 @@ class GmmPass:
         # the M kernel's inputs go up beside the E kernel, on a queue of their own (em_launch)
         self.uploads = cl.CommandQueue(q.context, q.device)
         self.mstaging, self._m_ready = PinnedStaging(self.uploads), None
-        self._grid_bounds = None          # (_grid's scratch)
+        # the exact fold's grid of the M statistics (its scratch, the rows' magnitudes)
+        self.grid = MStatsGrid(part, self.block_rows, full, self.uploads) if self.exact else None
 
     def _mstats_size(self):
         """Reals per component of the M kernel's statistics."""
@@ -311,8 +312,8 @@ class GmmPass:
                       stage.put("mmeans", self.mmeans, means32)]
             if self.exact:   # the grid of the own sums from the means, on the device
                 events += [stage.put("mmeans64", self.mmeans64, means),
-                           stage.put("mgrid_head", self.mgrid_head, self._grid_head(shift))]
-                absmax, scale = self._grid_scale()
+                           stage.put("mgrid_head", self.mgrid_head, self.grid.head(shift))]
+                absmax, scale = self.grid.scale()
                 events.append(enqueue_grid(up, self.mmeans64, k, part.d, absmax, scale,
                                            self.mgrid_head, self.folds[k].lsb_dev))
                 self.folds[k].grid_enqueued()
@@ -320,7 +321,7 @@ class GmmPass:
             self._about = means, None, None
             events = [stage.put("means", self.means, np.asarray(means, part.dtype))]
             if self.exact:
-                events.append(self.folds[k].set_lsb(self._grid(means), stage))
+                events.append(self.folds[k].set_lsb(self.grid.portable(means), stage))
         events = [e for e in events if e is not None]
         self._m_ready = events[-1:]   # (the queue's last: the M kernels wait for it)
         up.flush()
@@ -391,51 +392,6 @@ class GmmPass:
         stats = totals_of(stage.read("mstats", self.reduced.size), k * self._mstats_size(),
                           part.acc_double).reshape(k, -1)
         return (central_stats(stats, means, shift, means32) if self.mma_m else stats), False
-
-    def _grid(self, means):
-        """The exact fold's grid (exact_sums.lsb_for_bounds, k x SZ) of one
-        block's M statistics about *means* (the portable kernels'): a
-        responsibility is at most 1, so N <= B wmax, a first moment about m
-        <= B wmax (max|x| + |m|), a second moment the product of two such."""
-        absmax, wmax = exact_fold.magnitudes_of(self.part)
-        scale = self.block_rows * wmax
-        means = np.asarray(means, np.float64)
-        k, d = means.shape
-        about = absmax + np.abs(means)                               # k x d
-        # [1, about, about about' or about^2] x scale, in a scratch array (fresh ones page-fault)
-        size = 1 + d + (d * d if self.full else d)
-        if self._grid_bounds is None or self._grid_bounds.shape != (k, size):
-            self._grid_bounds = np.empty((k, size))
-        bounds = self._grid_bounds
-        bounds[:, 0] = scale
-        np.multiply(scale, about, out=bounds[:, 1:1 + d])
-        second = np.ndarray((k, d, d if self.full else 1), np.float64, bounds,
-                            (1 + d) * 8, (size * 8, (d if self.full else 1) * 8, 8))
-        np.multiply(about[:, :, None], about[:, None, :] if self.full else about[:, :, None],
-                    out=second)
-        second *= scale
-        return exact_sums.lsb_for_bounds(bounds)
-
-    def _grid_scale(self):
-        """(the rows' column magnitudes on the device, B wmax): the bounds'
-        parts of the tensor-core M statistics' grid that a fit keeps."""
-        magnitudes = exact_fold.magnitudes_of(self.part)
-        if self._absmax is None or self._absmax[0] is not magnitudes:
-            self._absmax = magnitudes, cla.to_device(
-                self.uploads, np.ascontiguousarray(magnitudes[0], np.float64))
-        return self._absmax[1], self.block_rows * magnitudes[1]
-
-    def _grid_head(self, shift):
-        """The grid's first 2 + 2d columns of the tensor-core M statistics,
-        alike for every component: [N other, N own] (N <= B wmax), the other
-        rows' sums about the *shift* (float32, dp) and their squares (B wmax
-        (max|x| + |s|), its square); the own sums' columns are made on the
-        device from the means (gmm_mma.enqueue_grid)."""
-        absmax, scale = exact_fold.magnitudes_of(self.part)[0], self._grid_scale()[1]
-        spread = absmax + np.abs(shift[:self.part.d])
-        return np.concatenate([exact_sums.lsb_for_bounds(np.full(2, scale)),
-                               exact_sums.lsb_for_bounds(scale * spread),
-                               exact_sums.lsb_for_bounds(scale * (spread * spread))])
 
     def set_resp(self, rows, start=0):
         """Responsibilities of rows start.. from the host (b x k), into their
