@@ -145,6 +145,9 @@ mpi      the same KMeans under mpiexec, one rank per GPU (each binds the GPU
          N GPUs bit for bit (the same shares, summed in the same order), and
          its warm fit's time against the one process's (both the second fit
          of their configuration).
+ensemble EnsembleKMeans 10M x 8, 32 models of k=16: per-iteration speedup of
+         N GPUs over one with their shared device-side update, and the same
+         N-GPU fit with the host's update (the A/B in one run).
 stream   KMeans on more rows than the GPUs hold (--stream-rows, streamed
          through each GPU's budget of --budget-gib): each GPU alone streaming
          its share (the others idle), then all at once: the sum of the rates
@@ -310,6 +313,8 @@ def gpus_run(args):
             compare(oc, "FuzzyCMeans 10M x 24 x 100", lambda devs: oc.FuzzyCMeans(
                 100, init=V0, max_iter=6, tol=0, devices=devs), X, counts, rows)
         del X
+    if "ensemble" in only:
+        ensemble_run(oc, args, counts, rows)
     if "stream" in only:
         X = large_blobs(args.stream_rows, 128, 1024)
         C0 = X[np.random.default_rng(1).choice(len(X), 1024, replace=False)].copy()
@@ -345,17 +350,46 @@ def gpus_run(args):
                          f"one process's time / the ranks' {r['of_one_process']:.3f} "
                          f"(per iteration {r['iter_of_one_process']:.3f})"
                          if "max_diff" in r else
+                         f"this iteration / the shared update's: "
+                         f"{r['shared_over_host']:.2f}, same model: {r['same_bits']}"
+                         if "shared_over_host" in r else
                          f"same model as 1 GPU: {r['same_bits']}" if "same_bits" in r else
                          f"sum of the GPUs' streamed rates alone / together {r['ratio']:.2f}"
                          if "ratio" in r else "")]
                        for r in rows], left=1))
 
 
+def ensemble_run(oc, args, counts, rows):
+    """EnsembleKMeans on 1 and N GPUs (compare), then on N GPUs with the
+    host's update instead of the devices' shared one (ensemble_update.
+    centers_can_be_shared off): its median iteration against the shared
+    update's, the same model."""
+    from oclclust.passes import ensemble_update
+    X = large_blobs(args.n, 8, 16)
+    name = f"EnsembleKMeans {args.n:,} x 8, 32 models of k=16"
+    make = lambda devs: oc.EnsembleKMeans(16, 32, init="random", max_iter=args.iters, tol=0,
+                                          random_state=0, devices=devs)
+    shared = compare(oc, name, make, X, counts, rows)
+    can_share = ensemble_update.centers_can_be_shared
+    ensemble_update.centers_can_be_shared = lambda data, comm: False
+    try:
+        for count in counts:
+            fit(oc, make, X, gpus(oc, count))   # warm
+            tn, i_n, host = fit(oc, make, X, gpus(oc, count))
+            mine = next(r for r in rows if r["case"] == name and r["gpus"] == count)
+            rows.append(dict(case=name + ", host update", gpus=count, whole_n=tn, iter_n=i_n,
+                             shared_over_host=i_n / mine["iter_n"],
+                             same_bits=same_model(host, shared[count])))
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        ensemble_update.centers_can_be_shared = can_share
+
+
 def gpus_main(argv=None):
     ap = argparse.ArgumentParser(description=DOC_GPUS.split("\n\n")[0])
     ap.add_argument("--gpus", type=int, nargs="+", default=[2],
                     help="counts of GPUs, each against the same 1-GPU run")
-    ap.add_argument("--only", default="kmeans,mpi,gmm,cmeans")
+    ap.add_argument("--only", default="kmeans,mpi,gmm,cmeans,ensemble")
     ap.add_argument("--n", type=int, default=10_000_000)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--stream-rows", type=int, default=200_000_000)

@@ -1,7 +1,8 @@
 """The ensemble k-means passes (passes.ensemble, passes.kdtree) over a fit's
 rows, as a ShardedPass: integer (fixed-point) statistics, exact in any
-order over the chunks and the ranks; with one device and one
-rank the centres may stay on the device between passes (ensemble_update)."""
+order over the chunks and the ranks; with one rank the centres may stay
+on the devices between passes (ensemble_update: one chunk's update, or
+several chunks' shared one)."""
 import dataclasses
 
 import numpy as np
@@ -91,9 +92,11 @@ class EnsembleShards(ShardedPass):
             return _EnsembleChunk(stats_pass, choice)
         super().__init__(data, ranks, state)
         # remote rows (Dask) keep their centres on the client between passes
-        self.device_update = (device_update and not getattr(data, "remote", False) and
-                              ensemble_update.centers_can_stay_resident(data,
-                                                                        self.ranks.comm))
+        comm = self.ranks.comm
+        self.device_update = device_update and (
+            ensemble_update.centers_can_stay_resident(data, comm) or
+            ensemble_update.centers_can_be_shared(data, comm))
+        self.shared = None   # several chunks' ensemble_update.SharedUpdate, once stepped
 
     def chosen(self):
         """{device: (strategy, KD-tree mapping)} of the chunks' passes."""
@@ -112,6 +115,8 @@ class EnsembleShards(ShardedPass):
         iteration's centres)."""
         if not self.device_update:
             return None
+        if len(self.data.chunks) > 1:
+            return self._shared_step(centers, active, tol)
 
         def step(chunk, st):
             resident = st.resident()
@@ -126,9 +131,27 @@ class EnsembleShards(ShardedPass):
             return shifts
         return self.map(step)[0]
 
+    def _shared_step(self, centers, active, tol):
+        """device_step over several chunks: their shared update's."""
+        if self.shared is None:
+            self.shared = ensemble_update.SharedUpdate(
+                self.map(lambda chunk, st: st.stats_pass, rows=False))
+        if self.shared.active != active:
+            self.shared.centers_to_host(centers)
+            self.shared.start(centers, active)
+        stepped = self.shared.step(tol)
+        if stepped is None:   # the devices' updates differ: the host's from here on
+            self.device_update = False
+        if stepped is None or stepped[1].any():
+            self.shared.centers_to_host(centers)
+            return None
+        return stepped[0]
+
     def centers_to_host(self, centers):
-        """The centres kept on the device, if any, into *centers*."""
-        if self.device_update:
+        """The centres kept on the devices, if any, into *centers*."""
+        if self.shared is not None:
+            self.shared.centers_to_host(centers)
+        elif self.device_update:
             self.map(lambda chunk, st: st.resident().centers_to_host(centers))
 
     def prepare(self):
