@@ -45,7 +45,10 @@ def centers_can_stay_resident(data, comm):
 def centers_can_be_shared(data, comm):
     """Whether the fit's centres can stay on its several chunks' devices
     between passes under one shared update (SharedUpdate): one process,
-    every chunk resident with double precision."""
+    every chunk resident with double precision.  Wider than
+    parallel.sharded.shareable (KMeans' and c-means' rule): integer
+    statistics add alike over any chunks, a device's several too, and an
+    ensemble's rows are never laid out anew during a fit."""
     return (not getattr(data, "remote", False) and len(data.chunks) > 1
             and (comm is None or comm.Get_size() == 1)
             and all(chunk.acc_double for chunk in data.chunks)
