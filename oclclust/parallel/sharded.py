@@ -150,6 +150,21 @@ def shareable(data, ranks):
     return all(ok for ok, _ in every) and len({count for _, count in every}) == 1
 
 
+def words_over_ranks(ranks, folds):
+    """(the page-locked words arrays every device of a shared update adds,
+    whether each device's own words are among them, at its place) of this
+    rank's devices' SharedFolds *folds* (chunk order): one process, every
+    device's own; over MPI ranks (which each hold as many devices:
+    shareable), each place's words summed over the ranks (one Allreduce:
+    integers, any order), all of them written to every device."""
+    words = [fold.words for fold in folds]
+    if ranks.comm is None or ranks.comm.Get_size() == 1:
+        return words, True
+    summed = folds[0].summed_host(len(words))
+    ranks.comm.Allreduce(words[0] if len(words) == 1 else np.concatenate(words), summed)
+    return np.split(summed, len(words)), False
+
+
 def _bounded(make, magnitudes):
     """*make* for a chunk that first carries the fit's *magnitudes* (travels
     with *make* to remote chunks)."""

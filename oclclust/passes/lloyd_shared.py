@@ -54,7 +54,6 @@ class SharedCenters:
         self.bound = None  # the labels the pass's kernels are bound to (exact)
         # split-free: every device's sums' words added here
         self.shared_sums = SharedFold(lloyd_pass.folds["sums"]) if self.exact else None
-        self.summed = None   # over MPI ranks: the words' sums (summed_host)
         self.kept = None     # the centres start() copies from
 
     def start(self, centers):
@@ -107,14 +106,6 @@ class SharedCenters:
                                                                        copy=False),
                           host["inertia"][:blocks_of(lp.part.n, lp.block_rows)].copy(),
                           int(flags[:, 0].sum()), int(flags[:, 1].sum()), lp.rechecked())
-
-    def summed_host(self, count):
-        """A page-locked array for *count* devices' words summed over the
-        ranks (made once)."""
-        size = count * self.shared_sums.words.size
-        if self.summed is None or self.summed.size != size:
-            self.summed = self.staging.host("summed", size, np.float64)
-        return self.summed
 
     def sums_words(self):
         """The ExactWords of the last collected pass's sums (views of the

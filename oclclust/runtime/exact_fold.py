@@ -270,6 +270,11 @@ class SharedFold:
         return cl.enqueue_copy(self.fold.queue, self.words, self.fold.out.data,
                                is_blocking=False)
 
+    def summed_host(self, count):
+        """A page-locked array for *count* devices' words summed over MPI
+        ranks (parallel.sharded.words_over_ranks; made once)."""
+        return self.staging.host("summed", count * self.fold.out.size, np.float64)
+
     def enqueue_total(self, words, own, values):
         """Every device's words (*words*: their page-locked arrays, in
         order; this device's at *own*, taken from its fold's output, or

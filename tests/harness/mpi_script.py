@@ -117,12 +117,15 @@ def split_free(comm, platform, dtype, out):
     devices = sf.one_device([p for p in oc.list_devices() if p.platform == platform])
     X, models, shared = sf.data(dtype), {}, {}
     from oclclust.cluster.kmeans.lloyd_shards import LloydShards
-    step = LloydShards._shared_step
+    from oclclust.cluster.mixture.cmeans_shards import CMeansShards
 
-    def counted(self, *args, **kwargs):   # the ranks' update shared on their devices
-        shared[name] = shared.get(name, 0) + 1
-        return step(self, *args, **kwargs)
-    LloydShards._shared_step = counted
+    def counted(step):   # the ranks' update shared on their devices
+        def count(self, *args, **kwargs):
+            shared[name] = shared.get(name, 0) + 1
+            return step(self, *args, **kwargs)
+        return count
+    for shards in (LloydShards, CMeansShards):
+        shards._shared_step = counted(shards._shared_step)
     for name in sf.MPI_ESTIMATORS:
         est = sf.ESTIMATORS[name](devices, comm=comm)
         start, stop = rank_rows(len(X), comm.Get_size(), comm.Get_rank(),

@@ -92,14 +92,16 @@ def test_mpi_ranks_in_whole_blocks(name, dtype, mpi_models, reference):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_mpi_kmeans_shares_one_update_on_the_devices(dtype, mpi_models, devices):
-    """Split-free (fp64), the ranks' KMeans computes its centres on every
-    rank's device from the ranks' summed words (lloyd_shared): the models
+def test_mpi_ranks_share_one_update_on_the_devices(dtype, mpi_models, devices):
+    """Split-free (fp64), the ranks' KMeans and FuzzyCMeans compute their
+    centres on every rank's device from the ranks' summed words
+    (lloyd_shared, cmeans_update.SharedCMeans): the models
     test_mpi_ranks_in_whole_blocks holds to one device's came that way."""
     if not devices[0].fp64:
         pytest.skip(f"{devices[0]} has no fp64: the host's update")
     for rank in mpi_models(dtype)[mpi_script.SHARED_STEPS]:
-        assert all(rank.get(f"KMeans-{v}", 0) > 0 for v in ("tiled", "rowwise", "blocked"))
+        assert all(rank.get(name, 0) > 0 for name in (
+            "KMeans-tiled", "KMeans-rowwise", "KMeans-blocked", "FuzzyCMeans")), rank
 
 
 def test_rank_rows_are_whole_blocks():

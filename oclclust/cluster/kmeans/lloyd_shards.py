@@ -22,7 +22,8 @@ from ...runtime.kernel_recorder import note
 from ...runtime.reduce import count_labels
 from ...runtime.transfer import download
 from ...parallel.manager import DEVICE_ERRORS, DeviceFailure
-from ...parallel.sharded import ShardedPass, chunk_farthest, farthest_of, shareable
+from ...parallel.sharded import (ShardedPass, chunk_farthest, farthest_of, shareable,
+                                 words_over_ranks)
 
 
 # ------------------------------------------------ per-fit state, pooled
@@ -262,7 +263,8 @@ class LloydShards(ShardedPass):
                 sc.active = False
             return total, None, True
         reads, following = [], iterations_left is None or iterations_left > 0
-        sums, own = self._sums_for_devices(shared) if exact else (total.sums, False)
+        sums, own = (words_over_ranks(self.ranks, [sc.shared_sums for sc in shared])
+                     if exact else (total.sums, False))
         nxt = {}
         # every device's update first, then the passes: the last device's
         # update is not held back by the others' pass launches
@@ -285,20 +287,6 @@ class LloydShards(ShardedPass):
     def _one_process(self):
         """Whether the fit has no other rank to sum with."""
         return self.ranks.comm is None or self.ranks.comm.Get_size() == 1
-
-    def _sums_for_devices(self, shared):
-        """(the page-locked words arrays every device adds, whether each
-        device's own words are among them, at its place): one process,
-        every device's own; over MPI ranks, each place summed over the
-        ranks (one Allreduce: integers, any order), every one written to
-        every device."""
-        words = [sc.shared_sums.words for sc in shared]
-        if self._one_process():
-            return words, True
-        summed = shared[0].summed_host(len(words))
-        self.ranks.comm.Allreduce(words[0] if len(words) == 1 else np.concatenate(words),
-                                  summed)
-        return np.split(summed, len(words)), False
 
     def _inertia(self, blocks):
         """The inertia of every rank's devices' block sums (*blocks*: this

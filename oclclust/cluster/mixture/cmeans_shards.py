@@ -2,14 +2,14 @@
 every chunk and rank, as a ShardedPass, and the memberships it leaves
 on the devices.  Where the layout allows, the centres stay on the devices
 between the fit's passes (passes/cmeans_update.py): one device's resident
-update, or one update that several devices of one process compute from
-the totals the host adds (``device_step``)."""
+update, or one update that several devices of one process, or the
+devices of MPI ranks, compute from the totals (``device_step``)."""
 import dataclasses
 
 import numpy as np
 
 from ...parallel.manager import DEVICE_ERRORS, DeviceFailure
-from ...parallel.sharded import ShardedPass, shareable
+from ...parallel.sharded import ShardedPass, shareable, words_over_ranks
 from ...passes.cmeans import CMeansPass, row_labels
 from ...passes.cmeans_update import ResidentCMeans, SharedCMeans, can_update
 from ...passes.ensemble_update import centers_can_stay_resident
@@ -38,15 +38,16 @@ class CMeansShards(ShardedPass):
         self.c, self.m, self.precision = c, m, precision
         # a chunk's passes by (update, write_u); "resident" / "shared": its update
         super().__init__(data, ranks, lambda chunk: {})
-        # one process (MPI ranks keep the host's update; shareable is then a
-        # collective, not asked)
+        # several devices of one process or MPI ranks (shareable: a
+        # collective there): one shared update; one device, its own
         comm = self.ranks.comm
-        alone = device_update and (comm is None or comm.Get_size() == 1)
-        self.shared_update = alone and shareable(data, self.ranks)
+        self.shared_update = device_update and shareable(data, self.ranks)
         self.device_update = (self.shared_update or (
-            alone and centers_can_stay_resident(data, comm))) and all(
+            device_update and centers_can_stay_resident(data, comm))) and all(
                 self.map(lambda chunk, passes: can_update(self._pass(chunk, passes, True, False)),
                          rows=False))
+        if comm is not None and comm.Get_size() > 1:   # every rank's, or none's
+            self.device_update = all(self.ranks.gather(self.device_update))
         self._next = None   # (chunks, {chunk: launched}): the shared step's next pass
 
     def _pass(self, chunk, passes, update, write_u):
@@ -148,9 +149,10 @@ class CMeansShards(ShardedPass):
             return CMeansStats(stats, None, bad), obj
         total, objs = self.reduce(None, timed=True, keep=True, enqueued=(launch, collect))
         shared = [self.state(chunk)["shared"] for chunk in self.data.chunks]
-        # split-free: every device adds every device's words (their page-locked arrays)
-        words = [sc.shared_stats.words for sc in shared] \
-            if shared[0].shared_stats is not None else None
+        # split-free: every device adds every device's words (their page-locked
+        # arrays; over MPI ranks, each place's summed over the ranks first)
+        words, own = (words_over_ranks(self.ranks, [sc.shared_stats for sc in shared])
+                      if shared[0].shared_stats is not None else (None, False))
 
         def objective():   # as run() sums it (a field of its own: the same bits apart)
             return self.over_ranks(CMeansStats.total(
@@ -163,7 +165,7 @@ class CMeansShards(ShardedPass):
         for i, (chunk, sc) in enumerate(zip(self.data.chunks, shared)):
             try:
                 reads.append(sc.update(total.stats if words is None else words,
-                                       summarize=i == 0, own=i))
+                                       summarize=i == 0, own=i if own else None))
                 if following:
                     nxt[chunk] = sc.launch()
             except DEVICE_ERRORS as exc:   # as map raises it: the device dropped
