@@ -42,10 +42,10 @@ class CMeansShards(ShardedPass):
         # collective there): one shared update; one device, its own
         comm = self.ranks.comm
         self.shared_update = device_update and shareable(data, self.ranks)
-        self.device_update = (self.shared_update or (
+        self.device_update = self.ranks.run_failing_all(lambda: (self.shared_update or (
             device_update and centers_can_stay_resident(data, comm))) and all(
                 self.map(lambda chunk, passes: can_update(self._pass(chunk, passes, True, False)),
-                         rows=False))
+                         rows=False)))
         if comm is not None and comm.Get_size() > 1:   # every rank's, or none's
             self.device_update = all(self.ranks.gather(self.device_update))
         self._next = None   # (chunks, {chunk: launched}): the shared step's next pass
