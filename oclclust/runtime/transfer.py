@@ -30,6 +30,7 @@ each piece grows to the largest copy it has staged); copies under
 DIRECT_BYTES go straight, where the staging would cost more, and so do
 those of devices that share the host's memory (``straight``).
 """
+import atexit
 import collections
 import os
 import threading
@@ -58,7 +59,39 @@ def pinned_empty(queue, shape, dtype):
                     max(1, int(np.prod(shape))) * np.dtype(dtype).itemsize)
     host, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
                                     shape, dtype, is_blocking=True)
+    _mapped[:] = [(ref, q) for ref, q in _mapped if ref() is not None]
+    _mapped.append((weakref.ref(host), queue))
     return host
+
+
+# The page-locked arrays still mapped, each with its queue.  A mapped array
+# freed as the interpreter shuts down enqueues its unmap and nothing waits
+# for it: on Intel's CPU runtime the unmap then completed on a worker thread
+# while the runtime was being torn down, and the process aborted after the
+# script's work was done ("Pure virtual function called!": a crash in
+# ContextModule::UnRegisterMappedMemoryObject under UnmapMemObjectCommand::
+# CommandDone, from a core of plot_several_devices.py; 6 runs in 30 on the
+# 2-core host under load).  So at exit every one is unmapped and waited for.
+_mapped = []
+
+
+@atexit.register
+def _unmap_at_exit():
+    queues = {}
+    for ref, queue in _mapped:
+        host = ref()
+        if host is not None:
+            try:
+                host.base.release(queue)
+            except cl.Error:   # (unmapped already, or the queue gone)
+                continue
+            queues[queue.int_ptr] = queue
+    for queue in queues.values():
+        try:
+            queue.finish()
+        except cl.Error:
+            pass
+    _mapped.clear()
 
 
 # page-locked arrays of passes that are gone, by (context, dtype), for the

@@ -204,3 +204,37 @@ def test_pinned_staging_reads_into_slots_of_one_array(queue):
     for slot in (2, 0, 1):
         np.testing.assert_array_equal(staging.read("slots", 5, 5 * slot),
                                       np.arange(5) + 10 * slot)
+
+
+AT_EXIT = """
+import atexit, sys
+import pyopencl as cl
+
+def last():   # registered first: runs after oclclust's own exit hook
+    print("mapped left", len(transfer._mapped))
+    try:
+        host.base.release(queue)
+        print("still mapped")
+    except cl.Error:
+        print("unmapped")
+
+atexit.register(last)
+import numpy as np
+import oclclust as oc
+from oclclust.runtime import transfer
+queue = [p for p in oc.list_devices() if p.platform == sys.argv[1]][0].queue()
+host = transfer.pinned_empty(queue, (1000,), np.float64)
+host[:] = 1
+"""
+
+
+def test_page_locked_arrays_are_unmapped_before_the_process_exits(devices):
+    """An array still mapped at exit is unmapped and waited for by
+    oclclust's exit hook (an unmap left to the interpreter's teardown
+    aborted Intel's runtime as the process exited)."""
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", AT_EXIT, devices[0].platform],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["mapped left 0", "unmapped"], proc.stdout
