@@ -59,8 +59,9 @@ def pinned_empty(queue, shape, dtype):
                     max(1, int(np.prod(shape))) * np.dtype(dtype).itemsize)
     host, _ = cl.enqueue_map_buffer(queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0,
                                     shape, dtype, is_blocking=True)
-    _mapped[:] = [(ref, q) for ref, q in _mapped if ref() is not None]
-    _mapped.append((weakref.ref(host), queue))
+    with _mapped_lock:   # (the devices' threads make them at once)
+        _mapped[:] = [(ref, q) for ref, q in _mapped if ref() is not None]
+        _mapped.append((weakref.ref(host), queue))
     return host
 
 
@@ -72,13 +73,15 @@ def pinned_empty(queue, shape, dtype):
 # ContextModule::UnRegisterMappedMemoryObject under UnmapMemObjectCommand::
 # CommandDone, from a core of plot_several_devices.py; 6 runs in 30 on the
 # 2-core host under load).  So at exit every one is unmapped and waited for.
-_mapped = []
+_mapped, _mapped_lock = [], threading.Lock()
 
 
 @atexit.register
 def _unmap_at_exit():
     queues = {}
-    for ref, queue in _mapped:
+    with _mapped_lock:
+        mapped = list(_mapped)
+    for ref, queue in mapped:
         host = ref()
         if host is not None:
             try:
